@@ -1,0 +1,47 @@
+#pragma once
+// Building a deployable shared object: every kernel of a model plus the
+// model's entry point, as one ELF shared object for the target.
+//
+// Entry point (see docs/artifact-format.md):
+//   extern "C" int32_t kiln_main(void* const* inputs, void* const* outputs,
+//                                const uint8_t* weights, uint8_t* workspace)
+// It calls the kernels in plan order; each kernel argument is one BufferRef.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/kernel.h"
+
+namespace kiln::compiler {
+
+struct BufferRef {
+  enum class Kind { kInput, kOutput, kWeight, kWorkspace };
+  Kind kind = Kind::kWorkspace;
+  int index = 0;            // kInput / kOutput: which entry argument
+  int64_t byte_offset = 0;  // into that buffer, the weights or the workspace
+};
+
+struct KernelDef {
+  std::string name;  // symbol, unique within the module
+  Workload workload;
+  Config config;
+};
+
+struct KernelCall {
+  std::string kernel;           // a KernelDef name
+  std::vector<BufferRef> args;  // KernelSignature order
+};
+
+struct EntryPlan {
+  std::string name = "kiln_main";
+  std::vector<KernelCall> calls;
+};
+
+// The bytes of a shared object (ELF .so) holding every kernel and the entry.
+absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kernels,
+                                              const EntryPlan& plan, const Target& target,
+                                              const LowerOptions& options = {});
+
+}  // namespace kiln::compiler

@@ -1,0 +1,30 @@
+#pragma once
+// Knobs declared by a schedule template, and configs: one value per knob.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::compiler {
+
+struct Knob {
+  std::string name;
+  std::vector<int64_t> choices;  // the legal values, in a fixed order
+};
+
+// knob name -> value. std::map keeps the canonical (sorted) order.
+using Config = std::map<std::string, int64_t>;
+
+// "name=value;name=value" with names sorted; "" for an empty config.
+std::string CanonicalConfig(const Config& config);
+absl::StatusOr<Config> ParseConfig(std::string_view canonical);
+
+// OK when `config` names every knob exactly once with one of its choices;
+// INVALID_ARGUMENT naming the offending knob otherwise.
+absl::Status CheckConfigAgainstKnobs(const Config& config, const std::vector<Knob>& knobs);
+
+}  // namespace kiln::compiler

@@ -1,0 +1,54 @@
+#pragma once
+// The operator library's face to the rest of kiln: for any Workload, its
+// schedule template's knobs, a default config, lowering to a kernel function,
+// JIT-building it for measurement, and a naive reference implementation for
+// verifying outputs.
+//
+// Kernel calling convention (JIT and artifact alike):
+//   extern "C" int32_t <name>(void* const* args)
+// args[i] points to the float32 buffer of KernelSignature argument i (inputs
+// in order, then the output). Returns 0 on success.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/config.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+
+namespace kiln::compiler {
+
+struct LowerOptions {
+  bool dump_ir = false;  // print the IR after every lowering pass to stderr
+};
+
+// The knobs of the workload's schedule template. INVALID_ARGUMENT for an
+// unknown op.
+absl::StatusOr<std::vector<Knob>> KnobsOf(const Workload& workload, const Target& target);
+// A config that is always valid and reasonably fast (used when the log
+// database has no record for a workload).
+absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& target);
+// INVALID_ARGUMENT (with the reason) for a config the template rejects.
+absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config);
+
+// A kernel compiled in-process (ORC JIT), ready to run.
+class JitKernel {
+ public:
+  virtual ~JitKernel() = default;
+  virtual int32_t Run(void* const* args) const = 0;
+};
+
+absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, const Config& config,
+                                                    const Target& target,
+                                                    const LowerOptions& options = {});
+
+// Straightforward loops over the same semantics, for verification. `inputs`
+// and `output` follow Workload::Signature().
+absl::Status RunReference(const Workload& workload, std::span<const float* const> inputs,
+                          float* output);
+
+}  // namespace kiln::compiler

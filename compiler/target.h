@@ -1,0 +1,34 @@
+#pragma once
+// A code generation target. The canonical spec string is
+//   "llvm -mtriple=<triple> -mcpu=<cpu> [-mattr=<+a,+b>]"
+// and is what the log database keys records by.
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::compiler {
+
+enum class TargetKind { kLlvmCpu };
+
+struct Target {
+  TargetKind kind = TargetKind::kLlvmCpu;
+  std::string triple;  // e.g. x86_64-pc-linux-gnu
+  std::string cpu;     // e.g. skylake-avx512, "generic"
+  std::string attrs;   // LLVM feature string, "" for the cpu's defaults
+
+  std::string Spec() const;
+  bool operator==(const Target&) const = default;
+
+  static absl::StatusOr<Target> Parse(std::string_view spec);
+  // The machine this process runs on, as LLVM detects it.
+  static Target Host();
+  // Vector width in float32 lanes this target prefers (16 for AVX-512, ...).
+  int NativeVectorLanes() const;
+};
+
+// A one-line description of the host hardware: CPU model, cores, features.
+std::string DescribeHostHardware();
+
+}  // namespace kiln::compiler

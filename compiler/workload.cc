@@ -1,0 +1,259 @@
+#include "compiler/workload.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "deploy/check.h"
+#include "absl/status/status.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler {
+namespace {
+
+constexpr std::string_view EpilogueName(EpilogueKind kind) {
+  switch (kind) {
+    case EpilogueKind::kRelu: return "relu";
+    case EpilogueKind::kAdd: return "add";
+    case EpilogueKind::kMul: return "mul";
+  }
+  return "?";
+}
+
+std::string FormatFloat(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  for (std::string_view part : StrSplit(text, ',')) {
+    int64_t v = 0;
+    if (!ParseInt64(part, &v)) {
+      return absl::InvalidArgumentError(StrCat("bad integer '", part, "' in workload"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::Status CheckBroadcastable(const std::vector<int64_t>& from, const std::vector<int64_t>& to,
+                                std::string_view what) {
+  if (from.size() != to.size()) {
+    return absl::InvalidArgumentError(StrCat(what, ": rank ", from.size(),
+                                                   " does not match output rank ", to.size()));
+  }
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != 1 && from[i] != to[i]) {
+      return absl::InvalidArgumentError(
+          StrCat(what, ": dimension ", i, " of size ", from[i], " cannot broadcast to ", to[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t TensorSpec::NumElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Workload::Int(std::string_view name) const {
+  auto it = ints.find(std::string(name));
+  KILN_CHECK(it != ints.end() && it->second.size() == 1)
+      << "workload " << op << " lacks scalar attribute " << name;
+  return it->second[0];
+}
+
+int64_t Workload::IntOr(std::string_view name, int64_t fallback) const {
+  auto it = ints.find(std::string(name));
+  return it == ints.end() || it->second.size() != 1 ? fallback : it->second[0];
+}
+
+const std::vector<int64_t>& Workload::Ints(std::string_view name) const {
+  auto it = ints.find(std::string(name));
+  KILN_CHECK(it != ints.end()) << "workload " << op << " lacks attribute " << name;
+  return it->second;
+}
+
+double Workload::FloatOr(std::string_view name, double fallback) const {
+  auto it = floats.find(std::string(name));
+  return it == floats.end() ? fallback : it->second;
+}
+
+std::string Workload::Canonical() const {
+  // Keys of ints and floats merged in sorted order; floats prefixed by 'f'.
+  std::map<std::string, std::string> items;
+  for (const auto& [k, v] : ints) items[k] = StrJoin(v, ",");
+  for (const auto& [k, v] : floats) items[k] = StrCat("f", FormatFloat(v));
+  std::string out = StrCat(op, "(");
+  bool first = true;
+  for (const auto& [k, v] : items) {
+    out += StrCat(first ? "" : ";", k, "=", v);
+    first = false;
+  }
+  out += ")";
+  for (const EpilogueOp& e : epilogue) {
+    out += StrCat("|", EpilogueName(e.kind));
+    if (e.kind != EpilogueKind::kRelu) out += StrCat(":", StrJoin(e.operand_shape, ","));
+  }
+  return out;
+}
+
+std::string Workload::Key() const {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : Canonical()) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, h);
+  return StrCat(op, "-", buf);
+}
+
+absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
+  size_t open = canonical.find('(');
+  size_t close = canonical.find(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open || open == 0) {
+    return absl::InvalidArgumentError(StrCat("malformed workload '", canonical, "'"));
+  }
+  Workload w;
+  w.op = std::string(canonical.substr(0, open));
+  std::string_view body = canonical.substr(open + 1, close - open - 1);
+  if (!body.empty()) {
+    for (std::string_view item : StrSplit(body, ';')) {
+      size_t eq = item.find('=');
+      if (eq == std::string_view::npos || eq == 0) {
+        return absl::InvalidArgumentError(StrCat("malformed attribute '", item, "' in workload"));
+      }
+      std::string key(item.substr(0, eq));
+      std::string_view value = item.substr(eq + 1);
+      if (!value.empty() && value[0] == 'f') {
+        double d = 0;
+        if (!ParseDouble(value.substr(1), &d)) {
+          return absl::InvalidArgumentError(StrCat("bad float attribute '", item, "'"));
+        }
+        w.floats[key] = d;
+      } else {
+        auto list = ParseIntList(value);
+        if (!list.ok()) return list.status();
+        w.ints[key] = *std::move(list);
+      }
+    }
+  }
+  std::string_view rest = canonical.substr(close + 1);
+  if (!rest.empty()) {
+    if (rest[0] != '|') return absl::InvalidArgumentError("malformed epilogue in workload");
+    for (std::string_view part : StrSplit(rest.substr(1), '|')) {
+      EpilogueOp e;
+      std::string_view name = part.substr(0, part.find(':'));
+      if (name == "relu") {
+        e.kind = EpilogueKind::kRelu;
+      } else if (name == "add" || name == "mul") {
+        e.kind = name == "add" ? EpilogueKind::kAdd : EpilogueKind::kMul;
+        if (part.find(':') == std::string_view::npos) {
+          return absl::InvalidArgumentError(StrCat("epilogue '", part, "' lacks a shape"));
+        }
+        auto shape = ParseIntList(part.substr(part.find(':') + 1));
+        if (!shape.ok()) return shape.status();
+        e.operand_shape = *std::move(shape);
+      } else {
+        return absl::InvalidArgumentError(StrCat("unknown epilogue op '", name, "'"));
+      }
+      w.epilogue.push_back(std::move(e));
+    }
+  }
+  if (auto sig = w.Signature(); !sig.ok()) return sig.status();
+  return w;
+}
+
+absl::StatusOr<KernelSignature> Workload::Signature() const {
+  auto need = [&](std::initializer_list<const char*> names) -> absl::Status {
+    for (const char* n : names) {
+      auto it = ints.find(n);
+      if (it == ints.end() || it->second.empty()) {
+        return absl::InvalidArgumentError(StrCat("workload ", op, " lacks attribute ", n));
+      }
+    }
+    return absl::OkStatus();
+  };
+  KernelSignature sig;
+  if (op == "conv2d") {
+    if (auto s = need({"N", "C", "H", "W", "K", "R", "S", "stride", "pad", "dilation", "groups", "bias",
+                       "OH", "OW"});
+        !s.ok())
+      return s;
+    int64_t groups = Int("groups");
+    if (groups <= 0 || Int("C") % groups != 0 || Int("K") % groups != 0) {
+      return absl::InvalidArgumentError("conv2d: channels not divisible by groups");
+    }
+    if (Ints("stride").size() != 2 || Ints("pad").size() != 4 || Ints("dilation").size() != 2) {
+      return absl::InvalidArgumentError("conv2d: stride/dilation need 2 values, pad 4");
+    }
+    sig.inputs.push_back({"data", {Int("N"), Int("C"), Int("H"), Int("W")}});
+    sig.inputs.push_back({"weight", {Int("K"), Int("C") / groups, Int("R"), Int("S")}});
+    if (Int("bias")) sig.inputs.push_back({"bias", {Int("K")}});
+    sig.output = {"out", {Int("N"), Int("K"), Int("OH"), Int("OW")}};
+  } else if (op == "dense") {
+    if (auto s = need({"M", "N", "K", "transA", "transB", "bias"}); !s.ok()) return s;
+    int64_t M = Int("M"), N = Int("N"), K = Int("K");
+    int64_t batch = IntOr("batch", 1);
+    bool ba = IntOr("batch_a", 0) != 0, bb = IntOr("batch_b", 0) != 0;
+    std::vector<int64_t> a = Int("transA") ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
+    std::vector<int64_t> b = Int("transB") ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
+    if (ba) a.insert(a.begin(), batch);
+    if (bb) b.insert(b.begin(), batch);
+    sig.inputs.push_back({"A", a});
+    sig.inputs.push_back({"B", b});
+    std::vector<int64_t> out = {M, N};
+    if (ba || bb) out.insert(out.begin(), batch);
+    if (Int("bias")) {
+      if (auto s = need({"bias_shape"}); !s.ok()) return s;
+      sig.inputs.push_back({"C", Ints("bias_shape")});
+      if (auto s = CheckBroadcastable(Ints("bias_shape"), out, "dense bias"); !s.ok()) return s;
+    }
+    sig.output = {"out", out};
+  } else if (op == "pool2d") {
+    if (auto s = need({"N", "C", "H", "W", "kernel", "stride", "pad", "dilation", "OH", "OW", "kind"});
+        !s.ok())
+      return s;
+    sig.inputs.push_back({"data", {Int("N"), Int("C"), Int("H"), Int("W")}});
+    sig.output = {"out", {Int("N"), Int("C"), Int("OH"), Int("OW")}};
+  } else if (op == "eltwise") {
+    if (auto s = need({"shape", "in_shape"}); !s.ok()) return s;
+    sig.inputs.push_back({"in", Ints("in_shape")});
+    if (auto s = CheckBroadcastable(Ints("in_shape"), Ints("shape"), "eltwise input"); !s.ok()) return s;
+    sig.output = {"out", Ints("shape")};
+  } else {
+    return absl::InvalidArgumentError(StrCat("unknown workload op '", op, "'"));
+  }
+  int idx = 0;
+  for (const EpilogueOp& e : epilogue) {
+    if (e.kind == EpilogueKind::kRelu) continue;
+    if (auto s = CheckBroadcastable(e.operand_shape, sig.output.shape, "epilogue operand"); !s.ok()) {
+      return s;
+    }
+    sig.inputs.push_back({StrCat("ep", idx++), e.operand_shape});
+  }
+  return sig;
+}
+
+double Workload::Flops() const {
+  auto sig = Signature();
+  if (!sig.ok()) return 0;
+  double out = static_cast<double>(sig->output.NumElements());
+  double per = 0;
+  if (op == "conv2d") {
+    per = 2.0 * static_cast<double>(Int("C") / Int("groups") * Int("R") * Int("S"));
+  } else if (op == "dense") {
+    per = 2.0 * static_cast<double>(Int("K"));
+  } else if (op == "pool2d") {
+    per = static_cast<double>(Ints("kernel")[0] * Ints("kernel")[1]);
+  }
+  return out * (per + static_cast<double>(epilogue.size()));
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,95 @@
+#pragma once
+// A workload: one tuning task, i.e. an anchor operator on fixed shapes plus
+// its fused elementwise epilogue. Its canonical string is what travels over
+// the wire and into the log database; its key is a short stable hash of it.
+//
+// Ops and their attributes (all shapes NCHW, float32):
+//   conv2d  ints N,C,H,W (input), K (out channels), R,S (kernel h,w),
+//           stride=[sh,sw], pad=[top,left,bottom,right], dilation=[dh,dw],
+//           groups, bias (0/1), OH, OW (output h,w)
+//           inputs: data[N,C,H,W], weight[K,C/groups,R,S], bias[K] if bias=1
+//   dense   ints M,N,K, transA, transB (0/1), batch (>=1; A and B then have a
+//           leading batch dim when batch_a / batch_b is 1), batch_a, batch_b,
+//           bias (0/1), floats alpha, beta (Gemm; 1.0 when absent)
+//           inputs: A[M,K] (or [K,M] if transA; [batch,..] if batch_a),
+//                   B[K,N] (or [N,K] if transB; [batch,..] if batch_b),
+//                   C (bias, shape `bias_shape`, broadcast to [M,N]) if bias=1
+//           output: [M,N] or [batch,M,N] when batch > 1 or batch_a/batch_b
+//   pool2d  ints N,C,H,W, kernel=[kh,kw], stride, pad (4), dilation, OH, OW,
+//           kind (0 = max, 1 = average), count_include_pad (0/1)
+//           inputs: data[N,C,H,W]
+//   eltwise ints shape (output shape), in_shape (input shape, broadcastable
+//           to `shape` after left-padding with 1s). No anchor computation:
+//           output = epilogue(broadcast(input)). With an empty epilogue it is
+//           a copy.
+// Every op then applies `epilogue` elementwise to its output, in order:
+//   relu            y = max(y, 0)
+//   add:<shape>     y = y + operand (operand broadcast to the output shape)
+//   mul:<shape>     y = y * operand
+// Each add/mul operand is one more kernel input, after the op's own inputs.
+// The kernel's arguments are: op inputs, epilogue operands, then the output.
+//
+// Canonical form (keys sorted, lists joined by ','):
+//   conv2d(C=3;H=32;K=16;...;stride=1,1;alpha=1.5|relu|add:1,16,1,1)
+// i.e. op "(" key=value pairs separated by ';' (floats written with %.9g and
+// marked by a trailing 'f' in the key list: "alpha=f1.5") ... then each
+// epilogue op after '|'. Parse(Canonical()) == *this.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::compiler {
+
+enum class EpilogueKind { kRelu, kAdd, kMul };
+
+struct EpilogueOp {
+  EpilogueKind kind = EpilogueKind::kRelu;
+  std::vector<int64_t> operand_shape;  // add/mul only; same rank as output
+  bool operator==(const EpilogueOp&) const = default;
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t NumElements() const;
+  bool operator==(const TensorSpec&) const = default;
+};
+
+// The kernel's buffers in argument order: inputs (op inputs, then epilogue
+// operands), then the single output.
+struct KernelSignature {
+  std::vector<TensorSpec> inputs;
+  TensorSpec output;
+};
+
+struct Workload {
+  std::string op;
+  std::map<std::string, std::vector<int64_t>> ints;
+  std::map<std::string, double> floats;
+  std::vector<EpilogueOp> epilogue;
+
+  bool operator==(const Workload&) const = default;
+
+  // Attribute access; checks (aborts) when a required attribute is missing.
+  int64_t Int(std::string_view name) const;
+  int64_t IntOr(std::string_view name, int64_t fallback) const;
+  const std::vector<int64_t>& Ints(std::string_view name) const;
+  double FloatOr(std::string_view name, double fallback) const;
+
+  std::string Canonical() const;
+  // "<op>-<16 hex digits of a 64-bit FNV-1a hash of Canonical()>".
+  std::string Key() const;
+  // Floating-point operations of one run (2 per multiply-add).
+  double Flops() const;
+  // Buffer shapes; an error when the attributes are inconsistent.
+  absl::StatusOr<KernelSignature> Signature() const;
+
+  static absl::StatusOr<Workload> Parse(std::string_view canonical);
+};
+
+}  // namespace kiln::compiler

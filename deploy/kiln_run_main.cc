@@ -1,0 +1,1 @@
+int main() { return 1; }  // placeholder, replaced by the component

@@ -1,0 +1,66 @@
+#pragma once
+// The C++ runtime API: load an artifact and run it. No LLVM, gRPC, protobuf
+// or SQLite here; see deploy/kiln_runtime.h for the C API.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::deploy {
+
+struct TensorInfo {
+  std::string name;
+  std::string dtype;  // "float32"
+  std::vector<int64_t> shape;
+  int64_t NumElements() const;
+};
+
+struct Manifest {
+  int format_version = 0;
+  std::string target;
+  std::string compiler_version;
+  std::string model_sha256;
+  std::string entry;
+  int64_t workspace_bytes = 0;
+  int64_t weights_bytes = 0;
+  int kernels = 0;
+  int tuned_kernels = 0;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+};
+
+class Module {
+ public:
+  // Reads and checks the container, loads the shared object, resolves the
+  // entry point. INVALID_ARGUMENT / DATA_LOSS with a message on a bad file.
+  static absl::StatusOr<std::unique_ptr<Module>> LoadFile(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<Module>> LoadBytes(std::string_view bytes);
+  ~Module();
+
+  const Manifest& manifest() const { return manifest_; }
+
+  // Runs the model once. inputs/outputs follow the manifest's order and
+  // shapes (the caller has checked sizes; see RunChecked).
+  absl::Status Run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
+  // Checks the element counts of every buffer against the manifest first:
+  // INVALID_ARGUMENT naming the tensor, its expected and given shape.
+  absl::Status RunChecked(const std::vector<std::pair<const float*, int64_t>>& inputs,
+                          const std::vector<std::pair<float*, int64_t>>& outputs);
+
+ private:
+  Module() = default;
+  Manifest manifest_;
+  void* dl_handle_ = nullptr;
+  std::string so_path_;
+  using EntryFn = int32_t (*)(void* const*, void* const*, const uint8_t*, uint8_t*);
+  EntryFn entry_ = nullptr;
+  struct AlignedFree { void operator()(uint8_t* p) const; };
+  std::unique_ptr<uint8_t, AlignedFree> weights_;
+  std::unique_ptr<uint8_t, AlignedFree> workspace_;
+};
+
+}  // namespace kiln::deploy

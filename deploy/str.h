@@ -1,0 +1,66 @@
+#pragma once
+// kiln::StrCat / StrJoin: string building that accepts std::string_view.
+// (Debian 12's Abseil is built as C++14: absl::string_view is not
+// std::string_view, so absl::StrCat rejects std::string_view arguments.)
+// Header-only and dependency-free, usable from every component.
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+template <typename... Args>
+std::string StrCat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+template <typename Range>
+std::string StrJoin(const Range& range, std::string_view sep) {
+  std::ostringstream os;
+  bool first = true;
+  for (const auto& item : range) {
+    if (!first) os << sep;
+    os << item;
+    first = false;
+  }
+  return os.str();
+}
+
+// Splits on `sep`; with skip_empty, empty pieces are dropped. The views point
+// into `text`.
+inline std::vector<std::string_view> StrSplit(std::string_view text, char sep,
+                                              bool skip_empty = false) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = text.find(sep, start);
+    std::string_view piece = text.substr(start, pos == std::string_view::npos ? pos : pos - start);
+    if (!skip_empty || !piece.empty()) out.push_back(piece);
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+// Whole-string parses; false on any junk.
+inline bool ParseInt64(std::string_view text, int64_t* out) {
+  if (text.empty()) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+inline bool ParseDouble(std::string_view text, double* out) {
+  if (text.empty()) return false;
+  std::string copy(text);
+  char* end = nullptr;
+  *out = std::strtod(copy.c_str(), &end);
+  return end == copy.c_str() + copy.size();
+}
+
+}  // namespace kiln

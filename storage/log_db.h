@@ -1,0 +1,166 @@
+#pragma once
+// The log database: tuning records, workloads, jobs, agents and artifact
+// metadata in one SQLite file (WAL mode). Knows nothing of the compiler or of
+// protobuf: rows are plain structs of strings and numbers.
+//
+// Thread-safe: one LogDb may be used from many threads (calls are serialized
+// on an internal mutex).
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::storage {
+
+class Database;  // storage/sqlite.h
+
+struct WorkloadRow {
+  std::string key;
+  std::string op;
+  std::string canonical;
+  double flops = 0;
+};
+
+// error_kind uses the names of MeasureErrorKind without prefix:
+// "none", "compile", "runtime", "wrong_result", "timeout", "agent_lost",
+// "invalid_config".
+struct RecordRow {
+  int64_t id = 0;
+  std::string workload_key;
+  std::string target;
+  std::string config;  // canonical config string
+  std::string error_kind = "none";
+  std::string error_message;
+  std::vector<double> costs_s;  // every repeat
+  double mean_cost_s = 0;       // mean of costs_s; 0 on error
+  std::string compiler_version;
+  std::string agent_id;
+  std::string job_id;
+  int64_t unix_ms = 0;
+};
+
+struct JobRow {
+  std::string id;
+  std::string model_name;
+  std::string model_sha256;  // the ONNX bytes live in the artifact store
+  std::string device_key;
+  std::string target;
+  std::string state;  // "queued", "tuning", "compiling", "completed", "failed", "cancelled"
+  int32_t trials = 0;
+  int32_t trials_done = 0;
+  std::string options_json;  // timing policy and other submit options
+  std::string error;
+  std::string artifact_sha256;
+  int64_t created_unix_ms = 0;
+  int64_t updated_unix_ms = 0;
+};
+
+struct AgentRow {
+  std::string id;
+  std::string device_key;
+  std::string target;
+  std::string hardware;
+  std::string compiler_version;
+  int64_t first_seen_unix_ms = 0;
+  int64_t last_seen_unix_ms = 0;
+  int64_t results = 0;
+};
+
+struct ArtifactRow {
+  std::string sha256;
+  int64_t size = 0;
+  std::string kind;  // "model" (submitted ONNX) or "module" (compiled artifact)
+  std::string job_id;
+  int64_t created_unix_ms = 0;
+};
+
+class LogDb {
+ public:
+  // Opens or creates the file and migrates it to the current schema.
+  // FAILED_PRECONDITION when the file's schema is newer than this code.
+  static absl::StatusOr<std::unique_ptr<LogDb>> Open(const std::string& path);
+  ~LogDb();
+  LogDb(const LogDb&) = delete;
+  LogDb& operator=(const LogDb&) = delete;
+
+  static int CurrentSchemaVersion();
+  absl::StatusOr<int> SchemaVersion();
+
+  // Workloads.
+  absl::Status UpsertWorkload(const WorkloadRow& row);
+  absl::StatusOr<std::optional<WorkloadRow>> GetWorkload(const std::string& key);
+
+  // Records. AddRecord fills id; returns the id.
+  absl::StatusOr<int64_t> AddRecord(const RecordRow& row);
+  // The successful record with the lowest mean cost, if any.
+  absl::StatusOr<std::optional<RecordRow>> BestRecord(const std::string& workload_key,
+                                                      const std::string& target);
+  absl::StatusOr<std::vector<RecordRow>> TopK(const std::string& workload_key,
+                                              const std::string& target, int k);
+  // Empty key / target match everything; newest first; limit <= 0: no limit.
+  absl::StatusOr<std::vector<RecordRow>> QueryRecords(const std::string& workload_key,
+                                                      const std::string& target, int limit);
+  // Canonical configs already measured (successfully or not) for this
+  // workload, target and compiler version: the tuner never measures them again.
+  absl::StatusOr<std::set<std::string>> MeasuredConfigs(const std::string& workload_key,
+                                                        const std::string& target,
+                                                        const std::string& compiler_version);
+  absl::StatusOr<int64_t> CountRecords(const std::string& job_id);
+
+  // Jobs.
+  absl::Status CreateJob(const JobRow& row);  // ALREADY_EXISTS on a duplicate id
+  absl::Status UpdateJob(const JobRow& row);  // NOT_FOUND for an unknown id
+  absl::StatusOr<std::optional<JobRow>> GetJob(const std::string& id);
+  absl::StatusOr<std::vector<JobRow>> ListJobs();  // newest first
+  absl::StatusOr<std::vector<JobRow>> UnfinishedJobs();
+
+  // Agents.
+  absl::Status UpsertAgent(const AgentRow& row);
+  absl::StatusOr<std::vector<AgentRow>> ListAgents();
+
+  // Artifact metadata (the bytes are in ArtifactStore).
+  absl::Status AddArtifact(const ArtifactRow& row);
+  absl::StatusOr<std::optional<ArtifactRow>> GetArtifact(const std::string& sha256);
+
+  // JSON lines: one {"workload":..., "target":..., "config":..., ...} object
+  // per record, workloads included so an import into an empty file is
+  // complete. Import skips records already present; returns how many it added.
+  // A malformed line fails the whole import (nothing is written), naming the
+  // line number.
+  absl::Status ExportJsonl(std::ostream& out);
+  absl::StatusOr<int64_t> ImportJsonl(std::istream& in);
+
+ private:
+  explicit LogDb(std::unique_ptr<Database> db);
+  std::mutex mu_;
+  std::unique_ptr<Database> db_;
+};
+
+// Content-addressed files under one folder: <dir>/<sha[0:2]>/<sha256>.
+// Writes go to a temporary file that is renamed into place, so a crash never
+// leaves a partial artifact under its final name.
+class ArtifactStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<ArtifactStore>> Open(const std::string& dir);
+  // Stores the bytes; returns their SHA-256 (hex).
+  absl::StatusOr<std::string> Put(std::string_view bytes);
+  absl::StatusOr<std::string> Get(const std::string& sha256) const;  // NOT_FOUND
+  std::string PathOf(const std::string& sha256) const;
+  bool Contains(const std::string& sha256) const;
+
+ private:
+  explicit ArtifactStore(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+// SHA-256 of bytes, lowercase hex. (Also used for model hashes.)
+std::string Sha256Hex(std::string_view bytes);
+
+}  // namespace kiln::storage
