@@ -1,0 +1,22 @@
+#pragma once
+// Lowering a workload with a config to a fully lowered PrimFunc: params are
+// the KernelSignature buffers in order (inputs, epilogue operands, output),
+// accesses are flat single-index, no Reduce nodes, vectorized loops turned into
+// Ramp/Broadcast vector expressions, unrolled loops replicated; remaining loops
+// are kSerial or kParallel. Scratch buffers are Allocate nodes (<= 256 KiB).
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler/config.h"
+#include "compiler/ir/ir.h"
+#include "compiler/kernel.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+
+namespace kiln::compiler {
+
+absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, const Target& t,
+                                           const std::string& func_name, const LowerOptions& opts);
+
+}  // namespace kiln::compiler
