@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""End-to-end test of kiln: tracker + two agents + CLI + runtime, for real.
+
+Starts kiln-tracker on 127.0.0.1 port 0 with a fresh SQLite file, two
+kiln-agent processes with the same device key, submits an ONNX CNN with
+`kiln tune --wait`, fetches the artifact, runs it with kiln-run and compares
+the output with onnxruntime. Then checks that bad input gets a clear error and
+changes nothing already stored.
+"""
+import argparse
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper, TensorProto
+
+ARGS = None
+
+
+def build_cnn(path):
+    """A small CNN: conv+relu, maxpool, conv+relu, residual add, gemm."""
+    rng = np.random.default_rng(7)
+    def init(name, shape):
+        return numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+    nodes = [
+        helper.make_node("Conv", ["data", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "p1"], ["a2"]),
+        helper.make_node("Relu", ["a2"], ["r2"]),
+        helper.make_node("Flatten", ["r2"], ["f"]),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["logits"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "e2e_cnn",
+        [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])],
+        [init("w1", [8, 3, 3, 3]), init("b1", [8]), init("w2", [8, 8, 3, 3]), init("b2", [8]),
+         init("w3", [10, 8 * 8 * 8]), init("b3", [10])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def build_softmax(path):
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["y"], name="the_softmax")], "sm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+class Farm:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.bin = ARGS.bin_dir
+        self.db = os.path.join(tmp, "kiln.db")
+        self.procs = []
+        port_file = os.path.join(tmp, "port")
+        self.start([f"{self.bin}/tracker/kiln-tracker", "--listen", "127.0.0.1:0",
+                    "--port-file", port_file, "--db", self.db,
+                    "--artifacts", os.path.join(tmp, "artifacts")], "tracker.log")
+        deadline = time.time() + 30
+        while not (os.path.exists(port_file) and open(port_file).read().strip()):
+            if time.time() > deadline or self.procs[0].poll() is not None:
+                raise RuntimeError("tracker did not start:\n" + self.log("tracker.log"))
+            time.sleep(0.05)
+        self.addr = "127.0.0.1:" + open(port_file).read().strip()
+        for i in range(2):
+            self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr,
+                        "--key", "e2e-cpu", "--id", f"agent-{i}"], f"agent{i}.log")
+
+    def start(self, cmd, log):
+        with open(os.path.join(self.tmp, log), "w") as f:
+            self.procs.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT))
+
+    def log(self, name):
+        with open(os.path.join(self.tmp, name)) as f:
+            return f.read()[-4000:]
+
+    def kiln(self, *args, timeout=600):
+        return subprocess.run([f"{self.bin}/cli/kiln", *args], capture_output=True, text=True,
+                              timeout=timeout)
+
+    def wait_agents(self, n):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            out = self.kiln("devices", "--tracker", self.addr).stdout
+            if out.count("e2e-cpu") >= n:
+                return out
+            time.sleep(0.2)
+        raise RuntimeError("agents did not register:\n" + self.log("agent0.log"))
+
+    def stop(self):
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+class EndToEnd(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmpdir = tempfile.TemporaryDirectory(prefix="kiln-e2e-")
+        cls.tmp = cls.tmpdir.name
+        cls.model = os.path.join(cls.tmp, "cnn.onnx")
+        build_cnn(cls.model)
+        cls.farm = Farm(cls.tmp)
+        cls.farm.wait_agents(2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.farm.stop()
+        cls.tmpdir.cleanup()
+
+    def records(self):
+        with sqlite3.connect(self.farm.db) as c:
+            return c.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+
+    def jobs(self):
+        with sqlite3.connect(self.farm.db) as c:
+            return c.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+
+    def test_1_tune_fetch_run(self):
+        r = self.farm.kiln("tune", self.model, "--tracker", self.farm.addr, "--key", "e2e-cpu",
+                           "--trials", "24", "--wait")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr + self.farm.log("tracker.log"))
+        job = r.stdout.splitlines()[0].strip()
+        self.assertTrue(job, r.stdout)
+        EndToEnd.job = job
+        # Both agents took part in the measurements (batches go to either).
+        self.assertGreater(self.records(), 0)
+        art = os.path.join(self.tmp, "cnn.kiln")
+        r = self.farm.kiln("fetch", job, "--tracker", self.farm.addr, "-o", art)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)
+        np.save(os.path.join(self.tmp, "x.npy"), x)
+        out = os.path.join(self.tmp, "out")
+        r = subprocess.run([f"{ARGS.bin_dir}/deploy/kiln-run", art, "--input",
+                            f"data={self.tmp}/x.npy", "--output-dir", out, "--repeat", "5"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.strip().splitlines()[-1].startswith("median_ms="), r.stdout)
+        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out, "output_0.pb")))
+        ref = ort.InferenceSession(self.model, providers=["CPUExecutionProvider"]).run(
+            None, {"data": x})[0]
+        np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4)
+
+    def test_2_not_onnx_is_rejected_and_stores_nothing(self):
+        bad = os.path.join(self.tmp, "bad.onnx")
+        with open(bad, "wb") as f:
+            f.write(b"this is not an onnx model at all")
+        jobs, records = self.jobs(), self.records()
+        r = self.farm.kiln("tune", bad, "--tracker", self.farm.addr, "--key", "e2e-cpu",
+                           "--trials", "4")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("INVALID_ARGUMENT", r.stderr)
+        self.assertIn("ONNX", r.stderr)
+        self.assertEqual((jobs, records), (self.jobs(), self.records()))
+
+    def test_3_unsupported_operator_is_named(self):
+        sm = os.path.join(self.tmp, "softmax.onnx")
+        build_softmax(sm)
+        jobs = self.jobs()
+        r = self.farm.kiln("tune", sm, "--tracker", self.farm.addr, "--key", "e2e-cpu",
+                           "--trials", "4")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("Softmax", r.stderr)
+        self.assertEqual(jobs, self.jobs())
+
+    def test_4_tracker_that_does_not_answer(self):
+        r = self.farm.kiln("jobs", "--tracker", "127.0.0.1:1", timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("does not answer", r.stderr)
+
+    def test_5_unknown_job(self):
+        r = self.farm.kiln("fetch", "job-does-not-exist", "--tracker", self.farm.addr,
+                           "-o", os.path.join(self.tmp, "x.kiln"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("NOT_FOUND", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.kiln")))
+
+    def test_6_wrong_input_shape_for_kiln_run(self):
+        art = os.path.join(self.tmp, "cnn.kiln")
+        self.assertTrue(os.path.exists(art), "test_1 must run first")
+        np.save(os.path.join(self.tmp, "wrong.npy"), np.zeros((1, 3, 8, 8), np.float32))
+        r = subprocess.run([f"{ARGS.bin_dir}/deploy/kiln-run", art, "--input",
+                            f"data={self.tmp}/wrong.npy", "--output-dir",
+                            os.path.join(self.tmp, "out2")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("data", r.stderr)
+        self.assertIn("1x3x16x16", r.stderr.replace(",", "x").replace(" ", ""))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--source-dir", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], "-v", *rest])
