@@ -1,0 +1,616 @@
+#include "storage/log_db.h"
+
+#include <cmath>
+#include <istream>
+#include <ostream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "deploy/str.h"
+#include "storage/jsonl.h"
+#include "storage/migrations.h"
+#include "storage/sqlite.h"
+
+namespace kiln::storage {
+
+#define KILN_STORAGE_RETURN_IF_ERROR(expr)      \
+  do {                                          \
+    if (absl::Status _s = (expr); !_s.ok()) {   \
+      return _s;                                \
+    }                                           \
+  } while (false)
+
+#define KILN_STORAGE_ASSIGN_OR_RETURN(lhs, expr) \
+  auto lhs##_or = (expr);                        \
+  if (!lhs##_or.ok()) return lhs##_or.status();  \
+  auto lhs = std::move(*lhs##_or)
+
+namespace {
+
+constexpr char kRecordColumns[] =
+    "id, workload_key, target, config, error_kind, error_message, costs_s, mean_cost_s, "
+    "compiler_version, agent_id, job_id, unix_ms";
+constexpr char kJobColumns[] =
+    "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
+    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms";
+constexpr char kAgentColumns[] =
+    "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
+    "last_seen_unix_ms, results";
+
+bool IsKnownErrorKind(const std::string& kind) {
+  static const char* const kKinds[] = {"none",    "compile",    "runtime",       "wrong_result",
+                                       "timeout", "agent_lost", "invalid_config"};
+  for (const char* k : kKinds) {
+    if (kind == k) return true;
+  }
+  return false;
+}
+
+// Costs are stored as comma-joined round-trip decimal text, so that two equal
+// cost vectors have equal text (import uses this to find duplicates).
+std::string CostsToText(const std::vector<double>& costs) {
+  std::string out;
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out += FormatDouble(costs[i]);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<double>> CostsFromText(const std::string& text) {
+  std::vector<double> costs;
+  if (text.empty()) return costs;
+  for (std::string_view piece : StrSplit(text, ',')) {
+    double v = 0;
+    if (!ParseDouble(piece, &v)) {
+      return absl::DataLossError(StrCat("records.costs_s holds a non-number '", piece, "'"));
+    }
+    costs.push_back(v);
+  }
+  return costs;
+}
+
+absl::Status ValidateRecord(const RecordRow& row) {
+  if (row.workload_key.empty()) return absl::InvalidArgumentError("record has no workload key");
+  if (row.target.empty()) return absl::InvalidArgumentError("record has no target");
+  if (!IsKnownErrorKind(row.error_kind)) {
+    return absl::InvalidArgumentError(StrCat("unknown error kind '", row.error_kind, "'"));
+  }
+  for (double c : row.costs_s) {
+    if (!std::isfinite(c) || c < 0) {
+      return absl::InvalidArgumentError(StrCat("record cost ", c, " is not a finite duration"));
+    }
+  }
+  if (!std::isfinite(row.mean_cost_s) || row.mean_cost_s < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("record mean cost ", row.mean_cost_s, " is not a finite duration"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
+  RecordRow row;
+  row.id = st.ColumnInt64(0);
+  row.workload_key = st.ColumnText(1);
+  row.target = st.ColumnText(2);
+  row.config = st.ColumnText(3);
+  row.error_kind = st.ColumnText(4);
+  row.error_message = st.ColumnText(5);
+  KILN_STORAGE_ASSIGN_OR_RETURN(costs, CostsFromText(st.ColumnText(6)));
+  row.costs_s = std::move(costs);
+  row.mean_cost_s = st.ColumnDouble(7);
+  row.compiler_version = st.ColumnText(8);
+  row.agent_id = st.ColumnText(9);
+  row.job_id = st.ColumnText(10);
+  row.unix_ms = st.ColumnInt64(11);
+  return row;
+}
+
+JobRow ReadJob(const Statement& st) {
+  JobRow row;
+  row.id = st.ColumnText(0);
+  row.model_name = st.ColumnText(1);
+  row.model_sha256 = st.ColumnText(2);
+  row.device_key = st.ColumnText(3);
+  row.target = st.ColumnText(4);
+  row.state = st.ColumnText(5);
+  row.trials = static_cast<int32_t>(st.ColumnInt64(6));
+  row.trials_done = static_cast<int32_t>(st.ColumnInt64(7));
+  row.options_json = st.ColumnText(8);
+  row.error = st.ColumnText(9);
+  row.artifact_sha256 = st.ColumnText(10);
+  row.created_unix_ms = st.ColumnInt64(11);
+  row.updated_unix_ms = st.ColumnInt64(12);
+  return row;
+}
+
+AgentRow ReadAgent(const Statement& st) {
+  AgentRow row;
+  row.id = st.ColumnText(0);
+  row.device_key = st.ColumnText(1);
+  row.target = st.ColumnText(2);
+  row.hardware = st.ColumnText(3);
+  row.compiler_version = st.ColumnText(4);
+  row.first_seen_unix_ms = st.ColumnInt64(5);
+  row.last_seen_unix_ms = st.ColumnInt64(6);
+  row.results = st.ColumnInt64(7);
+  return row;
+}
+
+absl::StatusOr<std::vector<RecordRow>> CollectRecords(Statement& st) {
+  std::vector<RecordRow> out;
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) return out;
+    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadRecord(st));
+    out.push_back(std::move(row));
+  }
+}
+
+absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st) {
+  std::vector<JobRow> out;
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) return out;
+    out.push_back(ReadJob(st));
+  }
+}
+
+// Inserts a record; the caller validated it.
+absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db.Prepare("INSERT INTO records(workload_key, target, config, error_kind, "
+                     "error_message, costs_s, mean_cost_s, compiler_version, agent_id, job_id, "
+                     "unix_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?)"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.error_kind));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.error_message));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, CostsToText(row.costs_s)));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindDouble(7, row.mean_cost_s));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(8, row.compiler_version));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.agent_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.job_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(11, row.unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
+  return db.LastInsertRowId();
+}
+
+// One parsed line of an import.
+struct ImportedRecord {
+  std::optional<WorkloadRow> workload;  // absent when the line has only the key
+  RecordRow record;
+};
+
+absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
+  KILN_STORAGE_ASSIGN_OR_RETURN(json, ParseJson(line));
+  if (json.kind != JsonKind::kObject) return absl::InvalidArgumentError("not a JSON object");
+  const JsonValue* workload = json.Find("workload");
+  if (workload == nullptr || workload->kind != JsonKind::kObject) {
+    return absl::InvalidArgumentError("missing object \"workload\"");
+  }
+  ImportedRecord out;
+  RecordRow& r = out.record;
+  KILN_STORAGE_ASSIGN_OR_RETURN(key, JsonGetString(*workload, "key"));
+  r.workload_key = key;
+  if (workload->Find("op") != nullptr) {
+    WorkloadRow w;
+    w.key = key;
+    KILN_STORAGE_ASSIGN_OR_RETURN(op, JsonGetString(*workload, "op"));
+    KILN_STORAGE_ASSIGN_OR_RETURN(canonical, JsonGetString(*workload, "canonical"));
+    KILN_STORAGE_ASSIGN_OR_RETURN(flops, JsonGetNumber(*workload, "flops"));
+    w.op = op;
+    w.canonical = canonical;
+    w.flops = flops;
+    out.workload = std::move(w);
+  }
+  KILN_STORAGE_ASSIGN_OR_RETURN(target, JsonGetString(json, "target"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(config, JsonGetString(json, "config"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(error_kind, JsonGetString(json, "error_kind"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(error_message, JsonGetString(json, "error_message"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(mean, JsonGetNumber(json, "mean_cost_s"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(compiler_version, JsonGetString(json, "compiler_version"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(agent_id, JsonGetString(json, "agent_id"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(job_id, JsonGetString(json, "job_id"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(unix_ms, JsonGetInt64(json, "unix_ms"));
+  r.target = target;
+  r.config = config;
+  r.error_kind = error_kind;
+  r.error_message = error_message;
+  r.mean_cost_s = mean;
+  r.compiler_version = compiler_version;
+  r.agent_id = agent_id;
+  r.job_id = job_id;
+  r.unix_ms = unix_ms;
+  const JsonValue* costs = json.Find("costs_s");
+  if (costs == nullptr || costs->kind != JsonKind::kArray) {
+    return absl::InvalidArgumentError("missing array \"costs_s\"");
+  }
+  for (const JsonValue& c : costs->array) {
+    if (c.kind != JsonKind::kNumber) {
+      return absl::InvalidArgumentError("\"costs_s\" holds a non-number");
+    }
+    r.costs_s.push_back(c.number);
+  }
+  KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(r));
+  return out;
+}
+
+}  // namespace
+
+LogDb::LogDb(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+LogDb::~LogDb() = default;
+
+int LogDb::CurrentSchemaVersion() { return static_cast<int>(SchemaMigrations().size()); }
+
+absl::StatusOr<std::unique_ptr<LogDb>> LogDb::Open(const std::string& path) {
+  KILN_STORAGE_ASSIGN_OR_RETURN(db, Database::Open(path));
+  KILN_STORAGE_RETURN_IF_ERROR(MigrateSchema(*db, SchemaMigrations()));
+  return std::unique_ptr<LogDb>(new LogDb(std::move(db)));
+}
+
+absl::StatusOr<int> LogDb::SchemaVersion() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ReadSchemaVersion(*db_);
+}
+
+// ---------------------------------------------------------------- workloads
+
+absl::Status LogDb::UpsertWorkload(const WorkloadRow& row) {
+  if (row.key.empty()) return absl::InvalidArgumentError("workload has no key");
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("INSERT INTO workloads(key, op, canonical, flops) VALUES(?,?,?,?) "
+                       "ON CONFLICT(key) DO UPDATE SET op = excluded.op, "
+                       "canonical = excluded.canonical, flops = excluded.flops"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.op));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.canonical));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindDouble(4, row.flops));
+  return st.Run();
+}
+
+absl::StatusOr<std::optional<WorkloadRow>> LogDb::GetWorkload(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("SELECT key, op, canonical, flops FROM workloads WHERE key = ?"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, key));
+  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+  if (!has_row) return std::optional<WorkloadRow>();
+  WorkloadRow row;
+  row.key = st.ColumnText(0);
+  row.op = st.ColumnText(1);
+  row.canonical = st.ColumnText(2);
+  row.flops = st.ColumnDouble(3);
+  return std::optional<WorkloadRow>(std::move(row));
+}
+
+// ------------------------------------------------------------------ records
+
+absl::StatusOr<int64_t> LogDb::AddRecord(const RecordRow& row) {
+  KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(row));
+  std::lock_guard<std::mutex> lock(mu_);
+  return InsertRecord(*db_, row);
+}
+
+absl::StatusOr<std::optional<RecordRow>> LogDb::BestRecord(const std::string& workload_key,
+                                                           const std::string& target) {
+  KILN_STORAGE_ASSIGN_OR_RETURN(top, TopK(workload_key, target, 1));
+  if (top.empty()) return std::optional<RecordRow>();
+  return std::optional<RecordRow>(std::move(top.front()));
+}
+
+absl::StatusOr<std::vector<RecordRow>> LogDb::TopK(const std::string& workload_key,
+                                                   const std::string& target, int k) {
+  if (k <= 0) return std::vector<RecordRow>();
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
+                              " FROM records WHERE workload_key = ? AND target = ? "
+                              "AND error_kind = 'none' ORDER BY mean_cost_s ASC, id ASC LIMIT ?")));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, k));
+  return CollectRecords(st);
+}
+
+absl::StatusOr<std::vector<RecordRow>> LogDb::QueryRecords(const std::string& workload_key,
+                                                           const std::string& target,
+                                                           int limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
+                              " FROM records WHERE (?1 = '' OR workload_key = ?1) "
+                              "AND (?2 = '' OR target = ?2) "
+                              "ORDER BY unix_ms DESC, id DESC LIMIT ?3")));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, limit <= 0 ? -1 : limit));
+  return CollectRecords(st);
+}
+
+absl::StatusOr<std::set<std::string>> LogDb::MeasuredConfigs(
+    const std::string& workload_key, const std::string& target,
+    const std::string& compiler_version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("SELECT DISTINCT config FROM records WHERE workload_key = ? AND "
+                       "target = ? AND compiler_version = ?"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, compiler_version));
+  std::set<std::string> out;
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) return out;
+    out.insert(st.ColumnText(0));
+  }
+}
+
+absl::StatusOr<int64_t> LogDb::CountRecords(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(st, db_->Prepare("SELECT COUNT(*) FROM records WHERE job_id = ?"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, job_id));
+  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+  return has_row ? st.ColumnInt64(0) : 0;
+}
+
+// --------------------------------------------------------------------- jobs
+
+absl::Status LogDb::CreateJob(const JobRow& row) {
+  if (row.id.empty()) return absl::InvalidArgumentError("job has no id");
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("INSERT OR IGNORE INTO jobs(", kJobColumns,
+                              ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.device_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, row.state));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(7, row.trials));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(8, row.trials_done));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.options_json));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.error));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.artifact_sha256));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(12, row.created_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.updated_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
+  if (db_->Changes() == 0) {
+    return absl::AlreadyExistsError(StrCat("job '", row.id, "' already exists"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LogDb::UpdateJob(const JobRow& row) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The id and the creation time never change.
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("UPDATE jobs SET model_name = ?2, model_sha256 = ?3, device_key = ?4, "
+                       "target = ?5, state = ?6, trials = ?7, trials_done = ?8, "
+                       "options_json = ?9, error = ?10, artifact_sha256 = ?11, "
+                       "updated_unix_ms = ?12 WHERE id = ?1"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.device_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, row.state));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(7, row.trials));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(8, row.trials_done));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.options_json));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.error));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.artifact_sha256));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(12, row.updated_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
+  if (db_->Changes() == 0) return absl::NotFoundError(StrCat("no job '", row.id, "'"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<JobRow>> LogDb::GetJob(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = ?")));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, id));
+  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+  if (!has_row) return std::optional<JobRow>();
+  return std::optional<JobRow>(ReadJob(st));
+}
+
+absl::StatusOr<std::vector<JobRow>> LogDb::ListJobs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kJobColumns,
+                              " FROM jobs ORDER BY created_unix_ms DESC, rowid DESC")));
+  return CollectJobs(st);
+}
+
+absl::StatusOr<std::vector<JobRow>> LogDb::UnfinishedJobs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Oldest first: the order in which a restarted tracker resumes them.
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kJobColumns,
+                              " FROM jobs WHERE state IN ('queued', 'tuning', 'compiling') "
+                              "ORDER BY created_unix_ms ASC, rowid ASC")));
+  return CollectJobs(st);
+}
+
+// ------------------------------------------------------------------- agents
+
+absl::Status LogDb::UpsertAgent(const AgentRow& row) {
+  if (row.id.empty()) return absl::InvalidArgumentError("agent has no id");
+  std::lock_guard<std::mutex> lock(mu_);
+  // first_seen keeps the earliest non-zero time; the rest is overwritten.
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat(
+              "INSERT INTO agents(", kAgentColumns,
+              ") VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+              "device_key = excluded.device_key, target = excluded.target, "
+              "hardware = excluded.hardware, compiler_version = excluded.compiler_version, "
+              "first_seen_unix_ms = CASE WHEN agents.first_seen_unix_ms = 0 "
+              "THEN excluded.first_seen_unix_ms "
+              "WHEN excluded.first_seen_unix_ms = 0 THEN agents.first_seen_unix_ms "
+              "ELSE MIN(agents.first_seen_unix_ms, excluded.first_seen_unix_ms) END, "
+              "last_seen_unix_ms = excluded.last_seen_unix_ms, results = excluded.results")));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.device_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.hardware));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.compiler_version));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(6, row.first_seen_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(7, row.last_seen_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(8, row.results));
+  return st.Run();
+}
+
+absl::StatusOr<std::vector<AgentRow>> LogDb::ListAgents() {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kAgentColumns, " FROM agents ORDER BY id")));
+  std::vector<AgentRow> out;
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) return out;
+    out.push_back(ReadAgent(st));
+  }
+}
+
+// ---------------------------------------------------------------- artifacts
+
+absl::Status LogDb::AddArtifact(const ArtifactRow& row) {
+  if (row.sha256.empty()) return absl::InvalidArgumentError("artifact has no sha256");
+  std::lock_guard<std::mutex> lock(mu_);
+  // Content-addressed: adding the same bytes again is a no-op.
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("INSERT OR IGNORE INTO artifacts(sha256, size, kind, job_id, "
+                       "created_unix_ms) VALUES(?,?,?,?,?)"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.sha256));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, row.size));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.kind));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.job_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(5, row.created_unix_ms));
+  return st.Run();
+}
+
+absl::StatusOr<std::optional<ArtifactRow>> LogDb::GetArtifact(const std::string& sha256) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("SELECT sha256, size, kind, job_id, created_unix_ms FROM artifacts "
+                       "WHERE sha256 = ?"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, sha256));
+  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+  if (!has_row) return std::optional<ArtifactRow>();
+  ArtifactRow row;
+  row.sha256 = st.ColumnText(0);
+  row.size = st.ColumnInt64(1);
+  row.kind = st.ColumnText(2);
+  row.job_id = st.ColumnText(3);
+  row.created_unix_ms = st.ColumnInt64(4);
+  return std::optional<ArtifactRow>(std::move(row));
+}
+
+// -------------------------------------------------------------- JSON lines
+
+absl::Status LogDb::ExportJsonl(std::ostream& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string columns;
+  for (std::string_view c : StrSplit(kRecordColumns, ',')) {
+    while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+    columns += StrCat(columns.empty() ? "" : ", ", "r.", c);
+  }
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", columns,
+                              ", w.key IS NOT NULL, w.op, w.canonical, w.flops FROM records r "
+                              "LEFT JOIN workloads w ON w.key = r.workload_key ORDER BY r.id")));
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) break;
+    KILN_STORAGE_ASSIGN_OR_RETURN(r, ReadRecord(st));
+    JsonWriter w;
+    w.BeginObject();
+    w.Key("workload").BeginObject().Key("key").String(r.workload_key);
+    if (st.ColumnInt64(12) != 0) {
+      w.Key("op").String(st.ColumnText(13));
+      w.Key("canonical").String(st.ColumnText(14));
+      w.Key("flops").Number(st.ColumnDouble(15));
+    }
+    w.EndObject();
+    w.Key("target").String(r.target);
+    w.Key("config").String(r.config);
+    w.Key("error_kind").String(r.error_kind);
+    w.Key("error_message").String(r.error_message);
+    w.Key("costs_s").BeginArray();
+    for (double c : r.costs_s) w.Number(c);
+    w.EndArray();
+    w.Key("mean_cost_s").Number(r.mean_cost_s);
+    w.Key("compiler_version").String(r.compiler_version);
+    w.Key("agent_id").String(r.agent_id);
+    w.Key("job_id").String(r.job_id);
+    w.Key("unix_ms").Int(r.unix_ms);
+    w.EndObject();
+    out << w.str() << '\n';
+    if (!out) return absl::DataLossError("writing the JSON lines export failed");
+  }
+  out.flush();
+  if (!out) return absl::DataLossError("writing the JSON lines export failed");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in) {
+  // Parse everything first: a malformed line must leave the database untouched.
+  std::vector<ImportedRecord> lines;
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    absl::StatusOr<ImportedRecord> parsed = ParseRecordLine(line);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("JSON lines import: line ", line_no, ": ", parsed.status().message()));
+    }
+    lines.push_back(std::move(*parsed));
+  }
+  if (in.bad()) return absl::DataLossError("reading the JSON lines import failed");
+
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(*db_);
+  KILN_STORAGE_RETURN_IF_ERROR(tx.status());
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      add_workload, db_->Prepare("INSERT OR IGNORE INTO workloads(key, op, canonical, flops) "
+                                 "VALUES(?,?,?,?)"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      exists, db_->Prepare("SELECT 1 FROM records WHERE workload_key = ? AND target = ? AND "
+                           "compiler_version = ? AND config = ? AND costs_s = ? LIMIT 1"));
+  int64_t added = 0;
+  for (const ImportedRecord& item : lines) {
+    if (item.workload.has_value()) {
+      const WorkloadRow& w = *item.workload;
+      KILN_STORAGE_RETURN_IF_ERROR(add_workload.Reset());
+      KILN_STORAGE_RETURN_IF_ERROR(add_workload.BindText(1, w.key));
+      KILN_STORAGE_RETURN_IF_ERROR(add_workload.BindText(2, w.op));
+      KILN_STORAGE_RETURN_IF_ERROR(add_workload.BindText(3, w.canonical));
+      KILN_STORAGE_RETURN_IF_ERROR(add_workload.BindDouble(4, w.flops));
+      KILN_STORAGE_RETURN_IF_ERROR(add_workload.Run());
+    }
+    const RecordRow& r = item.record;
+    KILN_STORAGE_RETURN_IF_ERROR(exists.Reset());
+    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(1, r.workload_key));
+    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(2, r.target));
+    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(3, r.compiler_version));
+    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(4, r.config));
+    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(5, CostsToText(r.costs_s)));
+    KILN_STORAGE_ASSIGN_OR_RETURN(present, exists.Step());
+    KILN_STORAGE_RETURN_IF_ERROR(exists.Reset());
+    if (present) continue;
+    KILN_STORAGE_RETURN_IF_ERROR(InsertRecord(*db_, r).status());
+    ++added;
+  }
+  KILN_STORAGE_RETURN_IF_ERROR(tx.Commit());
+  return added;
+}
+
+}  // namespace kiln::storage

@@ -1,0 +1,122 @@
+#include "storage/migrations.h"
+
+#include "deploy/str.h"
+#include "storage/sqlite.h"
+
+namespace kiln::storage {
+
+const std::vector<std::string>& SchemaMigrations() {
+  static const std::vector<std::string> kLadder = {
+      // 0 -> 1: the initial schema.
+      R"sql(
+CREATE TABLE workloads (
+  key TEXT PRIMARY KEY,
+  op TEXT NOT NULL,
+  canonical TEXT NOT NULL,
+  flops REAL NOT NULL
+);
+CREATE TABLE records (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  workload_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  config TEXT NOT NULL,
+  error_kind TEXT NOT NULL,
+  error_message TEXT NOT NULL,
+  costs_s TEXT NOT NULL,
+  mean_cost_s REAL NOT NULL,
+  compiler_version TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  unix_ms INTEGER NOT NULL
+);
+CREATE INDEX records_by_cost ON records(workload_key, target, mean_cost_s);
+CREATE INDEX records_by_config ON records(workload_key, target, compiler_version, config);
+CREATE INDEX records_by_job ON records(job_id);
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  model_name TEXT NOT NULL,
+  model_sha256 TEXT NOT NULL,
+  device_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  state TEXT NOT NULL,
+  trials INTEGER NOT NULL,
+  trials_done INTEGER NOT NULL,
+  options_json TEXT NOT NULL,
+  error TEXT NOT NULL,
+  artifact_sha256 TEXT NOT NULL,
+  created_unix_ms INTEGER NOT NULL,
+  updated_unix_ms INTEGER NOT NULL
+);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE TABLE agents (
+  id TEXT PRIMARY KEY,
+  device_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  hardware TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  first_seen_unix_ms INTEGER NOT NULL,
+  last_seen_unix_ms INTEGER NOT NULL,
+  results INTEGER NOT NULL
+);
+CREATE TABLE artifacts (
+  sha256 TEXT PRIMARY KEY,
+  size INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  created_unix_ms INTEGER NOT NULL
+);
+)sql",
+  };
+  return kLadder;
+}
+
+absl::StatusOr<int> ReadSchemaVersion(Database& db) {
+  absl::StatusOr<Statement> stmt =
+      db.Prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!stmt.ok()) return stmt.status();
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return 0;
+  int64_t version = 0;
+  std::string text = stmt->ColumnText(0);
+  if (!ParseInt64(text, &version) || version < 0) {
+    return absl::DataLossError(StrCat("meta.schema_version is not a version: '", text, "'"));
+  }
+  return static_cast<int>(version);
+}
+
+absl::Status MigrateSchema(Database& db, const std::vector<std::string>& ladder) {
+  if (absl::Status s =
+          db.Exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      !s.ok()) {
+    return s;
+  }
+  const int newest = static_cast<int>(ladder.size());
+  while (true) {
+    // Read the version inside the write transaction, so two processes opening
+    // the same fresh file never apply a step twice.
+    Transaction tx(db);
+    if (!tx.status().ok()) return tx.status();
+    absl::StatusOr<int> version = ReadSchemaVersion(db);
+    if (!version.ok()) return version.status();
+    if (*version > newest) {
+      return absl::FailedPreconditionError(
+          StrCat("log database schema version ", *version,
+                 " is newer than this kiln supports (", newest, "); upgrade kiln"));
+    }
+    if (*version == newest) return absl::OkStatus();
+    if (absl::Status s = db.Exec(ladder[*version]); !s.ok()) {
+      return absl::Status(s.code(), StrCat("migration to schema version ", *version + 1,
+                                           " failed: ", s.message()));
+    }
+    absl::StatusOr<Statement> set = db.Prepare(
+        "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    if (!set.ok()) return set.status();
+    if (absl::Status s = set->BindText(1, std::to_string(*version + 1)); !s.ok()) return s;
+    if (absl::Status s = set->Run(); !s.ok()) return s;
+    if (absl::Status s = tx.Commit(); !s.ok()) return s;
+  }
+}
+
+}  // namespace kiln::storage
