@@ -1,0 +1,731 @@
+#include "compiler/frontend/onnx_import.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <unordered_map>
+
+#include "absl/status/status.h"
+#include "deploy/check.h"
+#include "deploy/str.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::compiler {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+std::string DtypeName(int dtype) {
+  std::string s = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(dtype));
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "float") return "float32";
+  if (s == "double") return "float64";
+  return s.empty() ? StrCat("dtype#", dtype) : s;
+}
+
+// Left-pads `s` with 1s to `rank`.
+Shape PadTo(const Shape& s, size_t rank) {
+  Shape out(rank - std::min(rank, s.size()), 1);
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+// Workload shapes are never empty: a scalar is [1].
+Shape Wl(const Shape& s) { return s.empty() ? Shape{1} : s; }
+
+absl::StatusOr<Shape> Broadcast(const Shape& a, const Shape& b, const std::string& what) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape pa = PadTo(a, rank), pb = PadTo(b, rank), out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (pa[i] == pb[i] || pb[i] == 1) {
+      out[i] = pa[i];
+    } else if (pa[i] == 1) {
+      out[i] = pb[i];
+    } else {
+      return absl::InvalidArgumentError(StrCat(what, ": shapes [", StrJoin(a, ","), "] and [",
+                                               StrJoin(b, ","), "] do not broadcast"));
+    }
+  }
+  return out;
+}
+
+class Importer {
+ public:
+  absl::StatusOr<std::unique_ptr<Graph>> Run(const onnx::ModelProto& model);
+
+ private:
+  absl::Status AddInitializer(const onnx::TensorProto& t, const std::string& name);
+  absl::Status ImportNode(const onnx::NodeProto& node);
+
+  absl::StatusOr<int> In(const onnx::NodeProto& node, int i, bool need_float = true);
+  bool HasIn(const onnx::NodeProto& node, int i) const {
+    return i < node.input_size() && !node.input(i).empty();
+  }
+  int NewValue(const onnx::NodeProto& node, int i, Shape shape) {
+    Value v;
+    v.name = i < node.output_size() ? node.output(i) : StrCat(Name(node), ":", i);
+    v.shape = std::move(shape);
+    int id = g_->AddValue(std::move(v));
+    by_name_[g_->values[id].name] = id;
+    return id;
+  }
+  int TempValue(const std::string& name, Shape shape) {
+    Value v;
+    v.name = name;
+    v.shape = std::move(shape);
+    return g_->AddValue(std::move(v));
+  }
+  std::string Name(const onnx::NodeProto& node) const {
+    return node.name().empty() ? (node.output_size() ? node.output(0) : node.op_type()) : node.name();
+  }
+  void AddCompute(const onnx::NodeProto& node, Workload w, std::vector<int> inputs, int out) {
+    Node n;
+    n.kind = NodeKind::kCompute;
+    n.name = Name(node);
+    n.op_type = node.op_type();
+    n.workload = std::move(w);
+    n.inputs = std::move(inputs);
+    n.output = out;
+    KILN_CHECK(n.workload.Signature().ok())
+        << n.workload.Canonical() << ": " << n.workload.Signature().status().ToString();
+    g_->nodes.push_back(std::move(n));
+  }
+  void AddView(const onnx::NodeProto& node, int in, int out) {
+    Node n;
+    n.kind = NodeKind::kView;
+    n.name = Name(node);
+    n.op_type = node.op_type();
+    n.inputs = {in};
+    n.output = out;
+    g_->nodes.push_back(std::move(n));
+  }
+  absl::Status Unimplemented(const onnx::NodeProto& node, const std::string& what) const {
+    return absl::UnimplementedError(
+        StrCat("operator '", node.op_type(), "' (node '", Name(node), "'): ", what));
+  }
+
+  const onnx::AttributeProto* Attr(const onnx::NodeProto& node, const char* name) const {
+    for (const auto& a : node.attribute()) {
+      if (a.name() == name) return &a;
+    }
+    return nullptr;
+  }
+  int64_t AttrInt(const onnx::NodeProto& node, const char* name, int64_t fallback) const {
+    const auto* a = Attr(node, name);
+    return a ? a->i() : fallback;
+  }
+  float AttrFloat(const onnx::NodeProto& node, const char* name, float fallback) const {
+    const auto* a = Attr(node, name);
+    return a ? a->f() : fallback;
+  }
+  std::vector<int64_t> AttrInts(const onnx::NodeProto& node, const char* name,
+                                std::vector<int64_t> fallback) const {
+    const auto* a = Attr(node, name);
+    if (!a) return fallback;
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  std::string AttrString(const onnx::NodeProto& node, const char* name, std::string fallback) const {
+    const auto* a = Attr(node, name);
+    return a ? a->s() : fallback;
+  }
+
+  absl::Status ImportConv(const onnx::NodeProto& node);
+  absl::Status ImportPool(const onnx::NodeProto& node, bool max, bool global);
+  absl::Status ImportGemm(const onnx::NodeProto& node);
+  absl::Status ImportMatMul(const onnx::NodeProto& node);
+  absl::Status ImportBinary(const onnx::NodeProto& node, EpilogueKind kind);
+  absl::Status ImportReshape(const onnx::NodeProto& node);
+  absl::Status ImportBatchNorm(const onnx::NodeProto& node);
+  absl::Status ImportConstant(const onnx::NodeProto& node);
+  // Spatial padding/outputs for conv and pool. `kernel` is the dilated extent.
+  absl::Status Spatial(const onnx::NodeProto& node, const Shape& in_hw, const Shape& kernel,
+                       const Shape& stride, const Shape& dilation, bool ceil_mode, Shape* pads,
+                       Shape* out_hw);
+
+  std::unique_ptr<Graph> g_;
+  std::unordered_map<std::string, int> by_name_;
+  std::unordered_map<int, int> bad_dtype_;  // value -> onnx dtype of a non-float constant
+  int64_t opset_ = 0;
+};
+
+absl::StatusOr<std::vector<float>> FloatData(const onnx::TensorProto& t, int64_t n) {
+  std::vector<float> out;
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != static_cast<size_t>(n) * 4) {
+      return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has ", t.raw_data().size(),
+                                               " raw bytes, expected ", n * 4));
+    }
+    out.resize(n);
+    std::memcpy(out.data(), t.raw_data().data(), n * 4);
+  } else {
+    if (t.float_data_size() != n) {
+      return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has ", t.float_data_size(),
+                                               " values, expected ", n));
+    }
+    out.assign(t.float_data().begin(), t.float_data().end());
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> Int64Data(const onnx::TensorProto& t, int64_t n) {
+  std::vector<int64_t> out;
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != static_cast<size_t>(n) * 8) {
+      return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has bad raw data size"));
+    }
+    out.resize(n);
+    std::memcpy(out.data(), t.raw_data().data(), n * 8);
+  } else {
+    if (t.int64_data_size() != n) {
+      return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has bad int64 data size"));
+    }
+    out.assign(t.int64_data().begin(), t.int64_data().end());
+  }
+  return out;
+}
+
+absl::Status Importer::AddInitializer(const onnx::TensorProto& t, const std::string& name) {
+  Value v;
+  v.name = name;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) return absl::InvalidArgumentError(StrCat("tensor '", name, "' has a negative dim"));
+    v.shape.push_back(d);
+    n *= d;
+  }
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    return absl::UnimplementedError(StrCat("tensor '", name, "' uses external data"));
+  }
+  int bad = 0;
+  if (t.data_type() == onnx::TensorProto::FLOAT) {
+    auto data = FloatData(t, n);
+    if (!data.ok()) return data.status();
+    v.data = *std::move(data);
+  } else if (t.data_type() == onnx::TensorProto::INT64) {
+    auto data = Int64Data(t, n);
+    if (!data.ok()) return data.status();
+    v.int_data = *std::move(data);
+  } else {
+    bad = t.data_type();
+  }
+  int id = g_->AddValue(std::move(v));
+  by_name_[name] = id;
+  if (bad) bad_dtype_[id] = bad;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Importer::In(const onnx::NodeProto& node, int i, bool need_float) {
+  if (!HasIn(node, i)) {
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "' (", node.op_type(), ") lacks input ", i));
+  }
+  auto it = by_name_.find(node.input(i));
+  if (it == by_name_.end()) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "' reads undefined value '",
+                                             node.input(i), "'"));
+  }
+  int v = it->second;
+  if (need_float) {
+    if (auto b = bad_dtype_.find(v); b != bad_dtype_.end()) {
+      return absl::UnimplementedError(StrCat("unsupported dtype ", DtypeName(b->second), " of '",
+                                             node.input(i), "' (only float32)"));
+    }
+    if (g_->values[v].int_data) {
+      return absl::UnimplementedError(
+          StrCat("unsupported dtype int64 of '", node.input(i), "' (only float32)"));
+    }
+  }
+  return v;
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& model) {
+  g_ = std::make_unique<Graph>();
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
+  }
+  if (opset_ != 0 && opset_ < 7) {
+    return absl::UnimplementedError(StrCat("opset ", opset_, " is not supported (7..22)"));
+  }
+  const onnx::GraphProto& graph = model.graph();
+  for (const auto& t : graph.initializer()) {
+    if (auto s = AddInitializer(t, t.name()); !s.ok()) return s;
+  }
+  for (const auto& in : graph.input()) {
+    if (by_name_.count(in.name())) continue;  // an initializer: a constant
+    if (!in.type().has_tensor_type()) {
+      return absl::UnimplementedError(StrCat("input '", in.name(), "' is not a tensor"));
+    }
+    const auto& tt = in.type().tensor_type();
+    if (tt.elem_type() != onnx::TensorProto::FLOAT) {
+      return absl::UnimplementedError(StrCat("unsupported dtype ", DtypeName(tt.elem_type()),
+                                             " of input '", in.name(), "' (only float32)"));
+    }
+    if (!tt.has_shape()) {
+      return absl::UnimplementedError(StrCat("input '", in.name(), "' has an unknown shape"));
+    }
+    Value v;
+    v.name = in.name();
+    v.is_input = true;
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() <= 0) {
+        return absl::UnimplementedError(
+            StrCat("input '", in.name(), "' has a dynamic dimension (",
+                   d.has_dim_param() ? d.dim_param() : std::string("?"), ")"));
+      }
+      v.shape.push_back(d.dim_value());
+    }
+    int id = g_->AddValue(std::move(v));
+    by_name_[in.name()] = id;
+    g_->inputs.push_back(id);
+  }
+  for (const auto& node : graph.node()) {
+    if (auto s = ImportNode(node); !s.ok()) return s;
+  }
+  for (const auto& out : graph.output()) {
+    auto it = by_name_.find(out.name());
+    if (it == by_name_.end()) {
+      return absl::InvalidArgumentError(StrCat("graph output '", out.name(), "' is never computed"));
+    }
+    if (out.type().has_tensor_type() && out.type().tensor_type().elem_type() != 0 &&
+        out.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
+      return absl::UnimplementedError(
+          StrCat("unsupported dtype ", DtypeName(out.type().tensor_type().elem_type()),
+                 " of output '", out.name(), "' (only float32)"));
+    }
+    if (bad_dtype_.count(it->second) || g_->values[it->second].int_data) {
+      return absl::UnimplementedError(StrCat("output '", out.name(), "' is not float32"));
+    }
+    g_->outputs.push_back(it->second);
+  }
+  if (g_->outputs.empty()) return absl::InvalidArgumentError("the model has no outputs");
+  return std::move(g_);
+}
+
+absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
+  const std::string& op = node.op_type();
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    return absl::UnimplementedError(StrCat("unsupported operator '", node.domain(), ".", op,
+                                           "' (node '", Name(node), "')"));
+  }
+  if (op == "Conv") return ImportConv(node);
+  if (op == "MaxPool") return ImportPool(node, true, false);
+  if (op == "AveragePool") return ImportPool(node, false, false);
+  if (op == "GlobalAveragePool") return ImportPool(node, false, true);
+  if (op == "Gemm") return ImportGemm(node);
+  if (op == "MatMul") return ImportMatMul(node);
+  if (op == "Add") return ImportBinary(node, EpilogueKind::kAdd);
+  if (op == "Mul") return ImportBinary(node, EpilogueKind::kMul);
+  if (op == "Reshape" || op == "Flatten") return ImportReshape(node);
+  if (op == "BatchNormalization") return ImportBatchNorm(node);
+  if (op == "Constant") return ImportConstant(node);
+  if (op == "Relu") {
+    auto x = In(node, 0);
+    if (!x.ok()) return x.status();
+    Shape s = g_->values[*x].shape;
+    Workload w;
+    w.op = "eltwise";
+    w.ints["shape"] = Wl(s);
+    w.ints["in_shape"] = Wl(s);
+    w.epilogue.push_back({EpilogueKind::kRelu, {}});
+    AddCompute(node, std::move(w), {*x}, NewValue(node, 0, s));
+    return absl::OkStatus();
+  }
+  if (op == "Identity" || op == "Dropout") {
+    auto x = In(node, 0);
+    if (!x.ok()) return x.status();
+    if (op == "Dropout") {
+      if (node.output_size() > 1 && !node.output(1).empty()) {
+        return Unimplemented(node, "the mask output is not supported");
+      }
+      if (HasIn(node, 2)) {
+        auto t = In(node, 2, false);
+        if (!t.ok()) return t.status();
+        const Value& tv = g_->values[*t];
+        if (!tv.int_data && !tv.data && !bad_dtype_.count(*t)) {
+          return Unimplemented(node, "a non-constant training_mode is not supported");
+        }
+      }
+    }
+    AddView(node, *x, NewValue(node, 0, g_->values[*x].shape));
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(
+      StrCat("unsupported operator '", op, "' (node '", Name(node), "')"));
+}
+
+absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, const Shape& kernel,
+                               const Shape& stride, const Shape& dilation, bool ceil_mode,
+                               Shape* pads, Shape* out_hw) {
+  std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
+  *pads = AttrInts(node, "pads", {0, 0, 0, 0});
+  if (pads->size() != 4) return Unimplemented(node, "pads must have 4 values");
+  out_hw->assign(2, 0);
+  for (int i = 0; i < 2; ++i) {
+    if (stride[i] <= 0 || dilation[i] <= 0 || kernel[i] <= 0) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bad stride/dilation/kernel"));
+    }
+    int64_t ext = (kernel[i] - 1) * dilation[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t out = (in_hw[i] + stride[i] - 1) / stride[i];
+      int64_t total = std::max<int64_t>(0, (out - 1) * stride[i] + ext - in_hw[i]);
+      int64_t small = total / 2, big = total - small;
+      (*pads)[i] = auto_pad == "SAME_UPPER" ? small : big;
+      (*pads)[i + 2] = auto_pad == "SAME_UPPER" ? big : small;
+      (*out_hw)[i] = out;
+      continue;
+    }
+    if (auto_pad == "VALID") {
+      (*pads)[i] = (*pads)[i + 2] = 0;
+    } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+      return Unimplemented(node, StrCat("auto_pad '", auto_pad, "' is not supported"));
+    }
+    int64_t span = in_hw[i] + (*pads)[i] + (*pads)[i + 2] - ext;
+    if (span < 0) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': kernel larger than input"));
+    }
+    int64_t out = ceil_mode ? (span + stride[i] - 1) / stride[i] + 1 : span / stride[i] + 1;
+    // The last window must start inside the input or its leading padding.
+    if (ceil_mode && (out - 1) * stride[i] >= in_hw[i] + (*pads)[i]) --out;
+    (*out_hw)[i] = out;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  auto wt = In(node, 1);
+  if (!wt.ok()) return wt.status();
+  const Shape xs = g_->values[*x].shape, ws = g_->values[*wt].shape;
+  if (xs.size() != 4 || ws.size() != 4) {
+    return Unimplemented(node, StrCat("only 2-D convolution is supported (input rank ", xs.size(), ")"));
+  }
+  int64_t groups = AttrInt(node, "group", 1);
+  if (groups <= 0 || xs[1] % groups != 0 || ws[0] % groups != 0 || ws[1] * groups != xs[1]) {
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': weight [", StrJoin(ws, ","), "] does not match input [",
+               StrJoin(xs, ","), "] with group ", groups));
+  }
+  Shape kernel = AttrInts(node, "kernel_shape", {ws[2], ws[3]});
+  if (kernel != Shape{ws[2], ws[3]}) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': kernel_shape does not match weight"));
+  }
+  Shape stride = AttrInts(node, "strides", {1, 1}), dilation = AttrInts(node, "dilations", {1, 1});
+  if (stride.size() != 2 || dilation.size() != 2) return Unimplemented(node, "bad strides/dilations");
+  Shape pads, ohw;
+  if (auto s = Spatial(node, {xs[2], xs[3]}, kernel, stride, dilation, false, &pads, &ohw); !s.ok()) {
+    return s;
+  }
+  std::vector<int> inputs = {*x, *wt};
+  bool bias = HasIn(node, 2);
+  if (bias) {
+    auto b = In(node, 2);
+    if (!b.ok()) return b.status();
+    if (g_->values[*b].shape != Shape{ws[0]}) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bias must be [K]"));
+    }
+    inputs.push_back(*b);
+  }
+  Workload w;
+  w.op = "conv2d";
+  w.ints = {{"N", {xs[0]}},    {"C", {xs[1]}},       {"H", {xs[2]}},        {"W", {xs[3]}},
+            {"K", {ws[0]}},    {"R", {ws[2]}},       {"S", {ws[3]}},        {"stride", stride},
+            {"pad", pads},     {"dilation", dilation}, {"groups", {groups}}, {"bias", {bias ? 1 : 0}},
+            {"OH", {ohw[0]}},  {"OW", {ohw[1]}}};
+  AddCompute(node, std::move(w), inputs, NewValue(node, 0, {xs[0], ws[0], ohw[0], ohw[1]}));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool global) {
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  const Shape xs = g_->values[*x].shape;
+  if (xs.size() != 4) {
+    return Unimplemented(node, StrCat("only 2-D pooling is supported (input rank ", xs.size(), ")"));
+  }
+  if (node.output_size() > 1 && !node.output(1).empty()) {
+    return Unimplemented(node, "the Indices output is not supported");
+  }
+  if (AttrInt(node, "storage_order", 0) != 0) return Unimplemented(node, "storage_order 1");
+  Shape kernel, stride, dilation, pads, ohw;
+  if (global) {
+    kernel = {xs[2], xs[3]};
+    stride = {1, 1};
+    dilation = {1, 1};
+    pads = {0, 0, 0, 0};
+    ohw = {1, 1};
+  } else {
+    kernel = AttrInts(node, "kernel_shape", {});
+    stride = AttrInts(node, "strides", {1, 1});
+    dilation = AttrInts(node, "dilations", {1, 1});
+    if (kernel.size() != 2 || stride.size() != 2 || dilation.size() != 2) {
+      return Unimplemented(node, "kernel_shape/strides/dilations need 2 values");
+    }
+    if (auto s = Spatial(node, {xs[2], xs[3]}, kernel, stride, dilation,
+                         AttrInt(node, "ceil_mode", 0) != 0, &pads, &ohw);
+        !s.ok()) {
+      return s;
+    }
+  }
+  Workload w;
+  w.op = "pool2d";
+  w.ints = {{"N", {xs[0]}},      {"C", {xs[1]}},         {"H", {xs[2]}},   {"W", {xs[3]}},
+            {"kernel", kernel},  {"stride", stride},     {"pad", pads},    {"dilation", dilation},
+            {"OH", {ohw[0]}},    {"OW", {ohw[1]}},       {"kind", {max ? 0 : 1}},
+            {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
+  AddCompute(node, std::move(w), {*x}, NewValue(node, 0, {xs[0], xs[1], ohw[0], ohw[1]}));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
+  auto a = In(node, 0);
+  if (!a.ok()) return a.status();
+  auto b = In(node, 1);
+  if (!b.ok()) return b.status();
+  const Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
+  if (as.size() != 2 || bs.size() != 2) return Unimplemented(node, "A and B must be 2-D");
+  int64_t ta = AttrInt(node, "transA", 0) != 0, tb = AttrInt(node, "transB", 0) != 0;
+  int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1];
+  int64_t KB = tb ? bs[1] : bs[0], N = tb ? bs[0] : bs[1];
+  if (K != KB) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': inner dimensions ", K, " and ",
+                                             KB, " differ"));
+  }
+  float alpha = AttrFloat(node, "alpha", 1.0f), beta = AttrFloat(node, "beta", 1.0f);
+  Workload w;
+  w.op = "dense";
+  std::vector<int> inputs = {*a, *b};
+  bool bias = HasIn(node, 2) && beta != 0.0f;
+  if (bias) {
+    auto c = In(node, 2);
+    if (!c.ok()) return c.status();
+    Shape cs = g_->values[*c].shape;
+    if (cs.size() > 2) return absl::InvalidArgumentError("Gemm: C has rank > 2");
+    Shape pc = PadTo(cs, 2);
+    if ((pc[0] != 1 && pc[0] != M) || (pc[1] != 1 && pc[1] != N)) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': C [", StrJoin(cs, ","),
+                                               "] does not broadcast to [", M, ",", N, "]"));
+    }
+    w.ints["bias_shape"] = pc;
+    inputs.push_back(*c);
+  }
+  w.ints["M"] = {M};
+  w.ints["N"] = {N};
+  w.ints["K"] = {K};
+  w.ints["transA"] = {ta};
+  w.ints["transB"] = {tb};
+  w.ints["batch"] = {1};
+  w.ints["batch_a"] = {0};
+  w.ints["batch_b"] = {0};
+  w.ints["bias"] = {bias ? 1 : 0};
+  if (alpha != 1.0f) w.floats["alpha"] = alpha;
+  if (bias && beta != 1.0f) w.floats["beta"] = beta;
+  AddCompute(node, std::move(w), inputs, NewValue(node, 0, {M, N}));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
+  auto a = In(node, 0);
+  if (!a.ok()) return a.status();
+  auto b = In(node, 1);
+  if (!b.ok()) return b.status();
+  Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
+  if (as.empty() || bs.empty()) return Unimplemented(node, "scalar operands");
+  bool a1 = as.size() == 1, b1 = bs.size() == 1;
+  if (a1) as.insert(as.begin(), 1);
+  if (b1) bs.push_back(1);
+  int64_t M = as[as.size() - 2], K = as.back(), KB = bs[bs.size() - 2], N = bs.back();
+  if (K != KB) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': inner dimensions ", K, " and ",
+                                             KB, " differ"));
+  }
+  Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
+  int64_t pa = 1, pb = 1;
+  for (int64_t d : abatch) pa *= d;
+  for (int64_t d : bbatch) pb *= d;
+  if (pa > 1 && pb > 1) {
+    size_t r = std::max(abatch.size(), bbatch.size());
+    if (PadTo(abatch, r) != PadTo(bbatch, r)) {
+      return Unimplemented(node, "broadcasting between batch dimensions");
+    }
+  }
+  auto bd = Broadcast(abatch, bbatch, StrCat("node '", Name(node), "'"));
+  if (!bd.ok()) return bd.status();
+  Shape batch_dims = *bd;
+  int64_t batch = std::max(pa, pb);
+  Workload w;
+  w.op = "dense";
+  w.ints = {{"M", {M}},         {"N", {N}},           {"K", {K}},
+            {"transA", {0}},    {"transB", {0}},      {"bias", {0}},
+            {"batch", {batch}}, {"batch_a", {pa > 1}}, {"batch_b", {pb > 1}}};
+  Shape kernel_out = {M, N};
+  if (batch > 1) kernel_out.insert(kernel_out.begin(), batch);
+  // The ONNX output shape.
+  Shape out = batch_dims;
+  if (!a1) out.push_back(M);
+  if (!b1) out.push_back(N);
+  if (out == kernel_out) {
+    AddCompute(node, std::move(w), {*a, *b}, NewValue(node, 0, out));
+  } else {
+    int tmp = TempValue(StrCat(Name(node), ":dense"), kernel_out);
+    AddCompute(node, std::move(w), {*a, *b}, tmp);
+    AddView(node, tmp, NewValue(node, 0, out));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportBinary(const onnx::NodeProto& node, EpilogueKind kind) {
+  auto a = In(node, 0);
+  if (!a.ok()) return a.status();
+  auto b = In(node, 1);
+  if (!b.ok()) return b.status();
+  Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
+  auto out = Broadcast(as, bs, StrCat("node '", Name(node), "'"));
+  if (!out.ok()) return out.status();
+  Shape wo = Wl(*out);
+  Shape pa = PadTo(Wl(as), wo.size()), pb = PadTo(Wl(bs), wo.size());
+  int first = *a, second = *b;
+  if (pa != wo && pb == wo) {
+    std::swap(pa, pb);
+    std::swap(first, second);
+  }
+  Workload w;
+  w.op = "eltwise";
+  w.ints["shape"] = wo;
+  w.ints["in_shape"] = pa;
+  w.epilogue.push_back({kind, pb});
+  AddCompute(node, std::move(w), {first, second}, NewValue(node, 0, *out));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportReshape(const onnx::NodeProto& node) {
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  const Shape xs = g_->values[*x].shape;
+  int64_t total = g_->values[*x].NumElements();
+  Shape out;
+  if (node.op_type() == "Flatten") {
+    int64_t rank = static_cast<int64_t>(xs.size());
+    int64_t axis = AttrInt(node, "axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis > rank) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': axis out of range"));
+    }
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= xs[i];
+    out = {outer, outer == 0 ? 0 : total / outer};
+  } else {
+    if (!HasIn(node, 1)) return Unimplemented(node, "the shape attribute form (opset < 5)");
+    auto s = In(node, 1, false);
+    if (!s.ok()) return s.status();
+    const Value& sv = g_->values[*s];
+    if (!sv.int_data) {
+      return Unimplemented(node, "the target shape must be a constant int64 tensor");
+    }
+    bool allowzero = AttrInt(node, "allowzero", 0) != 0;
+    int infer = -1;
+    int64_t known = 1;
+    for (size_t i = 0; i < sv.int_data->size(); ++i) {
+      int64_t d = (*sv.int_data)[i];
+      if (d == 0 && !allowzero) {
+        if (i >= xs.size()) return absl::InvalidArgumentError("Reshape: 0 beyond the input rank");
+        d = xs[i];
+      } else if (d == -1) {
+        if (infer >= 0) return absl::InvalidArgumentError("Reshape: more than one -1");
+        infer = static_cast<int>(i);
+        d = 1;
+      } else if (d < -1) {
+        return absl::InvalidArgumentError("Reshape: negative dimension");
+      }
+      out.push_back(d);
+      if (static_cast<int>(i) != infer) known *= d;
+    }
+    if (infer >= 0) {
+      if (known == 0 || total % known != 0) {
+        return absl::InvalidArgumentError(StrCat("node '", Name(node), "': cannot infer -1"));
+      }
+      out[infer] = total / known;
+    }
+  }
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  if (n != total) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': cannot reshape [",
+                                             StrJoin(xs, ","), "] to [", StrJoin(out, ","), "]"));
+  }
+  AddView(node, *x, NewValue(node, 0, out));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportBatchNorm(const onnx::NodeProto& node) {
+  if (AttrInt(node, "training_mode", 0) != 0) return Unimplemented(node, "training_mode=1");
+  for (int i = 1; i < node.output_size(); ++i) {
+    if (!node.output(i).empty()) return Unimplemented(node, "training outputs are not supported");
+  }
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  const Shape xs = g_->values[*x].shape;
+  if (xs.size() < 2) return absl::InvalidArgumentError("BatchNormalization: input rank < 2");
+  std::vector<int> inputs = {*x};
+  for (int i = 1; i <= 4; ++i) {
+    auto p = In(node, i);
+    if (!p.ok()) return p.status();
+    const Value& pv = g_->values[*p];
+    if (!pv.IsConstant()) return Unimplemented(node, "non-constant scale/bias/mean/var");
+    if (pv.shape != Shape{xs[1]}) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': parameter ", i, " must be [C]"));
+    }
+    inputs.push_back(*p);
+  }
+  Node n;
+  n.kind = NodeKind::kBatchNorm;
+  n.name = Name(node);
+  n.op_type = node.op_type();
+  n.epsilon = AttrFloat(node, "epsilon", 1e-5f);
+  n.inputs = inputs;
+  n.output = NewValue(node, 0, xs);
+  g_->nodes.push_back(std::move(n));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportConstant(const onnx::NodeProto& node) {
+  if (node.output_size() != 1) return absl::InvalidArgumentError("Constant needs one output");
+  const std::string& name = node.output(0);
+  if (const auto* a = Attr(node, "value")) return AddInitializer(a->t(), name);
+  Value v;
+  v.name = name;
+  if (const auto* a = Attr(node, "value_float")) {
+    v.data = std::vector<float>{a->f()};
+  } else if (const auto* a = Attr(node, "value_floats")) {
+    v.data = std::vector<float>(a->floats().begin(), a->floats().end());
+    v.shape = {static_cast<int64_t>(v.data->size())};
+  } else if (const auto* a = Attr(node, "value_int")) {
+    v.int_data = std::vector<int64_t>{a->i()};
+  } else if (const auto* a = Attr(node, "value_ints")) {
+    v.int_data = std::vector<int64_t>(a->ints().begin(), a->ints().end());
+    v.shape = {static_cast<int64_t>(v.int_data->size())};
+  } else {
+    return Unimplemented(node, "only value/value_float(s)/value_int(s) are supported");
+  }
+  by_name_[name] = g_->AddValue(std::move(v));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnx(std::string_view model_bytes) {
+  onnx::ModelProto model;
+  if (model_bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    return absl::InvalidArgumentError("not an ONNX model: larger than 2 GiB");
+  }
+  if (!model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) {
+    return absl::InvalidArgumentError("not an ONNX model: the bytes do not parse as a ModelProto");
+  }
+  if (model.ir_version() <= 0 || !model.has_graph()) {
+    return absl::InvalidArgumentError("not an ONNX model: no ir_version or no graph");
+  }
+  Importer importer;
+  return importer.Run(model);
+}
+
+}  // namespace kiln::compiler

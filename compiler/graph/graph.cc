@@ -1,0 +1,59 @@
+#include "compiler/graph/graph.h"
+
+#include <algorithm>
+
+#include "deploy/str.h"
+
+namespace kiln::compiler {
+
+int64_t Value::NumElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int Graph::AddValue(Value v) {
+  values.push_back(std::move(v));
+  return static_cast<int>(values.size()) - 1;
+}
+
+int Graph::FindValue(const std::string& name) const {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<int> Graph::Consumers(int v) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& in = nodes[i].inputs;
+    if (std::find(in.begin(), in.end(), v) != in.end()) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+bool Graph::IsOutput(int v) const {
+  return std::find(outputs.begin(), outputs.end(), v) != outputs.end();
+}
+
+std::string Graph::ToString() const {
+  std::string out;
+  auto name = [&](int v) {
+    const Value& val = values[v];
+    return StrCat(val.name, "[", StrJoin(val.shape, "x"), "]", val.IsConstant() ? "c" : "");
+  };
+  for (int v : inputs) out += StrCat("input ", name(v), "\n");
+  for (const Node& n : nodes) {
+    std::vector<std::string> ins;
+    for (int v : n.inputs) ins.push_back(name(v));
+    std::string what = n.kind == NodeKind::kCompute ? n.workload.Canonical()
+                       : n.kind == NodeKind::kView  ? std::string("view")
+                                                    : std::string("batchnorm");
+    out += StrCat(name(n.output), " = ", what, "(", StrJoin(ins, ", "), ")  # ", n.op_type, "\n");
+  }
+  for (int v : outputs) out += StrCat("output ", name(v), "\n");
+  return out;
+}
+
+}  // namespace kiln::compiler

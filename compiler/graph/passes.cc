@@ -1,0 +1,209 @@
+#include "compiler/graph/passes.h"
+
+#include <cmath>
+
+#include "compiler/kernel.h"
+#include "deploy/check.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+int Producer(const Graph& g, int v) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].output == v) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Shape PadTo(const Shape& s, size_t rank) {
+  Shape out(rank - std::min(rank, s.size()), 1);
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+int AddConstant(Graph& g, std::string name, Shape shape, std::vector<float> data) {
+  Value v;
+  v.name = std::move(name);
+  v.shape = std::move(shape);
+  v.data = std::move(data);
+  return g.AddValue(std::move(v));
+}
+
+bool IsAnchor(const Node& n) { return n.kind == NodeKind::kCompute; }
+
+}  // namespace
+
+int AliasRoot(const Graph& graph, int v) {
+  while (true) {
+    int p = Producer(graph, v);
+    if (p < 0 || graph.nodes[p].kind != NodeKind::kView) return v;
+    v = graph.nodes[p].inputs[0];
+  }
+}
+
+absl::Status FoldBatchNorms(Graph& g) {
+  std::vector<bool> dead(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& bn = g.nodes[i];
+    if (bn.kind != NodeKind::kBatchNorm) continue;
+    const int x = bn.inputs[0];
+    const Shape xs = g.values[x].shape;
+    const int64_t C = xs[1];
+    const auto& scale = *g.values[bn.inputs[1]].data;
+    const auto& bias = *g.values[bn.inputs[2]].data;
+    const auto& mean = *g.values[bn.inputs[3]].data;
+    const auto& var = *g.values[bn.inputs[4]].data;
+    std::vector<float> mul(C), add(C);
+    for (int64_t c = 0; c < C; ++c) {
+      mul[c] = static_cast<float>(scale[c] / std::sqrt(static_cast<double>(var[c]) + bn.epsilon));
+      add[c] = bias[c] - mean[c] * mul[c];
+    }
+    int p = Producer(g, x);
+    bool fold = p >= 0 && !dead[p] && g.nodes[p].kind == NodeKind::kCompute &&
+                g.nodes[p].workload.op == "conv2d" && g.nodes[p].workload.epilogue.empty() &&
+                g.values[g.nodes[p].inputs[1]].IsConstant() &&
+                (g.nodes[p].inputs.size() < 3 || g.values[g.nodes[p].inputs[2]].IsConstant()) &&
+                g.Consumers(x).size() == 1 && !g.IsOutput(x);
+    if (fold) {
+      Node& conv = g.nodes[p];
+      const Value& wv = g.values[conv.inputs[1]];
+      std::vector<float> w = *wv.data;
+      const int64_t per = static_cast<int64_t>(w.size()) / C;
+      for (int64_t k = 0; k < C; ++k) {
+        for (int64_t j = 0; j < per; ++j) w[k * per + j] *= mul[k];
+      }
+      std::vector<float> b(C, 0.0f);
+      if (conv.inputs.size() >= 3) b = *g.values[conv.inputs[2]].data;
+      for (int64_t k = 0; k < C; ++k) b[k] = b[k] * mul[k] + add[k];
+      Shape wshape = wv.shape;
+      int nw = AddConstant(g, StrCat(bn.name, ":folded_weight"), wshape, std::move(w));
+      int nb = AddConstant(g, StrCat(bn.name, ":folded_bias"), {C}, std::move(b));
+      Node& conv2 = g.nodes[p];  // AddValue does not move nodes, but be explicit
+      conv2.inputs = {conv2.inputs[0], nw, nb};
+      conv2.workload.ints["bias"] = {1};
+      conv2.output = g.nodes[i].output;
+      dead[i] = true;
+    } else {
+      Shape operand(xs.size(), 1);
+      operand[1] = C;
+      int m = AddConstant(g, StrCat(bn.name, ":scale"), {C}, std::move(mul));
+      int a = AddConstant(g, StrCat(bn.name, ":shift"), {C}, std::move(add));
+      Node& n = g.nodes[i];
+      n.kind = NodeKind::kCompute;
+      n.workload = Workload{};
+      n.workload.op = "eltwise";
+      n.workload.ints["shape"] = xs;
+      n.workload.ints["in_shape"] = xs;
+      n.workload.epilogue = {{EpilogueKind::kMul, operand}, {EpilogueKind::kAdd, operand}};
+      n.inputs = {x, m, a};
+    }
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+  return absl::OkStatus();
+}
+
+absl::Status FoldConstants(Graph& g) {
+  std::vector<Node> kept;
+  for (Node& n : g.nodes) {
+    bool all_const = !n.inputs.empty();
+    for (int v : n.inputs) all_const = all_const && g.values[v].IsConstant();
+    if (!all_const || n.kind == NodeKind::kBatchNorm) {
+      kept.push_back(std::move(n));
+      continue;
+    }
+    Value& out = g.values[n.output];
+    if (n.kind == NodeKind::kView) {
+      out.data = g.values[n.inputs[0]].data;
+      continue;
+    }
+    std::vector<const float*> ins;
+    for (int v : n.inputs) ins.push_back(g.values[v].data->data());
+    std::vector<float> data(out.NumElements());
+    if (auto s = RunReference(n.workload, ins, data.data()); !s.ok()) {
+      return absl::InternalError(StrCat("folding node '", n.name, "': ", s.message()));
+    }
+    out.data = std::move(data);
+  }
+  g.nodes = std::move(kept);
+  return absl::OkStatus();
+}
+
+void FuseEpilogues(Graph& g) {
+  std::vector<bool> dead(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (dead[i] || !IsAnchor(g.nodes[i])) continue;
+    const int v = g.nodes[i].output;
+    if (g.IsOutput(v)) continue;
+    std::vector<int> consumers = g.Consumers(v);
+    if (consumers.size() != 1) continue;
+    const int c = consumers[0];
+    Node& cn = g.nodes[c];
+    if (cn.kind != NodeKind::kCompute || cn.workload.op != "eltwise") continue;
+    auto sig = g.nodes[i].workload.Signature();
+    KILN_CHECK(sig.ok()) << sig.status().ToString();
+    const Shape out_shape = sig->output.shape;
+    if (cn.workload.Ints("shape") != out_shape) continue;
+    int reads = 0;
+    for (int in : cn.inputs) reads += in == v;
+    if (reads != 1) continue;
+    std::vector<EpilogueOp> epi = cn.workload.epilogue;
+    std::vector<int> operands(cn.inputs.begin() + 1, cn.inputs.end());
+    if (cn.inputs[0] == v) {
+      if (cn.workload.Ints("in_shape") != out_shape) continue;
+    } else {
+      // v is the first epilogue operand: swap it with the main input.
+      if (epi.empty() || epi[0].kind == EpilogueKind::kRelu || cn.inputs[1] != v ||
+          epi[0].operand_shape != out_shape) {
+        continue;
+      }
+      epi[0].operand_shape = PadTo(cn.workload.Ints("in_shape"), out_shape.size());
+      operands[0] = cn.inputs[0];
+    }
+    Node merged = std::move(g.nodes[i]);
+    for (const EpilogueOp& e : epi) merged.workload.epilogue.push_back(e);
+    for (int o : operands) merged.inputs.push_back(o);
+    merged.output = cn.output;
+    merged.name = StrCat(merged.name, "+", cn.name);
+    // The fused group runs where its last member ran: every operand is ready.
+    g.nodes[c] = std::move(merged);
+    dead[i] = true;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+}
+
+void EliminateDeadNodes(Graph& g) {
+  std::vector<bool> needed(g.values.size(), false);
+  for (int v : g.outputs) needed[v] = true;
+  std::vector<bool> keep(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    if (!needed[g.nodes[i].output]) continue;
+    keep[i] = true;
+    for (int v : g.nodes[i].inputs) needed[v] = true;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (keep[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+}
+
+absl::Status RunGraphPasses(Graph& graph) {
+  if (auto s = FoldBatchNorms(graph); !s.ok()) return s;
+  if (auto s = FoldConstants(graph); !s.ok()) return s;
+  EliminateDeadNodes(graph);
+  FuseEpilogues(graph);
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,189 @@
+// CompileModel: fused groups -> kernels, memory plan, entry plan, shared
+// object, and the artifact container of docs/artifact-format.md.
+
+#include <cstring>
+#include <map>
+
+#include "absl/status/status.h"
+#include "compiler/codegen/module.h"
+#include "compiler/graph/graph.h"
+#include "compiler/graph/memory_plan.h"
+#include "compiler/graph/passes.h"
+#include "compiler/model.h"
+#include "deploy/check.h"
+#include "deploy/str.h"
+
+#ifndef KILN_VERSION
+#define KILN_VERSION "0.0.0"
+#endif
+
+namespace kiln::compiler {
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return shape.empty() ? std::string("scalar") : StrJoin(shape, "x");
+}
+
+void PutU32(std::string& s, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void PutU64(std::string& s, uint64_t v) {
+  for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::string WriteContainer(const std::vector<std::pair<std::string, std::string>>& sections) {
+  size_t header = 16;
+  for (const auto& [name, data] : sections) header += 4 + name.size() + 16;
+  std::vector<uint64_t> offsets;
+  uint64_t pos = AlignUp(static_cast<int64_t>(header));
+  for (const auto& [name, data] : sections) {
+    offsets.push_back(pos);
+    pos = AlignUp(static_cast<int64_t>(pos + data.size()));
+  }
+  std::string out = "KILNART1";
+  PutU32(out, 1);
+  PutU32(out, static_cast<uint32_t>(sections.size()));
+  for (size_t i = 0; i < sections.size(); ++i) {
+    PutU32(out, static_cast<uint32_t>(sections[i].first.size()));
+    out += sections[i].first;
+    PutU64(out, offsets[i]);
+    PutU64(out, sections[i].second.size());
+  }
+  for (size_t i = 0; i < sections.size(); ++i) {
+    out.resize(offsets[i], '\0');
+    out += sections[i].second;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CompileModel(const Model& model, const Target& target,
+                                         const ConfigLookup& lookup, const CompileOptions& options,
+                                         CompileReport* report) {
+  const Graph& g = model.graph();
+  // The steps: every compute node, then a copy per output that cannot be
+  // written in place (it aliases an input, a constant or another output).
+  struct Step {
+    Workload workload;
+    std::vector<int> inputs;  // value ids (alias roots resolved later)
+    int output = -1;          // value id; -1 for a copy into output `out_index`
+    int out_index = -1;
+  };
+  std::vector<Step> steps;
+  for (const Node& n : g.nodes) {
+    if (n.kind == NodeKind::kView) continue;
+    KILN_CHECK(n.kind == NodeKind::kCompute) << "node '" << n.name << "' survived the passes";
+    steps.push_back({n.workload, n.inputs, n.output, -1});
+  }
+  std::map<int, BufferRef> root_buf;  // alias root -> buffer
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    root_buf[g.inputs[i]] = {BufferRef::Kind::kInput, static_cast<int>(i), 0};
+  }
+  for (size_t j = 0; j < g.outputs.size(); ++j) {
+    int root = AliasRoot(g, g.outputs[j]);
+    const Value& rv = g.values[root];
+    if (rv.is_input || rv.IsConstant() || root_buf.count(root)) {
+      std::vector<int64_t> shape = rv.shape.empty() ? std::vector<int64_t>{1} : rv.shape;
+      Workload copy;
+      copy.op = "eltwise";
+      copy.ints["shape"] = shape;
+      copy.ints["in_shape"] = shape;
+      steps.push_back({copy, {root}, -1, static_cast<int>(j)});
+    } else {
+      root_buf[root] = {BufferRef::Kind::kOutput, static_cast<int>(j), 0};
+    }
+  }
+  // Weights: every constant a kernel reads, 64-byte aligned.
+  std::string weights;
+  for (const Step& s : steps) {
+    for (int v : s.inputs) {
+      int root = AliasRoot(g, v);
+      if (!g.values[root].IsConstant() || root_buf.count(root)) continue;
+      const auto& data = *g.values[root].data;
+      int64_t off = AlignUp(static_cast<int64_t>(weights.size()));
+      weights.resize(off, '\0');
+      weights.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+      root_buf[root] = {BufferRef::Kind::kWeight, 0, off};
+    }
+  }
+  weights.resize(AlignUp(static_cast<int64_t>(weights.size())), '\0');
+  // Workspace: every other written root, with liveness over steps.
+  std::vector<int> ws_roots;
+  std::vector<BufferLifetime> lifetimes;
+  std::map<int, int> ws_index;
+  for (size_t t = 0; t < steps.size(); ++t) {
+    if (steps[t].output < 0) continue;
+    int root = AliasRoot(g, steps[t].output);
+    if (root_buf.count(root)) continue;
+    ws_index[root] = static_cast<int>(ws_roots.size());
+    ws_roots.push_back(root);
+    lifetimes.push_back({g.values[root].NumElements() * 4, static_cast<int>(t), static_cast<int>(t)});
+  }
+  for (size_t t = 0; t < steps.size(); ++t) {
+    for (int v : steps[t].inputs) {
+      auto it = ws_index.find(AliasRoot(g, v));
+      if (it != ws_index.end()) lifetimes[it->second].last = std::max<int>(lifetimes[it->second].last, t);
+    }
+  }
+  MemoryPlan mem = PlanMemory(lifetimes);
+  for (size_t i = 0; i < ws_roots.size(); ++i) {
+    root_buf[ws_roots[i]] = {BufferRef::Kind::kWorkspace, 0, mem.offsets[i]};
+  }
+  auto buf_of = [&](int v) {
+    auto it = root_buf.find(AliasRoot(g, v));
+    KILN_CHECK(it != root_buf.end()) << "value '" << g.values[v].name << "' has no buffer";
+    return it->second;
+  };
+  // Kernels and the entry plan.
+  std::vector<KernelDef> kernels;
+  EntryPlan plan;
+  int tuned = 0;
+  for (size_t t = 0; t < steps.size(); ++t) {
+    const Step& s = steps[t];
+    KernelDef def;
+    def.name = StrCat("k", t, "_", s.workload.op);
+    def.workload = s.workload;
+    std::optional<Config> cfg = lookup ? lookup(s.workload) : std::nullopt;
+    if (cfg) {
+      def.config = *cfg;
+      ++tuned;
+    } else {
+      auto d = DefaultConfig(s.workload, target);
+      if (!d.ok()) return d.status();
+      def.config = *d;
+    }
+    KernelCall call;
+    call.kernel = def.name;
+    for (int v : s.inputs) call.args.push_back(buf_of(v));
+    call.args.push_back(s.output >= 0 ? buf_of(s.output)
+                                      : BufferRef{BufferRef::Kind::kOutput, s.out_index, 0});
+    plan.calls.push_back(std::move(call));
+    kernels.push_back(std::move(def));
+  }
+  auto so = BuildSharedObject(kernels, plan, target, options.lower);
+  if (!so.ok()) return so.status();
+
+  std::string manifest = "kiln-artifact 1\n";
+  manifest += StrCat("target ", target.Spec(), "\n");
+  manifest += StrCat("compiler_version ", KILN_VERSION, "\n");
+  manifest += StrCat("model_sha256 ", model.source_sha256(), "\n");
+  manifest += StrCat("entry ", plan.name, "\n");
+  manifest += StrCat("workspace_bytes ", mem.total_bytes, "\n");
+  manifest += StrCat("weights_bytes ", weights.size(), "\n");
+  manifest += StrCat("kernels ", kernels.size(), "\n");
+  manifest += StrCat("tuned_kernels ", tuned, "\n");
+  for (int v : g.inputs) {
+    manifest += StrCat("input ", g.values[v].name, " float32 ", ShapeText(g.values[v].shape), "\n");
+  }
+  for (int v : g.outputs) {
+    manifest += StrCat("output ", g.values[v].name, " float32 ", ShapeText(g.values[v].shape), "\n");
+  }
+  if (report) {
+    report->kernels = static_cast<int>(kernels.size());
+    report->tuned_kernels = tuned;
+  }
+  return WriteContainer({{"manifest", manifest}, {"module.so", *so}, {"weights", weights}});
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,197 @@
+// RunReference: plain loops over the semantics of compiler/workload.h, used to
+// verify generated kernels and to fold constants at compile time.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "compiler/kernel.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+// For every element of `out` (row-major), the flat index into a tensor of
+// shape `from` broadcast to it (from left-padded with 1s).
+std::vector<int64_t> BroadcastIndices(const Shape& from, const Shape& out) {
+  size_t rank = out.size();
+  Shape f(rank - std::min(rank, from.size()), 1);
+  f.insert(f.end(), from.begin(), from.end());
+  std::vector<int64_t> stride(rank, 0);
+  int64_t s = 1;
+  for (size_t i = rank; i-- > 0;) {
+    stride[i] = f[i] == 1 ? 0 : s;
+    s *= f[i];
+  }
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  std::vector<int64_t> idx(n);
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off = 0;
+    for (size_t d = 0; d < rank; ++d) off += coord[d] * stride[d];
+    idx[i] = off;
+    for (size_t d = rank; d-- > 0;) {
+      if (++coord[d] < out[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return idx;
+}
+
+void Conv2d(const Workload& w, std::span<const float* const> in, float* out) {
+  const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K"),
+                R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"),
+                OW = w.Int("OW");
+  const auto& st = w.Ints("stride");
+  const auto& pad = w.Ints("pad");
+  const auto& dil = w.Ints("dilation");
+  const float* x = in[0];
+  const float* wt = in[1];
+  const float* bias = w.Int("bias") ? in[2] : nullptr;
+  const int64_t Cg = C / G, Kg = K / G;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t g = k / Kg;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = bias ? bias[k] : 0.0;
+          for (int64_t c = 0; c < Cg; ++c) {
+            for (int64_t r = 0; r < R; ++r) {
+              int64_t ih = oh * st[0] - pad[0] + r * dil[0];
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t s = 0; s < S; ++s) {
+                int64_t iw = ow * st[1] - pad[1] + s * dil[1];
+                if (iw < 0 || iw >= W) continue;
+                acc += static_cast<double>(x[((n * C + g * Cg + c) * H + ih) * W + iw]) *
+                       wt[((k * Cg + c) * R + r) * S + s];
+              }
+            }
+          }
+          out[((n * K + k) * OH + oh) * OW + ow] = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+}
+
+void Dense(const Workload& w, const KernelSignature& sig, std::span<const float* const> in,
+           float* out) {
+  const int64_t M = w.Int("M"), N = w.Int("N"), K = w.Int("K");
+  const bool ta = w.Int("transA") != 0, tb = w.Int("transB") != 0;
+  const bool ba = w.IntOr("batch_a", 0) != 0, bb = w.IntOr("batch_b", 0) != 0;
+  const int64_t batch = (ba || bb) ? w.IntOr("batch", 1) : 1;
+  const double alpha = w.FloatOr("alpha", 1.0), beta = w.FloatOr("beta", 1.0);
+  const float* A = in[0];
+  const float* B = in[1];
+  std::vector<int64_t> cidx;
+  if (w.Int("bias")) cidx = BroadcastIndices(w.Ints("bias_shape"), sig.output.shape);
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* a = A + (ba ? b * M * K : 0);
+    const float* bm = B + (bb ? b * K * N : 0);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          float av = ta ? a[k * M + m] : a[m * K + k];
+          float bv = tb ? bm[n * K + k] : bm[k * N + n];
+          acc += static_cast<double>(av) * bv;
+        }
+        int64_t o = (b * M + m) * N + n;
+        double y = alpha * acc;
+        if (!cidx.empty()) y += beta * in[2][cidx[o]];
+        out[o] = static_cast<float>(y);
+      }
+    }
+  }
+}
+
+void Pool2d(const Workload& w, std::span<const float* const> in, float* out) {
+  const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), OH = w.Int("OH"),
+                OW = w.Int("OW");
+  const auto& kr = w.Ints("kernel");
+  const auto& st = w.Ints("stride");
+  const auto& pad = w.Ints("pad");
+  const auto& dil = w.Ints("dilation");
+  const bool is_max = w.Int("kind") == 0;
+  const bool include_pad = w.IntOr("count_include_pad", 0) != 0;
+  const float* x = in[0];
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t count = 0;
+        for (int64_t r = 0; r < kr[0]; ++r) {
+          int64_t ih = oh * st[0] - pad[0] + r * dil[0];
+          if (ih >= H + pad[2]) continue;  // past the padded input (ceil mode)
+          for (int64_t s = 0; s < kr[1]; ++s) {
+            int64_t iw = ow * st[1] - pad[1] + s * dil[1];
+            if (iw >= W + pad[3]) continue;
+            bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+            if (inside) {
+              float v = x[(nc * H + ih) * W + iw];
+              acc = is_max ? std::max<double>(acc, v) : acc + v;
+            }
+            if (inside || include_pad) ++count;
+          }
+        }
+        float y;
+        if (is_max) {
+          y = static_cast<float>(acc);
+        } else {
+          y = count ? static_cast<float>(acc / static_cast<double>(count)) : 0.0f;
+        }
+        out[(nc * OH + oh) * OW + ow] = y;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status RunReference(const Workload& workload, std::span<const float* const> inputs,
+                          float* output) {
+  auto sig = workload.Signature();
+  if (!sig.ok()) return sig.status();
+  if (inputs.size() != sig->inputs.size()) {
+    return absl::InvalidArgumentError(StrCat("RunReference: ", workload.op, " takes ",
+                                             sig->inputs.size(), " inputs, got ", inputs.size()));
+  }
+  size_t op_inputs = sig->inputs.size();
+  for (const EpilogueOp& e : workload.epilogue) {
+    if (e.kind != EpilogueKind::kRelu) --op_inputs;
+  }
+  const int64_t n = sig->output.NumElements();
+  if (workload.op == "conv2d") {
+    Conv2d(workload, inputs, output);
+  } else if (workload.op == "dense") {
+    Dense(workload, *sig, inputs, output);
+  } else if (workload.op == "pool2d") {
+    Pool2d(workload, inputs, output);
+  } else if (workload.op == "eltwise") {
+    std::vector<int64_t> idx = BroadcastIndices(workload.Ints("in_shape"), sig->output.shape);
+    for (int64_t i = 0; i < n; ++i) output[i] = inputs[0][idx[i]];
+  } else {
+    return absl::InvalidArgumentError(StrCat("RunReference: unknown op '", workload.op, "'"));
+  }
+  size_t operand = op_inputs;
+  for (const EpilogueOp& e : workload.epilogue) {
+    if (e.kind == EpilogueKind::kRelu) {
+      for (int64_t i = 0; i < n; ++i) output[i] = std::max(output[i], 0.0f);
+      continue;
+    }
+    std::vector<int64_t> idx = BroadcastIndices(e.operand_shape, sig->output.shape);
+    const float* v = inputs[operand++];
+    if (e.kind == EpilogueKind::kAdd) {
+      for (int64_t i = 0; i < n; ++i) output[i] += v[idx[i]];
+    } else {
+      for (int64_t i = 0; i < n; ++i) output[i] *= v[idx[i]];
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::compiler
