@@ -1,0 +1,135 @@
+#include "tracker/agent_registry.h"
+
+#include "deploy/check.h"
+#include "spdlog/spdlog.h"
+
+namespace kiln::tracker {
+
+AgentRegistry::AgentRegistry(storage::LogDb* db, const Clock* clock) : db_(db), clock_(clock) {
+  KILN_CHECK(clock_ != nullptr) << "AgentRegistry needs a clock";
+}
+
+absl::Status AgentRegistry::Load() {
+  if (db_ == nullptr) return absl::OkStatus();
+  auto rows = db_->ListAgents();
+  if (!rows.ok()) return rows.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& row : *rows) {
+    if (agents_.count(row.id)) continue;
+    Slot slot;
+    slot.info.id = row.id;
+    slot.info.device_key = row.device_key;
+    slot.info.target = row.target;
+    slot.info.hardware = row.hardware;
+    slot.info.compiler_version = row.compiler_version;
+    slot.info.first_seen_unix_ms = row.first_seen_unix_ms;
+    slot.info.last_seen_unix_ms = row.last_seen_unix_ms;
+    slot.info.results = row.results;
+    agents_.emplace(row.id, std::move(slot));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AgentRegistry::PersistLocked(const AgentInfo& info) {
+  if (db_ == nullptr) return absl::OkStatus();
+  storage::AgentRow row;
+  row.id = info.id;
+  row.device_key = info.device_key;
+  row.target = info.target;
+  row.hardware = info.hardware;
+  row.compiler_version = info.compiler_version;
+  row.first_seen_unix_ms = info.first_seen_unix_ms;
+  row.last_seen_unix_ms = info.last_seen_unix_ms;
+  row.results = info.results;
+  absl::Status st = db_->UpsertAgent(row);
+  if (!st.ok()) {
+    if (auto log = spdlog::get("tracker")) {
+      log->warn("could not persist agent {}: {}", info.id, std::string(st.message()));
+    }
+  }
+  return st;
+}
+
+absl::StatusOr<uint64_t> AgentRegistry::Connect(const AgentInfo& hello) {
+  if (hello.id.empty()) return absl::InvalidArgumentError("agent id is empty");
+  if (hello.device_key.empty()) return absl::InvalidArgumentError("device key is empty");
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = clock_->NowMs();
+  Slot& slot = agents_[hello.id];
+  int64_t first_seen = slot.info.first_seen_unix_ms ? slot.info.first_seen_unix_ms : now;
+  int64_t results = slot.info.results;
+  slot.info = hello;
+  slot.info.connected = true;
+  slot.info.first_seen_unix_ms = first_seen;
+  slot.info.last_seen_unix_ms = now;
+  slot.info.results = results;
+  slot.info.in_flight = 0;
+  slot.session = next_session_++;
+  absl::Status st = PersistLocked(slot.info);
+  if (!st.ok()) return st;
+  return slot.session;
+}
+
+void AgentRegistry::Disconnect(const std::string& agent_id, uint64_t session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end() || it->second.session != session) return;
+  it->second.info.connected = false;
+  it->second.info.in_flight = 0;
+  it->second.info.last_seen_unix_ms = clock_->NowMs();
+  (void)PersistLocked(it->second.info);
+}
+
+void AgentRegistry::Heartbeat(const std::string& agent_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end()) return;
+  it->second.info.last_seen_unix_ms = clock_->NowMs();
+  (void)PersistLocked(it->second.info);
+}
+
+void AgentRegistry::AddResults(const std::string& agent_id, int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end()) return;
+  it->second.info.results += n;
+  it->second.info.last_seen_unix_ms = clock_->NowMs();
+  (void)PersistLocked(it->second.info);
+}
+
+void AgentRegistry::SetInFlight(const std::string& agent_id, int32_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it != agents_.end()) it->second.info.in_flight = n;
+}
+
+std::vector<AgentInfo> AgentRegistry::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<AgentInfo> out;
+  for (const auto& [id, slot] : agents_) out.push_back(slot.info);
+  return out;
+}
+
+std::optional<AgentInfo> AgentRegistry::Get(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end()) return std::nullopt;
+  return it->second.info;
+}
+
+std::optional<std::string> AgentRegistry::TargetForKey(const std::string& device_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const AgentInfo* best = nullptr;
+  for (const auto& [id, slot] : agents_) {
+    const AgentInfo& a = slot.info;
+    if (a.device_key != device_key || a.target.empty()) continue;
+    if (best == nullptr || (a.connected && !best->connected) ||
+        (a.connected == best->connected && a.last_seen_unix_ms > best->last_seen_unix_ms)) {
+      best = &a;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  return best->target;
+}
+
+}  // namespace kiln::tracker

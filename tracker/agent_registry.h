@@ -1,0 +1,71 @@
+#pragma once
+// The agents the tracker knows: connected ones (with their session) and those
+// seen before (loaded from the log database). Every change of an agent's
+// identity or counters is persisted with LogDb::UpsertAgent.
+//
+// Thread-safe.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "storage/log_db.h"
+#include "tracker/clock.h"
+
+namespace kiln::tracker {
+
+struct AgentInfo {
+  std::string id;
+  std::string device_key;
+  std::string target;  // canonical target spec
+  std::string hardware;
+  std::string compiler_version;
+  bool connected = false;
+  int64_t first_seen_unix_ms = 0;
+  int64_t last_seen_unix_ms = 0;
+  int32_t in_flight = 0;
+  int64_t results = 0;
+};
+
+class AgentRegistry {
+ public:
+  // db may be null (nothing is persisted).
+  AgentRegistry(storage::LogDb* db, const Clock* clock);
+
+  // Loads the agents the database knows, as disconnected.
+  absl::Status Load();
+
+  // Marks the agent connected (replacing an older session of the same id);
+  // returns the session number to pass to Disconnect.
+  absl::StatusOr<uint64_t> Connect(const AgentInfo& hello);
+  // Marks it disconnected unless a newer session of the same id has started.
+  void Disconnect(const std::string& agent_id, uint64_t session);
+  void Heartbeat(const std::string& agent_id);
+  void AddResults(const std::string& agent_id, int64_t n);
+  void SetInFlight(const std::string& agent_id, int32_t n);
+
+  std::vector<AgentInfo> List() const;
+  std::optional<AgentInfo> Get(const std::string& agent_id) const;
+  // The target of an agent with this key: a connected one first, else the
+  // most recently seen one.
+  std::optional<std::string> TargetForKey(const std::string& device_key) const;
+
+ private:
+  struct Slot {
+    AgentInfo info;
+    uint64_t session = 0;
+  };
+  absl::Status PersistLocked(const AgentInfo& info);
+
+  storage::LogDb* db_;
+  const Clock* clock_;
+  mutable std::mutex mu_;
+  uint64_t next_session_ = 1;
+  std::map<std::string, Slot> agents_;
+};
+
+}  // namespace kiln::tracker

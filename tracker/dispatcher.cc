@@ -1,0 +1,232 @@
+#include "tracker/dispatcher.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "deploy/check.h"
+#include "deploy/str.h"
+
+namespace kiln::tracker {
+namespace {
+
+std::string RandomPrefix() {
+  std::random_device rd;
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 6; ++i) s += kHex[rd() % 16];
+  return s;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const Clock* clock, DispatcherOptions options)
+    : clock_(clock), options_(options) {
+  KILN_CHECK(clock_ != nullptr) << "Dispatcher needs a clock";
+}
+
+int64_t Dispatcher::LeaseTimeoutMs(const MeasureWork& work) const {
+  if (options_.lease_timeout_ms > 0) return options_.lease_timeout_ms;
+  int64_t per = work.timing.timeout_ms > 0 ? work.timing.timeout_ms
+                                           : options_.default_candidate_timeout_ms;
+  int64_t n = std::max<int64_t>(1, static_cast<int64_t>(work.candidates.size()));
+  return n * per + options_.slack_ms;
+}
+
+std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
+  static const std::string prefix = RandomPrefix();
+  std::string id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = StrCat("batch-", prefix, "-", next_id_++);
+    work.batch_id = id;
+    std::string key = work.device_key;
+    Entry entry;
+    entry.seq = next_id_;
+    entry.work = std::move(work);
+    entry.callback = std::move(callback);
+    batches_.emplace(id, std::move(entry));
+    queues_[key].push_back(id);
+  }
+  cv_.notify_all();
+  return id;
+}
+
+std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
+                                             const std::string& device_key) {
+  auto q = queues_.find(device_key);
+  if (q == queues_.end() || q->second.empty()) return std::nullopt;
+  std::string id = q->second.front();
+  q->second.pop_front();
+  auto it = batches_.find(id);
+  KILN_CHECK(it != batches_.end()) << "queued batch " << id << " has no entry";
+  Entry& e = it->second;
+  e.agent_id = agent_id;
+  e.attempts++;
+  e.deadline_ms = clock_->NowMs() + LeaseTimeoutMs(e.work);
+  return Lease{e.work, e.deadline_ms};
+}
+
+std::optional<Lease> Dispatcher::TryLease(const std::string& agent_id,
+                                          const std::string& device_key) {
+  ExpireLeases();
+  std::lock_guard<std::mutex> lock(mu_);
+  return LeaseLocked(agent_id, device_key);
+}
+
+std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
+                                           const std::string& device_key, int max_in_flight,
+                                           std::chrono::milliseconds max_wait) {
+  ExpireLeases();
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t generation = wake_generation_;
+  auto ready = [&] {
+    if (wake_generation_ != generation) return true;
+    int in_flight = 0;
+    for (const auto& [id, e] : batches_) in_flight += e.agent_id == agent_id;
+    if (in_flight >= max_in_flight) return false;
+    auto q = queues_.find(device_key);
+    return q != queues_.end() && !q->second.empty();
+  };
+  cv_.wait_for(lock, max_wait, ready);
+  if (wake_generation_ != generation) return std::nullopt;
+  int in_flight = 0;
+  for (const auto& [id, e] : batches_) in_flight += e.agent_id == agent_id;
+  if (in_flight >= max_in_flight) return std::nullopt;
+  return LeaseLocked(agent_id, device_key);
+}
+
+bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_id,
+                          std::vector<MeasureOutcome> results) {
+  Entry entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = batches_.find(batch_id);
+    if (it == batches_.end() || it->second.agent_id.empty() || it->second.agent_id != agent_id) {
+      return false;
+    }
+    entry = std::move(it->second);
+    batches_.erase(it);
+  }
+  cv_.notify_all();
+  for (auto& r : results) {
+    if (r.agent_id.empty()) r.agent_id = agent_id;
+  }
+  if (entry.callback) entry.callback(entry.work, std::move(results));
+  return true;
+}
+
+void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
+  auto it = batches_.find(batch_id);
+  if (it == batches_.end()) return;
+  Entry& e = it->second;
+  std::string lost_agent = e.agent_id;
+  e.agent_id.clear();
+  e.deadline_ms = 0;
+  if (e.attempts >= options_.max_attempts) {
+    std::vector<MeasureOutcome> outcomes;
+    for (const auto& c : e.work.candidates) {
+      MeasureOutcome o;
+      o.candidate_id = c.candidate_id;
+      o.error_kind = "agent_lost";
+      o.error_message = StrCat("lease lost ", e.attempts, " times (last agent '", lost_agent, "')");
+      o.agent_id = lost_agent;
+      outcomes.push_back(std::move(o));
+    }
+    finished->emplace_back(std::move(e), std::move(outcomes));
+    batches_.erase(it);
+    return;
+  }
+  queues_[e.work.device_key].push_front(batch_id);
+}
+
+void Dispatcher::ExpireAllLocked(std::vector<std::string> ids, Finished* finished) {
+  // Push to the front newest first, so the oldest batch ends up in front.
+  std::sort(ids.begin(), ids.end(), [&](const std::string& a, const std::string& b) {
+    return batches_.at(a).seq > batches_.at(b).seq;
+  });
+  for (const auto& id : ids) ExpireLocked(id, finished);
+}
+
+void Dispatcher::RunCallbacks(Finished finished) {
+  for (auto& [entry, outcomes] : finished) {
+    if (entry.callback) entry.callback(entry.work, std::move(outcomes));
+  }
+}
+
+int Dispatcher::ExpireLeases() {
+  Finished finished;
+  int n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t now = clock_->NowMs();
+    std::vector<std::string> overdue;
+    for (const auto& [id, e] : batches_) {
+      if (!e.agent_id.empty() && e.deadline_ms <= now) overdue.push_back(id);
+    }
+    n = static_cast<int>(overdue.size());
+    ExpireAllLocked(std::move(overdue), &finished);
+  }
+  if (n > 0) cv_.notify_all();
+  RunCallbacks(std::move(finished));
+  return n;
+}
+
+int Dispatcher::ReleaseAgent(const std::string& agent_id) {
+  Finished finished;
+  int n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> held;
+    for (const auto& [id, e] : batches_) {
+      if (e.agent_id == agent_id) held.push_back(id);
+    }
+    n = static_cast<int>(held.size());
+    ExpireAllLocked(std::move(held), &finished);
+  }
+  if (n > 0) cv_.notify_all();
+  RunCallbacks(std::move(finished));
+  return n;
+}
+
+std::vector<std::string> Dispatcher::CancelJob(const std::string& job_id) {
+  std::vector<std::string> leased;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = batches_.begin(); it != batches_.end();) {
+      if (it->second.work.job_id != job_id) {
+        ++it;
+        continue;
+      }
+      if (!it->second.agent_id.empty()) leased.push_back(it->first);
+      auto& q = queues_[it->second.work.device_key];
+      std::erase(q, it->first);
+      it = batches_.erase(it);
+    }
+  }
+  cv_.notify_all();
+  return leased;
+}
+
+int Dispatcher::InFlight(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [id, e] : batches_) n += e.agent_id == agent_id;
+  return n;
+}
+
+size_t Dispatcher::QueuedCount(const std::string& device_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto q = queues_.find(device_key);
+  return q == queues_.end() ? 0 : q->second.size();
+}
+
+void Dispatcher::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_generation_++;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace kiln::tracker

@@ -1,0 +1,154 @@
+#pragma once
+// The dispatcher: one FIFO queue of measurement batches per device key.
+// Agents lease the next batch of their key until a deadline; a lease that
+// expires (deadline passed, or the agent's stream dropped) puts the batch back
+// at the front of its queue for another agent. The first result of a lease is
+// accepted and handed to the batch's callback; late or duplicate results are
+// ignored. A batch that has been leased and lost `max_attempts` times is
+// completed with "agent_lost" errors so its job never waits forever.
+//
+// Thread-safe. Time comes from an injected Clock.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/config.h"
+#include "tracker/clock.h"
+
+namespace kiln::tracker {
+
+struct TimingOptions {
+  int32_t number = 0;  // <= 0: grown until a measurement lasts min_repeat_ms
+  int32_t repeat = 3;
+  int32_t min_repeat_ms = 5;
+  int32_t cooldown_ms = 0;
+  bool flush_cache = false;
+  int32_t timeout_ms = 20000;  // per candidate
+};
+
+struct MeasureCandidate {
+  std::string candidate_id;
+  compiler::Config config;
+};
+
+// One unit of work for one agent: candidates of one workload.
+struct MeasureWork {
+  std::string batch_id;  // filled by Dispatcher::Submit
+  std::string job_id;
+  std::string device_key;
+  std::string workload_key;
+  std::string workload_op;
+  std::string workload_canonical;
+  double workload_flops = 0;
+  std::string target;  // canonical target spec
+  TimingOptions timing;
+  std::vector<MeasureCandidate> candidates;
+};
+
+// The outcome of one candidate; error_kind uses the log database's names
+// ("none", "compile", "runtime", "wrong_result", "timeout", "agent_lost",
+// "invalid_config").
+struct MeasureOutcome {
+  std::string candidate_id;
+  std::string error_kind = "none";
+  std::string error_message;
+  std::vector<double> costs_s;
+  double build_s = 0;
+  std::string agent_id;
+};
+
+// Called once per batch, outside the dispatcher's lock, with the accepted
+// results (or agent_lost errors after too many lost leases).
+using BatchCallback = std::function<void(const MeasureWork& work, std::vector<MeasureOutcome>)>;
+
+struct Lease {
+  MeasureWork work;
+  int64_t deadline_ms = 0;
+};
+
+struct DispatcherOptions {
+  // When > 0, every lease lasts exactly this long.
+  int64_t lease_timeout_ms = 0;
+  // Otherwise: candidates x per-candidate timeout (timing.timeout_ms, or this
+  // default when that is <= 0) + slack.
+  int64_t default_candidate_timeout_ms = 20000;
+  int64_t slack_ms = 10000;
+  int max_attempts = 5;
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(const Clock* clock, DispatcherOptions options = {});
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Queues a batch at the back of its device key's queue; returns its id.
+  std::string Submit(MeasureWork work, BatchCallback callback);
+
+  // The next batch for an agent with this key, leased to it; nullopt when the
+  // queue is empty. Expires overdue leases first.
+  std::optional<Lease> TryLease(const std::string& agent_id, const std::string& device_key);
+  // Like TryLease, but waits (real time, at most max_wait) until the agent has
+  // fewer than max_in_flight leases and a batch is queued, or Wake() is called.
+  std::optional<Lease> WaitLease(const std::string& agent_id, const std::string& device_key,
+                                 int max_in_flight, std::chrono::milliseconds max_wait);
+
+  // Accepts the results of a batch currently leased to agent_id and runs its
+  // callback. False (and nothing happens) for an unknown, expired, cancelled
+  // or already completed batch, or one leased to another agent.
+  bool Complete(const std::string& batch_id, const std::string& agent_id,
+                std::vector<MeasureOutcome> results);
+
+  // Puts every lease whose deadline has passed back at the front of its
+  // queue. Returns how many expired.
+  int ExpireLeases();
+  // Expires every lease of this agent now (its stream dropped).
+  int ReleaseAgent(const std::string& agent_id);
+  // Drops queued and leased batches of a job; their callbacks never run.
+  // Returns the ids of batches that were leased (to tell agents to stop).
+  std::vector<std::string> CancelJob(const std::string& job_id);
+
+  int InFlight(const std::string& agent_id) const;
+  size_t QueuedCount(const std::string& device_key) const;
+  // Wakes every WaitLease (e.g. on shutdown).
+  void Wake();
+
+  int64_t LeaseTimeoutMs(const MeasureWork& work) const;
+
+ private:
+  struct Entry {
+    MeasureWork work;
+    BatchCallback callback;
+    uint64_t seq = 0;  // submission order
+    int attempts = 0;
+    std::string agent_id;  // current holder; empty when queued
+    int64_t deadline_ms = 0;
+  };
+  using Finished = std::vector<std::pair<Entry, std::vector<MeasureOutcome>>>;
+
+  std::optional<Lease> LeaseLocked(const std::string& agent_id, const std::string& device_key);
+  // Requeues (or gives up on) one leased batch; appends given-up batches.
+  void ExpireLocked(const std::string& batch_id, Finished* finished);
+  // Expires the given leased batches, oldest submission ending up in front.
+  void ExpireAllLocked(std::vector<std::string> ids, Finished* finished);
+  static void RunCallbacks(Finished finished);
+
+  const Clock* clock_;
+  DispatcherOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t next_id_ = 1;
+  uint64_t wake_generation_ = 0;
+  std::map<std::string, Entry> batches_;                  // by batch id
+  std::map<std::string, std::deque<std::string>> queues_;  // device key -> batch ids
+};
+
+}  // namespace kiln::tracker
