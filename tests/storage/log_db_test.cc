@@ -1,0 +1,349 @@
+#include "storage/log_db.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+#include "storage/sqlite.h"
+#include "test_util.h"
+
+namespace kiln::storage {
+namespace {
+
+using testing::TempDir;
+
+std::unique_ptr<LogDb> OpenOrDie(const std::string& path) {
+  auto db = LogDb::Open(path);
+  EXPECT_TRUE(db.ok()) << db.status();
+  return db.ok() ? std::move(*db) : nullptr;
+}
+
+RecordRow Record(const std::string& config, double mean, std::string error_kind = "none") {
+  RecordRow r;
+  r.workload_key = "wk1";
+  r.target = "llvm -mcpu=skylake";
+  r.config = config;
+  r.error_kind = std::move(error_kind);
+  if (r.error_kind == "none") {
+    r.costs_s = {mean * 0.9, mean * 1.1};
+    r.mean_cost_s = mean;
+  } else {
+    r.error_message = "boom";
+  }
+  r.compiler_version = "0.1.0";
+  r.agent_id = "agent-a";
+  r.job_id = "job-1";
+  r.unix_ms = 1000;
+  return r;
+}
+
+TEST(LogDbTest, MigratesFromEmpty) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  ASSERT_NE(db, nullptr);
+  EXPECT_GE(LogDb::CurrentSchemaVersion(), 1);
+  EXPECT_EQ(*db->SchemaVersion(), LogDb::CurrentSchemaVersion());
+  db.reset();
+  // Reopening is a no-op and keeps the version.
+  db = OpenOrDie(dir.File("log.db"));
+  EXPECT_EQ(*db->SchemaVersion(), LogDb::CurrentSchemaVersion());
+}
+
+TEST(LogDbTest, RefusesNewerSchema) {
+  TempDir dir;
+  std::string path = dir.File("log.db");
+  ASSERT_NE(OpenOrDie(path), nullptr);
+  {
+    auto raw = Database::Open(path);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->Exec("UPDATE meta SET value = '999' WHERE key = 'schema_version'").ok());
+  }
+  auto db = LogDb::Open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(db.status().message().find("999"), std::string::npos) << db.status();
+}
+
+TEST(LogDbTest, WorkloadUpsertAndGet) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  EXPECT_FALSE(db->GetWorkload("wk1")->has_value());
+  ASSERT_TRUE(db->UpsertWorkload({"wk1", "dense", "dense(1,2)", 4.0}).ok());
+  ASSERT_TRUE(db->UpsertWorkload({"wk1", "dense", "dense(1,2)", 8.0}).ok());
+  auto w = db->GetWorkload("wk1");
+  ASSERT_TRUE(w.ok() && w->has_value());
+  EXPECT_EQ((*w)->op, "dense");
+  EXPECT_EQ((*w)->canonical, "dense(1,2)");
+  EXPECT_EQ((*w)->flops, 8.0);
+}
+
+TEST(LogDbTest, BestRecordPicksLowestSuccessful) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  EXPECT_FALSE(db->BestRecord("wk1", "llvm -mcpu=skylake")->has_value());
+  ASSERT_TRUE(db->AddRecord(Record("t=1", 3e-3)).ok());
+  auto id2 = db->AddRecord(Record("t=2", 1e-3));
+  ASSERT_TRUE(id2.ok());
+  ASSERT_TRUE(db->AddRecord(Record("t=3", 2e-3)).ok());
+  // Failures have mean 0 and must never win.
+  ASSERT_TRUE(db->AddRecord(Record("t=4", 0, "runtime")).ok());
+  ASSERT_TRUE(db->AddRecord(Record("t=5", 0, "timeout")).ok());
+  // Another target is not considered.
+  RecordRow other = Record("t=6", 1e-6);
+  other.target = "cuda";
+  ASSERT_TRUE(db->AddRecord(other).ok());
+
+  auto best = db->BestRecord("wk1", "llvm -mcpu=skylake");
+  ASSERT_TRUE(best.ok() && best->has_value()) << best.status();
+  EXPECT_EQ((*best)->id, *id2);
+  EXPECT_EQ((*best)->config, "t=2");
+  EXPECT_EQ((*best)->mean_cost_s, 1e-3);
+  EXPECT_EQ((*best)->costs_s, (std::vector<double>{1e-3 * 0.9, 1e-3 * 1.1}));
+  EXPECT_EQ((*best)->compiler_version, "0.1.0");
+
+  auto top = db->TopK("wk1", "llvm -mcpu=skylake", 2);
+  ASSERT_TRUE(top.ok());
+  ASSERT_EQ(top->size(), 2u);
+  EXPECT_EQ((*top)[0].config, "t=2");
+  EXPECT_EQ((*top)[1].config, "t=3");
+
+  auto all = db->QueryRecords("", "", 0);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 6u);
+  auto cuda = db->QueryRecords("wk1", "cuda", 0);
+  ASSERT_TRUE(cuda.ok());
+  ASSERT_EQ(cuda->size(), 1u);
+  EXPECT_EQ((*cuda)[0].config, "t=6");
+  EXPECT_EQ(db->QueryRecords("", "", 3)->size(), 3u);
+  EXPECT_EQ(*db->CountRecords("job-1"), 6);
+  EXPECT_EQ(*db->CountRecords("job-2"), 0);
+}
+
+TEST(LogDbTest, RejectsInvalidRecord) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  RecordRow r = Record("t=1", 1e-3);
+  r.error_kind = "exploded";
+  auto id = db->AddRecord(r);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(id.status().message().find("exploded"), std::string::npos);
+}
+
+TEST(LogDbTest, MeasuredConfigsPerCompilerVersion) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  ASSERT_TRUE(db->AddRecord(Record("t=1", 1e-3)).ok());
+  ASSERT_TRUE(db->AddRecord(Record("t=2", 0, "compile")).ok());
+  ASSERT_TRUE(db->AddRecord(Record("t=1", 2e-3)).ok());
+  RecordRow newer = Record("t=9", 1e-3);
+  newer.compiler_version = "0.2.0";
+  ASSERT_TRUE(db->AddRecord(newer).ok());
+  auto measured = db->MeasuredConfigs("wk1", "llvm -mcpu=skylake", "0.1.0");
+  ASSERT_TRUE(measured.ok());
+  EXPECT_EQ(*measured, (std::set<std::string>{"t=1", "t=2"}));
+  EXPECT_EQ(*db->MeasuredConfigs("wk1", "llvm -mcpu=skylake", "0.2.0"),
+            (std::set<std::string>{"t=9"}));
+  EXPECT_TRUE(db->MeasuredConfigs("wk2", "llvm -mcpu=skylake", "0.1.0")->empty());
+}
+
+JobRow Job(const std::string& id, int64_t created, const std::string& state = "queued") {
+  JobRow j;
+  j.id = id;
+  j.model_name = "resnet";
+  j.model_sha256 = std::string(64, 'a');
+  j.device_key = "x86";
+  j.target = "llvm";
+  j.state = state;
+  j.trials = 100;
+  j.options_json = R"({"number":3})";
+  j.created_unix_ms = created;
+  j.updated_unix_ms = created;
+  return j;
+}
+
+TEST(LogDbTest, JobsCrud) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  ASSERT_TRUE(db->CreateJob(Job("j1", 10)).ok());
+  ASSERT_TRUE(db->CreateJob(Job("j2", 20, "completed")).ok());
+  ASSERT_TRUE(db->CreateJob(Job("j3", 30, "tuning")).ok());
+  absl::Status dup = db->CreateJob(Job("j1", 40));
+  EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
+
+  JobRow j = Job("j1", 999, "tuning");
+  j.trials_done = 42;
+  j.error = "";
+  j.updated_unix_ms = 50;
+  ASSERT_TRUE(db->UpdateJob(j).ok());
+  auto got = db->GetJob("j1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->state, "tuning");
+  EXPECT_EQ((*got)->trials_done, 42);
+  EXPECT_EQ((*got)->trials, 100);
+  EXPECT_EQ((*got)->options_json, R"({"number":3})");
+  EXPECT_EQ((*got)->created_unix_ms, 10);  // creation time never changes
+  EXPECT_EQ((*got)->updated_unix_ms, 50);
+
+  EXPECT_EQ(db->UpdateJob(Job("nope", 1)).code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(db->GetJob("nope")->has_value());
+
+  auto list = db->ListJobs();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].id, "j3");
+  EXPECT_EQ((*list)[2].id, "j1");
+
+  auto unfinished = db->UnfinishedJobs();
+  ASSERT_TRUE(unfinished.ok());
+  ASSERT_EQ(unfinished->size(), 2u);
+  EXPECT_EQ((*unfinished)[0].id, "j1");
+  EXPECT_EQ((*unfinished)[1].id, "j3");
+}
+
+TEST(LogDbTest, AgentsUpsert) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  AgentRow a{"a1", "x86", "llvm", "8 cores", "0.1.0", 100, 100, 0};
+  ASSERT_TRUE(db->UpsertAgent(a).ok());
+  ASSERT_TRUE(db->UpsertAgent({"a0", "arm", "llvm -mtriple=aarch64", "", "0.1.0", 5, 5, 0}).ok());
+  a.first_seen_unix_ms = 500;  // a reconnect: first seen stays 100
+  a.last_seen_unix_ms = 600;
+  a.results = 7;
+  a.hardware = "16 cores";
+  ASSERT_TRUE(db->UpsertAgent(a).ok());
+  auto agents = db->ListAgents();
+  ASSERT_TRUE(agents.ok());
+  ASSERT_EQ(agents->size(), 2u);
+  EXPECT_EQ((*agents)[0].id, "a0");
+  const AgentRow& got = (*agents)[1];
+  EXPECT_EQ(got.id, "a1");
+  EXPECT_EQ(got.first_seen_unix_ms, 100);
+  EXPECT_EQ(got.last_seen_unix_ms, 600);
+  EXPECT_EQ(got.results, 7);
+  EXPECT_EQ(got.hardware, "16 cores");
+}
+
+TEST(LogDbTest, ArtifactMetadata) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  std::string sha(64, 'b');
+  EXPECT_FALSE(db->GetArtifact(sha)->has_value());
+  ASSERT_TRUE(db->AddArtifact({sha, 1234, "module", "j1", 77}).ok());
+  ASSERT_TRUE(db->AddArtifact({sha, 1234, "module", "j1", 77}).ok());  // idempotent
+  auto got = db->GetArtifact(sha);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->size, 1234);
+  EXPECT_EQ((*got)->kind, "module");
+  EXPECT_EQ((*got)->job_id, "j1");
+  EXPECT_EQ((*got)->created_unix_ms, 77);
+}
+
+void ExpectSameRecord(const RecordRow& a, const RecordRow& b) {
+  EXPECT_EQ(a.workload_key, b.workload_key);
+  EXPECT_EQ(a.target, b.target);
+  EXPECT_EQ(a.config, b.config);
+  EXPECT_EQ(a.error_kind, b.error_kind);
+  EXPECT_EQ(a.error_message, b.error_message);
+  EXPECT_EQ(a.costs_s, b.costs_s);
+  EXPECT_EQ(a.mean_cost_s, b.mean_cost_s);
+  EXPECT_EQ(a.compiler_version, b.compiler_version);
+  EXPECT_EQ(a.agent_id, b.agent_id);
+  EXPECT_EQ(a.job_id, b.job_id);
+  EXPECT_EQ(a.unix_ms, b.unix_ms);
+}
+
+TEST(LogDbTest, ExportImportRoundTrip) {
+  TempDir dir;
+  auto src = OpenOrDie(dir.File("src.db"));
+  ASSERT_TRUE(src->UpsertWorkload({"wk1", "conv2d", "conv2d(\"x\"\n,1)", 1.5e9}).ok());
+  RecordRow r1 = Record("t=1", 1.0 / 3.0);
+  r1.unix_ms = 1700000000123;
+  RecordRow r2 = Record("t=2", 0, "wrong_result");
+  r2.error_message = "max abs diff 0.5 \"quoted\"\tand\\ \x01 ünïcode";
+  ASSERT_TRUE(src->AddRecord(r1).ok());
+  ASSERT_TRUE(src->AddRecord(r2).ok());
+
+  std::stringstream jsonl;
+  ASSERT_TRUE(src->ExportJsonl(jsonl).ok());
+  std::string text = jsonl.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+
+  auto dst = OpenOrDie(dir.File("dst.db"));
+  std::stringstream in1(text);
+  auto added = dst->ImportJsonl(in1);
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(*added, 2);
+  auto w = dst->GetWorkload("wk1");
+  ASSERT_TRUE(w.ok() && w->has_value());
+  EXPECT_EQ((*w)->canonical, "conv2d(\"x\"\n,1)");
+  EXPECT_EQ((*w)->flops, 1.5e9);
+  auto src_rows = src->QueryRecords("", "", 0);
+  auto dst_rows = dst->QueryRecords("", "", 0);
+  ASSERT_TRUE(src_rows.ok() && dst_rows.ok());
+  ASSERT_EQ(dst_rows->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) ExpectSameRecord((*src_rows)[i], (*dst_rows)[i]);
+
+  // A second import adds nothing: every record is already present.
+  std::stringstream in2(text);
+  auto again = dst->ImportJsonl(in2);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
+  EXPECT_EQ(dst->QueryRecords("", "", 0)->size(), 2u);
+
+  // Exporting the copy gives the same text.
+  std::stringstream out2;
+  ASSERT_TRUE(dst->ExportJsonl(out2).ok());
+  EXPECT_EQ(out2.str(), text);
+}
+
+TEST(LogDbTest, MalformedLineFailsWithLineNumberAndChangesNothing) {
+  TempDir dir;
+  auto src = OpenOrDie(dir.File("src.db"));
+  ASSERT_TRUE(src->UpsertWorkload({"wk1", "dense", "dense", 1}).ok());
+  ASSERT_TRUE(src->AddRecord(Record("t=1", 1e-3)).ok());
+  ASSERT_TRUE(src->AddRecord(Record("t=2", 2e-3)).ok());
+  std::stringstream out;
+  ASSERT_TRUE(src->ExportJsonl(out).ok());
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(out, line)) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u);
+
+  auto dst = OpenOrDie(dir.File("dst.db"));
+  std::stringstream bad(lines[0] + "\n\n" + lines[1] + "\n{\"workload\": {\"key\": \"x\"}, oops}\n");
+  auto result = dst->ImportJsonl(bad);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("line 4"), std::string::npos) << result.status();
+  EXPECT_TRUE(dst->QueryRecords("", "", 0)->empty());
+  EXPECT_FALSE(dst->GetWorkload("wk1")->has_value());
+
+  // A well-formed JSON line that lacks a field also names its line.
+  std::stringstream missing(lines[0] + "\n{\"workload\":{\"key\":\"k\"},\"target\":\"t\"}\n");
+  auto r2 = dst->ImportJsonl(missing);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(r2.status().message().find("line 2"), std::string::npos) << r2.status();
+  EXPECT_NE(r2.status().message().find("config"), std::string::npos) << r2.status();
+  EXPECT_TRUE(dst->QueryRecords("", "", 0)->empty());
+}
+
+TEST(LogDbTest, ConcurrentWritersFromThreads) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        EXPECT_TRUE(db->AddRecord(Record("t=" + std::to_string(t * 100 + i), 1e-3)).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(*db->CountRecords("job-1"), 100);
+}
+
+}  // namespace
+}  // namespace kiln::storage
