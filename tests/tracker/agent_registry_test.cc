@@ -1,0 +1,89 @@
+#include "tracker/agent_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace kiln::tracker {
+namespace {
+
+std::string TempDb(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("kiln-tracker-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = dir / name;
+  std::filesystem::remove(path);
+  return path.string();
+}
+
+AgentInfo Hello(const std::string& id, const std::string& key, const std::string& target) {
+  AgentInfo a;
+  a.id = id;
+  a.device_key = key;
+  a.target = target;
+  a.hardware = "test cpu";
+  a.compiler_version = "0.1.0";
+  return a;
+}
+
+TEST(AgentRegistryTest, ConnectDisconnectAndPersist) {
+  auto db = storage::LogDb::Open(TempDb("agents.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  FakeClock clock(1000);
+  {
+    AgentRegistry reg(db->get(), &clock);
+    auto s1 = reg.Connect(Hello("a1", "cpu", "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic"));
+    ASSERT_TRUE(s1.ok()) << s1.status();
+    clock.Advance(500);
+    reg.Heartbeat("a1");
+    reg.AddResults("a1", 3);
+    auto a = reg.Get("a1");
+    ASSERT_TRUE(a.has_value());
+    EXPECT_TRUE(a->connected);
+    EXPECT_EQ(a->first_seen_unix_ms, 1000);
+    EXPECT_EQ(a->last_seen_unix_ms, 1500);
+    EXPECT_EQ(a->results, 3);
+    // A newer session of the same agent survives the old one's disconnect.
+    auto s2 = reg.Connect(Hello("a1", "cpu", "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic"));
+    ASSERT_TRUE(s2.ok());
+    reg.Disconnect("a1", *s1);
+    EXPECT_TRUE(reg.Get("a1")->connected);
+    EXPECT_EQ(reg.Get("a1")->results, 3);
+    reg.Disconnect("a1", *s2);
+    EXPECT_FALSE(reg.Get("a1")->connected);
+  }
+  AgentRegistry reloaded(db->get(), &clock);
+  ASSERT_TRUE(reloaded.Load().ok());
+  auto list = reloaded.List();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].id, "a1");
+  EXPECT_EQ(list[0].device_key, "cpu");
+  EXPECT_EQ(list[0].results, 3);
+  EXPECT_FALSE(list[0].connected);
+  EXPECT_EQ(reloaded.TargetForKey("cpu"), "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic");
+  EXPECT_FALSE(reloaded.TargetForKey("gpu").has_value());
+}
+
+TEST(AgentRegistryTest, TargetForKeyPrefersConnectedAgents) {
+  FakeClock clock;
+  AgentRegistry reg(nullptr, &clock);
+  auto old = reg.Connect(Hello("old", "arm", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53"));
+  ASSERT_TRUE(old.ok());
+  clock.Advance(10);
+  auto now = reg.Connect(Hello("new", "arm", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"));
+  ASSERT_TRUE(now.ok());
+  reg.Disconnect("new", *now);
+  EXPECT_EQ(reg.TargetForKey("arm"), "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53");
+}
+
+TEST(AgentRegistryTest, RejectsEmptyIdentity) {
+  FakeClock clock;
+  AgentRegistry reg(nullptr, &clock);
+  EXPECT_EQ(reg.Connect(Hello("", "cpu", "x")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.Connect(Hello("a", "", "x")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln::tracker

@@ -1,0 +1,197 @@
+#include "tracker/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace kiln::tracker {
+namespace {
+
+MeasureWork Work(const std::string& job, const std::string& key, int candidates,
+                 int timeout_ms = 1000) {
+  MeasureWork w;
+  w.job_id = job;
+  w.device_key = key;
+  w.workload_key = "dense-0123";
+  w.timing.timeout_ms = timeout_ms;
+  for (int i = 0; i < candidates; ++i) {
+    w.candidates.push_back({"c" + std::to_string(i), {{"tile", i + 1}}});
+  }
+  return w;
+}
+
+std::vector<MeasureOutcome> Results(const MeasureWork& w, double cost) {
+  std::vector<MeasureOutcome> out;
+  for (const auto& c : w.candidates) {
+    MeasureOutcome o;
+    o.candidate_id = c.candidate_id;
+    o.costs_s = {cost};
+    out.push_back(o);
+  }
+  return out;
+}
+
+struct Sink {
+  int calls = 0;
+  std::vector<MeasureOutcome> last;
+  BatchCallback Callback() {
+    return [this](const MeasureWork&, std::vector<MeasureOutcome> r) {
+      calls++;
+      last = std::move(r);
+    };
+  }
+};
+
+TEST(DispatcherTest, LeasesInFifoOrderPerKeyWithDeadline) {
+  FakeClock clock;
+  DispatcherOptions opts;
+  opts.slack_ms = 500;
+  Dispatcher d(&clock, opts);
+  Sink sink;
+  std::string b1 = d.Submit(Work("j", "cpu", 2), sink.Callback());
+  std::string b2 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  d.Submit(Work("j", "arm", 1), sink.Callback());
+  EXPECT_NE(b1, b2);
+  EXPECT_EQ(d.QueuedCount("cpu"), 2u);
+
+  auto l1 = d.TryLease("a1", "cpu");
+  ASSERT_TRUE(l1.has_value());
+  EXPECT_EQ(l1->work.batch_id, b1);
+  EXPECT_EQ(l1->deadline_ms, clock.NowMs() + 2 * 1000 + 500);
+  auto l2 = d.TryLease("a2", "cpu");
+  ASSERT_TRUE(l2.has_value());
+  EXPECT_EQ(l2->work.batch_id, b2);
+  EXPECT_FALSE(d.TryLease("a3", "cpu").has_value());
+  EXPECT_FALSE(d.TryLease("a3", "gpu").has_value());
+  EXPECT_EQ(d.InFlight("a1"), 1);
+  EXPECT_EQ(d.QueuedCount("arm"), 1u);
+}
+
+TEST(DispatcherTest, FixedLeaseTimeoutOverrides) {
+  FakeClock clock;
+  DispatcherOptions opts;
+  opts.lease_timeout_ms = 750;
+  Dispatcher d(&clock, opts);
+  EXPECT_EQ(d.LeaseTimeoutMs(Work("j", "cpu", 8)), 750);
+}
+
+TEST(DispatcherTest, CompleteAcceptsFirstResultAndIgnoresDuplicates) {
+  FakeClock clock;
+  Dispatcher d(&clock);
+  Sink sink;
+  std::string b = d.Submit(Work("j", "cpu", 2), sink.Callback());
+  auto lease = d.TryLease("a1", "cpu");
+  ASSERT_TRUE(lease.has_value());
+  // Another agent cannot complete it.
+  EXPECT_FALSE(d.Complete(b, "a2", Results(lease->work, 2.0)));
+  EXPECT_TRUE(d.Complete(b, "a1", Results(lease->work, 1.0)));
+  EXPECT_EQ(sink.calls, 1);
+  ASSERT_EQ(sink.last.size(), 2u);
+  EXPECT_EQ(sink.last[0].costs_s, std::vector<double>{1.0});
+  EXPECT_EQ(sink.last[0].agent_id, "a1");
+  EXPECT_FALSE(d.Complete(b, "a1", Results(lease->work, 3.0)));
+  EXPECT_FALSE(d.Complete("batch-unknown", "a1", {}));
+  EXPECT_EQ(sink.calls, 1);
+  EXPECT_EQ(d.InFlight("a1"), 0);
+}
+
+TEST(DispatcherTest, ExpiredLeaseGoesBackToFrontAndLateResultIsIgnored) {
+  FakeClock clock;
+  DispatcherOptions opts;
+  opts.lease_timeout_ms = 1000;
+  Dispatcher d(&clock, opts);
+  Sink sink;
+  std::string b1 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  std::string b2 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  auto l1 = d.TryLease("a1", "cpu");
+  ASSERT_TRUE(l1.has_value());
+  clock.Advance(999);
+  EXPECT_EQ(d.ExpireLeases(), 0);
+  clock.Advance(1);
+  EXPECT_EQ(d.ExpireLeases(), 1);
+  EXPECT_EQ(d.InFlight("a1"), 0);
+  // b1 is back in front of b2.
+  auto again = d.TryLease("a2", "cpu");
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->work.batch_id, b1);
+  // The late result of the first lease is ignored; the new holder's counts.
+  EXPECT_FALSE(d.Complete(b1, "a1", Results(l1->work, 9.0)));
+  EXPECT_TRUE(d.Complete(b1, "a2", Results(again->work, 1.5)));
+  EXPECT_EQ(sink.calls, 1);
+  EXPECT_EQ(sink.last[0].costs_s, std::vector<double>{1.5});
+  auto next = d.TryLease("a2", "cpu");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->work.batch_id, b2);
+}
+
+TEST(DispatcherTest, DroppedAgentLeasesAreRequeuedImmediately) {
+  FakeClock clock;
+  Dispatcher d(&clock);
+  Sink sink;
+  std::string b1 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  std::string b2 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  ASSERT_TRUE(d.TryLease("a1", "cpu").has_value());
+  ASSERT_TRUE(d.TryLease("a1", "cpu").has_value());
+  EXPECT_EQ(d.InFlight("a1"), 2);
+  EXPECT_EQ(d.ReleaseAgent("a1"), 2);
+  EXPECT_EQ(d.InFlight("a1"), 0);
+  EXPECT_EQ(d.QueuedCount("cpu"), 2u);
+  auto l = d.TryLease("a2", "cpu");
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->work.batch_id, b1);
+  l = d.TryLease("a2", "cpu");
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->work.batch_id, b2);
+}
+
+TEST(DispatcherTest, GivesUpAfterMaxAttemptsWithAgentLost) {
+  FakeClock clock;
+  DispatcherOptions opts;
+  opts.max_attempts = 2;
+  Dispatcher d(&clock, opts);
+  Sink sink;
+  d.Submit(Work("j", "cpu", 3), sink.Callback());
+  ASSERT_TRUE(d.TryLease("a1", "cpu").has_value());
+  d.ReleaseAgent("a1");
+  EXPECT_EQ(sink.calls, 0);
+  ASSERT_TRUE(d.TryLease("a2", "cpu").has_value());
+  d.ReleaseAgent("a2");
+  EXPECT_EQ(sink.calls, 1);
+  ASSERT_EQ(sink.last.size(), 3u);
+  EXPECT_EQ(sink.last[0].error_kind, "agent_lost");
+  EXPECT_EQ(sink.last[0].agent_id, "a2");
+  EXPECT_EQ(d.QueuedCount("cpu"), 0u);
+}
+
+TEST(DispatcherTest, CancelJobDropsQueuedAndLeasedBatches) {
+  FakeClock clock;
+  Dispatcher d(&clock);
+  Sink sink;
+  std::string b1 = d.Submit(Work("j1", "cpu", 1), sink.Callback());
+  d.Submit(Work("j1", "cpu", 1), sink.Callback());
+  std::string other = d.Submit(Work("j2", "cpu", 1), sink.Callback());
+  auto l = d.TryLease("a1", "cpu");
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(d.CancelJob("j1"), std::vector<std::string>{b1});
+  EXPECT_FALSE(d.Complete(b1, "a1", Results(l->work, 1.0)));
+  EXPECT_EQ(sink.calls, 0);
+  auto next = d.TryLease("a1", "cpu");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->work.batch_id, other);
+}
+
+TEST(DispatcherTest, WaitLeaseRespectsMaxInFlightAndWake) {
+  FakeClock clock;
+  Dispatcher d(&clock);
+  Sink sink;
+  d.Submit(Work("j", "cpu", 1), sink.Callback());
+  d.Submit(Work("j", "cpu", 1), sink.Callback());
+  auto l = d.WaitLease("a1", "cpu", 1, std::chrono::milliseconds(0));
+  ASSERT_TRUE(l.has_value());
+  // a1 already holds one lease: no second one.
+  EXPECT_FALSE(d.WaitLease("a1", "cpu", 1, std::chrono::milliseconds(0)).has_value());
+  EXPECT_TRUE(d.WaitLease("a2", "cpu", 1, std::chrono::milliseconds(0)).has_value());
+}
+
+}  // namespace
+}  // namespace kiln::tracker
