@@ -1,1 +1,12 @@
-int main() { return 1; }  // placeholder, replaced by the component
+// kiln: the user's client (see cli/cli.h).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  kiln::cli::CliEnv env{&std::cout, &std::cerr};
+  return kiln::cli::RunCli(args, env);
+}

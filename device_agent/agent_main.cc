@@ -1,1 +1,108 @@
-int main() { return 1; }  // placeholder, replaced by the component
+// kiln-agent: a measurement agent that dials out to the tracker.
+//   kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token T]
+//              [--target SPEC] [--workers-timeout-ms N] [--max-batch N]
+// `--workers-timeout-ms` is the per-candidate time limit used when a batch's
+// timing policy leaves timeout_ms unset.
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "compiler/target.h"
+#include "deploy/str.h"
+#include "device_agent/sandbox.h"
+#include "device_agent/session.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token T] [--target SPEC] "
+    "[--workers-timeout-ms N] [--max-batch N]\n";
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "kiln-agent: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--measure-worker") == 0) {
+    return kiln::agent::RunMeasureWorker(0, 3);
+  }
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    static const char* known[] = {"--tracker", "--key", "--id", "--token", "--target",
+                                  "--workers-timeout-ms", "--max-batch"};
+    std::string name = a, value;
+    bool has_value = false;
+    if (size_t eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    bool ok = false;
+    for (const char* k : known) ok = ok || name == k;
+    if (!ok) return Usage(kiln::StrCat("unknown argument '", a, "'"));
+    if (!has_value) {
+      if (i + 1 >= argc) return Usage(kiln::StrCat(name, " needs a value"));
+      value = argv[++i];
+    }
+    flags[name] = value;
+  }
+  if (!flags.count("--tracker")) return Usage("missing --tracker");
+  if (!flags.count("--key")) return Usage("missing --key");
+
+  kiln::agent::AgentOptions options;
+  options.tracker = flags["--tracker"];
+  options.device_key = flags["--key"];
+  options.agent_id = flags.count("--id") ? flags["--id"] : kiln::agent::DefaultAgentId();
+  options.token = flags["--token"];
+  if (flags.count("--target")) {
+    absl::StatusOr<kiln::compiler::Target> t = kiln::compiler::Target::Parse(flags["--target"]);
+    if (!t.ok()) return Usage(std::string(t.status().message()));
+    options.target_spec = t->Spec();
+  } else {
+    options.target_spec = kiln::compiler::Target::Host().Spec();
+  }
+  options.hardware = kiln::compiler::DescribeHostHardware();
+  options.compiler_version = KILN_VERSION;
+  int64_t default_timeout_ms = 0;
+  if (flags.count("--workers-timeout-ms") &&
+      (!kiln::ParseInt64(flags["--workers-timeout-ms"], &default_timeout_ms) ||
+       default_timeout_ms <= 0 || default_timeout_ms > (1 << 30))) {
+    return Usage("--workers-timeout-ms must be a positive integer");
+  }
+  int64_t max_batch = 0;
+  if (flags.count("--max-batch") &&
+      (!kiln::ParseInt64(flags["--max-batch"], &max_batch) || max_batch < 0 ||
+       max_batch > 100000)) {
+    return Usage("--max-batch must be a non-negative integer");
+  }
+  options.max_batch = static_cast<int>(max_batch);
+
+  kiln::agent::Sandbox sandbox("/proc/self/exe");
+  kiln::agent::AgentSession session(
+      options, [&](const kiln::v1::MeasureBatch& batch, int index) {
+        if (default_timeout_ms > 0 && batch.timing().timeout_ms() <= 0) {
+          kiln::v1::MeasureBatch copy = batch;
+          copy.mutable_timing()->set_timeout_ms(static_cast<int32_t>(default_timeout_ms));
+          return sandbox.Measure(copy, index);
+        }
+        return sandbox.Measure(batch, index);
+      });
+  std::fprintf(stderr, "kiln-agent %s: id %s, key %s, target %s, tracker %s\n", KILN_VERSION,
+               options.agent_id.c_str(), options.device_key.c_str(), options.target_spec.c_str(),
+               options.tracker.c_str());
+  absl::Status s = session.Run();
+  if (!s.ok()) {
+    std::fprintf(stderr, "kiln-agent: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

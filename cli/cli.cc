@@ -1,0 +1,78 @@
+#include "cli/cli.h"
+
+#include <ostream>
+
+#include "cli/common.h"
+
+namespace kiln::cli {
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command>* commands = new std::vector<Command>{
+      {"tune", "tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC] [--wait]",
+       "submit an ONNX model for tuning; prints the job id", RunTune},
+      {"jobs", "jobs --tracker ADDR", "list the tracker's jobs", RunJobs},
+      {"job", "job JOB --tracker ADDR", "show one job and its tasks", RunJob},
+      {"cancel", "cancel JOB --tracker ADDR", "cancel a job", RunCancel},
+      {"devices", "devices --tracker ADDR", "list the measurement agents", RunDevices},
+      {"records", "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N]",
+       "list tuning records", RunRecords},
+      {"fetch", "fetch JOB --tracker ADDR -o PATH", "download a job's compiled artifact",
+       RunFetch},
+      {"compile", "compile MODEL --db FILE -o PATH [--target SPEC] [--dump-ir]",
+       "compile a model locally with the best configs of a log database", RunCompile},
+  };
+  return *commands;
+}
+
+namespace {
+void PrintHelp(std::ostream& out) {
+  out << "usage: kiln <command> [arguments]\n\ncommands:\n";
+  for (const Command& c : Commands()) {
+    out << "  " << c.name << std::string(c.name.size() < 10 ? 10 - c.name.size() : 1, ' ')
+        << c.summary << "\n";
+  }
+  out << "\nkiln help <command> shows a command's arguments.\n";
+}
+}  // namespace
+
+int RunCli(const std::vector<std::string>& args, const CliEnv& env) {
+  if (args.empty()) {
+    PrintHelp(*env.err);
+    return 2;
+  }
+  const std::string& name = args[0];
+  if (name == "--help" || name == "-h" || name == "help") {
+    if (args.size() > 1) {
+      for (const Command& c : Commands()) {
+        if (c.name == args[1]) {
+          *env.out << "usage: kiln " << c.usage << "\n" << c.summary << "\n";
+          return 0;
+        }
+      }
+      *env.err << "kiln: unknown command '" << args[1] << "'\n";
+      return 2;
+    }
+    PrintHelp(*env.out);
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    *env.out << "kiln " << KILN_VERSION << "\n";
+    return 0;
+  }
+  for (const Command& c : Commands()) {
+    if (c.name == name) {
+      std::vector<std::string> rest(args.begin() + 1, args.end());
+      for (const std::string& a : rest) {
+        if (a == "--help" || a == "-h") {
+          *env.out << "usage: kiln " << c.usage << "\n" << c.summary << "\n";
+          return 0;
+        }
+      }
+      return c.run(c, rest, env);
+    }
+  }
+  *env.err << "kiln: unknown command '" << name << "' (see kiln help)\n";
+  return 2;
+}
+
+}  // namespace kiln::cli

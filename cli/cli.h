@@ -1,0 +1,25 @@
+#pragma once
+// The `kiln` command line client. RunCli is main() without the process:
+// it takes the arguments after the program name and writes to the given
+// streams, so tests drive it in-process.
+//
+// Exit codes: 0 success, 1 failure (RPC error, unreachable tracker, failed
+// job, bad file), 2 usage error.
+
+#include <chrono>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+struct CliEnv {
+  std::ostream* out;
+  std::ostream* err;
+  // How long to wait for the tracker's channel to connect.
+  std::chrono::milliseconds connect_timeout{5000};
+};
+
+int RunCli(const std::vector<std::string>& args, const CliEnv& env);
+
+}  // namespace kiln::cli

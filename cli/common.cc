@@ -1,0 +1,130 @@
+#include "cli/common.h"
+
+#include <cstdio>
+#include <ostream>
+
+#include "deploy/str.h"
+
+namespace kiln::cli {
+
+absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& args,
+                               const std::set<std::string>& value_flags,
+                               const std::set<std::string>& bool_flags) {
+  Args out;
+  bool only_positional = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (only_positional || a.size() < 2 || a[0] != '-') {
+      out.positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_positional = true;
+      continue;
+    }
+    std::string name = a;
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = a.find('='); eq != std::string::npos && a.starts_with("--")) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    if (bool_flags.count(name)) {
+      if (has_value) return absl::InvalidArgumentError(StrCat(name, " takes no value"));
+      out.bools.insert(name);
+    } else if (value_flags.count(name)) {
+      if (!has_value) {
+        if (i + 1 >= args.size()) {
+          return absl::InvalidArgumentError(StrCat(name, " needs a value"));
+        }
+        value = args[++i];
+      }
+      out.values[name] = value;
+    } else {
+      return absl::InvalidArgumentError(StrCat("unknown flag ", name));
+    }
+  }
+  return out;
+}
+
+int UsageError(const Command& cmd, const std::string& message, const CliEnv& env) {
+  *env.err << "kiln: " << cmd.name << ": " << message << "\n"
+           << "usage: kiln " << cmd.usage << "\n";
+  return 2;
+}
+
+int Fail(const Command& cmd, const std::string& message, const CliEnv& env) {
+  *env.err << "kiln: " << cmd.name << ": " << message << "\n";
+  return 1;
+}
+
+std::string StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    default: return StrCat("CODE_", static_cast<int>(code));
+  }
+}
+
+int RpcFail(const Command& cmd, const grpc::Status& status, const CliEnv& env) {
+  *env.err << "kiln: " << cmd.name << ": " << StatusCodeName(status.error_code()) << ": "
+           << status.error_message() << "\n";
+  return 1;
+}
+
+std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& address,
+                                                        const CliEnv& env) {
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(256 << 20);
+  channel_args.SetMaxSendMessageSize(256 << 20);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), channel_args);
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() + env.connect_timeout)) {
+    *env.err << "kiln: tracker " << address << " does not answer\n";
+    return nullptr;
+  }
+  return kiln::v1::Tracker::NewStub(channel);
+}
+
+std::string JobStateName(kiln::v1::JobState state) {
+  switch (state) {
+    case kiln::v1::JOB_STATE_QUEUED: return "queued";
+    case kiln::v1::JOB_STATE_TUNING: return "tuning";
+    case kiln::v1::JOB_STATE_COMPILING: return "compiling";
+    case kiln::v1::JOB_STATE_COMPLETED: return "completed";
+    case kiln::v1::JOB_STATE_FAILED: return "failed";
+    case kiln::v1::JOB_STATE_CANCELLED: return "cancelled";
+    default: return "unknown";
+  }
+}
+
+std::string FormatCost(double seconds) {
+  char buf[64];
+  if (seconds <= 0) return "-";
+  if (seconds < 1e-3) {
+    std::snprintf(buf, sizeof(buf), "%.2f us", seconds * 1e6);
+  } else if (seconds < 1) {
+    std::snprintf(buf, sizeof(buf), "%.3f ms", seconds * 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3f s", seconds);
+  }
+  return buf;
+}
+
+}  // namespace kiln::cli

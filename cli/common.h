@@ -1,0 +1,74 @@
+#pragma once
+// Shared pieces of the `kiln` subcommands: argument parsing, connecting to
+// the tracker, error reporting.
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cli/cli.h"
+#include "grpcpp/grpcpp.h"
+#include "kiln/v1/tracker.grpc.pb.h"
+
+namespace kiln::cli {
+
+// A subcommand's parsed arguments. Value flags take "--name VALUE" or
+// "--name=VALUE"; boolean flags take no value.
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> values;  // flag name (with dashes) -> value
+  std::set<std::string> bools;
+
+  bool Has(const std::string& flag) const { return values.count(flag) || bools.count(flag); }
+  std::string Get(const std::string& flag, const std::string& fallback = "") const {
+    auto it = values.find(flag);
+    return it == values.end() ? fallback : it->second;
+  }
+};
+
+// INVALID_ARGUMENT for an unknown flag or a value flag without a value.
+absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& args,
+                               const std::set<std::string>& value_flags,
+                               const std::set<std::string>& bool_flags);
+
+struct Command {
+  std::string name;
+  std::string usage;    // after "kiln "
+  std::string summary;  // one line for `kiln help`
+  int (*run)(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+};
+
+const std::vector<Command>& Commands();
+
+// Prints "kiln: <cmd>: <message>" and the usage line; returns 2.
+int UsageError(const Command& cmd, const std::string& message, const CliEnv& env);
+// Prints "kiln: <cmd>: <message>"; returns 1.
+int Fail(const Command& cmd, const std::string& message, const CliEnv& env);
+// Prints "kiln: <cmd>: <STATUS_CODE>: <message>"; returns 1.
+int RpcFail(const Command& cmd, const grpc::Status& status, const CliEnv& env);
+std::string StatusCodeName(grpc::StatusCode code);
+
+// Connects to the tracker, waiting up to env.connect_timeout. On failure
+// prints "kiln: tracker ADDR does not answer" and returns nullptr.
+std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& address,
+                                                        const CliEnv& env);
+
+// "queued", "tuning", ... for a JobState.
+std::string JobStateName(kiln::v1::JobState state);
+// Seconds as a short human value: "0.123 ms", "1.5 s".
+std::string FormatCost(double seconds);
+
+// Subcommands (one function each).
+int RunTune(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunJobs(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunJob(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunCancel(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunDevices(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunRecords(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunFetch(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunCompile(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+
+}  // namespace kiln::cli

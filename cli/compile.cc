@@ -1,0 +1,83 @@
+// kiln compile MODEL --db FILE -o PATH [--target SPEC] [--dump-ir]: a local
+// compile with the best records of a log database.
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <ostream>
+
+#include "cli/common.h"
+#include "compiler/config.h"
+#include "compiler/model.h"
+#include "compiler/target.h"
+#include "deploy/str.h"
+#include "storage/log_db.h"
+
+namespace kiln::cli {
+
+int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
+  absl::StatusOr<Args> args = ParseArgs(argv, {"--db", "-o", "--output", "--target"}, {"--dump-ir"});
+  if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
+  if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
+  if (!args->values.count("--db")) return UsageError(self, "missing --db", env);
+  std::string path = args->Get("-o", args->Get("--output"));
+  if (path.empty()) return UsageError(self, "missing -o PATH", env);
+
+  compiler::Target target = compiler::Target::Host();
+  if (args->values.count("--target")) {
+    absl::StatusOr<compiler::Target> t = compiler::Target::Parse(args->Get("--target"));
+    if (!t.ok()) return Fail(self, std::string(t.status().message()), env);
+    target = *t;
+  }
+  absl::StatusOr<compiler::Model> model = compiler::Model::FromOnnxFile(args->positional[0]);
+  if (!model.ok()) return Fail(self, std::string(model.status().message()), env);
+  absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args->Get("--db"));
+  if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
+
+  const std::string spec = target.Spec();
+  absl::Status lookup_error;
+  compiler::ConfigLookup lookup =
+      [&](const compiler::Workload& w) -> std::optional<compiler::Config> {
+    absl::StatusOr<std::optional<storage::RecordRow>> best = (*db)->BestRecord(w.Key(), spec);
+    if (!best.ok()) {
+      if (lookup_error.ok()) lookup_error = best.status();
+      return std::nullopt;
+    }
+    if (!best->has_value()) return std::nullopt;
+    absl::StatusOr<compiler::Config> config = compiler::ParseConfig((*best)->config);
+    if (!config.ok()) {
+      *env.err << "kiln: compile: ignoring unparsable record config '" << (*best)->config
+               << "' for " << w.Key() << ": " << config.status().message() << "\n";
+      return std::nullopt;
+    }
+    return *config;
+  };
+  compiler::CompileOptions options;
+  options.lower.dump_ir = args->bools.count("--dump-ir") > 0;
+  compiler::CompileReport report;
+  absl::StatusOr<std::string> artifact = compiler::CompileModel(*model, target, lookup, options, &report);
+  if (!lookup_error.ok()) {
+    return Fail(self, StrCat("reading the log database: ", lookup_error.message()), env);
+  }
+  if (!artifact.ok()) return Fail(self, std::string(artifact.status().message()), env);
+
+  const std::string part = path + ".part";
+  {
+    std::ofstream out(part, std::ios::binary | std::ios::trunc);
+    out.write(artifact->data(), static_cast<std::streamsize>(artifact->size()));
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(part, ec);
+      return Fail(self, StrCat("cannot write '", path, "'"), env);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(part, path, ec);
+  if (ec) return Fail(self, StrCat("cannot write '", path, "': ", ec.message()), env);
+  *env.out << "compiled " << args->positional[0] << " for " << spec << ": " << report.kernels
+           << " kernels, " << report.tuned_kernels << " tuned, "
+           << report.kernels - report.tuned_kernels << " default -> " << path << " ("
+           << artifact->size() << " bytes)\n";
+  return 0;
+}
+
+}  // namespace kiln::cli

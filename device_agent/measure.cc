@@ -1,0 +1,206 @@
+#include "device_agent/measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/config.h"
+#include "compiler/kernel.h"
+#include "compiler/workload.h"
+#include "deploy/parallel.h"
+#include "deploy/str.h"
+
+namespace kiln::agent {
+namespace {
+
+using kiln::v1::MeasureErrorKind;
+using kiln::v1::MeasureResult;
+using Clock = std::chrono::steady_clock;
+
+MeasureResult Error(MeasureErrorKind kind, std::string message) {
+  MeasureResult r;
+  r.set_error_kind(kind);
+  r.set_error_message(std::move(message));
+  return r;
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Evicts the caches by writing a buffer larger than any last-level cache.
+void FlushCache() {
+  static std::vector<char>* buffer = new std::vector<char>(64 << 20);
+  static char value = 0;
+  ++value;
+  std::memset(buffer->data(), value, buffer->size());
+  // Keep the writes observable.
+  asm volatile("" : : "r"(buffer->data()) : "memory");
+}
+
+absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config) {
+  if (!config.knobs().empty()) {
+    compiler::Config c;
+    for (const auto& [name, value] : config.knobs()) c[name] = value;
+    return c;
+  }
+  return compiler::ParseConfig(config.canonical());
+}
+
+}  // namespace
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* desc = sigdescr_np(sig);
+  return StrCat(abbrev ? StrCat("SIG", abbrev) : StrCat("signal ", sig), " (",
+                desc ? desc : "unknown signal", ")");
+}
+
+ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy) {
+  ResolvedTiming t;
+  t.number = std::max(0, policy.number());
+  t.repeat = policy.repeat() > 0 ? policy.repeat() : 3;
+  if (policy.min_repeat_ms() > 0) {
+    t.min_repeat_ms = policy.min_repeat_ms();
+  } else {
+    // An explicit number with no explicit minimum is used as is.
+    t.min_repeat_ms = t.number > 0 ? 0 : 10;
+  }
+  t.cooldown_ms = std::max(0, policy.cooldown_ms());
+  t.flush_cache = policy.flush_cache();
+  t.timeout_ms = policy.timeout_ms() > 0 ? policy.timeout_ms() : 10000;
+  return t;
+}
+
+MeasureResult MeasureCandidate(const std::string& workload_canonical,
+                               const kiln::v1::Config& config_proto,
+                               const kiln::v1::TimingPolicy& policy,
+                               const compiler::Target& target, uint64_t seed) {
+  absl::StatusOr<compiler::Workload> workload = compiler::Workload::Parse(workload_canonical);
+  if (!workload.ok()) {
+    return Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
+                 StrCat("bad workload: ", workload.status().message()));
+  }
+  absl::StatusOr<compiler::Config> config = ConfigFromProto(config_proto);
+  if (!config.ok()) {
+    return Error(kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG,
+                 std::string(config.status().message()));
+  }
+  if (absl::Status s = compiler::ValidateConfig(*workload, target, *config); !s.ok()) {
+    return Error(kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG, std::string(s.message()));
+  }
+  absl::StatusOr<compiler::KernelSignature> sig = workload->Signature();
+  if (!sig.ok()) {
+    return Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
+                 StrCat("bad workload: ", sig.status().message()));
+  }
+
+  Clock::time_point build_start = Clock::now();
+  absl::StatusOr<std::unique_ptr<compiler::JitKernel>> kernel =
+      compiler::BuildJit(*workload, *config, target);
+  double build_s = Seconds(Clock::now() - build_start);
+  if (!kernel.ok()) {
+    MeasureResult r = Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
+                            std::string(kernel.status().message()));
+    r.set_build_s(build_s);
+    return r;
+  }
+
+  // Inputs: seeded uniform values in [-1, 1].
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<std::vector<float>> inputs;
+  for (const compiler::TensorSpec& spec : sig->inputs) {
+    std::vector<float> data(static_cast<size_t>(spec.NumElements()));
+    for (float& v : data) v = dist(rng);
+    inputs.push_back(std::move(data));
+  }
+  const size_t out_n = static_cast<size_t>(sig->output.NumElements());
+  std::vector<float> output(out_n, std::nanf(""));
+  std::vector<float> reference(out_n, 0.0f);
+
+  std::vector<const float*> input_ptrs;
+  std::vector<void*> args;
+  for (auto& in : inputs) {
+    input_ptrs.push_back(in.data());
+    args.push_back(in.data());
+  }
+  args.push_back(output.data());
+
+  auto fail = [&](MeasureErrorKind kind, std::string message) {
+    MeasureResult r = Error(kind, std::move(message));
+    r.set_build_s(build_s);
+    return r;
+  };
+
+  if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
+    return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, StrCat("kernel returned ", rc));
+  }
+  if (absl::Status s = compiler::RunReference(*workload, input_ptrs, reference.data()); !s.ok()) {
+    return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                StrCat("reference implementation failed: ", s.message()));
+  }
+  float max_ref = 0;
+  for (float v : reference) max_ref = std::max(max_ref, std::fabs(v));
+  const double tol = 1e-3 * std::max(1.0, static_cast<double>(max_ref));
+  double worst_err = -1;
+  size_t worst = 0;
+  for (size_t i = 0; i < out_n; ++i) {
+    double err = std::fabs(static_cast<double>(output[i]) - reference[i]);
+    if (std::isnan(err)) err = INFINITY;
+    if (err > worst_err) {
+      worst_err = err;
+      worst = i;
+    }
+  }
+  if (out_n > 0 && worst_err > tol) {
+    return fail(kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT,
+                StrCat("output[", worst, "] = ", output[worst], ", expected ", reference[worst],
+                       " (abs error ", worst_err, " > tolerance ", tol, ")"));
+  }
+
+  const ResolvedTiming timing = ResolveTiming(policy);
+  auto time_runs = [&](int number) -> absl::StatusOr<double> {
+    Clock::time_point start = Clock::now();
+    for (int i = 0; i < number; ++i) {
+      if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
+        return absl::InternalError(StrCat("kernel returned ", rc));
+      }
+    }
+    return Seconds(Clock::now() - start);
+  };
+
+  int number = timing.number > 0 ? timing.number : 1;
+  if (timing.min_repeat_ms > 0) {
+    const double min_s = timing.min_repeat_ms / 1000.0;
+    while (true) {
+      absl::StatusOr<double> t = time_runs(number);
+      if (!t.ok()) return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, std::string(t.status().message()));
+      if (*t >= min_s || number >= (1 << 30)) break;
+      number *= 2;
+    }
+  }
+
+  MeasureResult result;
+  result.set_error_kind(kiln::v1::MEASURE_ERROR_KIND_NONE);
+  result.set_build_s(build_s);
+  for (int r = 0; r < timing.repeat; ++r) {
+    if (r > 0 && timing.cooldown_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timing.cooldown_ms));
+    }
+    if (timing.flush_cache) FlushCache();
+    absl::StatusOr<double> t = time_runs(number);
+    if (!t.ok()) return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, std::string(t.status().message()));
+    result.add_costs_s(*t / number);
+  }
+  // Parallel kernels resolve kiln_parallel_for from libkiln_runtime.so; this
+  // reference keeps the library linked into every agent binary.
+  static const int threads [[maybe_unused]] = kiln_num_threads();
+  return result;
+}
+
+}  // namespace kiln::agent

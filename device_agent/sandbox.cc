@@ -1,0 +1,262 @@
+#include "device_agent/sandbox.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "compiler/target.h"
+#include "deploy/str.h"
+#include "device_agent/measure.h"
+
+extern char** environ;
+
+namespace kiln::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+kiln::v1::MeasureResult ErrorResult(kiln::v1::MeasureErrorKind kind, std::string message) {
+  kiln::v1::MeasureResult r;
+  r.set_error_kind(kind);
+  r.set_error_message(std::move(message));
+  return r;
+}
+
+absl::Status WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(StrCat("write to pipe: ", std::strerror(errno)));
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+// Reads exactly n bytes; returns how many were read before EOF.
+absl::StatusOr<size_t> ReadAll(int fd, char* data, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::read(fd, data + got, n - got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(StrCat("read from pipe: ", std::strerror(errno)));
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return got;
+}
+
+bool Matches(const char* env_name, const std::string& candidate_id) {
+  const char* v = std::getenv(env_name);
+  return v != nullptr && *v != '\0' && candidate_id == v;
+}
+
+}  // namespace
+
+absl::Status WriteFrame(int fd, const std::string& bytes) {
+  uint32_t n = static_cast<uint32_t>(bytes.size());
+  char header[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
+                    static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 24) & 0xff)};
+  if (absl::Status s = WriteAll(fd, header, 4); !s.ok()) return s;
+  return WriteAll(fd, bytes.data(), bytes.size());
+}
+
+absl::Status ReadFrame(int fd, std::string* bytes) {
+  unsigned char header[4];
+  absl::StatusOr<size_t> got = ReadAll(fd, reinterpret_cast<char*>(header), 4);
+  if (!got.ok()) return got.status();
+  if (*got == 0) return absl::NotFoundError("end of stream");
+  if (*got < 4) return absl::DataLossError("stream cut inside a frame header");
+  uint32_t n = header[0] | (header[1] << 8) | (header[2] << 16) | (uint32_t{header[3]} << 24);
+  if (n > (512u << 20)) return absl::DataLossError(StrCat("frame of ", n, " bytes is too large"));
+  bytes->resize(n);
+  got = ReadAll(fd, bytes->data(), n);
+  if (!got.ok()) return got.status();
+  if (*got < n) return absl::DataLossError("stream cut inside a frame");
+  return absl::OkStatus();
+}
+
+int RunMeasureWorker(int in_fd, int out_fd) {
+  const compiler::Target host = compiler::Target::Host();
+  std::string bytes;
+  while (true) {
+    absl::Status s = ReadFrame(in_fd, &bytes);
+    if (absl::IsNotFound(s)) return 0;
+    if (!s.ok()) {
+      std::fprintf(stderr, "kiln-agent worker: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    kiln::v1::MeasureBatch batch;
+    kiln::v1::MeasureResult result;
+    if (!batch.ParseFromString(bytes) || batch.candidates_size() != 1) {
+      result = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                           "worker received a malformed request");
+    } else {
+      const kiln::v1::Candidate& c = batch.candidates(0);
+      if (Matches("KILN_TEST_CRASH_WORKER", c.candidate_id())) std::abort();
+      if (Matches("KILN_TEST_HANG_WORKER", c.candidate_id())) {
+        while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+      }
+      compiler::Target target = host;
+      bool target_ok = true;
+      if (!batch.target().spec().empty()) {
+        absl::StatusOr<compiler::Target> t = compiler::Target::Parse(batch.target().spec());
+        if (t.ok()) {
+          target = *t;
+        } else {
+          target_ok = false;
+          result = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
+                               StrCat("bad target: ", t.status().message()));
+        }
+      }
+      if (target_ok) {
+        result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(),
+                                  target);
+      }
+      result.set_candidate_id(c.candidate_id());
+    }
+    if (absl::Status w = WriteFrame(out_fd, result.SerializeAsString()); !w.ok()) return 1;
+  }
+}
+
+Sandbox::Sandbox(std::string worker_binary) : binary_(std::move(worker_binary)) {
+  // A worker that dies makes writes to its pipe fail with EPIPE, not kill us.
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+Sandbox::~Sandbox() { Stop(); }
+
+void Sandbox::Stop() {
+  if (pid_ > 0) Reap(/*kill=*/true);
+}
+
+absl::Status Sandbox::Start() {
+  int req[2], rep[2];
+  if (::pipe2(req, O_CLOEXEC) != 0) {
+    return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
+  }
+  if (::pipe2(rep, O_CLOEXEC) != 0) {
+    ::close(req[0]);
+    ::close(req[1]);
+    return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
+  }
+  // Everything the child needs is prepared before fork: after fork only
+  // async-signal-safe calls are allowed (the parent runs gRPC threads).
+  std::string flag = "--measure-worker";
+  std::vector<char*> argv = {binary_.data(), flag.data(), nullptr};
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    for (int fd : {req[0], req[1], rep[0], rep[1]}) ::close(fd);
+    return absl::InternalError(StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    // dup2 clears O_CLOEXEC on the new descriptors.
+    if (::dup2(req[0], 0) < 0 || ::dup2(rep[1], 3) < 0) ::_exit(127);
+    ::execve(binary_.c_str(), argv.data(), environ);
+    ::_exit(127);
+  }
+  ::close(req[0]);
+  ::close(rep[1]);
+  pid_ = pid;
+  to_worker_ = req[1];
+  from_worker_ = rep[0];
+  return absl::OkStatus();
+}
+
+std::string Sandbox::Reap(bool kill) {
+  if (to_worker_ >= 0) ::close(to_worker_);
+  if (from_worker_ >= 0) ::close(from_worker_);
+  to_worker_ = from_worker_ = -1;
+  if (pid_ <= 0) return "no worker";
+  if (kill) ::kill(pid_, SIGKILL);
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  pid_ = -1;
+  if (r < 0) return StrCat("waitpid: ", std::strerror(errno));
+  if (WIFSIGNALED(status)) return StrCat("killed by ", SignalName(WTERMSIG(status)));
+  if (WIFEXITED(status)) {
+    if (WEXITSTATUS(status) == 127) return "exited with status 127 (could not start the worker)";
+    return StrCat("exited with status ", WEXITSTATUS(status));
+  }
+  return "ended";
+}
+
+kiln::v1::MeasureResult Sandbox::Measure(const kiln::v1::MeasureBatch& batch, int index) {
+  const kiln::v1::Candidate& candidate = batch.candidates(index);
+  auto finish = [&](kiln::v1::MeasureResult r) {
+    r.set_candidate_id(candidate.candidate_id());
+    return r;
+  };
+  if (pid_ <= 0) {
+    if (absl::Status s = Start(); !s.ok()) {
+      return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                                StrCat("cannot start the measurement worker: ", s.message())));
+    }
+  }
+  kiln::v1::MeasureBatch request;
+  *request.mutable_workload() = batch.workload();
+  *request.mutable_target() = batch.target();
+  *request.mutable_timing() = batch.timing();
+  request.set_batch_id(batch.batch_id());
+  *request.add_candidates() = candidate;
+
+  if (absl::Status s = WriteFrame(to_worker_, request.SerializeAsString()); !s.ok()) {
+    std::string how = Reap(/*kill=*/true);
+    return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                              StrCat("measurement worker ", how)));
+  }
+
+  const int timeout_ms = ResolveTiming(batch.timing()).timeout_ms;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      Reap(/*kill=*/true);
+      return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_TIMEOUT,
+                                StrCat("candidate took longer than ", timeout_ms,
+                                       " ms (build + verify + time); worker killed")));
+    }
+    pollfd p{from_worker_, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0) break;
+    if (n < 0) {
+      Reap(/*kill=*/true);
+      return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                                StrCat("poll: ", std::strerror(errno))));
+    }
+  }
+  // The reply has started (or the worker closed the pipe by dying). A reply
+  // is written in one go, so reading it to the end does not block long.
+  std::string bytes;
+  absl::Status s = ReadFrame(from_worker_, &bytes);
+  kiln::v1::MeasureResult result;
+  if (!s.ok() || !result.ParseFromString(bytes)) {
+    std::string how = Reap(/*kill=*/true);
+    return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                              StrCat("kernel crashed the measurement worker (", how, ")")));
+  }
+  return finish(std::move(result));
+}
+
+}  // namespace kiln::agent

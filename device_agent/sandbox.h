@@ -1,0 +1,64 @@
+#pragma once
+// Runs measurements in a worker subprocess, so that a crashing or hanging
+// kernel becomes an error record, not a dead agent.
+//
+// The worker is this agent's own binary (fork + exec of `worker_binary`,
+// normally /proc/self/exe) started with the hidden flag `--measure-worker`.
+// Parent and worker talk over two pipes (worker stdin = requests, worker fd 3
+// = replies) with length-prefixed serialized protos: a request is a
+// MeasureBatch holding a single candidate, a reply a MeasureResult.
+//
+// Test hooks (read by the worker): KILN_TEST_CRASH_WORKER=<candidate id>
+// makes the worker abort on that candidate, KILN_TEST_HANG_WORKER=<candidate
+// id> makes it sleep forever.
+
+#include <string>
+#include <sys/types.h>
+
+#include "absl/status/status.h"
+#include "kiln/v1/agent.pb.h"
+#include "kiln/v1/common.pb.h"
+
+namespace kiln::agent {
+
+class Sandbox {
+ public:
+  // `worker_binary` must accept `--measure-worker` (see RunMeasureWorker).
+  explicit Sandbox(std::string worker_binary);
+  ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  // Measures candidate `index` of `batch` in the worker, enforcing the
+  // batch's timeout_ms (default 10 s). On timeout the worker is killed and
+  // the result is TIMEOUT; when the worker dies the result is RUNTIME naming
+  // the signal. The next call starts a fresh worker. Never fails as a call.
+  kiln::v1::MeasureResult Measure(const kiln::v1::MeasureBatch& batch, int index);
+
+  // Kills the worker, if any.
+  void Stop();
+  pid_t worker_pid() const { return pid_; }
+
+ private:
+  absl::Status Start();
+  // Kills (if `kill`) and reaps the worker; returns how it ended, in words.
+  std::string Reap(bool kill);
+
+  std::string binary_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1;
+  int from_worker_ = -1;
+};
+
+// The worker's main loop: reads requests from `in_fd`, measures each with
+// MeasureCandidate (for the batch's target, or the host when it is empty),
+// writes replies to `out_fd`. Returns the process exit code (0 on EOF).
+int RunMeasureWorker(int in_fd, int out_fd);
+
+// Length-prefixed message framing over file descriptors (4-byte little-endian
+// length, then the bytes). Exposed for tests.
+absl::Status WriteFrame(int fd, const std::string& bytes);
+// NOT_FOUND on a clean EOF before the first byte; DATA_LOSS when cut short.
+absl::Status ReadFrame(int fd, std::string* bytes);
+
+}  // namespace kiln::agent

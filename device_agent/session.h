@@ -1,0 +1,75 @@
+#pragma once
+// The agent's session with the tracker (proto/kiln/v1/agent.proto): dial out,
+// Hello -> Welcome, heartbeats from a thread, MeasureBatch -> BatchResult,
+// Cancel. Reconnects with exponential back-off (up to 5 s) when the tracker
+// is unreachable or the stream breaks.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "grpcpp/grpcpp.h"
+#include "kiln/v1/agent.grpc.pb.h"
+
+namespace kiln::agent {
+
+struct AgentOptions {
+  std::string tracker;  // HOST:PORT
+  std::string device_key;
+  std::string agent_id;
+  std::string token;
+  std::string target_spec;
+  std::string hardware;
+  std::string compiler_version;
+  int max_batch = 0;
+  std::chrono::milliseconds initial_backoff{250};
+  std::chrono::milliseconds max_backoff{5000};
+};
+
+// hostname-pid.
+std::string DefaultAgentId();
+
+// Measures candidate `index` of a batch (the sandbox in production).
+using CandidateMeasurer =
+    std::function<kiln::v1::MeasureResult(const kiln::v1::MeasureBatch& batch, int index)>;
+
+class AgentSession {
+ public:
+  AgentSession(AgentOptions options, CandidateMeasurer measurer);
+  ~AgentSession();
+  AgentSession(const AgentSession&) = delete;
+  AgentSession& operator=(const AgentSession&) = delete;
+
+  // Serves sessions, reconnecting, until Stop() (returns OK) or until the
+  // tracker rejects the Hello with UNAUTHENTICATED or INVALID_ARGUMENT
+  // (returns that status: retrying would not help).
+  absl::Status Run();
+  // One session, from dialing until the stream ends. `welcomed` tells whether
+  // the tracker accepted the Hello.
+  absl::Status RunOnce(bool* welcomed);
+  // Thread-safe: ends the current session and makes Run() return.
+  void Stop();
+
+  int64_t batches_done() const { return batches_done_.load(); }
+  int64_t sessions_welcomed() const { return sessions_welcomed_.load(); }
+
+ private:
+  bool stopping() const { return stop_.load(); }
+
+  AgentOptions options_;
+  CandidateMeasurer measurer_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;  // guards context_, and backs stop_cv_
+  std::condition_variable stop_cv_;
+  grpc::ClientContext* context_ = nullptr;
+  std::atomic<int64_t> batches_done_{0};
+  std::atomic<int64_t> sessions_welcomed_{0};
+};
+
+}  // namespace kiln::agent
