@@ -1,0 +1,304 @@
+// The kiln CLI driven in-process: argument errors, an unreachable tracker,
+// and the tracker subcommands against a fake Tracker service on port 0.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "kiln/v1/tracker.grpc.pb.h"
+#include "storage/log_db.h"
+
+namespace kiln::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct CliRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliRun Kiln(const std::vector<std::string>& args,
+         std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  std::ostringstream out, err;
+  CliEnv env{&out, &err, timeout};
+  int code = RunCli(args, env);
+  return {code, out.str(), err.str()};
+}
+
+TEST(CliArgs, ParsesValueAndBoolFlags) {
+  absl::StatusOr<Args> a = ParseArgs({"model.onnx", "--tracker", "h:1", "--key=cpu", "--wait"},
+                                     {"--tracker", "--key"}, {"--wait"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->positional, std::vector<std::string>{"model.onnx"});
+  EXPECT_EQ(a->Get("--tracker"), "h:1");
+  EXPECT_EQ(a->Get("--key"), "cpu");
+  EXPECT_TRUE(a->bools.count("--wait"));
+}
+
+TEST(CliArgs, RejectsUnknownFlagAndMissingValue) {
+  EXPECT_EQ(ParseArgs({"--bogus"}, {"--tracker"}, {}).status().message(), "unknown flag --bogus");
+  EXPECT_EQ(ParseArgs({"--tracker"}, {"--tracker"}, {}).status().message(),
+            "--tracker needs a value");
+  EXPECT_EQ(ParseArgs({"--wait=1"}, {}, {"--wait"}).status().message(), "--wait takes no value");
+}
+
+TEST(Cli, HelpListsSubcommands) {
+  for (const char* flag : {"--help", "help"}) {
+    CliRun r = Kiln({flag});
+    EXPECT_EQ(r.code, 0);
+    for (const char* cmd : {"tune", "jobs", "job", "cancel", "devices", "records", "fetch",
+                            "compile"}) {
+      EXPECT_THAT(r.out, HasSubstr(std::string("  ") + cmd + " ")) << cmd;
+    }
+  }
+}
+
+TEST(Cli, UnknownSubcommandIsAUsageError) {
+  CliRun r = Kiln({"frobnicate"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "kiln: unknown command 'frobnicate' (see kiln help)\n");
+  EXPECT_EQ(Kiln({}).code, 2);
+}
+
+TEST(Cli, MissingTrackerIsAUsageError) {
+  CliRun r = Kiln({"jobs"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "kiln: jobs: missing --tracker\nusage: kiln jobs --tracker ADDR\n");
+  r = Kiln({"tune", "m.onnx", "--key", "k", "--trials", "4"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("missing --tracker"));
+  r = Kiln({"fetch", "job-1", "--tracker", "h:1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("missing -o PATH"));
+}
+
+TEST(Cli, BadTrialsAndUnknownFlag) {
+  CliRun r = Kiln({"tune", "m.onnx", "--tracker", "h:1", "--key", "k", "--trials", "many"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--trials must be a positive integer, not 'many'"));
+  r = Kiln({"devices", "--tracker", "h:1", "--verbose"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown flag --verbose"));
+}
+
+TEST(Cli, MissingModelFile) {
+  CliRun r = Kiln({"tune", "/nonexistent/model.onnx", "--tracker", "127.0.0.1:1", "--key", "k",
+                "--trials", "4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "kiln: tune: cannot read model file '/nonexistent/model.onnx'\n");
+}
+
+TEST(Cli, UnreachableTracker) {
+  CliRun r = Kiln({"jobs", "--tracker", "127.0.0.1:1"}, std::chrono::milliseconds(300));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "kiln: tracker 127.0.0.1:1 does not answer\n");
+  EXPECT_EQ(r.out, "");
+}
+
+// A tracker with canned answers.
+class FakeTracker final : public kiln::v1::Tracker::Service {
+ public:
+  std::string artifact = "kiln artifact bytes, long enough to be split into chunks";
+  std::string artifact_sha = storage::Sha256Hex(artifact);
+  kiln::v1::SubmitJobRequest last_submit;
+
+  grpc::Status SubmitJob(grpc::ServerContext*, const kiln::v1::SubmitJobRequest* req,
+                         kiln::v1::SubmitJobResponse* resp) override {
+    last_submit = *req;
+    if (req->model().starts_with("not onnx")) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "model is not an ONNX ModelProto");
+    }
+    resp->set_job_id(req->device_key() == "failing" ? "job-fail" : "job-42");
+    resp->set_num_tasks(2);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status WatchJob(grpc::ServerContext*, const kiln::v1::WatchJobRequest* req,
+                        grpc::ServerWriter<kiln::v1::JobEvent>* writer) override {
+    kiln::v1::JobEvent e;
+    kiln::v1::Job* job = e.mutable_job();
+    job->set_job_id(req->job_id());
+    job->set_trials(24);
+    job->set_trials_done(12);
+    job->set_state(kiln::v1::JOB_STATE_TUNING);
+    kiln::v1::TaskProgress* t1 = job->add_tasks();
+    t1->set_trials_done(12);
+    t1->set_trials_budget(12);
+    t1->set_best_cost_s(0.000123);
+    kiln::v1::TaskProgress* t2 = job->add_tasks();
+    t2->set_trials_budget(12);
+    writer->Write(e);
+    job->set_trials_done(24);
+    t2->set_trials_done(12);
+    t2->set_best_cost_s(0.002);
+    if (req->job_id() == "job-fail") {
+      job->set_state(kiln::v1::JOB_STATE_FAILED);
+      job->set_error("no agent with key 'failing'");
+    } else {
+      job->set_state(kiln::v1::JOB_STATE_COMPLETED);
+    }
+    writer->Write(e);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListJobs(grpc::ServerContext*, const kiln::v1::ListJobsRequest*,
+                        kiln::v1::ListJobsResponse* resp) override {
+    kiln::v1::Job* j = resp->add_jobs();
+    j->set_job_id("job-42");
+    j->set_model_name("cnn.onnx");
+    j->set_device_key("cpu");
+    j->set_state(kiln::v1::JOB_STATE_TUNING);
+    j->set_trials(64);
+    j->set_trials_done(10);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetJob(grpc::ServerContext*, const kiln::v1::GetJobRequest* req,
+                      kiln::v1::Job*) override {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no job '" + req->job_id() + "'");
+  }
+
+  grpc::Status FetchArtifact(grpc::ServerContext*, const kiln::v1::FetchArtifactRequest* req,
+                             grpc::ServerWriter<kiln::v1::ArtifactChunk>* writer) override {
+    if (req->job_id() == "job-missing") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no job 'job-missing'");
+    }
+    const size_t chunk = 10;
+    for (size_t off = 0; off < artifact.size(); off += chunk) {
+      kiln::v1::ArtifactChunk c;
+      c.set_data(artifact.substr(off, chunk));
+      c.set_offset(static_cast<int64_t>(off));
+      c.set_total_size(static_cast<int64_t>(artifact.size()));
+      if (off + chunk >= artifact.size()) {
+        c.set_sha256(req->job_id() == "job-corrupt" ? std::string(64, '0') : artifact_sha);
+      }
+      writer->Write(c);
+    }
+    return grpc::Status::OK;
+  }
+};
+
+class CliWithTracker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(port, 0);
+    addr_ = "127.0.0.1:" + std::to_string(port);
+    dir_ = std::filesystem::temp_directory_path() / ("kiln-cli-test-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    server_->Shutdown();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string WriteFile(const std::string& name, const std::string& bytes) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+
+  FakeTracker service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string addr_;
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliWithTracker, TunePrintsJobIdFirst) {
+  std::string model = WriteFile("m.onnx", "onnx bytes");
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "job-42\n");
+  EXPECT_EQ(service_.last_submit.model(), "onnx bytes");
+  EXPECT_EQ(service_.last_submit.model_name(), "m.onnx");
+  EXPECT_EQ(service_.last_submit.device_key(), "cpu");
+  EXPECT_EQ(service_.last_submit.trials(), 24);
+}
+
+TEST_F(CliWithTracker, TuneWaitPrintsProgressAndSucceeds) {
+  std::string model = WriteFile("m.onnx", "onnx bytes");
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--wait"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "job-42\n"
+            "[tuning] 12/24 trials, task 2/2 best -\n"
+            "[completed] 24/24 trials, task 2/2 best 2.000 ms\n");
+}
+
+TEST_F(CliWithTracker, TuneWaitFailsOnFailedJob) {
+  std::string model = WriteFile("m.onnx", "onnx bytes");
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "failing", "--trials", "24", "--wait"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, StartsWith("job-fail\n"));
+  EXPECT_THAT(r.err, HasSubstr("kiln: tune: job job-fail ended failed: no agent with key 'failing'"));
+}
+
+TEST_F(CliWithTracker, RpcErrorsNameTheCode) {
+  std::string model = WriteFile("bad.onnx", "not onnx at all");
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "kiln: tune: INVALID_ARGUMENT: model is not an ONNX ModelProto\n");
+  r = Kiln({"job", "job-7", "--tracker", addr_});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "kiln: job: NOT_FOUND: no job 'job-7'\n");
+  r = Kiln({"devices", "--tracker", addr_});  // not implemented by the fake
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, StartsWith("kiln: devices: UNIMPLEMENTED"));
+}
+
+TEST_F(CliWithTracker, JobsTable) {
+  CliRun r = Kiln({"jobs", "--tracker", addr_});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "ID      MODEL     KEY  STATE   TRIALS\n"
+            "job-42  cnn.onnx  cpu  tuning  10/64\n");
+}
+
+TEST_F(CliWithTracker, FetchWritesVerifiedArtifact) {
+  std::string out = (dir_ / "a.kiln").string();
+  CliRun r = Kiln({"fetch", "job-42", "--tracker", addr_, "-o", out});
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::ifstream in(out, std::ios::binary);
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_EQ(got.str(), service_.artifact);
+  EXPECT_FALSE(std::filesystem::exists(out + ".part"));
+}
+
+TEST_F(CliWithTracker, FetchChecksumMismatchLeavesNoFile) {
+  std::string out = (dir_ / "b.kiln").string();
+  CliRun r = Kiln({"fetch", "job-corrupt", "--tracker", addr_, "-o", out});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("kiln: fetch: checksum mismatch: received sha256 " +
+                               service_.artifact_sha + ", expected " + std::string(64, '0')));
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".part"));
+}
+
+TEST_F(CliWithTracker, FetchUnknownJob) {
+  std::string out = (dir_ / "c.kiln").string();
+  CliRun r = Kiln({"fetch", "job-missing", "--tracker", addr_, "-o", out});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "kiln: fetch: NOT_FOUND: no job 'job-missing'\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".part"));
+}
+
+}  // namespace
+}  // namespace kiln::cli
