@@ -1,1 +1,246 @@
-int main() { return 1; }  // placeholder, replaced by the component
+// kiln-run: load an artifact, run it on input tensor files, write the outputs
+// as TensorProto files, optionally time it. Exit codes: 0 ok, 2 bad usage or
+// bad input (arguments, tensor files, artifact file), 1 runtime failure.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deploy/artifact.h"
+#include "deploy/parallel.h"
+#include "deploy/runtime.h"
+#include "deploy/str.h"
+#include "deploy/tensor_io.h"
+
+namespace {
+
+using kiln::StrCat;
+using kiln::deploy::Tensor;
+
+constexpr int kExitRuntime = 1;
+constexpr int kExitBadInput = 2;
+
+constexpr char kUsage[] =
+    "usage: kiln-run ARTIFACT --input NAME=FILE [--input NAME=FILE ...] --output-dir DIR\n"
+    "                [--repeat N] [--warmup K]\n"
+    "\n"
+    "Loads a kiln artifact, runs it once on the given inputs and writes\n"
+    "DIR/output_0.pb, DIR/output_1.pb, ... (ONNX TensorProto).\n"
+    "\n"
+    "  --input NAME=FILE  input tensor by its manifest name, as a NumPy .npy\n"
+    "                     (float32 or float64) or ONNX TensorProto .pb file;\n"
+    "                     a single-input model also takes --input FILE\n"
+    "  --output-dir DIR   where outputs are written (created if missing)\n"
+    "  --repeat N         time N runs after the warm-up; the last line printed\n"
+    "                     is median_ms=<value>\n"
+    "  --warmup K         untimed runs before timing (default 1)\n"
+    "  --help             this text\n"
+    "\n"
+    "Threads: KILN_NUM_THREADS (default: all hardware threads).\n";
+
+int Fail(int code, const std::string& msg) {
+  std::fprintf(stderr, "kiln-run: %s\n", msg.c_str());
+  return code;
+}
+
+bool MakeDirs(const std::string& dir, std::string* error) {
+  std::string partial;
+  for (std::string_view piece : kiln::StrSplit(dir, '/')) {
+    partial += piece;
+    partial += '/';
+    if (piece.empty() || piece == ".") continue;
+    if (::mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
+      *error = StrCat("cannot create '", partial, "': ", std::strerror(errno));
+      return false;
+    }
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *error = StrCat("'", dir, "' is not a directory");
+    return false;
+  }
+  return true;
+}
+
+struct Args {
+  std::string artifact;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  int64_t repeat = 0;
+  int64_t warmup = 1;
+};
+
+// Returns -1 to continue, else an exit code.
+int ParseArgs(int argc, char** argv, Args* args) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a.substr(0, 2) == "--") {
+      std::string_view flag = a, value;
+      bool has_value = false;
+      if (size_t eq = a.find('='); eq != std::string_view::npos) {
+        flag = a.substr(0, eq);
+        value = a.substr(eq + 1);
+        has_value = true;
+      }
+      if (flag != "--input" && flag != "--output-dir" && flag != "--repeat" &&
+          flag != "--warmup") {
+        return Fail(kExitBadInput, StrCat("unknown flag '", flag, "'\n", kUsage));
+      }
+      if (!has_value) {
+        if (i + 1 >= argc) return Fail(kExitBadInput, StrCat(flag, " needs a value"));
+        value = argv[++i];
+      }
+      if (flag == "--input") {
+        args->inputs.emplace_back(value);
+      } else if (flag == "--output-dir") {
+        args->output_dir = std::string(value);
+      } else {
+        int64_t n = 0;
+        bool is_repeat = flag == "--repeat";
+        if (!kiln::ParseInt64(value, &n) || n < (is_repeat ? 1 : 0)) {
+          return Fail(kExitBadInput, StrCat(flag, " takes an integer ",
+                                            is_repeat ? ">= 1" : ">= 0", ", got '", value, "'"));
+        }
+        (is_repeat ? args->repeat : args->warmup) = n;
+      }
+      continue;
+    }
+    if (!args->artifact.empty()) {
+      return Fail(kExitBadInput, StrCat("unexpected argument '", a, "' (one ARTIFACT only)"));
+    }
+    args->artifact = std::string(a);
+  }
+  if (args->artifact.empty()) return Fail(kExitBadInput, StrCat("no ARTIFACT given\n", kUsage));
+  if (args->output_dir.empty()) return Fail(kExitBadInput, "--output-dir is required");
+  return -1;
+}
+
+int Main(int argc, char** argv) {
+  Args args;
+  if (int rc = ParseArgs(argc, argv, &args); rc >= 0) return rc;
+
+  auto loaded = kiln::deploy::Module::LoadFile(args.artifact);
+  if (!loaded.ok()) {
+    absl::StatusCode code = loaded.status().code();
+    bool bad_file = code == absl::StatusCode::kInvalidArgument ||
+                    code == absl::StatusCode::kDataLoss || code == absl::StatusCode::kNotFound;
+    return Fail(bad_file ? kExitBadInput : kExitRuntime, loaded.status().ToString());
+  }
+  kiln::deploy::Module& module = **loaded;
+  const kiln::deploy::Manifest& manifest = module.manifest();
+
+  // Match --input arguments to manifest inputs.
+  std::map<std::string, std::string> files;
+  for (const std::string& spec : args.inputs) {
+    std::string name, file;
+    size_t eq = spec.find('=');
+    bool named = false;
+    if (eq != std::string::npos) {
+      name = spec.substr(0, eq);
+      named = std::any_of(manifest.inputs.begin(), manifest.inputs.end(),
+                          [&](const kiln::deploy::TensorInfo& t) { return t.name == name; });
+    }
+    if (named) {
+      file = spec.substr(eq + 1);
+    } else if (manifest.inputs.size() == 1 && eq == std::string::npos) {
+      name = manifest.inputs[0].name;
+      file = spec;
+    } else {
+      std::vector<std::string> names;
+      for (const auto& t : manifest.inputs) names.push_back(t.name);
+      return Fail(kExitBadInput,
+                  StrCat("--input '", spec, "': expected NAME=FILE with NAME one of the model's "
+                         "inputs (", kiln::StrJoin(names, ", "), ")"));
+    }
+    if (!files.emplace(name, file).second) {
+      return Fail(kExitBadInput, StrCat("input '", name, "' given twice"));
+    }
+  }
+
+  std::vector<Tensor> inputs;
+  for (const auto& info : manifest.inputs) {
+    auto it = files.find(info.name);
+    if (it == files.end()) {
+      return Fail(kExitBadInput, StrCat("missing input '", info.name, "' (shape ",
+                                        kiln::deploy::ShapeToString(info.shape),
+                                        "): pass --input ", info.name, "=FILE"));
+    }
+    auto t = kiln::deploy::ReadTensorFile(it->second);
+    if (!t.ok()) return Fail(kExitBadInput, StrCat("input '", info.name, "': ", t.status().message()));
+    if (t->shape != info.shape) {
+      return Fail(kExitBadInput, StrCat("input '", info.name, "': expected shape ",
+                                        kiln::deploy::ShapeToString(info.shape), ", given ",
+                                        kiln::deploy::ShapeToString(t->shape), " (from ",
+                                        it->second, ")"));
+    }
+    inputs.push_back(*std::move(t));
+  }
+
+  std::vector<Tensor> outputs(manifest.outputs.size());
+  std::vector<std::pair<const float*, int64_t>> in_bufs;
+  std::vector<std::pair<float*, int64_t>> out_bufs;
+  for (const Tensor& t : inputs) in_bufs.emplace_back(t.data.data(), t.data.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].name = manifest.outputs[i].name;
+    outputs[i].shape = manifest.outputs[i].shape;
+    outputs[i].data.assign(manifest.outputs[i].NumElements(), 0.0f);
+    out_bufs.emplace_back(outputs[i].data.data(), outputs[i].data.size());
+  }
+
+  if (absl::Status s = module.RunChecked(in_bufs, out_bufs); !s.ok()) {
+    return Fail(kExitRuntime, StrCat("run failed: ", s.ToString()));
+  }
+  std::string error;
+  if (!MakeDirs(args.output_dir, &error)) return Fail(kExitRuntime, error);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string path = StrCat(args.output_dir, "/output_", i, ".pb");
+    if (absl::Status s = kiln::deploy::WriteTensorProtoFile(path, outputs[i]); !s.ok()) {
+      return Fail(kExitRuntime, s.ToString());
+    }
+    std::printf("%s: %s %s\n", path.c_str(), outputs[i].name.c_str(),
+                kiln::deploy::ShapeToString(outputs[i].shape).c_str());
+  }
+
+  if (args.repeat > 0) {
+    for (int64_t w = 0; w < args.warmup; ++w) {
+      if (absl::Status s = module.RunChecked(in_bufs, out_bufs); !s.ok()) {
+        return Fail(kExitRuntime, StrCat("run failed: ", s.ToString()));
+      }
+    }
+    std::vector<double> ms;
+    for (int64_t r = 0; r < args.repeat; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      absl::Status s = module.RunChecked(in_bufs, out_bufs);
+      auto end = std::chrono::steady_clock::now();
+      if (!s.ok()) return Fail(kExitRuntime, StrCat("run failed: ", s.ToString()));
+      ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+      std::printf("run %lld: %.6f ms\n", static_cast<long long>(r), ms.back());
+    }
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    size_t n = sorted.size();
+    double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    double mean = 0;
+    for (double v : ms) mean += v;
+    mean /= static_cast<double>(n);
+    std::printf("runs=%zu threads=%d min_ms=%.6f mean_ms=%.6f max_ms=%.6f\n", n,
+                kiln_num_threads(), sorted.front(), mean, sorted.back());
+    std::printf("median_ms=%.6f\n", median);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Main(argc, argv); }

@@ -1,0 +1,43 @@
+#ifndef KILN_DEPLOY_KILN_RUNTIME_H_
+#define KILN_DEPLOY_KILN_RUNTIME_H_
+/* The C API of libkiln_runtime.so: load a kiln artifact and run it.
+ * Functions returning int return 0 on success and -1 on failure; the message
+ * of a failed load is written to errbuf, that of a failed run is returned by
+ * kiln_module_last_error. A module must not be run from two threads at once. */
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_module kiln_module;
+
+int kiln_module_load(const char* path, kiln_module** out, char* errbuf, size_t errlen);
+void kiln_module_free(kiln_module* module);
+
+int kiln_module_num_inputs(const kiln_module* module);
+int kiln_module_num_outputs(const kiln_module* module);
+/* Name of input/output i, or NULL when i is out of range. */
+const char* kiln_module_input_name(const kiln_module* module, int i);
+const char* kiln_module_output_name(const kiln_module* module, int i);
+/* Number of dimensions of input/output i (0 for a scalar), or -1. */
+int kiln_module_input_ndim(const kiln_module* module, int i);
+int kiln_module_output_ndim(const kiln_module* module, int i);
+/* Copies up to max_dims dimensions into dims; returns ndim, or -1. */
+int kiln_module_input_shape(const kiln_module* module, int i, int64_t* dims, int max_dims);
+int kiln_module_output_shape(const kiln_module* module, int i, int64_t* dims, int max_dims);
+/* Number of float32 elements of input/output i, or -1. */
+int64_t kiln_module_input_size(const kiln_module* module, int i);
+int64_t kiln_module_output_size(const kiln_module* module, int i);
+
+/* inputs[i] / outputs[i]: dense row-major float32 buffers of the shapes above. */
+int kiln_module_run(kiln_module* module, const float** inputs, float** outputs);
+/* The message of the last failed kiln_module_run ("" when none). */
+const char* kiln_module_last_error(const kiln_module* module);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_DEPLOY_KILN_RUNTIME_H_

@@ -1,0 +1,188 @@
+// kiln_parallel_for: a persistent pool of worker threads; the calling thread
+// takes part. Static chunking: participant t of T runs [t*n/T, (t+1)*n/T).
+// Nested calls (from inside a body) and calls made while another thread holds
+// the pool run serially inline, so the function is safe from any thread.
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "deploy/parallel.h"
+
+namespace kiln::deploy {
+namespace {
+
+thread_local bool t_in_parallel = false;
+
+int ThreadCountFromEnv() {
+  const char* env = std::getenv("KILN_NUM_THREADS");
+  if (env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    long v = std::strtol(env, &end, 10);
+    if (end != nullptr && *end == '\0' && v >= 1) return static_cast<int>(std::min(v, 1024L));
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(std::min(hw, 1024u));
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+void RunRange(int64_t begin, int64_t end, void (*body)(int64_t, void*), void* ctx) {
+  bool saved = t_in_parallel;
+  t_in_parallel = true;
+  for (int64_t i = begin; i < end; ++i) body(i, ctx);
+  t_in_parallel = saved;
+}
+
+class Pool {
+ public:
+  explicit Pool(int threads) : threads_(threads) {
+    workers_.reserve(threads_ - 1);
+    for (int w = 1; w < threads_; ++w) workers_.emplace_back([this, w] { WorkerLoop(w); });
+    // Workers live as long as the process (the pool is never destroyed, so
+    // no static destructor races with a module still calling in).
+    for (auto& t : workers_) t.detach();
+  }
+
+  int threads() const { return threads_; }
+
+  // Returns false when another thread holds the pool (the caller runs inline).
+  bool TryRun(int64_t n, void (*body)(int64_t, void*), void* ctx) {
+    std::unique_lock<std::mutex> dispatch(dispatch_mu_, std::try_to_lock);
+    if (!dispatch.owns_lock()) return false;
+    const int parts = static_cast<int>(std::min<int64_t>(threads_, n));
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      n_ = n;
+      body_ = body;
+      ctx_ = ctx;
+      parts_ = parts;
+      pending_.store(parts - 1, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    RunRange(0, n / parts, body, ctx);  // chunk 0: the caller
+    for (int spin = 0; spin < 4000; ++spin) {
+      if (pending_.load(std::memory_order_acquire) == 0) return true;
+      CpuRelax();
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    return true;
+  }
+
+ private:
+  void WorkerLoop(int index) {
+    uint64_t seen = 0;
+    while (true) {
+      // Spin a little before sleeping: back-to-back parallel loops are common.
+      for (int spin = 0; spin < 4000; ++spin) {
+        if (generation_.load(std::memory_order_acquire) != seen) break;
+        CpuRelax();
+      }
+      int64_t n;
+      void (*body)(int64_t, void*);
+      void* ctx;
+      int parts;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+        seen = generation_.load(std::memory_order_relaxed);
+        n = n_;
+        body = body_;
+        ctx = ctx_;
+        parts = parts_;
+      }
+      if (index >= parts) continue;
+      RunRange(n * index / parts, n * (index + 1) / parts, body, ctx);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lk(mu_);
+        done_cv_.notify_one();
+      }
+    }
+  }
+
+  const int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex dispatch_mu_;  // one parallel loop at a time
+  std::mutex mu_;           // guards the job fields below
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  int64_t n_ = 0;
+  void (*body_)(int64_t, void*) = nullptr;
+  void* ctx_ = nullptr;
+  int parts_ = 0;
+};
+
+std::mutex g_create_mu;
+std::atomic<Pool*> g_pool{nullptr};
+std::atomic<int> g_threads{0};
+
+// A forked child has none of the parent's workers: give it a fresh pool
+// (the parent's is leaked in the child). Creation is locked across fork.
+void AtForkPrepare() { g_create_mu.lock(); }
+void AtForkParent() { g_create_mu.unlock(); }
+void AtForkChild() {
+  g_pool.store(nullptr, std::memory_order_relaxed);
+  new (&g_create_mu) std::mutex();
+}
+const int g_atfork_registered [[maybe_unused]] =
+    pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
+
+int Threads() {
+  int t = g_threads.load(std::memory_order_acquire);
+  if (t == 0) {
+    t = ThreadCountFromEnv();
+    g_threads.store(t, std::memory_order_release);
+  }
+  return t;
+}
+
+Pool* GetPool() {
+  Pool* pool = g_pool.load(std::memory_order_acquire);
+  if (pool != nullptr) return pool;
+  std::lock_guard<std::mutex> lk(g_create_mu);
+  pool = g_pool.load(std::memory_order_acquire);
+  if (pool == nullptr) {
+    pool = new Pool(Threads());
+    g_pool.store(pool, std::memory_order_release);
+  }
+  return pool;
+}
+
+}  // namespace
+}  // namespace kiln::deploy
+
+extern "C" {
+
+__attribute__((visibility("default"))) void kiln_parallel_for(int64_t n,
+                                                               void (*body)(int64_t, void*),
+                                                               void* ctx) {
+  using namespace kiln::deploy;
+  if (n <= 0) return;
+  if (n == 1 || t_in_parallel || Threads() == 1) {
+    RunRange(0, n, body, ctx);
+    return;
+  }
+  if (!GetPool()->TryRun(n, body, ctx)) RunRange(0, n, body, ctx);
+}
+
+__attribute__((visibility("default"))) int kiln_num_threads(void) {
+  return kiln::deploy::Threads();
+}
+
+}  // extern "C"
