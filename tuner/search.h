@@ -1,0 +1,65 @@
+#pragma once
+// Search strategies: propose batches of configs from a ConfigSpace to measure.
+// A strategy never proposes a config twice, nor one the caller says was
+// already measured; it returns fewer than asked once the space is exhausted.
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/config.h"
+#include "tuner/config_space.h"
+
+namespace kiln::tuner {
+
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+  // Up to n new configs; `already_measured_canonical` holds canonical config
+  // strings (compiler::CanonicalConfig) that must not be proposed.
+  virtual std::vector<compiler::Config> Propose(
+      int n, const std::set<std::string>& already_measured_canonical) = 0;
+  // Measured results: cost in seconds, or +inf for a failed measurement.
+  virtual void Update(const std::vector<std::pair<compiler::Config, double>>& results) {
+    (void)results;
+  }
+};
+
+// Uniform random sampling without replacement.
+class RandomSearch : public SearchStrategy {
+ public:
+  RandomSearch(ConfigSpace space, uint64_t seed);
+  std::vector<compiler::Config> Propose(
+      int n, const std::set<std::string>& already_measured_canonical) override;
+
+ private:
+  bool Excluded(const std::string& canonical, const std::set<std::string>& measured) const;
+  ConfigSpace space_;
+  std::mt19937_64 rng_;
+  std::set<std::string> proposed_;
+};
+
+// Every config in index order.
+class GridSearch : public SearchStrategy {
+ public:
+  explicit GridSearch(ConfigSpace space);
+  std::vector<compiler::Config> Propose(
+      int n, const std::set<std::string>& already_measured_canonical) override;
+
+ private:
+  ConfigSpace space_;
+  uint64_t next_ = 0;
+  bool done_ = false;
+};
+
+// "random" or "grid"; INVALID_ARGUMENT for any other name.
+absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name,
+                                                           ConfigSpace space, uint64_t seed);
+
+}  // namespace kiln::tuner
