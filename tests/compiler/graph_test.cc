@@ -1,0 +1,230 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/graph/memory_plan.h"
+#include "compiler/graph/passes.h"
+#include "compiler/model.h"
+#include "tests/compiler/graph_eval.h"
+#include "tests/compiler/onnx_test_util.h"
+
+namespace kiln::compiler {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::OnnxBuilder;
+
+std::vector<float> Ramp(int n, float scale, float offset) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = std::sin(static_cast<float>(i) * scale) + offset;
+  return v;
+}
+
+const char* kConv = "conv2d(C=3;H=8;K=4;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=1;dilation=1,1;groups=1;"
+                    "pad=1,1,1,1;stride=1,1)";
+
+void AddConv(OnnxBuilder& b, const std::string& in, const std::string& out, const std::string& w) {
+  auto* c = b.Node("Conv", {in, w, w + "_b"}, {out});
+  OnnxBuilder::Ints(c, "pads", {1, 1, 1, 1});
+}
+
+TEST(Fusion, ConvBiasReluIsOneTask) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 8, 8});
+  b.Init("w", {4, 3, 3, 3}, Ramp(108, 0.3f, 0));
+  b.Init("w_b", {4}, {0.1f, 0.2f, -0.3f, 0.4f});
+  AddConv(b, "x", "c", "w");
+  b.Node("Relu", {"c"}, {"y"});
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->Tasks().size(), 1u);
+  EXPECT_EQ(m->Tasks()[0].workload.Canonical(), std::string(kConv) + "|relu");
+  EXPECT_EQ(m->graph().nodes.size(), 1u);
+}
+
+TEST(Fusion, ResidualAddAndReluJoinTheSecondConv) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 8, 8});
+  b.Init("w", {4, 3, 3, 3}, Ramp(108, 0.3f, 0));
+  b.Init("w_b", {4}, {0.1f, 0.2f, -0.3f, 0.4f});
+  b.Init("v", {4, 4, 3, 3}, Ramp(144, 0.7f, 0));
+  b.Init("v_b", {4}, {0, 0, 0, 0});
+  b.Init("shift", {4, 1, 1}, {1, 2, 3, 4});
+  AddConv(b, "x", "c1", "w");
+  b.Node("Relu", {"c1"}, {"r1"});
+  auto* c2 = b.Node("Conv", {"r1", "v", "v_b"}, {"c2"});
+  OnnxBuilder::Ints(c2, "pads", {1, 1, 1, 1});
+  b.Node("Add", {"r1", "c2"}, {"sum"});  // the anchor output is the second operand
+  b.Node("Add", {"sum", "shift"}, {"s2"});
+  b.Node("Relu", {"s2"}, {"y"});
+  b.Output("y");
+  auto bytes = b.Bytes();
+  auto raw = ImportOnnx(bytes);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  std::vector<float> x = Ramp(192, 0.11f, 0.2f);
+  auto expected = testing::EvaluateGraph(**raw, {x});
+
+  auto m = Model::FromOnnx(bytes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[1].workload.Canonical(),
+            "conv2d(C=4;H=8;K=4;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=1;dilation=1,1;groups=1;"
+            "pad=1,1,1,1;stride=1,1)|add:1,4,8,8|add:1,4,1,1|relu");
+  EXPECT_EQ(g.values[g.nodes[1].inputs[3]].name, "r1");
+  auto got = testing::EvaluateGraph(g, {x});
+  const auto& want = expected.at((*raw)->outputs[0]);
+  const auto& have = got.at(g.outputs[0]);
+  ASSERT_EQ(want.size(), have.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], have[i], 1e-4) << i;
+}
+
+TEST(Fusion, NoFusionIntoAGraphOutputOrSharedTensor) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 8, 8});
+  b.Init("w", {4, 3, 3, 3}, Ramp(108, 0.3f, 0));
+  b.Init("w_b", {4}, {0, 0, 0, 0});
+  AddConv(b, "x", "c", "w");
+  b.Node("Relu", {"c"}, {"y"});
+  b.Output("c");
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->Tasks().size(), 2u);
+  EXPECT_EQ(m->Tasks()[0].workload.Canonical(), kConv);
+  EXPECT_EQ(m->Tasks()[1].workload.Canonical(), "eltwise(in_shape=1,4,8,8;shape=1,4,8,8)|relu");
+}
+
+TEST(Tasks, IdenticalGroupsShareOneTask) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 8, 8});
+  b.Input("z", {1, 3, 8, 8});
+  b.Init("w", {4, 3, 3, 3}, Ramp(108, 0.3f, 0));
+  b.Init("w_b", {4}, {0, 0, 0, 0});
+  AddConv(b, "x", "c1", "w");
+  AddConv(b, "z", "c2", "w");
+  b.Node("Relu", {"c1"}, {"r1"});
+  b.Node("Relu", {"c2"}, {"r2"});
+  b.Output("r1");
+  b.Output("r2");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->Tasks().size(), 1u);
+  EXPECT_EQ(m->Tasks()[0].occurrences, 2);
+}
+
+TEST(Views, ReshapeAliasesItsProducer) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 8, 8});
+  b.Init("w", {4, 3, 3, 3}, Ramp(108, 0.3f, 0));
+  b.Init("w_b", {4}, {0, 0, 0, 0});
+  b.InitInt64("s", {2}, {1, -1});
+  AddConv(b, "x", "c", "w");
+  b.Node("Reshape", {"c", "s"}, {"y"});
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  int y = g.FindValue("y");
+  EXPECT_THAT(g.values[y].shape, ElementsAre(1, 256));
+  EXPECT_EQ(AliasRoot(g, y), g.FindValue("c"));
+  EXPECT_EQ(m->Tasks().size(), 1u);
+}
+
+TEST(ConstantFolding, FoldsConstantSubgraphs) {
+  OnnxBuilder b;
+  b.Input("x", {2, 2});
+  b.Init("a", {2, 2}, {1, 2, 3, 4});
+  b.Init("c", {2}, {10, 20});
+  b.Node("Add", {"a", "c"}, {"ac"});
+  b.Node("Relu", {"ac"}, {"r"});
+  b.Node("Add", {"x", "r"}, {"y"});
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const Value& folded = g.values[g.nodes[0].inputs[1]];
+  ASSERT_TRUE(folded.IsConstant());
+  EXPECT_THAT(*folded.data, ElementsAre(11, 22, 13, 24));
+}
+
+TEST(BatchNorm, FoldsIntoPrecedingConv) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 8, 8});
+  b.Init("w", {4, 3, 3, 3}, Ramp(108, 0.3f, 0));
+  b.Init("w_b", {4}, {0.5f, 0, 0, 0});
+  b.Init("scale", {4}, {1, 2, 3, 4});
+  b.Init("bias", {4}, {0, 1, 0, -1});
+  b.Init("mean", {4}, {0.5f, 0, 1, 0});
+  b.Init("var", {4}, {1, 4, 0.25f, 1});
+  AddConv(b, "x", "c", "w");
+  b.Node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"y"});
+  b.Output("y");
+  auto bytes = b.Bytes();
+  auto m = Model::FromOnnx(bytes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].workload.op, "conv2d");
+  // channel 0: scale 1/sqrt(1+eps); bias' = (0.5 - 0.5) * s + 0 = 0.
+  const Value& bias = g.values[g.nodes[0].inputs[2]];
+  EXPECT_NEAR((*bias.data)[0], 0.0f, 1e-5);
+  EXPECT_NEAR((*bias.data)[1], 1.0f, 1e-5);   // 0*1 + 1 - 0
+  EXPECT_NEAR((*bias.data)[2], -6.0f, 1e-3);  // 0 - 1*3/0.5
+  // Numerically equal to the unfolded graph (BN lowered to mul+add).
+  OnnxBuilder u;
+  u.Input("c", {1, 4, 8, 8});
+  u.Init("scale", {4}, {1, 2, 3, 4});
+  u.Init("bias", {4}, {0, 1, 0, -1});
+  u.Init("mean", {4}, {0.5f, 0, 1, 0});
+  u.Init("var", {4}, {1, 4, 0.25f, 1});
+  u.Node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"y"});
+  u.Output("y");
+  auto bn = Model::FromOnnx(u.Bytes());
+  ASSERT_TRUE(bn.ok()) << bn.status();
+  ASSERT_EQ(bn->Tasks().size(), 1u);
+  EXPECT_EQ(bn->Tasks()[0].workload.Canonical(),
+            "eltwise(in_shape=1,4,8,8;shape=1,4,8,8)|mul:1,4,1,1|add:1,4,1,1");
+  auto raw = ImportOnnx(bytes);
+  ASSERT_TRUE(raw.ok());
+  // Evaluate conv alone on the raw graph, then BN via the lowered model.
+  std::vector<float> x = Ramp(192, 0.21f, 0.1f);
+  (*raw)->nodes.pop_back();
+  (*raw)->outputs = {(*raw)->FindValue("c")};
+  auto conv_out = testing::EvaluateGraph(**raw, {x}).at((*raw)->outputs[0]);
+  auto want = testing::EvaluateGraph(bn->graph(), {conv_out}).at(bn->graph().outputs[0]);
+  auto have = testing::EvaluateGraph(g, {x}).at(g.outputs[0]);
+  ASSERT_EQ(want.size(), have.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], have[i], 1e-4) << i;
+}
+
+TEST(MemoryPlan, ReusesFreedRegions) {
+  // a: steps 0-1, b: 1-2, c: 2-3 (all 1000 bytes) -> c takes a's place.
+  MemoryPlan p = PlanMemory({{1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3}});
+  EXPECT_THAT(p.offsets, ElementsAre(0, 1024, 0));
+  EXPECT_EQ(p.total_bytes, 2048);
+}
+
+TEST(MemoryPlan, NeverOverlapsLiveBuffersAndAligns) {
+  std::vector<BufferLifetime> bufs = {{100, 0, 3}, {4000, 0, 1}, {64, 1, 2}, {3000, 2, 4},
+                                      {10, 3, 4},  {5000, 4, 5}, {1, 5, 5}};
+  MemoryPlan p = PlanMemory(bufs);
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    EXPECT_EQ(p.offsets[i] % 64, 0);
+    EXPECT_LE(p.offsets[i] + bufs[i].bytes, p.total_bytes);
+    for (size_t j = i + 1; j < bufs.size(); ++j) {
+      bool live_together = bufs[i].first <= bufs[j].last && bufs[j].first <= bufs[i].last;
+      bool overlap = p.offsets[i] < p.offsets[j] + bufs[j].bytes &&
+                     p.offsets[j] < p.offsets[i] + bufs[i].bytes;
+      EXPECT_FALSE(live_together && overlap) << i << " " << j;
+    }
+  }
+  EXPECT_LT(p.total_bytes, 100 + 4000 + 64 + 3000 + 10 + 5000 + 1);
+}
+
+}  // namespace
+}  // namespace kiln::compiler

@@ -1,0 +1,224 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "compiler/frontend/onnx_import.h"
+#include "tests/compiler/onnx_test_util.h"
+
+namespace kiln::compiler {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::OnnxBuilder;
+
+std::vector<int64_t> ShapeOf(const Graph& g, const std::string& name) {
+  int v = g.FindValue(name);
+  EXPECT_GE(v, 0) << name;
+  return v < 0 ? std::vector<int64_t>{} : g.values[v].shape;
+}
+
+TEST(OnnxImport, RejectsBytesThatAreNotOnnx) {
+  auto g = ImportOnnx("this is certainly not a protobuf \xff\xff\xff");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("not an ONNX model: "));
+  auto empty = ImportOnnx("");
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnnxImport, NamesUnsupportedOperator) {
+  OnnxBuilder b;
+  b.Input("x", {1, 10});
+  b.Node("Softmax", {"x"}, {"y"}, "sm");
+  b.Output("y");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("unsupported operator 'Softmax' (node 'sm')"));
+}
+
+TEST(OnnxImport, RejectsNonFloatAndDynamicInputs) {
+  OnnxBuilder b;
+  b.Input("x", {2, 2}, onnx::TensorProto::INT32);
+  b.Node("Relu", {"x"}, {"y"});
+  b.Output("y");
+  auto g = ImportOnnx(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("int32"));
+
+  OnnxBuilder d;
+  d.DynamicInput("x");
+  d.Node("Relu", {"x"}, {"y"});
+  d.Output("y");
+  auto gd = ImportOnnx(d.Bytes());
+  EXPECT_EQ(gd.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(gd.status().message()), HasSubstr("dynamic"));
+}
+
+TEST(OnnxImport, InfersConvAndPoolShapes) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 9, 9});
+  b.Init("w", {4, 3, 3, 3}, std::vector<float>(108, 0.5f));
+  auto* c = b.Node("Conv", {"x", "w"}, {"c"});
+  OnnxBuilder::Ints(c, "strides", {2, 2});
+  OnnxBuilder::Ints(c, "pads", {1, 1, 1, 1});
+  auto* s = b.Node("Conv", {"x", "w"}, {"same"});
+  OnnxBuilder::String(s, "auto_pad", "SAME_UPPER");
+  OnnxBuilder::Ints(s, "strides", {2, 2});
+  auto* p = b.Node("MaxPool", {"c"}, {"p"});
+  OnnxBuilder::Ints(p, "kernel_shape", {2, 2});
+  OnnxBuilder::Ints(p, "strides", {2, 2});
+  OnnxBuilder::Int(p, "ceil_mode", 1);
+  b.Node("GlobalAveragePool", {"p"}, {"gap"});
+  b.Output("p");
+  b.Output("same");
+  b.Output("gap");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(ShapeOf(**g, "c"), ElementsAre(1, 4, 5, 5));
+  EXPECT_THAT(ShapeOf(**g, "same"), ElementsAre(1, 4, 5, 5));
+  EXPECT_THAT(ShapeOf(**g, "p"), ElementsAre(1, 4, 3, 3));
+  EXPECT_THAT(ShapeOf(**g, "gap"), ElementsAre(1, 4, 1, 1));
+  // SAME_UPPER with 9 -> 5 at stride 2 and a 3-tap kernel: total pad 2, split 1/1.
+  const Node& same = (*g)->nodes[1];
+  EXPECT_THAT(same.workload.Ints("pad"), ElementsAre(1, 1, 1, 1));
+}
+
+TEST(OnnxImport, RejectsBadReshapeAndGemmShapes) {
+  OnnxBuilder b;
+  b.Input("a", {2, 3, 4});
+  b.Init("w", {4, 5}, std::vector<float>(20, 1.0f));
+  b.Init("g", {6, 5}, std::vector<float>(30, 1.0f));
+  b.InitInt64("shape", {3}, {0, -1, 2});
+  b.Node("MatMul", {"a", "w"}, {"mm"});
+  b.Node("Flatten", {"mm"}, {"flat"});  // [2, 15]
+  b.Node("Reshape", {"flat", "shape"}, {"r"});  // [2, 15] -> bad? 0 -> 2, -1 -> 15/2 no
+  b.Output("flat");
+  auto bad = ImportOnnx(b.Bytes());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+
+  OnnxBuilder ok;
+  ok.Input("a", {2, 3, 4});
+  ok.Init("w", {4, 6}, std::vector<float>(24, 1.0f));
+  ok.Init("g", {5, 12}, std::vector<float>(60, 1.0f));
+  ok.InitInt64("shape", {3}, {0, -1, 2});
+  ok.Node("MatMul", {"a", "w"}, {"mm"});                // [2,3,6]
+  ok.Node("Reshape", {"mm", "shape"}, {"r"});           // [2,9,2]
+  auto* f = ok.Node("Flatten", {"r"}, {"flat"});        // [2,18]? axis 2 -> [18,2]
+  OnnxBuilder::Int(f, "axis", 2);
+  auto* f1 = ok.Node("Flatten", {"mm"}, {"flat1"});     // [2,18]
+  OnnxBuilder::Int(f1, "axis", -2);
+  auto* gm = ok.Node("Gemm", {"flat1", "g"}, {"y"});  // [2,18]? transB: g is [5,12] no
+  OnnxBuilder::Int(gm, "transB", 1);
+  ok.Output("flat");
+  auto g = ImportOnnx(ok.Bytes());
+  // flat1 is [2,18] (axis -2 on [2,3,6]); Gemm with B^T [12,5] mismatches K=18.
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("inner dimensions 18 and 12"));
+}
+
+TEST(OnnxImport, InfersShapesOfAValidChain) {
+  OnnxBuilder b;
+  b.Input("a", {2, 3, 4});
+  b.Init("w", {4, 6}, std::vector<float>(24, 1.0f));
+  b.Init("g", {5, 6}, std::vector<float>(30, 1.0f));
+  b.Init("bias", {5}, std::vector<float>(5, 1.0f));
+  b.InitInt64("shape", {3}, {0, -1, 2});
+  b.Node("MatMul", {"a", "w"}, {"mm"});             // [2,3,6]
+  b.Node("Reshape", {"mm", "shape"}, {"r"});        // [2,9,2]
+  auto* f = b.Node("Flatten", {"r"}, {"flat"});     // [18,2]
+  OnnxBuilder::Int(f, "axis", 2);
+  auto* f1 = b.Node("Flatten", {"mm"}, {"flat1"});  // [6,6]
+  OnnxBuilder::Int(f1, "axis", -1);
+  auto* gm = b.Node("Gemm", {"flat1", "g", "bias"}, {"y"});  // [6,5]
+  OnnxBuilder::Int(gm, "transB", 1);
+  OnnxBuilder::Float(gm, "alpha", 0.5f);
+  b.Output("flat");
+  b.Output("y");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(ShapeOf(**g, "mm"), ElementsAre(2, 3, 6));
+  EXPECT_THAT(ShapeOf(**g, "r"), ElementsAre(2, 9, 2));
+  EXPECT_THAT(ShapeOf(**g, "flat"), ElementsAre(18, 2));
+  EXPECT_THAT(ShapeOf(**g, "flat1"), ElementsAre(6, 6));
+  EXPECT_THAT(ShapeOf(**g, "y"), ElementsAre(6, 5));
+  const Node& mm = (*g)->nodes[0];
+  EXPECT_EQ(mm.workload.Canonical(),
+            "dense(K=4;M=3;N=6;batch=2;batch_a=1;batch_b=0;bias=0;transA=0;transB=0)");
+  const Node& gemm = (*g)->nodes.back();
+  EXPECT_EQ(gemm.workload.Canonical(),
+            "dense(K=6;M=6;N=5;alpha=f0.5;batch=1;batch_a=0;batch_b=0;bias=1;bias_shape=1,5;"
+            "transA=0;transB=1)");
+}
+
+TEST(OnnxImport, FourDimMatMulGoesThroughAView) {
+  OnnxBuilder b;
+  b.Input("a", {2, 3, 4, 5});
+  b.Input("b", {2, 3, 5, 6});
+  b.Node("MatMul", {"a", "b"}, {"c"});
+  b.Output("c");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(ShapeOf(**g, "c"), ElementsAre(2, 3, 4, 6));
+  ASSERT_EQ((*g)->nodes.size(), 2u);
+  EXPECT_EQ((*g)->nodes[0].workload.Int("batch"), 6);
+  EXPECT_EQ((*g)->nodes[1].kind, NodeKind::kView);
+}
+
+TEST(OnnxImport, AddBroadcastsAndSwapsOperands) {
+  OnnxBuilder b;
+  b.Input("x", {2, 4});
+  b.Init("c", {4}, {1, 2, 3, 4});
+  b.Node("Add", {"c", "x"}, {"y"});
+  b.Output("y");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Node& n = (*g)->nodes[0];
+  EXPECT_EQ(n.workload.Canonical(), "eltwise(in_shape=2,4;shape=2,4)|add:1,4");
+  EXPECT_EQ((*g)->values[n.inputs[0]].name, "x");
+  EXPECT_EQ((*g)->values[n.inputs[1]].name, "c");
+}
+
+TEST(OnnxImport, ConstantNodeAndDropoutIdentity) {
+  OnnxBuilder b;
+  b.Input("x", {3});
+  auto* k = b.Node("Constant", {}, {"k"});
+  auto* a = k->add_attribute();
+  a->set_name("value_floats");
+  a->set_type(onnx::AttributeProto::FLOATS);
+  a->add_floats(1);
+  a->add_floats(2);
+  a->add_floats(3);
+  b.Node("Dropout", {"x"}, {"d"});
+  b.Node("Add", {"d", "k"}, {"y"});
+  b.Output("y");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  int k_id = (*g)->FindValue("k");
+  ASSERT_GE(k_id, 0);
+  EXPECT_THAT(*(*g)->values[k_id].data, ElementsAre(1, 2, 3));
+  EXPECT_EQ((*g)->nodes[0].kind, NodeKind::kView);
+}
+
+TEST(OnnxImport, RejectsMaxPoolIndicesAndThreeDimConv) {
+  OnnxBuilder b;
+  b.Input("x", {1, 1, 4, 4});
+  auto* p = b.Node("MaxPool", {"x"}, {"y", "idx"}, "mp");
+  OnnxBuilder::Ints(p, "kernel_shape", {2, 2});
+  b.Output("y");
+  auto g = ImportOnnx(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("Indices"));
+
+  OnnxBuilder c;
+  c.Input("x", {1, 1, 4, 4, 4});
+  c.Init("w", {1, 1, 1, 1, 1}, {1});
+  c.Node("Conv", {"x", "w"}, {"y"});
+  c.Output("y");
+  auto gc = ImportOnnx(c.Bytes());
+  EXPECT_EQ(gc.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(gc.status().message()), HasSubstr("2-D"));
+}
+
+}  // namespace
+}  // namespace kiln::compiler

@@ -1,0 +1,102 @@
+#pragma once
+// Builds small ONNX models in tests, with onnx_proto only (no Python).
+#include <string>
+#include <vector>
+
+// The test binary does not link onnx_proto directly: match its definitions.
+#ifndef ONNX_ML
+#define ONNX_ML 1
+#endif
+#ifndef ONNX_NAMESPACE
+#define ONNX_NAMESPACE onnx
+#endif
+#include "onnx/onnx_pb.h"
+
+namespace kiln::compiler::testing {
+
+class OnnxBuilder {
+ public:
+  explicit OnnxBuilder(int opset = 13) {
+    model_.set_ir_version(8);
+    auto* op = model_.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    model_.mutable_graph()->set_name("test");
+  }
+  void Input(const std::string& name, const std::vector<int64_t>& shape,
+             int dtype = onnx::TensorProto::FLOAT) {
+    auto* in = model_.mutable_graph()->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(dtype);
+    auto* s = tt->mutable_shape();
+    for (int64_t d : shape) s->add_dim()->set_dim_value(d);
+  }
+  void DynamicInput(const std::string& name) {
+    auto* in = model_.mutable_graph()->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  }
+  void Output(const std::string& name) {
+    auto* out = model_.mutable_graph()->add_output();
+    out->set_name(name);
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  void Init(const std::string& name, const std::vector<int64_t>& shape,
+            const std::vector<float>& data) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape) t->add_dims(d);
+    for (float v : data) t->add_float_data(v);
+  }
+  void InitInt64(const std::string& name, const std::vector<int64_t>& shape,
+                 const std::vector<int64_t>& data) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : shape) t->add_dims(d);
+    for (int64_t v : data) t->add_int64_data(v);
+  }
+  onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& name = "") {
+    auto* n = model_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? outputs.at(0) : name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return n;
+  }
+  static void Int(onnx::NodeProto* n, const std::string& name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void Ints(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  static void Float(onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  static void String(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
+  std::string Bytes() const { return model_.SerializeAsString(); }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+}  // namespace kiln::compiler::testing

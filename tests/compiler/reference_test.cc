@@ -1,0 +1,156 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "compiler/kernel.h"
+
+namespace kiln::compiler {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::FloatEq;
+
+std::vector<float> Iota(int n, float start = 1) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
+  return v;
+}
+
+Workload Conv(int64_t C, int64_t H, int64_t K, int64_t R, int64_t stride, int64_t pad, int64_t dil,
+              int64_t groups, int64_t bias) {
+  Workload w;
+  w.op = "conv2d";
+  int64_t OH = (H + 2 * pad - ((R - 1) * dil + 1)) / stride + 1;
+  w.ints = {{"N", {1}}, {"C", {C}}, {"H", {H}}, {"W", {H}}, {"K", {K}}, {"R", {R}}, {"S", {R}},
+            {"stride", {stride, stride}}, {"pad", {pad, pad, pad, pad}}, {"dilation", {dil, dil}},
+            {"groups", {groups}}, {"bias", {bias}}, {"OH", {OH}}, {"OW", {OH}}};
+  return w;
+}
+
+std::vector<float> RunRef(const Workload& w, const std::vector<std::vector<float>>& inputs) {
+  auto sig = w.Signature();
+  EXPECT_TRUE(sig.ok()) << sig.status();
+  std::vector<const float*> ptrs;
+  for (const auto& in : inputs) ptrs.push_back(in.data());
+  std::vector<float> out(sig->output.NumElements(), -999.0f);
+  auto s = RunReference(w, ptrs, out.data());
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+TEST(ReferenceConv, NoPadding) {
+  EXPECT_THAT(RunRef(Conv(1, 3, 1, 2, 1, 0, 1, 1, 0), {Iota(9), std::vector<float>(4, 1.0f)}),
+              ElementsAre(12, 16, 24, 28));
+}
+
+TEST(ReferenceConv, PaddingAndStride) {
+  EXPECT_THAT(RunRef(Conv(1, 3, 1, 2, 2, 1, 1, 1, 0), {Iota(9), std::vector<float>(4, 1.0f)}),
+              ElementsAre(1, 5, 11, 28));
+}
+
+TEST(ReferenceConv, Dilation) {
+  EXPECT_THAT(RunRef(Conv(1, 3, 1, 2, 1, 0, 2, 1, 0), {Iota(9), std::vector<float>(4, 1.0f)}),
+              ElementsAre(20));
+}
+
+TEST(ReferenceConv, GroupsAndBias) {
+  // Depthwise: channel 0 scaled by 2, channel 1 by 3, plus bias 10 / 20.
+  EXPECT_THAT(RunRef(Conv(2, 1, 2, 1, 1, 0, 1, 2, 1), {{5, 7}, {2, 3}, {10, 20}}),
+              ElementsAre(20, 41));
+}
+
+TEST(ReferenceConv, BiasReluEpilogue) {
+  Workload w = Conv(1, 3, 1, 2, 1, 0, 1, 1, 1);
+  w.epilogue = {{EpilogueKind::kRelu, {}}};
+  EXPECT_THAT(RunRef(w, {Iota(9), std::vector<float>(4, 1.0f), {-15}}), ElementsAre(0, 1, 9, 13));
+}
+
+TEST(ReferenceConv, AddEpilogueBroadcastsPerChannel) {
+  Workload w = Conv(1, 2, 2, 1, 1, 0, 1, 1, 0);  // 1x1 conv, 2 output channels
+  w.epilogue = {{EpilogueKind::kAdd, {1, 2, 1, 1}}, {EpilogueKind::kMul, {1, 1, 1, 2}}};
+  // out[k] = x * w[k]; +[100,200] per channel; * [1,-1] per column.
+  EXPECT_THAT(RunRef(w, {{1, 2, 3, 4}, {1, 2}, {100, 200}, {1, -1}}),
+              ElementsAre(101, -102, 103, -104, 202, -204, 206, -208));
+}
+
+Workload Dense(int64_t M, int64_t N, int64_t K, int64_t ta, int64_t tb) {
+  Workload w;
+  w.op = "dense";
+  w.ints = {{"M", {M}}, {"N", {N}}, {"K", {K}}, {"transA", {ta}}, {"transB", {tb}}, {"bias", {0}},
+            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}};
+  return w;
+}
+
+TEST(ReferenceDense, Plain) {
+  EXPECT_THAT(RunRef(Dense(2, 2, 3, 0, 0), {Iota(6), Iota(6)}), ElementsAre(22, 28, 49, 64));
+}
+
+TEST(ReferenceDense, Transposed) {
+  // A^T given as [K,M] = [[1,4],[2,5],[3,6]]; B^T as [N,K] = [[1,3,5],[2,4,6]].
+  EXPECT_THAT(RunRef(Dense(2, 2, 3, 1, 1), {{1, 4, 2, 5, 3, 6}, {1, 3, 5, 2, 4, 6}}),
+              ElementsAre(22, 28, 49, 64));
+}
+
+TEST(ReferenceDense, GemmAlphaBetaBias) {
+  Workload w = Dense(2, 2, 3, 0, 0);
+  w.ints["bias"] = {1};
+  w.ints["bias_shape"] = {1, 2};
+  w.floats["alpha"] = 2.0;
+  w.floats["beta"] = 0.5;
+  EXPECT_THAT(RunRef(w, {Iota(6), Iota(6), {1, 2}}), ElementsAre(44.5, 57, 98.5, 129));
+}
+
+TEST(ReferenceDense, BatchedWithSharedB) {
+  Workload w = Dense(1, 2, 2, 0, 0);
+  w.ints["batch"] = {2};
+  w.ints["batch_a"] = {1};
+  // A: [[1,2]], [[3,4]]; B = [[1,0],[0,1]] shared.
+  EXPECT_THAT(RunRef(w, {{1, 2, 3, 4}, {1, 0, 0, 1}}), ElementsAre(1, 2, 3, 4));
+  w.ints["batch_b"] = {1};
+  EXPECT_THAT(RunRef(w, {{1, 2, 3, 4}, {1, 0, 0, 1, 2, 0, 0, 2}}), ElementsAre(1, 2, 6, 8));
+}
+
+Workload Pool(int64_t H, int64_t k, int64_t stride, int64_t pad, int64_t kind, int64_t cip,
+              int64_t OH) {
+  Workload w;
+  w.op = "pool2d";
+  w.ints = {{"N", {1}}, {"C", {1}}, {"H", {H}}, {"W", {H}}, {"kernel", {k, k}},
+            {"stride", {stride, stride}}, {"pad", {pad, pad, pad, pad}}, {"dilation", {1, 1}},
+            {"OH", {OH}}, {"OW", {OH}}, {"kind", {kind}}, {"count_include_pad", {cip}}};
+  return w;
+}
+
+TEST(ReferencePool, Max) {
+  EXPECT_THAT(RunRef(Pool(4, 2, 2, 0, 0, 0, 2), {Iota(16)}), ElementsAre(6, 8, 14, 16));
+}
+
+TEST(ReferencePool, AverageWithPadding) {
+  auto out = RunRef(Pool(3, 3, 1, 1, 1, 0, 3), {Iota(9)});
+  EXPECT_FLOAT_EQ(out[0], 3.0f);   // (1+2+4+5)/4
+  EXPECT_FLOAT_EQ(out[4], 5.0f);   // all nine
+  auto incl = RunRef(Pool(3, 3, 1, 1, 1, 1, 3), {Iota(9)});
+  EXPECT_FLOAT_EQ(incl[0], 12.0f / 9.0f);
+}
+
+TEST(ReferencePool, MaxWithNegativeValuesIgnoresPadding) {
+  auto out = RunRef(Pool(2, 2, 1, 1, 0, 0, 3), {{-1, -2, -3, -4}});
+  EXPECT_THAT(out, ElementsAre(-1, -1, -2, -1, -1, -2, -3, -3, -4));
+}
+
+TEST(ReferenceEltwise, BroadcastInputAndOperand) {
+  Workload w;
+  w.op = "eltwise";
+  w.ints = {{"shape", {2, 3}}, {"in_shape", {1, 3}}};
+  w.epilogue = {{EpilogueKind::kAdd, {2, 1}}, {EpilogueKind::kRelu, {}}};
+  EXPECT_THAT(RunRef(w, {{1, -5, 3}, {10, -10}}), ElementsAre(11, 5, 13, 0, 0, 0));
+}
+
+TEST(ReferenceErrors, WrongInputCount) {
+  Workload w = Dense(2, 2, 3, 0, 0);
+  std::vector<float> a(6);
+  std::vector<const float*> ptrs = {a.data()};
+  std::vector<float> out(4);
+  EXPECT_EQ(RunReference(w, ptrs, out.data()).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln::compiler
