@@ -1,0 +1,673 @@
+#include "tracker/job_manager.h"
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "compiler/config.h"
+#include "compiler/kernel.h"
+#include "deploy/check.h"
+#include "deploy/str.h"
+#include "spdlog/spdlog.h"
+#include "tuner/config_space.h"
+#include "tuner/search.h"
+#include "tuner/task_scheduler.h"
+
+namespace kiln::tracker {
+namespace {
+
+std::shared_ptr<spdlog::logger> Log() {
+  auto log = spdlog::get("tracker");
+  return log ? log : spdlog::default_logger();
+}
+
+TimingOptions WithDefaults(const TimingOptions& t, const TimingOptions& d) {
+  TimingOptions out = t;
+  if (out.number <= 0) out.number = d.number;
+  if (out.repeat <= 0) out.repeat = d.repeat;
+  if (out.min_repeat_ms <= 0) out.min_repeat_ms = d.min_repeat_ms;
+  if (out.cooldown_ms <= 0) out.cooldown_ms = d.cooldown_ms;
+  if (out.timeout_ms <= 0) out.timeout_ms = d.timeout_ms;
+  return out;
+}
+
+std::string TimingToJson(const TimingOptions& t) {
+  return StrCat("{\"number\":", t.number, ",\"repeat\":", t.repeat,
+                ",\"min_repeat_ms\":", t.min_repeat_ms, ",\"cooldown_ms\":", t.cooldown_ms,
+                ",\"flush_cache\":", t.flush_cache ? "true" : "false",
+                ",\"timeout_ms\":", t.timeout_ms, "}");
+}
+
+// Reads back what TimingToJson wrote; missing or malformed fields keep the
+// defaults.
+TimingOptions TimingFromJson(const std::string& json, const TimingOptions& defaults) {
+  TimingOptions t = defaults;
+  auto field = [&](const std::string& name, int32_t* out) {
+    std::string needle = "\"" + name + "\":";
+    size_t pos = json.find(needle);
+    if (pos == std::string::npos) return;
+    pos += needle.size();
+    size_t end = json.find_first_of(",}", pos);
+    int64_t v = 0;
+    if (ParseInt64(std::string_view(json).substr(pos, end - pos), &v)) {
+      *out = static_cast<int32_t>(v);
+    }
+  };
+  field("number", &t.number);
+  field("repeat", &t.repeat);
+  field("min_repeat_ms", &t.min_repeat_ms);
+  field("cooldown_ms", &t.cooldown_ms);
+  field("timeout_ms", &t.timeout_ms);
+  t.flush_cache = json.find("\"flush_cache\":true") != std::string::npos;
+  return t;
+}
+
+uint64_t SeedOf(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+struct JobManager::Job {
+  std::mutex mu;
+  std::condition_variable cv;
+  storage::JobRow row;
+  std::vector<TaskStatus> tasks;
+  std::vector<compiler::Workload> workloads;
+  std::vector<int> occurrences;
+  TimingOptions timing;
+  std::optional<compiler::Model> model;
+  compiler::Target target;
+  std::vector<JobEventEntry> events;
+  bool cancelled = false;
+  // The batch in flight: its results once they arrive.
+  std::string pending_batch;
+  std::optional<std::vector<MeasureOutcome>> pending_results;
+  std::thread thread;
+};
+
+JobManager::JobManager(storage::LogDb* db, storage::ArtifactStore* store, AgentRegistry* agents,
+                       Dispatcher* dispatcher, const Clock* clock, JobManagerOptions options)
+    : db_(db),
+      store_(store),
+      agents_(agents),
+      dispatcher_(dispatcher),
+      clock_(clock),
+      options_(std::move(options)) {
+  KILN_CHECK(db_ && store_ && agents_ && dispatcher_ && clock_) << "JobManager dependencies";
+}
+
+JobManager::~JobManager() { Stop(); }
+
+void JobManager::Stop() {
+  stopping_ = true;
+  std::vector<std::shared_ptr<Job>> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, job] : jobs_) jobs.push_back(job);
+  }
+  for (auto& job : jobs) {
+    { std::lock_guard<std::mutex> lock(job->mu); }
+    job->cv.notify_all();
+  }
+  dispatcher_->Wake();
+  for (auto& job : jobs) {
+    if (job->thread.joinable()) job->thread.join();
+  }
+}
+
+JobStatus JobManager::SnapshotLocked(const Job& job) {
+  JobStatus s;
+  s.row = job.row;
+  s.tasks = job.tasks;
+  return s;
+}
+
+void JobManager::EventLocked(Job& job, const std::string& message) {
+  job.row.updated_unix_ms = clock_->NowMs();
+  absl::Status st = db_->UpdateJob(job.row);
+  if (!st.ok()) Log()->warn("job {}: cannot update: {}", job.row.id, std::string(st.message()));
+  JobEventEntry e;
+  e.unix_ms = job.row.updated_unix_ms;
+  e.message = message;
+  e.job = SnapshotLocked(job);
+  job.events.push_back(std::move(e));
+  job.cv.notify_all();
+}
+
+void JobManager::SetState(Job& job, const std::string& state, const std::string& message,
+                          const std::string& error) {
+  std::lock_guard<std::mutex> lock(job.mu);
+  // A cancelled job stays cancelled.
+  if (job.row.state == "cancelled") return;
+  job.row.state = state;
+  if (!error.empty()) job.row.error = error;
+  EventLocked(job, message);
+  Log()->info("job {}: {}", job.row.id, message);
+}
+
+std::shared_ptr<JobManager::Job> JobManager::Find(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<std::string> JobManager::NewJobId() {
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                      static_cast<uint64_t>(clock_->NowMs()));
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    uint64_t v = rng();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      v ^= ++id_counter_;
+    }
+    static const char* kHex = "0123456789abcdef";
+    std::string id = "job-";
+    for (int i = 0; i < 12; ++i) id += kHex[(v >> (4 * i)) & 0xf];
+    auto existing = db_->GetJob(id);
+    if (!existing.ok()) return existing.status();
+    if (!existing->has_value()) return id;
+  }
+  return absl::InternalError("could not find a free job id");
+}
+
+absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
+  if (req.device_key.empty()) return absl::InvalidArgumentError("device_key is empty");
+  if (req.trials < 1 || req.trials > options_.max_trials) {
+    return absl::InvalidArgumentError(
+        StrCat("trials must be in 1..", options_.max_trials, ", got ", req.trials));
+  }
+  if (static_cast<int64_t>(req.model_bytes.size()) > options_.max_model_bytes) {
+    return absl::ResourceExhaustedError(StrCat("model is ", req.model_bytes.size(),
+                                               " bytes; the limit is ",
+                                               options_.max_model_bytes, " bytes"));
+  }
+  if (req.model_bytes.empty()) {
+    return absl::InvalidArgumentError("model is empty: expected ONNX ModelProto bytes");
+  }
+  auto model = compiler::Model::FromOnnx(req.model_bytes);
+  if (!model.ok()) {
+    absl::StatusCode code = model.status().code();
+    if (code != absl::StatusCode::kUnimplemented) code = absl::StatusCode::kInvalidArgument;
+    return absl::Status(code, std::string(model.status().message()));
+  }
+  std::string spec = req.target;
+  if (spec.empty()) {
+    auto known = agents_->TargetForKey(req.device_key);
+    if (!known.has_value()) {
+      return absl::FailedPreconditionError(StrCat("no agent with key ", req.device_key,
+                                                  " has connected; pass a target"));
+    }
+    spec = *known;
+  }
+  auto target = compiler::Target::Parse(spec);
+  if (!target.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("bad target '", spec, "': ", std::string(target.status().message())));
+  }
+  // Every task must have a schedule template before anything is stored.
+  for (const auto& task : model->Tasks()) {
+    auto knobs = compiler::KnobsOf(task.workload, *target);
+    if (!knobs.ok()) {
+      return absl::Status(knobs.status().code() == absl::StatusCode::kUnimplemented
+                              ? absl::StatusCode::kUnimplemented
+                              : absl::StatusCode::kInvalidArgument,
+                          StrCat("task ", task.workload.Canonical(), ": ",
+                                 std::string(knobs.status().message())));
+    }
+  }
+
+  auto id = NewJobId();
+  if (!id.ok()) return id.status();
+  auto sha = store_->Put(req.model_bytes);
+  if (!sha.ok()) return sha.status();
+  int64_t now = clock_->NowMs();
+  storage::ArtifactRow art;
+  art.sha256 = *sha;
+  art.size = static_cast<int64_t>(req.model_bytes.size());
+  art.kind = "model";
+  art.job_id = *id;
+  art.created_unix_ms = now;
+  if (absl::Status st = db_->AddArtifact(art); !st.ok()) return st;
+  for (const auto& task : model->Tasks()) {
+    storage::WorkloadRow w;
+    w.key = task.workload.Key();
+    w.op = task.workload.op;
+    w.canonical = task.workload.Canonical();
+    w.flops = task.workload.Flops();
+    if (absl::Status st = db_->UpsertWorkload(w); !st.ok()) return st;
+  }
+
+  auto job = std::make_shared<Job>();
+  job->timing = WithDefaults(req.timing, options_.default_timing);
+  job->row.id = *id;
+  job->row.model_name = req.model_name.empty() ? "model" : req.model_name;
+  job->row.model_sha256 = *sha;
+  job->row.device_key = req.device_key;
+  job->row.target = target->Spec();
+  job->row.state = "queued";
+  job->row.trials = req.trials;
+  job->row.options_json = TimingToJson(job->timing);
+  job->row.created_unix_ms = now;
+  job->row.updated_unix_ms = now;
+  if (absl::Status st = db_->CreateJob(job->row); !st.ok()) return st;
+  job->target = *target;
+  int num_tasks = static_cast<int>(model->Tasks().size());
+  job->model.emplace(std::move(*model));
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    job->events.push_back({now, StrCat("job ", *id, " queued: ", num_tasks, " tasks, ",
+                                       req.trials, " trials"), SnapshotLocked(*job)});
+  }
+  Log()->info("job {} submitted: model {} ({} bytes), key {}, target '{}', {} tasks, {} trials",
+              *id, job->row.model_name, req.model_bytes.size(), req.device_key,
+              job->row.target, num_tasks, req.trials);
+  Launch(job);
+  return SubmitResult{*id, num_tasks};
+}
+
+void JobManager::Launch(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[job->row.id] = job;
+  }
+  job->thread = std::thread([this, job] { Run(job); });
+}
+
+absl::Status JobManager::Start() {
+  auto rows = db_->UnfinishedJobs();
+  if (!rows.ok()) return rows.status();
+  for (const auto& row : *rows) {
+    auto job = std::make_shared<Job>();
+    job->row = row;
+    job->timing = TimingFromJson(row.options_json, options_.default_timing);
+    Log()->info("resuming job {} (state {})", row.id, row.state);
+    {
+      std::lock_guard<std::mutex> lock(job->mu);
+      job->events.push_back(
+          {clock_->NowMs(), StrCat("job ", row.id, " resumed"), SnapshotLocked(*job)});
+    }
+    Launch(job);
+  }
+  return absl::OkStatus();
+}
+
+void JobManager::Run(std::shared_ptr<Job> job) {
+  absl::Status st = absl::OkStatus();
+  if (!job->model.has_value()) {
+    // A resumed job: reload the model and the target.
+    auto bytes = store_->Get(job->row.model_sha256);
+    if (!bytes.ok()) {
+      st = bytes.status();
+    } else {
+      auto model = compiler::Model::FromOnnx(*bytes);
+      auto target = compiler::Target::Parse(job->row.target);
+      if (!model.ok()) {
+        st = model.status();
+      } else if (!target.ok()) {
+        st = target.status();
+      } else {
+        job->model.emplace(std::move(*model));
+        job->target = *target;
+      }
+    }
+  }
+  if (st.ok()) st = Tune(*job);
+  if (stopping_) return;  // the job stays unfinished and resumes next start
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (job->cancelled) return;
+  }
+  if (st.ok()) st = Compile(*job);
+  if (stopping_) return;
+  if (!st.ok()) {
+    std::string error = StrCat(absl::StatusCodeToString(st.code()), ": ", std::string(st.message()));
+    SetState(*job, "failed", StrCat("job failed: ", error), error);
+  }
+}
+
+absl::Status JobManager::Tune(Job& job) {
+  const auto& tasks = job.model->Tasks();
+  std::vector<double> weights;
+  for (const auto& t : tasks) {
+    weights.push_back(std::max(1.0, t.workload.Flops()) * std::max(1, t.occurrences));
+  }
+  std::vector<int> budgets;
+  if (!tasks.empty()) {
+    budgets = tuner::AllocateTrials(weights, job.row.trials, 1);
+    KILN_CHECK(budgets.size() == tasks.size()) << "AllocateTrials returned a wrong size";
+  }
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    job.tasks.clear();
+    job.workloads.clear();
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const auto& w = tasks[i].workload;
+      TaskStatus ts;
+      ts.workload_key = w.Key();
+      ts.op = w.op;
+      ts.canonical = w.Canonical();
+      ts.flops = w.Flops();
+      ts.trials_budget = budgets[i];
+      job.tasks.push_back(ts);
+      job.workloads.push_back(w);
+    }
+  }
+  // Trials this job already spent (a resumed job), per task.
+  auto done_records = db_->QueryRecords("", job.row.target, 0);
+  if (!done_records.ok()) return done_records.status();
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    int total = 0;
+    for (const auto& r : *done_records) {
+      if (r.job_id != job.row.id) continue;
+      for (auto& t : job.tasks) {
+        if (t.workload_key != r.workload_key) continue;
+        t.trials_done++;
+        if (r.error_kind != "none") t.errors++;
+        total++;
+        break;
+      }
+    }
+    job.row.trials_done = total;
+    if (job.cancelled) return absl::OkStatus();
+    job.row.state = "tuning";
+    EventLocked(job, StrCat("tuning ", tasks.size(), " tasks, ", job.row.trials, " trials"));
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (stopping_) return absl::OkStatus();
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      if (job.cancelled) return absl::OkStatus();
+    }
+    if (absl::Status st = TuneTask(job, i); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
+  const compiler::Workload workload = job.workloads[task_index];
+  const std::string key = workload.Key();
+  const std::string target_spec = job.row.target;
+  auto knobs = compiler::KnobsOf(workload, job.target);
+  if (!knobs.ok()) return knobs.status();
+  auto measured = db_->MeasuredConfigs(key, target_spec, options_.compiler_version);
+  if (!measured.ok()) return measured.status();
+  std::set<std::string> seen = *measured;
+  auto best = db_->BestRecord(key, target_spec);
+  if (!best.ok()) return best.status();
+
+  int budget = 0;
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    TaskStatus& ts = job.tasks[task_index];
+    if (best->has_value()) ts.best_cost_s = (*best)->mean_cost_s;
+    budget = ts.trials_budget;
+    EventLocked(job, StrCat("task ", task_index + 1, "/", job.tasks.size(), " (", key, "): ",
+                            ts.trials_done, "/", budget, " trials"));
+  }
+
+  tuner::ConfigSpace space(*knobs);
+  auto search = tuner::MakeSearch("random", space, SeedOf(job.row.id + "/" + key));
+  if (!search.ok()) return search.status();
+  int barren_rounds = 0;
+  while (true) {
+    int done = 0;
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      if (job.cancelled) return absl::OkStatus();
+      done = job.tasks[task_index].trials_done;
+    }
+    if (stopping_) return absl::OkStatus();
+    int want = std::min(options_.batch_size, budget - done);
+    if (want <= 0) break;
+    std::vector<compiler::Config> proposals = (*search)->Propose(want, seen);
+    if (proposals.empty()) {
+      Log()->info("job {}: task {} space exhausted after {} trials", job.row.id, key, done);
+      break;
+    }
+    MeasureWork work;
+    work.job_id = job.row.id;
+    work.device_key = job.row.device_key;
+    work.workload_key = key;
+    work.workload_op = workload.op;
+    work.workload_canonical = workload.Canonical();
+    work.workload_flops = workload.Flops();
+    work.target = target_spec;
+    work.timing = job.timing;
+    std::map<std::string, std::string> canonical_of;
+    for (const auto& config : proposals) {
+      std::string canonical = compiler::CanonicalConfig(config);
+      if (!seen.insert(canonical).second) continue;
+      // Invalid configs are never measured.
+      if (!compiler::ValidateConfig(workload, job.target, config).ok()) continue;
+      std::string cid = StrCat("c", work.candidates.size());
+      canonical_of[cid] = canonical;
+      work.candidates.push_back({cid, config});
+    }
+    if (work.candidates.empty()) {
+      if (++barren_rounds > 64) {
+        Log()->info("job {}: task {}: no valid configs left to propose", job.row.id, key);
+        break;
+      }
+      continue;
+    }
+    barren_rounds = 0;
+
+    std::shared_ptr<Job> self = Find(job.row.id);
+    KILN_CHECK(self != nullptr) << "running job is not registered";
+    std::string batch_id;
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      job.pending_results.reset();
+      // Submitting under the job lock: the callback cannot run before
+      // pending_batch is set.
+      batch_id = dispatcher_->Submit(
+          work, [self](const MeasureWork& w, std::vector<MeasureOutcome> results) {
+            std::lock_guard<std::mutex> lock(self->mu);
+            if (w.batch_id != self->pending_batch) return;
+            self->pending_results = std::move(results);
+            self->cv.notify_all();
+          });
+      job.pending_batch = batch_id;
+    }
+    std::vector<MeasureOutcome> results;
+    {
+      std::unique_lock<std::mutex> lock(job.mu);
+      job.cv.wait(lock, [&] {
+        return job.pending_results.has_value() || job.cancelled || stopping_.load();
+      });
+      if (!job.pending_results.has_value()) {
+        job.pending_batch.clear();
+        lock.unlock();
+        dispatcher_->CancelJob(job.row.id);
+        return absl::OkStatus();
+      }
+      results = std::move(*job.pending_results);
+      job.pending_results.reset();
+      job.pending_batch.clear();
+    }
+
+    // Store every result; candidates without one count as lost.
+    std::map<std::string, MeasureOutcome> by_id;
+    for (auto& r : results) by_id[r.candidate_id] = std::move(r);
+    std::map<std::string, int64_t> per_agent;
+    int64_t now = clock_->NowMs();
+    std::vector<storage::RecordRow> rows;
+    for (const auto& c : work.candidates) {
+      storage::RecordRow rec;
+      rec.workload_key = key;
+      rec.target = target_spec;
+      rec.config = canonical_of[c.candidate_id];
+      rec.compiler_version = options_.compiler_version;
+      rec.job_id = job.row.id;
+      rec.unix_ms = now;
+      auto it = by_id.find(c.candidate_id);
+      if (it == by_id.end()) {
+        rec.error_kind = "agent_lost";
+        rec.error_message = "the agent sent no result for this candidate";
+      } else {
+        const MeasureOutcome& o = it->second;
+        rec.agent_id = o.agent_id;
+        rec.error_kind = o.error_kind.empty() ? "none" : o.error_kind;
+        rec.error_message = o.error_message;
+        rec.costs_s = o.costs_s;
+        if (rec.error_kind == "none" && rec.costs_s.empty()) {
+          rec.error_kind = "runtime";
+          rec.error_message = "no costs reported";
+        }
+        rec.mean_cost_s = rec.error_kind == "none" ? Mean(rec.costs_s) : 0;
+        if (rec.error_kind != "none") rec.costs_s.clear();
+        if (!o.agent_id.empty()) per_agent[o.agent_id]++;
+      }
+      auto id = db_->AddRecord(rec);
+      if (!id.ok()) return id.status();
+      rows.push_back(std::move(rec));
+    }
+    for (const auto& [agent, n] : per_agent) agents_->AddResults(agent, n);
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      TaskStatus& ts = job.tasks[task_index];
+      for (const auto& rec : rows) {
+        ts.trials_done++;
+        job.row.trials_done++;
+        if (rec.error_kind != "none") {
+          ts.errors++;
+        } else if (ts.best_cost_s == 0 || rec.mean_cost_s < ts.best_cost_s) {
+          ts.best_cost_s = rec.mean_cost_s;
+        }
+      }
+      EventLocked(job, StrCat("task ", task_index + 1, "/", job.tasks.size(), ": ",
+                              ts.trials_done, "/", ts.trials_budget, " trials, best ",
+                              ts.best_cost_s * 1e3, " ms, ", ts.errors, " errors"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::Compile(Job& job) {
+  SetState(job, "compiling", "compiling the model with the best configs");
+  const std::string target_spec = job.row.target;
+  storage::LogDb* db = db_;
+  compiler::ConfigLookup lookup =
+      [db, target_spec](const compiler::Workload& w) -> std::optional<compiler::Config> {
+    auto best = db->BestRecord(w.Key(), target_spec);
+    if (!best.ok() || !best->has_value()) return std::nullopt;
+    auto config = compiler::ParseConfig((*best)->config);
+    if (!config.ok()) return std::nullopt;
+    return *config;
+  };
+  compiler::CompileReport report;
+  auto bytes = compiler::CompileModel(*job.model, job.target, lookup, {}, &report);
+  if (!bytes.ok()) return bytes.status();
+  auto sha = store_->Put(*bytes);
+  if (!sha.ok()) return sha.status();
+  storage::ArtifactRow art;
+  art.sha256 = *sha;
+  art.size = static_cast<int64_t>(bytes->size());
+  art.kind = "module";
+  art.job_id = job.row.id;
+  art.created_unix_ms = clock_->NowMs();
+  if (absl::Status st = db_->AddArtifact(art); !st.ok()) return st;
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    if (job.row.state == "cancelled") return absl::OkStatus();
+    job.row.artifact_sha256 = *sha;
+    job.row.state = "completed";
+    EventLocked(job, StrCat("completed: ", report.kernels, " kernels (", report.tuned_kernels,
+                            " tuned), artifact ", *sha, " (", bytes->size(), " bytes)"));
+  }
+  Log()->info("job {} completed: artifact {} ({} bytes)", job.row.id, *sha, bytes->size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
+  if (auto job = Find(job_id)) {
+    std::lock_guard<std::mutex> lock(job->mu);
+    return SnapshotLocked(*job);
+  }
+  auto row = db_->GetJob(job_id);
+  if (!row.ok()) return row.status();
+  if (!row->has_value()) return absl::NotFoundError(StrCat("unknown job '", job_id, "'"));
+  JobStatus s;
+  s.row = **row;
+  return s;
+}
+
+absl::StatusOr<JobStatus> JobManager::Cancel(const std::string& job_id) {
+  auto job = Find(job_id);
+  if (!job) return Get(job_id);  // not running here: nothing to cancel
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (job->row.state == "completed" || job->row.state == "failed" ||
+        job->row.state == "cancelled") {
+      return SnapshotLocked(*job);
+    }
+    job->cancelled = true;
+    job->row.state = "cancelled";
+    EventLocked(*job, "cancelled");
+  }
+  dispatcher_->CancelJob(job_id);
+  Log()->info("job {} cancelled", job_id);
+  std::lock_guard<std::mutex> lock(job->mu);
+  return SnapshotLocked(*job);
+}
+
+absl::StatusOr<std::vector<JobStatus>> JobManager::List() {
+  auto rows = db_->ListJobs();
+  if (!rows.ok()) return rows.status();
+  std::vector<JobStatus> out;
+  for (const auto& row : *rows) {
+    if (auto job = Find(row.id)) {
+      std::lock_guard<std::mutex> lock(job->mu);
+      out.push_back(SnapshotLocked(*job));
+    } else {
+      JobStatus s;
+      s.row = row;
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<JobEventEntry>> JobManager::WaitEvents(
+    const std::string& job_id, size_t from, std::chrono::milliseconds max_wait, bool* finished) {
+  *finished = false;
+  auto job = Find(job_id);
+  if (!job) {
+    // Not running in this process: one event with the stored state.
+    auto status = Get(job_id);
+    if (!status.ok()) return status.status();
+    *finished = true;
+    if (from > 0) return std::vector<JobEventEntry>{};
+    return std::vector<JobEventEntry>{
+        {status->row.updated_unix_ms, StrCat("job ", job_id, " is ", status->row.state), *status}};
+  }
+  std::unique_lock<std::mutex> lock(job->mu);
+  auto ended = [&] {
+    return job->row.state == "completed" || job->row.state == "failed" ||
+           job->row.state == "cancelled";
+  };
+  job->cv.wait_for(lock, max_wait,
+                   [&] { return job->events.size() > from || stopping_.load(); });
+  std::vector<JobEventEntry> out;
+  for (size_t i = from; i < job->events.size(); ++i) out.push_back(job->events[i]);
+  *finished = ended() && from + out.size() == job->events.size();
+  return out;
+}
+
+}  // namespace kiln::tracker

@@ -1,0 +1,135 @@
+#pragma once
+// The job manager: validates and stores submitted models, and runs each job
+// (one thread per job): tuning (trials split over the tasks, candidates
+// proposed by the tuner's search, measured by agents through the
+// Dispatcher, every result stored as a record), then compiling the model with
+// the best records into the artifact store. Unfinished jobs are resumed on
+// Start(). Each job keeps a log of progress events for WatchJob.
+//
+// Thread-safe. No gRPC types here.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler/model.h"
+#include "compiler/target.h"
+#include "storage/log_db.h"
+#include "tracker/agent_registry.h"
+#include "tracker/clock.h"
+#include "tracker/dispatcher.h"
+
+namespace kiln::tracker {
+
+struct JobManagerOptions {
+  int64_t max_model_bytes = 64ll << 20;
+  int32_t max_trials = 100000;
+  int batch_size = 8;  // candidates per MeasureBatch
+  TimingOptions default_timing;
+  std::string compiler_version = KILN_VERSION;
+};
+
+struct SubmitRequest {
+  std::string model_bytes;
+  std::string model_name;
+  std::string target;  // spec; empty: the target of an agent with device_key
+  std::string device_key;
+  int32_t trials = 0;
+  // Fields <= 0 take the defaults (flush_cache is taken as given).
+  TimingOptions timing{0, 0, 0, 0, false, 0};
+};
+
+struct SubmitResult {
+  std::string job_id;
+  int num_tasks = 0;
+};
+
+struct TaskStatus {
+  std::string workload_key;
+  std::string op;
+  std::string canonical;
+  double flops = 0;
+  int trials_done = 0;
+  int trials_budget = 0;
+  double best_cost_s = 0;  // 0: nothing measured
+  int errors = 0;
+};
+
+struct JobStatus {
+  storage::JobRow row;
+  std::vector<TaskStatus> tasks;
+  bool Finished() const {
+    return row.state == "completed" || row.state == "failed" || row.state == "cancelled";
+  }
+};
+
+struct JobEventEntry {
+  int64_t unix_ms = 0;
+  std::string message;
+  JobStatus job;
+};
+
+class JobManager {
+ public:
+  JobManager(storage::LogDb* db, storage::ArtifactStore* store, AgentRegistry* agents,
+             Dispatcher* dispatcher, const Clock* clock, JobManagerOptions options = {});
+  ~JobManager();  // Stop()
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
+
+  // Resumes every unfinished job of the database.
+  absl::Status Start();
+  // Stops all job threads; unfinished jobs stay unfinished in the database.
+  void Stop();
+
+  absl::StatusOr<SubmitResult> Submit(const SubmitRequest& request);
+  absl::StatusOr<JobStatus> Get(const std::string& job_id);
+  absl::StatusOr<JobStatus> Cancel(const std::string& job_id);
+  absl::StatusOr<std::vector<JobStatus>> List();
+
+  // Events of a job from index `from` on, waiting at most max_wait for one
+  // when there is none yet. *finished is set when the job has ended and
+  // every event has been returned. NOT_FOUND for an unknown job.
+  absl::StatusOr<std::vector<JobEventEntry>> WaitEvents(const std::string& job_id, size_t from,
+                                                        std::chrono::milliseconds max_wait,
+                                                        bool* finished);
+
+ private:
+  struct Job;
+  std::shared_ptr<Job> Find(const std::string& job_id);
+  absl::StatusOr<std::string> NewJobId();
+  void Launch(std::shared_ptr<Job> job);
+  void Run(std::shared_ptr<Job> job);
+  absl::Status Tune(Job& job);
+  absl::Status TuneTask(Job& job, size_t task_index);
+  absl::Status Compile(Job& job);
+  // Persists the row and appends an event (with a snapshot); job.mu held.
+  void EventLocked(Job& job, const std::string& message);
+  void SetState(Job& job, const std::string& state, const std::string& message,
+                const std::string& error = "");
+  static JobStatus SnapshotLocked(const Job& job);
+
+  storage::LogDb* db_;
+  storage::ArtifactStore* store_;
+  AgentRegistry* agents_;
+  Dispatcher* dispatcher_;
+  const Clock* clock_;
+  JobManagerOptions options_;
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_;
+  std::atomic<bool> stopping_{false};
+  uint64_t id_counter_ = 0;
+};
+
+}  // namespace kiln::tracker
