@@ -63,7 +63,9 @@ absl::Status Statement::BindDouble(int index, double value) {
   return Check(sqlite3_bind_double(stmt_, index, value), "bind double");
 }
 absl::Status Statement::BindText(int index, std::string_view value) {
-  return Check(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
+  // A null pointer would bind NULL; an empty view must bind ''.
+  const char* data = value.data() != nullptr ? value.data() : "";
+  return Check(sqlite3_bind_text64(stmt_, index, data, value.size(), SQLITE_TRANSIENT,
                                    SQLITE_UTF8),
                "bind text");
 }

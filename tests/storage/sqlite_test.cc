@@ -46,6 +46,21 @@ TEST(SqliteTest, TypedBindsRoundTrip) {
   ASSERT_TRUE(again.ok() && *again);
 }
 
+TEST(SqliteTest, EmptyViewBindsEmptyTextNotNull) {
+  TempDir dir;
+  auto db = Database::Open(dir.File("t.db"));
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE((*db)->Exec("CREATE TABLE t(s TEXT NOT NULL)").ok());
+  auto ins = (*db)->Prepare("INSERT INTO t VALUES(?)");
+  ASSERT_TRUE(ins.ok());
+  ASSERT_TRUE(ins->BindText(1, std::string_view()).ok());
+  ASSERT_TRUE(ins->Run().ok());
+  auto sel = (*db)->Prepare("SELECT s IS NULL, length(s) FROM t");
+  ASSERT_TRUE(sel.ok() && *sel->Step());
+  EXPECT_EQ(sel->ColumnInt64(0), 0);
+  EXPECT_EQ(sel->ColumnInt64(1), 0);
+}
+
 TEST(SqliteTest, UsesWalAndForeignKeys) {
   TempDir dir;
   auto db = Database::Open(dir.File("t.db"));
