@@ -1,0 +1,234 @@
+#include "compiler/lower/loop_nest.h"
+
+#include <map>
+#include <unordered_map>
+
+#include "absl/status/status.h"
+#include "compiler/ir/functor.h"
+#include "compiler/lower/bound.h"
+#include "compiler/lower/ir_util.h"
+#include "compiler/lower/simplify.h"
+#include "deploy/str.h"
+
+namespace kiln::lower {
+using namespace ir;
+using te::IterVar;
+using te::Stage;
+
+namespace {
+
+const VarNode* VarOf(const Var& v) { return static_cast<const VarNode*>(v.get()); }
+
+// Replaces loads of inlined buffers by their bodies.
+class Inliner : public ExprMutator {
+ public:
+  std::unordered_map<const BufferNode*, std::pair<std::vector<IterRange>, Expr>> bodies;
+
+ protected:
+  Expr VisitBufferLoad(const BufferLoadNode* op, const Expr& self) override {
+    Expr r = ExprMutator::VisitBufferLoad(op, self);
+    const auto* load = r.as<BufferLoadNode>();
+    auto it = bodies.find(load->buffer.get());
+    if (it == bodies.end()) return r;
+    VarMap m;
+    for (size_t d = 0; d < it->second.first.size(); ++d) m[VarOf(it->second.first[d].var)] = load->indices[d];
+    return Substitute(it->second.second, m);
+  }
+};
+
+// Redirects loads of `from` to `to` with indices shifted by -offset.
+class Redirect : public StmtMutator {
+ public:
+  Redirect(Buffer from, Buffer to, std::vector<Expr> offset)
+      : from_(std::move(from)), to_(std::move(to)), offset_(std::move(offset)) {}
+
+ protected:
+  Expr VisitBufferLoad(const BufferLoadNode* op, const Expr& self) override {
+    Expr r = ExprMutator::VisitBufferLoad(op, self);
+    const auto* load = r.as<BufferLoadNode>();
+    if (!load->buffer.same_as(from_)) return r;
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < load->indices.size(); ++d) idx.push_back(Simplify(load->indices[d] - offset_[d]));
+    return Load(to_, idx);
+  }
+
+ private:
+  Buffer from_, to_;
+  std::vector<Expr> offset_;
+};
+
+class NestBuilder {
+ public:
+  explicit NestBuilder(const te::Schedule& s) : sch_(s) {
+    const auto& stages = sch_.stages();
+    Inliner inl;
+    for (const Stage& st : stages) {
+      Expr body = inl.VisitExpr(st.tensor->body);
+      bodies_.push_back(body);
+      if (st.attach == te::AttachKind::kInline) inl.bodies[st.tensor.buffer().get()] = {st.tensor->axes, body};
+    }
+  }
+
+  absl::StatusOr<Stmt> Build() {
+    const auto& stages = sch_.stages();
+    std::vector<Stmt> seq;
+    std::vector<Buffer> scratch;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const Stage& st = stages[i];
+      if (st.attach != te::AttachKind::kRoot) continue;
+      bool is_output = false;
+      for (const te::Tensor& o : sch_.outputs()) is_output = is_output || o.buffer().same_as(st.tensor.buffer());
+      std::vector<Expr> base;
+      std::vector<int64_t> ext;
+      for (int64_t d : st.tensor->shape) {
+        base.push_back(IntImm(0));
+        ext.push_back(d);
+      }
+      auto nest = BuildStage(static_cast<int>(i), base, ext, st.tensor.buffer(), false);
+      if (!nest.ok()) return nest.status();
+      seq.push_back(*nest);
+      if (!is_output) scratch.push_back(st.tensor.buffer());
+    }
+    Stmt body = Seq(seq);
+    for (auto it = scratch.rbegin(); it != scratch.rend(); ++it) body = Allocate(*it, body);
+    return body;
+  }
+
+ private:
+  // Lowers stage `si` over the root region base + [0, ext) writing `out`
+  // at region-relative indices (out covers exactly the region when
+  // `attached`, else the whole tensor with base 0).
+  absl::StatusOr<Stmt> BuildStage(int si, const std::vector<Expr>& base, const std::vector<int64_t>& ext,
+                                  const Buffer& out, bool attached) {
+    const Stage& st = sch_.stages()[si];
+    const te::OperationNode& op = *st.tensor.op();
+    size_t ndata = op.axes.size();
+    std::unordered_map<const te::IterVarNode*, int64_t> extent;
+    for (size_t d = 0; d < st.root.size(); ++d) {
+      extent[st.root[d].get()] =
+          d < ndata ? ext[d] : *AsConstInt(op.reduce_axes[d - ndata].extent);
+    }
+    for (const te::Relation& r : st.relations) {
+      if (r.kind == te::Relation::Kind::kSplit) {
+        int64_t p = extent.at(r.parent.get());
+        extent[r.outer.get()] = (p + r.factor - 1) / r.factor;
+        extent[r.inner.get()] = r.factor;
+      } else {
+        extent[r.fused.get()] = extent.at(r.outer.get()) * extent.at(r.inner.get());
+      }
+    }
+    // Values of every iv in terms of the leaf loop variables.
+    std::unordered_map<const te::IterVarNode*, Expr> value;
+    for (const IterVar& iv : st.leaf) value[iv.get()] = iv->var;
+    std::vector<std::pair<Expr, bool>> guards;  // condition, is a reduce guard
+    for (auto it = st.relations.rbegin(); it != st.relations.rend(); ++it) {
+      const te::Relation& r = *it;
+      if (r.kind == te::Relation::Kind::kSplit) {
+        Expr v = value.at(r.outer.get()) * IntImm(r.factor) + value.at(r.inner.get());
+        value[r.parent.get()] = v;
+        int64_t p = extent.at(r.parent.get());
+        if (p % r.factor != 0) guards.emplace_back(v < IntImm(p), r.parent->reduce);
+      } else {
+        int64_t in = extent.at(r.inner.get());
+        Expr f = value.at(r.fused.get());
+        value[r.outer.get()] = FloorDiv(f, IntImm(in));
+        value[r.inner.get()] = FloorMod(f, IntImm(in));
+      }
+    }
+    VarMap m;
+    std::vector<Expr> local_idx;
+    for (size_t d = 0; d < st.root.size(); ++d) {
+      Expr v = value.at(st.root[d].get());
+      if (d < ndata) {
+        m[VarOf(op.axes[d].var)] = Simplify(base[d] + v);
+        local_idx.push_back(attached ? v : Simplify(base[d] + v));
+        if (attached) {
+          guards.emplace_back(base[d] + v < IntImm(op.shape[d]), false);
+        }
+      } else {
+        m[VarOf(op.reduce_axes[d - ndata].var)] = v;
+      }
+    }
+    for (auto& g : guards) g.first = Simplify(g.first);
+    Expr body = bodies_[si];
+    auto wrap = [&](Stmt s, bool include_reduce) {
+      for (auto it = guards.rbegin(); it != guards.rend(); ++it) {
+        if (it->second && !include_reduce) continue;
+        if (auto c = AsConstInt(it->first); c && *c) continue;
+        s = IfThenElse(Likely(it->first), s);
+      }
+      return s;
+    };
+    Stmt main;
+    Stmt init;
+    if (const auto* red = body.as<ReduceNode>()) {
+      Expr src = Substitute(red->source, m);
+      Expr cur = Load(out, local_idx);
+      Expr upd = red->reduce_kind == ReduceKind::kSum   ? cur + src
+                 : red->reduce_kind == ReduceKind::kMax ? Max(cur, src)
+                                                        : Min(cur, src);
+      main = wrap(Store(out, upd, local_idx), true);
+      init = wrap(Store(out, Substitute(red->init, m), local_idx), false);
+    } else {
+      main = wrap(Store(out, Substitute(body, m), local_idx), true);
+    }
+    int first_reduce = -1;
+    for (size_t j = 0; j < st.leaf.size(); ++j) {
+      if (st.leaf[j]->reduce) {
+        first_reduce = static_cast<int>(j);
+        break;
+      }
+    }
+    if (init.defined() && first_reduce < 0) {
+      // Reduction over nothing: init then update.
+      main = Seq({init, main});
+    }
+    Stmt cur = main;
+    for (int j = static_cast<int>(st.leaf.size()) - 1; j >= 0; --j) {
+      const IterVar& iv = st.leaf[j];
+      // Producers computed at this loop go at the top of its body.
+      const auto& stages = sch_.stages();
+      for (int pi = static_cast<int>(stages.size()) - 1; pi >= 0; --pi) {
+        const Stage& p = stages[pi];
+        if (p.attach != te::AttachKind::kAt || p.attach_stage != si || p.attach_iv != iv) continue;
+        auto region = InferBound(p.tensor.buffer(), cur);
+        if (!region.ok()) return region.status();
+        std::vector<Expr> shape;
+        int64_t bytes = p.tensor.buffer()->dtype.bytes();
+        for (int64_t e : region->extent) {
+          shape.push_back(IntImm(e));
+          bytes *= e;
+        }
+        if (bytes > 256 * 1024) {
+          return absl::InvalidArgumentError(StrCat("compute_at: scratch for ", p.name(), " needs ", bytes,
+                                                   " bytes (limit 256 KiB)"));
+        }
+        Buffer local(p.name(), p.tensor.buffer()->dtype, shape);
+        auto pnest = BuildStage(pi, region->min, region->extent, local, true);
+        if (!pnest.ok()) return pnest.status();
+        cur = Redirect(p.tensor.buffer(), local, region->min).VisitStmt(cur);
+        cur = Allocate(local, Seq({*pnest, cur}));
+      }
+      cur = For(iv->var, IntImm(0), IntImm(extent.at(iv.get())), iv->kind, cur);
+      if (j == first_reduce && init.defined()) {
+        Stmt in = init;
+        for (int k = static_cast<int>(st.leaf.size()) - 1; k > j; --k) {
+          const IterVar& d = st.leaf[k];
+          if (d->reduce) continue;
+          in = For(d->var, IntImm(0), IntImm(extent.at(d.get())), d->kind, in);
+        }
+        cur = Seq({in, cur});
+      }
+    }
+    return cur;
+  }
+
+  const te::Schedule& sch_;
+  std::vector<Expr> bodies_;
+};
+
+}  // namespace
+
+absl::StatusOr<Stmt> BuildLoopNest(const te::Schedule& schedule) { return NestBuilder(schedule).Build(); }
+
+}  // namespace kiln::lower

@@ -1,0 +1,122 @@
+#include "compiler/lower/partition.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "compiler/ir/functor.h"
+#include "compiler/lower/ir_util.h"
+#include "compiler/lower/simplify.h"
+
+namespace kiln::lower {
+using namespace ir;
+
+namespace {
+
+int64_t FloorDivI(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// Finds guards of a loop variable whose other variables are all inner loops.
+class GuardFinder : public StmtVisitor {
+ public:
+  explicit GuardFinder(const VarNode* v) : v_(v) {}
+  std::vector<const IfThenElseNode*> guards;
+  int64_t bound = INT64_MAX;  // guards hold for v < bound
+
+ protected:
+  void VisitFor(const ForNode* op) override {
+    auto mn = AsConstInt(op->min), ext = AsConstInt(op->extent);
+    const auto* lv = static_cast<const VarNode*>(op->loop_var.get());
+    if (mn && ext) ranges_[lv] = {*mn, *mn + *ext - 1};
+    StmtVisitor::VisitFor(op);
+    ranges_.erase(lv);
+  }
+  void VisitIfThenElse(const IfThenElseNode* op) override {
+    StmtVisitor::VisitIfThenElse(op);
+    if (!IsLikely(op->cond) || op->else_case.defined()) return;
+    const auto* lt = op->cond.as<CallNode>()->args[0].as<LTNode>();
+    if (!lt || lt->a.dtype() != DataType::Int64()) return;
+    LinearForm f = ToLinear(Simplify(lt->a - lt->b));  // guard: f < 0
+    int64_t cv = f.CoeffOf(v_);
+    if (cv <= 0) return;
+    LinearForm rest;
+    rest.constant = f.constant;
+    for (const auto& [t, c] : f.terms) {
+      if (t.get() != v_) rest.AddTerm(t, c);
+    }
+    auto rb = ConstBounds(rest, ranges_);
+    if (!rb) return;
+    // cv*v + rhi < 0  <=>  v <= floor((-rhi - 1) / cv)
+    int64_t end = FloorDivI(-rb->second - 1, cv) + 1;
+    bound = std::min(bound, end);
+    guards.push_back(op);
+  }
+
+ private:
+  const VarNode* v_;
+  RangeMap ranges_;
+};
+
+class GuardRemover : public StmtMutator {
+ public:
+  explicit GuardRemover(std::unordered_set<const IfThenElseNode*> g) : g_(std::move(g)) {}
+
+ protected:
+  Stmt VisitIfThenElse(const IfThenElseNode* op, const Stmt& self) override {
+    if (g_.count(op)) return VisitStmt(op->then_case);
+    return StmtMutator::VisitIfThenElse(op, self);
+  }
+
+ private:
+  std::unordered_set<const IfThenElseNode*> g_;
+};
+
+class Partitioner : public StmtMutator {
+ protected:
+  Stmt VisitFor(const ForNode* op, const Stmt& self) override {
+    auto mn = AsConstInt(op->min), ext = AsConstInt(op->extent);
+    const auto* v = static_cast<const VarNode*>(op->loop_var.get());
+    if (mn && ext) {
+      GuardFinder gf(v);
+      gf.VisitStmt(op->body);
+      if (!gf.guards.empty()) {
+        int64_t lo = *mn, hi = *mn + *ext;
+        int64_t split = std::clamp(gf.bound, lo, hi);
+        std::unordered_set<const IfThenElseNode*> g(gf.guards.begin(), gf.guards.end());
+        std::vector<Stmt> parts;
+        if (split > lo) {
+          Stmt main = GuardRemover(g).VisitStmt(op->body);
+          parts.push_back(Simplify(For(op->loop_var, IntImm(lo), IntImm(split - lo), op->for_kind, main)));
+        }
+        if (hi > split) {
+          Stmt tail = For(op->loop_var, IntImm(split), IntImm(hi - split), op->for_kind, op->body);
+          parts.push_back(Simplify(tail));
+        }
+        if (split > lo) {
+          std::vector<Stmt> out;
+          for (const Stmt& p : parts) out.push_back(VisitStmt(p));
+          return Seq(out);
+        }
+        // Guards never hold fully: nothing to gain at this loop.
+      }
+    }
+    return StmtMutator::VisitFor(op, self);
+  }
+};
+
+class LikelyStripper : public StmtMutator {
+ protected:
+  Expr VisitCall(const CallNode* op, const Expr& self) override {
+    if (op->name == "likely" && op->args.size() == 1) return VisitExpr(op->args[0]);
+    return ExprMutator::VisitCall(op, self);
+  }
+};
+
+}  // namespace
+
+Stmt PartitionLoops(const Stmt& s) { return Simplify(Partitioner().VisitStmt(Simplify(s))); }
+Stmt StripLikely(const Stmt& s) { return LikelyStripper().VisitStmt(s); }
+
+}  // namespace kiln::lower

@@ -1,0 +1,15 @@
+#pragma once
+// Vectorization: an innermost kVectorized loop with constant extent L whose
+// body is stores only becomes vector code of L lanes: indices linear in the
+// loop variable become Ramp, invariant values stay scalar and are Broadcast
+// where they meet vectors. Loads and stores must have unit-stride Ramp (or,
+// for loads, invariant) indices. A loop that cannot be vectorized becomes a
+// serial loop.
+
+#include "compiler/ir/ir.h"
+
+namespace kiln::lower {
+
+ir::Stmt VectorizeLoops(const ir::Stmt& s);
+
+}  // namespace kiln::lower

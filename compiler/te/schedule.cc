@@ -1,0 +1,302 @@
+#include "compiler/te/schedule.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "absl/status/status.h"
+#include "compiler/lower/ir_util.h"
+#include "deploy/str.h"
+
+namespace kiln::te {
+using namespace ir;
+
+namespace {
+
+IterVar MakeIv(const std::string& name, int64_t extent, bool reduce) {
+  auto iv = std::make_shared<IterVarNode>();
+  iv->name = name;
+  iv->var = Var(name);
+  iv->extent = extent;
+  iv->reduce = reduce;
+  return iv;
+}
+
+Stage MakeStage(const Tensor& t) {
+  Stage s;
+  s.tensor = t;
+  for (const IterRange& r : t->axes) s.root.push_back(MakeIv(r.var.name(), *AsConstInt(r.extent), false));
+  for (const IterRange& r : t->reduce_axes) s.root.push_back(MakeIv(r.var.name(), *AsConstInt(r.extent), true));
+  s.leaf = s.root;
+  return s;
+}
+
+}  // namespace
+
+IterVar Stage::Find(const std::string& name) const {
+  for (const IterVar& iv : leaf) {
+    if (iv->name == name) return iv;
+  }
+  for (const IterVar& iv : root) {
+    if (iv->name == name) return iv;
+  }
+  for (const Relation& r : relations) {
+    for (const IterVar& iv : {r.parent, r.outer, r.inner, r.fused}) {
+      if (iv && iv->name == name) return iv;
+    }
+  }
+  return nullptr;
+}
+
+std::string Step::ToString() const {
+  std::string out = StrCat(kind, "(", stage);
+  for (const std::string& iv : ivs) out += StrCat(", ", iv);
+  for (int64_t v : ints) out += StrCat(", ", v);
+  if (!target.empty()) out += StrCat(", @", target);
+  return out + ")";
+}
+
+Schedule::Schedule(std::vector<Tensor> outputs) : outputs_(std::move(outputs)) {
+  std::set<const OperationNode*> seen;
+  std::function<void(const std::shared_ptr<const OperationNode>&)> visit =
+      [&](const std::shared_ptr<const OperationNode>& op) {
+        if (op->kind != OpKind::kCompute || !seen.insert(op.get()).second) return;
+        for (const auto& in : op->inputs) visit(in);
+        stages_.push_back(MakeStage(Tensor(op)));
+      };
+  for (const Tensor& t : outputs_) visit(t.op());
+}
+
+int Schedule::IndexOf(const std::string& name) const {
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    if (stages_[i].name() == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Stage& Schedule::operator[](const Tensor& t) {
+  for (Stage& s : stages_) {
+    if (s.tensor.buffer().same_as(t.buffer())) return s;
+  }
+  KILN_CHECK(false) << "no stage for tensor " << t->name;
+  return stages_[0];
+}
+
+Stage& Schedule::StageByName(const std::string& name) {
+  int i = IndexOf(name);
+  KILN_CHECK(i >= 0) << "no stage " << name;
+  return stages_[i];
+}
+
+IterVar Schedule::Axis(const Tensor& t, int i) {
+  Stage& s = (*this)[t];
+  KILN_CHECK(i >= 0 && i < static_cast<int>(s.tensor->axes.size())) << "axis " << i << " of " << s.name();
+  return s.root[i];
+}
+
+IterVar Schedule::ReduceAxisOf(const Tensor& t, int i) {
+  Stage& s = (*this)[t];
+  size_t n = s.tensor->axes.size();
+  KILN_CHECK(i >= 0 && n + i < s.root.size()) << "reduce axis " << i << " of " << s.name();
+  return s.root[n + i];
+}
+
+namespace {
+size_t LeafPos(const Stage& s, const IterVar& iv) {
+  auto it = std::find(s.leaf.begin(), s.leaf.end(), iv);
+  KILN_CHECK(it != s.leaf.end()) << (iv ? iv->name : "null") << " is not a leaf of stage " << s.name();
+  return static_cast<size_t>(it - s.leaf.begin());
+}
+}  // namespace
+
+std::pair<IterVar, IterVar> Schedule::Split(const Tensor& t, const IterVar& iv, int64_t factor) {
+  Stage& s = (*this)[t];
+  KILN_CHECK(factor >= 1) << "split factor " << factor;
+  size_t pos = LeafPos(s, iv);
+  IterVar outer = MakeIv(iv->name + ".o", (iv->extent + factor - 1) / factor, iv->reduce);
+  IterVar inner = MakeIv(iv->name + ".i", factor, iv->reduce);
+  Relation r;
+  r.kind = Relation::Kind::kSplit;
+  r.parent = iv;
+  r.outer = outer;
+  r.inner = inner;
+  r.factor = factor;
+  s.relations.push_back(r);
+  s.leaf[pos] = outer;
+  s.leaf.insert(s.leaf.begin() + static_cast<long>(pos) + 1, inner);
+  Record({"split", s.name(), {iv->name}, {factor}, ""});
+  return {outer, inner};
+}
+
+IterVar Schedule::Fuse(const Tensor& t, const IterVar& outer, const IterVar& inner) {
+  Stage& s = (*this)[t];
+  size_t po = LeafPos(s, outer), pi = LeafPos(s, inner);
+  KILN_CHECK(pi == po + 1) << "fuse needs adjacent leaves " << outer->name << ", " << inner->name;
+  KILN_CHECK(outer->reduce == inner->reduce) << "cannot fuse a data and a reduce axis";
+  IterVar fused = MakeIv(outer->name + "." + inner->name + ".f", outer->extent * inner->extent, outer->reduce);
+  Relation r;
+  r.kind = Relation::Kind::kFuse;
+  r.outer = outer;
+  r.inner = inner;
+  r.fused = fused;
+  s.relations.push_back(r);
+  s.leaf[po] = fused;
+  s.leaf.erase(s.leaf.begin() + static_cast<long>(pi));
+  Record({"fuse", s.name(), {outer->name, inner->name}, {}, ""});
+  return fused;
+}
+
+void Schedule::Reorder(const Tensor& t, const std::vector<IterVar>& order) {
+  Stage& s = (*this)[t];
+  std::vector<size_t> pos;
+  for (const IterVar& iv : order) pos.push_back(LeafPos(s, iv));
+  std::vector<size_t> sorted = pos;
+  std::sort(sorted.begin(), sorted.end());
+  KILN_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) << "reorder repeats an axis";
+  for (size_t i = 0; i < order.size(); ++i) s.leaf[sorted[i]] = order[i];
+  Step st{"reorder", s.name(), {}, {}, ""};
+  for (const IterVar& iv : order) st.ivs.push_back(iv->name);
+  Record(st);
+}
+
+std::vector<IterVar> Schedule::Tile(const Tensor& t, const IterVar& x, const IterVar& y, int64_t fx, int64_t fy) {
+  auto [xo, xi] = Split(t, x, fx);
+  auto [yo, yi] = Split(t, y, fy);
+  Reorder(t, {xo, yo, xi, yi});
+  return {xo, yo, xi, yi};
+}
+
+void Schedule::SetKind(const Tensor& t, const IterVar& iv, ForKind kind, const char* step) {
+  Stage& s = (*this)[t];
+  LeafPos(s, iv);
+  iv->kind = kind;
+  Record({step, s.name(), {iv->name}, {}, ""});
+}
+
+void Schedule::Vectorize(const Tensor& t, const IterVar& iv) { SetKind(t, iv, ForKind::kVectorized, "vectorize"); }
+void Schedule::Unroll(const Tensor& t, const IterVar& iv) { SetKind(t, iv, ForKind::kUnrolled, "unroll"); }
+void Schedule::Parallel(const Tensor& t, const IterVar& iv) {
+  KILN_CHECK(!iv->reduce) << "cannot parallelize reduce axis " << iv->name;
+  SetKind(t, iv, ForKind::kParallel, "parallel");
+}
+
+void Schedule::ComputeAt(const Tensor& producer, const Tensor& consumer, const IterVar& iv) {
+  Stage& c = (*this)[consumer];
+  LeafPos(c, iv);
+  int ci = IndexOf(c.name());
+  Stage& p = (*this)[producer];
+  KILN_CHECK(IndexOf(p.name()) < ci) << "compute_at: " << p.name() << " is not a producer of " << c.name();
+  p.attach = AttachKind::kAt;
+  p.attach_stage = ci;
+  p.attach_iv = iv;
+  Record({"compute_at", p.name(), {iv->name}, {}, c.name()});
+}
+
+void Schedule::ComputeInline(const Tensor& producer) {
+  Stage& p = (*this)[producer];
+  KILN_CHECK(p.tensor->reduce_axes.empty()) << "cannot inline reduction " << p.name();
+  p.attach = AttachKind::kInline;
+  Record({"compute_inline", p.name(), {}, {}, ""});
+}
+
+Tensor Schedule::CacheWrite(const Tensor& t) {
+  int idx = IndexOf((*this)[t].name());
+  Stage& s = stages_[idx];
+  KILN_CHECK(s.relations.empty() && s.leaf == s.root && s.attach == AttachKind::kRoot)
+      << "cache_write must come before other primitives on " << s.name();
+  const OperationNode& op = *s.tensor.op();
+  // The cache computes the original body over fresh axes.
+  std::vector<IterRange> axes;
+  lower::VarMap m;
+  for (const IterRange& r : op.axes) {
+    Var v(r.var.name());
+    axes.push_back({v, r.min, r.extent});
+    m[r.var.get() ? static_cast<const VarNode*>(r.var.get()) : nullptr] = v;
+  }
+  Tensor cache = ComputeFromParts(op.name + ".local", op.shape, axes, lower::Substitute(op.body, m));
+  // The original stage becomes a copy out of the cache (same buffer, so its
+  // consumers still read it).
+  auto copy = std::make_shared<OperationNode>();
+  copy->kind = OpKind::kCompute;
+  copy->name = op.name;
+  copy->shape = op.shape;
+  copy->buffer = op.buffer;
+  copy->axes = op.axes;
+  std::vector<Expr> idx_exprs;
+  for (const IterRange& r : op.axes) idx_exprs.push_back(r.var);
+  copy->body = cache(idx_exprs);
+  copy->inputs = {cache.op()};
+  Stage cache_stage = MakeStage(cache);
+  cache_stage.local = true;
+  Stage new_stage = MakeStage(Tensor(copy));
+  new_stage.attach = s.attach;
+  stages_[idx] = new_stage;
+  stages_.insert(stages_.begin() + idx, cache_stage);
+  for (Stage& st : stages_) {
+    if (st.attach == AttachKind::kAt && st.attach_stage >= idx) ++st.attach_stage;
+  }
+  Record({"cache_write", op.name, {}, {}, ""});
+  return cache;
+}
+
+std::string Schedule::TraceText() const {
+  std::string out;
+  for (const Step& s : trace_) out += s.ToString() + "\n";
+  return out;
+}
+
+absl::Status Schedule::Replay(const std::vector<Step>& steps) {
+  for (const Step& st : steps) {
+    int si = IndexOf(st.stage);
+    if (si < 0) return absl::InvalidArgumentError(StrCat("replay: no stage '", st.stage, "' in ", st.ToString()));
+    Tensor t = stages_[si].tensor;
+    std::vector<IterVar> ivs;
+    for (const std::string& n : st.ivs) {
+      int owner = si;
+      if (st.kind == "compute_at") owner = IndexOf(st.target);
+      if (owner < 0) return absl::InvalidArgumentError(StrCat("replay: no stage '", st.target, "'"));
+      IterVar iv = stages_[owner].Find(n);
+      auto& leaf = stages_[owner].leaf;
+      if (!iv || std::find(leaf.begin(), leaf.end(), iv) == leaf.end()) {
+        return absl::InvalidArgumentError(StrCat("replay: '", n, "' is not a loop of ", st.stage, " in ", st.ToString()));
+      }
+      ivs.push_back(iv);
+    }
+    auto need = [&](size_t n_ivs, size_t n_ints) -> absl::Status {
+      if (ivs.size() != n_ivs || st.ints.size() != n_ints) {
+        return absl::InvalidArgumentError(StrCat("replay: malformed step ", st.ToString()));
+      }
+      return absl::OkStatus();
+    };
+    if (st.kind == "split") {
+      if (auto s = need(1, 1); !s.ok()) return s;
+      if (st.ints[0] < 1) return absl::InvalidArgumentError(StrCat("replay: bad factor in ", st.ToString()));
+      Split(t, ivs[0], st.ints[0]);
+    } else if (st.kind == "fuse") {
+      if (auto s = need(2, 0); !s.ok()) return s;
+      Fuse(t, ivs[0], ivs[1]);
+    } else if (st.kind == "reorder") {
+      Reorder(t, ivs);
+    } else if (st.kind == "vectorize" || st.kind == "unroll" || st.kind == "parallel") {
+      if (auto s = need(1, 0); !s.ok()) return s;
+      if (st.kind == "vectorize") Vectorize(t, ivs[0]);
+      if (st.kind == "unroll") Unroll(t, ivs[0]);
+      if (st.kind == "parallel") Parallel(t, ivs[0]);
+    } else if (st.kind == "compute_at") {
+      int ci = IndexOf(st.target);
+      if (ci < 0 || ci <= si || ivs.size() != 1) {
+        return absl::InvalidArgumentError(StrCat("replay: bad compute_at ", st.ToString()));
+      }
+      ComputeAt(t, stages_[ci].tensor, ivs[0]);
+    } else if (st.kind == "compute_inline") {
+      ComputeInline(t);
+    } else if (st.kind == "cache_write") {
+      CacheWrite(t);
+    } else {
+      return absl::InvalidArgumentError(StrCat("replay: unknown step ", st.ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::te

@@ -1,0 +1,109 @@
+#pragma once
+// Schedules: one stage per compute op, with loop transformation primitives.
+// Every primitive is recorded as a Step (names only), so a schedule is a
+// replayable trace: Replay(steps) on a fresh schedule over the same compute
+// definitions reproduces it (and lowers to the same IR).
+//
+// Leaf iteration variables get derived names: split(x) -> x.o, x.i;
+// fuse(a, b) -> a.b.f. Names are unique within a stage.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "compiler/ir/ir.h"
+#include "compiler/te/tensor.h"
+
+namespace kiln::te {
+
+struct IterVarNode {
+  std::string name;
+  ir::Var var;
+  int64_t extent = 0;  // over the full domain (informative; lowering recomputes)
+  bool reduce = false;
+  ir::ForKind kind = ir::ForKind::kSerial;
+};
+using IterVar = std::shared_ptr<IterVarNode>;
+
+struct Relation {
+  enum class Kind { kSplit, kFuse } kind = Kind::kSplit;
+  IterVar parent;  // split: parent -> outer, inner (factor)
+  IterVar outer, inner;
+  IterVar fused;  // fuse: outer, inner -> fused
+  int64_t factor = 1;
+};
+
+enum class AttachKind { kRoot, kInline, kAt };
+
+struct Stage {
+  Tensor tensor;
+  std::vector<IterVar> root;  // data axes, then reduce axes
+  std::vector<IterVar> leaf;  // loop order
+  std::vector<Relation> relations;
+  AttachKind attach = AttachKind::kRoot;
+  int attach_stage = -1;  // index into Schedule::stages()
+  IterVar attach_iv;
+  bool local = false;  // storage scope: local scratch (Allocate) vs global
+
+  IterVar Find(const std::string& name) const;  // leaf first, then all
+  const std::string& name() const { return tensor->name; }
+};
+
+struct Step {
+  std::string kind;  // split fuse reorder vectorize unroll parallel compute_at compute_inline cache_write
+  std::string stage;
+  std::vector<std::string> ivs;
+  std::vector<int64_t> ints;
+  std::string target;  // compute_at: consumer stage
+  std::string ToString() const;
+};
+
+class Schedule {
+ public:
+  // Stages for every compute op reachable from `outputs`, producers first.
+  explicit Schedule(std::vector<Tensor> outputs);
+
+  Stage& operator[](const Tensor& t);
+  Stage& StageByName(const std::string& name);
+  const std::vector<Stage>& stages() const { return stages_; }
+  const std::vector<Tensor>& outputs() const { return outputs_; }
+  const std::vector<Step>& trace() const { return trace_; }
+  std::string TraceText() const;  // one step per line
+
+  // Primitives. Misuse (an iv not a leaf of the stage, bad factor, ...) is a
+  // KILN_CHECK failure: templates are code, not user input. Replay reports
+  // errors as Status instead.
+  std::pair<IterVar, IterVar> Split(const Tensor& t, const IterVar& iv, int64_t factor);
+  IterVar Fuse(const Tensor& t, const IterVar& outer, const IterVar& inner);
+  void Reorder(const Tensor& t, const std::vector<IterVar>& order);
+  // tile(x, y, fx, fy) = split both, reorder xo, yo, xi, yi. Returns them.
+  std::vector<IterVar> Tile(const Tensor& t, const IterVar& x, const IterVar& y, int64_t fx, int64_t fy);
+  void Vectorize(const Tensor& t, const IterVar& iv);
+  void Unroll(const Tensor& t, const IterVar& iv);
+  void Parallel(const Tensor& t, const IterVar& iv);
+  void ComputeAt(const Tensor& producer, const Tensor& consumer, const IterVar& iv);
+  void ComputeInline(const Tensor& producer);
+  // Makes `t` a copy of a new stage "<t>.local" (local scope) that computes
+  // what `t` computed; returns the new tensor. Must precede other primitives
+  // on `t`. Consumers of `t` are unchanged.
+  Tensor CacheWrite(const Tensor& t);
+
+  absl::Status Replay(const std::vector<Step>& steps);
+
+  // The root iv of stage `t` for data axis `i` / reduce axis `i`.
+  IterVar Axis(const Tensor& t, int i);
+  IterVar ReduceAxisOf(const Tensor& t, int i);
+
+ private:
+  int IndexOf(const std::string& name) const;
+  void SetKind(const Tensor& t, const IterVar& iv, ir::ForKind kind, const char* step);
+  void Record(Step s) { trace_.push_back(std::move(s)); }
+
+  std::vector<Tensor> outputs_;
+  std::vector<Stage> stages_;
+  std::vector<Step> trace_;
+};
+
+}  // namespace kiln::te
