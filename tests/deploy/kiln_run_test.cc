@@ -1,0 +1,125 @@
+// Runs the built kiln-run binary on a hand-packed artifact.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "deploy/str.h"
+#include "deploy/tensor_io.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/deploy/test_util.h"
+
+namespace kiln::deploy {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int kN = 64;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+Result RunKilnRun(const std::string& dir, const std::string& args) {
+  std::string cmd = std::string(KILN_BINARY_DIR) + "/deploy/kiln-run " + args + " >" + dir +
+                    "/stdout.txt 2>" + dir + "/stderr.txt";
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = testing::ReadFile(dir + "/stdout.txt");
+  r.err = testing::ReadFile(dir + "/stderr.txt");
+  return r;
+}
+
+std::string NpyFloat32(const std::vector<int64_t>& shape, const std::vector<float>& data) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ", ";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(header.size() & 0xff));
+  out.push_back(static_cast<char>(header.size() >> 8));
+  return out + header +
+         std::string(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+}
+
+class KilnRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir();
+    std::string so = testing::CompileModule(dir_, kN);
+    ASSERT_FALSE(so.empty()) << "cc failed to build the test module";
+    testing::WriteFile(dir_ + "/m.kiln", testing::PackArtifact({{"manifest", testing::Manifest(kN)},
+                                                                {"module.so", so},
+                                                                {"weights", testing::Weights(kN)}}));
+  }
+  std::string dir_;
+};
+
+TEST_F(KilnRun, RunsWritesOutputAndTimes) {
+  std::vector<float> x(kN);
+  for (int i = 0; i < kN; ++i) x[i] = 0.25f * i;
+  testing::WriteFile(dir_ + "/x.npy", NpyFloat32({2, kN / 2}, x));
+  Result r = RunKilnRun(dir_, dir_ + "/m.kiln --input data=" + dir_ + "/x.npy --output-dir " +
+                                  dir_ + "/out/nested --repeat 5 --warmup 2");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  absl::StatusOr<Tensor> y = ReadTensorFile(dir_ + "/out/nested/output_0.pb");
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->name, "out");
+  EXPECT_EQ(y->shape, (std::vector<int64_t>{2, kN / 2}));
+  ASSERT_EQ(y->data.size(), static_cast<size_t>(kN));
+  for (int i = 0; i < kN; ++i) EXPECT_FLOAT_EQ(y->data[i], x[i] * 2 + 0.5f * i) << i;
+  std::string out = r.out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  std::string last = out.substr(out.rfind('\n') + 1);
+  EXPECT_THAT(last, StartsWith("median_ms="));
+  double median = -1;
+  EXPECT_TRUE(kiln::ParseDouble(last.substr(10), &median)) << last;
+  EXPECT_GE(median, 0.0);
+  EXPECT_THAT(r.out, HasSubstr("run 4:"));
+}
+
+TEST_F(KilnRun, SingleInputTakesABareFileAndPb) {
+  Tensor x{"whatever", {2, kN / 2}, std::vector<float>(kN, 1.f)};
+  ASSERT_TRUE(WriteTensorProtoFile(dir_ + "/x.pb", x).ok());
+  Result r = RunKilnRun(dir_, dir_ + "/m.kiln --input " + dir_ + "/x.pb --output-dir=" + dir_ + "/o");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  absl::StatusOr<Tensor> y = ReadTensorFile(dir_ + "/o/output_0.pb");
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_FLOAT_EQ(y->data[3], 2.f + 1.5f);
+  EXPECT_EQ(r.out.find("median_ms"), std::string::npos);
+}
+
+TEST_F(KilnRun, WrongShapeExitsTwoNamingTheTensor) {
+  testing::WriteFile(dir_ + "/bad.npy", NpyFloat32({kN}, std::vector<float>(kN, 0.f)));
+  Result r = RunKilnRun(dir_, dir_ + "/m.kiln --input data=" + dir_ + "/bad.npy --output-dir " +
+                                  dir_ + "/out");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("input 'data': expected shape 2x32, given 64"));
+}
+
+TEST_F(KilnRun, BadArgumentsExitTwo) {
+  Result missing = RunKilnRun(dir_, dir_ + "/m.kiln --output-dir " + dir_ + "/out");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("missing input 'data'"));
+  Result unknown = RunKilnRun(dir_, dir_ + "/m.kiln --input nope=x.npy --output-dir " + dir_);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("one of the model's inputs (data)"));
+  Result no_artifact = RunKilnRun(dir_, dir_ + "/none.kiln --input x.npy --output-dir " + dir_);
+  EXPECT_EQ(no_artifact.exit_code, 2);
+  EXPECT_THAT(no_artifact.err, HasSubstr("cannot open artifact"));
+  Result help = RunKilnRun(dir_, "--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("usage: kiln-run ARTIFACT"));
+  Result repeat = RunKilnRun(dir_, dir_ + "/m.kiln --repeat 0 --output-dir " + dir_);
+  EXPECT_EQ(repeat.exit_code, 2);
+  EXPECT_THAT(repeat.err, HasSubstr("--repeat takes an integer >= 1"));
+}
+
+}  // namespace
+}  // namespace kiln::deploy

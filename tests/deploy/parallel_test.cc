@@ -1,0 +1,82 @@
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "deploy/parallel.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+struct Counts {
+  std::vector<std::atomic<int>> hits;
+  explicit Counts(int64_t n) : hits(n) {}
+};
+
+void CountBody(int64_t i, void* ctx) { static_cast<Counts*>(ctx)->hits[i].fetch_add(1); }
+
+TEST(ParallelFor, CoversEveryIndexExactlyOnce) {
+  for (int64_t n : {0, 1, 2, 3, 7, 64, 1000, 100003}) {
+    Counts c(n);
+    kiln_parallel_for(n, CountBody, &c);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(c.hits[i].load(), 1) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(ParallelFor, ManyBackToBackLoops) {
+  Counts c(37);
+  for (int r = 0; r < 2000; ++r) kiln_parallel_for(37, CountBody, &c);
+  for (int i = 0; i < 37; ++i) EXPECT_EQ(c.hits[i].load(), 2000) << i;
+}
+
+TEST(ParallelFor, NumThreadsIsPositive) { EXPECT_GE(kiln_num_threads(), 1); }
+
+struct Nested {
+  Counts* inner;
+  int64_t inner_n;
+};
+
+void InnerBody(int64_t i, void* ctx) { static_cast<Counts*>(ctx)->hits[i].fetch_add(1); }
+
+void OuterBody(int64_t i, void* ctx) {
+  auto* nested = static_cast<Nested*>(ctx);
+  // Each outer index runs a whole inner loop over its own slice.
+  struct Slice {
+    Counts* c;
+    int64_t base;
+  } slice{nested->inner, i * nested->inner_n};
+  kiln_parallel_for(
+      nested->inner_n,
+      [](int64_t j, void* p) {
+        auto* s = static_cast<Slice*>(p);
+        s->c->hits[s->base + j].fetch_add(1);
+      },
+      &slice);
+}
+
+TEST(ParallelFor, NestedCallsRunEveryIndexOnce) {
+  const int64_t outer = 9, inner = 13;
+  Counts c(outer * inner);
+  Nested nested{&c, inner};
+  kiln_parallel_for(outer, OuterBody, &nested);
+  for (int64_t k = 0; k < outer * inner; ++k) EXPECT_EQ(c.hits[k].load(), 1) << k;
+  (void)InnerBody;
+}
+
+TEST(ParallelFor, SafeFromManyThreadsAtOnce) {
+  const int kThreads = 4, kN = 501, kRounds = 200;
+  std::vector<Counts*> counts;
+  for (int t = 0; t < kThreads; ++t) counts.push_back(new Counts(kN));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) kiln_parallel_for(kN, CountBody, counts[t]);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kN; ++i) ASSERT_EQ(counts[t]->hits[i].load(), kRounds) << t << " " << i;
+    delete counts[t];
+  }
+}
+
+}  // namespace
