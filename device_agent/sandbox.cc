@@ -253,8 +253,10 @@ kiln::v1::MeasureResult Sandbox::Measure(const kiln::v1::MeasureBatch& batch, in
   kiln::v1::MeasureResult result;
   if (!s.ok() || !result.ParseFromString(bytes)) {
     std::string how = Reap(/*kill=*/true);
-    return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-                              StrCat("kernel crashed the measurement worker (", how, ")")));
+    return finish(ErrorResult(
+        kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+        how.starts_with("killed by") ? StrCat("kernel crashed the measurement worker: ", how)
+                                     : StrCat("measurement worker died: ", how)));
   }
   return finish(std::move(result));
 }

@@ -1,0 +1,134 @@
+// In-process measurement of real workloads through the JIT.
+#include "device_agent/measure.h"
+
+#include <csignal>
+
+#include "compiler/kernel.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::agent {
+namespace {
+
+using ::testing::HasSubstr;
+
+compiler::Workload Relu() {
+  compiler::Workload w;
+  w.op = "eltwise";
+  w.ints["shape"] = {1, 8, 16, 16};
+  w.ints["in_shape"] = {1, 8, 16, 16};
+  w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
+  return w;
+}
+
+compiler::Workload Conv() {
+  compiler::Workload w;
+  w.op = "conv2d";
+  w.ints = {{"N", {1}},         {"C", {4}},         {"H", {10}},           {"W", {10}},
+            {"K", {8}},         {"R", {3}},         {"S", {3}},            {"stride", {1, 1}},
+            {"pad", {1, 1, 1, 1}}, {"dilation", {1, 1}}, {"groups", {1}}, {"bias", {0}},
+            {"OH", {10}},       {"OW", {10}}};
+  w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
+  return w;
+}
+
+kiln::v1::Config DefaultConfigProto(const compiler::Workload& w) {
+  absl::StatusOr<compiler::Config> c = compiler::DefaultConfig(w, compiler::Target::Host());
+  EXPECT_TRUE(c.ok()) << c.status();
+  kiln::v1::Config out;
+  if (c.ok()) out.set_canonical(compiler::CanonicalConfig(*c));
+  return out;
+}
+
+kiln::v1::TimingPolicy Quick(int repeat = 0) {
+  kiln::v1::TimingPolicy p;
+  p.set_repeat(repeat);
+  p.set_min_repeat_ms(1);
+  return p;
+}
+
+TEST(ResolveTiming, DefaultsForZeroFields) {
+  ResolvedTiming t = ResolveTiming({});
+  EXPECT_EQ(t.number, 0);
+  EXPECT_EQ(t.repeat, 3);
+  EXPECT_EQ(t.min_repeat_ms, 10);
+  EXPECT_EQ(t.timeout_ms, 10000);
+  kiln::v1::TimingPolicy p;
+  p.set_number(5);
+  p.set_repeat(2);
+  p.set_timeout_ms(300);
+  t = ResolveTiming(p);
+  EXPECT_EQ(t.number, 5);
+  EXPECT_EQ(t.repeat, 2);
+  EXPECT_EQ(t.min_repeat_ms, 0);  // an explicit number is used as is
+  EXPECT_EQ(t.timeout_ms, 300);
+}
+
+TEST(SignalName, NamesTheSignal) {
+  EXPECT_EQ(SignalName(SIGSEGV), "SIGSEGV (Segmentation fault)");
+  EXPECT_EQ(SignalName(SIGABRT), "SIGABRT (Aborted)");
+}
+
+TEST(Measure, EltwiseReluSucceedsWithPositiveCosts) {
+  compiler::Workload w = Relu();
+  kiln::v1::MeasureResult r = MeasureCandidate(w.Canonical(), DefaultConfigProto(w), Quick(),
+                                               compiler::Target::Host());
+  ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+  ASSERT_EQ(r.costs_s_size(), 3);
+  for (double c : r.costs_s()) EXPECT_GT(c, 0);
+  EXPECT_GT(r.build_s(), 0);
+}
+
+TEST(Measure, Conv2dSucceeds) {
+  compiler::Workload w = Conv();
+  kiln::v1::MeasureResult r = MeasureCandidate(w.Canonical(), DefaultConfigProto(w), Quick(),
+                                               compiler::Target::Host());
+  ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+  ASSERT_EQ(r.costs_s_size(), 3);
+  for (double c : r.costs_s()) EXPECT_GT(c, 0);
+}
+
+TEST(Measure, RepeatFourGivesFourCosts) {
+  compiler::Workload w = Relu();
+  kiln::v1::TimingPolicy p;
+  p.set_number(3);
+  p.set_repeat(4);
+  p.set_cooldown_ms(1);
+  p.set_flush_cache(true);
+  kiln::v1::MeasureResult r =
+      MeasureCandidate(w.Canonical(), DefaultConfigProto(w), p, compiler::Target::Host());
+  ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+  EXPECT_EQ(r.costs_s_size(), 4);
+  for (double c : r.costs_s()) EXPECT_GT(c, 0);
+}
+
+TEST(Measure, InvalidConfig) {
+  compiler::Workload w = Relu();
+  kiln::v1::Config config;
+  config.mutable_knobs()->insert({"no_such_knob", 3});
+  kiln::v1::MeasureResult r =
+      MeasureCandidate(w.Canonical(), config, Quick(), compiler::Target::Host());
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG);
+  EXPECT_FALSE(r.error_message().empty());
+  EXPECT_EQ(r.costs_s_size(), 0);
+}
+
+TEST(Measure, UnparsableConfigIsInvalid) {
+  kiln::v1::Config config;
+  config.set_canonical("tile=;;=");
+  kiln::v1::MeasureResult r =
+      MeasureCandidate(Relu().Canonical(), config, Quick(), compiler::Target::Host());
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG);
+}
+
+TEST(Measure, BadWorkloadIsACompileError) {
+  kiln::v1::MeasureResult r =
+      MeasureCandidate("nonsense((", kiln::v1::Config(), Quick(), compiler::Target::Host());
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_COMPILE);
+  EXPECT_THAT(r.error_message(), HasSubstr("bad workload"));
+}
+
+}  // namespace
+}  // namespace kiln::agent

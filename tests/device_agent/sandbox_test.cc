@@ -1,0 +1,119 @@
+// The sandbox: a real kiln-agent worker process per Sandbox.
+#include "device_agent/sandbox.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "compiler/kernel.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln::agent {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The worker binary; KILN_AGENT_BINARY overrides the build tree's kiln-agent.
+std::string AgentBinary() {
+  const char* env = std::getenv("KILN_AGENT_BINARY");
+  return env != nullptr ? env : KILN_BINARY_DIR "/device_agent/kiln-agent";
+}
+
+TEST(Frames, RoundTripAndEof) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_TRUE(WriteFrame(fds[1], "hello").ok());
+  ASSERT_TRUE(WriteFrame(fds[1], "").ok());
+  ASSERT_EQ(write(fds[1], "\x05\x00", 2), 2);  // a header cut short
+  close(fds[1]);
+  std::string got;
+  ASSERT_TRUE(ReadFrame(fds[0], &got).ok());
+  EXPECT_EQ(got, "hello");
+  ASSERT_TRUE(ReadFrame(fds[0], &got).ok());
+  EXPECT_EQ(got, "");
+  EXPECT_EQ(ReadFrame(fds[0], &got).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ReadFrame(fds[0], &got).code(), absl::StatusCode::kNotFound);
+  close(fds[0]);
+}
+
+kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeout_ms = 0) {
+  compiler::Workload w;
+  w.op = "eltwise";
+  w.ints["shape"] = {1, 4, 8, 8};
+  w.ints["in_shape"] = {1, 4, 8, 8};
+  w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
+  absl::StatusOr<compiler::Config> c = compiler::DefaultConfig(w, compiler::Target::Host());
+  EXPECT_TRUE(c.ok()) << c.status();
+  kiln::v1::MeasureBatch batch;
+  batch.set_batch_id("b1");
+  batch.mutable_workload()->set_canonical(w.Canonical());
+  batch.mutable_workload()->set_key(w.Key());
+  batch.mutable_timing()->set_repeat(2);
+  batch.mutable_timing()->set_min_repeat_ms(1);
+  batch.mutable_timing()->set_timeout_ms(timeout_ms);
+  for (const std::string& id : ids) {
+    kiln::v1::Candidate* cand = batch.add_candidates();
+    cand->set_candidate_id(id);
+    if (c.ok()) cand->mutable_config()->set_canonical(compiler::CanonicalConfig(*c));
+  }
+  return batch;
+}
+
+TEST(Sandbox, CrashingWorkerBecomesRuntimeErrorAndWorkContinues) {
+  setenv("KILN_TEST_CRASH_WORKER", "c-crash", 1);
+  Sandbox sandbox(AgentBinary());
+  kiln::v1::MeasureBatch batch = ReluBatch({"c-ok1", "c-crash", "c-ok2"});
+  kiln::v1::MeasureResult r0 = sandbox.Measure(batch, 0);
+  EXPECT_EQ(r0.candidate_id(), "c-ok1");
+  EXPECT_EQ(r0.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r0.error_message();
+  EXPECT_EQ(r0.costs_s_size(), 2);
+  pid_t first = sandbox.worker_pid();
+  EXPECT_GT(first, 0);
+
+  kiln::v1::MeasureResult r1 = sandbox.Measure(batch, 1);
+  EXPECT_EQ(r1.candidate_id(), "c-crash");
+  EXPECT_EQ(r1.error_kind(), kiln::v1::MEASURE_ERROR_KIND_RUNTIME);
+  EXPECT_THAT(r1.error_message(), HasSubstr("SIGABRT"));
+  EXPECT_EQ(r1.costs_s_size(), 0);
+
+  kiln::v1::MeasureResult r2 = sandbox.Measure(batch, 2);
+  EXPECT_EQ(r2.candidate_id(), "c-ok2");
+  EXPECT_EQ(r2.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r2.error_message();
+  EXPECT_NE(sandbox.worker_pid(), first);  // a fresh worker
+  unsetenv("KILN_TEST_CRASH_WORKER");
+}
+
+TEST(Sandbox, HangingWorkerTimesOut) {
+  setenv("KILN_TEST_HANG_WORKER", "c-hang", 1);
+  Sandbox sandbox(AgentBinary());
+  kiln::v1::MeasureBatch batch = ReluBatch({"c-hang", "c-ok"}, /*timeout_ms=*/1500);
+  kiln::v1::MeasureResult r0 = sandbox.Measure(batch, 0);
+  EXPECT_EQ(r0.error_kind(), kiln::v1::MEASURE_ERROR_KIND_TIMEOUT);
+  EXPECT_THAT(r0.error_message(), HasSubstr("1500 ms"));
+  kiln::v1::MeasureResult r1 = sandbox.Measure(batch, 1);
+  EXPECT_EQ(r1.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r1.error_message();
+  unsetenv("KILN_TEST_HANG_WORKER");
+}
+
+TEST(Sandbox, InvalidConfigThroughTheWorker) {
+  Sandbox sandbox(AgentBinary());
+  kiln::v1::MeasureBatch batch = ReluBatch({"c-bad"});
+  batch.mutable_candidates(0)->mutable_config()->set_canonical("");
+  batch.mutable_candidates(0)->mutable_config()->mutable_knobs()->insert({"no_such_knob", 1});
+  kiln::v1::MeasureResult r = sandbox.Measure(batch, 0);
+  EXPECT_EQ(r.candidate_id(), "c-bad");
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG);
+}
+
+TEST(Sandbox, MissingWorkerBinaryIsARuntimeError) {
+  Sandbox sandbox("/nonexistent/kiln-agent");
+  kiln::v1::MeasureResult r = sandbox.Measure(ReluBatch({"c"}), 0);
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_RUNTIME);
+  EXPECT_THAT(r.error_message(), HasSubstr("127"));
+}
+
+}  // namespace
+}  // namespace kiln::agent
