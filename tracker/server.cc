@@ -1,0 +1,510 @@
+#include "tracker/server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <random>
+#include <utility>
+
+#include "compiler/config.h"
+#include "deploy/check.h"
+#include "deploy/str.h"
+#include "kiln/v1/agent.grpc.pb.h"
+#include "kiln/v1/tracker.grpc.pb.h"
+#include "spdlog/spdlog.h"
+#include "storage/log_db.h"
+
+namespace kiln::tracker {
+namespace {
+
+namespace pb = ::kiln::v1;
+
+std::shared_ptr<spdlog::logger> Log() {
+  auto log = spdlog::get("tracker");
+  return log ? log : spdlog::default_logger();
+}
+
+grpc::Status ToGrpc(const absl::Status& st) {
+  if (st.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
+}
+
+pb::JobState StateToProto(const std::string& s) {
+  if (s == "queued") return pb::JOB_STATE_QUEUED;
+  if (s == "tuning") return pb::JOB_STATE_TUNING;
+  if (s == "compiling") return pb::JOB_STATE_COMPILING;
+  if (s == "completed") return pb::JOB_STATE_COMPLETED;
+  if (s == "failed") return pb::JOB_STATE_FAILED;
+  if (s == "cancelled") return pb::JOB_STATE_CANCELLED;
+  return pb::JOB_STATE_UNSPECIFIED;
+}
+
+const std::map<std::string, pb::MeasureErrorKind>& ErrorKinds() {
+  static const auto* kinds = new std::map<std::string, pb::MeasureErrorKind>{
+      {"none", pb::MEASURE_ERROR_KIND_NONE},
+      {"compile", pb::MEASURE_ERROR_KIND_COMPILE},
+      {"runtime", pb::MEASURE_ERROR_KIND_RUNTIME},
+      {"wrong_result", pb::MEASURE_ERROR_KIND_WRONG_RESULT},
+      {"timeout", pb::MEASURE_ERROR_KIND_TIMEOUT},
+      {"agent_lost", pb::MEASURE_ERROR_KIND_AGENT_LOST},
+      {"invalid_config", pb::MEASURE_ERROR_KIND_INVALID_CONFIG},
+  };
+  return *kinds;
+}
+
+pb::MeasureErrorKind ErrorKindToProto(const std::string& s) {
+  auto it = ErrorKinds().find(s);
+  return it == ErrorKinds().end() ? pb::MEASURE_ERROR_KIND_UNSPECIFIED : it->second;
+}
+
+std::string ErrorKindFromProto(pb::MeasureErrorKind k) {
+  for (const auto& [name, kind] : ErrorKinds()) {
+    if (kind == k) return name;
+  }
+  return "runtime";  // unspecified: the agent did not say what went wrong
+}
+
+void FillConfig(const compiler::Config& config, pb::Config* out) {
+  for (const auto& [name, value] : config) (*out->mutable_knobs())[name] = value;
+  out->set_canonical(compiler::CanonicalConfig(config));
+}
+
+void FillJob(const JobStatus& s, pb::Job* out) {
+  const storage::JobRow& r = s.row;
+  out->set_job_id(r.id);
+  out->set_model_name(r.model_name);
+  out->set_device_key(r.device_key);
+  out->mutable_target()->set_spec(r.target);
+  out->set_state(StateToProto(r.state));
+  out->set_trials(r.trials);
+  out->set_trials_done(r.trials_done);
+  for (const auto& t : s.tasks) {
+    pb::TaskProgress* p = out->add_tasks();
+    p->mutable_workload()->set_key(t.workload_key);
+    p->mutable_workload()->set_op(t.op);
+    p->mutable_workload()->set_canonical(t.canonical);
+    p->mutable_workload()->set_flops(t.flops);
+    p->set_trials_done(t.trials_done);
+    p->set_trials_budget(t.trials_budget);
+    p->set_best_cost_s(t.best_cost_s);
+    p->set_errors(t.errors);
+  }
+  out->set_error(r.error);
+  out->set_artifact_sha256(r.artifact_sha256);
+  out->set_created_unix_ms(r.created_unix_ms);
+  out->set_updated_unix_ms(r.updated_unix_ms);
+}
+
+// ------------------------------------------------------------------ Tracker
+
+class TrackerServiceImpl final : public pb::Tracker::Service {
+ public:
+  TrackerServiceImpl(JobManager* jobs, AgentRegistry* agents, Dispatcher* dispatcher,
+                     storage::LogDb* db, storage::ArtifactStore* store,
+                     const std::atomic<bool>* stopping)
+      : jobs_(jobs),
+        agents_(agents),
+        dispatcher_(dispatcher),
+        db_(db),
+        store_(store),
+        stopping_(stopping) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext*, const pb::SubmitJobRequest* req,
+                         pb::SubmitJobResponse* resp) override {
+    SubmitRequest r;
+    r.model_bytes = req->model();
+    r.model_name = req->model_name();
+    r.target = req->target().spec();
+    r.device_key = req->device_key();
+    r.trials = req->trials();
+    const pb::TimingPolicy& t = req->timing();
+    r.timing.number = t.number();
+    r.timing.repeat = t.repeat();
+    r.timing.min_repeat_ms = t.min_repeat_ms();
+    r.timing.cooldown_ms = t.cooldown_ms();
+    r.timing.flush_cache = t.flush_cache();
+    r.timing.timeout_ms = t.timeout_ms();
+    auto result = jobs_->Submit(r);
+    if (!result.ok()) {
+      Log()->info("SubmitJob rejected: {}", result.status().ToString());
+      return ToGrpc(result.status());
+    }
+    resp->set_job_id(result->job_id);
+    resp->set_num_tasks(result->num_tasks);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetJob(grpc::ServerContext*, const pb::GetJobRequest* req,
+                      pb::Job* resp) override {
+    auto s = jobs_->Get(req->job_id());
+    if (!s.ok()) return ToGrpc(s.status());
+    FillJob(*s, resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status WatchJob(grpc::ServerContext* ctx, const pb::WatchJobRequest* req,
+                        grpc::ServerWriter<pb::JobEvent>* writer) override {
+    size_t next = 0;
+    while (!ctx->IsCancelled() && !stopping_->load()) {
+      bool finished = false;
+      auto events =
+          jobs_->WaitEvents(req->job_id(), next, std::chrono::milliseconds(250), &finished);
+      if (!events.ok()) return ToGrpc(events.status());
+      for (const auto& e : *events) {
+        pb::JobEvent ev;
+        ev.set_unix_ms(e.unix_ms);
+        ev.set_message(e.message);
+        FillJob(e.job, ev.mutable_job());
+        if (!writer->Write(ev)) return grpc::Status::OK;  // the client went away
+      }
+      next += events->size();
+      if (finished) return grpc::Status::OK;
+    }
+    if (stopping_->load()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "tracker is stopping");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CancelJob(grpc::ServerContext*, const pb::CancelJobRequest* req,
+                         pb::Job* resp) override {
+    auto s = jobs_->Cancel(req->job_id());
+    if (!s.ok()) return ToGrpc(s.status());
+    FillJob(*s, resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListJobs(grpc::ServerContext*, const pb::ListJobsRequest*,
+                        pb::ListJobsResponse* resp) override {
+    auto list = jobs_->List();
+    if (!list.ok()) return ToGrpc(list.status());
+    for (const auto& s : *list) FillJob(s, resp->add_jobs());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListAgents(grpc::ServerContext*, const pb::ListAgentsRequest*,
+                          pb::ListAgentsResponse* resp) override {
+    for (const auto& a : agents_->List()) {
+      pb::Agent* out = resp->add_agents();
+      out->set_agent_id(a.id);
+      out->set_device_key(a.device_key);
+      out->mutable_target()->set_spec(a.target);
+      out->set_hardware(a.hardware);
+      out->set_compiler_version(a.compiler_version);
+      out->set_connected(a.connected);
+      out->set_last_seen_unix_ms(a.last_seen_unix_ms);
+      out->set_in_flight(a.connected ? dispatcher_->InFlight(a.id) : 0);
+      out->set_results(a.results);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status QueryRecords(grpc::ServerContext*, const pb::QueryRecordsRequest* req,
+                            pb::QueryRecordsResponse* resp) override {
+    if (req->limit() < 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit must be >= 0");
+    }
+    auto rows = db_->QueryRecords(req->workload_key(), req->target(), req->limit());
+    if (!rows.ok()) return ToGrpc(rows.status());
+    std::map<std::string, std::optional<storage::WorkloadRow>> workloads;
+    for (const auto& r : *rows) {
+      auto w = workloads.find(r.workload_key);
+      if (w == workloads.end()) {
+        auto row = db_->GetWorkload(r.workload_key);
+        if (!row.ok()) return ToGrpc(row.status());
+        w = workloads.emplace(r.workload_key, *row).first;
+      }
+      pb::TuningRecord* out = resp->add_records();
+      out->mutable_workload()->set_key(r.workload_key);
+      if (w->second.has_value()) {
+        out->mutable_workload()->set_op(w->second->op);
+        out->mutable_workload()->set_canonical(w->second->canonical);
+        out->mutable_workload()->set_flops(w->second->flops);
+      }
+      out->set_target(r.target);
+      auto config = compiler::ParseConfig(r.config);
+      if (config.ok()) {
+        FillConfig(*config, out->mutable_config());
+      } else {
+        out->mutable_config()->set_canonical(r.config);
+      }
+      pb::MeasureResult* m = out->mutable_result();
+      m->set_error_kind(ErrorKindToProto(r.error_kind));
+      m->set_error_message(r.error_message);
+      for (double c : r.costs_s) m->add_costs_s(c);
+      m->set_agent_id(r.agent_id);
+      out->set_mean_cost_s(r.mean_cost_s);
+      out->set_compiler_version(r.compiler_version);
+      out->set_unix_ms(r.unix_ms);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status FetchArtifact(grpc::ServerContext* ctx, const pb::FetchArtifactRequest* req,
+                             grpc::ServerWriter<pb::ArtifactChunk>* writer) override {
+    auto s = jobs_->Get(req->job_id());
+    if (!s.ok()) return ToGrpc(s.status());
+    if (s->row.artifact_sha256.empty()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          StrCat("job '", req->job_id(), "' has no artifact (state ",
+                                 s->row.state, ")"));
+    }
+    auto bytes = store_->Get(s->row.artifact_sha256);
+    if (!bytes.ok()) return ToGrpc(bytes.status());
+    std::string sha = storage::Sha256Hex(*bytes);
+    if (sha != s->row.artifact_sha256) {
+      return grpc::Status(grpc::StatusCode::DATA_LOSS,
+                          StrCat("artifact ", s->row.artifact_sha256, " is corrupt on disk"));
+    }
+    constexpr size_t kChunk = 1 << 20;
+    const int64_t total = static_cast<int64_t>(bytes->size());
+    size_t offset = 0;
+    do {
+      if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
+      size_t n = std::min(kChunk, bytes->size() - offset);
+      pb::ArtifactChunk chunk;
+      chunk.set_data(bytes->substr(offset, n));
+      chunk.set_offset(static_cast<int64_t>(offset));
+      chunk.set_total_size(total);
+      offset += n;
+      if (offset == bytes->size()) chunk.set_sha256(sha);
+      if (!writer->Write(chunk)) return grpc::Status::OK;
+    } while (offset < bytes->size());
+    return grpc::Status::OK;
+  }
+
+ private:
+  JobManager* jobs_;
+  AgentRegistry* agents_;
+  Dispatcher* dispatcher_;
+  storage::LogDb* db_;
+  storage::ArtifactStore* store_;
+  const std::atomic<bool>* stopping_;
+};
+
+// ------------------------------------------------------------- AgentSession
+
+class AgentSessionImpl final : public pb::AgentSession::Service {
+ public:
+  AgentSessionImpl(AgentRegistry* agents, Dispatcher* dispatcher, std::string token,
+                   int32_t heartbeat_interval_ms, const std::atomic<bool>* stopping)
+      : agents_(agents),
+        dispatcher_(dispatcher),
+        token_(std::move(token)),
+        heartbeat_interval_ms_(heartbeat_interval_ms),
+        stopping_(stopping) {}
+
+  grpc::Status Session(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<pb::TrackerMessage, pb::AgentMessage>* stream) override {
+    pb::AgentMessage first;
+    if (!stream->Read(&first)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the stream ended before Hello");
+    }
+    if (!first.has_hello()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "the first message of a session must be Hello");
+    }
+    const pb::Hello& hello = first.hello();
+    if (!token_.empty() && hello.token() != token_) {
+      Log()->warn("agent '{}' from {}: wrong token", hello.agent_id(), ctx->peer());
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong or missing agent token");
+    }
+    if (hello.compiler_version() != KILN_VERSION) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          StrCat("agent compiler version '", hello.compiler_version(),
+                                 "' differs from the tracker's '", KILN_VERSION, "'"));
+    }
+    if (hello.agent_id().empty() || hello.device_key().empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "Hello needs an agent_id and a device_key");
+    }
+    std::string target = hello.target().spec();
+    if (!target.empty()) {
+      auto parsed = compiler::Target::Parse(target);
+      if (!parsed.ok()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            StrCat("bad agent target '", target,
+                                   "': ", std::string(parsed.status().message())));
+      }
+      target = parsed->Spec();
+    }
+    AgentInfo info;
+    info.id = hello.agent_id();
+    info.device_key = hello.device_key();
+    info.target = target;
+    info.hardware = hello.hardware();
+    info.compiler_version = hello.compiler_version();
+    auto session = agents_->Connect(info);
+    if (!session.ok()) return ToGrpc(session.status());
+    const std::string agent_id = info.id;
+    const std::string key = info.device_key;
+    Log()->info("agent '{}' connected from {}: key {}, target '{}', {}", agent_id, ctx->peer(),
+                key, target, info.hardware);
+
+    std::mutex write_mu;
+    std::atomic<bool> done{false};
+    {
+      pb::TrackerMessage welcome;
+      welcome.mutable_welcome()->set_session_id(StrCat(agent_id, "-", *session));
+      welcome.mutable_welcome()->set_heartbeat_interval_ms(heartbeat_interval_ms_);
+      std::lock_guard<std::mutex> lock(write_mu);
+      if (!stream->Write(welcome)) done = true;
+    }
+
+    // Writer: one leased batch at a time.
+    std::thread writer([&] {
+      while (!done && !stopping_->load() && !ctx->IsCancelled()) {
+        auto lease = dispatcher_->WaitLease(agent_id, key, 1, std::chrono::milliseconds(200));
+        if (!lease.has_value()) continue;
+        if (done || stopping_->load()) {
+          dispatcher_->ReleaseAgent(agent_id);
+          break;
+        }
+        pb::TrackerMessage msg;
+        pb::MeasureBatch* b = msg.mutable_measure_batch();
+        const MeasureWork& w = lease->work;
+        b->set_batch_id(w.batch_id);
+        b->mutable_workload()->set_key(w.workload_key);
+        b->mutable_workload()->set_op(w.workload_op);
+        b->mutable_workload()->set_canonical(w.workload_canonical);
+        b->mutable_workload()->set_flops(w.workload_flops);
+        b->mutable_target()->set_spec(w.target);
+        pb::TimingPolicy* t = b->mutable_timing();
+        t->set_number(w.timing.number);
+        t->set_repeat(w.timing.repeat);
+        t->set_min_repeat_ms(w.timing.min_repeat_ms);
+        t->set_cooldown_ms(w.timing.cooldown_ms);
+        t->set_flush_cache(w.timing.flush_cache);
+        t->set_timeout_ms(w.timing.timeout_ms);
+        for (const auto& c : w.candidates) {
+          pb::Candidate* pc = b->add_candidates();
+          pc->set_candidate_id(c.candidate_id);
+          FillConfig(c.config, pc->mutable_config());
+        }
+        b->set_lease_deadline_unix_ms(lease->deadline_ms);
+        agents_->SetInFlight(agent_id, 1);
+        bool ok;
+        {
+          std::lock_guard<std::mutex> lock(write_mu);
+          ok = stream->Write(msg);
+        }
+        if (!ok) {
+          done = true;
+          break;
+        }
+        Log()->debug("leased {} ({} candidates of {}) to '{}'", w.batch_id,
+                     w.candidates.size(), w.workload_key, agent_id);
+      }
+    });
+
+    pb::AgentMessage msg;
+    while (!stopping_->load() && stream->Read(&msg)) {
+      if (msg.has_heartbeat()) {
+        agents_->Heartbeat(agent_id);
+      } else if (msg.has_batch_result()) {
+        const pb::BatchResult& r = msg.batch_result();
+        std::vector<MeasureOutcome> outcomes;
+        for (const auto& m : r.results()) {
+          MeasureOutcome o;
+          o.candidate_id = m.candidate_id();
+          o.error_kind = ErrorKindFromProto(m.error_kind());
+          o.error_message = m.error_message();
+          o.costs_s.assign(m.costs_s().begin(), m.costs_s().end());
+          o.build_s = m.build_s();
+          o.agent_id = agent_id;  // the session knows who measured it
+          outcomes.push_back(std::move(o));
+        }
+        agents_->Heartbeat(agent_id);
+        if (!dispatcher_->Complete(r.batch_id(), agent_id, std::move(outcomes))) {
+          Log()->info("ignored a late or unknown result for {} from '{}'", r.batch_id(),
+                      agent_id);
+        }
+        agents_->SetInFlight(agent_id, dispatcher_->InFlight(agent_id));
+      } else if (msg.has_hello()) {
+        Log()->warn("agent '{}' sent a second Hello; ignored", agent_id);
+      }
+    }
+    done = true;
+    dispatcher_->Wake();
+    writer.join();
+    int expired = dispatcher_->ReleaseAgent(agent_id);
+    agents_->Disconnect(agent_id, *session);
+    Log()->info("agent '{}' disconnected ({} leases returned to the queue)", agent_id, expired);
+    return grpc::Status::OK;
+  }
+
+ private:
+  AgentRegistry* agents_;
+  Dispatcher* dispatcher_;
+  std::string token_;
+  int32_t heartbeat_interval_ms_;
+  const std::atomic<bool>* stopping_;
+};
+
+}  // namespace
+
+TrackerServer::TrackerServer(TrackerOptions options) : options_(std::move(options)) {}
+
+TrackerServer::~TrackerServer() { Stop(); }
+
+absl::StatusOr<int> TrackerServer::Start() {
+  KILN_CHECK(server_ == nullptr) << "TrackerServer started twice";
+  if (options_.db_path.empty()) return absl::InvalidArgumentError("--db is required");
+  if (options_.artifacts_dir.empty()) return absl::InvalidArgumentError("--artifacts is required");
+  auto db = storage::LogDb::Open(options_.db_path);
+  if (!db.ok()) return db.status();
+  db_ = std::move(*db);
+  auto store = storage::ArtifactStore::Open(options_.artifacts_dir);
+  if (!store.ok()) return store.status();
+  store_ = std::move(*store);
+  agents_ = std::make_unique<AgentRegistry>(db_.get(), &clock_);
+  if (absl::Status st = agents_->Load(); !st.ok()) return st;
+  DispatcherOptions dopts;
+  dopts.lease_timeout_ms = options_.lease_timeout_ms;
+  dispatcher_ = std::make_unique<Dispatcher>(&clock_, dopts);
+  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                       &clock_, options_.jobs);
+
+  tracker_service_ = std::make_unique<TrackerServiceImpl>(
+      jobs_.get(), agents_.get(), dispatcher_.get(), db_.get(), store_.get(), &stopping_);
+  agent_service_ = std::make_unique<AgentSessionImpl>(
+      agents_.get(), dispatcher_.get(), options_.token, options_.heartbeat_interval_ms,
+      &stopping_);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);
+  builder.SetMaxSendMessageSize(options_.max_receive_bytes);
+  builder.RegisterService(tracker_service_.get());
+  builder.RegisterService(agent_service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(StrCat("cannot listen on ", options_.listen));
+  }
+  if (absl::Status st = jobs_->Start(); !st.ok()) {
+    Stop();
+    return st;
+  }
+  reaper_ = std::thread([this] {
+    while (!stopping_) {
+      int n = dispatcher_->ExpireLeases();
+      if (n > 0) Log()->warn("{} leases expired and were requeued", n);
+      for (int i = 0; i < 5 && !stopping_; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  });
+  return port_;
+}
+
+void TrackerServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (dispatcher_) dispatcher_->Wake();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (jobs_) jobs_->Stop();
+  if (reaper_.joinable()) reaper_.join();
+  if (server_) server_->Wait();
+}
+
+}  // namespace kiln::tracker

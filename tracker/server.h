@@ -1,0 +1,67 @@
+#pragma once
+// The tracker daemon in one object: log database, artifact store, agent
+// registry, dispatcher, job manager, and the gRPC server with the
+// kiln.v1.Tracker and kiln.v1.AgentSession services on one port.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "tracker/agent_registry.h"
+#include "tracker/clock.h"
+#include "tracker/dispatcher.h"
+#include "tracker/job_manager.h"
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace kiln::tracker {
+
+struct TrackerOptions {
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
+  std::string db_path;
+  std::string artifacts_dir;
+  std::string token;              // when set, agents must present it
+  int64_t lease_timeout_ms = 0;   // > 0: fixed lease duration
+  int32_t heartbeat_interval_ms = 2000;
+  int max_receive_bytes = 80 << 20;
+  JobManagerOptions jobs;
+};
+
+class TrackerServer {
+ public:
+  explicit TrackerServer(TrackerOptions options);
+  ~TrackerServer();  // Stop()
+  TrackerServer(const TrackerServer&) = delete;
+  TrackerServer& operator=(const TrackerServer&) = delete;
+
+  // Opens the database and store, resumes unfinished jobs, starts serving.
+  // Returns the bound port.
+  absl::StatusOr<int> Start();
+  // Stops serving (ongoing streams are cancelled) and stops job threads.
+  void Stop();
+  int port() const { return port_; }
+  JobManager* jobs() { return jobs_.get(); }
+
+ private:
+  TrackerOptions options_;
+  SystemClock clock_;
+  std::unique_ptr<storage::LogDb> db_;
+  std::unique_ptr<storage::ArtifactStore> store_;
+  std::unique_ptr<AgentRegistry> agents_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<grpc::Service> tracker_service_;
+  std::unique_ptr<grpc::Service> agent_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::atomic<bool> stopping_{false};
+  std::thread reaper_;
+  int port_ = 0;
+};
+
+}  // namespace kiln::tracker
