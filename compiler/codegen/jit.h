@@ -1,0 +1,39 @@
+#pragma once
+// In-process compilation of lowered kernels with LLVM ORC (LLJIT), for
+// measurement. Symbols the kernels do not define (kiln_parallel_for from
+// libkiln_runtime.so, libm functions) resolve from the current process.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/ir.h"
+#include "compiler/target.h"
+
+namespace kiln::compiler::codegen {
+
+using KernelFn = int32_t (*)(void* const* args);
+
+class JitModule {
+ public:
+  struct Impl;
+  explicit JitModule(std::unique_ptr<Impl> impl);
+  ~JitModule();
+  JitModule(const JitModule&) = delete;
+  JitModule& operator=(const JitModule&) = delete;
+
+  // The kernel named `name`; NOT_FOUND when the module has none.
+  absl::StatusOr<KernelFn> Lookup(const std::string& name) const;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Compiles `funcs` (each with the kernel calling convention) for `target`,
+// which must be the host (same architecture and OS); other targets give
+// INVALID_ARGUMENT. Runs the O3 pipeline first.
+absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> funcs, const Target& target);
+
+}  // namespace kiln::compiler::codegen

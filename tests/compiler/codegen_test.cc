@@ -1,0 +1,207 @@
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/codegen/jit.h"
+#include "compiler/codegen/llvm_codegen.h"
+#include "compiler/codegen/module.h"
+#include "compiler/ir/ir.h"
+#include "compiler/target.h"
+#include "deploy/parallel.h"
+
+namespace kiln::compiler {
+namespace {
+
+using namespace kiln::ir;  // NOLINT
+
+codegen::KernelFn Jit(const PrimFunc& f, std::unique_ptr<codegen::JitModule>* keep) {
+  auto m = codegen::JitCompile({f}, Target::Host());
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return nullptr;
+  auto fn = (*m)->Lookup(f.name);
+  EXPECT_TRUE(fn.ok()) << fn.status();
+  *keep = std::move(*m);
+  return fn.ok() ? *fn : nullptr;
+}
+
+// C[i*8 .. i*8+7] = A[...] + B[...] with vector Ramp loads.
+PrimFunc VectorAdd(int64_t n) {
+  Buffer a("A", DataType::Float32(), {IntImm(n)});
+  Buffer b("B", DataType::Float32(), {IntImm(n)});
+  Buffer c("C", DataType::Float32(), {IntImm(n)});
+  Var i("i");
+  Expr idx = Ramp(i * IntImm(8), IntImm(1), 8);
+  Stmt body = For(i, 0, n / 8, ForKind::kSerial, Store(c, Load(a, {idx}) + Load(b, {idx}), {idx}));
+  return PrimFunc{"vadd", {a, b, c}, body};
+}
+
+TEST(Codegen, VectorAddWithRampLoads) {
+  std::unique_ptr<codegen::JitModule> keep;
+  auto fn = Jit(VectorAdd(64), &keep);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> a(64), b(64), c(64, -1.0f);
+  for (int i = 0; i < 64; ++i) {
+    a[i] = static_cast<float>(i);
+    b[i] = 0.5f * static_cast<float>(i) + 1.0f;
+  }
+  void* args[] = {a.data(), b.data(), c.data()};
+  ASSERT_EQ(fn(args), 0);
+  for (int i = 0; i < 64; ++i) EXPECT_FLOAT_EQ(c[i], a[i] + b[i]) << i;
+}
+
+TEST(Codegen, LlvmIrHasVectorTypesAndNoalias) {
+  auto text = codegen::EmitLlvmIrText({VectorAdd(64)}, Target::Host(), /*optimize=*/false);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_NE(text->find("<8 x float>"), std::string::npos);
+  EXPECT_NE(text->find("noalias"), std::string::npos);
+  EXPECT_NE(text->find("define i32 @vadd(ptr"), std::string::npos);
+}
+
+// Out[i] = sum_k X[i*K + k] * W[k]: a reduction through a scalar scratch.
+TEST(Codegen, ReductionLoopWithScratch) {
+  const int64_t M = 5, K = 37;
+  Buffer x("X", DataType::Float32(), {IntImm(M * K)});
+  Buffer w("W", DataType::Float32(), {IntImm(K)});
+  Buffer out("Out", DataType::Float32(), {IntImm(M)});
+  Buffer acc("acc", DataType::Float32(), {IntImm(1)});
+  Var i("i"), k("k");
+  Stmt body = For(
+      i, 0, M, ForKind::kSerial,
+      Allocate(acc, Seq({Store(acc, FloatImm(0.0), {IntImm(0)}),
+                         For(k, 0, K, ForKind::kSerial,
+                             Store(acc, Load(acc, {IntImm(0)}) + Load(x, {i * IntImm(K) + k}) * Load(w, {k}),
+                                   {IntImm(0)})),
+                         Store(out, Load(acc, {IntImm(0)}), {i})})));
+  std::unique_ptr<codegen::JitModule> keep;
+  auto fn = Jit(PrimFunc{"dot", {x, w, out}, body}, &keep);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> xv(M * K), wv(K), ov(M, 0.0f);
+  for (int64_t j = 0; j < M * K; ++j) xv[j] = static_cast<float>((j * 7) % 11) - 5.0f;
+  for (int64_t j = 0; j < K; ++j) wv[j] = 0.25f * static_cast<float>(j % 5);
+  void* args[] = {xv.data(), wv.data(), ov.data()};
+  ASSERT_EQ(fn(args), 0);
+  for (int64_t r = 0; r < M; ++r) {
+    double want = 0;
+    for (int64_t j = 0; j < K; ++j) want += static_cast<double>(xv[r * K + j]) * wv[j];
+    EXPECT_NEAR(ov[r], want, 1e-4) << r;
+  }
+}
+
+// Referencing the runtime keeps libkiln_runtime.so (kiln_parallel_for) loaded
+// in this process for the JIT to resolve.
+TEST(Codegen, RuntimeThreadPoolIsLinked) { EXPECT_GE(kiln_num_threads(), 1); }
+
+// A parallel outer loop whose body reads an outer Let variable and a scalar
+// scratch buffer allocated inside; every element must be written.
+TEST(Codegen, ParallelLoopWritesEveryElement) {
+  const int64_t R = 97, C = 33;
+  Buffer in("In", DataType::Float32(), {IntImm(R * C)});
+  Buffer out("Out", DataType::Float32(), {IntImm(R * C)});
+  Buffer tmp("tmp", DataType::Float32(), {IntImm(C)});
+  Var i("i"), j("j"), j2("j2"), scale("scale", DataType::Float32());
+  Stmt inner = Allocate(
+      tmp, Seq({For(j, 0, C, ForKind::kSerial, Store(tmp, Load(in, {i * IntImm(C) + j}) * scale, {j})),
+                For(j2, 0, C, ForKind::kSerial,
+                    Store(out, Load(tmp, {j2}) + Cast(DataType::Float32(), i), {i * IntImm(C) + j2}))}));
+  Stmt body = LetStmt(scale, FloatImm(2.0), For(i, 0, R, ForKind::kParallel, inner));
+  std::unique_ptr<codegen::JitModule> keep;
+  auto fn = Jit(PrimFunc{"par", {in, out}, body}, &keep);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> iv(R * C), ov(R * C, -12345.0f);
+  for (int64_t k = 0; k < R * C; ++k) iv[k] = static_cast<float>(k % 13);
+  void* args[] = {iv.data(), ov.data()};
+  ASSERT_EQ(fn(args), 0);
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t c = 0; c < C; ++c) {
+      ASSERT_FLOAT_EQ(ov[r * C + c], 2.0f * iv[r * C + c] + static_cast<float>(r)) << r << "," << c;
+    }
+  }
+  auto text = codegen::EmitLlvmIrText({PrimFunc{"par", {in, out}, body}}, Target::Host(), false);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("call void @kiln_parallel_for"), std::string::npos);
+}
+
+// Out[i] = select(floormod(i - 8, 3) == 0, floordiv(i - 8, 3), -fabs(x)) for i
+// in [0, 16): exercises negative floor division/modulo, Select and a call.
+TEST(Codegen, SelectFloorModNegative) {
+  Buffer x("X", DataType::Float32(), {IntImm(16)});
+  Buffer out("Out", DataType::Float32(), {IntImm(16)});
+  Buffer outm("OutMod", DataType::Float32(), {IntImm(16)});
+  Var i("i");
+  Expr v = i - IntImm(8);
+  Expr sel = Select(Eq(FloorMod(v, IntImm(3)), IntImm(0)), Cast(DataType::Float32(), FloorDiv(v, IntImm(3))),
+                    FloatImm(0.0) - Call(DataType::Float32(), "fabs", {Load(x, {i})}));
+  Stmt body = For(i, 0, 16, ForKind::kSerial,
+                  Seq({Store(out, sel, {i}),
+                       Store(outm, Cast(DataType::Float32(), FloorMod(v, IntImm(-5)) + FloorDiv(v, IntImm(-5)) * IntImm(100)),
+                             {i})}));
+  std::unique_ptr<codegen::JitModule> keep;
+  auto fn = Jit(PrimFunc{"sel", {x, out, outm}, body}, &keep);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> xv(16), ov(16), om(16);
+  for (int k = 0; k < 16; ++k) xv[k] = (k % 2 ? 1.0f : -1.0f) * static_cast<float>(k);
+  void* args[] = {xv.data(), ov.data(), om.data()};
+  ASSERT_EQ(fn(args), 0);
+  auto floordiv = [](int64_t a, int64_t b) { return static_cast<int64_t>(std::floor(double(a) / double(b))); };
+  for (int k = 0; k < 16; ++k) {
+    int64_t a = k - 8;
+    int64_t m3 = a - floordiv(a, 3) * 3;
+    float want = m3 == 0 ? static_cast<float>(floordiv(a, 3)) : -std::fabs(xv[k]);
+    EXPECT_FLOAT_EQ(ov[k], want) << k;
+    int64_t q5 = floordiv(a, -5);
+    EXPECT_FLOAT_EQ(om[k], static_cast<float>(a - q5 * -5 + q5 * 100)) << k;
+  }
+}
+
+// Gather/scatter: Out[ramp(0, 2, 8)] = max(A[ramp(7, -1, 8)], 0) and the odd
+// lanes with exp of a broadcast.
+TEST(Codegen, GatherScatterMaxExp) {
+  Buffer a("A", DataType::Float32(), {IntImm(8)});
+  Buffer out("Out", DataType::Float32(), {IntImm(16)});
+  Stmt body = Seq({Store(out, Max(Load(a, {Ramp(IntImm(7), IntImm(-1), 8)}), Broadcast(FloatImm(0.0), 8)),
+                         {Ramp(IntImm(0), IntImm(2), 8)}),
+                   Store(out, Call(DataType::Float32().WithLanes(8), "exp", {Broadcast(FloatImm(1.0), 8)}),
+                         {Ramp(IntImm(1), IntImm(2), 8)})});
+  std::unique_ptr<codegen::JitModule> keep;
+  auto fn = Jit(PrimFunc{"gs", {a, out}, body}, &keep);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> av = {-1, 2, -3, 4, -5, 6, -7, 8}, ov(16, 0.0f);
+  void* args[] = {av.data(), ov.data()};
+  ASSERT_EQ(fn(args), 0);
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_FLOAT_EQ(ov[2 * k], std::max(av[7 - k], 0.0f)) << k;
+    EXPECT_NEAR(ov[2 * k + 1], std::exp(1.0f), 1e-6) << k;
+  }
+}
+
+TEST(Codegen, RejectsUnloweredIr) {
+  Buffer a("A", DataType::Float32(), {IntImm(4), IntImm(4)});
+  Var i("i");
+  PrimFunc f{"bad", {a}, For(i, 0, 4, ForKind::kSerial, Store(a, FloatImm(0.0), {i, i}))};
+  auto m = codegen::JitCompile({f}, Target::Host());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(std::string(m.status().message()).find("flatten"), std::string::npos) << m.status();
+
+  PrimFunc g{"bad2", {a}, Store(a, Call(DataType::Float32(), "nosuch", {FloatImm(1.0)}), {IntImm(0)})};
+  auto m2 = codegen::JitCompile({g}, Target::Host());
+  ASSERT_FALSE(m2.ok());
+  EXPECT_NE(std::string(m2.status().message()).find("unknown intrinsic 'nosuch'"), std::string::npos);
+}
+
+TEST(Codegen, JitRejectsCrossTarget) {
+  auto t = Target::Parse("llvm -mtriple=aarch64-linux-gnu -mcpu=generic");
+  ASSERT_TRUE(t.ok());
+  if (Target::Host().triple.rfind("aarch64", 0) == 0) GTEST_SKIP() << "host is aarch64";
+  auto m = codegen::JitCompile({VectorAdd(8)}, *t);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(m.status().message()).find("only the host target"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::compiler
