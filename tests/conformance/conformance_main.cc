@@ -1,0 +1,293 @@
+// kiln-conformance DATA_DIR [--filter SUBSTR[,SUBSTR...]] [--ops LIST] [--json FILE]
+//
+// Runs ONNX backend node tests (DATA_DIR/<test>/model.onnx and
+// test_data_set_*/{input,output}_*.pb) through Model::FromOnnx, CompileModel
+// (default configs, host target) and deploy::Module, comparing every output
+// with rtol 1e-3 / atol 1e-5. A test counts for the claimed operators when all
+// its nodes' ops are claimed (kiln's list, or --ops, which also restricts the
+// run to such tests). Exit: 0, 1 when a claimed test FAILS, 2 on bad usage,
+// 77 when DATA_DIR does not exist.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/model.h"
+#include "compiler/target.h"
+#include "deploy/runtime.h"
+#include "deploy/str.h"
+#include "deploy/tensor_io.h"
+#include "onnx/onnx_pb.h"
+
+namespace fs = std::filesystem;
+using kiln::StrCat;
+
+namespace {
+
+enum class Outcome { kPass, kFail, kUnsupported };
+
+struct Result {
+  std::string name;
+  Outcome outcome = Outcome::kFail;
+  std::string detail;
+  bool claimed = false;
+};
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "PASS";
+    case Outcome::kFail: return "FAIL";
+    case Outcome::kUnsupported: return "UNSUPPORTED";
+  }
+  return "?";
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::set<std::string> OpsOf(const std::string& model_bytes) {
+  std::set<std::string> ops;
+  onnx::ModelProto m;
+  if (!m.ParseFromString(model_bytes)) return ops;
+  for (const auto& n : m.graph().node()) ops.insert(n.op_type());
+  return ops;
+}
+
+std::vector<fs::path> Sorted(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
+  }
+  // input_10 after input_9: order by the number after the prefix when present.
+  std::sort(out.begin(), out.end(), [&](const fs::path& a, const fs::path& b) {
+    auto num = [&](const fs::path& p) {
+      std::string s = p.stem().string().substr(prefix.size());
+      int64_t v = 0;
+      return kiln::ParseInt64(s, &v) ? v : int64_t{1} << 40;
+    };
+    return num(a) != num(b) ? num(a) < num(b) : a < b;
+  });
+  return out;
+}
+
+bool IsUnimpl(const absl::Status& s) { return s.code() == absl::StatusCode::kUnimplemented; }
+
+Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
+  Result r;
+  r.name = dir.filename().string();
+  std::string bytes = ReadFile(dir / "model.onnx");
+  auto model = kiln::compiler::Model::FromOnnx(bytes);
+  if (!model.ok()) {
+    r.outcome = IsUnimpl(model.status()) ? Outcome::kUnsupported : Outcome::kFail;
+    r.detail = StrCat(r.outcome == Outcome::kUnsupported ? "unsupported: " : "import: ",
+                      model.status().message());
+    return r;
+  }
+  auto artifact = kiln::compiler::CompileModel(*model, target, nullptr);
+  if (!artifact.ok()) {
+    r.outcome = IsUnimpl(artifact.status()) ? Outcome::kUnsupported : Outcome::kFail;
+    r.detail = StrCat(r.outcome == Outcome::kUnsupported ? "unsupported: " : "compile: ",
+                      artifact.status().message());
+    return r;
+  }
+  auto module = kiln::deploy::Module::LoadBytes(*artifact);
+  if (!module.ok()) {
+    r.detail = StrCat("load: ", module.status().message());
+    return r;
+  }
+  const auto& manifest = (*module)->manifest();
+  int sets = 0;
+  for (const fs::path& set : Sorted(dir, "test_data_set_")) {
+    ++sets;
+    std::vector<kiln::deploy::Tensor> inputs, expected;
+    for (const fs::path& p : Sorted(set, "input_")) {
+      auto t = kiln::deploy::ReadTensorFile(p.string());
+      if (!t.ok()) {
+        r.outcome = Outcome::kUnsupported;
+        r.detail = StrCat("unsupported: input ", p.filename().string(), ": ", t.status().message());
+        return r;
+      }
+      inputs.push_back(*std::move(t));
+    }
+    for (const fs::path& p : Sorted(set, "output_")) {
+      auto t = kiln::deploy::ReadTensorFile(p.string());
+      if (!t.ok()) {
+        r.outcome = Outcome::kUnsupported;
+        r.detail = StrCat("unsupported: output ", p.filename().string(), ": ", t.status().message());
+        return r;
+      }
+      expected.push_back(*std::move(t));
+    }
+    if (inputs.size() != manifest.inputs.size() || expected.size() != manifest.outputs.size()) {
+      r.detail = StrCat(set.filename().string(), ": ", inputs.size(), " inputs / ", expected.size(),
+                        " outputs given, the module has ", manifest.inputs.size(), " / ",
+                        manifest.outputs.size());
+      return r;
+    }
+    std::vector<std::pair<const float*, int64_t>> in_bufs;
+    for (const auto& t : inputs) in_bufs.push_back({t.data.data(), static_cast<int64_t>(t.data.size())});
+    std::vector<std::vector<float>> outs;
+    for (const auto& o : manifest.outputs) outs.emplace_back(o.NumElements(), std::nanf(""));
+    std::vector<std::pair<float*, int64_t>> out_bufs;
+    for (auto& o : outs) out_bufs.push_back({o.data(), static_cast<int64_t>(o.size())});
+    if (auto s = (*module)->RunChecked(in_bufs, out_bufs); !s.ok()) {
+      r.detail = StrCat(set.filename().string(), ": run: ", s.message());
+      return r;
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const auto& want = expected[i].data;
+      if (want.size() != outs[i].size()) {
+        r.detail = StrCat(set.filename().string(), ": output ", i, " has ", outs[i].size(),
+                          " elements, expected ", want.size());
+        return r;
+      }
+      double worst = 0;
+      int64_t worst_at = -1;
+      for (size_t j = 0; j < want.size(); ++j) {
+        double a = outs[i][j], b = want[j];
+        if (std::isnan(a) && std::isnan(b)) continue;
+        double err = std::fabs(a - b) - (1e-5 + 1e-3 * std::fabs(b));
+        if (std::isnan(err) || err > worst) {
+          worst = std::isnan(err) ? INFINITY : err;
+          worst_at = static_cast<int64_t>(j);
+        }
+      }
+      if (worst_at >= 0) {
+        r.detail = StrCat(set.filename().string(), ": output ", manifest.outputs[i].name, "[",
+                          worst_at, "] = ", outs[i][worst_at], ", expected ", want[worst_at]);
+        return r;
+      }
+    }
+  }
+  if (sets == 0) {
+    r.detail = "no test_data_set_*";
+    return r;
+  }
+  r.outcome = Outcome::kPass;
+  return r;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data_dir, json_path;
+  std::vector<std::string> filters;
+  std::set<std::string> claimed = {"Conv",  "Relu",    "MaxPool",  "AveragePool",
+                                   "GlobalAveragePool", "Gemm", "MatMul", "Add",
+                                   "Mul",   "Flatten", "Reshape",  "Identity",
+                                   "Dropout", "BatchNormalization", "Constant"};
+  bool restrict_ops = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--filter") {
+      for (auto f : kiln::StrSplit(value(), ',', true)) filters.emplace_back(f);
+    } else if (a == "--ops") {
+      claimed.clear();
+      restrict_ops = true;
+      for (auto f : kiln::StrSplit(value(), ',', true)) claimed.emplace(f);
+    } else if (a == "--json") {
+      json_path = value();
+    } else if (a.rfind("--", 0) == 0 || !data_dir.empty()) {
+      std::fprintf(stderr,
+                   "usage: kiln-conformance DATA_DIR [--filter SUBSTR] [--ops LIST] [--json FILE]\n");
+      return 2;
+    } else {
+      data_dir = a;
+    }
+  }
+  if (data_dir.empty()) {
+    std::fprintf(stderr, "usage: kiln-conformance DATA_DIR [--filter SUBSTR] [--ops LIST] [--json FILE]\n");
+    return 2;
+  }
+  if (!fs::is_directory(data_dir)) {
+    std::fprintf(stderr, "kiln-conformance: %s does not exist; skipping\n", data_dir.c_str());
+    return 77;
+  }
+  std::vector<fs::path> tests;
+  for (const auto& e : fs::directory_iterator(data_dir)) {
+    if (!fs::exists(e.path() / "model.onnx")) continue;
+    std::string name = e.path().filename().string();
+    bool match = filters.empty();
+    for (const auto& f : filters) match = match || name.find(f) != std::string::npos;
+    if (match) tests.push_back(e.path());
+  }
+  std::sort(tests.begin(), tests.end());
+  kiln::compiler::Target target = kiln::compiler::Target::Host();
+  std::vector<Result> results;
+  for (const fs::path& t : tests) {
+    std::set<std::string> ops = OpsOf(ReadFile(t / "model.onnx"));
+    bool is_claimed = !ops.empty() && std::all_of(ops.begin(), ops.end(), [&](const std::string& o) {
+      return claimed.count(o) > 0;
+    });
+    if (restrict_ops && !is_claimed) continue;
+    Result r = RunTest(t, target);
+    r.claimed = is_claimed;
+    std::printf("%s %s%s%s\n", OutcomeName(r.outcome), r.name.c_str(), r.detail.empty() ? "" : " ",
+                r.detail.c_str());
+    std::fflush(stdout);
+    results.push_back(std::move(r));
+  }
+  auto count = [&](bool only_claimed, Outcome o) {
+    return std::count_if(results.begin(), results.end(), [&](const Result& r) {
+      return (!only_claimed || r.claimed) && r.outcome == o;
+    });
+  };
+  auto line = [&](const char* what, bool only_claimed) {
+    long pass = count(only_claimed, Outcome::kPass), fail = count(only_claimed, Outcome::kFail),
+         unsup = count(only_claimed, Outcome::kUnsupported);
+    long total = pass + fail + unsup;
+    std::printf("%s: %ld tests, %ld passed, %ld failed, %ld unsupported, pass rate %.1f%%\n", what,
+                total, pass, fail, unsup, total ? 100.0 * pass / total : 0.0);
+  };
+  line("overall", false);
+  line("claimed operators", true);
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << "{\"tests\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      out << "  {\"name\": \"" << JsonEscape(r.name) << "\", \"result\": \"" << OutcomeName(r.outcome)
+          << "\", \"claimed\": " << (r.claimed ? "true" : "false") << ", \"detail\": \""
+          << JsonEscape(r.detail) << "\"}" << (i + 1 < results.size() ? "," : "") << "\n";
+    }
+    out << "], \"passed\": " << count(false, Outcome::kPass)
+        << ", \"failed\": " << count(false, Outcome::kFail)
+        << ", \"unsupported\": " << count(false, Outcome::kUnsupported)
+        << ", \"claimed_failed\": " << count(true, Outcome::kFail) << "}\n";
+  }
+  return count(true, Outcome::kFail) > 0 ? 1 : 0;
+}
