@@ -39,6 +39,14 @@ TEST(Frames, RoundTripAndEof) {
   close(fds[0]);
 }
 
+class Sandbox : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(access(AgentBinary().c_str(), X_OK), 0)
+        << AgentBinary() << " is missing: build it first (scripts/build kiln-agent)";
+  }
+};
+
 kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeout_ms = 0) {
   compiler::Workload w;
   w.op = "eltwise";
@@ -62,9 +70,9 @@ kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeou
   return batch;
 }
 
-TEST(Sandbox, CrashingWorkerBecomesRuntimeErrorAndWorkContinues) {
+TEST_F(Sandbox, CrashingWorkerBecomesRuntimeErrorAndWorkContinues) {
   setenv("KILN_TEST_CRASH_WORKER", "c-crash", 1);
-  Sandbox sandbox(AgentBinary());
+  kiln::agent::Sandbox sandbox(AgentBinary());
   kiln::v1::MeasureBatch batch = ReluBatch({"c-ok1", "c-crash", "c-ok2"});
   kiln::v1::MeasureResult r0 = sandbox.Measure(batch, 0);
   EXPECT_EQ(r0.candidate_id(), "c-ok1");
@@ -86,9 +94,9 @@ TEST(Sandbox, CrashingWorkerBecomesRuntimeErrorAndWorkContinues) {
   unsetenv("KILN_TEST_CRASH_WORKER");
 }
 
-TEST(Sandbox, HangingWorkerTimesOut) {
+TEST_F(Sandbox, HangingWorkerTimesOut) {
   setenv("KILN_TEST_HANG_WORKER", "c-hang", 1);
-  Sandbox sandbox(AgentBinary());
+  kiln::agent::Sandbox sandbox(AgentBinary());
   kiln::v1::MeasureBatch batch = ReluBatch({"c-hang", "c-ok"}, /*timeout_ms=*/1500);
   kiln::v1::MeasureResult r0 = sandbox.Measure(batch, 0);
   EXPECT_EQ(r0.error_kind(), kiln::v1::MEASURE_ERROR_KIND_TIMEOUT);
@@ -98,8 +106,8 @@ TEST(Sandbox, HangingWorkerTimesOut) {
   unsetenv("KILN_TEST_HANG_WORKER");
 }
 
-TEST(Sandbox, InvalidConfigThroughTheWorker) {
-  Sandbox sandbox(AgentBinary());
+TEST_F(Sandbox, InvalidConfigThroughTheWorker) {
+  kiln::agent::Sandbox sandbox(AgentBinary());
   kiln::v1::MeasureBatch batch = ReluBatch({"c-bad"});
   batch.mutable_candidates(0)->mutable_config()->set_canonical("");
   batch.mutable_candidates(0)->mutable_config()->mutable_knobs()->insert({"no_such_knob", 1});
@@ -108,8 +116,8 @@ TEST(Sandbox, InvalidConfigThroughTheWorker) {
   EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG);
 }
 
-TEST(Sandbox, MissingWorkerBinaryIsARuntimeError) {
-  Sandbox sandbox("/nonexistent/kiln-agent");
+TEST(SandboxNoWorker, MissingWorkerBinaryIsARuntimeError) {
+  kiln::agent::Sandbox sandbox("/nonexistent/kiln-agent");
   kiln::v1::MeasureResult r = sandbox.Measure(ReluBatch({"c"}), 0);
   EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_RUNTIME);
   EXPECT_THAT(r.error_message(), HasSubstr("127"));
