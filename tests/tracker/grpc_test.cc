@@ -1,0 +1,297 @@
+// The tracker over gRPC on port 0, with an in-process fake agent that speaks
+// AgentSession and reports made-up costs.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "kiln/v1/agent.grpc.pb.h"
+#include "kiln/v1/tracker.grpc.pb.h"
+#include "storage/log_db.h"
+#include "tests/tracker/test_models.h"
+#include "tracker/server.h"
+
+namespace kiln::tracker {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = ::kiln::v1;
+constexpr const char* kTarget = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic";
+
+class FakeAgent {
+ public:
+  FakeAgent(std::shared_ptr<grpc::Channel> channel, std::string id, std::string key)
+      : stub_(pb::AgentSession::NewStub(channel)), id_(std::move(id)), key_(std::move(key)) {}
+  ~FakeAgent() { Stop(); }
+
+  // Sends Hello and returns the first reply (Welcome) or the stream's status.
+  grpc::Status Connect(const std::string& version = KILN_VERSION, const std::string& token = "") {
+    stream_ = stub_->Session(&ctx_);
+    pb::AgentMessage hello;
+    hello.mutable_hello()->set_agent_id(id_);
+    hello.mutable_hello()->set_device_key(key_);
+    hello.mutable_hello()->mutable_target()->set_spec(kTarget);
+    hello.mutable_hello()->set_hardware("fake board");
+    hello.mutable_hello()->set_compiler_version(version);
+    hello.mutable_hello()->set_token(token);
+    stream_->Write(hello);
+    pb::TrackerMessage reply;
+    if (!stream_->Read(&reply) || !reply.has_welcome()) {
+      stream_->WritesDone();
+      return stream_->Finish();
+    }
+    welcome_ = reply.welcome();
+    return grpc::Status::OK;
+  }
+
+  // Answers every batch with made-up costs until the stream ends.
+  void Serve() {
+    thread_ = std::thread([this] {
+      pb::TrackerMessage msg;
+      while (stream_->Read(&msg)) {
+        if (!msg.has_measure_batch()) continue;
+        const auto& b = msg.measure_batch();
+        pb::AgentMessage out;
+        auto* r = out.mutable_batch_result();
+        r->set_batch_id(b.batch_id());
+        for (const auto& c : b.candidates()) {
+          auto* m = r->add_results();
+          m->set_candidate_id(c.candidate_id());
+          m->set_error_kind(pb::MEASURE_ERROR_KIND_NONE);
+          double cost = 1e-3 * static_cast<double>(1 + c.config().canonical().size() % 7);
+          m->add_costs_s(cost);
+          m->add_costs_s(cost);
+          m->set_agent_id(id_);
+        }
+        batches_++;
+        if (!stream_->Write(out)) break;
+      }
+    });
+  }
+
+  void Stop() {
+    if (stream_ && !stopped_) {
+      stopped_ = true;
+      ctx_.TryCancel();
+      if (thread_.joinable()) thread_.join();
+      stream_->Finish();
+    }
+  }
+
+  pb::Welcome welcome_;
+  std::atomic<int> batches_{0};
+
+ private:
+  std::unique_ptr<pb::AgentSession::Stub> stub_;
+  std::string id_, key_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::AgentMessage, pb::TrackerMessage>> stream_;
+  std::thread thread_;
+  bool stopped_ = false;
+};
+
+class TrackerGrpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kiln-grpc-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    TrackerOptions opts;
+    opts.listen = "127.0.0.1:0";
+    opts.db_path = (dir_ / "kiln.db").string();
+    opts.artifacts_dir = (dir_ / "artifacts").string();
+    opts.token = token_;
+    server_ = std::make_unique<TrackerServer>(opts);
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok()) << port.status();
+    ASSERT_GT(*port, 0);
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(*port),
+                                   grpc::InsecureChannelCredentials());
+    tracker_ = pb::Tracker::NewStub(channel_);
+  }
+  void TearDown() override {
+    server_.reset();
+    fs::remove_all(dir_);
+  }
+
+  std::string token_;
+  fs::path dir_;
+  std::unique_ptr<TrackerServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::Tracker::Stub> tracker_;
+};
+
+TEST_F(TrackerGrpcTest, UnknownJobIsNotFound) {
+  grpc::ClientContext ctx;
+  pb::GetJobRequest req;
+  req.set_job_id("job-does-not-exist");
+  pb::Job job;
+  grpc::Status st = tracker_->GetJob(&ctx, req, &job);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(st.error_message(), "unknown job 'job-does-not-exist'");
+
+  grpc::ClientContext fctx;
+  pb::FetchArtifactRequest freq;
+  freq.set_job_id("job-does-not-exist");
+  auto reader = tracker_->FetchArtifact(&fctx, freq);
+  pb::ArtifactChunk chunk;
+  EXPECT_FALSE(reader->Read(&chunk));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(TrackerGrpcTest, BadModelIsInvalidArgument) {
+  grpc::ClientContext ctx;
+  pb::SubmitJobRequest req;
+  req.set_model("not onnx");
+  req.set_device_key("cpu");
+  req.set_trials(4);
+  req.mutable_target()->set_spec(kTarget);
+  pb::SubmitJobResponse resp;
+  grpc::Status st = tracker_->SubmitJob(&ctx, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("ONNX"), std::string::npos) << st.error_message();
+  grpc::ClientContext lctx;
+  pb::ListJobsResponse jobs;
+  ASSERT_TRUE(tracker_->ListJobs(&lctx, {}, &jobs).ok());
+  EXPECT_EQ(jobs.jobs_size(), 0);
+}
+
+TEST_F(TrackerGrpcTest, SessionMustStartWithHello) {
+  auto stub = pb::AgentSession::NewStub(channel_);
+  grpc::ClientContext ctx;
+  auto stream = stub->Session(&ctx);
+  pb::AgentMessage hb;
+  hb.mutable_heartbeat()->set_unix_ms(1);
+  stream->Write(hb);
+  stream->WritesDone();
+  pb::TrackerMessage reply;
+  EXPECT_FALSE(stream->Read(&reply));
+  grpc::Status st = stream->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("Hello"), std::string::npos);
+}
+
+TEST_F(TrackerGrpcTest, CompilerVersionMismatchIsFailedPrecondition) {
+  FakeAgent agent(channel_, "old", "cpu");
+  grpc::Status st = agent.Connect("0.0.0-old");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("0.0.0-old"), std::string::npos);
+}
+
+TEST_F(TrackerGrpcTest, AgentIsListedWhileConnected) {
+  FakeAgent agent(channel_, "board-1", "cpu");
+  ASSERT_TRUE(agent.Connect().ok());
+  EXPECT_GT(agent.welcome_.heartbeat_interval_ms(), 0);
+  grpc::ClientContext ctx;
+  pb::ListAgentsResponse resp;
+  ASSERT_TRUE(tracker_->ListAgents(&ctx, {}, &resp).ok());
+  ASSERT_EQ(resp.agents_size(), 1);
+  EXPECT_EQ(resp.agents(0).agent_id(), "board-1");
+  EXPECT_EQ(resp.agents(0).device_key(), "cpu");
+  EXPECT_EQ(resp.agents(0).target().spec(), kTarget);
+  EXPECT_EQ(resp.agents(0).hardware(), "fake board");
+  EXPECT_TRUE(resp.agents(0).connected());
+}
+
+class TrackerTokenTest : public TrackerGrpcTest {
+ protected:
+  void SetUp() override {
+    token_ = "s3cret";
+    TrackerGrpcTest::SetUp();
+  }
+};
+
+TEST_F(TrackerTokenTest, WrongTokenIsUnauthenticated) {
+  FakeAgent bad(channel_, "a", "cpu");
+  EXPECT_EQ(bad.Connect(KILN_VERSION, "guess").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  FakeAgent good(channel_, "b", "cpu");
+  EXPECT_TRUE(good.Connect(KILN_VERSION, "s3cret").ok());
+}
+
+// A small job end to end: tuned by the fake agent, compiled, fetched.
+TEST_F(TrackerGrpcTest, JobCompletesAndArtifactIsFetched) {
+  FakeAgent agent(channel_, "fake-0", "fake");
+  ASSERT_TRUE(agent.Connect().ok());
+  agent.Serve();
+
+  pb::SubmitJobRequest req;
+  req.set_model(testing::ConvReluModel());
+  req.set_model_name("conv_relu");
+  req.set_device_key("fake");  // no target: the agent's
+  req.set_trials(12);
+  pb::SubmitJobResponse submitted;
+  {
+    grpc::ClientContext ctx;
+    grpc::Status st = tracker_->SubmitJob(&ctx, req, &submitted);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  EXPECT_EQ(submitted.num_tasks(), 1);
+
+  pb::Job last;
+  int events = 0;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    pb::WatchJobRequest w;
+    w.set_job_id(submitted.job_id());
+    auto reader = tracker_->WatchJob(&ctx, w);
+    pb::JobEvent ev;
+    while (reader->Read(&ev)) {
+      last = ev.job();
+      events++;
+    }
+    grpc::Status st = reader->Finish();
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  ASSERT_EQ(last.state(), pb::JOB_STATE_COMPLETED) << last.error();
+  EXPECT_GT(events, 2);
+  EXPECT_EQ(last.target().spec(), kTarget);
+  EXPECT_GT(last.trials_done(), 0);
+  EXPECT_LE(last.trials_done(), 12);
+  ASSERT_EQ(last.tasks_size(), 1);
+  EXPECT_GT(last.tasks(0).best_cost_s(), 0);
+  EXPECT_GT(agent.batches_.load(), 0);
+
+  {
+    grpc::ClientContext ctx;
+    pb::QueryRecordsRequest q;
+    pb::QueryRecordsResponse records;
+    ASSERT_TRUE(tracker_->QueryRecords(&ctx, q, &records).ok());
+    EXPECT_EQ(records.records_size(), last.trials_done());
+    for (const auto& r : records.records()) {
+      EXPECT_EQ(r.result().agent_id(), "fake-0");
+      EXPECT_EQ(r.result().error_kind(), pb::MEASURE_ERROR_KIND_NONE);
+      EXPECT_EQ(r.target(), kTarget);
+      EXPECT_EQ(r.workload().key(), last.tasks(0).workload().key());
+    }
+  }
+
+  std::string data, sha;
+  int64_t total = -1;
+  {
+    grpc::ClientContext ctx;
+    pb::FetchArtifactRequest f;
+    f.set_job_id(submitted.job_id());
+    auto reader = tracker_->FetchArtifact(&ctx, f);
+    pb::ArtifactChunk chunk;
+    while (reader->Read(&chunk)) {
+      EXPECT_EQ(chunk.offset(), static_cast<int64_t>(data.size()));
+      data += chunk.data();
+      total = chunk.total_size();
+      if (!chunk.sha256().empty()) sha = chunk.sha256();
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+  }
+  EXPECT_GT(data.size(), 0u);
+  EXPECT_EQ(total, static_cast<int64_t>(data.size()));
+  EXPECT_EQ(sha, storage::Sha256Hex(data));
+  EXPECT_EQ(sha, last.artifact_sha256());
+  agent.Stop();
+}
+
+}  // namespace
+}  // namespace kiln::tracker

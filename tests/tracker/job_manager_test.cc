@@ -1,0 +1,215 @@
+#include "tracker/job_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/tracker/test_models.h"
+
+namespace kiln::tracker {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kTarget = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic";
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kiln-jm-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    auto db = storage::LogDb::Open((dir_ / "kiln.db").string());
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+    auto store = storage::ArtifactStore::Open((dir_ / "artifacts").string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    agents_ = std::make_unique<AgentRegistry>(db_.get(), &clock_);
+    dispatcher_ = std::make_unique<Dispatcher>(&clock_);
+    jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(),
+                                         dispatcher_.get(), &clock_);
+  }
+  void TearDown() override {
+    jobs_.reset();
+    fs::remove_all(dir_);
+  }
+
+  SubmitRequest Request(std::string model) {
+    SubmitRequest r;
+    r.model_bytes = std::move(model);
+    r.model_name = "m";
+    r.target = kTarget;
+    r.device_key = "cpu";
+    r.trials = 8;
+    return r;
+  }
+
+  // Nothing was stored: no job row, no artifact file.
+  void ExpectNothingStored() {
+    auto jobs = db_->ListJobs();
+    ASSERT_TRUE(jobs.ok());
+    EXPECT_TRUE(jobs->empty());
+    size_t files = 0;
+    if (fs::exists(dir_ / "artifacts")) {
+      for (const auto& e : fs::recursive_directory_iterator(dir_ / "artifacts")) {
+        files += e.is_regular_file();
+      }
+    }
+    EXPECT_EQ(files, 0u);
+  }
+
+  fs::path dir_;
+  FakeClock clock_;
+  std::unique_ptr<storage::LogDb> db_;
+  std::unique_ptr<storage::ArtifactStore> store_;
+  std::unique_ptr<AgentRegistry> agents_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<JobManager> jobs_;
+};
+
+TEST_F(JobManagerTest, BadModelBytesAreInvalidArgumentAndStoreNothing) {
+  auto r = jobs_->Submit(Request("this is not an onnx model at all"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(std::string(r.status().message()).find("ONNX"), std::string::npos) << r.status();
+  ExpectNothingStored();
+}
+
+TEST_F(JobManagerTest, EmptyModelIsInvalidArgument) {
+  auto r = jobs_->Submit(Request(""));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  ExpectNothingStored();
+}
+
+TEST_F(JobManagerTest, UnsupportedOperatorIsUnimplementedAndNamed) {
+  auto r = jobs_->Submit(Request(testing::SoftmaxModel()));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented) << r.status();
+  EXPECT_NE(std::string(r.status().message()).find("Softmax"), std::string::npos) << r.status();
+  ExpectNothingStored();
+}
+
+TEST_F(JobManagerTest, TrialsOutOfRange) {
+  for (int trials : {0, -3, 100001}) {
+    auto req = Request(testing::ConvReluModel());
+    req.trials = trials;
+    auto r = jobs_->Submit(req);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << trials;
+    EXPECT_NE(std::string(r.status().message()).find("trials"), std::string::npos);
+  }
+  ExpectNothingStored();
+}
+
+TEST_F(JobManagerTest, MissingDeviceKey) {
+  auto req = Request(testing::ConvReluModel());
+  req.device_key = "";
+  auto r = jobs_->Submit(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("device_key"), std::string::npos);
+  ExpectNothingStored();
+}
+
+TEST_F(JobManagerTest, ModelTooLargeIsResourceExhausted) {
+  auto req = Request(std::string((64 << 20) + 1, 'x'));
+  auto r = jobs_->Submit(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  ExpectNothingStored();
+}
+
+TEST_F(JobManagerTest, NoTargetAndNoAgentIsFailedPrecondition) {
+  auto req = Request(testing::ConvReluModel());
+  req.target = "";
+  req.device_key = "rpi4";
+  auto r = jobs_->Submit(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_EQ(std::string(r.status().message()),
+            "no agent with key rpi4 has connected; pass a target");
+  ExpectNothingStored();
+}
+
+TEST_F(JobManagerTest, UnknownJobIsNotFound) {
+  auto g = jobs_->Get("job-nope");
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(g.status().message()), "unknown job 'job-nope'");
+  EXPECT_EQ(jobs_->Cancel("job-nope").status().code(), absl::StatusCode::kNotFound);
+  bool finished = false;
+  EXPECT_EQ(jobs_->WaitEvents("job-nope", 0, std::chrono::milliseconds(0), &finished)
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
+// A job measured by hand through the dispatcher (the test plays the agent),
+// then cancelled: it stops dispatching and stays cancelled.
+TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
+  auto r = jobs_->Submit(Request(testing::ConvReluModel()));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->job_id.rfind("job-", 0), 0u);
+  EXPECT_EQ(r->num_tasks, 1);
+  auto row = db_->GetJob(r->job_id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->device_key, "cpu");
+  EXPECT_EQ((*row)->trials, 8);
+  EXPECT_TRUE(store_->Contains((*row)->model_sha256));
+  auto art = db_->GetArtifact((*row)->model_sha256);
+  ASSERT_TRUE(art.ok() && art->has_value());
+  EXPECT_EQ((*art)->kind, "model");
+
+  // Wait (bounded) for the job's first batch, measure it.
+  std::optional<Lease> lease;
+  for (int i = 0; i < 200 && !lease; ++i) {
+    lease = dispatcher_->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->work.job_id, r->job_id);
+  EXPECT_EQ(lease->work.target, kTarget);
+  ASSERT_FALSE(lease->work.candidates.empty());
+  EXPECT_LE(lease->work.candidates.size(), 8u);
+  std::vector<MeasureOutcome> results;
+  for (const auto& c : lease->work.candidates) {
+    MeasureOutcome o;
+    o.candidate_id = c.candidate_id;
+    o.costs_s = {2e-3, 4e-3};
+    results.push_back(o);
+  }
+  size_t measured = results.size();
+  ASSERT_TRUE(dispatcher_->Complete(lease->work.batch_id, "a1", results));
+
+  // Follow the events until the results are recorded.
+  size_t next = 0;
+  bool finished = false;
+  int done = 0;
+  for (int i = 0; i < 200 && done < static_cast<int>(measured); ++i) {
+    auto events = jobs_->WaitEvents(r->job_id, next, std::chrono::milliseconds(50), &finished);
+    ASSERT_TRUE(events.ok());
+    next += events->size();
+    if (!events->empty()) done = events->back().job.row.trials_done;
+  }
+  EXPECT_EQ(done, static_cast<int>(measured));
+  auto records = db_->QueryRecords("", kTarget, 0);
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), measured);
+  EXPECT_EQ((*records)[0].job_id, r->job_id);
+  EXPECT_EQ((*records)[0].agent_id, "a1");
+  EXPECT_DOUBLE_EQ((*records)[0].mean_cost_s, 3e-3);
+
+  auto cancelled = jobs_->Cancel(r->job_id);
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->row.state, "cancelled");
+  for (int i = 0; i < 200 && !finished; ++i) {
+    auto events = jobs_->WaitEvents(r->job_id, next, std::chrono::milliseconds(50), &finished);
+    ASSERT_TRUE(events.ok());
+    next += events->size();
+  }
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(dispatcher_->QueuedCount("cpu"), 0u);
+  auto stored = db_->GetJob(r->job_id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->state, "cancelled");
+}
+
+}  // namespace
+}  // namespace kiln::tracker

@@ -1,0 +1,75 @@
+#pragma once
+// Small ONNX models built in code for the tracker tests.
+#include <string>
+
+#include "onnx/onnx_pb.h"
+
+namespace kiln::tracker::testing {
+
+inline void AddTensorInfo(onnx::ValueInfoProto* v, const std::string& name,
+                          std::initializer_list<int64_t> dims) {
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+inline void AddInitializer(onnx::GraphProto* g, const std::string& name,
+                           std::initializer_list<int64_t> dims) {
+  onnx::TensorProto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) t->add_float_data(0.01f * static_cast<float>((i * 7) % 13 - 6));
+}
+
+// data[1,3,8,8] -> Conv(4 filters 3x3, pad 1, bias) -> Relu -> y[1,4,8,8]
+inline std::string ConvReluModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("conv_relu");
+  AddTensorInfo(g->add_input(), "data", {1, 3, 8, 8});
+  AddTensorInfo(g->add_output(), "y", {1, 4, 8, 8});
+  AddInitializer(g, "w", {4, 3, 3, 3});
+  AddInitializer(g, "b", {4});
+  onnx::NodeProto* conv = g->add_node();
+  conv->set_op_type("Conv");
+  conv->add_input("data");
+  conv->add_input("w");
+  conv->add_input("b");
+  conv->add_output("c");
+  onnx::AttributeProto* pads = conv->add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  onnx::NodeProto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("c");
+  relu->add_output("y");
+  return m.SerializeAsString();
+}
+
+// x[1,4] -> Softmax -> y: an operator kiln does not support.
+inline std::string SoftmaxModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("sm");
+  AddTensorInfo(g->add_input(), "x", {1, 4});
+  AddTensorInfo(g->add_output(), "y", {1, 4});
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Softmax");
+  n->set_name("the_softmax");
+  n->add_input("x");
+  n->add_output("y");
+  return m.SerializeAsString();
+}
+
+}  // namespace kiln::tracker::testing
