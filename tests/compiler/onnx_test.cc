@@ -222,3 +222,72 @@ TEST(OnnxImport, RejectsMaxPoolIndicesAndThreeDimConv) {
 
 }  // namespace
 }  // namespace kiln::compiler
+
+// ---- The ONNX backend node tests, run with the reference kernels. ----
+// Checks the frontend and the graph passes against ONNX's own expected
+// outputs without code generation; skipped where the data is absent.
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/model.h"
+#include "deploy/tensor_io.h"
+#include "tests/compiler/graph_eval.h"
+
+namespace kiln::compiler {
+namespace {
+
+TEST(OnnxConformanceReference, ClaimedOperatorTestsMatch) {
+  namespace fs = std::filesystem;
+  const fs::path root =
+      fs::path(KILN_SOURCE_DIR) / ".." / "shared" / "onnx-conformance" / "onnx-1.17.0" / "node";
+  if (!fs::is_directory(root)) GTEST_SKIP() << root << " does not exist";
+  const std::vector<std::string> prefixes = {
+      "test_conv_", "test_basic_conv", "test_relu", "test_maxpool", "test_averagepool",
+      "test_globalaveragepool", "test_gemm", "test_matmul_", "test_add", "test_mul",
+      "test_flatten", "test_reshape", "test_identity", "test_dropout", "test_batchnorm",
+      "test_constant"};
+  int passed = 0, unsupported = 0;
+  for (const auto& e : fs::directory_iterator(root)) {
+    std::string name = e.path().filename().string();
+    bool want = false;
+    for (const auto& p : prefixes) want = want || name.rfind(p, 0) == 0;
+    if (!want || !fs::exists(e.path() / "model.onnx")) continue;
+    std::ifstream in(e.path() / "model.onnx", std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto m = Model::FromOnnx(ss.str());
+    if (!m.ok()) {
+      EXPECT_EQ(m.status().code(), absl::StatusCode::kUnimplemented) << name << ": " << m.status();
+      ++unsupported;
+      continue;
+    }
+    const Graph& g = m->graph();
+    const fs::path set = e.path() / "test_data_set_0";
+    std::vector<std::vector<float>> inputs;
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      auto t = deploy::ReadTensorFile((set / ("input_" + std::to_string(i) + ".pb")).string());
+      ASSERT_TRUE(t.ok()) << name << ": " << t.status();
+      inputs.push_back(t->data);
+    }
+    auto vals = testing::EvaluateGraph(g, inputs);
+    ASSERT_FALSE(vals.empty()) << name;
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      auto t = deploy::ReadTensorFile((set / ("output_" + std::to_string(i) + ".pb")).string());
+      ASSERT_TRUE(t.ok()) << name << ": " << t.status();
+      const auto& got = vals.at(g.outputs[i]);
+      ASSERT_EQ(got.size(), t->data.size()) << name;
+      EXPECT_EQ(g.values[g.outputs[i]].shape, t->shape) << name;
+      for (size_t j = 0; j < got.size(); ++j) {
+        ASSERT_NEAR(got[j], t->data[j], 1e-5 + 1e-3 * std::fabs(t->data[j])) << name << " [" << j << "]";
+      }
+    }
+    ++passed;
+  }
+  std::printf("reference conformance: %d passed, %d unsupported\n", passed, unsupported);
+  EXPECT_GT(passed, 40);
+}
+
+}  // namespace
+}  // namespace kiln::compiler
