@@ -1,13 +1,54 @@
 #include "compiler/ops/lower_workload.h"
 
 #include "absl/status/status.h"
+#include "compiler/lower/lower.h"
+#include "compiler/ops/common.h"
+#include "deploy/str.h"
 
 namespace kiln::compiler {
 
+namespace {
+
+absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w) {
+  if (auto sig = w.Signature(); !sig.ok()) return sig.status();
+  if (w.op == "conv2d") return ops::Conv2dTemplate();
+  if (w.op == "dense") return ops::DenseTemplate();
+  if (w.op == "pool2d") return ops::Pool2dTemplate();
+  if (w.op == "eltwise") return ops::EltwiseTemplate();
+  return absl::InvalidArgumentError(StrCat("no schedule template for op '", w.op, "'"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Knob>> KnobsOf(const Workload& workload, const Target& target) {
+  auto t = TemplateOf(workload);
+  if (!t.ok()) return t.status();
+  return (*t)->knobs(workload, target);
+}
+
+absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& target) {
+  auto t = TemplateOf(workload);
+  if (!t.ok()) return t.status();
+  return (*t)->default_config(workload, target);
+}
+
+absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config) {
+  auto t = TemplateOf(workload);
+  if (!t.ok()) return t.status();
+  if (auto s = CheckConfigAgainstKnobs(config, (*t)->knobs(workload, target)); !s.ok()) {
+    return absl::InvalidArgumentError(StrCat(workload.op, ": ", s.message()));
+  }
+  return (*t)->check(workload, target, config);
+}
+
 absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, const Target& t,
                                            const std::string& func_name, const LowerOptions& opts) {
-  (void)w; (void)c; (void)t; (void)func_name; (void)opts;
-  return absl::UnimplementedError("LowerWorkload: not implemented yet");
+  if (auto s = ValidateConfig(w, t, c); !s.ok()) return s;
+  auto tmpl = TemplateOf(w);
+  if (!tmpl.ok()) return tmpl.status();
+  auto built = (*tmpl)->build(w, t, c);
+  if (!built.ok()) return built.status();
+  return lower::Lower(*built->schedule, built->args, func_name, opts);
 }
 
 }  // namespace kiln::compiler

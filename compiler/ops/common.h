@@ -1,0 +1,53 @@
+#pragma once
+// Shared pieces of the operator templates (internal to compiler/ops).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/config.h"
+#include "compiler/ir/ir.h"
+#include "compiler/kernel.h"
+#include "compiler/target.h"
+#include "compiler/te/schedule.h"
+#include "compiler/te/tensor.h"
+#include "compiler/workload.h"
+
+namespace kiln::compiler::ops {
+
+// A template's compute + schedule, ready to lower.
+struct Built {
+  std::unique_ptr<te::Schedule> schedule;
+  std::vector<te::Tensor> args;  // KernelSignature order
+};
+
+struct OpTemplate {
+  std::vector<Knob> (*knobs)(const Workload&, const Target&);
+  Config (*default_config)(const Workload&, const Target&);
+  // Combination checks after CheckConfigAgainstKnobs.
+  absl::Status (*check)(const Workload&, const Target&, const Config&);
+  absl::StatusOr<Built> (*build)(const Workload&, const Target&, const Config&);
+};
+
+const OpTemplate* Conv2dTemplate();
+const OpTemplate* DenseTemplate();
+const OpTemplate* Pool2dTemplate();
+const OpTemplate* EltwiseTemplate();
+
+// Small helpers.
+std::vector<int64_t> UpTo(std::vector<int64_t> candidates, int64_t limit);  // keeps c <= limit, >= {1}
+// 1, then multiples of lanes up to 4*lanes that fit in `extent` (or `extent`
+// itself when smaller than lanes).
+std::vector<int64_t> VectorChoices(int64_t extent, int lanes);
+int64_t Pick(const std::vector<int64_t>& choices, int64_t want);  // largest choice <= want (else first)
+
+// Index of an operand broadcast to `out_idx` (operand shape of the same rank).
+std::vector<ir::Expr> BroadcastIndex(const std::vector<int64_t>& shape, const std::vector<ir::Var>& out_idx);
+// Adds the epilogue operands as placeholders (named ep0, ...) to `args` and
+// applies the epilogue to `y` at output index `idx`.
+ir::Expr ApplyEpilogue(const Workload& w, ir::Expr y, const std::vector<ir::Var>& idx,
+                       const std::vector<te::Tensor>& operands);
+std::vector<te::Tensor> EpilogueOperands(const Workload& w);
+
+}  // namespace kiln::compiler::ops

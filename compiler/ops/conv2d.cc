@@ -1,0 +1,128 @@
+// conv2d (NCHW, groups, stride, dilation, asymmetric padding through an
+// inlined padded-input stage), + bias, + epilogue. Template: the output is
+// tiled [tile_k x tile_oh x tile_ow] (tile_ow vectorized); the accumulator
+// tile is a local scratch computed at the output tile loop, its reduction
+// loops ordered by `order`, kernel width optionally unrolled (unroll_s);
+// `parallel` runs the fused batch x output-channel-block loop in parallel.
+#include "absl/status/status.h"
+#include "compiler/ops/common.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler::ops {
+namespace {
+using namespace ir;
+
+std::vector<Knob> Knobs(const Workload& w, const Target& t) {
+  int64_t K = w.Int("K"), OH = w.Int("OH"), OW = w.Int("OW"), S = w.Int("S");
+  std::vector<Knob> k;
+  k.push_back({"tile_k", UpTo({1, 2, 4, 8, 16}, K)});
+  k.push_back({"tile_oh", UpTo({1, 2, 4}, OH)});
+  k.push_back({"tile_ow", VectorChoices(OW, t.NativeVectorLanes())});
+  k.push_back({"unroll_s", S > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}});
+  k.push_back({"order", {0, 1, 2}});
+  k.push_back({"parallel", {0}});
+  if (w.Int("N") * K > 1) k.back().choices.push_back(1);
+  return k;
+}
+
+absl::Status Check(const Workload& w, const Target&, const Config& c) {
+  int64_t outer = w.Int("N") * ((w.Int("K") + c.at("tile_k") - 1) / c.at("tile_k"));
+  if (c.at("parallel") && outer < 2) {
+    return absl::InvalidArgumentError(StrCat("conv2d: parallel=1 but N * ceil(K / tile_k) = ", outer,
+                                             ": a single iteration cannot run in parallel"));
+  }
+  if (c.at("unroll_s") && w.Int("S") > 16) {
+    return absl::InvalidArgumentError("conv2d: unroll_s=1 with a kernel wider than 16");
+  }
+  return absl::OkStatus();
+}
+
+Config Default(const Workload& w, const Target& t) {
+  auto k = Knobs(w, t);
+  Config c;
+  c["tile_k"] = Pick(k[0].choices, 4);
+  c["tile_oh"] = Pick(k[1].choices, 2);
+  c["tile_ow"] = Pick(k[2].choices, t.NativeVectorLanes());
+  c["unroll_s"] = 0;
+  c["order"] = 0;
+  c["parallel"] = 0;
+  if (k[5].choices.size() > 1) {
+    c["parallel"] = 1;
+    if (!Check(w, t, c).ok()) c["parallel"] = 0;
+  }
+  return c;
+}
+
+absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg) {
+  int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
+  int64_t R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"), OW = w.Int("OW");
+  const auto& st = w.Ints("stride");
+  const auto& pad = w.Ints("pad");
+  const auto& dil = w.Ints("dilation");
+  int64_t Cg = C / G, Kg = K / G;
+  te::Tensor data = te::Placeholder("data", {N, C, H, W});
+  te::Tensor weight = te::Placeholder("weight", {K, Cg, R, S});
+  te::Tensor bias;
+  if (w.Int("bias")) bias = te::Placeholder("bias", {K});
+  auto eps = EpilogueOperands(w);
+  bool padded = pad[0] || pad[1] || pad[2] || pad[3];
+  te::Tensor pd;
+  if (padded) {
+    int64_t PH = H + pad[0] + pad[2], PW = W + pad[1] + pad[3];
+    pd = te::Compute("pad", {N, C, PH, PW}, [&](const std::vector<Var>& i) {
+      Expr h = i[2] - IntImm(pad[0]), x = i[3] - IntImm(pad[1]);
+      Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
+      // Clamped indices keep the (unselected) load in bounds.
+      Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
+      return Select(ok, data({i[0], i[1], hc, xc}), FloatImm(0.0));
+    });
+  }
+  IterRange rc = te::ReduceAxis(Cg, "rc"), ry = te::ReduceAxis(R, "ry"), rx = te::ReduceAxis(S, "rx");
+  te::Tensor conv = te::Compute("conv", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
+    Expr c = G == 1 ? Expr(rc.var) : FloorDiv(i[1], IntImm(Kg)) * IntImm(Cg) + rc.var;
+    Expr h = i[2] * IntImm(st[0]) + ry.var * IntImm(dil[0]);
+    Expr x = i[3] * IntImm(st[1]) + rx.var * IntImm(dil[1]);
+    Expr in = padded ? pd({i[0], c, h, x}) : data({i[0], c, h, x});
+    return te::Sum(in * weight({i[1], rc.var, ry.var, rx.var}), {rc, ry, rx});
+  });
+  te::Tensor out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
+    Expr y = conv({i[0], i[1], i[2], i[3]});
+    if (bias.defined()) y = y + bias({i[1]});
+    return ApplyEpilogue(w, y, i, eps);
+  });
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  if (padded) s.ComputeInline(pd);
+  int64_t tk = cfg.at("tile_k"), toh = cfg.at("tile_oh"), tow = cfg.at("tile_ow");
+  auto [ko, ki] = s.Split(out, s.Axis(out, 1), tk);
+  auto [oho, ohi] = s.Split(out, s.Axis(out, 2), toh);
+  auto [owo, owi] = s.Split(out, s.Axis(out, 3), tow);
+  s.Reorder(out, {ko, oho, owo, ki, ohi, owi});
+  if (tow > 1) s.Vectorize(out, owi);
+  if (cfg.at("parallel")) s.Parallel(out, s.Fuse(out, s.Axis(out, 0), ko));
+  s.ComputeAt(conv, out, owo);
+  te::IterVar n = s.Axis(conv, 0), k = s.Axis(conv, 1), oh = s.Axis(conv, 2), ow = s.Axis(conv, 3);
+  te::IterVar c = s.ReduceAxisOf(conv, 0), y = s.ReduceAxisOf(conv, 1), x = s.ReduceAxisOf(conv, 2);
+  switch (cfg.at("order")) {
+    case 0: s.Reorder(conv, {n, c, y, x, k, oh, ow}); break;
+    case 1: s.Reorder(conv, {n, k, oh, c, y, x, ow}); break;
+    default: s.Reorder(conv, {n, c, k, y, x, oh, ow}); break;
+  }
+  if (tow > 1) s.Vectorize(conv, ow);
+  if (cfg.at("unroll_s")) s.Unroll(conv, x);
+  b.args = {data, weight};
+  if (bias.defined()) b.args.push_back(bias);
+  for (const auto& e : eps) b.args.push_back(e);
+  b.args.push_back(out);
+  return b;
+}
+
+}  // namespace
+
+const OpTemplate* Conv2dTemplate() {
+  static const OpTemplate t{Knobs, Default, Check, Build};
+  return &t;
+}
+
+}  // namespace kiln::compiler::ops

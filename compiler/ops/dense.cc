@@ -1,0 +1,141 @@
+// dense (Gemm / batched MatMul): out = epilogue(alpha * op(A) op(B) + beta * C).
+// Template: output tiled [tile_m x tile_n] (tile_n vectorized); the
+// accumulator tile is a local scratch computed at the output tile loop, with
+// the k loop (split by tile_k, optionally unrolled) outside the unrolled mi
+// and vectorized ni loops: a register-tiled micro-kernel.
+#include "absl/status/status.h"
+#include "compiler/ops/common.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler::ops {
+namespace {
+using namespace ir;
+
+struct Dims {
+  int64_t M, N, K, batch;
+  bool ba, bb, batched;
+};
+Dims DimsOf(const Workload& w) {
+  Dims d;
+  d.M = w.Int("M");
+  d.N = w.Int("N");
+  d.K = w.Int("K");
+  d.batch = w.IntOr("batch", 1);
+  d.ba = w.IntOr("batch_a", 0) != 0;
+  d.bb = w.IntOr("batch_b", 0) != 0;
+  d.batched = d.ba || d.bb;
+  return d;
+}
+
+std::vector<Knob> Knobs(const Workload& w, const Target& t) {
+  Dims d = DimsOf(w);
+  std::vector<Knob> k;
+  k.push_back({"tile_m", UpTo({1, 2, 4, 6, 8}, d.M)});
+  k.push_back({"tile_n", VectorChoices(d.N, t.NativeVectorLanes())});
+  k.push_back({"tile_k", UpTo({1, 4, 8, 16, 32, 64}, d.K)});
+  k.push_back({"unroll_k", {0, 1}});
+  k.push_back({"parallel", {0}});
+  if ((d.batched ? d.batch : 1) * d.M > 1) k.back().choices.push_back(1);
+  return k;
+}
+
+absl::Status Check(const Workload& w, const Target&, const Config& c) {
+  Dims d = DimsOf(w);
+  if (c.at("unroll_k") && c.at("tile_k") > 16) {
+    return absl::InvalidArgumentError(
+        StrCat("dense: unroll_k=1 with tile_k=", c.at("tile_k"), " would unroll more than 16 k steps"));
+  }
+  int64_t outer = (d.batched ? d.batch : 1) * ((d.M + c.at("tile_m") - 1) / c.at("tile_m"));
+  if (c.at("parallel") && outer < 2) {
+    return absl::InvalidArgumentError(StrCat("dense: parallel=1 but tile_m=", c.at("tile_m"),
+                                             " leaves a single outer iteration to run in parallel"));
+  }
+  return absl::OkStatus();
+}
+
+Config Default(const Workload& w, const Target& t) {
+  auto k = Knobs(w, t);
+  Dims d = DimsOf(w);
+  Config c;
+  c["tile_m"] = Pick(k[0].choices, 4);
+  c["tile_n"] = Pick(k[1].choices, 2 * t.NativeVectorLanes());
+  c["tile_k"] = Pick(k[2].choices, 8);
+  c["unroll_k"] = 0;
+  c["parallel"] = 0;
+  if (k[4].choices.size() > 1 && d.M * d.N * d.K >= (1 << 18)) {
+    c["parallel"] = 1;
+    if (!Check(w, t, c).ok()) c["parallel"] = 0;
+  }
+  return c;
+}
+
+absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
+  Dims d = DimsOf(w);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  bool ta = w.Int("transA") != 0, tb = w.Int("transB") != 0;
+  double alpha = w.FloatOr("alpha", 1.0), beta = w.FloatOr("beta", 1.0);
+  te::Tensor A = te::Placeholder("A", sig->inputs[0].shape);
+  te::Tensor B = te::Placeholder("B", sig->inputs[1].shape);
+  te::Tensor C;
+  if (w.Int("bias")) C = te::Placeholder("C", w.Ints("bias_shape"));
+  auto eps = EpilogueOperands(w);
+  std::vector<int64_t> out_shape = sig->output.shape;
+  size_t off = d.batched ? 1 : 0;
+  IterRange rk = te::ReduceAxis(d.K, "rk");
+  te::Tensor acc = te::Compute("acc", out_shape, [&](const std::vector<Var>& i) {
+    Expr m = i[off], n = i[off + 1];
+    std::vector<Expr> ai = ta ? std::vector<Expr>{rk.var, m} : std::vector<Expr>{m, rk.var};
+    std::vector<Expr> bi = tb ? std::vector<Expr>{n, rk.var} : std::vector<Expr>{rk.var, n};
+    if (d.ba) ai.insert(ai.begin(), i[0]);
+    if (d.bb) bi.insert(bi.begin(), i[0]);
+    return te::Sum(A(ai) * B(bi), {rk});
+  });
+  te::Tensor out = te::Compute("out", out_shape, [&](const std::vector<Var>& i) {
+    std::vector<Expr> ii(i.begin(), i.end());
+    Expr y = acc(ii);
+    if (alpha != 1.0) y = y * FloatImm(alpha);
+    if (C.defined()) {
+      Expr cv = C(BroadcastIndex(C->shape, i));
+      y = y + (beta != 1.0 ? cv * FloatImm(beta) : cv);
+    }
+    return ApplyEpilogue(w, y, i, eps);
+  });
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  int64_t tm = c.at("tile_m"), tn = c.at("tile_n"), tk = c.at("tile_k");
+  // Output: [b,] mo, no, mi, ni.
+  te::IterVar om = s.Axis(out, static_cast<int>(off)), on = s.Axis(out, static_cast<int>(off + 1));
+  auto [mo, mi] = s.Split(out, om, tm);
+  auto [no, ni] = s.Split(out, on, tn);
+  s.Reorder(out, {mo, no, mi, ni});
+  if (tn > 1) s.Vectorize(out, ni);
+  if (c.at("parallel")) {
+    te::IterVar p = mo;
+    if (d.batched) p = s.Fuse(out, s.Axis(out, 0), mo);
+    s.Parallel(out, p);
+  }
+  s.ComputeAt(acc, out, no);
+  // Accumulator: [b,] ko, ki, m (unrolled), n (vectorized).
+  te::IterVar am = s.Axis(acc, static_cast<int>(off)), an = s.Axis(acc, static_cast<int>(off + 1));
+  auto [ko, ki] = s.Split(acc, s.ReduceAxisOf(acc, 0), tk);
+  s.Reorder(acc, {ko, ki, am, an});
+  if (tm > 1 && tm <= 8) s.Unroll(acc, am);
+  if (tn > 1) s.Vectorize(acc, an);
+  if (c.at("unroll_k") && tk > 1) s.Unroll(acc, ki);
+  b.args = {A, B};
+  if (C.defined()) b.args.push_back(C);
+  for (const auto& e : eps) b.args.push_back(e);
+  b.args.push_back(out);
+  return b;
+}
+
+}  // namespace
+
+const OpTemplate* DenseTemplate() {
+  static const OpTemplate t{Knobs, Default, Check, Build};
+  return &t;
+}
+
+}  // namespace kiln::compiler::ops

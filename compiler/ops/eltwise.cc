@@ -1,0 +1,77 @@
+// eltwise: output = epilogue(broadcast(input)). Knobs: vec (vector width of
+// the last axis), parallel (outer axes fused and run in parallel).
+#include "absl/status/status.h"
+#include "compiler/ops/common.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler::ops {
+namespace {
+using namespace ir;
+
+int64_t OuterSize(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
+std::vector<Knob> Knobs(const Workload& w, const Target& t) {
+  const auto& shape = w.Ints("shape");
+  int64_t last = shape.empty() ? 1 : shape.back();
+  std::vector<Knob> k = {{"vec", VectorChoices(last, t.NativeVectorLanes())}, {"parallel", {0}}};
+  if (OuterSize(shape) > 1) k[1].choices.push_back(1);
+  return k;
+}
+
+Config Default(const Workload& w, const Target& t) {
+  auto k = Knobs(w, t);
+  Config c;
+  c["vec"] = Pick(k[0].choices, t.NativeVectorLanes());
+  int64_t total = 1;
+  for (int64_t d : w.Ints("shape")) total *= d;
+  c["parallel"] = (k[1].choices.size() > 1 && total >= 65536) ? 1 : 0;
+  return c;
+}
+
+absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }
+
+absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
+  std::vector<int64_t> shape = w.Ints("shape");
+  std::vector<int64_t> in_shape = w.Ints("in_shape");
+  if (shape.empty()) {
+    shape = {1};
+    in_shape = {1};
+  }
+  te::Tensor in = te::Placeholder("in", in_shape);
+  auto eps = EpilogueOperands(w);
+  te::Tensor out = te::Compute("out", shape, [&](const std::vector<Var>& idx) {
+    return ApplyEpilogue(w, in(BroadcastIndex(in_shape, idx)), idx, eps);
+  });
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  size_t rank = shape.size();
+  te::IterVar last = s.Axis(out, static_cast<int>(rank) - 1);
+  int64_t vec = c.at("vec");
+  if (vec > 1) {
+    auto [o, i] = s.Split(out, last, vec);
+    s.Vectorize(out, i);
+  }
+  if (c.at("parallel") && rank > 1) {
+    te::IterVar outer = s.Axis(out, 0);
+    for (size_t d = 1; d + 1 < rank; ++d) outer = s.Fuse(out, outer, s.Axis(out, static_cast<int>(d)));
+    s.Parallel(out, outer);
+  }
+  b.args.push_back(in);
+  for (const auto& e : eps) b.args.push_back(e);
+  b.args.push_back(out);
+  return b;
+}
+
+}  // namespace
+
+const OpTemplate* EltwiseTemplate() {
+  static const OpTemplate t{Knobs, Default, Check, Build};
+  return &t;
+}
+
+}  // namespace kiln::compiler::ops
