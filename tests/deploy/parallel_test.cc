@@ -1,3 +1,6 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -77,6 +80,28 @@ TEST(ParallelFor, SafeFromManyThreadsAtOnce) {
     for (int i = 0; i < kN; ++i) ASSERT_EQ(counts[t]->hits[i].load(), kRounds) << t << " " << i;
     delete counts[t];
   }
+}
+
+TEST(ParallelFor, WorksInAForkedChild) {
+  // The parent's pool exists (its workers do not survive fork); the child
+  // must get a working pool of its own instead of waiting for them forever.
+  Counts warm(100);
+  kiln_parallel_for(100, CountBody, &warm);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);  // a hang becomes SIGALRM, not a stuck test
+    Counts c(1000);
+    for (int r = 0; r < 50; ++r) kiln_parallel_for(1000, CountBody, &c);
+    for (int i = 0; i < 1000; ++i) {
+      if (c.hits[i].load() != 50) _exit(3);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "child died with signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace
