@@ -5,7 +5,11 @@
 
 #include "compiler/graph/graph.h"
 #include "compiler/model.h"
+#include "compiler/target.h"
+#include "deploy/artifact.h"
+#include "deploy/runtime.h"
 #include "tests/compiler/graph_eval.h"
+#include "tests/compiler/onnx_test_util.h"
 
 namespace kiln::compiler {
 namespace {
@@ -57,6 +61,82 @@ TEST(Model, SmallCnnMatchesOnnxRuntimeWithReferenceKernels) {
 TEST(Model, MissingFileIsNotFound) {
   auto m = Model::FromOnnxFile("/nonexistent/model.onnx");
   EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
+}
+
+// ---- CompileModel: container, manifest, memory plan, and a real run. ----
+
+std::string ManifestOf(const std::string& artifact) {
+  auto c = deploy::ParseContainer(artifact);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? std::string(c->sections.at("manifest")) : std::string();
+}
+
+TEST(CompileModel, SmallCnnArtifactRunsAndMatchesOnnxRuntime) {
+  auto m = Model::FromOnnxFile(kSmallCnn);
+  ASSERT_TRUE(m.ok()) << m.status();
+  CompileReport report;
+  Target host = Target::Host();
+  auto art = CompileModel(*m, host, nullptr, {}, &report);
+  ASSERT_TRUE(art.ok()) << art.status();
+  EXPECT_EQ(report.kernels, 6);
+  EXPECT_EQ(report.tuned_kernels, 0);
+  ASSERT_GE(art->size(), 64u);
+  EXPECT_EQ(art->substr(0, 8), "KILNART1");
+  auto c = deploy::ParseContainer(*art);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (const auto& [name, data] : c->sections) {
+    EXPECT_EQ((data.data() - art->data()) % 64, 0) << name;
+  }
+  auto manifest = deploy::ParseManifest(c->sections.at("manifest"));
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  EXPECT_EQ(manifest->entry, "kiln_main");
+  EXPECT_EQ(manifest->target, host.Spec());
+  EXPECT_EQ(manifest->model_sha256, m->source_sha256());
+  EXPECT_EQ(manifest->kernels, 6);
+  // Intermediates r1 64 KiB, p1 16 KiB, r2 32 KiB, p2 8 KiB, r3 8 KiB: the
+  // planner reuses r1's region for r2 and r3, and p1's for p2.
+  EXPECT_EQ(manifest->workspace_bytes, 81920);
+  // Weights: 4 conv/fc weight tensors and 4 biases, each 64-byte aligned.
+  EXPECT_EQ(manifest->weights_bytes, 1728 + 64 + 18432 + 128 + 36864 + 128 + 81920 + 64);
+  ASSERT_EQ(manifest->inputs.size(), 1u);
+  EXPECT_EQ(manifest->inputs[0].name, "data");
+  EXPECT_EQ(manifest->inputs[0].shape, (std::vector<int64_t>{1, 3, 32, 32}));
+  ASSERT_EQ(manifest->outputs.size(), 1u);
+  EXPECT_EQ(manifest->outputs[0].name, "logits");
+
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> x = SmallCnnInput(), y(10, -1.0f);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(y[i], kOrtLogits[i], 1e-3) << i;
+}
+
+TEST(CompileModel, TunedLookupIsCountedAndIdentityOutputIsCopied) {
+  testing::OnnxBuilder b;
+  b.Input("x", {2, 3});
+  b.Node("Identity", {"x"}, {"y"});
+  b.Node("Relu", {"x"}, {"z"});
+  b.Output("y");
+  b.Output("z");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  Target host = Target::Host();
+  ConfigLookup lookup = [&](const Workload& w) -> std::optional<Config> {
+    if (w.epilogue.empty()) return std::nullopt;  // the copy: default config
+    auto d = DefaultConfig(w, host);
+    return d.ok() ? std::optional<Config>(*d) : std::nullopt;
+  };
+  CompileReport report;
+  auto art = CompileModel(*m, host, lookup, {}, &report);
+  ASSERT_TRUE(art.ok()) << art.status();
+  EXPECT_EQ(report.kernels, 2);  // relu, and the copy of x into y
+  EXPECT_EQ(report.tuned_kernels, 1);
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> x = {1, -2, 3, -4, 5, -6}, y(6), z(6);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data(), z.data()}).ok());
+  EXPECT_THAT(y, ::testing::ElementsAre(1, -2, 3, -4, 5, -6));
+  EXPECT_THAT(z, ::testing::ElementsAre(1, 0, 3, 0, 5, 0));
 }
 
 }  // namespace
