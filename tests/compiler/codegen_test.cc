@@ -12,6 +12,8 @@
 #include "compiler/codegen/module.h"
 #include "compiler/codegen/module_builder.h"
 #include "compiler/ir/ir.h"
+#include "compiler/kernel.h"
+#include "compiler/workload.h"
 #include "compiler/target.h"
 #include "deploy/parallel.h"
 
@@ -292,6 +294,64 @@ TEST(ModuleBuilder, EmitsAarch64Object) {
   } else {
     EXPECT_EQ(so.status().code(), absl::StatusCode::kUnavailable) << so.status();
   }
+}
+
+// BuildJit of real workloads against RunReference.
+void CheckJitAgainstReference(const Workload& w) {
+  Target host = Target::Host();
+  auto sig = w.Signature();
+  ASSERT_TRUE(sig.ok()) << sig.status();
+  auto config = DefaultConfig(w, host);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto kernel = BuildJit(w, *config, host);
+  if (!kernel.ok() && kernel.status().code() == absl::StatusCode::kUnimplemented) {
+    GTEST_SKIP() << "lowering not available yet: " << kernel.status();
+  }
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  std::vector<std::vector<float>> ins;
+  for (size_t t = 0; t < sig->inputs.size(); ++t) {
+    std::vector<float> v(sig->inputs[t].NumElements());
+    for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(static_cast<int64_t>((k * 37 + t * 11) % 19) - 9) / 8.0f;
+    ins.push_back(std::move(v));
+  }
+  std::vector<float> got(sig->output.NumElements(), -777.0f), want(sig->output.NumElements(), 0.0f);
+  std::vector<void*> args;
+  std::vector<const float*> cins;
+  for (auto& v : ins) {
+    args.push_back(v.data());
+    cins.push_back(v.data());
+  }
+  args.push_back(got.data());
+  ASSERT_EQ((*kernel)->Run(args.data()), 0);
+  ASSERT_TRUE(RunReference(w, cins, want.data()).ok());
+  for (size_t k = 0; k < got.size(); ++k) ASSERT_NEAR(got[k], want[k], 1e-3 * (1 + std::fabs(want[k]))) << k;
+}
+
+TEST(BuildJit, EltwiseReluMatchesReference) {
+  Workload w;
+  w.op = "eltwise";
+  w.ints = {{"shape", {2, 3, 5, 7}}, {"in_shape", {2, 3, 5, 7}}};
+  w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
+  CheckJitAgainstReference(w);
+}
+
+TEST(BuildJit, DenseMatchesReference) {
+  Workload w;
+  w.op = "dense";
+  w.ints = {{"M", {13}}, {"N", {24}}, {"K", {37}}, {"transA", {0}}, {"transB", {1}},
+            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
+  w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
+  CheckJitAgainstReference(w);
+}
+
+TEST(BuildJit, Conv2dWithBiasAndAddMatchesReference) {
+  Workload w;
+  w.op = "conv2d";
+  w.ints = {{"N", {1}}, {"C", {3}}, {"H", {9}}, {"W", {10}}, {"K", {8}}, {"R", {3}}, {"S", {3}},
+            {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}}, {"dilation", {1, 1}}, {"groups", {1}},
+            {"bias", {1}}, {"OH", {9}}, {"OW", {10}}};
+  w.epilogue = {EpilogueOp{EpilogueKind::kAdd, {1, 8, 1, 1}}, EpilogueOp{EpilogueKind::kRelu, {}}};
+  CheckJitAgainstReference(w);
 }
 
 }  // namespace
