@@ -39,7 +39,7 @@ class FakeAgent {
     stream_->Write(hello);
     pb::TrackerMessage reply;
     if (!stream_->Read(&reply) || !reply.has_welcome()) {
-      stream_->WritesDone();
+      stopped_ = true;
       return stream_->Finish();
     }
     welcome_ = reply.welcome();
