@@ -30,7 +30,14 @@ std::string ErrorText(llvm::Error e) { return llvm::toString(std::move(e)); }
 
 absl::StatusOr<KernelFn> JitModule::Lookup(const std::string& name) const {
   auto sym = impl_->jit->lookup(name);
-  if (!sym) return absl::NotFoundError(StrCat("JIT symbol ", name, ": ", ErrorText(sym.takeError())));
+  if (!sym) {
+    std::string msg = ErrorText(sym.takeError());
+    if (msg.find("kiln_parallel_for") != std::string::npos) {
+      msg += " (parallel kernels need libkiln_runtime.so loaded in this process: link it and reference "
+             "kiln_parallel_for so the linker keeps it)";
+    }
+    return absl::NotFoundError(StrCat("JIT symbol ", name, ": ", msg));
+  }
   return sym->toPtr<KernelFn>();
 }
 
