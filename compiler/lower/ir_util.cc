@@ -163,6 +163,7 @@ std::optional<std::pair<int64_t, int64_t>> TermBounds(const Expr& t, const Range
 std::optional<std::pair<int64_t, int64_t>> ConstBounds(const LinearForm& f, const RangeMap& ranges) {
   int64_t lo = f.constant, hi = f.constant;
   for (const auto& [t, c] : f.terms) {
+    if (c == 0) continue;
     auto b = TermBounds(t, ranges);
     if (!b) return std::nullopt;
     if (c >= 0) {
@@ -186,6 +187,7 @@ std::optional<std::pair<Expr, Expr>> SymbolicBounds(const Expr& e, const RangeMa
   LinearForm lo, hi;
   lo.constant = hi.constant = f.constant;
   for (const auto& [t, c] : f.terms) {
+    if (c == 0) continue;
     auto b = TermBounds(t, ranges);
     if (!b) {
       // Fixed unless it uses a varying variable.

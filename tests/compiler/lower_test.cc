@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include "compiler/ir/printer.h"
+#include "compiler/lower/flatten.h"
+#include "compiler/lower/partition.h"
+#include "compiler/lower/simplify.h"
+#include "compiler/lower/unroll.h"
+#include "compiler/lower/vectorize.h"
+
+namespace kiln::lower {
+namespace {
+using namespace ir;
+
+TEST(Simplify, Rules) {
+  Var x("x"), y("y");
+  EXPECT_EQ(ToText(Simplify(x + IntImm(0))), "x");
+  EXPECT_EQ(ToText(Simplify(x * IntImm(1))), "x");
+  EXPECT_EQ(ToText(Simplify(x * IntImm(0) + y)), "y");
+  EXPECT_EQ(ToText(Simplify((x + IntImm(3)) + IntImm(4))), "x + 7");
+  EXPECT_EQ(ToText(Simplify((x * IntImm(4) + IntImm(3)) - x * IntImm(4))), "3");
+  EXPECT_EQ(ToText(Simplify(IntImm(2) * IntImm(3) + IntImm(1))), "7");
+  EXPECT_EQ(ToText(Simplify(FloorDiv(x * IntImm(8) + IntImm(4), IntImm(4)))), "x*2 + 1");
+  EXPECT_EQ(ToText(Simplify(FloorMod(x * IntImm(8) + IntImm(5), IntImm(4)))), "1");
+  EXPECT_EQ(ToText(Simplify(FloorDiv(IntImm(-7), IntImm(2)))), "-4");
+  EXPECT_EQ(ToText(Simplify(Min(IntImm(3), IntImm(5)))), "3");
+  EXPECT_EQ(ToText(Simplify(Max(x + IntImm(1), x))), "x + 1");
+  EXPECT_EQ(ToText(Simplify(FloatImm(1.5) * FloatImm(2.0))), "3.0f");
+  // Ranges decide comparisons and divisions.
+  RangeMap r{{static_cast<const VarNode*>(x.get()), {0, 3}}};
+  EXPECT_EQ(ToText(Simplify(x < IntImm(4), r)), ToText(IntImm(1, DataType::Bool())));
+  EXPECT_EQ(ToText(Simplify(FloorDiv(y * IntImm(4) + x, IntImm(4)), r)), "y");
+  EXPECT_EQ(ToText(Simplify(FloorMod(y * IntImm(4) + x, IntImm(4)), r)), "x");
+}
+
+TEST(Simplify, LoopsOfExtentOneAndZero) {
+  Buffer b("b", DataType::Float32(), {IntImm(8)});
+  Var i("i");
+  Stmt one = For(i, IntImm(3), IntImm(1), ForKind::kSerial, Store(b, FloatImm(1.0), {i + IntImm(1)}));
+  EXPECT_EQ(ToText(Simplify(one)), "b[4] = 1.0f\n");
+  Stmt zero = For(i, IntImm(0), IntImm(0), ForKind::kSerial, Store(b, FloatImm(1.0), {i}));
+  EXPECT_TRUE(IsNoOp(Simplify(zero)));
+}
+
+TEST(Flatten, MultiDimToRowMajor) {
+  Buffer b("b", DataType::Float32(), {IntImm(4), IntImm(5), IntImm(6)});
+  Var i("i"), j("j"), k("k");
+  PrimFunc f{"f", {b}, Store(b, Load(b, {k, j, i}), {i, j, k})};
+  PrimFunc g = FlattenStorage(f);
+  ASSERT_EQ(g.params.size(), 1u);
+  EXPECT_EQ(*AsConstInt(g.params[0]->shape[0]), 120);
+  const auto* st = g.body.as<BufferStoreNode>();
+  ASSERT_NE(st, nullptr);
+  ASSERT_EQ(st->indices.size(), 1u);
+  EXPECT_EQ(ToText(st->indices[0]), "i*30 + j*6 + k");
+  EXPECT_EQ(ToText(st->value.as<BufferLoadNode>()->indices[0]), "k*30 + j*6 + i");
+}
+
+TEST(Vectorize, LinearLoadsBecomeRampsInvariantsBroadcast) {
+  Buffer a("a", DataType::Float32(), {IntImm(64)}), c("c", DataType::Float32(), {IntImm(64)}),
+      s("s", DataType::Float32(), {IntImm(1)});
+  Var i("i"), o("o");
+  Stmt body = Store(c, Load(a, {o * IntImm(8) + i}) * Load(s, {IntImm(0)}), {o * IntImm(8) + i});
+  Stmt loop = For(o, IntImm(0), IntImm(8), ForKind::kSerial, For(i, IntImm(0), IntImm(8), ForKind::kVectorized, body));
+  Stmt v = VectorizeLoops(loop);
+  std::string text = ToText(v);
+  EXPECT_NE(text.find("ramp(o*8, 1, 8)"), std::string::npos) << text;
+  EXPECT_NE(text.find("broadcast(s[0], 8)"), std::string::npos) << text;
+  const auto* f = v.as<ForNode>();
+  ASSERT_NE(f, nullptr);
+  const auto* st = f->body.as<BufferStoreNode>();
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->value.dtype(), DataType::Float32().WithLanes(8));
+  EXPECT_NE(st->indices[0].as<RampNode>(), nullptr);
+}
+
+TEST(Vectorize, NonVectorizableFallsBackToSerial) {
+  Buffer a("a", DataType::Float32(), {IntImm(64)}), acc("acc", DataType::Float32(), {IntImm(1)});
+  Var i("i");
+  // A reduction into one scalar cannot be a vector store.
+  Stmt loop = For(i, IntImm(0), IntImm(8), ForKind::kVectorized,
+                  Store(acc, Load(acc, {IntImm(0)}) + Load(a, {i}), {IntImm(0)}));
+  Stmt v = VectorizeLoops(loop);
+  const auto* f = v.as<ForNode>();
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->for_kind, ForKind::kSerial);
+}
+
+TEST(Unroll, ReplicatesBody) {
+  Buffer b("b", DataType::Float32(), {IntImm(4)});
+  Var i("i");
+  Stmt u = UnrollLoops(For(i, IntImm(0), IntImm(3), ForKind::kUnrolled, Store(b, FloatImm(0.0), {i})));
+  EXPECT_EQ(ToText(u), "b[0] = 0.0f\nb[1] = 0.0f\nb[2] = 0.0f\n");
+}
+
+TEST(Partition, TailGuardRemovedFromMainLoop) {
+  Buffer b("b", DataType::Float32(), {IntImm(10)});
+  Var o("o"), i("i");
+  Expr idx = o * IntImm(4) + i;
+  Stmt loop = For(o, IntImm(0), IntImm(3), ForKind::kSerial,
+                  For(i, IntImm(0), IntImm(4), ForKind::kSerial,
+                      IfThenElse(Likely(idx < IntImm(10)), Store(b, FloatImm(1.0), {idx}))));
+  Stmt p = StripLikely(PartitionLoops(loop));
+  const auto* seq = p.as<SeqNode>();
+  ASSERT_NE(seq, nullptr) << ToText(p);
+  ASSERT_EQ(seq->seq.size(), 2u);
+  const auto* main = seq->seq[0].as<ForNode>();
+  ASSERT_NE(main, nullptr);
+  EXPECT_EQ(*AsConstInt(main->extent), 2);
+  EXPECT_EQ(ToText(seq->seq[0]).find("if"), std::string::npos) << ToText(p);
+  // The tail (o = 2) keeps only i < 2.
+  EXPECT_EQ(ToText(seq->seq[1]), "for (i, 0, 2) {\n  b[i + 8] = 1.0f\n}\n") << ToText(p);
+}
+
+}  // namespace
+}  // namespace kiln::lower

@@ -1,0 +1,128 @@
+#include <gtest/gtest.h>
+
+#include "compiler/ir/functor.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/structural.h"
+#include "compiler/lower/loop_nest.h"
+#include "compiler/lower/lower.h"
+#include "compiler/te/schedule.h"
+
+namespace kiln::te {
+namespace {
+using namespace ir;
+
+// Loop names and extents from the outside in, along the first path.
+std::vector<std::pair<std::string, int64_t>> Loops(const Stmt& s) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  struct V : StmtVisitor {
+    std::vector<std::pair<std::string, int64_t>>* out;
+    void VisitFor(const ForNode* op) override {
+      out->emplace_back(op->loop_var.name(), AsConstInt(op->extent).value_or(-1));
+      StmtVisitor::VisitFor(op);
+    }
+  } v;
+  v.out = &out;
+  v.VisitStmt(s);
+  return out;
+}
+
+using L = std::vector<std::pair<std::string, int64_t>>;
+
+struct Add {
+  Tensor A = Placeholder("A", {16, 12});
+  Tensor B = Compute("B", {16, 12}, [&](const std::vector<Var>& i) { return A({i[0], i[1]}) + FloatImm(1.0); });
+};
+
+TEST(Schedule, SplitReorderFuse) {
+  Add a;
+  Schedule s({a.B});
+  auto [io, ii] = s.Split(a.B, s.Axis(a.B, 0), 4);
+  s.Reorder(a.B, {io, s.Axis(a.B, 1), ii});
+  auto nest = lower::BuildLoopNest(s);
+  ASSERT_TRUE(nest.ok());
+  EXPECT_EQ(Loops(*nest), (L{{"i.o", 4}, {"j", 12}, {"i.i", 4}}));
+  Schedule f({a.B});
+  IterVar fused = f.Fuse(a.B, f.Axis(a.B, 0), f.Axis(a.B, 1));
+  EXPECT_EQ(fused->name, "i.j.f");
+  EXPECT_EQ(Loops(*lower::BuildLoopNest(f)), (L{{"i.j.f", 192}}));
+}
+
+TEST(Schedule, TileAndNonDividingSplitGuard) {
+  Add a;
+  Schedule s({a.B});
+  s.Tile(a.B, s.Axis(a.B, 0), s.Axis(a.B, 1), 8, 5);
+  auto nest = lower::BuildLoopNest(s);
+  ASSERT_TRUE(nest.ok());
+  EXPECT_EQ(Loops(*nest), (L{{"i.o", 2}, {"j.o", 3}, {"i.i", 8}, {"j.i", 5}}));
+  std::string text = ToText(*nest);
+  EXPECT_NE(text.find("likely"), std::string::npos) << text;  // 12 % 5 != 0
+}
+
+TEST(Schedule, TraceIsTextAndReplaysToSameIR) {
+  auto build = [](Schedule& s, const Tensor& B) {
+    auto [io, ii] = s.Split(B, s.Axis(B, 0), 4);
+    auto [jo, ji] = s.Split(B, s.Axis(B, 1), 8);
+    s.Reorder(B, {io, jo, ii, ji});
+    s.Vectorize(B, ji);
+    s.Parallel(B, io);
+    s.Unroll(B, ii);
+  };
+  Add a;
+  Schedule s1({a.B});
+  build(s1, a.B);
+  EXPECT_EQ(s1.TraceText(),
+            "split(B, i, 4)\nsplit(B, j, 8)\nreorder(B, i.o, j.o, i.i, j.i)\nvectorize(B, j.i)\n"
+            "parallel(B, i.o)\nunroll(B, i.i)\n");
+  Schedule s2({a.B});
+  ASSERT_TRUE(s2.Replay(s1.trace()).ok());
+  auto f1 = lower::Lower(s1, {a.A, a.B}, "f");
+  auto f2 = lower::Lower(s2, {a.A, a.B}, "f");
+  ASSERT_TRUE(f1.ok() && f2.ok());
+  EXPECT_EQ(ToText(*f1), ToText(*f2));
+  Schedule s3({a.B});
+  Step bad{"split", "B", {"nope"}, {2}, ""};
+  auto st = s3.Replay({bad});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(st.message()).find("nope"), std::string::npos);
+}
+
+TEST(Schedule, ComputeAtWithCacheWriteAllocatesTile) {
+  Tensor A = Placeholder("A", {8, 16});
+  IterRange k = ReduceAxis(16, "k");
+  Tensor S = Compute("S", {8}, [&](const std::vector<Var>& i) { return Sum(A({i[0], k.var}), {k}); });
+  Schedule s({S});
+  Tensor local = s.CacheWrite(S);
+  EXPECT_EQ(local->name, "S.local");
+  auto [o, in] = s.Split(S, s.Axis(S, 0), 4);
+  s.ComputeAt(local, S, o);
+  auto f = lower::Lower(s, {A, S}, "f");
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::string text = ToText(*f);
+  struct Alloc : StmtVisitor {
+    std::vector<int64_t> sizes;
+    void VisitAllocate(const AllocateNode* op) override {
+      sizes.push_back(*AsConstInt(op->buffer->shape[0]));
+      StmtVisitor::VisitAllocate(op);
+    }
+  } al;
+  al.VisitStmt(f->body);
+  EXPECT_EQ(al.sizes, (std::vector<int64_t>{4})) << text;
+  EXPECT_NE(s.TraceText().find("cache_write(S)"), std::string::npos);
+  EXPECT_NE(s.TraceText().find("compute_at(S.local, i.o, @S)"), std::string::npos) << s.TraceText();
+}
+
+TEST(Schedule, ComputeInlineSubstitutesBody) {
+  Tensor A = Placeholder("A", {8});
+  Tensor B = Compute("B", {8}, [&](const std::vector<Var>& i) { return A({i[0]}) * FloatImm(2.0); });
+  Tensor C = Compute("C", {8}, [&](const std::vector<Var>& i) { return B({i[0]}) + FloatImm(1.0); });
+  Schedule s({C});
+  s.ComputeInline(B);
+  auto f = lower::Lower(s, {A, C}, "f");
+  ASSERT_TRUE(f.ok());
+  std::string text = ToText(f->body);
+  EXPECT_EQ(text.find("B["), std::string::npos) << text;
+  EXPECT_NE(text.find("A[i]*2.0f + 1.0f"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kiln::te
