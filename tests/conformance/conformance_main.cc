@@ -214,11 +214,13 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--filter") {
-      for (auto f : kiln::StrSplit(value(), ',', true)) filters.emplace_back(f);
+      const std::string list = value();
+      for (auto f : kiln::StrSplit(list, ',', true)) filters.emplace_back(f);
     } else if (a == "--ops") {
       claimed.clear();
       restrict_ops = true;
-      for (auto f : kiln::StrSplit(value(), ',', true)) claimed.emplace(f);
+      const std::string list = value();
+      for (auto f : kiln::StrSplit(list, ',', true)) claimed.emplace(f);
     } else if (a == "--json") {
       json_path = value();
     } else if (a.rfind("--", 0) == 0 || !data_dir.empty()) {
