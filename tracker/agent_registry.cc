@@ -110,6 +110,15 @@ std::vector<AgentInfo> AgentRegistry::List() const {
   return out;
 }
 
+int AgentRegistry::ConnectedCount(const std::string& device_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [id, slot] : agents_) {
+    n += slot.info.connected && slot.info.device_key == device_key;
+  }
+  return n;
+}
+
 std::optional<AgentInfo> AgentRegistry::Get(const std::string& agent_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = agents_.find(agent_id);

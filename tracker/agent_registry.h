@@ -49,6 +49,7 @@ class AgentRegistry {
   void SetInFlight(const std::string& agent_id, int32_t n);
 
   std::vector<AgentInfo> List() const;
+  int ConnectedCount(const std::string& device_key) const;
   std::optional<AgentInfo> Get(const std::string& agent_id) const;
   // The target of an agent with this key: a connected one first, else the
   // most recently seen one.

@@ -94,8 +94,8 @@ struct JobManager::Job {
   std::vector<JobEventEntry> events;
   bool cancelled = false;
   // The batch in flight: its results once they arrive.
-  std::string pending_batch;
-  std::optional<std::vector<MeasureOutcome>> pending_results;
+  // Batches in flight (by id) and their results once they arrive.
+  std::map<std::string, std::optional<std::vector<MeasureOutcome>>> pending;
   std::thread thread;
 };
 
@@ -335,6 +335,7 @@ void JobManager::Run(std::shared_ptr<Job> job) {
   if (st.ok()) st = Compile(*job);
   if (stopping_) return;
   if (!st.ok()) {
+    dispatcher_->CancelJob(job->row.id);
     std::string error = StrCat(absl::StatusCodeToString(st.code()), ": ", std::string(st.message()));
     SetState(*job, "failed", StrCat("job failed: ", error), error);
   }
@@ -424,83 +425,125 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
   tuner::ConfigSpace space(*knobs);
   auto search = tuner::MakeSearch("random", space, SeedOf(job.row.id + "/" + key));
   if (!search.ok()) return search.status();
+  struct InFlight {
+    MeasureWork work;
+    std::map<std::string, std::string> canonical_of;  // candidate id -> config
+  };
+  std::map<std::string, InFlight> in_flight;
+  int outstanding = 0;  // candidates sent and not yet answered
+  bool exhausted = false;
   int barren_rounds = 0;
-  while (true) {
-    int done = 0;
+  std::shared_ptr<Job> self = Find(job.row.id);
+  KILN_CHECK(self != nullptr) << "running job is not registered";
+  auto abandon = [&] {
     {
       std::lock_guard<std::mutex> lock(job.mu);
-      if (job.cancelled) return absl::OkStatus();
-      done = job.tasks[task_index].trials_done;
+      job.pending.clear();
     }
-    if (stopping_) return absl::OkStatus();
-    int want = std::min(options_.batch_size, budget - done);
-    if (want <= 0) break;
-    std::vector<compiler::Config> proposals = (*search)->Propose(want, seen);
-    if (proposals.empty()) {
-      Log()->info("job {}: task {} space exhausted after {} trials", job.row.id, key, done);
-      break;
-    }
-    MeasureWork work;
-    work.job_id = job.row.id;
-    work.device_key = job.row.device_key;
-    work.workload_key = key;
-    work.workload_op = workload.op;
-    work.workload_canonical = workload.Canonical();
-    work.workload_flops = workload.Flops();
-    work.target = target_spec;
-    work.timing = job.timing;
-    std::map<std::string, std::string> canonical_of;
-    for (const auto& config : proposals) {
-      std::string canonical = compiler::CanonicalConfig(config);
-      if (!seen.insert(canonical).second) continue;
-      // Invalid configs are never measured.
-      if (!compiler::ValidateConfig(workload, job.target, config).ok()) continue;
-      std::string cid = StrCat("c", work.candidates.size());
-      canonical_of[cid] = canonical;
-      work.candidates.push_back({cid, config});
-    }
-    if (work.candidates.empty()) {
-      if (++barren_rounds > 64) {
-        Log()->info("job {}: task {}: no valid configs left to propose", job.row.id, key);
+    dispatcher_->CancelJob(job.row.id);
+    return absl::OkStatus();
+  };
+  while (true) {
+    // Keep one batch in flight per connected agent of the key.
+    size_t limit = static_cast<size_t>(std::max(1, agents_->ConnectedCount(job.row.device_key)));
+    while (!exhausted && in_flight.size() < limit) {
+      int done = 0;
+      {
+        std::lock_guard<std::mutex> lock(job.mu);
+        if (job.cancelled) break;
+        done = job.tasks[task_index].trials_done;
+      }
+      int want = std::min(options_.batch_size, budget - done - outstanding);
+      if (want <= 0) break;
+      std::vector<compiler::Config> proposals = (*search)->Propose(want, seen);
+      if (proposals.empty()) {
+        Log()->info("job {}: task {} space exhausted after {} trials", job.row.id, key, done);
+        exhausted = true;
         break;
       }
-      continue;
+      InFlight batch;
+      MeasureWork& work = batch.work;
+      work.job_id = job.row.id;
+      work.device_key = job.row.device_key;
+      work.workload_key = key;
+      work.workload_op = workload.op;
+      work.workload_canonical = workload.Canonical();
+      work.workload_flops = workload.Flops();
+      work.target = target_spec;
+      work.timing = job.timing;
+      for (const auto& config : proposals) {
+        std::string canonical = compiler::CanonicalConfig(config);
+        if (!seen.insert(canonical).second) continue;
+        // Invalid configs are never measured.
+        if (!compiler::ValidateConfig(workload, job.target, config).ok()) continue;
+        std::string cid = StrCat("c", work.candidates.size());
+        batch.canonical_of[cid] = canonical;
+        work.candidates.push_back({cid, config});
+      }
+      if (work.candidates.empty()) {
+        if (++barren_rounds > 64) {
+          Log()->info("job {}: task {}: no valid configs left to propose", job.row.id, key);
+          exhausted = true;
+        }
+        continue;
+      }
+      barren_rounds = 0;
+      {
+        std::lock_guard<std::mutex> lock(job.mu);
+        // Submitting under the job lock: the callback cannot run before the
+        // batch is registered as pending.
+        std::string batch_id = dispatcher_->Submit(
+            work, [self](const MeasureWork& w, std::vector<MeasureOutcome> results) {
+              std::lock_guard<std::mutex> lock(self->mu);
+              auto it = self->pending.find(w.batch_id);
+              if (it == self->pending.end()) return;
+              it->second = std::move(results);
+              self->cv.notify_all();
+            });
+        job.pending[batch_id] = std::nullopt;
+        work.batch_id = batch_id;
+      }
+      outstanding += static_cast<int>(work.candidates.size());
+      std::string id = work.batch_id;
+      in_flight.emplace(id, std::move(batch));
     }
-    barren_rounds = 0;
-
-    std::shared_ptr<Job> self = Find(job.row.id);
-    KILN_CHECK(self != nullptr) << "running job is not registered";
-    std::string batch_id;
-    {
+    if (stopping_) return abandon();
+    if (in_flight.empty()) {
       std::lock_guard<std::mutex> lock(job.mu);
-      job.pending_results.reset();
-      // Submitting under the job lock: the callback cannot run before
-      // pending_batch is set.
-      batch_id = dispatcher_->Submit(
-          work, [self](const MeasureWork& w, std::vector<MeasureOutcome> results) {
-            std::lock_guard<std::mutex> lock(self->mu);
-            if (w.batch_id != self->pending_batch) return;
-            self->pending_results = std::move(results);
-            self->cv.notify_all();
-          });
-      job.pending_batch = batch_id;
+      if (job.cancelled) return absl::OkStatus();
+      break;
     }
+
+    // Wait for any batch's results.
+    std::string ready_id;
     std::vector<MeasureOutcome> results;
     {
       std::unique_lock<std::mutex> lock(job.mu);
-      job.cv.wait(lock, [&] {
-        return job.pending_results.has_value() || job.cancelled || stopping_.load();
-      });
-      if (!job.pending_results.has_value()) {
-        job.pending_batch.clear();
+      auto ready = [&] {
+        for (const auto& [id, r] : job.pending) {
+          if (r.has_value()) return true;
+        }
+        return false;
+      };
+      job.cv.wait(lock, [&] { return ready() || job.cancelled || stopping_.load(); });
+      if (job.cancelled || stopping_) {
         lock.unlock();
-        dispatcher_->CancelJob(job.row.id);
-        return absl::OkStatus();
+        return abandon();
       }
-      results = std::move(*job.pending_results);
-      job.pending_results.reset();
-      job.pending_batch.clear();
+      for (auto it = job.pending.begin(); it != job.pending.end(); ++it) {
+        if (!it->second.has_value()) continue;
+        ready_id = it->first;
+        results = std::move(*it->second);
+        job.pending.erase(it);
+        break;
+      }
     }
+    auto flight = in_flight.find(ready_id);
+    KILN_CHECK(flight != in_flight.end()) << "results for unknown batch " << ready_id;
+    const MeasureWork work = std::move(flight->second.work);
+    std::map<std::string, std::string> canonical_of = std::move(flight->second.canonical_of);
+    in_flight.erase(flight);
+    outstanding -= static_cast<int>(work.candidates.size());
 
     // Store every result; candidates without one count as lost.
     std::map<std::string, MeasureOutcome> by_id;
