@@ -87,8 +87,8 @@ class LoopVectorizer {
         if (l->indices.size() != 1) return std::nullopt;
         auto idx = Vec(l->indices[0]);
         if (!idx) return std::nullopt;
-        if (!idx->dtype().is_vector()) return Load(l->buffer, {*idx});
-        if (!IsUnitRamp(*idx)) return std::nullopt;
+        // Scalar index: invariant load; unit Ramp: vector load; any other
+        // vector index: a gather (codegen emits masked.gather).
         return Load(l->buffer, {*idx});
       }
       case ExprKind::kCall: {

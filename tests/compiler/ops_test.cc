@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/ir/functor.h"
+#include "compiler/ir/printer.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
 
@@ -225,6 +226,29 @@ TEST(OpsNumeric, TailTilesMatchReference) {
   d["tile_m"] = 4;  // 7 % 4
   d["tile_k"] = 8;  // 19 % 8
   ExpectMatchesReference(dense, d, "dense tails");
+}
+
+}  // namespace
+}  // namespace kiln::compiler
+
+namespace kiln::compiler {
+namespace {
+
+TEST(OpsLower, PaddedConvInnerLoopIsVectorized) {
+  Workload w = Parse(kConv);
+  Config c = *DefaultConfig(w, Avx2());
+  c["tile_ow"] = 8;
+  auto f = LowerWorkload(w, c, Avx2(), "k", {});
+  ASSERT_TRUE(f.ok()) << f.status();
+  struct V : ir::StmtVisitor {
+    int vector_stores = 0;
+    void VisitBufferStore(const ir::BufferStoreNode* op) override {
+      if (op->value.dtype().lanes == 8) ++vector_stores;
+      StmtVisitor::VisitBufferStore(op);
+    }
+  } v;
+  v.VisitStmt(f->body);
+  EXPECT_GE(v.vector_stores, 3) << ir::ToText(*f);  // init, update, output
 }
 
 }  // namespace
