@@ -2,6 +2,7 @@
 // as TensorProto files, optionally time it. Exit codes: 0 ok, 2 bad usage or
 // bad input (arguments, tensor files, artifact file), 1 runtime failure.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -153,7 +154,8 @@ int Main(int argc, char** argv) {
     }
     if (named) {
       file = spec.substr(eq + 1);
-    } else if (manifest.inputs.size() == 1 && eq == std::string::npos) {
+    } else if (manifest.inputs.size() == 1 &&
+               (eq == std::string::npos || ::access(spec.c_str(), F_OK) == 0)) {
       name = manifest.inputs[0].name;
       file = spec;
     } else {

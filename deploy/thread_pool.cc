@@ -1,5 +1,5 @@
 // kiln_parallel_for: a persistent pool of worker threads; the calling thread
-// takes part. Static chunking: participant t of T runs [t*n/T, (t+1)*n/T).
+// takes part. Static chunking: chunk t of T covers [t*n/T, (t+1)*n/T).
 // Nested calls (from inside a body) and calls made while another thread holds
 // the pool run serially inline, so the function is safe from any thread.
 #include <pthread.h>
@@ -46,50 +46,72 @@ void RunRange(int64_t begin, int64_t end, void (*body)(int64_t, void*), void* ct
   t_in_parallel = saved;
 }
 
+// The n indices are cut into `parts` fixed contiguous chunks (static
+// chunking); participants claim chunks through one atomic word that holds the
+// job's generation and the next chunk, so a worker that is slow to wake (an
+// oversubscribed machine) never stalls the loop: the caller runs the chunk.
 class Pool {
  public:
   explicit Pool(int threads) : threads_(threads) {
-    workers_.reserve(threads_ - 1);
-    for (int w = 1; w < threads_; ++w) workers_.emplace_back([this, w] { WorkerLoop(w); });
+    for (int w = 1; w < threads_; ++w) std::thread([this] { WorkerLoop(); }).detach();
     // Workers live as long as the process (the pool is never destroyed, so
     // no static destructor races with a module still calling in).
-    for (auto& t : workers_) t.detach();
   }
-
-  int threads() const { return threads_; }
 
   // Returns false when another thread holds the pool (the caller runs inline).
   bool TryRun(int64_t n, void (*body)(int64_t, void*), void* ctx) {
     std::unique_lock<std::mutex> dispatch(dispatch_mu_, std::try_to_lock);
     if (!dispatch.owns_lock()) return false;
     const int parts = static_cast<int>(std::min<int64_t>(threads_, n));
+    uint32_t gen;
+    bool wake;
     {
       std::lock_guard<std::mutex> lk(mu_);
+      gen = ++generation_;
       n_ = n;
       body_ = body;
       ctx_ = ctx;
       parts_ = parts;
-      pending_.store(parts - 1, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
+      done_.store(0, std::memory_order_relaxed);
+      claim_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+      wake = sleeping_ > 0;
     }
-    cv_.notify_all();
-    RunRange(0, n / parts, body, ctx);  // chunk 0: the caller
-    for (int spin = 0; spin < 4000; ++spin) {
-      if (pending_.load(std::memory_order_acquire) == 0) return true;
+    if (wake) cv_.notify_all();
+    RunChunks(gen, n, parts, body, ctx);
+    for (int spin = 0; spin < 2000; ++spin) {
+      if (done_.load(std::memory_order_acquire) == parts) return true;
       CpuRelax();
     }
     std::unique_lock<std::mutex> lk(mu_);
-    done_cv_.wait(lk, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    done_cv_.wait(lk, [&] { return done_.load(std::memory_order_acquire) == parts; });
     return true;
   }
 
  private:
-  void WorkerLoop(int index) {
-    uint64_t seen = 0;
+  // Claims and runs chunks of job `gen` until none is left.
+  void RunChunks(uint32_t gen, int64_t n, int parts, void (*body)(int64_t, void*), void* ctx) {
+    uint64_t v = claim_.load(std::memory_order_acquire);
+    while (true) {
+      if (static_cast<uint32_t>(v >> 32) != gen || static_cast<int>(v & 0xffffffffu) >= parts) {
+        return;
+      }
+      if (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
+      const int64_t c = static_cast<int64_t>(v & 0xffffffffu);
+      RunRange(n * c / parts, n * (c + 1) / parts, body, ctx);
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == parts) {
+        std::lock_guard<std::mutex> lk(mu_);
+        done_cv_.notify_one();
+      }
+      v = claim_.load(std::memory_order_acquire);
+    }
+  }
+
+  void WorkerLoop() {
+    uint32_t seen = 0;
     while (true) {
       // Spin a little before sleeping: back-to-back parallel loops are common.
-      for (int spin = 0; spin < 4000; ++spin) {
-        if (generation_.load(std::memory_order_acquire) != seen) break;
+      for (int spin = 0; spin < 2000; ++spin) {
+        if (static_cast<uint32_t>(claim_.load(std::memory_order_acquire) >> 32) != seen) break;
         CpuRelax();
       }
       int64_t n;
@@ -98,34 +120,34 @@ class Pool {
       int parts;
       {
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
-        seen = generation_.load(std::memory_order_relaxed);
+        if (generation_ == seen) {
+          ++sleeping_;
+          cv_.wait(lk, [&] { return generation_ != seen; });
+          --sleeping_;
+        }
+        seen = generation_;
         n = n_;
         body = body_;
         ctx = ctx_;
         parts = parts_;
       }
-      if (index >= parts) continue;
-      RunRange(n * index / parts, n * (index + 1) / parts, body, ctx);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lk(mu_);
-        done_cv_.notify_one();
-      }
+      RunChunks(seen, n, parts, body, ctx);
     }
   }
 
   const int threads_;
-  std::vector<std::thread> workers_;
   std::mutex dispatch_mu_;  // one parallel loop at a time
   std::mutex mu_;           // guards the job fields below
   std::condition_variable cv_;
   std::condition_variable done_cv_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  uint32_t generation_ = 0;
+  int sleeping_ = 0;
   int64_t n_ = 0;
   void (*body_)(int64_t, void*) = nullptr;
   void* ctx_ = nullptr;
   int parts_ = 0;
+  std::atomic<uint64_t> claim_{0};  // generation << 32 | next chunk
+  std::atomic<int> done_{0};        // chunks finished in this generation
 };
 
 std::mutex g_create_mu;
