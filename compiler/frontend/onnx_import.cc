@@ -142,6 +142,16 @@ class Importer {
                        const Shape& stride, const Shape& dilation, bool ceil_mode, Shape* pads,
                        Shape* out_hw);
 
+  // Spatial attributes; a 1-D op (one_d) is lifted to 2-D with H = 1.
+  Shape Lifted(const onnx::NodeProto& node, const char* name, Shape fallback, bool one_d) const {
+    Shape v = AttrInts(node, name, {});
+    if (v.empty()) return fallback;
+    if (!one_d) return v;
+    if (std::string_view(name) == "pads") return v.size() == 2 ? Shape{0, v[0], 0, v[1]} : v;
+    if (v.size() != 1) return v;
+    return {1, v[0]};
+  }
+
   std::unique_ptr<Graph> g_;
   std::unordered_map<std::string, int> by_name_;
   std::unordered_map<int, int> bad_dtype_;  // value -> onnx dtype of a non-float constant
@@ -357,7 +367,6 @@ absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, 
                                const Shape& stride, const Shape& dilation, bool ceil_mode,
                                Shape* pads, Shape* out_hw) {
   std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
-  *pads = AttrInts(node, "pads", {0, 0, 0, 0});
   if (pads->size() != 4) return Unimplemented(node, "pads must have 4 values");
   out_hw->assign(2, 0);
   for (int i = 0; i < 2; ++i) {
@@ -396,9 +405,15 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
   if (!x.ok()) return x.status();
   auto wt = In(node, 1);
   if (!wt.ok()) return wt.status();
-  const Shape xs = g_->values[*x].shape, ws = g_->values[*wt].shape;
+  Shape xs = g_->values[*x].shape, ws = g_->values[*wt].shape;
+  const bool one_d = xs.size() == 3 && ws.size() == 3;
+  if (one_d) {
+    xs.insert(xs.begin() + 2, 1);
+    ws.insert(ws.begin() + 2, 1);
+  }
   if (xs.size() != 4 || ws.size() != 4) {
-    return Unimplemented(node, StrCat("only 2-D convolution is supported (input rank ", xs.size(), ")"));
+    return Unimplemented(node, StrCat("only 1-D and 2-D convolution is supported (input rank ",
+                                      g_->values[*x].shape.size(), ")"));
   }
   int64_t groups = AttrInt(node, "group", 1);
   if (groups <= 0 || xs[1] % groups != 0 || ws[0] % groups != 0 || ws[1] * groups != xs[1]) {
@@ -406,13 +421,14 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
         StrCat("node '", Name(node), "': weight [", StrJoin(ws, ","), "] does not match input [",
                StrJoin(xs, ","), "] with group ", groups));
   }
-  Shape kernel = AttrInts(node, "kernel_shape", {ws[2], ws[3]});
+  Shape kernel = Lifted(node, "kernel_shape", {ws[2], ws[3]}, one_d);
   if (kernel != Shape{ws[2], ws[3]}) {
     return absl::InvalidArgumentError(StrCat("node '", Name(node), "': kernel_shape does not match weight"));
   }
-  Shape stride = AttrInts(node, "strides", {1, 1}), dilation = AttrInts(node, "dilations", {1, 1});
+  Shape stride = Lifted(node, "strides", {1, 1}, one_d);
+  Shape dilation = Lifted(node, "dilations", {1, 1}, one_d);
   if (stride.size() != 2 || dilation.size() != 2) return Unimplemented(node, "bad strides/dilations");
-  Shape pads, ohw;
+  Shape pads = Lifted(node, "pads", {0, 0, 0, 0}, one_d), ohw;
   if (auto s = Spatial(node, {xs[2], xs[3]}, kernel, stride, dilation, false, &pads, &ohw); !s.ok()) {
     return s;
   }
@@ -432,16 +448,21 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
             {"K", {ws[0]}},    {"R", {ws[2]}},       {"S", {ws[3]}},        {"stride", stride},
             {"pad", pads},     {"dilation", dilation}, {"groups", {groups}}, {"bias", {bias ? 1 : 0}},
             {"OH", {ohw[0]}},  {"OW", {ohw[1]}}};
-  AddCompute(node, std::move(w), inputs, NewValue(node, 0, {xs[0], ws[0], ohw[0], ohw[1]}));
+  Shape out = {xs[0], ws[0], ohw[0], ohw[1]};
+  if (one_d) out.erase(out.begin() + 2);  // same layout as the 2-D kernel's output
+  AddCompute(node, std::move(w), inputs, NewValue(node, 0, out));
   return absl::OkStatus();
 }
 
 absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool global) {
   auto x = In(node, 0);
   if (!x.ok()) return x.status();
-  const Shape xs = g_->values[*x].shape;
+  Shape xs = g_->values[*x].shape;
+  const bool one_d = xs.size() == 3;
+  if (one_d) xs.insert(xs.begin() + 2, 1);
   if (xs.size() != 4) {
-    return Unimplemented(node, StrCat("only 2-D pooling is supported (input rank ", xs.size(), ")"));
+    return Unimplemented(node, StrCat("only 1-D and 2-D pooling is supported (input rank ",
+                                      xs.size(), ")"));
   }
   if (node.output_size() > 1 && !node.output(1).empty()) {
     return Unimplemented(node, "the Indices output is not supported");
@@ -455,9 +476,10 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
     pads = {0, 0, 0, 0};
     ohw = {1, 1};
   } else {
-    kernel = AttrInts(node, "kernel_shape", {});
-    stride = AttrInts(node, "strides", {1, 1});
-    dilation = AttrInts(node, "dilations", {1, 1});
+    kernel = Lifted(node, "kernel_shape", {}, one_d);
+    stride = Lifted(node, "strides", {1, 1}, one_d);
+    dilation = Lifted(node, "dilations", {1, 1}, one_d);
+    pads = Lifted(node, "pads", {0, 0, 0, 0}, one_d);
     if (kernel.size() != 2 || stride.size() != 2 || dilation.size() != 2) {
       return Unimplemented(node, "kernel_shape/strides/dilations need 2 values");
     }
@@ -473,7 +495,9 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
             {"kernel", kernel},  {"stride", stride},     {"pad", pads},    {"dilation", dilation},
             {"OH", {ohw[0]}},    {"OW", {ohw[1]}},       {"kind", {max ? 0 : 1}},
             {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
-  AddCompute(node, std::move(w), {*x}, NewValue(node, 0, {xs[0], xs[1], ohw[0], ohw[1]}));
+  Shape out = {xs[0], xs[1], ohw[0], ohw[1]};
+  if (one_d) out.erase(out.begin() + 2);
+  AddCompute(node, std::move(w), {*x}, NewValue(node, 0, out));
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/frontend/onnx_import.h"
+#include "tests/compiler/graph_eval.h"
 #include "tests/compiler/onnx_test_util.h"
 
 namespace kiln::compiler {
@@ -218,6 +219,33 @@ TEST(OnnxImport, RejectsMaxPoolIndicesAndThreeDimConv) {
   auto gc = ImportOnnx(c.Bytes());
   EXPECT_EQ(gc.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(gc.status().message()), HasSubstr("2-D"));
+}
+
+
+TEST(OnnxImport, OneDimConvAndVectorMatMul) {
+  OnnxBuilder b;
+  b.Input("x", {1, 1, 5});
+  b.Init("w", {1, 1, 3}, {1, 0, -1});
+  b.Init("m", {5, 2}, {1, 0, 0, 1, 1, 0, 0, 1, 1, 0});
+  auto* c = b.Node("Conv", {"x", "w"}, {"c"});
+  OnnxBuilder::Ints(c, "pads", {1, 1});
+  b.Node("Flatten", {"c"}, {"f"});      // [1,5]
+  b.Init("v", {5}, {1, 1, 1, 1, 1});
+  b.Node("MatMul", {"v", "m"}, {"vm"});   // [5] x [5,2] -> [2]
+  b.Node("MatMul", {"f", "v"}, {"fv"});   // [1,5] x [5] -> [1]
+  b.Output("c");
+  b.Output("vm");
+  b.Output("fv");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(ShapeOf(**g, "c"), ElementsAre(1, 1, 5));
+  EXPECT_THAT(ShapeOf(**g, "vm"), ElementsAre(2));
+  EXPECT_THAT(ShapeOf(**g, "fv"), ElementsAre(1));
+  auto vals = testing::EvaluateGraph(**g, {{1, 2, 3, 4, 5}});
+  ASSERT_FALSE(vals.empty());
+  EXPECT_THAT(vals.at((*g)->FindValue("c")), ElementsAre(-2, -2, -2, -2, 4));
+  EXPECT_THAT(vals.at((*g)->FindValue("vm")), ElementsAre(3, 2));
+  EXPECT_THAT(vals.at((*g)->FindValue("fv")), ElementsAre(-4));  // sum of c
 }
 
 }  // namespace
