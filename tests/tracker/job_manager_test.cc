@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
+#include <thread>
 
 #include "tests/tracker/test_models.h"
 
@@ -209,6 +211,83 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   auto stored = db_->GetJob(r->job_id);
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->state, "cancelled");
+}
+
+// Plays the agent: answers every batch of `dispatcher` until `job` ends.
+JobStatus ServeUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std::string& job) {
+  size_t next = 0;
+  bool finished = false;
+  JobStatus last;
+  for (int i = 0; i < 2000 && !finished; ++i) {
+    if (auto lease = dispatcher->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(5))) {
+      std::vector<MeasureOutcome> results;
+      for (const auto& c : lease->work.candidates) {
+        MeasureOutcome o;
+        o.candidate_id = c.candidate_id;
+        o.costs_s = {1e-3};
+        results.push_back(o);
+      }
+      dispatcher->Complete(lease->work.batch_id, "a1", results);
+    }
+    auto events = jobs->WaitEvents(job, next, std::chrono::milliseconds(5), &finished);
+    if (!events.ok()) break;
+    next += events->size();
+    if (!events->empty()) last = events->back().job;
+  }
+  return last;
+}
+
+TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
+  auto req = Request(testing::ConvReluModel());
+  req.trials = 12;
+  auto r = jobs_->Submit(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Measure one batch, then stop the manager mid-job.
+  std::optional<Lease> lease;
+  for (int i = 0; i < 200 && !lease; ++i) {
+    lease = dispatcher_->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(lease.has_value());
+  std::vector<MeasureOutcome> results;
+  for (const auto& c : lease->work.candidates) {
+    MeasureOutcome o;
+    o.candidate_id = c.candidate_id;
+    o.costs_s = {1e-3};
+    results.push_back(o);
+  }
+  size_t first = results.size();
+  ASSERT_TRUE(dispatcher_->Complete(lease->work.batch_id, "a1", results));
+  for (int i = 0; i < 200; ++i) {
+    auto n = db_->CountRecords(r->job_id);
+    ASSERT_TRUE(n.ok());
+    if (*n == static_cast<int64_t>(first)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  jobs_->Stop();
+  jobs_.reset();
+  auto row = db_->GetJob(r->job_id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->state, "tuning");
+
+  // A new manager (a restarted tracker) resumes it.
+  dispatcher_ = std::make_unique<Dispatcher>(&clock_);
+  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                       &clock_);
+  ASSERT_TRUE(jobs_->Start().ok());
+  JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
+  EXPECT_EQ(last.row.state, "completed") << last.row.error;
+  EXPECT_FALSE(last.row.artifact_sha256.empty());
+  EXPECT_TRUE(store_->Contains(last.row.artifact_sha256));
+  auto count = db_->CountRecords(r->job_id);
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, last.row.trials_done);
+  EXPECT_GE(*count, static_cast<int64_t>(first));
+  EXPECT_LE(*count, 12);
+  // No config was measured twice.
+  auto records = db_->QueryRecords("", kTarget, 0);
+  ASSERT_TRUE(records.ok());
+  std::set<std::string> configs;
+  for (const auto& rec : *records) EXPECT_TRUE(configs.insert(rec.config).second) << rec.config;
 }
 
 }  // namespace
