@@ -103,6 +103,19 @@ TEST_F(KilnRun, WrongShapeExitsTwoNamingTheTensor) {
   EXPECT_THAT(r.err, HasSubstr("input 'data': expected shape 2x32, given 64"));
 }
 
+TEST_F(KilnRun, FailingEntryPointExitsOne) {
+  std::string so = testing::ReadFile(dir_ + "/module.so");
+  testing::WriteFile(dir_ + "/fail.kiln",
+                     testing::PackArtifact({{"manifest", testing::Manifest(kN, "kiln_fail")},
+                                            {"module.so", so},
+                                            {"weights", testing::Weights(kN)}}));
+  testing::WriteFile(dir_ + "/x.npy", NpyFloat32({2, kN / 2}, std::vector<float>(kN, 1.f)));
+  Result r = RunKilnRun(dir_, dir_ + "/fail.kiln --input data=" + dir_ + "/x.npy --output-dir " +
+                                  dir_ + "/out");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("entry point 'kiln_fail' returned 5"));
+}
+
 TEST_F(KilnRun, BadArgumentsExitTwo) {
   Result missing = RunKilnRun(dir_, dir_ + "/m.kiln --output-dir " + dir_ + "/out");
   EXPECT_EQ(missing.exit_code, 2);

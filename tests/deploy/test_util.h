@@ -81,6 +81,10 @@ int32_t kiln_main(void* const* inputs, void* const* outputs, const uint8_t* weig
   kiln_parallel_for(N, body, &c);
   return 0;
 }
+int32_t kiln_fail(void* const* inputs, void* const* outputs, const uint8_t* weights,
+                  uint8_t* workspace) {
+  return 5;
+}
 )";
 
 // Compiles kModuleSource for n elements into dir/module.so; returns its bytes
@@ -94,12 +98,12 @@ inline std::string CompileModule(const std::string& dir, int n) {
   return ReadFile(so);
 }
 
-inline std::string Manifest(int n) {
+inline std::string Manifest(int n, const std::string& entry = "kiln_main") {
   return "kiln-artifact 1\n"
          "target llvm -mtriple=x86_64-pc-linux-gnu\n"
          "compiler_version 0.1.0\n"
          "model_sha256 abc123\n"
-         "entry kiln_main\n"
+         "entry " + entry + "\n"
          "workspace_bytes 256\n"
          "weights_bytes " + std::to_string(n * 4) + "\n"
          "kernels 1\n"
