@@ -125,6 +125,7 @@ class LoadedModule : public ::testing::Test {
     so_ = new std::string(testing::CompileModule(*dir_, kN));
   }
   static void TearDownTestSuite() {
+    testing::RemoveDir(*dir_);
     delete dir_;
     delete so_;
   }

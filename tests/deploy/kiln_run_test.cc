@@ -58,6 +58,7 @@ class KilnRun : public ::testing::Test {
                                                                 {"module.so", so},
                                                                 {"weights", testing::Weights(kN)}}));
   }
+  void TearDown() override { testing::RemoveDir(dir_); }
   std::string dir_;
 };
 

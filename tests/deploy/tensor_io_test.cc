@@ -30,6 +30,7 @@ TEST(TensorProto, RoundTripThroughFile) {
   EXPECT_EQ(back->name, "logits");
   EXPECT_THAT(back->shape, ElementsAre(2, 3));
   EXPECT_EQ(back->data, t.data);
+  testing::RemoveDir(dir);
 }
 
 TEST(TensorProto, SerializedBytesAreTheOnnxWireFormat) {
@@ -147,6 +148,7 @@ TEST(Npy, ReadsFloat32Version1) {
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(t->shape, ElementsAre(1, 2, 3));
   EXPECT_THAT(t->data, ElementsAre(0.f, 1.f, 2.f, 3.f, 4.f, -5.5f));
+  testing::RemoveDir(dir);
 }
 
 TEST(Npy, ReadsFloat64Version2AndScalarsAnd1D) {

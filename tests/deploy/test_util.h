@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -19,6 +20,11 @@ inline std::string MakeTempDir() {
   std::string tmpl = std::string(base != nullptr && *base ? base : "/tmp") + "/kiln-deploy-XXXXXX";
   char* d = mkdtemp(tmpl.data());
   return d == nullptr ? std::string() : std::string(d);
+}
+
+inline void RemoveDir(const std::string& dir) {
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::remove_all(dir, ec);
 }
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
