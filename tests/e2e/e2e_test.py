@@ -45,7 +45,7 @@ def build_cnn(path):
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])],
         [init("w1", [8, 3, 3, 3]), init("b1", [8]), init("w2", [8, 8, 3, 3]), init("b2", [8]),
          init("w3", [10, 8 * 8 * 8]), init("b3", [10])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     onnx.checker.check_model(model)
     onnx.save(model, path)
 
@@ -55,7 +55,7 @@ def build_softmax(path):
         [helper.make_node("Softmax", ["x"], ["y"], name="the_softmax")], "sm",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
 
 
 class Farm:
