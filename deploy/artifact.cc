@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "deploy/check.h"
+#include "deploy/parallel.h"
 #include "deploy/str.h"
 
 namespace kiln::deploy {
@@ -69,6 +70,20 @@ bool WriteAll(int fd, std::string_view data) {
     data.remove_prefix(static_cast<size_t>(w));
   }
   return true;
+}
+
+// Modules resolve kiln_parallel_for from the global scope. Where this library
+// was itself loaded RTLD_LOCAL (ctypes, a plug-in host), promote it to
+// RTLD_GLOBAL once so that its symbols are visible to the modules it loads.
+void MakeRuntimeSymbolsGlobal() {
+  static const bool done [[maybe_unused]] = [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&kiln_parallel_for), &info) != 0 &&
+        info.dli_fname != nullptr) {
+      dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);  // kept open
+    }
+    return true;
+  }();
 }
 
 }  // namespace
@@ -259,6 +274,7 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
                                       " but the weights section has ", weights.size(), " bytes"));
   }
 
+  MakeRuntimeSymbolsGlobal();
   std::unique_ptr<Module> m(new Module());
   m->manifest_ = *std::move(manifest);
 
