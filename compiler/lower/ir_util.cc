@@ -35,13 +35,15 @@ class VarUse : public StmtVisitor {
   const VarNode* v_;
 };
 
+}  // namespace
+
 int64_t FloorDivInt(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
-}  // namespace
+int64_t FloorModInt(int64_t a, int64_t b) { return a - FloorDivInt(a, b) * b; }
 
 Expr Substitute(const Expr& e, const VarMap& m) { return m.empty() ? e : Substituter(m).VisitExpr(e); }
 Stmt Substitute(const Stmt& s, const VarMap& m) { return m.empty() ? s : Substituter(m).VisitStmt(s); }

@@ -16,6 +16,10 @@ using VarMap = std::unordered_map<const ir::VarNode*, ir::Expr>;
 // Inclusive integer ranges of loop variables.
 using RangeMap = std::unordered_map<const ir::VarNode*, std::pair<int64_t, int64_t>>;
 
+// Integer division and remainder rounding toward minus infinity (b != 0).
+int64_t FloorDivInt(int64_t a, int64_t b);
+int64_t FloorModInt(int64_t a, int64_t b);
+
 ir::Expr Substitute(const ir::Expr& e, const VarMap& m);
 ir::Stmt Substitute(const ir::Stmt& s, const VarMap& m);
 

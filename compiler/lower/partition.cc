@@ -12,11 +12,6 @@ using namespace ir;
 
 namespace {
 
-int64_t FloorDivI(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
 
 // Finds guards of a loop variable whose other variables are all inner loops.
 class GuardFinder : public StmtVisitor {
@@ -49,7 +44,7 @@ class GuardFinder : public StmtVisitor {
     auto rb = ConstBounds(rest, ranges_);
     if (!rb) return;
     // cv*v + rhi < 0  <=>  v <= floor((-rhi - 1) / cv)
-    int64_t end = FloorDivI(-rb->second - 1, cv) + 1;
+    int64_t end = FloorDivInt(-rb->second - 1, cv) + 1;
     bound = std::min(bound, end);
     guards.push_back(op);
   }

@@ -3,18 +3,13 @@
 #include <cmath>
 
 #include "compiler/ir/functor.h"
+#include "compiler/lower/ir_util.h"
 
 namespace kiln::lower {
 using namespace ir;
 
 namespace {
 
-int64_t FloorDivI(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-int64_t FloorModI(int64_t a, int64_t b) { return a - FloorDivI(a, b) * b; }
 
 std::optional<double> AsConstFloat(const Expr& e) {
   if (const auto* f = e.as<FloatImmNode>()) return f->value;
@@ -43,8 +38,8 @@ class Simplifier : public StmtMutator {
         case ExprKind::kMul: return IntImm(x * y, t);
         case ExprKind::kDiv: if (y != 0) return IntImm(x / y, t); break;
         case ExprKind::kMod: if (y != 0) return IntImm(x % y, t); break;
-        case ExprKind::kFloorDiv: if (y != 0) return IntImm(FloorDivI(x, y), t); break;
-        case ExprKind::kFloorMod: if (y != 0) return IntImm(FloorModI(x, y), t); break;
+        case ExprKind::kFloorDiv: if (y != 0) return IntImm(FloorDivInt(x, y), t); break;
+        case ExprKind::kFloorMod: if (y != 0) return IntImm(FloorModInt(x, y), t); break;
         case ExprKind::kMin: return IntImm(std::min(x, y), t);
         case ExprKind::kMax: return IntImm(std::max(x, y), t);
         case ExprKind::kEQ: return Bool(x == y);
@@ -103,8 +98,8 @@ class Simplifier : public StmtMutator {
             rem.AddTerm(term, coeff);
           }
         }
-        div.constant = FloorDivI(f.constant, c);
-        rem.constant = FloorModI(f.constant, c);
+        div.constant = FloorDivInt(f.constant, c);
+        rem.constant = FloorModInt(f.constant, c);
         auto rb = ConstBounds(rem, ranges_);
         if (rb && rb->first >= 0 && rb->second < c) {
           return k == ExprKind::kFloorDiv ? FromLinear(div, t) : FromLinear(rem, t);

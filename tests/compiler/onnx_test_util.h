@@ -3,13 +3,6 @@
 #include <string>
 #include <vector>
 
-// The test binary does not link onnx_proto directly: match its definitions.
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
-#ifndef ONNX_NAMESPACE
-#define ONNX_NAMESPACE onnx
-#endif
 #include "onnx/onnx_pb.h"
 
 namespace kiln::compiler::testing {

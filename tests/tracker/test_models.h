@@ -2,14 +2,6 @@
 // Small ONNX models built in code for the tracker tests.
 #include <string>
 
-// The test binary does not link onnx_proto directly, so its compile
-// definitions are not inherited; set them as onnx_proto's CMake target does.
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
-#ifndef ONNX_NAMESPACE
-#define ONNX_NAMESPACE onnx
-#endif
 #include "onnx/onnx_pb.h"
 
 namespace kiln::tracker::testing {
