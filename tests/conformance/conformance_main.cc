@@ -82,11 +82,80 @@ std::vector<fs::path> Sorted(const fs::path& dir, const std::string& prefix) {
 
 bool IsUnimpl(const absl::Status& s) { return s.code() == absl::StatusCode::kUnimplemented; }
 
+// kiln compiles for static shapes. Like TVM's ONNX harness (shape dict +
+// freeze_params), the runner specializes the model on the first data set:
+// integer graph inputs (e.g. Reshape's `shape`) become constants, and
+// dynamic dims of the remaining inputs take the data set's sizes. Returns the
+// rewritten model bytes and the indices of the inputs that were frozen (not
+// fed at run time); `note` says what was specialized. Inputs frozen must be
+// equal in every data set, otherwise the test is reported unsupported.
+struct Specialized {
+  std::string bytes;
+  std::set<size_t> frozen;
+  std::string note;
+};
+
+absl::StatusOr<Specialized> Specialize(const fs::path& dir, const std::string& bytes) {
+  Specialized out{bytes, {}, ""};
+  onnx::ModelProto m;
+  if (!m.ParseFromString(bytes)) return out;  // the importer reports it
+  std::set<std::string> inits;
+  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  std::vector<int> fed;  // graph input positions that test data feeds, in order
+  for (int i = 0; i < m.graph().input_size(); ++i) {
+    if (!inits.count(m.graph().input(i).name())) fed.push_back(i);
+  }
+  std::vector<fs::path> sets = Sorted(dir, "test_data_set_");
+  if (sets.empty()) return out;
+  std::vector<fs::path> first = Sorted(sets[0], "input_");
+  bool changed = false;
+  for (size_t k = 0; k < fed.size() && k < first.size(); ++k) {
+    auto* vi = m.mutable_graph()->mutable_input(fed[k]);
+    if (!vi->type().has_tensor_type()) continue;
+    onnx::TensorProto t;
+    if (!t.ParseFromString(ReadFile(first[k]))) continue;
+    int elem = vi->type().tensor_type().elem_type();
+    if (elem == onnx::TensorProto::INT64 || elem == onnx::TensorProto::INT32) {
+      for (size_t si = 1; si < sets.size(); ++si) {
+        auto other = Sorted(sets[si], "input_");
+        if (k >= other.size() || ReadFile(other[k]) != ReadFile(first[k])) {
+          return absl::UnimplementedError(
+              StrCat("integer input '", vi->name(), "' differs between data sets"));
+        }
+      }
+      t.set_name(vi->name());
+      *m.mutable_graph()->add_initializer() = t;
+      out.frozen.insert(k);
+      out.note += StrCat(out.note.empty() ? "" : ", ", "frozen ", vi->name());
+      changed = true;
+      continue;
+    }
+    auto* shape = vi->mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() != t.dims_size()) continue;
+    for (int d = 0; d < shape->dim_size(); ++d) {
+      if (!shape->dim(d).has_dim_value()) {
+        shape->mutable_dim(d)->set_dim_value(t.dims(d));
+        if (out.note.find(vi->name() + " shape") == std::string::npos) {
+          out.note += StrCat(out.note.empty() ? "" : ", ", vi->name(), " shape");
+        }
+        changed = true;
+      }
+    }
+  }
+  if (changed) m.SerializeToString(&out.bytes);
+  return out;
+}
+
 Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
   Result r;
   r.name = dir.filename().string();
-  std::string bytes = ReadFile(dir / "model.onnx");
-  auto model = kiln::compiler::Model::FromOnnx(bytes);
+  auto spec = Specialize(dir, ReadFile(dir / "model.onnx"));
+  if (!spec.ok()) {
+    r.outcome = Outcome::kUnsupported;
+    r.detail = StrCat("unsupported: ", spec.status().message());
+    return r;
+  }
+  auto model = kiln::compiler::Model::FromOnnx(spec->bytes);
   if (!model.ok()) {
     r.outcome = IsUnimpl(model.status()) ? Outcome::kUnsupported : Outcome::kFail;
     r.detail = StrCat(r.outcome == Outcome::kUnsupported ? "unsupported: " : "import: ",
@@ -110,7 +179,10 @@ Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
   for (const fs::path& set : Sorted(dir, "test_data_set_")) {
     ++sets;
     std::vector<kiln::deploy::Tensor> inputs, expected;
-    for (const fs::path& p : Sorted(set, "input_")) {
+    std::vector<fs::path> input_files = Sorted(set, "input_");
+    for (size_t k = 0; k < input_files.size(); ++k) {
+      if (spec->frozen.count(k)) continue;
+      const fs::path& p = input_files[k];
       auto t = kiln::deploy::ReadTensorFile(p.string());
       if (!t.ok()) {
         r.outcome = Outcome::kUnsupported;
@@ -174,6 +246,7 @@ Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
     return r;
   }
   r.outcome = Outcome::kPass;
+  if (!spec->note.empty()) r.detail = StrCat("specialized: ", spec->note);
   return r;
 }
 
