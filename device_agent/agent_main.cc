@@ -1,6 +1,7 @@
 // kiln-agent: a measurement agent that dials out to the tracker.
 //   kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token T]
 //              [--target SPEC] [--workers-timeout-ms N] [--max-batch N]
+//   kiln-agent --list-devices   (the CPU and the OpenCL devices this board has)
 // `--workers-timeout-ms` is the per-candidate time limit used when a batch's
 // timing policy leaves timeout_ms unset.
 #include <cstdio>
@@ -10,6 +11,7 @@
 
 #include "compiler/target.h"
 #include "deploy/str.h"
+#include "device_agent/opencl_devices.h"
 #include "device_agent/sandbox.h"
 #include "device_agent/session.h"
 
@@ -17,7 +19,24 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token T] [--target SPEC] "
-    "[--workers-timeout-ms N] [--max-batch N]\n";
+    "[--workers-timeout-ms N] [--max-batch N]\n"
+    "       kiln-agent --list-devices\n";
+
+std::string DescribeHardware() {
+  std::string hw = kiln::compiler::DescribeHostHardware();
+  std::string cl = kiln::agent::DescribeOpenClDevices(kiln::agent::ListOpenClDevices());
+  return cl.empty() ? hw : kiln::StrCat(hw, "; ", cl);
+}
+
+int ListDevices() {
+  std::printf("cpu: %s (target %s)\n", kiln::compiler::DescribeHostHardware().c_str(),
+              kiln::compiler::Target::Host().Spec().c_str());
+  for (const auto& d : kiln::agent::ListOpenClDevices()) {
+    std::printf("opencl: %s / %s, %s, %d compute units, %lld MiB\n", d.platform.c_str(),
+                d.name.c_str(), d.type.c_str(), d.compute_units, d.global_mem_bytes >> 20);
+  }
+  return 0;
+}
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "kiln-agent: %s\n%s", message.c_str(), kUsage);
@@ -33,6 +52,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> flags;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--list-devices") return ListDevices();
     if (a == "--help" || a == "-h") {
       std::printf("%s", kUsage);
       return 0;
@@ -70,7 +90,7 @@ int main(int argc, char** argv) {
   } else {
     options.target_spec = kiln::compiler::Target::Host().Spec();
   }
-  options.hardware = kiln::compiler::DescribeHostHardware();
+  options.hardware = DescribeHardware();
   options.compiler_version = KILN_VERSION;
   int64_t default_timeout_ms = 0;
   if (flags.count("--workers-timeout-ms") &&
