@@ -64,23 +64,31 @@ class Farm:
         self.bin = ARGS.bin_dir
         self.db = os.path.join(tmp, "kiln.db")
         self.procs = []
-        port_file = os.path.join(tmp, "port")
-        self.start([f"{self.bin}/tracker/kiln-tracker", "--listen", "127.0.0.1:0",
-                    "--port-file", port_file, "--db", self.db,
-                    "--artifacts", os.path.join(tmp, "artifacts")], "tracker.log")
-        deadline = time.time() + 30
-        while not (os.path.exists(port_file) and open(port_file).read().strip()):
-            if time.time() > deadline or self.procs[0].poll() is not None:
-                raise RuntimeError("tracker did not start:\n" + self.log("tracker.log"))
-            time.sleep(0.05)
-        self.addr = "127.0.0.1:" + open(port_file).read().strip()
+        self.tracker = self.start_tracker("127.0.0.1:0", "tracker.log")
         for i in range(2):
             self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr,
                         "--key", "e2e-cpu", "--id", f"agent-{i}"], f"agent{i}.log")
 
     def start(self, cmd, log):
         with open(os.path.join(self.tmp, log), "w") as f:
-            self.procs.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT))
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def start_tracker(self, listen, log):
+        port_file = os.path.join(self.tmp, "port")
+        if os.path.exists(port_file):
+            os.remove(port_file)
+        proc = self.start([f"{self.bin}/tracker/kiln-tracker", "--listen", listen,
+                           "--port-file", port_file, "--db", self.db,
+                           "--artifacts", os.path.join(self.tmp, "artifacts")], log)
+        deadline = time.time() + 30
+        while not (os.path.exists(port_file) and open(port_file).read().strip()):
+            if time.time() > deadline or proc.poll() is not None:
+                raise RuntimeError("tracker did not start:\n" + self.log(log))
+            time.sleep(0.05)
+        self.addr = "127.0.0.1:" + open(port_file).read().strip()
+        return proc
 
     def log(self, name):
         with open(os.path.join(self.tmp, name)) as f:
@@ -201,6 +209,51 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn("data", r.stderr)
         self.assertIn("1x3x16x16", r.stderr.replace(",", "x").replace(" ", ""))
+
+    def test_7_tracker_killed_mid_job_resumes_without_remeasuring(self):
+        r = self.farm.kiln("tune", self.model, "--tracker", self.farm.addr, "--key", "e2e-cpu",
+                           "--trials", "60")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = r.stdout.splitlines()[0].strip()
+
+        def job_records():
+            with sqlite3.connect(self.farm.db) as c:
+                return c.execute("SELECT COUNT(*) FROM records WHERE job_id = ?",
+                                 (job,)).fetchone()[0]
+        deadline = time.time() + 120
+        while job_records() < 8:
+            self.assertLess(time.time(), deadline, "no measurements arrived")
+            time.sleep(0.05)
+        # SIGKILL: no chance to flush or clean up.
+        self.farm.tracker.kill()
+        self.farm.tracker.wait()
+        done_before = job_records()
+        self.assertLess(done_before, 60, "the job finished before the kill; nothing to resume")
+        addr = self.farm.addr
+        self.farm.tracker = self.farm.start_tracker(addr, "tracker-restarted.log")
+        self.assertEqual(self.farm.addr, addr)
+
+        deadline = time.time() + 300
+        state = ""
+        while time.time() < deadline:
+            out = self.farm.kiln("job", job, "--tracker", addr).stdout
+            state = next((l.split()[1] for l in out.splitlines() if l.startswith("state")), "")
+            if state in ("completed", "failed", "cancelled"):
+                break
+            time.sleep(0.2)
+        self.assertEqual(state, "completed", out + self.farm.log("tracker-restarted.log"))
+        with sqlite3.connect(self.farm.db) as c:
+            total, distinct = c.execute(
+                "SELECT COUNT(*), COUNT(DISTINCT workload_key || '|' || config) FROM records "
+                "WHERE job_id = ?", (job,)).fetchone()
+        # Nothing measured before the kill was lost or measured again.
+        print(f"\n  tracker killed after {done_before}/60 records; resumed to {total} records "
+              f"({distinct} distinct configs)", file=sys.stderr)
+        self.assertGreaterEqual(total, done_before)
+        self.assertEqual(total, distinct)
+        r = self.farm.kiln("fetch", job, "--tracker", addr, "-o",
+                           os.path.join(self.tmp, "resumed.kiln"))
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":
