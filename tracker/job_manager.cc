@@ -349,7 +349,12 @@ absl::Status JobManager::Tune(Job& job) {
   }
   std::vector<int> budgets;
   if (!tasks.empty()) {
-    budgets = tuner::AllocateTrials(weights, job.row.trials, 1);
+    // Every task gets a share before the rest follows the flops: a cheap-looking
+    // task (a pooling, a small dense) can still be slow with a bad config.
+    // Deterministic in (trials, tasks), so a resumed job gets the same split.
+    int n = static_cast<int>(tasks.size());
+    int min_per_task = std::clamp(job.row.trials / (2 * n), 1, 16);
+    budgets = tuner::AllocateTrials(weights, job.row.trials, min_per_task);
     KILN_CHECK(budgets.size() == tasks.size()) << "AllocateTrials returned a wrong size";
   }
   {
