@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""The dependency rule of DESIGN.md, checked on the sources and the binaries.
+
+Each component may include headers only from the components it may depend
+on; the runtime library must not link LLVM, gRPC, protobuf, SQLite or ONNX.
+Exits 1 listing every violation.
+"""
+import os
+import re
+import subprocess
+import sys
+
+# component -> components (and third-party include prefixes) it may include.
+ALLOWED = {
+    "deploy": {"deploy"},
+    "compiler": {"compiler", "deploy", "llvm", "onnx", "openssl"},
+    "storage": {"storage", "deploy", "sqlite3.h", "openssl"},
+    "tuner": {"tuner", "compiler", "storage", "deploy", "xgboost"},
+    "tracker": {"tracker", "tuner", "compiler", "storage", "deploy", "kiln/v1", "grpcpp", "spdlog"},
+    "device_agent": {"device_agent", "compiler", "deploy", "kiln/v1", "grpcpp", "spdlog", "CL"},
+    "cli": {"cli", "compiler", "storage", "deploy", "kiln/v1", "grpcpp", "spdlog"},
+}
+# Includes that belong to a component (or a forbidden third party).
+KNOWN = set(ALLOWED) | {"llvm", "onnx", "kiln/v1", "grpcpp", "grpc", "google/protobuf",
+                        "sqlite3.h", "xgboost", "spdlog", "CL", "cuda.h", "openssl"}
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+
+
+def owner(path):
+    for k in sorted(KNOWN, key=len, reverse=True):
+        if path == k or path.startswith(k + "/"):
+            return k
+    return None
+
+
+def main():
+    src, bindir = sys.argv[1], sys.argv[2]
+    bad = []
+    for comp, allowed in ALLOWED.items():
+        for root, _, files in os.walk(os.path.join(src, comp)):
+            for f in files:
+                if not f.endswith((".h", ".cc")):
+                    continue
+                p = os.path.join(root, f)
+                for inc in INCLUDE.findall(open(p, encoding="utf-8").read()):
+                    o = owner(inc)
+                    if o is not None and o not in allowed:
+                        bad.append(f"{os.path.relpath(p, src)} includes {inc} ({comp} may not use {o})")
+    lib = os.path.join(bindir, "deploy", "libkiln_runtime.so")
+    ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
+    for forbidden in ("libLLVM", "libgrpc", "libprotobuf", "libsqlite3", "libonnx", "libxgboost"):
+        if forbidden in ldd:
+            bad.append(f"libkiln_runtime.so links {forbidden}")
+    for b in bad:
+        print("VIOLATION", b)
+    print(f"layering: {len(bad)} violations")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
