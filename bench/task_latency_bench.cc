@@ -3,10 +3,13 @@
 // implementation (compiler::RunReference) on the same inputs, timed the same
 // way. Outputs are checked against the reference (max abs error).
 //
-// Usage: task_latency_bench MODEL.onnx [--repeat N] [--random K]
+// Usage: task_latency_bench MODEL.onnx [--repeat N] [--random K] [--task I [--config CONFIG]] [--dump-ir]
 //   --repeat N  timed samples per kernel (default 50); the median is reported
 //   --random K  also time K random valid configs per task and report the best
 //               one (a cheap stand-in for tuning; default 0)
+//   --task I    only task I; with --config, time CONFIG ("k=v;k=v") instead of
+//               the default config
+//   --dump-ir   print the IR after every lowering pass to stderr
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -30,6 +33,8 @@ namespace {
 using kiln::compiler::Config;
 using kiln::compiler::KernelSignature;
 using kiln::compiler::Workload;
+
+bool g_dump_ir = false;
 
 // Median seconds of one call of `fn`: each sample runs `fn` enough times to
 // last >= ~20 us, after a warm-up.
@@ -79,7 +84,7 @@ Buffers MakeBuffers(const KernelSignature& sig, uint32_t seed) {
 // Median seconds of the kernel built with `config`; negative on failure.
 double TimeConfig(const Workload& w, const Config& config, const kiln::compiler::Target& target, Buffers& b,
                   int repeat, std::string* error) {
-  auto kernel = kiln::compiler::BuildJit(w, config, target);
+  auto kernel = kiln::compiler::BuildJit(w, config, target, {.dump_ir = g_dump_ir});
   if (!kernel.ok()) {
     *error = std::string(kernel.status().message());
     return -1;
@@ -96,10 +101,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string path = argv[1];
-  int repeat = 50, random_trials = 0;
+  int repeat = 50, random_trials = 0, only = -1;
+  std::string config_text;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "--repeat" || a == "--random") && i + 1 < argc) {
+    if (a == "--task" && i + 1 < argc) {
+      int64_t v = 0;
+      if (!kiln::ParseInt64(argv[++i], &v)) return 2;
+      only = static_cast<int>(v);
+    } else if (a == "--dump-ir") {
+      g_dump_ir = true;
+    } else if (a == "--config" && i + 1 < argc) {
+      config_text = argv[++i];
+    } else if ((a == "--repeat" || a == "--random") && i + 1 < argc) {
       int64_t v = 0;
       if (!kiln::ParseInt64(argv[++i], &v) || v < (a == "--repeat" ? 1 : 0)) {
         std::fprintf(stderr, "bad value for %s\n", a.c_str());
@@ -135,7 +149,12 @@ int main(int argc, char** argv) {
     const Workload& w = task.workload;
     canon.push_back(w.Canonical());
     auto sig = w.Signature();
-    auto config = kiln::compiler::DefaultConfig(w, target);
+    if (only >= 0 && index != only) {
+      ++index;
+      continue;
+    }
+    auto config = config_text.empty() ? kiln::compiler::DefaultConfig(w, target)
+                                      : kiln::compiler::ParseConfig(config_text);
     if (!sig.ok() || !config.ok()) {
       std::printf("| %d | %s | %s | (error: %s) |\n", index++, w.Key().c_str(), w.op.c_str(),
                   std::string((sig.ok() ? config.status() : sig.status()).message()).c_str());

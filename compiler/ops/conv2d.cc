@@ -12,6 +12,20 @@ namespace kiln::compiler::ops {
 namespace {
 using namespace ir;
 
+bool Padded(const Workload& w) {
+  const auto& pad = w.Ints("pad");
+  return pad[0] || pad[1] || pad[2] || pad[3];
+}
+
+// Iterations of the loop `parallel` runs in parallel: the batch loop when
+// N > 1, else the output-channel-block loop. (Fusing the two would hide the
+// channel block from bound inference: every parallel iteration would then
+// compute the accumulators of all K channels.)
+int64_t ParallelExtent(const Workload& w, int64_t tile_k) {
+  int64_t N = w.Int("N");
+  return N > 1 ? N : (w.Int("K") + tile_k - 1) / tile_k;
+}
+
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   int64_t K = w.Int("K"), OH = w.Int("OH"), OW = w.Int("OW"), S = w.Int("S");
   std::vector<Knob> k;
@@ -22,14 +36,28 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   k.push_back({"order", {0, 1, 2}});
   k.push_back({"parallel", {0}});
   if (w.Int("N") * K > 1) k.back().choices.push_back(1);
+  // pad_stage=1 materializes the zero-padded input once (a root scratch
+  // buffer) so that the inner loop loads contiguous vectors without bounds
+  // selects; 0 inlines the padding into every load.
+  k.push_back({"pad_stage", Padded(w) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}});
+  // unroll_acc=1 unrolls the accumulator tile's channel and row loops so the
+  // accumulators live in vector registers.
+  k.push_back({"unroll_acc", {0, 1}});
   return k;
 }
 
 absl::Status Check(const Workload& w, const Target&, const Config& c) {
-  int64_t outer = w.Int("N") * ((w.Int("K") + c.at("tile_k") - 1) / c.at("tile_k"));
+  int64_t outer = ParallelExtent(w, c.at("tile_k"));
   if (c.at("parallel") && outer < 2) {
-    return absl::InvalidArgumentError(StrCat("conv2d: parallel=1 but N * ceil(K / tile_k) = ", outer,
-                                             ": a single iteration cannot run in parallel"));
+    return absl::InvalidArgumentError(StrCat("conv2d: parallel=1 but the parallel loop (N if N > 1, else ceil(K / tile_k)) has ", outer,
+                                             " iteration: a single iteration cannot run in parallel"));
+  }
+  if (c.at("pad_stage")) {
+    int64_t bytes = 4 * w.Int("N") * w.Int("C") * (w.Int("H") + w.Ints("pad")[0] + w.Ints("pad")[2]) *
+                    (w.Int("W") + w.Ints("pad")[1] + w.Ints("pad")[3]);
+    if (bytes > 256 * 1024) {
+      return absl::InvalidArgumentError(StrCat("conv2d: pad_stage=1 needs a ", bytes, "-byte scratch (limit 256 KiB)"));
+    }
   }
   if (c.at("unroll_s") && w.Int("S") > 16) {
     return absl::InvalidArgumentError("conv2d: unroll_s=1 with a kernel wider than 16");
@@ -39,14 +67,22 @@ absl::Status Check(const Workload& w, const Target&, const Config& c) {
 
 Config Default(const Workload& w, const Target& t) {
   auto k = Knobs(w, t);
+  int lanes = t.NativeVectorLanes();
   Config c;
-  c["tile_k"] = Pick(k[0].choices, 4);
-  c["tile_oh"] = Pick(k[1].choices, 2);
-  c["tile_ow"] = Pick(k[2].choices, t.NativeVectorLanes());
-  c["unroll_s"] = 0;
+  // One vector of output width, and as many output channels as keep the
+  // accumulator tile (tile_k x tile_oh vectors) in about 16 registers.
+  c["tile_ow"] = Pick(k[2].choices, lanes);
+  int64_t vecs = (c["tile_ow"] + lanes - 1) / lanes;
+  c["tile_k"] = Pick(k[0].choices, std::max<int64_t>(1, 16 / vecs));
+  c["tile_oh"] = 1;
+  c["unroll_s"] = w.Int("S") > 1 && w.Int("S") <= 3 ? 1 : 0;
   c["order"] = 0;
   c["parallel"] = 0;
-  if (k[5].choices.size() > 1) {
+  c["unroll_acc"] = 1;
+  c["pad_stage"] = k[6].choices.back();
+  if (c["pad_stage"] && !Check(w, t, c).ok()) c["pad_stage"] = 0;
+  // Parallel only when each of 2+ threads gets 2+ iterations of real work.
+  if (k[5].choices.size() > 1 && ParallelExtent(w, c["tile_k"]) >= 4 && w.Flops() > 4e6) {
     c["parallel"] = 1;
     if (!Check(w, t, c).ok()) c["parallel"] = 0;
   }
@@ -93,14 +129,20 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
-  if (padded) s.ComputeInline(pd);
+  if (padded && !cfg.at("pad_stage")) s.ComputeInline(pd);
+  if (padded && cfg.at("pad_stage")) {
+    // Root scratch; vectorize its contiguous width.
+    te::IterVar pw = s.Axis(pd, 3);
+    int64_t pv = 1;
+    if (pv > 1) s.Vectorize(pd, s.Split(pd, pw, pv).second);
+  }
   int64_t tk = cfg.at("tile_k"), toh = cfg.at("tile_oh"), tow = cfg.at("tile_ow");
   auto [ko, ki] = s.Split(out, s.Axis(out, 1), tk);
   auto [oho, ohi] = s.Split(out, s.Axis(out, 2), toh);
   auto [owo, owi] = s.Split(out, s.Axis(out, 3), tow);
   s.Reorder(out, {ko, oho, owo, ki, ohi, owi});
   if (tow > 1) s.Vectorize(out, owi);
-  if (cfg.at("parallel")) s.Parallel(out, s.Fuse(out, s.Axis(out, 0), ko));
+  if (cfg.at("parallel")) s.Parallel(out, N > 1 ? s.Axis(out, 0) : ko);
   s.ComputeAt(conv, out, owo);
   te::IterVar n = s.Axis(conv, 0), k = s.Axis(conv, 1), oh = s.Axis(conv, 2), ow = s.Axis(conv, 3);
   te::IterVar c = s.ReduceAxisOf(conv, 0), y = s.ReduceAxisOf(conv, 1), x = s.ReduceAxisOf(conv, 2);
@@ -111,6 +153,12 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   }
   if (tow > 1) s.Vectorize(conv, ow);
   if (cfg.at("unroll_s")) s.Unroll(conv, x);
+  // Accumulator loops that sit inside the reduction loops (order 0: k and
+  // oh; order 2: oh) are unrolled; order 1 keeps the reduction innermost.
+  if (cfg.at("unroll_acc") && tk * toh <= 32) {
+    if (cfg.at("order") == 0) s.Unroll(conv, k);
+    if (cfg.at("order") != 1) s.Unroll(conv, oh);
+  }
   b.args = {data, weight};
   if (bias.defined()) b.args.push_back(bias);
   for (const auto& e : eps) b.args.push_back(e);
