@@ -4,6 +4,9 @@
 // tile is a local scratch computed at the output tile loop, its reduction
 // loops ordered by `order`, kernel width optionally unrolled (unroll_s);
 // `parallel` runs the fused batch x output-channel-block loop in parallel.
+#include <algorithm>
+#include <utility>
+
 #include "absl/status/status.h"
 #include "compiler/ops/common.h"
 #include "deploy/str.h"
@@ -24,6 +27,17 @@ bool Padded(const Workload& w) {
 int64_t ParallelExtent(const Workload& w, int64_t tile_k) {
   int64_t N = w.Int("N");
   return N > 1 ? N : (w.Int("K") + tile_k - 1) / tile_k;
+}
+
+// Extent of the padded input the convolution reads: the padded size, or more
+// when the output shape reads past it (the excess reads zeros).
+std::pair<int64_t, int64_t> PaddedExtent(const Workload& w) {
+  const auto& pad = w.Ints("pad");
+  const auto& st = w.Ints("stride");
+  const auto& dil = w.Ints("dilation");
+  int64_t ph = std::max(w.Int("H") + pad[0] + pad[2], (w.Int("OH") - 1) * st[0] + (w.Int("R") - 1) * dil[0] + 1);
+  int64_t pw = std::max(w.Int("W") + pad[1] + pad[3], (w.Int("OW") - 1) * st[1] + (w.Int("S") - 1) * dil[1] + 1);
+  return {ph, pw};
 }
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
@@ -53,8 +67,8 @@ absl::Status Check(const Workload& w, const Target&, const Config& c) {
                                              " iteration: a single iteration cannot run in parallel"));
   }
   if (c.at("pad_stage")) {
-    int64_t bytes = 4 * w.Int("N") * w.Int("C") * (w.Int("H") + w.Ints("pad")[0] + w.Ints("pad")[2]) *
-                    (w.Int("W") + w.Ints("pad")[1] + w.Ints("pad")[3]);
+    auto [ph, pw] = PaddedExtent(w);
+    int64_t bytes = 4 * w.Int("N") * w.Int("C") * ph * pw;
     if (bytes > 256 * 1024) {
       return absl::InvalidArgumentError(StrCat("conv2d: pad_stage=1 needs a ", bytes, "-byte scratch (limit 256 KiB)"));
     }
@@ -104,7 +118,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   bool padded = pad[0] || pad[1] || pad[2] || pad[3];
   te::Tensor pd;
   if (padded) {
-    int64_t PH = H + pad[0] + pad[2], PW = W + pad[1] + pad[3];
+    auto [PH, PW] = PaddedExtent(w);
     pd = te::Compute("pad", {N, C, PH, PW}, [&](const std::vector<Var>& i) {
       Expr h = i[2] - IntImm(pad[0]), x = i[3] - IntImm(pad[1]);
       Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
@@ -133,7 +147,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   if (padded && cfg.at("pad_stage")) {
     // Root scratch; vectorize its contiguous width.
     te::IterVar pw = s.Axis(pd, 3);
-    int64_t pv = 1;
+    int64_t pv = PaddedExtent(w).second >= 8 ? 8 : 1;
     if (pv > 1) s.Vectorize(pd, s.Split(pd, pw, pv).second);
   }
   int64_t tk = cfg.at("tile_k"), toh = cfg.at("tile_oh"), tow = cfg.at("tile_ow");
