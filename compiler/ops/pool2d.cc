@@ -1,5 +1,8 @@
 // pool2d (max / average with or without counting padding) + epilogue.
-// Knobs: tile_ow (vectorized output width), parallel (fused N*C loop).
+// Knobs: tile_ow (vectorized output width), parallel (the batch loop when
+// N > 1, else the channel loop; not the fused N*C loop, whose index hides the
+// channel from bound inference so that every iteration would compute the
+// pooling tile of all channels), unroll_r (unrolled window loops).
 #include <limits>
 
 #include "absl/status/status.h"
@@ -10,21 +13,33 @@ namespace kiln::compiler::ops {
 namespace {
 using namespace ir;
 
+int64_t ParallelExtent(const Workload& w) { return w.Int("N") > 1 ? w.Int("N") : w.Int("C"); }
+
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   std::vector<Knob> k;
   k.push_back({"tile_ow", VectorChoices(w.Int("OW"), t.NativeVectorLanes())});
   k.push_back({"parallel", {0}});
-  if (w.Int("N") * w.Int("C") > 1) k.back().choices.push_back(1);
+  if (ParallelExtent(w) > 1) k.back().choices.push_back(1);
+  const auto& ks = w.Ints("kernel");
+  k.push_back({"unroll_r", ks.size() == 2 && ks[0] * ks[1] <= 16 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}});
   return k;
 }
 
-absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }
+absl::Status Check(const Workload& w, const Target&, const Config& c) {
+  if (c.at("parallel") && ParallelExtent(w) < 2) {
+    return absl::InvalidArgumentError("pool2d: parallel=1 but the parallel loop has a single iteration");
+  }
+  return absl::OkStatus();
+}
 
 Config Default(const Workload& w, const Target& t) {
   auto k = Knobs(w, t);
   Config c;
-  c["tile_ow"] = Pick(k[0].choices, t.NativeVectorLanes());
-  c["parallel"] = k[1].choices.size() > 1 && w.Int("N") * w.Int("C") * w.Int("OH") * w.Int("OW") >= 65536;
+  // Strided windows make vector loads gathers: vectorize only unit stride.
+  c["tile_ow"] = w.Ints("stride")[1] == 1 ? Pick(k[0].choices, t.NativeVectorLanes()) : 1;
+  c["unroll_r"] = k[2].choices.back();
+  c["parallel"] = k[1].choices.size() > 1 && ParallelExtent(w) >= 4 &&
+                  w.Int("N") * w.Int("C") * w.Int("OH") * w.Int("OW") >= 65536;
   return c;
 }
 
@@ -50,10 +65,18 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   bool include_pad = w.IntOr("count_include_pad", 0) != 0;
   te::Tensor data = te::Placeholder("data", {N, C, H, W});
   auto eps = EpilogueOperands(w);
+  bool in_bounds = pad[0] == 0 && pad[1] == 0 && (OH - 1) * st[0] + (ks[0] - 1) * dil[0] < H &&
+                   (OW - 1) * st[1] + (ks[1] - 1) * dil[1] < W;
   IterRange ry = te::ReduceAxis(ks[0], "ry"), rx = te::ReduceAxis(ks[1], "rx");
   te::Tensor pool = te::Compute("pool", {N, C, OH, OW}, [&](const std::vector<Var>& i) {
     Expr h = i[2] * IntImm(st[0]) - IntImm(pad[0]) + ry.var * IntImm(dil[0]);
     Expr x = i[3] * IntImm(st[1]) - IntImm(pad[1]) + rx.var * IntImm(dil[1]);
+    if (in_bounds) {
+      // Every window lies inside the input: no guards.
+      Expr v = data({i[0], i[1], h, x});
+      if (is_max) return te::MaxOf(v, {ry, rx});
+      return te::Sum(v, {ry, rx});
+    }
     Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
     Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
     Expr v = data({i[0], i[1], hc, xc});
@@ -81,11 +104,15 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   int64_t tow = cfg.at("tile_ow");
   auto [owo, owi] = s.Split(out, s.Axis(out, 3), tow);
   if (tow > 1) s.Vectorize(out, owi);
-  if (cfg.at("parallel")) s.Parallel(out, s.Fuse(out, s.Axis(out, 0), s.Axis(out, 1)));
+  if (cfg.at("parallel")) s.Parallel(out, s.Axis(out, N > 1 ? 0 : 1));
   s.ComputeAt(pool, out, owo);
   te::IterVar ow = s.Axis(pool, 3);
   s.Reorder(pool, {s.ReduceAxisOf(pool, 0), s.ReduceAxisOf(pool, 1), ow});
   if (tow > 1) s.Vectorize(pool, ow);
+  if (cfg.at("unroll_r")) {
+    s.Unroll(pool, s.ReduceAxisOf(pool, 0));
+    s.Unroll(pool, s.ReduceAxisOf(pool, 1));
+  }
   b.args = {data};
   for (const auto& e : eps) b.args.push_back(e);
   b.args.push_back(out);
