@@ -3,6 +3,10 @@
 // accumulator tile is a local scratch computed at the output tile loop, with
 // the k loop (split by tile_k, optionally unrolled) outside the unrolled mi
 // and vectorized ni loops: a register-tiled micro-kernel.
+// Variant vec_k=L (offered when A is [M,K] and B is [N,K], i.e. both operands
+// are contiguous along k, as in a Gemm with transB=1): each output element is
+// a dot product computed with an L-lane vector accumulator over k (the
+// `partial` stage, k = ko*L + l, l vectorized), then summed horizontally.
 #include "absl/status/status.h"
 #include "compiler/ops/common.h"
 #include "deploy/str.h"
@@ -36,6 +40,13 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   k.push_back({"unroll_k", {0, 1}});
   k.push_back({"parallel", {0}});
   if ((d.batched ? d.batch : 1) * d.M > 1) k.back().choices.push_back(1);
+  k.push_back({"vec_k", {0}});
+  if (w.Int("transA") == 0 && w.Int("transB") != 0) {
+    int lanes = t.NativeVectorLanes();
+    for (int m = 1; m <= 4; m *= 2) {
+      if (lanes * m <= d.K) k.back().choices.push_back(static_cast<int64_t>(lanes) * m);
+    }
+  }
   return k;
 }
 
@@ -62,6 +73,14 @@ Config Default(const Workload& w, const Target& t) {
   c["tile_k"] = Pick(k[2].choices, 8);
   c["unroll_k"] = 0;
   c["parallel"] = 0;
+  c["vec_k"] = 0;
+  if (k[5].choices.size() > 1 && d.N < 2 * t.NativeVectorLanes()) {
+    // Contiguous k and too few columns to vectorize n: dot products with
+    // two vector accumulators (or one when K is short).
+    c["vec_k"] = Pick(k[5].choices, 2 * t.NativeVectorLanes());
+    c["tile_n"] = 1;
+    c["tile_k"] = 1;
+  }
   if (k[4].choices.size() > 1 && d.M * d.N * d.K >= (1 << 18)) {
     c["parallel"] = 1;
     if (!Check(w, t, c).ok()) c["parallel"] = 0;
@@ -82,8 +101,35 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   auto eps = EpilogueOperands(w);
   std::vector<int64_t> out_shape = sig->output.shape;
   size_t off = d.batched ? 1 : 0;
+  int64_t vk = c.at("vec_k");
+  te::Tensor partial;
+  te::Tensor acc;
+  if (vk > 0) {
+    // partial[.., m, n, l] = sum_ko A[m, ko*vk + l] * B[n, ko*vk + l]
+    std::vector<int64_t> pshape = out_shape;
+    pshape.push_back(vk);
+    IterRange rko = te::ReduceAxis((d.K + vk - 1) / vk, "rko");
+    partial = te::Compute("partial", pshape, [&](const std::vector<Var>& i) {
+      Expr m = i[off], n = i[off + 1];
+      Expr kk = rko.var * IntImm(vk) + i[off + 2];
+      bool tail = d.K % vk != 0;
+      Expr kc = tail ? Min(kk, IntImm(d.K - 1)) : kk;
+      std::vector<Expr> ai = {m, kc}, bi = {n, kc};
+      if (d.ba) ai.insert(ai.begin(), i[0]);
+      if (d.bb) bi.insert(bi.begin(), i[0]);
+      Expr prod = A(ai) * B(bi);
+      if (tail) prod = Select(kk < IntImm(d.K), prod, FloatImm(0.0));
+      return te::Sum(prod, {rko});
+    });
+    IterRange rl = te::ReduceAxis(vk, "rl");
+    acc = te::Compute("acc", out_shape, [&](const std::vector<Var>& i) {
+      std::vector<Expr> pi(i.begin(), i.end());
+      pi.push_back(rl.var);
+      return te::Sum(partial(pi), {rl});
+    });
+  }
   IterRange rk = te::ReduceAxis(d.K, "rk");
-  te::Tensor acc = te::Compute("acc", out_shape, [&](const std::vector<Var>& i) {
+  if (vk == 0) acc = te::Compute("acc", out_shape, [&](const std::vector<Var>& i) {
     Expr m = i[off], n = i[off + 1];
     std::vector<Expr> ai = ta ? std::vector<Expr>{rk.var, m} : std::vector<Expr>{m, rk.var};
     std::vector<Expr> bi = tb ? std::vector<Expr>{n, rk.var} : std::vector<Expr>{rk.var, n};
@@ -117,6 +163,22 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     s.Parallel(out, p);
   }
   s.ComputeAt(acc, out, no);
+  if (vk > 0) {
+    // One dot product per acc element: partial at acc's innermost data axis.
+    te::IterVar an = s.Axis(acc, static_cast<int>(off + 1));
+    s.ComputeAt(partial, acc, an);
+    te::IterVar pl = s.Axis(partial, static_cast<int>(off + 2));
+    auto [pko, pki] = s.Split(partial, s.ReduceAxisOf(partial, 0), tk);
+    s.Reorder(partial, {pko, pki, pl});
+    s.Vectorize(partial, pl);
+    if (c.at("unroll_k") && tk > 1) s.Unroll(partial, pki);
+    if (tm > 1 && tm <= 8) s.Unroll(acc, s.Axis(acc, static_cast<int>(off)));
+    b.args = {A, B};
+    if (C.defined()) b.args.push_back(C);
+    for (const auto& e : eps) b.args.push_back(e);
+    b.args.push_back(out);
+    return b;
+  }
   // Accumulator: [b,] ko, ki, m (unrolled), n (vectorized).
   te::IterVar am = s.Axis(acc, static_cast<int>(off)), an = s.Axis(acc, static_cast<int>(off + 1));
   auto [ko, ki] = s.Split(acc, s.ReduceAxisOf(acc, 0), tk);

@@ -253,3 +253,44 @@ TEST(OpsLower, PaddedConvInnerLoopIsVectorized) {
 
 }  // namespace
 }  // namespace kiln::compiler
+
+namespace kiln::compiler {
+namespace {
+
+// The dot-product variant of dense (vec_k) for every vector width, with a K
+// tail, and the parallel conv/pool loops (not fused with the batch) with a
+// materialized padded input: all match the reference.
+TEST(OpsNumeric, DenseVecKAndParallelChannelLoopsMatchReference) {
+  Target host = Target::Host();
+  Workload dense = Parse("dense(K=75;M=3;N=5;bias=1;bias_shape=1,5;transA=0;transB=1)|relu");
+  auto knobs = *KnobsOf(dense, host);
+  std::vector<int64_t> vec_k;
+  for (const Knob& k : knobs) {
+    if (k.name == "vec_k") vec_k = k.choices;
+  }
+  ASSERT_GE(vec_k.size(), 2u);
+  EXPECT_GT(DefaultConfig(dense, host)->at("vec_k"), 0);
+  for (int64_t v : vec_k) {
+    for (int64_t tk : {1, 4}) {
+      Config c = *DefaultConfig(dense, host);
+      c["vec_k"] = v;
+      c["tile_k"] = tk;
+      c["unroll_k"] = tk > 1;
+      c["tile_m"] = 2;
+      ExpectMatchesReference(dense, c, "dense vec_k");
+    }
+  }
+  Workload conv = Parse(kConv);
+  Config cc = *DefaultConfig(conv, host);
+  cc["parallel"] = 1;
+  cc["pad_stage"] = 1;
+  cc["tile_k"] = 2;
+  ExpectMatchesReference(conv, cc, "conv parallel pad_stage");
+  Workload pool = Parse(kPoolMax);
+  Config pc = *DefaultConfig(pool, host);
+  pc["parallel"] = 1;
+  ExpectMatchesReference(pool, pc, "pool parallel");
+}
+
+}  // namespace
+}  // namespace kiln::compiler
