@@ -430,6 +430,13 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
   tuner::ConfigSpace space(*knobs);
   auto search = tuner::MakeSearch("random", space, SeedOf(job.row.id + "/" + key));
   if (!search.ok()) return search.status();
+  // The template's default config is measured first (unless the log already
+  // has it), so that the tuned module is never slower than the untuned one.
+  std::optional<compiler::Config> default_config;
+  if (auto d = compiler::DefaultConfig(workload, job.target);
+      d.ok() && !seen.count(compiler::CanonicalConfig(*d))) {
+    default_config = *std::move(d);
+  }
   struct InFlight {
     MeasureWork work;
     std::map<std::string, std::string> canonical_of;  // candidate id -> config
@@ -460,7 +467,16 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
       }
       int want = std::min(options_.batch_size, budget - done - outstanding);
       if (want <= 0) break;
-      std::vector<compiler::Config> proposals = (*search)->Propose(want, seen);
+      std::vector<compiler::Config> proposals;
+      if (default_config) {
+        proposals.push_back(*std::move(default_config));
+        default_config.reset();
+      }
+      if (static_cast<int>(proposals.size()) < want) {
+        for (auto& c : (*search)->Propose(want - static_cast<int>(proposals.size()), seen)) {
+          proposals.push_back(std::move(c));
+        }
+      }
       if (proposals.empty()) {
         Log()->info("job {}: task {} space exhausted after {} trials", job.row.id, key, done);
         exhausted = true;

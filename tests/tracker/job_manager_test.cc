@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/kernel.h"
+
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -170,6 +172,16 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   EXPECT_EQ(lease->work.target, kTarget);
   ASSERT_FALSE(lease->work.candidates.empty());
   EXPECT_LE(lease->work.candidates.size(), 8u);
+  // The template's default config is measured first: tuning never ends
+  // slower than the untuned module.
+  auto workload = compiler::Workload::Parse(lease->work.workload_canonical);
+  ASSERT_TRUE(workload.ok());
+  auto target = compiler::Target::Parse(kTarget);
+  ASSERT_TRUE(target.ok());
+  auto default_config = compiler::DefaultConfig(*workload, *target);
+  ASSERT_TRUE(default_config.ok());
+  EXPECT_EQ(compiler::CanonicalConfig(lease->work.candidates[0].config),
+            compiler::CanonicalConfig(*default_config));
   std::vector<MeasureOutcome> results;
   for (const auto& c : lease->work.candidates) {
     MeasureOutcome o;
