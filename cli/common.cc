@@ -7,47 +7,6 @@
 
 namespace kiln::cli {
 
-absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& args,
-                               const std::set<std::string>& value_flags,
-                               const std::set<std::string>& bool_flags) {
-  Args out;
-  bool only_positional = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (only_positional || a.size() < 2 || a[0] != '-') {
-      out.positional.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      only_positional = true;
-      continue;
-    }
-    std::string name = a;
-    std::string value;
-    bool has_value = false;
-    if (size_t eq = a.find('='); eq != std::string::npos && a.starts_with("--")) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    if (bool_flags.count(name)) {
-      if (has_value) return absl::InvalidArgumentError(StrCat(name, " takes no value"));
-      out.bools.insert(name);
-    } else if (value_flags.count(name)) {
-      if (!has_value) {
-        if (i + 1 >= args.size()) {
-          return absl::InvalidArgumentError(StrCat(name, " needs a value"));
-        }
-        value = args[++i];
-      }
-      out.values[name] = value;
-    } else {
-      return absl::InvalidArgumentError(StrCat("unknown flag ", name));
-    }
-  }
-  return out;
-}
-
 int UsageError(const Command& cmd, const std::string& message, const CliEnv& env) {
   *env.err << "kiln: " << cmd.name << ": " << message << "\n"
            << "usage: kiln " << cmd.usage << "\n";

@@ -9,30 +9,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "deploy/flags.h"
 #include "cli/cli.h"
 #include "grpcpp/grpcpp.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 
 namespace kiln::cli {
 
-// A subcommand's parsed arguments. Value flags take "--name VALUE" or
-// "--name=VALUE"; boolean flags take no value.
-struct Args {
-  std::vector<std::string> positional;
-  std::map<std::string, std::string> values;  // flag name (with dashes) -> value
-  std::set<std::string> bools;
-
-  bool Has(const std::string& flag) const { return values.count(flag) || bools.count(flag); }
-  std::string Get(const std::string& flag, const std::string& fallback = "") const {
-    auto it = values.find(flag);
-    return it == values.end() ? fallback : it->second;
-  }
-};
-
-// INVALID_ARGUMENT for an unknown flag or a value flag without a value.
-absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& args,
-                               const std::set<std::string>& value_flags,
-                               const std::set<std::string>& bool_flags);
+// A subcommand's parsed arguments (deploy/flags.h).
+using Args = ParsedFlags;
 
 struct Command {
   std::string name;

@@ -15,7 +15,7 @@
 namespace kiln::cli {
 
 int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args = ParseArgs(argv, {"--db", "-o", "--output", "--target"}, {"--dump-ir"});
+  absl::StatusOr<Args> args = ParseFlags(argv, {"--db", "-o", "--output", "--target"}, {"--dump-ir"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--db")) return UsageError(self, "missing --db", env);

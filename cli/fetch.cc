@@ -13,7 +13,7 @@
 namespace kiln::cli {
 
 int RunFetch(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args = ParseArgs(argv, {"--tracker", "-o", "--output"}, {});
+  absl::StatusOr<Args> args = ParseFlags(argv, {"--tracker", "-o", "--output"}, {});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one JOB id", env);
   if (!args->values.count("--tracker")) return UsageError(self, "missing --tracker", env);

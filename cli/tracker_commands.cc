@@ -22,7 +22,7 @@ Prepared Prepare(const Command& self, const std::vector<std::string>& argv, size
                  const CliEnv& env) {
   Prepared p;
   value_flags.insert("--tracker");
-  absl::StatusOr<Args> args = ParseArgs(argv, value_flags, {});
+  absl::StatusOr<Args> args = ParseFlags(argv, value_flags, {});
   if (!args.ok()) {
     p.exit_code = UsageError(self, std::string(args.status().message()), env);
     return p;

@@ -30,7 +30,7 @@ std::string ProgressLine(const kiln::v1::JobEvent& event) {
 
 int RunTune(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
   absl::StatusOr<Args> args =
-      ParseArgs(argv, {"--tracker", "--key", "--trials", "--target"}, {"--wait"});
+      ParseFlags(argv, {"--tracker", "--key", "--trials", "--target"}, {"--wait"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   for (const char* required : {"--tracker", "--key", "--trials"}) {

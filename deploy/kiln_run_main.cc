@@ -17,6 +17,7 @@
 #include "deploy/artifact.h"
 #include "deploy/parallel.h"
 #include "deploy/runtime.h"
+#include "deploy/flags.h"
 #include "deploy/str.h"
 #include "deploy/tensor_io.h"
 
@@ -80,49 +81,35 @@ struct Args {
 
 // Returns -1 to continue, else an exit code.
 int ParseArgs(int argc, char** argv, Args* args) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
+  std::vector<std::string> argv_list(argv + 1, argv + argc);
+  for (const std::string& a : argv_list) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (a.substr(0, 2) == "--") {
-      std::string_view flag = a, value;
-      bool has_value = false;
-      if (size_t eq = a.find('='); eq != std::string_view::npos) {
-        flag = a.substr(0, eq);
-        value = a.substr(eq + 1);
-        has_value = true;
-      }
-      if (flag != "--input" && flag != "--output-dir" && flag != "--repeat" &&
-          flag != "--warmup") {
-        return Fail(kExitBadInput, StrCat("unknown flag '", flag, "'\n", kUsage));
-      }
-      if (!has_value) {
-        if (i + 1 >= argc) return Fail(kExitBadInput, StrCat(flag, " needs a value"));
-        value = argv[++i];
-      }
-      if (flag == "--input") {
-        args->inputs.emplace_back(value);
-      } else if (flag == "--output-dir") {
-        args->output_dir = std::string(value);
-      } else {
-        int64_t n = 0;
-        bool is_repeat = flag == "--repeat";
-        if (!kiln::ParseInt64(value, &n) || n < (is_repeat ? 1 : 0)) {
-          return Fail(kExitBadInput, StrCat(flag, " takes an integer ",
-                                            is_repeat ? ">= 1" : ">= 0", ", got '", value, "'"));
-        }
-        (is_repeat ? args->repeat : args->warmup) = n;
-      }
-      continue;
-    }
-    if (!args->artifact.empty()) {
-      return Fail(kExitBadInput, StrCat("unexpected argument '", a, "' (one ARTIFACT only)"));
-    }
-    args->artifact = std::string(a);
   }
-  if (args->artifact.empty()) return Fail(kExitBadInput, StrCat("no ARTIFACT given\n", kUsage));
+  absl::StatusOr<kiln::ParsedFlags> flags =
+      kiln::ParseFlags(argv_list, {"--input", "--output-dir", "--repeat", "--warmup"});
+  if (!flags.ok()) return Fail(kExitBadInput, StrCat(flags.status().message(), "\n", kUsage));
+  args->inputs = flags->All("--input");
+  args->output_dir = flags->Get("--output-dir");
+  for (const char* flag : {"--repeat", "--warmup"}) {
+    if (!flags->Has(flag)) continue;
+    int64_t n = 0;
+    bool is_repeat = std::string_view(flag) == "--repeat";
+    std::string value = flags->Get(flag);
+    if (!kiln::ParseInt64(value, &n) || n < (is_repeat ? 1 : 0)) {
+      return Fail(kExitBadInput, StrCat(flag, " takes an integer ", is_repeat ? ">= 1" : ">= 0",
+                                        ", got '", value, "'"));
+    }
+    (is_repeat ? args->repeat : args->warmup) = n;
+  }
+  if (flags->positional.size() > 1) {
+    return Fail(kExitBadInput,
+                StrCat("unexpected argument '", flags->positional[1], "' (one ARTIFACT only)"));
+  }
+  if (flags->positional.empty()) return Fail(kExitBadInput, StrCat("no ARTIFACT given\n", kUsage));
+  args->artifact = flags->positional[0];
   if (args->output_dir.empty()) return Fail(kExitBadInput, "--output-dir is required");
   return -1;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "compiler/target.h"
+#include "deploy/flags.h"
 #include "deploy/str.h"
 #include "device_agent/opencl_devices.h"
 #include "device_agent/sandbox.h"
@@ -49,32 +50,22 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--measure-worker") == 0) {
     return kiln::agent::RunMeasureWorker(0, 3);
   }
-  std::map<std::string, std::string> flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string& a : args) {
     if (a == "--list-devices") return ListDevices();
     if (a == "--help" || a == "-h") {
       std::printf("%s", kUsage);
       return 0;
     }
-    static const char* known[] = {"--tracker", "--key", "--id", "--token", "--target",
-                                  "--workers-timeout-ms", "--max-batch"};
-    std::string name = a, value;
-    bool has_value = false;
-    if (size_t eq = a.find('='); eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    bool ok = false;
-    for (const char* k : known) ok = ok || name == k;
-    if (!ok) return Usage(kiln::StrCat("unknown argument '", a, "'"));
-    if (!has_value) {
-      if (i + 1 >= argc) return Usage(kiln::StrCat(name, " needs a value"));
-      value = argv[++i];
-    }
-    flags[name] = value;
   }
+  auto parsed = kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--target",
+                                        "--workers-timeout-ms", "--max-batch"});
+  if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
+  if (!parsed->positional.empty()) {
+    return Usage(kiln::StrCat("unexpected argument '", parsed->positional[0], "'"));
+  }
+  std::map<std::string, std::string> flags;
+  for (const auto& [name, values] : parsed->values) flags[name] = values.back();
   if (!flags.count("--tracker")) return Usage("missing --tracker");
   if (!flags.count("--key")) return Usage("missing --key");
 

@@ -2,12 +2,14 @@
 //              [--token TOKEN] [--lease-timeout-ms N]
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "deploy/flags.h"
 #include "deploy/str.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -42,43 +44,31 @@ int main(int argc, char** argv) {
   options.listen = "";
   std::string port_file;
   std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    size_t eq = flag.find('=');
-    if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      std::fprintf(stderr, "kiln-tracker: %s needs a value\n%s", flag.c_str(), kUsage);
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  auto flags = kiln::ParseFlags(
+      args, {"--listen", "--db", "--artifacts", "--port-file", "--token", "--lease-timeout-ms"});
+  if (!flags.ok() || !flags->positional.empty()) {
+    std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
+                                 : std::string(flags.status().message());
+    std::fprintf(stderr, "kiln-tracker: %s\n%s", why.c_str(), kUsage);
+    return 2;
+  }
+  options.listen = flags->Get("--listen");
+  options.db_path = flags->Get("--db");
+  options.artifacts_dir = flags->Get("--artifacts");
+  options.token = flags->Get("--token");
+  port_file = flags->Get("--port-file");
+  if (flags->Has("--lease-timeout-ms")) {
+    int64_t ms = 0;
+    if (!kiln::ParseInt64(flags->Get("--lease-timeout-ms"), &ms) || ms <= 0) {
+      std::fprintf(stderr, "kiln-tracker: --lease-timeout-ms must be a positive integer\n");
       return 2;
     }
-    if (flag == "--listen") {
-      options.listen = value;
-    } else if (flag == "--db") {
-      options.db_path = value;
-    } else if (flag == "--artifacts") {
-      options.artifacts_dir = value;
-    } else if (flag == "--port-file") {
-      port_file = value;
-    } else if (flag == "--token") {
-      options.token = value;
-    } else if (flag == "--lease-timeout-ms") {
-      int64_t ms = 0;
-      if (!kiln::ParseInt64(value, &ms) || ms <= 0) {
-        std::fprintf(stderr, "kiln-tracker: --lease-timeout-ms must be a positive integer\n");
-        return 2;
-      }
-      options.lease_timeout_ms = ms;
-    } else {
-      std::fprintf(stderr, "kiln-tracker: unknown flag %s\n%s", flag.c_str(), kUsage);
-      return 2;
-    }
+    options.lease_timeout_ms = ms;
   }
   if (options.listen.empty() || options.db_path.empty() || options.artifacts_dir.empty()) {
     std::fprintf(stderr, "kiln-tracker: --listen, --db and --artifacts are required\n%s", kUsage);

@@ -37,23 +37,6 @@ CliRun Kiln(const std::vector<std::string>& args,
   return {code, out.str(), err.str()};
 }
 
-TEST(CliArgs, ParsesValueAndBoolFlags) {
-  absl::StatusOr<Args> a = ParseArgs({"model.onnx", "--tracker", "h:1", "--key=cpu", "--wait"},
-                                     {"--tracker", "--key"}, {"--wait"});
-  ASSERT_TRUE(a.ok()) << a.status();
-  EXPECT_EQ(a->positional, std::vector<std::string>{"model.onnx"});
-  EXPECT_EQ(a->Get("--tracker"), "h:1");
-  EXPECT_EQ(a->Get("--key"), "cpu");
-  EXPECT_TRUE(a->bools.count("--wait"));
-}
-
-TEST(CliArgs, RejectsUnknownFlagAndMissingValue) {
-  EXPECT_EQ(ParseArgs({"--bogus"}, {"--tracker"}, {}).status().message(), "unknown flag --bogus");
-  EXPECT_EQ(ParseArgs({"--tracker"}, {"--tracker"}, {}).status().message(),
-            "--tracker needs a value");
-  EXPECT_EQ(ParseArgs({"--wait=1"}, {}, {"--wait"}).status().message(), "--wait takes no value");
-}
-
 TEST(Cli, HelpListsSubcommands) {
   for (const char* flag : {"--help", "help"}) {
     CliRun r = Kiln({flag});

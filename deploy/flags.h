@@ -1,0 +1,77 @@
+#pragma once
+// Command-line flags for every kiln executable (kiln, kiln-tracker,
+// kiln-agent, kiln-run). Header-only and dependency-free but for
+// absl::Status, so kiln-run stays small.
+//
+// Value flags take "--name VALUE" or "--name=VALUE" and may repeat (every
+// occurrence is kept, Get returns the last); bool flags take no value;
+// anything not starting with '-' is positional, as is everything after "--".
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "deploy/str.h"
+
+namespace kiln {
+
+struct ParsedFlags {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> values;  // "--name" -> every value given
+  std::set<std::string> bools;
+
+  bool Has(const std::string& flag) const { return values.count(flag) || bools.count(flag); }
+  std::string Get(const std::string& flag, const std::string& fallback = "") const {
+    auto it = values.find(flag);
+    return it == values.end() ? fallback : it->second.back();
+  }
+  const std::vector<std::string>& All(const std::string& flag) const {
+    static const std::vector<std::string> kNone;
+    auto it = values.find(flag);
+    return it == values.end() ? kNone : it->second;
+  }
+};
+
+// INVALID_ARGUMENT naming an unknown flag, a value flag without a value, or a
+// bool flag given a value.
+inline absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
+                                              const std::set<std::string>& value_flags,
+                                              const std::set<std::string>& bool_flags = {}) {
+  ParsedFlags out;
+  bool only_positional = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (only_positional || a.size() < 2 || a[0] != '-') {
+      out.positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_positional = true;
+      continue;
+    }
+    std::string name = a;
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = a.find('='); eq != std::string::npos && a.starts_with("--")) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    if (bool_flags.count(name)) {
+      if (has_value) return absl::InvalidArgumentError(StrCat(name, " takes no value"));
+      out.bools.insert(name);
+    } else if (value_flags.count(name)) {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return absl::InvalidArgumentError(StrCat(name, " needs a value"));
+        value = args[++i];
+      }
+      out.values[name].push_back(value);
+    } else {
+      return absl::InvalidArgumentError(StrCat("unknown flag ", name));
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln
