@@ -222,6 +222,22 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
       return s;
     sig.inputs.push_back({"data", {Int("N"), Int("C"), Int("H"), Int("W")}});
     sig.output = {"out", {Int("N"), Int("C"), Int("OH"), Int("OW")}};
+  } else if (op == "pool3d") {
+    if (auto s = need({"N", "C", "D", "H", "W", "kernel", "stride", "pad", "dilation", "OD", "OH", "OW",
+                       "kind"});
+        !s.ok())
+      return s;
+    if (Ints("kernel").size() != 3 || Ints("stride").size() != 3 || Ints("pad").size() != 6 ||
+        Ints("dilation").size() != 3) {
+      return absl::InvalidArgumentError("pool3d: kernel/stride/dilation need 3 values, pad 6");
+    }
+    for (int i = 0; i < 3; ++i) {
+      if (Ints("kernel")[i] <= 0 || Ints("stride")[i] <= 0 || Ints("dilation")[i] <= 0) {
+        return absl::InvalidArgumentError("pool3d: kernel/stride/dilation must be positive");
+      }
+    }
+    sig.inputs.push_back({"data", {Int("N"), Int("C"), Int("D"), Int("H"), Int("W")}});
+    sig.output = {"out", {Int("N"), Int("C"), Int("OD"), Int("OH"), Int("OW")}};
   } else if (op == "eltwise") {
     if (auto s = need({"shape", "in_shape"}); !s.ok()) return s;
     sig.inputs.push_back({"in", Ints("in_shape")});
@@ -252,6 +268,8 @@ double Workload::Flops() const {
     per = 2.0 * static_cast<double>(Int("K"));
   } else if (op == "pool2d") {
     per = static_cast<double>(Ints("kernel")[0] * Ints("kernel")[1]);
+  } else if (op == "pool3d") {
+    per = static_cast<double>(Ints("kernel")[0] * Ints("kernel")[1] * Ints("kernel")[2]);
   }
   return out * (per + static_cast<double>(epilogue.size()));
 }

@@ -3,7 +3,7 @@
 // its fused elementwise epilogue. Its canonical string is what travels over
 // the wire and into the log database; its key is a short stable hash of it.
 //
-// Ops and their attributes (all shapes NCHW, float32):
+// Ops and their attributes (all shapes NCHW, or NCDHW for pool3d; float32):
 //   conv2d  ints N,C,H,W (input), K (out channels), R,S (kernel h,w),
 //           stride=[sh,sw], pad=[top,left,bottom,right], dilation=[dh,dw],
 //           groups, bias (0/1), OH, OW (output h,w)
@@ -18,6 +18,14 @@
 //   pool2d  ints N,C,H,W, kernel=[kh,kw], stride, pad (4), dilation, OH, OW,
 //           kind (0 = max, 1 = average), count_include_pad (0/1)
 //           inputs: data[N,C,H,W]
+//   pool3d  ints N,C,D,H,W, kernel=[kd,kh,kw], stride (3),
+//           pad=[front,top,left,back,bottom,right] (ONNX order: begins, ends),
+//           dilation (3), OD, OH, OW, kind (0 = max, 1 = average),
+//           count_include_pad (0/1). Average divides by the number of window
+//           elements inside the input, or by kd*kh*kw when count_include_pad
+//           (also for ceil-mode windows past the padded input, as the ONNX
+//           test data does).
+//           inputs: data[N,C,D,H,W]; output [N,C,OD,OH,OW]
 //   eltwise ints shape (output shape), in_shape (input shape, broadcastable
 //           to `shape` after left-padding with 1s). No anchor computation:
 //           output = epilogue(broadcast(input)). With an empty epilogue it is

@@ -131,13 +131,16 @@ class Importer {
 
   absl::Status ImportConv(const onnx::NodeProto& node);
   absl::Status ImportPool(const onnx::NodeProto& node, bool max, bool global);
+  // Rank-5 (NCDHW) MaxPool/AveragePool/GlobalAveragePool -> pool3d.
+  absl::Status ImportPool3d(const onnx::NodeProto& node, int x, const Shape& xs, bool max, bool global);
   absl::Status ImportGemm(const onnx::NodeProto& node);
   absl::Status ImportMatMul(const onnx::NodeProto& node);
   absl::Status ImportBinary(const onnx::NodeProto& node, EpilogueKind kind);
   absl::Status ImportReshape(const onnx::NodeProto& node);
   absl::Status ImportBatchNorm(const onnx::NodeProto& node);
   absl::Status ImportConstant(const onnx::NodeProto& node);
-  // Spatial padding/outputs for conv and pool. `kernel` is the dilated extent.
+  // Spatial padding/outputs for conv and pool over in_hw.size() dimensions
+  // (pads: begins, then ends). `kernel` is the undilated window size.
   absl::Status Spatial(const onnx::NodeProto& node, const Shape& in_hw, const Shape& kernel,
                        const Shape& stride, const Shape& dilation, bool ceil_mode, Shape* pads,
                        Shape* out_hw);
@@ -367,9 +370,13 @@ absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, 
                                const Shape& stride, const Shape& dilation, bool ceil_mode,
                                Shape* pads, Shape* out_hw) {
   std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
-  if (pads->size() != 4) return Unimplemented(node, "pads must have 4 values");
-  out_hw->assign(2, 0);
-  for (int i = 0; i < 2; ++i) {
+  const size_t n = in_hw.size();
+  if (pads->size() != 2 * n) return Unimplemented(node, StrCat("pads must have ", 2 * n, " values"));
+  if (kernel.size() != n || stride.size() != n || dilation.size() != n) {
+    return Unimplemented(node, StrCat("kernel_shape/strides/dilations need ", n, " values"));
+  }
+  out_hw->assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
     if (stride[i] <= 0 || dilation[i] <= 0 || kernel[i] <= 0) {
       return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bad stride/dilation/kernel"));
     }
@@ -379,16 +386,16 @@ absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, 
       int64_t total = std::max<int64_t>(0, (out - 1) * stride[i] + ext - in_hw[i]);
       int64_t small = total / 2, big = total - small;
       (*pads)[i] = auto_pad == "SAME_UPPER" ? small : big;
-      (*pads)[i + 2] = auto_pad == "SAME_UPPER" ? big : small;
+      (*pads)[i + n] = auto_pad == "SAME_UPPER" ? big : small;
       (*out_hw)[i] = out;
       continue;
     }
     if (auto_pad == "VALID") {
-      (*pads)[i] = (*pads)[i + 2] = 0;
+      (*pads)[i] = (*pads)[i + n] = 0;
     } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
       return Unimplemented(node, StrCat("auto_pad '", auto_pad, "' is not supported"));
     }
-    int64_t span = in_hw[i] + (*pads)[i] + (*pads)[i + 2] - ext;
+    int64_t span = in_hw[i] + (*pads)[i] + (*pads)[i + n] - ext;
     if (span < 0) {
       return absl::InvalidArgumentError(StrCat("node '", Name(node), "': kernel larger than input"));
     }
@@ -460,14 +467,15 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
   Shape xs = g_->values[*x].shape;
   const bool one_d = xs.size() == 3;
   if (one_d) xs.insert(xs.begin() + 2, 1);
-  if (xs.size() != 4) {
-    return Unimplemented(node, StrCat("only 1-D and 2-D pooling is supported (input rank ",
+  if (xs.size() != 4 && xs.size() != 5) {
+    return Unimplemented(node, StrCat("only 1-D, 2-D and 3-D pooling is supported (input rank ",
                                       xs.size(), ")"));
   }
   if (node.output_size() > 1 && !node.output(1).empty()) {
     return Unimplemented(node, "the Indices output is not supported");
   }
   if (AttrInt(node, "storage_order", 0) != 0) return Unimplemented(node, "storage_order 1");
+  if (xs.size() == 5) return ImportPool3d(node, *x, xs, max, global);
   Shape kernel, stride, dilation, pads, ohw;
   if (global) {
     kernel = {xs[2], xs[3]};
@@ -498,6 +506,40 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
   Shape out = {xs[0], xs[1], ohw[0], ohw[1]};
   if (one_d) out.erase(out.begin() + 2);
   AddCompute(node, std::move(w), {*x}, NewValue(node, 0, out));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportPool3d(const onnx::NodeProto& node, int x, const Shape& xs, bool max,
+                                    bool global) {
+  Shape kernel, stride, dilation, pads, out;
+  if (global) {
+    kernel = {xs[2], xs[3], xs[4]};
+    stride = dilation = {1, 1, 1};
+    pads = {0, 0, 0, 0, 0, 0};
+    out = {1, 1, 1};
+  } else {
+    kernel = AttrInts(node, "kernel_shape", {});
+    stride = AttrInts(node, "strides", {1, 1, 1});
+    dilation = AttrInts(node, "dilations", {1, 1, 1});
+    pads = AttrInts(node, "pads", {0, 0, 0, 0, 0, 0});
+    if (kernel.size() != 3 || stride.size() != 3 || dilation.size() != 3) {
+      return Unimplemented(node, "kernel_shape/strides/dilations need 3 values");
+    }
+    if (auto s = Spatial(node, {xs[2], xs[3], xs[4]}, kernel, stride, dilation,
+                         AttrInt(node, "ceil_mode", 0) != 0, &pads, &out);
+        !s.ok()) {
+      return s;
+    }
+  }
+  Workload w;
+  w.op = "pool3d";
+  w.ints = {{"N", {xs[0]}},       {"C", {xs[1]}},         {"D", {xs[2]}},
+            {"H", {xs[3]}},       {"W", {xs[4]}},         {"kernel", kernel},
+            {"stride", stride},   {"pad", pads},          {"dilation", dilation},
+            {"OD", {out[0]}},     {"OH", {out[1]}},       {"OW", {out[2]}},
+            {"kind", {max ? 0 : 1}},
+            {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
+  AddCompute(node, std::move(w), {x}, NewValue(node, 0, {xs[0], xs[1], out[0], out[1], out[2]}));
   return absl::OkStatus();
 }
 

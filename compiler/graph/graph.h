@@ -1,8 +1,9 @@
 #pragma once
 // The graph IR: a value table and nodes in topological order. After import
-// every compute node already carries a Workload (conv2d/dense/pool2d/eltwise);
-// views (Reshape, Flatten, Identity, Dropout) only reinterpret a buffer. The
-// passes (graph/passes.h) fold constants, fold batch norms and fuse epilogues.
+// every compute node already carries a Workload (conv2d/dense/pool2d/pool3d/
+// eltwise); views (Reshape, Flatten, Identity, Dropout) only reinterpret a
+// buffer. The passes (graph/passes.h) fold constants, fold batch norms and
+// fuse epilogues.
 
 #include <cstdint>
 #include <optional>

@@ -33,6 +33,7 @@ struct OpTemplate {
 const OpTemplate* Conv2dTemplate();
 const OpTemplate* DenseTemplate();
 const OpTemplate* Pool2dTemplate();
+const OpTemplate* Pool3dTemplate();
 const OpTemplate* EltwiseTemplate();
 
 // Small helpers.

@@ -150,6 +150,55 @@ void Pool2d(const Workload& w, std::span<const float* const> in, float* out) {
   }
 }
 
+// ONNX 3-D pooling. Max and exclusive average see only the elements inside
+// the input; an inclusive average (count_include_pad) divides by the whole
+// window kd*kh*kw, also for ceil-mode windows that extend past the padded
+// input (what the ONNX test data for averagepool_3d_*_ceil_mode_is_True has).
+void Pool3d(const Workload& w, std::span<const float* const> in, float* out) {
+  const int64_t N = w.Int("N"), C = w.Int("C"), D = w.Int("D"), H = w.Int("H"), W = w.Int("W"),
+                OD = w.Int("OD"), OH = w.Int("OH"), OW = w.Int("OW");
+  const auto& kr = w.Ints("kernel");
+  const auto& st = w.Ints("stride");
+  const auto& pad = w.Ints("pad");
+  const auto& dil = w.Ints("dilation");
+  const bool is_max = w.Int("kind") == 0;
+  const bool include_pad = w.IntOr("count_include_pad", 0) != 0;
+  const float* x = in[0];
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    for (int64_t od = 0; od < OD; ++od) {
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+          int64_t count = 0;
+          for (int64_t a = 0; a < kr[0]; ++a) {
+            int64_t id = od * st[0] - pad[0] + a * dil[0];
+            if (id < 0 || id >= D) continue;
+            for (int64_t b = 0; b < kr[1]; ++b) {
+              int64_t ih = oh * st[1] - pad[1] + b * dil[1];
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t c = 0; c < kr[2]; ++c) {
+                int64_t iw = ow * st[2] - pad[2] + c * dil[2];
+                if (iw < 0 || iw >= W) continue;
+                float v = x[((nc * D + id) * H + ih) * W + iw];
+                acc = is_max ? std::max<double>(acc, v) : acc + v;
+                ++count;
+              }
+            }
+          }
+          if (include_pad) count = kr[0] * kr[1] * kr[2];
+          float y;
+          if (is_max) {
+            y = static_cast<float>(acc);
+          } else {
+            y = count ? static_cast<float>(acc / static_cast<double>(count)) : 0.0f;
+          }
+          out[((nc * OD + od) * OH + oh) * OW + ow] = y;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status RunReference(const Workload& workload, std::span<const float* const> inputs,
@@ -171,6 +220,8 @@ absl::Status RunReference(const Workload& workload, std::span<const float* const
     Dense(workload, *sig, inputs, output);
   } else if (workload.op == "pool2d") {
     Pool2d(workload, inputs, output);
+  } else if (workload.op == "pool3d") {
+    Pool3d(workload, inputs, output);
   } else if (workload.op == "eltwise") {
     std::vector<int64_t> idx = BroadcastIndices(workload.Ints("in_shape"), sig->output.shape);
     for (int64_t i = 0; i < n; ++i) output[i] = inputs[0][idx[i]];
