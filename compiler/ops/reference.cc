@@ -135,9 +135,13 @@ void Pool2d(const Workload& w, std::span<const float* const> in, float* out) {
               float v = x[(nc * H + ih) * W + iw];
               acc = is_max ? std::max<double>(acc, v) : acc + v;
             }
-            if (inside || include_pad) ++count;
+            if (inside) ++count;
           }
         }
+        // As the ONNX data has it (see the 3-D tests with ceil_mode): an
+        // inclusive average divides by the whole window, even where a
+        // ceil-mode window runs past the padded input.
+        if (include_pad) count = kr[0] * kr[1];
         float y;
         if (is_max) {
           y = static_cast<float>(acc);

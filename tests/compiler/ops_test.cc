@@ -42,10 +42,13 @@ const char* kDenseBatch = "dense(K=8;M=5;N=20;batch=3;batch_a=1;batch_b=0;bias=0
 const char* kPoolMax = "pool2d(C=3;H=9;N=2;OH=5;OW=5;W=9;dilation=1,1;kernel=3,3;kind=0;pad=1,1,1,1;stride=2,2)";
 const char* kPoolAvg =
     "pool2d(C=2;H=8;N=1;OH=8;OW=8;W=8;count_include_pad=0;dilation=1,1;kernel=3,3;kind=1;pad=1,1,1,1;stride=1,1)|relu";
+// Ceil mode with an inclusive average: the last windows run past the input.
+const char* kPoolAvgCeil =
+    "pool2d(C=3;H=5;N=1;OH=3;OW=3;W=5;count_include_pad=1;dilation=1,1;kernel=2,2;kind=1;pad=0,0,0,0;stride=2,2)";
 const char* kElt = "eltwise(in_shape=1,4,1,11;shape=2,4,3,11)|add:2,1,3,11|relu";
 
 std::vector<const char*> AllWorkloads() {
-  return {kConv, kConvNoPad, kConvGroups, kDense, kDenseBatch, kPoolMax, kPoolAvg, kElt};
+  return {kConv, kConvNoPad, kConvGroups, kDense, kDenseBatch, kPoolMax, kPoolAvg, kPoolAvgCeil, kElt};
 }
 
 TEST(OpsKnobs, EveryOpHasKnobsAndAValidDefault) {

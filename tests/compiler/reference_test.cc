@@ -131,6 +131,17 @@ TEST(ReferencePool, AverageWithPadding) {
   EXPECT_FLOAT_EQ(incl[0], 12.0f / 9.0f);
 }
 
+// Ceil mode: 5x5, 2x2 windows, stride 2 -> 3x3; the last window holds one
+// input element. count_include_pad=0 averages what is inside; =1 divides by
+// the whole window, as the ONNX data does (kernels agree: see ops tests).
+TEST(ReferencePool, CeilModeAverageCountsAsOnnxDoes) {
+  auto excl = RunRef(Pool(5, 2, 2, 0, 1, 0, 3), {Iota(25)});
+  EXPECT_FLOAT_EQ(excl[8], 25.0f);
+  auto incl = RunRef(Pool(5, 2, 2, 0, 1, 1, 3), {Iota(25)});
+  EXPECT_FLOAT_EQ(incl[8], 25.0f / 4.0f);
+  EXPECT_FLOAT_EQ(incl[2], (5.0f + 10.0f) / 4.0f);
+}
+
 TEST(ReferencePool, MaxWithNegativeValuesIgnoresPadding) {
   auto out = RunRef(Pool(2, 2, 1, 1, 0, 0, 3), {{-1, -2, -3, -4}});
   EXPECT_THAT(out, ElementsAre(-1, -1, -2, -1, -1, -2, -3, -3, -4));
