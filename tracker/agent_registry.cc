@@ -88,6 +88,16 @@ void AgentRegistry::Heartbeat(const std::string& agent_id) {
   (void)PersistLocked(it->second.info);
 }
 
+std::vector<std::string> AgentRegistry::Silent(int64_t max_silence_ms) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = clock_->NowMs();
+  std::vector<std::string> out;
+  for (const auto& [id, slot] : agents_) {
+    if (slot.info.connected && now - slot.info.last_seen_unix_ms > max_silence_ms) out.push_back(id);
+  }
+  return out;
+}
+
 void AgentRegistry::AddResults(const std::string& agent_id, int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = agents_.find(agent_id);

@@ -48,6 +48,10 @@ class AgentRegistry {
   void AddResults(const std::string& agent_id, int64_t n);
   void SetInFlight(const std::string& agent_id, int32_t n);
 
+  // Connected agents not heard from (heartbeat, result or hello) for more
+  // than max_silence_ms.
+  std::vector<std::string> Silent(int64_t max_silence_ms) const;
+
   std::vector<AgentInfo> List() const;
   int ConnectedCount(const std::string& device_key) const;
   std::optional<AgentInfo> Get(const std::string& agent_id) const;

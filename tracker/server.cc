@@ -339,6 +339,10 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
     if (!session.ok()) return ToGrpc(session.status());
     const std::string agent_id = info.id;
     const std::string key = info.device_key;
+    {
+      std::lock_guard<std::mutex> lock(contexts_mu_);
+      contexts_[agent_id] = {*session, ctx};
+    }
     Log()->info("agent '{}' connected from {}: key {}, target '{}', {}", agent_id, ctx->peer(),
                 key, target, info.hardware);
 
@@ -428,13 +432,32 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
     done = true;
     dispatcher_->Wake();
     writer.join();
+    {
+      std::lock_guard<std::mutex> lock(contexts_mu_);
+      auto it = contexts_.find(agent_id);
+      if (it != contexts_.end() && it->second.first == *session) contexts_.erase(it);
+    }
     int expired = dispatcher_->ReleaseAgent(agent_id);
     agents_->Disconnect(agent_id, *session);
     Log()->info("agent '{}' disconnected ({} leases returned to the queue)", agent_id, expired);
     return grpc::Status::OK;
   }
 
+  // Ends the sessions of these agents (they missed their heartbeats); each
+  // session's own clean-up then returns its leases to the queue.
+  void EndSessions(const std::vector<std::string>& agent_ids) {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    for (const std::string& id : agent_ids) {
+      auto it = contexts_.find(id);
+      if (it == contexts_.end()) continue;
+      Log()->warn("agent '{}' missed its heartbeats: closing its session", id);
+      it->second.second->TryCancel();
+    }
+  }
+
  private:
+  std::mutex contexts_mu_;
+  std::map<std::string, std::pair<uint64_t, grpc::ServerContext*>> contexts_;  // open sessions
   AgentRegistry* agents_;
   Dispatcher* dispatcher_;
   std::string token_;
@@ -486,10 +509,14 @@ absl::StatusOr<int> TrackerServer::Start() {
     Stop();
     return st;
   }
-  reaper_ = std::thread([this] {
+  auto* sessions = static_cast<AgentSessionImpl*>(agent_service_.get());
+  reaper_ = std::thread([this, sessions] {
     while (!stopping_) {
       int n = dispatcher_->ExpireLeases();
       if (n > 0) Log()->warn("{} leases expired and were requeued", n);
+      // An agent whose stream stays open but who sends nothing (hung board,
+      // half-open connection) loses its session after three intervals.
+      sessions->EndSessions(agents_->Silent(3 * int64_t{options_.heartbeat_interval_ms}));
       for (int i = 0; i < 5 && !stopping_; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }

@@ -105,6 +105,7 @@ class TrackerGrpcTest : public ::testing::Test {
     opts.db_path = (dir_ / "kiln.db").string();
     opts.artifacts_dir = (dir_ / "artifacts").string();
     opts.token = token_;
+    if (heartbeat_ms_ > 0) opts.heartbeat_interval_ms = heartbeat_ms_;
     server_ = std::make_unique<TrackerServer>(opts);
     auto port = server_->Start();
     ASSERT_TRUE(port.ok()) << port.status();
@@ -119,6 +120,7 @@ class TrackerGrpcTest : public ::testing::Test {
   }
 
   std::string token_;
+  int32_t heartbeat_ms_ = 0;  // 0: the tracker's default
   fs::path dir_;
   std::unique_ptr<TrackerServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -210,6 +212,33 @@ TEST_F(TrackerTokenTest, WrongTokenIsUnauthenticated) {
   EXPECT_EQ(bad.Connect(KILN_VERSION, "guess").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   FakeAgent good(channel_, "b", "cpu");
   EXPECT_TRUE(good.Connect(KILN_VERSION, "s3cret").ok());
+}
+
+class TrackerHeartbeatTest : public TrackerGrpcTest {
+ protected:
+  void SetUp() override {
+    heartbeat_ms_ = 100;
+    TrackerGrpcTest::SetUp();
+  }
+};
+
+// An agent that says Hello and then nothing (a hung board, a half-open
+// connection) loses its session after three heartbeat intervals, so its
+// leases go back to the queue without waiting for their deadlines.
+TEST_F(TrackerHeartbeatTest, SilentAgentLosesItsSession) {
+  FakeAgent agent(channel_, "mute", "cpu");
+  ASSERT_TRUE(agent.Connect().ok());
+  EXPECT_EQ(agent.welcome_.heartbeat_interval_ms(), 100);
+  bool connected = true;
+  for (int i = 0; i < 100 && connected; ++i) {  // bounded: 10 s at most
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    grpc::ClientContext ctx;
+    pb::ListAgentsResponse resp;
+    ASSERT_TRUE(tracker_->ListAgents(&ctx, {}, &resp).ok());
+    ASSERT_EQ(resp.agents_size(), 1);
+    connected = resp.agents(0).connected();
+  }
+  EXPECT_FALSE(connected) << "a silent agent kept its session";
 }
 
 // A small job end to end: tuned by the fake agent, compiled, fetched.
