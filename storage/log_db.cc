@@ -356,6 +356,15 @@ absl::StatusOr<int64_t> LogDb::CountRecords(const std::string& job_id) {
   return has_row ? st.ColumnInt64(0) : 0;
 }
 
+absl::StatusOr<std::vector<RecordRow>> LogDb::RecordsOfJob(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
+                              " FROM records WHERE job_id = ? ORDER BY id ASC")));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, job_id));
+  return CollectRecords(st);
+}
+
 // --------------------------------------------------------------------- jobs
 
 absl::Status LogDb::CreateJob(const JobRow& row) {

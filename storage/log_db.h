@@ -113,6 +113,8 @@ class LogDb {
                                                         const std::string& target,
                                                         const std::string& compiler_version);
   absl::StatusOr<int64_t> CountRecords(const std::string& job_id);
+  // Every record a job stored, in measurement order.
+  absl::StatusOr<std::vector<RecordRow>> RecordsOfJob(const std::string& job_id);
 
   // Jobs.
   absl::Status CreateJob(const JobRow& row);  // ALREADY_EXISTS on a duplicate id

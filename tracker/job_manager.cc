@@ -667,8 +667,34 @@ absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
   auto row = db_->GetJob(job_id);
   if (!row.ok()) return row.status();
   if (!row->has_value()) return absl::NotFoundError(StrCat("unknown job '", job_id, "'"));
+  // Not running in this process (finished before a restart): the per-task
+  // table comes from the records the job stored.
   JobStatus s;
   s.row = **row;
+  auto records = db_->RecordsOfJob(job_id);
+  if (!records.ok()) return records.status();
+  std::map<std::string, size_t> index;
+  for (const storage::RecordRow& r : *records) {
+    auto [it, added] = index.emplace(r.workload_key, s.tasks.size());
+    if (added) {
+      TaskStatus t;
+      t.workload_key = r.workload_key;
+      if (auto w = db_->GetWorkload(r.workload_key); w.ok() && w->has_value()) {
+        t.op = (*w)->op;
+        t.canonical = (*w)->canonical;
+        t.flops = (*w)->flops;
+      }
+      s.tasks.push_back(std::move(t));
+    }
+    TaskStatus& t = s.tasks[it->second];
+    ++t.trials_done;
+    t.trials_budget = t.trials_done;
+    if (r.error_kind != "none") {
+      ++t.errors;
+    } else if (t.best_cost_s == 0 || r.mean_cost_s < t.best_cost_s) {
+      t.best_cost_s = r.mean_cost_s;
+    }
+  }
   return s;
 }
 

@@ -300,6 +300,20 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
   ASSERT_TRUE(records.ok());
   std::set<std::string> configs;
   for (const auto& rec : *records) EXPECT_TRUE(configs.insert(rec.config).second) << rec.config;
+
+  // A third manager (the tracker restarted after the job ended) still reports
+  // the job's tasks, rebuilt from its records.
+  jobs_->Stop();
+  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                       &clock_);
+  auto again = jobs_->Get(r->job_id);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->row.state, "completed");
+  ASSERT_EQ(again->tasks.size(), 1u);
+  EXPECT_EQ(again->tasks[0].op, "conv2d");
+  EXPECT_EQ(again->tasks[0].trials_done, *count);
+  EXPECT_DOUBLE_EQ(again->tasks[0].best_cost_s, 1e-3);
+  EXPECT_FALSE(again->tasks[0].canonical.empty());
 }
 
 }  // namespace
