@@ -32,8 +32,8 @@ struct OpTemplate {
 
 const OpTemplate* Conv2dTemplate();
 const OpTemplate* DenseTemplate();
-const OpTemplate* Pool2dTemplate();
-const OpTemplate* Pool3dTemplate();
+// pool2d and pool3d (the spatial rank comes from the workload op).
+const OpTemplate* PoolTemplate();
 const OpTemplate* EltwiseTemplate();
 
 // Small helpers.

@@ -13,8 +13,7 @@ absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w) {
   if (auto sig = w.Signature(); !sig.ok()) return sig.status();
   if (w.op == "conv2d") return ops::Conv2dTemplate();
   if (w.op == "dense") return ops::DenseTemplate();
-  if (w.op == "pool2d") return ops::Pool2dTemplate();
-  if (w.op == "pool3d") return ops::Pool3dTemplate();
+  if (w.op == "pool2d" || w.op == "pool3d") return ops::PoolTemplate();
   if (w.op == "eltwise") return ops::EltwiseTemplate();
   return absl::InvalidArgumentError(StrCat("no schedule template for op '", w.op, "'"));
 }

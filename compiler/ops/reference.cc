@@ -2,6 +2,7 @@
 // verify generated kernels and to fold constants at compile time.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -109,62 +110,35 @@ void Dense(const Workload& w, const KernelSignature& sig, std::span<const float*
   }
 }
 
-void Pool2d(const Workload& w, std::span<const float* const> in, float* out) {
-  const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), OH = w.Int("OH"),
-                OW = w.Int("OW");
-  const auto& kr = w.Ints("kernel");
-  const auto& st = w.Ints("stride");
-  const auto& pad = w.Ints("pad");
-  const auto& dil = w.Ints("dilation");
-  const bool is_max = w.Int("kind") == 0;
-  const bool include_pad = w.IntOr("count_include_pad", 0) != 0;
-  const float* x = in[0];
-  for (int64_t nc = 0; nc < N * C; ++nc) {
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-        int64_t count = 0;
-        for (int64_t r = 0; r < kr[0]; ++r) {
-          int64_t ih = oh * st[0] - pad[0] + r * dil[0];
-          if (ih >= H + pad[2]) continue;  // past the padded input (ceil mode)
-          for (int64_t s = 0; s < kr[1]; ++s) {
-            int64_t iw = ow * st[1] - pad[1] + s * dil[1];
-            if (iw >= W + pad[3]) continue;
-            bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-            if (inside) {
-              float v = x[(nc * H + ih) * W + iw];
-              acc = is_max ? std::max<double>(acc, v) : acc + v;
-            }
-            if (inside) ++count;
-          }
-        }
-        // As the ONNX data has it (see the 3-D tests with ceil_mode): an
-        // inclusive average divides by the whole window, even where a
-        // ceil-mode window runs past the padded input.
-        if (include_pad) count = kr[0] * kr[1];
-        float y;
-        if (is_max) {
-          y = static_cast<float>(acc);
-        } else {
-          y = count ? static_cast<float>(acc / static_cast<double>(count)) : 0.0f;
-        }
-        out[(nc * OH + oh) * OW + ow] = y;
-      }
-    }
+// ONNX 2-D and 3-D pooling (pool2d runs as pool3d with a depth of 1: kernel,
+// stride and dilation 1, no depth padding). Max and exclusive average see
+// only the elements inside the input; an inclusive average (count_include_pad)
+// divides by the whole window, also for ceil-mode windows that extend past the
+// padded input (what the ONNX test data for
+// averagepool_3d_*_ceil_mode_is_True has).
+void Pool(const Workload& w, std::span<const float* const> in, float* out) {
+  const bool is3d = w.op == "pool3d";
+  const size_t rank = is3d ? 3 : 2;
+  const size_t skip = 3 - rank;  // leading unit dimensions
+  // Spatial attributes as depth, height, width.
+  std::array<int64_t, 3> ext = {1, w.Int("H"), w.Int("W")}, oext = {1, w.Int("OH"), w.Int("OW")};
+  if (is3d) {
+    ext[0] = w.Int("D");
+    oext[0] = w.Int("OD");
   }
-}
-
-// ONNX 3-D pooling. Max and exclusive average see only the elements inside
-// the input; an inclusive average (count_include_pad) divides by the whole
-// window kd*kh*kw, also for ceil-mode windows that extend past the padded
-// input (what the ONNX test data for averagepool_3d_*_ceil_mode_is_True has).
-void Pool3d(const Workload& w, std::span<const float* const> in, float* out) {
-  const int64_t N = w.Int("N"), C = w.Int("C"), D = w.Int("D"), H = w.Int("H"), W = w.Int("W"),
-                OD = w.Int("OD"), OH = w.Int("OH"), OW = w.Int("OW");
-  const auto& kr = w.Ints("kernel");
-  const auto& st = w.Ints("stride");
-  const auto& pad = w.Ints("pad");
-  const auto& dil = w.Ints("dilation");
+  std::array<int64_t, 3> kr = {1, 1, 1}, st = {1, 1, 1}, dil = {1, 1, 1}, pad = {0, 0, 0};
+  const auto& wk = w.Ints("kernel");
+  const auto& ws = w.Ints("stride");
+  const auto& wd = w.Ints("dilation");
+  const auto& wp = w.Ints("pad");
+  for (size_t i = 0; i < rank; ++i) {
+    kr[skip + i] = wk[i];
+    st[skip + i] = ws[i];
+    dil[skip + i] = wd[i];
+    pad[skip + i] = wp[i];  // the begin pads; the end pads only shape OD/OH/OW
+  }
+  const int64_t N = w.Int("N"), C = w.Int("C"), D = ext[0], H = ext[1], W = ext[2], OD = oext[0],
+                OH = oext[1], OW = oext[2];
   const bool is_max = w.Int("kind") == 0;
   const bool include_pad = w.IntOr("count_include_pad", 0) != 0;
   const float* x = in[0];
@@ -222,10 +196,8 @@ absl::Status RunReference(const Workload& workload, std::span<const float* const
     Conv2d(workload, inputs, output);
   } else if (workload.op == "dense") {
     Dense(workload, *sig, inputs, output);
-  } else if (workload.op == "pool2d") {
-    Pool2d(workload, inputs, output);
-  } else if (workload.op == "pool3d") {
-    Pool3d(workload, inputs, output);
+  } else if (workload.op == "pool2d" || workload.op == "pool3d") {
+    Pool(workload, inputs, output);
   } else if (workload.op == "eltwise") {
     std::vector<int64_t> idx = BroadcastIndices(workload.Ints("in_shape"), sig->output.shape);
     for (int64_t i = 0; i < n; ++i) output[i] = inputs[0][idx[i]];
