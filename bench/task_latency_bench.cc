@@ -3,7 +3,8 @@
 // implementation (compiler::RunReference) on the same inputs, timed the same
 // way. Outputs are checked against the reference (max abs error).
 //
-// Usage: task_latency_bench MODEL.onnx [--repeat N] [--random K] [--task I [--config CONFIG]] [--dump-ir]
+// Usage: task_latency_bench MODEL.onnx [--repeat N] [--random K] [--task I [--config CONFIG]]
+// [--dump-ir]
 //   --repeat N  timed samples per kernel (default 50); the median is reported
 //   --random K  also time K random valid configs per task and report the best
 //               one (a cheap stand-in for tuning; default 0)
@@ -82,8 +83,8 @@ Buffers MakeBuffers(const KernelSignature& sig, uint32_t seed) {
 }
 
 // Median seconds of the kernel built with `config`; negative on failure.
-double TimeConfig(const Workload& w, const Config& config, const kiln::compiler::Target& target, Buffers& b,
-                  int repeat, std::string* error) {
+double TimeConfig(const Workload& w, const Config& config, const kiln::compiler::Target& target,
+                  Buffers& b, int repeat, std::string* error) {
   auto kernel = kiln::compiler::BuildJit(w, config, target, {.dump_ir = g_dump_ir});
   if (!kernel.ok()) {
     *error = std::string(kernel.status().message());
@@ -133,9 +134,14 @@ int main(int argc, char** argv) {
   kiln::compiler::Target target = kiln::compiler::Target::Host();
   std::printf("# task_latency_bench %s\n\n", path.c_str());
   std::printf("host: %s; target: %s; threads: %d; %d samples per kernel (median)\n\n",
-              kiln::compiler::DescribeHostHardware().c_str(), target.Spec().c_str(), kiln_num_threads(), repeat);
-  std::printf("baseline: naive reference (compiler::RunReference) on the same inputs, timed the same way\n\n");
-  std::printf("| task | workload key | op | default config | default us | GFLOPS | reference us | speed vs reference | max abs err |");
+              kiln::compiler::DescribeHostHardware().c_str(), target.Spec().c_str(),
+              kiln_num_threads(), repeat);
+  std::printf(
+      "baseline: naive reference (compiler::RunReference) on the same inputs, timed the same "
+      "way\n\n");
+  std::printf(
+      "| task | workload key | op | default config | default us | GFLOPS | reference us | speed vs "
+      "reference | max abs err |");
   if (random_trials > 0) std::printf(" best of %d random us | best random config |", random_trials);
   std::printf("\n|---|---|---|---|---|---|---|---|---|");
   if (random_trials > 0) std::printf("---|---|");
@@ -165,22 +171,24 @@ int main(int argc, char** argv) {
     std::string error;
     double t = TimeConfig(w, *config, target, b, repeat, &error);
     if (t < 0) {
-      std::printf("| %d | %s | %s | %s | (build failed: %s) |\n", index++, w.Key().c_str(), w.op.c_str(),
-                  kiln::compiler::CanonicalConfig(*config).c_str(), error.c_str());
+      std::printf("| %d | %s | %s | %s | (build failed: %s) |\n", index++, w.Key().c_str(),
+                  w.op.c_str(), kiln::compiler::CanonicalConfig(*config).c_str(), error.c_str());
       ++failures;
       continue;
     }
     std::vector<float> got = b.out;
     std::vector<float> want(got.size());
-    double t_ref = MedianSeconds(
-        [&] { (void)kiln::compiler::RunReference(w, b.in_ptrs, want.data()); }, std::max(3, repeat / 5));
+    double t_ref =
+        MedianSeconds([&] { (void)kiln::compiler::RunReference(w, b.in_ptrs, want.data()); },
+                      std::max(3, repeat / 5));
     double err = 0;
-    for (size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
+    for (size_t i = 0; i < got.size(); ++i)
+      err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
     if (!(err <= 1e-3)) ++failures;
     double flops = w.Flops();
-    std::printf("| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.1fx | %.2g |", index, w.Key().c_str(), w.op.c_str(),
-                kiln::compiler::CanonicalConfig(*config).c_str(), t * 1e6, flops / t * 1e-9, t_ref * 1e6, t_ref / t,
-                err);
+    std::printf("| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.1fx | %.2g |", index, w.Key().c_str(),
+                w.op.c_str(), kiln::compiler::CanonicalConfig(*config).c_str(), t * 1e6,
+                flops / t * 1e-9, t_ref * 1e6, t_ref / t, err);
     total_default += t;
     total_ref += t_ref;
     if (random_trials > 0) {
@@ -188,8 +196,8 @@ int main(int argc, char** argv) {
       std::mt19937 rng(99 + static_cast<uint32_t>(index));
       double best = t;
       Config best_c = *config;
-      for (int tried = 0, attempt = 0; knobs.ok() && tried < random_trials && attempt < 50 * random_trials;
-           ++attempt) {
+      for (int tried = 0, attempt = 0;
+           knobs.ok() && tried < random_trials && attempt < 50 * random_trials; ++attempt) {
         Config c;
         for (const auto& k : *knobs) c[k.name] = k.choices[rng() % k.choices.size()];
         if (!kiln::compiler::ValidateConfig(w, target, c).ok()) continue;

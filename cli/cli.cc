@@ -16,8 +16,7 @@ const std::vector<Command>& Commands() {
       {"devices", "devices --tracker ADDR", "list the measurement agents", RunDevices},
       {"records", "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N]",
        "list tuning records", RunRecords},
-      {"fetch", "fetch JOB --tracker ADDR -o PATH", "download a job's compiled artifact",
-       RunFetch},
+      {"fetch", "fetch JOB --tracker ADDR -o PATH", "download a job's compiled artifact", RunFetch},
       {"compile", "compile MODEL --db FILE -o PATH [--target SPEC] [--dump-ir]",
        "compile a model locally with the best configs of a log database", RunCompile},
   };

@@ -20,24 +20,42 @@ int Fail(const Command& cmd, const std::string& message, const CliEnv& env) {
 
 std::string StatusCodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    default: return StrCat("CODE_", static_cast<int>(code));
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return StrCat("CODE_", static_cast<int>(code));
   }
 }
 
@@ -52,8 +70,8 @@ std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& addre
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(256 << 20);
   channel_args.SetMaxSendMessageSize(256 << 20);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), channel_args);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + env.connect_timeout)) {
     *env.err << "kiln: tracker " << address << " does not answer\n";
     return nullptr;
@@ -63,13 +81,20 @@ std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& addre
 
 std::string JobStateName(kiln::v1::JobState state) {
   switch (state) {
-    case kiln::v1::JOB_STATE_QUEUED: return "queued";
-    case kiln::v1::JOB_STATE_TUNING: return "tuning";
-    case kiln::v1::JOB_STATE_COMPILING: return "compiling";
-    case kiln::v1::JOB_STATE_COMPLETED: return "completed";
-    case kiln::v1::JOB_STATE_FAILED: return "failed";
-    case kiln::v1::JOB_STATE_CANCELLED: return "cancelled";
-    default: return "unknown";
+    case kiln::v1::JOB_STATE_QUEUED:
+      return "queued";
+    case kiln::v1::JOB_STATE_TUNING:
+      return "tuning";
+    case kiln::v1::JOB_STATE_COMPILING:
+      return "compiling";
+    case kiln::v1::JOB_STATE_COMPLETED:
+      return "completed";
+    case kiln::v1::JOB_STATE_FAILED:
+      return "failed";
+    case kiln::v1::JOB_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
   }
 }
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "deploy/flags.h"
 #include "cli/cli.h"
+#include "deploy/flags.h"
 #include "grpcpp/grpcpp.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 

@@ -15,7 +15,8 @@
 namespace kiln::cli {
 
 int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args = ParseFlags(argv, {"--db", "-o", "--output", "--target"}, {"--dump-ir"});
+  absl::StatusOr<Args> args =
+      ParseFlags(argv, {"--db", "-o", "--output", "--target"}, {"--dump-ir"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--db")) return UsageError(self, "missing --db", env);
@@ -54,7 +55,8 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
   compiler::CompileOptions options;
   options.lower.dump_ir = args->bools.count("--dump-ir") > 0;
   compiler::CompileReport report;
-  absl::StatusOr<std::string> artifact = compiler::CompileModel(*model, target, lookup, options, &report);
+  absl::StatusOr<std::string> artifact =
+      compiler::CompileModel(*model, target, lookup, options, &report);
   if (!lookup_error.ok()) {
     return Fail(self, StrCat("reading the log database: ", lookup_error.message()), env);
   }

@@ -52,8 +52,8 @@ int RunFetch(const Command& self, const std::vector<std::string>& argv, const Cl
     if (chunk.offset() != written) {
       ctx.TryCancel();
       reader->Finish();
-      return fail(StrCat("chunk at offset ", chunk.offset(), " but ", written,
-                         " bytes received so far"));
+      return fail(
+          StrCat("chunk at offset ", chunk.offset(), " but ", written, " bytes received so far"));
     }
     out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
     written += static_cast<int64_t>(chunk.data().size());
@@ -83,8 +83,7 @@ int RunFetch(const Command& self, const std::vector<std::string>& argv, const Cl
   std::error_code ec;
   std::filesystem::rename(part, path, ec);
   if (ec) return fail(StrCat("cannot rename '", part, "' to '", path, "': ", ec.message()));
-  *env.err << "kiln: fetched " << written << " bytes to " << path << " (sha256 " << sha256
-           << ")\n";
+  *env.err << "kiln: fetched " << written << " bytes to " << path << " (sha256 " << sha256 << ")\n";
   return 0;
 }
 

@@ -28,10 +28,11 @@ Prepared Prepare(const Command& self, const std::vector<std::string>& argv, size
     return p;
   }
   if (args->positional.size() != positional) {
-    p.exit_code = UsageError(
-        self, positional == 0 ? StrCat("unexpected argument '", args->positional[0], "'")
-                              : StrCat("expected ", positional_name),
-        env);
+    p.exit_code =
+        UsageError(self,
+                   positional == 0 ? StrCat("unexpected argument '", args->positional[0], "'")
+                                   : StrCat("expected ", positional_name),
+                   env);
     return p;
   }
   if (!args->values.count("--tracker")) {
@@ -184,8 +185,8 @@ int RunRecords(const Command& self, const std::vector<std::string>& argv, const 
       const std::string prefix = "MEASURE_ERROR_KIND_";
       if (result.starts_with(prefix)) result = result.substr(prefix.size());
     }
-    rows.push_back({r.workload().key(), r.config().canonical(), result,
-                    FormatCost(r.mean_cost_s()), r.result().agent_id()});
+    rows.push_back({r.workload().key(), r.config().canonical(), result, FormatCost(r.mean_cost_s()),
+                    r.result().agent_id()});
   }
   PrintTable(*env.out, rows);
   return 0;

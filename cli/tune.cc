@@ -11,8 +11,8 @@ namespace {
 
 std::string ProgressLine(const kiln::v1::JobEvent& event) {
   const kiln::v1::Job& job = event.job();
-  std::string line = StrCat("[", JobStateName(job.state()), "] ", job.trials_done(), "/",
-                            job.trials(), " trials");
+  std::string line =
+      StrCat("[", JobStateName(job.state()), "] ", job.trials_done(), "/", job.trials(), " trials");
   // The task being worked on: the first one with budget left.
   int n = job.tasks_size();
   for (int i = 0; i < n; ++i) {
@@ -38,9 +38,9 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   }
   int64_t trials = 0;
   if (!ParseInt64(args->Get("--trials"), &trials) || trials <= 0 || trials > (1 << 30)) {
-    return UsageError(self, StrCat("--trials must be a positive integer, not '",
-                                   args->Get("--trials"), "'"),
-                      env);
+    return UsageError(
+        self, StrCat("--trials must be a positive integer, not '", args->Get("--trials"), "'"),
+        env);
   }
   const std::string& path = args->positional[0];
   std::ifstream in(path, std::ios::binary);
@@ -55,9 +55,8 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
 
   kiln::v1::SubmitJobRequest request;
   request.set_model(bytes.str());
-  std::string name = path.substr(path.find_last_of('/') == std::string::npos
-                                     ? 0
-                                     : path.find_last_of('/') + 1);
+  std::string name =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   request.set_model_name(name);
   if (args->values.count("--target")) request.mutable_target()->set_spec(args->Get("--target"));
   request.set_device_key(args->Get("--key"));

@@ -34,7 +34,8 @@ absl::StatusOr<Config> ParseConfig(std::string_view canonical) {
 absl::Status CheckConfigAgainstKnobs(const Config& config, const std::vector<Knob>& knobs) {
   for (const Knob& knob : knobs) {
     auto it = config.find(knob.name);
-    if (it == config.end()) return absl::InvalidArgumentError(StrCat("config lacks knob '", knob.name, "'"));
+    if (it == config.end())
+      return absl::InvalidArgumentError(StrCat("config lacks knob '", knob.name, "'"));
     if (std::find(knob.choices.begin(), knob.choices.end(), it->second) == knob.choices.end()) {
       return absl::InvalidArgumentError(
           StrCat("knob '", knob.name, "' has no choice ", it->second));

@@ -23,7 +23,8 @@ class OrcJitKernel : public JitKernel {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, const Config& config,
-                                                    const Target& target, const LowerOptions& options) {
+                                                    const Target& target,
+                                                    const LowerOptions& options) {
   const std::string name = "kiln_kernel";
   absl::StatusOr<ir::PrimFunc> func = LowerWorkload(workload, config, target, name, options);
   if (!func.ok()) return func.status();

@@ -1,9 +1,9 @@
 #include "compiler/model.h"
 
+#include <openssl/evp.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <openssl/evp.h>
 
 #include "absl/status/status.h"
 #include "compiler/frontend/onnx_import.h"

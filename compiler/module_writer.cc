@@ -118,12 +118,14 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     if (root_buf.count(root)) continue;
     ws_index[root] = static_cast<int>(ws_roots.size());
     ws_roots.push_back(root);
-    lifetimes.push_back({g.values[root].NumElements() * 4, static_cast<int>(t), static_cast<int>(t)});
+    lifetimes.push_back(
+        {g.values[root].NumElements() * 4, static_cast<int>(t), static_cast<int>(t)});
   }
   for (size_t t = 0; t < steps.size(); ++t) {
     for (int v : steps[t].inputs) {
       auto it = ws_index.find(AliasRoot(g, v));
-      if (it != ws_index.end()) lifetimes[it->second].last = std::max<int>(lifetimes[it->second].last, t);
+      if (it != ws_index.end())
+        lifetimes[it->second].last = std::max<int>(lifetimes[it->second].last, t);
     }
   }
   MemoryPlan mem = PlanMemory(lifetimes);
@@ -177,7 +179,8 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     manifest += StrCat("input ", g.values[v].name, " float32 ", ShapeText(g.values[v].shape), "\n");
   }
   for (int v : g.outputs) {
-    manifest += StrCat("output ", g.values[v].name, " float32 ", ShapeText(g.values[v].shape), "\n");
+    manifest +=
+        StrCat("output ", g.values[v].name, " float32 ", ShapeText(g.values[v].shape), "\n");
   }
   if (report) {
     report->kernels = static_cast<int>(kernels.size());

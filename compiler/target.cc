@@ -15,7 +15,9 @@ bool ConsumePrefix(std::string_view* s, std::string_view prefix) {
   return true;
 }
 bool StartsWith(std::string_view s, std::string_view p) { return s.starts_with(p); }
-bool Contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+bool Contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
 }  // namespace
 
 std::string Target::Spec() const {
@@ -75,7 +77,7 @@ std::string DescribeHostHardware() {
     if (features.lookup(f)) simd.push_back(f);
   }
   return StrCat(llvm::sys::getHostCPUName().str(), ", ", std::thread::hardware_concurrency(),
-                      " threads, ", simd.empty() ? "no simd" : StrJoin(simd, "+"));
+                " threads, ", simd.empty() ? "no simd" : StrJoin(simd, "+"));
 }
 
 }  // namespace kiln::compiler

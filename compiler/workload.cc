@@ -3,8 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "deploy/check.h"
 #include "absl/status/status.h"
+#include "deploy/check.h"
 #include "deploy/str.h"
 
 namespace kiln::compiler {
@@ -12,9 +12,12 @@ namespace {
 
 constexpr std::string_view EpilogueName(EpilogueKind kind) {
   switch (kind) {
-    case EpilogueKind::kRelu: return "relu";
-    case EpilogueKind::kAdd: return "add";
-    case EpilogueKind::kMul: return "mul";
+    case EpilogueKind::kRelu:
+      return "relu";
+    case EpilogueKind::kAdd:
+      return "add";
+    case EpilogueKind::kMul:
+      return "mul";
   }
   return "?";
 }
@@ -41,8 +44,8 @@ absl::StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text) {
 absl::Status CheckBroadcastable(const std::vector<int64_t>& from, const std::vector<int64_t>& to,
                                 std::string_view what) {
   if (from.size() != to.size()) {
-    return absl::InvalidArgumentError(StrCat(what, ": rank ", from.size(),
-                                                   " does not match output rank ", to.size()));
+    return absl::InvalidArgumentError(
+        StrCat(what, ": rank ", from.size(), " does not match output rank ", to.size()));
   }
   for (size_t i = 0; i < from.size(); ++i) {
     if (from[i] != 1 && from[i] != to[i]) {
@@ -117,7 +120,8 @@ std::string Workload::Key() const {
 absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
   size_t open = canonical.find('(');
   size_t close = canonical.find(')');
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open || open == 0) {
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open ||
+      open == 0) {
     return absl::InvalidArgumentError(StrCat("malformed workload '", canonical, "'"));
   }
   Workload w;
@@ -182,8 +186,8 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
   };
   KernelSignature sig;
   if (op == "conv2d") {
-    if (auto s = need({"N", "C", "H", "W", "K", "R", "S", "stride", "pad", "dilation", "groups", "bias",
-                       "OH", "OW"});
+    if (auto s = need({"N", "C", "H", "W", "K", "R", "S", "stride", "pad", "dilation", "groups",
+                       "bias", "OH", "OW"});
         !s.ok())
       return s;
     int64_t groups = Int("groups");
@@ -202,8 +206,10 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     int64_t M = Int("M"), N = Int("N"), K = Int("K");
     int64_t batch = IntOr("batch", 1);
     bool ba = IntOr("batch_a", 0) != 0, bb = IntOr("batch_b", 0) != 0;
-    std::vector<int64_t> a = Int("transA") ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
-    std::vector<int64_t> b = Int("transB") ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
+    std::vector<int64_t> a =
+        Int("transA") ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
+    std::vector<int64_t> b =
+        Int("transB") ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
     if (ba) a.insert(a.begin(), batch);
     if (bb) b.insert(b.begin(), batch);
     sig.inputs.push_back({"A", a});
@@ -217,14 +223,15 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     }
     sig.output = {"out", out};
   } else if (op == "pool2d") {
-    if (auto s = need({"N", "C", "H", "W", "kernel", "stride", "pad", "dilation", "OH", "OW", "kind"});
+    if (auto s =
+            need({"N", "C", "H", "W", "kernel", "stride", "pad", "dilation", "OH", "OW", "kind"});
         !s.ok())
       return s;
     sig.inputs.push_back({"data", {Int("N"), Int("C"), Int("H"), Int("W")}});
     sig.output = {"out", {Int("N"), Int("C"), Int("OH"), Int("OW")}};
   } else if (op == "pool3d") {
-    if (auto s = need({"N", "C", "D", "H", "W", "kernel", "stride", "pad", "dilation", "OD", "OH", "OW",
-                       "kind"});
+    if (auto s = need({"N", "C", "D", "H", "W", "kernel", "stride", "pad", "dilation", "OD", "OH",
+                       "OW", "kind"});
         !s.ok())
       return s;
     if (Ints("kernel").size() != 3 || Ints("stride").size() != 3 || Ints("pad").size() != 6 ||
@@ -241,7 +248,8 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
   } else if (op == "eltwise") {
     if (auto s = need({"shape", "in_shape"}); !s.ok()) return s;
     sig.inputs.push_back({"in", Ints("in_shape")});
-    if (auto s = CheckBroadcastable(Ints("in_shape"), Ints("shape"), "eltwise input"); !s.ok()) return s;
+    if (auto s = CheckBroadcastable(Ints("in_shape"), Ints("shape"), "eltwise input"); !s.ok())
+      return s;
     sig.output = {"out", Ints("shape")};
   } else {
     return absl::InvalidArgumentError(StrCat("unknown workload op '", op, "'"));
@@ -249,7 +257,8 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
   int idx = 0;
   for (const EpilogueOp& e : epilogue) {
     if (e.kind == EpilogueKind::kRelu) continue;
-    if (auto s = CheckBroadcastable(e.operand_shape, sig.output.shape, "epilogue operand"); !s.ok()) {
+    if (auto s = CheckBroadcastable(e.operand_shape, sig.output.shape, "epilogue operand");
+        !s.ok()) {
       return s;
     }
     sig.inputs.push_back({StrCat("ep", idx++), e.operand_shape});

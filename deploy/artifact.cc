@@ -137,10 +137,9 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
     const uint64_t size = ReadU64(bytes.data() + pos + 8);
     pos += 16;
     if (offset > file_size || size > file_size - offset) {
-      return absl::DataLossError(StrCat("truncated artifact: section '", name, "' (offset ",
-                                        offset, ", size ", size,
-                                        ") runs past the end of the file (", file_size,
-                                        " bytes)"));
+      return absl::DataLossError(StrCat("truncated artifact: section '", name, "' (offset ", offset,
+                                        ", size ", size, ") runs past the end of the file (",
+                                        file_size, " bytes)"));
     }
     if (offset % kAlign != 0) {
       return absl::DataLossError(StrCat("corrupt artifact: section '", name, "' offset ", offset,
@@ -173,7 +172,8 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text) {
     };
     size_t sp = line.find(' ');
     std::string_view key = line.substr(0, sp);
-    std::string_view value = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+    std::string_view value =
+        sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
     if (!saw_header) {
       int64_t v = 0;
       if (key != "kiln-artifact" || !ParseInt64(value, &v)) {
@@ -340,10 +340,9 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
 absl::Status Module::Run(const std::vector<const float*>& inputs,
                          const std::vector<float*>& outputs) {
   if (inputs.size() != manifest_.inputs.size() || outputs.size() != manifest_.outputs.size()) {
-    return absl::InvalidArgumentError(StrCat("the model takes ", manifest_.inputs.size(),
-                                             " inputs and ", manifest_.outputs.size(),
-                                             " outputs; given ", inputs.size(), " and ",
-                                             outputs.size()));
+    return absl::InvalidArgumentError(StrCat(
+        "the model takes ", manifest_.inputs.size(), " inputs and ", manifest_.outputs.size(),
+        " outputs; given ", inputs.size(), " and ", outputs.size()));
   }
   std::vector<void*> in(inputs.size()), out(outputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -370,10 +369,9 @@ absl::Status Module::Run(const std::vector<const float*>& inputs,
 absl::Status Module::RunChecked(const std::vector<std::pair<const float*, int64_t>>& inputs,
                                 const std::vector<std::pair<float*, int64_t>>& outputs) {
   if (inputs.size() != manifest_.inputs.size() || outputs.size() != manifest_.outputs.size()) {
-    return absl::InvalidArgumentError(StrCat("the model takes ", manifest_.inputs.size(),
-                                             " inputs and ", manifest_.outputs.size(),
-                                             " outputs; given ", inputs.size(), " and ",
-                                             outputs.size()));
+    return absl::InvalidArgumentError(StrCat(
+        "the model takes ", manifest_.inputs.size(), " inputs and ", manifest_.outputs.size(),
+        " outputs; given ", inputs.size(), " and ", outputs.size()));
   }
   auto check = [](const char* kind, const TensorInfo& info, int64_t given) -> absl::Status {
     if (given == info.NumElements()) return absl::OkStatus();

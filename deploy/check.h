@@ -30,7 +30,7 @@ struct Voidify {
 
 }  // namespace kiln::internal
 
-#define KILN_CHECK(cond)                \
-  (cond) ? (void)0                      \
+#define KILN_CHECK(cond)                 \
+  (cond) ? (void)0                       \
          : ::kiln::internal::Voidify() & \
                ::kiln::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()

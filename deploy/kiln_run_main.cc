@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "deploy/artifact.h"
+#include "deploy/flags.h"
 #include "deploy/parallel.h"
 #include "deploy/runtime.h"
-#include "deploy/flags.h"
 #include "deploy/str.h"
 #include "deploy/tensor_io.h"
 
@@ -148,9 +148,10 @@ int Main(int argc, char** argv) {
     } else {
       std::vector<std::string> names;
       for (const auto& t : manifest.inputs) names.push_back(t.name);
-      return Fail(kExitBadInput,
-                  StrCat("--input '", spec, "': expected NAME=FILE with NAME one of the model's "
-                         "inputs (", kiln::StrJoin(names, ", "), ")"));
+      return Fail(kExitBadInput, StrCat("--input '", spec,
+                                        "': expected NAME=FILE with NAME one of the model's "
+                                        "inputs (",
+                                        kiln::StrJoin(names, ", "), ")"));
     }
     if (!files.emplace(name, file).second) {
       return Fail(kExitBadInput, StrCat("input '", name, "' given twice"));
@@ -162,16 +163,17 @@ int Main(int argc, char** argv) {
     auto it = files.find(info.name);
     if (it == files.end()) {
       return Fail(kExitBadInput, StrCat("missing input '", info.name, "' (shape ",
-                                        kiln::deploy::ShapeToString(info.shape),
-                                        "): pass --input ", info.name, "=FILE"));
+                                        kiln::deploy::ShapeToString(info.shape), "): pass --input ",
+                                        info.name, "=FILE"));
     }
     auto t = kiln::deploy::ReadTensorFile(it->second);
-    if (!t.ok()) return Fail(kExitBadInput, StrCat("input '", info.name, "': ", t.status().message()));
+    if (!t.ok())
+      return Fail(kExitBadInput, StrCat("input '", info.name, "': ", t.status().message()));
     if (t->shape != info.shape) {
-      return Fail(kExitBadInput, StrCat("input '", info.name, "': expected shape ",
-                                        kiln::deploy::ShapeToString(info.shape), ", given ",
-                                        kiln::deploy::ShapeToString(t->shape), " (from ",
-                                        it->second, ")"));
+      return Fail(kExitBadInput,
+                  StrCat("input '", info.name, "': expected shape ",
+                         kiln::deploy::ShapeToString(info.shape), ", given ",
+                         kiln::deploy::ShapeToString(t->shape), " (from ", it->second, ")"));
     }
     inputs.push_back(*std::move(t));
   }
@@ -223,8 +225,8 @@ int Main(int argc, char** argv) {
     double mean = 0;
     for (double v : ms) mean += v;
     mean /= static_cast<double>(n);
-    std::printf("runs=%zu threads=%d min_ms=%.6f mean_ms=%.6f max_ms=%.6f\n", n,
-                kiln_num_threads(), sorted.front(), mean, sorted.back());
+    std::printf("runs=%zu threads=%d min_ms=%.6f mean_ms=%.6f max_ms=%.6f\n", n, kiln_num_threads(),
+                sorted.front(), mean, sorted.back());
     std::printf("median_ms=%.6f\n", median);
   }
   return 0;

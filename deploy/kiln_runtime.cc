@@ -71,7 +71,9 @@ const char* kiln_module_output_name(const kiln_module* m, int i) {
   auto* info = Info(m, i, false);
   return info == nullptr ? nullptr : info->name.c_str();
 }
-int kiln_module_input_ndim(const kiln_module* m, int i) { return Shape(Info(m, i, true), nullptr, 0); }
+int kiln_module_input_ndim(const kiln_module* m, int i) {
+  return Shape(Info(m, i, true), nullptr, 0);
+}
 int kiln_module_output_ndim(const kiln_module* m, int i) {
   return Shape(Info(m, i, false), nullptr, 0);
 }

@@ -58,7 +58,9 @@ class Module {
   std::string so_path_;
   using EntryFn = int32_t (*)(void* const*, void* const*, const uint8_t*, uint8_t*);
   EntryFn entry_ = nullptr;
-  struct AlignedFree { void operator()(uint8_t* p) const; };
+  struct AlignedFree {
+    void operator()(uint8_t* p) const;
+  };
   std::unique_ptr<uint8_t, AlignedFree> weights_;
   std::unique_ptr<uint8_t, AlignedFree> workspace_;
 };

@@ -18,9 +18,9 @@ static_assert(std::endian::native == std::endian::little,
 constexpr int kOnnxFloat = 1;
 
 const char* OnnxTypeName(int64_t t) {
-  static const char* const kNames[] = {"UNDEFINED", "FLOAT",   "UINT8",     "INT8",   "UINT16",
-                                       "INT16",     "INT32",   "INT64",     "STRING", "BOOL",
-                                       "FLOAT16",   "DOUBLE",  "UINT32",    "UINT64", "COMPLEX64",
+  static const char* const kNames[] = {"UNDEFINED",  "FLOAT",   "UINT8",  "INT8",   "UINT16",
+                                       "INT16",      "INT32",   "INT64",  "STRING", "BOOL",
+                                       "FLOAT16",    "DOUBLE",  "UINT32", "UINT64", "COMPLEX64",
                                        "COMPLEX128", "BFLOAT16"};
   if (t >= 0 && t < static_cast<int64_t>(sizeof(kNames) / sizeof(kNames[0]))) return kNames[t];
   return "unknown";
@@ -62,17 +62,20 @@ class WireReader {
     uint64_t ignored = 0;
     std::string_view ignored_bytes;
     switch (wire_type) {
-      case 0: return Varint(&ignored);
+      case 0:
+        return Varint(&ignored);
       case 1:
         if (data_.size() - pos_ < 8) return false;
         pos_ += 8;
         return true;
-      case 2: return Bytes(&ignored_bytes);
+      case 2:
+        return Bytes(&ignored_bytes);
       case 5:
         if (data_.size() - pos_ < 4) return false;
         pos_ += 4;
         return true;
-      default: return false;  // groups (3, 4) and invalid types
+      default:
+        return false;  // groups (3, 4) and invalid types
     }
   }
 
@@ -167,8 +170,8 @@ absl::StatusOr<Tensor> ParseTensorProto(std::string_view bytes) {
     }
   }
   if (data_type != kOnnxFloat) {
-    return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "' has data_type ",
-                                             data_type, " (", OnnxTypeName(data_type),
+    return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "' has data_type ", data_type,
+                                             " (", OnnxTypeName(data_type),
                                              "); only 1 (FLOAT) is supported"));
   }
   int64_t count = 0;
@@ -186,8 +189,8 @@ absl::StatusOr<Tensor> ParseTensorProto(std::string_view bytes) {
     if (count > 0) std::memcpy(t.data.data(), raw.data(), raw.size());
   } else if (t.data.size() != static_cast<uint64_t>(count)) {
     return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "' of shape ",
-                                             ShapeText(t.shape), " needs ", count,
-                                             " values, has ", t.data.size()));
+                                             ShapeText(t.shape), " needs ", count, " values, has ",
+                                             t.data.size()));
   }
   return t;
 }
@@ -209,7 +212,8 @@ std::string SerializeTensorProto(const Tensor& tensor) {
   PutVarint(&out, tensor.data.size() * 4);
   size_t old = out.size();
   out.resize(old + tensor.data.size() * 4);
-  if (!tensor.data.empty()) std::memcpy(out.data() + old, tensor.data.data(), tensor.data.size() * 4);
+  if (!tensor.data.empty())
+    std::memcpy(out.data() + old, tensor.data.data(), tensor.data.size() * 4);
   return out;
 }
 
@@ -223,11 +227,13 @@ absl::StatusOr<Tensor> ParseNpy(std::string_view bytes) {
   const uint8_t major = static_cast<uint8_t>(bytes[6]);
   size_t header_len = 0, header_start = 0;
   if (major == 1) {
-    header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+    header_len =
+        static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return bad("truncated header");
-    for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(bytes[8 + i]);
+    for (int i = 3; i >= 0; --i)
+      header_len = (header_len << 8) | static_cast<uint8_t>(bytes[8 + i]);
     header_start = 12;
   } else {
     return bad(StrCat("unsupported format version ", int{major}));
@@ -322,8 +328,7 @@ absl::StatusOr<Tensor> ReadTensorFile(const std::string& path) {
 absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& tensor) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
-    return absl::PermissionDeniedError(
-        StrCat("cannot write '", path, "': ", std::strerror(errno)));
+    return absl::PermissionDeniedError(StrCat("cannot write '", path, "': ", std::strerror(errno)));
   }
   std::string bytes = SerializeTensorProto(tensor);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -192,8 +192,8 @@ Pool* GetPool() {
 extern "C" {
 
 __attribute__((visibility("default"))) void kiln_parallel_for(int64_t n,
-                                                               void (*body)(int64_t, void*),
-                                                               void* ctx) {
+                                                              void (*body)(int64_t, void*),
+                                                              void* ctx) {
   using namespace kiln::deploy;
   if (n <= 0) return;
   if (n == 1 || t_in_parallel || Threads() == 1) {

@@ -90,23 +90,21 @@ int main(int argc, char** argv) {
     return Usage("--workers-timeout-ms must be a positive integer");
   }
   int64_t max_batch = 0;
-  if (flags.count("--max-batch") &&
-      (!kiln::ParseInt64(flags["--max-batch"], &max_batch) || max_batch < 0 ||
-       max_batch > 100000)) {
+  if (flags.count("--max-batch") && (!kiln::ParseInt64(flags["--max-batch"], &max_batch) ||
+                                     max_batch < 0 || max_batch > 100000)) {
     return Usage("--max-batch must be a non-negative integer");
   }
   options.max_batch = static_cast<int>(max_batch);
 
   kiln::agent::Sandbox sandbox("/proc/self/exe");
-  kiln::agent::AgentSession session(
-      options, [&](const kiln::v1::MeasureBatch& batch, int index) {
-        if (default_timeout_ms > 0 && batch.timing().timeout_ms() <= 0) {
-          kiln::v1::MeasureBatch copy = batch;
-          copy.mutable_timing()->set_timeout_ms(static_cast<int32_t>(default_timeout_ms));
-          return sandbox.Measure(copy, index);
-        }
-        return sandbox.Measure(batch, index);
-      });
+  kiln::agent::AgentSession session(options, [&](const kiln::v1::MeasureBatch& batch, int index) {
+    if (default_timeout_ms > 0 && batch.timing().timeout_ms() <= 0) {
+      kiln::v1::MeasureBatch copy = batch;
+      copy.mutable_timing()->set_timeout_ms(static_cast<int32_t>(default_timeout_ms));
+      return sandbox.Measure(copy, index);
+    }
+    return sandbox.Measure(batch, index);
+  });
   std::fprintf(stderr, "kiln-agent %s: id %s, key %s, target %s, tracker %s\n", KILN_VERSION,
                options.agent_id.c_str(), options.device_key.c_str(), options.target_spec.c_str(),
                options.tracker.c_str());

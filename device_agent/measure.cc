@@ -78,8 +78,8 @@ ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy) {
 
 MeasureResult MeasureCandidate(const std::string& workload_canonical,
                                const kiln::v1::Config& config_proto,
-                               const kiln::v1::TimingPolicy& policy,
-                               const compiler::Target& target, uint64_t seed) {
+                               const kiln::v1::TimingPolicy& policy, const compiler::Target& target,
+                               uint64_t seed) {
   absl::StatusOr<compiler::Workload> workload = compiler::Workload::Parse(workload_canonical);
   if (!workload.ok()) {
     return Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
@@ -104,8 +104,8 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
       compiler::BuildJit(*workload, *config, target);
   double build_s = Seconds(Clock::now() - build_start);
   if (!kernel.ok()) {
-    MeasureResult r = Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
-                            std::string(kernel.status().message()));
+    MeasureResult r =
+        Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE, std::string(kernel.status().message()));
     r.set_build_s(build_s);
     return r;
   }
@@ -179,7 +179,8 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
     const double min_s = timing.min_repeat_ms / 1000.0;
     while (true) {
       absl::StatusOr<double> t = time_runs(number);
-      if (!t.ok()) return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, std::string(t.status().message()));
+      if (!t.ok())
+        return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, std::string(t.status().message()));
       if (*t >= min_s || number >= (1 << 30)) break;
       number *= 2;
     }
@@ -194,7 +195,8 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
     }
     if (timing.flush_cache) FlushCache();
     absl::StatusOr<double> t = time_runs(number);
-    if (!t.ok()) return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, std::string(t.status().message()));
+    if (!t.ok())
+      return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, std::string(t.status().message()));
     result.add_costs_s(*t / number);
   }
   // Parallel kernels resolve kiln_parallel_for from libkiln_runtime.so; this

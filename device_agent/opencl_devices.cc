@@ -73,7 +73,8 @@ std::string DescribeOpenClDevices(const std::vector<OpenClDevice>& devices) {
   std::string out = "OpenCL: ";
   for (size_t i = 0; i < devices.size(); ++i) {
     const OpenClDevice& d = devices[i];
-    out += StrCat(i ? ", " : "", d.platform, "/", d.name, " (", d.type, ", ", d.compute_units, " CUs)");
+    out += StrCat(i ? ", " : "", d.platform, "/", d.name, " (", d.type, ", ", d.compute_units,
+                  " CUs)");
   }
   return out;
 }

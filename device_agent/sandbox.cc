@@ -103,8 +103,8 @@ int RunMeasureWorker(int in_fd, int out_fd) {
     kiln::v1::MeasureBatch batch;
     kiln::v1::MeasureResult result;
     if (!batch.ParseFromString(bytes) || batch.candidates_size() != 1) {
-      result = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-                           "worker received a malformed request");
+      result =
+          ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, "worker received a malformed request");
     } else {
       const kiln::v1::Candidate& c = batch.candidates(0);
       if (Matches("KILN_TEST_CRASH_WORKER", c.candidate_id())) std::abort();
@@ -124,8 +124,7 @@ int RunMeasureWorker(int in_fd, int out_fd) {
         }
       }
       if (target_ok) {
-        result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(),
-                                  target);
+        result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(), target);
       }
       result.set_candidate_id(c.candidate_id());
     }
@@ -222,8 +221,8 @@ kiln::v1::MeasureResult Sandbox::Measure(const kiln::v1::MeasureBatch& batch, in
 
   if (absl::Status s = WriteFrame(to_worker_, request.SerializeAsString()); !s.ok()) {
     std::string how = Reap(/*kill=*/true);
-    return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-                              StrCat("measurement worker ", how)));
+    return finish(
+        ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, StrCat("measurement worker ", how)));
   }
 
   const int timeout_ms = ResolveTiming(batch.timing()).timeout_ms;
@@ -253,10 +252,10 @@ kiln::v1::MeasureResult Sandbox::Measure(const kiln::v1::MeasureBatch& batch, in
   kiln::v1::MeasureResult result;
   if (!s.ok() || !result.ParseFromString(bytes)) {
     std::string how = Reap(/*kill=*/true);
-    return finish(ErrorResult(
-        kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-        how.starts_with("killed by") ? StrCat("kernel crashed the measurement worker: ", how)
-                                     : StrCat("measurement worker died: ", how)));
+    return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                              how.starts_with("killed by")
+                                  ? StrCat("kernel crashed the measurement worker: ", how)
+                                  : StrCat("measurement worker died: ", how)));
   }
   return finish(std::move(result));
 }

@@ -12,8 +12,9 @@
 // makes the worker abort on that candidate, KILN_TEST_HANG_WORKER=<candidate
 // id> makes it sleep forever.
 
-#include <string>
 #include <sys/types.h>
+
+#include <string>
 
 #include "absl/status/status.h"
 #include "kiln/v1/agent.pb.h"

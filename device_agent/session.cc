@@ -72,8 +72,8 @@ absl::Status AgentSession::Run() {
     if (!welcomed && (s.code() == absl::StatusCode::kUnauthenticated ||
                       s.code() == absl::StatusCode::kInvalidArgument ||
                       s.code() == absl::StatusCode::kPermissionDenied)) {
-      Log()->error("tracker {} rejected this agent ({}: {})", options_.tracker,
-                   CodeName(s.code()), std::string(s.message()));
+      Log()->error("tracker {} rejected this agent ({}: {})", options_.tracker, CodeName(s.code()),
+                   std::string(s.message()));
       return s;
     }
     if (welcomed) backoff = options_.initial_backoff;
@@ -81,9 +81,8 @@ absl::Status AgentSession::Run() {
       Log()->warn("tracker {} does not answer (UNAVAILABLE): retrying in {} ms", options_.tracker,
                   backoff.count());
     } else {
-      Log()->warn("session with tracker {} ended ({}: {}): reconnecting in {} ms",
-                  options_.tracker, CodeName(s.code()), std::string(s.message()),
-                  backoff.count());
+      Log()->warn("session with tracker {} ended ({}: {}): reconnecting in {} ms", options_.tracker,
+                  CodeName(s.code()), std::string(s.message()), backoff.count());
     }
     std::unique_lock<std::mutex> lock(mu_);
     stop_cv_.wait_for(lock, backoff, [&] { return stopping(); });
@@ -136,8 +135,8 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
   const int interval_ms =
       msg.welcome().heartbeat_interval_ms() > 0 ? msg.welcome().heartbeat_interval_ms() : 1000;
   Log()->info("connected to tracker {} as {} (key {}, session {}, heartbeat {} ms)",
-              options_.tracker, options_.agent_id, options_.device_key,
-              msg.welcome().session_id(), interval_ms);
+              options_.tracker, options_.agent_id, options_.device_key, msg.welcome().session_id(),
+              interval_ms);
 
   // State shared by the reader (this thread), the heartbeat thread and the
   // measuring thread.

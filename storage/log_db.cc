@@ -13,11 +13,11 @@
 
 namespace kiln::storage {
 
-#define KILN_STORAGE_RETURN_IF_ERROR(expr)      \
-  do {                                          \
-    if (absl::Status _s = (expr); !_s.ok()) {   \
-      return _s;                                \
-    }                                           \
+#define KILN_STORAGE_RETURN_IF_ERROR(expr)    \
+  do {                                        \
+    if (absl::Status _s = (expr); !_s.ok()) { \
+      return _s;                              \
+    }                                         \
   } while (false)
 
 #define KILN_STORAGE_ASSIGN_OR_RETURN(lhs, expr) \
@@ -316,8 +316,7 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::TopK(const std::string& workload_k
 }
 
 absl::StatusOr<std::vector<RecordRow>> LogDb::QueryRecords(const std::string& workload_key,
-                                                           const std::string& target,
-                                                           int limit) {
+                                                           const std::string& target, int limit) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
@@ -330,9 +329,9 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::QueryRecords(const std::string& wo
   return CollectRecords(st);
 }
 
-absl::StatusOr<std::set<std::string>> LogDb::MeasuredConfigs(
-    const std::string& workload_key, const std::string& target,
-    const std::string& compiler_version) {
+absl::StatusOr<std::set<std::string>> LogDb::MeasuredConfigs(const std::string& workload_key,
+                                                             const std::string& target,
+                                                             const std::string& compiler_version) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db_->Prepare("SELECT DISTINCT config FROM records WHERE workload_key = ? AND "
@@ -359,8 +358,8 @@ absl::StatusOr<int64_t> LogDb::CountRecords(const std::string& job_id) {
 absl::StatusOr<std::vector<RecordRow>> LogDb::RecordsOfJob(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
-                              " FROM records WHERE job_id = ? ORDER BY id ASC")));
+      st, db_->Prepare(
+              StrCat("SELECT ", kRecordColumns, " FROM records WHERE job_id = ? ORDER BY id ASC")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, job_id));
   return CollectRecords(st);
 }
@@ -370,9 +369,8 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::RecordsOfJob(const std::string& jo
 absl::Status LogDb::CreateJob(const JobRow& row) {
   if (row.id.empty()) return absl::InvalidArgumentError("job has no id");
   std::lock_guard<std::mutex> lock(mu_);
-  KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare(StrCat("INSERT OR IGNORE INTO jobs(", kJobColumns,
-                              ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+  KILN_STORAGE_ASSIGN_OR_RETURN(st, db_->Prepare(StrCat("INSERT OR IGNORE INTO jobs(", kJobColumns,
+                                                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));

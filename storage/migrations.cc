@@ -100,14 +100,14 @@ absl::Status MigrateSchema(Database& db, const std::vector<std::string>& ladder)
     absl::StatusOr<int> version = ReadSchemaVersion(db);
     if (!version.ok()) return version.status();
     if (*version > newest) {
-      return absl::FailedPreconditionError(
-          StrCat("log database schema version ", *version,
-                 " is newer than this kiln supports (", newest, "); upgrade kiln"));
+      return absl::FailedPreconditionError(StrCat("log database schema version ", *version,
+                                                  " is newer than this kiln supports (", newest,
+                                                  "); upgrade kiln"));
     }
     if (*version == newest) return absl::OkStatus();
     if (absl::Status s = db.Exec(ladder[*version]); !s.ok()) {
-      return absl::Status(s.code(), StrCat("migration to schema version ", *version + 1,
-                                           " failed: ", s.message()));
+      return absl::Status(
+          s.code(), StrCat("migration to schema version ", *version + 1, " failed: ", s.message()));
     }
     absl::StatusOr<Statement> set = db.Prepare(
         "INSERT INTO meta(key, value) VALUES('schema_version', ?) "

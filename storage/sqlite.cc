@@ -65,8 +65,7 @@ absl::Status Statement::BindDouble(int index, double value) {
 absl::Status Statement::BindText(int index, std::string_view value) {
   // A null pointer would bind NULL; an empty view must bind ''.
   const char* data = value.data() != nullptr ? value.data() : "";
-  return Check(sqlite3_bind_text64(stmt_, index, data, value.size(), SQLITE_TRANSIENT,
-                                   SQLITE_UTF8),
+  return Check(sqlite3_bind_text64(stmt_, index, data, value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
                "bind text");
 }
 absl::Status Statement::BindBlob(int index, std::string_view value) {
@@ -124,9 +123,9 @@ std::string Statement::ColumnBlob(int col) const {
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status status = SqliteError(raw, rc, StrCat("open '", path, "'"));
     sqlite3_close(raw);

@@ -93,7 +93,8 @@ std::vector<std::string> AgentRegistry::Silent(int64_t max_silence_ms) const {
   int64_t now = clock_->NowMs();
   std::vector<std::string> out;
   for (const auto& [id, slot] : agents_) {
-    if (slot.info.connected && now - slot.info.last_seen_unix_ms > max_silence_ms) out.push_back(id);
+    if (slot.info.connected && now - slot.info.last_seen_unix_ms > max_silence_ms)
+      out.push_back(id);
   }
   return out;
 }

@@ -27,8 +27,8 @@ Dispatcher::Dispatcher(const Clock* clock, DispatcherOptions options)
 
 int64_t Dispatcher::LeaseTimeoutMs(const MeasureWork& work) const {
   if (options_.lease_timeout_ms > 0) return options_.lease_timeout_ms;
-  int64_t per = work.timing.timeout_ms > 0 ? work.timing.timeout_ms
-                                           : options_.default_candidate_timeout_ms;
+  int64_t per =
+      work.timing.timeout_ms > 0 ? work.timing.timeout_ms : options_.default_candidate_timeout_ms;
   int64_t n = std::max<int64_t>(1, static_cast<int64_t>(work.candidates.size()));
   return n * per + options_.slack_ms;
 }

@@ -147,7 +147,7 @@ class Dispatcher {
   std::condition_variable cv_;
   uint64_t next_id_ = 1;
   uint64_t wake_generation_ = 0;
-  std::map<std::string, Entry> batches_;                  // by batch id
+  std::map<std::string, Entry> batches_;                   // by batch id
   std::map<std::string, std::deque<std::string>> queues_;  // device key -> batch ids
 };
 

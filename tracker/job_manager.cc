@@ -193,8 +193,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   }
   if (static_cast<int64_t>(req.model_bytes.size()) > options_.max_model_bytes) {
     return absl::ResourceExhaustedError(StrCat("model is ", req.model_bytes.size(),
-                                               " bytes; the limit is ",
-                                               options_.max_model_bytes, " bytes"));
+                                               " bytes; the limit is ", options_.max_model_bytes,
+                                               " bytes"));
   }
   if (req.model_bytes.empty()) {
     return absl::InvalidArgumentError("model is empty: expected ONNX ModelProto bytes");
@@ -209,8 +209,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   if (spec.empty()) {
     auto known = agents_->TargetForKey(req.device_key);
     if (!known.has_value()) {
-      return absl::FailedPreconditionError(StrCat("no agent with key ", req.device_key,
-                                                  " has connected; pass a target"));
+      return absl::FailedPreconditionError(
+          StrCat("no agent with key ", req.device_key, " has connected; pass a target"));
     }
     spec = *known;
   }
@@ -223,11 +223,11 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   for (const auto& task : model->Tasks()) {
     auto knobs = compiler::KnobsOf(task.workload, *target);
     if (!knobs.ok()) {
-      return absl::Status(knobs.status().code() == absl::StatusCode::kUnimplemented
-                              ? absl::StatusCode::kUnimplemented
-                              : absl::StatusCode::kInvalidArgument,
-                          StrCat("task ", task.workload.Canonical(), ": ",
-                                 std::string(knobs.status().message())));
+      return absl::Status(
+          knobs.status().code() == absl::StatusCode::kUnimplemented
+              ? absl::StatusCode::kUnimplemented
+              : absl::StatusCode::kInvalidArgument,
+          StrCat("task ", task.workload.Canonical(), ": ", std::string(knobs.status().message())));
     }
   }
 
@@ -270,12 +270,13 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   job->model.emplace(std::move(*model));
   {
     std::lock_guard<std::mutex> lock(job->mu);
-    job->events.push_back({now, StrCat("job ", *id, " queued: ", num_tasks, " tasks, ",
-                                       req.trials, " trials"), SnapshotLocked(*job)});
+    job->events.push_back(
+        {now, StrCat("job ", *id, " queued: ", num_tasks, " tasks, ", req.trials, " trials"),
+         SnapshotLocked(*job)});
   }
   Log()->info("job {} submitted: model {} ({} bytes), key {}, target '{}', {} tasks, {} trials",
-              *id, job->row.model_name, req.model_bytes.size(), req.device_key,
-              job->row.target, num_tasks, req.trials);
+              *id, job->row.model_name, req.model_bytes.size(), req.device_key, job->row.target,
+              num_tasks, req.trials);
   Launch(job);
   return SubmitResult{*id, num_tasks};
 }
@@ -336,7 +337,8 @@ void JobManager::Run(std::shared_ptr<Job> job) {
   if (stopping_) return;
   if (!st.ok()) {
     dispatcher_->CancelJob(job->row.id);
-    std::string error = StrCat(absl::StatusCodeToString(st.code()), ": ", std::string(st.message()));
+    std::string error =
+        StrCat(absl::StatusCodeToString(st.code()), ": ", std::string(st.message()));
     SetState(*job, "failed", StrCat("job failed: ", error), error);
   }
 }
@@ -423,8 +425,8 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
     TaskStatus& ts = job.tasks[task_index];
     if (best->has_value()) ts.best_cost_s = (*best)->mean_cost_s;
     budget = ts.trials_budget;
-    EventLocked(job, StrCat("task ", task_index + 1, "/", job.tasks.size(), " (", key, "): ",
-                            ts.trials_done, "/", budget, " trials"));
+    EventLocked(job, StrCat("task ", task_index + 1, "/", job.tasks.size(), " (", key,
+                            "): ", ts.trials_done, "/", budget, " trials"));
   }
 
   tuner::ConfigSpace space(*knobs);
@@ -615,9 +617,9 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
           ts.best_cost_s = rec.mean_cost_s;
         }
       }
-      EventLocked(job, StrCat("task ", task_index + 1, "/", job.tasks.size(), ": ",
-                              ts.trials_done, "/", ts.trials_budget, " trials, best ",
-                              ts.best_cost_s * 1e3, " ms, ", ts.errors, " errors"));
+      EventLocked(job, StrCat("task ", task_index + 1, "/", job.tasks.size(), ": ", ts.trials_done,
+                              "/", ts.trials_budget, " trials, best ", ts.best_cost_s * 1e3,
+                              " ms, ", ts.errors, " errors"));
     }
   }
   return absl::OkStatus();
@@ -752,8 +754,7 @@ absl::StatusOr<std::vector<JobEventEntry>> JobManager::WaitEvents(
     return job->row.state == "completed" || job->row.state == "failed" ||
            job->row.state == "cancelled";
   };
-  job->cv.wait_for(lock, max_wait,
-                   [&] { return job->events.size() > from || stopping_.load(); });
+  job->cv.wait_for(lock, max_wait, [&] { return job->events.size() > from || stopping_.load(); });
   std::vector<JobEventEntry> out;
   for (size_t i = from; i < job->events.size(); ++i) out.push_back(job->events[i]);
   *finished = ended() && from + out.size() == job->events.size();

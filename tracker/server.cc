@@ -136,8 +136,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetJob(grpc::ServerContext*, const pb::GetJobRequest* req,
-                      pb::Job* resp) override {
+  grpc::Status GetJob(grpc::ServerContext*, const pb::GetJobRequest* req, pb::Job* resp) override {
     auto s = jobs_->Get(req->job_id());
     if (!s.ok()) return ToGrpc(s.status());
     FillJob(*s, resp);
@@ -162,7 +161,8 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       next += events->size();
       if (finished) return grpc::Status::OK;
     }
-    if (stopping_->load()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "tracker is stopping");
+    if (stopping_->load())
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "tracker is stopping");
     return grpc::Status::OK;
   }
 
@@ -245,9 +245,9 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     auto s = jobs_->Get(req->job_id());
     if (!s.ok()) return ToGrpc(s.status());
     if (s->row.artifact_sha256.empty()) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          StrCat("job '", req->job_id(), "' has no artifact (state ",
-                                 s->row.state, ")"));
+      return grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          StrCat("job '", req->job_id(), "' has no artifact (state ", s->row.state, ")"));
     }
     auto bytes = store_->Get(s->row.artifact_sha256);
     if (!bytes.ok()) return ToGrpc(bytes.status());
@@ -323,9 +323,9 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
     if (!target.empty()) {
       auto parsed = compiler::Target::Parse(target);
       if (!parsed.ok()) {
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            StrCat("bad agent target '", target,
-                                   "': ", std::string(parsed.status().message())));
+        return grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            StrCat("bad agent target '", target, "': ", std::string(parsed.status().message())));
       }
       target = parsed->Spec();
     }
@@ -343,8 +343,8 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
       std::lock_guard<std::mutex> lock(contexts_mu_);
       contexts_[agent_id] = {*session, ctx};
     }
-    Log()->info("agent '{}' connected from {}: key {}, target '{}', {}", agent_id, ctx->peer(),
-                key, target, info.hardware);
+    Log()->info("agent '{}' connected from {}: key {}, target '{}', {}", agent_id, ctx->peer(), key,
+                target, info.hardware);
 
     std::mutex write_mu;
     std::atomic<bool> done{false};
@@ -397,8 +397,8 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
           done = true;
           break;
         }
-        Log()->debug("leased {} ({} candidates of {}) to '{}'", w.batch_id,
-                     w.candidates.size(), w.workload_key, agent_id);
+        Log()->debug("leased {} ({} candidates of {}) to '{}'", w.batch_id, w.candidates.size(),
+                     w.workload_key, agent_id);
       }
     });
 
@@ -421,8 +421,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
         }
         agents_->Heartbeat(agent_id);
         if (!dispatcher_->Complete(r.batch_id(), agent_id, std::move(outcomes))) {
-          Log()->info("ignored a late or unknown result for {} from '{}'", r.batch_id(),
-                      agent_id);
+          Log()->info("ignored a late or unknown result for {} from '{}'", r.batch_id(), agent_id);
         }
         agents_->SetInFlight(agent_id, dispatcher_->InFlight(agent_id));
       } else if (msg.has_hello()) {
@@ -492,8 +491,7 @@ absl::StatusOr<int> TrackerServer::Start() {
   tracker_service_ = std::make_unique<TrackerServiceImpl>(
       jobs_.get(), agents_.get(), dispatcher_.get(), db_.get(), store_.get(), &stopping_);
   agent_service_ = std::make_unique<AgentSessionImpl>(
-      agents_.get(), dispatcher_.get(), options_.token, options_.heartbeat_interval_ms,
-      &stopping_);
+      agents_.get(), dispatcher_.get(), options_.token, options_.heartbeat_interval_ms, &stopping_);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);

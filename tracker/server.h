@@ -26,8 +26,8 @@ struct TrackerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::string db_path;
   std::string artifacts_dir;
-  std::string token;              // when set, agents must present it
-  int64_t lease_timeout_ms = 0;   // > 0: fixed lease duration
+  std::string token;             // when set, agents must present it
+  int64_t lease_timeout_ms = 0;  // > 0: fixed lease duration
   int32_t heartbeat_interval_ms = 2000;
   int max_receive_bytes = 80 << 20;
   JobManagerOptions jobs;

@@ -78,9 +78,10 @@ std::vector<compiler::Config> GridSearch::Propose(
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name,
-                                                           ConfigSpace space, uint64_t seed) {
-  if (name == "random") return std::unique_ptr<SearchStrategy>(new RandomSearch(std::move(space), seed));
+absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name, ConfigSpace space,
+                                                           uint64_t seed) {
+  if (name == "random")
+    return std::unique_ptr<SearchStrategy>(new RandomSearch(std::move(space), seed));
   if (name == "grid") return std::unique_ptr<SearchStrategy>(new GridSearch(std::move(space)));
   return absl::InvalidArgumentError(
       StrCat("unknown search strategy '", name, "' (known: random, grid)"));

@@ -59,7 +59,7 @@ class GridSearch : public SearchStrategy {
 };
 
 // "random" or "grid"; INVALID_ARGUMENT for any other name.
-absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name,
-                                                           ConfigSpace space, uint64_t seed);
+absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name, ConfigSpace space,
+                                                           uint64_t seed);
 
 }  // namespace kiln::tuner

@@ -33,20 +33,24 @@ absl::StatusOr<KernelFn> JitModule::Lookup(const std::string& name) const {
   if (!sym) {
     std::string msg = ErrorText(sym.takeError());
     if (msg.find("kiln_parallel_for") != std::string::npos) {
-      msg += " (parallel kernels need libkiln_runtime.so loaded in this process: link it and reference "
-             "kiln_parallel_for so the linker keeps it)";
+      msg +=
+          " (parallel kernels need libkiln_runtime.so loaded in this process: link it and "
+          "reference "
+          "kiln_parallel_for so the linker keeps it)";
     }
     return absl::NotFoundError(StrCat("JIT symbol ", name, ": ", msg));
   }
   return sym->toPtr<KernelFn>();
 }
 
-absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> funcs, const Target& target) {
+absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> funcs,
+                                                      const Target& target) {
   InitializeLlvm();
   llvm::Triple want(target.triple);
   llvm::Triple host(llvm::sys::getProcessTriple());
   if (want.getArch() != host.getArch() || want.getOS() != host.getOS()) {
-    return absl::InvalidArgumentError(StrCat("cannot JIT-compile for ", target.Spec(), " on a ", host.str(),
+    return absl::InvalidArgumentError(StrCat("cannot JIT-compile for ", target.Spec(), " on a ",
+                                             host.str(),
                                              " host: only the host target can be JIT-compiled"));
   }
   auto tm = CreateTargetMachine(target, /*pic=*/false);
@@ -69,7 +73,8 @@ absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> 
       (*jit)->getDataLayout().getGlobalPrefix());
   if (!gen) return absl::InternalError(StrCat("JIT process symbols: ", ErrorText(gen.takeError())));
   (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-  if (llvm::Error e = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
+  if (llvm::Error e =
+          (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
     return absl::InternalError(StrCat("adding the module to the JIT: ", ErrorText(std::move(e))));
   }
   auto impl = std::make_unique<JitModule::Impl>();

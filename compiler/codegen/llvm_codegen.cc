@@ -47,7 +47,8 @@ namespace {
 std::string FeaturesFor(const Target& target) {
   if (!target.attrs.empty()) return target.attrs;
   if (target.cpu == llvm::sys::getHostCPUName().str() &&
-      llvm::Triple(target.triple).getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch()) {
+      llvm::Triple(target.triple).getArch() ==
+          llvm::Triple(llvm::sys::getProcessTriple()).getArch()) {
     std::vector<std::string> feats;
     for (const auto& f : llvm::sys::getHostCPUFeatures()) {
       feats.push_back(StrCat(f.getValue() ? "+" : "-", f.getKey().str()));
@@ -59,24 +60,29 @@ std::string FeaturesFor(const Target& target) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const Target& target, bool pic) {
+absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const Target& target,
+                                                                         bool pic) {
   InitializeLlvm();
   std::string err;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(target.triple, err);
   if (t == nullptr) {
-    return absl::InvalidArgumentError(StrCat("LLVM does not support triple '", target.triple, "': ", err));
+    return absl::InvalidArgumentError(
+        StrCat("LLVM does not support triple '", target.triple, "': ", err));
   }
   llvm::TargetOptions opts;
   std::optional<llvm::Reloc::Model> reloc;
   if (pic) reloc = llvm::Reloc::PIC_;
   std::string cpu = target.cpu.empty() ? "generic" : target.cpu;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      target.triple, cpu, FeaturesFor(target), opts, reloc, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!tm) return absl::InvalidArgumentError(StrCat("cannot create a target machine for ", target.Spec()));
+  std::unique_ptr<llvm::TargetMachine> tm(
+      t->createTargetMachine(target.triple, cpu, FeaturesFor(target), opts, reloc, std::nullopt,
+                             llvm::CodeGenOptLevel::Aggressive));
+  if (!tm)
+    return absl::InvalidArgumentError(StrCat("cannot create a target machine for ", target.Spec()));
   return tm;
 }
 
-std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::string& name, llvm::TargetMachine& tm) {
+std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::string& name,
+                                        llvm::TargetMachine& tm) {
   auto m = std::make_unique<llvm::Module>(name, ctx);
   m->setTargetTriple(tm.getTargetTriple().str());
   m->setDataLayout(tm.createDataLayout());
@@ -128,7 +134,8 @@ class CodeGen {
     // impl: int32 (ptr noalias, ...)
     std::vector<llvm::Type*> ptypes(f.params.size(), ptr_);
     auto* impl_ty = llvm::FunctionType::get(i32_, ptypes, false);
-    auto* impl = llvm::Function::Create(impl_ty, llvm::Function::InternalLinkage, f.name + ".impl", mod_);
+    auto* impl =
+        llvm::Function::Create(impl_ty, llvm::Function::InternalLinkage, f.name + ".impl", mod_);
     impl->addFnAttr(llvm::Attribute::AlwaysInline);
     impl->addFnAttr(llvm::Attribute::NoUnwind);
     SetTargetAttrs(impl);
@@ -172,11 +179,17 @@ class CodeGen {
   llvm::Type* TypeOf(DataType t) {
     llvm::Type* e = nullptr;
     switch (t.code) {
-      case TypeCode::kInt: e = llvm::Type::getIntNTy(ctx_, t.bits); break;
-      case TypeCode::kBool: e = llvm::Type::getInt1Ty(ctx_); break;
-      case TypeCode::kHandle: e = ptr_; break;
+      case TypeCode::kInt:
+        e = llvm::Type::getIntNTy(ctx_, t.bits);
+        break;
+      case TypeCode::kBool:
+        e = llvm::Type::getInt1Ty(ctx_);
+        break;
+      case TypeCode::kHandle:
+        e = ptr_;
+        break;
       case TypeCode::kFloat:
-        e = t.bits == 64 ? llvm::Type::getDoubleTy(ctx_)
+        e = t.bits == 64   ? llvm::Type::getDoubleTy(ctx_)
             : t.bits == 16 ? llvm::Type::getHalfTy(ctx_)
                            : llvm::Type::getFloatTy(ctx_);
         break;
@@ -214,8 +227,10 @@ class CodeGen {
   llvm::Value* EmitExpr(const Expr& e) {
     if (IsBinary(e.kind())) return EmitBinary(static_cast<const BinaryNode*>(e.get()));
     switch (e.kind()) {
-      case ExprKind::kIntImm: return llvm::ConstantInt::get(TypeOf(e.dtype()), e.to<IntImmNode>()->value, true);
-      case ExprKind::kFloatImm: return llvm::ConstantFP::get(TypeOf(e.dtype()), e.to<FloatImmNode>()->value);
+      case ExprKind::kIntImm:
+        return llvm::ConstantInt::get(TypeOf(e.dtype()), e.to<IntImmNode>()->value, true);
+      case ExprKind::kFloatImm:
+        return llvm::ConstantFP::get(TypeOf(e.dtype()), e.to<FloatImmNode>()->value);
       case ExprKind::kVar: {
         auto it = vars_.find(e.to<VarNode>());
         if (it == vars_.end()) {
@@ -224,7 +239,8 @@ class CodeGen {
         }
         return it->second;
       }
-      case ExprKind::kNot: return b_.CreateNot(EmitExpr(e.to<NotNode>()->a));
+      case ExprKind::kNot:
+        return b_.CreateNot(EmitExpr(e.to<NotNode>()->a));
       case ExprKind::kSelect: {
         const auto* n = e.to<SelectNode>();
         llvm::Value* c = EmitExpr(n->cond);
@@ -232,7 +248,8 @@ class CodeGen {
         llvm::Value* f = EmitExpr(n->false_value);
         return b_.CreateSelect(c, t, f);
       }
-      case ExprKind::kCast: return EmitCast(e.dtype(), e.to<CastNode>()->value);
+      case ExprKind::kCast:
+        return EmitCast(e.dtype(), e.to<CastNode>()->value);
       case ExprKind::kBroadcast: {
         const auto* n = e.to<BroadcastNode>();
         return b_.CreateVectorSplat(n->lanes, EmitExpr(n->value));
@@ -246,8 +263,10 @@ class CodeGen {
         for (int i = 0; i < n->lanes; ++i) steps.push_back(llvm::ConstantInt::get(et, i));
         return b_.CreateAdd(base, b_.CreateMul(stride, llvm::ConstantVector::get(steps)));
       }
-      case ExprKind::kBufferLoad: return EmitLoad(e.to<BufferLoadNode>());
-      case ExprKind::kCall: return EmitCall(e.to<CallNode>());
+      case ExprKind::kBufferLoad:
+        return EmitLoad(e.to<BufferLoadNode>());
+      case ExprKind::kCall:
+        return EmitCall(e.to<CallNode>());
       case ExprKind::kReduce:
         Fail("a Reduce node reached code generation (lower the compute first)");
         return llvm::PoisonValue::get(TypeOf(e.dtype()));
@@ -258,10 +277,14 @@ class CodeGen {
         auto saved = vars_.find(var) != vars_.end() ? vars_[var] : nullptr;
         vars_[var] = v;
         llvm::Value* r = EmitExpr(n->body);
-        if (saved) vars_[var] = saved; else vars_.erase(var);
+        if (saved)
+          vars_[var] = saved;
+        else
+          vars_.erase(var);
         return r;
       }
-      default: break;
+      default:
+        break;
     }
     Fail(StrCat("unsupported expression kind ", static_cast<int>(e.kind())));
     return llvm::PoisonValue::get(TypeOf(e.dtype()));
@@ -273,11 +296,16 @@ class CodeGen {
     DataType t = n->a.dtype();
     bool fp = t.is_float();
     switch (n->kind) {
-      case ExprKind::kAdd: return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, t.is_int());
-      case ExprKind::kSub: return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, t.is_int());
-      case ExprKind::kMul: return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, t.is_int());
-      case ExprKind::kDiv: return fp ? b_.CreateFDiv(a, b) : b_.CreateSDiv(a, b);
-      case ExprKind::kMod: return fp ? b_.CreateFRem(a, b) : b_.CreateSRem(a, b);
+      case ExprKind::kAdd:
+        return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, t.is_int());
+      case ExprKind::kSub:
+        return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, t.is_int());
+      case ExprKind::kMul:
+        return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, t.is_int());
+      case ExprKind::kDiv:
+        return fp ? b_.CreateFDiv(a, b) : b_.CreateSDiv(a, b);
+      case ExprKind::kMod:
+        return fp ? b_.CreateFRem(a, b) : b_.CreateSRem(a, b);
       case ExprKind::kFloorDiv: {
         if (fp) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, b));
         // q = a / b (truncating); subtract 1 when the remainder is nonzero
@@ -286,7 +314,8 @@ class CodeGen {
         llvm::Value* r = b_.CreateSRem(a, b);
         llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
         llvm::Value* adjust =
-            b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
+            b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
         return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
       }
       case ExprKind::kFloorMod: {
@@ -297,7 +326,8 @@ class CodeGen {
         llvm::Value* r = b_.CreateSRem(a, b);
         llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
         llvm::Value* adjust =
-            b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
+            b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
         return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
       }
       case ExprKind::kMin:
@@ -306,15 +336,24 @@ class CodeGen {
       case ExprKind::kMax:
         if (fp) return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, b);
-      case ExprKind::kEQ: return fp ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
-      case ExprKind::kNE: return fp ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
-      case ExprKind::kLT: return fp ? b_.CreateFCmpOLT(a, b) : b_.CreateICmpSLT(a, b);
-      case ExprKind::kLE: return fp ? b_.CreateFCmpOLE(a, b) : b_.CreateICmpSLE(a, b);
-      case ExprKind::kGT: return fp ? b_.CreateFCmpOGT(a, b) : b_.CreateICmpSGT(a, b);
-      case ExprKind::kGE: return fp ? b_.CreateFCmpOGE(a, b) : b_.CreateICmpSGE(a, b);
-      case ExprKind::kAnd: return b_.CreateAnd(a, b);
-      case ExprKind::kOr: return b_.CreateOr(a, b);
-      default: break;
+      case ExprKind::kEQ:
+        return fp ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+      case ExprKind::kNE:
+        return fp ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+      case ExprKind::kLT:
+        return fp ? b_.CreateFCmpOLT(a, b) : b_.CreateICmpSLT(a, b);
+      case ExprKind::kLE:
+        return fp ? b_.CreateFCmpOLE(a, b) : b_.CreateICmpSLE(a, b);
+      case ExprKind::kGT:
+        return fp ? b_.CreateFCmpOGT(a, b) : b_.CreateICmpSGT(a, b);
+      case ExprKind::kGE:
+        return fp ? b_.CreateFCmpOGE(a, b) : b_.CreateICmpSGE(a, b);
+      case ExprKind::kAnd:
+        return b_.CreateAnd(a, b);
+      case ExprKind::kOr:
+        return b_.CreateOr(a, b);
+      default:
+        break;
     }
     Fail("unknown binary kind");
     return a;
@@ -348,7 +387,8 @@ class CodeGen {
   llvm::Value* Address(const Buffer& buf, const std::vector<Expr>& indices, bool* contiguous) {
     *contiguous = false;
     if (indices.size() != 1) {
-      Fail(StrCat("access to ", buf->name, " has ", indices.size(), " indices; flatten storage first"));
+      Fail(StrCat("access to ", buf->name, " has ", indices.size(),
+                  " indices; flatten storage first"));
       return llvm::PoisonValue::get(ptr_);
     }
     llvm::Type* et = TypeOf(buf->dtype);
@@ -392,8 +432,8 @@ class CodeGen {
       if (idx_lanes > 1 && n->value.dtype().lanes == 1) {
         v = Splat(idx_lanes, v);
       } else {
-        Fail(StrCat("store of ", ToString(n->value.dtype()), " with a ", idx_lanes, "-lane index into ",
-                    n->buffer->name));
+        Fail(StrCat("store of ", ToString(n->value.dtype()), " with a ", idx_lanes,
+                    "-lane index into ", n->buffer->name));
         return;
       }
     }
@@ -409,12 +449,14 @@ class CodeGen {
     for (const Expr& a : n->args) args.push_back(EmitExpr(a));
     llvm::Type* ty = TypeOf(n->dtype);
     static const std::unordered_map<std::string, llvm::Intrinsic::ID> kIntrinsics = {
-        {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2}, {"log", llvm::Intrinsic::log},
-        {"log2", llvm::Intrinsic::log2},   {"sqrt", llvm::Intrinsic::sqrt}, {"fabs", llvm::Intrinsic::fabs},
-        {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil}, {"round", llvm::Intrinsic::round},
-        {"trunc", llvm::Intrinsic::trunc}, {"fma", llvm::Intrinsic::fma},   {"fmax", llvm::Intrinsic::maxnum},
-        {"fmin", llvm::Intrinsic::minnum}, {"pow", llvm::Intrinsic::pow},   {"sin", llvm::Intrinsic::sin},
-        {"cos", llvm::Intrinsic::cos},
+        {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2},
+        {"log", llvm::Intrinsic::log},     {"log2", llvm::Intrinsic::log2},
+        {"sqrt", llvm::Intrinsic::sqrt},   {"fabs", llvm::Intrinsic::fabs},
+        {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
+        {"round", llvm::Intrinsic::round}, {"trunc", llvm::Intrinsic::trunc},
+        {"fma", llvm::Intrinsic::fma},     {"fmax", llvm::Intrinsic::maxnum},
+        {"fmin", llvm::Intrinsic::minnum}, {"pow", llvm::Intrinsic::pow},
+        {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
     };
     auto arity = [&](size_t k) {
       if (args.size() == k) return true;
@@ -445,8 +487,8 @@ class CodeGen {
       return llvm::PoisonValue::get(ty);
     }
     size_t want = it->second == llvm::Intrinsic::fma ? 3
-                  : (it->second == llvm::Intrinsic::maxnum || it->second == llvm::Intrinsic::minnum ||
-                     it->second == llvm::Intrinsic::pow)
+                  : (it->second == llvm::Intrinsic::maxnum ||
+                     it->second == llvm::Intrinsic::minnum || it->second == llvm::Intrinsic::pow)
                       ? 2
                       : 1;
     if (!arity(want)) return llvm::PoisonValue::get(ty);
@@ -465,7 +507,9 @@ class CodeGen {
         }
         return;
       }
-      case StmtKind::kBufferStore: EmitStore(s.to<BufferStoreNode>()); return;
+      case StmtKind::kBufferStore:
+        EmitStore(s.to<BufferStoreNode>());
+        return;
       case StmtKind::kSeq:
         for (const Stmt& c : s.to<SeqNode>()->seq) EmitStmt(c);
         return;
@@ -478,7 +522,8 @@ class CodeGen {
         }
         auto* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
         auto* end_bb = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
-        auto* else_bb = n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "if.else", fn_) : end_bb;
+        auto* else_bb =
+            n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "if.else", fn_) : end_bb;
         b_.CreateCondBr(c, then_bb, else_bb);
         b_.SetInsertPoint(then_bb);
         EmitStmt(n->then_case);
@@ -512,7 +557,9 @@ class CodeGen {
         EmitStmt(n->body);
         return;
       }
-      case StmtKind::kEvaluate: EmitExpr(s.to<EvaluateNode>()->value); return;
+      case StmtKind::kEvaluate:
+        EmitExpr(s.to<EvaluateNode>()->value);
+        return;
     }
   }
 
@@ -570,15 +617,17 @@ class CodeGen {
       std::vector<llvm::Value*> vals = {mn};
       for (auto& [v, val] : cap_vars) vals.push_back(val);
       for (auto& [bn, val] : cap_bufs) vals.push_back(val);
-      for (size_t k = 0; k < vals.size(); ++k) b_.CreateStore(vals[k], b_.CreateStructGEP(st, ctx, k));
+      for (size_t k = 0; k < vals.size(); ++k)
+        b_.CreateStore(vals[k], b_.CreateStructGEP(st, ctx, k));
     }
 
     std::string fname = StrCat(name_, ".par", par_count_++);
     // impl(i64 i, fields...)
     std::vector<llvm::Type*> impl_params = {i64_};
     impl_params.insert(impl_params.end(), fields.begin(), fields.end());
-    auto* impl = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), impl_params, false),
-                                        llvm::Function::InternalLinkage, fname + ".impl", mod_);
+    auto* impl = llvm::Function::Create(
+        llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), impl_params, false),
+        llvm::Function::InternalLinkage, fname + ".impl", mod_);
     impl->addFnAttr(llvm::Attribute::AlwaysInline);
     impl->addFnAttr(llvm::Attribute::NoUnwind);
     size_t buf_arg0 = 2 + cap_vars.size();
@@ -587,8 +636,9 @@ class CodeGen {
       impl->addParamAttr(buf_arg0 + k, llvm::Attribute::NoCapture);
     }
     // The trampoline, the function kiln_parallel_for calls.
-    auto* body_fn = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {i64_, ptr_}, false),
-                                           llvm::Function::InternalLinkage, fname, mod_);
+    auto* body_fn = llvm::Function::Create(
+        llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {i64_, ptr_}, false),
+        llvm::Function::InternalLinkage, fname, mod_);
     body_fn->addFnAttr(llvm::Attribute::NoUnwind);
 
     // Save this function's state and emit the impl.
@@ -602,7 +652,8 @@ class CodeGen {
     bufs_.clear();
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", impl));
     llvm::Value* i = b_.CreateSExtOrTrunc(impl->getArg(0), ity);
-    vars_[n->loop_var.operator->()] = b_.CreateAdd(impl->getArg(1), i, n->loop_var->name, false, true);
+    vars_[n->loop_var.operator->()] =
+        b_.CreateAdd(impl->getArg(1), i, n->loop_var->name, false, true);
     for (size_t k = 0; k < cap_vars.size(); ++k) vars_[cap_vars[k].first] = impl->getArg(2 + k);
     for (size_t k = 0; k < cap_bufs.size(); ++k) {
       llvm::Value* p = impl->getArg(buf_arg0 + k);
@@ -629,7 +680,8 @@ class CodeGen {
     b_.restoreIP(saved_ip);
 
     llvm::FunctionCallee pf = mod_->getOrInsertFunction(
-        "kiln_parallel_for", llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {i64_, ptr_, ptr_}, false));
+        "kiln_parallel_for",
+        llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {i64_, ptr_, ptr_}, false));
     b_.CreateCall(pf, {ext, body_fn, ctx});
   }
 
@@ -656,9 +708,12 @@ absl::Status EmitKernel(const PrimFunc& func, llvm::Module* module) {
     return absl::InvalidArgumentError(StrCat("duplicate kernel name ", func.name));
   }
   for (const Buffer& b : func.params) {
-    if (!b) return absl::InvalidArgumentError(StrCat("kernel ", func.name, " has an undefined parameter"));
+    if (!b)
+      return absl::InvalidArgumentError(
+          StrCat("kernel ", func.name, " has an undefined parameter"));
   }
-  if (!func.body.defined()) return absl::InvalidArgumentError(StrCat("kernel ", func.name, " has no body"));
+  if (!func.body.defined())
+    return absl::InvalidArgumentError(StrCat("kernel ", func.name, " has no body"));
   CodeGen cg(module);
   return cg.EmitKernel(func);
 }

@@ -40,7 +40,8 @@ void InitializeLlvm();
 // A TargetMachine for `target` (triple, cpu, attrs) at the aggressive
 // optimization level. `pic` selects the PIC relocation model (shared
 // objects). INVALID_ARGUMENT for a triple LLVM does not know.
-absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const Target& target, bool pic);
+absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const Target& target,
+                                                                         bool pic);
 
 // An empty module with the machine's triple and data layout.
 std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::string& name,
@@ -56,7 +57,7 @@ absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm);
 
 // Textual LLVM IR of `funcs` compiled for `target`, optionally optimized
 // (for tests and --dump-ir).
-absl::StatusOr<std::string> EmitLlvmIrText(const std::vector<ir::PrimFunc>& funcs, const Target& target,
-                                           bool optimize);
+absl::StatusOr<std::string> EmitLlvmIrText(const std::vector<ir::PrimFunc>& funcs,
+                                           const Target& target, bool optimize);
 
 }  // namespace kiln::compiler::codegen

@@ -51,11 +51,13 @@ absl::Status EmitEntry(const EntryPlan& plan, const std::unordered_map<std::stri
     const KernelCall& call = plan.calls[c];
     auto it = arity.find(call.kernel);
     if (it == arity.end()) {
-      return absl::InvalidArgumentError(StrCat("entry call ", c, " names unknown kernel '", call.kernel, "'"));
+      return absl::InvalidArgumentError(
+          StrCat("entry call ", c, " names unknown kernel '", call.kernel, "'"));
     }
     if (it->second != call.args.size()) {
-      return absl::InvalidArgumentError(StrCat("entry call ", c, " passes ", call.args.size(), " arguments to ",
-                                               call.kernel, ", which takes ", it->second));
+      return absl::InvalidArgumentError(StrCat("entry call ", c, " passes ", call.args.size(),
+                                               " arguments to ", call.kernel, ", which takes ",
+                                               it->second));
     }
     auto* arr_ty = llvm::ArrayType::get(ptr, std::max<size_t>(1, call.args.size()));
     llvm::AllocaInst* args;
@@ -66,7 +68,8 @@ absl::Status EmitEntry(const EntryPlan& plan, const std::unordered_map<std::stri
     for (size_t a = 0; a < call.args.size(); ++a) {
       const BufferRef& ref = call.args[a];
       if (ref.byte_offset < 0 || ref.index < 0) {
-        return absl::InvalidArgumentError(StrCat("entry call ", c, " argument ", a, " has a negative offset/index"));
+        return absl::InvalidArgumentError(
+            StrCat("entry call ", c, " argument ", a, " has a negative offset/index"));
       }
       llvm::Value* base = nullptr;
       switch (ref.kind) {
@@ -76,10 +79,15 @@ absl::Status EmitEntry(const EntryPlan& plan, const std::unordered_map<std::stri
         case BufferRef::Kind::kOutput:
           base = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, outputs, ref.index));
           break;
-        case BufferRef::Kind::kWeight: base = weights; break;
-        case BufferRef::Kind::kWorkspace: base = workspace; break;
+        case BufferRef::Kind::kWeight:
+          base = weights;
+          break;
+        case BufferRef::Kind::kWorkspace:
+          base = workspace;
+          break;
       }
-      llvm::Value* p = ref.byte_offset ? b.CreateConstInBoundsGEP1_64(i8, base, ref.byte_offset) : base;
+      llvm::Value* p =
+          ref.byte_offset ? b.CreateConstInBoundsGEP1_64(i8, base, ref.byte_offset) : base;
       b.CreateStore(p, b.CreateConstInBoundsGEP2_64(arr_ty, args, 0, a));
     }
     llvm::Function* kernel = mod->getFunction(call.kernel);
@@ -114,12 +122,14 @@ std::string ReadFile(const std::filesystem::path& p) {
   return ss.str();
 }
 
-bool OnPath(const std::string& tool) { return RunCommand(StrCat("command -v ", tool, " >/dev/null 2>&1")) == 0; }
+bool OnPath(const std::string& tool) {
+  return RunCommand(StrCat("command -v ", tool, " >/dev/null 2>&1")) == 0;
+}
 
 }  // namespace
 
-absl::StatusOr<std::string> EmitObjectFile(const std::vector<ir::PrimFunc>& kernels, const EntryPlan& plan,
-                                           const Target& target) {
+absl::StatusOr<std::string> EmitObjectFile(const std::vector<ir::PrimFunc>& kernels,
+                                           const EntryPlan& plan, const Target& target) {
   auto tm = CreateTargetMachine(target, /*pic=*/true);
   if (!tm.ok()) return tm.status();
   llvm::LLVMContext ctx;
@@ -150,12 +160,13 @@ absl::StatusOr<std::string> LinkSharedObject(const std::string& object, const Ta
   } else if (IsHost(target) && OnPath("ld")) {
     linker = "ld -shared";
   } else {
-    return absl::UnavailableError(
-        StrCat("no linker for ", target.triple, ": need ", IsHost(target) ? "cc, ld.lld or ld" : "ld.lld",
-               " on PATH (the object file could be emitted, but not linked into a shared object)"));
+    return absl::UnavailableError(StrCat(
+        "no linker for ", target.triple, ": need ", IsHost(target) ? "cc, ld.lld or ld" : "ld.lld",
+        " on PATH (the object file could be emitted, but not linked into a shared object)"));
   }
   char tmpl[] = "/tmp/kiln-link-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot create a temporary directory for linking");
+  if (mkdtemp(tmpl) == nullptr)
+    return absl::InternalError("cannot create a temporary directory for linking");
   std::filesystem::path dir(tmpl);
   struct Cleanup {
     std::filesystem::path d;
@@ -169,8 +180,8 @@ absl::StatusOr<std::string> LinkSharedObject(const std::string& object, const Ta
     out.write(object.data(), static_cast<std::streamsize>(object.size()));
     if (!out) return absl::InternalError("cannot write the object file for linking");
   }
-  std::string cmd = StrCat(linker, " -o '", (dir / "module.so").string(), "' '", (dir / "module.o").string(),
-                           "' 2>'", (dir / "link.err").string(), "'");
+  std::string cmd = StrCat(linker, " -o '", (dir / "module.so").string(), "' '",
+                           (dir / "module.o").string(), "' 2>'", (dir / "link.err").string(), "'");
   int rc = RunCommand(cmd);
   if (rc != 0) {
     return absl::InternalError(StrCat("linking the shared object failed (", linker, ", exit ", rc,
@@ -182,7 +193,8 @@ absl::StatusOr<std::string> LinkSharedObject(const std::string& object, const Ta
 }
 
 absl::StatusOr<std::string> BuildSharedObjectFromFuncs(const std::vector<ir::PrimFunc>& kernels,
-                                                       const EntryPlan& plan, const Target& target) {
+                                                       const EntryPlan& plan,
+                                                       const Target& target) {
   auto obj = EmitObjectFile(kernels, plan, target);
   if (!obj.ok()) return obj.status();
   return LinkSharedObject(*obj, target);
@@ -190,15 +202,17 @@ absl::StatusOr<std::string> BuildSharedObjectFromFuncs(const std::vector<ir::Pri
 
 }  // namespace codegen
 
-absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kernels, const EntryPlan& plan,
-                                              const Target& target, const LowerOptions& options) {
+absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kernels,
+                                              const EntryPlan& plan, const Target& target,
+                                              const LowerOptions& options) {
   std::vector<ir::PrimFunc> funcs;
   funcs.reserve(kernels.size());
   for (const KernelDef& k : kernels) {
     auto f = LowerWorkload(k.workload, k.config, target, k.name, options);
     if (!f.ok()) {
       return absl::Status(f.status().code(),
-                          StrCat("lowering kernel ", k.name, " (", k.workload.Canonical(), "): ", f.status().message()));
+                          StrCat("lowering kernel ", k.name, " (", k.workload.Canonical(),
+                                 "): ", f.status().message()));
     }
     funcs.push_back(std::move(*f));
   }

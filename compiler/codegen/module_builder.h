@@ -15,8 +15,8 @@ namespace kiln::compiler::codegen {
 // An ELF relocatable object (PIC) for `target` with every kernel (exported,
 // kernel calling convention) and the entry `plan.name`. INVALID_ARGUMENT when
 // the plan names an unknown kernel or passes the wrong number of arguments.
-absl::StatusOr<std::string> EmitObjectFile(const std::vector<ir::PrimFunc>& kernels, const EntryPlan& plan,
-                                           const Target& target);
+absl::StatusOr<std::string> EmitObjectFile(const std::vector<ir::PrimFunc>& kernels,
+                                           const EntryPlan& plan, const Target& target);
 
 // Links an object into a shared object: `cc -shared -nostdlib` for the host,
 // `ld.lld -shared` for other triples (UNAVAILABLE with a clear message when no

@@ -76,7 +76,8 @@ class Importer {
     return g_->AddValue(std::move(v));
   }
   std::string Name(const onnx::NodeProto& node) const {
-    return node.name().empty() ? (node.output_size() ? node.output(0) : node.op_type()) : node.name();
+    return node.name().empty() ? (node.output_size() ? node.output(0) : node.op_type())
+                               : node.name();
   }
   void AddCompute(const onnx::NodeProto& node, Workload w, std::vector<int> inputs, int out) {
     Node n;
@@ -124,7 +125,8 @@ class Importer {
     if (!a) return fallback;
     return std::vector<int64_t>(a->ints().begin(), a->ints().end());
   }
-  std::string AttrString(const onnx::NodeProto& node, const char* name, std::string fallback) const {
+  std::string AttrString(const onnx::NodeProto& node, const char* name,
+                         std::string fallback) const {
     const auto* a = Attr(node, name);
     return a ? a->s() : fallback;
   }
@@ -132,7 +134,8 @@ class Importer {
   absl::Status ImportConv(const onnx::NodeProto& node);
   absl::Status ImportPool(const onnx::NodeProto& node, bool max, bool global);
   // Rank-5 (NCDHW) MaxPool/AveragePool/GlobalAveragePool -> pool3d.
-  absl::Status ImportPool3d(const onnx::NodeProto& node, int x, const Shape& xs, bool max, bool global);
+  absl::Status ImportPool3d(const onnx::NodeProto& node, int x, const Shape& xs, bool max,
+                            bool global);
   absl::Status ImportGemm(const onnx::NodeProto& node);
   absl::Status ImportMatMul(const onnx::NodeProto& node);
   absl::Status ImportBinary(const onnx::NodeProto& node, EpilogueKind kind);
@@ -172,8 +175,8 @@ absl::StatusOr<std::vector<float>> FloatData(const onnx::TensorProto& t, int64_t
     std::memcpy(out.data(), t.raw_data().data(), n * 4);
   } else {
     if (t.float_data_size() != n) {
-      return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has ", t.float_data_size(),
-                                               " values, expected ", n));
+      return absl::InvalidArgumentError(
+          StrCat("tensor '", t.name(), "' has ", t.float_data_size(), " values, expected ", n));
     }
     out.assign(t.float_data().begin(), t.float_data().end());
   }
@@ -234,8 +237,8 @@ absl::StatusOr<int> Importer::In(const onnx::NodeProto& node, int i, bool need_f
   }
   auto it = by_name_.find(node.input(i));
   if (it == by_name_.end()) {
-    return absl::InvalidArgumentError(StrCat("node '", Name(node), "' reads undefined value '",
-                                             node.input(i), "'"));
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "' reads undefined value '", node.input(i), "'"));
   }
   int v = it->second;
   if (need_float) {
@@ -281,9 +284,9 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& mod
     v.is_input = true;
     for (const auto& d : tt.shape().dim()) {
       if (!d.has_dim_value() || d.dim_value() <= 0) {
-        return absl::UnimplementedError(
-            StrCat("input '", in.name(), "' has a dynamic dimension (",
-                   d.has_dim_param() ? d.dim_param() : std::string("?"), ")"));
+        return absl::UnimplementedError(StrCat("input '", in.name(), "' has a dynamic dimension (",
+                                               d.has_dim_param() ? d.dim_param() : std::string("?"),
+                                               ")"));
       }
       v.shape.push_back(d.dim_value());
     }
@@ -297,13 +300,14 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& mod
   for (const auto& out : graph.output()) {
     auto it = by_name_.find(out.name());
     if (it == by_name_.end()) {
-      return absl::InvalidArgumentError(StrCat("graph output '", out.name(), "' is never computed"));
+      return absl::InvalidArgumentError(
+          StrCat("graph output '", out.name(), "' is never computed"));
     }
     if (out.type().has_tensor_type() && out.type().tensor_type().elem_type() != 0 &&
         out.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
-      return absl::UnimplementedError(
-          StrCat("unsupported dtype ", DtypeName(out.type().tensor_type().elem_type()),
-                 " of output '", out.name(), "' (only float32)"));
+      return absl::UnimplementedError(StrCat("unsupported dtype ",
+                                             DtypeName(out.type().tensor_type().elem_type()),
+                                             " of output '", out.name(), "' (only float32)"));
     }
     if (bad_dtype_.count(it->second) || g_->values[it->second].int_data) {
       return absl::UnimplementedError(StrCat("output '", out.name(), "' is not float32"));
@@ -317,8 +321,8 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& mod
 absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   const std::string& op = node.op_type();
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
-    return absl::UnimplementedError(StrCat("unsupported operator '", node.domain(), ".", op,
-                                           "' (node '", Name(node), "')"));
+    return absl::UnimplementedError(
+        StrCat("unsupported operator '", node.domain(), ".", op, "' (node '", Name(node), "')"));
   }
   if (op == "Conv") return ImportConv(node);
   if (op == "MaxPool") return ImportPool(node, true, false);
@@ -371,14 +375,16 @@ absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, 
                                Shape* pads, Shape* out_hw) {
   std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
   const size_t n = in_hw.size();
-  if (pads->size() != 2 * n) return Unimplemented(node, StrCat("pads must have ", 2 * n, " values"));
+  if (pads->size() != 2 * n)
+    return Unimplemented(node, StrCat("pads must have ", 2 * n, " values"));
   if (kernel.size() != n || stride.size() != n || dilation.size() != n) {
     return Unimplemented(node, StrCat("kernel_shape/strides/dilations need ", n, " values"));
   }
   out_hw->assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     if (stride[i] <= 0 || dilation[i] <= 0 || kernel[i] <= 0) {
-      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bad stride/dilation/kernel"));
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': bad stride/dilation/kernel"));
     }
     int64_t ext = (kernel[i] - 1) * dilation[i] + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -397,7 +403,8 @@ absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, 
     }
     int64_t span = in_hw[i] + (*pads)[i] + (*pads)[i + n] - ext;
     if (span < 0) {
-      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': kernel larger than input"));
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': kernel larger than input"));
     }
     int64_t out = ceil_mode ? (span + stride[i] - 1) / stride[i] + 1 : span / stride[i] + 1;
     // The last window must start inside the input or its leading padding.
@@ -424,19 +431,22 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
   }
   int64_t groups = AttrInt(node, "group", 1);
   if (groups <= 0 || xs[1] % groups != 0 || ws[0] % groups != 0 || ws[1] * groups != xs[1]) {
-    return absl::InvalidArgumentError(
-        StrCat("node '", Name(node), "': weight [", StrJoin(ws, ","), "] does not match input [",
-               StrJoin(xs, ","), "] with group ", groups));
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': weight [", StrJoin(ws, ","),
+                                             "] does not match input [", StrJoin(xs, ","),
+                                             "] with group ", groups));
   }
   Shape kernel = Lifted(node, "kernel_shape", {ws[2], ws[3]}, one_d);
   if (kernel != Shape{ws[2], ws[3]}) {
-    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': kernel_shape does not match weight"));
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': kernel_shape does not match weight"));
   }
   Shape stride = Lifted(node, "strides", {1, 1}, one_d);
   Shape dilation = Lifted(node, "dilations", {1, 1}, one_d);
-  if (stride.size() != 2 || dilation.size() != 2) return Unimplemented(node, "bad strides/dilations");
+  if (stride.size() != 2 || dilation.size() != 2)
+    return Unimplemented(node, "bad strides/dilations");
   Shape pads = Lifted(node, "pads", {0, 0, 0, 0}, one_d), ohw;
-  if (auto s = Spatial(node, {xs[2], xs[3]}, kernel, stride, dilation, false, &pads, &ohw); !s.ok()) {
+  if (auto s = Spatial(node, {xs[2], xs[3]}, kernel, stride, dilation, false, &pads, &ohw);
+      !s.ok()) {
     return s;
   }
   std::vector<int> inputs = {*x, *wt};
@@ -451,10 +461,11 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
   }
   Workload w;
   w.op = "conv2d";
-  w.ints = {{"N", {xs[0]}},    {"C", {xs[1]}},       {"H", {xs[2]}},        {"W", {xs[3]}},
-            {"K", {ws[0]}},    {"R", {ws[2]}},       {"S", {ws[3]}},        {"stride", stride},
-            {"pad", pads},     {"dilation", dilation}, {"groups", {groups}}, {"bias", {bias ? 1 : 0}},
-            {"OH", {ohw[0]}},  {"OW", {ohw[1]}}};
+  w.ints = {{"N", {xs[0]}},         {"C", {xs[1]}},       {"H", {xs[2]}},
+            {"W", {xs[3]}},         {"K", {ws[0]}},       {"R", {ws[2]}},
+            {"S", {ws[3]}},         {"stride", stride},   {"pad", pads},
+            {"dilation", dilation}, {"groups", {groups}}, {"bias", {bias ? 1 : 0}},
+            {"OH", {ohw[0]}},       {"OW", {ohw[1]}}};
   Shape out = {xs[0], ws[0], ohw[0], ohw[1]};
   if (one_d) out.erase(out.begin() + 2);  // same layout as the 2-D kernel's output
   AddCompute(node, std::move(w), inputs, NewValue(node, 0, out));
@@ -468,8 +479,8 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
   const bool one_d = xs.size() == 3;
   if (one_d) xs.insert(xs.begin() + 2, 1);
   if (xs.size() != 4 && xs.size() != 5) {
-    return Unimplemented(node, StrCat("only 1-D, 2-D and 3-D pooling is supported (input rank ",
-                                      xs.size(), ")"));
+    return Unimplemented(
+        node, StrCat("only 1-D, 2-D and 3-D pooling is supported (input rank ", xs.size(), ")"));
   }
   if (node.output_size() > 1 && !node.output(1).empty()) {
     return Unimplemented(node, "the Indices output is not supported");
@@ -499,9 +510,17 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
   }
   Workload w;
   w.op = "pool2d";
-  w.ints = {{"N", {xs[0]}},      {"C", {xs[1]}},         {"H", {xs[2]}},   {"W", {xs[3]}},
-            {"kernel", kernel},  {"stride", stride},     {"pad", pads},    {"dilation", dilation},
-            {"OH", {ohw[0]}},    {"OW", {ohw[1]}},       {"kind", {max ? 0 : 1}},
+  w.ints = {{"N", {xs[0]}},
+            {"C", {xs[1]}},
+            {"H", {xs[2]}},
+            {"W", {xs[3]}},
+            {"kernel", kernel},
+            {"stride", stride},
+            {"pad", pads},
+            {"dilation", dilation},
+            {"OH", {ohw[0]}},
+            {"OW", {ohw[1]}},
+            {"kind", {max ? 0 : 1}},
             {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
   Shape out = {xs[0], xs[1], ohw[0], ohw[1]};
   if (one_d) out.erase(out.begin() + 2);
@@ -533,10 +552,18 @@ absl::Status Importer::ImportPool3d(const onnx::NodeProto& node, int x, const Sh
   }
   Workload w;
   w.op = "pool3d";
-  w.ints = {{"N", {xs[0]}},       {"C", {xs[1]}},         {"D", {xs[2]}},
-            {"H", {xs[3]}},       {"W", {xs[4]}},         {"kernel", kernel},
-            {"stride", stride},   {"pad", pads},          {"dilation", dilation},
-            {"OD", {out[0]}},     {"OH", {out[1]}},       {"OW", {out[2]}},
+  w.ints = {{"N", {xs[0]}},
+            {"C", {xs[1]}},
+            {"D", {xs[2]}},
+            {"H", {xs[3]}},
+            {"W", {xs[4]}},
+            {"kernel", kernel},
+            {"stride", stride},
+            {"pad", pads},
+            {"dilation", dilation},
+            {"OD", {out[0]}},
+            {"OH", {out[1]}},
+            {"OW", {out[2]}},
             {"kind", {max ? 0 : 1}},
             {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
   AddCompute(node, std::move(w), {x}, NewValue(node, 0, {xs[0], xs[1], out[0], out[1], out[2]}));
@@ -554,8 +581,8 @@ absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
   int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1];
   int64_t KB = tb ? bs[1] : bs[0], N = tb ? bs[0] : bs[1];
   if (K != KB) {
-    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': inner dimensions ", K, " and ",
-                                             KB, " differ"));
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': inner dimensions ", K, " and ", KB, " differ"));
   }
   float alpha = AttrFloat(node, "alpha", 1.0f), beta = AttrFloat(node, "beta", 1.0f);
   Workload w;
@@ -602,8 +629,8 @@ absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
   if (b1) bs.push_back(1);
   int64_t M = as[as.size() - 2], K = as.back(), KB = bs[bs.size() - 2], N = bs.back();
   if (K != KB) {
-    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': inner dimensions ", K, " and ",
-                                             KB, " differ"));
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': inner dimensions ", K, " and ", KB, " differ"));
   }
   Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
   int64_t pa = 1, pb = 1;
@@ -621,9 +648,9 @@ absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
   int64_t batch = std::max(pa, pb);
   Workload w;
   w.op = "dense";
-  w.ints = {{"M", {M}},         {"N", {N}},           {"K", {K}},
-            {"transA", {0}},    {"transB", {0}},      {"bias", {0}},
-            {"batch", {batch}}, {"batch_a", {pa > 1}}, {"batch_b", {pb > 1}}};
+  w.ints = {{"M", {M}},           {"N", {N}},    {"K", {K}},         {"transA", {0}},
+            {"transB", {0}},      {"bias", {0}}, {"batch", {batch}}, {"batch_a", {pa > 1}},
+            {"batch_b", {pb > 1}}};
   Shape kernel_out = {M, N};
   if (batch > 1) kernel_out.insert(kernel_out.begin(), batch);
   // The ONNX output shape.
@@ -739,7 +766,8 @@ absl::Status Importer::ImportBatchNorm(const onnx::NodeProto& node) {
     const Value& pv = g_->values[*p];
     if (!pv.IsConstant()) return Unimplemented(node, "non-constant scale/bias/mean/var");
     if (pv.shape != Shape{xs[1]}) {
-      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': parameter ", i, " must be [C]"));
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': parameter ", i, " must be [C]"));
     }
     inputs.push_back(*p);
   }

@@ -32,9 +32,9 @@ enum class NodeKind {
 
 struct Node {
   NodeKind kind = NodeKind::kCompute;
-  std::string name;     // the ONNX node's name (or its first output)
-  std::string op_type;  // the ONNX op it came from, e.g. "Conv"
-  Workload workload;    // kCompute only
+  std::string name;       // the ONNX node's name (or its first output)
+  std::string op_type;    // the ONNX op it came from, e.g. "Conv"
+  Workload workload;      // kCompute only
   float epsilon = 1e-5f;  // kBatchNorm only
   std::vector<int> inputs;
   int output = -1;

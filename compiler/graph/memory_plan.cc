@@ -46,8 +46,8 @@ MemoryPlan PlanMemory(const std::vector<BufferLifetime>& buffers) {
         free_list.erase(fit);
         if (rest > 0) free_list.emplace(off + size, rest);
         plan.offsets[i] = off;
-      } else if (!free_list.empty() && std::prev(free_list.end())->first +
-                                               std::prev(free_list.end())->second == top) {
+      } else if (!free_list.empty() &&
+                 std::prev(free_list.end())->first + std::prev(free_list.end())->second == top) {
         // Grow the free block at the top instead of leaving it unused.
         auto last = std::prev(free_list.end());
         int64_t off = last->first;
@@ -60,7 +60,8 @@ MemoryPlan PlanMemory(const std::vector<BufferLifetime>& buffers) {
       }
     }
     for (size_t i = 0; i < buffers.size(); ++i) {
-      if (buffers[i].last == t) release(plan.offsets[i], AlignUp(std::max<int64_t>(buffers[i].bytes, 1)));
+      if (buffers[i].last == t)
+        release(plan.offsets[i], AlignUp(std::max<int64_t>(buffers[i].bytes, 1)));
     }
   }
   plan.total_bytes = top;

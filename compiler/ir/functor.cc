@@ -8,18 +8,30 @@ namespace kiln::ir {
 void ExprVisitor::VisitExpr(const Expr& e) {
   KILN_CHECK(e.defined()) << "visiting an undefined expression";
   switch (e.kind()) {
-    case ExprKind::kIntImm: return VisitIntImm(e.to<IntImmNode>());
-    case ExprKind::kFloatImm: return VisitFloatImm(e.to<FloatImmNode>());
-    case ExprKind::kVar: return VisitVar(e.to<VarNode>());
-    case ExprKind::kNot: return VisitNot(e.to<NotNode>());
-    case ExprKind::kSelect: return VisitSelect(e.to<SelectNode>());
-    case ExprKind::kCast: return VisitCast(e.to<CastNode>());
-    case ExprKind::kBroadcast: return VisitBroadcast(e.to<BroadcastNode>());
-    case ExprKind::kRamp: return VisitRamp(e.to<RampNode>());
-    case ExprKind::kBufferLoad: return VisitBufferLoad(e.to<BufferLoadNode>());
-    case ExprKind::kCall: return VisitCall(e.to<CallNode>());
-    case ExprKind::kReduce: return VisitReduce(e.to<ReduceNode>());
-    case ExprKind::kLet: return VisitLet(e.to<LetNode>());
+    case ExprKind::kIntImm:
+      return VisitIntImm(e.to<IntImmNode>());
+    case ExprKind::kFloatImm:
+      return VisitFloatImm(e.to<FloatImmNode>());
+    case ExprKind::kVar:
+      return VisitVar(e.to<VarNode>());
+    case ExprKind::kNot:
+      return VisitNot(e.to<NotNode>());
+    case ExprKind::kSelect:
+      return VisitSelect(e.to<SelectNode>());
+    case ExprKind::kCast:
+      return VisitCast(e.to<CastNode>());
+    case ExprKind::kBroadcast:
+      return VisitBroadcast(e.to<BroadcastNode>());
+    case ExprKind::kRamp:
+      return VisitRamp(e.to<RampNode>());
+    case ExprKind::kBufferLoad:
+      return VisitBufferLoad(e.to<BufferLoadNode>());
+    case ExprKind::kCall:
+      return VisitCall(e.to<CallNode>());
+    case ExprKind::kReduce:
+      return VisitReduce(e.to<ReduceNode>());
+    case ExprKind::kLet:
+      return VisitLet(e.to<LetNode>());
     default:
       KILN_CHECK(IsBinary(e.kind())) << "unknown expression kind " << static_cast<int>(e.kind());
       return VisitBinary(static_cast<const BinaryNode*>(e.get()));
@@ -67,13 +79,20 @@ void ExprVisitor::VisitLet(const LetNode* op) {
 void StmtVisitor::VisitStmt(const Stmt& s) {
   KILN_CHECK(s.defined()) << "visiting an undefined statement";
   switch (s.kind()) {
-    case StmtKind::kFor: return VisitFor(s.to<ForNode>());
-    case StmtKind::kBufferStore: return VisitBufferStore(s.to<BufferStoreNode>());
-    case StmtKind::kSeq: return VisitSeq(s.to<SeqNode>());
-    case StmtKind::kIfThenElse: return VisitIfThenElse(s.to<IfThenElseNode>());
-    case StmtKind::kAllocate: return VisitAllocate(s.to<AllocateNode>());
-    case StmtKind::kLetStmt: return VisitLetStmt(s.to<LetStmtNode>());
-    case StmtKind::kEvaluate: return VisitEvaluate(s.to<EvaluateNode>());
+    case StmtKind::kFor:
+      return VisitFor(s.to<ForNode>());
+    case StmtKind::kBufferStore:
+      return VisitBufferStore(s.to<BufferStoreNode>());
+    case StmtKind::kSeq:
+      return VisitSeq(s.to<SeqNode>());
+    case StmtKind::kIfThenElse:
+      return VisitIfThenElse(s.to<IfThenElseNode>());
+    case StmtKind::kAllocate:
+      return VisitAllocate(s.to<AllocateNode>());
+    case StmtKind::kLetStmt:
+      return VisitLetStmt(s.to<LetStmtNode>());
+    case StmtKind::kEvaluate:
+      return VisitEvaluate(s.to<EvaluateNode>());
   }
   KILN_CHECK(false) << "unknown statement kind " << static_cast<int>(s.kind());
 }
@@ -108,18 +127,30 @@ void StmtVisitor::VisitEvaluate(const EvaluateNode* op) { VisitExpr(op->value); 
 Expr ExprMutator::VisitExpr(const Expr& e) {
   KILN_CHECK(e.defined()) << "mutating an undefined expression";
   switch (e.kind()) {
-    case ExprKind::kIntImm: return VisitIntImm(e.to<IntImmNode>(), e);
-    case ExprKind::kFloatImm: return VisitFloatImm(e.to<FloatImmNode>(), e);
-    case ExprKind::kVar: return VisitVar(e.to<VarNode>(), e);
-    case ExprKind::kNot: return VisitNot(e.to<NotNode>(), e);
-    case ExprKind::kSelect: return VisitSelect(e.to<SelectNode>(), e);
-    case ExprKind::kCast: return VisitCast(e.to<CastNode>(), e);
-    case ExprKind::kBroadcast: return VisitBroadcast(e.to<BroadcastNode>(), e);
-    case ExprKind::kRamp: return VisitRamp(e.to<RampNode>(), e);
-    case ExprKind::kBufferLoad: return VisitBufferLoad(e.to<BufferLoadNode>(), e);
-    case ExprKind::kCall: return VisitCall(e.to<CallNode>(), e);
-    case ExprKind::kReduce: return VisitReduce(e.to<ReduceNode>(), e);
-    case ExprKind::kLet: return VisitLet(e.to<LetNode>(), e);
+    case ExprKind::kIntImm:
+      return VisitIntImm(e.to<IntImmNode>(), e);
+    case ExprKind::kFloatImm:
+      return VisitFloatImm(e.to<FloatImmNode>(), e);
+    case ExprKind::kVar:
+      return VisitVar(e.to<VarNode>(), e);
+    case ExprKind::kNot:
+      return VisitNot(e.to<NotNode>(), e);
+    case ExprKind::kSelect:
+      return VisitSelect(e.to<SelectNode>(), e);
+    case ExprKind::kCast:
+      return VisitCast(e.to<CastNode>(), e);
+    case ExprKind::kBroadcast:
+      return VisitBroadcast(e.to<BroadcastNode>(), e);
+    case ExprKind::kRamp:
+      return VisitRamp(e.to<RampNode>(), e);
+    case ExprKind::kBufferLoad:
+      return VisitBufferLoad(e.to<BufferLoadNode>(), e);
+    case ExprKind::kCall:
+      return VisitCall(e.to<CallNode>(), e);
+    case ExprKind::kReduce:
+      return VisitReduce(e.to<ReduceNode>(), e);
+    case ExprKind::kLet:
+      return VisitLet(e.to<LetNode>(), e);
     default:
       KILN_CHECK(IsBinary(e.kind())) << "unknown expression kind " << static_cast<int>(e.kind());
       return VisitBinary(static_cast<const BinaryNode*>(e.get()), e);
@@ -203,13 +234,20 @@ Expr ExprMutator::VisitLet(const LetNode* op, const Expr& self) {
 Stmt StmtMutator::VisitStmt(const Stmt& s) {
   KILN_CHECK(s.defined()) << "mutating an undefined statement";
   switch (s.kind()) {
-    case StmtKind::kFor: return VisitFor(s.to<ForNode>(), s);
-    case StmtKind::kBufferStore: return VisitBufferStore(s.to<BufferStoreNode>(), s);
-    case StmtKind::kSeq: return VisitSeq(s.to<SeqNode>(), s);
-    case StmtKind::kIfThenElse: return VisitIfThenElse(s.to<IfThenElseNode>(), s);
-    case StmtKind::kAllocate: return VisitAllocate(s.to<AllocateNode>(), s);
-    case StmtKind::kLetStmt: return VisitLetStmt(s.to<LetStmtNode>(), s);
-    case StmtKind::kEvaluate: return VisitEvaluate(s.to<EvaluateNode>(), s);
+    case StmtKind::kFor:
+      return VisitFor(s.to<ForNode>(), s);
+    case StmtKind::kBufferStore:
+      return VisitBufferStore(s.to<BufferStoreNode>(), s);
+    case StmtKind::kSeq:
+      return VisitSeq(s.to<SeqNode>(), s);
+    case StmtKind::kIfThenElse:
+      return VisitIfThenElse(s.to<IfThenElseNode>(), s);
+    case StmtKind::kAllocate:
+      return VisitAllocate(s.to<AllocateNode>(), s);
+    case StmtKind::kLetStmt:
+      return VisitLetStmt(s.to<LetStmtNode>(), s);
+    case StmtKind::kEvaluate:
+      return VisitEvaluate(s.to<EvaluateNode>(), s);
   }
   KILN_CHECK(false) << "unknown statement kind " << static_cast<int>(s.kind());
   return Stmt();

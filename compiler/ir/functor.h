@@ -3,8 +3,8 @@
 // the node kind; each node kind has one virtual hook with a distinct name (no
 // overload hiding in subclasses). Visitors walk every child expression and
 // statement; buffer shapes are not walked (buffers are referenced, not
-// owned, and mutators keep them as they are). Mutators rebuild a node only when a child changed, so an
-// unchanged tree comes back as the same nodes (same_as).
+// owned, and mutators keep them as they are). Mutators rebuild a node only when a child changed, so
+// an unchanged tree comes back as the same nodes (same_as).
 //
 //   class CountLoads : public ir::StmtVisitor {
 //     void VisitBufferLoad(const ir::BufferLoadNode* op) override {

@@ -7,10 +7,18 @@ namespace kiln::ir {
 std::string ToString(DataType t) {
   std::string base;
   switch (t.code) {
-    case TypeCode::kInt: base = StrCat("int", t.bits); break;
-    case TypeCode::kFloat: base = StrCat("float", t.bits); break;
-    case TypeCode::kBool: base = "bool"; break;
-    case TypeCode::kHandle: base = "handle"; break;
+    case TypeCode::kInt:
+      base = StrCat("int", t.bits);
+      break;
+    case TypeCode::kFloat:
+      base = StrCat("float", t.bits);
+      break;
+    case TypeCode::kBool:
+      base = "bool";
+      break;
+    case TypeCode::kHandle:
+      base = "handle";
+      break;
   }
   return t.lanes > 1 ? StrCat(base, "x", t.lanes) : base;
 }
@@ -20,7 +28,8 @@ Expr::Expr(int v) : Expr(IntImm(v)) {}
 Expr::Expr(float v) : Expr(FloatImm(v)) {}
 Expr::Expr(double v) : Expr(FloatImm(v)) {}
 
-Var::Var(std::string name, DataType t) : Expr(std::make_shared<const VarNode>(std::move(name), t)) {}
+Var::Var(std::string name, DataType t)
+    : Expr(std::make_shared<const VarNode>(std::move(name), t)) {}
 
 Buffer::Buffer(std::string name, DataType dtype, std::vector<Expr> shape) {
   auto n = std::make_shared<BufferNode>();
@@ -65,33 +74,49 @@ Expr Bin(DataType t, Expr a, Expr b) {
 
 Expr MakeBinary(ExprKind kind, Expr a, Expr b) {
   KILN_CHECK(a.defined() && b.defined()) << "binary op on undefined expression";
-  KILN_CHECK(a.dtype() == b.dtype()) << "binary op on " << ToString(a.dtype()) << " and "
-                                     << ToString(b.dtype());
+  KILN_CHECK(a.dtype() == b.dtype())
+      << "binary op on " << ToString(a.dtype()) << " and " << ToString(b.dtype());
   DataType t = a.dtype();
   DataType cmp = DataType::Bool().WithLanes(t.lanes);
   switch (kind) {
-    case ExprKind::kAdd: return Bin<AddNode>(t, a, b);
-    case ExprKind::kSub: return Bin<SubNode>(t, a, b);
-    case ExprKind::kMul: return Bin<MulNode>(t, a, b);
-    case ExprKind::kDiv: return Bin<DivNode>(t, a, b);
-    case ExprKind::kMod: return Bin<ModNode>(t, a, b);
-    case ExprKind::kFloorDiv: return Bin<FloorDivNode>(t, a, b);
-    case ExprKind::kFloorMod: return Bin<FloorModNode>(t, a, b);
-    case ExprKind::kMin: return Bin<MinNode>(t, a, b);
-    case ExprKind::kMax: return Bin<MaxNode>(t, a, b);
-    case ExprKind::kEQ: return Bin<EQNode>(cmp, a, b);
-    case ExprKind::kNE: return Bin<NENode>(cmp, a, b);
-    case ExprKind::kLT: return Bin<LTNode>(cmp, a, b);
-    case ExprKind::kLE: return Bin<LENode>(cmp, a, b);
-    case ExprKind::kGT: return Bin<GTNode>(cmp, a, b);
-    case ExprKind::kGE: return Bin<GENode>(cmp, a, b);
+    case ExprKind::kAdd:
+      return Bin<AddNode>(t, a, b);
+    case ExprKind::kSub:
+      return Bin<SubNode>(t, a, b);
+    case ExprKind::kMul:
+      return Bin<MulNode>(t, a, b);
+    case ExprKind::kDiv:
+      return Bin<DivNode>(t, a, b);
+    case ExprKind::kMod:
+      return Bin<ModNode>(t, a, b);
+    case ExprKind::kFloorDiv:
+      return Bin<FloorDivNode>(t, a, b);
+    case ExprKind::kFloorMod:
+      return Bin<FloorModNode>(t, a, b);
+    case ExprKind::kMin:
+      return Bin<MinNode>(t, a, b);
+    case ExprKind::kMax:
+      return Bin<MaxNode>(t, a, b);
+    case ExprKind::kEQ:
+      return Bin<EQNode>(cmp, a, b);
+    case ExprKind::kNE:
+      return Bin<NENode>(cmp, a, b);
+    case ExprKind::kLT:
+      return Bin<LTNode>(cmp, a, b);
+    case ExprKind::kLE:
+      return Bin<LENode>(cmp, a, b);
+    case ExprKind::kGT:
+      return Bin<GTNode>(cmp, a, b);
+    case ExprKind::kGE:
+      return Bin<GENode>(cmp, a, b);
     case ExprKind::kAnd:
       KILN_CHECK(t.is_bool()) << "And of " << ToString(t);
       return Bin<AndNode>(t, a, b);
     case ExprKind::kOr:
       KILN_CHECK(t.is_bool()) << "Or of " << ToString(t);
       return Bin<OrNode>(t, a, b);
-    default: KILN_CHECK(false) << "not a binary kind " << static_cast<int>(kind);
+    default:
+      KILN_CHECK(false) << "not a binary kind " << static_cast<int>(kind);
   }
   return Expr();
 }
@@ -120,8 +145,8 @@ Expr Ne(Expr a, Expr b) { return MakeBinary(ExprKind::kNE, a, b); }
 
 Expr Select(Expr cond, Expr t, Expr f) {
   KILN_CHECK(cond.dtype().is_bool()) << "Select condition of " << ToString(cond.dtype());
-  KILN_CHECK(t.dtype() == f.dtype()) << "Select arms " << ToString(t.dtype()) << " vs "
-                                     << ToString(f.dtype());
+  KILN_CHECK(t.dtype() == f.dtype())
+      << "Select arms " << ToString(t.dtype()) << " vs " << ToString(f.dtype());
   return Expr(std::make_shared<const SelectNode>(std::move(cond), std::move(t), std::move(f)));
 }
 
@@ -153,7 +178,8 @@ Expr Call(DataType t, std::string name, std::vector<Expr> args) {
 
 Expr Reduce(ReduceKind kind, Expr source, std::vector<IterRange> axes, Expr init) {
   KILN_CHECK(source.dtype() == init.dtype()) << "Reduce init type differs from source";
-  return Expr(std::make_shared<const ReduceNode>(kind, std::move(source), std::move(axes), std::move(init)));
+  return Expr(std::make_shared<const ReduceNode>(kind, std::move(source), std::move(axes),
+                                                 std::move(init)));
 }
 
 Expr Let(Var v, Expr value, Expr body) {
@@ -166,10 +192,11 @@ Stmt For(Var v, Expr min, Expr extent, ForKind kind, Stmt body) {
 }
 
 Stmt Store(Buffer b, Expr value, std::vector<Expr> indices) {
-  KILN_CHECK(value.dtype().Element() == b->dtype) << "Store of " << ToString(value.dtype())
-                                                  << " into " << ToString(b->dtype) << " buffer "
-                                                  << b->name;
-  return Stmt(std::make_shared<const BufferStoreNode>(std::move(b), std::move(value), std::move(indices)));
+  KILN_CHECK(value.dtype().Element() == b->dtype)
+      << "Store of " << ToString(value.dtype()) << " into " << ToString(b->dtype) << " buffer "
+      << b->name;
+  return Stmt(
+      std::make_shared<const BufferStoreNode>(std::move(b), std::move(value), std::move(indices)));
 }
 
 Stmt Seq(std::vector<Stmt> stmts) {
@@ -187,10 +214,13 @@ Stmt Seq(std::vector<Stmt> stmts) {
 }
 
 Stmt IfThenElse(Expr cond, Stmt then_case, Stmt else_case) {
-  return Stmt(std::make_shared<const IfThenElseNode>(std::move(cond), std::move(then_case), std::move(else_case)));
+  return Stmt(std::make_shared<const IfThenElseNode>(std::move(cond), std::move(then_case),
+                                                     std::move(else_case)));
 }
 
-Stmt Allocate(Buffer b, Stmt body) { return Stmt(std::make_shared<const AllocateNode>(std::move(b), std::move(body))); }
+Stmt Allocate(Buffer b, Stmt body) {
+  return Stmt(std::make_shared<const AllocateNode>(std::move(b), std::move(body)));
+}
 
 Stmt LetStmt(Var v, Expr value, Stmt body) {
   return Stmt(std::make_shared<const LetStmtNode>(std::move(v), std::move(value), std::move(body)));

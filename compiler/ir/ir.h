@@ -55,14 +55,45 @@ std::string ToString(DataType t);  // "float32", "int64x8", "bool"
 // Node base and handles
 
 enum class ExprKind : uint8_t {
-  kIntImm, kFloatImm, kVar,
-  kAdd, kSub, kMul, kDiv, kMod, kFloorDiv, kFloorMod, kMin, kMax,
-  kEQ, kNE, kLT, kLE, kGT, kGE, kAnd, kOr,
-  kNot, kSelect, kCast, kBroadcast, kRamp, kBufferLoad, kCall, kReduce, kLet,
+  kIntImm,
+  kFloatImm,
+  kVar,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kFloorDiv,
+  kFloorMod,
+  kMin,
+  kMax,
+  kEQ,
+  kNE,
+  kLT,
+  kLE,
+  kGT,
+  kGE,
+  kAnd,
+  kOr,
+  kNot,
+  kSelect,
+  kCast,
+  kBroadcast,
+  kRamp,
+  kBufferLoad,
+  kCall,
+  kReduce,
+  kLet,
 };
 
 enum class StmtKind : uint8_t {
-  kFor, kBufferStore, kSeq, kIfThenElse, kAllocate, kLetStmt, kEvaluate,
+  kFor,
+  kBufferStore,
+  kSeq,
+  kIfThenElse,
+  kAllocate,
+  kLetStmt,
+  kEvaluate,
 };
 
 struct ExprNode {
@@ -186,13 +217,14 @@ struct FloatImmNode : ExprNode {
 // tells them apart. Div on integers truncates toward zero; FloorDiv/FloorMod
 // round toward minus infinity (index arithmetic uses these).
 struct BinaryNode : ExprNode {
-  BinaryNode(ExprKind k, DataType t, Expr x, Expr y) : ExprNode(k, t), a(std::move(x)), b(std::move(y)) {}
+  BinaryNode(ExprKind k, DataType t, Expr x, Expr y)
+      : ExprNode(k, t), a(std::move(x)), b(std::move(y)) {}
   const Expr a, b;
 };
 
-#define KILN_IR_BINARY(Name)                                                              \
-  struct Name##Node : BinaryNode {                                                       \
-    static constexpr ExprKind kKind = ExprKind::k##Name;                                 \
+#define KILN_IR_BINARY(Name)                                                                     \
+  struct Name##Node : BinaryNode {                                                               \
+    static constexpr ExprKind kKind = ExprKind::k##Name;                                         \
     Name##Node(DataType t, Expr x, Expr y) : BinaryNode(kKind, t, std::move(x), std::move(y)) {} \
   };
 KILN_IR_BINARY(Add)
@@ -225,7 +257,10 @@ struct NotNode : ExprNode {
 struct SelectNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kSelect;
   SelectNode(Expr c, Expr t, Expr f)
-      : ExprNode(kKind, t.dtype()), cond(std::move(c)), true_value(std::move(t)), false_value(std::move(f)) {}
+      : ExprNode(kKind, t.dtype()),
+        cond(std::move(c)),
+        true_value(std::move(t)),
+        false_value(std::move(f)) {}
   const Expr cond, true_value, false_value;
 };
 
@@ -238,7 +273,8 @@ struct CastNode : ExprNode {
 // A scalar replicated into `lanes` lanes.
 struct BroadcastNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kBroadcast;
-  BroadcastNode(Expr v, int n) : ExprNode(kKind, v.dtype().WithLanes(n)), value(std::move(v)), lanes(n) {}
+  BroadcastNode(Expr v, int n)
+      : ExprNode(kKind, v.dtype().WithLanes(n)), value(std::move(v)), lanes(n) {}
   const Expr value;
   const int lanes;
 };
@@ -247,7 +283,10 @@ struct BroadcastNode : ExprNode {
 struct RampNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kRamp;
   RampNode(Expr b, Expr s, int n)
-      : ExprNode(kKind, b.dtype().WithLanes(n)), base(std::move(b)), stride(std::move(s)), lanes(n) {}
+      : ExprNode(kKind, b.dtype().WithLanes(n)),
+        base(std::move(b)),
+        stride(std::move(s)),
+        lanes(n) {}
   const Expr base, stride;
   const int lanes;
 };
@@ -283,7 +322,10 @@ struct IterRange {
 struct ReduceNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kReduce;
   ReduceNode(ReduceKind k, Expr src, std::vector<IterRange> ax, Expr i)
-      : ExprNode(kKind, src.dtype()), reduce_kind(k), source(std::move(src)), axes(std::move(ax)),
+      : ExprNode(kKind, src.dtype()),
+        reduce_kind(k),
+        source(std::move(src)),
+        axes(std::move(ax)),
         init(std::move(i)) {}
   const ReduceKind reduce_kind;
   const Expr source;
@@ -307,7 +349,11 @@ enum class ForKind : uint8_t { kSerial, kParallel, kVectorized, kUnrolled };
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kFor;
   ForNode(Var v, Expr mn, Expr ext, ForKind k, Stmt b)
-      : StmtNode(kKind), loop_var(std::move(v)), min(std::move(mn)), extent(std::move(ext)), for_kind(k),
+      : StmtNode(kKind),
+        loop_var(std::move(v)),
+        min(std::move(mn)),
+        extent(std::move(ext)),
+        for_kind(k),
         body(std::move(b)) {}
   const Var loop_var;
   const Expr min, extent;
@@ -349,7 +395,8 @@ struct AllocateNode : StmtNode {
 
 struct LetStmtNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kLetStmt;
-  LetStmtNode(Var v, Expr val, Stmt b) : StmtNode(kKind), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+  LetStmtNode(Var v, Expr val, Stmt b)
+      : StmtNode(kKind), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
   const Var var;
   const Expr value;
   const Stmt body;

@@ -15,47 +15,72 @@ int Precedence(ExprKind k) {
   switch (k) {
     case ExprKind::kMul:
     case ExprKind::kDiv:
-    case ExprKind::kMod: return 2;
+    case ExprKind::kMod:
+      return 2;
     case ExprKind::kAdd:
-    case ExprKind::kSub: return 3;
+    case ExprKind::kSub:
+      return 3;
     case ExprKind::kEQ:
     case ExprKind::kNE:
     case ExprKind::kLT:
     case ExprKind::kLE:
     case ExprKind::kGT:
-    case ExprKind::kGE: return 4;
-    case ExprKind::kAnd: return 5;
-    case ExprKind::kOr: return 6;
-    default: return 0;  // atoms and call-like forms
+    case ExprKind::kGE:
+      return 4;
+    case ExprKind::kAnd:
+      return 5;
+    case ExprKind::kOr:
+      return 6;
+    default:
+      return 0;  // atoms and call-like forms
   }
 }
 
 const char* InfixOp(ExprKind k) {
   switch (k) {
-    case ExprKind::kAdd: return " + ";
-    case ExprKind::kSub: return " - ";
-    case ExprKind::kMul: return "*";
-    case ExprKind::kDiv: return "/";
-    case ExprKind::kMod: return "%";
-    case ExprKind::kEQ: return " == ";
-    case ExprKind::kNE: return " != ";
-    case ExprKind::kLT: return " < ";
-    case ExprKind::kLE: return " <= ";
-    case ExprKind::kGT: return " > ";
-    case ExprKind::kGE: return " >= ";
-    case ExprKind::kAnd: return " && ";
-    case ExprKind::kOr: return " || ";
-    default: return nullptr;
+    case ExprKind::kAdd:
+      return " + ";
+    case ExprKind::kSub:
+      return " - ";
+    case ExprKind::kMul:
+      return "*";
+    case ExprKind::kDiv:
+      return "/";
+    case ExprKind::kMod:
+      return "%";
+    case ExprKind::kEQ:
+      return " == ";
+    case ExprKind::kNE:
+      return " != ";
+    case ExprKind::kLT:
+      return " < ";
+    case ExprKind::kLE:
+      return " <= ";
+    case ExprKind::kGT:
+      return " > ";
+    case ExprKind::kGE:
+      return " >= ";
+    case ExprKind::kAnd:
+      return " && ";
+    case ExprKind::kOr:
+      return " || ";
+    default:
+      return nullptr;
   }
 }
 
 const char* CallLikeOp(ExprKind k) {
   switch (k) {
-    case ExprKind::kFloorDiv: return "floordiv";
-    case ExprKind::kFloorMod: return "floormod";
-    case ExprKind::kMin: return "min";
-    case ExprKind::kMax: return "max";
-    default: return nullptr;
+    case ExprKind::kFloorDiv:
+      return "floordiv";
+    case ExprKind::kFloorMod:
+      return "floormod";
+    case ExprKind::kMin:
+      return "min";
+    case ExprKind::kMax:
+      return "max";
+    default:
+      return nullptr;
   }
 }
 
@@ -98,7 +123,9 @@ class Printer {
         }
         return;
       }
-      case ExprKind::kVar: out += VarName(e.to<VarNode>()); return;
+      case ExprKind::kVar:
+        out += VarName(e.to<VarNode>());
+        return;
       case ExprKind::kNot:
         out += "!";
         PrintOperand(e.to<NotNode>()->a, 1);
@@ -142,7 +169,9 @@ class Printer {
       }
       case ExprKind::kReduce: {
         const auto* n = e.to<ReduceNode>();
-        out += n->reduce_kind == ReduceKind::kSum ? "sum(" : n->reduce_kind == ReduceKind::kMax ? "max(" : "min(";
+        out += n->reduce_kind == ReduceKind::kSum   ? "sum("
+               : n->reduce_kind == ReduceKind::kMax ? "max("
+                                                    : "min(";
         PrintExpr(n->source);
         out += ", axis=[";
         for (size_t i = 0; i < n->axes.size(); ++i) {
@@ -167,7 +196,8 @@ class Printer {
         out += ")";
         return;
       }
-      default: KILN_CHECK(false) << "unknown expression kind " << static_cast<int>(e.kind());
+      default:
+        KILN_CHECK(false) << "unknown expression kind " << static_cast<int>(e.kind());
     }
   }
 
@@ -186,10 +216,17 @@ class Printer {
         PrintExpr(n->extent);
         out += ")";
         switch (n->for_kind) {
-          case ForKind::kSerial: break;
-          case ForKind::kParallel: out += " parallel"; break;
-          case ForKind::kVectorized: out += " vectorized"; break;
-          case ForKind::kUnrolled: out += " unrolled"; break;
+          case ForKind::kSerial:
+            break;
+          case ForKind::kParallel:
+            out += " parallel";
+            break;
+          case ForKind::kVectorized:
+            out += " vectorized";
+            break;
+          case ForKind::kUnrolled:
+            out += " unrolled";
+            break;
         }
         out += " {\n";
         PrintStmt(n->body, indent + 1);
@@ -223,7 +260,8 @@ class Printer {
       }
       case StmtKind::kAllocate: {
         const auto* n = s.to<AllocateNode>();
-        out += pad + "allocate " + BufferName(n->buffer.get()) + ": " + BufferType(n->buffer) + " {\n";
+        out +=
+            pad + "allocate " + BufferName(n->buffer.get()) + ": " + BufferType(n->buffer) + " {\n";
         PrintStmt(n->body, indent + 1);
         out += pad + "}\n";
         return;

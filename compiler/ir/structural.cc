@@ -23,20 +23,24 @@ class EqualChecker {
       return Expr_(x->a, y->a) && Expr_(x->b, y->b);
     }
     switch (a.kind()) {
-      case ExprKind::kIntImm: return a.to<IntImmNode>()->value == b.to<IntImmNode>()->value;
+      case ExprKind::kIntImm:
+        return a.to<IntImmNode>()->value == b.to<IntImmNode>()->value;
       case ExprKind::kFloatImm: {
         double x = a.to<FloatImmNode>()->value, y = b.to<FloatImmNode>()->value;
         return std::memcmp(&x, &y, sizeof(x)) == 0;
       }
-      case ExprKind::kVar: return VarUse(a.to<VarNode>(), b.to<VarNode>());
-      case ExprKind::kNot: return Expr_(a.to<NotNode>()->a, b.to<NotNode>()->a);
+      case ExprKind::kVar:
+        return VarUse(a.to<VarNode>(), b.to<VarNode>());
+      case ExprKind::kNot:
+        return Expr_(a.to<NotNode>()->a, b.to<NotNode>()->a);
       case ExprKind::kSelect: {
         const auto* x = a.to<SelectNode>();
         const auto* y = b.to<SelectNode>();
         return Expr_(x->cond, y->cond) && Expr_(x->true_value, y->true_value) &&
                Expr_(x->false_value, y->false_value);
       }
-      case ExprKind::kCast: return Expr_(a.to<CastNode>()->value, b.to<CastNode>()->value);
+      case ExprKind::kCast:
+        return Expr_(a.to<CastNode>()->value, b.to<CastNode>()->value);
       case ExprKind::kBroadcast: {
         const auto* x = a.to<BroadcastNode>();
         const auto* y = b.to<BroadcastNode>();
@@ -62,7 +66,8 @@ class EqualChecker {
         const auto* y = b.to<ReduceNode>();
         if (x->reduce_kind != y->reduce_kind || x->axes.size() != y->axes.size()) return false;
         for (size_t i = 0; i < x->axes.size(); ++i) {
-          if (!Expr_(x->axes[i].min, y->axes[i].min) || !Expr_(x->axes[i].extent, y->axes[i].extent) ||
+          if (!Expr_(x->axes[i].min, y->axes[i].min) ||
+              !Expr_(x->axes[i].extent, y->axes[i].extent) ||
               !BindVar(x->axes[i].var, y->axes[i].var)) {
             return false;
           }
@@ -74,7 +79,8 @@ class EqualChecker {
         const auto* y = b.to<LetNode>();
         return Expr_(x->value, y->value) && BindVar(x->var, y->var) && Expr_(x->body, y->body);
       }
-      default: KILN_CHECK(false) << "unknown expression kind " << static_cast<int>(a.kind());
+      default:
+        KILN_CHECK(false) << "unknown expression kind " << static_cast<int>(a.kind());
     }
     return false;
   }
@@ -93,7 +99,8 @@ class EqualChecker {
       case StmtKind::kBufferStore: {
         const auto* x = a.to<BufferStoreNode>();
         const auto* y = b.to<BufferStoreNode>();
-        return BufferUse(x->buffer, y->buffer) && Exprs(x->indices, y->indices) && Expr_(x->value, y->value);
+        return BufferUse(x->buffer, y->buffer) && Exprs(x->indices, y->indices) &&
+               Expr_(x->value, y->value);
       }
       case StmtKind::kSeq: {
         const auto* x = a.to<SeqNode>();
@@ -107,7 +114,8 @@ class EqualChecker {
       case StmtKind::kIfThenElse: {
         const auto* x = a.to<IfThenElseNode>();
         const auto* y = b.to<IfThenElseNode>();
-        return Expr_(x->cond, y->cond) && Stmt_(x->then_case, y->then_case) && Stmt_(x->else_case, y->else_case);
+        return Expr_(x->cond, y->cond) && Stmt_(x->then_case, y->then_case) &&
+               Stmt_(x->else_case, y->else_case);
       }
       case StmtKind::kAllocate: {
         const auto* x = a.to<AllocateNode>();
@@ -119,7 +127,8 @@ class EqualChecker {
         const auto* y = b.to<LetStmtNode>();
         return Expr_(x->value, y->value) && BindVar(x->var, y->var) && Stmt_(x->body, y->body);
       }
-      case StmtKind::kEvaluate: return Expr_(a.to<EvaluateNode>()->value, b.to<EvaluateNode>()->value);
+      case StmtKind::kEvaluate:
+        return Expr_(a.to<EvaluateNode>()->value, b.to<EvaluateNode>()->value);
     }
     return false;
   }
@@ -193,7 +202,9 @@ class Hasher {
     for (unsigned char c : s) f = (f ^ c) * 0x100000001b3ull;
     Mix(f);
   }
-  void MixType(DataType t) { Mix((static_cast<uint64_t>(t.code) << 40) ^ (uint64_t(t.bits) << 20) ^ uint64_t(t.lanes)); }
+  void MixType(DataType t) {
+    Mix((static_cast<uint64_t>(t.code) << 40) ^ (uint64_t(t.bits) << 20) ^ uint64_t(t.lanes));
+  }
 
   void Expr_(const Expr& e) {
     if (!e.defined()) {
@@ -209,10 +220,18 @@ class Hasher {
       return;
     }
     switch (e.kind()) {
-      case ExprKind::kIntImm: Mix(static_cast<uint64_t>(e.to<IntImmNode>()->value)); return;
-      case ExprKind::kFloatImm: Mix(std::bit_cast<uint64_t>(e.to<FloatImmNode>()->value)); return;
-      case ExprKind::kVar: VarUse(e.to<VarNode>()); return;
-      case ExprKind::kNot: Expr_(e.to<NotNode>()->a); return;
+      case ExprKind::kIntImm:
+        Mix(static_cast<uint64_t>(e.to<IntImmNode>()->value));
+        return;
+      case ExprKind::kFloatImm:
+        Mix(std::bit_cast<uint64_t>(e.to<FloatImmNode>()->value));
+        return;
+      case ExprKind::kVar:
+        VarUse(e.to<VarNode>());
+        return;
+      case ExprKind::kNot:
+        Expr_(e.to<NotNode>()->a);
+        return;
       case ExprKind::kSelect: {
         const auto* n = e.to<SelectNode>();
         Expr_(n->cond);
@@ -220,7 +239,9 @@ class Hasher {
         Expr_(n->false_value);
         return;
       }
-      case ExprKind::kCast: Expr_(e.to<CastNode>()->value); return;
+      case ExprKind::kCast:
+        Expr_(e.to<CastNode>()->value);
+        return;
       case ExprKind::kBroadcast:
         Mix(e.to<BroadcastNode>()->lanes);
         Expr_(e.to<BroadcastNode>()->value);
@@ -263,7 +284,8 @@ class Hasher {
         Expr_(n->body);
         return;
       }
-      default: KILN_CHECK(false) << "unknown expression kind " << static_cast<int>(e.kind());
+      default:
+        KILN_CHECK(false) << "unknown expression kind " << static_cast<int>(e.kind());
     }
   }
 
@@ -314,7 +336,9 @@ class Hasher {
         Stmt_(n->body);
         return;
       }
-      case StmtKind::kEvaluate: Expr_(s.to<EvaluateNode>()->value); return;
+      case StmtKind::kEvaluate:
+        Expr_(s.to<EvaluateNode>()->value);
+        return;
     }
   }
 

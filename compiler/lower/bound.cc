@@ -76,8 +76,8 @@ absl::StatusOr<Region> InferBound(const Buffer& buffer, const Stmt& scope) {
     Expr ext = Simplify(rc.hi[d] - rc.lo[d] + IntImm(1));
     auto c = AsConstInt(ext);
     if (!c) {
-      return absl::InvalidArgumentError(StrCat("bound inference: region of ", buffer->name, " dim ", d,
-                                               " has no constant extent"));
+      return absl::InvalidArgumentError(StrCat("bound inference: region of ", buffer->name, " dim ",
+                                               d, " has no constant extent"));
     }
     r.min.push_back(rc.lo[d]);
     r.extent.push_back(*c);

@@ -45,8 +45,12 @@ int64_t FloorDivInt(int64_t a, int64_t b) {
 
 int64_t FloorModInt(int64_t a, int64_t b) { return a - FloorDivInt(a, b) * b; }
 
-Expr Substitute(const Expr& e, const VarMap& m) { return m.empty() ? e : Substituter(m).VisitExpr(e); }
-Stmt Substitute(const Stmt& s, const VarMap& m) { return m.empty() ? s : Substituter(m).VisitStmt(s); }
+Expr Substitute(const Expr& e, const VarMap& m) {
+  return m.empty() ? e : Substituter(m).VisitExpr(e);
+}
+Stmt Substitute(const Stmt& s, const VarMap& m) {
+  return m.empty() ? s : Substituter(m).VisitStmt(s);
+}
 
 void LinearForm::AddTerm(const Expr& t, int64_t coeff) {
   if (coeff == 0) return;
@@ -147,7 +151,8 @@ std::optional<std::pair<int64_t, int64_t>> TermBounds(const Expr& t, const Range
   if (const auto* d = t.as<FloorDivNode>()) {
     if (auto c = AsConstInt(d->b); c && *c > 0) {
       auto inner = ConstBounds(d->a, ranges);
-      if (inner) return std::make_pair(FloorDivInt(inner->first, *c), FloorDivInt(inner->second, *c));
+      if (inner)
+        return std::make_pair(FloorDivInt(inner->first, *c), FloorDivInt(inner->second, *c));
     }
   }
   if (const auto* m = t.as<MinNode>()) {
@@ -162,7 +167,8 @@ std::optional<std::pair<int64_t, int64_t>> TermBounds(const Expr& t, const Range
 }
 }  // namespace
 
-std::optional<std::pair<int64_t, int64_t>> ConstBounds(const LinearForm& f, const RangeMap& ranges) {
+std::optional<std::pair<int64_t, int64_t>> ConstBounds(const LinearForm& f,
+                                                       const RangeMap& ranges) {
   int64_t lo = f.constant, hi = f.constant;
   for (const auto& [t, c] : f.terms) {
     if (c == 0) continue;

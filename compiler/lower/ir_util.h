@@ -42,7 +42,8 @@ std::optional<std::pair<int64_t, int64_t>> ConstBounds(const LinearForm& f, cons
 // Symbolic inclusive bounds: variables in `ranges` vary over their range,
 // every other variable is fixed. Works for linear forms (plus floormod terms);
 // nullopt when it cannot tell.
-std::optional<std::pair<ir::Expr, ir::Expr>> SymbolicBounds(const ir::Expr& e, const RangeMap& ranges);
+std::optional<std::pair<ir::Expr, ir::Expr>> SymbolicBounds(const ir::Expr& e,
+                                                            const RangeMap& ranges);
 
 bool IsNoOp(const ir::Stmt& s);
 ir::Stmt NoOp();

@@ -31,7 +31,8 @@ class Inliner : public ExprMutator {
     auto it = bodies.find(load->buffer.get());
     if (it == bodies.end()) return r;
     VarMap m;
-    for (size_t d = 0; d < it->second.first.size(); ++d) m[VarOf(it->second.first[d].var)] = load->indices[d];
+    for (size_t d = 0; d < it->second.first.size(); ++d)
+      m[VarOf(it->second.first[d].var)] = load->indices[d];
     return Substitute(it->second.second, m);
   }
 };
@@ -48,7 +49,8 @@ class Redirect : public StmtMutator {
     const auto* load = r.as<BufferLoadNode>();
     if (!load->buffer.same_as(from_)) return r;
     std::vector<Expr> idx;
-    for (size_t d = 0; d < load->indices.size(); ++d) idx.push_back(Simplify(load->indices[d] - offset_[d]));
+    for (size_t d = 0; d < load->indices.size(); ++d)
+      idx.push_back(Simplify(load->indices[d] - offset_[d]));
     return Load(to_, idx);
   }
 
@@ -65,7 +67,8 @@ class NestBuilder {
     for (const Stage& st : stages) {
       Expr body = inl.VisitExpr(st.tensor->body);
       bodies_.push_back(body);
-      if (st.attach == te::AttachKind::kInline) inl.bodies[st.tensor.buffer().get()] = {st.tensor->axes, body};
+      if (st.attach == te::AttachKind::kInline)
+        inl.bodies[st.tensor.buffer().get()] = {st.tensor->axes, body};
     }
   }
 
@@ -77,7 +80,8 @@ class NestBuilder {
       const Stage& st = stages[i];
       if (st.attach != te::AttachKind::kRoot) continue;
       bool is_output = false;
-      for (const te::Tensor& o : sch_.outputs()) is_output = is_output || o.buffer().same_as(st.tensor.buffer());
+      for (const te::Tensor& o : sch_.outputs())
+        is_output = is_output || o.buffer().same_as(st.tensor.buffer());
       std::vector<Expr> base;
       std::vector<int64_t> ext;
       for (int64_t d : st.tensor->shape) {
@@ -98,15 +102,15 @@ class NestBuilder {
   // Lowers stage `si` over the root region base + [0, ext) writing `out`
   // at region-relative indices (out covers exactly the region when
   // `attached`, else the whole tensor with base 0).
-  absl::StatusOr<Stmt> BuildStage(int si, const std::vector<Expr>& base, const std::vector<int64_t>& ext,
-                                  const Buffer& out, bool attached) {
+  absl::StatusOr<Stmt> BuildStage(int si, const std::vector<Expr>& base,
+                                  const std::vector<int64_t>& ext, const Buffer& out,
+                                  bool attached) {
     const Stage& st = sch_.stages()[si];
     const te::OperationNode& op = *st.tensor.op();
     size_t ndata = op.axes.size();
     std::unordered_map<const te::IterVarNode*, int64_t> extent;
     for (size_t d = 0; d < st.root.size(); ++d) {
-      extent[st.root[d].get()] =
-          d < ndata ? ext[d] : *AsConstInt(op.reduce_axes[d - ndata].extent);
+      extent[st.root[d].get()] = d < ndata ? ext[d] : *AsConstInt(op.reduce_axes[d - ndata].extent);
     }
     for (const te::Relation& r : st.relations) {
       if (r.kind == te::Relation::Kind::kSplit) {
@@ -200,8 +204,8 @@ class NestBuilder {
           bytes *= e;
         }
         if (bytes > 256 * 1024) {
-          return absl::InvalidArgumentError(StrCat("compute_at: scratch for ", p.name(), " needs ", bytes,
-                                                   " bytes (limit 256 KiB)"));
+          return absl::InvalidArgumentError(StrCat("compute_at: scratch for ", p.name(), " needs ",
+                                                   bytes, " bytes (limit 256 KiB)"));
         }
         Buffer local(p.name(), p.tensor.buffer()->dtype, shape);
         auto pnest = BuildStage(pi, region->min, region->extent, local, true);
@@ -229,6 +233,8 @@ class NestBuilder {
 
 }  // namespace
 
-absl::StatusOr<Stmt> BuildLoopNest(const te::Schedule& schedule) { return NestBuilder(schedule).Build(); }
+absl::StatusOr<Stmt> BuildLoopNest(const te::Schedule& schedule) {
+  return NestBuilder(schedule).Build();
+}
 
 }  // namespace kiln::lower

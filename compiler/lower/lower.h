@@ -15,7 +15,8 @@
 namespace kiln::lower {
 
 // `args` are the kernel parameters in order (placeholders and outputs).
-absl::StatusOr<ir::PrimFunc> Lower(const te::Schedule& schedule, const std::vector<te::Tensor>& args,
-                                   const std::string& name, const compiler::LowerOptions& opts = {});
+absl::StatusOr<ir::PrimFunc> Lower(const te::Schedule& schedule,
+                                   const std::vector<te::Tensor>& args, const std::string& name,
+                                   const compiler::LowerOptions& opts = {});
 
 }  // namespace kiln::lower

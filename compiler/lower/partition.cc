@@ -12,7 +12,6 @@ using namespace ir;
 
 namespace {
 
-
 // Finds guards of a loop variable whose other variables are all inner loops.
 class GuardFinder : public StmtVisitor {
  public:
@@ -83,7 +82,8 @@ class Partitioner : public StmtMutator {
         std::vector<Stmt> parts;
         if (split > lo) {
           Stmt main = GuardRemover(g).VisitStmt(op->body);
-          parts.push_back(Simplify(For(op->loop_var, IntImm(lo), IntImm(split - lo), op->for_kind, main)));
+          parts.push_back(
+              Simplify(For(op->loop_var, IntImm(lo), IntImm(split - lo), op->for_kind, main)));
         }
         if (hi > split) {
           Stmt tail = For(op->loop_var, IntImm(split), IntImm(hi - split), op->for_kind, op->body);

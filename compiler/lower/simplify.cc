@@ -10,7 +10,6 @@ using namespace ir;
 
 namespace {
 
-
 std::optional<double> AsConstFloat(const Expr& e) {
   if (const auto* f = e.as<FloatImmNode>()) return f->value;
   return std::nullopt;
@@ -33,22 +32,42 @@ class Simplifier : public StmtMutator {
     if (ca && cb && t.is_int()) {
       int64_t x = *ca, y = *cb;
       switch (k) {
-        case ExprKind::kAdd: return IntImm(x + y, t);
-        case ExprKind::kSub: return IntImm(x - y, t);
-        case ExprKind::kMul: return IntImm(x * y, t);
-        case ExprKind::kDiv: if (y != 0) return IntImm(x / y, t); break;
-        case ExprKind::kMod: if (y != 0) return IntImm(x % y, t); break;
-        case ExprKind::kFloorDiv: if (y != 0) return IntImm(FloorDivInt(x, y), t); break;
-        case ExprKind::kFloorMod: if (y != 0) return IntImm(FloorModInt(x, y), t); break;
-        case ExprKind::kMin: return IntImm(std::min(x, y), t);
-        case ExprKind::kMax: return IntImm(std::max(x, y), t);
-        case ExprKind::kEQ: return Bool(x == y);
-        case ExprKind::kNE: return Bool(x != y);
-        case ExprKind::kLT: return Bool(x < y);
-        case ExprKind::kLE: return Bool(x <= y);
-        case ExprKind::kGT: return Bool(x > y);
-        case ExprKind::kGE: return Bool(x >= y);
-        default: break;
+        case ExprKind::kAdd:
+          return IntImm(x + y, t);
+        case ExprKind::kSub:
+          return IntImm(x - y, t);
+        case ExprKind::kMul:
+          return IntImm(x * y, t);
+        case ExprKind::kDiv:
+          if (y != 0) return IntImm(x / y, t);
+          break;
+        case ExprKind::kMod:
+          if (y != 0) return IntImm(x % y, t);
+          break;
+        case ExprKind::kFloorDiv:
+          if (y != 0) return IntImm(FloorDivInt(x, y), t);
+          break;
+        case ExprKind::kFloorMod:
+          if (y != 0) return IntImm(FloorModInt(x, y), t);
+          break;
+        case ExprKind::kMin:
+          return IntImm(std::min(x, y), t);
+        case ExprKind::kMax:
+          return IntImm(std::max(x, y), t);
+        case ExprKind::kEQ:
+          return Bool(x == y);
+        case ExprKind::kNE:
+          return Bool(x != y);
+        case ExprKind::kLT:
+          return Bool(x < y);
+        case ExprKind::kLE:
+          return Bool(x <= y);
+        case ExprKind::kGT:
+          return Bool(x > y);
+        case ExprKind::kGE:
+          return Bool(x >= y);
+        default:
+          break;
       }
     }
     if (t.is_bool() && !t.is_vector()) {
@@ -66,13 +85,20 @@ class Simplifier : public StmtMutator {
       auto fa = AsConstFloat(a), fb = AsConstFloat(b);
       if (fa && fb) {
         switch (k) {
-          case ExprKind::kAdd: return FloatImm(*fa + *fb, t);
-          case ExprKind::kSub: return FloatImm(*fa - *fb, t);
-          case ExprKind::kMul: return FloatImm(*fa * *fb, t);
-          case ExprKind::kDiv: return FloatImm(*fa / *fb, t);
-          case ExprKind::kMin: return FloatImm(std::min(*fa, *fb), t);
-          case ExprKind::kMax: return FloatImm(std::max(*fa, *fb), t);
-          default: break;
+          case ExprKind::kAdd:
+            return FloatImm(*fa + *fb, t);
+          case ExprKind::kSub:
+            return FloatImm(*fa - *fb, t);
+          case ExprKind::kMul:
+            return FloatImm(*fa * *fb, t);
+          case ExprKind::kDiv:
+            return FloatImm(*fa / *fb, t);
+          case ExprKind::kMin:
+            return FloatImm(std::min(*fa, *fb), t);
+          case ExprKind::kMax:
+            return FloatImm(std::max(*fa, *fb), t);
+          default:
+            break;
         }
       }
       if (k == ExprKind::kAdd && fb && *fb == 0.0) return a;
@@ -123,13 +149,32 @@ class Simplifier : public StmtMutator {
         if (d) {
           int64_t lo = d->first, hi = d->second;
           switch (k) {
-            case ExprKind::kLT: if (hi < 0) return Bool(true); if (lo >= 0) return Bool(false); break;
-            case ExprKind::kLE: if (hi <= 0) return Bool(true); if (lo > 0) return Bool(false); break;
-            case ExprKind::kGT: if (lo > 0) return Bool(true); if (hi <= 0) return Bool(false); break;
-            case ExprKind::kGE: if (lo >= 0) return Bool(true); if (hi < 0) return Bool(false); break;
-            case ExprKind::kEQ: if (lo == 0 && hi == 0) return Bool(true); if (lo > 0 || hi < 0) return Bool(false); break;
-            case ExprKind::kNE: if (lo == 0 && hi == 0) return Bool(false); if (lo > 0 || hi < 0) return Bool(true); break;
-            default: break;
+            case ExprKind::kLT:
+              if (hi < 0) return Bool(true);
+              if (lo >= 0) return Bool(false);
+              break;
+            case ExprKind::kLE:
+              if (hi <= 0) return Bool(true);
+              if (lo > 0) return Bool(false);
+              break;
+            case ExprKind::kGT:
+              if (lo > 0) return Bool(true);
+              if (hi <= 0) return Bool(false);
+              break;
+            case ExprKind::kGE:
+              if (lo >= 0) return Bool(true);
+              if (hi < 0) return Bool(false);
+              break;
+            case ExprKind::kEQ:
+              if (lo == 0 && hi == 0) return Bool(true);
+              if (lo > 0 || hi < 0) return Bool(false);
+              break;
+            case ExprKind::kNE:
+              if (lo == 0 && hi == 0) return Bool(false);
+              if (lo > 0 || hi < 0) return Bool(true);
+              break;
+            default:
+              break;
           }
         }
       }
@@ -155,7 +200,8 @@ class Simplifier : public StmtMutator {
   Expr VisitCall(const CallNode* op, const Expr& self) override {
     Expr r = ExprMutator::VisitCall(op, self);
     const auto* c = r.as<CallNode>();
-    if (c && c->name == "likely" && c->args.size() == 1 && AsConstInt(c->args[0])) return c->args[0];
+    if (c && c->name == "likely" && c->args.size() == 1 && AsConstInt(c->args[0]))
+      return c->args[0];
     return r;
   }
 
@@ -164,7 +210,8 @@ class Simplifier : public StmtMutator {
     if (auto c = AsConstInt(v); c && op->dtype.is_float() && !op->dtype.is_vector()) {
       return FloatImm(static_cast<double>(*c), op->dtype);
     }
-    if (auto c = AsConstInt(v); c && op->dtype.is_int() && !op->dtype.is_vector()) return IntImm(*c, op->dtype);
+    if (auto c = AsConstInt(v); c && op->dtype.is_int() && !op->dtype.is_vector())
+      return IntImm(*c, op->dtype);
     return v.same_as(op->value) ? self : Cast(op->dtype, v);
   }
 

@@ -17,7 +17,8 @@ class Unroller : public StmtMutator {
       if (mn && ext && *ext <= 256) {
         std::vector<Stmt> seq;
         const auto* v = static_cast<const VarNode*>(op->loop_var.get());
-        for (int64_t i = 0; i < *ext; ++i) seq.push_back(Substitute(body, VarMap{{v, IntImm(*mn + i)}}));
+        for (int64_t i = 0; i < *ext; ++i)
+          seq.push_back(Substitute(body, VarMap{{v, IntImm(*mn + i)}}));
         return Seq(seq);
       }
       return For(op->loop_var, op->min, op->extent, ForKind::kSerial, body);

@@ -13,7 +13,8 @@ namespace {
 
 class LoopVectorizer {
  public:
-  LoopVectorizer(const VarNode* v, Expr min, int lanes) : v_(v), min_(std::move(min)), lanes_(lanes) {}
+  LoopVectorizer(const VarNode* v, Expr min, int lanes)
+      : v_(v), min_(std::move(min)), lanes_(lanes) {}
 
   std::optional<Stmt> VecStmt(const Stmt& s) {
     if (const auto* seq = s.as<SeqNode>()) {
@@ -156,7 +157,8 @@ class Vectorizer : public StmtMutator {
     if (op->for_kind == ForKind::kVectorized) {
       auto ext = AsConstInt(op->extent);
       if (ext && *ext > 1 && *ext <= 64 && !HasLoop(body)) {
-        LoopVectorizer lv(static_cast<const VarNode*>(op->loop_var.get()), op->min, static_cast<int>(*ext));
+        LoopVectorizer lv(static_cast<const VarNode*>(op->loop_var.get()), op->min,
+                          static_cast<int>(*ext));
         if (auto r = lv.VecStmt(body)) return *r;
       }
       return For(op->loop_var, op->min, op->extent, ForKind::kSerial, body);

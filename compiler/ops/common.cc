@@ -10,7 +10,8 @@ using namespace ir;
 std::vector<int64_t> UpTo(std::vector<int64_t> candidates, int64_t limit) {
   std::vector<int64_t> out;
   for (int64_t c : candidates) {
-    if (c <= std::max<int64_t>(limit, 1) && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    if (c <= std::max<int64_t>(limit, 1) && std::find(out.begin(), out.end(), c) == out.end())
+      out.push_back(c);
   }
   if (out.empty()) out.push_back(1);
   return out;
@@ -33,10 +34,12 @@ int64_t Pick(const std::vector<int64_t>& choices, int64_t want) {
   return best;
 }
 
-std::vector<Expr> BroadcastIndex(const std::vector<int64_t>& shape, const std::vector<Var>& out_idx) {
+std::vector<Expr> BroadcastIndex(const std::vector<int64_t>& shape,
+                                 const std::vector<Var>& out_idx) {
   std::vector<Expr> idx;
   size_t off = out_idx.size() - shape.size();
-  for (size_t d = 0; d < shape.size(); ++d) idx.push_back(shape[d] == 1 ? Expr(IntImm(0)) : Expr(out_idx[off + d]));
+  for (size_t d = 0; d < shape.size(); ++d)
+    idx.push_back(shape[d] == 1 ? Expr(IntImm(0)) : Expr(out_idx[off + d]));
   return idx;
 }
 
@@ -50,7 +53,8 @@ std::vector<te::Tensor> EpilogueOperands(const Workload& w) {
   return out;
 }
 
-Expr ApplyEpilogue(const Workload& w, Expr y, const std::vector<Var>& idx, const std::vector<te::Tensor>& operands) {
+Expr ApplyEpilogue(const Workload& w, Expr y, const std::vector<Var>& idx,
+                   const std::vector<te::Tensor>& operands) {
   size_t next = 0;
   for (const EpilogueOp& e : w.epilogue) {
     if (e.kind == EpilogueKind::kRelu) {

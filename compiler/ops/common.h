@@ -37,14 +37,17 @@ const OpTemplate* PoolTemplate();
 const OpTemplate* EltwiseTemplate();
 
 // Small helpers.
-std::vector<int64_t> UpTo(std::vector<int64_t> candidates, int64_t limit);  // keeps c <= limit, >= {1}
+std::vector<int64_t> UpTo(std::vector<int64_t> candidates,
+                          int64_t limit);  // keeps c <= limit, >= {1}
 // 1, then multiples of lanes up to 4*lanes that fit in `extent` (or `extent`
 // itself when smaller than lanes).
 std::vector<int64_t> VectorChoices(int64_t extent, int lanes);
-int64_t Pick(const std::vector<int64_t>& choices, int64_t want);  // largest choice <= want (else first)
+int64_t Pick(const std::vector<int64_t>& choices,
+             int64_t want);  // largest choice <= want (else first)
 
 // Index of an operand broadcast to `out_idx` (operand shape of the same rank).
-std::vector<ir::Expr> BroadcastIndex(const std::vector<int64_t>& shape, const std::vector<ir::Var>& out_idx);
+std::vector<ir::Expr> BroadcastIndex(const std::vector<int64_t>& shape,
+                                     const std::vector<ir::Var>& out_idx);
 // Adds the epilogue operands as placeholders (named ep0, ...) to `args` and
 // applies the epilogue to `y` at output index `idx`.
 ir::Expr ApplyEpilogue(const Workload& w, ir::Expr y, const std::vector<ir::Var>& idx,

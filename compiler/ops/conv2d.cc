@@ -35,8 +35,10 @@ std::pair<int64_t, int64_t> PaddedExtent(const Workload& w) {
   const auto& pad = w.Ints("pad");
   const auto& st = w.Ints("stride");
   const auto& dil = w.Ints("dilation");
-  int64_t ph = std::max(w.Int("H") + pad[0] + pad[2], (w.Int("OH") - 1) * st[0] + (w.Int("R") - 1) * dil[0] + 1);
-  int64_t pw = std::max(w.Int("W") + pad[1] + pad[3], (w.Int("OW") - 1) * st[1] + (w.Int("S") - 1) * dil[1] + 1);
+  int64_t ph = std::max(w.Int("H") + pad[0] + pad[2],
+                        (w.Int("OH") - 1) * st[0] + (w.Int("R") - 1) * dil[0] + 1);
+  int64_t pw = std::max(w.Int("W") + pad[1] + pad[3],
+                        (w.Int("OW") - 1) * st[1] + (w.Int("S") - 1) * dil[1] + 1);
   return {ph, pw};
 }
 
@@ -63,14 +65,16 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
 absl::Status Check(const Workload& w, const Target&, const Config& c) {
   int64_t outer = ParallelExtent(w, c.at("tile_k"));
   if (c.at("parallel") && outer < 2) {
-    return absl::InvalidArgumentError(StrCat("conv2d: parallel=1 but the parallel loop (N if N > 1, else ceil(K / tile_k)) has ", outer,
-                                             " iteration: a single iteration cannot run in parallel"));
+    return absl::InvalidArgumentError(
+        StrCat("conv2d: parallel=1 but the parallel loop (N if N > 1, else ceil(K / tile_k)) has ",
+               outer, " iteration: a single iteration cannot run in parallel"));
   }
   if (c.at("pad_stage")) {
     auto [ph, pw] = PaddedExtent(w);
     int64_t bytes = 4 * w.Int("N") * w.Int("C") * ph * pw;
     if (bytes > 256 * 1024) {
-      return absl::InvalidArgumentError(StrCat("conv2d: pad_stage=1 needs a ", bytes, "-byte scratch (limit 256 KiB)"));
+      return absl::InvalidArgumentError(
+          StrCat("conv2d: pad_stage=1 needs a ", bytes, "-byte scratch (limit 256 KiB)"));
     }
   }
   if (c.at("unroll_s") && w.Int("S") > 16) {
@@ -127,7 +131,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
       return Select(ok, data({i[0], i[1], hc, xc}), FloatImm(0.0));
     });
   }
-  IterRange rc = te::ReduceAxis(Cg, "rc"), ry = te::ReduceAxis(R, "ry"), rx = te::ReduceAxis(S, "rx");
+  IterRange rc = te::ReduceAxis(Cg, "rc"), ry = te::ReduceAxis(R, "ry"),
+            rx = te::ReduceAxis(S, "rx");
   te::Tensor conv = te::Compute("conv", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
     Expr c = G == 1 ? Expr(rc.var) : FloorDiv(i[1], IntImm(Kg)) * IntImm(Cg) + rc.var;
     Expr h = i[2] * IntImm(st[0]) + ry.var * IntImm(dil[0]);
@@ -161,9 +166,15 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   te::IterVar n = s.Axis(conv, 0), k = s.Axis(conv, 1), oh = s.Axis(conv, 2), ow = s.Axis(conv, 3);
   te::IterVar c = s.ReduceAxisOf(conv, 0), y = s.ReduceAxisOf(conv, 1), x = s.ReduceAxisOf(conv, 2);
   switch (cfg.at("order")) {
-    case 0: s.Reorder(conv, {n, c, y, x, k, oh, ow}); break;
-    case 1: s.Reorder(conv, {n, k, oh, c, y, x, ow}); break;
-    default: s.Reorder(conv, {n, c, k, y, x, oh, ow}); break;
+    case 0:
+      s.Reorder(conv, {n, c, y, x, k, oh, ow});
+      break;
+    case 1:
+      s.Reorder(conv, {n, k, oh, c, y, x, ow});
+      break;
+    default:
+      s.Reorder(conv, {n, c, k, y, x, oh, ow});
+      break;
   }
   if (tow > 1) s.Vectorize(conv, ow);
   if (cfg.at("unroll_s")) s.Unroll(conv, x);

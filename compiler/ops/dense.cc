@@ -53,13 +53,14 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
 absl::Status Check(const Workload& w, const Target&, const Config& c) {
   Dims d = DimsOf(w);
   if (c.at("unroll_k") && c.at("tile_k") > 16) {
-    return absl::InvalidArgumentError(
-        StrCat("dense: unroll_k=1 with tile_k=", c.at("tile_k"), " would unroll more than 16 k steps"));
+    return absl::InvalidArgumentError(StrCat("dense: unroll_k=1 with tile_k=", c.at("tile_k"),
+                                             " would unroll more than 16 k steps"));
   }
   int64_t outer = (d.batched ? d.batch : 1) * ((d.M + c.at("tile_m") - 1) / c.at("tile_m"));
   if (c.at("parallel") && outer < 2) {
-    return absl::InvalidArgumentError(StrCat("dense: parallel=1 but tile_m=", c.at("tile_m"),
-                                             " leaves a single outer iteration to run in parallel"));
+    return absl::InvalidArgumentError(
+        StrCat("dense: parallel=1 but tile_m=", c.at("tile_m"),
+               " leaves a single outer iteration to run in parallel"));
   }
   return absl::OkStatus();
 }
@@ -129,14 +130,15 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     });
   }
   IterRange rk = te::ReduceAxis(d.K, "rk");
-  if (vk == 0) acc = te::Compute("acc", out_shape, [&](const std::vector<Var>& i) {
-    Expr m = i[off], n = i[off + 1];
-    std::vector<Expr> ai = ta ? std::vector<Expr>{rk.var, m} : std::vector<Expr>{m, rk.var};
-    std::vector<Expr> bi = tb ? std::vector<Expr>{n, rk.var} : std::vector<Expr>{rk.var, n};
-    if (d.ba) ai.insert(ai.begin(), i[0]);
-    if (d.bb) bi.insert(bi.begin(), i[0]);
-    return te::Sum(A(ai) * B(bi), {rk});
-  });
+  if (vk == 0)
+    acc = te::Compute("acc", out_shape, [&](const std::vector<Var>& i) {
+      Expr m = i[off], n = i[off + 1];
+      std::vector<Expr> ai = ta ? std::vector<Expr>{rk.var, m} : std::vector<Expr>{m, rk.var};
+      std::vector<Expr> bi = tb ? std::vector<Expr>{n, rk.var} : std::vector<Expr>{rk.var, n};
+      if (d.ba) ai.insert(ai.begin(), i[0]);
+      if (d.bb) bi.insert(bi.begin(), i[0]);
+      return te::Sum(A(ai) * B(bi), {rk});
+    });
   te::Tensor out = te::Compute("out", out_shape, [&](const std::vector<Var>& i) {
     std::vector<Expr> ii(i.begin(), i.end());
     Expr y = acc(ii);

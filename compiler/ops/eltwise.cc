@@ -58,7 +58,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   }
   if (c.at("parallel") && rank > 1) {
     te::IterVar outer = s.Axis(out, 0);
-    for (size_t d = 1; d + 1 < rank; ++d) outer = s.Fuse(out, outer, s.Axis(out, static_cast<int>(d)));
+    for (size_t d = 1; d + 1 < rank; ++d)
+      outer = s.Fuse(out, outer, s.Axis(out, static_cast<int>(d)));
     s.Parallel(out, outer);
   }
   b.args.push_back(in);

@@ -25,8 +25,10 @@ IterVar MakeIv(const std::string& name, int64_t extent, bool reduce) {
 Stage MakeStage(const Tensor& t) {
   Stage s;
   s.tensor = t;
-  for (const IterRange& r : t->axes) s.root.push_back(MakeIv(r.var.name(), *AsConstInt(r.extent), false));
-  for (const IterRange& r : t->reduce_axes) s.root.push_back(MakeIv(r.var.name(), *AsConstInt(r.extent), true));
+  for (const IterRange& r : t->axes)
+    s.root.push_back(MakeIv(r.var.name(), *AsConstInt(r.extent), false));
+  for (const IterRange& r : t->reduce_axes)
+    s.root.push_back(MakeIv(r.var.name(), *AsConstInt(r.extent), true));
   s.leaf = s.root;
   return s;
 }
@@ -90,7 +92,8 @@ Stage& Schedule::StageByName(const std::string& name) {
 
 IterVar Schedule::Axis(const Tensor& t, int i) {
   Stage& s = (*this)[t];
-  KILN_CHECK(i >= 0 && i < static_cast<int>(s.tensor->axes.size())) << "axis " << i << " of " << s.name();
+  KILN_CHECK(i >= 0 && i < static_cast<int>(s.tensor->axes.size()))
+      << "axis " << i << " of " << s.name();
   return s.root[i];
 }
 
@@ -104,7 +107,8 @@ IterVar Schedule::ReduceAxisOf(const Tensor& t, int i) {
 namespace {
 size_t LeafPos(const Stage& s, const IterVar& iv) {
   auto it = std::find(s.leaf.begin(), s.leaf.end(), iv);
-  KILN_CHECK(it != s.leaf.end()) << (iv ? iv->name : "null") << " is not a leaf of stage " << s.name();
+  KILN_CHECK(it != s.leaf.end()) << (iv ? iv->name : "null") << " is not a leaf of stage "
+                                 << s.name();
   return static_cast<size_t>(it - s.leaf.begin());
 }
 }  // namespace
@@ -133,7 +137,8 @@ IterVar Schedule::Fuse(const Tensor& t, const IterVar& outer, const IterVar& inn
   size_t po = LeafPos(s, outer), pi = LeafPos(s, inner);
   KILN_CHECK(pi == po + 1) << "fuse needs adjacent leaves " << outer->name << ", " << inner->name;
   KILN_CHECK(outer->reduce == inner->reduce) << "cannot fuse a data and a reduce axis";
-  IterVar fused = MakeIv(outer->name + "." + inner->name + ".f", outer->extent * inner->extent, outer->reduce);
+  IterVar fused =
+      MakeIv(outer->name + "." + inner->name + ".f", outer->extent * inner->extent, outer->reduce);
   Relation r;
   r.kind = Relation::Kind::kFuse;
   r.outer = outer;
@@ -152,14 +157,16 @@ void Schedule::Reorder(const Tensor& t, const std::vector<IterVar>& order) {
   for (const IterVar& iv : order) pos.push_back(LeafPos(s, iv));
   std::vector<size_t> sorted = pos;
   std::sort(sorted.begin(), sorted.end());
-  KILN_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) << "reorder repeats an axis";
+  KILN_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end())
+      << "reorder repeats an axis";
   for (size_t i = 0; i < order.size(); ++i) s.leaf[sorted[i]] = order[i];
   Step st{"reorder", s.name(), {}, {}, ""};
   for (const IterVar& iv : order) st.ivs.push_back(iv->name);
   Record(st);
 }
 
-std::vector<IterVar> Schedule::Tile(const Tensor& t, const IterVar& x, const IterVar& y, int64_t fx, int64_t fy) {
+std::vector<IterVar> Schedule::Tile(const Tensor& t, const IterVar& x, const IterVar& y, int64_t fx,
+                                    int64_t fy) {
   auto [xo, xi] = Split(t, x, fx);
   auto [yo, yi] = Split(t, y, fy);
   Reorder(t, {xo, yo, xi, yi});
@@ -173,8 +180,12 @@ void Schedule::SetKind(const Tensor& t, const IterVar& iv, ForKind kind, const c
   Record({step, s.name(), {iv->name}, {}, ""});
 }
 
-void Schedule::Vectorize(const Tensor& t, const IterVar& iv) { SetKind(t, iv, ForKind::kVectorized, "vectorize"); }
-void Schedule::Unroll(const Tensor& t, const IterVar& iv) { SetKind(t, iv, ForKind::kUnrolled, "unroll"); }
+void Schedule::Vectorize(const Tensor& t, const IterVar& iv) {
+  SetKind(t, iv, ForKind::kVectorized, "vectorize");
+}
+void Schedule::Unroll(const Tensor& t, const IterVar& iv) {
+  SetKind(t, iv, ForKind::kUnrolled, "unroll");
+}
 void Schedule::Parallel(const Tensor& t, const IterVar& iv) {
   KILN_CHECK(!iv->reduce) << "cannot parallelize reduce axis " << iv->name;
   SetKind(t, iv, ForKind::kParallel, "parallel");
@@ -185,7 +196,8 @@ void Schedule::ComputeAt(const Tensor& producer, const Tensor& consumer, const I
   LeafPos(c, iv);
   int ci = IndexOf(c.name());
   Stage& p = (*this)[producer];
-  KILN_CHECK(IndexOf(p.name()) < ci) << "compute_at: " << p.name() << " is not a producer of " << c.name();
+  KILN_CHECK(IndexOf(p.name()) < ci)
+      << "compute_at: " << p.name() << " is not a producer of " << c.name();
   p.attach = AttachKind::kAt;
   p.attach_stage = ci;
   p.attach_iv = iv;
@@ -213,7 +225,8 @@ Tensor Schedule::CacheWrite(const Tensor& t) {
     axes.push_back({v, r.min, r.extent});
     m[r.var.get() ? static_cast<const VarNode*>(r.var.get()) : nullptr] = v;
   }
-  Tensor cache = ComputeFromParts(op.name + ".local", op.shape, axes, lower::Substitute(op.body, m));
+  Tensor cache =
+      ComputeFromParts(op.name + ".local", op.shape, axes, lower::Substitute(op.body, m));
   // The original stage becomes a copy out of the cache (same buffer, so its
   // consumers still read it).
   auto copy = std::make_shared<OperationNode>();
@@ -248,17 +261,21 @@ std::string Schedule::TraceText() const {
 absl::Status Schedule::Replay(const std::vector<Step>& steps) {
   for (const Step& st : steps) {
     int si = IndexOf(st.stage);
-    if (si < 0) return absl::InvalidArgumentError(StrCat("replay: no stage '", st.stage, "' in ", st.ToString()));
+    if (si < 0)
+      return absl::InvalidArgumentError(
+          StrCat("replay: no stage '", st.stage, "' in ", st.ToString()));
     Tensor t = stages_[si].tensor;
     std::vector<IterVar> ivs;
     for (const std::string& n : st.ivs) {
       int owner = si;
       if (st.kind == "compute_at") owner = IndexOf(st.target);
-      if (owner < 0) return absl::InvalidArgumentError(StrCat("replay: no stage '", st.target, "'"));
+      if (owner < 0)
+        return absl::InvalidArgumentError(StrCat("replay: no stage '", st.target, "'"));
       IterVar iv = stages_[owner].Find(n);
       auto& leaf = stages_[owner].leaf;
       if (!iv || std::find(leaf.begin(), leaf.end(), iv) == leaf.end()) {
-        return absl::InvalidArgumentError(StrCat("replay: '", n, "' is not a loop of ", st.stage, " in ", st.ToString()));
+        return absl::InvalidArgumentError(
+            StrCat("replay: '", n, "' is not a loop of ", st.stage, " in ", st.ToString()));
       }
       ivs.push_back(iv);
     }
@@ -270,7 +287,8 @@ absl::Status Schedule::Replay(const std::vector<Step>& steps) {
     };
     if (st.kind == "split") {
       if (auto s = need(1, 1); !s.ok()) return s;
-      if (st.ints[0] < 1) return absl::InvalidArgumentError(StrCat("replay: bad factor in ", st.ToString()));
+      if (st.ints[0] < 1)
+        return absl::InvalidArgumentError(StrCat("replay: bad factor in ", st.ToString()));
       Split(t, ivs[0], st.ints[0]);
     } else if (st.kind == "fuse") {
       if (auto s = need(2, 0); !s.ok()) return s;

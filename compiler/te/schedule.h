@@ -52,7 +52,8 @@ struct Stage {
 };
 
 struct Step {
-  std::string kind;  // split fuse reorder vectorize unroll parallel compute_at compute_inline cache_write
+  std::string
+      kind;  // split fuse reorder vectorize unroll parallel compute_at compute_inline cache_write
   std::string stage;
   std::vector<std::string> ivs;
   std::vector<int64_t> ints;
@@ -79,7 +80,8 @@ class Schedule {
   IterVar Fuse(const Tensor& t, const IterVar& outer, const IterVar& inner);
   void Reorder(const Tensor& t, const std::vector<IterVar>& order);
   // tile(x, y, fx, fy) = split both, reorder xo, yo, xi, yi. Returns them.
-  std::vector<IterVar> Tile(const Tensor& t, const IterVar& x, const IterVar& y, int64_t fx, int64_t fy);
+  std::vector<IterVar> Tile(const Tensor& t, const IterVar& x, const IterVar& y, int64_t fx,
+                            int64_t fy);
   void Vectorize(const Tensor& t, const IterVar& iv);
   void Unroll(const Tensor& t, const IterVar& iv);
   void Parallel(const Tensor& t, const IterVar& iv);

@@ -25,7 +25,8 @@ void Register(const std::shared_ptr<const OperationNode>& op) {
   auto& r = Registry();
   // Drop dead entries now and then so the map does not grow without bound.
   if (r.size() > 4096) {
-    for (auto it = r.begin(); it != r.end();) it = it->second.expired() ? r.erase(it) : std::next(it);
+    for (auto it = r.begin(); it != r.end();)
+      it = it->second.expired() ? r.erase(it) : std::next(it);
   }
   r[op->buffer.get()] = op;
 }
@@ -61,7 +62,8 @@ std::shared_ptr<const OperationNode> OpOfBuffer(const Buffer& buffer) {
 
 Expr Tensor::operator()(std::vector<Expr> indices) const {
   KILN_CHECK(indices.size() == op_->shape.size())
-      << "tensor " << op_->name << " has rank " << op_->shape.size() << ", indexed with " << indices.size();
+      << "tensor " << op_->name << " has rank " << op_->shape.size() << ", indexed with "
+      << indices.size();
   return Load(op_->buffer, std::move(indices));
 }
 
@@ -76,8 +78,8 @@ Tensor Placeholder(const std::string& name, const std::vector<int64_t>& shape, D
   return Tensor(c);
 }
 
-Tensor ComputeFromParts(const std::string& name, const std::vector<int64_t>& shape, std::vector<IterRange> axes,
-                        Expr body) {
+Tensor ComputeFromParts(const std::string& name, const std::vector<int64_t>& shape,
+                        std::vector<IterRange> axes, Expr body) {
   auto op = std::make_shared<OperationNode>();
   op->kind = OpKind::kCompute;
   op->name = name;
@@ -109,7 +111,9 @@ Tensor Compute(const std::string& name, const std::vector<int64_t>& shape,
   return ComputeFromParts(name, shape, std::move(axes), std::move(b));
 }
 
-IterRange ReduceAxis(int64_t extent, const std::string& name) { return {Var(name), IntImm(0), IntImm(extent)}; }
+IterRange ReduceAxis(int64_t extent, const std::string& name) {
+  return {Var(name), IntImm(0), IntImm(extent)};
+}
 
 Expr Sum(Expr source, std::vector<IterRange> axes) {
   Expr init = source.dtype().is_float() ? FloatImm(0.0, source.dtype()) : IntImm(0, source.dtype());

@@ -20,10 +20,10 @@ struct OperationNode {
   OpKind kind = OpKind::kPlaceholder;
   std::string name;
   std::vector<int64_t> shape;
-  ir::Buffer buffer;                       // the tensor's storage
-  std::vector<ir::IterRange> axes;         // compute: one per dim, [0, shape[i])
-  std::vector<ir::IterRange> reduce_axes;  // of the top-level Reduce, if any
-  ir::Expr body;                           // compute only
+  ir::Buffer buffer;                                         // the tensor's storage
+  std::vector<ir::IterRange> axes;                           // compute: one per dim, [0, shape[i])
+  std::vector<ir::IterRange> reduce_axes;                    // of the top-level Reduce, if any
+  ir::Expr body;                                             // compute only
   std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors read by body
 };
 

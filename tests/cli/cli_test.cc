@@ -1,5 +1,7 @@
 // The kiln CLI driven in-process: argument errors, an unreachable tracker,
 // and the tracker subcommands against a fake Tracker service on port 0.
+#include "cli/cli.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli.h"
 #include "cli/common.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -30,7 +31,7 @@ struct CliRun {
 };
 
 CliRun Kiln(const std::vector<std::string>& args,
-         std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+            std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
   std::ostringstream out, err;
   CliEnv env{&out, &err, timeout};
   int code = RunCli(args, env);
@@ -41,8 +42,8 @@ TEST(Cli, HelpListsSubcommands) {
   for (const char* flag : {"--help", "help"}) {
     CliRun r = Kiln({flag});
     EXPECT_EQ(r.code, 0);
-    for (const char* cmd : {"tune", "jobs", "job", "cancel", "devices", "records", "fetch",
-                            "compile"}) {
+    for (const char* cmd :
+         {"tune", "jobs", "job", "cancel", "devices", "records", "fetch", "compile"}) {
       EXPECT_THAT(r.out, HasSubstr(std::string("  ") + cmd + " ")) << cmd;
     }
   }
@@ -78,7 +79,7 @@ TEST(Cli, BadTrialsAndUnknownFlag) {
 
 TEST(Cli, MissingModelFile) {
   CliRun r = Kiln({"tune", "/nonexistent/model.onnx", "--tracker", "127.0.0.1:1", "--key", "k",
-                "--trials", "4"});
+                   "--trials", "4"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err, "kiln: tune: cannot read model file '/nonexistent/model.onnx'\n");
 }
@@ -225,10 +226,12 @@ TEST_F(CliWithTracker, TuneWaitPrintsProgressAndSucceeds) {
 
 TEST_F(CliWithTracker, TuneWaitFailsOnFailedJob) {
   std::string model = WriteFile("m.onnx", "onnx bytes");
-  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "failing", "--trials", "24", "--wait"});
+  CliRun r =
+      Kiln({"tune", model, "--tracker", addr_, "--key", "failing", "--trials", "24", "--wait"});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.out, StartsWith("job-fail\n"));
-  EXPECT_THAT(r.err, HasSubstr("kiln: tune: job job-fail ended failed: no agent with key 'failing'"));
+  EXPECT_THAT(r.err,
+              HasSubstr("kiln: tune: job job-fail ended failed: no agent with key 'failing'"));
 }
 
 TEST_F(CliWithTracker, RpcErrorsNameTheCode) {

@@ -1,11 +1,10 @@
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "compiler/codegen/jit.h"
 #include "compiler/codegen/llvm_codegen.h"
@@ -13,8 +12,8 @@
 #include "compiler/codegen/module_builder.h"
 #include "compiler/ir/ir.h"
 #include "compiler/kernel.h"
-#include "compiler/workload.h"
 #include "compiler/target.h"
+#include "compiler/workload.h"
 #include "deploy/parallel.h"
 
 namespace kiln::compiler {
@@ -75,11 +74,13 @@ TEST(Codegen, ReductionLoopWithScratch) {
   Var i("i"), k("k");
   Stmt body = For(
       i, 0, M, ForKind::kSerial,
-      Allocate(acc, Seq({Store(acc, FloatImm(0.0), {IntImm(0)}),
-                         For(k, 0, K, ForKind::kSerial,
-                             Store(acc, Load(acc, {IntImm(0)}) + Load(x, {i * IntImm(K) + k}) * Load(w, {k}),
-                                   {IntImm(0)})),
-                         Store(out, Load(acc, {IntImm(0)}), {i})})));
+      Allocate(
+          acc,
+          Seq({Store(acc, FloatImm(0.0), {IntImm(0)}),
+               For(k, 0, K, ForKind::kSerial,
+                   Store(acc, Load(acc, {IntImm(0)}) + Load(x, {i * IntImm(K) + k}) * Load(w, {k}),
+                         {IntImm(0)})),
+               Store(out, Load(acc, {IntImm(0)}), {i})})));
   std::unique_ptr<codegen::JitModule> keep;
   auto fn = Jit(PrimFunc{"dot", {x, w, out}, body}, &keep);
   ASSERT_NE(fn, nullptr);
@@ -108,9 +109,10 @@ TEST(Codegen, ParallelLoopWritesEveryElement) {
   Buffer tmp("tmp", DataType::Float32(), {IntImm(C)});
   Var i("i"), j("j"), j2("j2"), scale("scale", DataType::Float32());
   Stmt inner = Allocate(
-      tmp, Seq({For(j, 0, C, ForKind::kSerial, Store(tmp, Load(in, {i * IntImm(C) + j}) * scale, {j})),
-                For(j2, 0, C, ForKind::kSerial,
-                    Store(out, Load(tmp, {j2}) + Cast(DataType::Float32(), i), {i * IntImm(C) + j2}))}));
+      tmp,
+      Seq({For(j, 0, C, ForKind::kSerial, Store(tmp, Load(in, {i * IntImm(C) + j}) * scale, {j})),
+           For(j2, 0, C, ForKind::kSerial,
+               Store(out, Load(tmp, {j2}) + Cast(DataType::Float32(), i), {i * IntImm(C) + j2}))}));
   Stmt body = LetStmt(scale, FloatImm(2.0), For(i, 0, R, ForKind::kParallel, inner));
   std::unique_ptr<codegen::JitModule> keep;
   auto fn = Jit(PrimFunc{"par", {in, out}, body}, &keep);
@@ -137,11 +139,14 @@ TEST(Codegen, SelectFloorModNegative) {
   Buffer outm("OutMod", DataType::Float32(), {IntImm(16)});
   Var i("i");
   Expr v = i - IntImm(8);
-  Expr sel = Select(Eq(FloorMod(v, IntImm(3)), IntImm(0)), Cast(DataType::Float32(), FloorDiv(v, IntImm(3))),
+  Expr sel = Select(Eq(FloorMod(v, IntImm(3)), IntImm(0)),
+                    Cast(DataType::Float32(), FloorDiv(v, IntImm(3))),
                     FloatImm(0.0) - Call(DataType::Float32(), "fabs", {Load(x, {i})}));
   Stmt body = For(i, 0, 16, ForKind::kSerial,
                   Seq({Store(out, sel, {i}),
-                       Store(outm, Cast(DataType::Float32(), FloorMod(v, IntImm(-5)) + FloorDiv(v, IntImm(-5)) * IntImm(100)),
+                       Store(outm,
+                             Cast(DataType::Float32(),
+                                  FloorMod(v, IntImm(-5)) + FloorDiv(v, IntImm(-5)) * IntImm(100)),
                              {i})}));
   std::unique_ptr<codegen::JitModule> keep;
   auto fn = Jit(PrimFunc{"sel", {x, out, outm}, body}, &keep);
@@ -150,7 +155,9 @@ TEST(Codegen, SelectFloorModNegative) {
   for (int k = 0; k < 16; ++k) xv[k] = (k % 2 ? 1.0f : -1.0f) * static_cast<float>(k);
   void* args[] = {xv.data(), ov.data(), om.data()};
   ASSERT_EQ(fn(args), 0);
-  auto floordiv = [](int64_t a, int64_t b) { return static_cast<int64_t>(std::floor(double(a) / double(b))); };
+  auto floordiv = [](int64_t a, int64_t b) {
+    return static_cast<int64_t>(std::floor(double(a) / double(b)));
+  };
   for (int k = 0; k < 16; ++k) {
     int64_t a = k - 8;
     int64_t m3 = a - floordiv(a, 3) * 3;
@@ -166,10 +173,11 @@ TEST(Codegen, SelectFloorModNegative) {
 TEST(Codegen, GatherScatterMaxExp) {
   Buffer a("A", DataType::Float32(), {IntImm(8)});
   Buffer out("Out", DataType::Float32(), {IntImm(16)});
-  Stmt body = Seq({Store(out, Max(Load(a, {Ramp(IntImm(7), IntImm(-1), 8)}), Broadcast(FloatImm(0.0), 8)),
-                         {Ramp(IntImm(0), IntImm(2), 8)}),
-                   Store(out, Call(DataType::Float32().WithLanes(8), "exp", {Broadcast(FloatImm(1.0), 8)}),
-                         {Ramp(IntImm(1), IntImm(2), 8)})});
+  Stmt body =
+      Seq({Store(out, Max(Load(a, {Ramp(IntImm(7), IntImm(-1), 8)}), Broadcast(FloatImm(0.0), 8)),
+                 {Ramp(IntImm(0), IntImm(2), 8)}),
+           Store(out, Call(DataType::Float32().WithLanes(8), "exp", {Broadcast(FloatImm(1.0), 8)}),
+                 {Ramp(IntImm(1), IntImm(2), 8)})});
   std::unique_ptr<codegen::JitModule> keep;
   auto fn = Jit(PrimFunc{"gs", {a, out}, body}, &keep);
   ASSERT_NE(fn, nullptr);
@@ -190,10 +198,12 @@ TEST(Codegen, RejectsUnloweredIr) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(std::string(m.status().message()).find("flatten"), std::string::npos) << m.status();
 
-  PrimFunc g{"bad2", {a}, Store(a, Call(DataType::Float32(), "nosuch", {FloatImm(1.0)}), {IntImm(0)})};
+  PrimFunc g{
+      "bad2", {a}, Store(a, Call(DataType::Float32(), "nosuch", {FloatImm(1.0)}), {IntImm(0)})};
   auto m2 = codegen::JitCompile({g}, Target::Host());
   ASSERT_FALSE(m2.ok());
-  EXPECT_NE(std::string(m2.status().message()).find("unknown intrinsic 'nosuch'"), std::string::npos);
+  EXPECT_NE(std::string(m2.status().message()).find("unknown intrinsic 'nosuch'"),
+            std::string::npos);
 }
 
 TEST(Codegen, JitRejectsCrossTarget) {
@@ -214,21 +224,28 @@ TEST(ModuleBuilder, SharedObjectRunsEntryPlan) {
   Buffer w("W", DataType::Float32(), {IntImm(n)});
   Buffer y("Y", DataType::Float32(), {IntImm(n)});
   Var i("i");
-  PrimFunc k1{"k_scale_add", {x, w, y},
-              For(i, 0, n, ForKind::kParallel, Store(y, Load(x, {i}) * FloatImm(2.0) + Load(w, {i}), {i}))};
+  PrimFunc k1{
+      "k_scale_add",
+      {x, w, y},
+      For(i, 0, n, ForKind::kParallel, Store(y, Load(x, {i}) * FloatImm(2.0) + Load(w, {i}), {i}))};
   Buffer a("A", DataType::Float32(), {IntImm(n)});
   Buffer z("Z", DataType::Float32(), {IntImm(n)});
   Var j("j");
-  PrimFunc k2{"k_relu", {a, z}, For(j, 0, n, ForKind::kSerial, Store(z, Max(Load(a, {j}), FloatImm(0.0)), {j}))};
+  PrimFunc k2{"k_relu",
+              {a, z},
+              For(j, 0, n, ForKind::kSerial, Store(z, Max(Load(a, {j}), FloatImm(0.0)), {j}))};
 
   EntryPlan plan;
   using K = BufferRef::Kind;
-  plan.calls.push_back({"k_scale_add", {{K::kInput, 0, 0}, {K::kWeight, 0, 64}, {K::kWorkspace, 0, 128}}});
+  plan.calls.push_back(
+      {"k_scale_add", {{K::kInput, 0, 0}, {K::kWeight, 0, 64}, {K::kWorkspace, 0, 128}}});
   plan.calls.push_back({"k_relu", {{K::kWorkspace, 0, 128}, {K::kOutput, 0, 0}}});
   auto so = codegen::BuildSharedObjectFromFuncs({k1, k2}, plan, Target::Host());
   ASSERT_TRUE(so.ok()) << so.status();
   ASSERT_GT(so->size(), 4u);
-  EXPECT_EQ(so->substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(so->substr(0, 4),
+            "\x7f"
+            "ELF");
 
   std::string path = ::testing::TempDir() + "/kiln_codegen_test_module.so";
   {
@@ -254,7 +271,8 @@ TEST(ModuleBuilder, SharedObjectRunsEntryPlan) {
   void* ins[] = {xin.data()};
   void* outs[] = {out.data()};
   ASSERT_EQ(entry(ins, outs, weights, workspace), 0);
-  for (int64_t k = 0; k < n; ++k) EXPECT_FLOAT_EQ(out[k], std::max(xin[k] * 2.0f + 0.5f, 0.0f)) << k;
+  for (int64_t k = 0; k < n; ++k)
+    EXPECT_FLOAT_EQ(out[k], std::max(xin[k] * 2.0f + 0.5f, 0.0f)) << k;
   dlclose(h);
 }
 
@@ -281,7 +299,9 @@ TEST(ModuleBuilder, EmitsAarch64Object) {
   auto obj = codegen::EmitObjectFile({VectorAdd(64)}, plan, *t);
   ASSERT_TRUE(obj.ok()) << obj.status();
   ASSERT_GT(obj->size(), 20u);
-  EXPECT_EQ(obj->substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(obj->substr(0, 4),
+            "\x7f"
+            "ELF");
   uint16_t machine = 0;
   std::memcpy(&machine, obj->data() + 18, 2);
   EXPECT_EQ(machine, 183);  // EM_AARCH64
@@ -311,7 +331,8 @@ void CheckJitAgainstReference(const Workload& w) {
   std::vector<std::vector<float>> ins;
   for (size_t t = 0; t < sig->inputs.size(); ++t) {
     std::vector<float> v(sig->inputs[t].NumElements());
-    for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(static_cast<int64_t>((k * 37 + t * 11) % 19) - 9) / 8.0f;
+    for (size_t k = 0; k < v.size(); ++k)
+      v[k] = static_cast<float>(static_cast<int64_t>((k * 37 + t * 11) % 19) - 9) / 8.0f;
     ins.push_back(std::move(v));
   }
   std::vector<float> got(sig->output.NumElements(), -777.0f), want(sig->output.NumElements(), 0.0f);
@@ -324,7 +345,8 @@ void CheckJitAgainstReference(const Workload& w) {
   args.push_back(got.data());
   ASSERT_EQ((*kernel)->Run(args.data()), 0);
   ASSERT_TRUE(RunReference(w, cins, want.data()).ok());
-  for (size_t k = 0; k < got.size(); ++k) ASSERT_NEAR(got[k], want[k], 1e-3 * (1 + std::fabs(want[k]))) << k;
+  for (size_t k = 0; k < got.size(); ++k)
+    ASSERT_NEAR(got[k], want[k], 1e-3 * (1 + std::fabs(want[k]))) << k;
 }
 
 TEST(BuildJit, EltwiseReluMatchesReference) {
@@ -338,7 +360,7 @@ TEST(BuildJit, EltwiseReluMatchesReference) {
 TEST(BuildJit, DenseMatchesReference) {
   Workload w;
   w.op = "dense";
-  w.ints = {{"M", {13}}, {"N", {24}}, {"K", {37}}, {"transA", {0}}, {"transB", {1}},
+  w.ints = {{"M", {13}},    {"N", {24}},      {"K", {37}},      {"transA", {0}}, {"transB", {1}},
             {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
   w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
   CheckJitAgainstReference(w);
@@ -347,9 +369,11 @@ TEST(BuildJit, DenseMatchesReference) {
 TEST(BuildJit, Conv2dWithBiasAndAddMatchesReference) {
   Workload w;
   w.op = "conv2d";
-  w.ints = {{"N", {1}}, {"C", {3}}, {"H", {9}}, {"W", {10}}, {"K", {8}}, {"R", {3}}, {"S", {3}},
-            {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}}, {"dilation", {1, 1}}, {"groups", {1}},
-            {"bias", {1}}, {"OH", {9}}, {"OW", {10}}};
+  w.ints = {{"N", {1}},           {"C", {3}},         {"H", {9}},
+            {"W", {10}},          {"K", {8}},         {"R", {3}},
+            {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},
+            {"dilation", {1, 1}}, {"groups", {1}},    {"bias", {1}},
+            {"OH", {9}},          {"OW", {10}}};
   w.epilogue = {EpilogueOp{EpilogueKind::kAdd, {1, 8, 1, 1}}, EpilogueOp{EpilogueKind::kRelu, {}}};
   CheckJitAgainstReference(w);
 }

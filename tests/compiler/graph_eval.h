@@ -8,8 +8,8 @@
 
 namespace kiln::compiler::testing {
 
-inline std::map<int, std::vector<float>> EvaluateGraph(const Graph& g,
-                                                       const std::vector<std::vector<float>>& inputs) {
+inline std::map<int, std::vector<float>> EvaluateGraph(
+    const Graph& g, const std::vector<std::vector<float>>& inputs) {
   std::map<int, std::vector<float>> vals;
   for (size_t i = 0; i < g.inputs.size(); ++i) vals[g.inputs[i]] = inputs.at(i);
   for (size_t v = 0; v < g.values.size(); ++v) {

@@ -22,8 +22,9 @@ std::vector<float> Ramp(int n, float scale, float offset) {
   return v;
 }
 
-const char* kConv = "conv2d(C=3;H=8;K=4;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=1;dilation=1,1;groups=1;"
-                    "pad=1,1,1,1;stride=1,1)";
+const char* kConv =
+    "conv2d(C=3;H=8;K=4;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=1;dilation=1,1;groups=1;"
+    "pad=1,1,1,1;stride=1,1)";
 
 void AddConv(OnnxBuilder& b, const std::string& in, const std::string& out, const std::string& w) {
   auto* c = b.Node("Conv", {in, w, w + "_b"}, {out});

@@ -1,7 +1,8 @@
+#include "compiler/ir/ir.h"
+
 #include <gtest/gtest.h>
 
 #include "compiler/ir/functor.h"
-#include "compiler/ir/ir.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/structural.h"
 
@@ -48,8 +49,9 @@ TEST(IrPrinter, ExpressionForms) {
 TEST(IrPrinter, AllocateLetIf) {
   Buffer t("T", DataType::Float32(), {IntImm(8)});
   Var v("v");
-  Stmt s = Allocate(t, LetStmt(v, IntImm(3), IfThenElse(v > IntImm(2), Store(t, FloatImm(1.0), {v}),
-                                                      Store(t, FloatImm(2.0), {v}))));
+  Stmt s = Allocate(t, LetStmt(v, IntImm(3),
+                               IfThenElse(v > IntImm(2), Store(t, FloatImm(1.0), {v}),
+                                          Store(t, FloatImm(2.0), {v}))));
   EXPECT_EQ(ToText(s),
             "allocate T: float32[8] {\n"
             "  let v = 3\n"

@@ -35,7 +35,8 @@ TEST(Simplify, Rules) {
 TEST(Simplify, LoopsOfExtentOneAndZero) {
   Buffer b("b", DataType::Float32(), {IntImm(8)});
   Var i("i");
-  Stmt one = For(i, IntImm(3), IntImm(1), ForKind::kSerial, Store(b, FloatImm(1.0), {i + IntImm(1)}));
+  Stmt one =
+      For(i, IntImm(3), IntImm(1), ForKind::kSerial, Store(b, FloatImm(1.0), {i + IntImm(1)}));
   EXPECT_EQ(ToText(Simplify(one)), "b[4] = 1.0f\n");
   Stmt zero = For(i, IntImm(0), IntImm(0), ForKind::kSerial, Store(b, FloatImm(1.0), {i}));
   EXPECT_TRUE(IsNoOp(Simplify(zero)));
@@ -60,7 +61,8 @@ TEST(Vectorize, LinearLoadsBecomeRampsInvariantsBroadcast) {
       s("s", DataType::Float32(), {IntImm(1)});
   Var i("i"), o("o");
   Stmt body = Store(c, Load(a, {o * IntImm(8) + i}) * Load(s, {IntImm(0)}), {o * IntImm(8) + i});
-  Stmt loop = For(o, IntImm(0), IntImm(8), ForKind::kSerial, For(i, IntImm(0), IntImm(8), ForKind::kVectorized, body));
+  Stmt loop = For(o, IntImm(0), IntImm(8), ForKind::kSerial,
+                  For(i, IntImm(0), IntImm(8), ForKind::kVectorized, body));
   Stmt v = VectorizeLoops(loop);
   std::string text = ToText(v);
   EXPECT_NE(text.find("ramp(o*8, 1, 8)"), std::string::npos) << text;
@@ -88,7 +90,8 @@ TEST(Vectorize, NonVectorizableFallsBackToSerial) {
 TEST(Unroll, ReplicatesBody) {
   Buffer b("b", DataType::Float32(), {IntImm(4)});
   Var i("i");
-  Stmt u = UnrollLoops(For(i, IntImm(0), IntImm(3), ForKind::kUnrolled, Store(b, FloatImm(0.0), {i})));
+  Stmt u =
+      UnrollLoops(For(i, IntImm(0), IntImm(3), ForKind::kUnrolled, Store(b, FloatImm(0.0), {i})));
   EXPECT_EQ(ToText(u), "b[0] = 0.0f\nb[1] = 0.0f\nb[2] = 0.0f\n");
 }
 

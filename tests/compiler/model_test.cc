@@ -1,10 +1,11 @@
+#include "compiler/model.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "compiler/graph/graph.h"
-#include "compiler/model.h"
 #include "compiler/target.h"
 #include "deploy/artifact.h"
 #include "deploy/runtime.h"
@@ -23,8 +24,8 @@ std::vector<float> SmallCnnInput() {
 }
 
 // onnxruntime 1.31's output for SmallCnnInput() (see models/README.md).
-const float kOrtLogits[10] = {4.428879f,  1.966671f,  2.773747f, 3.308437f,  -4.055731f,
-                              -0.023411f, 0.887098f,  1.553743f, -0.773245f, 1.392855f};
+const float kOrtLogits[10] = {4.428879f,  1.966671f, 2.773747f, 3.308437f,  -4.055731f,
+                              -0.023411f, 0.887098f, 1.553743f, -0.773245f, 1.392855f};
 
 TEST(Model, SmallCnnTasks) {
   auto m = Model::FromOnnxFile(kSmallCnn);
@@ -34,7 +35,8 @@ TEST(Model, SmallCnnTasks) {
   ASSERT_EQ(tasks.size(), 6u);
   std::vector<std::string> ops;
   for (const Task& t : tasks) ops.push_back(t.workload.op);
-  EXPECT_THAT(ops, ::testing::ElementsAre("conv2d", "pool2d", "conv2d", "pool2d", "conv2d", "dense"));
+  EXPECT_THAT(ops,
+              ::testing::ElementsAre("conv2d", "pool2d", "conv2d", "pool2d", "conv2d", "dense"));
   EXPECT_EQ(tasks[0].workload.Canonical(),
             "conv2d(C=3;H=32;K=16;N=1;OH=32;OW=32;R=3;S=3;W=32;bias=1;dilation=1,1;groups=1;"
             "pad=1,1,1,1;stride=1,1)|relu");

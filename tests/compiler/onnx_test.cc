@@ -35,7 +35,8 @@ TEST(OnnxImport, NamesUnsupportedOperator) {
   auto g = ImportOnnx(b.Bytes());
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(g.status().message()), HasSubstr("unsupported operator 'Softmax' (node 'sm')"));
+  EXPECT_THAT(std::string(g.status().message()),
+              HasSubstr("unsupported operator 'Softmax' (node 'sm')"));
 }
 
 TEST(OnnxImport, RejectsNonFloatAndDynamicInputs) {
@@ -92,7 +93,7 @@ TEST(OnnxImport, RejectsBadReshapeAndGemmShapes) {
   b.Init("g", {6, 5}, std::vector<float>(30, 1.0f));
   b.InitInt64("shape", {3}, {0, -1, 2});
   b.Node("MatMul", {"a", "w"}, {"mm"});
-  b.Node("Flatten", {"mm"}, {"flat"});  // [2, 15]
+  b.Node("Flatten", {"mm"}, {"flat"});          // [2, 15]
   b.Node("Reshape", {"flat", "shape"}, {"r"});  // [2, 15] -> bad? 0 -> 2, -1 -> 15/2 no
   b.Output("flat");
   auto bad = ImportOnnx(b.Bytes());
@@ -103,11 +104,11 @@ TEST(OnnxImport, RejectsBadReshapeAndGemmShapes) {
   ok.Init("w", {4, 6}, std::vector<float>(24, 1.0f));
   ok.Init("g", {5, 12}, std::vector<float>(60, 1.0f));
   ok.InitInt64("shape", {3}, {0, -1, 2});
-  ok.Node("MatMul", {"a", "w"}, {"mm"});                // [2,3,6]
-  ok.Node("Reshape", {"mm", "shape"}, {"r"});           // [2,9,2]
-  auto* f = ok.Node("Flatten", {"r"}, {"flat"});        // [2,18]? axis 2 -> [18,2]
+  ok.Node("MatMul", {"a", "w"}, {"mm"});          // [2,3,6]
+  ok.Node("Reshape", {"mm", "shape"}, {"r"});     // [2,9,2]
+  auto* f = ok.Node("Flatten", {"r"}, {"flat"});  // [2,18]? axis 2 -> [18,2]
   OnnxBuilder::Int(f, "axis", 2);
-  auto* f1 = ok.Node("Flatten", {"mm"}, {"flat1"});     // [2,18]
+  auto* f1 = ok.Node("Flatten", {"mm"}, {"flat1"});  // [2,18]
   OnnxBuilder::Int(f1, "axis", -2);
   auto* gm = ok.Node("Gemm", {"flat1", "g"}, {"y"});  // [2,18]? transB: g is [5,12] no
   OnnxBuilder::Int(gm, "transB", 1);
@@ -125,9 +126,9 @@ TEST(OnnxImport, InfersShapesOfAValidChain) {
   b.Init("g", {5, 6}, std::vector<float>(30, 1.0f));
   b.Init("bias", {5}, std::vector<float>(5, 1.0f));
   b.InitInt64("shape", {3}, {0, -1, 2});
-  b.Node("MatMul", {"a", "w"}, {"mm"});             // [2,3,6]
-  b.Node("Reshape", {"mm", "shape"}, {"r"});        // [2,9,2]
-  auto* f = b.Node("Flatten", {"r"}, {"flat"});     // [18,2]
+  b.Node("MatMul", {"a", "w"}, {"mm"});          // [2,3,6]
+  b.Node("Reshape", {"mm", "shape"}, {"r"});     // [2,9,2]
+  auto* f = b.Node("Flatten", {"r"}, {"flat"});  // [18,2]
   OnnxBuilder::Int(f, "axis", 2);
   auto* f1 = b.Node("Flatten", {"mm"}, {"flat1"});  // [6,6]
   OnnxBuilder::Int(f1, "axis", -1);
@@ -221,7 +222,6 @@ TEST(OnnxImport, RejectsMaxPoolIndicesAndThreeDimConv) {
   EXPECT_THAT(std::string(gc.status().message()), HasSubstr("2-D"));
 }
 
-
 TEST(OnnxImport, OneDimConvAndVectorMatMul) {
   OnnxBuilder b;
   b.Input("x", {1, 1, 5});
@@ -229,10 +229,10 @@ TEST(OnnxImport, OneDimConvAndVectorMatMul) {
   b.Init("m", {5, 2}, {1, 0, 0, 1, 1, 0, 0, 1, 1, 0});
   auto* c = b.Node("Conv", {"x", "w"}, {"c"});
   OnnxBuilder::Ints(c, "pads", {1, 1});
-  b.Node("Flatten", {"c"}, {"f"});      // [1,5]
+  b.Node("Flatten", {"c"}, {"f"});  // [1,5]
   b.Init("v", {5}, {1, 1, 1, 1, 1});
-  b.Node("MatMul", {"v", "m"}, {"vm"});   // [5] x [5,2] -> [2]
-  b.Node("MatMul", {"f", "v"}, {"fv"});   // [1,5] x [5] -> [1]
+  b.Node("MatMul", {"v", "m"}, {"vm"});  // [5] x [5,2] -> [2]
+  b.Node("MatMul", {"f", "v"}, {"fv"});  // [1,5] x [5] -> [1]
   b.Output("c");
   b.Output("vm");
   b.Output("fv");
@@ -272,9 +272,11 @@ TEST(OnnxConformanceReference, ClaimedOperatorTestsMatch) {
       fs::path(KILN_SOURCE_DIR) / ".." / "shared" / "onnx-conformance" / "onnx-1.17.0" / "node";
   if (!fs::is_directory(root)) GTEST_SKIP() << root << " does not exist";
   const std::vector<std::string> prefixes = {
-      "test_conv_", "test_basic_conv", "test_relu", "test_maxpool", "test_averagepool",
-      "test_globalaveragepool", "test_gemm", "test_matmul_", "test_add", "test_mul",
-      "test_flatten", "test_reshape", "test_identity", "test_dropout", "test_batchnorm",
+      "test_conv_",    "test_basic_conv",  "test_relu",
+      "test_maxpool",  "test_averagepool", "test_globalaveragepool",
+      "test_gemm",     "test_matmul_",     "test_add",
+      "test_mul",      "test_flatten",     "test_reshape",
+      "test_identity", "test_dropout",     "test_batchnorm",
       "test_constant"};
   int passed = 0, unsupported = 0;
   for (const auto& e : fs::directory_iterator(root)) {
@@ -308,7 +310,8 @@ TEST(OnnxConformanceReference, ClaimedOperatorTestsMatch) {
       ASSERT_EQ(got.size(), t->data.size()) << name;
       EXPECT_EQ(g.values[g.outputs[i]].shape, t->shape) << name;
       for (size_t j = 0; j < got.size(); ++j) {
-        ASSERT_NEAR(got[j], t->data[j], 1e-5 + 1e-3 * std::fabs(t->data[j])) << name << " [" << j << "]";
+        ASSERT_NEAR(got[j], t->data[j], 1e-5 + 1e-3 * std::fabs(t->data[j]))
+            << name << " [" << j << "]";
       }
     }
     ++passed;

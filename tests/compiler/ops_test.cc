@@ -1,9 +1,9 @@
 // Operator templates: knobs, default/validated configs, lowered IR shape, and
 // numeric correctness of JIT-built kernels against RunReference.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
@@ -33,22 +33,33 @@ int64_t Pick8(const std::vector<Knob>& knobs) {
   return 1;
 }
 
-const char* kConv = "conv2d(C=3;H=9;K=5;N=2;OH=9;OW=9;R=3;S=3;W=9;bias=1;dilation=1,1;groups=1;pad=1,1,1,1;stride=1,1)|relu";
-const char* kConvNoPad = "conv2d(C=4;H=8;K=8;N=1;OH=6;OW=6;R=3;S=3;W=8;bias=0;dilation=1,1;groups=1;pad=0,0,0,0;stride=1,1)";
+const char* kConv =
+    "conv2d(C=3;H=9;K=5;N=2;OH=9;OW=9;R=3;S=3;W=9;bias=1;dilation=1,1;groups=1;pad=1,1,1,1;stride="
+    "1,1)|relu";
+const char* kConvNoPad =
+    "conv2d(C=4;H=8;K=8;N=1;OH=6;OW=6;R=3;S=3;W=8;bias=0;dilation=1,1;groups=1;pad=0,0,0,0;stride="
+    "1,1)";
 const char* kConvGroups =
-    "conv2d(C=4;H=7;K=6;N=1;OH=4;OW=3;R=2;S=3;W=8;bias=1;dilation=2,1;groups=2;pad=1,0,0,1;stride=2,3)|add:1,6,4,3";
-const char* kDense = "dense(K=19;M=7;N=13;bias=1;bias_shape=1,13;transA=0;transB=1;alpha=f1.5;beta=f0.5)|relu";
-const char* kDenseBatch = "dense(K=8;M=5;N=20;batch=3;batch_a=1;batch_b=0;bias=0;transA=1;transB=0)|mul:3,5,1";
-const char* kPoolMax = "pool2d(C=3;H=9;N=2;OH=5;OW=5;W=9;dilation=1,1;kernel=3,3;kind=0;pad=1,1,1,1;stride=2,2)";
+    "conv2d(C=4;H=7;K=6;N=1;OH=4;OW=3;R=2;S=3;W=8;bias=1;dilation=2,1;groups=2;pad=1,0,0,1;stride="
+    "2,3)|add:1,6,4,3";
+const char* kDense =
+    "dense(K=19;M=7;N=13;bias=1;bias_shape=1,13;transA=0;transB=1;alpha=f1.5;beta=f0.5)|relu";
+const char* kDenseBatch =
+    "dense(K=8;M=5;N=20;batch=3;batch_a=1;batch_b=0;bias=0;transA=1;transB=0)|mul:3,5,1";
+const char* kPoolMax =
+    "pool2d(C=3;H=9;N=2;OH=5;OW=5;W=9;dilation=1,1;kernel=3,3;kind=0;pad=1,1,1,1;stride=2,2)";
 const char* kPoolAvg =
-    "pool2d(C=2;H=8;N=1;OH=8;OW=8;W=8;count_include_pad=0;dilation=1,1;kernel=3,3;kind=1;pad=1,1,1,1;stride=1,1)|relu";
+    "pool2d(C=2;H=8;N=1;OH=8;OW=8;W=8;count_include_pad=0;dilation=1,1;kernel=3,3;kind=1;pad=1,1,1,"
+    "1;stride=1,1)|relu";
 // Ceil mode with an inclusive average: the last windows run past the input.
 const char* kPoolAvgCeil =
-    "pool2d(C=3;H=5;N=1;OH=3;OW=3;W=5;count_include_pad=1;dilation=1,1;kernel=2,2;kind=1;pad=0,0,0,0;stride=2,2)";
+    "pool2d(C=3;H=5;N=1;OH=3;OW=3;W=5;count_include_pad=1;dilation=1,1;kernel=2,2;kind=1;pad=0,0,0,"
+    "0;stride=2,2)";
 const char* kElt = "eltwise(in_shape=1,4,1,11;shape=2,4,3,11)|add:2,1,3,11|relu";
 
 std::vector<const char*> AllWorkloads() {
-  return {kConv, kConvNoPad, kConvGroups, kDense, kDenseBatch, kPoolMax, kPoolAvg, kPoolAvgCeil, kElt};
+  return {kConv,    kConvNoPad, kConvGroups,  kDense, kDenseBatch,
+          kPoolMax, kPoolAvg,   kPoolAvgCeil, kElt};
 }
 
 TEST(OpsKnobs, EveryOpHasKnobsAndAValidDefault) {
@@ -90,14 +101,17 @@ TEST(OpsKnobs, BadConfigsRejectedWithReason) {
   EXPECT_FALSE(ValidateConfig(w, Avx2(), bad).ok());
 
   // Illegal combination: a single outer iteration cannot be parallel.
-  Workload one = Parse("conv2d(C=2;H=4;K=4;N=1;OH=4;OW=4;R=1;S=1;W=4;bias=0;dilation=1,1;groups=1;pad=0,0,0,0;stride=1,1)");
+  Workload one = Parse(
+      "conv2d(C=2;H=4;K=4;N=1;OH=4;OW=4;R=1;S=1;W=4;bias=0;dilation=1,1;groups=1;pad=0,0,0,0;"
+      "stride=1,1)");
   Config cc = *DefaultConfig(one, Avx2());
   cc["tile_k"] = 4;
   cc["parallel"] = 1;
   s = ValidateConfig(one, Avx2(), cc);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(s.message()).find("parallel"), std::string::npos) << s;
-  EXPECT_EQ(LowerWorkload(one, cc, Avx2(), "f", {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LowerWorkload(one, cc, Avx2(), "f", {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(KnobsOf(Parse("eltwise(in_shape=2;shape=2)"), Avx2())->size(), 2u);
 }
 
@@ -123,7 +137,8 @@ class Counter : public ir::StmtVisitor {
     StmtVisitor::VisitBufferStore(op);
   }
   void VisitFor(const ir::ForNode* op) override {
-    if (op->for_kind == ir::ForKind::kVectorized || op->for_kind == ir::ForKind::kUnrolled) ++vec_loops;
+    if (op->for_kind == ir::ForKind::kVectorized || op->for_kind == ir::ForKind::kUnrolled)
+      ++vec_loops;
     StmtVisitor::VisitFor(op);
   }
   void VisitAllocate(const ir::AllocateNode* op) override {

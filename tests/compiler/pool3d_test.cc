@@ -1,11 +1,11 @@
 // pool3d: the reference against hand-computed values, JIT-built kernels
 // (default and random configs) against the reference, and the ONNX importer's
 // mapping of rank-5 pooling (plus epilogue fusion after it).
-#include <cmath>
-#include <random>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
 
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/passes.h"
@@ -62,7 +62,8 @@ TEST(Pool3dWorkload, SignatureFlopsAndParse) {
 TEST(Pool3dReference, HandComputed) {
   // x[d][h][w] = 9d + 3h + w over 2x3x3; 2x2x2 windows at stride 1.
   std::vector<float> x = Iota(18, 0.f);
-  std::string shape = "C=1;D=2;H=3;N=1;OD=1;OH=2;OW=2;W=3;dilation=1,1,1;kernel=2,2,2;pad=0,0,0,0,0,0;stride=1,1,1";
+  std::string shape =
+      "C=1;D=2;H=3;N=1;OD=1;OH=2;OW=2;W=3;dilation=1,1,1;kernel=2,2,2;pad=0,0,0,0,0,0;stride=1,1,1";
   EXPECT_THAT(Ref(Parse("pool3d(" + shape + ";kind=0)"), x), ElementsAre(13, 14, 16, 17));
   EXPECT_THAT(Ref(Parse("pool3d(" + shape + ";kind=1)"), x), ElementsAre(6.5, 7.5, 9.5, 10.5));
 
@@ -100,7 +101,8 @@ TEST(Pool3dReference, HandComputed) {
   for (int i = 0; i < 64; ++i) d[i] = static_cast<float>(i % 16 + 1);
   std::string dil =
       "C=1;D=4;H=4;N=1;OD=2;OH=2;OW=2;W=4;dilation=2,2,2;kernel=2,2,2;pad=0,0,0,0,0,0;stride=1,1,1";
-  EXPECT_THAT(Ref(Parse("pool3d(" + dil + ";kind=0)"), d), ElementsAre(11, 12, 15, 16, 11, 12, 15, 16));
+  EXPECT_THAT(Ref(Parse("pool3d(" + dil + ";kind=0)"), d),
+              ElementsAre(11, 12, 15, 16, 11, 12, 15, 16));
   EXPECT_THAT(Ref(Parse("pool3d(" + dil + ";count_include_pad=0;kind=1)"), d),
               ElementsAre(6, 7, 10, 11, 6, 7, 10, 11));
 }
@@ -140,35 +142,42 @@ const char* kMaxPad =
     "pool3d(C=3;D=5;H=6;N=2;OD=3;OH=3;OW=4;W=7;dilation=1,1,1;kernel=3,3,3;kind=0;pad=1,1,1,1,1,1;"
     "stride=2,2,2)";
 const char* kAvgPadExclusive =
-    "pool3d(C=2;D=4;H=5;N=1;OD=4;OH=5;OW=11;W=11;count_include_pad=0;dilation=1,1,1;kernel=3,3,3;kind=1;"
+    "pool3d(C=2;D=4;H=5;N=1;OD=4;OH=5;OW=11;W=11;count_include_pad=0;dilation=1,1,1;kernel=3,3,3;"
+    "kind=1;"
     "pad=1,1,1,1,1,1;stride=1,1,1)|relu";
 const char* kAvgPadInclusive =
-    "pool3d(C=2;D=4;H=5;N=1;OD=4;OH=5;OW=11;W=11;count_include_pad=1;dilation=1,1,1;kernel=3,3,3;kind=1;"
+    "pool3d(C=2;D=4;H=5;N=1;OD=4;OH=5;OW=11;W=11;count_include_pad=1;dilation=1,1,1;kernel=3,3,3;"
+    "kind=1;"
     "pad=1,1,1,1,1,1;stride=1,1,1)|add:1,2,1,1,1";
 // Ceil-mode shapes (no padding, the last windows run past the input), dilated.
 const char* kAvgCeilInclusive =
-    "pool3d(C=1;D=12;H=12;N=1;OD=3;OH=3;OW=3;W=12;count_include_pad=1;dilation=2,2,2;kernel=3,3,3;kind=1;"
+    "pool3d(C=1;D=12;H=12;N=1;OD=3;OH=3;OW=3;W=12;count_include_pad=1;dilation=2,2,2;kernel=3,3,3;"
+    "kind=1;"
     "pad=0,0,0,0,0,0;stride=4,4,4)";
 const char* kAvgCeilExclusive =
-    "pool3d(C=1;D=12;H=12;N=1;OD=3;OH=3;OW=3;W=12;count_include_pad=0;dilation=2,2,2;kernel=3,3,3;kind=1;"
+    "pool3d(C=1;D=12;H=12;N=1;OD=3;OH=3;OW=3;W=12;count_include_pad=0;dilation=2,2,2;kernel=3,3,3;"
+    "kind=1;"
     "pad=0,0,0,0,0,0;stride=4,4,4)";
 // Every window inside the input (fewer outputs than fit): no guards at all.
 const char* kMaxInBounds =
-    "pool3d(C=1;D=11;H=11;N=1;OD=9;OH=9;OW=9;W=11;dilation=1,1,1;kernel=2,2,2;kind=0;pad=0,0,0,0,0,0;"
+    "pool3d(C=1;D=11;H=11;N=1;OD=9;OH=9;OW=9;W=11;dilation=1,1,1;kernel=2,2,2;kind=0;pad=0,0,0,0,0,"
+    "0;"
     "stride=1,1,1)|mul:1,1,9,1,1";
 // Only the width needs guards (asymmetric padding in w only).
 const char* kMaxWidthPad =
-    "pool3d(C=4;D=3;H=4;N=1;OD=2;OH=3;OW=17;W=16;dilation=1,1,1;kernel=2,2,3;kind=0;pad=0,0,1,0,0,2;"
+    "pool3d(C=4;D=3;H=4;N=1;OD=2;OH=3;OW=17;W=16;dilation=1,1,1;kernel=2,2,3;kind=0;pad=0,0,1,0,0,"
+    "2;"
     "stride=1,1,1)";
 const char* kGlobalAvg =
-    "pool3d(C=5;D=3;H=4;N=1;OD=1;OH=1;OW=1;W=5;count_include_pad=0;dilation=1,1,1;kernel=3,4,5;kind=1;"
+    "pool3d(C=5;D=3;H=4;N=1;OD=1;OH=1;OW=1;W=5;count_include_pad=0;dilation=1,1,1;kernel=3,4,5;"
+    "kind=1;"
     "pad=0,0,0,0,0,0;stride=1,1,1)";
 
 TEST(Pool3dNumeric, DefaultAndRandomConfigsMatchReference) {
   Target host = Target::Host();
   std::mt19937 rng(5);
-  for (const char* s : {kMaxPad, kAvgPadExclusive, kAvgPadInclusive, kAvgCeilInclusive, kAvgCeilExclusive,
-                        kMaxInBounds, kMaxWidthPad, kGlobalAvg}) {
+  for (const char* s : {kMaxPad, kAvgPadExclusive, kAvgPadInclusive, kAvgCeilInclusive,
+                        kAvgCeilExclusive, kMaxInBounds, kMaxWidthPad, kGlobalAvg}) {
     Workload w = Parse(s);
     auto def = DefaultConfig(w, host);
     ASSERT_TRUE(def.ok()) << s << ": " << def.status();
@@ -210,7 +219,8 @@ TEST(Pool3dKnobs, ParallelLoopAndValidation) {
   ExpectMatchesReference(w, c, "pool3d parallel over OD");
   // Nothing to parallelize.
   Workload one = Parse(
-      "pool3d(C=1;D=2;H=2;N=1;OD=1;OH=1;OW=1;W=2;dilation=1,1,1;kernel=2,2,2;kind=0;pad=0,0,0,0,0,0;"
+      "pool3d(C=1;D=2;H=2;N=1;OD=1;OH=1;OW=1;W=2;dilation=1,1,1;kernel=2,2,2;kind=0;pad=0,0,0,0,0,"
+      "0;"
       "stride=1,1,1)");
   EXPECT_THAT(KnobsOf(one, host)->at(1).choices, ElementsAre(0));
   Config bad = *DefaultConfig(one, host);

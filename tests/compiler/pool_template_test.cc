@@ -4,10 +4,10 @@
 // pool_template_pinned.inc: workload, then "knobs -> default" for an AVX2 and
 // an AVX-512 target), so that stored tuning records stay valid. Never
 // regenerate these expectations from the current code.
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "compiler/ops/lower_workload.h"
 #include "deploy/str.h"

@@ -20,9 +20,20 @@ Workload Conv(int64_t C, int64_t H, int64_t K, int64_t R, int64_t stride, int64_
   Workload w;
   w.op = "conv2d";
   int64_t OH = (H + 2 * pad - ((R - 1) * dil + 1)) / stride + 1;
-  w.ints = {{"N", {1}}, {"C", {C}}, {"H", {H}}, {"W", {H}}, {"K", {K}}, {"R", {R}}, {"S", {R}},
-            {"stride", {stride, stride}}, {"pad", {pad, pad, pad, pad}}, {"dilation", {dil, dil}},
-            {"groups", {groups}}, {"bias", {bias}}, {"OH", {OH}}, {"OW", {OH}}};
+  w.ints = {{"N", {1}},
+            {"C", {C}},
+            {"H", {H}},
+            {"W", {H}},
+            {"K", {K}},
+            {"R", {R}},
+            {"S", {R}},
+            {"stride", {stride, stride}},
+            {"pad", {pad, pad, pad, pad}},
+            {"dilation", {dil, dil}},
+            {"groups", {groups}},
+            {"bias", {bias}},
+            {"OH", {OH}},
+            {"OW", {OH}}};
   return w;
 }
 
@@ -75,8 +86,8 @@ TEST(ReferenceConv, AddEpilogueBroadcastsPerChannel) {
 Workload Dense(int64_t M, int64_t N, int64_t K, int64_t ta, int64_t tb) {
   Workload w;
   w.op = "dense";
-  w.ints = {{"M", {M}}, {"N", {N}}, {"K", {K}}, {"transA", {ta}}, {"transB", {tb}}, {"bias", {0}},
-            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}};
+  w.ints = {{"M", {M}},    {"N", {N}},     {"K", {K}},       {"transA", {ta}}, {"transB", {tb}},
+            {"bias", {0}}, {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}};
   return w;
 }
 
@@ -113,9 +124,18 @@ Workload Pool(int64_t H, int64_t k, int64_t stride, int64_t pad, int64_t kind, i
               int64_t OH) {
   Workload w;
   w.op = "pool2d";
-  w.ints = {{"N", {1}}, {"C", {1}}, {"H", {H}}, {"W", {H}}, {"kernel", {k, k}},
-            {"stride", {stride, stride}}, {"pad", {pad, pad, pad, pad}}, {"dilation", {1, 1}},
-            {"OH", {OH}}, {"OW", {OH}}, {"kind", {kind}}, {"count_include_pad", {cip}}};
+  w.ints = {{"N", {1}},
+            {"C", {1}},
+            {"H", {H}},
+            {"W", {H}},
+            {"kernel", {k, k}},
+            {"stride", {stride, stride}},
+            {"pad", {pad, pad, pad, pad}},
+            {"dilation", {1, 1}},
+            {"OH", {OH}},
+            {"OW", {OH}},
+            {"kind", {kind}},
+            {"count_include_pad", {cip}}};
   return w;
 }
 
@@ -125,8 +145,8 @@ TEST(ReferencePool, Max) {
 
 TEST(ReferencePool, AverageWithPadding) {
   auto out = RunRef(Pool(3, 3, 1, 1, 1, 0, 3), {Iota(9)});
-  EXPECT_FLOAT_EQ(out[0], 3.0f);   // (1+2+4+5)/4
-  EXPECT_FLOAT_EQ(out[4], 5.0f);   // all nine
+  EXPECT_FLOAT_EQ(out[0], 3.0f);  // (1+2+4+5)/4
+  EXPECT_FLOAT_EQ(out[4], 5.0f);  // all nine
   auto incl = RunRef(Pool(3, 3, 1, 1, 1, 1, 3), {Iota(9)});
   EXPECT_FLOAT_EQ(incl[0], 12.0f / 9.0f);
 }

@@ -1,3 +1,5 @@
+#include "compiler/te/schedule.h"
+
 #include <gtest/gtest.h>
 
 #include "compiler/ir/functor.h"
@@ -5,7 +7,6 @@
 #include "compiler/ir/structural.h"
 #include "compiler/lower/loop_nest.h"
 #include "compiler/lower/lower.h"
-#include "compiler/te/schedule.h"
 
 namespace kiln::te {
 namespace {
@@ -30,7 +31,9 @@ using L = std::vector<std::pair<std::string, int64_t>>;
 
 struct Add {
   Tensor A = Placeholder("A", {16, 12});
-  Tensor B = Compute("B", {16, 12}, [&](const std::vector<Var>& i) { return A({i[0], i[1]}) + FloatImm(1.0); });
+  Tensor B = Compute("B", {16, 12}, [&](const std::vector<Var>& i) {
+    return A({i[0], i[1]}) + FloatImm(1.0);
+  });
 };
 
 TEST(Schedule, SplitReorderFuse) {
@@ -89,7 +92,9 @@ TEST(Schedule, TraceIsTextAndReplaysToSameIR) {
 TEST(Schedule, ComputeAtWithCacheWriteAllocatesTile) {
   Tensor A = Placeholder("A", {8, 16});
   IterRange k = ReduceAxis(16, "k");
-  Tensor S = Compute("S", {8}, [&](const std::vector<Var>& i) { return Sum(A({i[0], k.var}), {k}); });
+  Tensor S = Compute("S", {8}, [&](const std::vector<Var>& i) {
+    return Sum(A({i[0], k.var}), {k});
+  });
   Schedule s({S});
   Tensor local = s.CacheWrite(S);
   EXPECT_EQ(local->name, "S.local");
@@ -113,8 +118,10 @@ TEST(Schedule, ComputeAtWithCacheWriteAllocatesTile) {
 
 TEST(Schedule, ComputeInlineSubstitutesBody) {
   Tensor A = Placeholder("A", {8});
-  Tensor B = Compute("B", {8}, [&](const std::vector<Var>& i) { return A({i[0]}) * FloatImm(2.0); });
-  Tensor C = Compute("C", {8}, [&](const std::vector<Var>& i) { return B({i[0]}) + FloatImm(1.0); });
+  Tensor B =
+      Compute("B", {8}, [&](const std::vector<Var>& i) { return A({i[0]}) * FloatImm(2.0); });
+  Tensor C =
+      Compute("C", {8}, [&](const std::vector<Var>& i) { return B({i[0]}) + FloatImm(1.0); });
   Schedule s({C});
   s.ComputeInline(B);
   auto f = lower::Lower(s, {A, C}, "f");

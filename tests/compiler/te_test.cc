@@ -1,6 +1,6 @@
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "compiler/te/tensor.h"
 
@@ -11,7 +11,9 @@ using namespace ir;
 TEST(Te, ComputeRecordsAxesInputsAndReduction) {
   Tensor A = Placeholder("A", {4, 8});
   IterRange k = ReduceAxis(8, "k");
-  Tensor S = Compute("S", {4}, [&](const std::vector<Var>& i) { return Sum(A({i[0], k.var}), {k}); });
+  Tensor S = Compute("S", {4}, [&](const std::vector<Var>& i) {
+    return Sum(A({i[0], k.var}), {k});
+  });
   EXPECT_EQ(S->shape, (std::vector<int64_t>{4}));
   ASSERT_EQ(S->axes.size(), 1u);
   ASSERT_EQ(S->reduce_axes.size(), 1u);
@@ -22,7 +24,9 @@ TEST(Te, ComputeRecordsAxesInputsAndReduction) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->reduce_kind, ReduceKind::kSum);
   EXPECT_EQ(OpOfBuffer(S.buffer()).get(), S.op().get());
-  Tensor M = Compute("M", {4}, [&](const std::vector<Var>& i) { return MaxOf(A({i[0], k.var}), {k}); });
+  Tensor M = Compute("M", {4}, [&](const std::vector<Var>& i) {
+    return MaxOf(A({i[0], k.var}), {k});
+  });
   EXPECT_EQ(M->body.as<ReduceNode>()->reduce_kind, ReduceKind::kMax);
   EXPECT_TRUE(std::isinf(M->body.as<ReduceNode>()->init.as<FloatImmNode>()->value));
 }

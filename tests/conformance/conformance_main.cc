@@ -41,9 +41,12 @@ struct Result {
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return "PASS";
-    case Outcome::kFail: return "FAIL";
-    case Outcome::kUnsupported: return "UNSUPPORTED";
+    case Outcome::kPass:
+      return "PASS";
+    case Outcome::kFail:
+      return "FAIL";
+    case Outcome::kUnsupported:
+      return "UNSUPPORTED";
   }
   return "?";
 }
@@ -195,7 +198,8 @@ Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
       auto t = kiln::deploy::ReadTensorFile(p.string());
       if (!t.ok()) {
         r.outcome = Outcome::kUnsupported;
-        r.detail = StrCat("unsupported: output ", p.filename().string(), ": ", t.status().message());
+        r.detail =
+            StrCat("unsupported: output ", p.filename().string(), ": ", t.status().message());
         return r;
       }
       expected.push_back(*std::move(t));
@@ -207,7 +211,8 @@ Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
       return r;
     }
     std::vector<std::pair<const float*, int64_t>> in_bufs;
-    for (const auto& t : inputs) in_bufs.push_back({t.data.data(), static_cast<int64_t>(t.data.size())});
+    for (const auto& t : inputs)
+      in_bufs.push_back({t.data.data(), static_cast<int64_t>(t.data.size())});
     std::vector<std::vector<float>> outs;
     for (const auto& o : manifest.outputs) outs.emplace_back(o.NumElements(), std::nanf(""));
     std::vector<std::pair<float*, int64_t>> out_bufs;
@@ -272,10 +277,21 @@ std::string JsonEscape(const std::string& s) {
 int main(int argc, char** argv) {
   std::string data_dir, json_path;
   std::vector<std::string> filters;
-  std::set<std::string> claimed = {"Conv",  "Relu",    "MaxPool",  "AveragePool",
-                                   "GlobalAveragePool", "Gemm", "MatMul", "Add",
-                                   "Mul",   "Flatten", "Reshape",  "Identity",
-                                   "Dropout", "BatchNormalization", "Constant"};
+  std::set<std::string> claimed = {"Conv",
+                                   "Relu",
+                                   "MaxPool",
+                                   "AveragePool",
+                                   "GlobalAveragePool",
+                                   "Gemm",
+                                   "MatMul",
+                                   "Add",
+                                   "Mul",
+                                   "Flatten",
+                                   "Reshape",
+                                   "Identity",
+                                   "Dropout",
+                                   "BatchNormalization",
+                                   "Constant"};
   bool restrict_ops = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -297,15 +313,17 @@ int main(int argc, char** argv) {
     } else if (a == "--json") {
       json_path = value();
     } else if (a.rfind("--", 0) == 0 || !data_dir.empty()) {
-      std::fprintf(stderr,
-                   "usage: kiln-conformance DATA_DIR [--filter SUBSTR] [--ops LIST] [--json FILE]\n");
+      std::fprintf(
+          stderr,
+          "usage: kiln-conformance DATA_DIR [--filter SUBSTR] [--ops LIST] [--json FILE]\n");
       return 2;
     } else {
       data_dir = a;
     }
   }
   if (data_dir.empty()) {
-    std::fprintf(stderr, "usage: kiln-conformance DATA_DIR [--filter SUBSTR] [--ops LIST] [--json FILE]\n");
+    std::fprintf(stderr,
+                 "usage: kiln-conformance DATA_DIR [--filter SUBSTR] [--ops LIST] [--json FILE]\n");
     return 2;
   }
   if (!fs::is_directory(data_dir)) {
@@ -325,9 +343,9 @@ int main(int argc, char** argv) {
   std::vector<Result> results;
   for (const fs::path& t : tests) {
     std::set<std::string> ops = OpsOf(ReadFile(t / "model.onnx"));
-    bool is_claimed = !ops.empty() && std::all_of(ops.begin(), ops.end(), [&](const std::string& o) {
-      return claimed.count(o) > 0;
-    });
+    bool is_claimed =
+        !ops.empty() && std::all_of(ops.begin(), ops.end(),
+                                    [&](const std::string& o) { return claimed.count(o) > 0; });
     if (restrict_ops && !is_claimed) continue;
     Result r = RunTest(t, target);
     r.claimed = is_claimed;
@@ -355,9 +373,10 @@ int main(int argc, char** argv) {
     out << "{\"tests\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
-      out << "  {\"name\": \"" << JsonEscape(r.name) << "\", \"result\": \"" << OutcomeName(r.outcome)
-          << "\", \"claimed\": " << (r.claimed ? "true" : "false") << ", \"detail\": \""
-          << JsonEscape(r.detail) << "\"}" << (i + 1 < results.size() ? "," : "") << "\n";
+      out << "  {\"name\": \"" << JsonEscape(r.name) << "\", \"result\": \""
+          << OutcomeName(r.outcome) << "\", \"claimed\": " << (r.claimed ? "true" : "false")
+          << ", \"detail\": \"" << JsonEscape(r.detail) << "\"}"
+          << (i + 1 < results.size() ? "," : "") << "\n";
     }
     out << "], \"passed\": " << count(false, Outcome::kPass)
         << ", \"failed\": " << count(false, Outcome::kFail)

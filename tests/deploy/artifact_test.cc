@@ -18,7 +18,8 @@ using ::testing::HasSubstr;
 constexpr int kN = 1000;  // elements of the test module's input and output
 
 std::vector<std::pair<std::string, std::string>> Sections(const std::string& so) {
-  return {{"manifest", testing::Manifest(kN)}, {"module.so", so}, {"weights", testing::Weights(kN)}};
+  return {
+      {"manifest", testing::Manifest(kN)}, {"module.so", so}, {"weights", testing::Weights(kN)}};
 }
 
 TEST(Container, BadMagic) {
@@ -106,8 +107,7 @@ TEST(ManifestText, BadLinesAreNamed) {
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(m.status().message());
   };
-  EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x float32 1xQ\n"),
-              HasSubstr("manifest line 3"));
+  EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x float32 1xQ\n"), HasSubstr("manifest line 3"));
   EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x float32 1xQ\n"), HasSubstr("bad shape '1xQ'"));
   EXPECT_THAT(err("kiln-artifact 1\nentry f\nworkspace_bytes lots\n"),
               HasSubstr("manifest line 3"));

@@ -54,9 +54,10 @@ class KilnRun : public ::testing::Test {
     dir_ = testing::MakeTempDir();
     std::string so = testing::CompileModule(dir_, kN);
     ASSERT_FALSE(so.empty()) << "cc failed to build the test module";
-    testing::WriteFile(dir_ + "/m.kiln", testing::PackArtifact({{"manifest", testing::Manifest(kN)},
-                                                                {"module.so", so},
-                                                                {"weights", testing::Weights(kN)}}));
+    testing::WriteFile(dir_ + "/m.kiln",
+                       testing::PackArtifact({{"manifest", testing::Manifest(kN)},
+                                              {"module.so", so},
+                                              {"weights", testing::Weights(kN)}}));
   }
   void TearDown() override { testing::RemoveDir(dir_); }
   std::string dir_;
@@ -88,7 +89,8 @@ TEST_F(KilnRun, RunsWritesOutputAndTimes) {
 TEST_F(KilnRun, SingleInputTakesABareFileAndPb) {
   Tensor x{"whatever", {2, kN / 2}, std::vector<float>(kN, 1.f)};
   ASSERT_TRUE(WriteTensorProtoFile(dir_ + "/x.pb", x).ok());
-  Result r = RunKilnRun(dir_, dir_ + "/m.kiln --input " + dir_ + "/x.pb --output-dir=" + dir_ + "/o");
+  Result r =
+      RunKilnRun(dir_, dir_ + "/m.kiln --input " + dir_ + "/x.pb --output-dir=" + dir_ + "/o");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   absl::StatusOr<Tensor> y = ReadTensorFile(dir_ + "/o/output_0.pb");
   ASSERT_TRUE(y.ok()) << y.status();
@@ -98,8 +100,8 @@ TEST_F(KilnRun, SingleInputTakesABareFileAndPb) {
 
 TEST_F(KilnRun, WrongShapeExitsTwoNamingTheTensor) {
   testing::WriteFile(dir_ + "/bad.npy", NpyFloat32({kN}, std::vector<float>(kN, 0.f)));
-  Result r = RunKilnRun(dir_, dir_ + "/m.kiln --input data=" + dir_ + "/bad.npy --output-dir " +
-                                  dir_ + "/out");
+  Result r = RunKilnRun(
+      dir_, dir_ + "/m.kiln --input data=" + dir_ + "/bad.npy --output-dir " + dir_ + "/out");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("input 'data': expected shape 2x32, given 64"));
 }
@@ -111,8 +113,8 @@ TEST_F(KilnRun, FailingEntryPointExitsOne) {
                                             {"module.so", so},
                                             {"weights", testing::Weights(kN)}}));
   testing::WriteFile(dir_ + "/x.npy", NpyFloat32({2, kN / 2}, std::vector<float>(kN, 1.f)));
-  Result r = RunKilnRun(dir_, dir_ + "/fail.kiln --input data=" + dir_ + "/x.npy --output-dir " +
-                                  dir_ + "/out");
+  Result r = RunKilnRun(
+      dir_, dir_ + "/fail.kiln --input data=" + dir_ + "/x.npy --output-dir " + dir_ + "/out");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("entry point 'kiln_fail' returned 5"));
 }

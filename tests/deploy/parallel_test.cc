@@ -1,3 +1,5 @@
+#include "deploy/parallel.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -5,7 +7,6 @@
 #include <thread>
 #include <vector>
 
-#include "deploy/parallel.h"
 #include "gtest/gtest.h"
 
 namespace {

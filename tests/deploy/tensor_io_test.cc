@@ -36,10 +36,10 @@ TEST(TensorProto, RoundTripThroughFile) {
 TEST(TensorProto, SerializedBytesAreTheOnnxWireFormat) {
   Tensor t{"x", {2}, {1.0f, 2.0f}};
   std::string expected;
-  expected += "\x08\x02";          // dims: 2
-  expected += "\x10\x01";          // data_type: FLOAT
-  expected += "\x42\x01x";         // name: "x"
-  expected += "\x4a\x08";          // raw_data: 8 bytes
+  expected += "\x08\x02";   // dims: 2
+  expected += "\x10\x01";   // data_type: FLOAT
+  expected += "\x42\x01x";  // name: "x"
+  expected += "\x4a\x08";   // raw_data: 8 bytes
   float v[2] = {1.0f, 2.0f};
   expected.append(reinterpret_cast<const char*>(v), 8);
   EXPECT_EQ(SerializeTensorProto(t), expected);

@@ -109,14 +109,21 @@ inline std::string Manifest(int n, const std::string& entry = "kiln_main") {
          "target llvm -mtriple=x86_64-pc-linux-gnu\n"
          "compiler_version 0.1.0\n"
          "model_sha256 abc123\n"
-         "entry " + entry + "\n"
+         "entry " +
+         entry +
+         "\n"
          "workspace_bytes 256\n"
-         "weights_bytes " + std::to_string(n * 4) + "\n"
+         "weights_bytes " +
+         std::to_string(n * 4) +
+         "\n"
          "kernels 1\n"
          "tuned_kernels 0\n"
          "future_key ignored value\n"
-         "input data float32 2x" + std::to_string(n / 2) + "\n"
-         "output out float32 2x" + std::to_string(n / 2) + "\n";
+         "input data float32 2x" +
+         std::to_string(n / 2) +
+         "\n"
+         "output out float32 2x" +
+         std::to_string(n / 2) + "\n";
 }
 
 inline std::string Weights(int n) {

@@ -26,10 +26,11 @@ compiler::Workload Relu() {
 compiler::Workload Conv() {
   compiler::Workload w;
   w.op = "conv2d";
-  w.ints = {{"N", {1}},         {"C", {4}},         {"H", {10}},           {"W", {10}},
-            {"K", {8}},         {"R", {3}},         {"S", {3}},            {"stride", {1, 1}},
-            {"pad", {1, 1, 1, 1}}, {"dilation", {1, 1}}, {"groups", {1}}, {"bias", {0}},
-            {"OH", {10}},       {"OW", {10}}};
+  w.ints = {{"N", {1}},           {"C", {4}},         {"H", {10}},
+            {"W", {10}},          {"K", {8}},         {"R", {3}},
+            {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},
+            {"dilation", {1, 1}}, {"groups", {1}},    {"bias", {0}},
+            {"OH", {10}},         {"OW", {10}}};
   w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
   return w;
 }
@@ -73,8 +74,8 @@ TEST(SignalName, NamesTheSignal) {
 
 TEST(Measure, EltwiseReluSucceedsWithPositiveCosts) {
   compiler::Workload w = Relu();
-  kiln::v1::MeasureResult r = MeasureCandidate(w.Canonical(), DefaultConfigProto(w), Quick(),
-                                               compiler::Target::Host());
+  kiln::v1::MeasureResult r =
+      MeasureCandidate(w.Canonical(), DefaultConfigProto(w), Quick(), compiler::Target::Host());
   ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
   ASSERT_EQ(r.costs_s_size(), 3);
   for (double c : r.costs_s()) EXPECT_GT(c, 0);
@@ -83,8 +84,8 @@ TEST(Measure, EltwiseReluSucceedsWithPositiveCosts) {
 
 TEST(Measure, Conv2dSucceeds) {
   compiler::Workload w = Conv();
-  kiln::v1::MeasureResult r = MeasureCandidate(w.Canonical(), DefaultConfigProto(w), Quick(),
-                                               compiler::Target::Host());
+  kiln::v1::MeasureResult r =
+      MeasureCandidate(w.Canonical(), DefaultConfigProto(w), Quick(), compiler::Target::Host());
   ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
   ASSERT_EQ(r.costs_s_size(), 3);
   for (double c : r.costs_s()) EXPECT_GT(c, 0);

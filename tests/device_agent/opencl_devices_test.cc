@@ -6,10 +6,12 @@ namespace kiln::agent {
 namespace {
 
 TEST(OpenClDevices, DescribesDevicesInOneLine) {
-  std::vector<OpenClDevice> devices = {{"Portable Computing Language", "cpu-x86-64", "cpu", 2, 1 << 30},
-                                       {"NVIDIA CUDA", "H100", "gpu", 132, 80LL << 30}};
+  std::vector<OpenClDevice> devices = {
+      {"Portable Computing Language", "cpu-x86-64", "cpu", 2, 1 << 30},
+      {"NVIDIA CUDA", "H100", "gpu", 132, 80LL << 30}};
   EXPECT_EQ(DescribeOpenClDevices(devices),
-            "OpenCL: Portable Computing Language/cpu-x86-64 (cpu, 2 CUs), NVIDIA CUDA/H100 (gpu, 132 CUs)");
+            "OpenCL: Portable Computing Language/cpu-x86-64 (cpu, 2 CUs), NVIDIA CUDA/H100 (gpu, "
+            "132 CUs)");
   EXPECT_EQ(DescribeOpenClDevices({}), "");
 }
 

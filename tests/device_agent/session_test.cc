@@ -108,7 +108,8 @@ class SessionTest : public ::testing::Test {
 TEST_F(SessionTest, HelloBatchResultAndHeartbeats) {
   AgentSession session(Options(), FakeMeasure);
   std::thread runner([&] { EXPECT_TRUE(session.Run().ok()); });
-  ASSERT_TRUE(tracker_.WaitFor([&] { return !tracker_.results.empty() && tracker_.heartbeats >= 2; }));
+  ASSERT_TRUE(
+      tracker_.WaitFor([&] { return !tracker_.results.empty() && tracker_.heartbeats >= 2; }));
   session.Stop();
   runner.join();
 
@@ -156,9 +157,8 @@ TEST(Session, UnreachableTrackerRetriesUntilStopped) {
   o.device_key = "k";
   o.agent_id = "a";
   o.initial_backoff = std::chrono::milliseconds(10);
-  AgentSession session(o, [](const kiln::v1::MeasureBatch&, int) {
-    return kiln::v1::MeasureResult();
-  });
+  AgentSession session(
+      o, [](const kiln::v1::MeasureBatch&, int) { return kiln::v1::MeasureResult(); });
   std::thread runner([&] { EXPECT_TRUE(session.Run().ok()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   session.Stop();

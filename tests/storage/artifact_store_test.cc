@@ -12,8 +12,7 @@ namespace {
 using testing::TempDir;
 
 TEST(Sha256Test, KnownVector) {
-  EXPECT_EQ(Sha256Hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
@@ -48,8 +47,7 @@ TEST(ArtifactStoreTest, UnknownShaIsNotFound) {
   std::string sha = Sha256Hex("never stored");
   EXPECT_FALSE((*store)->Contains(sha));
   EXPECT_EQ((*store)->Get(sha).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ((*store)->Get("../../etc/passwd").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*store)->Get("../../etc/passwd").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ArtifactStoreTest, CorruptFileIsDataLoss) {

@@ -6,7 +6,8 @@ namespace kiln::storage {
 namespace {
 
 TEST(JsonTest, ParsesNestedValues) {
-  auto v = ParseJson(R"( {"a": [1, -2.5e3, true, false, null], "b": {"c": "d\"\\\n\u00e9\ud83d\ude00"}} )");
+  auto v = ParseJson(
+      R"( {"a": [1, -2.5e3, true, false, null], "b": {"c": "d\"\\\n\u00e9\ud83d\ude00"}} )");
   ASSERT_TRUE(v.ok()) << v.status();
   ASSERT_EQ(v->kind, JsonKind::kObject);
   const JsonValue* a = v->Find("a");
@@ -21,8 +22,8 @@ TEST(JsonTest, ParsesNestedValues) {
 }
 
 TEST(JsonTest, RejectsMalformed) {
-  for (const char* bad : {"", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "01", "1.", "\"abc",
-                          "\"\\x\"", "tru", "{} x", "\"\\ud800\""}) {
+  for (const char* bad : {"", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "01", "1.", "\"abc", "\"\\x\"",
+                          "tru", "{} x", "\"\\ud800\""}) {
     EXPECT_FALSE(ParseJson(bad).ok()) << bad;
   }
 }
@@ -30,11 +31,21 @@ TEST(JsonTest, RejectsMalformed) {
 TEST(JsonTest, WriterRoundTrips) {
   JsonWriter w;
   w.BeginObject()
-      .Key("s").String("tab\there \"q\" \x01")
-      .Key("n").Number(0.1)
-      .Key("i").Int(-1700000000123)
-      .Key("arr").BeginArray().Number(1.0 / 3.0).Bool(true).Null().EndArray()
-      .Key("o").BeginObject().EndObject()
+      .Key("s")
+      .String("tab\there \"q\" \x01")
+      .Key("n")
+      .Number(0.1)
+      .Key("i")
+      .Int(-1700000000123)
+      .Key("arr")
+      .BeginArray()
+      .Number(1.0 / 3.0)
+      .Bool(true)
+      .Null()
+      .EndArray()
+      .Key("o")
+      .BeginObject()
+      .EndObject()
       .EndObject();
   EXPECT_EQ(w.str(),
             "{\"s\":\"tab\\there \\\"q\\\" \\u0001\",\"n\":0.1,\"i\":-1700000000123,"

@@ -313,7 +313,8 @@ TEST(LogDbTest, MalformedLineFailsWithLineNumberAndChangesNothing) {
   ASSERT_EQ(lines.size(), 2u);
 
   auto dst = OpenOrDie(dir.File("dst.db"));
-  std::stringstream bad(lines[0] + "\n\n" + lines[1] + "\n{\"workload\": {\"key\": \"x\"}, oops}\n");
+  std::stringstream bad(lines[0] + "\n\n" + lines[1] +
+                        "\n{\"workload\": {\"key\": \"x\"}, oops}\n");
   auto result = dst->ImportJsonl(bad);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);

@@ -8,8 +8,8 @@ namespace kiln::tracker {
 namespace {
 
 std::string TempDb(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("kiln-tracker-test-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("kiln-tracker-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = dir / name;
   std::filesystem::remove(path);
@@ -79,10 +79,8 @@ TEST(AgentRegistryTest, TargetForKeyPrefersConnectedAgents) {
 TEST(AgentRegistryTest, RejectsEmptyIdentity) {
   FakeClock clock;
   AgentRegistry reg(nullptr, &clock);
-  EXPECT_EQ(reg.Connect(Hello("", "cpu", "x")).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(reg.Connect(Hello("a", "", "x")).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.Connect(Hello("", "cpu", "x")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.Connect(Hello("a", "", "x")).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

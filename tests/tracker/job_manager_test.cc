@@ -2,12 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/kernel.h"
-
 #include <filesystem>
 #include <set>
 #include <thread>
 
+#include "compiler/kernel.h"
 #include "tests/tracker/test_models.h"
 
 namespace kiln::tracker {
@@ -32,8 +31,8 @@ class JobManagerTest : public ::testing::Test {
     store_ = std::move(*store);
     agents_ = std::make_unique<AgentRegistry>(db_.get(), &clock_);
     dispatcher_ = std::make_unique<Dispatcher>(&clock_);
-    jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(),
-                                         dispatcher_.get(), &clock_);
+    jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                         &clock_);
   }
   void TearDown() override {
     jobs_.reset();
@@ -140,10 +139,9 @@ TEST_F(JobManagerTest, UnknownJobIsNotFound) {
   EXPECT_EQ(std::string(g.status().message()), "unknown job 'job-nope'");
   EXPECT_EQ(jobs_->Cancel("job-nope").status().code(), absl::StatusCode::kNotFound);
   bool finished = false;
-  EXPECT_EQ(jobs_->WaitEvents("job-nope", 0, std::chrono::milliseconds(0), &finished)
-                .status()
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      jobs_->WaitEvents("job-nope", 0, std::chrono::milliseconds(0), &finished).status().code(),
+      absl::StatusCode::kNotFound);
 }
 
 // A job measured by hand through the dispatcher (the test plays the agent),

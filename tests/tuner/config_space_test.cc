@@ -52,7 +52,8 @@ TEST(ConfigSpaceTest, IndexOfRejectsForeignConfigs) {
 
 TEST(ConfigSpaceTest, SizeSaturates) {
   std::vector<compiler::Knob> knobs;
-  for (int i = 0; i < 21; ++i) knobs.push_back({"k" + std::to_string(i), {1, 2, 3, 4, 5, 6, 7, 8, 9}});
+  for (int i = 0; i < 21; ++i)
+    knobs.push_back({"k" + std::to_string(i), {1, 2, 3, 4, 5, 6, 7, 8, 9}});
   ConfigSpace space(knobs);
   EXPECT_EQ(space.Size(), std::numeric_limits<uint64_t>::max());
   EXPECT_TRUE(space.Saturated());
