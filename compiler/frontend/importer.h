@@ -1,0 +1,178 @@
+#pragma once
+// Internal to compiler/frontend: the ONNX importer's state and helpers,
+// shared by onnx_import.cc (model level: initializers, inputs, dispatch) and
+// onnx_ops.cc (one importer per operator). Not an API.
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler/graph/graph.h"
+#include "deploy/check.h"
+#include "deploy/str.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln::compiler::onnx_internal {
+
+using Shape = std::vector<int64_t>;
+
+inline std::string DtypeName(int dtype) {
+  std::string s = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(dtype));
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "float") return "float32";
+  if (s == "double") return "float64";
+  return s.empty() ? StrCat("dtype#", dtype) : s;
+}
+
+// Left-pads `s` with 1s to `rank`.
+inline Shape PadTo(const Shape& s, size_t rank) {
+  Shape out(rank - std::min(rank, s.size()), 1);
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+// Workload shapes are never empty: a scalar is [1].
+inline Shape Wl(const Shape& s) { return s.empty() ? Shape{1} : s; }
+
+inline absl::StatusOr<Shape> Broadcast(const Shape& a, const Shape& b, const std::string& what) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape pa = PadTo(a, rank), pb = PadTo(b, rank), out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (pa[i] == pb[i] || pb[i] == 1) {
+      out[i] = pa[i];
+    } else if (pa[i] == 1) {
+      out[i] = pb[i];
+    } else {
+      return absl::InvalidArgumentError(StrCat(what, ": shapes [", StrJoin(a, ","), "] and [",
+                                               StrJoin(b, ","), "] do not broadcast"));
+    }
+  }
+  return out;
+}
+
+// Tensor data of an initializer or Constant as float32 / int64 (n elements).
+absl::StatusOr<std::vector<float>> FloatData(const onnx::TensorProto& t, int64_t n);
+absl::StatusOr<std::vector<int64_t>> Int64Data(const onnx::TensorProto& t, int64_t n);
+
+class Importer {
+ public:
+  absl::StatusOr<std::unique_ptr<Graph>> Run(const onnx::ModelProto& model);
+
+ private:
+  absl::Status AddInitializer(const onnx::TensorProto& t, const std::string& name);
+  absl::Status ImportNode(const onnx::NodeProto& node);
+
+  absl::StatusOr<int> In(const onnx::NodeProto& node, int i, bool need_float = true);
+  bool HasIn(const onnx::NodeProto& node, int i) const {
+    return i < node.input_size() && !node.input(i).empty();
+  }
+  int NewValue(const onnx::NodeProto& node, int i, Shape shape) {
+    Value v;
+    v.name = i < node.output_size() ? node.output(i) : StrCat(Name(node), ":", i);
+    v.shape = std::move(shape);
+    int id = g_->AddValue(std::move(v));
+    by_name_[g_->values[id].name] = id;
+    return id;
+  }
+  int TempValue(const std::string& name, Shape shape) {
+    Value v;
+    v.name = name;
+    v.shape = std::move(shape);
+    return g_->AddValue(std::move(v));
+  }
+  std::string Name(const onnx::NodeProto& node) const {
+    return node.name().empty() ? (node.output_size() ? node.output(0) : node.op_type())
+                               : node.name();
+  }
+  void AddCompute(const onnx::NodeProto& node, Workload w, std::vector<int> inputs, int out) {
+    Node n;
+    n.kind = NodeKind::kCompute;
+    n.name = Name(node);
+    n.op_type = node.op_type();
+    n.workload = std::move(w);
+    n.inputs = std::move(inputs);
+    n.output = out;
+    KILN_CHECK(n.workload.Signature().ok())
+        << n.workload.Canonical() << ": " << n.workload.Signature().status().ToString();
+    g_->nodes.push_back(std::move(n));
+  }
+  void AddView(const onnx::NodeProto& node, int in, int out) {
+    Node n;
+    n.kind = NodeKind::kView;
+    n.name = Name(node);
+    n.op_type = node.op_type();
+    n.inputs = {in};
+    n.output = out;
+    g_->nodes.push_back(std::move(n));
+  }
+  absl::Status Unimplemented(const onnx::NodeProto& node, const std::string& what) const {
+    return absl::UnimplementedError(
+        StrCat("operator '", node.op_type(), "' (node '", Name(node), "'): ", what));
+  }
+
+  const onnx::AttributeProto* Attr(const onnx::NodeProto& node, const char* name) const {
+    for (const auto& a : node.attribute()) {
+      if (a.name() == name) return &a;
+    }
+    return nullptr;
+  }
+  int64_t AttrInt(const onnx::NodeProto& node, const char* name, int64_t fallback) const {
+    const auto* a = Attr(node, name);
+    return a ? a->i() : fallback;
+  }
+  float AttrFloat(const onnx::NodeProto& node, const char* name, float fallback) const {
+    const auto* a = Attr(node, name);
+    return a ? a->f() : fallback;
+  }
+  std::vector<int64_t> AttrInts(const onnx::NodeProto& node, const char* name,
+                                std::vector<int64_t> fallback) const {
+    const auto* a = Attr(node, name);
+    if (!a) return fallback;
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  std::string AttrString(const onnx::NodeProto& node, const char* name,
+                         std::string fallback) const {
+    const auto* a = Attr(node, name);
+    return a ? a->s() : fallback;
+  }
+
+  absl::Status ImportConv(const onnx::NodeProto& node);
+  absl::Status ImportPool(const onnx::NodeProto& node, bool max, bool global);
+  // Rank-5 (NCDHW) MaxPool/AveragePool/GlobalAveragePool -> pool3d.
+  absl::Status ImportPool3d(const onnx::NodeProto& node, int x, const Shape& xs, bool max,
+                            bool global);
+  absl::Status ImportGemm(const onnx::NodeProto& node);
+  absl::Status ImportMatMul(const onnx::NodeProto& node);
+  absl::Status ImportBinary(const onnx::NodeProto& node, EpilogueKind kind);
+  absl::Status ImportReshape(const onnx::NodeProto& node);
+  absl::Status ImportBatchNorm(const onnx::NodeProto& node);
+  absl::Status ImportConstant(const onnx::NodeProto& node);
+  // Spatial padding/outputs for conv and pool over in_hw.size() dimensions
+  // (pads: begins, then ends). `kernel` is the undilated window size.
+  absl::Status Spatial(const onnx::NodeProto& node, const Shape& in_hw, const Shape& kernel,
+                       const Shape& stride, const Shape& dilation, bool ceil_mode, Shape* pads,
+                       Shape* out_hw);
+
+  // Spatial attributes; a 1-D op (one_d) is lifted to 2-D with H = 1.
+  Shape Lifted(const onnx::NodeProto& node, const char* name, Shape fallback, bool one_d) const {
+    Shape v = AttrInts(node, name, {});
+    if (v.empty()) return fallback;
+    if (!one_d) return v;
+    if (std::string_view(name) == "pads") return v.size() == 2 ? Shape{0, v[0], 0, v[1]} : v;
+    if (v.size() != 1) return v;
+    return {1, v[0]};
+  }
+
+  std::unique_ptr<Graph> g_;
+  std::unordered_map<std::string, int> by_name_;
+  std::unordered_map<int, int> bad_dtype_;  // value -> onnx dtype of a non-float constant
+  int64_t opset_ = 0;
+};
+
+}  // namespace kiln::compiler::onnx_internal

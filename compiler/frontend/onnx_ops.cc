@@ -1,0 +1,444 @@
+// One importer per ONNX operator: attributes, shape inference and the
+// workload (or view) each node becomes.
+#include <cstring>
+
+#include "compiler/frontend/importer.h"
+
+namespace kiln::compiler::onnx_internal {
+
+absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, const Shape& kernel,
+                               const Shape& stride, const Shape& dilation, bool ceil_mode,
+                               Shape* pads, Shape* out_hw) {
+  std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
+  const size_t n = in_hw.size();
+  if (pads->size() != 2 * n)
+    return Unimplemented(node, StrCat("pads must have ", 2 * n, " values"));
+  if (kernel.size() != n || stride.size() != n || dilation.size() != n) {
+    return Unimplemented(node, StrCat("kernel_shape/strides/dilations need ", n, " values"));
+  }
+  out_hw->assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (stride[i] <= 0 || dilation[i] <= 0 || kernel[i] <= 0) {
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': bad stride/dilation/kernel"));
+    }
+    int64_t ext = (kernel[i] - 1) * dilation[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t out = (in_hw[i] + stride[i] - 1) / stride[i];
+      int64_t total = std::max<int64_t>(0, (out - 1) * stride[i] + ext - in_hw[i]);
+      int64_t small = total / 2, big = total - small;
+      (*pads)[i] = auto_pad == "SAME_UPPER" ? small : big;
+      (*pads)[i + n] = auto_pad == "SAME_UPPER" ? big : small;
+      (*out_hw)[i] = out;
+      continue;
+    }
+    if (auto_pad == "VALID") {
+      (*pads)[i] = (*pads)[i + n] = 0;
+    } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+      return Unimplemented(node, StrCat("auto_pad '", auto_pad, "' is not supported"));
+    }
+    int64_t span = in_hw[i] + (*pads)[i] + (*pads)[i + n] - ext;
+    if (span < 0) {
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': kernel larger than input"));
+    }
+    int64_t out = ceil_mode ? (span + stride[i] - 1) / stride[i] + 1 : span / stride[i] + 1;
+    // The last window must start inside the input or its leading padding.
+    if (ceil_mode && (out - 1) * stride[i] >= in_hw[i] + (*pads)[i]) --out;
+    (*out_hw)[i] = out;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  auto wt = In(node, 1);
+  if (!wt.ok()) return wt.status();
+  Shape xs = g_->values[*x].shape, ws = g_->values[*wt].shape;
+  const bool one_d = xs.size() == 3 && ws.size() == 3;
+  if (one_d) {
+    xs.insert(xs.begin() + 2, 1);
+    ws.insert(ws.begin() + 2, 1);
+  }
+  if (xs.size() != 4 || ws.size() != 4) {
+    return Unimplemented(node, StrCat("only 1-D and 2-D convolution is supported (input rank ",
+                                      g_->values[*x].shape.size(), ")"));
+  }
+  int64_t groups = AttrInt(node, "group", 1);
+  if (groups <= 0 || xs[1] % groups != 0 || ws[0] % groups != 0 || ws[1] * groups != xs[1]) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': weight [", StrJoin(ws, ","),
+                                             "] does not match input [", StrJoin(xs, ","),
+                                             "] with group ", groups));
+  }
+  Shape kernel = Lifted(node, "kernel_shape", {ws[2], ws[3]}, one_d);
+  if (kernel != Shape{ws[2], ws[3]}) {
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': kernel_shape does not match weight"));
+  }
+  Shape stride = Lifted(node, "strides", {1, 1}, one_d);
+  Shape dilation = Lifted(node, "dilations", {1, 1}, one_d);
+  if (stride.size() != 2 || dilation.size() != 2)
+    return Unimplemented(node, "bad strides/dilations");
+  Shape pads = Lifted(node, "pads", {0, 0, 0, 0}, one_d), ohw;
+  if (auto s = Spatial(node, {xs[2], xs[3]}, kernel, stride, dilation, false, &pads, &ohw);
+      !s.ok()) {
+    return s;
+  }
+  std::vector<int> inputs = {*x, *wt};
+  bool bias = HasIn(node, 2);
+  if (bias) {
+    auto b = In(node, 2);
+    if (!b.ok()) return b.status();
+    if (g_->values[*b].shape != Shape{ws[0]}) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bias must be [K]"));
+    }
+    inputs.push_back(*b);
+  }
+  Workload w;
+  w.op = "conv2d";
+  w.ints = {{"N", {xs[0]}},         {"C", {xs[1]}},       {"H", {xs[2]}},
+            {"W", {xs[3]}},         {"K", {ws[0]}},       {"R", {ws[2]}},
+            {"S", {ws[3]}},         {"stride", stride},   {"pad", pads},
+            {"dilation", dilation}, {"groups", {groups}}, {"bias", {bias ? 1 : 0}},
+            {"OH", {ohw[0]}},       {"OW", {ohw[1]}}};
+  Shape out = {xs[0], ws[0], ohw[0], ohw[1]};
+  if (one_d) out.erase(out.begin() + 2);  // same layout as the 2-D kernel's output
+  AddCompute(node, std::move(w), inputs, NewValue(node, 0, out));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool global) {
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  Shape xs = g_->values[*x].shape;
+  const bool one_d = xs.size() == 3;
+  if (one_d) xs.insert(xs.begin() + 2, 1);
+  if (xs.size() != 4 && xs.size() != 5) {
+    return Unimplemented(
+        node, StrCat("only 1-D, 2-D and 3-D pooling is supported (input rank ", xs.size(), ")"));
+  }
+  if (node.output_size() > 1 && !node.output(1).empty()) {
+    return Unimplemented(node, "the Indices output is not supported");
+  }
+  if (AttrInt(node, "storage_order", 0) != 0) return Unimplemented(node, "storage_order 1");
+  if (xs.size() == 5) return ImportPool3d(node, *x, xs, max, global);
+  Shape kernel, stride, dilation, pads, ohw;
+  if (global) {
+    kernel = {xs[2], xs[3]};
+    stride = {1, 1};
+    dilation = {1, 1};
+    pads = {0, 0, 0, 0};
+    ohw = {1, 1};
+  } else {
+    kernel = Lifted(node, "kernel_shape", {}, one_d);
+    stride = Lifted(node, "strides", {1, 1}, one_d);
+    dilation = Lifted(node, "dilations", {1, 1}, one_d);
+    pads = Lifted(node, "pads", {0, 0, 0, 0}, one_d);
+    if (kernel.size() != 2 || stride.size() != 2 || dilation.size() != 2) {
+      return Unimplemented(node, "kernel_shape/strides/dilations need 2 values");
+    }
+    if (auto s = Spatial(node, {xs[2], xs[3]}, kernel, stride, dilation,
+                         AttrInt(node, "ceil_mode", 0) != 0, &pads, &ohw);
+        !s.ok()) {
+      return s;
+    }
+  }
+  Workload w;
+  w.op = "pool2d";
+  w.ints = {{"N", {xs[0]}},
+            {"C", {xs[1]}},
+            {"H", {xs[2]}},
+            {"W", {xs[3]}},
+            {"kernel", kernel},
+            {"stride", stride},
+            {"pad", pads},
+            {"dilation", dilation},
+            {"OH", {ohw[0]}},
+            {"OW", {ohw[1]}},
+            {"kind", {max ? 0 : 1}},
+            {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
+  Shape out = {xs[0], xs[1], ohw[0], ohw[1]};
+  if (one_d) out.erase(out.begin() + 2);
+  AddCompute(node, std::move(w), {*x}, NewValue(node, 0, out));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportPool3d(const onnx::NodeProto& node, int x, const Shape& xs, bool max,
+                                    bool global) {
+  Shape kernel, stride, dilation, pads, out;
+  if (global) {
+    kernel = {xs[2], xs[3], xs[4]};
+    stride = dilation = {1, 1, 1};
+    pads = {0, 0, 0, 0, 0, 0};
+    out = {1, 1, 1};
+  } else {
+    kernel = AttrInts(node, "kernel_shape", {});
+    stride = AttrInts(node, "strides", {1, 1, 1});
+    dilation = AttrInts(node, "dilations", {1, 1, 1});
+    pads = AttrInts(node, "pads", {0, 0, 0, 0, 0, 0});
+    if (kernel.size() != 3 || stride.size() != 3 || dilation.size() != 3) {
+      return Unimplemented(node, "kernel_shape/strides/dilations need 3 values");
+    }
+    if (auto s = Spatial(node, {xs[2], xs[3], xs[4]}, kernel, stride, dilation,
+                         AttrInt(node, "ceil_mode", 0) != 0, &pads, &out);
+        !s.ok()) {
+      return s;
+    }
+  }
+  Workload w;
+  w.op = "pool3d";
+  w.ints = {{"N", {xs[0]}},
+            {"C", {xs[1]}},
+            {"D", {xs[2]}},
+            {"H", {xs[3]}},
+            {"W", {xs[4]}},
+            {"kernel", kernel},
+            {"stride", stride},
+            {"pad", pads},
+            {"dilation", dilation},
+            {"OD", {out[0]}},
+            {"OH", {out[1]}},
+            {"OW", {out[2]}},
+            {"kind", {max ? 0 : 1}},
+            {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
+  AddCompute(node, std::move(w), {x}, NewValue(node, 0, {xs[0], xs[1], out[0], out[1], out[2]}));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
+  auto a = In(node, 0);
+  if (!a.ok()) return a.status();
+  auto b = In(node, 1);
+  if (!b.ok()) return b.status();
+  const Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
+  if (as.size() != 2 || bs.size() != 2) return Unimplemented(node, "A and B must be 2-D");
+  int64_t ta = AttrInt(node, "transA", 0) != 0, tb = AttrInt(node, "transB", 0) != 0;
+  int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1];
+  int64_t KB = tb ? bs[1] : bs[0], N = tb ? bs[0] : bs[1];
+  if (K != KB) {
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': inner dimensions ", K, " and ", KB, " differ"));
+  }
+  float alpha = AttrFloat(node, "alpha", 1.0f), beta = AttrFloat(node, "beta", 1.0f);
+  Workload w;
+  w.op = "dense";
+  std::vector<int> inputs = {*a, *b};
+  bool bias = HasIn(node, 2) && beta != 0.0f;
+  if (bias) {
+    auto c = In(node, 2);
+    if (!c.ok()) return c.status();
+    Shape cs = g_->values[*c].shape;
+    if (cs.size() > 2) return absl::InvalidArgumentError("Gemm: C has rank > 2");
+    Shape pc = PadTo(cs, 2);
+    if ((pc[0] != 1 && pc[0] != M) || (pc[1] != 1 && pc[1] != N)) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': C [", StrJoin(cs, ","),
+                                               "] does not broadcast to [", M, ",", N, "]"));
+    }
+    w.ints["bias_shape"] = pc;
+    inputs.push_back(*c);
+  }
+  w.ints["M"] = {M};
+  w.ints["N"] = {N};
+  w.ints["K"] = {K};
+  w.ints["transA"] = {ta};
+  w.ints["transB"] = {tb};
+  w.ints["batch"] = {1};
+  w.ints["batch_a"] = {0};
+  w.ints["batch_b"] = {0};
+  w.ints["bias"] = {bias ? 1 : 0};
+  if (alpha != 1.0f) w.floats["alpha"] = alpha;
+  if (bias && beta != 1.0f) w.floats["beta"] = beta;
+  AddCompute(node, std::move(w), inputs, NewValue(node, 0, {M, N}));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
+  auto a = In(node, 0);
+  if (!a.ok()) return a.status();
+  auto b = In(node, 1);
+  if (!b.ok()) return b.status();
+  Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
+  if (as.empty() || bs.empty()) return Unimplemented(node, "scalar operands");
+  bool a1 = as.size() == 1, b1 = bs.size() == 1;
+  if (a1) as.insert(as.begin(), 1);
+  if (b1) bs.push_back(1);
+  int64_t M = as[as.size() - 2], K = as.back(), KB = bs[bs.size() - 2], N = bs.back();
+  if (K != KB) {
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': inner dimensions ", K, " and ", KB, " differ"));
+  }
+  Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
+  int64_t pa = 1, pb = 1;
+  for (int64_t d : abatch) pa *= d;
+  for (int64_t d : bbatch) pb *= d;
+  if (pa > 1 && pb > 1) {
+    size_t r = std::max(abatch.size(), bbatch.size());
+    if (PadTo(abatch, r) != PadTo(bbatch, r)) {
+      return Unimplemented(node, "broadcasting between batch dimensions");
+    }
+  }
+  auto bd = Broadcast(abatch, bbatch, StrCat("node '", Name(node), "'"));
+  if (!bd.ok()) return bd.status();
+  Shape batch_dims = *bd;
+  int64_t batch = std::max(pa, pb);
+  Workload w;
+  w.op = "dense";
+  w.ints = {{"M", {M}},           {"N", {N}},    {"K", {K}},         {"transA", {0}},
+            {"transB", {0}},      {"bias", {0}}, {"batch", {batch}}, {"batch_a", {pa > 1}},
+            {"batch_b", {pb > 1}}};
+  Shape kernel_out = {M, N};
+  if (batch > 1) kernel_out.insert(kernel_out.begin(), batch);
+  // The ONNX output shape.
+  Shape out = batch_dims;
+  if (!a1) out.push_back(M);
+  if (!b1) out.push_back(N);
+  if (out == kernel_out) {
+    AddCompute(node, std::move(w), {*a, *b}, NewValue(node, 0, out));
+  } else {
+    int tmp = TempValue(StrCat(Name(node), ":dense"), kernel_out);
+    AddCompute(node, std::move(w), {*a, *b}, tmp);
+    AddView(node, tmp, NewValue(node, 0, out));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportBinary(const onnx::NodeProto& node, EpilogueKind kind) {
+  auto a = In(node, 0);
+  if (!a.ok()) return a.status();
+  auto b = In(node, 1);
+  if (!b.ok()) return b.status();
+  Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
+  auto out = Broadcast(as, bs, StrCat("node '", Name(node), "'"));
+  if (!out.ok()) return out.status();
+  Shape wo = Wl(*out);
+  Shape pa = PadTo(Wl(as), wo.size()), pb = PadTo(Wl(bs), wo.size());
+  int first = *a, second = *b;
+  if (pa != wo && pb == wo) {
+    std::swap(pa, pb);
+    std::swap(first, second);
+  }
+  Workload w;
+  w.op = "eltwise";
+  w.ints["shape"] = wo;
+  w.ints["in_shape"] = pa;
+  w.epilogue.push_back({kind, pb});
+  AddCompute(node, std::move(w), {first, second}, NewValue(node, 0, *out));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportReshape(const onnx::NodeProto& node) {
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  const Shape xs = g_->values[*x].shape;
+  int64_t total = g_->values[*x].NumElements();
+  Shape out;
+  if (node.op_type() == "Flatten") {
+    int64_t rank = static_cast<int64_t>(xs.size());
+    int64_t axis = AttrInt(node, "axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis > rank) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': axis out of range"));
+    }
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= xs[i];
+    out = {outer, outer == 0 ? 0 : total / outer};
+  } else {
+    if (!HasIn(node, 1)) return Unimplemented(node, "the shape attribute form (opset < 5)");
+    auto s = In(node, 1, false);
+    if (!s.ok()) return s.status();
+    const Value& sv = g_->values[*s];
+    if (!sv.int_data) {
+      return Unimplemented(node, "the target shape must be a constant int64 tensor");
+    }
+    bool allowzero = AttrInt(node, "allowzero", 0) != 0;
+    int infer = -1;
+    int64_t known = 1;
+    for (size_t i = 0; i < sv.int_data->size(); ++i) {
+      int64_t d = (*sv.int_data)[i];
+      if (d == 0 && !allowzero) {
+        if (i >= xs.size()) return absl::InvalidArgumentError("Reshape: 0 beyond the input rank");
+        d = xs[i];
+      } else if (d == -1) {
+        if (infer >= 0) return absl::InvalidArgumentError("Reshape: more than one -1");
+        infer = static_cast<int>(i);
+        d = 1;
+      } else if (d < -1) {
+        return absl::InvalidArgumentError("Reshape: negative dimension");
+      }
+      out.push_back(d);
+      if (static_cast<int>(i) != infer) known *= d;
+    }
+    if (infer >= 0) {
+      if (known == 0 || total % known != 0) {
+        return absl::InvalidArgumentError(StrCat("node '", Name(node), "': cannot infer -1"));
+      }
+      out[infer] = total / known;
+    }
+  }
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  if (n != total) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': cannot reshape [",
+                                             StrJoin(xs, ","), "] to [", StrJoin(out, ","), "]"));
+  }
+  AddView(node, *x, NewValue(node, 0, out));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportBatchNorm(const onnx::NodeProto& node) {
+  if (AttrInt(node, "training_mode", 0) != 0) return Unimplemented(node, "training_mode=1");
+  for (int i = 1; i < node.output_size(); ++i) {
+    if (!node.output(i).empty()) return Unimplemented(node, "training outputs are not supported");
+  }
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  const Shape xs = g_->values[*x].shape;
+  if (xs.size() < 2) return absl::InvalidArgumentError("BatchNormalization: input rank < 2");
+  std::vector<int> inputs = {*x};
+  for (int i = 1; i <= 4; ++i) {
+    auto p = In(node, i);
+    if (!p.ok()) return p.status();
+    const Value& pv = g_->values[*p];
+    if (!pv.IsConstant()) return Unimplemented(node, "non-constant scale/bias/mean/var");
+    if (pv.shape != Shape{xs[1]}) {
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': parameter ", i, " must be [C]"));
+    }
+    inputs.push_back(*p);
+  }
+  Node n;
+  n.kind = NodeKind::kBatchNorm;
+  n.name = Name(node);
+  n.op_type = node.op_type();
+  n.epsilon = AttrFloat(node, "epsilon", 1e-5f);
+  n.inputs = inputs;
+  n.output = NewValue(node, 0, xs);
+  g_->nodes.push_back(std::move(n));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportConstant(const onnx::NodeProto& node) {
+  if (node.output_size() != 1) return absl::InvalidArgumentError("Constant needs one output");
+  const std::string& name = node.output(0);
+  if (const auto* a = Attr(node, "value")) return AddInitializer(a->t(), name);
+  Value v;
+  v.name = name;
+  if (const auto* a = Attr(node, "value_float")) {
+    v.data = std::vector<float>{a->f()};
+  } else if (const auto* a = Attr(node, "value_floats")) {
+    v.data = std::vector<float>(a->floats().begin(), a->floats().end());
+    v.shape = {static_cast<int64_t>(v.data->size())};
+  } else if (const auto* a = Attr(node, "value_int")) {
+    v.int_data = std::vector<int64_t>{a->i()};
+  } else if (const auto* a = Attr(node, "value_ints")) {
+    v.int_data = std::vector<int64_t>(a->ints().begin(), a->ints().end());
+    v.shape = {static_cast<int64_t>(v.int_data->size())};
+  } else {
+    return Unimplemented(node, "only value/value_float(s)/value_int(s) are supported");
+  }
+  by_name_[name] = g_->AddValue(std::move(v));
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::compiler::onnx_internal
