@@ -32,7 +32,9 @@
 namespace {
 
 using kiln::compiler::Config;
+using kiln::compiler::KernelBuffers;
 using kiln::compiler::KernelSignature;
+using kiln::compiler::MakeKernelBuffers;
 using kiln::compiler::Workload;
 
 bool g_dump_ir = false;
@@ -57,34 +59,9 @@ double MedianSeconds(const std::function<void()>& fn, int repeat) {
   return samples[samples.size() / 2];
 }
 
-struct Buffers {
-  std::vector<std::vector<float>> in;
-  std::vector<float> out;
-  std::vector<const float*> in_ptrs;
-  std::vector<void*> args;
-};
-
-Buffers MakeBuffers(const KernelSignature& sig, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  Buffers b;
-  for (const auto& t : sig.inputs) {
-    std::vector<float> v(static_cast<size_t>(t.NumElements()));
-    for (float& x : v) x = dist(rng);
-    b.in.push_back(std::move(v));
-  }
-  b.out.assign(static_cast<size_t>(sig.output.NumElements()), 0.f);
-  for (auto& v : b.in) {
-    b.in_ptrs.push_back(v.data());
-    b.args.push_back(v.data());
-  }
-  b.args.push_back(b.out.data());
-  return b;
-}
-
 // Median seconds of the kernel built with `config`; negative on failure.
 double TimeConfig(const Workload& w, const Config& config, const kiln::compiler::Target& target,
-                  Buffers& b, int repeat, std::string* error) {
+                  KernelBuffers& b, int repeat, std::string* error) {
   auto kernel = kiln::compiler::BuildJit(w, config, target, {.dump_ir = g_dump_ir});
   if (!kernel.ok()) {
     *error = std::string(kernel.status().message());
@@ -167,7 +144,7 @@ int main(int argc, char** argv) {
       ++failures;
       continue;
     }
-    Buffers b = MakeBuffers(*sig, 1234 + static_cast<uint32_t>(index));
+    KernelBuffers b = MakeKernelBuffers(*sig, 1234 + static_cast<uint64_t>(index));
     std::string error;
     double t = TimeConfig(w, *config, target, b, repeat, &error);
     if (t < 0) {
@@ -176,10 +153,10 @@ int main(int argc, char** argv) {
       ++failures;
       continue;
     }
-    std::vector<float> got = b.out;
+    std::vector<float> got = b.output;
     std::vector<float> want(got.size());
     double t_ref =
-        MedianSeconds([&] { (void)kiln::compiler::RunReference(w, b.in_ptrs, want.data()); },
+        MedianSeconds([&] { (void)kiln::compiler::RunReference(w, b.input_ptrs, want.data()); },
                       std::max(3, repeat / 5));
     double err = 0;
     for (size_t i = 0; i < got.size(); ++i)

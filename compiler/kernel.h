@@ -46,6 +46,26 @@ absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, co
                                                     const Target& target,
                                                     const LowerOptions& options = {});
 
+// The buffers of one kernel call, for verification and timing: inputs filled
+// with seeded uniform values in [-1, 1], the output filled with
+// `output_fill`, and the pointer arrays JitKernel::Run (`args`: inputs, then
+// the output) and RunReference (`input_ptrs`) take. Movable, not copyable:
+// the pointers point into the vectors.
+struct KernelBuffers {
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> output;
+  std::vector<const float*> input_ptrs;
+  std::vector<void*> args;
+
+  KernelBuffers() = default;
+  KernelBuffers(KernelBuffers&&) = default;
+  KernelBuffers& operator=(KernelBuffers&&) = default;
+  KernelBuffers(const KernelBuffers&) = delete;
+  KernelBuffers& operator=(const KernelBuffers&) = delete;
+};
+KernelBuffers MakeKernelBuffers(const KernelSignature& sig, uint64_t seed,
+                                float output_fill = 0.0f);
+
 // Straightforward loops over the same semantics, for verification. `inputs`
 // and `output` follow Workload::Signature().
 absl::Status RunReference(const Workload& workload, std::span<const float* const> inputs,

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -110,26 +109,13 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
     return r;
   }
 
-  // Inputs: seeded uniform values in [-1, 1].
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<std::vector<float>> inputs;
-  for (const compiler::TensorSpec& spec : sig->inputs) {
-    std::vector<float> data(static_cast<size_t>(spec.NumElements()));
-    for (float& v : data) v = dist(rng);
-    inputs.push_back(std::move(data));
-  }
-  const size_t out_n = static_cast<size_t>(sig->output.NumElements());
-  std::vector<float> output(out_n, std::nanf(""));
+  // Inputs: seeded uniform values in [-1, 1]; the output starts as NaN so
+  // that an element the kernel never writes cannot pass verification.
+  compiler::KernelBuffers buffers = compiler::MakeKernelBuffers(*sig, seed, std::nanf(""));
+  const std::vector<float>& output = buffers.output;
+  const std::vector<void*>& args = buffers.args;
+  const size_t out_n = output.size();
   std::vector<float> reference(out_n, 0.0f);
-
-  std::vector<const float*> input_ptrs;
-  std::vector<void*> args;
-  for (auto& in : inputs) {
-    input_ptrs.push_back(in.data());
-    args.push_back(in.data());
-  }
-  args.push_back(output.data());
 
   auto fail = [&](MeasureErrorKind kind, std::string message) {
     MeasureResult r = Error(kind, std::move(message));
@@ -140,7 +126,8 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
   if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
     return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, StrCat("kernel returned ", rc));
   }
-  if (absl::Status s = compiler::RunReference(*workload, input_ptrs, reference.data()); !s.ok()) {
+  if (absl::Status s = compiler::RunReference(*workload, buffers.input_ptrs, reference.data());
+      !s.ok()) {
     return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
                 StrCat("reference implementation failed: ", s.message()));
   }

@@ -9,6 +9,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
+#include "tests/compiler/kernel_check.h"
 
 namespace kiln::compiler {
 namespace {
@@ -176,40 +177,7 @@ TEST(OpsLower, DenseDefaultIsVectorizedWithLocalAccumulator) {
 
 // ---- numeric checks against the reference
 
-std::vector<std::vector<float>> RandomInputs(const KernelSignature& sig, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<std::vector<float>> in;
-  for (const TensorSpec& t : sig.inputs) {
-    std::vector<float> v(static_cast<size_t>(t.NumElements()));
-    for (float& x : v) x = dist(rng);
-    in.push_back(std::move(v));
-  }
-  return in;
-}
-
-void ExpectMatchesReference(const Workload& w, const Config& c, const std::string& what) {
-  auto sig = w.Signature();
-  ASSERT_TRUE(sig.ok());
-  auto kernel = BuildJit(w, c, Target::Host());
-  ASSERT_TRUE(kernel.ok()) << what << " " << CanonicalConfig(c) << ": " << kernel.status();
-  auto in = RandomInputs(*sig, 7);
-  std::vector<const float*> ptrs;
-  std::vector<void*> args;
-  for (auto& v : in) {
-    ptrs.push_back(v.data());
-    args.push_back(v.data());
-  }
-  size_t n = static_cast<size_t>(sig->output.NumElements());
-  std::vector<float> got(n, 12345.f), want(n, -999.f);
-  args.push_back(got.data());
-  ASSERT_EQ((*kernel)->Run(args.data()), 0);
-  ASSERT_TRUE(RunReference(w, ptrs, want.data()).ok());
-  for (size_t i = 0; i < n; ++i) {
-    ASSERT_NEAR(got[i], want[i], 1e-4f * (1.f + std::fabs(want[i])))
-        << what << " config " << CanonicalConfig(c) << " at " << i;
-  }
-}
+using test_util::ExpectMatchesReference;
 
 TEST(OpsNumeric, DefaultAndRandomConfigsMatchReference) {
   Target host = Target::Host();

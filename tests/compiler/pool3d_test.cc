@@ -11,6 +11,7 @@
 #include "compiler/graph/passes.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
+#include "tests/compiler/kernel_check.h"
 #include "tests/compiler/onnx_test_util.h"
 
 namespace kiln::compiler {
@@ -109,34 +110,7 @@ TEST(Pool3dReference, HandComputed) {
 
 // ---- JIT kernels against the reference
 
-void ExpectMatchesReference(const Workload& w, const Config& c, const std::string& what) {
-  auto sig = w.Signature();
-  ASSERT_TRUE(sig.ok());
-  auto kernel = BuildJit(w, c, Target::Host());
-  ASSERT_TRUE(kernel.ok()) << what << " " << CanonicalConfig(c) << ": " << kernel.status();
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<std::vector<float>> in;
-  std::vector<const float*> ptrs;
-  std::vector<void*> args;
-  for (const TensorSpec& t : sig->inputs) {
-    in.emplace_back(static_cast<size_t>(t.NumElements()));
-    for (float& x : in.back()) x = dist(rng);
-  }
-  for (auto& v : in) {
-    ptrs.push_back(v.data());
-    args.push_back(v.data());
-  }
-  size_t n = static_cast<size_t>(sig->output.NumElements());
-  std::vector<float> got(n, 12345.f), want(n, -999.f);
-  args.push_back(got.data());
-  ASSERT_EQ((*kernel)->Run(args.data()), 0);
-  ASSERT_TRUE(RunReference(w, ptrs, want.data()).ok());
-  for (size_t i = 0; i < n; ++i) {
-    ASSERT_NEAR(got[i], want[i], 1e-4f * (1.f + std::fabs(want[i])))
-        << what << " config " << CanonicalConfig(c) << " at " << i;
-  }
-}
+using test_util::ExpectMatchesReference;
 
 const char* kMaxPad =
     "pool3d(C=3;D=5;H=6;N=2;OD=3;OH=3;OW=4;W=7;dilation=1,1,1;kernel=3,3,3;kind=0;pad=1,1,1,1,1,1;"
