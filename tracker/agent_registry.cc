@@ -30,8 +30,10 @@ absl::Status AgentRegistry::Load() {
   return absl::OkStatus();
 }
 
-absl::Status AgentRegistry::PersistLocked(const AgentInfo& info) {
+absl::Status AgentRegistry::PersistLocked(Slot& slot) {
   if (db_ == nullptr) return absl::OkStatus();
+  slot.persisted_unix_ms = clock_->NowMs();
+  const AgentInfo& info = slot.info;
   storage::AgentRow row;
   row.id = info.id;
   row.device_key = info.device_key;
@@ -65,7 +67,7 @@ absl::StatusOr<uint64_t> AgentRegistry::Connect(const AgentInfo& hello) {
   slot.info.results = results;
   slot.info.in_flight = 0;
   slot.session = next_session_++;
-  absl::Status st = PersistLocked(slot.info);
+  absl::Status st = PersistLocked(slot);
   if (!st.ok()) return st;
   return slot.session;
 }
@@ -77,7 +79,7 @@ void AgentRegistry::Disconnect(const std::string& agent_id, uint64_t session) {
   it->second.info.connected = false;
   it->second.info.in_flight = 0;
   it->second.info.last_seen_unix_ms = clock_->NowMs();
-  (void)PersistLocked(it->second.info);
+  (void)PersistLocked(it->second);
 }
 
 void AgentRegistry::Heartbeat(const std::string& agent_id) {
@@ -85,7 +87,10 @@ void AgentRegistry::Heartbeat(const std::string& agent_id) {
   auto it = agents_.find(agent_id);
   if (it == agents_.end()) return;
   it->second.info.last_seen_unix_ms = clock_->NowMs();
-  (void)PersistLocked(it->second.info);
+  if (it->second.info.last_seen_unix_ms - it->second.persisted_unix_ms >=
+      kPersistHeartbeatEveryMs) {
+    (void)PersistLocked(it->second);
+  }
 }
 
 std::vector<std::string> AgentRegistry::Silent(int64_t max_silence_ms) const {
@@ -105,7 +110,7 @@ void AgentRegistry::AddResults(const std::string& agent_id, int64_t n) {
   if (it == agents_.end()) return;
   it->second.info.results += n;
   it->second.info.last_seen_unix_ms = clock_->NowMs();
-  (void)PersistLocked(it->second.info);
+  (void)PersistLocked(it->second);
 }
 
 void AgentRegistry::SetInFlight(const std::string& agent_id, int32_t n) {

@@ -63,8 +63,12 @@ class AgentRegistry {
   struct Slot {
     AgentInfo info;
     uint64_t session = 0;
+    int64_t persisted_unix_ms = 0;  // when the row was last written
   };
-  absl::Status PersistLocked(const AgentInfo& info);
+  // Heartbeats refresh the stored last_seen at most this often; the
+  // in-memory time (what Silent() reads) is always current.
+  static constexpr int64_t kPersistHeartbeatEveryMs = 30000;
+  absl::Status PersistLocked(Slot& slot);
 
   storage::LogDb* db_;
   const Clock* clock_;

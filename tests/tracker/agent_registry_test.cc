@@ -64,6 +64,31 @@ TEST(AgentRegistryTest, ConnectDisconnectAndPersist) {
   EXPECT_FALSE(reloaded.TargetForKey("gpu").has_value());
 }
 
+// Heartbeats keep the in-memory time current (what silence detection reads)
+// but rewrite the stored row at most every kPersistHeartbeatEveryMs.
+TEST(AgentRegistryTest, HeartbeatsAreStoredAtMostEvery30Seconds) {
+  auto db = storage::LogDb::Open(TempDb("heartbeats.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  FakeClock clock(1000);
+  AgentRegistry reg(db->get(), &clock);
+  ASSERT_TRUE(
+      reg.Connect(Hello("a1", "cpu", "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic")).ok());
+  auto stored_last_seen = [&] {
+    auto rows = (*db)->ListAgents();
+    EXPECT_TRUE(rows.ok() && rows->size() == 1);
+    return rows.ok() && !rows->empty() ? (*rows)[0].last_seen_unix_ms : -1;
+  };
+  for (int i = 0; i < 10; ++i) {
+    clock.Advance(2000);
+    reg.Heartbeat("a1");
+  }
+  EXPECT_EQ(reg.Get("a1")->last_seen_unix_ms, 21000);
+  EXPECT_EQ(stored_last_seen(), 1000);  // ten heartbeats, no write
+  clock.Advance(10000);
+  reg.Heartbeat("a1");
+  EXPECT_EQ(stored_last_seen(), 31000);  // 30 s after the last write
+}
+
 TEST(AgentRegistryTest, TargetForKeyPrefersConnectedAgents) {
   FakeClock clock;
   AgentRegistry reg(nullptr, &clock);
