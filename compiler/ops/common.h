@@ -20,6 +20,18 @@ namespace kiln::compiler::ops {
 struct Built {
   std::unique_ptr<te::Schedule> schedule;
   std::vector<te::Tensor> args;  // KernelSignature order
+
+  // args = the op's inputs (undefined ones, e.g. an absent bias, skipped),
+  // then the epilogue operands, then the output.
+  void SetArgs(std::vector<te::Tensor> inputs, const std::vector<te::Tensor>& epilogue,
+               const te::Tensor& out) {
+    args.clear();
+    for (auto& t : inputs) {
+      if (t.defined()) args.push_back(std::move(t));
+    }
+    args.insert(args.end(), epilogue.begin(), epilogue.end());
+    args.push_back(out);
+  }
 };
 
 struct OpTemplate {

@@ -184,10 +184,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
     if (cfg.at("order") == 0) s.Unroll(conv, k);
     if (cfg.at("order") != 1) s.Unroll(conv, oh);
   }
-  b.args = {data, weight};
-  if (bias.defined()) b.args.push_back(bias);
-  for (const auto& e : eps) b.args.push_back(e);
-  b.args.push_back(out);
+  b.SetArgs({data, weight, bias}, eps, out);
   return b;
 }
 

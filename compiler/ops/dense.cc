@@ -175,10 +175,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     s.Vectorize(partial, pl);
     if (c.at("unroll_k") && tk > 1) s.Unroll(partial, pki);
     if (tm > 1 && tm <= 8) s.Unroll(acc, s.Axis(acc, static_cast<int>(off)));
-    b.args = {A, B};
-    if (C.defined()) b.args.push_back(C);
-    for (const auto& e : eps) b.args.push_back(e);
-    b.args.push_back(out);
+    b.SetArgs({A, B, C}, eps, out);
     return b;
   }
   // Accumulator: [b,] ko, ki, m (unrolled), n (vectorized).
@@ -188,10 +185,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   if (tm > 1 && tm <= 8) s.Unroll(acc, am);
   if (tn > 1) s.Vectorize(acc, an);
   if (c.at("unroll_k") && tk > 1) s.Unroll(acc, ki);
-  b.args = {A, B};
-  if (C.defined()) b.args.push_back(C);
-  for (const auto& e : eps) b.args.push_back(e);
-  b.args.push_back(out);
+  b.SetArgs({A, B, C}, eps, out);
   return b;
 }
 

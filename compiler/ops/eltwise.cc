@@ -62,9 +62,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
       outer = s.Fuse(out, outer, s.Axis(out, static_cast<int>(d)));
     s.Parallel(out, outer);
   }
-  b.args.push_back(in);
-  for (const auto& e : eps) b.args.push_back(e);
-  b.args.push_back(out);
+  b.SetArgs({in}, eps, out);
   return b;
 }
 

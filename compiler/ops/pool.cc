@@ -197,9 +197,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
     s.Unroll(pool, s.ReduceAxisOf(pool, rank - 2));
     s.Unroll(pool, s.ReduceAxisOf(pool, rank - 1));
   }
-  b.args = {data};
-  for (const auto& e : eps) b.args.push_back(e);
-  b.args.push_back(out);
+  b.SetArgs({data}, eps, out);
   return b;
 }
 
