@@ -15,6 +15,18 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kTarget = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic";
 
+// One successful result with these costs for every candidate of the batch.
+std::vector<MeasureOutcome> Measured(const MeasureWork& work, const std::vector<double>& costs) {
+  std::vector<MeasureOutcome> results;
+  for (const auto& c : work.candidates) {
+    MeasureOutcome o;
+    o.candidate_id = c.candidate_id;
+    o.costs_s = costs;
+    results.push_back(o);
+  }
+  return results;
+}
+
 class JobManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -180,13 +192,7 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   ASSERT_TRUE(default_config.ok());
   EXPECT_EQ(compiler::CanonicalConfig(lease->work.candidates[0].config),
             compiler::CanonicalConfig(*default_config));
-  std::vector<MeasureOutcome> results;
-  for (const auto& c : lease->work.candidates) {
-    MeasureOutcome o;
-    o.candidate_id = c.candidate_id;
-    o.costs_s = {2e-3, 4e-3};
-    results.push_back(o);
-  }
+  std::vector<MeasureOutcome> results = Measured(lease->work, {2e-3, 4e-3});
   size_t measured = results.size();
   ASSERT_TRUE(dispatcher_->Complete(lease->work.batch_id, "a1", results));
 
@@ -230,13 +236,7 @@ JobStatus ServeUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std
   JobStatus last;
   for (int i = 0; i < 2000 && !finished; ++i) {
     if (auto lease = dispatcher->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(5))) {
-      std::vector<MeasureOutcome> results;
-      for (const auto& c : lease->work.candidates) {
-        MeasureOutcome o;
-        o.candidate_id = c.candidate_id;
-        o.costs_s = {1e-3};
-        results.push_back(o);
-      }
+      std::vector<MeasureOutcome> results = Measured(lease->work, {1e-3});
       dispatcher->Complete(lease->work.batch_id, "a1", results);
     }
     auto events = jobs->WaitEvents(job, next, std::chrono::milliseconds(5), &finished);
@@ -258,13 +258,7 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
     lease = dispatcher_->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(lease.has_value());
-  std::vector<MeasureOutcome> results;
-  for (const auto& c : lease->work.candidates) {
-    MeasureOutcome o;
-    o.candidate_id = c.candidate_id;
-    o.costs_s = {1e-3};
-    results.push_back(o);
-  }
+  std::vector<MeasureOutcome> results = Measured(lease->work, {1e-3});
   size_t first = results.size();
   ASSERT_TRUE(dispatcher_->Complete(lease->work.batch_id, "a1", results));
   for (int i = 0; i < 200; ++i) {
