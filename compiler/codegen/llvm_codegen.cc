@@ -1,11 +1,13 @@
 #include "compiler/codegen/llvm_codegen.h"
 
+#include <iterator>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
+#include "compiler/lower/ir_util.h"
 #include "deploy/str.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
@@ -180,6 +182,7 @@ class CodeGen {
     llvm::Type* e = nullptr;
     switch (t.code) {
       case TypeCode::kInt:
+      case TypeCode::kUInt:
         e = llvm::Type::getIntNTy(ctx_, t.bits);
         break;
       case TypeCode::kBool:
@@ -194,6 +197,13 @@ class CodeGen {
                            : llvm::Type::getFloatTy(ctx_);
         break;
     }
+    return t.lanes > 1 ? llvm::FixedVectorType::get(e, t.lanes) : e;
+  }
+
+  // The in-memory type of a value of type `t`: a bool is one byte (0 or 1).
+  llvm::Type* MemTypeOf(DataType t) {
+    if (!t.is_bool()) return TypeOf(t);
+    llvm::Type* e = llvm::Type::getInt8Ty(ctx_);
     return t.lanes > 1 ? llvm::FixedVectorType::get(e, t.lanes) : e;
   }
 
@@ -224,18 +234,25 @@ class CodeGen {
   }
 
   // ----- expressions
+  llvm::Value* Poison(DataType t) { return llvm::PoisonValue::get(TypeOf(t)); }
+
   llvm::Value* EmitExpr(const Expr& e) {
     if (IsBinary(e.kind())) return EmitBinary(static_cast<const BinaryNode*>(e.get()));
     switch (e.kind()) {
-      case ExprKind::kIntImm:
-        return llvm::ConstantInt::get(TypeOf(e.dtype()), e.to<IntImmNode>()->value, true);
+      case ExprKind::kIntImm: {
+        DataType t = e.dtype();
+        if (!t.is_integer() && !t.is_bool()) break;
+        int64_t v = lower::WrapInt(e.to<IntImmNode>()->value, t);
+        llvm::APInt ap(64, static_cast<uint64_t>(v));
+        return llvm::ConstantInt::get(TypeOf(t), ap.zextOrTrunc(t.is_bool() ? 1 : t.bits));
+      }
       case ExprKind::kFloatImm:
         return llvm::ConstantFP::get(TypeOf(e.dtype()), e.to<FloatImmNode>()->value);
       case ExprKind::kVar: {
         auto it = vars_.find(e.to<VarNode>());
         if (it == vars_.end()) {
           Fail(StrCat("unbound variable ", e.to<VarNode>()->name));
-          return llvm::PoisonValue::get(TypeOf(e.dtype()));
+          return Poison(e.dtype());
         }
         return it->second;
       }
@@ -246,20 +263,44 @@ class CodeGen {
         llvm::Value* c = EmitExpr(n->cond);
         llvm::Value* t = EmitExpr(n->true_value);
         llvm::Value* f = EmitExpr(n->false_value);
+        // A vector condition over scalar arms selects lane by lane.
+        int lanes = n->cond.dtype().lanes;
+        if (lanes > 1) {
+          t = Splat(lanes, t);
+          f = Splat(lanes, f);
+          if (t->getType() != f->getType() ||
+              llvm::cast<llvm::FixedVectorType>(t->getType())->getNumElements() !=
+                  static_cast<unsigned>(lanes)) {
+            Fail(StrCat("Select of ", ToString(n->true_value.dtype()), " with a ",
+                        ToString(n->cond.dtype()), " condition"));
+            return Poison(e.dtype());
+          }
+        }
         return b_.CreateSelect(c, t, f);
       }
-      case ExprKind::kCast:
-        return EmitCast(e.dtype(), e.to<CastNode>()->value);
+      case ExprKind::kCast: {
+        const auto* n = e.to<CastNode>();
+        return CastValue(EmitExpr(n->value), n->value.dtype(), e.dtype());
+      }
       case ExprKind::kBroadcast: {
         const auto* n = e.to<BroadcastNode>();
         return b_.CreateVectorSplat(n->lanes, EmitExpr(n->value));
       }
       case ExprKind::kRamp: {
         const auto* n = e.to<RampNode>();
+        DataType bt = n->base.dtype();
         llvm::Value* base = b_.CreateVectorSplat(n->lanes, EmitExpr(n->base));
         llvm::Value* stride = b_.CreateVectorSplat(n->lanes, EmitExpr(n->stride));
         std::vector<llvm::Constant*> steps;
-        llvm::Type* et = TypeOf(n->base.dtype());
+        llvm::Type* et = TypeOf(bt);
+        if (bt.is_float()) {
+          for (int i = 0; i < n->lanes; ++i) steps.push_back(llvm::ConstantFP::get(et, i));
+          return b_.CreateFAdd(base, b_.CreateFMul(stride, llvm::ConstantVector::get(steps)));
+        }
+        if (!bt.is_integer()) {
+          Fail(StrCat("Ramp of ", ToString(bt)));
+          return Poison(e.dtype());
+        }
         for (int i = 0; i < n->lanes; ++i) steps.push_back(llvm::ConstantInt::get(et, i));
         return b_.CreateAdd(base, b_.CreateMul(stride, llvm::ConstantVector::get(steps)));
       }
@@ -269,7 +310,7 @@ class CodeGen {
         return EmitCall(e.to<CallNode>());
       case ExprKind::kReduce:
         Fail("a Reduce node reached code generation (lower the compute first)");
-        return llvm::PoisonValue::get(TypeOf(e.dtype()));
+        return Poison(e.dtype());
       case ExprKind::kLet: {
         const auto* n = e.to<LetNode>();
         llvm::Value* v = EmitExpr(n->value);
@@ -286,68 +327,123 @@ class CodeGen {
       default:
         break;
     }
-    Fail(StrCat("unsupported expression kind ", static_cast<int>(e.kind())));
-    return llvm::PoisonValue::get(TypeOf(e.dtype()));
+    Fail(StrCat("unsupported expression kind ", static_cast<int>(e.kind()), " of type ",
+                ToString(e.dtype())));
+    return Poison(e.dtype());
+  }
+
+  // A divisor that needs no guard: a constant (or a broadcast one) that is
+  // not 0, nor -1 for a signed type.
+  static bool SafeDivisor(const Expr& b, bool is_signed) {
+    Expr c = b;
+    if (const auto* bc = b.as<BroadcastNode>()) c = bc->value;
+    auto v = AsConstInt(c);
+    if (!v) return false;
+    int64_t w = lower::WrapInt(*v, c.dtype());
+    return w != 0 && !(is_signed && w == -1);
+  }
+
+  // Integer kDiv / kMod / kFloorDiv / kFloorMod. A zero divisor gives 0 and
+  // INT_MIN / -1 gives INT_MIN (wrapping) instead of undefined behaviour:
+  // unless the divisor is a safe constant, it is replaced by 1 where it is 0
+  // (or -1) and the quotient patched afterwards.
+  llvm::Value* IntDivMod(ExprKind kind, llvm::Value* a, llvm::Value* b, const Expr& b_expr,
+                         bool is_signed) {
+    llvm::Type* ty = a->getType();
+    llvm::Value* zero = llvm::Constant::getNullValue(ty);
+    llvm::Value* one = llvm::ConstantInt::get(ty, 1);
+    llvm::Value* b_zero = nullptr;
+    llvm::Value* b_minus1 = nullptr;
+    llvm::Value* d = b;
+    if (!SafeDivisor(b_expr, is_signed)) {
+      b_zero = b_.CreateICmpEQ(b, zero);
+      llvm::Value* bad = b_zero;
+      if (is_signed) {
+        b_minus1 = b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(ty));
+        bad = b_.CreateOr(b_zero, b_minus1);
+      }
+      d = b_.CreateSelect(bad, one, b);
+    }
+    bool want_div = kind == ExprKind::kDiv || kind == ExprKind::kFloorDiv;
+    if (!is_signed) {  // floor and truncation agree
+      if (!want_div) return b_.CreateURem(a, d);
+      llvm::Value* q = b_.CreateUDiv(a, d);
+      return b_zero ? b_.CreateSelect(b_zero, zero, q) : q;
+    }
+    llvm::Value* r = b_.CreateSRem(a, d);  // 0 where d was patched
+    llvm::Value* adjust = nullptr;
+    if (kind == ExprKind::kFloorDiv || kind == ExprKind::kFloorMod) {
+      // Truncation rounds toward zero; floor differs when the remainder is
+      // nonzero and its sign differs from the divisor's.
+      adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                            b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(d, zero)));
+    }
+    if (kind == ExprKind::kMod) return r;
+    if (kind == ExprKind::kFloorMod) return b_.CreateSelect(adjust, b_.CreateAdd(r, d), r);
+    llvm::Value* q = b_.CreateSDiv(a, d);
+    if (b_minus1) q = b_.CreateSelect(b_minus1, b_.CreateSub(zero, a), q);
+    if (adjust) q = b_.CreateSub(q, b_.CreateZExt(adjust, ty));
+    return b_zero ? b_.CreateSelect(b_zero, zero, q) : q;
   }
 
   llvm::Value* EmitBinary(const BinaryNode* n) {
     llvm::Value* a = EmitExpr(n->a);
     llvm::Value* b = EmitExpr(n->b);
     DataType t = n->a.dtype();
+    if (a->getType() != b->getType()) {
+      Fail(StrCat("binary operands of ", ToString(n->a.dtype()), " and ", ToString(n->b.dtype())));
+      return Poison(n->dtype);
+    }
+    if (t.code == TypeCode::kHandle) {
+      Fail(StrCat("arithmetic on ", ToString(t)));
+      return Poison(n->dtype);
+    }
     bool fp = t.is_float();
+    bool sgn = t.is_int();  // bool compares and orders as unsigned (false < true)
+    // Signed overflow is undefined only for int64 (index arithmetic); data
+    // arithmetic on narrower integers wraps, as in ONNX.
+    bool nsw = sgn && t.bits >= 64;
     switch (n->kind) {
       case ExprKind::kAdd:
-        return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, t.is_int());
+        return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, nsw);
       case ExprKind::kSub:
-        return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, t.is_int());
+        return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, nsw);
       case ExprKind::kMul:
-        return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, t.is_int());
+        return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, nsw);
       case ExprKind::kDiv:
-        return fp ? b_.CreateFDiv(a, b) : b_.CreateSDiv(a, b);
+        if (fp) return b_.CreateFDiv(a, b);
+        return IntDivMod(n->kind, a, b, n->b, sgn);
       case ExprKind::kMod:
-        return fp ? b_.CreateFRem(a, b) : b_.CreateSRem(a, b);
-      case ExprKind::kFloorDiv: {
+        if (fp) return b_.CreateFRem(a, b);
+        return IntDivMod(n->kind, a, b, n->b, sgn);
+      case ExprKind::kFloorDiv:
         if (fp) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, b));
-        // q = a / b (truncating); subtract 1 when the remainder is nonzero
-        // and its sign differs from the divisor's.
-        llvm::Value* q = b_.CreateSDiv(a, b);
-        llvm::Value* r = b_.CreateSRem(a, b);
-        llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
-        llvm::Value* adjust =
-            b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
-        return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
-      }
+        return IntDivMod(n->kind, a, b, n->b, sgn);
       case ExprKind::kFloorMod: {
         if (fp) {
           llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, b));
           return b_.CreateFSub(a, b_.CreateFMul(q, b));
         }
-        llvm::Value* r = b_.CreateSRem(a, b);
-        llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
-        llvm::Value* adjust =
-            b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
-        return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
+        return IntDivMod(n->kind, a, b, n->b, sgn);
       }
       case ExprKind::kMin:
         if (fp) return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
-        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
+        return b_.CreateBinaryIntrinsic(sgn ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a, b);
       case ExprKind::kMax:
         if (fp) return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
-        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, b);
+        return b_.CreateBinaryIntrinsic(sgn ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a, b);
       case ExprKind::kEQ:
         return fp ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
       case ExprKind::kNE:
         return fp ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
       case ExprKind::kLT:
-        return fp ? b_.CreateFCmpOLT(a, b) : b_.CreateICmpSLT(a, b);
+        return fp ? b_.CreateFCmpOLT(a, b) : sgn ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
       case ExprKind::kLE:
-        return fp ? b_.CreateFCmpOLE(a, b) : b_.CreateICmpSLE(a, b);
+        return fp ? b_.CreateFCmpOLE(a, b) : sgn ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
       case ExprKind::kGT:
-        return fp ? b_.CreateFCmpOGT(a, b) : b_.CreateICmpSGT(a, b);
+        return fp ? b_.CreateFCmpOGT(a, b) : sgn ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
       case ExprKind::kGE:
-        return fp ? b_.CreateFCmpOGE(a, b) : b_.CreateICmpSGE(a, b);
+        return fp ? b_.CreateFCmpOGE(a, b) : sgn ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
       case ExprKind::kAnd:
         return b_.CreateAnd(a, b);
       case ExprKind::kOr:
@@ -359,24 +455,39 @@ class CodeGen {
     return a;
   }
 
-  llvm::Value* EmitCast(DataType to, const Expr& from_e) {
-    llvm::Value* v = EmitExpr(from_e);
-    DataType from = from_e.dtype();
+  // Converts `v` of type `from` to `to` (same lanes, or a scalar `v` that is
+  // splat). Float -> integer truncates toward zero and saturates (NaN gives
+  // 0) instead of producing poison for out-of-range values.
+  llvm::Value* CastValue(llvm::Value* v, DataType from, DataType to) {
     llvm::Type* ty = TypeOf(to);
-    if (from.lanes != to.lanes) v = Splat(to.lanes, v);
+    if (from.lanes != to.lanes) {
+      if (from.lanes != 1) {
+        Fail(StrCat("cast from ", ToString(from), " to ", ToString(to)));
+        return llvm::PoisonValue::get(ty);
+      }
+      v = Splat(to.lanes, v);
+    }
+    if (from == to) return v;
+    bool from_unsigned = from.is_uint() || from.is_bool();
     if (to.is_bool()) {
       llvm::Value* zero = llvm::Constant::getNullValue(v->getType());
+      // NaN is nonzero: it converts to true, as in C.
       return from.is_float() ? b_.CreateFCmpUNE(v, zero) : b_.CreateICmpNE(v, zero);
     }
+    if (from.code == TypeCode::kHandle && to.is_integer()) return b_.CreatePtrToInt(v, ty);
     if (to.is_float()) {
       if (from.is_float()) return b_.CreateFPCast(v, ty);
-      return from.is_bool() ? b_.CreateUIToFP(v, ty) : b_.CreateSIToFP(v, ty);
+      if (from.is_integer() || from.is_bool())
+        return from_unsigned ? b_.CreateUIToFP(v, ty) : b_.CreateSIToFP(v, ty);
     }
-    if (to.is_int()) {
-      if (from.is_float()) return b_.CreateFPToSI(v, ty);
-      if (from.is_bool()) return b_.CreateZExt(v, ty);
-      if (from.code == TypeCode::kHandle) return b_.CreatePtrToInt(v, ty);
-      return b_.CreateSExtOrTrunc(v, ty);
+    if (to.is_integer()) {
+      if (from.is_float()) {
+        return b_.CreateIntrinsic(
+            to.is_uint() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+            {ty, v->getType()}, {v});
+      }
+      if (from.is_integer() || from.is_bool())
+        return from_unsigned ? b_.CreateZExtOrTrunc(v, ty) : b_.CreateSExtOrTrunc(v, ty);
     }
     Fail(StrCat("unsupported cast from ", ToString(from), " to ", ToString(to)));
     return llvm::PoisonValue::get(ty);
@@ -391,7 +502,11 @@ class CodeGen {
                   " indices; flatten storage first"));
       return llvm::PoisonValue::get(ptr_);
     }
-    llvm::Type* et = TypeOf(buf->dtype);
+    if (!indices[0].dtype().is_integer()) {
+      Fail(StrCat("access to ", buf->name, " with a ", ToString(indices[0].dtype()), " index"));
+      return llvm::PoisonValue::get(ptr_);
+    }
+    llvm::Type* et = MemTypeOf(buf->dtype.Element());
     llvm::Value* base = BufferPtr(buf);
     const Expr& idx = indices[0];
     if (const auto* r = idx.as<RampNode>()) {
@@ -400,10 +515,7 @@ class CodeGen {
         return b_.CreateInBoundsGEP(et, base, EmitExpr(r->base));
       }
     }
-    if (!idx.dtype().is_vector()) {
-      *contiguous = true;
-      return b_.CreateInBoundsGEP(et, base, EmitExpr(idx));
-    }
+    if (!idx.dtype().is_vector()) *contiguous = true;
     return b_.CreateInBoundsGEP(et, base, EmitExpr(idx));
   }
 
@@ -412,14 +524,14 @@ class CodeGen {
   llvm::Value* EmitLoad(const BufferLoadNode* n) {
     bool contiguous = false;
     llvm::Value* addr = Address(n->buffer, n->indices, &contiguous);
-    llvm::Type* ty = TypeOf(n->dtype);
+    // A scalar index with a vector result cannot happen (Load takes lanes
+    // from the index), so the type matches the access width.
+    llvm::Type* mty = MemTypeOf(n->dtype);
     llvm::Align al = ElemAlign(n->buffer);
-    if (contiguous) {
-      // A scalar index with a vector result cannot happen (Load takes lanes
-      // from the index), so `ty` matches the access width.
-      return b_.CreateAlignedLoad(ty, addr, al);
-    }
-    return b_.CreateMaskedGather(ty, addr, al);
+    llvm::Value* v = contiguous ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(mty, addr, al))
+                                : b_.CreateMaskedGather(mty, addr, al);
+    if (n->dtype.is_bool()) v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(mty));
+    return v;
   }
 
   void EmitStore(const BufferStoreNode* n) {
@@ -428,15 +540,18 @@ class CodeGen {
     llvm::Value* addr = Address(n->buffer, n->indices, &contiguous);
     llvm::Align al = ElemAlign(n->buffer);
     int idx_lanes = n->indices.empty() ? 1 : n->indices[0].dtype().lanes;
-    if (idx_lanes != n->value.dtype().lanes) {
-      if (idx_lanes > 1 && n->value.dtype().lanes == 1) {
+    DataType vt = n->value.dtype();
+    if (idx_lanes != vt.lanes) {
+      if (idx_lanes > 1 && vt.lanes == 1) {
         v = Splat(idx_lanes, v);
+        vt = vt.WithLanes(idx_lanes);
       } else {
         Fail(StrCat("store of ", ToString(n->value.dtype()), " with a ", idx_lanes,
                     "-lane index into ", n->buffer->name));
         return;
       }
     }
+    if (vt.is_bool()) v = b_.CreateZExt(v, MemTypeOf(vt));
     if (contiguous) {
       b_.CreateAlignedStore(v, addr, al);
     } else {
@@ -444,55 +559,206 @@ class CodeGen {
     }
   }
 
-  llvm::Value* EmitCall(const CallNode* n) {
-    std::vector<llvm::Value*> args;
-    for (const Expr& a : n->args) args.push_back(EmitExpr(a));
-    llvm::Type* ty = TypeOf(n->dtype);
-    static const std::unordered_map<std::string, llvm::Intrinsic::ID> kIntrinsics = {
-        {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2},
-        {"log", llvm::Intrinsic::log},     {"log2", llvm::Intrinsic::log2},
-        {"sqrt", llvm::Intrinsic::sqrt},   {"fabs", llvm::Intrinsic::fabs},
-        {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
-        {"round", llvm::Intrinsic::round}, {"trunc", llvm::Intrinsic::trunc},
-        {"fma", llvm::Intrinsic::fma},     {"fmax", llvm::Intrinsic::maxnum},
-        {"fmin", llvm::Intrinsic::minnum}, {"pow", llvm::Intrinsic::pow},
-        {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
+  // ----- intrinsic calls
+
+  // A call of the C library's `f32` / `f64` (float / double -> same) on
+  // every lane of `x` (float16 goes through float).
+  llvm::Value* LibmCall(const char* f32, const char* f64, llvm::Value* x, DataType t) {
+    bool dbl = t.bits == 64;
+    llvm::Type* et = dbl ? llvm::Type::getDoubleTy(ctx_) : llvm::Type::getFloatTy(ctx_);
+    llvm::FunctionCallee fn =
+        mod_->getOrInsertFunction(dbl ? f64 : f32, llvm::FunctionType::get(et, {et}, false));
+    if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+      f->setDoesNotThrow();
+      f->setWillReturn();
+      f->setDoesNotAccessMemory();
+    }
+    llvm::Type* lane_ty = TypeOf(t.Element());
+    auto one = [&](llvm::Value* s) {
+      llvm::Value* r = b_.CreateCall(fn, {b_.CreateFPCast(s, et)});
+      return b_.CreateFPCast(r, lane_ty);
     };
+    if (t.lanes == 1) return one(x);
+    llvm::Value* out = llvm::PoisonValue::get(TypeOf(t));
+    for (int i = 0; i < t.lanes; ++i)
+      out = b_.CreateInsertElement(out, one(b_.CreateExtractElement(x, i)), i);
+    return out;
+  }
+
+  // tanh for float32/float16: 1 - 2 / (exp(2x) + 1), exact at the ends
+  // (exp overflows to inf or underflows to 0), and for |x| < 0.5, where that
+  // formula cancels, its Taylor series up to x^17 (error < 5e-10).
+  llvm::Value* FastTanh(llvm::Value* x, DataType t) {
+    DataType ft = DataType::Float32().WithLanes(t.lanes);
+    llvm::Type* fty = TypeOf(ft);
+    x = b_.CreateFPCast(x, fty);
+    auto c = [&](double v) { return llvm::ConstantFP::get(fty, v); };
+    llvm::Value* one = c(1.0);
+    llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFMul(c(2.0), x));
+    llvm::Value* big = b_.CreateFSub(one, b_.CreateFDiv(c(2.0), b_.CreateFAdd(e, one)));
+    static const double kTaylor[] = {
+        // x^17 ... x^3
+        6404582.0 / 10854718875.0,
+        -929569.0 / 638512875.0,
+        21844.0 / 6081075.0,
+        -1382.0 / 155925.0,
+        62.0 / 2835.0,
+        -17.0 / 315.0,
+        2.0 / 15.0,
+        -1.0 / 3.0,
+    };
+    llvm::Value* x2 = b_.CreateFMul(x, x);
+    llvm::Value* p = c(kTaylor[0]);
+    for (size_t i = 1; i < std::size(kTaylor); ++i)
+      p = b_.CreateFAdd(b_.CreateFMul(p, x2), c(kTaylor[i]));
+    llvm::Value* small = b_.CreateFAdd(x, b_.CreateFMul(b_.CreateFMul(x, x2), p));
+    llvm::Value* is_small =
+        b_.CreateFCmpOLT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), c(0.5));
+    return b_.CreateFPCast(b_.CreateSelect(is_small, small, big), TypeOf(t));
+  }
+
+  llvm::Value* EmitCall(const CallNode* n) {
+    const std::string& name = n->name;
+    DataType t = n->dtype;
+    llvm::Type* ty = TypeOf(t);
+    llvm::Value* poison = llvm::PoisonValue::get(ty);
+    std::vector<llvm::Value*> args;
+    for (const Expr& a : n->args) args.push_back(Splat(t.lanes, EmitExpr(a)));
     auto arity = [&](size_t k) {
       if (args.size() == k) return true;
-      Fail(StrCat("intrinsic ", n->name, " takes ", k, " arguments, got ", args.size()));
+      Fail(StrCat("intrinsic ", name, " takes ", k, " argument", k == 1 ? "" : "s", ", got ",
+                  args.size()));
       return false;
     };
-    for (llvm::Value*& a : args) a = Splat(n->dtype.lanes, a);
-    if (n->name == "tanh") {  // 1 - 2 / (exp(2x) + 1)
-      if (!arity(1)) return llvm::PoisonValue::get(ty);
-      llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
-      llvm::Value* two = llvm::ConstantFP::get(ty, 2.0);
-      llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFMul(two, args[0]));
-      return b_.CreateFSub(one, b_.CreateFDiv(two, b_.CreateFAdd(e, one)));
+    // Every argument must have the call's type (after splatting scalars).
+    auto same_type_args = [&]() {
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i]->getType() != ty) {
+          Fail(StrCat("argument ", i, " of ", name, " has type ", ToString(n->args[i].dtype()),
+                      ", the call ", ToString(t)));
+          return false;
+        }
+      }
+      return true;
+    };
+
+    if (name == "likely") {
+      if (!arity(1)) return poison;
+      return args[0];
     }
-    if (n->name == "sigmoid") {  // 1 / (1 + exp(-x))
-      if (!arity(1)) return llvm::PoisonValue::get(ty);
+    // Float classification: bool results.
+    if (name == "isnan" || name == "isinf") {
+      if (!arity(1)) return poison;
+      DataType at = n->args[0].dtype().WithLanes(t.lanes);
+      if (!at.is_float()) {
+        Fail(StrCat("intrinsic ", name, " of a ", ToString(n->args[0].dtype()), " argument"));
+        return poison;
+      }
+      llvm::Value* x = args[0];
+      llvm::Value* r = name == "isnan"
+                           ? b_.CreateFCmpUNO(x, x)
+                           : b_.CreateFCmpOEQ(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                                              llvm::ConstantFP::getInfinity(x->getType()));
+      return CastValue(r, DataType::Bool().WithLanes(t.lanes), t);
+    }
+
+    // Integer (and bool) operations.
+    if (t.is_integer() || t.is_bool()) {
+      static const std::unordered_map<std::string, int> kIntOps = {
+          {"abs", 1},    {"bitand", 2}, {"bitor", 2}, {"bitxor", 2},
+          {"bitnot", 1}, {"shl", 2},    {"shr", 2},
+      };
+      auto it = kIntOps.find(name);
+      if (it == kIntOps.end()) {
+        Fail(StrCat("unknown intrinsic '", name, "' for type ", ToString(t)));
+        return poison;
+      }
+      if (!arity(it->second) || !same_type_args()) return poison;
+      llvm::Value* a = args[0];
+      if (name == "abs") {
+        if (!t.is_int()) return a;
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b_.getFalse());
+      }
+      if (name == "bitnot") return b_.CreateNot(a);
+      llvm::Value* b = args[1];
+      if (name == "bitand") return b_.CreateAnd(a, b);
+      if (name == "bitor") return b_.CreateOr(a, b);
+      if (name == "bitxor") return b_.CreateXor(a, b);
+      // Shifts by the second operand, taken as unsigned. Shifting by the
+      // width or more gives 0 (shl, logical shr) or the sign (arithmetic shr)
+      // rather than poison.
+      int bits = t.is_bool() ? 1 : t.bits;
+      llvm::Value* maxsh = llvm::ConstantInt::get(ty, bits - 1);
+      llvm::Value* sh = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b, maxsh);
+      if (name == "shr" && t.is_int()) return b_.CreateAShr(a, sh);
+      llvm::Value* r = name == "shl" ? b_.CreateShl(a, sh) : b_.CreateLShr(a, sh);
+      return b_.CreateSelect(b_.CreateICmpUGT(b, maxsh), llvm::Constant::getNullValue(ty), r);
+    }
+
+    if (!t.is_float()) {
+      Fail(StrCat("intrinsic ", name, " of type ", ToString(t)));
+      return poison;
+    }
+    struct FloatOp {
+      llvm::Intrinsic::ID id;
+      size_t arity;
+    };
+    static const std::unordered_map<std::string, FloatOp> kFloatOps = {
+        {"exp", {llvm::Intrinsic::exp, 1}},
+        {"exp2", {llvm::Intrinsic::exp2, 1}},
+        {"log", {llvm::Intrinsic::log, 1}},
+        {"log2", {llvm::Intrinsic::log2, 1}},
+        {"log10", {llvm::Intrinsic::log10, 1}},
+        {"sqrt", {llvm::Intrinsic::sqrt, 1}},
+        {"fabs", {llvm::Intrinsic::fabs, 1}},
+        {"abs", {llvm::Intrinsic::fabs, 1}},
+        {"floor", {llvm::Intrinsic::floor, 1}},
+        {"ceil", {llvm::Intrinsic::ceil, 1}},
+        {"trunc", {llvm::Intrinsic::trunc, 1}},
+        {"round", {llvm::Intrinsic::round, 1}},
+        {"roundeven", {llvm::Intrinsic::roundeven, 1}},
+        {"sin", {llvm::Intrinsic::sin, 1}},
+        {"cos", {llvm::Intrinsic::cos, 1}},
+        {"tan", {llvm::Intrinsic::tan, 1}},
+        {"asin", {llvm::Intrinsic::asin, 1}},
+        {"acos", {llvm::Intrinsic::acos, 1}},
+        {"atan", {llvm::Intrinsic::atan, 1}},
+        {"sinh", {llvm::Intrinsic::sinh, 1}},
+        {"cosh", {llvm::Intrinsic::cosh, 1}},
+        {"tanh", {llvm::Intrinsic::tanh, 1}},
+        {"pow", {llvm::Intrinsic::pow, 2}},
+        {"fmax", {llvm::Intrinsic::maxnum, 2}},
+        {"fmin", {llvm::Intrinsic::minnum, 2}},
+        {"fmaximum", {llvm::Intrinsic::maximum, 2}},
+        {"fminimum", {llvm::Intrinsic::minimum, 2}},
+        {"fma", {llvm::Intrinsic::fma, 3}},
+        // Not LLVM intrinsics: emitted below.
+        {"fmod", {llvm::Intrinsic::not_intrinsic, 2}},
+        {"erf", {llvm::Intrinsic::not_intrinsic, 1}},
+        {"sigmoid", {llvm::Intrinsic::not_intrinsic, 1}},
+        {"asinh", {llvm::Intrinsic::not_intrinsic, 1}},
+        {"acosh", {llvm::Intrinsic::not_intrinsic, 1}},
+        {"atanh", {llvm::Intrinsic::not_intrinsic, 1}},
+    };
+    auto it = kFloatOps.find(name);
+    if (it == kFloatOps.end()) {
+      Fail(StrCat("unknown intrinsic '", name, "'"));
+      return poison;
+    }
+    if (!arity(it->second.arity) || !same_type_args()) return poison;
+    llvm::Value* x = args[0];
+    if (name == "tanh" && t.bits != 64) return FastTanh(x, t);
+    if (name == "sigmoid") {  // 1 / (1 + exp(-x))
       llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
-      llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(args[0]));
+      llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
       return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
     }
-    auto it = kIntrinsics.find(n->name);
-    if (it == kIntrinsics.end()) {
-      Fail(StrCat("unknown intrinsic '", n->name, "'"));
-      return llvm::PoisonValue::get(ty);
-    }
-    if (!n->dtype.is_float()) {
-      Fail(StrCat("intrinsic ", n->name, " of non-float type ", ToString(n->dtype)));
-      return llvm::PoisonValue::get(ty);
-    }
-    size_t want = it->second == llvm::Intrinsic::fma ? 3
-                  : (it->second == llvm::Intrinsic::maxnum ||
-                     it->second == llvm::Intrinsic::minnum || it->second == llvm::Intrinsic::pow)
-                      ? 2
-                      : 1;
-    if (!arity(want)) return llvm::PoisonValue::get(ty);
-    return b_.CreateIntrinsic(it->second, {ty}, args);
+    if (name == "fmod") return b_.CreateFRem(x, args[1]);  // C fmod: sign of x
+    if (name == "erf") return LibmCall("erff", "erf", x, t);
+    if (name == "asinh") return LibmCall("asinhf", "asinh", x, t);
+    if (name == "acosh") return LibmCall("acoshf", "acosh", x, t);
+    if (name == "atanh") return LibmCall("atanhf", "atanh", x, t);
+    return b_.CreateIntrinsic(it->second.id, {ty}, args);
   }
 
   // ----- statements
@@ -543,7 +809,7 @@ class CodeGen {
           Fail(StrCat("Allocate of ", n->buffer->name, " needs a positive constant shape"));
           return;
         }
-        auto* arr = llvm::ArrayType::get(TypeOf(n->buffer->dtype), *count);
+        auto* arr = llvm::ArrayType::get(MemTypeOf(n->buffer->dtype), *count);
         llvm::Value* p = EntryAlloca(arr, 64, n->buffer->name);
         BindBuffer(n->buffer, p);
         EmitStmt(n->body);

@@ -14,6 +14,25 @@
 // outlined body run serially. Allocate becomes an entry-block alloca aligned
 // to 64 bytes.
 //
+// Element types: float16/32/64, int8..int64 (signed: sdiv, smin, icmp slt;
+// nsw only on int64, the index type: narrower data arithmetic wraps),
+// uint8..uint64 (udiv/urem, umin/umax, icmp ult) and bool, which is i1 in
+// registers and one byte (0 or 1) in memory: loads compare the byte with 0,
+// stores zero-extend. Integer division by zero gives 0 and INT_MIN / -1
+// gives INT_MIN (a divisor that is not a safe constant is guarded). Casts:
+// fpext/fptrunc, saturating fptosi/fptoui (truncation toward zero, NaN -> 0),
+// sitofp/uitofp, sext from signed and zext from unsigned or bool sources,
+// trunc; anything -> bool is `!= 0`.
+// Intrinsic calls (ir::Call) on floats: exp exp2 log log2 log10 sqrt fabs
+// (abs) floor ceil trunc round (half away from zero) roundeven sin cos tan
+// asin acos atan sinh cosh tanh asinh acosh atanh erf sigmoid pow fmod fma
+// fmax fmin (NaN-ignoring) fmaximum fminimum (NaN-propagating); isnan isinf
+// (bool results); on integers: abs bitand bitor bitxor bitnot shl shr
+// (arithmetic for signed, logical for unsigned; shifting by the width or
+// more gives 0, or the sign for an arithmetic shift). erf, asinh, acosh and
+// atanh call the C library (erff, ...) lane by lane, as LLVM does for tan,
+// sinh... Unknown names, wrong arities and argument types fail the build.
+//
 // LLVM headers stay out of this header (they are slow to compile).
 
 #include <memory>

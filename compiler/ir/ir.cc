@@ -10,6 +10,9 @@ std::string ToString(DataType t) {
     case TypeCode::kInt:
       base = StrCat("int", t.bits);
       break;
+    case TypeCode::kUInt:
+      base = StrCat("uint", t.bits);
+      break;
     case TypeCode::kFloat:
       base = StrCat("float", t.bits);
       break;
@@ -54,7 +57,7 @@ Expr Buffer::NumElements() const {
 }
 
 Expr IntImm(int64_t v, DataType t) {
-  KILN_CHECK(t.is_int() || t.is_bool()) << "IntImm of type " << ToString(t);
+  KILN_CHECK(t.is_integer() || t.is_bool()) << "IntImm of type " << ToString(t);
   return Expr(std::make_shared<const IntImmNode>(t, v));
 }
 

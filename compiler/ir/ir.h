@@ -26,7 +26,7 @@ namespace kiln::ir {
 // ---------------------------------------------------------------------------
 // Types
 
-enum class TypeCode : uint8_t { kInt, kFloat, kBool, kHandle };
+enum class TypeCode : uint8_t { kInt, kFloat, kBool, kHandle, kUInt };
 
 struct DataType {
   TypeCode code = TypeCode::kInt;
@@ -36,12 +36,17 @@ struct DataType {
   static DataType Int64() { return {TypeCode::kInt, 64, 1}; }
   static DataType Int32() { return {TypeCode::kInt, 32, 1}; }
   static DataType Float32() { return {TypeCode::kFloat, 32, 1}; }
+  static DataType Float64() { return {TypeCode::kFloat, 64, 1}; }
+  static DataType UInt(int bits) { return {TypeCode::kUInt, bits, 1}; }
+  static DataType Int(int bits) { return {TypeCode::kInt, bits, 1}; }
   static DataType Bool() { return {TypeCode::kBool, 1, 1}; }
   static DataType Handle() { return {TypeCode::kHandle, 64, 1}; }
 
   DataType WithLanes(int n) const { return {code, bits, n}; }
   DataType Element() const { return {code, bits, 1}; }
-  bool is_int() const { return code == TypeCode::kInt; }
+  bool is_int() const { return code == TypeCode::kInt; }  // signed
+  bool is_uint() const { return code == TypeCode::kUInt; }
+  bool is_integer() const { return code == TypeCode::kInt || code == TypeCode::kUInt; }
   bool is_float() const { return code == TypeCode::kFloat; }
   bool is_bool() const { return code == TypeCode::kBool; }
   bool is_vector() const { return lanes > 1; }

@@ -37,6 +37,15 @@ class VarUse : public StmtVisitor {
 
 }  // namespace
 
+int64_t WrapInt(int64_t v, DataType t) {
+  if (t.is_bool()) return v != 0 ? 1 : 0;
+  if (!t.is_integer() || t.bits >= 64 || t.bits <= 0) return v;
+  uint64_t mask = (uint64_t{1} << t.bits) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (t.is_int() && (u >> (t.bits - 1)) != 0) u |= ~mask;  // sign-extend
+  return static_cast<int64_t>(u);
+}
+
 int64_t FloorDivInt(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;

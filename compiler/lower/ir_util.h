@@ -20,6 +20,12 @@ using RangeMap = std::unordered_map<const ir::VarNode*, std::pair<int64_t, int64
 int64_t FloorDivInt(int64_t a, int64_t b);
 int64_t FloorModInt(int64_t a, int64_t b);
 
+// The canonical value of an integer constant of type `t` (its element type):
+// `v` wrapped to t.bits in two's complement, sign-extended for signed types,
+// zero-extended for unsigned ones (a uint64 keeps its bit pattern in the
+// int64), 0 or 1 for bool. Folding and code generation agree on it.
+int64_t WrapInt(int64_t v, ir::DataType t);
+
 ir::Expr Substitute(const ir::Expr& e, const VarMap& m);
 ir::Stmt Substitute(const ir::Stmt& s, const VarMap& m);
 

@@ -1,6 +1,8 @@
 #include "compiler/lower/simplify.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "compiler/ir/functor.h"
 #include "compiler/lower/ir_util.h"
@@ -17,6 +19,85 @@ std::optional<double> AsConstFloat(const Expr& e) {
 
 Expr Bool(bool v) { return IntImm(v ? 1 : 0, DataType::Bool()); }
 
+// Folds `x kind y` for canonical (WrapInt) constants of integer type `t`,
+// wrapping like the generated code. Division by zero and INT_MIN / -1 are
+// left to the code generator.
+std::optional<Expr> FoldInt(ExprKind k, int64_t x, int64_t y, DataType t) {
+  auto imm = [&](uint64_t v) { return IntImm(WrapInt(static_cast<int64_t>(v), t), t); };
+  const uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+  switch (k) {
+    case ExprKind::kAdd:
+      return imm(ux + uy);
+    case ExprKind::kSub:
+      return imm(ux - uy);
+    case ExprKind::kMul:
+      return imm(ux * uy);
+    case ExprKind::kEQ:
+      return Bool(x == y);
+    case ExprKind::kNE:
+      return Bool(x != y);
+    default:
+      break;
+  }
+  if (t.is_uint()) {
+    switch (k) {
+      case ExprKind::kDiv:
+      case ExprKind::kFloorDiv:
+        if (uy != 0) return imm(ux / uy);
+        break;
+      case ExprKind::kMod:
+      case ExprKind::kFloorMod:
+        if (uy != 0) return imm(ux % uy);
+        break;
+      case ExprKind::kMin:
+        return imm(std::min(ux, uy));
+      case ExprKind::kMax:
+        return imm(std::max(ux, uy));
+      case ExprKind::kLT:
+        return Bool(ux < uy);
+      case ExprKind::kLE:
+        return Bool(ux <= uy);
+      case ExprKind::kGT:
+        return Bool(ux > uy);
+      case ExprKind::kGE:
+        return Bool(ux >= uy);
+      default:
+        break;
+    }
+    return std::nullopt;
+  }
+  bool divisible = y != 0 && !(y == -1 && x == std::numeric_limits<int64_t>::min());
+  switch (k) {
+    case ExprKind::kDiv:
+      if (divisible) return imm(static_cast<uint64_t>(x / y));
+      break;
+    case ExprKind::kMod:
+      if (divisible) return imm(static_cast<uint64_t>(x % y));
+      break;
+    case ExprKind::kFloorDiv:
+      if (divisible) return imm(static_cast<uint64_t>(FloorDivInt(x, y)));
+      break;
+    case ExprKind::kFloorMod:
+      if (divisible) return imm(static_cast<uint64_t>(FloorModInt(x, y)));
+      break;
+    case ExprKind::kMin:
+      return imm(static_cast<uint64_t>(std::min(x, y)));
+    case ExprKind::kMax:
+      return imm(static_cast<uint64_t>(std::max(x, y)));
+    case ExprKind::kLT:
+      return Bool(x < y);
+    case ExprKind::kLE:
+      return Bool(x <= y);
+    case ExprKind::kGT:
+      return Bool(x > y);
+    case ExprKind::kGE:
+      return Bool(x >= y);
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
 class Simplifier : public StmtMutator {
  public:
   explicit Simplifier(RangeMap ranges) : ranges_(std::move(ranges)) {}
@@ -28,47 +109,9 @@ class Simplifier : public StmtMutator {
     ExprKind k = op->kind;
     auto ca = AsConstInt(a), cb = AsConstInt(b);
     bool scalar_int = t == DataType::Int64() || (t.is_int() && !t.is_vector());
-    // Integer constant folding.
-    if (ca && cb && t.is_int()) {
-      int64_t x = *ca, y = *cb;
-      switch (k) {
-        case ExprKind::kAdd:
-          return IntImm(x + y, t);
-        case ExprKind::kSub:
-          return IntImm(x - y, t);
-        case ExprKind::kMul:
-          return IntImm(x * y, t);
-        case ExprKind::kDiv:
-          if (y != 0) return IntImm(x / y, t);
-          break;
-        case ExprKind::kMod:
-          if (y != 0) return IntImm(x % y, t);
-          break;
-        case ExprKind::kFloorDiv:
-          if (y != 0) return IntImm(FloorDivInt(x, y), t);
-          break;
-        case ExprKind::kFloorMod:
-          if (y != 0) return IntImm(FloorModInt(x, y), t);
-          break;
-        case ExprKind::kMin:
-          return IntImm(std::min(x, y), t);
-        case ExprKind::kMax:
-          return IntImm(std::max(x, y), t);
-        case ExprKind::kEQ:
-          return Bool(x == y);
-        case ExprKind::kNE:
-          return Bool(x != y);
-        case ExprKind::kLT:
-          return Bool(x < y);
-        case ExprKind::kLE:
-          return Bool(x <= y);
-        case ExprKind::kGT:
-          return Bool(x > y);
-        case ExprKind::kGE:
-          return Bool(x >= y);
-        default:
-          break;
-      }
+    // Integer constant folding, in the type's own width and signedness.
+    if (ca && cb && (t.is_int() || t.is_uint()) && !t.is_vector()) {
+      if (auto r = FoldInt(k, WrapInt(*ca, t), WrapInt(*cb, t), t)) return *r;
     }
     if (t.is_bool() && !t.is_vector()) {
       if (k == ExprKind::kAnd) {
@@ -207,11 +250,18 @@ class Simplifier : public StmtMutator {
 
   Expr VisitCast(const CastNode* op, const Expr& self) override {
     Expr v = VisitExpr(op->value);
-    if (auto c = AsConstInt(v); c && op->dtype.is_float() && !op->dtype.is_vector()) {
-      return FloatImm(static_cast<double>(*c), op->dtype);
+    DataType from = v.dtype(), to = op->dtype;
+    if (auto c = AsConstInt(v); c && !to.is_vector() && (from.is_integer() || from.is_bool())) {
+      int64_t x = WrapInt(*c, from);
+      if (to.is_float()) {
+        double d =
+            from.is_uint() ? static_cast<double>(static_cast<uint64_t>(x)) : static_cast<double>(x);
+        return FloatImm(d, to);
+      }
+      // Integer and bool results: sign- or zero-extension and truncation
+      // are both what WrapInt does to the canonical value.
+      if (to.is_integer() || to.is_bool()) return IntImm(WrapInt(x, to), to);
     }
-    if (auto c = AsConstInt(v); c && op->dtype.is_int() && !op->dtype.is_vector())
-      return IntImm(*c, op->dtype);
     return v.same_as(op->value) ? self : Cast(op->dtype, v);
   }
 

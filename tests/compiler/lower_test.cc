@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
+
 #include "compiler/ir/printer.h"
 #include "compiler/lower/flatten.h"
 #include "compiler/lower/partition.h"
@@ -42,6 +45,52 @@ TEST(Simplify, LoopsOfExtentOneAndZero) {
   EXPECT_TRUE(IsNoOp(Simplify(zero)));
 }
 
+TEST(Simplify, FoldsIntegersInTheirOwnWidthAndSignedness) {
+  DataType i8 = DataType::Int(8), u8 = DataType::UInt(8), i32 = DataType::Int32(),
+           u32 = DataType::UInt(32), u64 = DataType::UInt(64);
+  auto folded = [](const Expr& e) -> std::optional<int64_t> { return AsConstInt(Simplify(e)); };
+  // Wrapping arithmetic.
+  EXPECT_EQ(folded(IntImm(100, i8) + IntImm(100, i8)), -56);
+  EXPECT_EQ(folded(IntImm(-128, i8) - IntImm(1, i8)), 127);
+  EXPECT_EQ(folded(IntImm(200, u8) + IntImm(100, u8)), 44);
+  EXPECT_EQ(folded(IntImm(0, u8) - IntImm(1, u8)), 255);
+  EXPECT_EQ(folded(IntImm(1 << 20, i32) * IntImm(1 << 12, i32)), 0);
+  // Unsigned division, remainder, min/max and comparisons; constants are
+  // taken modulo 2^bits (-1 as uint32 is 4294967295).
+  EXPECT_EQ(folded(IntImm(200, u8) / IntImm(7, u8)), 28);
+  EXPECT_EQ(folded(FloorMod(IntImm(200, u8), IntImm(7, u8))), 4);
+  EXPECT_EQ(folded(IntImm(-2, u64) / IntImm(2, u64)), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(folded(Max(IntImm(-1, u32), IntImm(1, u32))), 4294967295LL);
+  EXPECT_EQ(folded(Min(IntImm(-1, i32), IntImm(1, i32))), -1);
+  EXPECT_EQ(folded(IntImm(-1, u32) > IntImm(1, u32)), 1);
+  EXPECT_EQ(folded(IntImm(-1, i32) > IntImm(1, i32)), 0);
+  EXPECT_EQ(folded(IntImm(-1, u64) < IntImm(1, u64)), 0);
+  EXPECT_EQ(folded(FloorDiv(IntImm(-7, i8), IntImm(2, i8))), -4);
+  // Division by zero and INT_MIN / -1 are left to the code generator.
+  EXPECT_FALSE(folded(IntImm(5, i32) / IntImm(0, i32)));
+  EXPECT_FALSE(folded(IntImm(5, u8) % IntImm(0, u8)));
+  EXPECT_FALSE(folded(IntImm(std::numeric_limits<int64_t>::min()) / IntImm(-1)));
+  // Result types are kept.
+  EXPECT_EQ(Simplify(IntImm(3, u8) * IntImm(5, u8)).dtype(), u8);
+}
+
+TEST(Simplify, FoldsCastsOfConstants) {
+  DataType u8 = DataType::UInt(8), i8 = DataType::Int(8), u64 = DataType::UInt(64);
+  auto folded = [](const Expr& e) -> std::optional<int64_t> { return AsConstInt(Simplify(e)); };
+  EXPECT_EQ(folded(Cast(u8, IntImm(-1))), 255);
+  EXPECT_EQ(folded(Cast(i8, IntImm(200, u8))), -56);
+  EXPECT_EQ(folded(Cast(DataType::Int64(), IntImm(-1, u8))), 255);  // zero-extends
+  EXPECT_EQ(folded(Cast(DataType::Int64(), IntImm(-1, i8))), -1);   // sign-extends
+  EXPECT_EQ(folded(Cast(DataType::Bool(), IntImm(256, DataType::Int32()))), 1);
+  EXPECT_EQ(folded(Cast(DataType::Int32(), IntImm(1, DataType::Bool()))), 1);
+  Expr f = Simplify(Cast(DataType::Float64(), IntImm(-1, u64)));
+  ASSERT_NE(f.as<FloatImmNode>(), nullptr) << ToText(f);
+  EXPECT_EQ(f.as<FloatImmNode>()->value, 18446744073709551615.0);
+  Expr g = Simplify(Cast(DataType::Float32(), IntImm(-3, i8)));
+  ASSERT_NE(g.as<FloatImmNode>(), nullptr) << ToText(g);
+  EXPECT_EQ(g.as<FloatImmNode>()->value, -3.0);
+}
+
 TEST(Flatten, MultiDimToRowMajor) {
   Buffer b("b", DataType::Float32(), {IntImm(4), IntImm(5), IntImm(6)});
   Var i("i"), j("j"), k("k");
@@ -73,6 +122,36 @@ TEST(Vectorize, LinearLoadsBecomeRampsInvariantsBroadcast) {
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->value.dtype(), DataType::Float32().WithLanes(8));
   EXPECT_NE(st->indices[0].as<RampNode>(), nullptr);
+}
+
+TEST(Vectorize, IntegerAndBoolLoops) {
+  // Out[i] = select(A[i] < B[i], A[i], B[i] + 1) and Lt[i] = A[i] < B[i] over
+  // uint8 / bool buffers become 16-lane vector accesses.
+  DataType u8 = DataType::UInt(8);
+  Buffer a("a", u8, {IntImm(64)}), b("b", u8, {IntImm(64)}), out("out", u8, {IntImm(64)});
+  Buffer lt("lt", DataType::Bool(), {IntImm(64)});
+  Var i("i"), o("o");
+  Expr idx = o * IntImm(16) + i;
+  Expr la = Load(a, {idx}), lb = Load(b, {idx});
+  Stmt body = Seq(
+      {Store(out, Select(la < lb, la, lb + IntImm(1, u8)), {idx}), Store(lt, !(la >= lb), {idx})});
+  Stmt v = VectorizeLoops(For(o, IntImm(0), IntImm(4), ForKind::kSerial,
+                              For(i, IntImm(0), IntImm(16), ForKind::kVectorized, body)));
+  std::string text = ToText(v);
+  const auto* f = v.as<ForNode>();
+  ASSERT_NE(f, nullptr) << text;
+  const auto* seq = f->body.as<SeqNode>();
+  ASSERT_NE(seq, nullptr) << text;
+  ASSERT_EQ(seq->seq.size(), 2u);
+  const auto* s0 = seq->seq[0].as<BufferStoreNode>();
+  const auto* s1 = seq->seq[1].as<BufferStoreNode>();
+  ASSERT_TRUE(s0 && s1) << text;
+  EXPECT_EQ(s0->value.dtype(), u8.WithLanes(16)) << text;
+  EXPECT_EQ(s1->value.dtype(), DataType::Bool().WithLanes(16)) << text;
+  const auto* sel = s0->value.as<SelectNode>();
+  ASSERT_NE(sel, nullptr) << text;
+  EXPECT_EQ(sel->cond.dtype(), DataType::Bool().WithLanes(16));
+  EXPECT_NE(text.find("broadcast(uint8(1), 16)"), std::string::npos) << text;
 }
 
 TEST(Vectorize, NonVectorizableFallsBackToSerial) {
