@@ -622,6 +622,12 @@ class CodeGen {
     DataType t = n->dtype;
     llvm::Type* ty = TypeOf(t);
     llvm::Value* poison = llvm::PoisonValue::get(ty);
+    for (const Expr& a : n->args) {
+      if (a.dtype().lanes != 1 && a.dtype().lanes != t.lanes) {
+        Fail(StrCat("a ", ToString(a.dtype()), " argument of ", name, " returning ", ToString(t)));
+        return poison;
+      }
+    }
     std::vector<llvm::Value*> args;
     for (const Expr& a : n->args) args.push_back(Splat(t.lanes, EmitExpr(a)));
     auto arity = [&](size_t k) {

@@ -1090,6 +1090,85 @@ TEST(CodegenTypes, BadIntrinsicCallsFailCleanly) {
              "shl takes 2 arguments, got 1");
 }
 
+// Every intrinsic, scalar and 8 lanes, float16/32/64, compiles to an
+// AArch64 object as well (no instruction selection failures).
+TEST(ModuleBuilder, AllIntrinsicsCompileForAarch64) {
+  auto target = Target::Parse("llvm -mtriple=aarch64-linux-gnu -mcpu=generic");
+  ASSERT_TRUE(target.ok());
+  std::vector<PrimFunc> funcs;
+  EntryPlan plan;
+  using K = BufferRef::Kind;
+  int id = 0;
+  for (DataType t : {DataType{TypeCode::kFloat, 16, 1}, DataType::Float32(), DataType::Float64()}) {
+    for (int lanes : {1, 8}) {
+      std::vector<OutSpec> outs;
+      for (const MathCase& mc : MathCases()) {
+        std::string name = mc.name;
+        int arity = mc.arity;
+        outs.push_back({t, [name, arity](const std::vector<Expr>& in) {
+                          return Call(in[0].dtype(), name,
+                                      std::vector<Expr>(in.begin(), in.begin() + arity));
+                        }});
+      }
+      for (const char* pred : {"isnan", "isinf"}) {
+        outs.push_back({DataType::Bool(), [pred](const std::vector<Expr>& in) {
+                          return Call(DataType::Bool().WithLanes(in[0].dtype().lanes), pred,
+                                      {in[0]});
+                        }});
+      }
+      outs.push_back({DataType::Int(8), [](const std::vector<Expr>& in) {
+                        return Cast(DataType::Int(8).WithLanes(in[0].dtype().lanes), in[0]);
+                      }});
+      outs.push_back({DataType::UInt(32), [](const std::vector<Expr>& in) {
+                        return Cast(DataType::UInt(32).WithLanes(in[0].dtype().lanes), in[0]);
+                      }});
+      std::string name = "k" + std::to_string(id++);
+      funcs.push_back(Elementwise(name, {t, t, t}, outs, 16, lanes));
+      std::vector<BufferRef> refs = {{K::kInput, 0, 0}, {K::kInput, 1, 0}, {K::kInput, 2, 0}};
+      for (size_t k = 0; k < outs.size(); ++k) refs.push_back({K::kOutput, static_cast<int>(k), 0});
+      plan.calls.push_back({name, refs});
+    }
+  }
+  auto obj = codegen::EmitObjectFile(funcs, plan, *target);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  uint16_t machine = 0;
+  std::memcpy(&machine, obj->data() + 18, 2);
+  EXPECT_EQ(machine, 183);  // EM_AARCH64
+}
+
+// float16 math goes through float where LLVM or the C library needs it.
+TEST(CodegenTypes, Float16Math) {
+  DataType f16{TypeCode::kFloat, 16, 1};
+  DataType f32 = DataType::Float32();
+  std::vector<float> in = {-2.f, -0.75f, -0.1f, 0.f, 0.3f, 0.5f, 1.25f, 3.f};
+  for (int lanes : {1, 8}) {
+    std::vector<OutSpec> outs;
+    for (const char* name : {"exp", "tanh", "erf", "sigmoid", "sqrt"}) {
+      std::string nm = name;
+      outs.push_back({f32, [nm, f16](const std::vector<Expr>& x) {
+                        int l = x[0].dtype().lanes;
+                        Expr h = Cast(f16.WithLanes(l), x[0]);
+                        if (nm == "sqrt") h = Call(h.dtype(), "fabs", {h});
+                        return Cast(DataType::Float32().WithLanes(l), Call(h.dtype(), nm, {h}));
+                      }});
+    }
+    PrimFunc f = Elementwise("half_math", {f32}, outs, 8, lanes);
+    std::vector<std::vector<float>> got(outs.size(), std::vector<float>(8, -9.f));
+    std::vector<void*> args = {in.data()};
+    for (auto& g : got) args.push_back(g.data());
+    RunJit(f, args);
+    for (int i = 0; i < 8; ++i) {
+      double x = in[i];
+      const double want[] = {std::exp(x), std::tanh(x), std::erf(x), Sigmoid(x),
+                             std::sqrt(std::fabs(x))};
+      for (size_t k = 0; k < outs.size(); ++k) {
+        EXPECT_NEAR(got[k][i], want[k], 2e-3 * std::max(1.0, std::fabs(want[k])))
+            << k << " at " << x << " lanes " << lanes;
+      }
+    }
+  }
+}
+
 // erf, tan and asinh become C library calls: they resolve in the JIT and in
 // a shared object dlopen'ed into this process.
 TEST(ModuleBuilder, LibmCallsResolveInJitAndSharedObject) {
