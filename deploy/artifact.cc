@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -38,14 +39,26 @@ uint64_t ReadU64(const char* p) {
   return v;
 }
 
+// "float32, uint8, ...": every name ParseDType knows.
+std::string DTypeNames() {
+  std::vector<std::string> names;
+  for (int code = 0; code < 32; ++code) {
+    if (std::optional<DType> t = DTypeFromOnnx(code)) names.push_back(DTypeName(*t));
+  }
+  return StrJoin(names, ", ");
+}
+
+// Also bounds the element count so that the byte size (at most 8 bytes an
+// element) fits an int64.
 bool ParseShape(std::string_view text, std::vector<int64_t>* shape) {
   shape->clear();
   if (text == "scalar") return true;
+  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
   int64_t elements = 1;
   for (std::string_view piece : StrSplit(text, 'x')) {
     int64_t d = 0;
     if (!ParseInt64(piece, &d) || d < 0) return false;
-    if (d != 0 && elements > std::numeric_limits<int64_t>::max() / d) return false;
+    if (d != 0 && elements > kMaxElements / d) return false;
     elements *= d;
     shape->push_back(d);
   }
@@ -93,6 +106,8 @@ int64_t TensorInfo::NumElements() const {
   for (int64_t d : shape) n *= d;
   return n;
 }
+
+int64_t TensorInfo::ByteSize() const { return NumElements() * DTypeBytes(dtype); }
 
 std::string ShapeToString(const std::vector<int64_t>& shape) {
   if (shape.empty()) return "scalar";
@@ -216,10 +231,11 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text) {
       if (f.size() != 3 || f[0].empty()) return bad("expected \"<name> <dtype> <shape>\"");
       TensorInfo info;
       info.name = std::string(f[0]);
-      info.dtype = std::string(f[1]);
-      if (info.dtype != "float32") {
-        return bad(StrCat("unsupported dtype '", f[1], "' (only float32)"));
+      std::optional<DType> dtype = ParseDType(f[1]);
+      if (!dtype) {
+        return bad(StrCat("unknown dtype '", f[1], "' (expected one of ", DTypeNames(), ")"));
       }
+      info.dtype = *dtype;
       if (!ParseShape(f[2], &info.shape)) {
         return bad(StrCat("bad shape '", f[2], "' (expected e.g. 1x3x32x32 or scalar)"));
       }
@@ -337,59 +353,71 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
   return m;
 }
 
-absl::Status Module::Run(const std::vector<const float*>& inputs,
-                         const std::vector<float*>& outputs) {
+absl::Status Module::Run(const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs) {
   if (inputs.size() != manifest_.inputs.size() || outputs.size() != manifest_.outputs.size()) {
     return absl::InvalidArgumentError(StrCat(
         "the model takes ", manifest_.inputs.size(), " inputs and ", manifest_.outputs.size(),
         " outputs; given ", inputs.size(), " and ", outputs.size()));
   }
-  std::vector<void*> in(inputs.size()), out(outputs.size());
+  // A buffer may be null only where its tensor has no elements.
+  std::vector<void*> in(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] == nullptr) {
+    if (inputs[i] == nullptr && manifest_.inputs[i].ByteSize() > 0) {
       return absl::InvalidArgumentError(
           StrCat("input '", manifest_.inputs[i].name, "' is a null buffer"));
     }
-    in[i] = const_cast<float*>(inputs[i]);
+    in[i] = const_cast<void*>(inputs[i]);  // the entry point does not write inputs
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i] == nullptr) {
+    if (outputs[i] == nullptr && manifest_.outputs[i].ByteSize() > 0) {
       return absl::InvalidArgumentError(
           StrCat("output '", manifest_.outputs[i].name, "' is a null buffer"));
     }
-    out[i] = outputs[i];
   }
-  int32_t rc = entry_(in.data(), out.data(), weights_.get(), workspace_.get());
+  int32_t rc = entry_(in.data(), outputs.data(), weights_.get(), workspace_.get());
   if (rc != 0) {
     return absl::InternalError(StrCat("entry point '", manifest_.entry, "' returned ", rc));
   }
   return absl::OkStatus();
 }
 
-absl::Status Module::RunChecked(const std::vector<std::pair<const float*, int64_t>>& inputs,
-                                const std::vector<std::pair<float*, int64_t>>& outputs) {
+absl::Status Module::RunChecked(const std::vector<InputBuffer>& inputs,
+                                const std::vector<OutputBuffer>& outputs) {
   if (inputs.size() != manifest_.inputs.size() || outputs.size() != manifest_.outputs.size()) {
     return absl::InvalidArgumentError(StrCat(
         "the model takes ", manifest_.inputs.size(), " inputs and ", manifest_.outputs.size(),
         " outputs; given ", inputs.size(), " and ", outputs.size()));
   }
-  auto check = [](const char* kind, const TensorInfo& info, int64_t given) -> absl::Status {
-    if (given == info.NumElements()) return absl::OkStatus();
-    return absl::InvalidArgumentError(StrCat(kind, " '", info.name, "': expected shape ",
-                                             ShapeToString(info.shape), " (", info.NumElements(),
-                                             " elements), given ", given, " elements"));
+  // "input 'x': expected int64 2x3, given float32 2x3"; with the element
+  // counts where they differ.
+  auto check = [](const char* kind, const TensorInfo& info, DType dtype,
+                  int64_t given) -> absl::Status {
+    const int64_t want = info.NumElements();
+    if (dtype == info.dtype && given == want) return absl::OkStatus();
+    std::string shape = ShapeToString(info.shape);
+    return absl::InvalidArgumentError(
+        given == want
+            ? StrCat(kind, " '", info.name, "': expected ", DTypeName(info.dtype), " ", shape,
+                     ", given ", DTypeName(dtype), " ", shape)
+            : StrCat(kind, " '", info.name, "': expected ", DTypeName(info.dtype), " ", shape, " (",
+                     want, " elements), given ", DTypeName(dtype), " with ", given, " elements"));
   };
-  std::vector<const float*> in;
-  std::vector<float*> out;
+  std::vector<const void*> in;
+  std::vector<void*> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (absl::Status s = check("input", manifest_.inputs[i], inputs[i].second); !s.ok()) return s;
-    in.push_back(inputs[i].first);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (absl::Status s = check("output", manifest_.outputs[i], outputs[i].second); !s.ok()) {
+    const InputBuffer& b = inputs[i];
+    if (absl::Status s = check("input", manifest_.inputs[i], b.dtype, b.elements); !s.ok()) {
       return s;
     }
-    out.push_back(outputs[i].first);
+    in.push_back(b.data);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const OutputBuffer& b = outputs[i];
+    if (absl::Status s = check("output", manifest_.outputs[i], b.dtype, b.elements); !s.ok()) {
+      return s;
+    }
+    out.push_back(b.data);
   }
   return Run(in, out);
 }

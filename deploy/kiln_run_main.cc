@@ -34,10 +34,11 @@ constexpr char kUsage[] =
     "                [--repeat N] [--warmup K]\n"
     "\n"
     "Loads a kiln artifact, runs it once on the given inputs and writes\n"
-    "DIR/output_0.pb, DIR/output_1.pb, ... (ONNX TensorProto).\n"
+    "DIR/output_0.pb, DIR/output_1.pb, ... (ONNX TensorProto of each output's dtype).\n"
     "\n"
     "  --input NAME=FILE  input tensor by its manifest name, as a NumPy .npy\n"
-    "                     (float32 or float64) or ONNX TensorProto .pb file;\n"
+    "                     or ONNX TensorProto .pb file of the input's dtype\n"
+    "                     (float64 data is converted for a float32 input);\n"
     "                     a single-input model also takes --input FILE\n"
     "  --output-dir DIR   where outputs are written (created if missing)\n"
     "  --repeat N         time N runs after the warm-up; the last line printed\n"
@@ -162,13 +163,23 @@ int Main(int argc, char** argv) {
   for (const auto& info : manifest.inputs) {
     auto it = files.find(info.name);
     if (it == files.end()) {
-      return Fail(kExitBadInput, StrCat("missing input '", info.name, "' (shape ",
-                                        kiln::deploy::ShapeToString(info.shape), "): pass --input ",
-                                        info.name, "=FILE"));
+      return Fail(
+          kExitBadInput,
+          StrCat("missing input '", info.name, "' (", kiln::DTypeName(info.dtype), " ",
+                 kiln::deploy::ShapeToString(info.shape), "): pass --input ", info.name, "=FILE"));
     }
     auto t = kiln::deploy::ReadTensorFile(it->second);
     if (!t.ok())
       return Fail(kExitBadInput, StrCat("input '", info.name, "': ", t.status().message()));
+    if (t->dtype != info.dtype) {
+      if (t->dtype == kiln::DType::kFloat64 && info.dtype == kiln::DType::kFloat32) {
+        *t = kiln::deploy::MakeTensor(t->name, t->shape, kiln::deploy::ToFloatVector(*t));
+      } else {
+        return Fail(kExitBadInput,
+                    StrCat("input '", info.name, "': expected ", kiln::DTypeName(info.dtype),
+                           ", given ", kiln::DTypeName(t->dtype), " (from ", it->second, ")"));
+      }
+    }
     if (t->shape != info.shape) {
       return Fail(kExitBadInput,
                   StrCat("input '", info.name, "': expected shape ",
@@ -179,14 +190,16 @@ int Main(int argc, char** argv) {
   }
 
   std::vector<Tensor> outputs(manifest.outputs.size());
-  std::vector<std::pair<const float*, int64_t>> in_bufs;
-  std::vector<std::pair<float*, int64_t>> out_bufs;
-  for (const Tensor& t : inputs) in_bufs.emplace_back(t.data.data(), t.data.size());
+  std::vector<kiln::deploy::InputBuffer> in_bufs;
+  std::vector<kiln::deploy::OutputBuffer> out_bufs;
+  for (const Tensor& t : inputs) in_bufs.push_back({t.bytes.data(), t.dtype, t.NumElements()});
   for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].name = manifest.outputs[i].name;
-    outputs[i].shape = manifest.outputs[i].shape;
-    outputs[i].data.assign(manifest.outputs[i].NumElements(), 0.0f);
-    out_bufs.emplace_back(outputs[i].data.data(), outputs[i].data.size());
+    const kiln::deploy::TensorInfo& info = manifest.outputs[i];
+    outputs[i].name = info.name;
+    outputs[i].shape = info.shape;
+    outputs[i].dtype = info.dtype;
+    outputs[i].bytes.assign(static_cast<size_t>(info.ByteSize()), 0);
+    out_bufs.push_back({outputs[i].bytes.data(), info.dtype, info.NumElements()});
   }
 
   if (absl::Status s = module.RunChecked(in_bufs, out_bufs); !s.ok()) {
@@ -199,7 +212,8 @@ int Main(int argc, char** argv) {
     if (absl::Status s = kiln::deploy::WriteTensorProtoFile(path, outputs[i]); !s.ok()) {
       return Fail(kExitRuntime, s.ToString());
     }
-    std::printf("%s: %s %s\n", path.c_str(), outputs[i].name.c_str(),
+    std::printf("%s: %s %s %s\n", path.c_str(), outputs[i].name.c_str(),
+                kiln::DTypeName(outputs[i].dtype),
                 kiln::deploy::ShapeToString(outputs[i].shape).c_str());
   }
 

@@ -83,6 +83,14 @@ int kiln_module_input_shape(const kiln_module* m, int i, int64_t* dims, int max_
 int kiln_module_output_shape(const kiln_module* m, int i, int64_t* dims, int max_dims) {
   return Shape(Info(m, i, false), dims, max_dims);
 }
+const char* kiln_module_input_dtype(const kiln_module* m, int i) {
+  auto* info = Info(m, i, true);
+  return info == nullptr ? nullptr : kiln::DTypeName(info->dtype);
+}
+const char* kiln_module_output_dtype(const kiln_module* m, int i) {
+  auto* info = Info(m, i, false);
+  return info == nullptr ? nullptr : kiln::DTypeName(info->dtype);
+}
 int64_t kiln_module_input_size(const kiln_module* m, int i) {
   auto* info = Info(m, i, true);
   return info == nullptr ? -1 : info->NumElements();
@@ -92,15 +100,24 @@ int64_t kiln_module_output_size(const kiln_module* m, int i) {
   return info == nullptr ? -1 : info->NumElements();
 }
 
-int kiln_module_run(kiln_module* m, const float** inputs, float** outputs) {
+int64_t kiln_module_input_bytes(const kiln_module* m, int i) {
+  auto* info = Info(m, i, true);
+  return info == nullptr ? -1 : info->ByteSize();
+}
+int64_t kiln_module_output_bytes(const kiln_module* m, int i) {
+  auto* info = Info(m, i, false);
+  return info == nullptr ? -1 : info->ByteSize();
+}
+
+int kiln_module_run(kiln_module* m, const void** inputs, void** outputs) {
   if (m == nullptr) return -1;
   const auto& manifest = m->module->manifest();
   if ((inputs == nullptr && !manifest.inputs.empty()) || outputs == nullptr) {
     m->last_error = "kiln_module_run: inputs and outputs must not be NULL";
     return -1;
   }
-  std::vector<const float*> in(inputs, inputs + manifest.inputs.size());
-  std::vector<float*> out(outputs, outputs + manifest.outputs.size());
+  std::vector<const void*> in(inputs, inputs + manifest.inputs.size());
+  std::vector<void*> out(outputs, outputs + manifest.outputs.size());
   absl::Status s = m->module->Run(in, out);
   if (!s.ok()) {
     m->last_error = s.ToString();

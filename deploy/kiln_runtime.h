@@ -27,12 +27,22 @@ int kiln_module_output_ndim(const kiln_module* module, int i);
 /* Copies up to max_dims dimensions into dims; returns ndim, or -1. */
 int kiln_module_input_shape(const kiln_module* module, int i, int64_t* dims, int max_dims);
 int kiln_module_output_shape(const kiln_module* module, int i, int64_t* dims, int max_dims);
-/* Number of float32 elements of input/output i, or -1. */
+/* Element type of input/output i: "float32", "float64", "float16", "int8",
+ * "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64" or "bool"
+ * (one byte per element, 0 or 1); NULL when i is out of range. */
+const char* kiln_module_input_dtype(const kiln_module* module, int i);
+const char* kiln_module_output_dtype(const kiln_module* module, int i);
+/* Number of elements of input/output i (1 for a scalar), or -1. */
 int64_t kiln_module_input_size(const kiln_module* module, int i);
 int64_t kiln_module_output_size(const kiln_module* module, int i);
+/* Size in bytes of the buffer of input/output i (elements times the size of
+ * its dtype), or -1. */
+int64_t kiln_module_input_bytes(const kiln_module* module, int i);
+int64_t kiln_module_output_bytes(const kiln_module* module, int i);
 
-/* inputs[i] / outputs[i]: dense row-major float32 buffers of the shapes above. */
-int kiln_module_run(kiln_module* module, const float** inputs, float** outputs);
+/* inputs[i] / outputs[i]: dense row-major buffers of the dtypes and shapes
+ * above, in the model's order. */
+int kiln_module_run(kiln_module* module, const void** inputs, void** outputs);
 /* The message of the last failed kiln_module_run ("" when none). */
 const char* kiln_module_last_error(const kiln_module* module);
 

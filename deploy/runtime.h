@@ -9,14 +9,29 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "deploy/dtype.h"
 
 namespace kiln::deploy {
 
 struct TensorInfo {
   std::string name;
-  std::string dtype;  // "float32"
-  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;  // empty: a scalar
   int64_t NumElements() const;
+  // The size of its dense buffer: NumElements() * DTypeBytes(dtype).
+  int64_t ByteSize() const;
+};
+
+// A caller's buffer for RunChecked: its element type and element count.
+struct InputBuffer {
+  const void* data;
+  DType dtype;
+  int64_t elements;
+};
+struct OutputBuffer {
+  void* data;
+  DType dtype;
+  int64_t elements;
 };
 
 struct Manifest {
@@ -43,13 +58,15 @@ class Module {
 
   const Manifest& manifest() const { return manifest_; }
 
-  // Runs the model once. inputs/outputs follow the manifest's order and
-  // shapes (the caller has checked sizes; see RunChecked).
-  absl::Status Run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
-  // Checks the element counts of every buffer against the manifest first:
-  // INVALID_ARGUMENT naming the tensor, its expected and given shape.
-  absl::Status RunChecked(const std::vector<std::pair<const float*, int64_t>>& inputs,
-                          const std::vector<std::pair<float*, int64_t>>& outputs);
+  // Runs the model once. inputs/outputs follow the manifest's order; each is
+  // a dense row-major buffer of its manifest dtype and shape (the caller has
+  // checked them; see RunChecked), or null where the tensor has no elements.
+  absl::Status Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+  // Checks the dtype and element count of every buffer against the manifest
+  // first: INVALID_ARGUMENT naming the tensor, its expected and given dtype
+  // and size ("input 'x': expected int64 2x3, given float32 2x3").
+  absl::Status RunChecked(const std::vector<InputBuffer>& inputs,
+                          const std::vector<OutputBuffer>& outputs);
 
  private:
   Module() = default;

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -15,13 +16,23 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "tensor files are little-endian; big-endian hosts need byte swaps");
 
-constexpr int kOnnxFloat = 1;
+// Every dtype kiln carries, in the order error messages list them.
+constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt8,
+                                DType::kInt16,   DType::kInt32,   DType::kInt64,   DType::kUInt8,
+                                DType::kUInt16,  DType::kUInt32,  DType::kUInt64,  DType::kBool};
+
+std::string SupportedDTypes() {
+  std::vector<std::string> names;
+  for (DType t : kAllDTypes) names.push_back(DTypeName(t));
+  return StrJoin(names, ", ");
+}
 
 const char* OnnxTypeName(int64_t t) {
-  static const char* const kNames[] = {"UNDEFINED",  "FLOAT",   "UINT8",  "INT8",   "UINT16",
-                                       "INT16",      "INT32",   "INT64",  "STRING", "BOOL",
-                                       "FLOAT16",    "DOUBLE",  "UINT32", "UINT64", "COMPLEX64",
-                                       "COMPLEX128", "BFLOAT16"};
+  static const char* const kNames[] = {
+      "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",   "INT16",
+      "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",  "DOUBLE",
+      "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
+      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",     "FLOAT4E2M1"};
   if (t >= 0 && t < static_cast<int64_t>(sizeof(kNames) / sizeof(kNames[0]))) return kNames[t];
   return "unknown";
 }
@@ -51,6 +62,12 @@ class WireReader {
     pos_ += 4;
     return true;
   }
+  bool Fixed64(uint64_t* out) {
+    if (data_.size() - pos_ < 8) return false;
+    std::memcpy(out, data_.data() + pos_, 8);
+    pos_ += 8;
+    return true;
+  }
   bool Bytes(std::string_view* out) {
     uint64_t len = 0;
     if (!Varint(&len) || len > data_.size() - pos_) return false;
@@ -65,9 +82,7 @@ class WireReader {
       case 0:
         return Varint(&ignored);
       case 1:
-        if (data_.size() - pos_ < 8) return false;
-        pos_ += 8;
-        return true;
+        return Fixed64(&ignored);
       case 2:
         return Bytes(&ignored_bytes);
       case 5:
@@ -96,11 +111,14 @@ absl::Status Malformed(std::string_view why) {
   return absl::InvalidArgumentError(StrCat("malformed TensorProto: ", why));
 }
 
+// The element count of `shape`, false for a negative dimension or a count
+// whose size in bytes (at 8 bytes an element) would not fit an int64.
 bool ElementCount(const std::vector<int64_t>& shape, int64_t* count) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max() / 8;
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) return false;
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return false;
+    if (d != 0 && n > kMax / d) return false;
     n *= d;
   }
   *count = n;
@@ -111,7 +129,213 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return shape.empty() ? std::string("scalar") : StrJoin(shape, "x");
 }
 
+// The TensorProto fields that hold typed values.
+enum ValueField { kFloatData, kInt32Data, kInt64Data, kDoubleData, kUInt64Data, kNumValueFields };
+constexpr const char* kValueFieldNames[kNumValueFields] = {"float_data", "int32_data", "int64_data",
+                                                           "double_data", "uint64_data"};
+
+// The TensorProto field number and the wire type of one unpacked value.
+struct ValueFieldInfo {
+  int number;
+  ValueField field;
+  int scalar_wire;
+};
+constexpr ValueFieldInfo kValueFieldInfo[] = {{4, kFloatData, 5},
+                                              {5, kInt32Data, 0},
+                                              {7, kInt64Data, 0},
+                                              {10, kDoubleData, 1},
+                                              {11, kUInt64Data, 0}};
+
+// Where ONNX keeps the values of a dtype when raw_data is not used.
+ValueField FieldOf(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return kFloatData;
+    case DType::kFloat64:
+      return kDoubleData;
+    case DType::kInt64:
+      return kInt64Data;
+    case DType::kUInt32:
+    case DType::kUInt64:
+      return kUInt64Data;
+    default:
+      return kInt32Data;  // int8/16/32, uint8/16, bool, float16
+  }
+}
+
+// Reads one occurrence of a repeated numeric field: a single value in its
+// wire type, or a packed run (wire type 2). Values are kept as their 64-bit
+// wire pattern; each takes at least one byte of input, so the vector is
+// bounded by the input's size.
+bool ReadValues(WireReader* r, int wire, int scalar_wire, std::vector<uint64_t>* out) {
+  auto one = [&](WireReader* from) -> bool {
+    uint64_t v = 0;
+    if (scalar_wire == 0) return from->Varint(&v) && (out->push_back(v), true);
+    if (scalar_wire == 1) return from->Fixed64(&v) && (out->push_back(v), true);
+    uint32_t v32 = 0;
+    return from->Fixed32(&v32) && (out->push_back(v32), true);
+  };
+  if (wire == scalar_wire) return one(r);
+  if (wire != 2) return false;
+  std::string_view packed;
+  if (!r->Bytes(&packed)) return false;
+  if (scalar_wire == 5 && packed.size() % 4 != 0) return false;
+  if (scalar_wire == 1 && packed.size() % 8 != 0) return false;
+  WireReader p(packed);
+  while (!p.done()) {
+    if (!one(&p)) return false;
+  }
+  return true;
+}
+
+// Stores one value of an int32_data entry (its low 32 bits, as protobuf reads
+// an int32) as an element of `t`, checking its range.
+bool StoreInt32Data(DType t, uint64_t wire, uint8_t* dst, int64_t* bad_value) {
+  const int64_t v = static_cast<int32_t>(static_cast<uint32_t>(wire));
+  *bad_value = v;
+  auto in = [&](int64_t lo, int64_t hi) { return v >= lo && v <= hi; };
+  switch (t) {
+    case DType::kInt8:
+      if (!in(-128, 127)) return false;
+      *reinterpret_cast<int8_t*>(dst) = static_cast<int8_t>(v);
+      return true;
+    case DType::kUInt8:
+      if (!in(0, 255)) return false;
+      *dst = static_cast<uint8_t>(v);
+      return true;
+    case DType::kBool:
+      *dst = v != 0 ? 1 : 0;
+      return true;
+    case DType::kInt16: {
+      if (!in(-32768, 32767)) return false;
+      int16_t x = static_cast<int16_t>(v);
+      std::memcpy(dst, &x, 2);
+      return true;
+    }
+    case DType::kUInt16:
+    case DType::kFloat16: {  // float16: its bit pattern, written unsigned or sign-extended
+      if (!in(t == DType::kFloat16 ? -32768 : 0, 65535)) return false;
+      uint16_t x = static_cast<uint16_t>(v & 0xffff);
+      std::memcpy(dst, &x, 2);
+      return true;
+    }
+    case DType::kInt32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(dst, &x, 4);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+void NormalizeBool(std::vector<uint8_t>* bytes) {
+  for (uint8_t& b : *bytes) b = b != 0 ? 1 : 0;
+}
+
+template <class T>
+std::string ShortestText(T v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return ec == std::errc() ? std::string(buf, end) : StrCat(v);
+}
+
+absl::Status CheckConsistent(const Tensor& t) {
+  int64_t count = 0;
+  if (!ElementCount(t.shape, &count)) {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", t.name, "' has bad shape ", ShapeText(t.shape)));
+  }
+  if (static_cast<uint64_t>(count) * DTypeBytes(t.dtype) != t.bytes.size()) {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", t.name, "' of ", DTypeName(t.dtype), " ", ShapeText(t.shape), " needs ",
+               count * DTypeBytes(t.dtype), " bytes, has ", t.bytes.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    return absl::PermissionDeniedError(StrCat("cannot write '", path, "': ", std::strerror(errno)));
+  }
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return absl::DataLossError(StrCat("error writing '", path, "'"));
+  return absl::OkStatus();
+}
+
+// NumPy's type code (without byte order) of a dtype.
+const char* NpyCode(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return "f4";
+    case DType::kFloat64:
+      return "f8";
+    case DType::kFloat16:
+      return "f2";
+    case DType::kInt8:
+      return "i1";
+    case DType::kUInt8:
+      return "u1";
+    case DType::kBool:
+      return "b1";
+    case DType::kInt16:
+      return "i2";
+    case DType::kUInt16:
+      return "u2";
+    case DType::kInt32:
+      return "i4";
+    case DType::kUInt32:
+      return "u4";
+    case DType::kInt64:
+      return "i8";
+    case DType::kUInt64:
+      return "u8";
+  }
+  return "?";
+}
+
 }  // namespace
+
+int64_t Tensor::NumElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Tensor::ByteSize() const { return NumElements() * DTypeBytes(dtype); }
+
+double ElementAsDouble(const Tensor& t, int64_t i) {
+  return ElementToDouble(t.dtype, t.bytes.data(), i);
+}
+
+std::string ElementToString(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kFloat32:
+      return ShortestText(ReadElement<float>(t.bytes.data(), i));
+    case DType::kFloat64:
+      return ShortestText(ReadElement<double>(t.bytes.data(), i));
+    case DType::kFloat16:
+      return ShortestText(HalfToFloat(ReadElement<uint16_t>(t.bytes.data(), i)));
+    case DType::kBool:
+      return ReadElement<uint8_t>(t.bytes.data(), i) != 0 ? "true" : "false";
+    case DType::kInt64:
+      return std::to_string(ReadElement<int64_t>(t.bytes.data(), i));
+    case DType::kUInt64:
+      return std::to_string(ReadElement<uint64_t>(t.bytes.data(), i));
+    default:  // the narrower integers are exact as doubles
+      return std::to_string(static_cast<int64_t>(ElementAsDouble(t, i)));
+  }
+}
+
+std::vector<float> ToFloatVector(const Tensor& t) {
+  const int64_t n = static_cast<int64_t>(t.bytes.size()) / DTypeBytes(t.dtype);
+  if (t.dtype == DType::kFloat32) return t.values<float>();
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(ElementAsDouble(t, i));
+  return out;
+}
 
 absl::StatusOr<Tensor> ParseTensorProto(std::string_view bytes) {
   Tensor t;
@@ -119,12 +343,26 @@ absl::StatusOr<Tensor> ParseTensorProto(std::string_view bytes) {
   int64_t data_type = 0;
   std::string_view raw;
   bool has_raw = false;
+  std::vector<uint64_t> values[kNumValueFields];
+  bool present[kNumValueFields] = {};
   while (!r.done()) {
     uint64_t key = 0;
     if (!r.Varint(&key)) return Malformed("truncated field key");
     const int field = static_cast<int>(key >> 3);
     const int wire = static_cast<int>(key & 7);
-    if (field == 1 && wire == 0) {  // dims, unpacked
+    int value_field = -1, scalar_wire = 0;
+    for (const ValueFieldInfo& f : kValueFieldInfo) {
+      if (f.number == field) {
+        value_field = f.field;
+        scalar_wire = f.scalar_wire;
+      }
+    }
+    if (value_field >= 0 && (wire == scalar_wire || wire == 2)) {
+      if (!ReadValues(&r, wire, scalar_wire, &values[value_field])) {
+        return Malformed(StrCat("bad ", kValueFieldNames[value_field]));
+      }
+      present[value_field] = true;
+    } else if (field == 1 && wire == 0) {  // dims, unpacked
       uint64_t v = 0;
       if (!r.Varint(&v)) return Malformed("truncated dims");
       t.shape.push_back(static_cast<int64_t>(v));
@@ -141,16 +379,6 @@ absl::StatusOr<Tensor> ParseTensorProto(std::string_view bytes) {
       uint64_t v = 0;
       if (!r.Varint(&v)) return Malformed("truncated data_type");
       data_type = static_cast<int64_t>(v);
-    } else if (field == 4 && wire == 5) {  // float_data, unpacked
-      uint32_t bits = 0;
-      if (!r.Fixed32(&bits)) return Malformed("truncated float_data");
-      t.data.push_back(std::bit_cast<float>(bits));
-    } else if (field == 4 && wire == 2) {  // float_data, packed
-      std::string_view packed;
-      if (!r.Bytes(&packed) || packed.size() % 4 != 0) return Malformed("bad packed float_data");
-      size_t old = t.data.size();
-      t.data.resize(old + packed.size() / 4);
-      std::memcpy(t.data.data() + old, packed.data(), packed.size());
     } else if (field == 8 && wire == 2) {  // name
       std::string_view name;
       if (!r.Bytes(&name)) return Malformed("truncated name");
@@ -169,28 +397,69 @@ absl::StatusOr<Tensor> ParseTensorProto(std::string_view bytes) {
       return Malformed(StrCat("bad field ", field, " (wire type ", wire, ")"));
     }
   }
-  if (data_type != kOnnxFloat) {
-    return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "' has data_type ", data_type,
-                                             " (", OnnxTypeName(data_type),
-                                             "); only 1 (FLOAT) is supported"));
+  std::optional<DType> dtype = DTypeFromOnnx(data_type);
+  if (!dtype) {
+    return absl::InvalidArgumentError(StrCat(
+        "TensorProto '", t.name, "' has data_type ", data_type, " (", OnnxTypeName(data_type),
+        "), which kiln does not support (supported: ", SupportedDTypes(), ")"));
   }
+  t.dtype = *dtype;
   int64_t count = 0;
   if (!ElementCount(t.shape, &count)) {
     return Malformed(StrCat("bad dims ", ShapeText(t.shape)));
   }
+  const ValueField field = FieldOf(t.dtype);
+  for (int f = 0; f < kNumValueFields; ++f) {
+    if (!present[f] || f == field) continue;
+    return absl::InvalidArgumentError(StrCat(
+        "TensorProto '", t.name, "' of data_type ", data_type, " (", DTypeName(t.dtype), ") has ",
+        kValueFieldNames[f], "; its values belong in ", kValueFieldNames[field], " or raw_data"));
+  }
+  const int64_t item = DTypeBytes(t.dtype);
   if (has_raw) {
-    if (!t.data.empty()) return Malformed("both float_data and raw_data are set");
-    if (raw.size() != static_cast<uint64_t>(count) * 4) {
-      return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "' of shape ",
-                                               ShapeText(t.shape), " needs ", count * 4,
+    if (present[field]) {
+      return Malformed(StrCat("both ", kValueFieldNames[field], " and raw_data are set"));
+    }
+    if (raw.size() != static_cast<uint64_t>(count * item)) {
+      return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "' of ", DTypeName(t.dtype),
+                                               " ", ShapeText(t.shape), " needs ", count * item,
                                                " bytes of raw_data, has ", raw.size()));
     }
-    t.data.resize(static_cast<size_t>(count));
-    if (count > 0) std::memcpy(t.data.data(), raw.data(), raw.size());
-  } else if (t.data.size() != static_cast<uint64_t>(count)) {
-    return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "' of shape ",
-                                             ShapeText(t.shape), " needs ", count, " values, has ",
-                                             t.data.size()));
+    t.bytes.assign(raw.begin(), raw.end());
+    if (t.dtype == DType::kBool) NormalizeBool(&t.bytes);
+    return t;
+  }
+  const std::vector<uint64_t>& v = values[field];
+  if (v.size() != static_cast<uint64_t>(count)) {
+    return absl::InvalidArgumentError(
+        StrCat("TensorProto '", t.name, "' of ", DTypeName(t.dtype), " ", ShapeText(t.shape),
+               " needs ", count, " values, has ", v.size(), " in ", kValueFieldNames[field]));
+  }
+  // count == v.size() now, so the allocation is bounded by the input's size.
+  t.bytes.resize(static_cast<size_t>(count * item));
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint8_t* dst = t.bytes.data() + i * item;
+    if (field == kInt32Data) {
+      int64_t bad = 0;
+      if (!StoreInt32Data(t.dtype, v[i], dst, &bad)) {
+        return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "': int32_data value ",
+                                                 bad, " at index ", i, " is out of range for ",
+                                                 DTypeName(t.dtype)));
+      }
+    } else if (t.dtype == DType::kUInt32) {
+      if (v[i] > std::numeric_limits<uint32_t>::max()) {
+        return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "': uint64_data value ",
+                                                 v[i], " at index ", i,
+                                                 " is out of range for uint32"));
+      }
+      uint32_t x = static_cast<uint32_t>(v[i]);
+      std::memcpy(dst, &x, 4);
+    } else if (item == 4) {  // float_data: the float's bits
+      uint32_t x = static_cast<uint32_t>(v[i]);
+      std::memcpy(dst, &x, 4);
+    } else {  // int64_data, uint64_data, double_data: the 64-bit pattern
+      std::memcpy(dst, &v[i], 8);
+    }
   }
   return t;
 }
@@ -202,18 +471,15 @@ std::string SerializeTensorProto(const Tensor& tensor) {
     PutVarint(&out, static_cast<uint64_t>(d));
   }
   PutVarint(&out, (2 << 3) | 0);
-  PutVarint(&out, kOnnxFloat);
+  PutVarint(&out, static_cast<uint64_t>(OnnxCode(tensor.dtype)));
   if (!tensor.name.empty()) {
     PutVarint(&out, (8 << 3) | 2);
     PutVarint(&out, tensor.name.size());
     out += tensor.name;
   }
   PutVarint(&out, (9 << 3) | 2);
-  PutVarint(&out, tensor.data.size() * 4);
-  size_t old = out.size();
-  out.resize(old + tensor.data.size() * 4);
-  if (!tensor.data.empty())
-    std::memcpy(out.data() + old, tensor.data.data(), tensor.data.size() * 4);
+  PutVarint(&out, tensor.bytes.size());
+  out.append(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size());
   return out;
 }
 
@@ -261,14 +527,32 @@ absl::StatusOr<Tensor> ParseNpy(std::string_view bytes) {
   size_t close = descr.find(descr[0], 1);
   if (close == std::string_view::npos) return bad("unterminated 'descr'");
   descr = descr.substr(1, close - 1);
-  size_t item = 0;
-  if (descr == "<f4" || descr == "f4" || descr == "float32") {
-    item = 4;
-  } else if (descr == "<f8" || descr == "f8" || descr == "float64") {
-    item = 8;
-  } else {
-    return bad(StrCat("dtype '", descr, "' is not supported (use float32 '<f4' or float64 '<f8')"));
+
+  // '<f4', '=f4', '|u1', 'f4'; also the dtype's name ('float32').
+  Tensor t;
+  std::string_view order, code = descr;
+  if (!code.empty() && (code[0] == '<' || code[0] == '=' || code[0] == '|' || code[0] == '>')) {
+    order = code.substr(0, 1);
+    code.remove_prefix(1);
   }
+  std::optional<DType> dtype;
+  for (DType d : kAllDTypes) {
+    if (code == NpyCode(d)) dtype = d;
+  }
+  if (!dtype && order.empty()) dtype = ParseDType(code);
+  if (!dtype) {
+    std::vector<std::string> accepted;
+    for (DType d : kAllDTypes) {
+      accepted.push_back(StrCat(DTypeBytes(d) == 1 ? "|" : "<", NpyCode(d)));
+    }
+    return bad(
+        StrCat("dtype '", descr, "' is not supported (use one of ", StrJoin(accepted, ", "), ")"));
+  }
+  if (order == ">" && DTypeBytes(*dtype) > 1) {
+    return bad(StrCat("dtype '", descr,
+                      "' is big-endian, which is not supported; save a little-endian array"));
+  }
+  t.dtype = *dtype;
   std::string_view fortran = value_of("fortran_order");
   if (fortran.substr(0, 4) == "True") {
     return bad("fortran_order arrays are not supported; save a C-order array");
@@ -278,7 +562,6 @@ absl::StatusOr<Tensor> ParseNpy(std::string_view bytes) {
   if (shape_text.empty() || shape_text[0] != '(') return bad("no 'shape' in header");
   size_t end = shape_text.find(')');
   if (end == std::string_view::npos) return bad("unterminated 'shape'");
-  Tensor t;
   for (std::string_view piece : StrSplit(shape_text.substr(1, end - 1), ',', true)) {
     size_t b = piece.find_first_not_of(" \t");
     if (b == std::string_view::npos) continue;
@@ -289,21 +572,38 @@ absl::StatusOr<Tensor> ParseNpy(std::string_view bytes) {
   }
   int64_t count = 0;
   if (!ElementCount(t.shape, &count)) return bad("shape too large");
-  if (payload.size() != static_cast<uint64_t>(count) * item) {
+  const int64_t item = DTypeBytes(t.dtype);
+  if (payload.size() != static_cast<uint64_t>(count * item)) {
     return bad(StrCat("shape ", ShapeText(t.shape), " of ", descr, " needs ", count * item,
                       " data bytes, file has ", payload.size()));
   }
-  t.data.resize(static_cast<size_t>(count));
-  if (item == 4) {
-    if (count > 0) std::memcpy(t.data.data(), payload.data(), payload.size());
-  } else {
-    for (int64_t i = 0; i < count; ++i) {
-      double d;
-      std::memcpy(&d, payload.data() + i * 8, 8);
-      t.data[i] = static_cast<float>(d);
-    }
-  }
+  t.bytes.assign(payload.begin(), payload.end());
+  if (t.dtype == DType::kBool) NormalizeBool(&t.bytes);
   return t;
+}
+
+std::string SerializeNpy(const Tensor& tensor) {
+  std::string shape = "(";
+  for (int64_t d : tensor.shape) shape += StrCat(d, tensor.shape.size() == 1 ? "," : ", ");
+  if (tensor.shape.size() > 1) shape.resize(shape.size() - 2);
+  shape += ")";
+  std::string header =
+      StrCat("{'descr': '", DTypeBytes(tensor.dtype) == 1 ? "|" : "<", NpyCode(tensor.dtype),
+             "', 'fortran_order': False, 'shape': ", shape, ", }");
+  // Pad with spaces and a newline so that the data starts 64-byte aligned.
+  const bool v2 = header.size() + 1 + 64 > 0xffff;
+  const size_t prefix = v2 ? 12 : 10;
+  while ((prefix + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out("\x93NUMPY", 6);
+  out.push_back(v2 ? 2 : 1);
+  out.push_back(0);
+  for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) {
+    out.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  }
+  out += header;
+  out.append(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size());
+  return out;
 }
 
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
@@ -326,15 +626,13 @@ absl::StatusOr<Tensor> ReadTensorFile(const std::string& path) {
 }
 
 absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& tensor) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    return absl::PermissionDeniedError(StrCat("cannot write '", path, "': ", std::strerror(errno)));
-  }
-  std::string bytes = SerializeTensorProto(tensor);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return absl::DataLossError(StrCat("error writing '", path, "'"));
-  return absl::OkStatus();
+  if (absl::Status s = CheckConsistent(tensor); !s.ok()) return s;
+  return WriteBytes(path, SerializeTensorProto(tensor));
+}
+
+absl::Status WriteNpyFile(const std::string& path, const Tensor& tensor) {
+  if (absl::Status s = CheckConsistent(tensor); !s.ok()) return s;
+  return WriteBytes(path, SerializeNpy(tensor));
 }
 
 }  // namespace kiln::deploy

@@ -299,19 +299,21 @@ TEST(OnnxConformanceReference, ClaimedOperatorTestsMatch) {
     for (size_t i = 0; i < g.inputs.size(); ++i) {
       auto t = deploy::ReadTensorFile((set / ("input_" + std::to_string(i) + ".pb")).string());
       ASSERT_TRUE(t.ok()) << name << ": " << t.status();
-      inputs.push_back(t->data);
+      ASSERT_EQ(t->dtype, kiln::DType::kFloat32) << name;
+      inputs.push_back(t->values<float>());
     }
     auto vals = testing::EvaluateGraph(g, inputs);
     ASSERT_FALSE(vals.empty()) << name;
     for (size_t i = 0; i < g.outputs.size(); ++i) {
       auto t = deploy::ReadTensorFile((set / ("output_" + std::to_string(i) + ".pb")).string());
       ASSERT_TRUE(t.ok()) << name << ": " << t.status();
+      ASSERT_EQ(t->dtype, kiln::DType::kFloat32) << name;
+      const std::vector<float> want = t->values<float>();
       const auto& got = vals.at(g.outputs[i]);
-      ASSERT_EQ(got.size(), t->data.size()) << name;
+      ASSERT_EQ(got.size(), want.size()) << name;
       EXPECT_EQ(g.values[g.outputs[i]].shape, t->shape) << name;
       for (size_t j = 0; j < got.size(); ++j) {
-        ASSERT_NEAR(got[j], t->data[j], 1e-5 + 1e-3 * std::fabs(t->data[j]))
-            << name << " [" << j << "]";
+        ASSERT_NEAR(got[j], want[j], 1e-5 + 1e-3 * std::fabs(want[j])) << name << " [" << j << "]";
       }
     }
     ++passed;

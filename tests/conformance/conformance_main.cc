@@ -2,15 +2,17 @@
 //
 // Runs ONNX backend node tests (DATA_DIR/<test>/model.onnx and
 // test_data_set_*/{input,output}_*.pb) through Model::FromOnnx, CompileModel
-// (default configs, host target) and deploy::Module, comparing every output
-// with rtol 1e-3 / atol 1e-5. A test counts for the claimed operators when all
-// its nodes' ops are claimed (kiln's list, or --ops, which also restricts the
-// run to such tests). Exit: 0, 1 when a claimed test FAILS, 2 on bad usage,
-// 77 when DATA_DIR does not exist.
+// (default configs, host target) and deploy::Module, feeding inputs in their
+// dtypes and comparing every output by its dtype: floats (float16 converted to
+// float) with rtol 1e-3 / atol 1e-5, integers and bool exactly. A test counts
+// for the claimed operators when all its nodes' ops are claimed (kiln's list,
+// or --ops, which also restricts the run to such tests). Exit: 0, 1 when a
+// claimed test FAILS, 2 on bad usage, 77 when DATA_DIR does not exist.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -149,6 +151,60 @@ absl::StatusOr<Specialized> Specialize(const fs::path& dir, const std::string& b
   return out;
 }
 
+// An output buffer of `info`'s dtype and shape, filled with NaN (floats) or
+// 0xA5 bytes (integers, bool) so that elements the module does not write show.
+kiln::deploy::Tensor Unwritten(const kiln::deploy::TensorInfo& info) {
+  kiln::deploy::Tensor t{info.name, info.shape, info.dtype, {}};
+  t.bytes.assign(static_cast<size_t>(info.ByteSize()), 0xA5);
+  const int64_t n = info.NumElements();
+  if (info.dtype == kiln::DType::kFloat32) {
+    std::fill_n(t.data_as<float>(), n, std::nanf(""));
+  } else if (info.dtype == kiln::DType::kFloat64) {
+    std::fill_n(t.data_as<double>(), n, std::nan(""));
+  } else if (info.dtype == kiln::DType::kFloat16) {
+    std::fill_n(t.data_as<uint16_t>(), n, uint16_t{0x7e00});
+  }
+  return t;
+}
+
+// Compares the module's output `got` with the test's `want`: floats (float16
+// converted to float) within rtol 1e-3 / atol 1e-5, NaN equal to NaN;
+// integers and bool exactly. Returns "" when they match, else what differs
+// (the worst element for floats, the first for integers).
+std::string Compare(const kiln::deploy::Tensor& got, const kiln::deploy::Tensor& want) {
+  if (got.dtype != want.dtype) {
+    return StrCat("'", got.name, "' is ", kiln::DTypeName(got.dtype), ", expected ",
+                  kiln::DTypeName(want.dtype));
+  }
+  const int64_t n = got.NumElements();
+  if (n != want.NumElements()) {
+    return StrCat("'", got.name, "' has ", n, " elements, expected ", want.NumElements());
+  }
+  int64_t bad_at = -1;
+  if (kiln::IsFloat(got.dtype)) {
+    double worst = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double a = kiln::deploy::ElementAsDouble(got, j), b = kiln::deploy::ElementAsDouble(want, j);
+      if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
+      double err = std::fabs(a - b) - (1e-5 + 1e-3 * std::fabs(b));
+      if (std::isnan(err) || err > worst) {
+        worst = std::isnan(err) ? INFINITY : err;
+        bad_at = j;
+      }
+    }
+  } else {
+    const int64_t item = kiln::DTypeBytes(got.dtype);
+    for (int64_t j = 0; j < n && bad_at < 0; ++j) {
+      if (std::memcmp(got.bytes.data() + j * item, want.bytes.data() + j * item, item) != 0) {
+        bad_at = j;
+      }
+    }
+  }
+  if (bad_at < 0) return "";
+  return StrCat(got.name, "[", bad_at, "] = ", kiln::deploy::ElementToString(got, bad_at),
+                ", expected ", kiln::deploy::ElementToString(want, bad_at));
+}
+
 Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
   Result r;
   r.name = dir.filename().string();
@@ -210,38 +266,19 @@ Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
                         manifest.outputs.size());
       return r;
     }
-    std::vector<std::pair<const float*, int64_t>> in_bufs;
-    for (const auto& t : inputs)
-      in_bufs.push_back({t.data.data(), static_cast<int64_t>(t.data.size())});
-    std::vector<std::vector<float>> outs;
-    for (const auto& o : manifest.outputs) outs.emplace_back(o.NumElements(), std::nanf(""));
-    std::vector<std::pair<float*, int64_t>> out_bufs;
-    for (auto& o : outs) out_bufs.push_back({o.data(), static_cast<int64_t>(o.size())});
+    std::vector<kiln::deploy::InputBuffer> in_bufs;
+    for (const auto& t : inputs) in_bufs.push_back({t.bytes.data(), t.dtype, t.NumElements()});
+    std::vector<kiln::deploy::Tensor> outs;
+    for (const auto& o : manifest.outputs) outs.push_back(Unwritten(o));
+    std::vector<kiln::deploy::OutputBuffer> out_bufs;
+    for (auto& o : outs) out_bufs.push_back({o.bytes.data(), o.dtype, o.NumElements()});
     if (auto s = (*module)->RunChecked(in_bufs, out_bufs); !s.ok()) {
       r.detail = StrCat(set.filename().string(), ": run: ", s.message());
       return r;
     }
     for (size_t i = 0; i < outs.size(); ++i) {
-      const auto& want = expected[i].data;
-      if (want.size() != outs[i].size()) {
-        r.detail = StrCat(set.filename().string(), ": output ", i, " has ", outs[i].size(),
-                          " elements, expected ", want.size());
-        return r;
-      }
-      double worst = 0;
-      int64_t worst_at = -1;
-      for (size_t j = 0; j < want.size(); ++j) {
-        double a = outs[i][j], b = want[j];
-        if (std::isnan(a) && std::isnan(b)) continue;
-        double err = std::fabs(a - b) - (1e-5 + 1e-3 * std::fabs(b));
-        if (std::isnan(err) || err > worst) {
-          worst = std::isnan(err) ? INFINITY : err;
-          worst_at = static_cast<int64_t>(j);
-        }
-      }
-      if (worst_at >= 0) {
-        r.detail = StrCat(set.filename().string(), ": output ", manifest.outputs[i].name, "[",
-                          worst_at, "] = ", outs[i][worst_at], ", expected ", want[worst_at]);
+      if (std::string why = Compare(outs[i], expected[i]); !why.empty()) {
+        r.detail = StrCat(set.filename().string(), ": output ", why);
         return r;
       }
     }

@@ -1,5 +1,6 @@
 #include "deploy/artifact.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,8 @@ TEST(ManifestText, ParsesEveryField) {
       "compiler_version 0.1.0\nmodel_sha256 3f5a\nentry kiln_main\n"
       "workspace_bytes 131072\nweights_bytes 52736\nkernels 5\ntuned_kernels 3\n"
       "some_new_key 42\n"
-      "input data float32 1x3x32x32\ninput s float32 scalar\noutput logits float32 1x10\n");
+      "input data float32 1x3x32x32\ninput s float32 scalar\ninput ids int64 2x7\n"
+      "output logits float32 1x10\noutput mask bool 1x10\n");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->format_version, 1);
   EXPECT_EQ(m->target, "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512");
@@ -89,15 +91,35 @@ TEST(ManifestText, ParsesEveryField) {
   EXPECT_EQ(m->weights_bytes, 52736);
   EXPECT_EQ(m->kernels, 5);
   EXPECT_EQ(m->tuned_kernels, 3);
-  ASSERT_EQ(m->inputs.size(), 2u);
+  ASSERT_EQ(m->inputs.size(), 3u);
   EXPECT_EQ(m->inputs[0].name, "data");
+  EXPECT_EQ(m->inputs[0].dtype, DType::kFloat32);
   EXPECT_THAT(m->inputs[0].shape, ElementsAre(1, 3, 32, 32));
   EXPECT_EQ(m->inputs[0].NumElements(), 3072);
+  EXPECT_EQ(m->inputs[0].ByteSize(), 3072 * 4);
   EXPECT_TRUE(m->inputs[1].shape.empty());
   EXPECT_EQ(m->inputs[1].NumElements(), 1);
-  ASSERT_EQ(m->outputs.size(), 1u);
+  EXPECT_EQ(m->inputs[2].dtype, DType::kInt64);
+  EXPECT_EQ(m->inputs[2].ByteSize(), 14 * 8);
+  ASSERT_EQ(m->outputs.size(), 2u);
   EXPECT_EQ(m->outputs[0].name, "logits");
   EXPECT_EQ(ShapeToString(m->outputs[0].shape), "1x10");
+  EXPECT_EQ(m->outputs[1].dtype, DType::kBool);
+  EXPECT_EQ(m->outputs[1].ByteSize(), 10);  // one byte per bool
+}
+
+TEST(ManifestText, EveryDTypeNameIsAccepted) {
+  for (int code = 0; code < 32; ++code) {
+    std::optional<DType> d = DTypeFromOnnx(code);
+    if (!d) continue;
+    std::string name = DTypeName(*d);
+    absl::StatusOr<Manifest> m = ParseManifest("kiln-artifact 1\nentry f\ninput x " + name +
+                                               " 2x3\noutput y " + name + " 3\n");
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status();
+    EXPECT_EQ(m->inputs[0].dtype, *d) << name;
+    EXPECT_EQ(m->outputs[0].dtype, *d) << name;
+    EXPECT_EQ(m->inputs[0].ByteSize(), 6 * DTypeBytes(*d)) << name;
+  }
 }
 
 TEST(ManifestText, BadLinesAreNamed) {
@@ -111,7 +133,15 @@ TEST(ManifestText, BadLinesAreNamed) {
   EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x float32 1xQ\n"), HasSubstr("bad shape '1xQ'"));
   EXPECT_THAT(err("kiln-artifact 1\nentry f\nworkspace_bytes lots\n"),
               HasSubstr("manifest line 3"));
-  EXPECT_THAT(err("kiln-artifact 1\nentry f\noutput y int8 4\n"), HasSubstr("dtype 'int8'"));
+  for (std::string dtype : {"int9", "bfloat16", "string", "float", "FLOAT32", "f4"}) {
+    std::string e = err("kiln-artifact 1\nentry f\noutput y " + dtype + " 4\n");
+    EXPECT_THAT(e, HasSubstr("manifest line 3"));
+    EXPECT_THAT(e, HasSubstr("unknown dtype '" + dtype + "'"));
+    EXPECT_THAT(e, HasSubstr("expected one of float32, uint8, int8,"));
+    EXPECT_THAT(e, HasSubstr("bool"));
+  }
+  EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x int64 4611686018427387904\n"),
+              HasSubstr("bad shape"));  // 2^62 elements: more bytes than an int64 holds
   EXPECT_THAT(err("kiln-artifact 1\nentry f\noutput y float32\n"), HasSubstr("manifest line 3"));
   EXPECT_THAT(err("kiln-artifact 2\n"), HasSubstr("unsupported manifest version 2"));
   EXPECT_THAT(err("hello\n"), HasSubstr("manifest line 1"));
@@ -144,7 +174,9 @@ TEST_F(LoadedModule, LoadFileAndRun) {
   EXPECT_EQ((*m)->manifest().entry, "kiln_main");
   std::vector<float> in(kN), out(kN, -1.f);
   for (int i = 0; i < kN; ++i) in[i] = static_cast<float>(i) - 3.f;
-  ASSERT_TRUE((*m)->RunChecked({{in.data(), kN}}, {{out.data(), kN}}).ok());
+  ASSERT_TRUE(
+      (*m)->RunChecked({{in.data(), DType::kFloat32, kN}}, {{out.data(), DType::kFloat32, kN}})
+          .ok());
   for (int i = 0; i < kN; ++i) ASSERT_FLOAT_EQ(out[i], in[i] * 2 + 0.5f * i) << i;
 }
 
@@ -175,15 +207,79 @@ TEST_F(LoadedModule, RunCheckedNamesTheWrongSizedTensor) {
   auto m = Module::LoadBytes(testing::PackArtifact(Sections(*so_)));
   ASSERT_TRUE(m.ok()) << m.status();
   std::vector<float> in(kN - 1), out(kN);
-  absl::Status s = (*m)->RunChecked({{in.data(), kN - 1}}, {{out.data(), kN}});
+  absl::Status s =
+      (*m)->RunChecked({{in.data(), DType::kFloat32, kN - 1}}, {{out.data(), DType::kFloat32, kN}});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
-              HasSubstr("input 'data': expected shape 2x500 (1000 elements), given 999 elements"));
+              HasSubstr("input 'data': expected float32 2x500 (1000 elements), given float32 with "
+                        "999 elements"));
   std::vector<float> in2(kN);
-  s = (*m)->RunChecked({{in2.data(), kN}}, {{out.data(), 5}});
-  EXPECT_THAT(std::string(s.message()), HasSubstr("output 'out'"));
-  s = (*m)->RunChecked({}, {{out.data(), kN}});
+  s = (*m)->RunChecked({{in2.data(), DType::kFloat32, kN}}, {{out.data(), DType::kFloat32, 5}});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("output 'out': expected float32 2x500"));
+  s = (*m)->RunChecked({}, {{out.data(), DType::kFloat32, kN}});
   EXPECT_THAT(std::string(s.message()), HasSubstr("takes 1 inputs"));
+}
+
+TEST_F(LoadedModule, RunCheckedNamesTheWrongDType) {
+  auto m = Module::LoadBytes(testing::PackArtifact(Sections(*so_)));
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<int32_t> in(kN);
+  std::vector<float> out(kN, -1.f);
+  absl::Status s =
+      (*m)->RunChecked({{in.data(), DType::kInt32, kN}}, {{out.data(), DType::kFloat32, kN}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("input 'data': expected float32 2x500, given int32 2x500"));
+  std::vector<double> out64(kN);
+  std::vector<float> in32(kN);
+  s = (*m)->RunChecked({{in32.data(), DType::kFloat32, kN}}, {{out64.data(), DType::kFloat64, kN}});
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("output 'out': expected float32 2x500, given float64 2x500"));
+  EXPECT_EQ(out[0], -1.f);  // nothing ran
+}
+
+TEST_F(LoadedModule, RunsAnInt64Module) {
+  std::string so = testing::CompileModule(*dir_, kN, "int64_t");
+  ASSERT_FALSE(so.empty());
+  auto m = Module::LoadBytes(
+      testing::PackArtifact({{"manifest", testing::Manifest(kN, "kiln_main", DType::kInt64)},
+                             {"module.so", so},
+                             {"weights", testing::Weights<int64_t>(kN)}}));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->manifest().inputs[0].dtype, DType::kInt64);
+  EXPECT_EQ((*m)->manifest().inputs[0].ByteSize(), kN * 8);
+  std::vector<int64_t> in(kN), out(kN, -1);
+  for (int i = 0; i < kN; ++i) in[i] = (int64_t{1} << 40) * (i % 3) - i;
+  std::vector<float> wrong(kN);
+  absl::Status s =
+      (*m)->RunChecked({{wrong.data(), DType::kFloat32, kN}}, {{out.data(), DType::kInt64, kN}});
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("input 'data': expected int64 2x500, given float32 2x500"));
+  ASSERT_TRUE(
+      (*m)->RunChecked({{in.data(), DType::kInt64, kN}}, {{out.data(), DType::kInt64, kN}}).ok());
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(out[i], in[i] * 2 + i) << i;
+}
+
+TEST_F(LoadedModule, NullBuffersOnlyForTensorsWithoutElements) {
+  auto m = Module::LoadBytes(testing::PackArtifact(Sections(*so_)));
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<float> in(kN), out(kN);
+  absl::Status s = (*m)->Run({nullptr}, {out.data()});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("input 'data' is a null buffer"));
+  s = (*m)->Run({in.data()}, {nullptr});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("output 'out' is a null buffer"));
+  // A 2x0 model: empty std::vectors' data() may be null.
+  std::string so0 = testing::CompileModule(*dir_, 0, "int32_t");
+  ASSERT_FALSE(so0.empty());
+  auto empty = Module::LoadBytes(
+      testing::PackArtifact({{"manifest", testing::Manifest(0, "kiln_main", DType::kInt32)},
+                             {"module.so", so0},
+                             {"weights", ""}}));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ((*empty)->manifest().inputs[0].ByteSize(), 0);
+  EXPECT_TRUE((*empty)->Run({nullptr}, {nullptr}).ok());
+  EXPECT_TRUE(
+      (*empty)->RunChecked({{nullptr, DType::kInt32, 0}}, {{nullptr, DType::kInt32, 0}}).ok());
 }
 
 TEST_F(LoadedModule, MissingEntryAndBadSharedObject) {
@@ -220,11 +316,41 @@ TEST_F(LoadedModule, CApi) {
   EXPECT_EQ(dims[1], kN / 2);
   EXPECT_EQ(kiln_module_output_ndim(m, 0), 2);
   EXPECT_EQ(kiln_module_output_size(m, 0), kN);
+  EXPECT_EQ(kiln_module_input_size(m, 0), kN);
+  EXPECT_EQ(kiln_module_input_size(m, 1), -1);
+  EXPECT_EQ(kiln_module_output_bytes(m, 0), kN * 4);
+  EXPECT_EQ(kiln_module_input_bytes(m, 0), kN * 4);
+  EXPECT_EQ(kiln_module_input_bytes(m, -1), -1);
+  EXPECT_STREQ(kiln_module_input_dtype(m, 0), "float32");
+  EXPECT_STREQ(kiln_module_output_dtype(m, 0), "float32");
+  EXPECT_EQ(kiln_module_input_dtype(m, 1), nullptr);
+  EXPECT_EQ(kiln_module_output_dtype(nullptr, 0), nullptr);
   std::vector<float> in(kN, 3.f), out(kN);
-  const float* ins[] = {in.data()};
-  float* outs[] = {out.data()};
+  const void* ins[] = {in.data()};
+  void* outs[] = {out.data()};
   ASSERT_EQ(kiln_module_run(m, ins, outs), 0) << kiln_module_last_error(m);
   EXPECT_FLOAT_EQ(out[4], 6.f + 2.f);
+  kiln_module_free(m);
+
+  // A uint8 module through the C API.
+  std::string so8 = testing::CompileModule(*dir_, kN, "uint8_t");
+  ASSERT_FALSE(so8.empty());
+  std::string path8 = *dir_ + "/c_api_u8.kiln";
+  testing::WriteFile(
+      path8, testing::PackArtifact({{"manifest", testing::Manifest(kN, "kiln_main", DType::kUInt8)},
+                                    {"module.so", so8},
+                                    {"weights", testing::Weights<uint8_t>(kN)}}));
+  ASSERT_EQ(kiln_module_load(path8.c_str(), &m, err, sizeof(err)), 0) << err;
+  EXPECT_STREQ(kiln_module_input_dtype(m, 0), "uint8");
+  EXPECT_STREQ(kiln_module_output_dtype(m, 0), "uint8");
+  EXPECT_EQ(kiln_module_input_size(m, 0), kN);
+  EXPECT_EQ(kiln_module_output_bytes(m, 0), kN);
+  std::vector<uint8_t> in8(kN, 100), out8(kN);
+  const void* ins8[] = {in8.data()};
+  void* outs8[] = {out8.data()};
+  ASSERT_EQ(kiln_module_run(m, ins8, outs8), 0) << kiln_module_last_error(m);
+  EXPECT_EQ(out8[3], 203);
+  EXPECT_EQ(out8[100], static_cast<uint8_t>(200 + 100));  // wraps like the C code
   kiln_module_free(m);
 
   kiln_module* none = nullptr;

@@ -10,8 +10,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "deploy/dtype.h"
 
 namespace kiln::deploy::testing {
 
@@ -70,20 +73,24 @@ inline std::string PackArtifact(const std::vector<std::pair<std::string, std::st
   return header + body;
 }
 
-// out[i] = in[i] * 2 + weights[i] over n floats, with kiln_parallel_for.
+// out[i] = in[i] * 2 + weights[i] over N elements of type T (float unless
+// -DT=...), with kiln_parallel_for.
 inline constexpr char kModuleSource[] = R"(
 #include <stdint.h>
+#ifndef T
+#define T float
+#endif
 void kiln_parallel_for(int64_t n, void (*body)(int64_t i, void* ctx), void* ctx);
-struct ctx { const float* in; float* out; const float* w; };
+struct ctx { const T* in; T* out; const T* w; };
 static void body(int64_t i, void* p) {
   struct ctx* c = (struct ctx*)p;
-  c->out[i] = c->in[i] * 2.0f + c->w[i];
+  c->out[i] = (T)(c->in[i] * 2 + c->w[i]);
 }
 int32_t kiln_main(void* const* inputs, void* const* outputs, const uint8_t* weights,
                   uint8_t* workspace) {
   if (((uintptr_t)weights % 64) != 0 || ((uintptr_t)workspace % 64) != 0) return 7;
   workspace[0] = 1;
-  struct ctx c = { (const float*)inputs[0], (float*)outputs[0], (const float*)weights };
+  struct ctx c = { (const T*)inputs[0], (T*)outputs[0], (const T*)weights };
   kiln_parallel_for(N, body, &c);
   return 0;
 }
@@ -93,18 +100,25 @@ int32_t kiln_fail(void* const* inputs, void* const* outputs, const uint8_t* weig
 }
 )";
 
-// Compiles kModuleSource for n elements into dir/module.so; returns its bytes
-// ("" on failure).
-inline std::string CompileModule(const std::string& dir, int n) {
+// Compiles kModuleSource for n elements of C type `ctype` into dir/module.so
+// (dir/module_<ctype>.so for another type than float); returns its bytes ("" on
+// failure).
+inline std::string CompileModule(const std::string& dir, int n,
+                                 const std::string& ctype = "float") {
   std::string src = dir + "/module.c";
-  std::string so = dir + "/module.so";
+  std::string so = dir + (ctype == "float" ? "/module.so" : "/module_" + ctype + ".so");
   WriteFile(src, kModuleSource);
-  std::string cmd = "cc -shared -fPIC -O2 -DN=" + std::to_string(n) + " -o " + so + " " + src;
+  std::string cmd =
+      "cc -shared -fPIC -O2 -DN=" + std::to_string(n) + " -DT=" + ctype + " -o " + so + " " + src;
   if (std::system(cmd.c_str()) != 0) return "";
   return ReadFile(so);
 }
 
-inline std::string Manifest(int n, const std::string& entry = "kiln_main") {
+// The manifest of the test module: input "data" and output "out", both
+// `dtype` of shape 2x(n/2).
+inline std::string Manifest(int n, const std::string& entry = "kiln_main",
+                            DType dtype = DType::kFloat32) {
+  const std::string type = DTypeName(dtype);
   return "kiln-artifact 1\n"
          "target llvm -mtriple=x86_64-pc-linux-gnu\n"
          "compiler_version 0.1.0\n"
@@ -114,22 +128,24 @@ inline std::string Manifest(int n, const std::string& entry = "kiln_main") {
          "\n"
          "workspace_bytes 256\n"
          "weights_bytes " +
-         std::to_string(n * 4) +
+         std::to_string(n * DTypeBytes(dtype)) +
          "\n"
          "kernels 1\n"
          "tuned_kernels 0\n"
          "future_key ignored value\n"
-         "input data float32 2x" +
-         std::to_string(n / 2) +
+         "input data " +
+         type + " 2x" + std::to_string(n / 2) +
          "\n"
-         "output out float32 2x" +
-         std::to_string(n / 2) + "\n";
+         "output out " +
+         type + " 2x" + std::to_string(n / 2) + "\n";
 }
 
+// The weights of the test module: 0.5 * i as T (i for an integer T).
+template <class T = float>
 inline std::string Weights(int n) {
-  std::vector<float> w(n);
-  for (int i = 0; i < n; ++i) w[i] = 0.5f * i;
-  return std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4);
+  std::vector<T> w(n);
+  for (int i = 0; i < n; ++i) w[i] = std::is_floating_point_v<T> ? T(0.5 * i) : T(i);
+  return std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(T));
 }
 
 }  // namespace kiln::deploy::testing
