@@ -153,14 +153,15 @@ int main(int argc, char** argv) {
       ++failures;
       continue;
     }
-    std::vector<float> got = b.output;
-    std::vector<float> want(got.size());
+    std::vector<uint8_t> want(b.output.size());
     double t_ref =
         MedianSeconds([&] { (void)kiln::compiler::RunReference(w, b.input_ptrs, want.data()); },
                       std::max(3, repeat / 5));
     double err = 0;
-    for (size_t i = 0; i < got.size(); ++i)
-      err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
+    for (int64_t i = 0; i < b.OutputSize(); ++i) {
+      err = std::max(
+          err, std::fabs(b.OutputAt(i) - kiln::ElementToDouble(b.output_dtype, want.data(), i)));
+    }
     if (!(err <= 1e-3)) ++failures;
     double flops = w.Flops();
     std::printf("| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.1fx | %.2g |", index, w.Key().c_str(),

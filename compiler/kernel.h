@@ -6,8 +6,8 @@
 //
 // Kernel calling convention (JIT and artifact alike):
 //   extern "C" int32_t <name>(void* const* args)
-// args[i] points to the float32 buffer of KernelSignature argument i (inputs
-// in order, then the output). Returns 0 on success.
+// args[i] points to the buffer of KernelSignature argument i (inputs in order,
+// then the output), of that argument's dtype. Returns 0 on success.
 
 #include <cstdint>
 #include <memory>
@@ -47,15 +47,21 @@ absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, co
                                                     const LowerOptions& options = {});
 
 // The buffers of one kernel call, for verification and timing: inputs filled
-// with seeded uniform values in [-1, 1], the output filled with
-// `output_fill`, and the pointer arrays JitKernel::Run (`args`: inputs, then
-// the output) and RunReference (`input_ptrs`) take. Movable, not copyable:
-// the pointers point into the vectors.
+// with seeded values (floats uniform in [-1, 1], signed integers in [-4, 4],
+// unsigned in [0, 8], bools 0/1), the output filled with `output_fill`
+// converted to its dtype, and the pointer arrays JitKernel::Run (`args`:
+// inputs, then the output) and RunReference (`input_ptrs`) take. Movable, not
+// copyable: the pointers point into the vectors.
 struct KernelBuffers {
-  std::vector<std::vector<float>> inputs;
-  std::vector<float> output;
-  std::vector<const float*> input_ptrs;
+  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<uint8_t> output;
+  std::vector<DType> input_dtypes;
+  DType output_dtype = DType::kFloat32;
+  std::vector<const void*> input_ptrs;
   std::vector<void*> args;
+
+  int64_t OutputSize() const;
+  double OutputAt(int64_t i) const;  // element i converted to double
 
   KernelBuffers() = default;
   KernelBuffers(KernelBuffers&&) = default;
@@ -66,9 +72,18 @@ struct KernelBuffers {
 KernelBuffers MakeKernelBuffers(const KernelSignature& sig, uint64_t seed,
                                 float output_fill = 0.0f);
 
-// Straightforward loops over the same semantics, for verification. `inputs`
-// and `output` follow Workload::Signature().
-absl::Status RunReference(const Workload& workload, std::span<const float* const> inputs,
-                          float* output);
+// Straightforward loops over the same semantics, for verification and
+// constant folding. `inputs` and `output` follow Workload::Signature(), each
+// a dense buffer of its dtype. Generic operators are evaluated by
+// interpreting their compute definition (compiler/ops/interpret.h).
+absl::Status RunReference(const Workload& workload, std::span<const void* const> inputs,
+                          void* output);
+
+// Compares a kernel's output with a reference output of the same dtype:
+// floats within atol + rtol * |want| (NaN matches NaN, inf matches the same
+// inf), integers and bools exactly. On a mismatch, the worst element's index
+// and both values in `detail`.
+bool OutputsMatch(DType dtype, const void* got, const void* want, int64_t n, double rtol,
+                  double atol, std::string* detail);
 
 }  // namespace kiln::compiler

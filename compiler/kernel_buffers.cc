@@ -1,25 +1,86 @@
+#include <cmath>
 #include <random>
 
 #include "compiler/kernel.h"
+#include "deploy/str.h"
 
 namespace kiln::compiler {
+namespace {
+
+std::vector<uint8_t> RandomData(DType dtype, int64_t n, std::mt19937_64& rng) {
+  std::vector<uint8_t> data(static_cast<size_t>(n * DTypeBytes(dtype)));
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int64_t> sint(-4, 4), uint(0, 8), bit(0, 1);
+  for (int64_t i = 0; i < n; ++i) {
+    if (IsFloat(dtype)) {
+      DoubleToElement(dtype, real(rng), data.data(), i);
+    } else if (dtype == DType::kBool) {
+      Int64ToElement(dtype, bit(rng), data.data(), i);
+    } else {
+      Int64ToElement(dtype, IsSignedInt(dtype) ? sint(rng) : uint(rng), data.data(), i);
+    }
+  }
+  return data;
+}
+
+}  // namespace
+
+int64_t KernelBuffers::OutputSize() const {
+  return static_cast<int64_t>(output.size()) / DTypeBytes(output_dtype);
+}
+
+double KernelBuffers::OutputAt(int64_t i) const {
+  return ElementToDouble(output_dtype, output.data(), i);
+}
 
 KernelBuffers MakeKernelBuffers(const KernelSignature& sig, uint64_t seed, float output_fill) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   KernelBuffers b;
   for (const TensorSpec& spec : sig.inputs) {
-    std::vector<float> data(static_cast<size_t>(spec.NumElements()));
-    for (float& v : data) v = dist(rng);
-    b.inputs.push_back(std::move(data));
+    b.inputs.push_back(RandomData(spec.dtype, spec.NumElements(), rng));
+    b.input_dtypes.push_back(spec.dtype);
   }
-  b.output.assign(static_cast<size_t>(sig.output.NumElements()), output_fill);
+  b.output_dtype = sig.output.dtype;
+  const int64_t n = sig.output.NumElements();
+  b.output.resize(static_cast<size_t>(n * DTypeBytes(b.output_dtype)));
+  for (int64_t i = 0; i < n; ++i) DoubleToElement(b.output_dtype, output_fill, b.output.data(), i);
   for (auto& in : b.inputs) {
     b.input_ptrs.push_back(in.data());
     b.args.push_back(in.data());
   }
   b.args.push_back(b.output.data());
   return b;
+}
+
+bool OutputsMatch(DType dtype, const void* got, const void* want, int64_t n, double rtol,
+                  double atol, std::string* detail) {
+  const auto* g = static_cast<const uint8_t*>(got);
+  const auto* w = static_cast<const uint8_t*>(want);
+  int64_t worst = -1;
+  double worst_excess = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double a = ElementToDouble(dtype, g, i), b = ElementToDouble(dtype, w, i);
+    double excess = 0;
+    if (!IsFloat(dtype)) {
+      if (ElementToInt64(dtype, g, i) != ElementToInt64(dtype, w, i)) excess = 1;
+    } else if (std::isnan(a) || std::isnan(b)) {
+      if (std::isnan(a) != std::isnan(b)) excess = INFINITY;
+    } else if (std::isinf(a) || std::isinf(b)) {
+      if (a != b) excess = INFINITY;
+    } else {
+      excess = std::fabs(a - b) - (atol + rtol * std::fabs(b));
+    }
+    if (excess > 0 && (worst < 0 || excess > worst_excess)) {
+      worst = i;
+      worst_excess = excess;
+    }
+  }
+  if (worst < 0) return true;
+  if (detail) {
+    *detail = StrCat("output[", worst, "] = ", ElementToDouble(dtype, g, worst), ", expected ",
+                     ElementToDouble(dtype, w, worst));
+  }
+  return false;
 }
 
 }  // namespace kiln::compiler

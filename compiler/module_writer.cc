@@ -89,6 +89,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
       copy.op = "eltwise";
       copy.ints["shape"] = shape;
       copy.ints["in_shape"] = shape;
+      copy.SetDtypes({rv.dtype, rv.dtype});
       steps.push_back({copy, {root}, -1, static_cast<int>(j)});
     } else {
       root_buf[root] = {BufferRef::Kind::kOutput, static_cast<int>(j), 0};
@@ -100,10 +101,10 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     for (int v : s.inputs) {
       int root = AliasRoot(g, v);
       if (!g.values[root].IsConstant() || root_buf.count(root)) continue;
-      const auto& data = *g.values[root].data;
+      const auto& data = *g.values[root].bytes;
       int64_t off = AlignUp(static_cast<int64_t>(weights.size()));
       weights.resize(off, '\0');
-      weights.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+      weights.append(reinterpret_cast<const char*>(data.data()), data.size());
       root_buf[root] = {BufferRef::Kind::kWeight, 0, off};
     }
   }
@@ -119,7 +120,8 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     ws_index[root] = static_cast<int>(ws_roots.size());
     ws_roots.push_back(root);
     lifetimes.push_back(
-        {g.values[root].NumElements() * 4, static_cast<int>(t), static_cast<int>(t)});
+        {std::max<int64_t>(1, g.values[root].NumElements()) * DTypeBytes(g.values[root].dtype),
+         static_cast<int>(t), static_cast<int>(t)});
   }
   for (size_t t = 0; t < steps.size(); ++t) {
     for (int v : steps[t].inputs) {
@@ -176,11 +178,12 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
   manifest += StrCat("kernels ", kernels.size(), "\n");
   manifest += StrCat("tuned_kernels ", tuned, "\n");
   for (int v : g.inputs) {
-    manifest += StrCat("input ", g.values[v].name, " float32 ", ShapeText(g.values[v].shape), "\n");
+    manifest += StrCat("input ", g.values[v].name, " ", DTypeName(g.values[v].dtype), " ",
+                       ShapeText(g.values[v].shape), "\n");
   }
   for (int v : g.outputs) {
-    manifest +=
-        StrCat("output ", g.values[v].name, " float32 ", ShapeText(g.values[v].shape), "\n");
+    manifest += StrCat("output ", g.values[v].name, " ", DTypeName(g.values[v].dtype), " ",
+                       ShapeText(g.values[v].shape), "\n");
   }
   if (report) {
     report->kernels = static_cast<int>(kernels.size());

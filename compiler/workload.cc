@@ -10,22 +10,34 @@
 namespace kiln::compiler {
 namespace {
 
-constexpr std::string_view EpilogueName(EpilogueKind kind) {
-  switch (kind) {
-    case EpilogueKind::kRelu:
-      return "relu";
-    case EpilogueKind::kAdd:
-      return "add";
-    case EpilogueKind::kMul:
-      return "mul";
-  }
-  return "?";
-}
-
 std::string FormatFloat(double v) {
+  // Enough digits for a float32 value to round-trip (attributes are float32).
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.9g", v);
   return buf;
+}
+
+std::string EpilogueText(const EpilogueOp& e) {
+  switch (e.kind) {
+    case EpilogueKind::kRelu:
+      return "relu";
+    case EpilogueKind::kAdd:
+      return StrCat("add:", StrJoin(e.operand_shape, ","));
+    case EpilogueKind::kMul:
+      return StrCat("mul:", StrJoin(e.operand_shape, ","));
+    case EpilogueKind::kUnary: {
+      std::string out = StrCat("u:", e.fn);
+      if (!e.params.empty()) {
+        std::vector<std::string> ps;
+        for (double p : e.params) ps.push_back(FormatFloat(p));
+        out += StrCat(":", StrJoin(ps, ","));
+      }
+      return out;
+    }
+    case EpilogueKind::kBinary:
+      return StrCat(e.reversed ? "br:" : "b:", e.fn, ":", StrJoin(e.operand_shape, ","));
+  }
+  return "?";
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text) {
@@ -99,10 +111,7 @@ std::string Workload::Canonical() const {
     first = false;
   }
   out += ")";
-  for (const EpilogueOp& e : epilogue) {
-    out += StrCat("|", EpilogueName(e.kind));
-    if (e.kind != EpilogueKind::kRelu) out += StrCat(":", StrJoin(e.operand_shape, ","));
-  }
+  for (const EpilogueOp& e : epilogue) out += StrCat("|", EpilogueText(e));
   return out;
 }
 
@@ -154,7 +163,32 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
     for (std::string_view part : StrSplit(rest.substr(1), '|')) {
       EpilogueOp e;
       std::string_view name = part.substr(0, part.find(':'));
-      if (name == "relu") {
+      std::vector<std::string_view> fields = StrSplit(part, ':');
+      if (name == "u" || name == "b" || name == "br") {
+        if (fields.size() < 2 || fields[1].empty() || fields.size() > 3 ||
+            (name != "u" && fields.size() != 3)) {
+          return absl::InvalidArgumentError(StrCat("malformed epilogue '", part, "'"));
+        }
+        e.fn = std::string(fields[1]);
+        if (name == "u") {
+          e.kind = EpilogueKind::kUnary;
+          if (fields.size() == 3) {
+            for (std::string_view p : StrSplit(fields[2], ',')) {
+              double d = 0;
+              if (!ParseDouble(p, &d)) {
+                return absl::InvalidArgumentError(StrCat("bad epilogue parameter '", p, "'"));
+              }
+              e.params.push_back(d);
+            }
+          }
+        } else {
+          e.kind = EpilogueKind::kBinary;
+          e.reversed = name == "br";
+          auto shape = ParseIntList(fields[2]);
+          if (!shape.ok()) return shape.status();
+          e.operand_shape = *std::move(shape);
+        }
+      } else if (name == "relu") {
         e.kind = EpilogueKind::kRelu;
       } else if (name == "add" || name == "mul") {
         e.kind = name == "add" ? EpilogueKind::kAdd : EpilogueKind::kMul;
@@ -251,19 +285,71 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     if (auto s = CheckBroadcastable(Ints("in_shape"), Ints("shape"), "eltwise input"); !s.ok())
       return s;
     sig.output = {"out", Ints("shape")};
+  } else if (ints.count("in0") && ints.count("shape")) {
+    // A generic operator: in0, in1, ... then the output `shape`.
+    for (int i = 0;; ++i) {
+      auto it = ints.find(StrCat("in", i));
+      if (it == ints.end()) break;
+      sig.inputs.push_back({StrCat("in", i), it->second});
+    }
+    sig.output = {"out", Ints("shape")};
   } else {
     return absl::InvalidArgumentError(StrCat("unknown workload op '", op, "'"));
   }
   int idx = 0;
   for (const EpilogueOp& e : epilogue) {
-    if (e.kind == EpilogueKind::kRelu) continue;
+    if (!e.HasOperand()) continue;
     if (auto s = CheckBroadcastable(e.operand_shape, sig.output.shape, "epilogue operand");
         !s.ok()) {
       return s;
     }
     sig.inputs.push_back({StrCat("ep", idx++), e.operand_shape});
   }
+  // Sizes: every buffer's element count must fit comfortably in int64.
+  std::vector<const TensorSpec*> all;
+  for (const auto& in : sig.inputs) all.push_back(&in);
+  all.push_back(&sig.output);
+  for (const TensorSpec* t : all) {
+    int64_t n = 1;
+    for (int64_t d : t->shape) {
+      if (d < 0 || (d > 0 && n > (int64_t{1} << 50) / d)) {
+        return absl::InvalidArgumentError(StrCat("workload ", op, ": tensor ", t->name,
+                                                 " has a bad shape [", StrJoin(t->shape, ","),
+                                                 "]"));
+      }
+      n *= d;
+    }
+  }
+  if (auto it = ints.find("dtypes"); it != ints.end()) {
+    if (it->second.size() != sig.inputs.size() + 1) {
+      return absl::InvalidArgumentError(StrCat("workload ", op, ": ", it->second.size(),
+                                               " dtypes for ", sig.inputs.size() + 1,
+                                               " kernel arguments"));
+    }
+    for (size_t i = 0; i <= sig.inputs.size(); ++i) {
+      auto d = DTypeFromOnnx(it->second[i]);
+      if (!d) {
+        return absl::InvalidArgumentError(
+            StrCat("workload ", op, ": unknown dtype code ", it->second[i]));
+      }
+      (i < sig.inputs.size() ? sig.inputs[i] : sig.output).dtype = *d;
+    }
+  }
   return sig;
+}
+
+void Workload::SetDtypes(const std::vector<DType>& dtypes) {
+  bool all_f32 = true;
+  std::vector<int64_t> codes;
+  for (DType d : dtypes) {
+    all_f32 = all_f32 && d == DType::kFloat32;
+    codes.push_back(OnnxCode(d));
+  }
+  if (all_f32) {
+    ints.erase("dtypes");
+  } else {
+    ints["dtypes"] = codes;
+  }
 }
 
 double Workload::Flops() const {

@@ -30,10 +30,18 @@
 //           to `shape` after left-padding with 1s). No anchor computation:
 //           output = epilogue(broadcast(input)). With an empty epilogue it is
 //           a copy.
+//   <generic>  any other op name is a generic tensor operator of the
+//           operator library (compiler/ops/generic.h): inputs in0, in1, ...
+//           (ints, their shapes), output `shape`, and op-specific attributes.
+// Element types: `dtypes` (optional) lists the ONNX dtype code of every
+// kernel argument in signature order (inputs, epilogue operands, output);
+// absent means all float32, so float32 workloads keep their keys.
 // Every op then applies `epilogue` elementwise to its output, in order:
 //   relu            y = max(y, 0)
 //   add:<shape>     y = y + operand (operand broadcast to the output shape)
 //   mul:<shape>     y = y * operand
+//   u:<fn>[:p,..]   y = fn(y, params)       (compiler/ops/elementwise.h)
+//   b:<fn>:<shape>  y = fn(y, operand); br:<fn>:<shape> y = fn(operand, y)
 // Each add/mul operand is one more kernel input, after the op's own inputs.
 // The kernel's arguments are: op inputs, epilogue operands, then the output.
 //
@@ -50,20 +58,26 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "deploy/dtype.h"
 
 namespace kiln::compiler {
 
-enum class EpilogueKind { kRelu, kAdd, kMul };
+enum class EpilogueKind { kRelu, kAdd, kMul, kUnary, kBinary };
 
 struct EpilogueOp {
   EpilogueKind kind = EpilogueKind::kRelu;
-  std::vector<int64_t> operand_shape;  // add/mul only; same rank as output
+  std::vector<int64_t> operand_shape;  // add/mul/binary only; same rank as output
+  std::string fn;                      // unary/binary: the function's name
+  std::vector<double> params;          // unary: its parameters
+  bool reversed = false;               // binary: y = fn(operand, y)
   bool operator==(const EpilogueOp&) const = default;
+  bool HasOperand() const { return kind != EpilogueKind::kRelu && kind != EpilogueKind::kUnary; }
 };
 
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
   int64_t NumElements() const;
   bool operator==(const TensorSpec&) const = default;
 };
@@ -96,6 +110,8 @@ struct Workload {
   double Flops() const;
   // Buffer shapes; an error when the attributes are inconsistent.
   absl::StatusOr<KernelSignature> Signature() const;
+  // Sets `dtypes` from the signature's dtypes (dropped when all float32).
+  void SetDtypes(const std::vector<DType>& dtypes);
 
   static absl::StatusOr<Workload> Parse(std::string_view canonical);
 };

@@ -112,10 +112,9 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
   // Inputs: seeded uniform values in [-1, 1]; the output starts as NaN so
   // that an element the kernel never writes cannot pass verification.
   compiler::KernelBuffers buffers = compiler::MakeKernelBuffers(*sig, seed, std::nanf(""));
-  const std::vector<float>& output = buffers.output;
   const std::vector<void*>& args = buffers.args;
-  const size_t out_n = output.size();
-  std::vector<float> reference(out_n, 0.0f);
+  const int64_t out_n = buffers.OutputSize();
+  std::vector<uint8_t> reference(buffers.output.size(), 0);
 
   auto fail = [&](MeasureErrorKind kind, std::string message) {
     MeasureResult r = Error(kind, std::move(message));
@@ -131,23 +130,19 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
     return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
                 StrCat("reference implementation failed: ", s.message()));
   }
-  float max_ref = 0;
-  for (float v : reference) max_ref = std::max(max_ref, std::fabs(v));
-  const double tol = 1e-3 * std::max(1.0, static_cast<double>(max_ref));
-  double worst_err = -1;
-  size_t worst = 0;
-  for (size_t i = 0; i < out_n; ++i) {
-    double err = std::fabs(static_cast<double>(output[i]) - reference[i]);
-    if (std::isnan(err)) err = INFINITY;
-    if (err > worst_err) {
-      worst_err = err;
-      worst = i;
-    }
+  // Floats: an absolute tolerance scaled by the largest reference value;
+  // integers and bools: exact.
+  double max_ref = 0;
+  for (int64_t i = 0; i < out_n; ++i) {
+    double v = std::fabs(ElementToDouble(buffers.output_dtype, reference.data(), i));
+    if (std::isfinite(v)) max_ref = std::max(max_ref, v);
   }
-  if (out_n > 0 && worst_err > tol) {
+  const double tol = 1e-3 * std::max(1.0, max_ref);
+  std::string detail;
+  if (!compiler::OutputsMatch(buffers.output_dtype, buffers.output.data(), reference.data(), out_n,
+                              0.0, tol, &detail)) {
     return fail(kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT,
-                StrCat("output[", worst, "] = ", output[worst], ", expected ", reference[worst],
-                       " (abs error ", worst_err, " > tolerance ", tol, ")"));
+                StrCat(detail, " (tolerance ", tol, ")"));
   }
 
   const ResolvedTiming timing = ResolveTiming(policy);

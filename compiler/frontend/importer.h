@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,12 @@
 namespace kiln::compiler::onnx_internal {
 
 using Shape = std::vector<int64_t>;
+
+// The newest default-domain opset kiln knows; models without one get it.
+constexpr int64_t kMaxOpset = 22;
+// Bounds on what a model may declare (the importer is an attack surface).
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+constexpr int64_t kMaxFoldElements = int64_t{1} << 26;
 
 inline std::string DtypeName(int dtype) {
   std::string s = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(dtype));
@@ -56,9 +63,10 @@ inline absl::StatusOr<Shape> Broadcast(const Shape& a, const Shape& b, const std
   return out;
 }
 
-// Tensor data of an initializer or Constant as float32 / int64 (n elements).
-absl::StatusOr<std::vector<float>> FloatData(const onnx::TensorProto& t, int64_t n);
-absl::StatusOr<std::vector<int64_t>> Int64Data(const onnx::TensorProto& t, int64_t n);
+// Tensor data of an initializer or Constant: `n` elements of `dtype`, from
+// raw_data or the typed field ONNX keeps that dtype in.
+absl::StatusOr<std::vector<uint8_t>> TensorBytes(const onnx::TensorProto& t, DType dtype,
+                                                 int64_t n);
 
 class Importer {
  public:
@@ -68,49 +76,82 @@ class Importer {
   absl::Status AddInitializer(const onnx::TensorProto& t, const std::string& name);
   absl::Status ImportNode(const onnx::NodeProto& node);
 
-  absl::StatusOr<int> In(const onnx::NodeProto& node, int i, bool need_float = true);
+  // Input i of the node (any dtype); InF also requires float32.
+  absl::StatusOr<int> In(const onnx::NodeProto& node, int i);
+  absl::StatusOr<int> InF(const onnx::NodeProto& node, int i);
   bool HasIn(const onnx::NodeProto& node, int i) const {
     return i < node.input_size() && !node.input(i).empty();
   }
-  int NewValue(const onnx::NodeProto& node, int i, Shape shape) {
+  // Input i's constant contents as integers (shape-like inputs); an
+  // UNIMPLEMENTED error when it is not a constant.
+  absl::StatusOr<std::vector<int64_t>> ConstInts(const onnx::NodeProto& node, int i);
+  absl::StatusOr<std::vector<double>> ConstDoubles(const onnx::NodeProto& node, int i);
+  int NewValue(const onnx::NodeProto& node, int i, Shape shape, DType dtype = DType::kFloat32) {
     Value v;
     v.name = i < node.output_size() ? node.output(i) : StrCat(Name(node), ":", i);
     v.shape = std::move(shape);
+    v.dtype = dtype;
     int id = g_->AddValue(std::move(v));
     by_name_[g_->values[id].name] = id;
     return id;
   }
-  int TempValue(const std::string& name, Shape shape) {
+  int TempValue(const std::string& name, Shape shape, DType dtype = DType::kFloat32) {
     Value v;
-    v.name = name;
+    v.name = StrCat(name, ":t", g_->values.size());
     v.shape = std::move(shape);
+    v.dtype = dtype;
+    return g_->AddValue(std::move(v));
+  }
+  const Value& V(int v) const { return g_->values[v]; }
+  // A new constant value.
+  int ConstValue(const std::string& name, Shape shape, DType dtype, std::vector<uint8_t> bytes) {
+    Value v;
+    v.name = StrCat(name, ":c", g_->values.size());
+    v.shape = std::move(shape);
+    v.dtype = dtype;
+    v.bytes = std::move(bytes);
+    return g_->AddValue(std::move(v));
+  }
+  int ConstInt64s(const std::string& name, Shape shape, const std::vector<int64_t>& data) {
+    Value v;
+    v.name = StrCat(name, ":c", g_->values.size());
+    v.shape = std::move(shape);
+    v.SetInt64s(data);
     return g_->AddValue(std::move(v));
   }
   std::string Name(const onnx::NodeProto& node) const {
     return node.name().empty() ? (node.output_size() ? node.output(0) : node.op_type())
                                : node.name();
   }
-  void AddCompute(const onnx::NodeProto& node, Workload w, std::vector<int> inputs, int out) {
-    Node n;
-    n.kind = NodeKind::kCompute;
-    n.name = Name(node);
-    n.op_type = node.op_type();
-    n.workload = std::move(w);
-    n.inputs = std::move(inputs);
-    n.output = out;
-    KILN_CHECK(n.workload.Signature().ok())
-        << n.workload.Canonical() << ": " << n.workload.Signature().status().ToString();
-    g_->nodes.push_back(std::move(n));
-  }
-  void AddView(const onnx::NodeProto& node, int in, int out) {
-    Node n;
-    n.kind = NodeKind::kView;
-    n.name = Name(node);
-    n.op_type = node.op_type();
-    n.inputs = {in};
-    n.output = out;
-    g_->nodes.push_back(std::move(n));
-  }
+  // Adds a compute node (or, when every input is constant, evaluates it at
+  // once into `out`, so shape subgraphs fold as they are imported).
+  absl::Status AddCompute(const onnx::NodeProto& node, Workload w, std::vector<int> inputs,
+                          int out);
+  void AddView(const onnx::NodeProto& node, int in, int out);
+
+  // Generic building blocks (onnx_generic_ops.cc). Each returns the new
+  // value; `out` >= 0 names it after that node output, else a temporary.
+  // A generic op over `inputs` producing `shape` of `dtype`.
+  absl::StatusOr<int> Generic(const onnx::NodeProto& node, const std::string& op,
+                              std::vector<int> inputs, Shape shape, DType dtype,
+                              std::map<std::string, std::vector<int64_t>> attrs, int out = -1,
+                              std::map<std::string, double> floats = {});
+  absl::StatusOr<int> Unary(const onnx::NodeProto& node, int x, const std::string& fn,
+                            std::vector<double> params = {}, int out = -1);
+  absl::StatusOr<int> BinaryOp(const onnx::NodeProto& node, int a, int b, const std::string& fn,
+                               int out = -1);
+  // Broadcast copy of x to `shape` (Expand) or a cast.
+  absl::StatusOr<int> Expand(const onnx::NodeProto& node, int x, Shape shape, int out = -1);
+  absl::StatusOr<int> ReduceOver(const onnx::NodeProto& node, int x, std::vector<int64_t> axes,
+                                 bool keep, int kind, int pre = 0, int out = -1);
+  absl::StatusOr<int> Reshaped(const onnx::NodeProto& node, int x, Shape shape, int out = -1);
+  absl::StatusOr<int> Transposed(const onnx::NodeProto& node, int x, std::vector<int64_t> perm,
+                                 int out = -1);
+  // A scalar constant of `dtype`.
+  int Scalar(const std::string& name, DType dtype, double v);
+  absl::Status ImportGeneric(const onnx::NodeProto& node, bool* handled);
+  // Normalizes a possibly negative axis; INVALID_ARGUMENT when out of range.
+  absl::StatusOr<int64_t> NormAxis(const onnx::NodeProto& node, int64_t axis, size_t rank) const;
   absl::Status Unimplemented(const onnx::NodeProto& node, const std::string& what) const {
     return absl::UnimplementedError(
         StrCat("operator '", node.op_type(), "' (node '", Name(node), "'): ", what));
@@ -149,7 +190,6 @@ class Importer {
                             bool global);
   absl::Status ImportGemm(const onnx::NodeProto& node);
   absl::Status ImportMatMul(const onnx::NodeProto& node);
-  absl::Status ImportBinary(const onnx::NodeProto& node, EpilogueKind kind);
   absl::Status ImportReshape(const onnx::NodeProto& node);
   absl::Status ImportBatchNorm(const onnx::NodeProto& node);
   absl::Status ImportConstant(const onnx::NodeProto& node);
@@ -171,7 +211,6 @@ class Importer {
 
   std::unique_ptr<Graph> g_;
   std::unordered_map<std::string, int> by_name_;
-  std::unordered_map<int, int> bad_dtype_;  // value -> onnx dtype of a non-float constant
   int64_t opset_ = 0;
 };
 

@@ -3,43 +3,64 @@
 #include <cstring>
 
 #include "compiler/frontend/importer.h"
+#include "compiler/graph/passes.h"
 
 namespace kiln::compiler {
 namespace onnx_internal {
 
-absl::StatusOr<std::vector<float>> FloatData(const onnx::TensorProto& t, int64_t n) {
-  std::vector<float> out;
+absl::StatusOr<std::vector<uint8_t>> TensorBytes(const onnx::TensorProto& t, DType dtype,
+                                                 int64_t n) {
+  const int64_t width = DTypeBytes(dtype);
+  std::vector<uint8_t> out;
+  auto bad = [&](size_t have) {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", t.name(), "' has ", have, " values for ", n, " elements"));
+  };
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != static_cast<size_t>(n) * 4) {
+    if (t.raw_data().size() != static_cast<size_t>(n * width)) {
       return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has ", t.raw_data().size(),
-                                               " raw bytes, expected ", n * 4));
+                                               " raw bytes, expected ", n * width));
     }
-    out.resize(n);
-    std::memcpy(out.data(), t.raw_data().data(), n * 4);
-  } else {
-    if (t.float_data_size() != n) {
-      return absl::InvalidArgumentError(
-          StrCat("tensor '", t.name(), "' has ", t.float_data_size(), " values, expected ", n));
-    }
-    out.assign(t.float_data().begin(), t.float_data().end());
+    out.assign(t.raw_data().begin(), t.raw_data().end());
+    return out;
   }
-  return out;
-}
-
-absl::StatusOr<std::vector<int64_t>> Int64Data(const onnx::TensorProto& t, int64_t n) {
-  std::vector<int64_t> out;
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != static_cast<size_t>(n) * 8) {
-      return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has bad raw data size"));
-    }
-    out.resize(n);
-    std::memcpy(out.data(), t.raw_data().data(), n * 8);
-  } else {
-    if (t.int64_data_size() != n) {
-      return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has bad int64 data size"));
-    }
-    out.assign(t.int64_data().begin(), t.int64_data().end());
+  // Typed fields: counts are checked before anything is allocated from n.
+  auto fill = [&](const auto& field, auto convert) -> absl::Status {
+    if (static_cast<int64_t>(field.size()) != n) return bad(field.size());
+    out.resize(static_cast<size_t>(n * width));
+    for (int64_t i = 0; i < n; ++i) convert(field.Get(static_cast<int>(i)), i);
+    return absl::OkStatus();
+  };
+  absl::Status s;
+  switch (dtype) {
+    case DType::kFloat32:
+      s = fill(t.float_data(), [&](float v, int64_t i) { WriteElement<float>(v, out.data(), i); });
+      break;
+    case DType::kFloat64:
+      s = fill(t.double_data(),
+               [&](double v, int64_t i) { WriteElement<double>(v, out.data(), i); });
+      break;
+    case DType::kInt64:
+      s = fill(t.int64_data(),
+               [&](int64_t v, int64_t i) { WriteElement<int64_t>(v, out.data(), i); });
+      break;
+    case DType::kUInt32:
+    case DType::kUInt64:
+      s = fill(t.uint64_data(), [&](uint64_t v, int64_t i) {
+        Int64ToElement(dtype, static_cast<int64_t>(v), out.data(), i);
+      });
+      break;
+    case DType::kFloat16:
+      s = fill(t.int32_data(), [&](int32_t v, int64_t i) {
+        WriteElement<uint16_t>(static_cast<uint16_t>(v), out.data(), i);
+      });
+      break;
+    default:  // int8/16/32, uint8/16, bool: int32_data
+      s = fill(t.int32_data(),
+               [&](int32_t v, int64_t i) { Int64ToElement(dtype, v, out.data(), i); });
+      break;
   }
+  if (!s.ok()) return s;
   return out;
 }
 
@@ -49,31 +70,29 @@ absl::Status Importer::AddInitializer(const onnx::TensorProto& t, const std::str
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     if (d < 0) return absl::InvalidArgumentError(StrCat("tensor '", name, "' has a negative dim"));
+    if (d > 0 && n > kMaxElements / d) {
+      return absl::InvalidArgumentError(StrCat("tensor '", name, "' is too large"));
+    }
     v.shape.push_back(d);
     n *= d;
   }
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     return absl::UnimplementedError(StrCat("tensor '", name, "' uses external data"));
   }
-  int bad = 0;
-  if (t.data_type() == onnx::TensorProto::FLOAT) {
-    auto data = FloatData(t, n);
-    if (!data.ok()) return data.status();
-    v.data = *std::move(data);
-  } else if (t.data_type() == onnx::TensorProto::INT64) {
-    auto data = Int64Data(t, n);
-    if (!data.ok()) return data.status();
-    v.int_data = *std::move(data);
-  } else {
-    bad = t.data_type();
+  auto dtype = DTypeFromOnnx(t.data_type());
+  if (!dtype) {
+    return absl::UnimplementedError(
+        StrCat("unsupported dtype ", DtypeName(t.data_type()), " of tensor '", name, "'"));
   }
-  int id = g_->AddValue(std::move(v));
-  by_name_[name] = id;
-  if (bad) bad_dtype_[id] = bad;
+  v.dtype = *dtype;
+  auto data = TensorBytes(t, *dtype, n);
+  if (!data.ok()) return data.status();
+  v.bytes = *std::move(data);
+  by_name_[name] = g_->AddValue(std::move(v));
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> Importer::In(const onnx::NodeProto& node, int i, bool need_float) {
+absl::StatusOr<int> Importer::In(const onnx::NodeProto& node, int i) {
   if (!HasIn(node, i)) {
     return absl::InvalidArgumentError(
         StrCat("node '", Name(node), "' (", node.op_type(), ") lacks input ", i));
@@ -83,18 +102,77 @@ absl::StatusOr<int> Importer::In(const onnx::NodeProto& node, int i, bool need_f
     return absl::InvalidArgumentError(
         StrCat("node '", Name(node), "' reads undefined value '", node.input(i), "'"));
   }
-  int v = it->second;
-  if (need_float) {
-    if (auto b = bad_dtype_.find(v); b != bad_dtype_.end()) {
-      return absl::UnimplementedError(StrCat("unsupported dtype ", DtypeName(b->second), " of '",
-                                             node.input(i), "' (only float32)"));
-    }
-    if (g_->values[v].int_data) {
-      return absl::UnimplementedError(
-          StrCat("unsupported dtype int64 of '", node.input(i), "' (only float32)"));
-    }
+  return it->second;
+}
+
+absl::StatusOr<int> Importer::InF(const onnx::NodeProto& node, int i) {
+  auto v = In(node, i);
+  if (!v.ok()) return v;
+  if (V(*v).dtype != DType::kFloat32) {
+    return Unimplemented(
+        node, StrCat("unsupported dtype ", DTypeName(V(*v).dtype), " of '", node.input(i), "' (",
+                     node.op_type(), " runs on float32 only)"));
   }
   return v;
+}
+
+absl::StatusOr<std::vector<int64_t>> Importer::ConstInts(const onnx::NodeProto& node, int i) {
+  auto v = In(node, i);
+  if (!v.ok()) return v.status();
+  if (!V(*v).IsConstant()) {
+    return Unimplemented(
+        node, StrCat("input ", i, " ('", node.input(i), "') must be known at compile time"));
+  }
+  return V(*v).ToInt64s();
+}
+
+absl::StatusOr<std::vector<double>> Importer::ConstDoubles(const onnx::NodeProto& node, int i) {
+  auto v = In(node, i);
+  if (!v.ok()) return v.status();
+  if (!V(*v).IsConstant()) {
+    return Unimplemented(
+        node, StrCat("input ", i, " ('", node.input(i), "') must be known at compile time"));
+  }
+  return V(*v).ToDoubles();
+}
+
+absl::Status Importer::AddCompute(const onnx::NodeProto& node, Workload w, std::vector<int> inputs,
+                                  int out) {
+  Node n;
+  n.kind = NodeKind::kCompute;
+  n.name = Name(node);
+  n.op_type = node.op_type();
+  n.workload = std::move(w);
+  n.inputs = std::move(inputs);
+  n.output = out;
+  if (auto sig = n.workload.Signature(); !sig.ok()) {
+    return absl::InvalidArgumentError(StrCat("node '", n.name, "': ", sig.status().message()));
+  }
+  bool all_const = true;
+  for (int v : n.inputs) all_const = all_const && V(v).IsConstant();
+  if (all_const) {
+    if (V(out).NumElements() > kMaxFoldElements) {
+      return Unimplemented(node, "folding a constant of more than 2^26 elements");
+    }
+    return FoldNode(*g_, n);
+  }
+  g_->nodes.push_back(std::move(n));
+  return absl::OkStatus();
+}
+
+void Importer::AddView(const onnx::NodeProto& node, int in, int out) {
+  g_->values[out].dtype = V(in).dtype;
+  if (V(in).IsConstant()) {
+    g_->values[out].bytes = V(in).bytes;
+    return;
+  }
+  Node n;
+  n.kind = NodeKind::kView;
+  n.name = Name(node);
+  n.op_type = node.op_type();
+  n.inputs = {in};
+  n.output = out;
+  g_->nodes.push_back(std::move(n));
 }
 
 absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& model) {
@@ -102,9 +180,11 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& mod
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
   }
-  if (opset_ != 0 && opset_ < 7) {
-    return absl::UnimplementedError(StrCat("opset ", opset_, " is not supported (7..22)"));
+  if (opset_ < 0 || opset_ > kMaxOpset) {
+    return absl::InvalidArgumentError(StrCat(
+        "opset ", opset_, " of the default domain is not an ONNX opset (1..", kMaxOpset, ")"));
   }
+  if (opset_ == 0) opset_ = kMaxOpset;
   const onnx::GraphProto& graph = model.graph();
   for (const auto& t : graph.initializer()) {
     if (auto s = AddInitializer(t, t.name()); !s.ok()) return s;
@@ -115,9 +195,10 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& mod
       return absl::UnimplementedError(StrCat("input '", in.name(), "' is not a tensor"));
     }
     const auto& tt = in.type().tensor_type();
-    if (tt.elem_type() != onnx::TensorProto::FLOAT) {
-      return absl::UnimplementedError(StrCat("unsupported dtype ", DtypeName(tt.elem_type()),
-                                             " of input '", in.name(), "' (only float32)"));
+    auto dtype = DTypeFromOnnx(tt.elem_type());
+    if (!dtype) {
+      return absl::UnimplementedError(
+          StrCat("unsupported dtype ", DtypeName(tt.elem_type()), " of input '", in.name(), "'"));
     }
     if (!tt.has_shape()) {
       return absl::UnimplementedError(StrCat("input '", in.name(), "' has an unknown shape"));
@@ -125,8 +206,9 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& mod
     Value v;
     v.name = in.name();
     v.is_input = true;
+    v.dtype = *dtype;
     for (const auto& d : tt.shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() <= 0) {
+      if (!d.has_dim_value() || d.dim_value() < 0) {
         return absl::UnimplementedError(StrCat("input '", in.name(), "' has a dynamic dimension (",
                                                d.has_dim_param() ? d.dim_param() : std::string("?"),
                                                ")"));
@@ -146,14 +228,8 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& mod
       return absl::InvalidArgumentError(
           StrCat("graph output '", out.name(), "' is never computed"));
     }
-    if (out.type().has_tensor_type() && out.type().tensor_type().elem_type() != 0 &&
-        out.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
-      return absl::UnimplementedError(StrCat("unsupported dtype ",
-                                             DtypeName(out.type().tensor_type().elem_type()),
-                                             " of output '", out.name(), "' (only float32)"));
-    }
-    if (bad_dtype_.count(it->second) || g_->values[it->second].int_data) {
-      return absl::UnimplementedError(StrCat("output '", out.name(), "' is not float32"));
+    if (!out.type().has_tensor_type()) {
+      return absl::UnimplementedError(StrCat("output '", out.name(), "' is not a tensor"));
     }
     g_->outputs.push_back(it->second);
   }
@@ -173,23 +249,9 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   if (op == "GlobalAveragePool") return ImportPool(node, false, true);
   if (op == "Gemm") return ImportGemm(node);
   if (op == "MatMul") return ImportMatMul(node);
-  if (op == "Add") return ImportBinary(node, EpilogueKind::kAdd);
-  if (op == "Mul") return ImportBinary(node, EpilogueKind::kMul);
   if (op == "Reshape" || op == "Flatten") return ImportReshape(node);
   if (op == "BatchNormalization") return ImportBatchNorm(node);
   if (op == "Constant") return ImportConstant(node);
-  if (op == "Relu") {
-    auto x = In(node, 0);
-    if (!x.ok()) return x.status();
-    Shape s = g_->values[*x].shape;
-    Workload w;
-    w.op = "eltwise";
-    w.ints["shape"] = Wl(s);
-    w.ints["in_shape"] = Wl(s);
-    w.epilogue.push_back({EpilogueKind::kRelu, {}});
-    AddCompute(node, std::move(w), {*x}, NewValue(node, 0, s));
-    return absl::OkStatus();
-  }
   if (op == "Identity" || op == "Dropout") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
@@ -198,17 +260,16 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
         return Unimplemented(node, "the mask output is not supported");
       }
       if (HasIn(node, 2)) {
-        auto t = In(node, 2, false);
+        auto t = ConstInts(node, 2);
         if (!t.ok()) return t.status();
-        const Value& tv = g_->values[*t];
-        if (!tv.int_data && !tv.data && !bad_dtype_.count(*t)) {
-          return Unimplemented(node, "a non-constant training_mode is not supported");
-        }
+        if (!t->empty() && (*t)[0] != 0) return Unimplemented(node, "training_mode=1");
       }
     }
     AddView(node, *x, NewValue(node, 0, g_->values[*x].shape));
     return absl::OkStatus();
   }
+  bool handled = false;
+  if (auto s = ImportGeneric(node, &handled); !s.ok() || handled) return s;
   return absl::UnimplementedError(
       StrCat("unsupported operator '", op, "' (node '", Name(node), "')"));
 }

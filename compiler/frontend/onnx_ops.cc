@@ -51,9 +51,9 @@ absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, 
 }
 
 absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
-  auto x = In(node, 0);
+  auto x = InF(node, 0);
   if (!x.ok()) return x.status();
-  auto wt = In(node, 1);
+  auto wt = InF(node, 1);
   if (!wt.ok()) return wt.status();
   Shape xs = g_->values[*x].shape, ws = g_->values[*wt].shape;
   const bool one_d = xs.size() == 3 && ws.size() == 3;
@@ -88,7 +88,7 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
   std::vector<int> inputs = {*x, *wt};
   bool bias = HasIn(node, 2);
   if (bias) {
-    auto b = In(node, 2);
+    auto b = InF(node, 2);
     if (!b.ok()) return b.status();
     if (g_->values[*b].shape != Shape{ws[0]}) {
       return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bias must be [K]"));
@@ -104,12 +104,12 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
             {"OH", {ohw[0]}},       {"OW", {ohw[1]}}};
   Shape out = {xs[0], ws[0], ohw[0], ohw[1]};
   if (one_d) out.erase(out.begin() + 2);  // same layout as the 2-D kernel's output
-  AddCompute(node, std::move(w), inputs, NewValue(node, 0, out));
+  if (auto st = AddCompute(node, std::move(w), inputs, NewValue(node, 0, out)); !st.ok()) return st;
   return absl::OkStatus();
 }
 
 absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool global) {
-  auto x = In(node, 0);
+  auto x = InF(node, 0);
   if (!x.ok()) return x.status();
   Shape xs = g_->values[*x].shape;
   const bool one_d = xs.size() == 3;
@@ -160,7 +160,7 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
             {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
   Shape out = {xs[0], xs[1], ohw[0], ohw[1]};
   if (one_d) out.erase(out.begin() + 2);
-  AddCompute(node, std::move(w), {*x}, NewValue(node, 0, out));
+  if (auto st = AddCompute(node, std::move(w), {*x}, NewValue(node, 0, out)); !st.ok()) return st;
   return absl::OkStatus();
 }
 
@@ -202,14 +202,17 @@ absl::Status Importer::ImportPool3d(const onnx::NodeProto& node, int x, const Sh
             {"OW", {out[2]}},
             {"kind", {max ? 0 : 1}},
             {"count_include_pad", {max ? 0 : AttrInt(node, "count_include_pad", 0)}}};
-  AddCompute(node, std::move(w), {x}, NewValue(node, 0, {xs[0], xs[1], out[0], out[1], out[2]}));
+  if (auto st = AddCompute(node, std::move(w), {x},
+                           NewValue(node, 0, {xs[0], xs[1], out[0], out[1], out[2]}));
+      !st.ok())
+    return st;
   return absl::OkStatus();
 }
 
 absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
-  auto a = In(node, 0);
+  auto a = InF(node, 0);
   if (!a.ok()) return a.status();
-  auto b = In(node, 1);
+  auto b = InF(node, 1);
   if (!b.ok()) return b.status();
   const Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
   if (as.size() != 2 || bs.size() != 2) return Unimplemented(node, "A and B must be 2-D");
@@ -226,7 +229,7 @@ absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
   std::vector<int> inputs = {*a, *b};
   bool bias = HasIn(node, 2) && beta != 0.0f;
   if (bias) {
-    auto c = In(node, 2);
+    auto c = InF(node, 2);
     if (!c.ok()) return c.status();
     Shape cs = g_->values[*c].shape;
     if (cs.size() > 2) return absl::InvalidArgumentError("Gemm: C has rank > 2");
@@ -249,14 +252,15 @@ absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
   w.ints["bias"] = {bias ? 1 : 0};
   if (alpha != 1.0f) w.floats["alpha"] = alpha;
   if (bias && beta != 1.0f) w.floats["beta"] = beta;
-  AddCompute(node, std::move(w), inputs, NewValue(node, 0, {M, N}));
+  if (auto st = AddCompute(node, std::move(w), inputs, NewValue(node, 0, {M, N})); !st.ok())
+    return st;
   return absl::OkStatus();
 }
 
 absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
-  auto a = In(node, 0);
+  auto a = InF(node, 0);
   if (!a.ok()) return a.status();
-  auto b = In(node, 1);
+  auto b = InF(node, 1);
   if (!b.ok()) return b.status();
   Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
   if (as.empty() || bs.empty()) return Unimplemented(node, "scalar operands");
@@ -294,36 +298,13 @@ absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
   if (!a1) out.push_back(M);
   if (!b1) out.push_back(N);
   if (out == kernel_out) {
-    AddCompute(node, std::move(w), {*a, *b}, NewValue(node, 0, out));
+    if (auto st = AddCompute(node, std::move(w), {*a, *b}, NewValue(node, 0, out)); !st.ok())
+      return st;
   } else {
     int tmp = TempValue(StrCat(Name(node), ":dense"), kernel_out);
-    AddCompute(node, std::move(w), {*a, *b}, tmp);
+    if (auto st = AddCompute(node, std::move(w), {*a, *b}, tmp); !st.ok()) return st;
     AddView(node, tmp, NewValue(node, 0, out));
   }
-  return absl::OkStatus();
-}
-
-absl::Status Importer::ImportBinary(const onnx::NodeProto& node, EpilogueKind kind) {
-  auto a = In(node, 0);
-  if (!a.ok()) return a.status();
-  auto b = In(node, 1);
-  if (!b.ok()) return b.status();
-  Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
-  auto out = Broadcast(as, bs, StrCat("node '", Name(node), "'"));
-  if (!out.ok()) return out.status();
-  Shape wo = Wl(*out);
-  Shape pa = PadTo(Wl(as), wo.size()), pb = PadTo(Wl(bs), wo.size());
-  int first = *a, second = *b;
-  if (pa != wo && pb == wo) {
-    std::swap(pa, pb);
-    std::swap(first, second);
-  }
-  Workload w;
-  w.op = "eltwise";
-  w.ints["shape"] = wo;
-  w.ints["in_shape"] = pa;
-  w.epilogue.push_back({kind, pb});
-  AddCompute(node, std::move(w), {first, second}, NewValue(node, 0, *out));
   return absl::OkStatus();
 }
 
@@ -344,18 +325,19 @@ absl::Status Importer::ImportReshape(const onnx::NodeProto& node) {
     for (int64_t i = 0; i < axis; ++i) outer *= xs[i];
     out = {outer, outer == 0 ? 0 : total / outer};
   } else {
-    if (!HasIn(node, 1)) return Unimplemented(node, "the shape attribute form (opset < 5)");
-    auto s = In(node, 1, false);
-    if (!s.ok()) return s.status();
-    const Value& sv = g_->values[*s];
-    if (!sv.int_data) {
-      return Unimplemented(node, "the target shape must be a constant int64 tensor");
+    std::vector<int64_t> target;
+    if (opset_ < 5) {
+      target = AttrInts(node, "shape", {});
+    } else {
+      auto t = ConstInts(node, 1);
+      if (!t.ok()) return t.status();
+      target = *std::move(t);
     }
     bool allowzero = AttrInt(node, "allowzero", 0) != 0;
     int infer = -1;
     int64_t known = 1;
-    for (size_t i = 0; i < sv.int_data->size(); ++i) {
-      int64_t d = (*sv.int_data)[i];
+    for (size_t i = 0; i < target.size(); ++i) {
+      int64_t d = target[i];
       if (d == 0 && !allowzero) {
         if (i >= xs.size()) return absl::InvalidArgumentError("Reshape: 0 beyond the input rank");
         d = xs[i];
@@ -391,13 +373,13 @@ absl::Status Importer::ImportBatchNorm(const onnx::NodeProto& node) {
   for (int i = 1; i < node.output_size(); ++i) {
     if (!node.output(i).empty()) return Unimplemented(node, "training outputs are not supported");
   }
-  auto x = In(node, 0);
+  auto x = InF(node, 0);
   if (!x.ok()) return x.status();
   const Shape xs = g_->values[*x].shape;
   if (xs.size() < 2) return absl::InvalidArgumentError("BatchNormalization: input rank < 2");
   std::vector<int> inputs = {*x};
   for (int i = 1; i <= 4; ++i) {
-    auto p = In(node, i);
+    auto p = InF(node, i);
     if (!p.ok()) return p.status();
     const Value& pv = g_->values[*p];
     if (!pv.IsConstant()) return Unimplemented(node, "non-constant scale/bias/mean/var");
@@ -425,15 +407,15 @@ absl::Status Importer::ImportConstant(const onnx::NodeProto& node) {
   Value v;
   v.name = name;
   if (const auto* a = Attr(node, "value_float")) {
-    v.data = std::vector<float>{a->f()};
+    v.SetFloats({a->f()});
   } else if (const auto* a = Attr(node, "value_floats")) {
-    v.data = std::vector<float>(a->floats().begin(), a->floats().end());
-    v.shape = {static_cast<int64_t>(v.data->size())};
+    v.SetFloats(std::vector<float>(a->floats().begin(), a->floats().end()));
+    v.shape = {static_cast<int64_t>(a->floats_size())};
   } else if (const auto* a = Attr(node, "value_int")) {
-    v.int_data = std::vector<int64_t>{a->i()};
+    v.SetInt64s({a->i()});
   } else if (const auto* a = Attr(node, "value_ints")) {
-    v.int_data = std::vector<int64_t>(a->ints().begin(), a->ints().end());
-    v.shape = {static_cast<int64_t>(v.int_data->size())};
+    v.SetInt64s(std::vector<int64_t>(a->ints().begin(), a->ints().end()));
+    v.shape = {static_cast<int64_t>(a->ints_size())};
   } else {
     return Unimplemented(node, "only value/value_float(s)/value_int(s) are supported");
   }

@@ -1,7 +1,11 @@
 #include "compiler/graph/graph.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
+#include "deploy/check.h"
 #include "deploy/str.h"
 
 namespace kiln::compiler {
@@ -10,6 +14,40 @@ int64_t Value::NumElements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+std::vector<double> Value::ToDoubles() const {
+  KILN_CHECK(bytes) << "value '" << name << "' is not a constant";
+  std::vector<double> out(NumElements());
+  for (int64_t i = 0; i < NumElements(); ++i) out[i] = ElementToDouble(dtype, bytes->data(), i);
+  return out;
+}
+
+std::vector<float> Value::ToFloats() const {
+  KILN_CHECK(bytes) << "value '" << name << "' is not a constant";
+  std::vector<float> out(NumElements());
+  for (int64_t i = 0; i < NumElements(); ++i)
+    out[i] = static_cast<float>(ElementToDouble(dtype, bytes->data(), i));
+  return out;
+}
+
+std::vector<int64_t> Value::ToInt64s() const {
+  KILN_CHECK(bytes) << "value '" << name << "' is not a constant";
+  std::vector<int64_t> out(NumElements());
+  for (int64_t i = 0; i < NumElements(); ++i) out[i] = ElementToInt64(dtype, bytes->data(), i);
+  return out;
+}
+
+void Value::SetFloats(const std::vector<float>& v) {
+  dtype = DType::kFloat32;
+  bytes.emplace(v.size() * 4);
+  std::memcpy(bytes->data(), v.data(), v.size() * 4);
+}
+
+void Value::SetInt64s(const std::vector<int64_t>& v) {
+  dtype = DType::kInt64;
+  bytes.emplace(v.size() * 8);
+  std::memcpy(bytes->data(), v.data(), v.size() * 8);
 }
 
 int Graph::AddValue(Value v) {
@@ -41,7 +79,9 @@ std::string Graph::ToString() const {
   std::string out;
   auto name = [&](int v) {
     const Value& val = values[v];
-    return StrCat(val.name, "[", StrJoin(val.shape, "x"), "]", val.IsConstant() ? "c" : "");
+    return StrCat(val.name, "[", StrJoin(val.shape, "x"),
+                  val.dtype == DType::kFloat32 ? "" : StrCat(" ", DTypeName(val.dtype)), "]",
+                  val.IsConstant() ? "c" : "");
   };
   for (int v : inputs) out += StrCat("input ", name(v), "\n");
   for (const Node& n : nodes) {

@@ -11,17 +11,27 @@
 #include <vector>
 
 #include "compiler/workload.h"
+#include "deploy/dtype.h"
 
 namespace kiln::compiler {
 
 struct Value {
   std::string name;
   std::vector<int64_t> shape;
-  std::optional<std::vector<float>> data;        // float32 constant
-  std::optional<std::vector<int64_t>> int_data;  // int64 constant (shapes only)
-  bool is_input = false;                         // a graph input (not constant)
+  DType dtype = DType::kFloat32;
+  // A constant's elements, row-major, DTypeBytes(dtype) bytes each.
+  std::optional<std::vector<uint8_t>> bytes;
+  bool is_input = false;  // a graph input (not constant)
   int64_t NumElements() const;
-  bool IsConstant() const { return data.has_value(); }
+  bool IsConstant() const { return bytes.has_value(); }
+
+  // A constant's elements converted to double / int64 (any dtype).
+  std::vector<double> ToDoubles() const;
+  std::vector<int64_t> ToInt64s() const;
+  std::vector<float> ToFloats() const;
+  // Sets the constant from values converted to `dtype`.
+  void SetFloats(const std::vector<float>& v);    // dtype = float32
+  void SetInt64s(const std::vector<int64_t>& v);  // dtype = int64
 };
 
 enum class NodeKind {

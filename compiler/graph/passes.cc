@@ -24,11 +24,11 @@ Shape PadTo(const Shape& s, size_t rank) {
   return out;
 }
 
-int AddConstant(Graph& g, std::string name, Shape shape, std::vector<float> data) {
+int AddConstant(Graph& g, std::string name, Shape shape, const std::vector<float>& data) {
   Value v;
   v.name = std::move(name);
   v.shape = std::move(shape);
-  v.data = std::move(data);
+  v.SetFloats(data);
   return g.AddValue(std::move(v));
 }
 
@@ -52,10 +52,10 @@ absl::Status FoldBatchNorms(Graph& g) {
     const int x = bn.inputs[0];
     const Shape xs = g.values[x].shape;
     const int64_t C = xs[1];
-    const auto& scale = *g.values[bn.inputs[1]].data;
-    const auto& bias = *g.values[bn.inputs[2]].data;
-    const auto& mean = *g.values[bn.inputs[3]].data;
-    const auto& var = *g.values[bn.inputs[4]].data;
+    const auto scale = g.values[bn.inputs[1]].ToFloats();
+    const auto bias = g.values[bn.inputs[2]].ToFloats();
+    const auto mean = g.values[bn.inputs[3]].ToFloats();
+    const auto var = g.values[bn.inputs[4]].ToFloats();
     std::vector<float> mul(C), add(C);
     for (int64_t c = 0; c < C; ++c) {
       mul[c] = static_cast<float>(scale[c] / std::sqrt(static_cast<double>(var[c]) + bn.epsilon));
@@ -70,17 +70,17 @@ absl::Status FoldBatchNorms(Graph& g) {
     if (fold) {
       Node& conv = g.nodes[p];
       const Value& wv = g.values[conv.inputs[1]];
-      std::vector<float> w = *wv.data;
+      std::vector<float> w = wv.ToFloats();
       const int64_t per = static_cast<int64_t>(w.size()) / C;
       for (int64_t k = 0; k < C; ++k) {
         for (int64_t j = 0; j < per; ++j) w[k * per + j] *= mul[k];
       }
       std::vector<float> b(C, 0.0f);
-      if (conv.inputs.size() >= 3) b = *g.values[conv.inputs[2]].data;
+      if (conv.inputs.size() >= 3) b = g.values[conv.inputs[2]].ToFloats();
       for (int64_t k = 0; k < C; ++k) b[k] = b[k] * mul[k] + add[k];
       Shape wshape = wv.shape;
-      int nw = AddConstant(g, StrCat(bn.name, ":folded_weight"), wshape, std::move(w));
-      int nb = AddConstant(g, StrCat(bn.name, ":folded_bias"), {C}, std::move(b));
+      int nw = AddConstant(g, StrCat(bn.name, ":folded_weight"), wshape, w);
+      int nb = AddConstant(g, StrCat(bn.name, ":folded_bias"), {C}, b);
       Node& conv2 = g.nodes[p];  // AddValue does not move nodes, but be explicit
       conv2.inputs = {conv2.inputs[0], nw, nb};
       conv2.workload.ints["bias"] = {1};
@@ -89,8 +89,8 @@ absl::Status FoldBatchNorms(Graph& g) {
     } else {
       Shape operand(xs.size(), 1);
       operand[1] = C;
-      int m = AddConstant(g, StrCat(bn.name, ":scale"), {C}, std::move(mul));
-      int a = AddConstant(g, StrCat(bn.name, ":shift"), {C}, std::move(add));
+      int m = AddConstant(g, StrCat(bn.name, ":scale"), {C}, mul);
+      int a = AddConstant(g, StrCat(bn.name, ":shift"), {C}, add);
       Node& n = g.nodes[i];
       n.kind = NodeKind::kCompute;
       n.workload = Workload{};
@@ -109,6 +109,27 @@ absl::Status FoldBatchNorms(Graph& g) {
   return absl::OkStatus();
 }
 
+absl::Status FoldNode(Graph& g, const Node& n) {
+  Value& out = g.values[n.output];
+  if (n.kind == NodeKind::kView) {
+    out.bytes = g.values[n.inputs[0]].bytes;
+    out.dtype = g.values[n.inputs[0]].dtype;
+    return absl::OkStatus();
+  }
+  std::vector<const void*> ins;
+  for (int v : n.inputs) ins.push_back(g.values[v].bytes->data());
+  auto sig = n.workload.Signature();
+  if (!sig.ok()) return sig.status();
+  std::vector<uint8_t> data(
+      static_cast<size_t>(std::max<int64_t>(1, out.NumElements()) * DTypeBytes(out.dtype)));
+  if (auto s = RunReference(n.workload, ins, data.data()); !s.ok()) {
+    return absl::InvalidArgumentError(StrCat("folding node '", n.name, "': ", s.message()));
+  }
+  data.resize(static_cast<size_t>(out.NumElements() * DTypeBytes(out.dtype)));
+  out.bytes = std::move(data);
+  return absl::OkStatus();
+}
+
 absl::Status FoldConstants(Graph& g) {
   std::vector<Node> kept;
   for (Node& n : g.nodes) {
@@ -118,18 +139,7 @@ absl::Status FoldConstants(Graph& g) {
       kept.push_back(std::move(n));
       continue;
     }
-    Value& out = g.values[n.output];
-    if (n.kind == NodeKind::kView) {
-      out.data = g.values[n.inputs[0]].data;
-      continue;
-    }
-    std::vector<const float*> ins;
-    for (int v : n.inputs) ins.push_back(g.values[v].data->data());
-    std::vector<float> data(out.NumElements());
-    if (auto s = RunReference(n.workload, ins, data.data()); !s.ok()) {
-      return absl::InternalError(StrCat("folding node '", n.name, "': ", s.message()));
-    }
-    out.data = std::move(data);
+    if (auto s = FoldNode(g, n); !s.ok()) return s;
   }
   g.nodes = std::move(kept);
   return absl::OkStatus();
@@ -147,7 +157,8 @@ void FuseEpilogues(Graph& g) {
     Node& cn = g.nodes[c];
     if (cn.kind != NodeKind::kCompute || cn.workload.op != "eltwise") continue;
     auto sig = g.nodes[i].workload.Signature();
-    KILN_CHECK(sig.ok()) << sig.status().ToString();
+    auto csig = cn.workload.Signature();
+    KILN_CHECK(sig.ok() && csig.ok()) << sig.status().ToString() << csig.status().ToString();
     const Shape out_shape = sig->output.shape;
     if (cn.workload.Ints("shape") != out_shape) continue;
     int reads = 0;
@@ -155,19 +166,34 @@ void FuseEpilogues(Graph& g) {
     if (reads != 1) continue;
     std::vector<EpilogueOp> epi = cn.workload.epilogue;
     std::vector<int> operands(cn.inputs.begin() + 1, cn.inputs.end());
+    std::vector<DType> operand_dtypes;
+    for (size_t k = 1; k < csig->inputs.size(); ++k)
+      operand_dtypes.push_back(csig->inputs[k].dtype);
     if (cn.inputs[0] == v) {
       if (cn.workload.Ints("in_shape") != out_shape) continue;
     } else {
       // v is the first epilogue operand: swap it with the main input.
-      if (epi.empty() || epi[0].kind == EpilogueKind::kRelu || cn.inputs[1] != v ||
-          epi[0].operand_shape != out_shape) {
+      if (epi.empty() || !epi[0].HasOperand() || cn.inputs[1] != v ||
+          epi[0].operand_shape != out_shape || csig->inputs[0].dtype != csig->inputs[1].dtype) {
         continue;
       }
       epi[0].operand_shape = PadTo(cn.workload.Ints("in_shape"), out_shape.size());
+      // fn(in, v) keeps its argument order with v as the running value.
+      if (epi[0].kind == EpilogueKind::kBinary) epi[0].reversed = !epi[0].reversed;
       operands[0] = cn.inputs[0];
+      operand_dtypes[0] = csig->inputs[0].dtype;
+    }
+    // The eltwise input takes the anchor's output as it is: same dtype.
+    if (sig->output.dtype != (cn.inputs[0] == v ? csig->inputs[0].dtype : csig->inputs[1].dtype)) {
+      continue;
     }
     Node merged = std::move(g.nodes[i]);
+    std::vector<DType> dtypes;
+    for (const TensorSpec& t : sig->inputs) dtypes.push_back(t.dtype);
+    dtypes.insert(dtypes.end(), operand_dtypes.begin(), operand_dtypes.end());
+    dtypes.push_back(csig->output.dtype);
     for (const EpilogueOp& e : epi) merged.workload.epilogue.push_back(e);
+    merged.workload.SetDtypes(dtypes);
     for (int o : operands) merged.inputs.push_back(o);
     merged.output = cn.output;
     merged.name = StrCat(merged.name, "+", cn.name);

@@ -11,6 +11,8 @@ namespace kiln::compiler {
 absl::Status FoldBatchNorms(Graph& graph);
 // Evaluates every node whose inputs are all constants (reference kernels).
 absl::Status FoldConstants(Graph& graph);
+// Evaluates one node whose inputs are all constants into its output value.
+absl::Status FoldNode(Graph& graph, const Node& node);
 // Fuses Relu/Add/Mul chains into the epilogue of the preceding anchor.
 void FuseEpilogues(Graph& graph);
 // Drops nodes whose outputs no graph output needs.

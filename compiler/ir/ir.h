@@ -313,7 +313,7 @@ struct CallNode : ExprNode {
   const std::vector<Expr> args;
 };
 
-enum class ReduceKind : uint8_t { kSum, kMax, kMin };
+enum class ReduceKind : uint8_t { kSum, kMax, kMin, kProd };
 
 // A reduction over `axes` (each a loop variable with a [min, min+extent)
 // range) of `source`, starting from `init`. Appears only at the top of a

@@ -169,9 +169,10 @@ class Printer {
       }
       case ExprKind::kReduce: {
         const auto* n = e.to<ReduceNode>();
-        out += n->reduce_kind == ReduceKind::kSum   ? "sum("
-               : n->reduce_kind == ReduceKind::kMax ? "max("
-                                                    : "min(";
+        out += n->reduce_kind == ReduceKind::kSum    ? "sum("
+               : n->reduce_kind == ReduceKind::kProd ? "prod("
+               : n->reduce_kind == ReduceKind::kMax  ? "max("
+                                                     : "min(";
         PrintExpr(n->source);
         out += ", axis=[";
         for (size_t i = 0; i < n->axes.size(); ++i) {

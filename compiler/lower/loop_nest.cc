@@ -168,9 +168,10 @@ class NestBuilder {
     if (const auto* red = body.as<ReduceNode>()) {
       Expr src = Substitute(red->source, m);
       Expr cur = Load(out, local_idx);
-      Expr upd = red->reduce_kind == ReduceKind::kSum   ? cur + src
-                 : red->reduce_kind == ReduceKind::kMax ? Max(cur, src)
-                                                        : Min(cur, src);
+      Expr upd = red->reduce_kind == ReduceKind::kSum    ? cur + src
+                 : red->reduce_kind == ReduceKind::kProd ? cur * src
+                 : red->reduce_kind == ReduceKind::kMax  ? Max(cur, src)
+                                                         : Min(cur, src);
       main = wrap(Store(out, upd, local_idx), true);
       init = wrap(Store(out, Substitute(red->init, m), local_idx), false);
     } else {

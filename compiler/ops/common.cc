@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "compiler/ops/elementwise.h"
+#include "deploy/check.h"
 #include "deploy/str.h"
 
 namespace kiln::compiler::ops {
@@ -44,28 +46,67 @@ std::vector<Expr> BroadcastIndex(const std::vector<int64_t>& shape,
 }
 
 std::vector<te::Tensor> EpilogueOperands(const Workload& w) {
+  auto sig = w.Signature();
+  KILN_CHECK(sig.ok()) << sig.status().ToString();
   std::vector<te::Tensor> out;
+  size_t first = sig->inputs.size();
+  for (const EpilogueOp& e : w.epilogue) first -= e.HasOperand() ? 1 : 0;
   int i = 0;
   for (const EpilogueOp& e : w.epilogue) {
-    if (e.kind == EpilogueKind::kRelu) continue;
-    out.push_back(te::Placeholder(StrCat("ep", i++), e.operand_shape));
+    if (!e.HasOperand()) continue;
+    out.push_back(
+        te::Placeholder(StrCat("ep", i), e.operand_shape, IrType(sig->inputs[first + i].dtype)));
+    ++i;
   }
   return out;
 }
 
+te::Tensor TypedPlaceholder(const Workload& w, size_t i, const std::string& name) {
+  auto sig = w.Signature();
+  KILN_CHECK(sig.ok() && i < sig->inputs.size()) << w.Canonical();
+  return te::Placeholder(name, sig->inputs[i].shape, IrType(sig->inputs[i].dtype));
+}
+
+DType OutputDType(const Workload& w) {
+  auto sig = w.Signature();
+  KILN_CHECK(sig.ok()) << sig.status().ToString();
+  return sig->output.dtype;
+}
+
 Expr ApplyEpilogue(const Workload& w, Expr y, const std::vector<Var>& idx,
-                   const std::vector<te::Tensor>& operands) {
+                   const std::vector<te::Tensor>& operands, absl::Status* error) {
   size_t next = 0;
+  absl::Status status;
   for (const EpilogueOp& e : w.epilogue) {
-    if (e.kind == EpilogueKind::kRelu) {
-      y = Max(y, FloatImm(0.0));
+    if (e.kind == EpilogueKind::kRelu || e.kind == EpilogueKind::kUnary) {
+      auto r = e.kind == EpilogueKind::kRelu ? UnaryFn("relu", y, {}) : UnaryFn(e.fn, y, e.params);
+      if (!r.ok()) {
+        status = r.status();
+        break;
+      }
+      y = *r;
       continue;
     }
     const te::Tensor& t = operands[next++];
-    Expr v = t(BroadcastIndex(t->shape, idx));
+    Expr v = Promote(t(BroadcastIndex(t->shape, idx)));
+    if (e.kind == EpilogueKind::kBinary) {
+      auto r = e.reversed ? BinaryFn(e.fn, v, y) : BinaryFn(e.fn, y, v);
+      if (!r.ok()) {
+        status = r.status();
+        break;
+      }
+      y = *r;
+      continue;
+    }
     y = e.kind == EpilogueKind::kAdd ? y + v : y * v;
   }
-  return y;
+  DataType out = IrType(OutputDType(w));
+  if (!status.ok()) {
+    KILN_CHECK(error != nullptr) << w.Canonical() << ": " << status.ToString();
+    *error = status;
+    return out.is_float() ? FloatImm(0.0, out) : IntImm(0, out);  // never run
+  }
+  return y.dtype() == out ? y : Cast(out, y);
 }
 
 }  // namespace kiln::compiler::ops

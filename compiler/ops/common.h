@@ -47,6 +47,12 @@ const OpTemplate* DenseTemplate();
 // pool2d and pool3d (the spatial rank comes from the workload op).
 const OpTemplate* PoolTemplate();
 const OpTemplate* EltwiseTemplate();
+// Every other op: the generic operators of compiler/ops/generic.h; nullptr
+// for an unknown name.
+const OpTemplate* GenericTemplate(const std::string& op);
+
+// The workload's template built with config c (validated first).
+absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Config& c);
 
 // Small helpers.
 std::vector<int64_t> UpTo(std::vector<int64_t> candidates,
@@ -60,10 +66,16 @@ int64_t Pick(const std::vector<int64_t>& choices,
 // Index of an operand broadcast to `out_idx` (operand shape of the same rank).
 std::vector<ir::Expr> BroadcastIndex(const std::vector<int64_t>& shape,
                                      const std::vector<ir::Var>& out_idx);
-// Adds the epilogue operands as placeholders (named ep0, ...) to `args` and
-// applies the epilogue to `y` at output index `idx`.
+// Applies the epilogue to `y` at output index `idx` and converts the result
+// to the output's element type. An invalid epilogue (unknown function, bad
+// types) sets *error, or aborts when error is null (templates whose
+// workloads never carry such epilogues).
 ir::Expr ApplyEpilogue(const Workload& w, ir::Expr y, const std::vector<ir::Var>& idx,
-                       const std::vector<te::Tensor>& operands);
+                       const std::vector<te::Tensor>& operands, absl::Status* error = nullptr);
+// The epilogue operands as placeholders (named ep0, ...) of their dtypes.
 std::vector<te::Tensor> EpilogueOperands(const Workload& w);
+// Kernel input i as a placeholder of its shape and dtype.
+te::Tensor TypedPlaceholder(const Workload& w, size_t i, const std::string& name);
+DType OutputDType(const Workload& w);
 
 }  // namespace kiln::compiler::ops

@@ -2,6 +2,7 @@
 // the last axis), parallel (outer axes fused and run in parallel).
 #include "absl/status/status.h"
 #include "compiler/ops/common.h"
+#include "compiler/ops/elementwise.h"
 #include "deploy/str.h"
 
 namespace kiln::compiler::ops {
@@ -41,11 +42,18 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     shape = {1};
     in_shape = {1};
   }
-  te::Tensor in = te::Placeholder("in", in_shape);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  te::Tensor in = te::Placeholder("in", in_shape, IrType(sig->inputs[0].dtype));
   auto eps = EpilogueOperands(w);
-  te::Tensor out = te::Compute("out", shape, [&](const std::vector<Var>& idx) {
-    return ApplyEpilogue(w, in(BroadcastIndex(in_shape, idx)), idx, eps);
-  });
+  absl::Status error;
+  te::Tensor out = te::Compute(
+      "out", shape,
+      [&](const std::vector<Var>& idx) {
+        return ApplyEpilogue(w, Promote(in(BroadcastIndex(in_shape, idx))), idx, eps, &error);
+      },
+      IrType(sig->output.dtype));
+  if (!error.ok()) return error;
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;

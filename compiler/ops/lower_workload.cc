@@ -15,6 +15,7 @@ absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w) {
   if (w.op == "dense") return ops::DenseTemplate();
   if (w.op == "pool2d" || w.op == "pool3d") return ops::PoolTemplate();
   if (w.op == "eltwise") return ops::EltwiseTemplate();
+  if (const ops::OpTemplate* t = ops::GenericTemplate(w.op)) return t;
   return absl::InvalidArgumentError(StrCat("no schedule template for op '", w.op, "'"));
 }
 
@@ -41,12 +42,18 @@ absl::Status ValidateConfig(const Workload& workload, const Target& target, cons
   return (*t)->check(workload, target, config);
 }
 
-absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, const Target& t,
-                                           const std::string& func_name, const LowerOptions& opts) {
+namespace ops {
+absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Config& c) {
   if (auto s = ValidateConfig(w, t, c); !s.ok()) return s;
   auto tmpl = TemplateOf(w);
   if (!tmpl.ok()) return tmpl.status();
-  auto built = (*tmpl)->build(w, t, c);
+  return (*tmpl)->build(w, t, c);
+}
+}  // namespace ops
+
+absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, const Target& t,
+                                           const std::string& func_name, const LowerOptions& opts) {
+  auto built = ops::BuildTemplate(w, t, c);
   if (!built.ok()) return built.status();
   return lower::Lower(*built->schedule, built->args, func_name, opts);
 }

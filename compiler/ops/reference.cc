@@ -8,6 +8,8 @@
 
 #include "absl/status/status.h"
 #include "compiler/kernel.h"
+#include "compiler/ops/common.h"
+#include "compiler/ops/interpret.h"
 #include "deploy/str.h"
 
 namespace kiln::compiler {
@@ -177,16 +179,66 @@ void Pool(const Workload& w, std::span<const float* const> in, float* out) {
   }
 }
 
+absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> inputs,
+                               void* output) {
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  if (w.op == "conv2d" || w.op == "dense" || w.op == "pool2d" || w.op == "pool3d") {
+    // The float32 anchor by the loops below, then its epilogue interpreted as
+    // an eltwise workload over the anchor's output.
+    Workload anchor = w;
+    anchor.epilogue.clear();
+    anchor.ints.erase("dtypes");
+    auto asig = anchor.Signature();
+    if (!asig.ok()) return asig.status();
+    const size_t n_op = asig->inputs.size();
+    std::vector<float> tmp(static_cast<size_t>(asig->output.NumElements()));
+    if (auto s = RunReference(anchor, inputs.subspan(0, n_op), tmp.data()); !s.ok()) return s;
+    Workload e;
+    e.op = "eltwise";
+    e.ints["shape"] = sig->output.shape;
+    e.ints["in_shape"] = sig->output.shape;
+    e.epilogue = w.epilogue;
+    std::vector<DType> dtypes = {DType::kFloat32};
+    for (size_t i = n_op; i < sig->inputs.size(); ++i) dtypes.push_back(sig->inputs[i].dtype);
+    dtypes.push_back(sig->output.dtype);
+    e.SetDtypes(dtypes);
+    std::vector<const void*> ins = {tmp.data()};
+    ins.insert(ins.end(), inputs.begin() + static_cast<ptrdiff_t>(n_op), inputs.end());
+    return InterpretWorkload(e, ins, output);
+  }
+  auto cfg = DefaultConfig(w, Target::Host());
+  if (!cfg.ok()) return cfg.status();
+  auto built = ops::BuildTemplate(w, Target::Host(), *cfg);
+  if (!built.ok()) return built.status();
+  return ops::Interpret(built->args, inputs, output);
+}
+
 }  // namespace
 
-absl::Status RunReference(const Workload& workload, std::span<const float* const> inputs,
-                          float* output) {
+absl::Status RunReference(const Workload& workload, std::span<const void* const> raw_inputs,
+                          void* raw_output) {
   auto sig = workload.Signature();
   if (!sig.ok()) return sig.status();
-  if (inputs.size() != sig->inputs.size()) {
+  if (raw_inputs.size() != sig->inputs.size()) {
     return absl::InvalidArgumentError(StrCat("RunReference: ", workload.op, " takes ",
-                                             sig->inputs.size(), " inputs, got ", inputs.size()));
+                                             sig->inputs.size(), " inputs, got ",
+                                             raw_inputs.size()));
   }
+  // The hand-written loops below cover the float32 anchors with their classic
+  // epilogues; everything else is the template's compute, interpreted.
+  bool classic = workload.op == "conv2d" || workload.op == "dense" || workload.op == "pool2d" ||
+                 workload.op == "pool3d";
+  for (const EpilogueOp& e : workload.epilogue) {
+    classic = classic && (e.kind == EpilogueKind::kRelu || e.kind == EpilogueKind::kAdd ||
+                          e.kind == EpilogueKind::kMul);
+  }
+  classic = classic && !workload.ints.count("dtypes");
+  if (!classic) return InterpretWorkload(workload, raw_inputs, raw_output);
+  std::vector<const float*> in_ptrs;
+  for (const void* p : raw_inputs) in_ptrs.push_back(static_cast<const float*>(p));
+  std::span<const float* const> inputs(in_ptrs);
+  float* output = static_cast<float*>(raw_output);
   size_t op_inputs = sig->inputs.size();
   for (const EpilogueOp& e : workload.epilogue) {
     if (e.kind != EpilogueKind::kRelu) --op_inputs;
@@ -198,9 +250,6 @@ absl::Status RunReference(const Workload& workload, std::span<const float* const
     Dense(workload, *sig, inputs, output);
   } else if (workload.op == "pool2d" || workload.op == "pool3d") {
     Pool(workload, inputs, output);
-  } else if (workload.op == "eltwise") {
-    std::vector<int64_t> idx = BroadcastIndices(workload.Ints("in_shape"), sig->output.shape);
-    for (int64_t i = 0; i < n; ++i) output[i] = inputs[0][idx[i]];
   } else {
     return absl::InvalidArgumentError(StrCat("RunReference: unknown op '", workload.op, "'"));
   }

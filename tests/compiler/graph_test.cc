@@ -150,7 +150,7 @@ TEST(ConstantFolding, FoldsConstantSubgraphs) {
   ASSERT_EQ(g.nodes.size(), 1u);
   const Value& folded = g.values[g.nodes[0].inputs[1]];
   ASSERT_TRUE(folded.IsConstant());
-  EXPECT_THAT(*folded.data, ElementsAre(11, 22, 13, 24));
+  EXPECT_THAT(folded.ToFloats(), ElementsAre(11, 22, 13, 24));
 }
 
 TEST(BatchNorm, FoldsIntoPrecedingConv) {
@@ -173,9 +173,9 @@ TEST(BatchNorm, FoldsIntoPrecedingConv) {
   EXPECT_EQ(g.nodes[0].workload.op, "conv2d");
   // channel 0: scale 1/sqrt(1+eps); bias' = (0.5 - 0.5) * s + 0 = 0.
   const Value& bias = g.values[g.nodes[0].inputs[2]];
-  EXPECT_NEAR((*bias.data)[0], 0.0f, 1e-5);
-  EXPECT_NEAR((*bias.data)[1], 1.0f, 1e-5);   // 0*1 + 1 - 0
-  EXPECT_NEAR((*bias.data)[2], -6.0f, 1e-3);  // 0 - 1*3/0.5
+  EXPECT_NEAR(bias.ToFloats()[0], 0.0f, 1e-5);
+  EXPECT_NEAR(bias.ToFloats()[1], 1.0f, 1e-5);   // 0*1 + 1 - 0
+  EXPECT_NEAR(bias.ToFloats()[2], -6.0f, 1e-3);  // 0 - 1*3/0.5
   // Numerically equal to the unfolded graph (BN lowered to mul+add).
   OnnxBuilder u;
   u.Input("c", {1, 4, 8, 8});

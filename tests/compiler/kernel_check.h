@@ -17,13 +17,14 @@ inline void ExpectMatchesReference(const Workload& w, const Config& c, const std
   auto kernel = BuildJit(w, c, Target::Host());
   ASSERT_TRUE(kernel.ok()) << what << " " << CanonicalConfig(c) << ": " << kernel.status();
   KernelBuffers b = MakeKernelBuffers(*sig, seed, 12345.f);
-  std::vector<float> want(b.output.size(), -999.f);
+  std::vector<uint8_t> want(b.output.size(), 0);
   ASSERT_EQ((*kernel)->Run(b.args.data()), 0);
-  ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_NEAR(b.output[i], want[i], 1e-4f * (1.f + std::fabs(want[i])))
-        << what << " config " << CanonicalConfig(c) << " at " << i;
-  }
+  auto ref = RunReference(w, b.input_ptrs, want.data());
+  ASSERT_TRUE(ref.ok()) << what << ": " << ref;
+  std::string detail;
+  EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-4, 1e-4,
+                           &detail))
+      << what << " config " << CanonicalConfig(c) << ": " << detail;
 }
 
 }  // namespace kiln::compiler::test_util

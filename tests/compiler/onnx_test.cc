@@ -30,23 +30,23 @@ TEST(OnnxImport, RejectsBytesThatAreNotOnnx) {
 TEST(OnnxImport, NamesUnsupportedOperator) {
   OnnxBuilder b;
   b.Input("x", {1, 10});
-  b.Node("Softmax", {"x"}, {"y"}, "sm");
+  b.Node("NonMaxSuppression", {"x"}, {"y"}, "nms");
   b.Output("y");
   auto g = ImportOnnx(b.Bytes());
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(g.status().message()),
-              HasSubstr("unsupported operator 'Softmax' (node 'sm')"));
+              HasSubstr("unsupported operator 'NonMaxSuppression' (node 'nms')"));
 }
 
 TEST(OnnxImport, RejectsNonFloatAndDynamicInputs) {
   OnnxBuilder b;
-  b.Input("x", {2, 2}, onnx::TensorProto::INT32);
-  b.Node("Relu", {"x"}, {"y"});
+  b.Input("x", {2, 2}, onnx::TensorProto::STRING);
+  b.Node("Identity", {"x"}, {"y"});
   b.Output("y");
   auto g = ImportOnnx(b.Bytes());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(g.status().message()), HasSubstr("int32"));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("string"));
 
   OnnxBuilder d;
   d.DynamicInput("x");
@@ -198,7 +198,7 @@ TEST(OnnxImport, ConstantNodeAndDropoutIdentity) {
   ASSERT_TRUE(g.ok()) << g.status();
   int k_id = (*g)->FindValue("k");
   ASSERT_GE(k_id, 0);
-  EXPECT_THAT(*(*g)->values[k_id].data, ElementsAre(1, 2, 3));
+  EXPECT_THAT((*g)->values[k_id].ToFloats(), ElementsAre(1, 2, 3));
   EXPECT_EQ((*g)->nodes[0].kind, NodeKind::kView);
 }
 
@@ -294,6 +294,11 @@ TEST(OnnxConformanceReference, ClaimedOperatorTestsMatch) {
       continue;
     }
     const Graph& g = m->graph();
+    // This test evaluates in float32; other dtypes are the runner's.
+    bool all_f32 = true;
+    for (int v : g.inputs) all_f32 = all_f32 && g.values[v].dtype == kiln::DType::kFloat32;
+    for (int v : g.outputs) all_f32 = all_f32 && g.values[v].dtype == kiln::DType::kFloat32;
+    if (!all_f32) continue;
     const fs::path set = e.path() / "test_data_set_0";
     std::vector<std::vector<float>> inputs;
     for (size_t i = 0; i < g.inputs.size(); ++i) {

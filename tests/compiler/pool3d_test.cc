@@ -37,7 +37,7 @@ std::vector<float> Ref(const Workload& w, const std::vector<float>& x) {
   auto sig = w.Signature();
   EXPECT_TRUE(sig.ok()) << sig.status();
   std::vector<float> out(static_cast<size_t>(sig->output.NumElements()), -999.f);
-  const float* in[] = {x.data()};
+  const void* in[] = {x.data()};
   auto s = RunReference(w, in, out.data());
   EXPECT_TRUE(s.ok()) << s;
   return out;

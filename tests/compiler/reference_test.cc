@@ -40,7 +40,7 @@ Workload Conv(int64_t C, int64_t H, int64_t K, int64_t R, int64_t stride, int64_
 std::vector<float> RunRef(const Workload& w, const std::vector<std::vector<float>>& inputs) {
   auto sig = w.Signature();
   EXPECT_TRUE(sig.ok()) << sig.status();
-  std::vector<const float*> ptrs;
+  std::vector<const void*> ptrs;
   for (const auto& in : inputs) ptrs.push_back(in.data());
   std::vector<float> out(sig->output.NumElements(), -999.0f);
   auto s = RunReference(w, ptrs, out.data());
@@ -178,7 +178,7 @@ TEST(ReferenceEltwise, BroadcastInputAndOperand) {
 TEST(ReferenceErrors, WrongInputCount) {
   Workload w = Dense(2, 2, 3, 0, 0);
   std::vector<float> a(6);
-  std::vector<const float*> ptrs = {a.data()};
+  std::vector<const void*> ptrs = {a.data()};
   std::vector<float> out(4);
   EXPECT_EQ(RunReference(w, ptrs, out.data()).code(), absl::StatusCode::kInvalidArgument);
 }

@@ -50,9 +50,9 @@ def build_cnn(path):
     onnx.save(model, path)
 
 
-def build_softmax(path):
+def build_unsupported(path):
     graph = helper.make_graph(
-        [helper.make_node("Softmax", ["x"], ["y"], name="the_softmax")], "sm",
+        [helper.make_node("Unique", ["x"], ["y"], name="the_unique")], "sm",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
@@ -178,13 +178,13 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual((jobs, records), (self.jobs(), self.records()))
 
     def test_3_unsupported_operator_is_named(self):
-        sm = os.path.join(self.tmp, "softmax.onnx")
-        build_softmax(sm)
+        sm = os.path.join(self.tmp, "unsupported.onnx")
+        build_unsupported(sm)
         jobs = self.jobs()
         r = self.farm.kiln("tune", sm, "--tracker", self.farm.addr, "--key", "e2e-cpu",
                            "--trials", "4")
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("Softmax", r.stderr)
+        self.assertIn("Unique", r.stderr)
         self.assertEqual(jobs, self.jobs())
 
     def test_4_tracker_that_does_not_answer(self):

@@ -55,8 +55,8 @@ inline std::string ConvReluModel() {
   return m.SerializeAsString();
 }
 
-// x[1,4] -> Softmax -> y: an operator kiln does not support.
-inline std::string SoftmaxModel() {
+// x[1,4] -> Unique -> y: an operator kiln does not support.
+inline std::string UnsupportedOpModel() {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
@@ -65,8 +65,8 @@ inline std::string SoftmaxModel() {
   AddTensorInfo(g->add_input(), "x", {1, 4});
   AddTensorInfo(g->add_output(), "y", {1, 4});
   onnx::NodeProto* n = g->add_node();
-  n->set_op_type("Softmax");
-  n->set_name("the_softmax");
+  n->set_op_type("Unique");
+  n->set_name("the_unique");
   n->add_input("x");
   n->add_output("y");
   return m.SerializeAsString();

@@ -1,0 +1,44 @@
+#pragma once
+// The elementwise functions of kiln's operators, each defined once in the
+// tensor IR: epilogues (`u:<fn>`, `b:<fn>`), standalone eltwise kernels and
+// the interpreter all use these definitions. Values of float16 tensors are
+// computed in float32 (Promote), integers and bools in their own type.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/ir.h"
+#include "deploy/dtype.h"
+
+namespace kiln::compiler::ops {
+
+// The IR type of a tensor element (bool is ir bool; float16 is half).
+ir::DataType IrType(DType t);
+DType FromIrType(ir::DataType t);
+// The type values of `t` are computed in (float16 -> float32).
+ir::DataType ComputeType(DType t);
+// x converted to its compute type.
+ir::Expr Promote(ir::Expr x);
+
+// y = fn(x, params). Unknown names and wrong parameter counts are
+// INVALID_ARGUMENT. Names: neg abs sqrt exp log reciprocal floor ceil round
+// sign relu sigmoid tanh sin cos tan asin acos atan sinh cosh asinh acosh
+// atanh erf softplus softsign not isnan isinf(detect_pos, detect_neg)
+// leakyrelu(alpha) elu(alpha) selu(alpha, gamma) celu(alpha)
+// hardsigmoid(alpha, beta) hardswish thresholdedrelu(alpha) shrink(bias,
+// lambd) clip(min, max) gelu gelu_tanh mish swish(alpha) bitnot
+// cast(onnx dtype code) scale(a, b: a*x+b) powc(p: x^p).
+absl::StatusOr<ir::Expr> UnaryFn(const std::string& fn, ir::Expr x,
+                                 const std::vector<double>& params);
+// y = fn(a, b) on operands of one type. Names: add sub mul div mod fmod pow
+// min max prelu equal less lessequal greater greaterequal and or xor bitand
+// bitor bitxor shl shr.
+absl::StatusOr<ir::Expr> BinaryFn(const std::string& fn, ir::Expr a, ir::Expr b);
+
+// The result type of fn on an input of type `in` (compute types).
+absl::StatusOr<ir::DataType> UnaryResultType(const std::string& fn, ir::DataType in,
+                                             const std::vector<double>& params);
+absl::StatusOr<ir::DataType> BinaryResultType(const std::string& fn, ir::DataType a);
+
+}  // namespace kiln::compiler::ops

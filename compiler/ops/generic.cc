@@ -1,0 +1,620 @@
+// The generic operators' compute definitions and their one schedule
+// template. Knobs: vec (vector width of the output's last axis, for ops whose
+// output stage has no reduction), parallel (outer output axes fused and run
+// in parallel).
+#include "compiler/ops/generic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "compiler/ops/common.h"
+#include "compiler/ops/elementwise.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler::ops {
+namespace {
+
+using namespace ir;
+using Shape = std::vector<int64_t>;
+using Status = absl::Status;
+
+Status Bad(const Workload& w, const std::string& what) {
+  return absl::InvalidArgumentError(StrCat(w.op, ": ", what));
+}
+
+Expr Clamp(Expr v, int64_t lo, int64_t hi) { return Min(Max(v, IntImm(lo)), IntImm(hi)); }
+
+// A constant of type t.
+Expr Const(DataType t, double v) {
+  if (t.is_float()) return FloatImm(v, t);
+  return IntImm(t.is_bool() ? (v != 0) : static_cast<int64_t>(v), t);
+}
+
+std::vector<Expr> AsExprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
+
+absl::StatusOr<int64_t> AxisOf(const Workload& w, const char* name, size_t rank) {
+  int64_t a = w.IntOr(name, 0);
+  if (a < 0 || a >= static_cast<int64_t>(std::max<size_t>(rank, 1))) {
+    return Bad(w, StrCat(name, " ", a, " out of range for rank ", rank));
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------------------
+// Reductions
+
+absl::StatusOr<te::Tensor> ReduceOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const Shape& xs = x->shape;
+  const Shape& axes = w.Ints("axes");
+  const bool keep = w.IntOr("keep", 1) != 0;
+  const int64_t kind = w.IntOr("kind", 0), pre = w.IntOr("pre", 0);
+  std::vector<bool> reduced(xs.size(), false);
+  for (int64_t a : axes) {
+    if (a < 0 || a >= static_cast<int64_t>(xs.size()) || reduced[a]) return Bad(w, "bad axes");
+    reduced[a] = true;
+  }
+  Shape out;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (!reduced[d]) {
+      out.push_back(xs[d]);
+    } else if (keep) {
+      out.push_back(1);
+    }
+  }
+  if (out.empty()) out = {1};
+  if (out != w.Ints("shape")) return Bad(w, "output shape does not match the reduction");
+  if (kind < 0 || kind > 3 || pre < 0 || pre > 2) return Bad(w, "bad kind/pre");
+  std::vector<IterRange> raxes;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (reduced[d]) raxes.push_back(te::ReduceAxis(xs[d], StrCat("r", d)));
+  }
+  DataType ct = Promote(x(std::vector<Expr>(xs.size(), IntImm(0)))).dtype();
+  if (ct.is_bool()) ct = DataType::UInt(8);  // max/min/sum of bools as 0/1 bytes
+  return te::Compute(
+      "red", out,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        size_t oi = 0, ri = 0;
+        for (size_t d = 0; d < xs.size(); ++d) {
+          if (reduced[d]) {
+            idx.push_back(raxes[ri++].var);
+            if (keep) ++oi;
+          } else {
+            idx.push_back(xs.size() == 0 ? Expr(IntImm(0)) : Expr(o[oi++]));
+          }
+        }
+        Expr v = Promote(x(idx));
+        if (v.dtype() != ct) v = Cast(ct, v);
+        if (pre == 1) v = *UnaryFn("abs", v, {});
+        if (pre == 2) v = v * v;
+        if (raxes.empty()) return v;
+        double inf = std::numeric_limits<double>::infinity();
+        switch (kind) {
+          case 0:
+            return Reduce(ReduceKind::kSum, v, raxes, Const(ct, 0));
+          case 1:
+            return Reduce(ReduceKind::kMax, v, raxes,
+                          ct.is_float() ? Const(ct, -inf)
+                          : ct.is_uint()
+                              ? Const(ct, 0)
+                              : IntImm(ct.bits == 64 ? std::numeric_limits<int64_t>::min()
+                                                     : -(int64_t{1} << (ct.bits - 1)),
+                                       ct));
+          case 2:
+            return Reduce(ReduceKind::kMin, v, raxes,
+                          ct.is_float() ? Const(ct, inf)
+                          : ct.bits == 64
+                              ? IntImm(ct.is_uint() ? -1 : std::numeric_limits<int64_t>::max(), ct)
+                              : IntImm(ct.is_uint() ? (int64_t{1} << ct.bits) - 1
+                                                    : (int64_t{1} << (ct.bits - 1)) - 1,
+                                       ct));
+          default:
+            return Reduce(ReduceKind::kProd, v, raxes, Const(ct, 1));
+        }
+      },
+      ct);
+}
+
+absl::StatusOr<te::Tensor> ArgReduceOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const Shape& xs = x->shape;
+  auto axis = AxisOf(w, "axis", xs.size());
+  if (!axis.ok()) return axis.status();
+  const int64_t a = *axis, n = xs[a];
+  const bool keep = w.IntOr("keep", 1) != 0, is_max = w.IntOr("kind", 0) == 0,
+             last = w.IntOr("last", 0) != 0;
+  Shape out;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (static_cast<int64_t>(d) != a) {
+      out.push_back(xs[d]);
+    } else if (keep) {
+      out.push_back(1);
+    }
+  }
+  if (out.empty()) out = {1};
+  if (out != w.Ints("shape")) return Bad(w, "output shape does not match");
+  auto in_index = [&](const std::vector<Var>& o, Expr k) {
+    std::vector<Expr> idx;
+    size_t oi = 0;
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (static_cast<int64_t>(d) == a) {
+        idx.push_back(k);
+        if (keep) ++oi;
+      } else {
+        idx.push_back(o[oi++]);
+      }
+    }
+    return idx;
+  };
+  DataType ct = Promote(x(std::vector<Expr>(xs.size(), IntImm(0)))).dtype();
+  double inf = std::numeric_limits<double>::infinity();
+  te::Tensor best = te::Compute(
+      "best", out,
+      [&](const std::vector<Var>& o) {
+        IterRange r = te::ReduceAxis(n, "r");
+        Expr v = Promote(x(in_index(o, r.var)));
+        if (!ct.is_float()) v = Cast(DataType::Float64(), v);
+        DataType vt = v.dtype();
+        return Reduce(is_max ? ReduceKind::kMax : ReduceKind::kMin, v, {r},
+                      Const(vt, is_max ? -inf : inf));
+      },
+      ct.is_float() ? ct : DataType::Float64());
+  return te::Compute(
+      "arg", out,
+      [&](const std::vector<Var>& o) {
+        IterRange r = te::ReduceAxis(n, "k");
+        Expr v = Promote(x(in_index(o, r.var)));
+        if (!ct.is_float()) v = Cast(DataType::Float64(), v);
+        Expr hit = Eq(v, best(AsExprs(o)));
+        if (last)
+          return Reduce(ReduceKind::kMax, Select(hit, Expr(r.var), IntImm(-1)), {r}, IntImm(-1));
+        return Reduce(ReduceKind::kMin, Select(hit, Expr(r.var), IntImm(n)), {r}, IntImm(n));
+      },
+      DataType::Int64());
+}
+
+absl::StatusOr<te::Tensor> CumSumOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  auto axis = AxisOf(w, "axis", x->shape.size());
+  if (!axis.ok()) return axis.status();
+  const int64_t a = *axis, n = x->shape[a];
+  const bool excl = w.IntOr("exclusive", 0) != 0, rev = w.IntOr("reverse", 0) != 0;
+  DataType ct = Promote(x(std::vector<Expr>(x->shape.size(), IntImm(0)))).dtype();
+  return te::Compute(
+      "cumsum", x->shape,
+      [&](const std::vector<Var>& o) {
+        IterRange r = te::ReduceAxis(n, "k");
+        std::vector<Expr> idx = AsExprs(o);
+        idx[a] = r.var;
+        Expr k = r.var, i = o[a];
+        Expr take = rev ? (excl ? k > i : k >= i) : (excl ? k < i : k <= i);
+        return Reduce(ReduceKind::kSum, Select(take, Promote(x(idx)), Const(ct, 0)), {r},
+                      Const(ct, 0));
+      },
+      ct);
+}
+
+// ---------------------------------------------------------------------------
+// Data movement
+
+absl::StatusOr<te::Tensor> TransposeOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const Shape& perm = w.Ints("perm");
+  const Shape& xs = x->shape;
+  if (perm.size() != xs.size()) return Bad(w, "perm does not match the input rank");
+  Shape out;
+  std::vector<bool> seen(xs.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(xs.size()) || seen[p]) return Bad(w, "bad perm");
+    seen[p] = true;
+    out.push_back(xs[p]);
+  }
+  if (out != w.Ints("shape")) return Bad(w, "output shape does not match perm");
+  return te::Compute(
+      "transpose", out,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx(xs.size());
+        for (size_t d = 0; d < perm.size(); ++d) idx[perm[d]] = o[d];
+        return x(idx);
+      },
+      x.buffer()->dtype);
+}
+
+absl::StatusOr<te::Tensor> ConcatOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const Shape& out = w.Ints("shape");
+  auto axis = AxisOf(w, "axis", out.size());
+  if (!axis.ok()) return axis.status();
+  const int64_t a = *axis;
+  int64_t total = 0;
+  for (const te::Tensor& t : in) {
+    if (t->shape.size() != out.size()) return Bad(w, "inputs differ in rank");
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (static_cast<int64_t>(d) != a && t->shape[d] != out[d]) {
+        return Bad(w, "inputs differ off the axis");
+      }
+    }
+    if (t.buffer()->dtype != in[0].buffer()->dtype) return Bad(w, "inputs differ in dtype");
+    total += t->shape[a];
+  }
+  if (total != out[a]) return Bad(w, "output shape does not match");
+  return te::Compute(
+      "concat", out,
+      [&](const std::vector<Var>& o) {
+        // From the last input back: each branch reads in bounds (clamped),
+        // so evaluating both sides of a select is safe.
+        Expr v;
+        int64_t off = total;
+        for (size_t k = in.size(); k-- > 0;) {
+          const int64_t n = in[k]->shape[a];
+          off -= n;
+          if (n == 0) continue;
+          std::vector<Expr> idx = AsExprs(o);
+          idx[a] = Clamp(o[a] - IntImm(off), 0, n - 1);
+          Expr load = in[k](idx);
+          v = v.defined() ? Select(o[a] < IntImm(off + n), load, v) : load;
+        }
+        return v;
+      },
+      in[0].buffer()->dtype);
+}
+
+absl::StatusOr<te::Tensor> SliceOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const Shape& xs = x->shape;
+  const Shape& starts = w.Ints("starts");
+  const Shape& steps = w.Ints("steps");
+  const Shape& out = w.Ints("shape");
+  if (starts.size() != xs.size() || steps.size() != xs.size() || out.size() != xs.size()) {
+    return Bad(w, "starts/steps/shape must have one value per input dim");
+  }
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (out[d] == 0) continue;
+    int64_t last = starts[d] + (out[d] - 1) * steps[d];
+    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= xs[d] || last < 0 || last >= xs[d]) {
+      return Bad(w, StrCat("slice of dim ", d, " reads outside the input"));
+    }
+  }
+  return te::Compute(
+      "slice", out,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < xs.size(); ++d)
+          idx.push_back(IntImm(starts[d]) + o[d] * IntImm(steps[d]));
+        return x(idx);
+      },
+      x.buffer()->dtype);
+}
+
+// A normalized, clamped index into a dimension of size n.
+Expr IndexInto(Expr i, int64_t n) {
+  i = Cast(DataType::Int64(), i);
+  return Clamp(Select(i < IntImm(0), i + IntImm(n), i), 0, std::max<int64_t>(n - 1, 0));
+}
+
+absl::StatusOr<te::Tensor> GatherOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const te::Tensor& ind = in.at(1);
+  auto axis = AxisOf(w, "axis", x->shape.size());
+  if (!axis.ok()) return axis.status();
+  const int64_t a = *axis;
+  const Shape& xs = x->shape;
+  const Shape& is = ind->shape;
+  if (!ind.buffer()->dtype.is_integer()) return Bad(w, "indices must be integers");
+  Shape out(xs.begin(), xs.begin() + a);
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), xs.begin() + a + 1, xs.end());
+  if (out.empty()) out = {1};
+  if (out != w.Ints("shape")) return Bad(w, "output shape does not match");
+  if (xs[a] == 0) return Bad(w, "gather from an empty axis");
+  const bool scalar_ind = w.IntOr("scalar_indices", 0) != 0;
+  return te::Compute(
+      "gather", out,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> iidx;
+        for (size_t d = 0; d < is.size(); ++d) iidx.push_back(o[a + d]);
+        if (iidx.empty() || scalar_ind) iidx = std::vector<Expr>(is.size(), IntImm(0));
+        std::vector<Expr> idx;
+        for (int64_t d = 0; d < a; ++d) idx.push_back(o[d]);
+        idx.push_back(IndexInto(ind(iidx), xs[a]));
+        size_t rest = a + (scalar_ind ? 0 : is.size());
+        for (size_t d = a + 1; d < xs.size(); ++d) idx.push_back(o[rest++]);
+        return x(idx);
+      },
+      x.buffer()->dtype);
+}
+
+absl::StatusOr<te::Tensor> GatherElementsOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const te::Tensor& ind = in.at(1);
+  auto axis = AxisOf(w, "axis", x->shape.size());
+  if (!axis.ok()) return axis.status();
+  const int64_t a = *axis;
+  if (ind->shape.size() != x->shape.size() || ind->shape != w.Ints("shape")) {
+    return Bad(w, "indices must have the input's rank and the output's shape");
+  }
+  for (size_t d = 0; d < x->shape.size(); ++d) {
+    if (static_cast<int64_t>(d) != a && ind->shape[d] > x->shape[d]) {
+      return Bad(w, "indices larger than the input off the axis");
+    }
+  }
+  return te::Compute(
+      "gather_elements", ind->shape,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx = AsExprs(o);
+        idx[a] = IndexInto(ind(AsExprs(o)), x->shape[a]);
+        return x(idx);
+      },
+      x.buffer()->dtype);
+}
+
+absl::StatusOr<te::Tensor> PadOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const Shape& xs = x->shape;
+  const Shape& pads = w.Ints("pads");
+  const int64_t mode = w.IntOr("mode", 0);
+  const size_t r = xs.size();
+  if (pads.size() != 2 * r) return Bad(w, "pads must have 2 values per dim");
+  Shape out;
+  for (size_t d = 0; d < r; ++d) {
+    out.push_back(xs[d] + pads[d] + pads[d + r]);
+    if (out.back() < 0) return Bad(w, "negative output size");
+    if (mode != 0 && xs[d] == 0 && out.back() > 0) return Bad(w, "cannot pad an empty dim");
+    if (mode == 1 && (pads[d] >= xs[d] || pads[d + r] >= xs[d]) &&
+        (pads[d] > 0 || pads[d + r] > 0)) {
+      return Bad(w, "reflect padding must be smaller than the dim");
+    }
+  }
+  if (out != w.Ints("shape")) return Bad(w, "output shape does not match");
+  DataType t = x.buffer()->dtype;
+  const double value = w.FloatOr("value", 0.0);
+  return te::Compute(
+      "pad", out,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        Expr inside;
+        for (size_t d = 0; d < r; ++d) {
+          Expr i = o[d] - IntImm(pads[d]);
+          const int64_t n = xs[d];
+          if (mode == 1 && n > 1) {
+            // Reflect: fold i into [0, n) without repeating the edge.
+            Expr p = FloorMod(i, IntImm(2 * (n - 1)));
+            i = Select(p < IntImm(n), p, IntImm(2 * (n - 1)) - p);
+          } else if (mode != 0) {
+            i = Clamp(i, 0, std::max<int64_t>(n - 1, 0));
+          } else {
+            Expr ok = (i >= IntImm(0)) && (i < IntImm(n));
+            inside = inside.defined() ? (inside && ok) : ok;
+            i = Clamp(i, 0, std::max<int64_t>(n - 1, 0));
+          }
+          idx.push_back(i);
+        }
+        Expr v = x(idx);
+        if (inside.defined()) v = Select(inside, v, Const(t, value));
+        return v;
+      },
+      t);
+}
+
+absl::StatusOr<te::Tensor> WhereOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const Shape& out = w.Ints("shape");
+  if (in.size() != 3 || !in[0].buffer()->dtype.is_bool()) return Bad(w, "needs bool, x, y");
+  if (in[1].buffer()->dtype != in[2].buffer()->dtype) return Bad(w, "x and y differ in dtype");
+  for (const auto& t : in) {
+    if (t->shape.size() != out.size()) return Bad(w, "inputs must be padded to the output rank");
+  }
+  return te::Compute(
+      "where", out,
+      [&](const std::vector<Var>& o) {
+        auto at = [&](const te::Tensor& t) { return t(BroadcastIndex(t->shape, o)); };
+        return Select(at(in[0]), at(in[1]), at(in[2]));
+      },
+      in[1].buffer()->dtype);
+}
+
+absl::StatusOr<te::Tensor> TileOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const Shape& out = w.Ints("shape");
+  if (out.size() != x->shape.size()) return Bad(w, "rank mismatch");
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (x->shape[d] == 0 ? out[d] != 0 : out[d] % x->shape[d] != 0) {
+      return Bad(w, "output is not a whole number of tiles");
+    }
+  }
+  return te::Compute(
+      "tile", out,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < out.size(); ++d) {
+          idx.push_back(x->shape[d] == out[d] ? Expr(o[d]) : FloorMod(o[d], IntImm(x->shape[d])));
+        }
+        return x(idx);
+      },
+      x.buffer()->dtype);
+}
+
+absl::StatusOr<te::Tensor> TriluOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& x = in.at(0);
+  const Shape& xs = x->shape;
+  if (xs.size() < 2 || xs != w.Ints("shape")) return Bad(w, "needs rank >= 2, same shape");
+  const bool upper = w.IntOr("upper", 1) != 0;
+  const int64_t k = w.IntOr("k", 0);
+  DataType t = x.buffer()->dtype;
+  return te::Compute(
+      "trilu", xs,
+      [&](const std::vector<Var>& o) {
+        Expr i = o[xs.size() - 2], j = o[xs.size() - 1];
+        Expr keep = upper ? (j - i >= IntImm(k)) : (j - i <= IntImm(k));
+        return Select(keep, x(AsExprs(o)), Const(t, 0));
+      },
+      t);
+}
+
+absl::StatusOr<te::Tensor> OneHotOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor& ind = in.at(0);
+  const te::Tensor& vals = in.at(1);
+  const Shape& out = w.Ints("shape");
+  auto axis = AxisOf(w, "axis", out.size());
+  if (!axis.ok()) return axis.status();
+  const int64_t a = *axis, depth = out[a];
+  if (vals->shape != Shape{2} || ind->shape.size() + 1 != out.size()) {
+    return Bad(w, "values must be [2] and output rank = indices rank + 1");
+  }
+  return te::Compute(
+      "onehot", out,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> iidx;
+        for (size_t d = 0; d < out.size(); ++d) {
+          if (static_cast<int64_t>(d) != a) iidx.push_back(o[d]);
+        }
+        Expr v = ind(iidx);
+        v = v.dtype().is_float() ? Cast(DataType::Int64(), Call(v.dtype(), "trunc", {v}))
+                                 : Cast(DataType::Int64(), v);
+        v = Select(v < IntImm(0), v + IntImm(depth), v);
+        return Select(Eq(v, Expr(o[a])), vals({IntImm(1)}), vals({IntImm(0)}));
+      },
+      vals.buffer()->dtype);
+}
+
+absl::StatusOr<te::Tensor> EyeLikeOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const Shape& out = w.Ints("shape");
+  if (out.size() != 2) return Bad(w, "needs a 2-D output");
+  const int64_t k = w.IntOr("k", 0);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  (void)in;
+  DataType t = IrType(sig->output.dtype);
+  return te::Compute(
+      "eye", out,
+      [&](const std::vector<Var>& o) {
+        return Select(Eq(o[1] - o[0], IntImm(k)), Const(t, 1), Const(t, 0));
+      },
+      t);
+}
+
+const GenericOp kOps[] = {
+    {"reduce", Pattern::kReduction, ReduceOp},
+    {"argreduce", Pattern::kReduction, ArgReduceOp},
+    {"cumsum", Pattern::kReduction, CumSumOp},
+    {"transpose", Pattern::kInjective, TransposeOp},
+    {"concat", Pattern::kInjective, ConcatOp},
+    {"slice", Pattern::kInjective, SliceOp},
+    {"gather", Pattern::kInjective, GatherOp},
+    {"gather_elements", Pattern::kInjective, GatherElementsOp},
+    {"pad", Pattern::kInjective, PadOp},
+    {"where", Pattern::kInjective, WhereOp},
+    {"tile", Pattern::kInjective, TileOp},
+    {"trilu", Pattern::kInjective, TriluOp},
+    {"onehot", Pattern::kInjective, OneHotOp},
+    {"eyelike", Pattern::kInjective, EyeLikeOp},
+};
+
+// ---------------------------------------------------------------------------
+// The template
+
+size_t NumOpInputs(const Workload& w) {
+  size_t n = 0;
+  while (w.ints.count(StrCat("in", n))) ++n;
+  return n;
+}
+
+int64_t OuterSize(const Shape& shape) {
+  int64_t n = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
+std::vector<Knob> Knobs(const Workload& w, const Target& t) {
+  const Shape& shape = w.Ints("shape");
+  const GenericOp* op = FindGenericOp(w.op);
+  bool vec_ok = op && op->pattern == Pattern::kInjective;
+  std::vector<Knob> k = {{"vec", {1}}, {"parallel", {0}}};
+  if (vec_ok) k[0].choices = VectorChoices(shape.empty() ? 1 : shape.back(), t.NativeVectorLanes());
+  if (OuterSize(shape) > 1) k[1].choices.push_back(1);
+  return k;
+}
+
+Config Default(const Workload& w, const Target& t) {
+  auto k = Knobs(w, t);
+  Config c;
+  c["vec"] = Pick(k[0].choices, t.NativeVectorLanes());
+  int64_t total = 1;
+  for (int64_t d : w.Ints("shape")) total *= d;
+  c["parallel"] = (k[1].choices.size() > 1 && total >= 65536) ? 1 : 0;
+  return c;
+}
+
+absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }
+
+absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
+  const GenericOp* op = FindGenericOp(w.op);
+  if (!op) return absl::InvalidArgumentError(StrCat("unknown generic op '", w.op, "'"));
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  std::vector<te::Tensor> inputs;
+  for (size_t i = 0; i < NumOpInputs(w); ++i)
+    inputs.push_back(TypedPlaceholder(w, i, StrCat("in", i)));
+  auto core = op->compute(w, inputs);
+  if (!core.ok()) return core.status();
+  const Shape& shape = sig->output.shape;
+  if ((*core)->shape != shape) return Bad(w, "the compute's shape differs from the output's");
+  auto eps = EpilogueOperands(w);
+  te::Tensor out = *core;
+  const bool need_final = !w.epilogue.empty() || out.buffer()->dtype != IrType(sig->output.dtype);
+  if (need_final) {
+    absl::Status error;
+    out = te::Compute(
+        "out", shape,
+        [&](const std::vector<Var>& idx) {
+          return ApplyEpilogue(w, Promote((*core)(AsExprs(idx))), idx, eps, &error);
+        },
+        IrType(sig->output.dtype));
+    if (!error.ok()) return error;
+  }
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  const int rank = static_cast<int>(shape.size());
+  // Intermediate stages: injective ones inline, reductions computed per
+  // output element (compute_at the innermost output axis).
+  bool attached = false;
+  for (const te::Stage& st : std::vector<te::Stage>(s.stages())) {
+    if (st.tensor.same_as(out)) continue;
+    if (st.tensor->reduce_axes.empty()) {
+      s.ComputeInline(st.tensor);
+    } else {
+      s.ComputeAt(st.tensor, out, s.Axis(out, rank - 1));
+      attached = true;
+    }
+  }
+  int64_t vec = c.at("vec");
+  if (vec > 1 && !attached && out->reduce_axes.empty()) {
+    auto [o, i] = s.Split(out, s.Axis(out, rank - 1), vec);
+    s.Vectorize(out, i);
+  }
+  if (c.at("parallel") && rank > 1) {
+    te::IterVar outer = s.Axis(out, 0);
+    for (int d = 1; d + 1 < rank; ++d) outer = s.Fuse(out, outer, s.Axis(out, d));
+    s.Parallel(out, outer);
+  }
+  b.SetArgs(inputs, eps, out);
+  return b;
+}
+
+}  // namespace
+
+const GenericOp* FindGenericOp(const std::string& name) {
+  for (const GenericOp& op : kOps) {
+    if (name == op.name) return &op;
+  }
+  return nullptr;
+}
+
+const OpTemplate* GenericTemplate(const std::string& name) {
+  static const OpTemplate t{Knobs, Default, Check, Build};
+  return FindGenericOp(name) ? &t : nullptr;
+}
+
+}  // namespace kiln::compiler::ops

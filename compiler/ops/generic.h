@@ -1,0 +1,53 @@
+#pragma once
+// Generic tensor operators: one compute definition each in the tensor IR,
+// scheduled by one template (compiler/ops/generic.cc) chosen by the op's
+// pattern. A workload of a generic op has inputs in0, in1, ... (their
+// shapes), the output `shape`, optional `dtypes`, and the attributes below.
+//
+//   reduce        axes (sorted, of in0), keep (0/1), kind (0 sum, 1 max,
+//                 2 min, 3 prod), pre (0 none, 1 abs, 2 square)
+//   argreduce     axis, keep, kind (0 argmax, 1 argmin), last (select_last_index)
+//   transpose     perm
+//   concat        axis; any number of inputs
+//   slice         starts, steps (one per dim of in0; the output shape gives
+//                 the count)
+//   gather        axis; in1 holds indices (negative ones count from the end;
+//                 out-of-range ones are clamped, never read out of bounds)
+//   gather_elements  axis; in1 indices of the output's shape
+//   pad           pads (begins then ends, may be negative), mode (0 constant,
+//                 1 reflect, 2 edge), floats value
+//   where         in0 bool condition, in1, in2; all broadcast to `shape`
+//   tile          (output shape / input shape gives the repeats)
+//   cumsum        axis, exclusive, reverse
+//   trilu         upper (0/1), k
+//   onehot        axis; in0 indices, in1 values [off, on]; depth = output dim
+//   eyelike       k (no inputs but in0, whose shape is the output's)
+//
+// Epilogues apply to every generic op's output as to any other anchor.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/te/tensor.h"
+#include "compiler/workload.h"
+
+namespace kiln::compiler::ops {
+
+// How an operator's output relates to its inputs, for fusion (TVM's
+// OpPattern): injective ops map each output element to input elements by
+// index arithmetic; reductions combine many.
+enum class Pattern { kInjective, kReduction, kOpaque };
+
+struct GenericOp {
+  const char* name;
+  Pattern pattern;
+  // The op's output from its input placeholders (may create intermediate
+  // computes); INVALID_ARGUMENT for attributes that do not fit the shapes.
+  absl::StatusOr<te::Tensor> (*compute)(const Workload& w, const std::vector<te::Tensor>& in);
+};
+
+// nullptr for an op name that is not a generic operator.
+const GenericOp* FindGenericOp(const std::string& name);
+
+}  // namespace kiln::compiler::ops
