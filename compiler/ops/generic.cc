@@ -494,7 +494,39 @@ absl::StatusOr<te::Tensor> EyeLikeOp(const Workload& w, const std::vector<te::Te
       t);
 }
 
+// NegativeLogLikelihoodLoss, elementwise: in0 x [N, C, d...], in1 target
+// [N, d...], optional in2 weight [C]. part 0: -x[n, t, d...] * w[t]; part 1:
+// w[t] (1 without weights); both 0 where t == ignore (when has_ignore).
+absl::StatusOr<te::Tensor> NllOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  if (in.size() < 2) return Bad(w, "needs input and target");
+  const te::Tensor& x = in[0];
+  const te::Tensor& t = in[1];
+  const Shape& xs = x->shape;
+  if (xs.size() < 2 || t->shape.size() + 1 != xs.size()) return Bad(w, "bad ranks");
+  const int64_t C = xs[1];
+  const bool has_weight = in.size() > 2, has_ignore = w.IntOr("has_ignore", 0) != 0;
+  const int64_t ignore = w.IntOr("ignore", 0), part = w.IntOr("part", 0);
+  if (!t.buffer()->dtype.is_integer()) return Bad(w, "target must be integers");
+  DataType ct = Promote(x(std::vector<Expr>(xs.size(), IntImm(0)))).dtype();
+  return te::Compute(
+      "nll", t->shape,
+      [&](const std::vector<Var>& o) {
+        Expr tv = Cast(DataType::Int64(), t(AsExprs(o)));
+        Expr tc = Clamp(tv, 0, C - 1);
+        Expr wt = has_weight ? Promote(in[2]({tc})) : Const(ct, 1);
+        Expr v = wt;
+        if (part == 0) {
+          std::vector<Expr> idx = {o[0], tc};
+          for (size_t d = 1; d < o.size(); ++d) idx.push_back(o[d]);
+          v = Const(ct, 0) - Promote(x(idx)) * wt;
+        }
+        return has_ignore ? Select(Eq(tv, IntImm(ignore)), Const(ct, 0), v) : v;
+      },
+      ct);
+}
+
 const GenericOp kOps[] = {
+    {"nll", Pattern::kInjective, NllOp},
     {"reduce", Pattern::kReduction, ReduceOp},
     {"argreduce", Pattern::kReduction, ArgReduceOp},
     {"cumsum", Pattern::kReduction, CumSumOp},
