@@ -1219,20 +1219,11 @@ TEST(ModuleBuilder, LibmCallsResolveInJitAndSharedObject) {
   dlclose(h);
 }
 
-// RunReference on float buffers, whether it takes `const float*` inputs or
-// (with element types) type-erased `const void*` ones.
-template <typename W>
-absl::Status Reference(const W& w, const std::vector<std::vector<float>>& ins, float* out) {
-  if constexpr (std::is_invocable_v<decltype(&RunReference), const W&, std::span<const void* const>,
-                                    void*>) {
-    std::vector<const void*> ptrs;
-    for (const auto& v : ins) ptrs.push_back(v.data());
-    return RunReference(w, ptrs, out);
-  } else {
-    std::vector<const float*> ptrs;
-    for (const auto& v : ins) ptrs.push_back(v.data());
-    return RunReference(w, ptrs, out);
-  }
+// RunReference on float buffers.
+absl::Status Reference(const Workload& w, const std::vector<std::vector<float>>& ins, float* out) {
+  std::vector<const void*> ptrs;
+  for (const auto& v : ins) ptrs.push_back(v.data());
+  return RunReference(w, ptrs, out);
 }
 
 // BuildJit of real workloads against RunReference.
