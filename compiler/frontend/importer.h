@@ -193,6 +193,8 @@ class Importer {
   absl::Status ImportReshape(const onnx::NodeProto& node);
   absl::Status ImportBatchNorm(const onnx::NodeProto& node);
   absl::Status ImportConstant(const onnx::NodeProto& node);
+  // Resize and Upsample (onnx_resize.cc).
+  absl::Status ImportResize(const onnx::NodeProto& node);
   // Spatial padding/outputs for conv and pool over in_hw.size() dimensions
   // (pads: begins, then ends). `kernel` is the undilated window size.
   absl::Status Spatial(const onnx::NodeProto& node, const Shape& in_hw, const Shape& kernel,

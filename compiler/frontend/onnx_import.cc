@@ -252,6 +252,7 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   if (op == "Reshape" || op == "Flatten") return ImportReshape(node);
   if (op == "BatchNormalization") return ImportBatchNorm(node);
   if (op == "Constant") return ImportConstant(node);
+  if (op == "Resize" || op == "Upsample") return ImportResize(node);
   if (op == "Identity" || op == "Dropout") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();

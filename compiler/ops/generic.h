@@ -22,6 +22,15 @@
 //   trilu         upper (0/1), k
 //   onehot        axis; in0 indices, in1 values [off, on]; depth = output dim
 //   eyelike       k (no inputs but in0, whose shape is the output's)
+//   resize        mode (0 nearest, 1 linear, 2 cubic), coord (0 half_pixel,
+//                 1 half_pixel_symmetric, 2 pytorch_half_pixel, 3 align_corners,
+//                 4 asymmetric, 5 tf_crop_and_resize), nearest (one per axis:
+//                 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil),
+//                 exclude (exclude_outside, 0/1); floats scale<d> (per axis d;
+//                 absent: output / input size), roi_lo<d>, roi_hi<d>
+//                 (tf_crop_and_resize; default 0, 1), cubic_a (-0.75),
+//                 extrapolation (0). Taps read clamped indices; linear/cubic
+//                 need a float input and accumulate in float64.
 //
 // Epilogues apply to every generic op's output as to any other anchor.
 
