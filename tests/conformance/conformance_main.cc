@@ -410,6 +410,7 @@ int main(int argc, char** argv) {
       "ReduceSumSquare",
       "Relu",
       "Reshape",
+      "Resize",
       "Round",
       "Selu",
       "Shape",
@@ -438,6 +439,7 @@ int main(int argc, char** argv) {
       "Transpose",
       "Trilu",
       "Unsqueeze",
+      "Upsample",
       "Where",
       "Xor",
   };
