@@ -36,6 +36,27 @@ int64_t Pick(const std::vector<int64_t>& choices, int64_t want) {
   return best;
 }
 
+std::vector<Knob> OutputLoopKnobs(const std::vector<int64_t>& shape, const Target& t,
+                                  bool vectorizable) {
+  std::vector<Knob> k = {{"vec", {1}}, {"parallel", {0}}};
+  if (vectorizable)
+    k[0].choices = VectorChoices(shape.empty() ? 1 : shape.back(), t.NativeVectorLanes());
+  int64_t outer = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) outer *= shape[d];
+  if (outer > 1) k[1].choices.push_back(1);
+  return k;
+}
+
+Config OutputLoopDefault(const std::vector<int64_t>& shape, const Target& t, bool vectorizable) {
+  auto k = OutputLoopKnobs(shape, t, vectorizable);
+  Config c;
+  c["vec"] = Pick(k[0].choices, t.NativeVectorLanes());
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  c["parallel"] = (k[1].choices.size() > 1 && total >= 65536) ? 1 : 0;
+  return c;
+}
+
 std::vector<Expr> BroadcastIndex(const std::vector<int64_t>& shape,
                                  const std::vector<Var>& out_idx) {
   std::vector<Expr> idx;

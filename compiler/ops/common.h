@@ -54,6 +54,14 @@ const OpTemplate* GenericTemplate(const std::string& op);
 // The workload's template built with config c (validated first).
 absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Config& c);
 
+// The knobs of a kernel that loops over its output `shape`: vec (vector
+// width of the last axis; only 1 unless `vectorizable`) and parallel (outer
+// axes fused and run in parallel), and their default: native width, parallel
+// from 64 Ki elements.
+std::vector<Knob> OutputLoopKnobs(const std::vector<int64_t>& shape, const Target& t,
+                                  bool vectorizable);
+Config OutputLoopDefault(const std::vector<int64_t>& shape, const Target& t, bool vectorizable);
+
 // Small helpers.
 std::vector<int64_t> UpTo(std::vector<int64_t> candidates,
                           int64_t limit);  // keeps c <= limit, >= {1}

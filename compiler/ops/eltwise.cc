@@ -9,28 +9,12 @@ namespace kiln::compiler::ops {
 namespace {
 using namespace ir;
 
-int64_t OuterSize(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (size_t d = 0; d + 1 < shape.size(); ++d) n *= shape[d];
-  return n;
-}
-
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
-  const auto& shape = w.Ints("shape");
-  int64_t last = shape.empty() ? 1 : shape.back();
-  std::vector<Knob> k = {{"vec", VectorChoices(last, t.NativeVectorLanes())}, {"parallel", {0}}};
-  if (OuterSize(shape) > 1) k[1].choices.push_back(1);
-  return k;
+  return OutputLoopKnobs(w.Ints("shape"), t, true);
 }
 
 Config Default(const Workload& w, const Target& t) {
-  auto k = Knobs(w, t);
-  Config c;
-  c["vec"] = Pick(k[0].choices, t.NativeVectorLanes());
-  int64_t total = 1;
-  for (int64_t d : w.Ints("shape")) total *= d;
-  c["parallel"] = (k[1].choices.size() > 1 && total >= 65536) ? 1 : 0;
-  return c;
+  return OutputLoopDefault(w.Ints("shape"), t, true);
 }
 
 absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }

@@ -708,30 +708,17 @@ size_t NumOpInputs(const Workload& w) {
   return n;
 }
 
-int64_t OuterSize(const Shape& shape) {
-  int64_t n = 1;
-  for (size_t d = 0; d + 1 < shape.size(); ++d) n *= shape[d];
-  return n;
+bool Vectorizable(const Workload& w) {
+  const GenericOp* op = FindGenericOp(w.op);
+  return op && op->pattern == Pattern::kInjective;
 }
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
-  const Shape& shape = w.Ints("shape");
-  const GenericOp* op = FindGenericOp(w.op);
-  bool vec_ok = op && op->pattern == Pattern::kInjective;
-  std::vector<Knob> k = {{"vec", {1}}, {"parallel", {0}}};
-  if (vec_ok) k[0].choices = VectorChoices(shape.empty() ? 1 : shape.back(), t.NativeVectorLanes());
-  if (OuterSize(shape) > 1) k[1].choices.push_back(1);
-  return k;
+  return OutputLoopKnobs(w.Ints("shape"), t, Vectorizable(w));
 }
 
 Config Default(const Workload& w, const Target& t) {
-  auto k = Knobs(w, t);
-  Config c;
-  c["vec"] = Pick(k[0].choices, t.NativeVectorLanes());
-  int64_t total = 1;
-  for (int64_t d : w.Ints("shape")) total *= d;
-  c["parallel"] = (k[1].choices.size() > 1 && total >= 65536) ? 1 : 0;
-  return c;
+  return OutputLoopDefault(w.Ints("shape"), t, Vectorizable(w));
 }
 
 absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "compiler/ops/elementwise.h"
 #include "deploy/dtype.h"
 #include "deploy/str.h"
 
@@ -20,25 +21,6 @@ struct Val {
   double f = 0;
   int64_t i = 0;
 };
-
-DType ToDType(DataType t) {
-  switch (t.code) {
-    case TypeCode::kFloat:
-      return t.bits == 64 ? DType::kFloat64 : t.bits == 16 ? DType::kFloat16 : DType::kFloat32;
-    case TypeCode::kBool:
-      return DType::kBool;
-    case TypeCode::kUInt:
-      return t.bits == 8    ? DType::kUInt8
-             : t.bits == 16 ? DType::kUInt16
-             : t.bits == 32 ? DType::kUInt32
-                            : DType::kUInt64;
-    default:
-      return t.bits == 8    ? DType::kInt8
-             : t.bits == 16 ? DType::kInt16
-             : t.bits == 32 ? DType::kInt32
-                            : DType::kInt64;
-  }
-}
 
 // Rounds a float result to its type's precision; wraps an integer to its width.
 Val Fix(DataType t, Val v) {
@@ -427,7 +409,7 @@ void EvaluateOp(Evaluator& ev, const te::OperationNode& op, uint8_t* out) {
   int64_t n = 1;
   for (int64_t d : op.shape) n *= d;
   if (n == 0) return;
-  DType dt = ToDType(op.buffer->dtype);
+  DType dt = FromIrType(op.buffer->dtype);
   std::vector<int64_t> idx(rank, 0);
   for (const ir::IterRange& a : op.axes) ev.Bind(a.var, 0);
   for (int64_t flat = 0; flat < n && ev.status.ok(); ++flat) {
@@ -458,7 +440,7 @@ absl::Status Interpret(const std::vector<te::Tensor>& args, std::span<const void
   }
   Evaluator ev;
   auto bind = [&](const te::OperationNode& op, uint8_t* data) {
-    ev.bufs[op.buffer.get()] = {data, ToDType(op.buffer->dtype), op.shape};
+    ev.bufs[op.buffer.get()] = {data, FromIrType(op.buffer->dtype), op.shape};
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
     bind(*args[i].op(), static_cast<uint8_t*>(const_cast<void*>(inputs[i])));
@@ -480,7 +462,7 @@ absl::Status Interpret(const std::vector<te::Tensor>& args, std::span<const void
     int64_t n = 1;
     for (int64_t d : op->shape) n *= d;
     scratch.emplace_back(new uint8_t[static_cast<size_t>(
-        std::max<int64_t>(1, n * DTypeBytes(ToDType(op->buffer->dtype))))]());
+        std::max<int64_t>(1, n * DTypeBytes(FromIrType(op->buffer->dtype))))]());
     bind(*op, scratch.back().get());
     EvaluateOp(ev, *op, scratch.back().get());
     if (!ev.status.ok()) return ev.status;
