@@ -44,6 +44,12 @@ inline Shape PadTo(const Shape& s, size_t rank) {
   return out;
 }
 
+inline int64_t Product(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
 // Workload shapes are never empty: a scalar is [1].
 inline Shape Wl(const Shape& s) { return s.empty() ? Shape{1} : s; }
 
@@ -147,9 +153,20 @@ class Importer {
   absl::StatusOr<int> Reshaped(const onnx::NodeProto& node, int x, Shape shape, int out = -1);
   absl::StatusOr<int> Transposed(const onnx::NodeProto& node, int x, std::vector<int64_t> perm,
                                  int out = -1);
+  // The numerically stable steps shared by softmax, log-softmax and
+  // log-sum-exp over `axes` (dims kept): max, x - max, exp of it, its sum.
+  struct ExpSum {
+    int max, shifted, exp, sum;
+  };
+  absl::StatusOr<ExpSum> StableExpSum(const onnx::NodeProto& node, int x,
+                                      std::vector<int64_t> axes);
   // A scalar constant of `dtype`.
   int Scalar(const std::string& name, DType dtype, double v);
+  // onnx_generic_ops.cc, onnx_shape_ops.cc and onnx_norm_ops.cc, tried in
+  // that order: *handled false when the op is none of theirs.
   absl::Status ImportGeneric(const onnx::NodeProto& node, bool* handled);
+  absl::Status ImportDataMovement(const onnx::NodeProto& node, bool* handled);
+  absl::Status ImportNormalization(const onnx::NodeProto& node, bool* handled);
   // Normalizes a possibly negative axis; INVALID_ARGUMENT when out of range.
   absl::StatusOr<int64_t> NormAxis(const onnx::NodeProto& node, int64_t axis, size_t rank) const;
   absl::Status Unimplemented(const onnx::NodeProto& node, const std::string& what) const {
