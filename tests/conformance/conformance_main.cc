@@ -89,8 +89,10 @@ bool IsUnimpl(const absl::Status& s) { return s.code() == absl::StatusCode::kUni
 
 // kiln compiles for static shapes. Like TVM's ONNX harness (shape dict +
 // freeze_params), the runner specializes the model on the first data set:
-// integer graph inputs (e.g. Reshape's `shape`) become constants, and
-// dynamic dims of the remaining inputs take the data set's sizes. Returns the
+// integer graph inputs (e.g. Reshape's `shape`) and the inputs named in
+// `freeze` (ones the importer reported it must know at compile time, such as
+// Resize's float scales) become constants, and dynamic dims of the remaining
+// inputs take the data set's sizes. Returns the
 // rewritten model bytes and the indices of the inputs that were frozen (not
 // fed at run time); `note` says what was specialized. Inputs frozen must be
 // equal in every data set, otherwise the test is reported unsupported.
@@ -100,7 +102,8 @@ struct Specialized {
   std::string note;
 };
 
-absl::StatusOr<Specialized> Specialize(const fs::path& dir, const std::string& bytes) {
+absl::StatusOr<Specialized> Specialize(const fs::path& dir, const std::string& bytes,
+                                       const std::set<std::string>& freeze) {
   Specialized out{bytes, {}, ""};
   onnx::ModelProto m;
   if (!m.ParseFromString(bytes)) return out;  // the importer reports it
@@ -120,12 +123,13 @@ absl::StatusOr<Specialized> Specialize(const fs::path& dir, const std::string& b
     onnx::TensorProto t;
     if (!t.ParseFromString(ReadFile(first[k]))) continue;
     int elem = vi->type().tensor_type().elem_type();
-    if (elem == onnx::TensorProto::INT64 || elem == onnx::TensorProto::INT32) {
+    if (elem == onnx::TensorProto::INT64 || elem == onnx::TensorProto::INT32 ||
+        freeze.count(vi->name())) {
       for (size_t si = 1; si < sets.size(); ++si) {
         auto other = Sorted(sets[si], "input_");
         if (k >= other.size() || ReadFile(other[k]) != ReadFile(first[k])) {
           return absl::UnimplementedError(
-              StrCat("integer input '", vi->name(), "' differs between data sets"));
+              StrCat("input '", vi->name(), "', needed at compile time, differs between data sets"));
         }
       }
       t.set_name(vi->name());
@@ -208,13 +212,28 @@ std::string Compare(const kiln::deploy::Tensor& got, const kiln::deploy::Tensor&
 Result RunTest(const fs::path& dir, const kiln::compiler::Target& target) {
   Result r;
   r.name = dir.filename().string();
-  auto spec = Specialize(dir, ReadFile(dir / "model.onnx"));
-  if (!spec.ok()) {
-    r.outcome = Outcome::kUnsupported;
-    r.detail = StrCat("unsupported: ", spec.status().message());
-    return r;
+  // Specializes, imports, and when the importer names a graph input it must
+  // know at compile time, freezes that input too and tries again.
+  const std::string original = ReadFile(dir / "model.onnx");
+  std::set<std::string> freeze;
+  absl::StatusOr<Specialized> spec;
+  absl::StatusOr<kiln::compiler::Model> model = absl::UnknownError("not imported");
+  for (;;) {
+    spec = Specialize(dir, original, freeze);
+    if (!spec.ok()) {
+      r.outcome = Outcome::kUnsupported;
+      r.detail = StrCat("unsupported: ", spec.status().message());
+      return r;
+    }
+    model = kiln::compiler::Model::FromOnnx(spec->bytes);
+    if (model.ok() || !IsUnimpl(model.status())) break;
+    std::string msg(model.status().message());
+    size_t end = msg.find("') must be known at compile time");
+    size_t begin = end == std::string::npos ? end : msg.rfind("('", end);
+    if (begin == std::string::npos) break;
+    std::string name = msg.substr(begin + 2, end - begin - 2);
+    if (!freeze.insert(name).second) break;
   }
-  auto model = kiln::compiler::Model::FromOnnx(spec->bytes);
   if (!model.ok()) {
     r.outcome = IsUnimpl(model.status()) ? Outcome::kUnsupported : Outcome::kFail;
     r.detail = StrCat(r.outcome == Outcome::kUnsupported ? "unsupported: " : "import: ",
