@@ -1,0 +1,754 @@
+#!/usr/bin/env python3
+"""Model zoo for kiln's model tests: whole networks with seeded random weights.
+
+Every model is written with onnx.helper (no downloads, no torch) the way some
+exporter writes it: torchvision-style CNNs, transformer layers, models at old
+opsets with old-style attributes, legacy PyTorch shape subgraphs, dynamo-style
+graphs, Keras/TF-style NHWC graphs. Each builder returns a Case: the model and
+a feed for each input.
+
+Usage: tests/models/make_models.py OUT_DIR [NAME ...]
+  writes OUT_DIR/NAME.onnx and OUT_DIR/NAME.inputs.npz (default: all models);
+       tests/models/make_models.py --list   prints the model names.
+"""
+import math
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+@dataclass
+class Case:
+    model: onnx.ModelProto
+    feeds: dict
+    # Tolerances relative to the output's scale (max |reference|).
+    rtol: float = 1e-3
+    atol: float = 1e-4
+    # The model onnxruntime runs for the expected outputs (default: model).
+    reference: onnx.ModelProto = None
+
+
+class G:
+    """A small graph builder: seeded weights, unique names, one node list."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def name(self, base):
+        self.n += 1
+        return f"{base}_{self.n}"
+
+    def init(self, array, base="w"):
+        name = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def weight(self, *shape, fan_in=None, scale=1.0):
+        fan_in = fan_in or (int(np.prod(shape[1:])) if len(shape) > 1 else shape[0])
+        w = self.rng.standard_normal(shape) * (scale * math.sqrt(2.0 / fan_in))
+        return self.init(w.astype(np.float32), "w")
+
+    def vec(self, n, lo=-0.1, hi=0.1, base="b"):
+        return self.init(self.rng.uniform(lo, hi, n).astype(np.float32), base)
+
+    def i64(self, values, base="shape"):
+        return self.init(np.array(values, dtype=np.int64), base)
+
+    def f32(self, values, base="c"):
+        return self.init(np.array(values, dtype=np.float32), base)
+
+    def op(self, op_type, inputs, n_out=1, name=None, **attrs):
+        outs = [self.name(op_type.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs,
+                                           name=name or self.name("n_" + op_type), **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    # Layers, as torchvision's exporter writes them.
+    def conv(self, x, cin, cout, k, stride=1, pad=None, group=1, bias=True, dilation=1,
+             scale=1.0):
+        kh, kw = (k, k) if isinstance(k, int) else k
+        if pad is None:
+            pad = [(kh - 1) // 2 * dilation, (kw - 1) // 2 * dilation] * 2
+        elif isinstance(pad, int):
+            pad = [pad] * 4
+        w = self.weight(cout, cin // group, kh, kw, scale=scale)
+        ins = [x, w] + ([self.vec(cout)] if bias else [])
+        return self.op("Conv", ins, kernel_shape=[kh, kw], strides=[stride, stride], pads=pad,
+                       group=group, dilations=[dilation, dilation])
+
+    def bn(self, x, c, gamma=1.0, **attrs):
+        r = self.rng
+        scale = self.init((r.uniform(0.5, 1.5, c) * gamma).astype(np.float32), "gamma")
+        b = self.init(r.uniform(-0.1, 0.1, c).astype(np.float32), "beta")
+        mean = self.init(r.uniform(-0.1, 0.1, c).astype(np.float32), "mean")
+        var = self.init(r.uniform(0.5, 1.5, c).astype(np.float32), "var")
+        return self.op("BatchNormalization", [x, scale, b, mean, var], epsilon=1e-5, **attrs)
+
+    def relu(self, x):
+        return self.op("Relu", [x])
+
+    def model(self, inputs, outputs, opset, producer="kiln-make-models", ir_version=None,
+              functions=None, extra_opsets=()):
+        graph = helper.make_graph(self.nodes, "g", inputs, outputs, initializer=self.inits)
+        opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v)
+                                                     for d, v in extra_opsets]
+        kwargs = dict(opset_imports=opsets, producer_name=producer)
+        if functions:
+            kwargs["functions"] = functions
+        m = helper.make_model(graph, **kwargs)
+        m.ir_version = ir_version or (3 if opset <= 8 else 6 if opset <= 11 else 8)
+        if m.ir_version < 4:  # IR 3: every initializer is also a graph input
+            m.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, t.dims)
+                                 for t in m.graph.initializer)
+        # Outputs are declared by dtype only; shape inference writes their shapes.
+        inferred = onnx.shape_inference.infer_shapes(m)
+        types = {v.name: v.type for v in list(inferred.graph.value_info) +
+                 list(inferred.graph.output)}
+        for out in m.graph.output:
+            if not out.type.tensor_type.HasField("shape") and out.name in types:
+                out.type.CopyFrom(types[out.name])
+        onnx.checker.check_model(m, full_check=True)
+        return m
+
+
+def fin(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def fout(name, dtype=TensorProto.FLOAT, shape=None):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def image(seed, *shape):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------- CNNs
+
+
+def resnet50():
+    """torchvision ResNet-50 (v1.5: stride on the 3x3), BN kept, opset 13."""
+    g = G(50)
+    x = g.conv("data", 3, 64, 7, stride=2, pad=3, bias=False)
+    x = g.relu(g.bn(x, 64))
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, (width, blocks) in enumerate([(64, 3), (128, 4), (256, 6), (512, 3)]):
+        for b in range(blocks):
+            stride = 2 if (b == 0 and stage > 0) else 1
+            y = g.relu(g.bn(g.conv(x, cin, width, 1, bias=False), width))
+            y = g.relu(g.bn(g.conv(y, width, width, 3, stride=stride, bias=False), width))
+            y = g.bn(g.conv(y, width, width * 4, 1, bias=False), width * 4, gamma=0.3)
+            if b == 0:
+                x = g.bn(g.conv(x, cin, width * 4, 1, stride=stride, bias=False), width * 4)
+            x = g.relu(g.op("Add", [y, x]))
+            cin = width * 4
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x], axis=1)
+    out = g.op("Gemm", [x, g.weight(1000, 2048), g.vec(1000)], alpha=1.0, beta=1.0, transB=1)
+    g.nodes[-1].output[0] = "logits"
+    m = g.model([fin("data", [1, 3, 224, 224])], [fout("logits")], 13)
+    return Case(m, {"data": image(1, 1, 3, 224, 224)})
+
+
+def mobilenet_v2():
+    """torchvision MobileNetV2: depthwise convs, ReLU6 as Clip with min/max
+    inputs (opset 11+), residual adds, GlobalAveragePool, Flatten, Gemm."""
+    g = G(2)
+    lo, hi = g.f32(0.0, "min"), g.f32(6.0, "max")
+
+    def cbr(x, cin, cout, k, stride=1, group=1, act=True):
+        y = g.bn(g.conv(x, cin, cout, k, stride=stride, group=group, bias=False), cout)
+        return g.op("Clip", [y, lo, hi]) if act else y
+
+    x = cbr("input", 3, 32, 3, stride=2)
+    cin = 32
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                       (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = cin * t
+            y = x if t == 1 else cbr(x, cin, hidden, 1)
+            y = cbr(y, hidden, hidden, 3, stride=stride, group=hidden)
+            y = cbr(y, hidden, c, 1, act=False)
+            x = g.op("Add", [x, y]) if (stride == 1 and cin == c) else y
+            cin = c
+    x = cbr(x, cin, 1280, 1)
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x], axis=1)
+    x = g.op("Gemm", [x, g.weight(1000, 1280), g.vec(1000)], transB=1)
+    g.nodes[-1].output[0] = "output"
+    m = g.model([fin("input", [1, 3, 224, 224])], [fout("output")], 13)
+    return Case(m, {"input": image(2, 1, 3, 224, 224)})
+
+
+def squeezenet():
+    """SqueezeNet 1.1 as torchvision exports it at opset 10: MaxPool with
+    ceil_mode, Fire modules (Concat of 1x1 and 3x3 expands), Dropout,
+    classifier conv, GlobalAveragePool, Flatten."""
+    g = G(3)
+    x = g.relu(g.conv("data", 3, 64, 3, stride=2, pad=0))
+
+    def pool(x):
+        return g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+
+    def fire(x, cin, s, e):
+        sq = g.relu(g.conv(x, cin, s, 1))
+        return g.op("Concat", [g.relu(g.conv(sq, s, e, 1)), g.relu(g.conv(sq, s, e, 3))],
+                    axis=1)
+
+    x = pool(x)
+    x = fire(x, 64, 16, 64)
+    x = fire(x, 128, 16, 64)
+    x = pool(x)
+    x = fire(x, 128, 32, 128)
+    x = fire(x, 256, 32, 128)
+    x = pool(x)
+    x = fire(x, 256, 48, 192)
+    x = fire(x, 384, 48, 192)
+    x = fire(x, 384, 64, 256)
+    x = fire(x, 512, 64, 256)
+    x = g.op("Dropout", [x], ratio=0.5)
+    x = g.relu(g.conv(x, 512, 1000, 1))
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x])
+    g.nodes[-1].output[0] = "prob"
+    m = g.model([fin("data", [1, 3, 224, 224])], [fout("prob")], 10)
+    return Case(m, {"data": image(3, 1, 3, 224, 224)})
+
+
+def densenet_blocks():
+    """DenseNet-style: BN-ReLU-Conv1x1-BN-ReLU-Conv3x3 layers whose outputs
+    are concatenated onto their input; transitions with AveragePool."""
+    g = G(4)
+    k = 16
+    x = g.conv("x", 3, 32, 7, stride=2, pad=3, bias=False)
+    x = g.relu(g.bn(x, 32))
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c = 32
+    for block in range(3):
+        for _ in range(4):
+            y = g.conv(g.relu(g.bn(x, c)), c, 4 * k, 1, bias=False)
+            y = g.conv(g.relu(g.bn(y, 4 * k)), 4 * k, k, 3, bias=False)
+            x = g.op("Concat", [x, y], axis=1)
+            c += k
+        if block < 2:
+            x = g.conv(g.relu(g.bn(x, c)), c, c // 2, 1, bias=False)
+            c //= 2
+            x = g.op("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = g.relu(g.bn(x, c))
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x], axis=1)
+    x = g.op("Gemm", [x, g.weight(100, c), g.vec(100)], transB=1)
+    g.nodes[-1].output[0] = "y"
+    m = g.model([fin("x", [1, 3, 128, 128])], [fout("y")], 11)
+    return Case(m, {"x": image(4, 1, 3, 128, 128)})
+
+
+def inception_blocks():
+    """Inception-style: parallel 1x1, 1x1->3x3, 1x1->3x3->3x3 and pool->1x1
+    branches concatenated; Inception-v3 factorized 1x7/7x1 convolutions with
+    asymmetric kernels; AveragePool with count_include_pad=0; a reduction
+    block with stride-2 branches and a MaxPool branch."""
+    g = G(5)
+
+    def cbr(x, cin, cout, k, stride=1, pad=None):
+        return g.relu(g.bn(g.conv(x, cin, cout, k, stride=stride, pad=pad, bias=False), cout))
+
+    x = cbr("img", 3, 32, 3, stride=2, pad=0)
+    x = cbr(x, 32, 64, 3)
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2])
+    c = 64
+
+    def block_a(x, c):
+        b1 = cbr(x, c, 32, 1)
+        b2 = cbr(cbr(x, c, 24, 1), 24, 32, 3)
+        b3 = cbr(cbr(cbr(x, c, 16, 1), 16, 24, 3), 24, 24, 3)
+        b4 = g.op("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                  count_include_pad=0)
+        b4 = cbr(b4, c, 16, 1)
+        return g.op("Concat", [b1, b2, b3, b4], axis=1), 32 + 32 + 24 + 16
+
+    x, c = block_a(x, c)
+    x, c = block_a(x, c)
+    # reduction
+    r1 = cbr(x, c, 64, 3, stride=2, pad=0)
+    r2 = cbr(cbr(cbr(x, c, 32, 1), 32, 48, 3), 48, 48, 3, stride=2, pad=0)
+    r3 = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2])
+    x = g.op("Concat", [r1, r2, r3], axis=1)
+    c = 64 + 48 + c
+    # factorized 7x7 (Inception-v3 "B" block)
+    b1 = cbr(x, c, 48, 1)
+    b2 = cbr(cbr(cbr(x, c, 32, 1), 32, 32, (1, 7), pad=[0, 3, 0, 3]), 32, 48, (7, 1),
+             pad=[3, 0, 3, 0])
+    b3 = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    b3 = cbr(b3, c, 32, 1)
+    x = g.op("Concat", [b1, b2, b3], axis=1)
+    c = 48 + 48 + 32
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x])
+    x = g.op("Gemm", [x, g.weight(10, c), g.vec(10)], transB=1)
+    x = g.op("Softmax", [x], axis=1)
+    g.nodes[-1].output[0] = "probs"
+    m = g.model([fin("img", [1, 3, 75, 75])], [fout("probs")], 12)
+    return Case(m, {"img": image(5, 1, 3, 75, 75)})
+
+
+# ---------------------------------------------------------------- transformers
+
+
+def bert_layer():
+    """One BERT-base encoder layer as PyTorch (opset 17) exports it: additive
+    attention mask computed from an int64 mask input, 12 heads of 64, batched
+    MatMuls, Softmax, Transpose/Reshape head split and merge,
+    LayerNormalization, Erf-form Gelu."""
+    S, H, NH, D, F = 128, 768, 12, 64, 3072
+    g = G(6)
+    scale = 0.02 / math.sqrt(2.0 / H)  # weights ~ N(0, 0.02), as BERT initializes
+
+    def dense(x, cin, cout):
+        return g.op("Add", [g.op("MatMul", [x, g.weight(cin, cout, fan_in=cin, scale=scale *
+                                                        math.sqrt(cin / H))]), g.vec(cout)])
+
+    def ln(x):
+        return g.op("LayerNormalization",
+                    [x, g.init(g.rng.uniform(0.8, 1.2, H).astype(np.float32), "ln_g"),
+                     g.vec(H)], axis=-1, epsilon=1e-12)
+
+    hs = "hidden_states"
+    # Extended attention mask: (1 - mask[:, None, None, :]) * -10000.
+    m = g.op("Unsqueeze", ["attention_mask", g.i64([1, 2])])
+    m = g.op("Cast", [m], to=TensorProto.FLOAT)
+    m = g.op("Sub", [g.f32(1.0), m])
+    m = g.op("Mul", [m, g.f32(-10000.0)])
+
+    def heads(x, perm):
+        x = g.op("Reshape", [x, g.i64([1, S, NH, D])])
+        return g.op("Transpose", [x], perm=perm)
+
+    q = heads(dense(hs, H, H), [0, 2, 1, 3])
+    k = heads(dense(hs, H, H), [0, 2, 3, 1])
+    v = heads(dense(hs, H, H), [0, 2, 1, 3])
+    s = g.op("Div", [g.op("MatMul", [q, k]), g.f32(math.sqrt(D))])
+    s = g.op("Add", [s, m])
+    p = g.op("Softmax", [s], axis=-1)
+    ctx = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
+    ctx = g.op("Reshape", [ctx, g.i64([1, S, H])])
+    x = ln(g.op("Add", [dense(ctx, H, H), hs]))
+    f = dense(x, H, F)
+    gelu = g.op("Mul", [g.op("Mul", [f, g.op("Add", [g.op(
+        "Erf", [g.op("Div", [f, g.f32(math.sqrt(2.0))])]), g.f32(1.0)])]), g.f32(0.5)])
+    y = ln(g.op("Add", [dense(gelu, F, H), x]))
+    g.nodes[-1].output[0] = "last_hidden_state"
+    model = g.model([fin("hidden_states", [1, S, H]),
+                     fin("attention_mask", [1, S], TensorProto.INT64)],
+                    [fout("last_hidden_state")], 17)
+    mask = np.ones((1, S), np.int64)
+    mask[0, 100:] = 0
+    return Case(model, {"hidden_states": image(6, 1, S, H), "attention_mask": mask})
+
+
+def gpt2_block():
+    """GPT-2 (HF transformers, legacy exporter, opset 13): token and position
+    embeddings by Gather (positions from Shape->Gather->Range), decomposed
+    LayerNorm (ReduceMean/Pow/Sqrt), fused QKV projection Split into three,
+    causal mask sliced from a bool buffer and applied with Where, Tanh-form
+    gelu with Pow(x, 3), tied LM head (Transpose of the embedding)."""
+    S, H, NH, D, V, P = 64, 768, 12, 64, 2000, 128
+    g = G(7)
+    std = 0.02 / math.sqrt(2.0 / H)
+
+    def dense(x, cin, cout):
+        return g.op("Add", [g.op("MatMul", [x, g.weight(cin, cout, fan_in=H, scale=std)]),
+                            g.vec(cout)])
+
+    def ln(x):
+        mu = g.op("ReduceMean", [x], axes=[-1])
+        d = g.op("Sub", [x, mu])
+        var = g.op("ReduceMean", [g.op("Pow", [d, g.f32(2.0)])], axes=[-1])
+        y = g.op("Div", [d, g.op("Sqrt", [g.op("Add", [var, g.f32(1e-5)])])])
+        y = g.op("Mul", [y, g.init(g.rng.uniform(0.8, 1.2, H).astype(np.float32), "ln_g")])
+        return g.op("Add", [y, g.vec(H)])
+
+    wte = g.init((g.rng.standard_normal((V, H)) * 0.02).astype(np.float32), "wte")
+    wpe = g.init((g.rng.standard_normal((P, H)) * 0.01).astype(np.float32), "wpe")
+    ids = "input_ids"
+    seq = g.op("Gather", [g.op("Shape", [ids]), g.i64(1)], axis=0)
+    pos = g.op("Range", [g.i64(0), seq, g.i64(1)])
+    pos = g.op("Unsqueeze", [pos, g.i64([0])])
+    h = g.op("Add", [g.op("Gather", [wte, ids]), g.op("Gather", [wpe, pos])])
+
+    a = dense(ln(h), H, 3 * H)
+    q, k, v = g.op("Split", [a, g.i64([H, H, H])], n_out=3, axis=2)
+
+    def heads(x, perm):
+        return g.op("Transpose", [g.op("Reshape", [x, g.i64([1, S, NH, D])])], perm=perm)
+
+    q, k, v = heads(q, [0, 2, 1, 3]), heads(k, [0, 2, 3, 1]), heads(v, [0, 2, 1, 3])
+    w = g.op("Div", [g.op("MatMul", [q, k]), g.f32(math.sqrt(D))])
+    # bias[:, :, kl - ql : kl, :kl] with both lengths from the shapes.
+    tri = g.init(np.tril(np.ones((P, P), bool)).reshape(1, 1, P, P), "causal")
+    ql = g.op("Gather", [g.op("Shape", [q]), g.i64(2)], axis=0)
+    kl = g.op("Gather", [g.op("Shape", [k]), g.i64(3)], axis=0)
+    start = g.op("Sub", [kl, ql])
+    un = lambda t: g.op("Unsqueeze", [t, g.i64([0])])  # noqa: E731
+    mask = g.op("Slice", [tri, un(start), un(kl), g.i64([2]), g.i64([1])])
+    mask = g.op("Slice", [mask, g.i64([0]), un(kl), g.i64([3]), g.i64([1])])
+    w = g.op("Where", [mask, w, g.f32(-10000.0)])
+    p = g.op("Softmax", [w], axis=-1)
+    ctx = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
+    ctx = g.op("Reshape", [ctx, g.i64([1, S, H])])
+    h = g.op("Add", [h, dense(ctx, H, H)])
+    f = dense(ln(h), H, 4 * H)
+    inner = g.op("Mul", [g.f32(math.sqrt(2 / math.pi)), g.op(
+        "Add", [f, g.op("Mul", [g.f32(0.044715), g.op("Pow", [f, g.f32(3.0)])])])])
+    gelu = g.op("Mul", [g.op("Mul", [g.f32(0.5), f]),
+                        g.op("Add", [g.f32(1.0), g.op("Tanh", [inner])])])
+    h = g.op("Add", [h, dense(gelu, 4 * H, H)])
+    logits = g.op("MatMul", [ln(h), g.op("Transpose", [wte], perm=[1, 0])])
+    g.nodes[-1].output[0] = "logits"
+    model = g.model([fin("input_ids", [1, S], TensorProto.INT64)], [fout("logits")], 13)
+    ids = np.random.default_rng(7).integers(0, V, (1, S)).astype(np.int64)
+    return Case(model, {"input_ids": ids})
+
+
+# ---------------------------------------------------------------- old opsets
+
+
+def opset6(modern=False):
+    """Opset 6: BatchNormalization with is_test/spatial, Add/Mul with
+    broadcast/axis (a per-channel bias on NCHW where W == C, and an [H, W]
+    scale), Pad-2 and Clip-6 attributes, Reshape-5, Gemm-6 with broadcast,
+    Softmax-1 (2-D coercion), Split-2, Squeeze-1/Unsqueeze-1 attributes, Sum,
+    Concat, Flatten; IR 3 (initializers are graph inputs too).
+
+    onnxruntime has no opset-6 kernels and onnx's version converter drops the
+    BatchNormalization node, so the reference is the same network written
+    independently at opset 13 (modern=True: same seed, same weights)."""
+    g = G(60)
+    x = g.conv("x", 3, 8, 3, bias=False)
+    if modern:
+        x = g.bn(x, 8)
+        bias = g.vec(8, -0.5, 0.5)
+        del g.inits[-1].dims[:]
+        g.inits[-1].dims.extend([8, 1, 1])
+        x = g.op("Add", [x, bias])
+        x = g.op("Mul", [x, g.init(g.rng.uniform(0.5, 1.5, (8, 8)).astype(np.float32))])
+        x = g.op("Clip", [x, g.f32(-1.0), g.f32(2.0)])
+        x = g.op("Pad", [x, g.i64([0, 0, 1, 2, 0, 0, 1, 0]), g.f32(0.25)], mode="constant")
+        a, b = g.op("Split", [x, g.i64([3, 5])], n_out=2, axis=1)
+    else:
+        x = g.bn(x, 8, is_test=1, spatial=1)
+        x = g.op("Add", [x, g.vec(8, -0.5, 0.5)], broadcast=1, axis=1)
+        x = g.op("Mul", [x, g.init(g.rng.uniform(0.5, 1.5, (8, 8)).astype(np.float32))],
+                 broadcast=1, axis=2)
+        x = g.op("Clip", [x], min=-1.0, max=2.0)
+        x = g.op("Pad", [x], pads=[0, 0, 1, 2, 0, 0, 1, 0], mode="constant", value=0.25)
+        a, b = g.op("Split", [x], n_out=2, axis=1, split=[3, 5])
+    a = g.op("MaxPool", [a], kernel_shape=[2, 2], strides=[2, 2])
+    b = g.op("AveragePool", [b], kernel_shape=[2, 2], strides=[2, 2])
+    x = g.op("Concat", [b, a], axis=1)
+    s = g.op("Sum", [x, g.op("Relu", [x]), g.op("Sigmoid", [x])])
+    f = g.op("Flatten", [s], axis=1)  # [1, 8*5*5]
+    r = g.op("Reshape", [s, g.i64([1, -1])])
+    w, bias = g.weight(200, 10, fan_in=200), g.vec(10)
+    logits = g.op("Gemm", [r, w, bias], **({} if modern else dict(broadcast=1)))
+    logits = g.op("Reshape", [logits, g.i64([1, 2, 5])])
+    if modern:  # Softmax-1 over axis 1 of [1, 2, 5] is a softmax over all 10
+        p = g.op("Softmax", [g.op("Reshape", [logits, g.i64([1, 10])])], axis=1)
+        g.op("Reshape", [p, g.i64([1, 2, 5])])
+    else:
+        g.op("Softmax", [logits], axis=1)
+    g.nodes[-1].output[0] = "probs"
+    if modern:
+        u = g.op("Unsqueeze", [f, g.i64([0, 3])])
+        g.op("Squeeze", [u, g.i64([0])])
+    else:
+        u = g.op("Unsqueeze", [f], axes=[0, 3])
+        g.op("Squeeze", [u], axes=[0])
+    g.nodes[-1].output[0] = "feat"
+    m = g.model([fin("x", [1, 3, 8, 8])],
+                [fout("probs", shape=[1, 2, 5]), fout("feat", shape=[1, 200, 1])],
+                13 if modern else 6)
+    case = Case(m, {"x": image(60, 1, 3, 8, 8)})
+    if not modern:
+        case.reference = opset6(modern=True).model
+    return case
+
+
+def opset9():
+    """Opset 9: Upsample with a scales input, BatchNormalization-9, Slice-1
+    attributes, Pad-2, Clip-6, Softmax-1 on a 4-D tensor (coerced to 2-D),
+    Unsqueeze/Squeeze attributes, Gemm, Shape subgraph + Reshape."""
+    g = G(90)
+    x = g.relu(g.bn(g.conv("x", 3, 8, 3), 8))
+    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    u = g.op("Upsample", [x, g.f32([1.0, 1.0, 2.0, 2.0])], mode="nearest")
+    x = g.op("Concat", [u, g.conv("x", 3, 4, 1)], axis=1)
+    x = g.op("Slice", [x], axes=[1, 3], starts=[2, 1], ends=[100, -1])  # [1,10,16,14]
+    x = g.op("Pad", [x], pads=[0, 0, 0, 1, 0, 0, 0, 1], mode="reflect")
+    x = g.op("Clip", [x], min=0.0, max=4.0)
+    sm = g.op("Softmax", [g.op("AveragePool", [x], kernel_shape=[4, 4], strides=[4, 4])],
+              axis=1)
+    g.nodes[-1].output[0] = "sm"
+    un = g.op("Unsqueeze", [g.op("GlobalAveragePool", [x])], axes=[0])
+    sq = g.op("Squeeze", [un], axes=[0, 3, 4])
+    y = g.op("Gemm", [sq, g.weight(4, 10, fan_in=10), g.vec(4)], transB=1, alpha=0.5, beta=2.0)
+    g.nodes[-1].output[0] = "y"
+    m = g.model([fin("x", [1, 3, 16, 16])], [fout("sm"), fout("y")], 9)
+    return Case(m, {"x": image(90, 1, 3, 16, 16)})
+
+
+def opset11():
+    """Opset 11: Pad/Clip with inputs, Resize-11 (linear, align_corners and
+    half_pixel), Split-11 attribute with a negative axis, Squeeze/Unsqueeze
+    attributes with negative axes, Slice-11 with steps, Softmax-11 on 3-D
+    (coerced to 2-D), ReduceMean-11 axes attribute, DepthToSpace."""
+    g = G(110)
+    x = g.relu(g.conv("x", 3, 8, 3))
+    x = g.op("Pad", [x, g.i64([0, 0, 1, 1, 0, 0, 1, 1]), g.f32(0.5)], mode="constant")
+    x = g.op("Clip", [x, g.f32(-0.5), g.f32(1.5)])
+    r = g.op("Resize", [x, g.f32([]), g.f32([1.0, 1.0, 1.5, 1.5])], mode="linear",
+             coordinate_transformation_mode="align_corners")  # [1,8,15,15]
+    r2 = g.op("Resize", [x, g.f32([]), g.f32([]), g.i64([1, 8, 12, 7])], mode="linear",
+              coordinate_transformation_mode="half_pixel")
+    a, b = g.op("Split", [r], n_out=2, axis=-3, split=[4, 4])
+    g.op("DepthToSpace", [a], blocksize=2, mode="CRD")  # [1,1,42,42]
+    g.nodes[-1].output[0] = "d2s"
+    # b[:, :, ::-1, ::2] with a negative step and an out-of-range end
+    s = g.op("Slice", [b, g.i64([20, 0]), g.i64([-100, 21]), g.i64([-2, 3]), g.i64([-1, 2])])
+    sm = g.op("Softmax", [g.op("Squeeze", [s], axes=[-4])], axis=1)  # [4,21,11]: over 21*11
+    g.nodes[-1].output[0] = "sm"
+    mean = g.op("ReduceMean", [r2], axes=[-1, 1], keepdims=0)  # [1,12]
+    mean = g.op("Unsqueeze", [mean], axes=[-1])
+    g.nodes[-1].output[0] = "mean"
+    m = g.model([fin("x", [1, 3, 12, 12])], [fout("sm"), fout("mean"), fout("d2s")], 11)
+    return Case(m, {"x": image(110, 1, 3, 12, 12)})
+
+
+def opset13():
+    """Opset 13: Split/Squeeze/Unsqueeze/ReduceSum with axes inputs,
+    Softmax-13 on an inner axis, Resize-13 with sizes, Pad-13, Clip-13."""
+    g = G(130)
+    x = g.relu(g.conv("x", 3, 12, 3))
+    x = g.op("Resize", [x, "", "", g.i64([1, 12, 13, 11])], mode="nearest",
+             coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    a, b, c = g.op("Split", [x, g.i64([2, 4, 6])], n_out=3, axis=1)
+    a = g.op("Pad", [a, g.i64([0, 0, 0, 1, 0, 0, 0, 0]), g.f32(-1.0)])
+    a = g.op("Clip", [a, "", g.f32(0.75)])
+    sm = g.op("Softmax", [b], axis=1)  # per position over 4 channels
+    sm = g.op("ReduceSum", [sm, g.i64([2, 3])], keepdims=0)
+    g.nodes[-1].output[0] = "ch_sum"
+    u = g.op("Unsqueeze", [g.op("ReduceMax", [c], axes=[1], keepdims=0), g.i64([0, -1])])
+    sq = g.op("Squeeze", [u, g.i64([0, 1])])
+    g.nodes[-1].output[0] = "sq"
+    am = g.op("ArgMax", [a], axis=3, keepdims=0)
+    g.nodes[-1].output[0] = "am"
+    g.nodes.append(helper.make_node("Identity", [a], ["clipped"]))
+    m = g.model([fin("x", [1, 3, 9, 9])],
+                [fout("ch_sum"), fout("sq"), fout("am", TensorProto.INT64), fout("clipped")],
+                13)
+    return Case(m, {"x": image(130, 1, 3, 9, 9)})
+
+
+# ---------------------------------------------------------------- exporters' habits
+
+
+def legacy_pytorch():
+    """torch.onnx (TorchScript exporter, do_constant_folding=False, opset 11):
+    x.view(x.size(0), -1) as Shape->Gather->Unsqueeze->Concat->Reshape, weights
+    from Constant nodes, a ConstantOfShape bias, Cast of a float64 and an
+    int32 initializer, integer Div on shapes (x.size(1) // 2)."""
+    g = G(11)
+    w_const = g.op("Constant", [], value=numpy_helper.from_array(
+        (g.rng.standard_normal((16, 3, 3, 3)) * 0.3).astype(np.float32), "cw"))
+    bias = g.op("ConstantOfShape", [g.op("Constant", [], value=numpy_helper.from_array(
+        np.array([16], np.int64), "bs"))], value=numpy_helper.from_array(
+            np.array([0.1], np.float32), "v"))
+    x = g.op("Conv", ["input.1", w_const, bias], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    x = g.relu(x)
+    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    # x.view(x.size(0), x.size(1) // 2, -1)
+    shp = g.op("Shape", [x])
+    n = g.op("Gather", [shp, g.op("Constant", [], value=numpy_helper.from_array(
+        np.array(0, np.int64), "i0"))], axis=0)
+    c = g.op("Gather", [shp, g.op("Constant", [], value=numpy_helper.from_array(
+        np.array(1, np.int64), "i1"))], axis=0)
+    c2 = g.op("Div", [c, g.op("Constant", [], value=numpy_helper.from_array(
+        np.array(2, np.int64), "two"))])
+    parts = [g.op("Unsqueeze", [t], axes=[0]) for t in (n, c2)]
+    parts.append(g.op("Constant", [], value=numpy_helper.from_array(
+        np.array([-1], np.int64), "m1")))
+    x = g.op("Reshape", [x, g.op("Concat", parts, axis=0)])  # [1, 8, 512]
+    w64 = g.init(g.rng.standard_normal((512, 32)) * 0.05, "w64")  # float64
+    x = g.op("MatMul", [x, g.op("Cast", [w64], to=TensorProto.FLOAT)])
+    scale = g.init(np.array([3], np.int32), "scale_i32")
+    x = g.op("Mul", [x, g.op("Cast", [scale], to=TensorProto.FLOAT)])
+    # x.flatten(1) via Shape->Slice->Concat (legacy flatten export)
+    shp2 = g.op("Shape", [x])
+    head = g.op("Slice", [shp2, g.i64([0]), g.i64([1]), g.i64([0])])
+    x = g.op("Reshape", [x, g.op("Concat", [head, g.i64([-1])], axis=0)])
+    x = g.op("Gemm", [x, g.weight(10, 256), g.vec(10)], transB=1)
+    g.nodes[-1].output[0] = "output"
+    m = g.model([fin("input.1", [1, 3, 32, 32])], [fout("output", shape=[1, 10])], 11,
+                producer="pytorch")
+    return Case(m, {"input.1": image(11, 1, 3, 32, 32)})
+
+
+def dynamo_style():
+    """torch.onnx.export(dynamo=True) style, opset 18: everything in value_info,
+    Split with num_outputs, ReduceMean with an axes input, Shape with
+    start/end, Expand, CastLike, Constant value_ints/value_float, Reshape
+    with allowzero=0, LayerNormalization, Transpose, Softmax."""
+    g = G(18)
+    T, C = 16, 64
+    x = "l_x_"
+    h = g.op("LayerNormalization", [x, g.vec(C, 0.9, 1.1), g.vec(C)], axis=-1, epsilon=1e-5)
+    qkv = g.op("MatMul", [h, g.weight(C, 3 * C, fan_in=C, scale=0.5)])
+    q, k, v = g.op("Split", [qkv], n_out=3, axis=-1, num_outputs=3)
+    tc = g.op("Shape", [x], start=0, end=2)  # [1, T]
+    shape4 = g.op("Concat", [tc, g.op("Constant", [], value_ints=[4, C // 4])], axis=0)
+    heads = [g.op("Transpose", [g.op("Reshape", [t, shape4], allowzero=0)], perm=[0, 2, 1, 3])
+             for t in (q, k, v)]
+    att = g.op("MatMul", [heads[0], g.op("Transpose", [heads[1]], perm=[0, 1, 3, 2])])
+    att = g.op("Mul", [att, g.op("CastLike", [g.op("Constant", [], value_float=0.25), att])])
+    att = g.op("Softmax", [att], axis=-1)
+    o = g.op("Transpose", [g.op("MatMul", [att, heads[2]])], perm=[0, 2, 1, 3])
+    o = g.op("Reshape", [o, g.op("Concat", [tc, g.op("Constant", [], value_ints=[-1])],
+                                       axis=0)])
+    y = g.op("Add", [x, o])
+    mu = g.op("ReduceMean", [y, g.op("Constant", [], value_ints=[-1])], keepdims=1)
+    bias = g.op("Expand", [g.vec(C), g.op("Shape", [y])])
+    out = g.op("Add", [g.op("Sub", [y, mu]), bias])
+    g.nodes[-1].output[0] = "add_3"
+    m = g.model([fin(x, [1, T, C])], [fout("add_3")], 18, producer="pytorch")
+    m = onnx.shape_inference.infer_shapes(m)  # dynamo writes value_info for everything
+    return Case(m, {x: image(18, 1, T, C)})
+
+
+def dynamo_functions():
+    """Older dynamo exporter (onnxscript torch_lib): the graph calls
+    model-local functions in a custom domain."""
+    g = G(19)
+    fn = helper.make_function(
+        "pkg.torch_lib", "aten_gelu", ["self"], ["result"],
+        [helper.make_node("Constant", [], ["half"], value_float=0.5),
+         helper.make_node("Constant", [], ["one"], value_float=1.0),
+         helper.make_node("Constant", [], ["rs2"], value_float=1 / math.sqrt(2)),
+         helper.make_node("Mul", ["self", "rs2"], ["t0"]),
+         helper.make_node("Erf", ["t0"], ["t1"]),
+         helper.make_node("Add", ["t1", "one"], ["t2"]),
+         helper.make_node("Mul", ["self", "t2"], ["t3"]),
+         helper.make_node("Mul", ["t3", "half"], ["result"])],
+        [helper.make_opsetid("", 18)])
+    x = g.op("MatMul", ["x", g.weight(32, 32)])
+    g.nodes.append(helper.make_node("aten_gelu", [x], ["y"], domain="pkg.torch_lib"))
+    m = g.model([fin("x", [2, 32])], [fout("y")], 18, functions=[fn],
+                extra_opsets=[("pkg.torch_lib", 1)])
+    return Case(m, {"x": image(19, 2, 32)})
+
+
+def keras_nhwc():
+    """tf2onnx / keras2onnx style: an NHWC input transposed to NCHW around
+    every convolution block and back, Conv with auto_pad SAME_UPPER and
+    stride 2, depthwise conv, BatchNorm folded to Mul/Add on the channels-last
+    axis, ReLU6 as Clip, GlobalAveragePooling as ReduceMean over H,W, Dense as
+    MatMul+Add, Softmax on the last axis."""
+    g = G(40)
+
+    def conv_nhwc(x, cin, cout, k, stride=1, group=1):
+        t = g.op("Transpose", [x], perm=[0, 3, 1, 2])
+        w = g.weight(cout, cin // group, k, k)
+        t = g.op("Conv", [t, w, g.vec(cout)], kernel_shape=[k, k], strides=[stride, stride],
+                 auto_pad="SAME_UPPER", group=group, dilations=[1, 1])
+        return g.op("Transpose", [t], perm=[0, 2, 3, 1])
+
+    def bn_relu6(x, c):
+        x = g.op("Add", [g.op("Mul", [x, g.vec(c, 0.5, 1.5)]), g.vec(c)])
+        return g.op("Clip", [x, g.f32(0.0), g.f32(6.0)])
+
+    x = bn_relu6(conv_nhwc("input_1", 3, 16, 3, stride=2), 16)  # 15x15 -> 8x8
+    x = bn_relu6(conv_nhwc(x, 16, 16, 3, group=16), 16)
+    x = bn_relu6(conv_nhwc(x, 16, 24, 1), 24)
+    y = conv_nhwc(x, 24, 24, 3, stride=2)  # 8 -> 4, SAME_UPPER pads 0/1
+    y = g.op("Identity", [y])
+    x = g.op("ReduceMean", [y], axes=[1, 2], keepdims=0)
+    x = g.op("Add", [g.op("MatMul", [x, g.weight(24, 5)]), g.vec(5)])
+    x = g.op("Softmax", [x], axis=-1)
+    g.nodes[-1].output[0] = "dense"
+    m = g.model([fin("input_1", [1, 15, 15, 3])], [fout("dense")], 13, producer="tf2onnx")
+    return Case(m, {"input_1": image(40, 1, 15, 15, 3)})
+
+
+def heads_flatten_reshape():
+    """Classifier heads: Flatten(axis=1) -> Gemm, Reshape([0, -1]) -> MatMul
+    (0 copies the batch dim), Flatten(axis=2), Flatten(axis=0)."""
+    g = G(41)
+    x = g.relu(g.conv("x", 4, 6, 3))  # [2,6,5,5]
+    a = g.op("Gemm", [g.op("Flatten", [x], axis=1), g.weight(150, 3), g.vec(3)])
+    g.nodes[-1].output[0] = "a"
+    b = g.op("MatMul", [g.op("Reshape", [x, g.i64([0, -1])]), g.weight(150, 3)])
+    g.nodes[-1].output[0] = "b"
+    c = g.op("Flatten", [x], axis=2)  # [12, 25]
+    g.nodes[-1].output[0] = "c"
+    d = g.op("Flatten", [x], axis=0)  # [1, 300]
+    g.nodes[-1].output[0] = "d"
+    m = g.model([fin("x", [2, 4, 5, 5])], [fout(n) for n in "abcd"], 13)
+    return Case(m, {"x": image(41, 2, 4, 5, 5)})
+
+
+def identity_dropout():
+    """Inference graphs that keep training ops: Dropout-6 with is_test,
+    Dropout-7 with ratio, a Dropout whose mask output is declared but unused,
+    Dropout-12 with ratio and training_mode inputs (opset 12 graph), chains
+    of Identity, and an Identity as a graph output."""
+    g = G(42)
+    x = g.relu(g.conv("x", 3, 8, 3))
+    x = g.op("Identity", [g.op("Identity", [x])])
+    y, _mask = g.op("Dropout", [x], n_out=2)
+    y = g.op("Dropout", [y, g.f32(0.1), g.init(np.array(False), "train")])
+    y = g.op("Conv", [y, g.weight(4, 8, 1, 1), g.vec(4)], kernel_shape=[1, 1])
+    g.nodes.append(helper.make_node("Identity", [y], ["out"]))
+    m = g.model([fin("x", [1, 3, 8, 8])], [fout("out")], 12)
+    return Case(m, {"x": image(42, 1, 3, 8, 8)})
+
+
+def dropout_opset6():
+    """Dropout-6 with is_test=1 in an opset 6 graph (Caffe2-era exports)."""
+    g = G(43)
+    x = g.relu(g.conv("x", 3, 4, 3))
+    x = g.op("Dropout", [x], is_test=1, ratio=0.5)
+    x = g.op("Dropout", [x], ratio=0.2)
+    g.nodes[-1].output[0] = "y"
+    m = g.model([fin("x", [1, 3, 6, 6])], [fout("y")], 6)
+    return Case(m, {"x": image(43, 1, 3, 6, 6)})
+
+
+MODELS = {f.__name__: f for f in [
+    resnet50, mobilenet_v2, squeezenet, densenet_blocks, inception_blocks, bert_layer,
+    gpt2_block, opset6, opset9, opset11, opset13, legacy_pytorch, dynamo_style,
+    dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6]}
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    if sys.argv[1] == "--list":
+        print(";".join(MODELS))
+        return
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for name in sys.argv[2:] or MODELS:
+        case = MODELS[name]()
+        onnx.save(case.model, os.path.join(out, name + ".onnx"))
+        np.savez(os.path.join(out, name + ".inputs.npz"), **case.feeds)
+        print(os.path.join(out, name + ".onnx"))
+
+
+if __name__ == "__main__":
+    main()
