@@ -8,7 +8,9 @@ namespace kiln::cli {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command>* commands = new std::vector<Command>{
-      {"tune", "tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC] [--wait]",
+      {"tune",
+       "tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC] "
+       "[--input-shape NAME=DIMS]... [--wait]",
        "submit an ONNX model for tuning; prints the job id", RunTune},
       {"jobs", "jobs --tracker ADDR", "list the tracker's jobs", RunJobs},
       {"job", "job JOB --tracker ADDR", "show one job and its tasks", RunJob},
@@ -17,7 +19,9 @@ const std::vector<Command>& Commands() {
       {"records", "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N]",
        "list tuning records", RunRecords},
       {"fetch", "fetch JOB --tracker ADDR -o PATH", "download a job's compiled artifact", RunFetch},
-      {"compile", "compile MODEL --db FILE -o PATH [--target SPEC] [--dump-ir]",
+      {"compile",
+       "compile MODEL --db FILE -o PATH [--target SPEC] [--input-shape NAME=DIMS]... "
+       "[--dump-ir]",
        "compile a model locally with the best configs of a log database", RunCompile},
   };
   return *commands;

@@ -1,5 +1,6 @@
-// kiln compile MODEL --db FILE -o PATH [--target SPEC] [--dump-ir]: a local
-// compile with the best records of a log database.
+// kiln compile MODEL --db FILE -o PATH [--target SPEC] [--input-shape NAME=DIMS]...
+// [--dump-ir]: a local compile with the best records of a log database. A
+// model saved with external data finds its files beside it.
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -16,7 +17,7 @@ namespace kiln::cli {
 
 int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
   absl::StatusOr<Args> args =
-      ParseFlags(argv, {"--db", "-o", "--output", "--target"}, {"--dump-ir"});
+      ParseFlags(argv, {"--db", "-o", "--output", "--target", "--input-shape"}, {"--dump-ir"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--db")) return UsageError(self, "missing --db", env);
@@ -29,7 +30,17 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
     if (!t.ok()) return Fail(self, std::string(t.status().message()), env);
     target = *t;
   }
-  absl::StatusOr<compiler::Model> model = compiler::Model::FromOnnxFile(args->positional[0]);
+  compiler::ImportOptions import;
+  for (const std::string& shape : args->All("--input-shape")) {
+    absl::Status st = compiler::ParseInputShape(shape, &import.input_shapes);
+    if (!st.ok()) return UsageError(self, std::string(st.message()), env);
+  }
+  // External data files live beside the model (and nowhere else).
+  std::filesystem::path model_path(args->positional[0]);
+  import.external_data_dir =
+      model_path.has_parent_path() ? model_path.parent_path().string() : std::string(".");
+  absl::StatusOr<compiler::Model> model =
+      compiler::Model::FromOnnxFile(args->positional[0], import);
   if (!model.ok()) return Fail(self, std::string(model.status().message()), env);
   absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args->Get("--db"));
   if (!db.ok()) return Fail(self, std::string(db.status().message()), env);

@@ -2,8 +2,11 @@
 
 #include <openssl/evp.h>
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "compiler/frontend/onnx_import.h"
@@ -29,21 +32,50 @@ std::string Sha256Hex(std::string_view bytes) {
   return out;
 }
 
+// SHA-256 (hex) of a file, read in pieces.
+absl::StatusOr<std::string> FileSha256Hex(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(StrCat("cannot open model file '", path, "'"));
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  KILN_CHECK(ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1) << "EVP_DigestInit";
+  std::vector<char> buf(1 << 20);
+  ssize_t n;
+  while ((n = ::read(fd, buf.data(), buf.size())) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  if (n < 0) return absl::DataLossError(StrCat("reading model file '", path, "' failed"));
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
 }  // namespace
 
-absl::StatusOr<Model> Model::FromOnnx(std::string_view model_bytes) {
-  auto graph = ImportOnnx(model_bytes);
+absl::StatusOr<Model> Model::FromOnnx(std::string_view model_bytes, const ImportOptions& options) {
+  auto graph = ImportOnnx(model_bytes, options);
   if (!graph.ok()) return graph.status();
   if (auto s = RunGraphPasses(**graph); !s.ok()) return s;
   return Model(*std::move(graph), Sha256Hex(model_bytes));
 }
 
-absl::StatusOr<Model> Model::FromOnnxFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat("cannot open model file '", path, "'"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return FromOnnx(ss.str());
+absl::StatusOr<Model> Model::FromOnnxFile(const std::string& path, const ImportOptions& options) {
+  auto sha = FileSha256Hex(path);
+  if (!sha.ok()) return sha.status();
+  auto graph = ImportOnnxFile(path, options);
+  if (!graph.ok()) return graph.status();
+  if (auto s = RunGraphPasses(**graph); !s.ok()) return s;
+  return Model(*std::move(graph), *std::move(sha));
 }
 
 Model::Model(std::unique_ptr<Graph> graph, std::string sha)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/kernel.h"
 
 namespace kiln::compiler {
@@ -27,8 +28,14 @@ class Model {
   // Parses, checks and shape-infers an ONNX ModelProto, then runs the graph
   // passes (constant folding, fusion). INVALID_ARGUMENT for bytes that are not
   // an ONNX model; UNIMPLEMENTED naming the operator for unsupported ops.
-  static absl::StatusOr<Model> FromOnnx(std::string_view model_bytes);
-  static absl::StatusOr<Model> FromOnnxFile(const std::string& path);
+  // `options`: input shapes and where external data lives (onnx_import.h).
+  static absl::StatusOr<Model> FromOnnx(std::string_view model_bytes,
+                                        const ImportOptions& options = {});
+  // Reads the file as it parses it (never holding its bytes whole). External
+  // data is found only where `options` says: pass the model's folder as
+  // external_data_dir to import a model saved with external data.
+  static absl::StatusOr<Model> FromOnnxFile(const std::string& path,
+                                            const ImportOptions& options = {});
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -37,7 +44,7 @@ class Model {
   // One task per distinct workload, in first-use order.
   const std::vector<Task>& Tasks() const;
   const Graph& graph() const;
-  // SHA-256 (hex) of the ONNX bytes.
+  // SHA-256 (hex) of the ONNX bytes (of the .onnx file, external data aside).
   const std::string& source_sha256() const;
 
  private:

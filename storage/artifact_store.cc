@@ -1,4 +1,6 @@
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,14 +18,6 @@ namespace kiln::storage {
 
 namespace {
 
-bool IsSha256Hex(const std::string& sha) {
-  if (sha.size() != 64) return false;
-  for (char c : sha) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 absl::Status ErrnoError(std::string_view what, const std::string& path) {
   return absl::InternalError(StrCat(what, " '", path, "': ", std::strerror(errno)));
 }
@@ -37,12 +31,105 @@ absl::Status FsyncPath(const std::string& path, int flags) {
   return absl::OkStatus();
 }
 
+// Temporaries are named <pid>-<n>: those of processes that no longer exist
+// are leftovers of a crash (a tracker killed mid-upload).
+void RemoveDeadTemporaries(const std::string& tmp_dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(tmp_dir, ec)) {
+    std::string name = e.path().filename().string();
+    int64_t pid = 0;
+    if (!ParseInt64(name.substr(0, name.find('-')), &pid) || pid <= 0) continue;
+    if (pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::filesystem::remove(e.path(), ec);
+  }
+}
+
 }  // namespace
+
+// ------------------------------------------------------------- BlobWriter
+
+BlobWriter::~BlobWriter() { Discard(); }
+
+void BlobWriter::Discard() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (!tmp_path_.empty()) {
+    ::unlink(tmp_path_.c_str());
+    tmp_path_.clear();
+  }
+}
+
+absl::Status BlobWriter::Append(std::string_view bytes) {
+  if (fd_ < 0) return absl::FailedPreconditionError("the blob writer is closed");
+  hasher_.Update(bytes);
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      absl::Status s = ErrnoError("write", tmp_path_);
+      Discard();
+      return s;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  size_ += static_cast<int64_t>(bytes.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BlobWriter::Stored> BlobWriter::Commit(std::string_view expected_sha256) {
+  if (fd_ < 0) return absl::FailedPreconditionError("the blob writer is closed");
+  Stored out;
+  out.sha256 = hasher_.HexDigest();
+  out.size = size_;
+  if (!expected_sha256.empty() && expected_sha256 != out.sha256) {
+    Discard();
+    return absl::DataLossError(StrCat("checksum mismatch: the ", out.size,
+                                      " bytes received hash to ", out.sha256, ", not ",
+                                      expected_sha256));
+  }
+  if (store_->Contains(out.sha256)) {
+    Discard();
+    out.already_stored = true;
+    return out;
+  }
+  if (::fsync(fd_) != 0) {
+    absl::Status s = ErrnoError("fsync", tmp_path_);
+    Discard();
+    return s;
+  }
+  ::close(fd_);
+  fd_ = -1;
+  std::string shard = StrCat(store_->dir_, "/", out.sha256.substr(0, 2));
+  std::error_code ec;
+  std::filesystem::create_directories(shard, ec);
+  if (ec) {
+    Discard();
+    return absl::InternalError(StrCat("cannot create '", shard, "': ", ec.message()));
+  }
+  std::string final_path = store_->PathOf(out.sha256);
+  if (::rename(tmp_path_.c_str(), final_path.c_str()) != 0) {
+    absl::Status s = ErrnoError("rename", tmp_path_);
+    Discard();
+    return s;
+  }
+  tmp_path_.clear();
+  // Make the rename itself durable.
+  if (absl::Status s = FsyncPath(shard, O_RDONLY | O_DIRECTORY); !s.ok()) return s;
+  return out;
+}
+
+// ---------------------------------------------------------- ArtifactStore
 
 absl::StatusOr<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::string& dir) {
   if (dir.empty()) return absl::InvalidArgumentError("artifact store folder is empty");
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(dir + "/.tmp", ec);
   if (ec) {
     return absl::PermissionDeniedError(
         StrCat("cannot create artifact store folder '", dir, "': ", ec.message()));
@@ -50,6 +137,7 @@ absl::StatusOr<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::st
   if (!std::filesystem::is_directory(dir, ec)) {
     return absl::FailedPreconditionError(StrCat("'", dir, "' is not a folder"));
   }
+  RemoveDeadTemporaries(dir + "/.tmp");
   return std::unique_ptr<ArtifactStore>(new ArtifactStore(dir));
 }
 
@@ -62,48 +150,37 @@ bool ArtifactStore::Contains(const std::string& sha256) const {
   return IsSha256Hex(sha256) && std::filesystem::is_regular_file(PathOf(sha256), ec);
 }
 
+absl::StatusOr<int64_t> ArtifactStore::SizeOf(const std::string& sha256) const {
+  if (!Contains(sha256)) return absl::NotFoundError(StrCat("no stored file ", sha256));
+  std::error_code ec;
+  auto size = std::filesystem::file_size(PathOf(sha256), ec);
+  if (ec) return absl::InternalError(StrCat("cannot stat ", sha256, ": ", ec.message()));
+  return static_cast<int64_t>(size);
+}
+
+absl::StatusOr<std::unique_ptr<BlobWriter>> ArtifactStore::NewWriter() const {
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = StrCat(dir_, "/.tmp/", ::getpid(), "-", counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    // The folder may have been removed under a running store.
+    std::error_code ec;
+    std::filesystem::create_directories(dir_ + "/.tmp", ec);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError("create", tmp);
+  }
+  return std::unique_ptr<BlobWriter>(new BlobWriter(this, tmp, fd));
+}
+
 absl::StatusOr<std::string> ArtifactStore::Put(std::string_view bytes) {
   std::string sha = Sha256Hex(bytes);
   if (Contains(sha)) return sha;  // same bytes, same name: nothing to do
-  std::string shard = StrCat(dir_, "/", sha.substr(0, 2));
-  std::error_code ec;
-  std::filesystem::create_directories(shard, ec);
-  if (ec) return absl::InternalError(StrCat("cannot create '", shard, "': ", ec.message()));
-
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = StrCat(shard, "/.tmp-", sha, "-", ::getpid(), "-", counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create", tmp);
-  const char* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      absl::Status s = ErrnoError("write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    absl::Status s = ErrnoError("fsync", tmp);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  ::close(fd);
-  std::string final_path = PathOf(sha);
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    absl::Status s = ErrnoError("rename", tmp);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  // Make the rename itself durable.
-  if (absl::Status s = FsyncPath(shard, O_RDONLY | O_DIRECTORY); !s.ok()) return s;
-  return sha;
+  auto writer = NewWriter();
+  if (!writer.ok()) return writer.status();
+  if (absl::Status s = (*writer)->Append(bytes); !s.ok()) return s;
+  auto stored = (*writer)->Commit(sha);
+  if (!stored.ok()) return stored.status();
+  return stored->sha256;
 }
 
 absl::StatusOr<std::string> ArtifactStore::Get(const std::string& sha256) const {

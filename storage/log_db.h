@@ -145,24 +145,81 @@ class LogDb {
   std::unique_ptr<Database> db_;
 };
 
+// SHA-256 of bytes given in pieces.
+class Sha256Hasher {
+ public:
+  Sha256Hasher();
+  ~Sha256Hasher();
+  Sha256Hasher(const Sha256Hasher&) = delete;
+  Sha256Hasher& operator=(const Sha256Hasher&) = delete;
+  void Update(std::string_view bytes);
+  // Lowercase hex; the hasher is spent afterwards.
+  std::string HexDigest();
+
+ private:
+  void* ctx_;  // EVP_MD_CTX
+};
+
+// A file on its way into the store: bytes are written to a temporary file as
+// they arrive and hashed on the way; Commit renames it to its content
+// address. Destroying an uncommitted writer removes the partial file.
+class BlobWriter {
+ public:
+  ~BlobWriter();
+  BlobWriter(const BlobWriter&) = delete;
+  BlobWriter& operator=(const BlobWriter&) = delete;
+
+  absl::Status Append(std::string_view bytes);
+  int64_t size() const { return size_; }
+
+  struct Stored {
+    std::string sha256;
+    int64_t size = 0;
+    bool already_stored = false;  // the store had these bytes; the new copy was dropped
+  };
+  // Flushes the file to disk and moves it into place. DATA_LOSS when
+  // `expected_sha256` is given and the bytes hash to something else (the
+  // partial file is removed).
+  absl::StatusOr<Stored> Commit(std::string_view expected_sha256 = {});
+
+ private:
+  friend class ArtifactStore;
+  BlobWriter(const class ArtifactStore* store, std::string tmp_path, int fd)
+      : store_(store), tmp_path_(std::move(tmp_path)), fd_(fd) {}
+  void Discard();
+  const class ArtifactStore* store_;
+  std::string tmp_path_;
+  int fd_;
+  int64_t size_ = 0;
+  Sha256Hasher hasher_;
+};
+
 // Content-addressed files under one folder: <dir>/<sha[0:2]>/<sha256>.
-// Writes go to a temporary file that is renamed into place, so a crash never
-// leaves a partial artifact under its final name.
+// Writes go to a temporary file under <dir>/.tmp that is renamed into place,
+// so a crash never leaves a partial file under its final name; temporaries of
+// processes that died are removed by Open.
 class ArtifactStore {
  public:
   static absl::StatusOr<std::unique_ptr<ArtifactStore>> Open(const std::string& dir);
   // Stores the bytes; returns their SHA-256 (hex).
   absl::StatusOr<std::string> Put(std::string_view bytes);
+  // Starts storing a file whose bytes come in pieces.
+  absl::StatusOr<std::unique_ptr<BlobWriter>> NewWriter() const;
   absl::StatusOr<std::string> Get(const std::string& sha256) const;  // NOT_FOUND
   std::string PathOf(const std::string& sha256) const;
   bool Contains(const std::string& sha256) const;
+  // The stored file's size; NOT_FOUND when it is not stored.
+  absl::StatusOr<int64_t> SizeOf(const std::string& sha256) const;
 
  private:
+  friend class BlobWriter;
   explicit ArtifactStore(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
 };
 
 // SHA-256 of bytes, lowercase hex. (Also used for model hashes.)
 std::string Sha256Hex(std::string_view bytes);
+// "a 64-digit lowercase hex string".
+bool IsSha256Hex(std::string_view text);
 
 }  // namespace kiln::storage

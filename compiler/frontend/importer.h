@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/graph.h"
 #include "deploy/check.h"
 #include "deploy/str.h"
@@ -76,10 +77,17 @@ absl::StatusOr<std::vector<uint8_t>> TensorBytes(const onnx::TensorProto& t, DTy
 
 class Importer {
  public:
-  absl::StatusOr<std::unique_ptr<Graph>> Run(const onnx::ModelProto& model);
+  explicit Importer(const ImportOptions& options) : options_(options) {}
+  // Releases each initializer's data from `model` once it is imported, so a
+  // large model is not held twice.
+  absl::StatusOr<std::unique_ptr<Graph>> Run(onnx::ModelProto& model);
 
  private:
   absl::Status AddInitializer(const onnx::TensorProto& t, const std::string& name);
+  absl::Status AddInput(const onnx::ValueInfoProto& in);
+  // The `want` bytes of a tensor kept in an external data file.
+  absl::StatusOr<std::vector<uint8_t>> ExternalBytes(const onnx::TensorProto& t,
+                                                     const std::string& name, int64_t want);
   absl::Status ImportNode(const onnx::NodeProto& node);
 
   // Input i of the node (any dtype); InF also requires float32.
@@ -228,6 +236,7 @@ class Importer {
     return {1, v[0]};
   }
 
+  const ImportOptions& options_;
   std::unique_ptr<Graph> g_;
   std::unordered_map<std::string, int> by_name_;
   int64_t opset_ = 0;

@@ -1,9 +1,17 @@
 #include "compiler/frontend/onnx_import.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <set>
 
 #include "compiler/frontend/importer.h"
 #include "compiler/graph/passes.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
 
 namespace kiln::compiler {
 namespace onnx_internal {
@@ -76,19 +84,195 @@ absl::Status Importer::AddInitializer(const onnx::TensorProto& t, const std::str
     v.shape.push_back(d);
     n *= d;
   }
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    return absl::UnimplementedError(StrCat("tensor '", name, "' uses external data"));
-  }
   auto dtype = DTypeFromOnnx(t.data_type());
   if (!dtype) {
     return absl::UnimplementedError(
         StrCat("unsupported dtype ", DtypeName(t.data_type()), " of tensor '", name, "'"));
   }
   v.dtype = *dtype;
-  auto data = TensorBytes(t, *dtype, n);
+  auto data = t.data_location() == onnx::TensorProto::EXTERNAL
+                  ? ExternalBytes(t, name, n * DTypeBytes(*dtype))
+                  : TensorBytes(t, *dtype, n);
   if (!data.ok()) return data.status();
   v.bytes = *std::move(data);
   by_name_[name] = g_->AddValue(std::move(v));
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The file an external-data location names, under `dir` (the model's folder).
+absl::StatusOr<std::string> ResolveUnder(const std::string& dir, const std::string& location,
+                                         const std::string& tensor) {
+  namespace fs = std::filesystem;
+  auto escapes = [&] {
+    return absl::InvalidArgumentError(StrCat("tensor '", tensor, "': external data location '",
+                                             location, "' leaves the model's folder"));
+  };
+  fs::path rel(location);
+  if (rel.is_absolute()) return escapes();
+  for (const fs::path& part : rel) {
+    if (part == "..") return escapes();
+  }
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(fs::path(dir), ec);
+  if (ec) return absl::NotFoundError(StrCat("cannot resolve folder '", dir, "': ", ec.message()));
+  fs::path full = fs::weakly_canonical(base / rel, ec);
+  if (ec) {
+    return absl::NotFoundError(
+        StrCat("tensor '", tensor, "': cannot resolve external data '", location, "'"));
+  }
+  // Symbolic links may still lead out of the folder.
+  auto b = base.begin(), f = full.begin();
+  for (; b != base.end(); ++b, ++f) {
+    if (f == full.end() || *f != *b) return escapes();
+  }
+  return full.string();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint8_t>> Importer::ExternalBytes(const onnx::TensorProto& t,
+                                                             const std::string& name,
+                                                             int64_t want) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    int64_t* field = kv.key() == "offset" ? &offset : kv.key() == "length" ? &length : nullptr;
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (field && (!ParseInt64(kv.value(), field) || *field < 0)) {
+      return absl::InvalidArgumentError(StrCat("tensor '", name, "': external data ", kv.key(),
+                                               " '", kv.value(), "' is not a size"));
+    }
+  }
+  if (location.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", name, "' uses external data without a location"));
+  }
+  if (length < 0) length = want;
+  if (length != want) {
+    return absl::InvalidArgumentError(StrCat("tensor '", name, "' has ", length,
+                                             " bytes of external data, expected ", want));
+  }
+  std::string path;
+  if (auto it = options_.external_files.find(location); it != options_.external_files.end()) {
+    path = it->second;
+  } else if (!options_.external_data_dir.empty()) {
+    auto resolved = ResolveUnder(options_.external_data_dir, location, name);
+    if (!resolved.ok()) return resolved.status();
+    path = *resolved;
+  } else {
+    return absl::InvalidArgumentError(StrCat("tensor '", name, "' keeps its data in external file '",
+                                             location, "', which was not provided"));
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(StrCat("tensor '", name, "': cannot open external data '", location,
+                                      "': ", std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", name, "': external data '", location, "' is not a regular file"));
+  }
+  if (offset > st.st_size || length > st.st_size - offset) {
+    ::close(fd);
+    return absl::InvalidArgumentError(StrCat("tensor '", name, "': external data '", location,
+                                             "' is ", st.st_size, " bytes, shorter than offset ",
+                                             offset, " + length ", length));
+  }
+  std::vector<uint8_t> out(static_cast<size_t>(length));
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t r = ::pread(fd, out.data() + done, out.size() - done, offset + done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      ::close(fd);
+      return absl::DataLossError(
+          StrCat("tensor '", name, "': reading external data '", location, "' failed"));
+    }
+    done += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  return out;
+}
+
+absl::Status Importer::AddInput(const onnx::ValueInfoProto& in) {
+  const std::string& name = in.name();
+  if (!in.type().has_tensor_type()) {
+    return absl::UnimplementedError(StrCat("input '", name, "' is not a tensor"));
+  }
+  const auto& tt = in.type().tensor_type();
+  auto dtype = DTypeFromOnnx(tt.elem_type());
+  if (!dtype) {
+    return absl::UnimplementedError(
+        StrCat("unsupported dtype ", DtypeName(tt.elem_type()), " of input '", name, "'"));
+  }
+  auto given_it = options_.input_shapes.find(name);
+  const Shape* given = given_it == options_.input_shapes.end() ? nullptr : &given_it->second;
+  // The model's shape as text: [batch,3,224,224].
+  auto stated = [&] {
+    std::vector<std::string> dims;
+    for (const auto& d : tt.shape().dim()) {
+      dims.push_back(d.has_dim_value() ? StrCat(d.dim_value())
+                                       : d.has_dim_param() ? d.dim_param() : "?");
+    }
+    return StrCat("[", StrJoin(dims, ","), "]");
+  };
+  Value v;
+  v.name = name;
+  v.is_input = true;
+  v.dtype = *dtype;
+  if (!tt.has_shape()) {
+    if (!given) {
+      return absl::InvalidArgumentError(
+          StrCat("input '", name, "' has an unknown shape; give it with --input-shape ", name,
+                 "=DIMS (e.g. 1x3x224x224)"));
+    }
+    v.shape = *given;
+  } else {
+    const int rank = tt.shape().dim_size();
+    if (given && static_cast<int>(given->size()) != rank) {
+      return absl::InvalidArgumentError(StrCat("input shape ", name, "=", StrJoin(*given, "x"),
+                                               " has rank ", given->size(), ", but input '", name,
+                                               "' is ", stated(), " (rank ", rank, ")"));
+    }
+    for (int i = 0; i < rank; ++i) {
+      const auto& d = tt.shape().dim(i);
+      if (d.has_dim_value() && d.dim_value() < 0) {
+        return absl::InvalidArgumentError(
+            StrCat("input '", name, "' has a negative dimension ", i, " (", d.dim_value(), ")"));
+      }
+      if (d.has_dim_value()) {
+        if (given && (*given)[i] != d.dim_value()) {
+          return absl::InvalidArgumentError(
+              StrCat("input shape ", name, "=", StrJoin(*given, "x"), " contradicts the model: ",
+                     "dimension ", i, " of input '", name, "' ", stated(), " is ", d.dim_value(),
+                     ", not ", (*given)[i]));
+        }
+        v.shape.push_back(d.dim_value());
+      } else if (given) {
+        v.shape.push_back((*given)[i]);
+      } else {
+        return absl::InvalidArgumentError(StrCat(
+            "input '", name, "' ", stated(), ": dimension ", i,
+            d.has_dim_param() ? StrCat(" ('", d.dim_param(), "')") : std::string(),
+            " is unknown; give the input's shape with --input-shape ", name, "=DIMS"));
+      }
+    }
+  }
+  int64_t n = 1;
+  for (int64_t d : v.shape) {
+    if (d < 0 || (d > 0 && n > kMaxElements / d)) {
+      return absl::InvalidArgumentError(StrCat("input '", name, "' is too large"));
+    }
+    n *= d;
+  }
+  int id = g_->AddValue(std::move(v));
+  by_name_[name] = id;
+  g_->inputs.push_back(id);
   return absl::OkStatus();
 }
 
@@ -175,7 +359,7 @@ void Importer::AddView(const onnx::NodeProto& node, int in, int out) {
   g_->nodes.push_back(std::move(n));
 }
 
-absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& model) {
+absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
   g_ = std::make_unique<Graph>();
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
@@ -186,38 +370,26 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(const onnx::ModelProto& mod
   }
   if (opset_ == 0) opset_ = kMaxOpset;
   const onnx::GraphProto& graph = model.graph();
-  for (const auto& t : graph.initializer()) {
-    if (auto s = AddInitializer(t, t.name()); !s.ok()) return s;
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(i);
+    if (auto s = AddInitializer(*t, t->name()); !s.ok()) return s;
+    // Imported: the proto's copy of the data is no longer needed.
+    std::string().swap(*t->mutable_raw_data());
   }
   for (const auto& in : graph.input()) {
     if (by_name_.count(in.name())) continue;  // an initializer: a constant
-    if (!in.type().has_tensor_type()) {
-      return absl::UnimplementedError(StrCat("input '", in.name(), "' is not a tensor"));
-    }
-    const auto& tt = in.type().tensor_type();
-    auto dtype = DTypeFromOnnx(tt.elem_type());
-    if (!dtype) {
-      return absl::UnimplementedError(
-          StrCat("unsupported dtype ", DtypeName(tt.elem_type()), " of input '", in.name(), "'"));
-    }
-    if (!tt.has_shape()) {
-      return absl::UnimplementedError(StrCat("input '", in.name(), "' has an unknown shape"));
-    }
-    Value v;
-    v.name = in.name();
-    v.is_input = true;
-    v.dtype = *dtype;
-    for (const auto& d : tt.shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() < 0) {
-        return absl::UnimplementedError(StrCat("input '", in.name(), "' has a dynamic dimension (",
-                                               d.has_dim_param() ? d.dim_param() : std::string("?"),
-                                               ")"));
-      }
-      v.shape.push_back(d.dim_value());
-    }
-    int id = g_->AddValue(std::move(v));
-    by_name_[in.name()] = id;
-    g_->inputs.push_back(id);
+    if (auto s = AddInput(in); !s.ok()) return s;
+  }
+  for (const auto& [name, shape] : options_.input_shapes) {
+    bool is_input = false;
+    for (int id : g_->inputs) is_input = is_input || g_->values[id].name == name;
+    if (is_input) continue;
+    std::vector<std::string> inputs;
+    for (int id : g_->inputs) inputs.push_back(StrCat("'", g_->values[id].name, "'"));
+    return absl::InvalidArgumentError(StrCat(
+        "input shape ", name, "=", StrJoin(shape, "x"), " names no input of the model",
+        by_name_.count(name) ? " (it is an initializer)" : "", "; its inputs are ",
+        inputs.empty() ? std::string("none") : StrJoin(inputs, ", ")));
   }
   for (const auto& node : graph.node()) {
     if (auto s = ImportNode(node); !s.ok()) return s;
@@ -277,19 +449,92 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
 
 }  // namespace onnx_internal
 
-absl::StatusOr<std::unique_ptr<Graph>> ImportOnnx(std::string_view model_bytes) {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportParsed(onnx::ModelProto& model,
+                                                    const ImportOptions& options) {
+  if (model.ir_version() <= 0 || !model.has_graph()) {
+    return absl::InvalidArgumentError("not an ONNX model: no ir_version or no graph");
+  }
+  onnx_internal::Importer importer(options);
+  return importer.Run(model);
+}
+
+constexpr const char* kTooLarge =
+    "not an ONNX model: larger than 2 GiB (larger models keep their weights in external data "
+    "files)";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnx(std::string_view model_bytes,
+                                                  const ImportOptions& options) {
   onnx::ModelProto model;
   if (model_bytes.size() > static_cast<size_t>(INT32_MAX)) {
-    return absl::InvalidArgumentError("not an ONNX model: larger than 2 GiB");
+    return absl::InvalidArgumentError(kTooLarge);
   }
   if (!model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) {
     return absl::InvalidArgumentError("not an ONNX model: the bytes do not parse as a ModelProto");
   }
-  if (model.ir_version() <= 0 || !model.has_graph()) {
-    return absl::InvalidArgumentError("not an ONNX model: no ir_version or no graph");
+  return ImportParsed(model, options);
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path,
+                                                      const ImportOptions& options) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(StrCat("cannot open model file '", path, "'"));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(StrCat("'", path, "' is not a regular file"));
   }
-  onnx_internal::Importer importer;
-  return importer.Run(model);
+  if (st.st_size > INT32_MAX) {
+    ::close(fd);
+    return absl::InvalidArgumentError(kTooLarge);
+  }
+  onnx::ModelProto model;
+  bool parsed;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    stream.SetCloseOnDelete(true);
+    parsed = model.ParseFromZeroCopyStream(&stream);
+  }
+  if (!parsed) {
+    return absl::InvalidArgumentError("not an ONNX model: the bytes do not parse as a ModelProto");
+  }
+  return ImportParsed(model, options);
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text) {
+  std::vector<int64_t> dims;
+  for (std::string_view d : StrSplit(text, 'x', /*skip_empty=*/false)) {
+    int64_t v = 0;
+    if (!ParseInt64(d, &v) || v <= 0) {
+      return absl::InvalidArgumentError(
+          StrCat("shape '", text, "' is not positive integers joined by 'x' (e.g. 1x3x224x224)"));
+    }
+    dims.push_back(v);
+  }
+  return dims;
+}
+
+absl::Status ParseInputShape(std::string_view text,
+                             std::map<std::string, std::vector<int64_t>>* shapes) {
+  size_t eq = text.rfind('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        StrCat("--input-shape '", text, "' is not NAME=DIMS (e.g. data=1x3x224x224)"));
+  }
+  std::string name(text.substr(0, eq));
+  auto dims = ParseShape(text.substr(eq + 1));
+  if (!dims.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("--input-shape ", name, ": ", dims.status().message()));
+  }
+  if (shapes->count(name)) {
+    return absl::InvalidArgumentError(StrCat("--input-shape ", name, " is given twice"));
+  }
+  (*shapes)[name] = *std::move(dims);
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::compiler

@@ -1,16 +1,48 @@
 #pragma once
-// ONNX ModelProto -> graph IR, with shape inference. Float32 only, static
-// shapes only. INVALID_ARGUMENT ("not an ONNX model: ...") for other bytes;
-// UNIMPLEMENTED naming the operator, dtype or feature that kiln lacks.
+// ONNX ModelProto -> graph IR, with shape inference. INVALID_ARGUMENT ("not an
+// ONNX model: ...") for other bytes; UNIMPLEMENTED naming the operator, dtype
+// or feature that kiln lacks.
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/graph/graph.h"
 
 namespace kiln::compiler {
 
-absl::StatusOr<std::unique_ptr<Graph>> ImportOnnx(std::string_view model_bytes);
+struct ImportOptions {
+  // Shapes of graph inputs, by input name: symbolic or missing dimensions
+  // take the given value; a given shape must agree with every dimension the
+  // model states. INVALID_ARGUMENT naming the input and the dimension when a
+  // dimension is unknown and not given, when a given shape contradicts the
+  // model, and when a name is not an input of the model.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Tensors kept in external data files (data_location EXTERNAL): the file
+  // for each `location`, looked up here first (the tracker's uploaded files;
+  // nothing else is ever opened when external_data_dir is empty).
+  std::map<std::string, std::string> external_files;
+  // When not empty, other locations are resolved relative to this folder
+  // (the model's own); absolute locations and locations that leave the
+  // folder (.., symbolic links) are rejected.
+  std::string external_data_dir;
+};
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnx(std::string_view model_bytes,
+                                                  const ImportOptions& options = {});
+// Parses the file as it is read, so the model's bytes are not held twice.
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path,
+                                                      const ImportOptions& options = {});
+
+// "1x3x224x224" -> {1, 3, 224, 224}: every dimension a positive integer.
+absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text);
+// "NAME=1x3x224x224" (the --input-shape flag); the name may contain '='
+// only before the last one.
+absl::Status ParseInputShape(std::string_view text,
+                             std::map<std::string, std::vector<int64_t>>* shapes);
 
 }  // namespace kiln::compiler
