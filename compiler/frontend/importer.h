@@ -175,6 +175,15 @@ class Importer {
   absl::Status ImportGeneric(const onnx::NodeProto& node, bool* handled);
   absl::Status ImportDataMovement(const onnx::NodeProto& node, bool* handled);
   absl::Status ImportNormalization(const onnx::NodeProto& node, bool* handled);
+  // onnx_linalg_ops.cc (quantization, integer and transposed convolution,
+  // windows, LRN, Einsum) and onnx_index_ops.cc (GatherND, scatters, TopK,
+  // Compress, CenterCropPad), tried after those.
+  absl::Status ImportLinalg(const onnx::NodeProto& node, bool* handled);
+  absl::Status ImportIndexing(const onnx::NodeProto& node, bool* handled);
+  absl::Status ImportEinsum(const onnx::NodeProto& node);
+  // (a - azp) @ (b - bzp) in int32, with MatMul's rank rules.
+  absl::StatusOr<int> IntegerMatMul(const onnx::NodeProto& node, int a, int b, int azp, int bzp,
+                                    int out = -1);
   // Normalizes a possibly negative axis; INVALID_ARGUMENT when out of range.
   absl::StatusOr<int64_t> NormAxis(const onnx::NodeProto& node, int64_t axis, size_t rank) const;
   absl::Status Unimplemented(const onnx::NodeProto& node, const std::string& what) const {
@@ -217,6 +226,8 @@ class Importer {
   absl::Status ImportMatMul(const onnx::NodeProto& node);
   absl::Status ImportReshape(const onnx::NodeProto& node);
   absl::Status ImportBatchNorm(const onnx::NodeProto& node);
+  absl::Status BatchNormSteps(const onnx::NodeProto& node, const std::vector<int>& in,
+                              bool training);
   absl::Status ImportConstant(const onnx::NodeProto& node);
   // Resize and Upsample (onnx_resize.cc).
   absl::Status ImportResize(const onnx::NodeProto& node);

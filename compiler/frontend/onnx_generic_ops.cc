@@ -349,6 +349,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
         return done(Unary(node, cur, "clip", {lo, hi}, 0));
       }
     }
+    if (std::isinf(lo) && std::isinf(hi)) return done(Reshaped(node, *x, V(*x).shape, 0));
     return done(Unary(node, *x, "clip", {lo, hi}, 0));
   }
   // Binary, with NumPy broadcasting (legacy `broadcast`/`axis` before opset 7).
@@ -550,7 +551,9 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
   }
   bool moved = false;
   if (auto s = ImportDataMovement(node, &moved); !s.ok() || moved) return s;
-  return ImportNormalization(node, handled);
+  if (auto s = ImportNormalization(node, &moved); !s.ok() || moved) return s;
+  if (auto s = ImportLinalg(node, &moved); !s.ok() || moved) return s;
+  return ImportIndexing(node, handled);
 }
 
 }  // namespace kiln::compiler::onnx_internal

@@ -429,13 +429,26 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
     if (op == "Dropout") {
-      if (node.output_size() > 1 && !node.output(1).empty()) {
-        return Unimplemented(node, "the mask output is not supported");
-      }
+      // Inference, or training with ratio 0: the identity, and a mask of
+      // all ones (bool since opset 10, the input's dtype before).
       if (HasIn(node, 2)) {
         auto t = ConstInts(node, 2);
         if (!t.ok()) return t.status();
-        if (!t->empty() && (*t)[0] != 0) return Unimplemented(node, "training_mode=1");
+        double ratio = 0.5;
+        if (HasIn(node, 1)) {
+          auto r = ConstDoubles(node, 1);
+          if (!r.ok()) return r.status();
+          if (!r->empty()) ratio = (*r)[0];
+        }
+        if (!t->empty() && (*t)[0] != 0 && ratio != 0) {
+          return Unimplemented(node, "training_mode=1 with a nonzero ratio (random)");
+        }
+      }
+      if (node.output_size() > 1 && !node.output(1).empty()) {
+        const Shape xs = V(*x).shape;
+        DType mt = opset_ >= 10 ? DType::kBool : V(*x).dtype;
+        auto mask = Expand(node, Scalar(Name(node), mt, 1), xs, 1);
+        if (!mask.ok()) return mask.status();
       }
     }
     AddView(node, *x, NewValue(node, 0, g_->values[*x].shape));

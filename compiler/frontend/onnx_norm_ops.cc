@@ -94,6 +94,40 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     if (!s.ok()) return s.status();
     return done(BinaryOp(node, *s, *bi, "add", 0));
   }
+  if (op == "GroupNormalization") {
+    // Normalized per (n, group) over [N, G, C/G * spatial]; scale and bias
+    // per channel (opset 21) or per group (opset 18).
+    auto x = In(node, 0), scale = In(node, 1), bias = In(node, 2);
+    if (!x.ok() || !scale.ok() || !bias.ok()) {
+      return !x.ok() ? x.status() : !scale.ok() ? scale.status() : bias.status();
+    }
+    const Shape xs = V(*x).shape;
+    const int64_t G = AttrInt(node, "num_groups", 0);
+    if (xs.size() < 2 || G < 1 || xs[1] % G != 0) {
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': num_groups must divide the channels"));
+    }
+    auto x3 = Reshaped(node, *x, {xs[0], G, V(*x).NumElements() / std::max<int64_t>(1, xs[0] * G)});
+    if (!x3.ok()) return x3.status();
+    auto y3 = normalize(*x3, {2}, AttrFloat(node, "epsilon", 1e-5f), -1);
+    if (!y3.ok()) return y3.status();
+    const bool per_group = opset_ < 21;
+    Shape ps = per_group ? Shape{G, 1} : Shape(xs.size(), 1);
+    if (!per_group) ps[1] = xs[1];
+    auto sc = Reshaped(node, *scale, ps), bi = Reshaped(node, *bias, ps);
+    if (!sc.ok() || !bi.ok()) return !sc.ok() ? sc.status() : bi.status();
+    int y = *y3;
+    if (!per_group) {
+      auto back = Reshaped(node, y, xs);
+      if (!back.ok()) return back.status();
+      y = *back;
+    }
+    auto m = BinaryOp(node, y, *sc, "mul");
+    if (!m.ok()) return m.status();
+    auto a = BinaryOp(node, *m, *bi, "add", per_group ? -1 : 0);
+    if (!a.ok() || !per_group) return done(a);
+    return done(Reshaped(node, *a, xs, 0));
+  }
   if (op == "NegativeLogLikelihoodLoss" || op == "SoftmaxCrossEntropyLoss") {
     auto x = In(node, 0), t = In(node, 1);
     if (!x.ok() || !t.ok()) return !x.ok() ? x.status() : t.status();

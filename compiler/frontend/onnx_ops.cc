@@ -109,6 +109,16 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
 }
 
 absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool global) {
+  // MaxPool of other dtypes, with Indices or column-major indices: the
+  // generic window op (onnx_linalg_ops.cc).
+  if (max && !global) {
+    auto in = In(node, 0);
+    if (!in.ok()) return in.status();
+    if (V(*in).dtype != DType::kFloat32 || (node.output_size() > 1 && !node.output(1).empty())) {
+      bool handled = false;
+      return ImportLinalg(node, &handled);
+    }
+  }
   auto x = InF(node, 0);
   if (!x.ok()) return x.status();
   Shape xs = g_->values[*x].shape;
@@ -369,26 +379,32 @@ absl::Status Importer::ImportReshape(const onnx::NodeProto& node) {
 }
 
 absl::Status Importer::ImportBatchNorm(const onnx::NodeProto& node) {
-  if (AttrInt(node, "training_mode", 0) != 0) return Unimplemented(node, "training_mode=1");
-  for (int i = 1; i < node.output_size(); ++i) {
-    if (!node.output(i).empty()) return Unimplemented(node, "training outputs are not supported");
+  const bool training = opset_ >= 14 && AttrInt(node, "training_mode", 0) != 0;
+  if (!training) {
+    for (int i = 1; i < node.output_size(); ++i) {
+      if (!node.output(i).empty()) {
+        return Unimplemented(node, "training outputs outside training mode");
+      }
+    }
   }
   auto x = InF(node, 0);
   if (!x.ok()) return x.status();
   const Shape xs = g_->values[*x].shape;
   if (xs.size() < 2) return absl::InvalidArgumentError("BatchNormalization: input rank < 2");
   std::vector<int> inputs = {*x};
+  bool constant = true;
   for (int i = 1; i <= 4; ++i) {
     auto p = InF(node, i);
     if (!p.ok()) return p.status();
     const Value& pv = g_->values[*p];
-    if (!pv.IsConstant()) return Unimplemented(node, "non-constant scale/bias/mean/var");
+    constant = constant && pv.IsConstant();
     if (pv.shape != Shape{xs[1]}) {
       return absl::InvalidArgumentError(
           StrCat("node '", Name(node), "': parameter ", i, " must be [C]"));
     }
     inputs.push_back(*p);
   }
+  if (!constant || training) return BatchNormSteps(node, inputs, training);
   Node n;
   n.kind = NodeKind::kBatchNorm;
   n.name = Name(node);
@@ -398,6 +414,63 @@ absl::Status Importer::ImportBatchNorm(const onnx::NodeProto& node) {
   n.output = NewValue(node, 0, xs);
   g_->nodes.push_back(std::move(n));
   return absl::OkStatus();
+}
+
+// BatchNormalization as elementwise steps: with parameters computed at run
+// time, or in training mode (batch statistics; outputs 1 and 2 are the
+// updated running mean and variance).
+absl::Status Importer::BatchNormSteps(const onnx::NodeProto& node, const std::vector<int>& in,
+                                      bool training) {
+  const Shape xs = V(in[0]).shape;
+  Shape cs(xs.size() - 1, 1);
+  cs[0] = xs[1];
+  std::vector<int> p(5, in[0]);
+  for (int i = 1; i <= 4; ++i) {
+    auto r = Reshaped(node, in[i], cs);
+    if (!r.ok()) return r.status();
+    p[i] = *r;
+  }
+  const double eps = AttrFloat(node, "epsilon", 1e-5f);
+  int mean = p[3], var = p[4];
+  if (training) {
+    std::vector<int64_t> axes = {0};
+    for (size_t d = 2; d < xs.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    const double n = static_cast<double>(V(in[0]).NumElements()) / static_cast<double>(xs[1]);
+    auto sum = ReduceOver(node, in[0], axes, true, 0);
+    if (!sum.ok()) return sum.status();
+    auto m = Unary(node, *sum, "scale", {1.0 / n, 0.0});
+    if (!m.ok()) return m.status();
+    auto d = BinaryOp(node, in[0], *m, "sub");
+    if (!d.ok()) return d.status();
+    auto sq = ReduceOver(node, *d, axes, true, 0, 2);
+    if (!sq.ok()) return sq.status();
+    auto v = Unary(node, *sq, "scale", {1.0 / n, 0.0});
+    if (!v.ok()) return v.status();
+    mean = *m;
+    var = *v;
+    // running = input * momentum + batch * (1 - momentum)
+    const double mom = AttrFloat(node, "momentum", 0.9f);
+    for (int o : {1, 2}) {
+      if (o >= node.output_size() || node.output(o).empty()) continue;
+      auto batch = Reshaped(node, o == 1 ? mean : var, {xs[1]});
+      if (!batch.ok()) return batch.status();
+      auto b = Unary(node, *batch, "scale", {1.0 - mom, 0.0});
+      auto r = Unary(node, in[o == 1 ? 3 : 4], "scale", {mom, 0.0});
+      if (!b.ok() || !r.ok()) return !b.ok() ? b.status() : r.status();
+      if (auto s = BinaryOp(node, *r, *b, "add", o); !s.ok()) return s.status();
+    }
+  }
+  auto d = BinaryOp(node, in[0], mean, "sub");
+  if (!d.ok()) return d.status();
+  auto sd = Unary(node, var, "scale", {1.0, eps});
+  if (!sd.ok()) return sd.status();
+  sd = Unary(node, *sd, "sqrt");
+  if (!sd.ok()) return sd.status();
+  auto sc = BinaryOp(node, p[1], *d, "mul");
+  if (!sc.ok()) return sc.status();
+  auto q = BinaryOp(node, *sc, *sd, "div");
+  if (!q.ok()) return q.status();
+  return BinaryOp(node, *q, p[2], "add", 0).status();
 }
 
 absl::Status Importer::ImportConstant(const onnx::NodeProto& node) {

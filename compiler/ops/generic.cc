@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/elementwise.h"
+#include "compiler/ops/generic_internal.h"
 #include "deploy/str.h"
 
 namespace kiln::compiler::ops {
@@ -19,28 +20,7 @@ namespace {
 using namespace ir;
 using Shape = std::vector<int64_t>;
 using Status = absl::Status;
-
-Status Bad(const Workload& w, const std::string& what) {
-  return absl::InvalidArgumentError(StrCat(w.op, ": ", what));
-}
-
-Expr Clamp(Expr v, int64_t lo, int64_t hi) { return Min(Max(v, IntImm(lo)), IntImm(hi)); }
-
-// A constant of type t.
-Expr Const(DataType t, double v) {
-  if (t.is_float()) return FloatImm(v, t);
-  return IntImm(t.is_bool() ? (v != 0) : static_cast<int64_t>(v), t);
-}
-
-std::vector<Expr> AsExprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
-
-absl::StatusOr<int64_t> AxisOf(const Workload& w, const char* name, size_t rank) {
-  int64_t a = w.IntOr(name, 0);
-  if (a < 0 || a >= static_cast<int64_t>(std::max<size_t>(rank, 1))) {
-    return Bad(w, StrCat(name, " ", a, " out of range for rank ", rank));
-  }
-  return a;
-}
+using namespace generic_internal;
 
 // ---------------------------------------------------------------------------
 // Reductions
@@ -91,26 +71,13 @@ absl::StatusOr<te::Tensor> ReduceOp(const Workload& w, const std::vector<te::Ten
         if (pre == 1) v = *UnaryFn("abs", v, {});
         if (pre == 2) v = v * v;
         if (raxes.empty()) return v;
-        double inf = std::numeric_limits<double>::infinity();
         switch (kind) {
           case 0:
             return Reduce(ReduceKind::kSum, v, raxes, Const(ct, 0));
           case 1:
-            return Reduce(ReduceKind::kMax, v, raxes,
-                          ct.is_float() ? Const(ct, -inf)
-                          : ct.is_uint()
-                              ? Const(ct, 0)
-                              : IntImm(ct.bits == 64 ? std::numeric_limits<int64_t>::min()
-                                                     : -(int64_t{1} << (ct.bits - 1)),
-                                       ct));
+            return Reduce(ReduceKind::kMax, v, raxes, Lowest(ct));
           case 2:
-            return Reduce(ReduceKind::kMin, v, raxes,
-                          ct.is_float() ? Const(ct, inf)
-                          : ct.bits == 64
-                              ? IntImm(ct.is_uint() ? -1 : std::numeric_limits<int64_t>::max(), ct)
-                              : IntImm(ct.is_uint() ? (int64_t{1} << ct.bits) - 1
-                                                    : (int64_t{1} << (ct.bits - 1)) - 1,
-                                       ct));
+            return Reduce(ReduceKind::kMin, v, raxes, Highest(ct));
           default:
             return Reduce(ReduceKind::kProd, v, raxes, Const(ct, 1));
         }
@@ -288,12 +255,6 @@ absl::StatusOr<te::Tensor> SliceOp(const Workload& w, const std::vector<te::Tens
       x.buffer()->dtype);
 }
 
-// A normalized, clamped index into a dimension of size n.
-Expr IndexInto(Expr i, int64_t n) {
-  i = Cast(DataType::Int64(), i);
-  return Clamp(Select(i < IntImm(0), i + IntImm(n), i), 0, std::max<int64_t>(n - 1, 0));
-}
-
 absl::StatusOr<te::Tensor> GatherOp(const Workload& w, const std::vector<te::Tensor>& in) {
   const te::Tensor& x = in.at(0);
   const te::Tensor& ind = in.at(1);
@@ -303,13 +264,14 @@ absl::StatusOr<te::Tensor> GatherOp(const Workload& w, const std::vector<te::Ten
   const Shape& xs = x->shape;
   const Shape& is = ind->shape;
   if (!ind.buffer()->dtype.is_integer()) return Bad(w, "indices must be integers");
+  // A scalar index (stored as shape [1]) drops the axis.
+  const bool scalar_ind = w.IntOr("scalar_indices", 0) != 0;
   Shape out(xs.begin(), xs.begin() + a);
-  out.insert(out.end(), is.begin(), is.end());
+  if (!scalar_ind) out.insert(out.end(), is.begin(), is.end());
   out.insert(out.end(), xs.begin() + a + 1, xs.end());
   if (out.empty()) out = {1};
   if (out != w.Ints("shape")) return Bad(w, "output shape does not match");
   if (xs[a] == 0) return Bad(w, "gather from an empty axis");
-  const bool scalar_ind = w.IntOr("scalar_indices", 0) != 0;
   return te::Compute(
       "gather", out,
       [&](const std::vector<Var>& o) {
@@ -382,6 +344,8 @@ absl::StatusOr<te::Tensor> PadOp(const Workload& w, const std::vector<te::Tensor
             // Reflect: fold i into [0, n) without repeating the edge.
             Expr p = FloorMod(i, IntImm(2 * (n - 1)));
             i = Select(p < IntImm(n), p, IntImm(2 * (n - 1)) - p);
+          } else if (mode == 3 && n > 0) {
+            i = FloorMod(i, IntImm(n));  // wrap
           } else if (mode != 0) {
             i = Clamp(i, 0, std::max<int64_t>(n - 1, 0));
           } else {
@@ -697,6 +661,16 @@ const GenericOp kOps[] = {
     {"onehot", Pattern::kInjective, OneHotOp},
     {"eyelike", Pattern::kInjective, EyeLikeOp},
     {"resize", Pattern::kInjective, ResizeOp},
+    {"gather_nd", Pattern::kInjective, GatherNdOp},
+    {"scatter", Pattern::kReduction, ScatterOp},
+    {"topk", Pattern::kReduction, TopKOp},
+    {"matmul", Pattern::kOpaque, MatMulOp},
+    {"conv", Pattern::kOpaque, ConvOp},
+    {"window", Pattern::kReduction, WindowOp},
+    {"einsum", Pattern::kReduction, EinsumOp},
+    {"lrn", Pattern::kReduction, LrnOp},
+    {"quantize", Pattern::kInjective, QuantizeOp},
+    {"dequantize", Pattern::kInjective, DequantizeOp},
 };
 
 // ---------------------------------------------------------------------------
@@ -779,6 +753,24 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
 }
 
 }  // namespace
+
+namespace generic_internal {
+
+Expr Lowest(DataType t) {
+  if (t.is_float()) return FloatImm(-std::numeric_limits<double>::infinity(), t);
+  if (t.is_uint() || t.is_bool()) return IntImm(0, t);
+  return IntImm(t.bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits - 1)),
+                t);
+}
+
+Expr Highest(DataType t) {
+  if (t.is_float()) return FloatImm(std::numeric_limits<double>::infinity(), t);
+  if (t.is_bool()) return IntImm(1, t);
+  if (t.bits == 64) return IntImm(t.is_uint() ? -1 : std::numeric_limits<int64_t>::max(), t);
+  return IntImm(t.is_uint() ? (int64_t{1} << t.bits) - 1 : (int64_t{1} << (t.bits - 1)) - 1, t);
+}
+
+}  // namespace generic_internal
 
 const GenericOp* FindGenericOp(const std::string& name) {
   for (const GenericOp& op : kOps) {

@@ -15,7 +15,7 @@
 //                 out-of-range ones are clamped, never read out of bounds)
 //   gather_elements  axis; in1 indices of the output's shape
 //   pad           pads (begins then ends, may be negative), mode (0 constant,
-//                 1 reflect, 2 edge), floats value
+//                 1 reflect, 2 edge, 3 wrap), floats value
 //   where         in0 bool condition, in1, in2; all broadcast to `shape`
 //   tile          (output shape / input shape gives the repeats)
 //   cumsum        axis, exclusive, reverse
@@ -31,6 +31,27 @@
 //                 (tf_crop_and_resize; default 0, 1), cubic_a (-0.75),
 //                 extrapolation (0). Taps read clamped indices; linear/cubic
 //                 need a float input and accumulate in float64.
+//   gather_nd     batch (batch_dims); in1 indices [..., k]
+//   scatter       mode (0 elements, 1 ND), axis, reduction (0 none, 1 add,
+//                 2 mul, 3 max, 4 min); in0 data, in1 indices, in2 updates
+//   topk          axis, largest (0/1), part (0 values, 1 indices); output's
+//                 dim on the axis is k; sorted, ties by lower index
+//   matmul        zp (0/1: in2, in3 zero points of A ([1]/[M]) and B
+//                 ([1]/[N])); A and B padded to the output's rank; any dtype,
+//                 accumulating in the output's
+//   conv          strides, dilations, pads (begins), group, transposed, has_bias
+//                 (in2 bias [M]), zp (then x and w zero points); N-D, any dtype
+//   window        kernel, strides, dilations, pads (begins), kind (0 max, 1 Lp
+//                 with floats p, 2 argmax flat index, order 0/1)
+//   einsum        t<k> letters of input k's dims, out the output's letters,
+//                 extent each letter's size
+//   lrn           size; floats alpha, beta, bias
+//   quantize      axis, block; in0 x, in1 scale, in2 zero point (optional)
+//   dequantize    axis, block; in0 x, in1 scale, in2 zero point (optional)
+//
+// The compute definitions live in generic.cc (shape and data movement),
+// generic_linalg.cc (contractions, windows, quantization) and
+// generic_index.cc (gather_nd, scatter, topk).
 //
 // Epilogues apply to every generic op's output as to any other anchor.
 

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -32,7 +33,20 @@ using kiln::StrCat;
 
 namespace {
 
-enum class Outcome { kPass, kFail, kUnsupported };
+enum class Outcome { kPass, kFail, kUnsupported, kDisputed };
+
+// Tests whose stored expected output contradicts the operator's spec, ONNX's
+// own current reference implementation and ONNX Runtime. kiln follows the
+// spec; a mismatch on these is reported DISPUTED (not a pass) with the reason.
+const std::map<std::string, std::string> kDisputedData = {
+    {"test_qlinearmatmul_2D_int8_float16", "int8 data wraps instead of saturating, onnx/onnx#6169"},
+    {"test_qlinearmatmul_2D_int8_float32", "int8 data wraps instead of saturating, onnx/onnx#6169"},
+    {"test_qlinearmatmul_3D_int8_float16", "int8 data wraps instead of saturating, onnx/onnx#6169"},
+    {"test_qlinearmatmul_3D_int8_float32", "int8 data wraps instead of saturating, onnx/onnx#6169"},
+    {"test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
+     "1.17 data divides ceil-mode windows past the padded input by the whole window; "
+     "onnx.reference, onnxruntime and PyTorch count the taps inside the padded input"},
+};
 
 struct Result {
   std::string name;
@@ -49,6 +63,8 @@ const char* OutcomeName(Outcome o) {
       return "FAIL";
     case Outcome::kUnsupported:
       return "UNSUPPORTED";
+    case Outcome::kDisputed:
+      return "DISPUTED";
   }
   return "?";
 }
@@ -519,6 +535,12 @@ int main(int argc, char** argv) {
     if (restrict_ops && !is_claimed) continue;
     Result r = RunTest(t, target);
     r.claimed = is_claimed;
+    if (auto d = kDisputedData.find(r.name);
+        d != kDisputedData.end() && r.outcome == Outcome::kFail &&
+        r.detail.find(": output ") != std::string::npos) {
+      r.outcome = Outcome::kDisputed;
+      r.detail = StrCat(r.detail, " (test data disputed: ", d->second, ")");
+    }
     std::printf("%s %s%s%s\n", OutcomeName(r.outcome), r.name.c_str(), r.detail.empty() ? "" : " ",
                 r.detail.c_str());
     std::fflush(stdout);
@@ -531,10 +553,12 @@ int main(int argc, char** argv) {
   };
   auto line = [&](const char* what, bool only_claimed) {
     long pass = count(only_claimed, Outcome::kPass), fail = count(only_claimed, Outcome::kFail),
-         unsup = count(only_claimed, Outcome::kUnsupported);
-    long total = pass + fail + unsup;
-    std::printf("%s: %ld tests, %ld passed, %ld failed, %ld unsupported, pass rate %.1f%%\n", what,
-                total, pass, fail, unsup, total ? 100.0 * pass / total : 0.0);
+         unsup = count(only_claimed, Outcome::kUnsupported),
+         disputed = count(only_claimed, Outcome::kDisputed);
+    long total = pass + fail + unsup + disputed;
+    std::printf(
+        "%s: %ld tests, %ld passed, %ld failed, %ld unsupported, %ld disputed, pass rate %.1f%%\n",
+        what, total, pass, fail, unsup, disputed, total ? 100.0 * pass / total : 0.0);
   };
   line("overall", false);
   line("claimed operators", true);
@@ -551,6 +575,7 @@ int main(int argc, char** argv) {
     out << "], \"passed\": " << count(false, Outcome::kPass)
         << ", \"failed\": " << count(false, Outcome::kFail)
         << ", \"unsupported\": " << count(false, Outcome::kUnsupported)
+        << ", \"disputed\": " << count(false, Outcome::kDisputed)
         << ", \"claimed_failed\": " << count(true, Outcome::kFail) << "}\n";
   }
   return count(true, Outcome::kFail) > 0 ? 1 : 0;

@@ -1,0 +1,455 @@
+// ONNX operators onto the generic contraction, window and quantization ops
+// (compiler/ops/generic_linalg.cc): QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger,
+// QLinearConv, ConvTranspose, LpPool, GlobalLpPool, GlobalMaxPool, MaxPool
+// on other dtypes or with its Indices output, LRN and Einsum. Integer
+// operators compute in integers as ONNX specifies (int32 accumulation), and
+// requantize in float32.
+#include <set>
+
+#include "compiler/frontend/importer.h"
+
+namespace kiln::compiler::onnx_internal {
+namespace {
+
+bool IsQuantType(DType t) {
+  return t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt16 || t == DType::kUInt16 ||
+         t == DType::kInt32;
+}
+
+// The input's dims after the batch and channel dims.
+Shape SpatialDims(const Shape& s) {
+  return Shape(s.begin() + std::min<size_t>(2, s.size()), s.end());
+}
+
+}  // namespace
+
+absl::StatusOr<int> Importer::IntegerMatMul(const onnx::NodeProto& node, int a, int b, int azp,
+                                            int bzp, int out_index) {
+  Shape as = V(a).shape, bs = V(b).shape;
+  if (as.empty() || bs.empty()) return Unimplemented(node, "scalar operands");
+  const bool a1 = as.size() == 1, b1 = bs.size() == 1;
+  if (a1) as.insert(as.begin(), 1);
+  if (b1) bs.push_back(1);
+  if (as.back() != bs[bs.size() - 2]) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': inner dims differ"));
+  }
+  auto batch = Broadcast(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2),
+                         StrCat("node '", Name(node), "'"));
+  if (!batch.ok()) return batch.status();
+  Shape out = *batch;
+  out.push_back(as[as.size() - 2]);
+  out.push_back(bs.back());
+  auto pa = Reshaped(node, a, PadTo(as, out.size()));
+  auto pb = Reshaped(node, b, PadTo(bs, out.size()));
+  if (!pa.ok() || !pb.ok()) return !pa.ok() ? pa.status() : pb.status();
+  Shape final_shape(out.begin(), out.end() - 2);
+  if (!a1) final_shape.push_back(out[out.size() - 2]);
+  if (!b1) final_shape.push_back(out.back());
+  const bool same = final_shape == out;
+  auto r = Generic(node, "matmul", {*pa, *pb, azp, bzp}, out, DType::kInt32, {{"zp", {1}}},
+                   same ? out_index : -1);
+  if (!r.ok() || same) return r;
+  return Reshaped(node, *r, final_shape, out_index);
+}
+
+absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) {
+  *handled = true;
+  const std::string& op = node.op_type();
+  auto done = [](const absl::StatusOr<int>& r) { return r.ok() ? absl::OkStatus() : r.status(); };
+  // An optional zero point, else a scalar 0 of `dtype`.
+  auto zero_point = [&](int i, DType dtype) -> absl::StatusOr<int> {
+    if (HasIn(node, i)) return In(node, i);
+    return Scalar(Name(node), dtype, 0);
+  };
+  // A float32 copy of a (float16/float32) scale.
+  auto f32 = [&](int v) -> absl::StatusOr<int> {
+    return V(v).dtype == DType::kFloat32 ? absl::StatusOr<int>(v)
+                                         : Unary(node, v, "cast", {double(DType::kFloat32)});
+  };
+  // saturate(round(acc * factor) + zp) of an int32 accumulator into zp's
+  // dtype: the requantization of QLinearMatMul and QLinearConv.
+  auto requantize = [&](int acc, int factor, int zp) -> absl::StatusOr<int> {
+    auto f = Unary(node, acc, "cast", {double(DType::kFloat32)});
+    if (!f.ok()) return f;
+    auto d = BinaryOp(node, *f, factor, "mul");
+    if (!d.ok()) return d;
+    if (!IsQuantType(V(zp).dtype)) return Unimplemented(node, "unsupported output dtype");
+    return Generic(node, "quantize", {*d, Scalar(Name(node), DType::kFloat32, 1), zp},
+                   V(*d).shape, V(zp).dtype, {{"axis", {0}}, {"block", {0}}}, 0);
+  };
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+    auto x = In(node, 0), s = In(node, 1);
+    if (!x.ok() || !s.ok()) return !x.ok() ? x.status() : s.status();
+    const Shape xs = V(*x).shape;
+    // The axis matters only for per-axis and blocked parameters.
+    absl::StatusOr<int64_t> axis = 0;
+    if (V(*s).NumElements() > 1) axis = NormAxis(node, AttrInt(node, "axis", 1), xs.size());
+    if (!axis.ok()) return axis.status();
+    std::vector<int> inputs = {*x, *s};
+    if (HasIn(node, 2)) {
+      auto z = In(node, 2);
+      if (!z.ok()) return z.status();
+      inputs.push_back(*z);
+    }
+    std::map<std::string, std::vector<int64_t>> attrs = {
+        {"axis", {*axis}}, {"block", {AttrInt(node, "block_size", 0)}}};
+    if (op == "DequantizeLinear") {
+      if (!IsQuantType(V(*x).dtype)) {
+        return Unimplemented(node, StrCat("dequantizing ", DtypeName(int(V(*x).dtype))));
+      }
+      return done(Generic(node, "dequantize", inputs, xs, V(*s).dtype, attrs, 0));
+    }
+    DType yt = DType::kUInt8;
+    if (inputs.size() > 2) {
+      yt = V(inputs[2]).dtype;
+    } else if (int64_t od = AttrInt(node, "output_dtype", 0); od != 0) {
+      auto d = DTypeFromOnnx(od);
+      if (!d) return Unimplemented(node, StrCat("output dtype ", DtypeName(int(od))));
+      yt = *d;
+    }
+    if (!IsQuantType(yt)) return Unimplemented(node, StrCat("quantizing to ", DtypeName(int(yt))));
+    return done(Generic(node, "quantize", inputs, xs, yt, attrs, 0));
+  }
+  if (op == "DynamicQuantizeLinear") {
+    auto x = InF(node, 0);
+    if (!x.ok()) return x.status();
+    std::vector<int64_t> all(V(*x).shape.size());
+    for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
+    auto mx = ReduceOver(node, *x, all, false, 1);
+    auto mn = ReduceOver(node, *x, all, false, 2);
+    if (!mx.ok() || !mn.ok()) return !mx.ok() ? mx.status() : mn.status();
+    const int zero = Scalar(Name(node), DType::kFloat32, 0);
+    auto mx0 = BinaryOp(node, *mx, zero, "max");
+    auto mn0 = BinaryOp(node, *mn, zero, "min");
+    if (!mx0.ok() || !mn0.ok()) return !mx0.ok() ? mx0.status() : mn0.status();
+    auto range = BinaryOp(node, *mx0, *mn0, "sub");
+    if (!range.ok()) return range.status();
+    // (max == min gives range 0; ONNX then takes 1.)
+    auto is0 = BinaryOp(node, *range, zero, "equal");
+    if (!is0.ok()) return is0.status();
+    auto safe = Generic(node, "where", {*is0, Scalar(Name(node), DType::kFloat32, 1), *range},
+                        {}, DType::kFloat32, {});
+    if (!safe.ok()) return safe.status();
+    auto scale = BinaryOp(node, *safe, Scalar(Name(node), DType::kFloat32, 255), "div", 1);
+    if (!scale.ok()) return scale.status();
+    auto q = BinaryOp(node, *mn0, *scale, "div");
+    if (!q.ok()) return q.status();
+    auto zf = Unary(node, *q, "clip", {-255, 0});  // -min/scale in [0, 255], negated
+    if (!zf.ok()) return zf.status();
+    auto zn = Unary(node, *zf, "neg");
+    if (!zn.ok()) return zn.status();
+    auto zr = Unary(node, *zn, "round");
+    if (!zr.ok()) return zr.status();
+    auto zp = Unary(node, *zr, "cast", {double(DType::kUInt8)}, 2);
+    if (!zp.ok()) return zp.status();
+    return done(Generic(node, "quantize", {*x, *scale, *zp}, V(*x).shape, DType::kUInt8,
+                        {{"axis", {0}}, {"block", {0}}}, 0));
+  }
+  if (op == "MatMulInteger" || op == "QLinearMatMul") {
+    const bool q = op == "QLinearMatMul";
+    const int ia = 0, ib = q ? 3 : 1;
+    auto a = In(node, ia), b = In(node, ib);
+    if (!a.ok() || !b.ok()) return !a.ok() ? a.status() : b.status();
+    auto azp = zero_point(2, V(*a).dtype), bzp = zero_point(q ? 5 : 3, V(*b).dtype);
+    if (!azp.ok() || !bzp.ok()) return !azp.ok() ? azp.status() : bzp.status();
+    if (!q) return done(IntegerMatMul(node, *a, *b, *azp, *bzp, 0));
+    auto acc = IntegerMatMul(node, *a, *b, *azp, *bzp);
+    if (!acc.ok()) return acc.status();
+    auto as = In(node, 1), bs = In(node, 4), ys = In(node, 6), yzp = In(node, 7);
+    if (!as.ok() || !bs.ok() || !ys.ok() || !yzp.ok()) return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': QLinearMatMul needs 8 inputs"));
+    auto as32 = f32(*as), bs32 = f32(*bs), ys32 = f32(*ys);
+    if (!as32.ok() || !bs32.ok() || !ys32.ok()) return absl::InternalError("scale cast");
+    // a's scale is per row (M): make it a column.
+    int asv = *as32;
+    if (V(asv).NumElements() > 1) {
+      auto col = Reshaped(node, asv, {V(asv).NumElements(), 1});
+      if (!col.ok()) return col.status();
+      asv = *col;
+    }
+    auto ab = BinaryOp(node, asv, *bs32, "mul");
+    if (!ab.ok()) return ab.status();
+    auto factor = BinaryOp(node, *ab, *ys32, "div");
+    if (!factor.ok()) return factor.status();
+    return done(requantize(*acc, *factor, *yzp));
+  }
+  if (op == "ConvInteger" || op == "QLinearConv" || op == "ConvTranspose") {
+    const bool q = op == "QLinearConv", transposed = op == "ConvTranspose";
+    const int ix = 0, iw = q ? 3 : 1;
+    auto x = In(node, ix), wt = In(node, iw);
+    if (!x.ok() || !wt.ok()) return !x.ok() ? x.status() : wt.status();
+    const Shape xs = V(*x).shape, ws = V(*wt).shape;
+    if (xs.size() < 3 || ws.size() != xs.size()) {
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': input and weight need rank >= 3 and the same rank"));
+    }
+    if (transposed && V(*x).dtype != V(*wt).dtype) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': dtypes differ"));
+    }
+    const size_t n = xs.size() - 2;
+    const int64_t group = AttrInt(node, "group", 1);
+    Shape kernel = AttrInts(node, "kernel_shape", SpatialDims(ws));
+    Shape strides = AttrInts(node, "strides", Shape(n, 1));
+    Shape dil = AttrInts(node, "dilations", Shape(n, 1));
+    Shape pads = AttrInts(node, "pads", {});
+    if (kernel != SpatialDims(ws) || strides.size() != n || dil.size() != n || group < 1) {
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': kernel_shape/strides/dilations do not fit"));
+    }
+    Shape out_sp(n);
+    std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
+    if (!transposed) {
+      if (pads.empty()) pads.assign(2 * n, 0);
+      if (auto s = Spatial(node, SpatialDims(xs), kernel, strides, dil, false, &pads, &out_sp);
+          !s.ok()) {
+        return s;
+      }
+    } else {
+      // ONNX's rule: pads from output_shape (or in * stride under SAME_*)
+      // when pads are absent, else the output size from the pads.
+      Shape opad = AttrInts(node, "output_padding", Shape(n, 0));
+      Shape oshape = AttrInts(node, "output_shape", {});
+      if (opad.size() != n || (!oshape.empty() && oshape.size() != n)) {
+        return absl::InvalidArgumentError(
+            StrCat("node '", Name(node), "': output_padding/output_shape do not fit"));
+      }
+      const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+      if (pads.empty() && !same) pads.assign(2 * n, 0);
+      if (pads.size() != (pads.empty() ? 0 : 2 * n)) {
+        return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bad pads"));
+      }
+      for (size_t d = 0; d < n; ++d) {
+        const int64_t full = strides[d] * (xs[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dil[d] + 1;
+        if (pads.size() == 2 * n) {
+          out_sp[d] = oshape.empty() ? full - pads[d] - pads[d + n] : oshape[d];
+        } else {
+          out_sp[d] = oshape.empty() ? xs[2 + d] * strides[d] : oshape[d];
+        }
+      }
+      if (pads.empty()) {
+        pads.assign(2 * n, 0);
+        for (size_t d = 0; d < n; ++d) {
+          const int64_t full =
+              strides[d] * (xs[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dil[d] + 1;
+          const int64_t total = full - out_sp[d];
+          pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+          pads[d + n] = total - pads[d];
+        }
+      }
+      for (int64_t o : out_sp) {
+        if (o < 1 || o > kMaxElements) {
+          return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bad output size"));
+        }
+      }
+    }
+    const int64_t M = transposed ? ws[1] * group : ws[0];
+    Shape out = {xs[0], M};
+    out.insert(out.end(), out_sp.begin(), out_sp.end());
+    std::map<std::string, std::vector<int64_t>> attrs = {
+        {"strides", strides},
+        {"dilations", dil},
+        {"pads", Shape(pads.begin(), pads.begin() + n)},
+        {"group", {group}},
+        {"transposed", {transposed ? 1 : 0}}};
+    std::vector<int> inputs = {*x, *wt};
+    const int ib = q ? 8 : 2;
+    if (transposed || q) {
+      if (HasIn(node, ib)) {
+        auto b = In(node, ib);
+        if (!b.ok()) return b.status();
+        inputs.push_back(*b);
+        attrs["has_bias"] = {1};
+      }
+    }
+    if (!transposed) {
+      auto xzp = zero_point(2, V(*x).dtype), wzp = zero_point(q ? 5 : 3, V(*wt).dtype);
+      if (!xzp.ok() || !wzp.ok()) return !xzp.ok() ? xzp.status() : wzp.status();
+      inputs.push_back(*xzp);
+      inputs.push_back(*wzp);
+      attrs["zp"] = {1};
+    }
+    if (transposed) {
+      return done(Generic(node, "conv", inputs, out, V(*x).dtype, attrs, 0));
+    }
+    auto acc = Generic(node, "conv", inputs, out, DType::kInt32, attrs, q ? -1 : 0);
+    if (!acc.ok() || !q) return done(acc);
+    auto xsc = In(node, 1), wsc = In(node, 4), ysc = In(node, 6), yzp = In(node, 7);
+    if (!xsc.ok() || !wsc.ok() || !ysc.ok() || !yzp.ok()) return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': QLinearConv needs 8 inputs"));
+    auto x32 = f32(*xsc), w32 = f32(*wsc), y32 = f32(*ysc);
+    if (!x32.ok() || !w32.ok() || !y32.ok()) return absl::InternalError("scale cast");
+    int wv = *w32;
+    if (V(wv).NumElements() > 1) {  // per output channel: [M, 1, ...]
+      Shape s(n + 1, 1);
+      s[0] = V(wv).NumElements();
+      auto r = Reshaped(node, wv, s);
+      if (!r.ok()) return r.status();
+      wv = *r;
+    }
+    auto xw = BinaryOp(node, *x32, wv, "mul");
+    if (!xw.ok()) return xw.status();
+    auto factor = BinaryOp(node, *xw, *y32, "div");
+    if (!factor.ok()) return factor.status();
+    return done(requantize(*acc, *factor, *yzp));
+  }
+  if (op == "LpPool" || op == "GlobalLpPool" || op == "GlobalMaxPool" || op == "MaxPool") {
+    auto x = In(node, 0);
+    if (!x.ok()) return x.status();
+    const Shape xs = V(*x).shape;
+    if (xs.size() < 3) {
+      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': input rank < 3"));
+    }
+    const size_t n = xs.size() - 2;
+    if (op == "GlobalMaxPool") {
+      std::vector<int64_t> axes;
+      for (size_t d = 2; d < xs.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+      return done(ReduceOver(node, *x, axes, true, 1, 0, 0));
+    }
+    const bool global = op == "GlobalLpPool";
+    Shape kernel = global ? SpatialDims(xs) : AttrInts(node, "kernel_shape", {});
+    Shape strides = global ? Shape(n, 1) : AttrInts(node, "strides", Shape(n, 1));
+    Shape dil = global ? Shape(n, 1) : AttrInts(node, "dilations", Shape(n, 1));
+    Shape pads = global ? Shape(2 * n, 0) : AttrInts(node, "pads", Shape(2 * n, 0));
+    Shape out_sp;
+    if (auto s = Spatial(node, SpatialDims(xs), kernel, strides, dil,
+                         !global && AttrInt(node, "ceil_mode", 0) != 0, &pads, &out_sp);
+        !s.ok()) {
+      return s;
+    }
+    Shape out = {xs[0], xs[1]};
+    out.insert(out.end(), out_sp.begin(), out_sp.end());
+    std::map<std::string, std::vector<int64_t>> attrs = {
+        {"kernel", kernel},
+        {"strides", strides},
+        {"dilations", dil},
+        {"pads", Shape(pads.begin(), pads.begin() + n)},
+        {"kind", {op == "MaxPool" ? 0 : 1}}};
+    std::map<std::string, double> floats;
+    if (op != "MaxPool") floats["p"] = static_cast<double>(AttrInt(node, "p", 2));
+    auto y = Generic(node, "window", {*x}, out, V(*x).dtype, attrs, 0, floats);
+    if (!y.ok() || op != "MaxPool" || node.output_size() < 2 || node.output(1).empty()) {
+      return done(y);
+    }
+    attrs["kind"] = {2};
+    attrs["order"] = {AttrInt(node, "storage_order", 0)};
+    return done(Generic(node, "window", {*x}, out, DType::kInt64, attrs, 1));
+  }
+  if (op == "LRN") {
+    auto x = In(node, 0);
+    if (!x.ok()) return x.status();
+    return done(Generic(node, "lrn", {*x}, V(*x).shape, V(*x).dtype,
+                        {{"size", {AttrInt(node, "size", 1)}}}, 0,
+                        {{"alpha", AttrFloat(node, "alpha", 1e-4f)},
+                         {"beta", AttrFloat(node, "beta", 0.75f)},
+                         {"bias", AttrFloat(node, "bias", 1.0f)}}));
+  }
+  if (op == "Einsum") return ImportEinsum(node);
+  *handled = false;
+  return absl::OkStatus();
+}
+
+// Einsum: letters (and the dims an ellipsis stands for) become letter ids;
+// the generic einsum op multiplies and sums over the ids not in the output.
+absl::Status Importer::ImportEinsum(const onnx::NodeProto& node) {
+  std::string eq;
+  for (char c : AttrString(node, "equation", "")) {
+    if (c != ' ') eq.push_back(c);
+  }
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': equation '", eq, "': ", what));
+  };
+  std::string lhs = eq, rhs;
+  const bool explicit_out = eq.find("->") != std::string::npos;
+  if (explicit_out) {
+    lhs = eq.substr(0, eq.find("->"));
+    rhs = eq.substr(eq.find("->") + 2);
+  }
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int>(terms.size()) != node.input_size()) return bad("one term per input");
+  std::vector<int> inputs;
+  std::map<char, int64_t> id;      // letter -> id
+  std::vector<int64_t> extent;     // id -> size
+  int64_t ell_rank = -1;           // dims under the ellipsis
+  std::vector<int64_t> ell_ids;    // their ids
+  std::map<std::string, std::vector<int64_t>> attrs;
+  std::map<int64_t, int> count;
+  auto letter = [&](int64_t l, int64_t size) -> absl::Status {
+    if (extent[l] != size) return bad("a letter has two sizes");
+    ++count[l];
+    return absl::OkStatus();
+  };
+  for (size_t k = 0; k < terms.size(); ++k) {
+    auto x = In(node, static_cast<int>(k));
+    if (!x.ok()) return x.status();
+    inputs.push_back(*x);
+    const Shape& xs = V(*x).shape;
+    const std::string& t = terms[k];
+    size_t ell = t.find("...");
+    int64_t named = static_cast<int64_t>(t.size()) - (ell == std::string::npos ? 0 : 3);
+    int64_t er = static_cast<int64_t>(xs.size()) - named;
+    if (ell == std::string::npos ? er != 0 : er < 0) return bad("term does not match the rank");
+    std::vector<int64_t> ids;
+    size_t dim = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t.compare(i, 3, "...") == 0) {
+        if (ell_rank >= 0 && ell_rank != er) return bad("ellipses of different ranks");
+        if (ell_rank < 0) {
+          ell_rank = er;
+          for (int64_t e = 0; e < er; ++e) {
+            ell_ids.push_back(static_cast<int64_t>(extent.size()));
+            extent.push_back(xs[dim + e]);
+          }
+        }
+        for (int64_t e = 0; e < er; ++e) {
+          if (auto s = letter(ell_ids[e], xs[dim]); !s.ok()) return s;
+          ids.push_back(ell_ids[e]);
+          ++dim;
+        }
+        i += 2;
+        continue;
+      }
+      char c = t[i];
+      if (!std::isalpha(static_cast<unsigned char>(c))) return bad("letters only");
+      if (!id.count(c)) {
+        id[c] = static_cast<int64_t>(extent.size());
+        extent.push_back(xs[dim]);
+      }
+      if (auto s = letter(id[c], xs[dim]); !s.ok()) return s;
+      ids.push_back(id[c]);
+      ++dim;
+    }
+    attrs[StrCat("t", k)] = ids;
+  }
+  std::vector<int64_t> out_ids;
+  if (explicit_out) {
+    for (size_t i = 0; i < rhs.size(); ++i) {
+      if (rhs.compare(i, 3, "...") == 0) {
+        out_ids.insert(out_ids.end(), ell_ids.begin(), ell_ids.end());
+        i += 2;
+        continue;
+      }
+      if (!id.count(rhs[i])) return bad("output letter not in any input");
+      out_ids.push_back(id[rhs[i]]);
+    }
+  } else {
+    // Implicit: the ellipsis dims, then letters used once, alphabetically.
+    out_ids = ell_ids;
+    for (const auto& [c, l] : id) {
+      if (count[l] == 1) out_ids.push_back(l);
+    }
+  }
+  Shape out;
+  for (int64_t l : out_ids) out.push_back(extent[l]);
+  attrs["out"] = out_ids;
+  attrs["extent"] = extent;
+  return Generic(node, "einsum", inputs, out, V(inputs[0]).dtype, attrs, 0).status();
+}
+
+}  // namespace kiln::compiler::onnx_internal
