@@ -157,9 +157,21 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
     Expr y = pool(std::vector<Expr>(i.begin(), i.end()));
     if (!is_max) {
       Expr cnt;
-      if (include_pad || !any_guard) {
-        // ONNX (test data for ceil_mode windows past the padded input too):
-        // the whole window counts.
+      if (include_pad) {
+        // The window's taps inside the padded input: the whole window, except
+        // for ceil-mode windows that run past the end padding (ONNX's
+        // reference, onnxruntime and PyTorch; ONNX 1.17's test data for
+        // averagepool_3d_*_ceil_mode_is_True still divides by the whole window).
+        Expr n;
+        for (int d = 0; d < rank; ++d) {
+          const int64_t padded = in[d] + pad[d] + pad[r_n + d];
+          Expr nd = (outs[d] - 1) * st[d] + (ks[d] - 1) * dil[d] >= padded
+                        ? ValidCount(i[d + 2] * IntImm(st[d]), ks[d], dil[d], padded)
+                        : IntImm(ks[d]);
+          n = n.defined() ? n * nd : nd;
+        }
+        cnt = Cast(DataType::Float32(), n);
+      } else if (!any_guard) {
         int64_t whole = 1;
         for (int d = 0; d < rank; ++d) whole *= ks[d];
         cnt = FloatImm(static_cast<double>(whole));

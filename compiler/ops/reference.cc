@@ -115,9 +115,10 @@ void Dense(const Workload& w, const KernelSignature& sig, std::span<const float*
 // ONNX 2-D and 3-D pooling (pool2d runs as pool3d with a depth of 1: kernel,
 // stride and dilation 1, no depth padding). Max and exclusive average see
 // only the elements inside the input; an inclusive average (count_include_pad)
-// divides by the whole window, also for ceil-mode windows that extend past the
-// padded input (what the ONNX test data for
-// averagepool_3d_*_ceil_mode_is_True has).
+// divides by the window's taps inside the padded input: the whole window,
+// except for ceil-mode windows that run past the end padding (ONNX's
+// reference, onnxruntime and PyTorch; ONNX 1.17's test data for
+// averagepool_3d_*_ceil_mode_is_True still divides by the whole window).
 void Pool(const Workload& w, std::span<const float* const> in, float* out) {
   const bool is3d = w.op == "pool3d";
   const size_t rank = is3d ? 3 : 2;
@@ -128,7 +129,8 @@ void Pool(const Workload& w, std::span<const float* const> in, float* out) {
     ext[0] = w.Int("D");
     oext[0] = w.Int("OD");
   }
-  std::array<int64_t, 3> kr = {1, 1, 1}, st = {1, 1, 1}, dil = {1, 1, 1}, pad = {0, 0, 0};
+  std::array<int64_t, 3> kr = {1, 1, 1}, st = {1, 1, 1}, dil = {1, 1, 1}, pad = {0, 0, 0},
+                        pad_end = {0, 0, 0};
   const auto& wk = w.Ints("kernel");
   const auto& ws = w.Ints("stride");
   const auto& wd = w.Ints("dilation");
@@ -137,8 +139,15 @@ void Pool(const Workload& w, std::span<const float* const> in, float* out) {
     kr[skip + i] = wk[i];
     st[skip + i] = ws[i];
     dil[skip + i] = wd[i];
-    pad[skip + i] = wp[i];  // the begin pads; the end pads only shape OD/OH/OW
+    pad[skip + i] = wp[i];
+    pad_end[skip + i] = wp[rank + i];
   }
+  // Taps of the window starting at o in a padded extent of `padded`.
+  auto taps = [](int64_t o, int64_t st, int64_t k, int64_t dil, int64_t padded) {
+    int64_t n = 0;
+    for (int64_t r = 0; r < k; ++r) n += o * st + r * dil < padded;
+    return n;
+  };
   const int64_t N = w.Int("N"), C = w.Int("C"), D = ext[0], H = ext[1], W = ext[2], OD = oext[0],
                 OH = oext[1], OW = oext[2];
   const bool is_max = w.Int("kind") == 0;
@@ -165,7 +174,11 @@ void Pool(const Workload& w, std::span<const float* const> in, float* out) {
               }
             }
           }
-          if (include_pad) count = kr[0] * kr[1] * kr[2];
+          if (include_pad) {
+            count = taps(od, st[0], kr[0], dil[0], D + pad[0] + pad_end[0]) *
+                    taps(oh, st[1], kr[1], dil[1], H + pad[1] + pad_end[1]) *
+                    taps(ow, st[2], kr[2], dil[2], W + pad[2] + pad_end[2]);
+          }
           float y;
           if (is_max) {
             y = static_cast<float>(acc);

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "compiler/frontend/onnx_import.h"
+#include "compiler/model.h"
+#include "compiler/target.h"
+#include "deploy/runtime.h"
 #include "tests/compiler/graph_eval.h"
 #include "tests/compiler/onnx_test_util.h"
 
@@ -265,6 +268,28 @@ TEST(OnnxImport, OneDimConvAndVectorMatMul) {
 
 namespace kiln::compiler {
 namespace {
+
+// ViT's class token: Gather of a scalar index on axis 1 drops that axis
+// ([2,3,4] -> [2,4]); the gather op once expected the index's [1] there.
+TEST(OnnxImport, GatherScalarIndexOffAxisZeroCompilesAndRuns) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3, 4});
+  b.InitInt64("i", {}, {1});
+  OnnxBuilder::Int(b.Node("Gather", {"x", "i"}, {"y"}), "axis", 1);
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(ShapeOf(m->graph(), "y"), (std::vector<int64_t>{2, 4}));
+  CompileReport report;
+  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
+  ASSERT_TRUE(art.ok()) << art.status();
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> x(24), y(8, -1.0f);
+  for (int i = 0; i < 24; ++i) x[i] = static_cast<float>(i);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
+  EXPECT_THAT(y, ElementsAre(4, 5, 6, 7, 16, 17, 18, 19));
+}
 
 TEST(OnnxConformanceReference, ClaimedOperatorTestsMatch) {
   namespace fs = std::filesystem;

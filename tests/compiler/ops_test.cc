@@ -56,11 +56,15 @@ const char* kPoolAvg =
 const char* kPoolAvgCeil =
     "pool2d(C=3;H=5;N=1;OH=3;OW=3;W=5;count_include_pad=1;dilation=1,1;kernel=2,2;kind=1;pad=0,0,0,"
     "0;stride=2,2)";
+// ... and with padding: the padded taps count, the overhang past them not.
+const char* kPoolAvgCeilPad =
+    "pool2d(C=2;H=5;N=1;OH=3;OW=3;W=4;count_include_pad=1;dilation=1,1;kernel=3,3;kind=1;pad=1,1,0,"
+    "1;stride=2,2)";
 const char* kElt = "eltwise(in_shape=1,4,1,11;shape=2,4,3,11)|add:2,1,3,11|relu";
 
 std::vector<const char*> AllWorkloads() {
   return {kConv,    kConvNoPad, kConvGroups,  kDense, kDenseBatch,
-          kPoolMax, kPoolAvg,   kPoolAvgCeil, kElt};
+          kPoolMax, kPoolAvg,   kPoolAvgCeil, kPoolAvgCeilPad, kElt};
 }
 
 TEST(OpsKnobs, EveryOpHasKnobsAndAValidDefault) {

@@ -80,8 +80,9 @@ TEST(Pool3dReference, HandComputed) {
               ElementsAre(0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1));
 
   // Ceil mode: 3x3x3 input, 2-windows at stride 2 -> 2 outputs per dim; the
-  // last window holds one element per dim. count_include_pad=1 still divides
-  // by 8 (the ONNX test data for averagepool_3d_*_ceil_mode_is_True does).
+  // last window holds one element per dim. count_include_pad=1 counts the
+  // taps inside the padded input (no padding here: as the exclusive average),
+  // as ONNX's reference, onnxruntime and PyTorch do.
   std::vector<float> z = Iota(27, 0.f);
   std::string ceil =
       "C=1;D=3;H=3;N=1;OD=2;OH=2;OW=2;W=3;dilation=1,1,1;kernel=2,2,2;pad=0,0,0,0,0,0;stride=2,2,2";
@@ -93,8 +94,8 @@ TEST(Pool3dReference, HandComputed) {
   EXPECT_FLOAT_EQ(zex[7], 26.f);
   auto zin = Ref(Parse("pool3d(" + ceil + ";count_include_pad=1;kind=1)"), z);
   EXPECT_FLOAT_EQ(zin[0], 6.5f);
-  EXPECT_FLOAT_EQ(zin[1], (2 + 5 + 11 + 14) / 8.f);
-  EXPECT_FLOAT_EQ(zin[7], 26.f / 8);
+  EXPECT_FLOAT_EQ(zin[1], (2 + 5 + 11 + 14) / 4.f);
+  EXPECT_FLOAT_EQ(zin[7], 26.f);
 
   // Dilation 2 over 4x4x4 (the ONNX maxpool_3d_dilations layout: every depth
   // slice is 1..16): windows {0,2}^3 and {1,3}^3.

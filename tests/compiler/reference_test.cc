@@ -153,13 +153,27 @@ TEST(ReferencePool, AverageWithPadding) {
 
 // Ceil mode: 5x5, 2x2 windows, stride 2 -> 3x3; the last window holds one
 // input element. count_include_pad=0 averages what is inside; =1 divides by
-// the whole window, as the ONNX data does (kernels agree: see ops tests).
+// the taps inside the padded input (ONNX's reference, onnxruntime, PyTorch);
+// kernels agree: see ops tests.
 TEST(ReferencePool, CeilModeAverageCountsAsOnnxDoes) {
   auto excl = RunRef(Pool(5, 2, 2, 0, 1, 0, 3), {Iota(25)});
   EXPECT_FLOAT_EQ(excl[8], 25.0f);
   auto incl = RunRef(Pool(5, 2, 2, 0, 1, 1, 3), {Iota(25)});
-  EXPECT_FLOAT_EQ(incl[8], 25.0f / 4.0f);
-  EXPECT_FLOAT_EQ(incl[2], (5.0f + 10.0f) / 4.0f);
+  EXPECT_FLOAT_EQ(incl[8], 25.0f);
+  EXPECT_FLOAT_EQ(incl[2], (5.0f + 10.0f) / 2.0f);
+}
+
+// With padding, the padded taps count and only the overhang past the end
+// padding does not: 4 wide, pad 1 both sides, kernel 3, stride 2, ceil mode
+// -> windows [-1,1], [1,3], [3,5]; the last has taps 3, 4 (pad), 5 (past).
+TEST(ReferencePool, CeilModeInclusiveCountsPaddingNotOverhang) {
+  Workload w;
+  w.op = "pool2d";
+  w.ints = {{"N", {1}},        {"C", {1}},          {"H", {1}},         {"W", {4}},
+            {"OH", {1}},       {"OW", {3}},         {"kernel", {1, 3}}, {"stride", {1, 2}},
+            {"pad", {0, 1, 0, 1}}, {"dilation", {1, 1}}, {"kind", {1}},
+            {"count_include_pad", {1}}};
+  EXPECT_THAT(RunRef(w, {{1, 2, 3, 4}}), ElementsAre(3.0f / 3, 9.0f / 3, 4.0f / 2));
 }
 
 TEST(ReferencePool, MaxWithNegativeValuesIgnoresPadding) {

@@ -718,21 +718,376 @@ def identity_dropout():
     return Case(m, {"x": image(42, 1, 3, 8, 8)})
 
 
-def dropout_opset6():
-    """Dropout-6 with is_test=1 in an opset 6 graph (Caffe2-era exports)."""
+def dropout_opset6(modern=False):
+    """Dropout-6 with is_test=1 and with a ratio in an opset 6 graph
+    (Caffe2-era exports). onnxruntime has no Dropout-6 kernel: the reference
+    is the same graph at opset 13 with Identity for each Dropout."""
     g = G(43)
     x = g.relu(g.conv("x", 3, 4, 3))
-    x = g.op("Dropout", [x], is_test=1, ratio=0.5)
-    x = g.op("Dropout", [x], ratio=0.2)
+    if modern:
+        x = g.op("Identity", [g.op("Identity", [x])])
+    else:
+        x = g.op("Dropout", [x], is_test=1, ratio=0.5)
+        x = g.op("Dropout", [x], ratio=0.2)
     g.nodes[-1].output[0] = "y"
-    m = g.model([fin("x", [1, 3, 6, 6])], [fout("y")], 6)
-    return Case(m, {"x": image(43, 1, 3, 6, 6)})
+    m = g.model([fin("x", [1, 3, 6, 6])], [fout("y", shape=[1, 4, 6, 6])], 13 if modern else 6)
+    case = Case(m, {"x": image(43, 1, 3, 6, 6)})
+    if not modern:
+        case.reference = dropout_opset6(modern=True).model
+    return case
+
+
+# ---------------------------------------------------------------- more architectures
+
+
+I64_MAX = np.iinfo(np.int64).max
+
+
+def yolo_style():
+    """YOLOv5-style (opset 12): Focus slicing x[..., ::2, ::2] with INT64_MAX
+    ends, SiLU as x*Sigmoid(x), LeakyRelu, MaxPool SPP branches, nearest
+    Resize with scales, Concat of skip connections, a detection head
+    Reshape [B, 3, 9, H, W] -> Transpose -> Sigmoid; batch 2."""
+    g = G(70)
+    x = "images"
+    parts = []
+    for h0, w0 in [(0, 0), (1, 0), (0, 1), (1, 1)]:
+        parts.append(g.op("Slice", [x, g.i64([h0, w0]), g.i64([I64_MAX, I64_MAX]),
+                                    g.i64([2, 3]), g.i64([2, 2])]))
+    x = g.op("Concat", parts, axis=1)  # [2,12,16,16]
+
+    def cs(x, cin, cout, k, stride=1):
+        y = g.bn(g.conv(x, cin, cout, k, stride=stride, bias=False), cout)
+        return g.op("Mul", [y, g.op("Sigmoid", [y])])
+
+    x = cs(x, 12, 16, 3)
+    c1 = cs(x, 16, 32, 3, stride=2)  # [2,32,8,8]
+    c2 = g.op("LeakyRelu", [g.conv(c1, 32, 32, 3, stride=2)], alpha=0.1)  # [2,32,4,4]
+    # SPP: parallel max pools, concatenated
+    pools = [g.op("MaxPool", [c2], kernel_shape=[k, k], strides=[1, 1], pads=[k // 2] * 4)
+             for k in (5, 9, 13)]
+    spp = cs(g.op("Concat", [c2] + pools, axis=1), 128, 32, 1)
+    up = g.op("Resize", [spp, g.f32([]), g.f32([1, 1, 2, 2])], mode="nearest")
+    p3 = cs(g.op("Concat", [up, c1], axis=1), 64, 32, 3)
+
+    def head(x, cin, hw):
+        y = g.conv(x, cin, 27, 1)
+        y = g.op("Reshape", [y, g.i64([2, 3, 9, hw, hw])])
+        return g.op("Sigmoid", [g.op("Transpose", [y], perm=[0, 1, 3, 4, 2])])
+
+    g.op("Identity", [head(p3, 32, 8)])
+    g.nodes[-1].output[0] = "p3"
+    g.op("Identity", [head(spp, 32, 4)])
+    g.nodes[-1].output[0] = "p4"
+    m = g.model([fin("images", [2, 3, 32, 32])], [fout("p3"), fout("p4")], 12)
+    return Case(m, {"images": image(70, 2, 3, 32, 32)})
+
+
+def unet_style():
+    """UNet-style segmentation (opset 11): encoder with MaxPool, decoder with
+    Resize bilinear align_corners=True (PyTorch's Upsample(align_corners=True))
+    and Resize with sizes taken from the skip tensor's Shape, skip Concats,
+    per-pixel Softmax over classes (axis=1 at opset 13 form via Transpose)."""
+    g = G(71)
+
+    def cbr(x, cin, cout):
+        return g.relu(g.bn(g.conv(x, cin, cout, 3, bias=False), cout))
+
+    e1 = cbr("x", 3, 8)  # 24x24
+    e2 = cbr(g.op("MaxPool", [e1], kernel_shape=[2, 2], strides=[2, 2]), 8, 16)  # 12
+    e3 = cbr(g.op("MaxPool", [e2], kernel_shape=[2, 2], strides=[2, 2]), 16, 32)  # 6
+    u2 = g.op("Resize", [e3, g.f32([]), g.f32([1, 1, 2, 2])], mode="linear",
+              coordinate_transformation_mode="align_corners")
+    d2 = cbr(g.op("Concat", [u2, e2], axis=1), 48, 16)
+    # F.interpolate(d2, size=e1.shape[2:]): sizes = d2's N, C and e1's H, W
+    sizes = g.op("Concat", [g.op("Slice", [g.op("Shape", [d2]), g.i64([0]), g.i64([2])]),
+                            g.op("Slice", [g.op("Shape", [e1]), g.i64([2]), g.i64([4])])],
+                 axis=0)
+    u1 = g.op("Resize", [d2, g.f32([]), g.f32([]), sizes], mode="linear",
+              coordinate_transformation_mode="pytorch_half_pixel")
+    d1 = cbr(g.op("Concat", [u1, e1], axis=1), 24, 8)
+    logits = g.conv(d1, 8, 5, 1)
+    # Softmax over channels, written the opset-11 way: move C last first.
+    t = g.op("Transpose", [logits], perm=[0, 2, 3, 1])
+    p = g.op("Softmax", [t], axis=3)
+    g.op("Transpose", [p], perm=[0, 3, 1, 2])
+    g.nodes[-1].output[0] = "mask"
+    m = g.model([fin("x", [1, 3, 24, 24])], [fout("mask")], 11)
+    return Case(m, {"x": image(71, 1, 3, 24, 24)})
+
+
+def vit_style():
+    """ViT (opset 17): 8x8/8 patch-embedding Conv, Flatten(2)-style Reshape,
+    Transpose, a class token Expanded and Concatenated, position embedding,
+    pre-norm LayerNormalization, attention with a Mul by 1/sqrt(d), Erf gelu
+    MLP, the class token taken by Gather(index 0, axis 1), batch 2."""
+    B, C, P, N, H, NH = 2, 3, 8, 16, 64, 4
+    D = H // NH
+    g = G(72)
+    x = g.conv("pixel_values", C, H, P, stride=P, pad=0)  # [B,64,4,4]
+    x = g.op("Transpose", [g.op("Reshape", [x, g.i64([B, H, N])])], perm=[0, 2, 1])
+    cls = g.init((g.rng.standard_normal((1, 1, H)) * 0.5).astype(np.float32), "cls")
+    cls = g.op("Expand", [cls, g.i64([B, 1, H])])
+    x = g.op("Concat", [cls, x], axis=1)  # [B,17,64]
+    x = g.op("Add", [x, g.init((g.rng.standard_normal((1, N + 1, H)) * 0.1).astype(
+        np.float32), "pos")])
+
+    def ln(x):
+        return g.op("LayerNormalization", [x, g.vec(H, 0.8, 1.2), g.vec(H)], epsilon=1e-6)
+
+    def dense(x, cin, cout):
+        return g.op("Add", [g.op("MatMul", [x, g.weight(cin, cout, scale=0.7)]), g.vec(cout)])
+
+    h = ln(x)
+    q, k, v = [g.op("Transpose", [g.op("Reshape", [dense(h, H, H), g.i64([B, -1, NH, D])])],
+                    perm=[0, 2, 1, 3]) for _ in range(3)]
+    q = g.op("Mul", [q, g.f32(1 / math.sqrt(D))])
+    a = g.op("Softmax", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])],
+             axis=-1)
+    o = g.op("Reshape", [g.op("Transpose", [g.op("MatMul", [a, v])], perm=[0, 2, 1, 3]),
+                         g.i64([B, -1, H])])
+    x = g.op("Add", [x, dense(o, H, H)])
+    f = dense(ln(x), H, 4 * H)
+    f = g.op("Mul", [g.op("Mul", [f, g.f32(0.5)]), g.op("Add", [g.f32(1.0), g.op(
+        "Erf", [g.op("Mul", [f, g.f32(1 / math.sqrt(2))])])])])
+    x = g.op("Add", [x, dense(f, 4 * H, H)])
+    c = g.op("Gather", [ln(x), g.i64(0)], axis=1)  # [B, H]
+    g.op("Gemm", [c, g.weight(10, H), g.vec(10)], transB=1)
+    g.nodes[-1].output[0] = "logits"
+    m = g.model([fin("pixel_values", [B, C, 32, 32])], [fout("logits", shape=[B, 10])], 17)
+    return Case(m, {"pixel_values": image(72, B, C, 32, 32)})
+
+
+def mobilenet_v3_style():
+    """MobileNetV3 blocks (opset 14): HardSwish and HardSigmoid operators,
+    squeeze-excitation (GlobalAveragePool -> 1x1 convs -> HardSigmoid -> Mul
+    broadcast over H, W), and the older decomposed hard-swish
+    x * Clip(x + 3, 0, 6) / 6; EfficientNet's Swish as x * Sigmoid(x)."""
+    g = G(73)
+
+    def se(x, c):
+        s = g.op("GlobalAveragePool", [x])
+        s = g.relu(g.conv(s, c, c // 4, 1))
+        s = g.op("HardSigmoid", [g.conv(s, c // 4, c, 1)], alpha=1 / 6, beta=0.5)
+        return g.op("Mul", [x, s])
+
+    x = g.bn(g.conv("x", 3, 16, 3, stride=2, bias=False), 16)
+    x = g.op("HardSwish", [x])
+    y = g.relu(g.bn(g.conv(x, 16, 16, 3, group=16, bias=False), 16))
+    x = g.op("Add", [x, g.bn(g.conv(se(y, 16), 16, 16, 1, bias=False), 16)])
+    y = g.bn(g.conv(x, 16, 64, 1, bias=False), 64)
+    y = g.op("Div", [g.op("Mul", [y, g.op("Clip", [g.op("Add", [y, g.f32(3.0)]), g.f32(0.0),
+                                                   g.f32(6.0)])]), g.f32(6.0)])
+    y = g.bn(g.conv(y, 64, 64, 5, stride=2, group=64, bias=False), 64)
+    y = g.op("Mul", [y, g.op("Sigmoid", [y])])
+    y = se(y, 64)
+    y = g.bn(g.conv(y, 64, 24, 1, bias=False), 24)
+    y = g.op("HardSwish", [y])
+    y = g.op("ReduceMean", [y], axes=[2, 3], keepdims=1)
+    g.op("Flatten", [y])
+    g.nodes[-1].output[0] = "features"
+    m = g.model([fin("x", [1, 3, 40, 40])], [fout("features")], 14)
+    return Case(m, {"x": image(73, 1, 3, 40, 40)})
+
+
+def resnext_groups():
+    """ResNeXt-style grouped convolutions (groups=8, not depthwise), a dilated
+    3x3 conv (DeepLab), Conv auto_pad SAME_LOWER, Gemm with transA and a
+    [M, 1] C broadcast; batch 3."""
+    g = G(74)
+    x = g.relu(g.bn(g.conv("x", 3, 32, 3, bias=False), 32))
+    y = g.relu(g.bn(g.conv(x, 32, 64, 1, bias=False), 64))
+    y = g.relu(g.bn(g.conv(y, 64, 64, 3, group=8, bias=False), 64))
+    y = g.bn(g.conv(y, 64, 32, 1, bias=False), 32, gamma=0.5)
+    x = g.relu(g.op("Add", [x, y]))
+    x = g.relu(g.conv(x, 32, 32, 3, dilation=2))  # pads 2
+    x = g.op("Conv", [x, g.weight(16, 32, 4, 4), g.vec(16)], kernel_shape=[4, 4],
+             strides=[2, 2], auto_pad="SAME_LOWER")  # [3,16,6,6]
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Reshape", [x, g.i64([3, 16])])
+    xt = g.op("Transpose", [x], perm=[1, 0])  # [16, 3]
+    g.op("Gemm", [xt, g.weight(16, 7), g.f32(g.rng.uniform(-1, 1, (3, 1)))],
+         transA=1, alpha=0.7, beta=0.3)
+    g.nodes[-1].output[0] = "out"
+    m = g.model([fin("x", [3, 3, 12, 12])], [fout("out")], 13)
+    return Case(m, {"x": image(74, 3, 3, 12, 12)})
+
+
+def pool_edges():
+    """Pooling window edges: MaxPool and AveragePool with ceil_mode and pads
+    (count_include_pad 0 and 1), strides larger than kernels, dilated MaxPool,
+    1-D pooling and GlobalMaxPool."""
+    g = G(75)
+    x = "x"  # [2, 3, 11, 13]
+    outs = {
+        "mp_ceil": g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                        ceil_mode=1),
+        "ap_ceil_excl": g.op("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2],
+                             pads=[1, 0, 1, 1], ceil_mode=1, count_include_pad=0),
+        "ap_ceil_incl": g.op("AveragePool", [x], kernel_shape=[3, 2], strides=[2, 3],
+                             pads=[1, 1, 0, 1], ceil_mode=1, count_include_pad=1),
+        "mp_stride": g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[3, 3]),
+        "mp_dil": g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[1, 1],
+                       dilations=[2, 2]),
+        "gmp": g.op("GlobalMaxPool", [x]),
+        "mp1d": g.op("MaxPool", [g.op("Reshape", [x, g.i64([2, 3, -1])])], kernel_shape=[4],
+                     strides=[3], pads=[1, 2]),
+    }
+    for name, v in outs.items():
+        g.nodes.append(helper.make_node("Identity", [v], [name]))
+    m = g.model([fin("x", [2, 3, 11, 13])], [fout(n) for n in outs], 12)
+    return Case(m, {"x": image(75, 2, 3, 11, 13)})
+
+
+def norms_1d():
+    """BatchNorm1d on [N, C] and [N, C, L] (BatchNormalization-15 with
+    training_mode=0), Conv1d with padding and stride, GroupNorm as legacy
+    PyTorch exports it (Reshape [N, G, -1] -> InstanceNormalization ->
+    Reshape back -> Mul/Add with unsqueezed affine parameters)."""
+    g = G(76)
+    x = g.op("Conv", ["seq", g.weight(16, 4, 5), g.vec(16)], kernel_shape=[5], pads=[2, 2],
+             strides=[2])  # [2,16,10]
+    x = g.bn(x, 16, training_mode=0)
+    x = g.relu(x)
+    gn = g.op("Reshape", [x, g.i64([2, 4, -1])])
+    gn = g.op("InstanceNormalization", [gn, g.f32(np.ones(4)), g.f32(np.zeros(4))],
+              epsilon=1e-5)
+    gn = g.op("Reshape", [gn, g.op("Shape", [x])])
+    gamma = g.op("Unsqueeze", [g.vec(16, 0.5, 1.5), g.i64([1])])
+    beta = g.op("Unsqueeze", [g.vec(16), g.i64([1])])
+    gn = g.op("Add", [g.op("Mul", [gn, gamma]), beta])
+    g.op("Identity", [gn])
+    g.nodes[-1].output[0] = "gn"
+    flat = g.op("ReduceMax", [gn], axes=[2], keepdims=0)  # [2,16]
+    g.bn(flat, 16)
+    g.nodes[-1].output[0] = "bn2d"
+    m = g.model([fin("seq", [2, 4, 20])], [fout("gn"), fout("bn2d")], 15)
+    return Case(m, {"seq": image(76, 2, 4, 20)})
+
+
+def odd_outputs():
+    """Graph outputs exporters do write: a graph input passed through
+    Identity, the same tensor as two outputs, an output that folds to a
+    constant, an int64 shape output, and an intermediate also consumed
+    later."""
+    g = G(77)
+    r = g.relu("x")
+    g.nodes.append(helper.make_node("Identity", ["x"], ["passthrough"]))
+    g.nodes.append(helper.make_node("Identity", [r], ["relu_a"]))
+    g.nodes.append(helper.make_node("Identity", [r], ["relu_b"]))
+    g.nodes.append(helper.make_node("Add", [r, "relu_a"], ["sum"]))
+    c = g.op("Mul", [g.f32(np.arange(6, dtype=np.float32).reshape(2, 3)), g.f32(2.0)])
+    g.nodes.append(helper.make_node("Identity", [c], ["const"]))
+    g.nodes.append(helper.make_node("Shape", ["sum"], ["shape"]))
+    m = g.model([fin("x", [2, 5])], [fout("passthrough"), fout("relu_a"), fout("relu_b"),
+                                     fout("sum"), fout("const"),
+                                     fout("shape", TensorProto.INT64)], 13)
+    return Case(m, {"x": image(77, 2, 5)})
+
+
+def legacy_upsample_bilinear():
+    """PyTorch 1.x F.interpolate at opset 9: Upsample(mode=linear) with a
+    scales input computed by a shape subgraph (Shape -> Slice -> Cast ->
+    Div -> Concat), then a Pad-2 edge pad and Squeeze of a 1-size dim."""
+    g = G(78)
+    x = g.conv("x", 2, 4, 3)  # [1,4,5,7]
+    shp = g.op("Cast", [g.op("Shape", [x])], to=TensorProto.FLOAT)
+    hw = g.op("Slice", [shp], axes=[0], starts=[2], ends=[4])
+    target = g.f32([10.0, 14.0])
+    sc = g.op("Concat", [g.f32([1.0, 1.0]), g.op("Div", [target, hw])], axis=0)
+    u = g.op("Upsample", [x, sc], mode="linear")
+    u = g.op("Pad", [u], pads=[0, 0, 2, 1, 0, 0, 0, 3], mode="edge")
+    s = g.op("Squeeze", [g.op("ReduceSum", [u], axes=[1], keepdims=1)], axes=[1])
+    g.nodes[-1].output[0] = "y"
+    m = g.model([fin("x", [1, 2, 5, 7])], [fout("y")], 9)
+    return Case(m, {"x": image(78, 1, 2, 5, 7)})
+
+
+def llama_style():
+    """A Llama-style decoder layer (opset 17, as optimum exports it): RMSNorm
+    (Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul), rotary embeddings (Slice of
+    the two halves, Neg, Concat, Mul by cos/sin tables Gathered by position
+    ids), grouped-query attention (KV heads repeated by Unsqueeze, Expand,
+    Reshape), a causal mask from Trilu over ConstantOfShape, SwiGLU MLP;
+    batch 2 with a per-sequence padding mask."""
+    B, S, H, NH, KV, F = 2, 24, 128, 4, 2, 256
+    D = H // NH
+    g = G(79)
+
+    def rms(x):
+        v = g.op("ReduceMean", [g.op("Pow", [x, g.f32(2.0)])], axes=[-1], keepdims=1)
+        r = g.op("Reciprocal", [g.op("Sqrt", [g.op("Add", [v, g.f32(1e-6)])])])
+        return g.op("Mul", [g.vec(H, 0.8, 1.2), g.op("Mul", [x, r])])
+
+    def proj(x, cin, cout):
+        return g.op("MatMul", [x, g.weight(cin, cout, scale=0.7)])
+
+    inv = 1.0 / (10000 ** (np.arange(0, D, 2) / D))
+    ang = np.outer(np.arange(64), inv)
+    emb = np.concatenate([ang, ang], axis=1)
+    cos = g.init(np.cos(emb).astype(np.float32), "cos_cached")
+    sin = g.init(np.sin(emb).astype(np.float32), "sin_cached")
+    pos = "position_ids"
+    cos_p = g.op("Unsqueeze", [g.op("Gather", [cos, pos]), g.i64([1])])  # [B,1,S,D]
+    sin_p = g.op("Unsqueeze", [g.op("Gather", [sin, pos]), g.i64([1])])
+
+    def rotary(x):  # x: [B, heads, S, D]
+        x1 = g.op("Slice", [x, g.i64([0]), g.i64([D // 2]), g.i64([-1])])
+        x2 = g.op("Slice", [x, g.i64([D // 2]), g.i64([I64_MAX]), g.i64([-1])])
+        rot = g.op("Concat", [g.op("Neg", [x2]), x1], axis=-1)
+        return g.op("Add", [g.op("Mul", [x, cos_p]), g.op("Mul", [rot, sin_p])])
+
+    def heads(x, n):
+        return g.op("Transpose", [g.op("Reshape", [x, g.i64([B, S, n, D])])], perm=[0, 2, 1, 3])
+
+    x = "inputs_embeds"
+    h = rms(x)
+    q = rotary(heads(proj(h, H, H), NH))
+    k = rotary(heads(proj(h, H, KV * D), KV))
+    v = heads(proj(h, H, KV * D), KV)
+
+    def repeat_kv(t):  # [B, KV, S, D] -> [B, NH, S, D]
+        t = g.op("Unsqueeze", [t, g.i64([2])])
+        t = g.op("Expand", [t, g.i64([B, KV, NH // KV, S, D])])
+        return g.op("Reshape", [t, g.i64([B, NH, S, D])])
+
+    k, v = repeat_kv(k), repeat_kv(v)
+    # causal + padding mask: 0 where allowed, -inf-ish where not
+    ones = g.op("ConstantOfShape", [g.i64([S, S])], value=numpy_helper.from_array(
+        np.array([1.0], np.float32), "one"))
+    causal = g.op("Trilu", [ones], upper=0)  # 1 on and below the diagonal
+    pad = g.op("Cast", [g.op("Unsqueeze", ["attention_mask", g.i64([1, 2])])],
+               to=TensorProto.FLOAT)  # [B,1,1,S]
+    allowed = g.op("Mul", [causal, pad])
+    bias = g.op("Mul", [g.op("Sub", [g.f32(1.0), allowed]), g.f32(-3.0e38)])
+    att = g.op("Div", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]),
+                       g.f32(math.sqrt(D))])
+    att = g.op("Softmax", [g.op("Add", [att, bias])], axis=-1)
+    o = g.op("Reshape", [g.op("Transpose", [g.op("MatMul", [att, v])], perm=[0, 2, 1, 3]),
+                         g.i64([B, S, H])])
+    x = g.op("Add", [x, proj(o, H, H)])
+    h = rms(x)
+    gate = proj(h, H, F)
+    up = proj(h, H, F)
+    act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
+    g.op("Add", [x, proj(act, F, H)])
+    g.nodes[-1].output[0] = "hidden"
+    mask = np.ones((B, S), np.int64)
+    mask[1, 18:] = 0  # the second sequence is padded at its end
+    m = g.model([fin("inputs_embeds", [B, S, H]),
+                 fin("attention_mask", [B, S], TensorProto.INT64),
+                 fin("position_ids", [B, S], TensorProto.INT64)], [fout("hidden")], 17)
+    pos_ids = np.tile(np.arange(S, dtype=np.int64), (B, 1))
+    return Case(m, {"inputs_embeds": image(79, B, S, H), "attention_mask": mask,
+                    "position_ids": pos_ids})
 
 
 MODELS = {f.__name__: f for f in [
     resnet50, mobilenet_v2, squeezenet, densenet_blocks, inception_blocks, bert_layer,
     gpt2_block, opset6, opset9, opset11, opset13, legacy_pytorch, dynamo_style,
-    dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6]}
+    dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6,
+    yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
+    odd_outputs, legacy_upsample_bilinear, llama_style]}
 
 
 def main():
