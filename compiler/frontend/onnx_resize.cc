@@ -31,9 +31,6 @@ absl::Status Importer::ImportResize(const onnx::NodeProto& node) {
     return Unimplemented(
         node, StrCat(mode, " interpolation of ", DTypeName(dtype), " input (only float inputs)"));
   }
-  if (AttrInt(node, "antialias", 0) != 0 && m != 0) {
-    return Unimplemented(node, "antialias=1 is not supported");
-  }
 
   // The axes the scales/sizes/roi refer to (opset 18+).
   std::vector<int64_t> axes;
@@ -190,6 +187,8 @@ absl::Status Importer::ImportResize(const onnx::NodeProto& node) {
       {"coord", {coord}},
       {"nearest", nearest},
       {"exclude", {AttrInt(node, "exclude_outside", 0) != 0 ? 1 : 0}}};
+  // Antialiasing widens linear/cubic filters when downsampling (opset 18).
+  if (m != 0 && AttrInt(node, "antialias", 0) != 0) attrs["antialias"] = {1};
   auto v = Generic(node, "resize", {*x}, out, dtype, std::move(attrs), 0, std::move(floats));
   return v.ok() ? absl::OkStatus() : v.status();
 }

@@ -499,7 +499,7 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
   if (out.size() != r) return Bad(w, "output rank differs from the input's");
   const int64_t mode = w.IntOr("mode", 0);
   const int64_t coord = w.IntOr("coord", 0);
-  const bool exclude = w.IntOr("exclude", 0) != 0;
+  const bool exclude = w.IntOr("exclude", 0) != 0, antialias = w.IntOr("antialias", 0) != 0;
   const double a = w.FloatOr("cubic_a", -0.75);
   const double extrap = w.FloatOr("extrapolation", 0.0);
   if (mode < 0 || mode > 2 || coord < 0 || coord > 5) return Bad(w, "bad mode or coord");
@@ -592,7 +592,33 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
           Expr fl = floor(src);
           Expr fr = src - fl;
           Expr i0 = Cast(DataType::Int64(), fl);
-          if (mode == 1) {
+          if (antialias && ax.scale < 1) {
+            // The filter stretched by 1 / scale over n taps (ONNX's
+            // reference): weights kernel((i - src) * scale), normalized;
+            // taps start at floor(src) - n/2 (+1 unless src is whole).
+            const double sc = ax.scale;
+            const int64_t first = static_cast<int64_t>(std::floor((mode == 1 ? -1 : -2) / sc)) + 1;
+            const int64_t n = 2 - 2 * first;
+            Expr start = i0 + Select(Eq(fr, F(0)), IntImm(-(n / 2)), IntImm(-(n / 2) + 1));
+            Expr sum;
+            for (int64_t j = 0; j < n; ++j) {
+              Expr i = start + IntImm(j);
+              Expr t = Call(f64, "fabs", {(Cast(f64, i) - src) * F(sc)});
+              Expr k;
+              if (mode == 1) {
+                k = Max(F(1) - t, F(0));
+              } else {
+                Expr t2 = t * t, t3 = t2 * t;
+                k = Select(t <= F(1), F(a + 2) * t3 - F(a + 3) * t2 + F(1),
+                           Select(t < F(2), F(a) * t3 - F(5 * a) * t2 + F(8 * a) * t - F(4 * a),
+                                  F(0)));
+              }
+              idx[d].push_back(i);
+              wt[d].push_back(k);
+              sum = sum.defined() ? sum + k : k;
+            }
+            for (Expr& e : wt[d]) e = e / sum;
+          } else if (mode == 1) {
             idx[d] = {i0, i0 + IntImm(1)};
             wt[d] = {F(1) - fr, fr};
           } else {

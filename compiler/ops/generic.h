@@ -29,8 +29,10 @@
 //                 exclude (exclude_outside, 0/1); floats scale<d> (per axis d;
 //                 absent: output / input size), roi_lo<d>, roi_hi<d>
 //                 (tf_crop_and_resize; default 0, 1), cubic_a (-0.75),
-//                 extrapolation (0). Taps read clamped indices; linear/cubic
-//                 need a float input and accumulate in float64.
+//                 extrapolation (0), antialias (0/1: linear/cubic filters
+//                 widened by 1/scale when downsampling). Taps read clamped
+//                 indices; linear/cubic need a float input and accumulate in
+//                 float64.
 //   gather_nd     batch (batch_dims); in1 indices [..., k]
 //   scatter       mode (0 elements, 1 ND), axis, reduction (0 none, 1 add,
 //                 2 mul, 3 max, 4 min); in0 data, in1 indices, in2 updates
