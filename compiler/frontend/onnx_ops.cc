@@ -289,7 +289,25 @@ absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
   if (pa > 1 && pb > 1) {
     size_t r = std::max(abatch.size(), bbatch.size());
     if (PadTo(abatch, r) != PadTo(bbatch, r)) {
-      return Unimplemented(node, "broadcasting between batch dimensions");
+      // Batch dims broadcast both ways ([2,1,..] x [1,5,..]): expand each
+      // operand to the common batch shape, then one batched dense.
+      auto common = Broadcast(abatch, bbatch, StrCat("node '", Name(node), "'"));
+      if (!common.ok()) return common.status();
+      Shape ta = *common, tb = *common;
+      ta.insert(ta.end(), {M, K});
+      tb.insert(tb.end(), {K, N});
+      if (as != ta) {
+        auto e = Expand(node, *a, ta);
+        if (!e.ok()) return e.status();
+        a = *e;
+      }
+      if (bs != tb) {
+        auto e = Expand(node, *b, tb);
+        if (!e.ok()) return e.status();
+        b = *e;
+      }
+      abatch = bbatch = *common;
+      pa = pb = Product(*common);
     }
   }
   auto bd = Broadcast(abatch, bbatch, StrCat("node '", Name(node), "'"));

@@ -291,6 +291,26 @@ TEST(OnnxImport, GatherScalarIndexOffAxisZeroCompilesAndRuns) {
   EXPECT_THAT(y, ElementsAre(4, 5, 6, 7, 16, 17, 18, 19));
 }
 
+// MatMul whose batch dims broadcast both ways: [2,1] x [1,3] -> [2,3].
+TEST(OnnxImport, MatMulBroadcastsBatchDimsBothWays) {
+  OnnxBuilder b;
+  b.Input("x", {2, 1, 1, 2});
+  b.Init("w", {1, 3, 2, 1}, {1, 1, 2, 1, 3, 1});
+  b.Node("MatMul", {"x", "w"}, {"y"});
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(ShapeOf(m->graph(), "y"), (std::vector<int64_t>{2, 3, 1, 1}));
+  CompileReport report;
+  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
+  ASSERT_TRUE(art.ok()) << art.status();
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> x = {1, 2, 3, 4}, y(6, -1.0f);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
+  EXPECT_THAT(y, ElementsAre(3, 4, 5, 7, 10, 13));
+}
+
 TEST(OnnxConformanceReference, ClaimedOperatorTestsMatch) {
   namespace fs = std::filesystem;
   const fs::path root =

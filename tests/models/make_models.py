@@ -1082,12 +1082,72 @@ def llama_style():
                     "position_ids": pos_ids})
 
 
+def matmul_broadcast():
+    """MatMul and Gemm shapes exporters emit: a 4-D activation by a 2-D
+    weight, a 1-D vector on either side, batch dims broadcast both ways
+    ([2,1,3,4] x [1,5,4,6]), a 2-D matrix times a batched one, Gemm with
+    transA/transB and a scalar C."""
+    g = G(80)
+    a = "a"  # [2, 1, 3, 4]
+    outs = {
+        "w2d": g.op("MatMul", [a, g.weight(4, 6)]),                       # [2,1,3,6]
+        "bcast": g.op("MatMul", [a, "b"]),                                 # [2,5,3,6]
+        "vec_left": g.op("MatMul", [g.f32(g.rng.uniform(-1, 1, 4)), "b"]),  # [1,5,6]
+        "vec_right": g.op("MatMul", [a, g.f32(g.rng.uniform(-1, 1, 4))]),  # [2,1,3]
+        "mat_batched": g.op("MatMul", [g.weight(7, 4), "b"]),              # [1,5,7,6]
+        "gemm": g.op("Gemm", [g.op("Reshape", [a, g.i64([4, 6])]), g.weight(5, 4),
+                              g.f32(0.5)], transA=1, transB=1, alpha=2.0, beta=-1.0),
+    }
+    for name, v in outs.items():
+        g.nodes.append(helper.make_node("Identity", [v], [name]))
+    m = g.model([fin("a", [2, 1, 3, 4]), fin("b", [1, 5, 4, 6])], [fout(n) for n in outs], 13)
+    return Case(m, {"a": image(80, 2, 1, 3, 4), "b": image(81, 1, 5, 4, 6)})
+
+
+def int_numerics():
+    """Integer and rounding semantics traced PyTorch graphs depend on: Cast
+    float -> int32/int64 of negatives (truncation), integer Div of negatives
+    (truncation), Mod with fmod=0 (sign of the divisor) and fmod=1, Floor,
+    Ceil, Round (half to even), Sign, Clip on int64, Where on a comparison,
+    Pow of a negative base by an integral exponent."""
+    g = G(82)
+    x = "x"  # float [2, 6]
+    xi = g.op("Cast", [g.op("Mul", [x, g.f32(3.0)])], to=TensorProto.INT64)
+    outs = {
+        "cast_i64": xi,
+        "cast_i32": g.op("Cast", [g.op("Mul", [x, g.f32(5.0)])], to=TensorProto.INT32),
+        "div_i64": g.op("Div", [xi, g.i64([2, -3, 4, -5, 3, 2])]),
+        "mod_i64": g.op("Mod", [xi, g.i64([2, -3, 4, -5, 3, 2])]),
+        "fmod_f32": g.op("Mod", [x, g.f32([0.7, -0.4, 0.3, -1.1, 0.9, 0.25])], fmod=1),
+        "floor": g.op("Floor", [g.op("Mul", [x, g.f32(2.0)])]),
+        "ceil": g.op("Ceil", [g.op("Mul", [x, g.f32(2.0)])]),
+        "round": g.op("Round", [g.op("Add", [g.op("Floor", [g.op("Mul", [x, g.f32(4.0)])]),
+                                    g.f32(0.5)])]),
+        "sign": g.op("Sign", [xi]),
+        "clip_i64": g.op("Clip", [xi, g.i64(-2), g.i64(3)]),
+        "where": g.op("Where", [g.op("Greater", [x, g.f32(0.0)]), x,
+                                g.op("Mul", [x, g.f32(0.01)])]),
+        "pow_neg": g.op("Pow", [g.op("Sub", [x, g.f32(0.5)]), g.f32(3.0)]),
+        "pow_int": g.op("Pow", [x, g.i64(2)]),
+    }
+    types = {"cast_i64": TensorProto.INT64, "cast_i32": TensorProto.INT32,
+             "div_i64": TensorProto.INT64, "mod_i64": TensorProto.INT64,
+             "sign": TensorProto.INT64, "clip_i64": TensorProto.INT64}
+    for name, v in outs.items():
+        g.nodes.append(helper.make_node("Identity", [v], [name]))
+    m = g.model([fin("x", [2, 6])],
+                [fout(n, types.get(n, TensorProto.FLOAT)) for n in outs], 13)
+    x = np.array([[-1.9, -1.2, -0.6, -0.1, 0.4, 0.95],
+                  [1.3, -2.7, 2.1, -0.35, 0.05, -0.95]], np.float32)
+    return Case(m, {"x": x})
+
+
 MODELS = {f.__name__: f for f in [
     resnet50, mobilenet_v2, squeezenet, densenet_blocks, inception_blocks, bert_layer,
     gpt2_block, opset6, opset9, opset11, opset13, legacy_pytorch, dynamo_style,
     dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6,
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
-    odd_outputs, legacy_upsample_bilinear, llama_style]}
+    odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics]}
 
 
 def main():
