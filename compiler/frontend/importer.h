@@ -26,8 +26,10 @@ using Shape = std::vector<int64_t>;
 
 // The newest default-domain opset kiln knows; models without one get it.
 constexpr int64_t kMaxOpset = 22;
-// Bounds on what a model may declare (the importer is an attack surface).
-constexpr int64_t kMaxElements = int64_t{1} << 40;
+// Bounds on what a model may declare (the importer is an attack surface):
+// no value has more than kMaxElements elements (ImportOptions may lower it),
+// so sizes and shape arithmetic on them never overflow.
+constexpr int64_t kMaxElements = int64_t{1} << 32;
 constexpr int64_t kMaxFoldElements = int64_t{1} << 26;
 
 inline std::string DtypeName(int dtype) {
@@ -89,6 +91,9 @@ class Importer {
   absl::StatusOr<std::vector<uint8_t>> ExternalBytes(const onnx::TensorProto& t,
                                                      const std::string& name, int64_t want);
   absl::Status ImportNode(const onnx::NodeProto& node);
+  // ImportNode, then the checks every node gets (onnx_validate.cc): attribute
+  // types, the size of every value it made, and the node's name in errors.
+  absl::Status ImportChecked(const onnx::NodeProto& node);
 
   // Input i of the node (any dtype); InF also requires float32.
   absl::StatusOr<int> In(const onnx::NodeProto& node, int i);
@@ -197,23 +202,28 @@ class Importer {
     }
     return nullptr;
   }
+  // Attr* read an attribute of the type ONNX gives it; one of another type
+  // reads as absent and fails the node (AttrTyped records the error, which
+  // ImportChecked returns).
+  const onnx::AttributeProto* AttrTyped(const onnx::NodeProto& node, const char* name,
+                                        onnx::AttributeProto::AttributeType type) const;
   int64_t AttrInt(const onnx::NodeProto& node, const char* name, int64_t fallback) const {
-    const auto* a = Attr(node, name);
+    const auto* a = AttrTyped(node, name, onnx::AttributeProto::INT);
     return a ? a->i() : fallback;
   }
   float AttrFloat(const onnx::NodeProto& node, const char* name, float fallback) const {
-    const auto* a = Attr(node, name);
+    const auto* a = AttrTyped(node, name, onnx::AttributeProto::FLOAT);
     return a ? a->f() : fallback;
   }
   std::vector<int64_t> AttrInts(const onnx::NodeProto& node, const char* name,
                                 std::vector<int64_t> fallback) const {
-    const auto* a = Attr(node, name);
+    const auto* a = AttrTyped(node, name, onnx::AttributeProto::INTS);
     if (!a) return fallback;
     return std::vector<int64_t>(a->ints().begin(), a->ints().end());
   }
   std::string AttrString(const onnx::NodeProto& node, const char* name,
                          std::string fallback) const {
-    const auto* a = Attr(node, name);
+    const auto* a = AttrTyped(node, name, onnx::AttributeProto::STRING);
     return a ? a->s() : fallback;
   }
 
@@ -251,6 +261,11 @@ class Importer {
   std::unique_ptr<Graph> g_;
   std::unordered_map<std::string, int> by_name_;
   int64_t opset_ = 0;
+  // The most elements any value may have (options_.max_elements, capped).
+  int64_t max_elements_ = options_.max_elements > 0 ? std::min(options_.max_elements, kMaxElements)
+                                                    : kMaxElements;
+  // The first attribute type error of the node being imported.
+  mutable absl::Status attr_error_;
 };
 
 }  // namespace kiln::compiler::onnx_internal

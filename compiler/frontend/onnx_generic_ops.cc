@@ -238,10 +238,12 @@ absl::StatusOr<int> Importer::Transposed(const onnx::NodeProto& node, int x,
         StrCat("node '", Name(node), "': perm has ", perm.size(), " entries for rank ", xs.size()));
   }
   Shape shape;
+  std::vector<bool> seen(xs.size(), false);
   for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(xs.size())) {
+    if (p < 0 || p >= static_cast<int64_t>(xs.size()) || seen[p]) {
       return absl::InvalidArgumentError(StrCat("node '", Name(node), "': bad perm"));
     }
+    seen[p] = true;
     shape.push_back(xs[p]);
   }
   if (xs.empty()) return Reshaped(node, x, shape, out);

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "compiler/frontend/importer.h"
+#include "compiler/frontend/onnx_validate.h"
 #include "compiler/graph/passes.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 
@@ -78,7 +79,7 @@ absl::Status Importer::AddInitializer(const onnx::TensorProto& t, const std::str
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     if (d < 0) return absl::InvalidArgumentError(StrCat("tensor '", name, "' has a negative dim"));
-    if (d > 0 && n > kMaxElements / d) {
+    if (d > 0 && n > max_elements_ / d) {
       return absl::InvalidArgumentError(StrCat("tensor '", name, "' is too large"));
     }
     v.shape.push_back(d);
@@ -335,7 +336,7 @@ absl::Status Importer::AddCompute(const onnx::NodeProto& node, Workload w, std::
   bool all_const = true;
   for (int v : n.inputs) all_const = all_const && V(v).IsConstant();
   if (all_const) {
-    if (V(out).NumElements() > kMaxFoldElements) {
+    if (!CheckedElements(V(out).shape, kMaxFoldElements)) {
       return Unimplemented(node, "folding a constant of more than 2^26 elements");
     }
     return FoldNode(*g_, n);
@@ -361,14 +362,12 @@ void Importer::AddView(const onnx::NodeProto& node, int in, int out) {
 
 absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
   g_ = std::make_unique<Graph>();
-  for (const auto& op : model.opset_import()) {
-    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
-  }
-  if (opset_ < 0 || opset_ > kMaxOpset) {
-    return absl::InvalidArgumentError(StrCat(
-        "opset ", opset_, " of the default domain is not an ONNX opset (1..", kMaxOpset, ")"));
-  }
-  if (opset_ == 0) opset_ = kMaxOpset;
+  auto opset = CheckOpset(model, kMaxOpset);
+  if (!opset.ok()) return opset.status();
+  opset_ = *opset;
+  // Duplicate definitions, undefined inputs, cycles, attribute types.
+  auto order = CheckGraph(model.graph(), max_elements_);
+  if (!order.ok()) return order.status();
   const onnx::GraphProto& graph = model.graph();
   for (int i = 0; i < graph.initializer_size(); ++i) {
     onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(i);
@@ -391,8 +390,8 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
         by_name_.count(name) ? " (it is an initializer)" : "", "; its inputs are ",
         inputs.empty() ? std::string("none") : StrJoin(inputs, ", ")));
   }
-  for (const auto& node : graph.node()) {
-    if (auto s = ImportNode(node); !s.ok()) return s;
+  for (int i : *order) {
+    if (auto s = ImportChecked(graph.node(i)); !s.ok()) return s;
   }
   for (const auto& out : graph.output()) {
     auto it = by_name_.find(out.name());

@@ -30,6 +30,10 @@ struct ImportOptions {
   // (the model's own); absolute locations and locations that leave the
   // folder (.., symbolic links) are rejected.
   std::string external_data_dir;
+  // The most elements any one tensor may have: graph inputs, initializers
+  // and every value the importer infers. A model above it is refused with
+  // INVALID_ARGUMENT naming the input, tensor or node. Capped at 2^32.
+  int64_t max_elements = int64_t{1} << 32;
 };
 
 absl::StatusOr<std::unique_ptr<Graph>> ImportOnnx(std::string_view model_bytes,

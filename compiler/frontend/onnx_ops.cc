@@ -22,6 +22,17 @@ absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, 
       return absl::InvalidArgumentError(
           StrCat("node '", Name(node), "': bad stride/dilation/kernel"));
     }
+    // Bounded so that the arithmetic below cannot overflow.
+    if (stride[i] > kMaxElements || kernel[i] > kMaxElements ||
+        dilation[i] > kMaxElements / kernel[i]) {
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': stride/dilation/kernel too large"));
+    }
+    if ((*pads)[i] < 0 || (*pads)[i + n] < 0 || (*pads)[i] > kMaxElements ||
+        (*pads)[i + n] > kMaxElements) {
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': pads [", StrJoin(*pads, ","), "] out of range"));
+    }
     int64_t ext = (kernel[i] - 1) * dilation[i] + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t out = (in_hw[i] + stride[i] - 1) / stride[i];

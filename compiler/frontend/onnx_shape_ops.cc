@@ -146,6 +146,9 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       return absl::InvalidArgumentError("Tile: repeats must match the rank");
     for (size_t d = 0; d < xs.size(); ++d) {
       if ((*reps)[d] < 0) return absl::InvalidArgumentError("Tile: negative repeat");
+      if ((*reps)[d] > 0 && xs[d] > kMaxElements / (*reps)[d]) {
+        return absl::InvalidArgumentError("Tile: output too large");
+      }
       out.push_back(xs[d] * (*reps)[d]);
     }
     return done(Generic(node, "tile", {*x}, out, V(*x).dtype, {}, 0));

@@ -1,0 +1,302 @@
+// Malformed models (issue 5, "bad input stays harmless"): one test per class
+// of damage, each expecting INVALID_ARGUMENT (or UNIMPLEMENTED) and a message
+// that names the node, input, tensor or attribute at fault.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "compiler/frontend/onnx_import.h"
+#include "deploy/str.h"
+#include "tests/compiler/onnx_test_util.h"
+
+namespace kiln::compiler {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using testing::OnnxBuilder;
+
+// x [1,3,8,8] -> Conv (w [4,3,3,3], pads 1) -> Relu -> y [1,4,8,8].
+OnnxBuilder ConvRelu() {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 8, 8});
+  b.Init("w", {4, 3, 3, 3}, std::vector<float>(108, 0.5f));
+  auto* conv = b.Node("Conv", {"x", "w"}, {"c"}, "conv");
+  OnnxBuilder::Ints(conv, "pads", {1, 1, 1, 1});
+  OnnxBuilder::Int(conv, "group", 1);
+  b.Node("Relu", {"c"}, {"y"}, "relu");
+  b.Output("y");
+  return b;
+}
+
+// The builder's model after `edit`, imported.
+absl::StatusOr<std::unique_ptr<Graph>> ImportEdited(
+    const OnnxBuilder& b, const std::function<void(onnx::ModelProto&)>& edit) {
+  onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromString(b.Bytes()));
+  edit(m);
+  return ImportOnnx(m.SerializeAsString());
+}
+
+onnx::NodeProto& NodeNamed(onnx::ModelProto& m, const std::string& name) {
+  for (auto& n : *m.mutable_graph()->mutable_node()) {
+    if (n.name() == name) return n;
+  }
+  ADD_FAILURE() << "no node " << name;
+  return *m.mutable_graph()->mutable_node(0);
+}
+
+onnx::AttributeProto& AttrNamed(onnx::NodeProto& n, const std::string& name) {
+  for (auto& a : *n.mutable_attribute()) {
+    if (a.name() == name) return a;
+  }
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  return *a;
+}
+
+#define EXPECT_REFUSED(result, want, ...)                                 \
+  do {                                                                    \
+    auto&& r_ = (result);                                                 \
+    ASSERT_FALSE(r_.ok());                                                \
+    EXPECT_EQ(r_.status().code(), absl::StatusCode::want) << r_.status(); \
+    EXPECT_THAT(std::string(r_.status().message()), AllOf(__VA_ARGS__));  \
+  } while (0)
+
+TEST(OnnxMalformed, ValidBaseModelImports) {
+  auto g = ImportOnnx(ConvRelu().Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+}
+
+TEST(OnnxMalformed, OpsetOutOfRange) {
+  for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{999}, int64_t{1} << 40}) {
+    EXPECT_REFUSED(
+        ImportEdited(ConvRelu(), [&](auto& m) { m.mutable_opset_import(0)->set_version(v); }),
+        kInvalidArgument, HasSubstr(StrCat("opset ", v, " ")), HasSubstr("(1..22)"));
+  }
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), [](auto& m) { m.clear_opset_import(); }),
+                 kInvalidArgument, HasSubstr("declares no opset of the default domain"));
+}
+
+TEST(OnnxMalformed, NegativeInputDimension) {
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [](auto& m) {
+                                m.mutable_graph()
+                                    ->mutable_input(0)
+                                    ->mutable_type()
+                                    ->mutable_tensor_type()
+                                    ->mutable_shape()
+                                    ->mutable_dim(2)
+                                    ->set_dim_value(-8);
+                              }),
+                 kInvalidArgument, HasSubstr("input 'x'"), HasSubstr("negative"));
+}
+
+TEST(OnnxMalformed, OverflowingAndAbsurdInputDimensions) {
+  auto dims = [](onnx::ModelProto& m) {
+    return m.mutable_graph()
+        ->mutable_input(0)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape();
+  };
+  // 2^62 in one dimension; 2^31 in each of four (the product overflows); 2^33
+  // elements (above the limit, no overflow).
+  EXPECT_REFUSED(
+      ImportEdited(ConvRelu(),
+                   [&](auto& m) { dims(m)->mutable_dim(0)->set_dim_value(int64_t{1} << 62); }),
+      kInvalidArgument, HasSubstr("input 'x'"), HasSubstr("too large"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [&](auto& m) {
+                                for (auto& d : *dims(m)->mutable_dim())
+                                  d.set_dim_value(int64_t{1} << 31);
+                              }),
+                 kInvalidArgument, HasSubstr("input 'x'"), HasSubstr("too large"));
+  EXPECT_REFUSED(
+      ImportEdited(ConvRelu(),
+                   [&](auto& m) { dims(m)->mutable_dim(0)->set_dim_value(int64_t{1} << 28); }),
+      kInvalidArgument, HasSubstr("input 'x'"), HasSubstr("too large"));
+}
+
+TEST(OnnxMalformed, InitializerDataShorterThanItsShape) {
+  EXPECT_REFUSED(
+      ImportEdited(ConvRelu(),
+                   [](auto& m) {
+                     m.mutable_graph()->mutable_initializer(0)->mutable_float_data()->RemoveLast();
+                   }),
+      kInvalidArgument, HasSubstr("tensor 'w'"), HasSubstr("107 values for 108"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [](auto& m) {
+                                auto* t = m.mutable_graph()->mutable_initializer(0);
+                                t->clear_float_data();
+                                t->set_raw_data(std::string(100, '\0'));
+                              }),
+                 kInvalidArgument, HasSubstr("tensor 'w'"),
+                 HasSubstr("100 raw bytes, expected 432"));
+}
+
+TEST(OnnxMalformed, InitializerWithNegativeOrOverflowingDims) {
+  EXPECT_REFUSED(
+      ImportEdited(ConvRelu(),
+                   [](auto& m) { m.mutable_graph()->mutable_initializer(0)->set_dims(0, -4); }),
+      kInvalidArgument, HasSubstr("tensor 'w'"), HasSubstr("negative"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [](auto& m) {
+                                auto* t = m.mutable_graph()->mutable_initializer(0);
+                                for (int i = 0; i < 4; ++i) t->set_dims(i, int64_t{1} << 31);
+                              }),
+                 kInvalidArgument, HasSubstr("tensor 'w'"), HasSubstr("too large"));
+}
+
+TEST(OnnxMalformed, AttributeOfTheWrongType) {
+  // group declared FLOAT: AttrInt must not read it as 0.
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [](auto& m) {
+                                auto& a = AttrNamed(NodeNamed(m, "conv"), "group");
+                                a.clear_i();
+                                a.set_type(onnx::AttributeProto::FLOAT);
+                                a.set_f(1.0f);
+                              }),
+                 kInvalidArgument, HasSubstr("node 'conv' (Conv)"),
+                 HasSubstr("attribute 'group' is FLOAT, expected INT"));
+  // pads given as one INT instead of INTS.
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [](auto& m) {
+                                auto& a = AttrNamed(NodeNamed(m, "conv"), "pads");
+                                a.clear_ints();
+                                a.set_type(onnx::AttributeProto::INT);
+                                a.set_i(1);
+                              }),
+                 kInvalidArgument, HasSubstr("node 'conv'"),
+                 HasSubstr("attribute 'pads' is INT, expected INTS"));
+}
+
+TEST(OnnxMalformed, AttributeTypeContradictsItsContent) {
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [](auto& m) {
+                                auto& a = AttrNamed(NodeNamed(m, "conv"), "group");
+                                a.set_f(2.0f);  // declared INT, also holds a FLOAT
+                              }),
+                 kInvalidArgument, HasSubstr("node 'conv'"),
+                 HasSubstr("'group' is declared INT but holds FLOAT"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [](auto& m) {
+                                auto& a = AttrNamed(NodeNamed(m, "conv"), "group");
+                                a.set_type(onnx::AttributeProto::UNDEFINED);
+                                a.add_floats(1.0f);  // no type, two kinds of content
+                              }),
+                 kInvalidArgument, HasSubstr("node 'conv'"), HasSubstr("has no type and holds"));
+}
+
+TEST(OnnxMalformed, UndefinedInput) {
+  EXPECT_REFUSED(
+      ImportEdited(ConvRelu(), [](auto& m) { NodeNamed(m, "relu").set_input(0, "ghost"); }),
+      kInvalidArgument, HasSubstr("node 'relu' (Relu) reads 'ghost'"));
+  // An input no importer would read (Conv's bias slot) is checked too.
+  EXPECT_REFUSED(
+      ImportEdited(ConvRelu(), [](auto& m) { NodeNamed(m, "conv").add_input("ghost_bias"); }),
+      kInvalidArgument, HasSubstr("node 'conv' (Conv) reads 'ghost_bias'"));
+}
+
+TEST(OnnxMalformed, DuplicateOutputs) {
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), [](auto& m) { NodeNamed(m, "relu").set_output(0, "c"); }),
+                 kInvalidArgument, HasSubstr("node 'relu' (Relu) writes 'c'"),
+                 HasSubstr("node 'conv'"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), [](auto& m) { NodeNamed(m, "conv").set_output(0, "x"); }),
+                 kInvalidArgument, HasSubstr("node 'conv' (Conv) writes 'x'"),
+                 HasSubstr("graph input"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(),
+                              [](auto& m) {
+                                *m.mutable_graph()->add_initializer() = m.graph().initializer(0);
+                              }),
+                 kInvalidArgument, HasSubstr("initializer 'w' is defined twice"));
+}
+
+TEST(OnnxMalformed, Cycles) {
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), [](auto& m) { NodeNamed(m, "conv").set_input(0, "y"); }),
+                 kInvalidArgument, HasSubstr("cycle"), HasSubstr("'conv'"), HasSubstr("'relu'"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), [](auto& m) { NodeNamed(m, "relu").set_input(0, "y"); }),
+                 kInvalidArgument, HasSubstr("cycle: node 'relu' -> 'relu'"));
+}
+
+TEST(OnnxMalformed, UnsortedGraphIsSortedNotRefused) {
+  auto g = ImportEdited(ConvRelu(), [](auto& m) {
+    auto* nodes = m.mutable_graph()->mutable_node();
+    nodes->SwapElements(0, 1);
+  });
+  ASSERT_TRUE(g.ok()) << g.status();
+}
+
+TEST(OnnxMalformed, SpatialAttributesOutOfRange) {
+  auto set = [](const char* name, std::vector<int64_t> v) {
+    return [=](onnx::ModelProto& m) {
+      auto& a = AttrNamed(NodeNamed(m, "conv"), name);
+      a.set_type(onnx::AttributeProto::INTS);
+      a.clear_ints();
+      for (int64_t x : v) a.add_ints(x);
+    };
+  };
+  const int64_t big = int64_t{1} << 40, huge = int64_t{1} << 62;
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), set("pads", {-1, -1, -1, -1})), kInvalidArgument,
+                 HasSubstr("node 'conv'"), HasSubstr("pads"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), set("pads", {big, big, big, big})), kInvalidArgument,
+                 HasSubstr("node 'conv'"), HasSubstr("pads"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), set("strides", {huge, huge})), kInvalidArgument,
+                 HasSubstr("node 'conv'"), HasSubstr("too large"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), set("dilations", {huge, 1})), kInvalidArgument,
+                 HasSubstr("node 'conv'"), HasSubstr("too large"));
+  EXPECT_REFUSED(ImportEdited(ConvRelu(), set("strides", {0, 1})), kInvalidArgument,
+                 HasSubstr("node 'conv'"));
+}
+
+TEST(OnnxMalformed, NodeOutputAboveTheElementLimit) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3});
+  b.InitInt64("reps", {2}, {int64_t{1} << 20, int64_t{1} << 20});
+  b.Node("Tile", {"x", "reps"}, {"y"}, "tile");
+  b.Output("y");
+  EXPECT_REFUSED(ImportOnnx(b.Bytes()), kInvalidArgument, HasSubstr("node 'tile' (Tile)"),
+                 HasSubstr("4294967296 elements"));
+  OnnxBuilder o;
+  o.Input("x", {2, 3});
+  o.InitInt64("reps", {2}, {int64_t{1} << 62, 4});
+  o.Node("Tile", {"x", "reps"}, {"y"}, "tile");
+  o.Output("y");
+  EXPECT_REFUSED(ImportOnnx(o.Bytes()), kInvalidArgument, HasSubstr("node 'tile'"),
+                 HasSubstr("too large"));
+}
+
+TEST(OnnxMalformed, ElementLimitIsConfigurable) {
+  // x has 192 elements, the convolution's output 256.
+  ImportOptions options;
+  options.max_elements = 200;
+  EXPECT_REFUSED(ImportOnnx(ConvRelu().Bytes(), options), kInvalidArgument,
+                 HasSubstr("node 'conv' (Conv)"), HasSubstr("more than 200 elements"));
+  options.max_elements = 100;
+  EXPECT_REFUSED(ImportOnnx(ConvRelu().Bytes(), options), kInvalidArgument,
+                 HasSubstr("input 'x' is too large"));
+  options.max_elements = 256;
+  EXPECT_TRUE(ImportOnnx(ConvRelu().Bytes(), options).ok());
+}
+
+TEST(OnnxMalformed, ErrorsNameTheNode) {
+  // Reshape's own message does not name the node; the importer adds it.
+  OnnxBuilder b;
+  b.Input("x", {2, 3});
+  b.InitInt64("shape", {2}, {-5, 6});
+  b.Node("Reshape", {"x", "shape"}, {"y"}, "rs");
+  b.Output("y");
+  EXPECT_REFUSED(ImportOnnx(b.Bytes()), kInvalidArgument, HasSubstr("node 'rs' (Reshape)"),
+                 HasSubstr("negative dimension"));
+  OnnxBuilder t;
+  t.Input("x", {2, 3, 4});
+  auto* n = t.Node("Transpose", {"x"}, {"y"}, "tr");
+  OnnxBuilder::Ints(n, "perm", {0, 0, 1});
+  t.Output("y");
+  EXPECT_REFUSED(ImportOnnx(t.Bytes()), kInvalidArgument, HasSubstr("node 'tr'"),
+                 HasSubstr("perm"));
+}
+
+}  // namespace
+}  // namespace kiln::compiler
