@@ -10,6 +10,7 @@
 #include "deploy/check.h"
 #include "deploy/str.h"
 #include "spdlog/spdlog.h"
+#include "storage/jsonl.h"
 #include "tuner/config_space.h"
 #include "tuner/search.h"
 #include "tuner/task_scheduler.h"
@@ -32,35 +33,90 @@ TimingOptions WithDefaults(const TimingOptions& t, const TimingOptions& d) {
   return out;
 }
 
-std::string TimingToJson(const TimingOptions& t) {
-  return StrCat("{\"number\":", t.number, ",\"repeat\":", t.repeat,
-                ",\"min_repeat_ms\":", t.min_repeat_ms, ",\"cooldown_ms\":", t.cooldown_ms,
-                ",\"flush_cache\":", t.flush_cache ? "true" : "false",
-                ",\"timeout_ms\":", t.timeout_ms, "}");
+// What a job was submitted with besides its row: persisted as the row's
+// options_json so a restarted tracker compiles the same thing.
+struct StoredOptions {
+  TimingOptions timing;
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::map<std::string, std::string> external_data;  // location -> sha256
+};
+
+std::string OptionsToJson(const StoredOptions& o) {
+  storage::JsonWriter w;
+  const TimingOptions& t = o.timing;
+  w.BeginObject();
+  w.Key("number").Int(t.number);
+  w.Key("repeat").Int(t.repeat);
+  w.Key("min_repeat_ms").Int(t.min_repeat_ms);
+  w.Key("cooldown_ms").Int(t.cooldown_ms);
+  w.Key("flush_cache").Bool(t.flush_cache);
+  w.Key("timeout_ms").Int(t.timeout_ms);
+  if (!o.input_shapes.empty()) {
+    w.Key("input_shapes").BeginObject();
+    for (const auto& [name, dims] : o.input_shapes) {
+      w.Key(name).BeginArray();
+      for (int64_t d : dims) w.Int(d);
+      w.EndArray();
+    }
+    w.EndObject();
+  }
+  if (!o.external_data.empty()) {
+    w.Key("external_data").BeginObject();
+    for (const auto& [location, sha] : o.external_data) w.Key(location).String(sha);
+    w.EndObject();
+  }
+  w.EndObject();
+  return w.str();
 }
 
-// Reads back what TimingToJson wrote; missing or malformed fields keep the
+// Reads back what OptionsToJson wrote; missing timing fields keep the
 // defaults.
-TimingOptions TimingFromJson(const std::string& json, const TimingOptions& defaults) {
-  TimingOptions t = defaults;
-  auto field = [&](const std::string& name, int32_t* out) {
-    std::string needle = "\"" + name + "\":";
-    size_t pos = json.find(needle);
-    if (pos == std::string::npos) return;
-    pos += needle.size();
-    size_t end = json.find_first_of(",}", pos);
-    int64_t v = 0;
-    if (ParseInt64(std::string_view(json).substr(pos, end - pos), &v)) {
-      *out = static_cast<int32_t>(v);
-    }
+absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
+                                              const TimingOptions& defaults) {
+  StoredOptions o;
+  o.timing = defaults;
+  if (json.empty()) return o;
+  auto doc = storage::ParseJson(json);
+  if (!doc.ok()) return doc.status();
+  auto field = [&](const char* name, int32_t* out) {
+    if (auto v = storage::JsonGetInt64(*doc, name); v.ok()) *out = static_cast<int32_t>(*v);
   };
-  field("number", &t.number);
-  field("repeat", &t.repeat);
-  field("min_repeat_ms", &t.min_repeat_ms);
-  field("cooldown_ms", &t.cooldown_ms);
-  field("timeout_ms", &t.timeout_ms);
-  t.flush_cache = json.find("\"flush_cache\":true") != std::string::npos;
-  return t;
+  field("number", &o.timing.number);
+  field("repeat", &o.timing.repeat);
+  field("min_repeat_ms", &o.timing.min_repeat_ms);
+  field("cooldown_ms", &o.timing.cooldown_ms);
+  field("timeout_ms", &o.timing.timeout_ms);
+  if (const auto* f = doc->Find("flush_cache"); f && f->kind == storage::JsonKind::kBool) {
+    o.timing.flush_cache = f->boolean;
+  }
+  if (const auto* shapes = doc->Find("input_shapes")) {
+    for (const auto& [name, dims] : shapes->object) {
+      std::vector<int64_t>& out = o.input_shapes[name];
+      for (const auto& d : dims.array) {
+        int64_t v = 0;
+        if (!ParseInt64(d.number_text, &v)) {
+          return absl::DataLossError(StrCat("job options: bad dimension of input '", name, "'"));
+        }
+        out.push_back(v);
+      }
+    }
+  }
+  if (const auto* ext = doc->Find("external_data")) {
+    for (const auto& [location, sha] : ext->object) o.external_data[location] = sha.string;
+  }
+  return o;
+}
+
+// External data comes from the uploaded files only: the tracker never opens
+// a path an uploaded model names.
+compiler::ImportOptions ImportOptionsOf(const StoredOptions& o,
+                                        const storage::ArtifactStore& store) {
+  compiler::ImportOptions import;
+  import.input_shapes = o.input_shapes;
+  for (const auto& [location, sha] : o.external_data) {
+    import.external_files[location] = store.PathOf(sha);
+  }
+  return import;
 }
 
 uint64_t SeedOf(const std::string& text) {
@@ -83,6 +139,7 @@ double Mean(const std::vector<double>& v) {
 
 struct JobManager::Job {
   std::mutex mu;
+  compiler::ImportOptions import;  // input shapes and external data files
   std::condition_variable cv;
   storage::JobRow row;
   std::vector<TaskStatus> tasks;
@@ -191,15 +248,37 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
     return absl::InvalidArgumentError(
         StrCat("trials must be in 1..", options_.max_trials, ", got ", req.trials));
   }
-  if (static_cast<int64_t>(req.model_bytes.size()) > options_.max_model_bytes) {
-    return absl::ResourceExhaustedError(StrCat("model is ", req.model_bytes.size(),
-                                               " bytes; the limit is ", options_.max_model_bytes,
-                                               " bytes"));
+  if (req.model_sha256.empty()) {
+    return absl::InvalidArgumentError(
+        "no model: upload it first (UploadModel) and name it by its model_sha256");
   }
-  if (req.model_bytes.empty()) {
-    return absl::InvalidArgumentError("model is empty: expected ONNX ModelProto bytes");
+  StoredOptions stored;
+  stored.input_shapes = req.input_shapes;
+  stored.external_data = req.external_data;
+  int64_t total = 0;
+  auto stored_size = [&](const std::string& sha, const std::string& what) -> absl::Status {
+    if (!storage::IsSha256Hex(sha)) {
+      return absl::InvalidArgumentError(StrCat(what, ": '", sha, "' is not a SHA-256"));
+    }
+    auto size = store_->SizeOf(sha);
+    if (!size.ok()) {
+      return absl::NotFoundError(StrCat(what, " ", sha, " was not uploaded (UploadModel first)"));
+    }
+    total += *size;
+    return absl::OkStatus();
+  };
+  if (auto st = stored_size(req.model_sha256, "model"); !st.ok()) return st;
+  for (const auto& [location, sha] : req.external_data) {
+    if (location.empty()) return absl::InvalidArgumentError("an external data file has no location");
+    if (auto st = stored_size(sha, StrCat("external data '", location, "'")); !st.ok()) return st;
   }
-  auto model = compiler::Model::FromOnnx(req.model_bytes);
+  if (total > options_.max_model_bytes) {
+    return absl::ResourceExhaustedError(
+        StrCat("the model and its external data are ", total, " bytes; this tracker accepts at "
+               "most ", options_.max_model_bytes, " bytes (kiln-tracker --max-model-bytes)"));
+  }
+  compiler::ImportOptions import = ImportOptionsOf(stored, *store_);
+  auto model = LoadModel(req.model_sha256, import);
   if (!model.ok()) {
     absl::StatusCode code = model.status().code();
     if (code != absl::StatusCode::kUnimplemented) code = absl::StatusCode::kInvalidArgument;
@@ -233,12 +312,11 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
 
   auto id = NewJobId();
   if (!id.ok()) return id.status();
-  auto sha = store_->Put(req.model_bytes);
-  if (!sha.ok()) return sha.status();
+  const std::string* sha = &req.model_sha256;
   int64_t now = clock_->NowMs();
   storage::ArtifactRow art;
   art.sha256 = *sha;
-  art.size = static_cast<int64_t>(req.model_bytes.size());
+  art.size = total;
   art.kind = "model";
   art.job_id = *id;
   art.created_unix_ms = now;
@@ -254,6 +332,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
 
   auto job = std::make_shared<Job>();
   job->timing = WithDefaults(req.timing, options_.default_timing);
+  job->import = std::move(import);
+  stored.timing = job->timing;
   job->row.id = *id;
   job->row.model_name = req.model_name.empty() ? "model" : req.model_name;
   job->row.model_sha256 = *sha;
@@ -261,7 +341,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   job->row.target = target->Spec();
   job->row.state = "queued";
   job->row.trials = req.trials;
-  job->row.options_json = TimingToJson(job->timing);
+  job->row.options_json = OptionsToJson(stored);
   job->row.created_unix_ms = now;
   job->row.updated_unix_ms = now;
   if (absl::Status st = db_->CreateJob(job->row); !st.ok()) return st;
@@ -275,7 +355,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
          SnapshotLocked(*job)});
   }
   Log()->info("job {} submitted: model {} ({} bytes), key {}, target '{}', {} tasks, {} trials",
-              *id, job->row.model_name, req.model_bytes.size(), req.device_key, job->row.target,
+              *id, job->row.model_name, total, req.device_key, job->row.target,
               num_tasks, req.trials);
   Launch(job);
   return SubmitResult{*id, num_tasks};
@@ -295,7 +375,15 @@ absl::Status JobManager::Start() {
   for (const auto& row : *rows) {
     auto job = std::make_shared<Job>();
     job->row = row;
-    job->timing = TimingFromJson(row.options_json, options_.default_timing);
+    auto stored = OptionsFromJson(row.options_json, options_.default_timing);
+    if (stored.ok()) {
+      job->timing = stored->timing;
+      job->import = ImportOptionsOf(*stored, *store_);
+    } else {
+      // The job fails when it cannot load its model with these options.
+      Log()->warn("job {}: unreadable options: {}", row.id, stored.status().ToString());
+      job->timing = options_.default_timing;
+    }
     Log()->info("resuming job {} (state {})", row.id, row.state);
     {
       std::lock_guard<std::mutex> lock(job->mu);
@@ -307,24 +395,42 @@ absl::Status JobManager::Start() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<compiler::Model> JobManager::LoadModel(const std::string& model_sha256,
+                                                      const compiler::ImportOptions& options) {
+  if (!store_->Contains(model_sha256)) {
+    return absl::NotFoundError(StrCat("model ", model_sha256, " is not in the store"));
+  }
+  auto model = compiler::Model::FromOnnxFile(store_->PathOf(model_sha256), options);
+  if (!model.ok()) return model.status();
+  if (model->source_sha256() != model_sha256) {
+    return absl::DataLossError(StrCat("stored model ", model_sha256, " is corrupt"));
+  }
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<ModelUpload>> JobManager::NewUpload() {
+  return ModelUpload::Begin(store_, db_, clock_, options_.max_model_bytes);
+}
+
 void JobManager::Run(std::shared_ptr<Job> job) {
+  // A finished (or stopped) job lets go of its model: its weights may be
+  // hundreds of megabytes.
+  struct ReleaseModel {
+    Job* job;
+    ~ReleaseModel() { job->model.reset(); }
+  } release{job.get()};
   absl::Status st = absl::OkStatus();
   if (!job->model.has_value()) {
     // A resumed job: reload the model and the target.
-    auto bytes = store_->Get(job->row.model_sha256);
-    if (!bytes.ok()) {
-      st = bytes.status();
+    auto model = LoadModel(job->row.model_sha256, job->import);
+    auto target = compiler::Target::Parse(job->row.target);
+    if (!model.ok()) {
+      st = model.status();
+    } else if (!target.ok()) {
+      st = target.status();
     } else {
-      auto model = compiler::Model::FromOnnx(*bytes);
-      auto target = compiler::Target::Parse(job->row.target);
-      if (!model.ok()) {
-        st = model.status();
-      } else if (!target.ok()) {
-        st = target.status();
-      } else {
-        job->model.emplace(std::move(*model));
-        job->target = *target;
-      }
+      job->model.emplace(std::move(*model));
+      job->target = *target;
     }
   }
   if (st.ok()) st = Tune(*job);

@@ -28,11 +28,14 @@
 #include "tracker/agent_registry.h"
 #include "tracker/clock.h"
 #include "tracker/dispatcher.h"
+#include "tracker/model_upload.h"
 
 namespace kiln::tracker {
 
 struct JobManagerOptions {
-  int64_t max_model_bytes = 64ll << 20;
+  // The most bytes an uploaded model may have (with its external data files,
+  // for a job); the operator's setting (kiln-tracker --max-model-bytes).
+  int64_t max_model_bytes = int64_t{4} << 30;
   int32_t max_trials = 100000;
   int batch_size = 8;  // candidates per MeasureBatch
   TimingOptions default_timing;
@@ -40,7 +43,11 @@ struct JobManagerOptions {
 };
 
 struct SubmitRequest {
-  std::string model_bytes;
+  std::string model_sha256;  // an uploaded model (NewUpload)
+  // External data files of the model: location -> sha256 of an uploaded file.
+  std::map<std::string, std::string> external_data;
+  // Shapes for inputs with symbolic dimensions (compiler::ImportOptions).
+  std::map<std::string, std::vector<int64_t>> input_shapes;
   std::string model_name;
   std::string target;  // spec; empty: the target of an agent with device_key
   std::string device_key;
@@ -92,6 +99,10 @@ class JobManager {
   // Stops all job threads; unfinished jobs stay unfinished in the database.
   void Stop();
 
+  // A new upload into the store, under the model size limit.
+  absl::StatusOr<std::unique_ptr<ModelUpload>> NewUpload();
+  // NOT_FOUND when the model or a data file was not uploaded;
+  // RESOURCE_EXHAUSTED when they are together larger than the limit.
   absl::StatusOr<SubmitResult> Submit(const SubmitRequest& request);
   absl::StatusOr<JobStatus> Get(const std::string& job_id);
   absl::StatusOr<JobStatus> Cancel(const std::string& job_id);
@@ -113,6 +124,9 @@ class JobManager {
   absl::Status Tune(Job& job);
   absl::Status TuneTask(Job& job, size_t task_index);
   absl::Status Compile(Job& job);
+  // The stored model with the job's options (input shapes, external data).
+  absl::StatusOr<compiler::Model> LoadModel(const std::string& model_sha256,
+                                            const compiler::ImportOptions& options);
   // Persists the row and appends an event (with a snapshot); job.mu held.
   void EventLocked(Job& job, const std::string& message);
   void SetState(Job& job, const std::string& state, const std::string& message,

@@ -2,7 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -111,10 +113,50 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
         store_(store),
         stopping_(stopping) {}
 
+  grpc::Status UploadModel(grpc::ServerContext*, grpc::ServerReader<pb::ModelChunk>* reader,
+                           pb::UploadModelResponse* resp) override {
+    auto upload = jobs_->NewUpload();
+    if (!upload.ok()) return ToGrpc(upload.status());
+    pb::ModelChunk chunk;
+    while (reader->Read(&chunk)) {
+      absl::Status st =
+          (*upload)->Add(chunk.data(), chunk.offset(), chunk.total_size(), chunk.sha256());
+      if (!st.ok()) {
+        Log()->info("UploadModel rejected after {} bytes: {}", (*upload)->size(), st.ToString());
+        return ToGrpc(st);  // the partial file goes with the upload
+      }
+    }
+    auto stored = (*upload)->Finish();
+    if (!stored.ok()) {
+      Log()->info("UploadModel rejected: {}", stored.status().ToString());
+      return ToGrpc(stored.status());
+    }
+    Log()->info("model {} uploaded ({} bytes{})", stored->sha256, stored->size,
+                stored->already_stored ? ", already stored" : "");
+    resp->set_sha256(stored->sha256);
+    resp->set_size(stored->size);
+    resp->set_already_stored(stored->already_stored);
+    return grpc::Status::OK;
+  }
+
   grpc::Status SubmitJob(grpc::ServerContext*, const pb::SubmitJobRequest* req,
                          pb::SubmitJobResponse* resp) override {
     SubmitRequest r;
-    r.model_bytes = req->model();
+    r.model_sha256 = req->model_sha256();
+    for (const pb::ExternalDataFile& f : req->external_data()) {
+      if (!r.external_data.emplace(f.location(), f.sha256()).second) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            StrCat("external data '", f.location(), "' is given twice"));
+      }
+    }
+    for (const pb::InputShape& shape : req->input_shapes()) {
+      if (!r.input_shapes.emplace(shape.name(), std::vector<int64_t>(shape.dims().begin(),
+                                                                     shape.dims().end()))
+               .second) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            StrCat("input shape '", shape.name(), "' is given twice"));
+      }
+    }
     r.model_name = req->model_name();
     r.target = req->target().spec();
     r.device_key = req->device_key();
@@ -249,27 +291,43 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
           grpc::StatusCode::FAILED_PRECONDITION,
           StrCat("job '", req->job_id(), "' has no artifact (state ", s->row.state, ")"));
     }
-    auto bytes = store_->Get(s->row.artifact_sha256);
-    if (!bytes.ok()) return ToGrpc(bytes.status());
-    std::string sha = storage::Sha256Hex(*bytes);
-    if (sha != s->row.artifact_sha256) {
-      return grpc::Status(grpc::StatusCode::DATA_LOSS,
-                          StrCat("artifact ", s->row.artifact_sha256, " is corrupt on disk"));
+    // Read from disk in chunks (an artifact may be hundreds of megabytes),
+    // hashed on the way: a file that no longer matches its name is DATA_LOSS.
+    const std::string& want = s->row.artifact_sha256;
+    std::ifstream in(store_->PathOf(want), std::ios::binary);
+    auto total = store_->SizeOf(want);
+    if (!in || !total.ok()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, StrCat("no artifact ", want));
     }
     constexpr size_t kChunk = 1 << 20;
-    const int64_t total = static_cast<int64_t>(bytes->size());
-    size_t offset = 0;
+    storage::Sha256Hasher hasher;
+    std::string buf;
+    int64_t offset = 0;
     do {
       if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
-      size_t n = std::min(kChunk, bytes->size() - offset);
+      buf.resize(static_cast<size_t>(std::min<int64_t>(kChunk, *total - offset)));
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      if (!in) {
+        return grpc::Status(grpc::StatusCode::DATA_LOSS, StrCat("reading artifact ", want,
+                                                                " failed"));
+      }
+      hasher.Update(buf);
       pb::ArtifactChunk chunk;
-      chunk.set_data(bytes->substr(offset, n));
-      chunk.set_offset(static_cast<int64_t>(offset));
-      chunk.set_total_size(total);
-      offset += n;
-      if (offset == bytes->size()) chunk.set_sha256(sha);
+      chunk.set_offset(offset);
+      chunk.set_total_size(*total);
+      offset += static_cast<int64_t>(buf.size());
+      if (offset == *total) {
+        std::string sha = hasher.HexDigest();
+        if (sha != want) {
+          return grpc::Status(grpc::StatusCode::DATA_LOSS,
+                              StrCat("artifact ", want, " is corrupt on disk"));
+        }
+        chunk.set_sha256(sha);
+      }
+      chunk.set_data(std::move(buf));
       if (!writer->Write(chunk)) return grpc::Status::OK;
-    } while (offset < bytes->size());
+      buf.clear();
+    } while (offset < *total);
     return grpc::Status::OK;
   }
 

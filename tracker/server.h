@@ -29,7 +29,9 @@ struct TrackerOptions {
   std::string token;             // when set, agents must present it
   int64_t lease_timeout_ms = 0;  // > 0: fixed lease duration
   int32_t heartbeat_interval_ms = 2000;
-  int max_receive_bytes = 80 << 20;
+  // The largest gRPC message accepted: models arrive in chunks (UploadModel),
+  // so no message needs to be large.
+  int max_receive_bytes = 16 << 20;
   JobManagerOptions jobs;
 };
 

@@ -1,8 +1,9 @@
 // kiln-tracker --listen ADDR --db FILE --artifacts DIR [--port-file FILE]
-//              [--token TOKEN] [--lease-timeout-ms N]
+//              [--token TOKEN] [--lease-timeout-ms N] [--max-model-bytes N]
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,27 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: kiln-tracker --listen HOST:PORT --db FILE --artifacts DIR\n"
-    "                    [--port-file FILE] [--token TOKEN] [--lease-timeout-ms N]\n";
+    "                    [--port-file FILE] [--token TOKEN] [--lease-timeout-ms N]\n"
+    "                    [--max-model-bytes N[K|M|G]]   (default 4G)\n";
+
+// "4G", "512M", "100000": bytes, with binary suffixes.
+bool ParseBytes(std::string text, int64_t* out) {
+  int shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'T': shift = 40; break;
+      default: break;
+    }
+  }
+  if (shift > 0) text.pop_back();
+  int64_t v = 0;
+  if (!kiln::ParseInt64(text, &v) || v <= 0 || v > (INT64_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
 
 bool WritePortFile(const std::string& path, int port) {
   std::string tmp = path + ".tmp";
@@ -50,7 +71,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto flags = kiln::ParseFlags(
-      args, {"--listen", "--db", "--artifacts", "--port-file", "--token", "--lease-timeout-ms"});
+      args, {"--listen", "--db", "--artifacts", "--port-file", "--token", "--lease-timeout-ms",
+             "--max-model-bytes"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
                                  : std::string(flags.status().message());
@@ -69,6 +91,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.lease_timeout_ms = ms;
+  }
+  if (flags->Has("--max-model-bytes") &&
+      !ParseBytes(flags->Get("--max-model-bytes"), &options.jobs.max_model_bytes)) {
+    std::fprintf(stderr,
+                 "kiln-tracker: --max-model-bytes must be a positive size (e.g. 4G, 512M)\n");
+    return 2;
   }
   if (options.listen.empty() || options.db_path.empty() || options.artifacts_dir.empty()) {
     std::fprintf(stderr, "kiln-tracker: --listen, --db and --artifacts are required\n%s", kUsage);

@@ -16,6 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kiln/v1/tracker.grpc.pb.h"
+#include "onnx/onnx_pb.h"
 #include "storage/log_db.h"
 
 namespace kiln::cli {
@@ -29,6 +30,50 @@ struct CliRun {
   std::string out;
   std::string err;
 };
+
+// A real ONNX model: y = x + w, x [batch, 4] (symbolic), w [4] inline or in
+// external data at `location`; `padding` extra inline bytes make it large.
+std::string OnnxModel(const std::string& location = "", size_t padding = 0) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("cli");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  tt->mutable_shape()->add_dim()->set_dim_value(4);
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(4);
+  if (location.empty()) {
+    w->set_raw_data(std::string(16, '\0'));
+  } else {
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* e = w->add_external_data();
+    e->set_key("location");
+    e->set_value(location);
+  }
+  if (padding > 0) {
+    auto* p = g->add_initializer();
+    p->set_name("padding");
+    p->set_data_type(onnx::TensorProto::UINT8);
+    p->add_dims(static_cast<int64_t>(padding));
+    p->set_raw_data(std::string(padding, '\x5a'));
+  }
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  return m.SerializeAsString();
+}
 
 CliRun Kiln(const std::vector<std::string>& args,
             std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
@@ -97,12 +142,43 @@ class FakeTracker final : public kiln::v1::Tracker::Service {
   std::string artifact = "kiln artifact bytes, long enough to be split into chunks";
   std::string artifact_sha = storage::Sha256Hex(artifact);
   kiln::v1::SubmitJobRequest last_submit;
+  std::map<std::string, std::string> uploads;  // sha256 -> bytes
+  int chunks = 0;
+  int64_t max_upload = int64_t{1} << 30;
+
+  grpc::Status UploadModel(grpc::ServerContext*, grpc::ServerReader<kiln::v1::ModelChunk>* reader,
+                           kiln::v1::UploadModelResponse* resp) override {
+    std::string bytes, sha;
+    kiln::v1::ModelChunk c;
+    while (reader->Read(&c)) {
+      ++chunks;
+      if (c.total_size() > max_upload) {
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "the model is too large");
+      }
+      if (c.offset() != static_cast<int64_t>(bytes.size()) || c.data().size() > (1u << 20)) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad chunk");
+      }
+      bytes += c.data();
+      sha = c.sha256();
+    }
+    if (sha != storage::Sha256Hex(bytes)) {
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "checksum mismatch");
+    }
+    uploads[sha] = bytes;
+    resp->set_sha256(sha);
+    resp->set_size(static_cast<int64_t>(bytes.size()));
+    return grpc::Status::OK;
+  }
 
   grpc::Status SubmitJob(grpc::ServerContext*, const kiln::v1::SubmitJobRequest* req,
                          kiln::v1::SubmitJobResponse* resp) override {
     last_submit = *req;
-    if (req->model().starts_with("not onnx")) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "model is not an ONNX ModelProto");
+    if (!uploads.count(req->model_sha256())) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "model was not uploaded");
+    }
+    if (req->device_key() == "nobody") {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "no agent with key nobody has connected; pass a target");
     }
     resp->set_job_id(req->device_key() == "failing" ? "job-fail" : "job-42");
     resp->set_num_tasks(2);
@@ -204,18 +280,85 @@ class CliWithTracker : public ::testing::Test {
 };
 
 TEST_F(CliWithTracker, TunePrintsJobIdFirst) {
-  std::string model = WriteFile("m.onnx", "onnx bytes");
+  std::string model = WriteFile("m.onnx", OnnxModel());
   CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "job-42\n");
-  EXPECT_EQ(service_.last_submit.model(), "onnx bytes");
+  EXPECT_EQ(service_.last_submit.model_sha256(), storage::Sha256Hex(OnnxModel()));
+  EXPECT_EQ(service_.uploads[service_.last_submit.model_sha256()], OnnxModel());
   EXPECT_EQ(service_.last_submit.model_name(), "m.onnx");
   EXPECT_EQ(service_.last_submit.device_key(), "cpu");
   EXPECT_EQ(service_.last_submit.trials(), 24);
+  EXPECT_EQ(service_.last_submit.external_data_size(), 0);
+  EXPECT_EQ(service_.last_submit.input_shapes_size(), 0);
+}
+
+TEST_F(CliWithTracker, TuneUploadsLargeModelsInChunks) {
+  const std::string bytes = OnnxModel("", (5u << 20) / 2);  // 2.5 MiB
+  std::string model = WriteFile("big.onnx", bytes);
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(service_.chunks, 3);
+  EXPECT_EQ(service_.last_submit.model_sha256(), storage::Sha256Hex(bytes));
+  EXPECT_EQ(service_.uploads[storage::Sha256Hex(bytes)], bytes);
+}
+
+TEST_F(CliWithTracker, TuneUploadsExternalDataFromTheModelsFolder) {
+  std::filesystem::create_directories(dir_ / "ext" / "data");
+  const std::string weights(16, '\x01');
+  WriteFile("ext/data/w.bin", weights);
+  std::string model = WriteFile("ext/m.onnx", OnnxModel("data/w.bin"));
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(service_.last_submit.external_data_size(), 1);
+  EXPECT_EQ(service_.last_submit.external_data(0).location(), "data/w.bin");
+  EXPECT_EQ(service_.last_submit.external_data(0).sha256(), storage::Sha256Hex(weights));
+  EXPECT_EQ(service_.uploads[storage::Sha256Hex(weights)], weights);
+  EXPECT_EQ(service_.uploads.size(), 2u);
+}
+
+TEST_F(CliWithTracker, TuneRefusesExternalDataOutsideTheModelsFolder) {
+  std::filesystem::create_directories(dir_ / "ext");
+  WriteFile("secret.bin", std::string(16, 's'));
+  std::string model = WriteFile("ext/m.onnx", OnnxModel("../secret.bin"));
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "kiln: tune: external data location '../secret.bin' leaves the model's folder\n");
+  EXPECT_TRUE(service_.uploads.empty());
+  model = WriteFile("ext/m2.onnx", OnnxModel("missing.bin"));
+  r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("uploading external data 'missing.bin': NOT_FOUND: cannot read"));
+}
+
+TEST_F(CliWithTracker, TuneSendsInputShapes) {
+  std::string model = WriteFile("m.onnx", OnnxModel());
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4",
+                   "--input-shape", "x=2x4", "--input-shape=mask=1"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(service_.last_submit.input_shapes_size(), 2);
+  EXPECT_EQ(service_.last_submit.input_shapes(0).name(), "mask");
+  EXPECT_THAT(service_.last_submit.input_shapes(0).dims(), ::testing::ElementsAre(1));
+  EXPECT_EQ(service_.last_submit.input_shapes(1).name(), "x");
+  EXPECT_THAT(service_.last_submit.input_shapes(1).dims(), ::testing::ElementsAre(2, 4));
+  r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4", "--input-shape",
+            "x=2by4"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--input-shape x: shape '2by4' is not positive integers"));
+}
+
+TEST_F(CliWithTracker, TuneReportsAnUploadTheTrackerRefuses) {
+  service_.max_upload = 1000;
+  std::string model = WriteFile("big.onnx", OnnxModel("", 4000));
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "kiln: tune: RESOURCE_EXHAUSTED: the model is too large\n");
+  EXPECT_EQ(r.out, "");
 }
 
 TEST_F(CliWithTracker, TuneWaitPrintsProgressAndSucceeds) {
-  std::string model = WriteFile("m.onnx", "onnx bytes");
+  std::string model = WriteFile("m.onnx", OnnxModel());
   CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--wait"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out,
@@ -225,7 +368,7 @@ TEST_F(CliWithTracker, TuneWaitPrintsProgressAndSucceeds) {
 }
 
 TEST_F(CliWithTracker, TuneWaitFailsOnFailedJob) {
-  std::string model = WriteFile("m.onnx", "onnx bytes");
+  std::string model = WriteFile("m.onnx", OnnxModel());
   CliRun r =
       Kiln({"tune", model, "--tracker", addr_, "--key", "failing", "--trials", "24", "--wait"});
   EXPECT_EQ(r.code, 1);
@@ -235,11 +378,20 @@ TEST_F(CliWithTracker, TuneWaitFailsOnFailedJob) {
 }
 
 TEST_F(CliWithTracker, RpcErrorsNameTheCode) {
-  std::string model = WriteFile("bad.onnx", "not onnx at all");
-  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
+  std::string model = WriteFile("m.onnx", OnnxModel());
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "nobody", "--trials", "4"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "kiln: tune: INVALID_ARGUMENT: model is not an ONNX ModelProto\n");
+  EXPECT_EQ(r.err,
+            "kiln: tune: FAILED_PRECONDITION: no agent with key nobody has connected; pass a "
+            "target\n");
+  // Bytes that are not ONNX are refused before anything is uploaded.
+  std::string bad = WriteFile("bad.onnx", "not onnx at all");
+  r = Kiln({"tune", bad, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "kiln: tune: INVALID_ARGUMENT: not an ONNX model: '" + bad +
+                       "' does not parse as a ModelProto\n");
+  EXPECT_EQ(service_.uploads.size(), 1u);
   r = Kiln({"job", "job-7", "--tracker", addr_});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err, "kiln: job: NOT_FOUND: no job 'job-7'\n");
@@ -284,6 +436,35 @@ TEST_F(CliWithTracker, FetchUnknownJob) {
   EXPECT_EQ(r.err, "kiln: fetch: NOT_FOUND: no job 'job-missing'\n");
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_FALSE(std::filesystem::exists(out + ".part"));
+}
+
+TEST_F(CliWithTracker, CompileSpecializesInputShapesAndReadsExternalData) {
+  std::filesystem::create_directories(dir_ / "ext");
+  WriteFile("ext/w.bin", std::string(16, '\0'));
+  std::string model = WriteFile("ext/m.onnx", OnnxModel("w.bin"));
+  std::string db = (dir_ / "log.db").string();
+  std::string out = (dir_ / "m.kiln").string();
+  CliRun r = Kiln({"compile", model, "--db", db, "-o", out});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "kiln: compile: input 'x' [batch,4]: dimension 0 ('batch') is unknown; give the "
+            "input's shape with --input-shape x=DIMS\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x5"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("dimension 1 of input 'x' [batch,4] is 4, not 5"));
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x4", "--input-shape",
+            "y=3x4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("input shape y=3x4 names no input of the model"));
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x4"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(out));
+  // External data must stay in the model's folder.
+  std::string escaping = WriteFile("ext/m2.onnx", OnnxModel("../log.db"));
+  r = Kiln({"compile", escaping, "--db", db, "-o", out, "--input-shape", "x=3x4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("leaves the model's folder"));
 }
 
 }  // namespace

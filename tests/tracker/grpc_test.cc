@@ -106,6 +106,7 @@ class TrackerGrpcTest : public ::testing::Test {
     opts.artifacts_dir = (dir_ / "artifacts").string();
     opts.token = token_;
     if (heartbeat_ms_ > 0) opts.heartbeat_interval_ms = heartbeat_ms_;
+    if (max_model_bytes_ > 0) opts.jobs.max_model_bytes = max_model_bytes_;
     server_ = std::make_unique<TrackerServer>(opts);
     auto port = server_->Start();
     ASSERT_TRUE(port.ok()) << port.status();
@@ -119,8 +120,43 @@ class TrackerGrpcTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
+  // Streams `bytes` in chunks of `chunk` bytes (UploadModel); the last chunk
+  // carries `sha` (empty: the right one).
+  grpc::Status Upload(const std::string& bytes, size_t chunk, pb::UploadModelResponse* resp,
+                      std::string sha = "", int64_t total = -1) {
+    grpc::ClientContext ctx;
+    auto writer = tracker_->UploadModel(&ctx, resp);
+    size_t off = 0;
+    do {
+      pb::ModelChunk c;
+      size_t n = std::min(chunk, bytes.size() - off);
+      c.set_data(bytes.substr(off, n));
+      c.set_offset(static_cast<int64_t>(off));
+      c.set_total_size(total >= 0 ? total : static_cast<int64_t>(bytes.size()));
+      off += n;
+      if (off == bytes.size()) c.set_sha256(sha.empty() ? storage::Sha256Hex(bytes) : sha);
+      if (!writer->Write(c)) break;
+    } while (off < bytes.size());
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  std::string UploadOk(const std::string& bytes) {
+    pb::UploadModelResponse resp;
+    grpc::Status st = Upload(bytes, 1 << 20, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.sha256();
+  }
+  size_t StoredFiles() {
+    size_t files = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / "artifacts")) {
+      files += e.is_regular_file();
+    }
+    return files;
+  }
+
   std::string token_;
   int32_t heartbeat_ms_ = 0;  // 0: the tracker's default
+  int64_t max_model_bytes_ = 0;  // 0: the tracker's default
   fs::path dir_;
   std::unique_ptr<TrackerServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -148,7 +184,7 @@ TEST_F(TrackerGrpcTest, UnknownJobIsNotFound) {
 TEST_F(TrackerGrpcTest, BadModelIsInvalidArgument) {
   grpc::ClientContext ctx;
   pb::SubmitJobRequest req;
-  req.set_model("not onnx");
+  req.set_model_sha256(UploadOk("not onnx"));
   req.set_device_key("cpu");
   req.set_trials(4);
   req.mutable_target()->set_spec(kTarget);
@@ -160,6 +196,60 @@ TEST_F(TrackerGrpcTest, BadModelIsInvalidArgument) {
   pb::ListJobsResponse jobs;
   ASSERT_TRUE(tracker_->ListJobs(&lctx, {}, &jobs).ok());
   EXPECT_EQ(jobs.jobs_size(), 0);
+}
+
+TEST_F(TrackerGrpcTest, UploadStreamsChunksAndStoresOnce) {
+  const std::string bytes = testing::ConvReluModel();
+  pb::UploadModelResponse resp;
+  grpc::Status st = Upload(bytes, 100, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.sha256(), storage::Sha256Hex(bytes));
+  EXPECT_EQ(resp.size(), static_cast<int64_t>(bytes.size()));
+  EXPECT_FALSE(resp.already_stored());
+  pb::UploadModelResponse again;
+  ASSERT_TRUE(Upload(bytes, 7, &again).ok());
+  EXPECT_TRUE(again.already_stored());
+  EXPECT_EQ(StoredFiles(), 1u);
+  // A wrong checksum: DATA_LOSS, and nothing is kept.
+  st = Upload("some other bytes", 5, &resp, storage::Sha256Hex("not these"));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::DATA_LOSS) << st.error_message();
+  EXPECT_EQ(StoredFiles(), 1u);
+  // Submitting a model nobody uploaded.
+  grpc::ClientContext ctx;
+  pb::SubmitJobRequest req;
+  req.set_model_sha256(storage::Sha256Hex("never uploaded"));
+  req.set_device_key("cpu");
+  req.set_trials(4);
+  req.mutable_target()->set_spec(kTarget);
+  pb::SubmitJobResponse submitted;
+  st = tracker_->SubmitJob(&ctx, req, &submitted);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+}
+
+class SmallLimitTrackerTest : public TrackerGrpcTest {
+ protected:
+  void SetUp() override {
+    max_model_bytes_ = 3 << 20;
+    TrackerGrpcTest::SetUp();
+  }
+};
+
+TEST_F(SmallLimitTrackerTest, UploadOverTheOperatorsLimitIsResourceExhausted) {
+  const std::string big((4 << 20) + 10, 'x');
+  pb::UploadModelResponse resp;
+  // Announced up front: refused at once.
+  grpc::Status st = Upload(big, 1 << 20, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(st.error_message().find("at most 3145728 bytes"), std::string::npos)
+      << st.error_message();
+  EXPECT_NE(st.error_message().find("--max-model-bytes"), std::string::npos);
+  // Not announced: refused when the bytes cross the limit; no partial file.
+  st = Upload(big, 1 << 20, &resp, "", 0);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(StoredFiles(), 0u);
+  // Under the limit, in chunks larger than any single message needs to be.
+  EXPECT_FALSE(UploadOk(std::string(2 << 20, 'y')).empty());
+  EXPECT_EQ(StoredFiles(), 1u);
 }
 
 TEST_F(TrackerGrpcTest, SessionMustStartWithHello) {
@@ -248,7 +338,7 @@ TEST_F(TrackerGrpcTest, JobCompletesAndArtifactIsFetched) {
   agent.Serve();
 
   pb::SubmitJobRequest req;
-  req.set_model(testing::ConvReluModel());
+  req.set_model_sha256(UploadOk(testing::ConvReluModel()));
   req.set_model_name("conv_relu");
   req.set_device_key("fake");  // no target: the agent's
   req.set_trials(12);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "compiler/kernel.h"
+#include "deploy/str.h"
 #include "tests/tracker/test_models.h"
 
 namespace kiln::tracker {
@@ -51,9 +52,21 @@ class JobManagerTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
+  // Uploads bytes as the tracker's UploadModel does; returns their digest.
+  std::string Upload(const std::string& bytes) {
+    auto upload = jobs_->NewUpload();
+    EXPECT_TRUE(upload.ok()) << upload.status();
+    EXPECT_TRUE((*upload)->Add(bytes, 0, static_cast<int64_t>(bytes.size()),
+                               storage::Sha256Hex(bytes)).ok());
+    auto stored = (*upload)->Finish();
+    EXPECT_TRUE(stored.ok()) << stored.status();
+    uploaded_.insert(stored->sha256);
+    return stored->sha256;
+  }
+
   SubmitRequest Request(std::string model) {
     SubmitRequest r;
-    r.model_bytes = std::move(model);
+    if (!model.empty()) r.model_sha256 = Upload(model);
     r.model_name = "m";
     r.target = kTarget;
     r.device_key = "cpu";
@@ -61,7 +74,7 @@ class JobManagerTest : public ::testing::Test {
     return r;
   }
 
-  // Nothing was stored: no job row, no artifact file.
+  // Nothing was stored: no job row, no file but the uploaded models.
   void ExpectNothingStored() {
     auto jobs = db_->ListJobs();
     ASSERT_TRUE(jobs.ok());
@@ -72,8 +85,9 @@ class JobManagerTest : public ::testing::Test {
         files += e.is_regular_file();
       }
     }
-    EXPECT_EQ(files, 0u);
+    EXPECT_EQ(files, uploaded_.size());
   }
+  std::set<std::string> uploaded_;
 
   fs::path dir_;
   FakeClock clock_;
@@ -126,12 +140,78 @@ TEST_F(JobManagerTest, MissingDeviceKey) {
   ExpectNothingStored();
 }
 
-TEST_F(JobManagerTest, ModelTooLargeIsResourceExhausted) {
-  auto req = Request(std::string((64 << 20) + 1, 'x'));
+TEST_F(JobManagerTest, UploadOverTheLimitIsResourceExhaustedAndLeavesNothing) {
+  JobManagerOptions options;
+  options.max_model_bytes = 1000;
+  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                       &clock_, options);
+  // Announced too large: refused at the first chunk.
+  auto upload = jobs_->NewUpload();
+  ASSERT_TRUE(upload.ok());
+  absl::Status st = (*upload)->Add(std::string(10, 'x'), 0, 5000, "");
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(st.message(),
+            "the model is 5000 bytes; this tracker accepts at most 1000 bytes (its operator sets "
+            "the limit with kiln-tracker --max-model-bytes)");
+  upload->reset();
+  // Not announced: refused at the chunk that crosses the limit; the partial
+  // file is removed with the upload.
+  upload = jobs_->NewUpload();
+  ASSERT_TRUE(upload.ok());
+  ASSERT_TRUE((*upload)->Add(std::string(600, 'x'), 0, 0, "").ok());
+  EXPECT_EQ((*upload)->Add(std::string(600, 'x'), 600, 0, "").code(),
+            absl::StatusCode::kResourceExhausted);
+  upload->reset();
+  ExpectNothingStored();
+  // The limit covers a job's model and its external data together.
+  auto req = Request(std::string(600, 'm'));
+  req.external_data["w.bin"] = Upload(std::string(600, 'w'));
   auto r = jobs_->Submit(req);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_NE(std::string(r.status().message()).find("1200 bytes"), std::string::npos);
   ExpectNothingStored();
 }
+
+TEST_F(JobManagerTest, UploadsAreCheckedAndStoredOnce) {
+  const std::string bytes = testing::ConvReluModel();
+  auto upload = jobs_->NewUpload();
+  ASSERT_TRUE(upload.ok());
+  EXPECT_EQ((*upload)->Add(bytes, 5, 0, "").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*upload)->Add(bytes.substr(0, 10), 0, 0, "").ok());
+  ASSERT_TRUE((*upload)->Add(bytes.substr(10), 10, 0, storage::Sha256Hex("other")).ok());
+  auto stored = (*upload)->Finish();
+  EXPECT_EQ(stored.status().code(), absl::StatusCode::kDataLoss);
+  upload = jobs_->NewUpload();
+  ASSERT_TRUE((*upload)->Add(bytes, 0, 0, "").ok());
+  EXPECT_EQ((*upload)->Finish().status().code(), absl::StatusCode::kInvalidArgument)
+      << "no checksum";
+  upload->reset();
+  ExpectNothingStored();
+
+  std::string sha = Upload(bytes);
+  EXPECT_EQ(sha, storage::Sha256Hex(bytes));
+  upload = jobs_->NewUpload();
+  ASSERT_TRUE((*upload)->Add(bytes, 0, 0, sha).ok());
+  auto again = (*upload)->Finish();
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->already_stored);
+  ExpectNothingStored();  // one file
+  auto art = db_->GetArtifact(sha);
+  ASSERT_TRUE(art.ok() && art->has_value());
+  EXPECT_EQ((*art)->kind, "model");
+
+  // A model or data file that was never uploaded.
+  SubmitRequest req = Request(bytes);
+  req.model_sha256 = storage::Sha256Hex("never uploaded");
+  EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kNotFound);
+  req = Request(bytes);
+  req.external_data["w.bin"] = storage::Sha256Hex("never uploaded");
+  EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kNotFound);
+  req.external_data["w.bin"] = "../../etc/passwd";
+  EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kInvalidArgument);
+  ExpectNothingStored();
+}
+
 
 TEST_F(JobManagerTest, NoTargetAndNoAgentIsFailedPrecondition) {
   auto req = Request(testing::ConvReluModel());
@@ -306,6 +386,52 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
   EXPECT_EQ(again->tasks[0].trials_done, *count);
   EXPECT_DOUBLE_EQ(again->tasks[0].best_cost_s, 1e-3);
   EXPECT_FALSE(again->tasks[0].canonical.empty());
+}
+
+// Input shapes and external data files travel with the job: a restarted
+// tracker compiles the same thing.
+TEST_F(JobManagerTest, InputShapesAndExternalDataArePersistedAndResumed) {
+  std::string weights;
+  const std::string model = testing::SymbolicExternalModel(&weights);
+  auto req = Request(model);
+  req.trials = 8;
+  // Without the shape or the data file the model is refused, naming what lacks.
+  auto r = jobs_->Submit(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("'weights/w.bin', which was not provided"),
+            std::string::npos)
+      << r.status();
+  req.external_data["weights/w.bin"] = Upload(weights);
+  r = jobs_->Submit(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("dimension 0 ('N') is unknown"),
+            std::string::npos)
+      << r.status();
+  req.input_shapes["data"] = {2, 3, 8, 8};
+  r = jobs_->Submit(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto row = db_->GetJob(r->job_id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_NE((*row)->options_json.find("\"input_shapes\":{\"data\":[2,3,8,8]}"),
+            std::string::npos)
+      << (*row)->options_json;
+  EXPECT_NE((*row)->options_json.find(
+                StrCat("\"external_data\":{\"weights/w.bin\":\"", Upload(weights), "\"}")),
+            std::string::npos)
+      << (*row)->options_json;
+
+  // Restart before anything is measured: the resumed job loads the same model.
+  jobs_->Stop();
+  dispatcher_ = std::make_unique<Dispatcher>(&clock_);
+  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                       &clock_);
+  ASSERT_TRUE(jobs_->Start().ok());
+  JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
+  EXPECT_EQ(last.row.state, "completed") << last.row.error;
+  // The batch of 2 given as the input shape is what was tuned and compiled.
+  ASSERT_FALSE(last.tasks.empty());
+  EXPECT_NE(last.tasks.at(0).canonical.find(";N=2;"), std::string::npos)
+      << last.tasks.at(0).canonical;
 }
 
 }  // namespace

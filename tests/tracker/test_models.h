@@ -55,6 +55,28 @@ inline std::string ConvReluModel() {
   return m.SerializeAsString();
 }
 
+// ConvReluModel with a symbolic batch dimension ("N") and its weights `w`
+// kept in external data file "weights/w.bin" (whose bytes go to *data).
+inline std::string SymbolicExternalModel(std::string* data) {
+  onnx::ModelProto m;
+  ::onnx::ModelProto conv;
+  conv.ParseFromString(ConvReluModel());
+  m = conv;
+  onnx::GraphProto* g = m.mutable_graph();
+  auto* batch = g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
+  batch->clear_dim_value();
+  batch->set_dim_param("N");
+  onnx::TensorProto* w = g->mutable_initializer(0);
+  data->clear();
+  for (float v : w->float_data()) data->append(reinterpret_cast<const char*>(&v), sizeof v);
+  w->clear_float_data();
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* loc = w->add_external_data();
+  loc->set_key("location");
+  loc->set_value("weights/w.bin");
+  return m.SerializeAsString();
+}
+
 // x[1,4] -> Unique -> y: an operator kiln does not support.
 inline std::string UnsupportedOpModel() {
   onnx::ModelProto m;
