@@ -2,7 +2,9 @@
 // object, and the artifact container of docs/artifact-format.md.
 
 #include <cstring>
+#include <functional>
 #include <map>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "compiler/codegen/module.h"
@@ -31,27 +33,45 @@ void PutU64(std::string& s, uint64_t v) {
   for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-std::string WriteContainer(const std::vector<std::pair<std::string, std::string>>& sections) {
+// A section of the container: `data`, or `size` bytes that `fill` writes in
+// place (the weights, copied straight from the graph so that a model's
+// weights are never held twice on top of the graph).
+struct Section {
+  std::string name;
+  std::string_view data;
+  uint64_t size = 0;
+  std::function<void(char*)> fill;
+  uint64_t Size() const { return fill ? size : data.size(); }
+};
+
+std::string WriteContainer(const std::vector<Section>& sections) {
   size_t header = 16;
-  for (const auto& [name, data] : sections) header += 4 + name.size() + 16;
+  for (const Section& s : sections) header += 4 + s.name.size() + 16;
   std::vector<uint64_t> offsets;
   uint64_t pos = AlignUp(static_cast<int64_t>(header));
-  for (const auto& [name, data] : sections) {
+  for (const Section& s : sections) {
     offsets.push_back(pos);
-    pos = AlignUp(static_cast<int64_t>(pos + data.size()));
+    pos = AlignUp(static_cast<int64_t>(pos + s.Size()));
   }
-  std::string out = "KILNART1";
+  std::string out;
+  out.reserve(pos);
+  out = "KILNART1";
   PutU32(out, 1);
   PutU32(out, static_cast<uint32_t>(sections.size()));
   for (size_t i = 0; i < sections.size(); ++i) {
-    PutU32(out, static_cast<uint32_t>(sections[i].first.size()));
-    out += sections[i].first;
+    PutU32(out, static_cast<uint32_t>(sections[i].name.size()));
+    out += sections[i].name;
     PutU64(out, offsets[i]);
-    PutU64(out, sections[i].second.size());
+    PutU64(out, sections[i].Size());
   }
   for (size_t i = 0; i < sections.size(); ++i) {
     out.resize(offsets[i], '\0');
-    out += sections[i].second;
+    if (sections[i].fill) {
+      out.resize(offsets[i] + sections[i].size, '\0');
+      sections[i].fill(out.data() + offsets[i]);
+    } else {
+      out += sections[i].data;
+    }
   }
   return out;
 }
@@ -95,20 +115,21 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
       root_buf[root] = {BufferRef::Kind::kOutput, static_cast<int>(j), 0};
     }
   }
-  // Weights: every constant a kernel reads, 64-byte aligned.
-  std::string weights;
+  // Weights: every constant a kernel reads, 64-byte aligned. Only their
+  // places are decided here; the bytes are copied into the artifact at the end.
+  int64_t weights_size = 0;
+  std::vector<std::pair<int, int64_t>> weight_places;  // value, offset
   for (const Step& s : steps) {
     for (int v : s.inputs) {
       int root = AliasRoot(g, v);
       if (!g.values[root].IsConstant() || root_buf.count(root)) continue;
-      const auto& data = *g.values[root].bytes;
-      int64_t off = AlignUp(static_cast<int64_t>(weights.size()));
-      weights.resize(off, '\0');
-      weights.append(reinterpret_cast<const char*>(data.data()), data.size());
+      int64_t off = AlignUp(weights_size);
+      weights_size = off + static_cast<int64_t>(g.values[root].bytes->size());
+      weight_places.emplace_back(root, off);
       root_buf[root] = {BufferRef::Kind::kWeight, 0, off};
     }
   }
-  weights.resize(AlignUp(static_cast<int64_t>(weights.size())), '\0');
+  weights_size = AlignUp(weights_size);
   // Workspace: every other written root, with liveness over steps.
   std::vector<int> ws_roots;
   std::vector<BufferLifetime> lifetimes;
@@ -174,7 +195,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
   manifest += StrCat("model_sha256 ", model.source_sha256(), "\n");
   manifest += StrCat("entry ", plan.name, "\n");
   manifest += StrCat("workspace_bytes ", mem.total_bytes, "\n");
-  manifest += StrCat("weights_bytes ", weights.size(), "\n");
+  manifest += StrCat("weights_bytes ", weights_size, "\n");
   manifest += StrCat("kernels ", kernels.size(), "\n");
   manifest += StrCat("tuned_kernels ", tuned, "\n");
   for (int v : g.inputs) {
@@ -189,7 +210,15 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     report->kernels = static_cast<int>(kernels.size());
     report->tuned_kernels = tuned;
   }
-  return WriteContainer({{"manifest", manifest}, {"module.so", *so}, {"weights", weights}});
+  auto fill_weights = [&](char* dst) {
+    for (const auto& [root, off] : weight_places) {
+      const auto& data = *g.values[root].bytes;
+      std::memcpy(dst + off, data.data(), data.size());
+    }
+  };
+  return WriteContainer({{"manifest", manifest},
+                         {"module.so", *so},
+                         {"weights", {}, static_cast<uint64_t>(weights_size), fill_weights}});
 }
 
 }  // namespace kiln::compiler
