@@ -40,6 +40,7 @@ int RunFetch(const Command& self, const std::vector<std::string>& argv, const Cl
   int64_t written = 0;
   int64_t total_size = -1;
   std::string sha256;
+  storage::Sha256Hasher hasher;  // over what was received, as it arrives
   while (reader->Read(&chunk)) {
     if (!out.is_open()) {
       out.open(part, std::ios::binary | std::ios::trunc);
@@ -56,6 +57,7 @@ int RunFetch(const Command& self, const std::vector<std::string>& argv, const Cl
           StrCat("chunk at offset ", chunk.offset(), " but ", written, " bytes received so far"));
     }
     out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    hasher.Update(chunk.data());
     written += static_cast<int64_t>(chunk.data().size());
     total_size = chunk.total_size();
     if (!chunk.sha256().empty()) sha256 = chunk.sha256();
@@ -73,10 +75,7 @@ int RunFetch(const Command& self, const std::vector<std::string>& argv, const Cl
     return fail(StrCat("size mismatch: received ", written, " bytes, expected ", total_size));
   }
   if (sha256.empty()) return fail("the tracker sent no checksum");
-  std::ifstream in(part, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  std::string actual = storage::Sha256Hex(bytes.str());
+  std::string actual = hasher.HexDigest();
   if (actual != sha256) {
     return fail(StrCat("checksum mismatch: received sha256 ", actual, ", expected ", sha256));
   }
