@@ -112,6 +112,13 @@ std::string Workload::Canonical() const {
   }
   out += ")";
   for (const EpilogueOp& e : epilogue) out += StrCat("|", EpilogueText(e));
+  for (const Prologue& p : prologue) {
+    std::string inner;
+    for (char c : p.op.Canonical()) {
+      inner += c == '%' ? std::string("%25") : c == '|' ? std::string("%7C") : std::string(1, c);
+    }
+    out += StrCat("|<", p.input, ":", inner);
+  }
   return out;
 }
 
@@ -161,6 +168,32 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
   if (!rest.empty()) {
     if (rest[0] != '|') return absl::InvalidArgumentError("malformed epilogue in workload");
     for (std::string_view part : StrSplit(rest.substr(1), '|')) {
+      if (!part.empty() && part[0] == '<') {
+        size_t colon = part.find(':');
+        int64_t input = 0;
+        if (colon == std::string_view::npos || !ParseInt64(part.substr(1, colon - 1), &input) ||
+            input < 0 || (!w.prologue.empty() && input <= w.prologue.back().input)) {
+          return absl::InvalidArgumentError(StrCat("malformed prologue '", part, "'"));
+        }
+        std::string inner;
+        std::string_view esc = part.substr(colon + 1);
+        for (size_t k = 0; k < esc.size(); ++k) {
+          if (esc[k] == '%' && esc.substr(k, 3) == "%25") {
+            inner += '%';
+            k += 2;
+          } else if (esc[k] == '%' && esc.substr(k, 3) == "%7C") {
+            inner += '|';
+            k += 2;
+          } else {
+            inner += esc[k];
+          }
+        }
+        auto op = Parse(inner);
+        if (!op.ok()) return op.status();
+        w.prologue.push_back({input, *std::move(op)});
+        continue;
+      }
+      if (!w.prologue.empty()) return absl::InvalidArgumentError("epilogue after a prologue");
       EpilogueOp e;
       std::string_view name = part.substr(0, part.find(':'));
       std::vector<std::string_view> fields = StrSplit(part, ':');
@@ -295,6 +328,25 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     sig.output = {"out", Ints("shape")};
   } else {
     return absl::InvalidArgumentError(StrCat("unknown workload op '", op, "'"));
+  }
+  // Prologues: op input i becomes its producer's arguments (last first, so
+  // earlier positions stay put).
+  for (size_t k = prologue.size(); k-- > 0;) {
+    const Prologue& p = prologue[k];
+    if (p.input < 0 || p.input >= static_cast<int64_t>(sig.inputs.size()) ||
+        (k > 0 && prologue[k - 1].input >= p.input)) {
+      return absl::InvalidArgumentError(StrCat("workload ", op, ": bad prologue input ", p.input));
+    }
+    auto psig = p.op.Signature();
+    if (!psig.ok()) return psig.status();
+    if (psig->output.shape != sig.inputs[p.input].shape) {
+      return absl::InvalidArgumentError(
+          StrCat("workload ", op, ": prologue of input ", p.input, " has another shape"));
+    }
+    std::vector<TensorSpec> args = psig->inputs;
+    for (size_t a = 0; a < args.size(); ++a) args[a].name = StrCat("p", p.input, "_", a);
+    sig.inputs.erase(sig.inputs.begin() + p.input);
+    sig.inputs.insert(sig.inputs.begin() + p.input, args.begin(), args.end());
   }
   int idx = 0;
   for (const EpilogueOp& e : epilogue) {

@@ -89,11 +89,16 @@ struct KernelSignature {
   TensorSpec output;
 };
 
+struct Prologue;
+
 struct Workload {
   std::string op;
   std::map<std::string, std::vector<int64_t>> ints;
   std::map<std::string, double> floats;
   std::vector<EpilogueOp> epilogue;
+  // Injective producers fused into this op's inputs (see Prologue), sorted
+  // by input.
+  std::vector<Prologue> prologue;
 
   bool operator==(const Workload&) const = default;
 
@@ -114,6 +119,18 @@ struct Workload {
   void SetDtypes(const std::vector<DType>& dtypes);
 
   static absl::StatusOr<Workload> Parse(std::string_view canonical);
+};
+
+// An injective producer (an eltwise or injective generic workload, itself
+// possibly with prologues and an epilogue) computed inside its consumer's
+// kernel in place of the consumer's op input `input`: the kernel takes the
+// producer's arguments there instead (FuseInjective). Canonical form: an
+// entry "|<input:<producer canonical, '%' and '|' escaped as %25 and %7C>"
+// after the epilogue, so the key covers the whole group.
+struct Prologue {
+  int64_t input = 0;
+  Workload op;
+  bool operator==(const Prologue&) const = default;
 };
 
 }  // namespace kiln::compiler

@@ -61,8 +61,8 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
     auto axis = NormAxis(node, AttrInt(node, "axis", -1), xs.size());
     if (!axis.ok()) return axis.status();
     if (k < 0 || k > xs[*axis]) {
-      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': k ", k,
-                                               " is outside [0, ", xs[*axis], "]"));
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': k ", k, " is outside [0, ", xs[*axis], "]"));
     }
     Shape out = xs;
     out[*axis] = k;

@@ -1,10 +1,9 @@
 // ONNX operators onto the generic contraction, window and quantization ops
 // (compiler/ops/generic_linalg.cc): QuantizeLinear, DequantizeLinear,
 // DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger,
-// QLinearConv, ConvTranspose, LpPool, GlobalLpPool, GlobalMaxPool, MaxPool
-// on other dtypes or with its Indices output, LRN and Einsum. Integer
-// operators compute in integers as ONNX specifies (int32 accumulation), and
-// requantize in float32.
+// QLinearConv, ConvTranspose, Conv of 3 and more spatial dims, LpPool, GlobalLpPool, GlobalMaxPool,
+// MaxPool on other dtypes or with its Indices output, LRN and Einsum. Integer operators compute in
+// integers as ONNX specifies (int32 accumulation), and requantize in float32.
 #include <set>
 
 #include "compiler/frontend/importer.h"
@@ -75,8 +74,8 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     auto d = BinaryOp(node, *f, factor, "mul");
     if (!d.ok()) return d;
     if (!IsQuantType(V(zp).dtype)) return Unimplemented(node, "unsupported output dtype");
-    return Generic(node, "quantize", {*d, Scalar(Name(node), DType::kFloat32, 1), zp},
-                   V(*d).shape, V(zp).dtype, {{"axis", {0}}, {"block", {0}}}, 0);
+    return Generic(node, "quantize", {*d, Scalar(Name(node), DType::kFloat32, 1), zp}, V(*d).shape,
+                   V(zp).dtype, {{"axis", {0}}, {"block", {0}}}, 0);
   };
   if (op == "QuantizeLinear" || op == "DequantizeLinear") {
     auto x = In(node, 0), s = In(node, 1);
@@ -128,8 +127,8 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     // (max == min gives range 0; ONNX then takes 1.)
     auto is0 = BinaryOp(node, *range, zero, "equal");
     if (!is0.ok()) return is0.status();
-    auto safe = Generic(node, "where", {*is0, Scalar(Name(node), DType::kFloat32, 1), *range},
-                        {}, DType::kFloat32, {});
+    auto safe = Generic(node, "where", {*is0, Scalar(Name(node), DType::kFloat32, 1), *range}, {},
+                        DType::kFloat32, {});
     if (!safe.ok()) return safe.status();
     auto scale = BinaryOp(node, *safe, Scalar(Name(node), DType::kFloat32, 255), "div", 1);
     if (!scale.ok()) return scale.status();
@@ -157,8 +156,9 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     auto acc = IntegerMatMul(node, *a, *b, *azp, *bzp);
     if (!acc.ok()) return acc.status();
     auto as = In(node, 1), bs = In(node, 4), ys = In(node, 6), yzp = In(node, 7);
-    if (!as.ok() || !bs.ok() || !ys.ok() || !yzp.ok()) return absl::InvalidArgumentError(
-        StrCat("node '", Name(node), "': QLinearMatMul needs 8 inputs"));
+    if (!as.ok() || !bs.ok() || !ys.ok() || !yzp.ok())
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': QLinearMatMul needs 8 inputs"));
     auto as32 = f32(*as), bs32 = f32(*bs), ys32 = f32(*ys);
     if (!as32.ok() || !bs32.ok() || !ys32.ok()) return absl::InternalError("scale cast");
     // a's scale is per row (M): make it a column.
@@ -174,8 +174,11 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!factor.ok()) return factor.status();
     return done(requantize(*acc, *factor, *yzp));
   }
-  if (op == "ConvInteger" || op == "QLinearConv" || op == "ConvTranspose") {
+  if (op == "ConvInteger" || op == "QLinearConv" || op == "ConvTranspose" || op == "Conv") {
+    // Conv here: the N-D float convolutions the conv2d template does not
+    // take (3-D and up).
     const bool q = op == "QLinearConv", transposed = op == "ConvTranspose";
+    const bool integer = q || op == "ConvInteger";
     const int ix = 0, iw = q ? 3 : 1;
     auto x = In(node, ix), wt = In(node, iw);
     if (!x.ok() || !wt.ok()) return !x.ok() ? x.status() : wt.status();
@@ -184,7 +187,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       return absl::InvalidArgumentError(
           StrCat("node '", Name(node), "': input and weight need rank >= 3 and the same rank"));
     }
-    if (transposed && V(*x).dtype != V(*wt).dtype) {
+    if (!integer && V(*x).dtype != V(*wt).dtype) {
       return absl::InvalidArgumentError(StrCat("node '", Name(node), "': dtypes differ"));
     }
     const size_t n = xs.size() - 2;
@@ -254,7 +257,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
         {"transposed", {transposed ? 1 : 0}}};
     std::vector<int> inputs = {*x, *wt};
     const int ib = q ? 8 : 2;
-    if (transposed || q) {
+    if (op != "ConvInteger") {
       if (HasIn(node, ib)) {
         auto b = In(node, ib);
         if (!b.ok()) return b.status();
@@ -262,21 +265,20 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
         attrs["has_bias"] = {1};
       }
     }
-    if (!transposed) {
+    if (integer) {
       auto xzp = zero_point(2, V(*x).dtype), wzp = zero_point(q ? 5 : 3, V(*wt).dtype);
       if (!xzp.ok() || !wzp.ok()) return !xzp.ok() ? xzp.status() : wzp.status();
       inputs.push_back(*xzp);
       inputs.push_back(*wzp);
       attrs["zp"] = {1};
     }
-    if (transposed) {
-      return done(Generic(node, "conv", inputs, out, V(*x).dtype, attrs, 0));
-    }
+    if (!integer) return done(Generic(node, "conv", inputs, out, V(*x).dtype, attrs, 0));
     auto acc = Generic(node, "conv", inputs, out, DType::kInt32, attrs, q ? -1 : 0);
     if (!acc.ok() || !q) return done(acc);
     auto xsc = In(node, 1), wsc = In(node, 4), ysc = In(node, 6), yzp = In(node, 7);
-    if (!xsc.ok() || !wsc.ok() || !ysc.ok() || !yzp.ok()) return absl::InvalidArgumentError(
-        StrCat("node '", Name(node), "': QLinearConv needs 8 inputs"));
+    if (!xsc.ok() || !wsc.ok() || !ysc.ok() || !yzp.ok())
+      return absl::InvalidArgumentError(
+          StrCat("node '", Name(node), "': QLinearConv needs 8 inputs"));
     auto x32 = f32(*xsc), w32 = f32(*wsc), y32 = f32(*ysc);
     if (!x32.ok() || !w32.ok() || !y32.ok()) return absl::InternalError("scale cast");
     int wv = *w32;
@@ -357,7 +359,8 @@ absl::Status Importer::ImportEinsum(const onnx::NodeProto& node) {
     if (c != ' ') eq.push_back(c);
   }
   auto bad = [&](const std::string& what) {
-    return absl::InvalidArgumentError(StrCat("node '", Name(node), "': equation '", eq, "': ", what));
+    return absl::InvalidArgumentError(
+        StrCat("node '", Name(node), "': equation '", eq, "': ", what));
   };
   std::string lhs = eq, rhs;
   const bool explicit_out = eq.find("->") != std::string::npos;
@@ -368,16 +371,17 @@ absl::Status Importer::ImportEinsum(const onnx::NodeProto& node) {
   std::vector<std::string> terms;
   for (size_t start = 0;;) {
     size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    terms.push_back(
+        lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   if (static_cast<int>(terms.size()) != node.input_size()) return bad("one term per input");
   std::vector<int> inputs;
-  std::map<char, int64_t> id;      // letter -> id
-  std::vector<int64_t> extent;     // id -> size
-  int64_t ell_rank = -1;           // dims under the ellipsis
-  std::vector<int64_t> ell_ids;    // their ids
+  std::map<char, int64_t> id;    // letter -> id
+  std::vector<int64_t> extent;   // id -> size
+  int64_t ell_rank = -1;         // dims under the ellipsis
+  std::vector<int64_t> ell_ids;  // their ids
   std::map<std::string, std::vector<int64_t>> attrs;
   std::map<int64_t, int> count;
   auto letter = [&](int64_t l, int64_t size) -> absl::Status {

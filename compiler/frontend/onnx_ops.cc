@@ -62,6 +62,13 @@ absl::Status Importer::Spatial(const onnx::NodeProto& node, const Shape& in_hw, 
 }
 
 absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
+  // 3-D and wider, and other float dtypes: the generic N-D conv
+  // (onnx_linalg_ops.cc).
+  if (auto in = In(node, 0);
+      in.ok() && (V(*in).shape.size() >= 5 || V(*in).dtype != DType::kFloat32)) {
+    bool handled = false;
+    return ImportLinalg(node, &handled);
+  }
   auto x = InF(node, 0);
   if (!x.ok()) return x.status();
   auto wt = InF(node, 1);

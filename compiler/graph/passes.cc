@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "compiler/kernel.h"
+#include "compiler/ops/generic.h"
 #include "deploy/check.h"
 #include "deploy/str.h"
 
@@ -208,6 +209,77 @@ void FuseEpilogues(Graph& g) {
   g.nodes = std::move(kept);
 }
 
+namespace {
+
+// A generic op's fusion pattern; eltwise is injective; -1 for the classic
+// templates (conv2d, dense, pools), which take no prologues.
+int PatternOf(const Node& n) {
+  if (n.kind != NodeKind::kCompute) return -1;
+  if (n.workload.op == "eltwise") return static_cast<int>(ops::Pattern::kInjective);
+  const ops::GenericOp* op = ops::FindGenericOp(n.workload.op);
+  return op ? static_cast<int>(op->pattern) : -1;
+}
+
+}  // namespace
+
+void FuseInjective(Graph& g) {
+  std::vector<bool> dead(g.nodes.size(), false);
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].output] = static_cast<int>(i);
+  const int injective = static_cast<int>(ops::Pattern::kInjective);
+  const int reduction = static_cast<int>(ops::Pattern::kReduction);
+  for (size_t c = 0; c < g.nodes.size(); ++c) {
+    Node& cn = g.nodes[c];
+    const int cp = PatternOf(cn);
+    if ((cp != injective && cp != reduction) || cn.workload.op == "eltwise") continue;
+    auto csig = cn.workload.Signature();
+    if (!csig.ok()) continue;
+    // The op's own inputs come first; epilogue operands follow.
+    size_t n_op = csig->inputs.size();
+    for (const EpilogueOp& e : cn.workload.epilogue) n_op -= e.HasOperand() ? 1 : 0;
+    if (!cn.workload.prologue.empty() || n_op > cn.inputs.size()) continue;
+    std::vector<Prologue> pro;
+    std::vector<int> inputs;
+    std::vector<DType> dtypes;
+    for (size_t i = 0; i < n_op; ++i) {
+      const int v = cn.inputs[i];
+      const int p = producer[v];
+      bool fuse = p >= 0 && !dead[p] && PatternOf(g.nodes[p]) == injective && !g.IsOutput(v) &&
+                  g.Consumers(v).size() == 1;
+      for (size_t k = 0; fuse && k < cn.inputs.size(); ++k) fuse = k == i || cn.inputs[k] != v;
+      auto psig = fuse ? g.nodes[p].workload.Signature() : absl::StatusOr<KernelSignature>();
+      fuse = fuse && psig.ok() && psig->output.dtype == csig->inputs[i].dtype;
+      if (!fuse) {
+        inputs.push_back(v);
+        dtypes.push_back(csig->inputs[i].dtype);
+        continue;
+      }
+      pro.push_back({static_cast<int64_t>(i), g.nodes[p].workload});
+      for (size_t k = 0; k < psig->inputs.size(); ++k) {
+        inputs.push_back(g.nodes[p].inputs[k]);
+        dtypes.push_back(psig->inputs[k].dtype);
+      }
+      cn.name = StrCat(g.nodes[p].name, "+", cn.name);
+      dead[p] = true;
+    }
+    if (pro.empty()) continue;
+    for (size_t k = n_op; k < cn.inputs.size(); ++k) {
+      inputs.push_back(cn.inputs[k]);
+      dtypes.push_back(csig->inputs[k].dtype);
+    }
+    dtypes.push_back(csig->output.dtype);
+    cn.workload.prologue = std::move(pro);
+    cn.workload.SetDtypes(dtypes);
+    cn.inputs = std::move(inputs);
+    KILN_CHECK(cn.workload.Signature().ok()) << cn.workload.Canonical();
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+}
+
 void EliminateDeadNodes(Graph& g) {
   std::vector<bool> needed(g.values.size(), false);
   for (int v : g.outputs) needed[v] = true;
@@ -229,6 +301,7 @@ absl::Status RunGraphPasses(Graph& graph) {
   if (auto s = FoldConstants(graph); !s.ok()) return s;
   EliminateDeadNodes(graph);
   FuseEpilogues(graph);
+  FuseInjective(graph);
   return absl::OkStatus();
 }
 

@@ -15,6 +15,11 @@ absl::Status FoldConstants(Graph& graph);
 absl::Status FoldNode(Graph& graph, const Node& node);
 // Fuses Relu/Add/Mul chains into the epilogue of the preceding anchor.
 void FuseEpilogues(Graph& graph);
+// TVM's FuseOps for the generic operators: an injective producer (eltwise or
+// an injective generic op) whose only consumer is an injective or reduction
+// generic op is computed inside the consumer's kernel (Workload::prologue),
+// so the group is one task whose key covers the whole group's computation.
+void FuseInjective(Graph& graph);
 // Drops nodes whose outputs no graph output needs.
 void EliminateDeadNodes(Graph& graph);
 

@@ -609,9 +609,9 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
                 k = Max(F(1) - t, F(0));
               } else {
                 Expr t2 = t * t, t3 = t2 * t;
-                k = Select(t <= F(1), F(a + 2) * t3 - F(a + 3) * t2 + F(1),
-                           Select(t < F(2), F(a) * t3 - F(5 * a) * t2 + F(8 * a) * t - F(4 * a),
-                                  F(0)));
+                k = Select(
+                    t <= F(1), F(a + 2) * t3 - F(a + 3) * t2 + F(1),
+                    Select(t < F(2), F(a) * t3 - F(5 * a) * t2 + F(8 * a) * t - F(4 * a), F(0)));
               }
               idx[d].push_back(i);
               wt[d].push_back(k);
@@ -723,31 +723,75 @@ Config Default(const Workload& w, const Target& t) {
 
 absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }
 
-absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
-  const GenericOp* op = FindGenericOp(w.op);
-  if (!op) return absl::InvalidArgumentError(StrCat("unknown generic op '", w.op, "'"));
+// The output of workload `w` (a generic op, or eltwise when `w` is a
+// prologue) computed from its kernel arguments `args` (every input, output
+// excluded): prologues first, computed in place of their op inputs, then the
+// op, then its epilogue and the cast to the output dtype.
+absl::StatusOr<te::Tensor> OpTensor(const Workload& w, const std::vector<te::Tensor>& args) {
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
-  std::vector<te::Tensor> inputs;
-  for (size_t i = 0; i < NumOpInputs(w); ++i)
-    inputs.push_back(TypedPlaceholder(w, i, StrCat("in", i)));
-  auto core = op->compute(w, inputs);
-  if (!core.ok()) return core.status();
-  const Shape& shape = sig->output.shape;
-  if ((*core)->shape != shape) return Bad(w, "the compute's shape differs from the output's");
-  auto eps = EpilogueOperands(w);
-  te::Tensor out = *core;
-  const bool need_final = !w.epilogue.empty() || out.buffer()->dtype != IrType(sig->output.dtype);
-  if (need_final) {
-    absl::Status error;
-    out = te::Compute(
-        "out", shape,
-        [&](const std::vector<Var>& idx) {
-          return ApplyEpilogue(w, Promote((*core)(AsExprs(idx))), idx, eps, &error);
-        },
-        IrType(sig->output.dtype));
-    if (!error.ok()) return error;
+  const bool eltwise = w.op == "eltwise";
+  const GenericOp* op = eltwise ? nullptr : FindGenericOp(w.op);
+  if (!eltwise && !op) return absl::InvalidArgumentError(StrCat("unknown generic op '", w.op, "'"));
+  const size_t n_op = eltwise ? 1 : NumOpInputs(w);
+  std::vector<te::Tensor> op_in;
+  size_t next = 0, pro = 0;
+  for (size_t i = 0; i < n_op; ++i) {
+    if (pro < w.prologue.size() && w.prologue[pro].input == static_cast<int64_t>(i)) {
+      const Workload& pw = w.prologue[pro++].op;
+      auto psig = pw.Signature();
+      if (!psig.ok()) return psig.status();
+      std::vector<te::Tensor> pargs(args.begin() + next, args.begin() + next + psig->inputs.size());
+      next += psig->inputs.size();
+      te::NameScope scope(StrCat("p", i, "_"));
+      auto t = OpTensor(pw, pargs);
+      if (!t.ok()) return t.status();
+      op_in.push_back(*t);
+    } else {
+      op_in.push_back(args.at(next++));
+    }
   }
+  std::vector<te::Tensor> eps(args.begin() + next, args.end());
+  te::Tensor core;
+  if (eltwise) {
+    const te::Tensor& x = op_in[0];
+    core = te::Compute(
+        "bcast", sig->output.shape,
+        [&](const std::vector<Var>& o) { return x(BroadcastIndex(x->shape, o)); },
+        x.buffer()->dtype);
+  } else {
+    auto c = op->compute(w, op_in);
+    if (!c.ok()) return c.status();
+    core = *c;
+  }
+  const Shape& shape = sig->output.shape;
+  if (core->shape != shape) return Bad(w, "the compute's shape differs from the output's");
+  if (w.epilogue.empty() && core.buffer()->dtype == IrType(sig->output.dtype)) return core;
+  absl::Status error;
+  te::Tensor out = te::Compute(
+      "out", shape,
+      [&](const std::vector<Var>& idx) {
+        return ApplyEpilogue(w, Promote(core(AsExprs(idx))), idx, eps, &error);
+      },
+      IrType(sig->output.dtype));
+  if (!error.ok()) return error;
+  return out;
+}
+
+absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  std::vector<te::Tensor> args;
+  for (size_t i = 0; i < sig->inputs.size(); ++i)
+    args.push_back(TypedPlaceholder(w, i, sig->inputs[i].name));
+  auto made = OpTensor(w, args);
+  if (!made.ok()) return made.status();
+  te::Tensor out = *made;
+  const Shape& shape = sig->output.shape;
+  size_t n_eps = 0;
+  for (const EpilogueOp& e : w.epilogue) n_eps += e.HasOperand() ? 1 : 0;
+  std::vector<te::Tensor> inputs(args.begin(), args.end() - static_cast<ptrdiff_t>(n_eps));
+  std::vector<te::Tensor> eps(args.end() - static_cast<ptrdiff_t>(n_eps), args.end());
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;

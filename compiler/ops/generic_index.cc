@@ -118,7 +118,8 @@ absl::StatusOr<te::Tensor> ScatterOp(const Workload& w, const std::vector<te::Te
   };
   auto axes = [&](const char* prefix) {
     std::vector<IterRange> v;
-    for (size_t d = 0; d < search.size(); ++d) v.push_back(te::ReduceAxis(search[d], StrCat(prefix, d)));
+    for (size_t d = 0; d < search.size(); ++d)
+      v.push_back(te::ReduceAxis(search[d], StrCat(prefix, d)));
     return v;
   };
   auto vars = [](const std::vector<IterRange>& v) {

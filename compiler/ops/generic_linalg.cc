@@ -28,7 +28,8 @@ Expr To(DataType t, Expr v) { return v.dtype() == t ? v : Cast(t, v); }
 
 // Index of a per-tensor ([1]) or per-channel ([n]) parameter at channel c.
 Expr PerChannel(const te::Tensor& p, Expr c) {
-  return p->shape.size() == 1 && p->shape[0] > 1 ? p({c}) : p(std::vector<Expr>(p->shape.size(), IntImm(0)));
+  return p->shape.size() == 1 && p->shape[0] > 1 ? p({c})
+                                                 : p(std::vector<Expr>(p->shape.size(), IntImm(0)));
 }
 
 }  // namespace
@@ -150,16 +151,13 @@ absl::StatusOr<te::Tensor> ConvOp(const Workload& w, const std::vector<te::Tenso
           xv = xv - To(ct, Promote(PerChannel(in[z], IntImm(0))));
           wv = wv - To(ct, Promote(PerChannel(in[z + 1], m)));
         }
-        return Reduce(ReduceKind::kSum, Select(inside, xv * wv, Const(ct, 0)), red,
-                      Const(ct, 0));
+        return Reduce(ReduceKind::kSum, Select(inside, xv * wv, Const(ct, 0)), red, Const(ct, 0));
       },
       ct);
   if (!has_bias) return acc;
   return te::Compute(
       "conv_bias", out,
-      [&](const std::vector<Var>& o) {
-        return acc(AsExprs(o)) + To(ct, Promote(in[2]({o[1]})));
-      },
+      [&](const std::vector<Var>& o) { return acc(AsExprs(o)) + To(ct, Promote(in[2]({o[1]}))); },
       ct);
 }
 

@@ -78,8 +78,18 @@ Tensor Placeholder(const std::string& name, const std::vector<int64_t>& shape, D
   return Tensor(c);
 }
 
-Tensor ComputeFromParts(const std::string& name, const std::vector<int64_t>& shape,
+namespace {
+thread_local std::string name_prefix;
+}  // namespace
+
+NameScope::NameScope(const std::string& prefix) : saved_(name_prefix.size()) {
+  name_prefix += prefix;
+}
+NameScope::~NameScope() { name_prefix.resize(saved_); }
+
+Tensor ComputeFromParts(const std::string& raw_name, const std::vector<int64_t>& shape,
                         std::vector<IterRange> axes, Expr body) {
+  const std::string name = name_prefix + raw_name;
   auto op = std::make_shared<OperationNode>();
   op->kind = OpKind::kCompute;
   op->name = name;

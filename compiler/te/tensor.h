@@ -54,6 +54,20 @@ Tensor ComputeFromParts(const std::string& name, const std::vector<int64_t>& sha
                         std::vector<ir::IterRange> axes, ir::Expr body);
 
 ir::IterRange ReduceAxis(int64_t extent, const std::string& name);
+
+// While alive, prefixes the names of the computes created on this thread
+// (nested scopes concatenate), so that an operator's stages keep unique
+// names when it is built inside another's (fused prologues).
+class NameScope {
+ public:
+  explicit NameScope(const std::string& prefix);
+  ~NameScope();
+  NameScope(const NameScope&) = delete;
+  NameScope& operator=(const NameScope&) = delete;
+
+ private:
+  size_t saved_;
+};
 ir::Expr Sum(ir::Expr source, std::vector<ir::IterRange> axes);
 ir::Expr MaxOf(ir::Expr source, std::vector<ir::IterRange> axes);
 

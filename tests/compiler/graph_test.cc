@@ -7,6 +7,7 @@
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/passes.h"
 #include "compiler/model.h"
+#include "deploy/runtime.h"
 #include "tests/compiler/graph_eval.h"
 #include "tests/compiler/onnx_test_util.h"
 
@@ -97,6 +98,68 @@ TEST(Fusion, NoFusionIntoAGraphOutputOrSharedTensor) {
   ASSERT_EQ(m->Tasks().size(), 2u);
   EXPECT_EQ(m->Tasks()[0].workload.Canonical(), kConv);
   EXPECT_EQ(m->Tasks()[1].workload.Canonical(), "eltwise(in_shape=1,4,8,8;shape=1,4,8,8)|relu");
+}
+
+// FuseInjective: an elementwise Exp feeding a Transpose feeding a ReduceSum
+// run inside the reduction's kernel (the Exp as the Transpose's prologue);
+// the group's key covers the producers, and the fused kernel computes what
+// the unfused graph does.
+TEST(Fusion, InjectiveProducersJoinTheirReductionConsumer) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3, 4});
+  b.Node("Exp", {"x"}, {"e"});
+  OnnxBuilder::Ints(b.Node("Transpose", {"e"}, {"t"}), "perm", {0, 2, 1});
+  b.InitInt64("axes", {1}, {2});
+  b.Node("ReduceSum", {"t", "axes"}, {"y"});
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->Tasks().size(), 1u);
+  const Workload& w = m->Tasks()[0].workload;
+  EXPECT_EQ(w.op, "reduce");
+  ASSERT_EQ(w.prologue.size(), 1u);
+  EXPECT_EQ(w.prologue[0].op.op, "transpose");
+  ASSERT_EQ(w.prologue[0].op.prologue.size(), 1u);
+  EXPECT_EQ(w.prologue[0].op.prologue[0].op.op, "eltwise");
+  EXPECT_THAT(w.Canonical(), ::testing::HasSubstr("|<0:transpose("));
+  auto parsed = Workload::Parse(w.Canonical());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, w);
+  auto sig = w.Signature();
+  ASSERT_TRUE(sig.ok()) << sig.status();
+  ASSERT_EQ(sig->inputs.size(), 1u);  // the transpose's input, x
+  EXPECT_EQ(sig->inputs[0].shape, (std::vector<int64_t>{2, 3, 4}));
+  // The fused kernel against the reference of the unfused graph.
+  auto plain = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  std::vector<float> x = Ramp(24, 0.37f, 0);
+  auto want = testing::EvaluateGraph(**plain, {x});
+  ASSERT_FALSE(want.empty());
+  const std::vector<float>& y_want = want.at((*plain)->FindValue("y"));
+  CompileReport report;
+  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
+  ASSERT_TRUE(art.ok()) << art.status();
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> y(y_want.size(), -1.0f);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], y_want[i], 1e-4f * y_want[i]) << i;
+}
+
+// A producer read by two consumers, or a graph output, stays its own kernel.
+TEST(Fusion, SharedInjectiveProducerIsNotFused) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3});
+  OnnxBuilder::Ints(b.Node("Transpose", {"x"}, {"t"}), "perm", {1, 0});
+  b.InitInt64("axes", {1}, {1});
+  b.Node("ReduceSum", {"t", "axes"}, {"y"});
+  b.Node("ReduceMax", {"t", "axes"}, {"z"});
+  b.Output("y");
+  b.Output("z");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->graph().nodes.size(), 3u);
+  for (const Node& n : m->graph().nodes) EXPECT_TRUE(n.workload.prologue.empty()) << n.name;
 }
 
 TEST(Tasks, IdenticalGroupsShareOneTask) {

@@ -205,24 +205,48 @@ TEST(OnnxImport, ConstantNodeAndDropoutIdentity) {
   EXPECT_EQ((*g)->nodes[0].kind, NodeKind::kView);
 }
 
-TEST(OnnxImport, RejectsMaxPoolIndicesAndThreeDimConv) {
+// MaxPool's Indices output and 3-D Conv run on the generic window and conv
+// ops.
+TEST(OnnxImport, MaxPoolIndicesAndThreeDimConv) {
   OnnxBuilder b;
   b.Input("x", {1, 1, 4, 4});
   auto* p = b.Node("MaxPool", {"x"}, {"y", "idx"}, "mp");
   OnnxBuilder::Ints(p, "kernel_shape", {2, 2});
+  OnnxBuilder::Ints(p, "strides", {2, 2});
   b.Output("y");
-  auto g = ImportOnnx(b.Bytes());
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(g.status().message()), HasSubstr("Indices"));
+  b.Output("idx");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  CompileReport report;
+  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
+  ASSERT_TRUE(art.ok()) << art.status();
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> x(16), y(4, -1.0f);
+  for (int i = 0; i < 16; ++i) x[i] = static_cast<float>((i * 7) % 16);
+  std::vector<int64_t> idx(4, -1);
+  ASSERT_TRUE((*module)
+                  ->RunChecked({{x.data(), DType::kFloat32, 16}},
+                               {{y.data(), DType::kFloat32, 4}, {idx.data(), DType::kInt64, 4}})
+                  .ok());
+  // x = 0 7 14 5 / 12 3 10 1 / 8 15 6 13 / 4 11 2 9
+  EXPECT_THAT(y, ElementsAre(12, 14, 15, 13));
+  EXPECT_THAT(idx, ElementsAre(4, 2, 9, 11));
 
   OnnxBuilder c;
-  c.Input("x", {1, 1, 4, 4, 4});
-  c.Init("w", {1, 1, 1, 1, 1}, {1});
+  c.Input("x", {1, 1, 2, 2, 2});
+  c.Init("w", {1, 1, 1, 1, 1}, {2});
   c.Node("Conv", {"x", "w"}, {"y"});
   c.Output("y");
-  auto gc = ImportOnnx(c.Bytes());
-  EXPECT_EQ(gc.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(gc.status().message()), HasSubstr("2-D"));
+  auto mc = Model::FromOnnx(c.Bytes());
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  auto artc = CompileModel(*mc, Target::Host(), nullptr, {}, &report);
+  ASSERT_TRUE(artc.ok()) << artc.status();
+  auto modc = deploy::Module::LoadBytes(*artc);
+  ASSERT_TRUE(modc.ok()) << modc.status();
+  std::vector<float> cx = {1, 2, 3, 4, 5, 6, 7, 8}, cy(8, -1.0f);
+  ASSERT_TRUE((*modc)->Run({cx.data()}, {cy.data()}).ok());
+  EXPECT_THAT(cy, ElementsAre(2, 4, 6, 8, 10, 12, 14, 16));
 }
 
 TEST(OnnxImport, OneDimConvAndVectorMatMul) {
@@ -328,6 +352,11 @@ TEST(OnnxConformanceReference, ClaimedOperatorTestsMatch) {
     std::string name = e.path().filename().string();
     bool want = false;
     for (const auto& p : prefixes) want = want || name.rfind(p, 0) == 0;
+    // Its stored output contradicts the spec (the conformance runner reports
+    // it DISPUTED; ReferencePool.CeilModeInclusiveCountsPaddingNotOverhang
+    // checks the rule kiln follows).
+    want = want &&
+           name != "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True";
     if (!want || !fs::exists(e.path() / "model.onnx")) continue;
     std::ifstream in(e.path() / "model.onnx", std::ios::binary);
     std::stringstream ss;

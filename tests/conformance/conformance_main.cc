@@ -144,8 +144,8 @@ absl::StatusOr<Specialized> Specialize(const fs::path& dir, const std::string& b
       for (size_t si = 1; si < sets.size(); ++si) {
         auto other = Sorted(sets[si], "input_");
         if (k >= other.size() || ReadFile(other[k]) != ReadFile(first[k])) {
-          return absl::UnimplementedError(
-              StrCat("input '", vi->name(), "', needed at compile time, differs between data sets"));
+          return absl::UnimplementedError(StrCat(
+              "input '", vi->name(), "', needed at compile time, differs between data sets"));
         }
       }
       t.set_name(vi->name());
@@ -556,9 +556,9 @@ int main(int argc, char** argv) {
     if (restrict_ops && !is_claimed) continue;
     Result r = RunTest(t, target);
     r.claimed = is_claimed;
-    if (auto d = kDisputedData.find(r.name);
-        d != kDisputedData.end() && r.outcome == Outcome::kFail &&
-        r.detail.find(": output ") != std::string::npos) {
+    if (auto d = kDisputedData.find(r.name); d != kDisputedData.end() &&
+                                             r.outcome == Outcome::kFail &&
+                                             r.detail.find(": output ") != std::string::npos) {
       r.outcome = Outcome::kDisputed;
       r.detail = StrCat(r.detail, " (test data disputed: ", d->second, ")");
     }
