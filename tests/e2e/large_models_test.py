@@ -91,12 +91,17 @@ class Farm:
             [f"{self.bin}/tracker/kiln-tracker", "--listen", "127.0.0.1:0", "--port-file",
              port_file, "--db", os.path.join(tmp, "kiln.db"), "--artifacts", self.artifacts,
              "--max-model-bytes", max_model_bytes], "tracker.log")
+        def port():
+            if not os.path.exists(port_file):
+                return ""
+            with open(port_file) as f:
+                return f.read().strip()
         deadline = time.time() + 30
-        while not (os.path.exists(port_file) and open(port_file).read().strip()):
+        while not port():
             if time.time() > deadline or self.tracker.poll() is not None:
                 raise RuntimeError("tracker did not start:\n" + self.log("tracker.log"))
             time.sleep(0.05)
-        self.addr = "127.0.0.1:" + open(port_file).read().strip()
+        self.addr = "127.0.0.1:" + port()
         self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr, "--key",
                     "big-cpu", "--id", "agent-0"], "agent0.log")
 
