@@ -99,6 +99,42 @@ void MakeRuntimeSymbolsGlobal() {
   }();
 }
 
+// The machine's physical memory: no buffer of an artifact can be larger.
+uint64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<uint64_t>::max();
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+// RESOURCE_EXHAUSTED when a buffer the manifest asks for cannot fit in this
+// machine's memory (a damaged or hostile manifest must not make the runtime
+// try: it would die of bad_alloc or of the OOM killer).
+absl::Status CheckBufferSizes(const Manifest& m) {
+  const uint64_t mem = PhysicalMemoryBytes();
+  auto check = [&](const std::string& what, uint64_t bytes) -> absl::Status {
+    if (bytes <= mem) return absl::OkStatus();
+    return absl::ResourceExhaustedError(StrCat("the artifact's ", what, " needs ", bytes,
+                                               " bytes, more than this machine's memory (", mem,
+                                               " bytes)"));
+  };
+  if (absl::Status s = check("workspace", static_cast<uint64_t>(m.workspace_bytes)); !s.ok()) {
+    return s;
+  }
+  uint64_t total = 0;
+  for (const auto* list : {&m.inputs, &m.outputs}) {
+    for (const TensorInfo& t : *list) {
+      const uint64_t bytes = static_cast<uint64_t>(t.ByteSize());  // bounded by ParseShape
+      if (absl::Status s =
+              check(StrCat(list == &m.inputs ? "input '" : "output '", t.name, "'"), bytes);
+          !s.ok()) {
+        return s;
+      }
+      total += bytes;  // each at most INT64_MAX / 8 * 8: a few of them cannot wrap
+    }
+  }
+  return check("inputs and outputs together", total);
+}
+
 }  // namespace
 
 int64_t TensorInfo::NumElements() const {
@@ -285,6 +321,7 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
   if (!manifest.ok()) return manifest.status();
   std::string_view so = c->sections.at("module.so");
   std::string_view weights = c->sections.at("weights");
+  if (absl::Status s = CheckBufferSizes(*manifest); !s.ok()) return s;
   if (static_cast<uint64_t>(manifest->weights_bytes) > weights.size()) {
     return absl::DataLossError(StrCat("manifest says weights_bytes ", manifest->weights_bytes,
                                       " but the weights section has ", weights.size(), " bytes"));

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <string>
 #include <string_view>
@@ -198,7 +199,12 @@ int Main(int argc, char** argv) {
     outputs[i].name = info.name;
     outputs[i].shape = info.shape;
     outputs[i].dtype = info.dtype;
-    outputs[i].bytes.assign(static_cast<size_t>(info.ByteSize()), 0);
+    try {
+      outputs[i].bytes.assign(static_cast<size_t>(info.ByteSize()), 0);
+    } catch (const std::exception&) {  // bad_alloc, length_error
+      return Fail(kExitRuntime, StrCat("cannot allocate ", info.ByteSize(), " bytes for output '",
+                                       info.name, "'"));
+    }
     out_bufs.push_back({outputs[i].bytes.data(), info.dtype, info.NumElements()});
   }
 

@@ -394,6 +394,10 @@ absl::Status Importer::ImportReshape(const onnx::NodeProto& node) {
       } else if (d < -1) {
         return absl::InvalidArgumentError("Reshape: negative dimension");
       }
+      if (static_cast<int>(i) != infer && known > 0 && d > kMaxElements / known) {
+        return absl::InvalidArgumentError(
+            StrCat("Reshape: shape [", StrJoin(target, ","), "] is too large"));
+      }
       out.push_back(d);
       if (static_cast<int>(i) != infer) known *= d;
     }

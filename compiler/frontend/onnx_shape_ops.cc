@@ -354,7 +354,8 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     }
     Shape out;
     for (size_t d = 0; d < r; ++d) {
-      if (std::abs(pads[d]) > kMaxElements || std::abs(pads[d + r]) > kMaxElements) {
+      if (pads[d] < -kMaxElements || pads[d] > kMaxElements || pads[d + r] < -kMaxElements ||
+          pads[d + r] > kMaxElements) {
         return absl::InvalidArgumentError(StrCat("node '", Name(node), "': pads too large"));
       }
       out.push_back(xs[d] + pads[d] + pads[d + r]);

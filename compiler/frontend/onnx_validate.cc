@@ -271,10 +271,31 @@ const onnx::AttributeProto* Importer::AttrTyped(const onnx::NodeProto& node, con
   return nullptr;
 }
 
+// Operators whose data input ONNX requires to have rank >= 1 (their axis
+// indexes its shape), and whether every input is data (Concat).
+static const std::unordered_map<std::string, bool>& RankOneOps() {
+  static const auto* ops = new std::unordered_map<std::string, bool>{
+      {"Concat", true},          {"Split", false}, {"Slice", false},         {"Gather", false},
+      {"GatherElements", false}, {"TopK", false},  {"CenterCropPad", false},
+  };
+  return *ops;
+}
+
 absl::Status Importer::ImportChecked(const onnx::NodeProto& node) {
   const size_t first = g_->values.size();
   attr_error_ = absl::OkStatus();
-  absl::Status s = ImportNode(node);
+  absl::Status s = absl::OkStatus();
+  if (auto it = RankOneOps().find(node.op_type()); it != RankOneOps().end()) {
+    const int n = it->second ? node.input_size() : std::min(node.input_size(), 1);
+    for (int i = 0; i < n && s.ok(); ++i) {
+      auto v = by_name_.find(node.input(i));
+      if (v != by_name_.end() && V(v->second).shape.empty()) {
+        s = absl::InvalidArgumentError(StrCat("input '", node.input(i), "' is a scalar; ",
+                                              node.op_type(), " needs rank >= 1"));
+      }
+    }
+  }
+  if (s.ok()) s = ImportNode(node);
   // A mistyped attribute read as its default may have failed the node on
   // another account: the attribute is the cause.
   if (!attr_error_.ok()) s = std::exchange(attr_error_, absl::OkStatus());

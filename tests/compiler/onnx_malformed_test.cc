@@ -280,6 +280,37 @@ TEST(OnnxMalformed, ElementLimitIsConfigurable) {
   EXPECT_TRUE(ImportOnnx(ConvRelu().Bytes(), options).ok());
 }
 
+// Found by the fuzzer: a scalar where the operator indexes the data's shape
+// by its axis read past the end of the shape.
+TEST(OnnxMalformed, ScalarDataOfAnAxisOperator) {
+  OnnxBuilder b;
+  b.Input("x", {});
+  b.InitInt64("i", {1}, {0});
+  b.Node("Gather", {"x", "i"}, {"y"}, "gather");
+  b.Output("y");
+  EXPECT_REFUSED(ImportOnnx(b.Bytes()), kInvalidArgument, HasSubstr("node 'gather' (Gather)"),
+                 HasSubstr("input 'x' is a scalar"));
+}
+
+// Found by the fuzzer: Reshape and Pad arithmetic on shape inputs near
+// INT64_MAX overflowed.
+TEST(OnnxMalformed, ShapeInputsThatOverflow) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3});
+  b.InitInt64("shape", {3}, {int64_t{1} << 62, 4, -1});
+  b.Node("Reshape", {"x", "shape"}, {"y"}, "rs");
+  b.Output("y");
+  EXPECT_REFUSED(ImportOnnx(b.Bytes()), kInvalidArgument, HasSubstr("node 'rs' (Reshape)"),
+                 HasSubstr("too large"));
+  OnnxBuilder p;
+  p.Input("x", {2, 3});
+  p.InitInt64("pads", {4}, {INT64_MIN, 0, 0, 0});
+  p.Node("Pad", {"x", "pads"}, {"y"}, "pad");
+  p.Output("y");
+  EXPECT_REFUSED(ImportOnnx(p.Bytes()), kInvalidArgument, HasSubstr("node 'pad'"),
+                 HasSubstr("pads too large"));
+}
+
 TEST(OnnxMalformed, ErrorsNameTheNode) {
   // Reshape's own message does not name the node; the importer adds it.
   OnnxBuilder b;

@@ -282,6 +282,25 @@ TEST_F(LoadedModule, NullBuffersOnlyForTensorsWithoutElements) {
       (*empty)->RunChecked({{nullptr, DType::kInt32, 0}}, {{nullptr, DType::kInt32, 0}}).ok());
 }
 
+// A manifest that asks for buffers no machine has is refused before anything
+// is allocated (it used to end in std::bad_alloc).
+TEST_F(LoadedModule, AbsurdBufferSizesAreRefused) {
+  auto load = [&](const std::string& from, const std::string& to) {
+    std::string manifest = testing::Manifest(kN);
+    manifest.replace(manifest.find(from), from.size(), to);
+    return Module::LoadBytes(testing::PackArtifact(
+        {{"manifest", manifest}, {"module.so", *so_}, {"weights", testing::Weights(kN)}}));
+  };
+  auto ws = load("workspace_bytes 256", "workspace_bytes 1152921504606846976");
+  ASSERT_FALSE(ws.ok());
+  EXPECT_EQ(ws.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(ws.status().message(), HasSubstr("workspace needs 1152921504606846976 bytes"));
+  auto out = load("output out float32 2x", "output out float32 1099511627776x");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(out.status().message(), HasSubstr("output 'out' needs"));
+}
+
 TEST_F(LoadedModule, MissingEntryAndBadSharedObject) {
   std::string manifest = testing::Manifest(kN);
   manifest.replace(manifest.find("entry kiln_main"), 15, "entry not_there");
