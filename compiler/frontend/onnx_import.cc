@@ -6,10 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <set>
 
+#include "compiler/frontend/external_data.h"
 #include "compiler/frontend/importer.h"
+#include "compiler/frontend/onnx_functions.h"
 #include "compiler/frontend/onnx_validate.h"
 #include "compiler/graph/passes.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
@@ -100,39 +101,6 @@ absl::Status Importer::AddInitializer(const onnx::TensorProto& t, const std::str
   return absl::OkStatus();
 }
 
-namespace {
-
-// The file an external-data location names, under `dir` (the model's folder).
-absl::StatusOr<std::string> ResolveUnder(const std::string& dir, const std::string& location,
-                                         const std::string& tensor) {
-  namespace fs = std::filesystem;
-  auto escapes = [&] {
-    return absl::InvalidArgumentError(StrCat("tensor '", tensor, "': external data location '",
-                                             location, "' leaves the model's folder"));
-  };
-  fs::path rel(location);
-  if (rel.is_absolute()) return escapes();
-  for (const fs::path& part : rel) {
-    if (part == "..") return escapes();
-  }
-  std::error_code ec;
-  fs::path base = fs::weakly_canonical(fs::path(dir), ec);
-  if (ec) return absl::NotFoundError(StrCat("cannot resolve folder '", dir, "': ", ec.message()));
-  fs::path full = fs::weakly_canonical(base / rel, ec);
-  if (ec) {
-    return absl::NotFoundError(
-        StrCat("tensor '", tensor, "': cannot resolve external data '", location, "'"));
-  }
-  // Symbolic links may still lead out of the folder.
-  auto b = base.begin(), f = full.begin();
-  for (; b != base.end(); ++b, ++f) {
-    if (f == full.end() || *f != *b) return escapes();
-  }
-  return full.string();
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<uint8_t>> Importer::ExternalBytes(const onnx::TensorProto& t,
                                                              const std::string& name,
                                                              int64_t want) {
@@ -160,8 +128,11 @@ absl::StatusOr<std::vector<uint8_t>> Importer::ExternalBytes(const onnx::TensorP
   if (auto it = options_.external_files.find(location); it != options_.external_files.end()) {
     path = it->second;
   } else if (!options_.external_data_dir.empty()) {
-    auto resolved = ResolveUnder(options_.external_data_dir, location, name);
-    if (!resolved.ok()) return resolved.status();
+    auto resolved = ResolveExternalData(options_.external_data_dir, location);
+    if (!resolved.ok()) {
+      return absl::Status(resolved.status().code(),
+                          StrCat("tensor '", name, "': ", resolved.status().message()));
+    }
     path = *resolved;
   } else {
     return absl::InvalidArgumentError(StrCat("tensor '", name, "' keeps its data in external file '",
@@ -365,6 +336,8 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
   auto opset = CheckOpset(model, kMaxOpset);
   if (!opset.ok()) return opset.status();
   opset_ = *opset;
+  // Calls of model-local functions become their bodies.
+  if (auto s = InlineLocalFunctions(model); !s.ok()) return s;
   // Duplicate definitions, undefined inputs, cycles, attribute types.
   auto order = CheckGraph(model.graph(), max_elements_);
   if (!order.ok()) return order.status();

@@ -205,6 +205,71 @@ TEST(OnnxImport, ConstantNodeAndDropoutIdentity) {
   EXPECT_EQ((*g)->nodes[0].kind, NodeKind::kView);
 }
 
+// Model-local functions (dynamo/onnxscript exports) are inlined: a call of
+// pkg.scale2(x) = Mul(x, 2) with a referenced attribute; a function calling
+// itself is refused with its name.
+TEST(OnnxImport, InlinesModelLocalFunctions) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3});
+  auto* call = b.Node("scale2", {"x"}, {"y"}, "call");
+  call->set_domain("pkg");
+  OnnxBuilder::Float(call, "alpha", 0.5f);
+  b.Output("y");
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(b.Bytes()));
+  auto* ps = model.add_opset_import();
+  ps->set_domain("pkg");
+  ps->set_version(1);
+  onnx::FunctionProto* f = model.add_functions();
+  f->set_domain("pkg");
+  f->set_name("scale2");
+  f->add_input("a");
+  f->add_output("out");
+  f->add_attribute("alpha");
+  auto* two = f->add_node();
+  two->set_op_type("Constant");
+  two->add_output("two");
+  auto* v = two->add_attribute();
+  v->set_name("value_float");
+  v->set_type(onnx::AttributeProto::FLOAT);
+  v->set_f(2.0f);
+  auto* mul = f->add_node();
+  mul->set_op_type("Mul");
+  mul->add_input("a");
+  mul->add_input("two");
+  mul->add_output("m");
+  auto* lr = f->add_node();
+  lr->set_op_type("LeakyRelu");
+  lr->add_input("m");
+  lr->add_output("out");
+  auto* ref = lr->add_attribute();
+  ref->set_name("alpha");
+  ref->set_ref_attr_name("alpha");
+  ref->set_type(onnx::AttributeProto::FLOAT);
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  auto m = Model::FromOnnx(bytes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  CompileReport report;
+  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
+  ASSERT_TRUE(art.ok()) << art.status();
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> x = {-1, 0, 3}, y(3, 9.0f);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
+  EXPECT_THAT(y, ElementsAre(-1, 0, 6));  // leaky relu(2x, alpha 0.5)
+
+  // Recursion: scale2's body calls scale2.
+  mul->set_op_type("scale2");
+  mul->set_domain("pkg");
+  mul->clear_input();
+  mul->add_input("a");
+  model.SerializeToString(&bytes);
+  auto bad = Model::FromOnnx(bytes);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("pkg.scale2"));
+}
+
 // MaxPool's Indices output and 3-D Conv run on the generic window and conv
 // ops.
 TEST(OnnxImport, MaxPoolIndicesAndThreeDimConv) {

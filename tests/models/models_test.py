@@ -27,10 +27,7 @@ import make_models  # noqa: E402
 ARGS = None
 
 # Models kiln cannot run yet, with the reason (the missing feature).
-SKIPS = {
-    "dynamo_functions": "model-local functions (FunctionProto, as older dynamo/onnxscript "
-                        "exports write them) are not inlined by the importer yet",
-}
+SKIPS = {}
 
 
 def reference(model, feeds):
