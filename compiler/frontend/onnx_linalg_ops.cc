@@ -66,6 +66,27 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     return V(v).dtype == DType::kFloat32 ? absl::StatusOr<int>(v)
                                          : Unary(node, v, "cast", {double(DType::kFloat32)});
   };
+  // The QLinear ops' requantization factor s1 * s2 / y_scale (inputs i1, i2
+  // and 6), in float32; a scale with more than one element is reshaped to
+  // `shape1`/`shape2` to broadcast along its axis.
+  auto scale_factor = [&](int i1, Shape shape1, int i2, Shape shape2) -> absl::StatusOr<int> {
+    std::vector<int> s;
+    for (int i : {i1, i2, 6}) {
+      auto v = In(node, i);
+      if (!v.ok()) return v.status();
+      auto c = f32(*v);
+      if (!c.ok()) return c.status();
+      const Shape& want = i == i1 ? shape1 : shape2;
+      if (i != 6 && V(*c).NumElements() > 1 && !want.empty()) {
+        c = Reshaped(node, *c, want);
+        if (!c.ok()) return c.status();
+      }
+      s.push_back(*c);
+    }
+    auto prod = BinaryOp(node, s[0], s[1], "mul");
+    if (!prod.ok()) return prod;
+    return BinaryOp(node, *prod, s[2], "div");
+  };
   // saturate(round(acc * factor) + zp) of an int32 accumulator into zp's
   // dtype: the requantization of QLinearMatMul and QLinearConv.
   auto requantize = [&](int acc, int factor, int zp) -> absl::StatusOr<int> {
@@ -155,23 +176,12 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!q) return done(IntegerMatMul(node, *a, *b, *azp, *bzp, 0));
     auto acc = IntegerMatMul(node, *a, *b, *azp, *bzp);
     if (!acc.ok()) return acc.status();
-    auto as = In(node, 1), bs = In(node, 4), ys = In(node, 6), yzp = In(node, 7);
-    if (!as.ok() || !bs.ok() || !ys.ok() || !yzp.ok())
-      return absl::InvalidArgumentError(
-          StrCat("node '", Name(node), "': QLinearMatMul needs 8 inputs"));
-    auto as32 = f32(*as), bs32 = f32(*bs), ys32 = f32(*ys);
-    if (!as32.ok() || !bs32.ok() || !ys32.ok()) return absl::InternalError("scale cast");
-    // a's scale is per row (M): make it a column.
-    int asv = *as32;
-    if (V(asv).NumElements() > 1) {
-      auto col = Reshaped(node, asv, {V(asv).NumElements(), 1});
-      if (!col.ok()) return col.status();
-      asv = *col;
-    }
-    auto ab = BinaryOp(node, asv, *bs32, "mul");
-    if (!ab.ok()) return ab.status();
-    auto factor = BinaryOp(node, *ab, *ys32, "div");
+    // a's scale is per row (M): a column.
+    auto factor = scale_factor(
+        1, {V(*a).shape.size() > 1 ? V(*a).shape[V(*a).shape.size() - 2] : 1, 1}, 4, {});
     if (!factor.ok()) return factor.status();
+    auto yzp = In(node, 7);
+    if (!yzp.ok()) return yzp.status();
     return done(requantize(*acc, *factor, *yzp));
   }
   if (op == "ConvInteger" || op == "QLinearConv" || op == "ConvTranspose" || op == "Conv") {
@@ -275,24 +285,13 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!integer) return done(Generic(node, "conv", inputs, out, V(*x).dtype, attrs, 0));
     auto acc = Generic(node, "conv", inputs, out, DType::kInt32, attrs, q ? -1 : 0);
     if (!acc.ok() || !q) return done(acc);
-    auto xsc = In(node, 1), wsc = In(node, 4), ysc = In(node, 6), yzp = In(node, 7);
-    if (!xsc.ok() || !wsc.ok() || !ysc.ok() || !yzp.ok())
-      return absl::InvalidArgumentError(
-          StrCat("node '", Name(node), "': QLinearConv needs 8 inputs"));
-    auto x32 = f32(*xsc), w32 = f32(*wsc), y32 = f32(*ysc);
-    if (!x32.ok() || !w32.ok() || !y32.ok()) return absl::InternalError("scale cast");
-    int wv = *w32;
-    if (V(wv).NumElements() > 1) {  // per output channel: [M, 1, ...]
-      Shape s(n + 1, 1);
-      s[0] = V(wv).NumElements();
-      auto r = Reshaped(node, wv, s);
-      if (!r.ok()) return r.status();
-      wv = *r;
-    }
-    auto xw = BinaryOp(node, *x32, wv, "mul");
-    if (!xw.ok()) return xw.status();
-    auto factor = BinaryOp(node, *xw, *y32, "div");
+    // w's scale is per output channel: [M, 1, ...].
+    Shape per_m(n + 1, 1);
+    per_m[0] = M;
+    auto factor = scale_factor(1, {}, 4, per_m);
     if (!factor.ok()) return factor.status();
+    auto yzp = In(node, 7);
+    if (!yzp.ok()) return yzp.status();
     return done(requantize(*acc, *factor, *yzp));
   }
   if (op == "LpPool" || op == "GlobalLpPool" || op == "GlobalMaxPool" || op == "MaxPool") {

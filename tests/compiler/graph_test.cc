@@ -136,10 +136,7 @@ TEST(Fusion, InjectiveProducersJoinTheirReductionConsumer) {
   auto want = testing::EvaluateGraph(**plain, {x});
   ASSERT_FALSE(want.empty());
   const std::vector<float>& y_want = want.at((*plain)->FindValue("y"));
-  CompileReport report;
-  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
-  ASSERT_TRUE(art.ok()) << art.status();
-  auto module = deploy::Module::LoadBytes(*art);
+  auto module = testing::CompileAndLoad(*m);
   ASSERT_TRUE(module.ok()) << module.status();
   std::vector<float> y(y_want.size(), -1.0f);
   ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());

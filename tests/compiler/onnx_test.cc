@@ -250,10 +250,7 @@ TEST(OnnxImport, InlinesModelLocalFunctions) {
   model.SerializeToString(&bytes);
   auto m = Model::FromOnnx(bytes);
   ASSERT_TRUE(m.ok()) << m.status();
-  CompileReport report;
-  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
-  ASSERT_TRUE(art.ok()) << art.status();
-  auto module = deploy::Module::LoadBytes(*art);
+  auto module = testing::CompileAndLoad(*m);
   ASSERT_TRUE(module.ok()) << module.status();
   std::vector<float> x = {-1, 0, 3}, y(3, 9.0f);
   ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
@@ -282,10 +279,7 @@ TEST(OnnxImport, MaxPoolIndicesAndThreeDimConv) {
   b.Output("idx");
   auto m = Model::FromOnnx(b.Bytes());
   ASSERT_TRUE(m.ok()) << m.status();
-  CompileReport report;
-  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
-  ASSERT_TRUE(art.ok()) << art.status();
-  auto module = deploy::Module::LoadBytes(*art);
+  auto module = testing::CompileAndLoad(*m);
   ASSERT_TRUE(module.ok()) << module.status();
   std::vector<float> x(16), y(4, -1.0f);
   for (int i = 0; i < 16; ++i) x[i] = static_cast<float>((i * 7) % 16);
@@ -305,9 +299,7 @@ TEST(OnnxImport, MaxPoolIndicesAndThreeDimConv) {
   c.Output("y");
   auto mc = Model::FromOnnx(c.Bytes());
   ASSERT_TRUE(mc.ok()) << mc.status();
-  auto artc = CompileModel(*mc, Target::Host(), nullptr, {}, &report);
-  ASSERT_TRUE(artc.ok()) << artc.status();
-  auto modc = deploy::Module::LoadBytes(*artc);
+  auto modc = testing::CompileAndLoad(*mc);
   ASSERT_TRUE(modc.ok()) << modc.status();
   std::vector<float> cx = {1, 2, 3, 4, 5, 6, 7, 8}, cy(8, -1.0f);
   ASSERT_TRUE((*modc)->Run({cx.data()}, {cy.data()}).ok());
@@ -369,10 +361,7 @@ TEST(OnnxImport, GatherScalarIndexOffAxisZeroCompilesAndRuns) {
   auto m = Model::FromOnnx(b.Bytes());
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(ShapeOf(m->graph(), "y"), (std::vector<int64_t>{2, 4}));
-  CompileReport report;
-  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
-  ASSERT_TRUE(art.ok()) << art.status();
-  auto module = deploy::Module::LoadBytes(*art);
+  auto module = testing::CompileAndLoad(*m);
   ASSERT_TRUE(module.ok()) << module.status();
   std::vector<float> x(24), y(8, -1.0f);
   for (int i = 0; i < 24; ++i) x[i] = static_cast<float>(i);
@@ -390,10 +379,7 @@ TEST(OnnxImport, MatMulBroadcastsBatchDimsBothWays) {
   auto m = Model::FromOnnx(b.Bytes());
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(ShapeOf(m->graph(), "y"), (std::vector<int64_t>{2, 3, 1, 1}));
-  CompileReport report;
-  auto art = CompileModel(*m, Target::Host(), nullptr, {}, &report);
-  ASSERT_TRUE(art.ok()) << art.status();
-  auto module = deploy::Module::LoadBytes(*art);
+  auto module = testing::CompileAndLoad(*m);
   ASSERT_TRUE(module.ok()) << module.status();
   std::vector<float> x = {1, 2, 3, 4}, y(6, -1.0f);
   ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());

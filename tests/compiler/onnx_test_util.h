@@ -3,6 +3,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "compiler/model.h"
+#include "compiler/target.h"
+#include "deploy/runtime.h"
 #include "onnx/onnx_pb.h"
 
 namespace kiln::compiler::testing {
@@ -91,5 +95,14 @@ class OnnxBuilder {
  private:
   onnx::ModelProto model_;
 };
+
+// Compiles `m` for the host with every template's default config and loads
+// the artifact.
+inline absl::StatusOr<std::unique_ptr<deploy::Module>> CompileAndLoad(const Model& m) {
+  CompileReport report;
+  auto art = CompileModel(m, Target::Host(), nullptr, {}, &report);
+  if (!art.ok()) return art.status();
+  return deploy::Module::LoadBytes(*art);
+}
 
 }  // namespace kiln::compiler::testing
