@@ -63,8 +63,7 @@ absl::StatusOr<std::string> Upload(kiln::v1::Tracker::Stub* stub, const std::str
   if (sent) writer->WritesDone();
   grpc::Status status = writer->Finish();
   if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        status.error_message());
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
   }
   return response.sha256();
 }
@@ -125,8 +124,8 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
     auto sha = Upload(stub.get(), file);
     if (!sha.ok()) {
       return Fail(self,
-                  StrCat("uploading external data '", location, "': ",
-                         absl::StatusCodeToString(sha.status().code()), ": ",
+                  StrCat("uploading external data '", location,
+                         "': ", absl::StatusCodeToString(sha.status().code()), ": ",
                          sha.status().message()),
                   env);
     }

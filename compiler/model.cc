@@ -1,8 +1,7 @@
 #include "compiler/model.h"
 
-#include <openssl/evp.h>
-
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -269,13 +269,16 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   };
   if (auto st = stored_size(req.model_sha256, "model"); !st.ok()) return st;
   for (const auto& [location, sha] : req.external_data) {
-    if (location.empty()) return absl::InvalidArgumentError("an external data file has no location");
+    if (location.empty())
+      return absl::InvalidArgumentError("an external data file has no location");
     if (auto st = stored_size(sha, StrCat("external data '", location, "'")); !st.ok()) return st;
   }
   if (total > options_.max_model_bytes) {
-    return absl::ResourceExhaustedError(
-        StrCat("the model and its external data are ", total, " bytes; this tracker accepts at "
-               "most ", options_.max_model_bytes, " bytes (kiln-tracker --max-model-bytes)"));
+    return absl::ResourceExhaustedError(StrCat("the model and its external data are ", total,
+                                               " bytes; this tracker accepts at "
+                                               "most ",
+                                               options_.max_model_bytes,
+                                               " bytes (kiln-tracker --max-model-bytes)"));
   }
   compiler::ImportOptions import = ImportOptionsOf(stored, *store_);
   auto model = LoadModel(req.model_sha256, import);
@@ -355,8 +358,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
          SnapshotLocked(*job)});
   }
   Log()->info("job {} submitted: model {} ({} bytes), key {}, target '{}', {} tasks, {} trials",
-              *id, job->row.model_name, total, req.device_key, job->row.target,
-              num_tasks, req.trials);
+              *id, job->row.model_name, total, req.device_key, job->row.target, num_tasks,
+              req.trials);
   Launch(job);
   return SubmitResult{*id, num_tasks};
 }

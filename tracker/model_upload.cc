@@ -13,8 +13,7 @@ absl::StatusOr<std::unique_ptr<ModelUpload>> ModelUpload::Begin(storage::Artifac
                                                                 int64_t max_bytes) {
   auto writer = store->NewWriter();
   if (!writer.ok()) return writer.status();
-  return std::unique_ptr<ModelUpload>(
-      new ModelUpload(*std::move(writer), db, clock, max_bytes));
+  return std::unique_ptr<ModelUpload>(new ModelUpload(*std::move(writer), db, clock, max_bytes));
 }
 
 absl::Status ModelUpload::TooLarge(int64_t size) const {
@@ -29,8 +28,8 @@ absl::Status ModelUpload::Add(std::string_view data, int64_t offset, int64_t tot
     return absl::InvalidArgumentError("a chunk came after the one carrying the checksum");
   }
   if (offset != writer_->size()) {
-    return absl::InvalidArgumentError(
-        StrCat("chunk at offset ", offset, ", expected ", writer_->size(), " (chunks come in order)"));
+    return absl::InvalidArgumentError(StrCat("chunk at offset ", offset, ", expected ",
+                                             writer_->size(), " (chunks come in order)"));
   }
   if (total_size < 0) return absl::InvalidArgumentError("negative total_size");
   if (total_size > 0) {

@@ -19,8 +19,7 @@ class ModelUpload {
  public:
   // `max_bytes`: the operator's limit (kiln-tracker --max-model-bytes).
   static absl::StatusOr<std::unique_ptr<ModelUpload>> Begin(storage::ArtifactStore* store,
-                                                            storage::LogDb* db,
-                                                            const Clock* clock,
+                                                            storage::LogDb* db, const Clock* clock,
                                                             int64_t max_bytes);
 
   // One chunk: `offset` must be where the previous chunk ended; `total_size`

@@ -150,8 +150,9 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       }
     }
     for (const pb::InputShape& shape : req->input_shapes()) {
-      if (!r.input_shapes.emplace(shape.name(), std::vector<int64_t>(shape.dims().begin(),
-                                                                     shape.dims().end()))
+      if (!r.input_shapes
+               .emplace(shape.name(),
+                        std::vector<int64_t>(shape.dims().begin(), shape.dims().end()))
                .second) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             StrCat("input shape '", shape.name(), "' is given twice"));
@@ -308,8 +309,8 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       buf.resize(static_cast<size_t>(std::min<int64_t>(kChunk, *total - offset)));
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
       if (!in) {
-        return grpc::Status(grpc::StatusCode::DATA_LOSS, StrCat("reading artifact ", want,
-                                                                " failed"));
+        return grpc::Status(grpc::StatusCode::DATA_LOSS,
+                            StrCat("reading artifact ", want, " failed"));
       }
       hasher.Update(buf);
       pb::ArtifactChunk chunk;

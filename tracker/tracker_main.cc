@@ -28,11 +28,20 @@ bool ParseBytes(std::string text, int64_t* out) {
   int shift = 0;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
-      default: break;
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        break;
     }
   }
   if (shift > 0) text.pop_back();
@@ -70,9 +79,8 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  auto flags = kiln::ParseFlags(
-      args, {"--listen", "--db", "--artifacts", "--port-file", "--token", "--lease-timeout-ms",
-             "--max-model-bytes"});
+  auto flags = kiln::ParseFlags(args, {"--listen", "--db", "--artifacts", "--port-file", "--token",
+                                       "--lease-timeout-ms", "--max-model-bytes"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
                                  : std::string(flags.status().message());

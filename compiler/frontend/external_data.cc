@@ -15,14 +15,14 @@
 namespace kiln::compiler {
 namespace {
 
-using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedInputStream;
 
 // Field numbers of onnx.proto.
-constexpr int kModelGraph = 7;            // ModelProto.graph
-constexpr int kGraphInitializer = 5;      // GraphProto.initializer
-constexpr int kTensorExternalData = 13;   // TensorProto.external_data
-constexpr int kTensorDataLocation = 14;   // TensorProto.data_location
+constexpr int kModelGraph = 7;                 // ModelProto.graph
+constexpr int kGraphInitializer = 5;           // GraphProto.initializer
+constexpr int kTensorExternalData = 13;        // TensorProto.external_data
+constexpr int kTensorDataLocation = 14;        // TensorProto.data_location
 constexpr int kEntryKey = 1, kEntryValue = 2;  // StringStringEntryProto
 
 bool IsDelimited(uint32_t tag) {

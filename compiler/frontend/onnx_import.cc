@@ -121,8 +121,8 @@ absl::StatusOr<std::vector<uint8_t>> Importer::ExternalBytes(const onnx::TensorP
   }
   if (length < 0) length = want;
   if (length != want) {
-    return absl::InvalidArgumentError(StrCat("tensor '", name, "' has ", length,
-                                             " bytes of external data, expected ", want));
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", name, "' has ", length, " bytes of external data, expected ", want));
   }
   std::string path;
   if (auto it = options_.external_files.find(location); it != options_.external_files.end()) {
@@ -135,8 +135,9 @@ absl::StatusOr<std::vector<uint8_t>> Importer::ExternalBytes(const onnx::TensorP
     }
     path = *resolved;
   } else {
-    return absl::InvalidArgumentError(StrCat("tensor '", name, "' keeps its data in external file '",
-                                             location, "', which was not provided"));
+    return absl::InvalidArgumentError(StrCat("tensor '", name,
+                                             "' keeps its data in external file '", location,
+                                             "', which was not provided"));
   }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -188,8 +189,9 @@ absl::Status Importer::AddInput(const onnx::ValueInfoProto& in) {
   auto stated = [&] {
     std::vector<std::string> dims;
     for (const auto& d : tt.shape().dim()) {
-      dims.push_back(d.has_dim_value() ? StrCat(d.dim_value())
-                                       : d.has_dim_param() ? d.dim_param() : "?");
+      dims.push_back(d.has_dim_value()   ? StrCat(d.dim_value())
+                     : d.has_dim_param() ? d.dim_param()
+                                         : "?");
     }
     return StrCat("[", StrJoin(dims, ","), "]");
   };
@@ -219,19 +221,19 @@ absl::Status Importer::AddInput(const onnx::ValueInfoProto& in) {
       }
       if (d.has_dim_value()) {
         if (given && (*given)[i] != d.dim_value()) {
-          return absl::InvalidArgumentError(
-              StrCat("input shape ", name, "=", StrJoin(*given, "x"), " contradicts the model: ",
-                     "dimension ", i, " of input '", name, "' ", stated(), " is ", d.dim_value(),
-                     ", not ", (*given)[i]));
+          return absl::InvalidArgumentError(StrCat("input shape ", name, "=", StrJoin(*given, "x"),
+                                                   " contradicts the model: ", "dimension ", i,
+                                                   " of input '", name, "' ", stated(), " is ",
+                                                   d.dim_value(), ", not ", (*given)[i]));
         }
         v.shape.push_back(d.dim_value());
       } else if (given) {
         v.shape.push_back((*given)[i]);
       } else {
-        return absl::InvalidArgumentError(StrCat(
-            "input '", name, "' ", stated(), ": dimension ", i,
-            d.has_dim_param() ? StrCat(" ('", d.dim_param(), "')") : std::string(),
-            " is unknown; give the input's shape with --input-shape ", name, "=DIMS"));
+        return absl::InvalidArgumentError(
+            StrCat("input '", name, "' ", stated(), ": dimension ", i,
+                   d.has_dim_param() ? StrCat(" ('", d.dim_param(), "')") : std::string(),
+                   " is unknown; give the input's shape with --input-shape ", name, "=DIMS"));
       }
     }
   }
@@ -358,10 +360,10 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
     if (is_input) continue;
     std::vector<std::string> inputs;
     for (int id : g_->inputs) inputs.push_back(StrCat("'", g_->values[id].name, "'"));
-    return absl::InvalidArgumentError(StrCat(
-        "input shape ", name, "=", StrJoin(shape, "x"), " names no input of the model",
-        by_name_.count(name) ? " (it is an initializer)" : "", "; its inputs are ",
-        inputs.empty() ? std::string("none") : StrJoin(inputs, ", ")));
+    return absl::InvalidArgumentError(
+        StrCat("input shape ", name, "=", StrJoin(shape, "x"), " names no input of the model",
+               by_name_.count(name) ? " (it is an initializer)" : "", "; its inputs are ",
+               inputs.empty() ? std::string("none") : StrJoin(inputs, ", ")));
   }
   for (int i : *order) {
     if (auto s = ImportChecked(graph.node(i)); !s.ok()) return s;

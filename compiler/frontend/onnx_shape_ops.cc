@@ -362,11 +362,11 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       if (out.back() < 0)
         return absl::InvalidArgumentError(StrCat("node '", Name(node), "': negative output size"));
     }
-    int64_t m = mode == "constant" ? 0
-                : mode == "reflect"  ? 1
-                : mode == "edge"     ? 2
-                : mode == "wrap"     ? 3
-                                     : -1;
+    int64_t m = mode == "constant"  ? 0
+                : mode == "reflect" ? 1
+                : mode == "edge"    ? 2
+                : mode == "wrap"    ? 3
+                                    : -1;
     if (m < 0) return Unimplemented(node, StrCat("mode '", mode, "'"));
     return done(Generic(node, "pad", {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {m}}}, 0,
                         {{"value", value}}));

@@ -130,7 +130,7 @@ void Pool(const Workload& w, std::span<const float* const> in, float* out) {
     oext[0] = w.Int("OD");
   }
   std::array<int64_t, 3> kr = {1, 1, 1}, st = {1, 1, 1}, dil = {1, 1, 1}, pad = {0, 0, 0},
-                        pad_end = {0, 0, 0};
+                         pad_end = {0, 0, 0};
   const auto& wk = w.Ints("kernel");
   const auto& ws = w.Ints("stride");
   const auto& wd = w.Ints("dilation");

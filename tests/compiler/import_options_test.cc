@@ -209,8 +209,8 @@ TEST_F(ExternalData, FilesMapIsTheOnlySourceWithoutAFolder) {
 TEST_F(ExternalData, RejectsLocationsThatLeaveTheFolder) {
   WriteData(dir_ / "outside.bin");
   const std::string abs = (dir_ / "outside.bin").string();
-  for (const std::string& loc : {std::string("../outside.bin"), std::string("a/../../outside.bin"),
-                                 abs}) {
+  for (const std::string& loc :
+       {std::string("../outside.bin"), std::string("a/../../outside.bin"), abs}) {
     auto g = ImportOnnx(Model(loc, 8), InDir());
     EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << loc;
     EXPECT_THAT(g.status().message(), HasSubstr("leaves the model's folder")) << loc;
@@ -247,8 +247,7 @@ TEST_F(ExternalData, ModelFromFileHashesTheOnnxFile) {
   EXPECT_EQ(m->source_sha256(), Model::FromOnnx(bytes, InDir())->source_sha256());
   EXPECT_EQ(m->Tasks().size(), 1u);
   // Without the folder, nothing is read from beside the model.
-  EXPECT_EQ(Model::FromOnnxFile(path.string()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Model::FromOnnxFile(path.string()).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ const char* kPoolAvgCeilPad =
 const char* kElt = "eltwise(in_shape=1,4,1,11;shape=2,4,3,11)|add:2,1,3,11|relu";
 
 std::vector<const char*> AllWorkloads() {
-  return {kConv,    kConvNoPad, kConvGroups,  kDense, kDenseBatch,
+  return {kConv,    kConvNoPad, kConvGroups,  kDense,          kDenseBatch,
           kPoolMax, kPoolAvg,   kPoolAvgCeil, kPoolAvgCeilPad, kElt};
 }
 

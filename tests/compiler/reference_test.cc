@@ -169,10 +169,10 @@ TEST(ReferencePool, CeilModeAverageCountsAsOnnxDoes) {
 TEST(ReferencePool, CeilModeInclusiveCountsPaddingNotOverhang) {
   Workload w;
   w.op = "pool2d";
-  w.ints = {{"N", {1}},        {"C", {1}},          {"H", {1}},         {"W", {4}},
-            {"OH", {1}},       {"OW", {3}},         {"kernel", {1, 3}}, {"stride", {1, 2}},
-            {"pad", {0, 1, 0, 1}}, {"dilation", {1, 1}}, {"kind", {1}},
-            {"count_include_pad", {1}}};
+  w.ints = {{"N", {1}},           {"C", {1}},         {"H", {1}},
+            {"W", {4}},           {"OH", {1}},        {"OW", {3}},
+            {"kernel", {1, 3}},   {"stride", {1, 2}}, {"pad", {0, 1, 0, 1}},
+            {"dilation", {1, 1}}, {"kind", {1}},      {"count_include_pad", {1}}};
   EXPECT_THAT(RunRef(w, {{1, 2, 3, 4}}), ElementsAre(3.0f / 3, 9.0f / 3, 4.0f / 2));
 }
 

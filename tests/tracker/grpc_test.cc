@@ -155,7 +155,7 @@ class TrackerGrpcTest : public ::testing::Test {
   }
 
   std::string token_;
-  int32_t heartbeat_ms_ = 0;  // 0: the tracker's default
+  int32_t heartbeat_ms_ = 0;     // 0: the tracker's default
   int64_t max_model_bytes_ = 0;  // 0: the tracker's default
   fs::path dir_;
   std::unique_ptr<TrackerServer> server_;

@@ -56,8 +56,9 @@ class JobManagerTest : public ::testing::Test {
   std::string Upload(const std::string& bytes) {
     auto upload = jobs_->NewUpload();
     EXPECT_TRUE(upload.ok()) << upload.status();
-    EXPECT_TRUE((*upload)->Add(bytes, 0, static_cast<int64_t>(bytes.size()),
-                               storage::Sha256Hex(bytes)).ok());
+    EXPECT_TRUE((*upload)
+                    ->Add(bytes, 0, static_cast<int64_t>(bytes.size()), storage::Sha256Hex(bytes))
+                    .ok());
     auto stored = (*upload)->Finish();
     EXPECT_TRUE(stored.ok()) << stored.status();
     uploaded_.insert(stored->sha256);
@@ -211,7 +212,6 @@ TEST_F(JobManagerTest, UploadsAreCheckedAndStoredOnce) {
   EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kInvalidArgument);
   ExpectNothingStored();
 }
-
 
 TEST_F(JobManagerTest, NoTargetAndNoAgentIsFailedPrecondition) {
   auto req = Request(testing::ConvReluModel());
@@ -412,8 +412,7 @@ TEST_F(JobManagerTest, InputShapesAndExternalDataArePersistedAndResumed) {
   ASSERT_TRUE(r.ok()) << r.status();
   auto row = db_->GetJob(r->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
-  EXPECT_NE((*row)->options_json.find("\"input_shapes\":{\"data\":[2,3,8,8]}"),
-            std::string::npos)
+  EXPECT_NE((*row)->options_json.find("\"input_shapes\":{\"data\":[2,3,8,8]}"), std::string::npos)
       << (*row)->options_json;
   EXPECT_NE((*row)->options_json.find(
                 StrCat("\"external_data\":{\"weights/w.bin\":\"", Upload(weights), "\"}")),

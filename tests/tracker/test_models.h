@@ -63,7 +63,8 @@ inline std::string SymbolicExternalModel(std::string* data) {
   conv.ParseFromString(ConvReluModel());
   m = conv;
   onnx::GraphProto* g = m.mutable_graph();
-  auto* batch = g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
+  auto* batch =
+      g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
   batch->clear_dim_value();
   batch->set_dim_param("N");
   onnx::TensorProto* w = g->mutable_initializer(0);
