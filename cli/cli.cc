@@ -21,6 +21,7 @@ const std::vector<Command>& Commands() {
       {"fetch", "fetch JOB --tracker ADDR -o PATH", "download a job's compiled artifact", RunFetch},
       {"compile",
        "compile MODEL --db FILE -o PATH [--target SPEC] [--input-shape NAME=DIMS]... "
+       "[--max-elements N] "
        "[--dump-ir]",
        "compile a model locally with the best configs of a log database", RunCompile},
   };

@@ -1,4 +1,5 @@
 // kiln compile MODEL --db FILE -o PATH [--target SPEC] [--input-shape NAME=DIMS]...
+//              [--max-elements N]
 // [--dump-ir]: a local compile with the best records of a log database. A
 // model saved with external data finds its files beside it.
 #include <filesystem>
@@ -17,7 +18,8 @@ namespace kiln::cli {
 
 int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
   absl::StatusOr<Args> args =
-      ParseFlags(argv, {"--db", "-o", "--output", "--target", "--input-shape"}, {"--dump-ir"});
+      ParseFlags(argv, {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements"},
+                 {"--dump-ir"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--db")) return UsageError(self, "missing --db", env);
@@ -34,6 +36,13 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
   for (const std::string& shape : args->All("--input-shape")) {
     absl::Status st = compiler::ParseInputShape(shape, &import.input_shapes);
     if (!st.ok()) return UsageError(self, std::string(st.message()), env);
+  }
+  if (args->values.count("--max-elements")) {
+    int64_t n = 0;
+    if (!ParseInt64(args->Get("--max-elements"), &n) || n <= 0 || n > (int64_t{1} << 32)) {
+      return UsageError(self, "--max-elements must be in 1..4294967296", env);
+    }
+    import.max_elements = n;
   }
   // External data files live beside the model (and nowhere else).
   std::filesystem::path model_path(args->positional[0]);

@@ -109,9 +109,10 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
 
 // External data comes from the uploaded files only: the tracker never opens
 // a path an uploaded model names.
-compiler::ImportOptions ImportOptionsOf(const StoredOptions& o,
-                                        const storage::ArtifactStore& store) {
+compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::ArtifactStore& store,
+                                        int64_t max_elements) {
   compiler::ImportOptions import;
+  import.max_elements = max_elements;
   import.input_shapes = o.input_shapes;
   for (const auto& [location, sha] : o.external_data) {
     import.external_files[location] = store.PathOf(sha);
@@ -280,7 +281,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
                                                options_.max_model_bytes,
                                                " bytes (kiln-tracker --max-model-bytes)"));
   }
-  compiler::ImportOptions import = ImportOptionsOf(stored, *store_);
+  compiler::ImportOptions import = ImportOptionsOf(stored, *store_, options_.max_elements);
   auto model = LoadModel(req.model_sha256, import);
   if (!model.ok()) {
     absl::StatusCode code = model.status().code();
@@ -381,7 +382,7 @@ absl::Status JobManager::Start() {
     auto stored = OptionsFromJson(row.options_json, options_.default_timing);
     if (stored.ok()) {
       job->timing = stored->timing;
-      job->import = ImportOptionsOf(*stored, *store_);
+      job->import = ImportOptionsOf(*stored, *store_, options_.max_elements);
     } else {
       // The job fails when it cannot load its model with these options.
       Log()->warn("job {}: unreadable options: {}", row.id, stored.status().ToString());

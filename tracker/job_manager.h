@@ -36,6 +36,9 @@ struct JobManagerOptions {
   // The most bytes an uploaded model may have (with its external data files,
   // for a job); the operator's setting (kiln-tracker --max-model-bytes).
   int64_t max_model_bytes = int64_t{4} << 30;
+  // The most elements any one tensor of a model may have (kiln-tracker
+  // --max-elements; compiler::ImportOptions::max_elements, capped at 2^32).
+  int64_t max_elements = int64_t{1} << 32;
   int32_t max_trials = 100000;
   int batch_size = 8;  // candidates per MeasureBatch
   TimingOptions default_timing;

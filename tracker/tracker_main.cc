@@ -21,7 +21,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: kiln-tracker --listen HOST:PORT --db FILE --artifacts DIR\n"
     "                    [--port-file FILE] [--token TOKEN] [--lease-timeout-ms N]\n"
-    "                    [--max-model-bytes N[K|M|G]]   (default 4G)\n";
+    "                    [--max-model-bytes N[K|M|G]]   (default 4G)\n"
+    "                    [--max-elements N]   (most elements of one tensor; default and "
+    "cap 2^32)\n";
 
 // "4G", "512M", "100000": bytes, with binary suffixes.
 bool ParseBytes(std::string text, int64_t* out) {
@@ -79,8 +81,9 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  auto flags = kiln::ParseFlags(args, {"--listen", "--db", "--artifacts", "--port-file", "--token",
-                                       "--lease-timeout-ms", "--max-model-bytes"});
+  auto flags =
+      kiln::ParseFlags(args, {"--listen", "--db", "--artifacts", "--port-file", "--token",
+                              "--lease-timeout-ms", "--max-model-bytes", "--max-elements"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
                                  : std::string(flags.status().message());
@@ -105,6 +108,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "kiln-tracker: --max-model-bytes must be a positive size (e.g. 4G, 512M)\n");
     return 2;
+  }
+  if (flags->Has("--max-elements")) {
+    int64_t n = 0;
+    if (!kiln::ParseInt64(flags->Get("--max-elements"), &n) || n <= 0 || n > (int64_t{1} << 32)) {
+      std::fprintf(stderr, "kiln-tracker: --max-elements must be in 1..4294967296\n");
+      return 2;
+    }
+    options.jobs.max_elements = n;
   }
   if (options.listen.empty() || options.db_path.empty() || options.artifacts_dir.empty()) {
     std::fprintf(stderr, "kiln-tracker: --listen, --db and --artifacts are required\n%s", kUsage);

@@ -460,6 +460,14 @@ TEST_F(CliWithTracker, CompileSpecializesInputShapesAndReadsExternalData) {
   r = Kiln({"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x4"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(out));
+  // The element limit is the user's setting: [3,4] has 12 elements.
+  r = Kiln(
+      {"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x4", "--max-elements", "8"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("more than 8 elements"));
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--max-elements", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--max-elements must be in 1..4294967296"));
   // External data must stay in the model's folder.
   std::string escaping = WriteFile("ext/m2.onnx", OnnxModel("../log.db"));
   r = Kiln({"compile", escaping, "--db", db, "-o", out, "--input-shape", "x=3x4"});
