@@ -17,11 +17,8 @@
 namespace kiln::compiler {
 namespace {
 
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) == 1)
-      << "EVP_Digest failed";
+// Lower-case hex of a digest.
+std::string Hex(const unsigned char* md, unsigned int len) {
   static const char* kHex = "0123456789abcdef";
   std::string out;
   for (unsigned int i = 0; i < len; ++i) {
@@ -29,6 +26,14 @@ std::string Sha256Hex(std::string_view bytes) {
     out += kHex[md[i] & 15];
   }
   return out;
+}
+
+std::string Sha256Hex(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) == 1)
+      << "EVP_Digest failed";
+  return Hex(md, len);
 }
 
 // SHA-256 (hex) of a file, read in pieces.
@@ -50,13 +55,7 @@ absl::StatusOr<std::string> FileSha256Hex(const std::string& path) {
   EVP_DigestFinal_ex(ctx, md, &len);
   EVP_MD_CTX_free(ctx);
   if (n < 0) return absl::DataLossError(StrCat("reading model file '", path, "' failed"));
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
+  return Hex(md, len);
 }
 
 }  // namespace

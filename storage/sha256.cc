@@ -7,10 +7,10 @@
 
 namespace kiln::storage {
 
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
+namespace {
+
+// Lower-case hex of a digest.
+std::string Hex(const unsigned char* digest, unsigned int len) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(2 * len);
@@ -19,6 +19,15 @@ std::string Sha256Hex(std::string_view bytes) {
     out.push_back(kHex[digest[i] & 15]);
   }
   return out;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
+  return Hex(digest, len);
 }
 
 Sha256Hasher::Sha256Hasher() : ctx_(EVP_MD_CTX_new()) {
@@ -35,14 +44,7 @@ std::string Sha256Hasher::HexDigest() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), digest, &len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 15]);
-  }
-  return out;
+  return Hex(digest, len);
 }
 
 bool IsSha256Hex(std::string_view sha) {

@@ -53,7 +53,7 @@
 //
 // The compute definitions live in generic.cc (shape and data movement),
 // generic_linalg.cc (contractions, windows, quantization) and
-// generic_index.cc (gather_nd, scatter, topk).
+// generic_index.cc (gather_nd, scatter, topk), generic_resize.cc (resize).
 //
 // Epilogues apply to every generic op's output as to any other anchor.
 

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to compiler/ops: helpers shared by the generic operators' compute
-// definitions (generic.cc, generic_linalg.cc, generic_index.cc). Not an API.
+// definitions (generic.cc, generic_linalg.cc, generic_index.cc,
+// generic_resize.cc). Not an API.
 
 #include <algorithm>
 #include <cstdint>
@@ -60,6 +61,8 @@ absl::StatusOr<te::Tensor> EinsumOp(const Workload& w, const std::vector<te::Ten
 absl::StatusOr<te::Tensor> LrnOp(const Workload& w, const std::vector<te::Tensor>& in);
 absl::StatusOr<te::Tensor> QuantizeOp(const Workload& w, const std::vector<te::Tensor>& in);
 absl::StatusOr<te::Tensor> DequantizeOp(const Workload& w, const std::vector<te::Tensor>& in);
+// generic_resize.cc.
+absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Tensor>& in);
 // The operators of generic_index.cc.
 absl::StatusOr<te::Tensor> GatherNdOp(const Workload& w, const std::vector<te::Tensor>& in);
 absl::StatusOr<te::Tensor> ScatterOp(const Workload& w, const std::vector<te::Tensor>& in);
