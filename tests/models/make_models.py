@@ -653,6 +653,62 @@ def dynamo_functions():
     return Case(m, {"x": image(19, 2, 32)})
 
 
+def unet_decoder():
+    """A UNet/FCN decoder as PyTorch writes ConvTranspose2d (opset 17):
+    stride-2 transposed convolutions with output_padding and groups, a skip
+    Concat, GroupNormalization-free BN+ReLU, and a 1x1 head."""
+    g = G(91)
+    x = g.relu(g.conv("x", 4, 16, 3, stride=2))  # 16x16 -> 8x8
+    w1 = g.weight(16, 8, 3, 3)
+    u1 = g.op("ConvTranspose", [x, w1, g.vec(8)], kernel_shape=[3, 3], strides=[2, 2],
+              pads=[1, 1, 1, 1], output_padding=[1, 1])  # 8 -> 16
+    cat = g.op("Concat", [g.relu(u1), "x"], axis=1)  # 12 channels
+    w2 = g.weight(12, 3, 4, 4)
+    u2 = g.op("ConvTranspose", [cat, w2], kernel_shape=[4, 4], strides=[2, 2],
+              pads=[1, 1, 1, 1], group=3)  # 16 -> 32, 9 channels
+    head = g.conv(g.relu(g.bn(u2, 9)), 9, 2, 1)
+    g.op("Identity", [head])
+    g.nodes[-1].output[0] = "y"
+    m = g.model([fin("x", [1, 4, 16, 16])], [fout("y")], 17)
+    return Case(m, {"x": image(91, 1, 4, 16, 16)})
+
+
+def qdq_int8():
+    """A statically quantized network as onnxruntime's quantizer writes it
+    (opset 13): QuantizeLinear of the input, QLinearConv (uint8 activations,
+    int8 per-channel weights, int32 bias), DequantizeLinear, a QDQ MatMul
+    pair, MatMulInteger and DynamicQuantizeLinear on the way out."""
+    g = G(93)
+    rng = g.rng
+    xs, xz = g.f32(0.02, "xs"), g.init(np.uint8(128), "xz")
+    qx = g.op("QuantizeLinear", ["x", xs, xz])
+    wq = g.init(rng.integers(-60, 60, (8, 3, 3, 3)).astype(np.int8), "wq")
+    ws = g.init(rng.uniform(0.002, 0.01, 8).astype(np.float32), "ws")
+    wz = g.init(np.zeros(8, np.int8), "wz")
+    ys, yz = g.f32(0.05, "ys"), g.init(np.uint8(100), "yz")
+    bias = g.init(rng.integers(-500, 500, 8).astype(np.int32), "bq")
+    qy = g.op("QLinearConv", [qx, xs, xz, wq, ws, wz, ys, yz, bias], pads=[1, 1, 1, 1])
+    y = g.op("DequantizeLinear", [qy, ys, yz])
+    f = g.op("Reshape", [g.relu(y), g.i64([1, -1])])  # [1, 8*8*8]
+    a_s, a_z = g.f32(0.03, "as"), g.init(np.uint8(0), "az")
+    qa = g.op("QuantizeLinear", [f, a_s, a_z])
+    bq = g.init(rng.integers(0, 255, (512, 10)).astype(np.uint8), "bmat")
+    b_z = g.init(np.uint8(128), "bz")
+    acc = g.op("MatMulInteger", [qa, bq, a_z, b_z])  # int32 [1, 10]
+    qm = g.op("QLinearMatMul", [qa, a_s, a_z, bq, g.f32(0.004, "bs"), b_z, g.f32(0.5, "ms"),
+                                g.init(np.uint8(128), "mz")])
+    outs = g.op("DynamicQuantizeLinear", [g.op("Cast", [acc], to=TensorProto.FLOAT)], n_out=3)
+    for node_out, name in zip(outs, ["dq_y", "dq_scale", "dq_zp"]):
+        g.op("Identity", [node_out])
+        g.nodes[-1].output[0] = name
+    g.op("Identity", [qm])
+    g.nodes[-1].output[0] = "qm"
+    m = g.model([fin("x", [1, 3, 8, 8])],
+                [fout("qm", TensorProto.UINT8), fout("dq_y", TensorProto.UINT8),
+                 fout("dq_scale"), fout("dq_zp", TensorProto.UINT8)], 13)
+    return Case(m, {"x": image(93, 1, 3, 8, 8)})
+
+
 def keras_nhwc():
     """tf2onnx / keras2onnx style: an NHWC input transposed to NCHW around
     every convolution block and back, Conv with auto_pad SAME_UPPER and
@@ -1147,7 +1203,8 @@ MODELS = {f.__name__: f for f in [
     gpt2_block, opset6, opset9, opset11, opset13, legacy_pytorch, dynamo_style,
     dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6,
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
-    odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics]}
+    odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
+    unet_decoder, qdq_int8]}
 
 
 def main():
