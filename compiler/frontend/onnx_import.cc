@@ -344,14 +344,12 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
   auto order = CheckGraph(model.graph(), max_elements_);
   if (!order.ok()) return order.status();
   const onnx::GraphProto& graph = model.graph();
-  for (int i = 0; i < graph.initializer_size(); ++i) {
-    onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(i);
-    if (auto s = AddInitializer(*t, t->name()); !s.ok()) return s;
-    // Imported: the proto's copy of the data is no longer needed.
-    std::string().swap(*t->mutable_raw_data());
-  }
+  // Graph inputs (and the shapes given for them) first, so that a missing
+  // or contradicting shape is reported before any weight is read.
+  std::set<std::string> initializers;
+  for (const auto& t : graph.initializer()) initializers.insert(t.name());
   for (const auto& in : graph.input()) {
-    if (by_name_.count(in.name())) continue;  // an initializer: a constant
+    if (initializers.count(in.name())) continue;  // an initializer: a constant
     if (auto s = AddInput(in); !s.ok()) return s;
   }
   for (const auto& [name, shape] : options_.input_shapes) {
@@ -362,8 +360,14 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
     for (int id : g_->inputs) inputs.push_back(StrCat("'", g_->values[id].name, "'"));
     return absl::InvalidArgumentError(
         StrCat("input shape ", name, "=", StrJoin(shape, "x"), " names no input of the model",
-               by_name_.count(name) ? " (it is an initializer)" : "", "; its inputs are ",
+               initializers.count(name) ? " (it is an initializer)" : "", "; its inputs are ",
                inputs.empty() ? std::string("none") : StrJoin(inputs, ", ")));
+  }
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(i);
+    if (auto s = AddInitializer(*t, t->name()); !s.ok()) return s;
+    // Imported: the proto's copy of the data is no longer needed.
+    std::string().swap(*t->mutable_raw_data());
   }
   for (int i : *order) {
     if (auto s = ImportChecked(graph.node(i)); !s.ok()) return s;

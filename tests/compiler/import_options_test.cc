@@ -52,6 +52,21 @@ TEST(InputShapes, SpecializeSymbolicAndUnknownDimensions) {
   EXPECT_THAT((*g)->values[(*g)->FindValue("y")].shape, ElementsAre(2, 3, 5, 8));
 }
 
+// The shape error comes before any weight is read: an initializer whose
+// data is shorter than its shape is never reached.
+TEST(InputShapes, ShapeErrorsComeBeforeWeights) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(SymbolicModel()));
+  auto* w = m.mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(1000);
+  w->set_raw_data(std::string(8, '\0'));  // 2 of 1000 floats
+  auto g = ImportOnnx(m.SerializeAsString());
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("dimension 0 ('batch') is unknown"));
+}
+
 TEST(InputShapes, MissingDimensionNamesInputAndIndex) {
   auto g = ImportOnnx(SymbolicModel());
   ASSERT_FALSE(g.ok());
