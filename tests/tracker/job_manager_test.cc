@@ -395,19 +395,20 @@ TEST_F(JobManagerTest, InputShapesAndExternalDataArePersistedAndResumed) {
   const std::string model = testing::SymbolicExternalModel(&weights);
   auto req = Request(model);
   req.trials = 8;
-  // Without the shape or the data file the model is refused, naming what lacks.
+  // Without the shape or the data file the model is refused, naming what
+  // lacks: the input shape first (checked before any weight is read).
   auto r = jobs_->Submit(req);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(r.status().message()).find("'weights/w.bin', which was not provided"),
-            std::string::npos)
-      << r.status();
-  req.external_data["weights/w.bin"] = Upload(weights);
-  r = jobs_->Submit(req);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(r.status().message()).find("dimension 0 ('N') is unknown"),
             std::string::npos)
       << r.status();
   req.input_shapes["data"] = {2, 3, 8, 8};
+  r = jobs_->Submit(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("'weights/w.bin', which was not provided"),
+            std::string::npos)
+      << r.status();
+  req.external_data["weights/w.bin"] = Upload(weights);
   r = jobs_->Submit(req);
   ASSERT_TRUE(r.ok()) << r.status();
   auto row = db_->GetJob(r->job_id);
