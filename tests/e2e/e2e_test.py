@@ -21,6 +21,8 @@ import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper, TensorProto
 
+from farm import Farm
+
 ARGS = None
 
 
@@ -58,63 +60,17 @@ def build_unsupported(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
 
 
-class Farm:
+class E2eFarm(Farm):
+    """A tracker and two agents of key e2e-cpu."""
+
     def __init__(self, tmp):
-        self.tmp = tmp
-        self.bin = ARGS.bin_dir
-        self.db = os.path.join(tmp, "kiln.db")
-        self.procs = []
-        self.tracker = self.start_tracker("127.0.0.1:0", "tracker.log")
+        super().__init__(tmp, ARGS.bin_dir)
+        self.tracker = self.start_tracker()
         for i in range(2):
-            self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr,
-                        "--key", "e2e-cpu", "--id", f"agent-{i}"], f"agent{i}.log")
-
-    def start(self, cmd, log):
-        with open(os.path.join(self.tmp, log), "w") as f:
-            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
-        self.procs.append(proc)
-        return proc
-
-    def start_tracker(self, listen, log):
-        port_file = os.path.join(self.tmp, "port")
-        if os.path.exists(port_file):
-            os.remove(port_file)
-        proc = self.start([f"{self.bin}/tracker/kiln-tracker", "--listen", listen,
-                           "--port-file", port_file, "--db", self.db,
-                           "--artifacts", os.path.join(self.tmp, "artifacts")], log)
-        deadline = time.time() + 30
-        while not (os.path.exists(port_file) and open(port_file).read().strip()):
-            if time.time() > deadline or proc.poll() is not None:
-                raise RuntimeError("tracker did not start:\n" + self.log(log))
-            time.sleep(0.05)
-        self.addr = "127.0.0.1:" + open(port_file).read().strip()
-        return proc
-
-    def log(self, name):
-        with open(os.path.join(self.tmp, name)) as f:
-            return f.read()[-4000:]
-
-    def kiln(self, *args, timeout=600):
-        return subprocess.run([f"{self.bin}/cli/kiln", *args], capture_output=True, text=True,
-                              timeout=timeout)
+            self.start_agent("e2e-cpu", i)
 
     def wait_agents(self, n):
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            out = self.kiln("devices", "--tracker", self.addr).stdout
-            if out.count("e2e-cpu") >= n:
-                return out
-            time.sleep(0.2)
-        raise RuntimeError("agents did not register:\n" + self.log("agent0.log"))
-
-    def stop(self):
-        for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        return self.wait_devices("e2e-cpu", n)
 
 
 class EndToEnd(unittest.TestCase):
@@ -124,7 +80,7 @@ class EndToEnd(unittest.TestCase):
         cls.tmp = cls.tmpdir.name
         cls.model = os.path.join(cls.tmp, "cnn.onnx")
         build_cnn(cls.model)
-        cls.farm = Farm(cls.tmp)
+        cls.farm = E2eFarm(cls.tmp)
         cls.farm.wait_agents(2)
 
     @classmethod

@@ -24,6 +24,8 @@ import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper, TensorProto
 
+from farm import Farm
+
 ARGS = None
 MB = 1 << 20
 
@@ -80,52 +82,16 @@ def tracker_memory_kb(pid):
     return int(fields["VmHWM"].split()[0]), int(fields["VmRSS"].split()[0])
 
 
-class Farm:
+class BigFarm(Farm):
+    """A tracker with the given upload limit and one agent of key big-cpu."""
+
     def __init__(self, tmp, max_model_bytes):
-        self.tmp = tmp
-        self.bin = ARGS.bin_dir
-        self.procs = []
-        self.artifacts = os.path.join(tmp, "artifacts")
-        port_file = os.path.join(tmp, "port")
-        self.tracker = self.start(
-            [f"{self.bin}/tracker/kiln-tracker", "--listen", "127.0.0.1:0", "--port-file",
-             port_file, "--db", os.path.join(tmp, "kiln.db"), "--artifacts", self.artifacts,
-             "--max-model-bytes", max_model_bytes], "tracker.log")
-        def port():
-            if not os.path.exists(port_file):
-                return ""
-            with open(port_file) as f:
-                return f.read().strip()
-        deadline = time.time() + 30
-        while not port():
-            if time.time() > deadline or self.tracker.poll() is not None:
-                raise RuntimeError("tracker did not start:\n" + self.log("tracker.log"))
-            time.sleep(0.05)
-        self.addr = "127.0.0.1:" + port()
-        self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr, "--key",
-                    "big-cpu", "--id", "agent-0"], "agent0.log")
-
-    def start(self, cmd, log):
-        with open(os.path.join(self.tmp, log), "w") as f:
-            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
-        self.procs.append(proc)
-        return proc
-
-    def log(self, name):
-        with open(os.path.join(self.tmp, name)) as f:
-            return f.read()[-4000:]
-
-    def kiln(self, *args, timeout=600):
-        return subprocess.run([f"{self.bin}/cli/kiln", *args], capture_output=True, text=True,
-                              timeout=timeout)
+        super().__init__(tmp, ARGS.bin_dir)
+        self.tracker = self.start_tracker(extra=["--max-model-bytes", max_model_bytes])
+        self.start_agent("big-cpu", 0)
 
     def wait_agent(self):
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if "big-cpu" in self.kiln("devices", "--tracker", self.addr).stdout:
-                return
-            time.sleep(0.2)
-        raise RuntimeError("the agent did not register:\n" + self.log("agent0.log"))
+        self.wait_devices("big-cpu")
 
     def stored_files(self):
         out = []
@@ -133,22 +99,13 @@ class Farm:
             out += [os.path.join(root, f) for f in files]
         return out
 
-    def stop(self):
-        for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
 
 class LargeModels(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmpdir = tempfile.TemporaryDirectory(prefix="kiln-large-")
         cls.tmp = cls.tmpdir.name
-        cls.farm = Farm(cls.tmp, "512M")
+        cls.farm = BigFarm(cls.tmp, "512M")
         cls.farm.wait_agent()
 
     @classmethod

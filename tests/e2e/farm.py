@@ -1,0 +1,72 @@
+"""The processes of one end-to-end test farm in a temporary folder: a real
+kiln-tracker on loopback, kiln-agent processes, and the kiln CLI."""
+import os
+import subprocess
+import time
+
+
+class Farm:
+    def __init__(self, tmp, bin_dir):
+        self.tmp = tmp
+        self.bin = bin_dir
+        self.db = os.path.join(tmp, "kiln.db")
+        self.artifacts = os.path.join(tmp, "artifacts")
+        self.procs = []
+
+    def start(self, cmd, log):
+        with open(os.path.join(self.tmp, log), "w") as f:
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def start_tracker(self, listen="127.0.0.1:0", log="tracker.log", extra=()):
+        """Starts kiln-tracker, waits for its port file and sets self.addr."""
+        port_file = os.path.join(self.tmp, "port")
+        if os.path.exists(port_file):
+            os.remove(port_file)
+        proc = self.start([f"{self.bin}/tracker/kiln-tracker", "--listen", listen,
+                           "--port-file", port_file, "--db", self.db,
+                           "--artifacts", self.artifacts, *extra], log)
+        deadline = time.time() + 30
+        while True:
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    port = f.read().strip()
+                if port:
+                    break
+            if time.time() > deadline or proc.poll() is not None:
+                raise RuntimeError("tracker did not start:\n" + self.log(log))
+            time.sleep(0.05)
+        self.addr = "127.0.0.1:" + port
+        return proc
+
+    def start_agent(self, key, i):
+        return self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr,
+                           "--key", key, "--id", f"agent-{i}"], f"agent{i}.log")
+
+    def log(self, name):
+        with open(os.path.join(self.tmp, name)) as f:
+            return f.read()[-4000:]
+
+    def kiln(self, *args, timeout=600):
+        return subprocess.run([f"{self.bin}/cli/kiln", *args], capture_output=True, text=True,
+                              timeout=timeout)
+
+    def wait_devices(self, key, n=1):
+        """Waits until `kiln devices` lists n agents of `key`; returns its output."""
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            out = self.kiln("devices", "--tracker", self.addr).stdout
+            if out.count(key) >= n:
+                return out
+            time.sleep(0.2)
+        raise RuntimeError("agents did not register:\n" + self.log("agent0.log"))
+
+    def stop(self):
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
