@@ -7,13 +7,7 @@
 #include "compiler/ops/generic_internal.h"
 
 namespace kiln::compiler::ops::generic_internal {
-namespace {
-
 using namespace ir;
-
-Expr To(DataType t, Expr v) { return v.dtype() == t ? v : Cast(t, v); }
-
-}  // namespace
 
 // gather_nd: in0 data, in1 indices [..., k]; batch (batch_dims).
 absl::StatusOr<te::Tensor> GatherNdOp(const Workload& w, const std::vector<te::Tensor>& in) {

@@ -32,6 +32,9 @@ inline ir::Expr Const(ir::DataType t, double v) {
   return ir::IntImm(t.is_bool() ? (v != 0) : static_cast<int64_t>(v), t);
 }
 
+// v converted to type t; v itself when it already is.
+inline ir::Expr To(ir::DataType t, ir::Expr v) { return v.dtype() == t ? v : ir::Cast(t, v); }
+
 // The lowest and highest values of type t (infinities for floats).
 ir::Expr Lowest(ir::DataType t);
 ir::Expr Highest(ir::DataType t);

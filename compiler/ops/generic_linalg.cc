@@ -23,9 +23,6 @@ absl::StatusOr<DataType> AccType(const Workload& w) {
   return ComputeType(sig->output.dtype);
 }
 
-// v converted to t (bool/int/float), a no-op when it already is.
-Expr To(DataType t, Expr v) { return v.dtype() == t ? v : Cast(t, v); }
-
 // Index of a per-tensor ([1]) or per-channel ([n]) parameter at channel c.
 Expr PerChannel(const te::Tensor& p, Expr c) {
   return p->shape.size() == 1 && p->shape[0] > 1 ? p({c})
