@@ -17,9 +17,12 @@ static_assert(std::endian::native == std::endian::little,
               "tensor files are little-endian; big-endian hosts need byte swaps");
 
 // Every dtype kiln carries, in the order error messages list them.
-constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt8,
-                                DType::kInt16,   DType::kInt32,   DType::kInt64,   DType::kUInt8,
-                                DType::kUInt16,  DType::kUInt32,  DType::kUInt64,  DType::kBool};
+constexpr DType kAllDTypes[] = {
+    DType::kFloat32,        DType::kFloat64,      DType::kFloat16,        DType::kInt8,
+    DType::kInt16,          DType::kInt32,        DType::kInt64,          DType::kUInt8,
+    DType::kUInt16,         DType::kUInt32,       DType::kUInt64,         DType::kBool,
+    DType::kBFloat16,       DType::kFloat8E4M3FN, DType::kFloat8E4M3FNUZ, DType::kFloat8E5M2,
+    DType::kFloat8E5M2FNUZ, DType::kInt4,         DType::kUInt4};
 
 std::string SupportedDTypes() {
   std::vector<std::string> names;
@@ -213,8 +216,9 @@ bool StoreInt32Data(DType t, uint64_t wire, uint8_t* dst, int64_t* bad_value) {
       return true;
     }
     case DType::kUInt16:
-    case DType::kFloat16: {  // float16: its bit pattern, written unsigned or sign-extended
-      if (!in(t == DType::kFloat16 ? -32768 : 0, 65535)) return false;
+    case DType::kFloat16:
+    case DType::kBFloat16: {  // (b)float16: its bit pattern, written unsigned or sign-extended
+      if (!in(t == DType::kUInt16 ? 0 : -32768, 65535)) return false;
       uint16_t x = static_cast<uint16_t>(v & 0xffff);
       std::memcpy(dst, &x, 2);
       return true;
@@ -224,6 +228,15 @@ bool StoreInt32Data(DType t, uint64_t wire, uint8_t* dst, int64_t* bad_value) {
       std::memcpy(dst, &x, 4);
       return true;
     }
+    case DType::kFloat8E4M3FN:  // float8: its bit pattern; int4: a packed pair
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kInt4:
+    case DType::kUInt4:
+      if (!in(-128, 255)) return false;
+      *dst = static_cast<uint8_t>(v & 0xff);
+      return true;
     default:
       return false;
   }
@@ -292,8 +305,9 @@ const char* NpyCode(DType t) {
       return "i8";
     case DType::kUInt64:
       return "u8";
+    default:  // storage-only types: NumPy has none (ml_dtypes saves them as void)
+      return "?";
   }
-  return "?";
 }
 
 }  // namespace
@@ -318,6 +332,12 @@ std::string ElementToString(const Tensor& t, int64_t i) {
       return ShortestText(ReadElement<double>(t.bytes.data(), i));
     case DType::kFloat16:
       return ShortestText(HalfToFloat(ReadElement<uint16_t>(t.bytes.data(), i)));
+    case DType::kBFloat16:
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+      return ShortestText(static_cast<float>(ElementAsDouble(t, i)));
     case DType::kBool:
       return ReadElement<uint8_t>(t.bytes.data(), i) != 0 ? "true" : "false";
     case DType::kInt64:
@@ -415,28 +435,38 @@ absl::StatusOr<Tensor> ParseTensorProto(std::string_view bytes) {
         "TensorProto '", t.name, "' of data_type ", data_type, " (", DTypeName(t.dtype), ") has ",
         kValueFieldNames[f], "; its values belong in ", kValueFieldNames[field], " or raw_data"));
   }
-  const int64_t item = DTypeBytes(t.dtype);
+  // int4/uint4 come packed two per byte (raw_data, or one byte per
+  // int32_data value) and are unpacked to one per byte.
+  const int64_t item = DTypeBytes(t.dtype), stored = PackedBytes(t.dtype, count);
+  auto unpack = [&] {
+    if (!IsInt4(t.dtype)) return;
+    std::vector<uint8_t> packed = std::move(t.bytes);
+    t.bytes.resize(static_cast<size_t>(count));
+    UnpackInt4(t.dtype, packed.data(), count, t.bytes.data());
+  };
   if (has_raw) {
     if (present[field]) {
       return Malformed(StrCat("both ", kValueFieldNames[field], " and raw_data are set"));
     }
-    if (raw.size() != static_cast<uint64_t>(count * item)) {
+    if (raw.size() != static_cast<uint64_t>(stored)) {
       return absl::InvalidArgumentError(StrCat("TensorProto '", t.name, "' of ", DTypeName(t.dtype),
-                                               " ", ShapeText(t.shape), " needs ", count * item,
+                                               " ", ShapeText(t.shape), " needs ", stored,
                                                " bytes of raw_data, has ", raw.size()));
     }
     t.bytes.assign(raw.begin(), raw.end());
     if (t.dtype == DType::kBool) NormalizeBool(&t.bytes);
+    unpack();
     return t;
   }
   const std::vector<uint64_t>& v = values[field];
-  if (v.size() != static_cast<uint64_t>(count)) {
+  const int64_t want = IsInt4(t.dtype) ? stored : count;
+  if (v.size() != static_cast<uint64_t>(want)) {
     return absl::InvalidArgumentError(
         StrCat("TensorProto '", t.name, "' of ", DTypeName(t.dtype), " ", ShapeText(t.shape),
-               " needs ", count, " values, has ", v.size(), " in ", kValueFieldNames[field]));
+               " needs ", want, " values, has ", v.size(), " in ", kValueFieldNames[field]));
   }
-  // count == v.size() now, so the allocation is bounded by the input's size.
-  t.bytes.resize(static_cast<size_t>(count * item));
+  // want == v.size() now, so the allocation is bounded by the input's size.
+  t.bytes.resize(static_cast<size_t>(want * item));
   for (size_t i = 0; i < v.size(); ++i) {
     uint8_t* dst = t.bytes.data() + i * item;
     if (field == kInt32Data) {
@@ -461,6 +491,7 @@ absl::StatusOr<Tensor> ParseTensorProto(std::string_view bytes) {
       std::memcpy(dst, &v[i], 8);
     }
   }
+  unpack();
   return t;
 }
 
@@ -477,9 +508,16 @@ std::string SerializeTensorProto(const Tensor& tensor) {
     PutVarint(&out, tensor.name.size());
     out += tensor.name;
   }
+  std::vector<uint8_t> packed;
+  const std::vector<uint8_t>* data = &tensor.bytes;
+  if (IsInt4(tensor.dtype)) {
+    packed.resize(static_cast<size_t>(PackedBytes(tensor.dtype, tensor.NumElements())));
+    PackInt4(tensor.bytes.data(), tensor.NumElements(), packed.data());
+    data = &packed;
+  }
   PutVarint(&out, (9 << 3) | 2);
-  PutVarint(&out, tensor.bytes.size());
-  out.append(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size());
+  PutVarint(&out, data->size());
+  out.append(reinterpret_cast<const char*>(data->data()), data->size());
   return out;
 }
 
@@ -632,6 +670,11 @@ absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& tensor)
 
 absl::Status WriteNpyFile(const std::string& path, const Tensor& tensor) {
   if (absl::Status s = CheckConsistent(tensor); !s.ok()) return s;
+  if (IsStorageOnly(tensor.dtype)) {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", tensor.name, "' is ", DTypeName(tensor.dtype),
+               ", which .npy cannot name (NumPy saves it as void); write a .pb TensorProto"));
+  }
   return WriteBytes(path, SerializeNpy(tensor));
 }
 

@@ -27,12 +27,19 @@ constexpr bool StoresDType(DType t) {
     case DType::kFloat64:
       return std::is_same_v<T, double>;
     case DType::kFloat16:
+    case DType::kBFloat16:
     case DType::kUInt16:
-      return std::is_same_v<T, uint16_t>;
+      return std::is_same_v<T, uint16_t>;  // (b)float16: the bit patterns
     case DType::kBool:
     case DType::kUInt8:
+    case DType::kUInt4:
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
       return std::is_same_v<T, uint8_t>;
     case DType::kInt8:
+    case DType::kInt4:
       return std::is_same_v<T, int8_t>;
     case DType::kInt16:
       return std::is_same_v<T, int16_t>;

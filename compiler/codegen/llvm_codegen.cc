@@ -652,6 +652,15 @@ class CodeGen {
       if (!arity(1)) return poison;
       return args[0];
     }
+    // The bits of the argument as the call's type (of the same width).
+    if (name == "reinterpret") {
+      if (!arity(1)) return poison;
+      if (n->args[0].dtype().bits != t.bits) {
+        Fail(StrCat("reinterpret of a ", ToString(n->args[0].dtype()), " as ", ToString(t)));
+        return poison;
+      }
+      return b_.CreateBitCast(args[0], ty);
+    }
     // Float classification: bool results.
     if (name == "isnan" || name == "isinf") {
       if (!arity(1)) return poison;

@@ -33,6 +33,7 @@ constexpr int64_t kMaxElements = int64_t{1} << 32;
 constexpr int64_t kMaxFoldElements = int64_t{1} << 26;
 
 inline std::string DtypeName(int dtype) {
+  if (auto d = DTypeFromOnnx(dtype)) return DTypeName(*d);
   std::string s = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(dtype));
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (s == "float") return "float32";

@@ -112,8 +112,9 @@ absl::StatusOr<int> Importer::Unary(const onnx::NodeProto& node, int x, const st
   if (fn == "relu" && in == DType::kFloat32) e = {EpilogueKind::kRelu, {}};
   w.epilogue.push_back(e);
   w.SetDtypes({in, dtype});
-  // Check the function accepts this input type before anything runs it.
-  ir::Var probe("x", ops::ComputeType(in));
+  // Check the function accepts this input type before anything runs it
+  // (storage-only types arrive as their bit patterns).
+  ir::Var probe("x", IsStorageOnly(in) ? ops::IrType(in) : ops::ComputeType(in));
   if (auto r = ops::UnaryFn(fn, probe, e.params); !r.ok()) {
     return Unimplemented(node, std::string(r.status().message()));
   }
@@ -319,11 +320,17 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       if (!t.ok()) return t.status();
       to = OnnxCode(V(*t).dtype);
     }
-    if (!DTypeFromOnnx(to)) {
+    auto to_d = DTypeFromOnnx(to);
+    if (!to_d) {
       return Unimplemented(node,
                            StrCat("cast to unsupported dtype ", DtypeName(static_cast<int>(to))));
     }
-    return done(Unary(node, *x, "cast", {static_cast<double>(to)}, 0));
+    std::vector<double> params = {static_cast<double>(to)};
+    if (const DType from = V(*x).dtype; IsStorageOnly(from) || IsStorageOnly(*to_d)) {
+      params.push_back(static_cast<double>(AttrInt(node, "saturate", 1) != 0));
+      params.push_back(OnnxCode(from));
+    }
+    return done(Unary(node, *x, "cast", params, 0));
   }
   if (op == "Clip") {
     auto x = In(node, 0);

@@ -18,6 +18,16 @@
 namespace kiln::compiler {
 namespace onnx_internal {
 
+namespace {
+
+std::vector<uint8_t> UnpackedInt4(DType dtype, const std::vector<uint8_t>& packed, int64_t n) {
+  std::vector<uint8_t> out(static_cast<size_t>(n));
+  UnpackInt4(dtype, packed.data(), n, out.data());
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<uint8_t>> TensorBytes(const onnx::TensorProto& t, DType dtype,
                                                  int64_t n) {
   const int64_t width = DTypeBytes(dtype);
@@ -27,12 +37,12 @@ absl::StatusOr<std::vector<uint8_t>> TensorBytes(const onnx::TensorProto& t, DTy
         StrCat("tensor '", t.name(), "' has ", have, " values for ", n, " elements"));
   };
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != static_cast<size_t>(n * width)) {
+    if (t.raw_data().size() != static_cast<size_t>(PackedBytes(dtype, n))) {
       return absl::InvalidArgumentError(StrCat("tensor '", t.name(), "' has ", t.raw_data().size(),
-                                               " raw bytes, expected ", n * width));
+                                               " raw bytes, expected ", PackedBytes(dtype, n)));
     }
     out.assign(t.raw_data().begin(), t.raw_data().end());
-    return out;
+    return IsInt4(dtype) ? UnpackedInt4(dtype, out, n) : out;
   }
   // Typed fields: counts are checked before anything is allocated from n.
   auto fill = [&](const auto& field, auto convert) -> absl::Status {
@@ -61,10 +71,25 @@ absl::StatusOr<std::vector<uint8_t>> TensorBytes(const onnx::TensorProto& t, DTy
       });
       break;
     case DType::kFloat16:
+    case DType::kBFloat16:
       s = fill(t.int32_data(), [&](int32_t v, int64_t i) {
         WriteElement<uint16_t>(static_cast<uint16_t>(v), out.data(), i);
       });
       break;
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+      s = fill(t.int32_data(), [&](int32_t v, int64_t i) { out[i] = static_cast<uint8_t>(v); });
+      break;
+    case DType::kInt4:
+    case DType::kUInt4: {  // int32_data holds the packed bytes
+      if (static_cast<int64_t>(t.int32_data().size()) != PackedBytes(dtype, n)) {
+        return bad(t.int32_data().size());
+      }
+      std::vector<uint8_t> packed(t.int32_data().begin(), t.int32_data().end());
+      return UnpackedInt4(dtype, packed, n);
+    }
     default:  // int8/16/32, uint8/16, bool: int32_data
       s = fill(t.int32_data(),
                [&](int32_t v, int64_t i) { Int64ToElement(dtype, v, out.data(), i); });
@@ -93,9 +118,12 @@ absl::Status Importer::AddInitializer(const onnx::TensorProto& t, const std::str
   }
   v.dtype = *dtype;
   auto data = t.data_location() == onnx::TensorProto::EXTERNAL
-                  ? ExternalBytes(t, name, n * DTypeBytes(*dtype))
+                  ? ExternalBytes(t, name, PackedBytes(*dtype, n))
                   : TensorBytes(t, *dtype, n);
   if (!data.ok()) return data.status();
+  if (IsInt4(*dtype) && t.data_location() == onnx::TensorProto::EXTERNAL) {
+    *data = UnpackedInt4(*dtype, *data, n);
+  }
   v.bytes = *std::move(data);
   by_name_[name] = g_->AddValue(std::move(v));
   return absl::OkStatus();
@@ -392,6 +420,23 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return absl::UnimplementedError(
         StrCat("unsupported operator '", node.domain(), ".", op, "' (node '", Name(node), "')"));
+  }
+  // Storage-only dtypes (bfloat16, float8, int4) reach only the operators
+  // that convert or move values without computing on them.
+  static const std::set<std::string> kStorageOps = {
+      "Cast",      "CastLike",  "QuantizeLinear", "DequantizeLinear",
+      "Identity",  "Reshape",   "Flatten",        "Squeeze",
+      "Unsqueeze", "Transpose", "Concat",         "Split",
+      "Slice",     "Gather",    "Expand",         "Tile",
+      "Shape",     "Size"};
+  if (!kStorageOps.count(op)) {
+    for (const std::string& in : node.input()) {
+      auto it = by_name_.find(in);
+      if (in.empty() || it == by_name_.end() || !IsStorageOnly(V(it->second).dtype)) continue;
+      return Unimplemented(node, StrCat("input '", in, "' is ", DTypeName(V(it->second).dtype),
+                                        ", which kiln computes on only after a Cast or "
+                                        "DequantizeLinear to a wider type"));
+    }
   }
   if (op == "Conv") return ImportConv(node);
   if (op == "MaxPool") return ImportPool(node, true, false);

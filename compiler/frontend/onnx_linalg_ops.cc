@@ -13,7 +13,7 @@ namespace {
 
 bool IsQuantType(DType t) {
   return t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt16 || t == DType::kUInt16 ||
-         t == DType::kInt32;
+         t == DType::kInt32 || (IsStorageOnly(t) && t != DType::kBFloat16);
 }
 
 // The input's dims after the batch and channel dims.
@@ -129,6 +129,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       yt = *d;
     }
     if (!IsQuantType(yt)) return Unimplemented(node, StrCat("quantizing to ", DtypeName(int(yt))));
+    if (IsStorageFloat(yt)) attrs["saturate"] = {AttrInt(node, "saturate", 1)};
     return done(Generic(node, "quantize", inputs, xs, yt, attrs, 0));
   }
   if (op == "DynamicQuantizeLinear") {

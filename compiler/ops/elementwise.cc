@@ -48,6 +48,12 @@ DataType IrType(DType t) {
     case DType::kUInt16:
     case DType::kUInt32:
     case DType::kUInt64:
+    case DType::kBFloat16:  // storage-only types: their bit patterns
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kUInt4:
       return DataType::UInt(DTypeBytes(t) * 8);
     default:
       return DataType::Int(DTypeBytes(t) * 8);
@@ -73,7 +79,96 @@ DType FromIrType(DataType t) {
   }
 }
 
-DataType ComputeType(DType t) { return t == DType::kFloat16 ? DataType::Float32() : IrType(t); }
+DataType ComputeType(DType t) {
+  return t == DType::kFloat16 || IsStorageFloat(t) ? DataType::Float32() : IrType(t);
+}
+
+namespace {
+
+Expr U32(int64_t v) { return IntImm(v, DataType::UInt(32)); }
+Expr Shl(const Expr& x, int64_t n) { return Call(x.dtype(), "shl", {x, IntImm(n, x.dtype())}); }
+Expr Shr(const Expr& x, int64_t n) { return Call(x.dtype(), "shr", {x, IntImm(n, x.dtype())}); }
+Expr BitAnd(const Expr& x, int64_t m) {
+  return Call(x.dtype(), "bitand", {x, IntImm(m, x.dtype())});
+}
+Expr BitOr(const Expr& x, const Expr& y) { return Call(x.dtype(), "bitor", {x, y}); }
+// The bits of a float32 as uint32, and back.
+Expr Bits(const Expr& f) { return Call(DataType::UInt(32), "reinterpret", {f}); }
+Expr FromBits(const Expr& u) { return Call(DataType::Float32(), "reinterpret", {u}); }
+Expr F32(double v) { return FloatImm(v, DataType::Float32()); }
+
+}  // namespace
+
+// The float32 value of a bfloat16 or float8 bit pattern: the IR form of
+// BFloat16ToFloat / Float8ToFloat (deploy/dtype.h), exact.
+Expr DecodeStorageFloat(DType t, const Expr& bits) {
+  Expr u = Cast(DataType::UInt(32), bits);
+  if (t == DType::kBFloat16) return FromBits(Shl(u, 16));
+  const MiniFloat f = Float8Format(t);
+  Expr mag = BitAnd(u, 0x7f), e = Shr(mag, f.mant_bits), m = BitAnd(mag, (1 << f.mant_bits) - 1);
+  Expr normal = FromBits(BitOr(Shl(e + U32(127 - f.bias), 23), Shl(m, 23 - f.mant_bits)));
+  Expr sub = Cast(DataType::Float32(), m) * F32(std::ldexp(1.0, f.Emin() - f.mant_bits));
+  Expr v = Select(Eq(e, U32(0)), sub, normal);
+  if (f.has_inf) v = Select(Eq(mag, U32(f.InfCode())), F32(INFINITY), v);
+  v = FromBits(BitOr(Bits(v), Shl(BitAnd(u, 0x80), 24)));  // the sign, -0 included
+  Expr nan = f.fnuz      ? Eq(u, U32(0x80))
+             : f.has_inf ? Eq(e, U32((1 << f.exp_bits) - 1)) && Ne(m, U32(0))
+                         : Eq(mag, U32(0x7f));
+  return Select(nan, F32(NAN), v);
+}
+
+// The bit pattern of float32 x in a bfloat16 or float8 format: the IR form
+// of FloatToBFloat16 / FloatToFloat8 (round to nearest even; saturate as
+// ONNX's Cast).
+Expr EncodeStorageFloat(DType t, const Expr& x, bool saturate) {
+  Expr u = Bits(x);
+  Expr isnan = Call(DataType::Bool(), "isnan", {x});
+  if (t == DType::kBFloat16) {
+    Expr r = Shr(u + U32(0x7fff) + BitAnd(Shr(u, 16), 1), 16);
+    return Cast(DataType::UInt(16), Select(isnan, U32(0x7fc0), r));
+  }
+  const MiniFloat f = Float8Format(t);
+  const DataType i32 = DataType::Int32();
+  Expr sign = Shr(u, 31) * U32(0x80);
+  Expr a = Call(DataType::Float32(), "fabs", {x});
+  Expr isinf = Eq(a, F32(INFINITY));
+  // Round to the format's grid: the quantum is 2^(max(exp(a), Emin) - mant).
+  Expr ea = Cast(i32, BitAnd(Shr(u, 23), 0xff)) - IntImm(127, i32);
+  Expr qe = Max(ea, IntImm(f.Emin(), i32)) - IntImm(f.mant_bits, i32);
+  Expr q = FromBits(Shl(Cast(DataType::UInt(32), qe + IntImm(127, i32)), 23));
+  Expr r = Call(DataType::Float32(), "roundeven", {a / q}) * q;
+  const float max = Float8ToFloat(t, static_cast<uint8_t>(f.MaxCode()));
+  // Normal: exponent and mantissa of r; subnormal: r in units of the quantum.
+  Expr ru = Bits(r);
+  Expr normal = BitOr(Shl(Shr(ru, 23) - U32(127 - f.bias), f.mant_bits),
+                      BitAnd(Shr(ru, 23 - f.mant_bits), (1 << f.mant_bits) - 1));
+  Expr sub = Cast(DataType::UInt(32), r * F32(std::ldexp(1.0, f.mant_bits - f.Emin())));
+  Expr code = Select(r < F32(std::ldexp(1.0, f.Emin())), sub, normal);
+  Expr over = isinf || r > F32(max);
+  Expr with_sign = f.fnuz ? Select(Eq(code, U32(0)), code, BitOr(code, sign)) : BitOr(code, sign);
+  Expr overflow = saturate ? BitOr(U32(f.MaxCode()), sign)
+                  : f.fnuz ? U32(f.NanCode())
+                           : BitOr(U32(f.has_inf ? f.InfCode() : f.NanCode()), sign);
+  Expr v = Select(isnan, U32(f.NanCode()), Select(over, overflow, with_sign));
+  return Cast(DataType::UInt(8), v);
+}
+
+// x (any compute type) as int4/uint4: saturated, floats rounded half to
+// even (ToInt4 in deploy/dtype.h).
+Expr EncodeInt4(DType t, Expr x) {
+  const bool s = t == DType::kInt4;
+  const DataType out = s ? DataType::Int(8) : DataType::UInt(8);
+  if (x.dtype().is_float()) {
+    Expr c = Max(Min(x, C(x, s ? 7 : 15)), C(x, s ? -8 : 0));
+    c = Select(Call(DataType::Bool(), "isnan", {x}), C(x, 0), c);
+    return Cast(out, Call(x.dtype(), "roundeven", {c}));
+  }
+  if (x.dtype().is_bool()) return Cast(out, x);
+  const DataType w = DataType::Int64();
+  Expr v = x.dtype().is_uint() && x.dtype().bits == 64 ? Cast(w, Min(x, IntImm(15, x.dtype())))
+                                                       : Cast(w, x);
+  return Cast(out, Max(Min(v, IntImm(s ? 7 : 15, w)), IntImm(s ? -8 : 0, w)));
+}
 
 Expr Promote(Expr x) {
   if (x.dtype().is_float() && x.dtype().bits == 16) return Cast(DataType::Float32(), x);
@@ -84,10 +179,12 @@ absl::StatusOr<DataType> UnaryResultType(const std::string& fn, DataType in,
                                          const std::vector<double>& params) {
   if (fn == "isnan" || fn == "isinf" || fn == "not") return DataType::Bool();
   if (fn == "cast") {
-    if (params.size() != 1) return absl::InvalidArgumentError("cast takes one parameter");
+    if (params.size() != 1 && params.size() != 3) {
+      return absl::InvalidArgumentError("cast takes 1 or 3 parameters");
+    }
     auto d = DTypeFromOnnx(static_cast<int64_t>(params[0]));
     if (!d) return absl::InvalidArgumentError(StrCat("cast to unknown dtype ", params[0]));
-    return ComputeType(*d);
+    return IsStorageOnly(*d) ? IrType(*d) : ComputeType(*d);
   }
   return in;
 }
@@ -108,7 +205,25 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
 #define KILN_TRY(expr) \
   if (absl::Status s = (expr); !s.ok()) return s;
   if (fn == "cast") {
-    KILN_TRY(need(1));
+    // cast(to) or cast(to, saturate, from) where either side is storage-only:
+    // x then holds `from`'s bit pattern, decoded first; a storage-only
+    // result is encoded last.
+    if (p.size() != 1 && p.size() != 3) return Arity(fn, p, 1);
+    auto to_d = DTypeFromOnnx(static_cast<int64_t>(p[0]));
+    if (!to_d) return absl::InvalidArgumentError(StrCat("cast to unknown dtype ", p[0]));
+    if (p.size() == 3) {
+      auto from = DTypeFromOnnx(static_cast<int64_t>(p[2]));
+      if (!from || t != (IsStorageFloat(*from) ? IrType(*from) : ComputeType(*from))) {
+        return absl::InvalidArgumentError(StrCat("cast from dtype ", p[2], " of a ", ToString(t)));
+      }
+      if (IsStorageFloat(*from)) x = DecodeStorageFloat(*from, x);
+      if (IsStorageFloat(*to_d)) {
+        if (x.dtype() != DataType::Float32()) x = Cast(DataType::Float32(), x);
+        return EncodeStorageFloat(*to_d, x, p[1] != 0);
+      }
+      if (IsInt4(*to_d)) return EncodeInt4(*to_d, x);
+      return UnaryFn("cast", x, {p[0]});
+    }
     auto to = UnaryResultType(fn, t, p);
     if (!to.ok()) return to.status();
     if (*to == t) return x;

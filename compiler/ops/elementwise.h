@@ -21,6 +21,16 @@ ir::DataType ComputeType(DType t);
 // x converted to its compute type.
 ir::Expr Promote(ir::Expr x);
 
+// Storage-only types (deploy/dtype.h) are carried as their bit patterns
+// (IrType: uint8/uint16; int4/uint4 one per int8/uint8). A bfloat16 or float8
+// pattern as float32 and back (round to nearest even; out-of-range values
+// saturate when `saturate`, else give infinity or NaN, as ONNX's Cast), and
+// any value as int4/uint4 (saturated; floats rounded half to even). These
+// are the IR forms of the conversions in deploy/dtype.h.
+ir::Expr DecodeStorageFloat(DType t, const ir::Expr& bits);
+ir::Expr EncodeStorageFloat(DType t, const ir::Expr& x, bool saturate);
+ir::Expr EncodeInt4(DType t, ir::Expr x);
+
 // y = fn(x, params). Unknown names and wrong parameter counts are
 // INVALID_ARGUMENT. Names: neg abs sqrt exp log reciprocal floor ceil round
 // sign relu sigmoid tanh sin cos tan asin acos atan sinh cosh asinh acosh
@@ -28,7 +38,8 @@ ir::Expr Promote(ir::Expr x);
 // leakyrelu(alpha) elu(alpha) selu(alpha, gamma) celu(alpha)
 // hardsigmoid(alpha, beta) hardswish thresholdedrelu(alpha) shrink(bias,
 // lambd) clip(min, max) gelu gelu_tanh mish swish(alpha) bitnot
-// cast(onnx dtype code) scale(a, b: a*x+b) powc(p: x^p).
+// cast(onnx dtype code[, saturate, from dtype code: for storage-only types])
+// scale(a, b: a*x+b) powc(p: x^p).
 absl::StatusOr<ir::Expr> UnaryFn(const std::string& fn, ir::Expr x,
                                  const std::vector<double>& params);
 // y = fn(a, b) on operands of one type. Names: add sub mul div mod fmod pow

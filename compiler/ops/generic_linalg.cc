@@ -374,6 +374,11 @@ absl::StatusOr<te::Tensor> QuantizeOp(const Workload& w, const std::vector<te::T
   if (xs != w.Ints("shape") || in.size() < 2) return Bad(w, "bad shapes");
   DataType ct = Promote(x(std::vector<Expr>(xs.size(), IntImm(0)))).dtype();
   if (!ct.is_float()) return Bad(w, "needs a float input");
+  const DType yd = sig->output.dtype;
+  // A float8 zero point or quantized value in float32 (integers as they are).
+  auto value = [&](DType d, const Expr& e) {
+    return IsStorageFloat(d) ? DecodeStorageFloat(d, e) : To(ct, Promote(e));
+  };
   absl::Status error;
   te::Tensor y = te::Compute(
       "quantize", xs,
@@ -383,15 +388,21 @@ absl::StatusOr<te::Tensor> QuantizeOp(const Workload& w, const std::vector<te::T
           error = s.status();
           return Expr(IntImm(0, yt));
         }
-        Expr v = *UnaryFn("round", Promote(x(AsExprs(o))) / To(ct, Promote(*s)), {});
+        // float8 takes x / scale as it is; integers round it half to even.
+        Expr v = Promote(x(AsExprs(o))) / To(ct, Promote(*s));
+        if (!IsStorageFloat(yd)) v = *UnaryFn("round", v, {});
         if (in.size() > 2) {
           auto z = QuantParam(w, in[2], xs, o);
           if (!z.ok()) {
             error = z.status();
             return Expr(IntImm(0, yt));
           }
-          v = v + To(ct, *z);
+          v = v + To(ct, value(sig->inputs[2].dtype, *z));
         }
+        if (IsStorageFloat(yd)) {
+          return EncodeStorageFloat(yd, To(DataType::Float32(), v), w.IntOr("saturate", 1) != 0);
+        }
+        if (IsInt4(yd)) return EncodeInt4(yd, v);
         // Casts to integers saturate (NaN gives 0).
         return Cast(yt, Max(Min(v, To(ct, Highest(yt))), To(ct, Lowest(yt))));
       },
@@ -407,18 +418,25 @@ absl::StatusOr<te::Tensor> DequantizeOp(const Workload& w, const std::vector<te:
   const Shape& xs = x->shape;
   if (xs != w.Ints("shape") || in.size() < 2) return Bad(w, "bad shapes");
   const DataType f32 = DataType::Float32();
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  // Quantized values (and zero points) in float32: float8 decoded.
+  auto value = [&](size_t i, const Expr& e) {
+    DType d = sig->inputs.at(i).dtype;
+    return IsStorageFloat(d) ? DecodeStorageFloat(d, e) : To(f32, Promote(e));
+  };
   absl::Status error;
   te::Tensor y = te::Compute(
       "dequantize", xs,
       [&](const std::vector<Var>& o) {
-        Expr v = To(f32, Promote(x(AsExprs(o))));
+        Expr v = value(0, x(AsExprs(o)));
         if (in.size() > 2) {
           auto z = QuantParam(w, in[2], xs, o);
           if (!z.ok()) {
             error = z.status();
             return Expr(FloatImm(0, f32));
           }
-          v = v - To(f32, Promote(*z));
+          v = v - value(2, *z);
         }
         auto s = QuantParam(w, in[1], xs, o);
         if (!s.ok()) {

@@ -287,6 +287,22 @@ class Evaluator {
     const std::string& f = n->name;
     DataType t = n->dtype;
     DataType at = n->args.empty() ? t : n->args[0].dtype();
+    if (f == "reinterpret" && a.size() == 1 && at.bits == t.bits &&
+        (t.bits == 32 || t.bits == 64)) {
+      uint64_t bits = 0;
+      if (at.is_float() && at.bits == 32) {
+        bits = FloatToBits(static_cast<float>(a[0].f));
+      } else if (at.is_float()) {
+        std::memcpy(&bits, &a[0].f, 8);
+      } else {
+        bits = static_cast<uint64_t>(a[0].i);
+      }
+      if (!t.is_float()) return Fix(t, {0, static_cast<int64_t>(bits)});
+      if (t.bits == 32) return {BitsToFloat(static_cast<uint32_t>(bits)), 0};
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return {d, 0};
+    }
     if (at.is_integer() || at.is_bool()) {
       int64_t x = a.empty() ? 0 : a[0].i, y = a.size() > 1 ? a[1].i : 0;
       uint64_t ux = static_cast<uint64_t>(x);

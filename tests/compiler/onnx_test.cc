@@ -369,6 +369,53 @@ TEST(OnnxImport, GatherScalarIndexOffAxisZeroCompilesAndRuns) {
   EXPECT_THAT(y, ElementsAre(4, 5, 6, 7, 16, 17, 18, 19));
 }
 
+// Storage-only dtypes: a packed int4 initializer dequantized, float8 and
+// bfloat16 round trips through Cast, as the C++ conversions give them; any
+// other operator on them is refused naming the input.
+TEST(OnnxImport, StorageOnlyTypesCastAndDequantizeButComputeNothingElse) {
+  OnnxBuilder b(21);
+  b.Input("x", {5});
+  auto* w = b.model().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(22);  // INT4 (libonnx 1.12's enum predates it)
+  w->add_dims(5);
+  w->set_raw_data(std::string("\x78\xf1\x03", 3));  // -8 7 | 1 -1 | 3
+  b.Init("s", {}, {2.0f});
+  b.Node("DequantizeLinear", {"w", "s"}, {"y"});
+  OnnxBuilder::Int(b.Node("Cast", {"x"}, {"x8"}), "to", 17);  // FLOAT8E4M3FN
+  OnnxBuilder::Int(b.Node("Cast", {"x8"}, {"z"}), "to", onnx::TensorProto::FLOAT);
+  OnnxBuilder::Int(b.Node("Cast", {"x"}, {"xb"}), "to", onnx::TensorProto::BFLOAT16);
+  OnnxBuilder::Int(b.Node("Cast", {"xb"}, {"v"}), "to", onnx::TensorProto::FLOAT);
+  b.Output("y");
+  b.Output("z");
+  b.Output("v");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto module = testing::CompileAndLoad(*m);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> x = {0.3f, 1000.0f, -0.0f, 1.0625f, 3.0f}, y(5), z(5), v(5);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data(), z.data(), v.data()}).ok());
+  EXPECT_THAT(y, ElementsAre(-16, 14, 2, -2, 6));
+  for (int i = 0; i < 5; ++i) {
+    const DType f8 = DType::kFloat8E4M3FN;
+    EXPECT_EQ(z[i], Float8ToFloat(f8, FloatToFloat8(f8, x[i], true))) << x[i];
+    EXPECT_EQ(v[i], BFloat16ToFloat(FloatToBFloat16(x[i]))) << x[i];
+  }
+  EXPECT_EQ(z[1], 448.0f);  // saturated
+  EXPECT_EQ(z[3], 1.0f);    // a tie, to even
+
+  OnnxBuilder r(21);
+  r.Input("x", {4}, onnx::TensorProto::BFLOAT16);
+  r.Node("Add", {"x", "x"}, {"y"}, "twice");
+  r.Output("y");
+  auto bad = ImportOnnx(r.Bytes());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("'twice'"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("input 'x' is bfloat16"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("after a Cast"));
+}
+
 // MatMul whose batch dims broadcast both ways: [2,1] x [1,3] -> [2,3].
 TEST(OnnxImport, MatMulBroadcastsBatchDimsBothWays) {
   OnnxBuilder b;

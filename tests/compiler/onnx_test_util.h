@@ -91,6 +91,7 @@ class OnnxBuilder {
     a->set_s(v);
   }
   std::string Bytes() const { return model_.SerializeAsString(); }
+  onnx::ModelProto& model() { return model_; }
 
  private:
   onnx::ModelProto model_;

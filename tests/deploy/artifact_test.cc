@@ -133,7 +133,7 @@ TEST(ManifestText, BadLinesAreNamed) {
   EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x float32 1xQ\n"), HasSubstr("bad shape '1xQ'"));
   EXPECT_THAT(err("kiln-artifact 1\nentry f\nworkspace_bytes lots\n"),
               HasSubstr("manifest line 3"));
-  for (std::string dtype : {"int9", "bfloat16", "string", "float", "FLOAT32", "f4"}) {
+  for (std::string dtype : {"int9", "float8e8m0", "string", "float", "FLOAT32", "f4"}) {
     std::string e = err("kiln-artifact 1\nentry f\noutput y " + dtype + " 4\n");
     EXPECT_THAT(e, HasSubstr("manifest line 3"));
     EXPECT_THAT(e, HasSubstr("unknown dtype '" + dtype + "'"));
