@@ -1,11 +1,13 @@
 #include "compiler/target.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "deploy/str.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 namespace kiln::compiler {
 namespace {
@@ -58,16 +60,25 @@ Target Target::Host() {
 }
 
 int Target::NativeVectorLanes() const {
-  if (Contains(attrs, "-avx512f")) return 8;
-  if (Contains(cpu, "avx512") || StartsWith(cpu, "skylake-avx512") ||
-      StartsWith(cpu, "cascadelake") || StartsWith(cpu, "icelake") ||
-      StartsWith(cpu, "sapphirerapids") || StartsWith(cpu, "znver4") ||
-      StartsWith(cpu, "cooperlake") || StartsWith(cpu, "tigerlake")) {
-    return 16;
-  }
   if (StartsWith(triple, "aarch64")) return 4;
-  if (cpu == "generic" || cpu.empty()) return 4;
-  return 8;  // AVX2-class x86
+  if (!StartsWith(triple, "x86_64") && !StartsWith(triple, "i686")) return 4;
+  // The CPU's features as LLVM knows them (any x86 name, host or not), then
+  // -mattr's explicit +/- features.
+  llvm::SmallVector<llvm::StringRef, 64> features;
+  llvm::X86::getFeaturesForCPU(cpu, features, /*NeedPlus=*/false);
+  auto has = [&](std::string_view f) {
+    if (Contains(attrs, StrCat("-", f))) return false;
+    if (Contains(attrs, StrCat("+", f))) return true;
+    return std::find(features.begin(), features.end(), llvm::StringRef(f.data(), f.size())) !=
+           features.end();
+  };
+  if (has("avx512f")) return 16;
+  if (has("avx")) return 8;
+  return 4;
+}
+
+int Target::NumVectorRegisters() const {
+  return StartsWith(triple, "aarch64") || NativeVectorLanes() == 16 ? 32 : 16;
 }
 
 std::string DescribeHostHardware() {

@@ -26,6 +26,8 @@ struct Target {
   static Target Host();
   // Vector width in float32 lanes this target prefers (16 for AVX-512, ...).
   int NativeVectorLanes() const;
+  // Architectural vector registers: 32 with AVX-512 or on AArch64, else 16.
+  int NumVectorRegisters() const;
 };
 
 // A one-line description of the host hardware: CPU model, cores, features.

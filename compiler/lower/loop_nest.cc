@@ -204,9 +204,10 @@ class NestBuilder {
           shape.push_back(IntImm(e));
           bytes *= e;
         }
-        if (bytes > 256 * 1024) {
+        if (bytes > te::kMaxScratchBytes) {
           return absl::InvalidArgumentError(StrCat("compute_at: scratch for ", p.name(), " needs ",
-                                                   bytes, " bytes (limit 256 KiB)"));
+                                                   bytes, " bytes (limit ", te::kMaxScratchBytes,
+                                                   ")"));
         }
         Buffer local(p.name(), p.tensor.buffer()->dtype, shape);
         auto pnest = BuildStage(pi, region->min, region->extent, local, true);

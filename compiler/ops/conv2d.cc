@@ -1,5 +1,8 @@
 // conv2d (NCHW, groups, stride, dilation, asymmetric padding through an
-// inlined padded-input stage), + bias, + epilogue. Template: the output is
+// inlined padded-input stage), + bias, + epilogue. Knob `layout` picks
+// between NCHW[x]c inside the kernel (1; conv2d_nchwc.cc, offered for
+// groups=1 and K a multiple of the vector width) and direct NCHW (0), whose
+// template follows. Template: the output is
 // tiled [tile_k x tile_oh x tile_ow] (tile_ow vectorized); the accumulator
 // tile is a local scratch computed at the output tile loop, its reduction
 // loops ordered by `order`, kernel width optionally unrolled (unroll_s);
@@ -9,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "compiler/ops/common.h"
+#include "compiler/ops/conv2d_internal.h"
 #include "deploy/str.h"
 
 namespace kiln::compiler::ops {
@@ -29,8 +33,8 @@ int64_t ParallelExtent(const Workload& w, int64_t tile_k) {
   return N > 1 ? N : (w.Int("K") + tile_k - 1) / tile_k;
 }
 
-// Extent of the padded input the convolution reads: the padded size, or more
-// when the output shape reads past it (the excess reads zeros).
+}  // namespace
+
 std::pair<int64_t, int64_t> PaddedExtent(const Workload& w) {
   const auto& pad = w.Ints("pad");
   const auto& st = w.Ints("stride");
@@ -41,6 +45,8 @@ std::pair<int64_t, int64_t> PaddedExtent(const Workload& w) {
                         (w.Int("OW") - 1) * st[1] + (w.Int("S") - 1) * dil[1] + 1);
   return {ph, pw};
 }
+
+namespace {
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   int64_t K = w.Int("K"), OH = w.Int("OH"), OW = w.Int("OW"), S = w.Int("S");
@@ -59,10 +65,20 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // unroll_acc=1 unrolls the accumulator tile's channel and row loops so the
   // accumulators live in vector registers.
   k.push_back({"unroll_acc", {0, 1}});
+  k.push_back({"layout", {0}});
+  if (NchwcEligible(w, t)) k.back().choices.push_back(1);
+  for (Knob& n : NchwcKnobs(w, t)) k.push_back(std::move(n));
   return k;
 }
 
-absl::Status Check(const Workload& w, const Target&, const Config& c) {
+absl::Status Check(const Workload& w, const Target& t, const Config& c) {
+  if (c.at("layout") == 1) {
+    if (auto s = NchwcCheck(w, t, c); !s.ok()) return s;
+    if (c.at("parallel") && w.Int("K") / c.at("kb") < 2 && w.Int("OH") < 2) {
+      return absl::InvalidArgumentError("conv2d NCHWc: parallel=1 with one channel block and row");
+    }
+    return absl::OkStatus();
+  }
   int64_t outer = ParallelExtent(w, c.at("tile_k"));
   if (c.at("parallel") && outer < 2) {
     return absl::InvalidArgumentError(
@@ -97,6 +113,8 @@ Config Default(const Workload& w, const Target& t) {
   c["order"] = 0;
   c["parallel"] = 0;
   c["unroll_acc"] = 1;
+  c["layout"] = 0;
+  for (const auto& [name, v] : NchwcDefault(w, t, k)) c[name] = v;
   c["pad_stage"] = k[6].choices.back();
   if (c["pad_stage"] && !Check(w, t, c).ok()) c["pad_stage"] = 0;
   // Parallel only when each of 2+ threads gets 2+ iterations of real work.
@@ -104,10 +122,18 @@ Config Default(const Workload& w, const Target& t) {
     c["parallel"] = 1;
     if (!Check(w, t, c).ok()) c["parallel"] = 0;
   }
+  if (NchwcEligible(w, t)) {
+    Config n = c;
+    n["layout"] = 1;
+    n["unroll_acc"] = 1;
+    n["parallel"] = w.Flops() > 4e6 ? 1 : 0;
+    if (Check(w, t, n).ok()) c = n;
+  }
   return c;
 }
 
 absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg) {
+  if (cfg.at("layout") == 1) return BuildNchwc(w, cfg);
   int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
   int64_t R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"), OW = w.Int("OW");
   const auto& st = w.Ints("stride");

@@ -18,6 +18,10 @@
 
 namespace kiln::te {
 
+// The largest local scratch buffer (a compute_at stage's region) lowering
+// allocates: it lives in the kernel's stack frame (8 MiB thread stacks).
+constexpr int64_t kMaxScratchBytes = int64_t{1} << 20;
+
 struct IterVarNode {
   std::string name;
   ir::Var var;

@@ -284,3 +284,68 @@ TEST(OpsNumeric, DenseVecKAndParallelChannelLoopsMatchReference) {
 
 }  // namespace
 }  // namespace kiln::compiler
+
+namespace kiln::compiler {
+namespace {
+
+// conv2d layout=1 (NCHW[x]c inside the kernel) against the reference: every
+// kb, the smallest and largest cb and reg_n and a middle reg_n, on shapes with stride 2,
+// dilation, asymmetric padding, 1x1, an odd input-channel count (the RGB
+// stem), a partial last pixel tile and a fused residual add + relu.
+TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
+  Target host = Target::Host();
+  const int lanes = host.NativeVectorLanes();
+  struct Case {
+    int64_t C, K, H, R, stride, pad_lo, pad_hi, dil;
+  };
+  for (Case s : {Case{8, 2 * lanes, 9, 3, 1, 1, 1, 1}, Case{3, lanes, 11, 7, 2, 3, 2, 1},
+                 Case{16, lanes, 10, 1, 1, 0, 0, 1}, Case{4, 2 * lanes, 12, 3, 2, 0, 1, 2}}) {
+    const int64_t OH = (s.H + s.pad_lo + s.pad_hi - s.dil * (s.R - 1) - 1) / s.stride + 1;
+    Workload w;
+    w.op = "conv2d";
+    w.ints = {{"N", {1}},
+              {"C", {s.C}},
+              {"H", {s.H}},
+              {"W", {s.H}},
+              {"K", {s.K}},
+              {"R", {s.R}},
+              {"S", {s.R}},
+              {"stride", {s.stride, s.stride}},
+              {"pad", {s.pad_lo, s.pad_lo, s.pad_hi, s.pad_hi}},
+              {"dilation", {s.dil, s.dil}},
+              {"groups", {1}},
+              {"bias", {1}},
+              {"OH", {OH}},
+              {"OW", {OH}}};
+    w.epilogue = {EpilogueOp{EpilogueKind::kAdd, {1, s.K, OH, OH}},
+                  EpilogueOp{EpilogueKind::kRelu, {}}};
+    const std::string what = w.Canonical();
+    Config def = *DefaultConfig(w, host);
+    EXPECT_EQ(def.at("layout"), 1) << what;
+    ExpectMatchesReference(w, def, what);
+    std::map<std::string, std::vector<int64_t>> choices;
+    auto knobs = KnobsOf(w, host);
+    ASSERT_TRUE(knobs.ok()) << knobs.status();
+    for (const Knob& k : *knobs) choices[k.name] = k.choices;
+    int built = 0;
+    const std::vector<int64_t>& rns = choices["reg_n"];
+    for (int64_t kb : choices["kb"]) {
+      for (int64_t cb : {choices["cb"].front(), choices["cb"].back()}) {
+        for (int64_t rn : {rns.front(), rns[rns.size() / 2], rns.back()}) {
+          Config c = def;
+          c["kb"] = kb;
+          c["cb"] = cb;
+          c["reg_n"] = rn;
+          c["parallel"] = (kb + rn) % 2;
+          if (!ValidateConfig(w, host, c).ok()) continue;
+          ++built;
+          ExpectMatchesReference(w, c, what);
+        }
+      }
+    }
+    EXPECT_GT(built, 2) << what;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::compiler

@@ -1,0 +1,285 @@
+// Kernel speed against oneDNN, in the same run: the MatMul and conv2d shapes
+// of issue 6 (ResNet-50's layers, BERT's projections), kiln's kernel with its
+// default config (and, with --trials N, the best of N random valid configs,
+// a stand-in for tuning) beside oneDNN's primitive for the same problem.
+// oneDNN picks its own layouts (format "any"), weights are reordered once
+// outside the timed loop, and only the primitive's execution is timed, as a
+// framework that keeps oneDNN's blocked layouts end to end would run it.
+// Ratios are oneDNN time / kiln time (higher is better for kiln; 1.0 ties).
+//
+// Usage: kernels_vs_onednn_bench [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir]
+// Threads: oneDNN follows OMP_NUM_THREADS, kiln KILN_NUM_THREADS; set both
+// (bench/kernels.sh runs 1 and 2 threads).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/config.h"
+#include "compiler/kernel.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+#include "deploy/parallel.h"
+#include "deploy/str.h"
+
+namespace {
+
+using kiln::compiler::Config;
+using kiln::compiler::KernelBuffers;
+using kiln::compiler::Target;
+using kiln::compiler::Workload;
+
+// Median seconds of one call of `fn`: each sample lasts >= ~2 ms.
+double MedianSeconds(const std::function<void()>& fn, int repeat) {
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < 2; ++i) fn();
+  auto t0 = Clock::now();
+  fn();
+  double one = std::chrono::duration<double>(Clock::now() - t0).count();
+  int inner = one > 0 ? static_cast<int>(std::clamp(2e-3 / one, 1.0, 1000.0)) : 1000;
+  std::vector<double> samples;
+  for (int r = 0; r < repeat; ++r) {
+    auto s = Clock::now();
+    for (int i = 0; i < inner; ++i) fn();
+    samples.push_back(std::chrono::duration<double>(Clock::now() - s).count() / inner);
+  }
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
+
+struct Shape {
+  std::string name;
+  bool conv;
+  // conv: C K H(=W) R(=S) stride pad groups; matmul: M N K.
+  int64_t a, b, c, d, e, f, g;
+};
+
+const std::vector<Shape> kShapes = {
+    {"matmul 1024x1024x1024", false, 1024, 1024, 1024},
+    {"matmul 128x768x768", false, 128, 768, 768},
+    {"matmul 128x3072x768", false, 128, 3072, 768},
+    {"matmul 1x1000x512", false, 1, 1000, 512},
+    {"conv 3->64 224 7x7 s2", true, 3, 64, 224, 7, 2, 3, 1},
+    {"conv 64->64 56 3x3", true, 64, 64, 56, 3, 1, 1, 1},
+    {"conv 128->128 28 3x3", true, 128, 128, 28, 3, 1, 1, 1},
+    {"conv 256->256 14 3x3", true, 256, 256, 14, 3, 1, 1, 1},
+    {"conv 512->512 7 3x3", true, 512, 512, 7, 3, 1, 1, 1},
+    {"conv 128->128 56 3x3 s2", true, 128, 128, 56, 3, 2, 1, 1},
+    {"conv 256->64 56 1x1", true, 256, 64, 56, 1, 1, 0, 1},
+    {"conv 64->256 56 1x1", true, 64, 256, 56, 1, 1, 0, 1},
+    {"conv 1024->256 14 1x1", true, 1024, 256, 14, 1, 1, 0, 1},
+    {"conv 2048->512 7 1x1", true, 2048, 512, 7, 1, 1, 0, 1},
+    {"dwconv 32 112 3x3", true, 32, 32, 112, 3, 1, 1, 32},
+    {"dwconv 144 56 3x3 s2", true, 144, 144, 56, 3, 2, 1, 144},
+};
+
+Workload KilnWorkload(const Shape& s) {
+  Workload w;
+  if (s.conv) {
+    int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
+    w.op = "conv2d";
+    w.ints = {{"N", {1}},
+              {"C", {s.a}},
+              {"H", {s.c}},
+              {"W", {s.c}},
+              {"K", {s.b}},
+              {"R", {s.d}},
+              {"S", {s.d}},
+              {"stride", {s.e, s.e}},
+              {"pad", {s.f, s.f, s.f, s.f}},
+              {"dilation", {1, 1}},
+              {"groups", {s.g}},
+              {"bias", {1}},
+              {"OH", {oh}},
+              {"OW", {oh}}};
+  } else {
+    w.op = "dense";
+    w.ints = {{"M", {s.a}},   {"N", {s.b}},     {"K", {s.c}},     {"transA", {0}}, {"transB", {0}},
+              {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
+  }
+  return w;
+}
+
+// oneDNN's time for the shape: the primitive alone, on its preferred layouts.
+double OneDnnSeconds(const Shape& s, int repeat) {
+  using namespace dnnl;
+  engine eng(engine::kind::cpu, 0);
+  stream strm(eng);
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto filled = [&](const memory::desc& md, tag t) {
+    memory m(memory::desc(md.dims(), dt::f32, t), eng);
+    float* p = static_cast<float*>(m.get_data_handle());
+    for (size_t i = 0; i < md.get_size() / 4; ++i) p[i] = u(rng);
+    return m;
+  };
+  auto as = [&](memory src, const memory::desc& want) {
+    if (src.get_desc() == want) return src;
+    memory dst(want, eng);
+    reorder(src, dst).execute(strm, src, dst);
+    strm.wait();
+    return dst;
+  };
+  if (!s.conv) {
+    memory::desc a({s.a, s.c}, dt::f32, tag::ab), b_any({s.c, s.b}, dt::f32, tag::any),
+        c({s.a, s.b}, dt::f32, tag::ab);
+    matmul::primitive_desc pd(matmul::desc(a, b_any, c), eng);  // oneDNN 2.x API
+    memory A = filled(a, tag::ab), B = as(filled(b_any, tag::ab), pd.weights_desc()),
+           C(pd.dst_desc(), eng);
+    matmul prim(pd);
+    return MedianSeconds(
+        [&] {
+          prim.execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
+          strm.wait();
+        },
+        repeat);
+  }
+  int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
+  memory::dims src{1, s.a, s.c, s.c}, dst{1, s.b, oh, oh}, bias{s.b};
+  memory::dims wts = s.g == 1 ? memory::dims{s.b, s.a, s.d, s.d}
+                              : memory::dims{s.g, s.b / s.g, s.a / s.g, s.d, s.d};
+  memory::desc src_any(src, dt::f32, tag::any), w_any(wts, dt::f32, tag::any),
+      dst_any(dst, dt::f32, tag::any), b_md(bias, dt::f32, tag::a);
+  convolution_forward::primitive_desc pd(
+      convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct,
+                                src_any, w_any, b_md, dst_any, {s.e, s.e}, {s.f, s.f}, {s.f, s.f}),
+      eng);
+  memory S = as(filled(memory::desc(src, dt::f32, tag::nchw), tag::nchw), pd.src_desc());
+  memory W = as(filled(memory::desc(wts, dt::f32, s.g == 1 ? tag::oihw : tag::goihw),
+                       s.g == 1 ? tag::oihw : tag::goihw),
+                pd.weights_desc());
+  memory B = filled(b_md, tag::a), D(pd.dst_desc(), eng);
+  convolution_forward prim(pd);
+  return MedianSeconds(
+      [&] {
+        prim.execute(
+            strm,
+            {{DNNL_ARG_SRC, S}, {DNNL_ARG_WEIGHTS, W}, {DNNL_ARG_BIAS, B}, {DNNL_ARG_DST, D}});
+        strm.wait();
+      },
+      repeat);
+}
+
+// kiln's kernel time with `c`; negative when it does not build. The first
+// build also checks the output against the reference.
+bool g_dump_ir = false;
+
+double KilnSeconds(const Workload& w, const Config& c, const Target& t, KernelBuffers& b,
+                   int repeat, double* err) {
+  auto k = kiln::compiler::BuildJit(w, c, t, {.dump_ir = g_dump_ir && err != nullptr});
+  if (!k.ok()) return -1;
+  if (err != nullptr) {
+    (*k)->Run(b.args.data());
+    std::vector<uint8_t> want(b.output.size());
+    if (!kiln::compiler::RunReference(w, b.input_ptrs, want.data()).ok()) return -1;
+    *err = 0;
+    for (int64_t i = 0; i < b.OutputSize(); ++i) {
+      *err = std::max(
+          *err, std::fabs(b.OutputAt(i) - kiln::ElementToDouble(b.output_dtype, want.data(), i)));
+    }
+  }
+  return MedianSeconds([&] { (*k)->Run(b.args.data()); }, repeat);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int trials = 0, repeat = 15;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    int64_t v = 0;
+    if ((a == "--trials" || a == "--repeat") && i + 1 < argc && kiln::ParseInt64(argv[++i], &v) &&
+        v >= 0) {
+      (a == "--trials" ? trials : repeat) = static_cast<int>(v);
+    } else if (a == "--dump-ir") {
+      g_dump_ir = true;
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  Target target = Target::Host();
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  std::printf("# kernels_vs_onednn_bench\n\nhost: %s; target: %s\n",
+              kiln::compiler::DescribeHostHardware().c_str(), target.Spec().c_str());
+  std::printf("threads: kiln %d (KILN_NUM_THREADS), oneDNN %s (OMP_NUM_THREADS); oneDNN %d.%d\n",
+              kiln_num_threads(), omp ? omp : "default", dnnl_version()->major,
+              dnnl_version()->minor);
+  std::printf(
+      "baseline: oneDNN primitive on its own layouts (format any), weights reordered "
+      "once; ratio = oneDNN time / kiln time\n\n");
+  std::printf("| shape | GFLOP | oneDNN ms | kiln default ms | ratio | max err |");
+  if (trials > 0) std::printf(" best of %d ms | ratio | tuning s | best config |", trials);
+  std::printf("\n|---|---:|---:|---:|---:|---:|");
+  if (trials > 0) std::printf("---:|---:|---:|---|");
+  std::printf("\n");
+  double log_default = 0, log_best = 0, worst_default = 1e9, worst_best = 1e9;
+  int n = 0;
+  for (const Shape& s : kShapes) {
+    if (!only.empty() && s.name.find(only) == std::string::npos) continue;
+    Workload w = KilnWorkload(s);
+    auto sig = w.Signature();
+    auto def = kiln::compiler::DefaultConfig(w, target);
+    if (!sig.ok() || !def.ok()) {
+      std::printf("| %s | (error: %s) |\n", s.name.c_str(),
+                  std::string((sig.ok() ? def.status() : sig.status()).message()).c_str());
+      continue;
+    }
+    KernelBuffers b = kiln::compiler::MakeKernelBuffers(*sig, 42);
+    double t_dnnl = OneDnnSeconds(s, repeat);
+    double err = -1;
+    double t_def = KilnSeconds(w, *def, target, b, repeat, &err);
+    double r_def = t_dnnl / t_def;
+    std::printf("| %s | %.3f | %.3f | %.3f | %.2f | %.1g |", s.name.c_str(), w.Flops() * 1e-9,
+                t_dnnl * 1e3, t_def * 1e3, r_def, err);
+    log_default += std::log(r_def);
+    worst_default = std::min(worst_default, r_def);
+    double best = t_def;
+    if (trials > 0) {
+      auto knobs = kiln::compiler::KnobsOf(w, target);
+      std::mt19937 rng(11);
+      Config best_c = *def;
+      auto t0 = std::chrono::steady_clock::now();
+      for (int tried = 0, attempt = 0; knobs.ok() && tried < trials && attempt < 100 * trials;
+           ++attempt) {
+        Config c;
+        for (const auto& k : *knobs) c[k.name] = k.choices[rng() % k.choices.size()];
+        if (!kiln::compiler::ValidateConfig(w, target, c).ok()) continue;
+        ++tried;
+        double tc = KilnSeconds(w, c, target, b, 3, nullptr);
+        if (tc > 0 && tc < best) {
+          best = tc;
+          best_c = c;
+        }
+      }
+      double tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::min(best, KilnSeconds(w, best_c, target, b, repeat, nullptr));
+      std::printf(" %.3f | %.2f | %.0f | %s |", best * 1e3, t_dnnl / best, tune_s,
+                  kiln::compiler::CanonicalConfig(best_c).c_str());
+    }
+    log_best += std::log(t_dnnl / best);
+    worst_best = std::min(worst_best, t_dnnl / best);
+    ++n;
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (n == 0) return 1;
+  std::printf("\ngeometric mean of oneDNN/kiln: default %.2f (worst %.2f)",
+              std::exp(log_default / n), worst_default);
+  if (trials > 0)
+    std::printf(", best of %d %.2f (worst %.2f)", trials, std::exp(log_best / n), worst_best);
+  std::printf("; target >= 0.9, none below 0.7\n");
+  return 0;
+}

@@ -1,0 +1,29 @@
+#pragma once
+// Shared by the conv2d template's two layouts (internal to compiler/ops):
+// direct NCHW (conv2d.cc) and NCHW[x]c inside the kernel (conv2d_nchwc.cc).
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "compiler/ops/common.h"
+
+namespace kiln::compiler::ops {
+
+using te::kMaxScratchBytes;
+
+// Extent of the padded input the convolution reads: the padded size, or more
+// when the output shape reads past it (the excess reads zeros).
+std::pair<int64_t, int64_t> PaddedExtent(const Workload& w);
+
+// layout=1: offered for groups=1 and K a multiple of the vector width.
+bool NchwcEligible(const Workload& w, const Target& t);
+// kb (output-channel block: the vector), cb (input-channel block), reg_n
+// (output pixels per register tile); a single 0 choice each when not
+// eligible.
+std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t);
+absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c);
+// kb, cb and reg_n of the default config.
+Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>& knobs);
+absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& c);
+
+}  // namespace kiln::compiler::ops

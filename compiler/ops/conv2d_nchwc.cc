@@ -1,0 +1,202 @@
+// conv2d in NCHW[x]c inside the kernel (layout=1 of the conv2d template):
+// the input and weights are repacked into channel blocks, the convolution
+// runs as an output-channel-vectorized register tile, and the result is
+// written back in NCHW with the fused bias and epilogue.
+//
+//   dpack[n][co][ph][pw][ci]          = padded data[n][co*cb + ci][ph][pw]
+//   wpack[ko][co][r][s][ci][kv]       = weight[ko*kb + kv][co*cb + ci][r][s]
+//   conv[n][ko][oh][ow][kv]           = sum_{co,r,s,ci} dpack[..] * wpack[..]
+//   out[n][k][oh][ow]                 = epilogue(conv[n][k/kb][oh][ow][k%kb] + bias[k])
+//
+// Schedule: out loops n, ko, oh, owo, owi, kv. wpack (one output-channel
+// block's weights) is computed at ko, dpack (the input rows one output row
+// reads) at oh, and the accumulator tile conv[reg_n][kb] at owo with its
+// reduction loops outside the unrolled pixel loop and the vectorized channel
+// loop: each step broadcasts one input value and multiply-adds it into
+// reg_n vector accumulators (TVM's conv2d_NCHWc, oneDNN's direct
+// convolution). Vectors run along output channels, so strides and narrow
+// images waste no lanes.
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/ops/common.h"
+#include "compiler/ops/conv2d_internal.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler::ops {
+
+using namespace ir;
+
+namespace {
+
+// Extent of one output row's input rows and of the whole padded width.
+int64_t RowsPerOutputRow(const Workload& w) { return (w.Int("R") - 1) * w.Ints("dilation")[0] + 1; }
+
+}  // namespace
+
+bool NchwcEligible(const Workload& w, const Target& t) {
+  return w.Int("groups") == 1 && w.Int("K") % t.NativeVectorLanes() == 0;
+}
+
+std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
+  const bool ok = NchwcEligible(w, t);
+  const int64_t C = w.Int("C"), K = w.Int("K"), OW = w.Int("OW");
+  const int lanes = t.NativeVectorLanes();
+  std::vector<Knob> k;
+  k.push_back({"kb", {0}});
+  k.push_back({"cb", {0}});
+  k.push_back({"reg_n", {0}});
+  if (!ok) return k;
+  k[0].choices = {lanes};
+  if (K % (2 * lanes) == 0) k[0].choices.push_back(2 * lanes);
+  k[1].choices.clear();
+  for (int64_t cb : {1, 2, 4, 8, 16}) {
+    if (C % cb == 0) k[1].choices.push_back(cb);
+  }
+  if (C < 16 && C > 1 && C % 2 != 0) k[1].choices.push_back(C);  // e.g. the RGB stem
+  // Pixels per register tile: the divisors of OW and the usual tile widths
+  // (a partial last tile is guarded).
+  k[2].choices.clear();
+  for (int64_t d = 2; d <= std::min<int64_t>(OW, 28); ++d) {
+    if (OW % d == 0 || d == 4 || d == 6 || d == 8 || d == 12 || d == 14) {
+      k[2].choices.push_back(d);
+    }
+  }
+  if (k[2].choices.empty()) k[2].choices.push_back(1);
+  return k;
+}
+
+namespace {
+
+// Vector accumulators of a reg_n x kb tile, and the most the target's
+// registers hold beside one weight vector per kb lanes and a broadcast.
+int64_t AccVectors(const Target& t, int64_t kb, int64_t rn) {
+  return rn * ((kb + t.NativeVectorLanes() - 1) / t.NativeVectorLanes());
+}
+int64_t AccBudget(const Target& t, int64_t kb) {
+  return t.NumVectorRegisters() - 1 - kb / t.NativeVectorLanes();
+}
+
+}  // namespace
+
+absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
+  const int64_t kb = c.at("kb"), cb = c.at("cb"), rn = c.at("reg_n");
+  const int64_t C = w.Int("C"), R = w.Int("R"), S = w.Int("S");
+  if (AccVectors(t, kb, rn) > AccBudget(t, kb)) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d NCHWc: a ", rn, " x ", kb, " accumulator tile needs ", AccVectors(t, kb, rn),
+               " vector registers, the target has ", t.NumVectorRegisters(), " (", AccBudget(t, kb),
+               " for accumulators)"));
+  }
+  if (C % cb != 0) return absl::InvalidArgumentError("conv2d NCHWc: cb must divide C");
+  const int64_t wbytes = 4 * C * R * S * kb;
+  const int64_t dbytes = 4 * C * RowsPerOutputRow(w) * PaddedExtent(w).second;
+  if (wbytes > kMaxScratchBytes || dbytes > kMaxScratchBytes) {
+    return absl::InvalidArgumentError(StrCat("conv2d NCHWc: packed weights (", wbytes,
+                                             " bytes) or input rows (", dbytes, " bytes) exceed ",
+                                             kMaxScratchBytes, " bytes of scratch"));
+  }
+  return absl::OkStatus();
+}
+
+Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>& knobs) {
+  Config c;
+  auto choices = [&](const std::string& name) {
+    for (const Knob& k : knobs) {
+      if (k.name == name) return k.choices;
+    }
+    return std::vector<int64_t>{0};
+  };
+  c["cb"] = Pick(choices("cb"), 16);
+  c["kb"] = choices("kb").front();
+  c["reg_n"] = choices("reg_n").front();
+  if (!NchwcEligible(w, t)) return c;
+  // The tile with the most useful accumulators: vectors per step, discounted
+  // by the partial last tile's waste; ties to the wider channel block.
+  const int64_t OW = w.Int("OW");
+  double best = -1;
+  for (int64_t kb : choices("kb")) {
+    for (int64_t rn : choices("reg_n")) {
+      if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
+      double waste = static_cast<double>((OW + rn - 1) / rn * rn) / static_cast<double>(OW);
+      double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
+      if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > c["kb"])) {
+        best = score;
+        c["kb"] = kb;
+        c["reg_n"] = rn;
+      }
+    }
+  }
+  return c;
+}
+
+absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
+  const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
+  const int64_t R = w.Int("R"), S = w.Int("S"), OH = w.Int("OH"), OW = w.Int("OW");
+  const auto& st = w.Ints("stride");
+  const auto& pad = w.Ints("pad");
+  const auto& dil = w.Ints("dilation");
+  const int64_t kb = cfg.at("kb"), cb = cfg.at("cb"), rn = cfg.at("reg_n");
+  const int64_t Ko = K / kb, Co = C / cb;
+  auto [PH, PW] = PaddedExtent(w);
+  te::Tensor data = te::Placeholder("data", {N, C, H, W});
+  te::Tensor weight = te::Placeholder("weight", {K, C, R, S});
+  te::Tensor bias;
+  if (w.Int("bias")) bias = te::Placeholder("bias", {K});
+  auto eps = EpilogueOperands(w);
+  // Clamped indices keep the (unselected) loads in bounds, also for the
+  // columns a tile reads past the padded width.
+  te::Tensor dpack = te::Compute("dpack", {N, Co, PH, PW, cb}, [&](const std::vector<Var>& i) {
+    Expr h = i[2] - IntImm(pad[0]), x = i[3] - IntImm(pad[1]);
+    Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
+    Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
+    return Select(ok, data({i[0], i[1] * IntImm(cb) + i[4], hc, xc}), FloatImm(0.0));
+  });
+  te::Tensor wpack = te::Compute("wpack", {Ko, Co, R, S, cb, kb}, [&](const std::vector<Var>& i) {
+    return weight({i[0] * IntImm(kb) + i[5], i[1] * IntImm(cb) + i[4], i[2], i[3]});
+  });
+  IterRange rco = te::ReduceAxis(Co, "rco"), ry = te::ReduceAxis(R, "ry"),
+            rx = te::ReduceAxis(S, "rx"), rci = te::ReduceAxis(cb, "rci");
+  te::Tensor conv = te::Compute("conv", {N, Ko, OH, OW, kb}, [&](const std::vector<Var>& i) {
+    Expr h = i[2] * IntImm(st[0]) + ry.var * IntImm(dil[0]);
+    Expr x = i[3] * IntImm(st[1]) + rx.var * IntImm(dil[1]);
+    return te::Sum(dpack({i[0], rco.var, h, x, rci.var}) *
+                       wpack({i[1], rco.var, ry.var, rx.var, rci.var, i[4]}),
+                   {rco, ry, rx, rci});
+  });
+  te::Tensor out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
+    Expr y = conv({i[0], FloorDiv(i[1], IntImm(kb)), i[2], i[3], FloorMod(i[1], IntImm(kb))});
+    if (bias.defined()) y = y + bias({i[1]});
+    return ApplyEpilogue(w, y, i, eps);
+  });
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  auto [ko, kv] = s.Split(out, s.Axis(out, 1), kb);
+  te::IterVar oh = s.Axis(out, 2);
+  auto [owo, owi] = s.Split(out, s.Axis(out, 3), rn);
+  s.Reorder(out, {ko, oh, owo, owi, kv});
+  // Unrolled, so that the accumulator tile is read at constant offsets and
+  // stays in registers (a vector store here would scatter along K).
+  s.Unroll(out, kv);
+  s.Unroll(out, owi);
+  if (cfg.at("parallel")) s.Parallel(out, Ko >= 2 ? ko : oh);
+  s.ComputeAt(wpack, out, ko);
+  s.ComputeAt(dpack, out, oh);
+  s.ComputeAt(conv, out, owo);
+  // wpack: gather kb weights (stride C*R*S) into one contiguous vector.
+  s.Vectorize(wpack, s.Axis(wpack, 5));
+  // conv: reductions outside the register tile [reg_n pixels x kb channels].
+  te::IterVar cn = s.Axis(conv, 0), ck = s.Axis(conv, 1), coh = s.Axis(conv, 2),
+              cow = s.Axis(conv, 3), ckv = s.Axis(conv, 4);
+  te::IterVar rco_i = s.ReduceAxisOf(conv, 0), ry_i = s.ReduceAxisOf(conv, 1),
+              rx_i = s.ReduceAxisOf(conv, 2), rci_i = s.ReduceAxisOf(conv, 3);
+  s.Reorder(conv, {cn, ck, coh, rco_i, ry_i, rx_i, rci_i, cow, ckv});
+  s.Unroll(conv, cow);
+  s.Vectorize(conv, ckv);
+  if (cfg.at("unroll_acc") && cb <= 16) s.Unroll(conv, rci_i);
+  b.SetArgs({data, weight, bias}, eps, out);
+  return b;
+}
+
+}  // namespace kiln::compiler::ops
