@@ -57,7 +57,11 @@ def main():
         if vi.name in inits:
             continue
         shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        x = rng.uniform(-1, 1, shape).astype(np.float32)
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+        if np.issubdtype(dtype, np.floating):
+            x = rng.uniform(-1, 1, shape).astype(dtype)
+        else:  # masks, ids: small non-negative integers
+            x = rng.integers(0, 2, shape).astype(dtype)
         inputs[vi.name] = x
         feeds[vi.name] = os.path.join(tmp, f"{vi.name}.npy")
         np.save(feeds[vi.name], x)

@@ -69,7 +69,9 @@ Config Default(const Workload& w, const Target& t) {
   auto k = Knobs(w, t);
   Dims d = DimsOf(w);
   Config c;
-  c["tile_m"] = Pick(k[0].choices, 4);
+  // A tile_m x (2 vectors) accumulator tile that fills the vector registers
+  // beside the two B vectors: 6 x 16 on AVX2 (16 registers), 8 x 32 on AVX-512.
+  c["tile_m"] = Pick(k[0].choices, t.NumVectorRegisters() >= 32 ? 8 : 6);
   c["tile_n"] = Pick(k[1].choices, 2 * t.NativeVectorLanes());
   c["tile_k"] = Pick(k[2].choices, 8);
   c["unroll_k"] = 0;

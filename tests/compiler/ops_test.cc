@@ -169,7 +169,7 @@ TEST(OpsLower, FullyLoweredShape) {
 }
 
 TEST(OpsLower, DenseDefaultIsVectorizedWithLocalAccumulator) {
-  Workload w = Parse("dense(K=64;M=16;N=32;bias=0;transA=0;transB=0)");
+  Workload w = Parse("dense(K=64;M=12;N=32;bias=0;transA=0;transB=0)");
   Config c = *DefaultConfig(w, Avx2());
   auto f = LowerWorkload(w, c, Avx2(), "k", {});
   ASSERT_TRUE(f.ok()) << f.status();
