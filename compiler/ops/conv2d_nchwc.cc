@@ -29,7 +29,7 @@ using namespace ir;
 
 namespace {
 
-// Extent of one output row's input rows and of the whole padded width.
+// Input rows one output row reads (the dilated kernel height).
 int64_t RowsPerOutputRow(const Workload& w) { return (w.Int("R") - 1) * w.Ints("dilation")[0] + 1; }
 
 }  // namespace
