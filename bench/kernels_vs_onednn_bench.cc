@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
 #include "compiler/target.h"
@@ -34,24 +35,6 @@ using kiln::compiler::Config;
 using kiln::compiler::KernelBuffers;
 using kiln::compiler::Target;
 using kiln::compiler::Workload;
-
-// Median seconds of one call of `fn`: each sample lasts >= ~2 ms.
-double MedianSeconds(const std::function<void()>& fn, int repeat) {
-  using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < 2; ++i) fn();
-  auto t0 = Clock::now();
-  fn();
-  double one = std::chrono::duration<double>(Clock::now() - t0).count();
-  int inner = one > 0 ? static_cast<int>(std::clamp(2e-3 / one, 1.0, 1000.0)) : 1000;
-  std::vector<double> samples;
-  for (int r = 0; r < repeat; ++r) {
-    auto s = Clock::now();
-    for (int i = 0; i < inner; ++i) fn();
-    samples.push_back(std::chrono::duration<double>(Clock::now() - s).count() / inner);
-  }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
 
 struct Shape {
   std::string name;
@@ -135,12 +118,12 @@ double OneDnnSeconds(const Shape& s, int repeat) {
     memory A = filled(a, tag::ab), B = as(filled(b_any, tag::ab), pd.weights_desc()),
            C(pd.dst_desc(), eng);
     matmul prim(pd);
-    return MedianSeconds(
+    return kiln::bench::MedianSeconds(
         [&] {
           prim.execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
           strm.wait();
         },
-        repeat);
+        repeat, 2e-3);
   }
   int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
   memory::dims src{1, s.a, s.c, s.c}, dst{1, s.b, oh, oh}, bias{s.b};
@@ -158,14 +141,14 @@ double OneDnnSeconds(const Shape& s, int repeat) {
                 pd.weights_desc());
   memory B = filled(b_md, tag::a), D(pd.dst_desc(), eng);
   convolution_forward prim(pd);
-  return MedianSeconds(
+  return kiln::bench::MedianSeconds(
       [&] {
         prim.execute(
             strm,
             {{DNNL_ARG_SRC, S}, {DNNL_ARG_WEIGHTS, W}, {DNNL_ARG_BIAS, B}, {DNNL_ARG_DST, D}});
         strm.wait();
       },
-      repeat);
+      repeat, 2e-3);
 }
 
 // kiln's kernel time with `c`; negative when it does not build. The first
@@ -186,7 +169,7 @@ double KilnSeconds(const Workload& w, const Config& c, const Target& t, KernelBu
           *err, std::fabs(b.OutputAt(i) - kiln::ElementToDouble(b.output_dtype, want.data(), i)));
     }
   }
-  return MedianSeconds([&] { (*k)->Run(b.args.data()); }, repeat);
+  return kiln::bench::MedianSeconds([&] { (*k)->Run(b.args.data()); }, repeat, 2e-3);
 }
 
 }  // namespace

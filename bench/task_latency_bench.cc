@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
 #include "compiler/model.h"
@@ -39,26 +40,6 @@ using kiln::compiler::Workload;
 
 bool g_dump_ir = false;
 
-// Median seconds of one call of `fn`: each sample runs `fn` enough times to
-// last >= ~20 us, after a warm-up.
-double MedianSeconds(const std::function<void()>& fn, int repeat) {
-  using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < 3; ++i) fn();
-  auto t0 = Clock::now();
-  fn();
-  double one = std::chrono::duration<double>(Clock::now() - t0).count();
-  int inner = one > 0 ? static_cast<int>(std::clamp(20e-6 / one, 1.0, 1000.0)) : 1000;
-  std::vector<double> samples;
-  samples.reserve(static_cast<size_t>(repeat));
-  for (int r = 0; r < repeat; ++r) {
-    auto s = Clock::now();
-    for (int i = 0; i < inner; ++i) fn();
-    samples.push_back(std::chrono::duration<double>(Clock::now() - s).count() / inner);
-  }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
-
 // Median seconds of the kernel built with `config`; negative on failure.
 double TimeConfig(const Workload& w, const Config& config, const kiln::compiler::Target& target,
                   KernelBuffers& b, int repeat, std::string* error) {
@@ -68,7 +49,7 @@ double TimeConfig(const Workload& w, const Config& config, const kiln::compiler:
     return -1;
   }
   const kiln::compiler::JitKernel& k = **kernel;
-  return MedianSeconds([&] { k.Run(b.args.data()); }, repeat);
+  return kiln::bench::MedianSeconds([&] { k.Run(b.args.data()); }, repeat, 20e-6);
 }
 
 }  // namespace
@@ -154,9 +135,9 @@ int main(int argc, char** argv) {
       continue;
     }
     std::vector<uint8_t> want(b.output.size());
-    double t_ref =
-        MedianSeconds([&] { (void)kiln::compiler::RunReference(w, b.input_ptrs, want.data()); },
-                      std::max(3, repeat / 5));
+    double t_ref = kiln::bench::MedianSeconds(
+        [&] { (void)kiln::compiler::RunReference(w, b.input_ptrs, want.data()); },
+        std::max(3, repeat / 5), 20e-6);
     double err = 0;
     for (int64_t i = 0; i < b.OutputSize(); ++i) {
       err = std::max(

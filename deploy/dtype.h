@@ -188,6 +188,18 @@ inline std::optional<DType> ParseDType(std::string_view name) {
 
 // Element conversions: element i of a buffer of `dtype` to/from double and
 // int64. Conversions to integers saturate (NaN gives 0); bool is 0 or 1.
+// float32's bit pattern and back.
+inline float BitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t FloatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
 // float16 <-> float32 (IEEE binary16, round to nearest even).
 inline float HalfToFloat(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
@@ -209,23 +221,19 @@ inline float HalfToFloat(uint16_t h) {
   } else {
     bits = sign | (exp + 127 - 15) << 23 | mant << 13;
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return BitsToFloat(bits);
 }
 
 inline uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  uint32_t x = FloatToBits(f);
   uint32_t sign = (x >> 16) & 0x8000;
   uint32_t absx = x & 0x7fffffff;
   if (absx >= 0x7f800000)
     return static_cast<uint16_t>(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
   if (absx >= 0x477ff000) return static_cast<uint16_t>(sign | 0x7c00);  // overflow to inf
   if (absx < 0x38800000) {                                              // subnormal or zero in half
-    float a;
-    std::memcpy(&a, &absx, 4);
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
+    return static_cast<uint16_t>(
+        sign | static_cast<uint32_t>(std::nearbyint(BitsToFloat(absx) * 16777216.0f)));
   }
   uint32_t mant = absx & 0x7fffff;
   uint32_t e = (absx >> 23) - 127 + 15;
@@ -262,17 +270,6 @@ inline MiniFloat Float8Format(DType t) {
     default:  // kFloat8E5M2FNUZ
       return {5, 2, 16, true, false};
   }
-}
-
-inline float BitsToFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint32_t FloatToBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
 }
 
 // bfloat16 <-> float32: the high half; rounding to nearest even, NaN to
