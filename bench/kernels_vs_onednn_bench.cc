@@ -158,7 +158,7 @@ bool g_dump_ir = false;
 double KilnSeconds(const Workload& w, const Config& c, const Target& t, KernelBuffers& b,
                    int repeat, double* err) {
   auto k = kiln::compiler::BuildJit(w, c, t, {.dump_ir = g_dump_ir && err != nullptr});
-  if (!k.ok()) return -1;
+  if (!k.ok() || !kiln::compiler::PackKernelInputs(**k, b).ok()) return -1;
   if (err != nullptr) {
     (*k)->Run(b.args.data());
     std::vector<uint8_t> want(b.output.size());

@@ -49,6 +49,10 @@ double TimeConfig(const Workload& w, const Config& config, const kiln::compiler:
     return -1;
   }
   const kiln::compiler::JitKernel& k = **kernel;
+  if (auto s = kiln::compiler::PackKernelInputs(k, b); !s.ok()) {
+    *error = std::string(s.message());
+    return -1;
+  }
   return kiln::bench::MedianSeconds([&] { k.Run(b.args.data()); }, repeat, 20e-6);
 }
 

@@ -35,16 +35,39 @@ absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& tar
 // INVALID_ARGUMENT (with the reason) for a config the template rejects.
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config);
 
+// An input the config's kernel takes in a layout of its own rather than the
+// workload's (conv2d NCHWc's weights as [K/kb][C/cb][R][S][cb][kb] blocks):
+// transformed once ahead of the calls, at compile time for a model's
+// constants, instead of in every call.
+struct PackedInput {
+  int input = 0;               // KernelSignature input index
+  std::vector<int64_t> shape;  // of the packed layout
+  DType dtype = DType::kFloat32;
+  int64_t Bytes() const;
+};
+
 // A kernel compiled in-process (ORC JIT), ready to run.
 class JitKernel {
  public:
   virtual ~JitKernel() = default;
   virtual int32_t Run(void* const* args) const = 0;
+  // Inputs Run takes packed, and their transforms: Pack(k, ...) writes
+  // packed_inputs()[k] packed from `src`, the input in the workload's layout.
+  virtual const std::vector<PackedInput>& packed_inputs() const = 0;
+  virtual int32_t Pack(size_t k, const void* src, void* dst) const = 0;
 };
 
 absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, const Config& config,
                                                     const Target& target,
                                                     const LowerOptions& options = {});
+
+// Packs `data`, input `input` of the workload in its declared layout, as the
+// kernel of (workload, config) for `target` takes it (PackedInput). Any
+// target: the transform is JIT-compiled for this host. How a model's
+// constants are packed at compile time.
+absl::StatusOr<std::vector<uint8_t>> PackConstant(const Workload& workload, const Config& config,
+                                                  const Target& target, int input,
+                                                  std::span<const uint8_t> data);
 
 // The buffers of one kernel call, for verification and timing: inputs filled
 // with seeded values (floats uniform in [-1, 1], signed integers in [-4, 4],
@@ -54,6 +77,7 @@ absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, co
 // copyable: the pointers point into the vectors.
 struct KernelBuffers {
   std::vector<std::vector<uint8_t>> inputs;
+  std::vector<std::vector<uint8_t>> packed;  // PackKernelInputs
   std::vector<uint8_t> output;
   std::vector<DType> input_dtypes;
   DType output_dtype = DType::kFloat32;
@@ -71,6 +95,11 @@ struct KernelBuffers {
 };
 KernelBuffers MakeKernelBuffers(const KernelSignature& sig, uint64_t seed,
                                 float output_fill = 0.0f);
+
+// Points b.args at packed copies (b.packed) of the inputs `kernel` takes
+// packed, and the others at b.inputs (so that buffers can be reused across
+// kernels); b.input_ptrs keep the workload's layout for RunReference.
+absl::Status PackKernelInputs(const JitKernel& kernel, KernelBuffers& b);
 
 // Straightforward loops over the same semantics, for verification and
 // constant folding. `inputs` and `output` follow Workload::Signature(), each

@@ -52,6 +52,30 @@ KernelBuffers MakeKernelBuffers(const KernelSignature& sig, uint64_t seed, float
   return b;
 }
 
+int64_t PackedInput::Bytes() const {
+  int64_t n = DTypeBytes(dtype);
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+absl::Status PackKernelInputs(const JitKernel& kernel, KernelBuffers& b) {
+  const auto& packs = kernel.packed_inputs();
+  for (size_t i = 0; i < b.inputs.size(); ++i) b.args[i] = b.inputs[i].data();
+  b.packed.assign(packs.size(), {});
+  for (size_t k = 0; k < packs.size(); ++k) {
+    const int i = packs[k].input;
+    if (i < 0 || static_cast<size_t>(i) >= b.inputs.size()) {
+      return absl::InvalidArgumentError(StrCat("packed input ", i, " out of range"));
+    }
+    b.packed[k].resize(static_cast<size_t>(packs[k].Bytes()));
+    if (int32_t rc = kernel.Pack(k, b.inputs[i].data(), b.packed[k].data()); rc != 0) {
+      return absl::InternalError(StrCat("packing input ", i, " returned ", rc));
+    }
+    b.args[i] = b.packed[k].data();
+  }
+  return absl::OkStatus();
+}
+
 bool OutputsMatch(DType dtype, const void* got, const void* want, int64_t n, double rtol,
                   double atol, std::string* detail) {
   const auto* g = static_cast<const uint8_t*>(got);

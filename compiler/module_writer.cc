@@ -12,6 +12,7 @@
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/passes.h"
 #include "compiler/model.h"
+#include "compiler/ops/lower_workload.h"
 #include "deploy/check.h"
 #include "deploy/str.h"
 
@@ -86,15 +87,22 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
   // written in place (it aliases an input, a constant or another output).
   struct Step {
     Workload workload;
+    Config config;
+    bool tuned = false;
     std::vector<int> inputs;  // value ids (alias roots resolved later)
     int output = -1;          // value id; -1 for a copy into output `out_index`
     int out_index = -1;
+    int pack_input = -1;  // >= 0: packs that input of `workload` into temporary `temp`
+    int temp = -1;
+    // Inputs the kernel reads packed: position -> packed constant (weight)
+    // or temporary written by the pack step before it.
+    std::map<int, int> packed_const, packed_temp;
   };
-  std::vector<Step> steps;
+  std::vector<Step> nodes;
   for (const Node& n : g.nodes) {
     if (n.kind == NodeKind::kView) continue;
     KILN_CHECK(n.kind == NodeKind::kCompute) << "node '" << n.name << "' survived the passes";
-    steps.push_back({n.workload, n.inputs, n.output, -1});
+    nodes.push_back({n.workload, {}, false, n.inputs, n.output, -1});
   }
   std::map<int, BufferRef> root_buf;  // alias root -> buffer
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -110,27 +118,82 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
       copy.ints["shape"] = shape;
       copy.ints["in_shape"] = shape;
       copy.SetDtypes({rv.dtype, rv.dtype});
-      steps.push_back({copy, {root}, -1, static_cast<int>(j)});
+      nodes.push_back({copy, {}, false, {root}, -1, static_cast<int>(j)});
     } else {
       root_buf[root] = {BufferRef::Kind::kOutput, static_cast<int>(j), 0};
     }
   }
-  // Weights: every constant a kernel reads, 64-byte aligned. Only their
-  // places are decided here; the bytes are copied into the artifact at the end.
+  // Configs, and the inputs each kernel takes packed: a constant is packed
+  // here, once; any other input by a pack step just before the kernel.
+  std::vector<Step> steps;
+  std::vector<std::vector<uint8_t>> packed_consts;
+  std::map<std::string, int> packed_const_index;  // value, workload, config, input
+  std::vector<int64_t> temp_bytes;
+  int tuned = 0;
+  for (Step& s : nodes) {
+    std::optional<Config> cfg = lookup ? lookup(s.workload) : std::nullopt;
+    if (cfg) {
+      s.config = *cfg;
+      s.tuned = true;
+      ++tuned;
+    } else {
+      auto d = DefaultConfig(s.workload, target);
+      if (!d.ok()) return d.status();
+      s.config = *d;
+    }
+    auto packed = PackedInputsOf(s.workload, s.config, target);
+    if (!packed.ok()) return packed.status();
+    for (const PackedInput& p : *packed) {
+      const int root = AliasRoot(g, s.inputs[p.input]);
+      const Value& v = g.values[root];
+      if (!v.IsConstant()) {
+        Step pack{s.workload, s.config, false, {s.inputs[p.input]}, -1, -1, p.input};
+        pack.temp = static_cast<int>(temp_bytes.size());
+        temp_bytes.push_back(p.Bytes());
+        s.packed_temp[p.input] = pack.temp;
+        steps.push_back(std::move(pack));
+        continue;
+      }
+      std::string key =
+          StrCat(root, " ", s.workload.Canonical(), " ", CanonicalConfig(s.config), " ", p.input);
+      auto [it, added] = packed_const_index.emplace(key, static_cast<int>(packed_consts.size()));
+      if (added) {
+        auto bytes =
+            PackConstant(s.workload, s.config, target, p.input,
+                         {reinterpret_cast<const uint8_t*>(v.bytes->data()), v.bytes->size()});
+        if (!bytes.ok()) return bytes.status();
+        packed_consts.push_back(*std::move(bytes));
+      }
+      s.packed_const[p.input] = it->second;
+    }
+    steps.push_back(std::move(s));
+  }
+  // Weights: every constant a kernel reads as is, then the packed ones,
+  // 64-byte aligned. Only their places are decided here; the bytes are copied
+  // into the artifact at the end.
   int64_t weights_size = 0;
   std::vector<std::pair<int, int64_t>> weight_places;  // value, offset
   for (const Step& s : steps) {
-    for (int v : s.inputs) {
-      int root = AliasRoot(g, v);
-      if (!g.values[root].IsConstant() || root_buf.count(root)) continue;
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      int root = AliasRoot(g, s.inputs[i]);
+      if (s.packed_const.count(static_cast<int>(i)) || s.packed_temp.count(static_cast<int>(i)) ||
+          !g.values[root].IsConstant() || root_buf.count(root)) {
+        continue;
+      }
       int64_t off = AlignUp(weights_size);
       weights_size = off + static_cast<int64_t>(g.values[root].bytes->size());
       weight_places.emplace_back(root, off);
       root_buf[root] = {BufferRef::Kind::kWeight, 0, off};
     }
   }
+  std::vector<int64_t> packed_offsets;
+  for (const auto& bytes : packed_consts) {
+    packed_offsets.push_back(AlignUp(weights_size));
+    weights_size = packed_offsets.back() + static_cast<int64_t>(bytes.size());
+  }
   weights_size = AlignUp(weights_size);
-  // Workspace: every other written root, with liveness over steps.
+  // Workspace: every other written root and every pack temporary, with
+  // liveness over steps.
   std::vector<int> ws_roots;
   std::vector<BufferLifetime> lifetimes;
   std::map<int, int> ws_index;
@@ -144,11 +207,20 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
         {std::max<int64_t>(1, g.values[root].NumElements()) * DTypeBytes(g.values[root].dtype),
          static_cast<int>(t), static_cast<int>(t)});
   }
+  std::vector<int> temp_lifetime(temp_bytes.size());
   for (size_t t = 0; t < steps.size(); ++t) {
     for (int v : steps[t].inputs) {
       auto it = ws_index.find(AliasRoot(g, v));
       if (it != ws_index.end())
         lifetimes[it->second].last = std::max<int>(lifetimes[it->second].last, t);
+    }
+    if (steps[t].temp >= 0) {
+      // Read by the kernel after this step's run of pack steps.
+      size_t reader = t + 1;
+      while (steps[reader].pack_input >= 0) ++reader;
+      temp_lifetime[steps[t].temp] = static_cast<int>(lifetimes.size());
+      lifetimes.push_back(
+          {temp_bytes[steps[t].temp], static_cast<int>(t), static_cast<int>(reader)});
     }
   }
   MemoryPlan mem = PlanMemory(lifetimes);
@@ -160,29 +232,36 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     KILN_CHECK(it != root_buf.end()) << "value '" << g.values[v].name << "' has no buffer";
     return it->second;
   };
+  auto temp_buf = [&](int temp) {
+    return BufferRef{BufferRef::Kind::kWorkspace, 0, mem.offsets[temp_lifetime[temp]]};
+  };
   // Kernels and the entry plan.
   std::vector<KernelDef> kernels;
   EntryPlan plan;
-  int tuned = 0;
   for (size_t t = 0; t < steps.size(); ++t) {
     const Step& s = steps[t];
     KernelDef def;
-    def.name = StrCat("k", t, "_", s.workload.op);
+    def.name = StrCat("k", t, "_", s.pack_input >= 0 ? "pack" : s.workload.op);
     def.workload = s.workload;
-    std::optional<Config> cfg = lookup ? lookup(s.workload) : std::nullopt;
-    if (cfg) {
-      def.config = *cfg;
-      ++tuned;
-    } else {
-      auto d = DefaultConfig(s.workload, target);
-      if (!d.ok()) return d.status();
-      def.config = *d;
-    }
+    def.config = s.config;
+    def.pack_input = s.pack_input;
     KernelCall call;
     call.kernel = def.name;
-    for (int v : s.inputs) call.args.push_back(buf_of(v));
-    call.args.push_back(s.output >= 0 ? buf_of(s.output)
-                                      : BufferRef{BufferRef::Kind::kOutput, s.out_index, 0});
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      if (auto c = s.packed_const.find(static_cast<int>(i)); c != s.packed_const.end()) {
+        call.args.push_back({BufferRef::Kind::kWeight, 0, packed_offsets[c->second]});
+      } else if (auto p = s.packed_temp.find(static_cast<int>(i)); p != s.packed_temp.end()) {
+        call.args.push_back(temp_buf(p->second));
+      } else {
+        call.args.push_back(buf_of(s.inputs[i]));
+      }
+    }
+    if (s.temp >= 0) {
+      call.args.push_back(temp_buf(s.temp));
+    } else {
+      call.args.push_back(s.output >= 0 ? buf_of(s.output)
+                                        : BufferRef{BufferRef::Kind::kOutput, s.out_index, 0});
+    }
     plan.calls.push_back(std::move(call));
     kernels.push_back(std::move(def));
   }
@@ -214,6 +293,9 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     for (const auto& [root, off] : weight_places) {
       const auto& data = *g.values[root].bytes;
       std::memcpy(dst + off, data.data(), data.size());
+    }
+    for (size_t i = 0; i < packed_consts.size(); ++i) {
+      std::memcpy(dst + packed_offsets[i], packed_consts[i].data(), packed_consts[i].size());
     }
   };
   return WriteContainer({{"manifest", manifest},

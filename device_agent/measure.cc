@@ -112,6 +112,11 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
   // Inputs: seeded uniform values in [-1, 1]; the output starts as NaN so
   // that an element the kernel never writes cannot pass verification.
   compiler::KernelBuffers buffers = compiler::MakeKernelBuffers(*sig, seed, std::nanf(""));
+  if (absl::Status s = compiler::PackKernelInputs(**kernel, buffers); !s.ok()) {
+    MeasureResult r = Error(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, std::string(s.message()));
+    r.set_build_s(build_s);
+    return r;
+  }
   const std::vector<void*>& args = buffers.args;
   const int64_t out_n = buffers.OutputSize();
   std::vector<uint8_t> reference(buffers.output.size(), 0);

@@ -27,6 +27,9 @@ struct KernelDef {
   std::string name;  // symbol, unique within the module
   Workload workload;
   Config config;
+  // >= 0: not the workload's kernel but the layout transform of this input
+  // of it (PackedInput), with arguments (input, packed buffer).
+  int pack_input = -1;
 };
 
 struct KernelCall {

@@ -208,7 +208,9 @@ absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kern
   std::vector<ir::PrimFunc> funcs;
   funcs.reserve(kernels.size());
   for (const KernelDef& k : kernels) {
-    auto f = LowerWorkload(k.workload, k.config, target, k.name, options);
+    auto f = k.pack_input >= 0
+                 ? LowerPack(k.workload, k.config, target, k.pack_input, k.name, options)
+                 : LowerWorkload(k.workload, k.config, target, k.name, options);
     if (!f.ok()) {
       return absl::Status(f.status().code(),
                           StrCat("lowering kernel ", k.name, " (", k.workload.Canonical(),

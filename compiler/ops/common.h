@@ -20,6 +20,16 @@ namespace kiln::compiler::ops {
 struct Built {
   std::unique_ptr<te::Schedule> schedule;
   std::vector<te::Tensor> args;  // KernelSignature order
+  // Inputs the kernel takes in a layout of its own (compiler/kernel.h
+  // PackedInput): args[input] is a placeholder of that layout, and `packed`
+  // computes it from `source`, a placeholder of the input as the workload
+  // declares it.
+  struct Pack {
+    int input = 0;
+    te::Tensor source;
+    te::Tensor packed;
+  };
+  std::vector<Pack> packs;
 
   // args = the op's inputs (undefined ones, e.g. an absent bias, skipped),
   // then the epilogue operands, then the output.

@@ -8,9 +8,13 @@
 //   conv[n][ko][oh][ow][kv]           = sum_{co,r,s,ci} dpack[..] * wpack[..]
 //   out[n][k][oh][ow]                 = epilogue(conv[n][k/kb][oh][ow][k%kb] + bias[k])
 //
-// Schedule: out loops n, ko, oh, owo, owi, kv. wpack (one output-channel
-// block's weights) is computed at ko, dpack (the input rows one output row
-// reads) at oh, and the accumulator tile conv[reg_n][kb] at owo with its
+// wpack is the kernel's packed weight argument (Built::packs: transformed
+// once, at compile time for a model's constants). Schedule: out loops n,
+// oho, ko, ohi, owo, owi, kv. dpack (the input rows of `rows` output rows)
+// is computed at oho, once for every output-channel block, or skipped
+// (pack_data=0) where no padding is read: the convolution then broadcasts
+// from the NCHW input directly. The accumulator tile conv[reg_n][kb] is
+// computed at owo with its
 // reduction loops outside the unrolled pixel loop and the vectorized channel
 // loop: each step broadcasts one input value and multiply-adds it into
 // reg_n vector accumulators (TVM's conv2d_NCHWc, oneDNN's direct
@@ -29,8 +33,23 @@ using namespace ir;
 
 namespace {
 
-// Input rows one output row reads (the dilated kernel height).
-int64_t RowsPerOutputRow(const Workload& w) { return (w.Int("R") - 1) * w.Ints("dilation")[0] + 1; }
+// Input rows that `rows` output rows read.
+int64_t InputRows(const Workload& w, int64_t rows) {
+  return (rows - 1) * w.Ints("stride")[0] + (w.Int("R") - 1) * w.Ints("dilation")[0] + 1;
+}
+
+// Bytes of the packed input rows of `rows` output rows.
+int64_t DpackBytes(const Workload& w, int64_t rows) {
+  return 4 * w.Int("C") * InputRows(w, rows) * PaddedExtent(w).second;
+}
+
+// The convolution reads its input as is (pack_data=0) only where no padding
+// is read.
+bool Unpadded(const Workload& w) {
+  const auto& pad = w.Ints("pad");
+  auto [ph, pw] = PaddedExtent(w);
+  return pad[0] == 0 && pad[1] == 0 && ph <= w.Int("H") && pw <= w.Int("W");
+}
 
 }  // namespace
 
@@ -46,6 +65,8 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   k.push_back({"kb", {0}});
   k.push_back({"cb", {0}});
   k.push_back({"reg_n", {0}});
+  k.push_back({"rows", {0}});
+  k.push_back({"pack_data", {0}});
   if (!ok) return k;
   k[0].choices = {lanes};
   if (K % (2 * lanes) == 0) k[0].choices.push_back(2 * lanes);
@@ -63,6 +84,13 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
     }
   }
   if (k[2].choices.empty()) k[2].choices.push_back(1);
+  // Output rows per block of packed input rows (the divisors of OH).
+  k[3].choices.clear();
+  for (int64_t d = 1; d <= w.Int("OH"); ++d) {
+    if (w.Int("OH") % d == 0) k[3].choices.push_back(d);
+  }
+  k[4].choices = {1};
+  if (Unpadded(w)) k[4].choices.insert(k[4].choices.begin(), 0);
   return k;
 }
 
@@ -81,7 +109,7 @@ int64_t AccBudget(const Target& t, int64_t kb) {
 
 absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
   const int64_t kb = c.at("kb"), cb = c.at("cb"), rn = c.at("reg_n");
-  const int64_t C = w.Int("C"), R = w.Int("R"), S = w.Int("S");
+  const int64_t C = w.Int("C");
   if (AccVectors(t, kb, rn) > AccBudget(t, kb)) {
     return absl::InvalidArgumentError(
         StrCat("conv2d NCHWc: a ", rn, " x ", kb, " accumulator tile needs ", AccVectors(t, kb, rn),
@@ -89,12 +117,11 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
                " for accumulators)"));
   }
   if (C % cb != 0) return absl::InvalidArgumentError("conv2d NCHWc: cb must divide C");
-  const int64_t wbytes = 4 * C * R * S * kb;
-  const int64_t dbytes = 4 * C * RowsPerOutputRow(w) * PaddedExtent(w).second;
-  if (wbytes > kMaxScratchBytes || dbytes > kMaxScratchBytes) {
-    return absl::InvalidArgumentError(StrCat("conv2d NCHWc: packed weights (", wbytes,
-                                             " bytes) or input rows (", dbytes, " bytes) exceed ",
-                                             kMaxScratchBytes, " bytes of scratch"));
+  const int64_t dbytes = DpackBytes(w, c.at("rows"));
+  if (c.at("pack_data") && dbytes > kMaxScratchBytes) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d NCHWc: the packed input rows of ", c.at("rows"), " output rows (", dbytes,
+               " bytes) exceed ", kMaxScratchBytes, " bytes of scratch"));
   }
   return absl::OkStatus();
 }
@@ -110,7 +137,16 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
   c["cb"] = Pick(choices("cb"), 16);
   c["kb"] = choices("kb").front();
   c["reg_n"] = choices("reg_n").front();
+  c["rows"] = choices("rows").front();
+  c["pack_data"] = choices("pack_data").front();
   if (!NchwcEligible(w, t)) return c;
+  // The most output rows whose input rows stay in about half an L2:
+  // weights are read once per block of rows.
+  const int64_t row_bytes = c["pack_data"] ? 0 : 4 * w.Int("C") * w.Int("W");
+  for (int64_t r : choices("rows")) {
+    int64_t bytes = c["pack_data"] ? DpackBytes(w, r) : row_bytes * InputRows(w, r);
+    if (bytes <= 256 * 1024) c["rows"] = r;
+  }
   // The tile with the most useful accumulators: vectors per step, discounted
   // by the partial last tile's waste; ties to the wider channel block.
   const int64_t OW = w.Int("OW");
@@ -152,17 +188,21 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
     Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
     return Select(ok, data({i[0], i[1] * IntImm(cb) + i[4], hc, xc}), FloatImm(0.0));
   });
-  te::Tensor wpack = te::Compute("wpack", {Ko, Co, R, S, cb, kb}, [&](const std::vector<Var>& i) {
-    return weight({i[0] * IntImm(kb) + i[5], i[1] * IntImm(cb) + i[4], i[2], i[3]});
-  });
+  // The weights are packed once, ahead of the calls (Built::packs).
+  te::Tensor wpack_of =
+      te::Compute("wpack", {Ko, Co, R, S, cb, kb}, [&](const std::vector<Var>& i) {
+        return weight({i[0] * IntImm(kb) + i[5], i[1] * IntImm(cb) + i[4], i[2], i[3]});
+      });
+  te::Tensor wpack = te::Placeholder("weight_packed", {Ko, Co, R, S, cb, kb});
   IterRange rco = te::ReduceAxis(Co, "rco"), ry = te::ReduceAxis(R, "ry"),
             rx = te::ReduceAxis(S, "rx"), rci = te::ReduceAxis(cb, "rci");
+  const bool pack_data = cfg.at("pack_data") != 0;
   te::Tensor conv = te::Compute("conv", {N, Ko, OH, OW, kb}, [&](const std::vector<Var>& i) {
     Expr h = i[2] * IntImm(st[0]) + ry.var * IntImm(dil[0]);
     Expr x = i[3] * IntImm(st[1]) + rx.var * IntImm(dil[1]);
-    return te::Sum(dpack({i[0], rco.var, h, x, rci.var}) *
-                       wpack({i[1], rco.var, ry.var, rx.var, rci.var, i[4]}),
-                   {rco, ry, rx, rci});
+    Expr in = pack_data ? dpack({i[0], rco.var, h, x, rci.var})
+                        : data({i[0], rco.var * IntImm(cb) + rci.var, h, x});
+    return te::Sum(in * wpack({i[1], rco.var, ry.var, rx.var, rci.var, i[4]}), {rco, ry, rx, rci});
   });
   te::Tensor out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
     Expr y = conv({i[0], FloorDiv(i[1], IntImm(kb)), i[2], i[3], FloorMod(i[1], IntImm(kb))});
@@ -173,19 +213,16 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
   auto [ko, kv] = s.Split(out, s.Axis(out, 1), kb);
-  te::IterVar oh = s.Axis(out, 2);
+  auto [oho, ohi] = s.Split(out, s.Axis(out, 2), cfg.at("rows"));
   auto [owo, owi] = s.Split(out, s.Axis(out, 3), rn);
-  s.Reorder(out, {ko, oh, owo, owi, kv});
+  s.Reorder(out, {oho, ko, ohi, owo, owi, kv});
   // Unrolled, so that the accumulator tile is read at constant offsets and
   // stays in registers (a vector store here would scatter along K).
   s.Unroll(out, kv);
   s.Unroll(out, owi);
-  if (cfg.at("parallel")) s.Parallel(out, Ko >= 2 ? ko : oh);
-  s.ComputeAt(wpack, out, ko);
-  s.ComputeAt(dpack, out, oh);
+  if (cfg.at("parallel")) s.Parallel(out, Ko >= 2 ? ko : ohi);
+  if (pack_data) s.ComputeAt(dpack, out, oho);
   s.ComputeAt(conv, out, owo);
-  // wpack: gather kb weights (stride C*R*S) into one contiguous vector.
-  s.Vectorize(wpack, s.Axis(wpack, 5));
   // conv: reductions outside the register tile [reg_n pixels x kb channels].
   te::IterVar cn = s.Axis(conv, 0), ck = s.Axis(conv, 1), coh = s.Axis(conv, 2),
               cow = s.Axis(conv, 3), ckv = s.Axis(conv, 4);
@@ -195,7 +232,8 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   s.Unroll(conv, cow);
   s.Vectorize(conv, ckv);
   if (cfg.at("unroll_acc") && cb <= 16) s.Unroll(conv, rci_i);
-  b.SetArgs({data, weight, bias}, eps, out);
+  b.SetArgs({data, wpack, bias}, eps, out);
+  b.packs.push_back({1, weight, wpack_of});
   return b;
 }
 

@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "compiler/lower/lower.h"
 #include "compiler/ops/common.h"
+#include "compiler/ops/elementwise.h"
 #include "deploy/str.h"
 
 namespace kiln::compiler {
@@ -56,6 +57,30 @@ absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, c
   auto built = ops::BuildTemplate(w, t, c);
   if (!built.ok()) return built.status();
   return lower::Lower(*built->schedule, built->args, func_name, opts);
+}
+
+absl::StatusOr<std::vector<PackedInput>> PackedInputsOf(const Workload& w, const Config& c,
+                                                        const Target& t) {
+  auto built = ops::BuildTemplate(w, t, c);
+  if (!built.ok()) return built.status();
+  std::vector<PackedInput> out;
+  for (const ops::Built::Pack& p : built->packs) {
+    out.push_back({p.input, p.packed->shape, ops::FromIrType(p.packed.buffer()->dtype)});
+  }
+  return out;
+}
+
+absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const Target& t,
+                                       int input, const std::string& func_name,
+                                       const LowerOptions& opts) {
+  auto built = ops::BuildTemplate(w, t, c);
+  if (!built.ok()) return built.status();
+  for (const ops::Built::Pack& p : built->packs) {
+    if (p.input != input) continue;
+    te::Schedule s({p.packed});
+    return lower::Lower(s, {p.source, p.packed}, func_name, opts);
+  }
+  return absl::NotFoundError(StrCat(w.op, ": input ", input, " is not packed"));
 }
 
 }  // namespace kiln::compiler

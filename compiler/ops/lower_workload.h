@@ -19,4 +19,14 @@ namespace kiln::compiler {
 absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, const Target& t,
                                            const std::string& func_name, const LowerOptions& opts);
 
+// The packed inputs of the workload's kernel with config c.
+absl::StatusOr<std::vector<PackedInput>> PackedInputsOf(const Workload& w, const Config& c,
+                                                        const Target& t);
+// The layout transform of packed input `input` (a KernelSignature input
+// index) as a kernel of two arguments: the input as the workload declares it,
+// then the packed buffer. NOT_FOUND when the kernel takes that input as is.
+absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const Target& t,
+                                       int input, const std::string& func_name,
+                                       const LowerOptions& opts);
+
 }  // namespace kiln::compiler

@@ -1251,6 +1251,13 @@ void CheckJitAgainstReference(const Workload& w) {
     args.push_back(v.data());
   }
   args.push_back(got.data());
+  std::vector<std::vector<uint8_t>> packed;
+  for (size_t k = 0; k < (*kernel)->packed_inputs().size(); ++k) {
+    const PackedInput& p = (*kernel)->packed_inputs()[k];
+    packed.emplace_back(p.Bytes());
+    ASSERT_EQ((*kernel)->Pack(k, ins[p.input].data(), packed.back().data()), 0);
+    args[p.input] = packed.back().data();
+  }
   ASSERT_EQ((*kernel)->Run(args.data()), 0);
   ASSERT_TRUE(Reference(w, ins, want.data()).ok());
   for (size_t k = 0; k < got.size(); ++k)

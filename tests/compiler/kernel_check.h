@@ -17,6 +17,7 @@ inline void ExpectMatchesReference(const Workload& w, const Config& c, const std
   auto kernel = BuildJit(w, c, Target::Host());
   ASSERT_TRUE(kernel.ok()) << what << " " << CanonicalConfig(c) << ": " << kernel.status();
   KernelBuffers b = MakeKernelBuffers(*sig, seed, 12345.f);
+  ASSERT_TRUE(PackKernelInputs(**kernel, b).ok());
   std::vector<uint8_t> want(b.output.size(), 0);
   ASSERT_EQ((*kernel)->Run(b.args.data()), 0);
   auto ref = RunReference(w, b.input_ptrs, want.data());

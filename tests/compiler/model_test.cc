@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "compiler/graph/graph.h"
+#include "compiler/graph/passes.h"
 #include "compiler/target.h"
 #include "deploy/artifact.h"
 #include "deploy/runtime.h"
@@ -139,6 +140,66 @@ TEST(CompileModel, TunedLookupIsCountedAndIdentityOutputIsCopied) {
   ASSERT_TRUE((*module)->Run({x.data()}, {y.data(), z.data()}).ok());
   EXPECT_THAT(y, ::testing::ElementsAre(1, -2, 3, -4, 5, -6));
   EXPECT_THAT(z, ::testing::ElementsAre(1, 0, 3, 0, 5, 0));
+}
+
+// Packed inputs (PackedInput): a convolution whose weights are a constant
+// reads them packed at compile time; one whose weights are a model input
+// (or computed) has them packed by a kernel just before it, into the
+// workspace. Two convolutions of each kind, sharing and not sharing weights.
+TEST(CompileModel, PackedWeightsFromConstantsAndFromInputsMatchTheReference) {
+  const int64_t K = 2 * Target::Host().NativeVectorLanes();
+  std::vector<float> wc(K * 8 * 9);
+  for (size_t i = 0; i < wc.size(); ++i) wc[i] = std::cos(static_cast<float>(i) * 0.37f);
+  testing::OnnxBuilder b;
+  b.Input("x", {1, 8, 10, 10});
+  b.Input("w", {K, 8, 3, 3});
+  b.Init("wc", {K, 8, 3, 3}, wc);
+  for (const char* y : {"y1", "y2", "y3"}) {
+    auto* n = b.Node("Conv", {"x", y == std::string("y3") ? "wc" : "w"}, {y});
+    testing::OnnxBuilder::Ints(n, "pads", {1, 1, 1, 1});
+  }
+  auto* n = b.Node("Conv", {"x", "wc"}, {"y4"});
+  testing::OnnxBuilder::Ints(n, "strides", {2, 2});
+  b.Node("Sum", {"y1", "y2", "y3"}, {"y"});
+  b.Output("y");
+  b.Output("y4");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  Target host = Target::Host();
+  CompileReport report;
+  auto art = CompileModel(*m, host, nullptr, {}, &report);
+  ASSERT_TRUE(art.ok()) << art.status();
+  // The convolutions (layout=1 by default) and a pack kernel for each one
+  // that reads `w`.
+  int packs = 0, convs = 0;
+  for (const Node& node : m->graph().nodes) {
+    if (node.kind != NodeKind::kCompute || node.workload.op != "conv2d") continue;
+    ++convs;
+    ASSERT_EQ(DefaultConfig(node.workload, host)->at("layout"), 1);
+    if (!m->graph().values[AliasRoot(m->graph(), node.inputs[1])].IsConstant()) ++packs;
+  }
+  EXPECT_EQ(convs, 4);
+  EXPECT_EQ(packs, 2);
+  EXPECT_EQ(report.kernels, static_cast<int>(m->graph().nodes.size()) + packs);
+
+  std::vector<float> x(8 * 100), w(wc.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.05f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i) * 0.11f);
+  auto want = testing::EvaluateGraph(m->graph(), {x, w});
+  ASSERT_FALSE(want.empty());
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const auto& g = m->graph();
+  std::vector<float> y(g.values[g.outputs[0]].NumElements(), -1.f);
+  std::vector<float> y4(g.values[g.outputs[1]].NumElements(), -1.f);
+  ASSERT_TRUE((*module)->Run({x.data(), w.data()}, {y.data(), y4.data()}).ok());
+  const auto& wy = want.at(g.outputs[0]);
+  const auto& wy4 = want.at(g.outputs[1]);
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(y[i], wy[i], 1e-4 * (1 + std::fabs(wy[i]))) << i;
+  for (size_t i = 0; i < y4.size(); ++i) {
+    ASSERT_NEAR(y4[i], wy4[i], 1e-4 * (1 + std::fabs(wy4[i]))) << i;
+  }
 }
 
 }  // namespace

@@ -337,9 +337,17 @@ TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
           c["cb"] = cb;
           c["reg_n"] = rn;
           c["parallel"] = (kb + rn) % 2;
-          if (!ValidateConfig(w, host, c).ok()) continue;
-          ++built;
-          ExpectMatchesReference(w, c, what);
+          // Blocks of one output row and of all; packed input rows and
+          // direct reads (unpadded cases only).
+          for (int64_t rows : {choices["rows"].front(), choices["rows"].back()}) {
+            for (int64_t pd : choices["pack_data"]) {
+              c["rows"] = rows;
+              c["pack_data"] = pd;
+              if (!ValidateConfig(w, host, c).ok()) continue;
+              ++built;
+              ExpectMatchesReference(w, c, what);
+            }
+          }
         }
       }
     }

@@ -40,6 +40,7 @@ std::vector<uint8_t> RunCast(DType from, DType to, bool saturate, const std::vec
   auto kernel = BuildJit(w, *config, host);
   EXPECT_TRUE(kernel.ok()) << kernel.status();
   if (!kernel.ok()) return out;
+  EXPECT_TRUE((*kernel)->packed_inputs().empty());
   std::vector<void*> args = {const_cast<void*>(ins[0]), out.data()};
   EXPECT_EQ((*kernel)->Run(args.data()), 0);
   return out;
