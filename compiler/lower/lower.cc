@@ -31,6 +31,8 @@ absl::StatusOr<PrimFunc> Lower(const te::Schedule& schedule, const std::vector<t
   dump("simplify", f);
   f.body = PartitionLoops(f.body);
   dump("partition", f);
+  f.body = PartitionSelects(f.body);
+  dump("partition_selects", f);
   f.body = VectorizeLoops(f.body);
   dump("vectorize", f);
   f.body = UnrollLoops(f.body);

@@ -101,6 +101,102 @@ class Partitioner : public StmtMutator {
   }
 };
 
+// Values of v where a select condition in the body comparing c*v + rest
+// with 0 changes, rest being constant or made of enclosing loops' variables
+// (`ranges`): for those, the cuts of rest's two extremes.
+class SelectCutFinder : public StmtVisitor {
+ public:
+  SelectCutFinder(const VarNode* v, const RangeMap& ranges) : v_(v), ranges_(ranges) {}
+  std::vector<int64_t> cuts;
+
+ protected:
+  void VisitSelect(const SelectNode* op) override {
+    Conditions(op->cond);
+    StmtVisitor::VisitSelect(op);
+  }
+
+ private:
+  void Conditions(const Expr& c) {
+    if (c->kind == ExprKind::kAnd || c->kind == ExprKind::kOr) {
+      const auto* b = static_cast<const BinaryNode*>(c.get());
+      Conditions(b->a);
+      Conditions(b->b);
+      return;
+    }
+    int64_t t = 0;  // the condition is f < t, f <= t - 1, or their negation
+    switch (c->kind) {
+      case ExprKind::kLT:
+      case ExprKind::kGE:
+        t = 0;
+        break;
+      case ExprKind::kLE:
+      case ExprKind::kGT:
+        t = 1;
+        break;
+      default:
+        return;
+    }
+    const auto* b = static_cast<const BinaryNode*>(c.get());
+    if (b->a.dtype() != DataType::Int64()) return;
+    LinearForm f = ToLinear(Simplify(b->a - b->b));
+    const int64_t cv = f.CoeffOf(v_);
+    if (cv == 0) return;
+    LinearForm rest;
+    rest.constant = f.constant;
+    for (const auto& [term, coeff] : f.terms) {
+      if (term.get() != v_) rest.AddTerm(term, coeff);
+    }
+    auto rb = ConstBounds(rest, ranges_);
+    if (!rb) return;
+    // c*v + k < t: for c > 0 holds below ceil((t - k) / c), for c < 0 from
+    // floor((t - k) / c) + 1 on.
+    for (int64_t k : {rb->first, rb->second}) {
+      cuts.push_back(cv > 0 ? -FloorDivInt(k - t, cv) : FloorDivInt(t - k, cv) + 1);
+    }
+  }
+
+  const VarNode* v_;
+  const RangeMap& ranges_;
+};
+
+class SelectPartitioner : public StmtMutator {
+ protected:
+  Stmt VisitFor(const ForNode* op, const Stmt& self) override {
+    auto mn = AsConstInt(op->min), ext = AsConstInt(op->extent);
+    const auto* v = static_cast<const VarNode*>(op->loop_var.get());
+    if (!mn || !ext) return StmtMutator::VisitFor(op, self);
+    const int64_t lo = *mn, hi = *mn + *ext;
+    ranges_[v] = {lo, hi - 1};
+    Stmt out = Partition(op, self, lo, hi);
+    ranges_.erase(v);
+    return out;
+  }
+
+ private:
+  Stmt Partition(const ForNode* op, const Stmt& self, int64_t lo, int64_t hi) {
+    if (op->for_kind != ForKind::kSerial) return StmtMutator::VisitFor(op, self);
+    SelectCutFinder f(static_cast<const VarNode*>(op->loop_var.get()), ranges_);
+    f.VisitStmt(op->body);
+    std::vector<int64_t> cuts = {lo};
+    std::sort(f.cuts.begin(), f.cuts.end());
+    for (int64_t c : f.cuts) {
+      if (c > cuts.back() && c < hi) cuts.push_back(c);
+    }
+    // A few pieces at most (padding: before, inside, after).
+    if (cuts.size() < 2 || cuts.size() > 5) return StmtMutator::VisitFor(op, self);
+    cuts.push_back(hi);
+    std::vector<Stmt> parts;
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      Stmt piece = Simplify(For(op->loop_var, IntImm(cuts[i]), IntImm(cuts[i + 1] - cuts[i]),
+                                op->for_kind, op->body));
+      parts.push_back(VisitStmt(piece));
+    }
+    return Seq(parts);
+  }
+
+  RangeMap ranges_;  // enclosing loops
+};
+
 class LikelyStripper : public StmtMutator {
  protected:
   Expr VisitCall(const CallNode* op, const Expr& self) override {
@@ -112,6 +208,7 @@ class LikelyStripper : public StmtMutator {
 }  // namespace
 
 Stmt PartitionLoops(const Stmt& s) { return Simplify(Partitioner().VisitStmt(Simplify(s))); }
+Stmt PartitionSelects(const Stmt& s) { return Simplify(SelectPartitioner().VisitStmt(s)); }
 Stmt StripLikely(const Stmt& s) { return LikelyStripper().VisitStmt(s); }
 
 }  // namespace kiln::lower

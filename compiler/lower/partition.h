@@ -10,6 +10,12 @@
 namespace kiln::lower {
 
 ir::Stmt PartitionLoops(const ir::Stmt& s);
+// Splits a serial loop of constant bounds where the select conditions in its
+// body that compare its variable alone with constants (the zero padding of
+// a padded-input stage: x - 1 >= 0 && x - 1 < W) change value, so that the
+// simplifier removes them, and the clamped indices beside them, from every
+// piece: the interior copies rows without selects, and vectorizes.
+ir::Stmt PartitionSelects(const ir::Stmt& s);
 // Replaces likely(c) by c (after partitioning).
 ir::Stmt StripLikely(const ir::Stmt& s);
 

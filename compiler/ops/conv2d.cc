@@ -1,8 +1,9 @@
 // conv2d (NCHW, groups, stride, dilation, asymmetric padding through an
 // inlined padded-input stage), + bias, + epilogue. Knob `layout` picks
 // between NCHW[x]c inside the kernel (1; conv2d_nchwc.cc, offered for
-// groups=1 and K a multiple of the vector width) and direct NCHW (0), whose
-// template follows. Template: the output is
+// groups=1 and K a multiple of the vector width), depthwise rows (2;
+// conv2d_depthwise.cc, groups = C = K) and direct NCHW (0), whose template
+// follows. Template: the output is
 // tiled [tile_k x tile_oh x tile_ow] (tile_ow vectorized); the accumulator
 // tile is a local scratch computed at the output tile loop, its reduction
 // loops ordered by `order`, kernel width optionally unrolled (unroll_s);
@@ -67,11 +68,14 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   k.push_back({"unroll_acc", {0, 1}});
   k.push_back({"layout", {0}});
   if (NchwcEligible(w, t)) k.back().choices.push_back(1);
+  if (DepthwiseEligible(w)) k.back().choices.push_back(2);
   for (Knob& n : NchwcKnobs(w, t)) k.push_back(std::move(n));
+  for (Knob& n : DepthwiseKnobs(w, t)) k.push_back(std::move(n));
   return k;
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
+  if (c.at("layout") == 2) return DepthwiseCheck(w, c);
   if (c.at("layout") == 1) {
     if (auto s = NchwcCheck(w, t, c); !s.ok()) return s;
     if (c.at("parallel") && w.Int("K") / c.at("kb") < 2 && w.Int("OH") < 2) {
@@ -129,11 +133,19 @@ Config Default(const Workload& w, const Target& t) {
     n["parallel"] = w.Flops() > 4e6 ? 1 : 0;
     if (Check(w, t, n).ok()) c = n;
   }
+  for (const auto& [name, v] : DepthwiseDefault(w, t)) c[name] = v;
+  if (DepthwiseEligible(w)) {
+    Config d = c;
+    d["layout"] = 2;
+    d["parallel"] = w.Flops() > 2e6 ? 1 : 0;
+    if (Check(w, t, d).ok()) c = d;
+  }
   return c;
 }
 
 absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg) {
   if (cfg.at("layout") == 1) return BuildNchwc(w, cfg);
+  if (cfg.at("layout") == 2) return BuildDepthwise(w, cfg);
   int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
   int64_t R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"), OW = w.Int("OW");
   const auto& st = w.Ints("stride");

@@ -1,6 +1,7 @@
 #pragma once
-// Shared by the conv2d template's two layouts (internal to compiler/ops):
-// direct NCHW (conv2d.cc) and NCHW[x]c inside the kernel (conv2d_nchwc.cc).
+// Shared by the conv2d template's layouts (internal to compiler/ops): direct
+// NCHW (conv2d.cc), NCHW[x]c inside the kernel (conv2d_nchwc.cc) and
+// depthwise rows (conv2d_depthwise.cc).
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -25,5 +26,13 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c);
 // kb, cb and reg_n of the default config.
 Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>& knobs);
 absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& c);
+
+// layout=2 (conv2d_depthwise.cc): groups = C = K. Knob dw_ow (output pixels
+// per vector accumulator tile; a single 0 choice when not eligible).
+bool DepthwiseEligible(const Workload& w);
+std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t);
+absl::Status DepthwiseCheck(const Workload& w, const Config& c);
+Config DepthwiseDefault(const Workload& w, const Target& t);
+absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Config& c);
 
 }  // namespace kiln::compiler::ops

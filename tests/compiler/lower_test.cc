@@ -193,5 +193,33 @@ TEST(Partition, TailGuardRemovedFromMainLoop) {
   EXPECT_EQ(ToText(seq->seq[1]), "for (i, 0, 2) {\n  b[i + 8] = 1.0f\n}\n") << ToText(p);
 }
 
+// A zero-padded copy: out[y][x] = select(inside, in[clamp(y-1)][clamp(x-1)],
+// 0) over a 6 x 7 padded extent of a 4 x 5 input, with the column split by
+// phase as the depthwise template does (x = xs*2 + p).
+TEST(Partition, PaddingSelectsLeaveTheInterior) {
+  Buffer in("in", DataType::Float32(), {IntImm(20)});
+  Buffer out("out", DataType::Float32(), {IntImm(6 * 8)});
+  Var y("y"), p("p"), xs("xs");
+  Expr h = y - IntImm(1), x = xs * IntImm(2) + p - IntImm(1);
+  Expr ok = h >= IntImm(0) && h < IntImm(4) && x >= IntImm(0) && x < IntImm(5);
+  Expr hc = Min(Max(h, IntImm(0)), IntImm(3)), xc = Min(Max(x, IntImm(0)), IntImm(4));
+  Expr val = Select(ok, Load(in, {hc * IntImm(5) + xc}), FloatImm(0.0));
+  Stmt loop = For(y, IntImm(0), IntImm(6), ForKind::kSerial,
+                  For(p, IntImm(0), IntImm(2), ForKind::kSerial,
+                      For(xs, IntImm(0), IntImm(4), ForKind::kSerial,
+                          Store(out, val, {y * IntImm(8) + p * IntImm(4) + xs}))));
+  Stmt s = PartitionSelects(loop);
+  const std::string text = ToText(s);
+  // Rows: the top padding row, the 4 input rows, the bottom one; no select or
+  // clamp is left around the interior columns' loads.
+  const auto* seq = s.as<SeqNode>();
+  ASSERT_NE(seq, nullptr) << text;
+  ASSERT_EQ(seq->seq.size(), 3u) << text;
+  EXPECT_EQ(text.find("min("), std::string::npos) << text;
+  EXPECT_NE(text.find("out[y*8 + p*4 + xs] = in[y*5 + xs*2 + p - 6]"), std::string::npos) << text;
+  // (The values are checked end to end by the depthwise and NCHWc template
+  // tests, whose padded stages go through this pass.)
+}
+
 }  // namespace
 }  // namespace kiln::lower

@@ -355,5 +355,54 @@ TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
   }
 }
 
+// conv2d layout=2 (depthwise rows): strides 1 and 2, dilation, asymmetric
+// padding, a batch, every dw_ow, serial and parallel.
+TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
+  Target host = Target::Host();
+  struct Case {
+    int64_t N, C, H, W, R, stride, pad_lo, pad_hi, dil;
+  };
+  for (Case s : {Case{1, 6, 13, 17, 3, 1, 1, 1, 1}, Case{2, 4, 12, 19, 3, 2, 1, 0, 1},
+                 Case{1, 3, 11, 9, 5, 2, 2, 2, 1}, Case{1, 5, 10, 14, 3, 1, 2, 2, 2}}) {
+    const int64_t OH = (s.H + s.pad_lo + s.pad_hi - s.dil * (s.R - 1) - 1) / s.stride + 1;
+    const int64_t OW = (s.W + s.pad_lo + s.pad_hi - s.dil * (s.R - 1) - 1) / s.stride + 1;
+    Workload w;
+    w.op = "conv2d";
+    w.ints = {{"N", {s.N}},
+              {"C", {s.C}},
+              {"H", {s.H}},
+              {"W", {s.W}},
+              {"K", {s.C}},
+              {"R", {s.R}},
+              {"S", {s.R}},
+              {"stride", {s.stride, s.stride}},
+              {"pad", {s.pad_lo, s.pad_lo, s.pad_hi, s.pad_hi}},
+              {"dilation", {s.dil, s.dil}},
+              {"groups", {s.C}},
+              {"bias", {1}},
+              {"OH", {OH}},
+              {"OW", {OW}}};
+    w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
+    const std::string what = w.Canonical();
+    Config def = *DefaultConfig(w, host);
+    EXPECT_EQ(def.at("layout"), 2) << what;
+    ExpectMatchesReference(w, def, what);
+    auto knobs = KnobsOf(w, host);
+    ASSERT_TRUE(knobs.ok()) << knobs.status();
+    for (const Knob& k : *knobs) {
+      if (k.name != "dw_ow") continue;
+      for (int64_t ow : k.choices) {
+        for (int64_t par : {0, 1}) {
+          Config c = def;
+          c["dw_ow"] = ow;
+          c["parallel"] = par;
+          ASSERT_TRUE(ValidateConfig(w, host, c).ok()) << what;
+          ExpectMatchesReference(w, c, what);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::compiler

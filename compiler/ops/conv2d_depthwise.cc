@@ -1,0 +1,126 @@
+// Depthwise conv2d (groups = C = K; layout=2 of the conv2d template): each
+// channel's padded input is copied once into a row-major scratch whose
+// columns are split by phase (x mod stride), so that every kernel tap of an
+// output row reads contiguous columns, also at stride 2. The output is
+// vectorized along its width: a tile of dw_ow pixels accumulates R x S
+// (unrolled) broadcast-weight multiply-adds of unaligned vector loads.
+//
+//   prow[n][c][h][p][xs]  = padded data[n][c][h][xs*sw + p]
+//   conv[n][c][oh][ow]    = sum_{r,s} prow[n][c][oh*sh + r*dh][(s*dw) % sw][ow + (s*dw) / sw]
+//                                     * weight[c][0][r][s]
+//   out[n][c][oh][ow]     = epilogue(conv[..] + bias[c])
+#include <algorithm>
+
+#include "compiler/ops/common.h"
+#include "compiler/ops/conv2d_internal.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler::ops {
+
+using namespace ir;
+
+namespace {
+
+// The padded input of one channel, columns split by phase.
+int64_t PhaseColumns(const Workload& w) {
+  const int64_t sw = w.Ints("stride")[1];
+  return (PaddedExtent(w).second + sw - 1) / sw;
+}
+int64_t ChannelScratchBytes(const Workload& w) {
+  return 4 * PaddedExtent(w).first * w.Ints("stride")[1] * PhaseColumns(w);
+}
+
+}  // namespace
+
+bool DepthwiseEligible(const Workload& w) {
+  return w.Int("groups") > 1 && w.Int("groups") == w.Int("C") && w.Int("K") == w.Int("C") &&
+         w.Int("R") * w.Int("S") <= 64;
+}
+
+std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t) {
+  if (!DepthwiseEligible(w)) return {{"dw_ow", {0}}};
+  const int lanes = t.NativeVectorLanes();
+  Knob k{"dw_ow", {}};
+  for (int64_t v = 1; v <= 4; ++v) {
+    if (v == 1 || (v - 1) * lanes < w.Int("OW")) k.choices.push_back(v * lanes);
+  }
+  return {k};
+}
+
+absl::Status DepthwiseCheck(const Workload& w, const Config& c) {
+  if (!DepthwiseEligible(w)) {
+    return absl::InvalidArgumentError("conv2d: layout=2 (depthwise) needs groups = C = K");
+  }
+  if (ChannelScratchBytes(w) > kMaxScratchBytes) {
+    return absl::InvalidArgumentError(StrCat("conv2d depthwise: one padded channel (",
+                                             ChannelScratchBytes(w), " bytes) exceeds ",
+                                             kMaxScratchBytes, " bytes of scratch"));
+  }
+  if (c.at("parallel") && w.Int("C") < 2) {
+    return absl::InvalidArgumentError("conv2d depthwise: parallel=1 with one channel");
+  }
+  return absl::OkStatus();
+}
+
+Config DepthwiseDefault(const Workload& w, const Target& t) {
+  Config c;
+  auto k = DepthwiseKnobs(w, t);
+  // Two vectors of output width when the row has them (latency of the
+  // multiply-adds hidden), else one.
+  c["dw_ow"] = Pick(k[0].choices, 2 * t.NativeVectorLanes());
+  return c;
+}
+
+absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Config& cfg) {
+  const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W");
+  const int64_t R = w.Int("R"), S = w.Int("S"), OH = w.Int("OH"), OW = w.Int("OW");
+  const auto& st = w.Ints("stride");
+  const auto& pad = w.Ints("pad");
+  const auto& dil = w.Ints("dilation");
+  const int64_t sw = st[1], PH = PaddedExtent(w).first, PWs = PhaseColumns(w);
+  te::Tensor data = te::Placeholder("data", {N, C, H, W});
+  te::Tensor weight = te::Placeholder("weight", {C, 1, R, S});
+  te::Tensor bias;
+  if (w.Int("bias")) bias = te::Placeholder("bias", {C});
+  auto eps = EpilogueOperands(w);
+  te::Tensor prow = te::Compute("prow", {N, C, PH, sw, PWs}, [&](const std::vector<Var>& i) {
+    Expr h = i[2] - IntImm(pad[0]), x = i[4] * IntImm(sw) + i[3] - IntImm(pad[1]);
+    Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
+    // Clamped indices keep the (unselected) load in bounds.
+    Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
+    return Select(ok, data({i[0], i[1], hc, xc}), FloatImm(0.0));
+  });
+  IterRange ry = te::ReduceAxis(R, "ry"), rx = te::ReduceAxis(S, "rx");
+  te::Tensor conv = te::Compute("conv", {N, C, OH, OW}, [&](const std::vector<Var>& i) {
+    Expr h = i[2] * IntImm(st[0]) + ry.var * IntImm(dil[0]);
+    Expr sx = rx.var * IntImm(dil[1]);
+    Expr in = prow({i[0], i[1], h, FloorMod(sx, IntImm(sw)), i[3] + FloorDiv(sx, IntImm(sw))});
+    return te::Sum(in * weight({i[1], IntImm(0), ry.var, rx.var}), {ry, rx});
+  });
+  te::Tensor out = te::Compute("out", {N, C, OH, OW}, [&](const std::vector<Var>& i) {
+    Expr y = conv({i[0], i[1], i[2], i[3]});
+    if (bias.defined()) y = y + bias({i[1]});
+    return ApplyEpilogue(w, y, i, eps);
+  });
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  te::IterVar n = s.Axis(out, 0), c = s.Axis(out, 1), oh = s.Axis(out, 2);
+  auto [owo, owi] = s.Split(out, s.Axis(out, 3), cfg.at("dw_ow"));
+  s.Reorder(out, {n, c, oh, owo, owi});
+  s.Vectorize(out, owi);
+  // Channels in parallel (a batch stays serial outside: a fused loop would
+  // hide the channel from bound inference).
+  if (cfg.at("parallel")) s.Parallel(out, c);
+  s.ComputeAt(prow, out, c);
+  s.ComputeAt(conv, out, owo);
+  te::IterVar cy = s.ReduceAxisOf(conv, 0), cx = s.ReduceAxisOf(conv, 1);
+  s.Reorder(conv, {s.Axis(conv, 0), s.Axis(conv, 1), s.Axis(conv, 2), cy, cx, s.Axis(conv, 3)});
+  s.Vectorize(conv, s.Axis(conv, 3));
+  s.Unroll(conv, cx);
+  s.Unroll(conv, cy);
+  b.SetArgs({data, weight, bias}, eps, out);
+  return b;
+}
+
+}  // namespace kiln::compiler::ops
