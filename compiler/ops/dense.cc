@@ -40,6 +40,14 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   k.push_back({"unroll_k", {0, 1}});
   k.push_back({"parallel", {0}});
   if ((d.batched ? d.batch : 1) * d.M > 1) k.back().choices.push_back(1);
+  // pack_b=1: B is taken as [ceil(N/tile_n)][K][tile_n] panels
+  // (Built::packs: packed once, at compile time for a constant B), so that
+  // the micro-kernel streams one contiguous panel instead of tile_n columns
+  // of rows N apart. n_outer=1 runs the column panels outside the row tiles
+  // so a panel stays in cache across all of them.
+  k.push_back({"pack_b", {0}});
+  if (!d.bb) k.back().choices.push_back(1);
+  k.push_back({"n_outer", {0, 1}});
   k.push_back({"vec_k", {0}});
   if (w.Int("transA") == 0 && w.Int("transB") != 0) {
     int lanes = t.NativeVectorLanes();
@@ -56,7 +64,14 @@ absl::Status Check(const Workload& w, const Target&, const Config& c) {
     return absl::InvalidArgumentError(StrCat("dense: unroll_k=1 with tile_k=", c.at("tile_k"),
                                              " would unroll more than 16 k steps"));
   }
+  if (c.at("pack_b") && (c.at("vec_k") || c.at("tile_n") == 1)) {
+    return absl::InvalidArgumentError("dense: pack_b=1 needs vec_k=0 and tile_n > 1");
+  }
   int64_t outer = (d.batched ? d.batch : 1) * ((d.M + c.at("tile_m") - 1) / c.at("tile_m"));
+  if (c.at("n_outer")) outer = (d.N + c.at("tile_n") - 1) / c.at("tile_n");
+  if (c.at("n_outer") && d.batched) {
+    return absl::InvalidArgumentError("dense: n_outer=1 with a batch");
+  }
   if (c.at("parallel") && outer < 2) {
     return absl::InvalidArgumentError(
         StrCat("dense: parallel=1 but tile_m=", c.at("tile_m"),
@@ -77,12 +92,17 @@ Config Default(const Workload& w, const Target& t) {
   c["unroll_k"] = 0;
   c["parallel"] = 0;
   c["vec_k"] = 0;
-  if (k[5].choices.size() > 1 && d.N < 2 * t.NativeVectorLanes()) {
+  // Packed panels where B's columns are far apart and there are rows enough
+  // to amortize packing a B that is not a constant.
+  c["pack_b"] = d.M >= 16 && !d.bb && c["tile_n"] > 1 ? 1 : 0;
+  c["n_outer"] = 0;
+  if (k[7].choices.size() > 1 && d.N < 2 * t.NativeVectorLanes()) {
     // Contiguous k and too few columns to vectorize n: dot products with
     // two vector accumulators (or one when K is short).
-    c["vec_k"] = Pick(k[5].choices, 2 * t.NativeVectorLanes());
+    c["vec_k"] = Pick(k[7].choices, 2 * t.NativeVectorLanes());
     c["tile_n"] = 1;
     c["tile_k"] = 1;
+    c["pack_b"] = 0;
   }
   if (k[4].choices.size() > 1 && d.M * d.N * d.K >= (1 << 18)) {
     c["parallel"] = 1;
@@ -99,6 +119,19 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   double alpha = w.FloatOr("alpha", 1.0), beta = w.FloatOr("beta", 1.0);
   te::Tensor A = te::Placeholder("A", sig->inputs[0].shape);
   te::Tensor B = te::Placeholder("B", sig->inputs[1].shape);
+  int64_t tm = c.at("tile_m"), tn = c.at("tile_n"), tk = c.at("tile_k");
+  te::Tensor Bp;  // packed panels (pack_b)
+  te::Tensor Bp_of;
+  if (c.at("pack_b")) {
+    const int64_t panels = (d.N + tn - 1) / tn;
+    Bp_of = te::Compute("bpack", {panels, d.K, tn}, [&](const std::vector<Var>& i) {
+      Expr n = i[0] * IntImm(tn) + i[2];
+      Expr nc = d.N % tn ? Min(n, IntImm(d.N - 1)) : n;
+      Expr v = tb ? B({nc, i[1]}) : B({i[1], nc});
+      return d.N % tn ? Select(n < IntImm(d.N), v, FloatImm(0.0)) : v;
+    });
+    Bp = te::Placeholder("B_packed", {panels, d.K, tn});
+  }
   te::Tensor C;
   if (w.Int("bias")) C = te::Placeholder("C", w.Ints("bias_shape"));
   auto eps = EpilogueOperands(w);
@@ -139,7 +172,9 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
       std::vector<Expr> bi = tb ? std::vector<Expr>{n, rk.var} : std::vector<Expr>{rk.var, n};
       if (d.ba) ai.insert(ai.begin(), i[0]);
       if (d.bb) bi.insert(bi.begin(), i[0]);
-      return te::Sum(A(ai) * B(bi), {rk});
+      Expr bv =
+          Bp.defined() ? Bp({FloorDiv(n, IntImm(tn)), rk.var, FloorMod(n, IntImm(tn))}) : B(bi);
+      return te::Sum(A(ai) * bv, {rk});
     });
   te::Tensor out = te::Compute("out", out_shape, [&](const std::vector<Var>& i) {
     std::vector<Expr> ii(i.begin(), i.end());
@@ -154,19 +189,20 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
-  int64_t tm = c.at("tile_m"), tn = c.at("tile_n"), tk = c.at("tile_k");
-  // Output: [b,] mo, no, mi, ni.
+  // Output: [b,] mo, no, mi, ni (or no, mo, mi, ni).
   te::IterVar om = s.Axis(out, static_cast<int>(off)), on = s.Axis(out, static_cast<int>(off + 1));
   auto [mo, mi] = s.Split(out, om, tm);
   auto [no, ni] = s.Split(out, on, tn);
-  s.Reorder(out, {mo, no, mi, ni});
+  const bool n_outer = c.at("n_outer") != 0;
+  s.Reorder(out, n_outer ? std::vector<te::IterVar>{no, mo, mi, ni}
+                         : std::vector<te::IterVar>{mo, no, mi, ni});
   if (tn > 1) s.Vectorize(out, ni);
   if (c.at("parallel")) {
-    te::IterVar p = mo;
+    te::IterVar p = n_outer ? no : mo;
     if (d.batched) p = s.Fuse(out, s.Axis(out, 0), mo);
     s.Parallel(out, p);
   }
-  s.ComputeAt(acc, out, no);
+  s.ComputeAt(acc, out, n_outer ? mo : no);
   if (vk > 0) {
     // One dot product per acc element: partial at acc's innermost data axis.
     te::IterVar an = s.Axis(acc, static_cast<int>(off + 1));
@@ -187,7 +223,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   if (tm > 1 && tm <= 8) s.Unroll(acc, am);
   if (tn > 1) s.Vectorize(acc, an);
   if (c.at("unroll_k") && tk > 1) s.Unroll(acc, ki);
-  b.SetArgs({A, B, C}, eps, out);
+  b.SetArgs({A, Bp.defined() ? Bp : B, C}, eps, out);
+  if (Bp.defined()) b.packs.push_back({1, B, Bp_of});
   return b;
 }
 

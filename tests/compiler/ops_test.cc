@@ -404,5 +404,37 @@ TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
   }
 }
 
+// dense pack_b=1 (B as packed panels, a partial last panel zero-filled) and
+// n_outer, over both layouts of B, a bias and tile widths that do and do not
+// divide N.
+TEST(OpsNumeric, DensePackedPanelsMatchReference) {
+  Target host = Target::Host();
+  const int64_t lanes = host.NativeVectorLanes();
+  for (int64_t tb : {0, 1}) {
+    for (int64_t N : {4 * lanes, 3 * lanes + 3}) {
+      Workload w;
+      w.op = "dense";
+      w.ints = {{"M", {21}},           {"N", {N}},       {"K", {37}},
+                {"transA", {0}},       {"transB", {tb}}, {"batch", {1}},
+                {"batch_a", {0}},      {"batch_b", {0}}, {"bias", {1}},
+                {"bias_shape", {1, N}}};
+      w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
+      const std::string what = w.Canonical();
+      Config def = *DefaultConfig(w, host);
+      EXPECT_EQ(def.at("pack_b"), 1) << what;
+      for (int64_t tn : {lanes, 2 * lanes}) {
+        for (int64_t n_outer : {0, 1}) {
+          Config c = def;
+          c["tile_n"] = tn;
+          c["n_outer"] = n_outer;
+          c["parallel"] = n_outer;
+          ASSERT_TRUE(ValidateConfig(w, host, c).ok()) << what << " " << CanonicalConfig(c);
+          ExpectMatchesReference(w, c, what);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::compiler
