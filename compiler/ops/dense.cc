@@ -198,8 +198,11 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
                          : std::vector<te::IterVar>{mo, no, mi, ni});
   if (tn > 1) s.Vectorize(out, ni);
   if (c.at("parallel")) {
+    // A batch runs in parallel by itself: fused with mo it would hide the
+    // row tile from bound inference (every iteration would then compute the
+    // accumulators of every row).
     te::IterVar p = n_outer ? no : mo;
-    if (d.batched) p = s.Fuse(out, s.Axis(out, 0), mo);
+    if (d.batched && d.batch > 1) p = s.Axis(out, 0);
     s.Parallel(out, p);
   }
   s.ComputeAt(acc, out, n_outer ? mo : no);
