@@ -88,7 +88,6 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
   struct Step {
     Workload workload;
     Config config;
-    bool tuned = false;
     std::vector<int> inputs;  // value ids (alias roots resolved later)
     int output = -1;          // value id; -1 for a copy into output `out_index`
     int out_index = -1;
@@ -102,7 +101,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
   for (const Node& n : g.nodes) {
     if (n.kind == NodeKind::kView) continue;
     KILN_CHECK(n.kind == NodeKind::kCompute) << "node '" << n.name << "' survived the passes";
-    nodes.push_back({n.workload, {}, false, n.inputs, n.output, -1});
+    nodes.push_back({n.workload, {}, n.inputs, n.output, -1});
   }
   std::map<int, BufferRef> root_buf;  // alias root -> buffer
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -118,7 +117,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
       copy.ints["shape"] = shape;
       copy.ints["in_shape"] = shape;
       copy.SetDtypes({rv.dtype, rv.dtype});
-      nodes.push_back({copy, {}, false, {root}, -1, static_cast<int>(j)});
+      nodes.push_back({copy, {}, {root}, -1, static_cast<int>(j)});
     } else {
       root_buf[root] = {BufferRef::Kind::kOutput, static_cast<int>(j), 0};
     }
@@ -134,7 +133,6 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     std::optional<Config> cfg = lookup ? lookup(s.workload) : std::nullopt;
     if (cfg) {
       s.config = *cfg;
-      s.tuned = true;
       ++tuned;
     } else {
       auto d = DefaultConfig(s.workload, target);
@@ -147,7 +145,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
       const int root = AliasRoot(g, s.inputs[p.input]);
       const Value& v = g.values[root];
       if (!v.IsConstant()) {
-        Step pack{s.workload, s.config, false, {s.inputs[p.input]}, -1, -1, p.input};
+        Step pack{s.workload, s.config, {s.inputs[p.input]}, -1, -1, p.input};
         pack.temp = static_cast<int>(temp_bytes.size());
         temp_bytes.push_back(p.Bytes());
         s.packed_temp[p.input] = pack.temp;
