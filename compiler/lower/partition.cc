@@ -12,6 +12,16 @@ using namespace ir;
 
 namespace {
 
+// f without its term in v.
+LinearForm WithoutVar(const LinearForm& f, const VarNode* v) {
+  LinearForm rest;
+  rest.constant = f.constant;
+  for (const auto& [t, c] : f.terms) {
+    if (t.get() != v) rest.AddTerm(t, c);
+  }
+  return rest;
+}
+
 // Finds guards of a loop variable whose other variables are all inner loops.
 class GuardFinder : public StmtVisitor {
  public:
@@ -35,12 +45,7 @@ class GuardFinder : public StmtVisitor {
     LinearForm f = ToLinear(Simplify(lt->a - lt->b));  // guard: f < 0
     int64_t cv = f.CoeffOf(v_);
     if (cv <= 0) return;
-    LinearForm rest;
-    rest.constant = f.constant;
-    for (const auto& [t, c] : f.terms) {
-      if (t.get() != v_) rest.AddTerm(t, c);
-    }
-    auto rb = ConstBounds(rest, ranges_);
+    auto rb = ConstBounds(WithoutVar(f, v_), ranges_);
     if (!rb) return;
     // cv*v + rhi < 0  <=>  v <= floor((-rhi - 1) / cv)
     int64_t end = FloorDivInt(-rb->second - 1, cv) + 1;
@@ -141,12 +146,7 @@ class SelectCutFinder : public StmtVisitor {
     LinearForm f = ToLinear(Simplify(b->a - b->b));
     const int64_t cv = f.CoeffOf(v_);
     if (cv == 0) return;
-    LinearForm rest;
-    rest.constant = f.constant;
-    for (const auto& [term, coeff] : f.terms) {
-      if (term.get() != v_) rest.AddTerm(term, coeff);
-    }
-    auto rb = ConstBounds(rest, ranges_);
+    auto rb = ConstBounds(WithoutVar(f, v_), ranges_);
     if (!rb) return;
     // c*v + k < t: for c > 0 holds below ceil((t - k) / c), for c < 0 from
     // floor((t - k) / c) + 1 on.

@@ -47,6 +47,16 @@ std::pair<int64_t, int64_t> PaddedExtent(const Workload& w) {
   return {ph, pw};
 }
 
+te::Tensor ConvOutput(const Workload& w, const te::Tensor& conv, const te::Tensor& bias,
+                      const std::vector<te::Tensor>& eps) {
+  return te::Compute("out", {w.Int("N"), w.Int("K"), w.Int("OH"), w.Int("OW")},
+                     [&](const std::vector<Var>& i) {
+                       Expr y = conv({i[0], i[1], i[2], i[3]});
+                       if (bias.defined()) y = y + bias({i[1]});
+                       return ApplyEpilogue(w, y, i, eps);
+                     });
+}
+
 namespace {
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
@@ -178,11 +188,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
     Expr in = padded ? pd({i[0], c, h, x}) : data({i[0], c, h, x});
     return te::Sum(in * weight({i[1], rc.var, ry.var, rx.var}), {rc, ry, rx});
   });
-  te::Tensor out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
-    Expr y = conv({i[0], i[1], i[2], i[3]});
-    if (bias.defined()) y = y + bias({i[1]});
-    return ApplyEpilogue(w, y, i, eps);
-  });
+  te::Tensor out = ConvOutput(w, conv, bias, eps);
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;

@@ -97,11 +97,7 @@ absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Config& cfg) {
     Expr in = prow({i[0], i[1], h, FloorMod(sx, IntImm(sw)), i[3] + FloorDiv(sx, IntImm(sw))});
     return te::Sum(in * weight({i[1], IntImm(0), ry.var, rx.var}), {ry, rx});
   });
-  te::Tensor out = te::Compute("out", {N, C, OH, OW}, [&](const std::vector<Var>& i) {
-    Expr y = conv({i[0], i[1], i[2], i[3]});
-    if (bias.defined()) y = y + bias({i[1]});
-    return ApplyEpilogue(w, y, i, eps);
-  });
+  te::Tensor out = ConvOutput(w, conv, bias, eps);
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;

@@ -16,6 +16,11 @@ using te::kMaxScratchBytes;
 // when the output shape reads past it (the excess reads zeros).
 std::pair<int64_t, int64_t> PaddedExtent(const Workload& w);
 
+// The output stage out[n][k][oh][ow] = epilogue(conv[n][k][oh][ow] + bias[k])
+// (bias when defined).
+te::Tensor ConvOutput(const Workload& w, const te::Tensor& conv, const te::Tensor& bias,
+                      const std::vector<te::Tensor>& eps);
+
 // layout=1: offered for groups=1 and K a multiple of the vector width.
 bool NchwcEligible(const Workload& w, const Target& t);
 // kb (output-channel block: the vector), cb (input-channel block), reg_n
