@@ -293,6 +293,30 @@ namespace {
 // kb, the smallest and largest cb and reg_n and a middle reg_n, on shapes with stride 2,
 // dilation, asymmetric padding, 1x1, an odd input-channel count (the RGB
 // stem), a partial last pixel tile and a fused residual add + relu.
+// A conv2d workload with an R x R kernel, the same stride, padding and
+// dilation on both axes, and a bias.
+Workload SquareConv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R,
+                    int64_t stride, int64_t pad_lo, int64_t pad_hi, int64_t dil, int64_t groups) {
+  auto out = [&](int64_t in) { return (in + pad_lo + pad_hi - dil * (R - 1) - 1) / stride + 1; };
+  Workload w;
+  w.op = "conv2d";
+  w.ints = {{"N", {N}},
+            {"C", {C}},
+            {"H", {H}},
+            {"W", {W}},
+            {"K", {K}},
+            {"R", {R}},
+            {"S", {R}},
+            {"stride", {stride, stride}},
+            {"pad", {pad_lo, pad_lo, pad_hi, pad_hi}},
+            {"dilation", {dil, dil}},
+            {"groups", {groups}},
+            {"bias", {1}},
+            {"OH", {out(H)}},
+            {"OW", {out(W)}}};
+  return w;
+}
+
 TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
   Target host = Target::Host();
   const int lanes = host.NativeVectorLanes();
@@ -301,23 +325,8 @@ TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
   };
   for (Case s : {Case{8, 2 * lanes, 9, 3, 1, 1, 1, 1}, Case{3, lanes, 11, 7, 2, 3, 2, 1},
                  Case{16, lanes, 10, 1, 1, 0, 0, 1}, Case{4, 2 * lanes, 12, 3, 2, 0, 1, 2}}) {
-    const int64_t OH = (s.H + s.pad_lo + s.pad_hi - s.dil * (s.R - 1) - 1) / s.stride + 1;
-    Workload w;
-    w.op = "conv2d";
-    w.ints = {{"N", {1}},
-              {"C", {s.C}},
-              {"H", {s.H}},
-              {"W", {s.H}},
-              {"K", {s.K}},
-              {"R", {s.R}},
-              {"S", {s.R}},
-              {"stride", {s.stride, s.stride}},
-              {"pad", {s.pad_lo, s.pad_lo, s.pad_hi, s.pad_hi}},
-              {"dilation", {s.dil, s.dil}},
-              {"groups", {1}},
-              {"bias", {1}},
-              {"OH", {OH}},
-              {"OW", {OH}}};
+    Workload w = SquareConv(1, s.C, s.H, s.H, s.K, s.R, s.stride, s.pad_lo, s.pad_hi, s.dil, 1);
+    const int64_t OH = w.Int("OH");
     w.epilogue = {EpilogueOp{EpilogueKind::kAdd, {1, s.K, OH, OH}},
                   EpilogueOp{EpilogueKind::kRelu, {}}};
     const std::string what = w.Canonical();
@@ -365,24 +374,7 @@ TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
   };
   for (Case s : {Case{1, 6, 13, 17, 3, 1, 1, 1, 1}, Case{2, 4, 12, 19, 3, 2, 1, 0, 1},
                  Case{1, 3, 11, 9, 5, 2, 2, 2, 1}, Case{1, 5, 10, 14, 3, 1, 2, 2, 2}}) {
-    const int64_t OH = (s.H + s.pad_lo + s.pad_hi - s.dil * (s.R - 1) - 1) / s.stride + 1;
-    const int64_t OW = (s.W + s.pad_lo + s.pad_hi - s.dil * (s.R - 1) - 1) / s.stride + 1;
-    Workload w;
-    w.op = "conv2d";
-    w.ints = {{"N", {s.N}},
-              {"C", {s.C}},
-              {"H", {s.H}},
-              {"W", {s.W}},
-              {"K", {s.C}},
-              {"R", {s.R}},
-              {"S", {s.R}},
-              {"stride", {s.stride, s.stride}},
-              {"pad", {s.pad_lo, s.pad_lo, s.pad_hi, s.pad_hi}},
-              {"dilation", {s.dil, s.dil}},
-              {"groups", {s.C}},
-              {"bias", {1}},
-              {"OH", {OH}},
-              {"OW", {OW}}};
+    Workload w = SquareConv(s.N, s.C, s.H, s.W, s.C, s.R, s.stride, s.pad_lo, s.pad_hi, s.dil, s.C);
     w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
     const std::string what = w.Canonical();
     Config def = *DefaultConfig(w, host);
