@@ -1,0 +1,231 @@
+// Kiln-generated AArch64 code, run: models are compiled for AArch64 targets
+// on this (x86-64) host, and the artifacts run under qemu-user through a
+// minimal C loader cross-compiled with the AArch64 libc
+// (tests/compiler/aarch64/run_artifact.c). The outputs are checked against
+// the reference kernels. Skips, saying why, when the cross tools are missing
+// (scripts/install-deps installs them).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/model.h"
+#include "compiler/target.h"
+#include "tests/compiler/graph_eval.h"
+#include "tests/compiler/onnx_test_util.h"
+
+namespace kiln::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+using absl::StrCat;
+
+constexpr char kSysroot[] = "/usr/aarch64-linux-gnu";
+
+bool OnPath(const std::string& tool) {
+  return std::system(StrCat("command -v ", tool, " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// A fresh directory under the test's temporary directory.
+fs::path TempDir(const std::string& name) {
+  fs::path d = fs::path(::testing::TempDir()) / StrCat("kiln-aarch64-", getpid(), "-", name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Why the tests cannot run here, or "" once the loader is built.
+const std::string& Unavailable(fs::path* loader) {
+  static fs::path built;
+  static const std::string why = [] {
+    for (const char* tool : {"aarch64-linux-gnu-gcc", "qemu-aarch64", "ld.lld"}) {
+      if (!OnPath(tool)) return StrCat(tool, " not found (scripts/install-deps installs it)");
+    }
+    if (!fs::exists(kSysroot)) return StrCat(kSysroot, " missing (libc6-dev-arm64-cross)");
+    built = TempDir("loader") / "run_artifact";
+    std::string cmd =
+        StrCat("aarch64-linux-gnu-gcc -O2 -rdynamic -o ", built.string(), " ", KILN_SOURCE_DIR,
+               "/tests/compiler/aarch64/run_artifact.c -Wl,--no-as-needed -lm -ldl -lpthread");
+    if (std::system(cmd.c_str()) != 0) return StrCat("cannot build the loader: ", cmd);
+    return std::string();
+  }();
+  *loader = built;
+  return why;
+}
+
+void WriteBytes(const fs::path& p, const void* data, size_t n) {
+  std::ofstream(p, std::ios::binary).write(static_cast<const char*>(data), n);
+}
+
+std::vector<float> ReadFloats(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  std::vector<float> v(s.size() / sizeof(float));
+  std::memcpy(v.data(), s.data(), v.size() * sizeof(float));
+  return v;
+}
+
+// Compiles `model` for `target` and runs it under qemu-aarch64: its outputs.
+std::vector<std::vector<float>> RunOnAarch64(const Model& model, const Target& target,
+                                             const std::vector<std::vector<float>>& inputs,
+                                             const fs::path& loader) {
+  auto art = CompileModel(model, target, nullptr, {});
+  EXPECT_TRUE(art.ok()) << art.status();
+  if (!art.ok()) return {};
+  fs::path dir = TempDir(StrCat(target.cpu, "-", std::hash<std::string>{}(*art)));
+  WriteBytes(dir / "model.kiln", art->data(), art->size());
+  std::string cmd = StrCat("qemu-aarch64 -L ", kSysroot, " ", loader.string(), " ",
+                           (dir / "model.kiln").string(), " ", dir.string());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    fs::path p = dir / StrCat("input_", i, ".bin");
+    WriteBytes(p, inputs[i].data(), inputs[i].size() * sizeof(float));
+    absl::StrAppend(&cmd, " ", p.string());
+  }
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::vector<float>> outs;
+  for (size_t i = 0; i < model.graph().outputs.size(); ++i) {
+    outs.push_back(ReadFloats(dir / StrCat("output_", i, ".bin")));
+  }
+  fs::remove_all(dir);
+  return outs;
+}
+
+std::vector<float> Wave(int64_t n, float freq) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = std::sin(static_cast<float>(i) * freq);
+  return v;
+}
+
+void ExpectMatchesReference(const Model& m, const std::vector<std::vector<float>>& inputs,
+                            const std::vector<std::vector<float>>& got) {
+  auto want = testing::EvaluateGraph(m.graph(), inputs);
+  ASSERT_FALSE(want.empty());
+  const auto& outs = m.graph().outputs;
+  ASSERT_EQ(got.size(), outs.size());
+  for (size_t o = 0; o < outs.size(); ++o) {
+    const std::vector<float>& w = want.at(outs[o]);
+    ASSERT_EQ(got[o].size(), w.size()) << "output " << o;
+    for (size_t i = 0; i < w.size(); ++i) {
+      ASSERT_NEAR(got[o][i], w[i], 1e-4 * (1 + std::fabs(w[i])))
+          << "output " << o << " [" << i << "]";
+    }
+  }
+}
+
+// NEON only (Cortex-A72) and a core with SVE (Neoverse V1): kiln emits
+// fixed-width vectors either way, and LLVM picks the instructions.
+class Aarch64 : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (Target::Host().triple.rfind("aarch64", 0) == 0) GTEST_SKIP() << "host is AArch64";
+    const std::string& why = Unavailable(&loader_);
+    if (!why.empty()) GTEST_SKIP() << why;
+    auto t = Target::Parse(StrCat("llvm -mtriple=aarch64-linux-gnu -mcpu=", GetParam()));
+    ASSERT_TRUE(t.ok()) << t.status();
+    target_ = *t;
+  }
+  fs::path loader_;
+  Target target_;
+};
+
+// The bundled CNN gives onnxruntime's logits (the x86-64 test's figures).
+TEST_P(Aarch64, SmallCnnMatchesOnnxRuntime) {
+  auto m = Model::FromOnnxFile(std::string(KILN_SOURCE_DIR) + "/models/small_cnn.onnx");
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto out = RunOnAarch64(*m, target_, {Wave(3 * 32 * 32, 0.01f)}, loader_);
+  const float kOrtLogits[10] = {4.428879f,  1.966671f, 2.773747f, 3.308437f,  -4.055731f,
+                                -0.023411f, 0.887098f, 1.553743f, -0.773245f, 1.392855f};
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(out[0][i], kOrtLogits[i], 1e-4) << i;
+}
+
+// Every convolution template: NCHWc 3x3 (padded) and 1x1 (packed weights
+// from constants and from an input), stride 2, depthwise; pooling and the
+// fused epilogues.
+TEST_P(Aarch64, ConvolutionTemplatesMatchTheReference) {
+  testing::OnnxBuilder b;
+  b.Input("x", {1, 16, 14, 14});
+  b.Input("w", {16, 16, 1, 1});
+  b.Init("w3", {32, 16, 3, 3}, Wave(32 * 16 * 9, 0.37f));
+  b.Init("b3", {32}, Wave(32, 0.5f));
+  b.Init("wd", {32, 1, 3, 3}, Wave(32 * 9, 0.23f));
+  b.Init("w1", {16, 32, 1, 1}, Wave(16 * 32, 0.19f));
+  testing::OnnxBuilder::Ints(b.Node("Conv", {"x", "w3", "b3"}, {"c3"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c3"}, {"r3"});
+  auto* dw = b.Node("Conv", {"r3", "wd"}, {"d"});
+  testing::OnnxBuilder::Int(dw, "group", 32);
+  testing::OnnxBuilder::Ints(dw, "pads", {1, 1, 1, 1});
+  testing::OnnxBuilder::Ints(dw, "strides", {2, 2});
+  b.Node("Conv", {"d", "w1"}, {"p"});
+  b.Node("Conv", {"x", "w"}, {"q"});
+  b.Node("Add", {"q", "x"}, {"qx"});
+  auto* mp = b.Node("MaxPool", {"qx"}, {"pool"});
+  testing::OnnxBuilder::Ints(mp, "kernel_shape", {3, 3});
+  testing::OnnxBuilder::Ints(mp, "strides", {2, 2});
+  b.Node("GlobalAveragePool", {"p"}, {"gap"});
+  b.Output("pool");
+  b.Output("gap");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::set<int64_t> layouts;
+  for (const Node& n : m->graph().nodes) {
+    if (n.kind == NodeKind::kCompute && n.workload.op == "conv2d") {
+      layouts.insert(DefaultConfig(n.workload, target_)->at("layout"));
+    }
+  }
+  EXPECT_EQ(layouts, (std::set<int64_t>{1, 2}));  // NCHWc and depthwise
+  std::vector<std::vector<float>> in = {Wave(16 * 14 * 14, 0.05f), Wave(16 * 16, 0.11f)};
+  ExpectMatchesReference(*m, in, RunOnAarch64(*m, target_, in, loader_));
+}
+
+// The transformer kernels: MatMul with packed constant panels, batched
+// MatMul (attention), softmax, layer normalization, GELU (erf).
+TEST_P(Aarch64, TransformerKernelsMatchTheReference) {
+  testing::OnnxBuilder b(17);
+  b.Input("x", {2, 24, 32});
+  b.Init("wq", {32, 40}, Wave(32 * 40, 0.13f));
+  b.Init("gamma", {40}, Wave(40, 0.3f));
+  b.Init("beta", {40}, Wave(40, 0.7f));
+  b.Init("half", {}, {0.5f});
+  b.Init("one", {}, {1.f});
+  b.Init("rsqrt2", {}, {0.70710678f});
+  b.Node("MatMul", {"x", "wq"}, {"q"});
+  testing::OnnxBuilder::Ints(b.Node("Transpose", {"q"}, {"qt"}), "perm", {0, 2, 1});
+  b.Node("MatMul", {"q", "qt"}, {"s"});
+  testing::OnnxBuilder::Int(b.Node("Softmax", {"s"}, {"a"}), "axis", -1);
+  b.Node("MatMul", {"a", "q"}, {"ctx"});
+  testing::OnnxBuilder::Int(b.Node("LayerNormalization", {"ctx", "gamma", "beta"}, {"ln"}), "axis",
+                            -1);
+  b.Node("Mul", {"ln", "rsqrt2"}, {"ls"});
+  b.Node("Erf", {"ls"}, {"e"});
+  b.Node("Add", {"e", "one"}, {"e1"});
+  b.Node("Mul", {"ln", "e1"}, {"g0"});
+  b.Node("Mul", {"g0", "half"}, {"gelu"});
+  b.Output("gelu");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  int packed = 0;
+  for (const Node& n : m->graph().nodes) {
+    if (n.kind == NodeKind::kCompute && n.workload.op == "dense") {
+      packed += DefaultConfig(n.workload, target_)->at("pack_b");
+    }
+  }
+  EXPECT_GE(packed, 1);  // the constant weights as panels
+  std::vector<std::vector<float>> in = {Wave(2 * 24 * 32, 0.07f)};
+  ExpectMatchesReference(*m, in, RunOnAarch64(*m, target_, in, loader_));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cores, Aarch64, ::testing::Values("cortex-a72", "neoverse-v1"));
+
+}  // namespace
+}  // namespace kiln::compiler
