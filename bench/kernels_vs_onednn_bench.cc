@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/shapes.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
 #include "compiler/target.h"
@@ -31,63 +32,13 @@
 
 namespace {
 
+using kiln::bench::KilnWorkload;
+using kiln::bench::kShapes;
+using kiln::bench::Shape;
 using kiln::compiler::Config;
 using kiln::compiler::KernelBuffers;
 using kiln::compiler::Target;
 using kiln::compiler::Workload;
-
-struct Shape {
-  std::string name;
-  bool conv;
-  // conv: C K H(=W) R(=S) stride pad groups; matmul: M N K.
-  int64_t a, b, c, d, e, f, g;
-};
-
-const std::vector<Shape> kShapes = {
-    {"matmul 1024x1024x1024", false, 1024, 1024, 1024},
-    {"matmul 128x768x768", false, 128, 768, 768},
-    {"matmul 128x3072x768", false, 128, 3072, 768},
-    {"matmul 1x1000x512", false, 1, 1000, 512},
-    {"conv 3->64 224 7x7 s2", true, 3, 64, 224, 7, 2, 3, 1},
-    {"conv 64->64 56 3x3", true, 64, 64, 56, 3, 1, 1, 1},
-    {"conv 128->128 28 3x3", true, 128, 128, 28, 3, 1, 1, 1},
-    {"conv 256->256 14 3x3", true, 256, 256, 14, 3, 1, 1, 1},
-    {"conv 512->512 7 3x3", true, 512, 512, 7, 3, 1, 1, 1},
-    {"conv 128->128 56 3x3 s2", true, 128, 128, 56, 3, 2, 1, 1},
-    {"conv 256->64 56 1x1", true, 256, 64, 56, 1, 1, 0, 1},
-    {"conv 64->256 56 1x1", true, 64, 256, 56, 1, 1, 0, 1},
-    {"conv 1024->256 14 1x1", true, 1024, 256, 14, 1, 1, 0, 1},
-    {"conv 2048->512 7 1x1", true, 2048, 512, 7, 1, 1, 0, 1},
-    {"dwconv 32 112 3x3", true, 32, 32, 112, 3, 1, 1, 32},
-    {"dwconv 144 56 3x3 s2", true, 144, 144, 56, 3, 2, 1, 144},
-};
-
-Workload KilnWorkload(const Shape& s) {
-  Workload w;
-  if (s.conv) {
-    int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
-    w.op = "conv2d";
-    w.ints = {{"N", {1}},
-              {"C", {s.a}},
-              {"H", {s.c}},
-              {"W", {s.c}},
-              {"K", {s.b}},
-              {"R", {s.d}},
-              {"S", {s.d}},
-              {"stride", {s.e, s.e}},
-              {"pad", {s.f, s.f, s.f, s.f}},
-              {"dilation", {1, 1}},
-              {"groups", {s.g}},
-              {"bias", {1}},
-              {"OH", {oh}},
-              {"OW", {oh}}};
-  } else {
-    w.op = "dense";
-    w.ints = {{"M", {s.a}},   {"N", {s.b}},     {"K", {s.c}},     {"transA", {0}}, {"transB", {0}},
-              {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
-  }
-  return w;
-}
 
 // oneDNN's time for the shape: the primitive alone, on its preferred layouts.
 double OneDnnSeconds(const Shape& s, int repeat) {
@@ -237,8 +188,7 @@ int main(int argc, char** argv) {
       auto t0 = std::chrono::steady_clock::now();
       for (int tried = 0, attempt = 0; knobs.ok() && tried < trials && attempt < 100 * trials;
            ++attempt) {
-        Config c;
-        for (const auto& k : *knobs) c[k.name] = k.choices[rng() % k.choices.size()];
+        Config c = kiln::bench::RandomConfig(*knobs, rng);
         if (!kiln::compiler::ValidateConfig(w, target, c).ok()) continue;
         ++tried;
         double tc = KilnSeconds(w, c, target, b, 3, nullptr);

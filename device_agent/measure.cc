@@ -5,6 +5,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -50,6 +51,35 @@ absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config)
   return compiler::ParseConfig(config.canonical());
 }
 
+// The reference output of the last workload verified: the candidates of a
+// batch share their workload and inputs, and the reference implementation is
+// naive (seconds for a large MatMul), so it runs once per workload, not once
+// per candidate.
+class ReferenceCache {
+ public:
+  absl::Status Get(const compiler::Workload& workload, const std::string& canonical, uint64_t seed,
+                   const std::vector<const void*>& inputs, std::vector<uint8_t>* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (canonical != canonical_ || seed != seed_ || out->size() != output_.size()) {
+      canonical_.clear();
+      output_.assign(out->size(), 0);
+      if (absl::Status s = compiler::RunReference(workload, inputs, output_.data()); !s.ok()) {
+        return s;
+      }
+      canonical_ = canonical;
+      seed_ = seed;
+    }
+    *out = output_;
+    return absl::OkStatus();
+  }
+
+ private:
+  std::mutex mu_;
+  std::string canonical_;
+  uint64_t seed_ = 0;
+  std::vector<uint8_t> output_;
+};
+
 }  // namespace
 
 std::string SignalName(int sig) {
@@ -72,6 +102,7 @@ ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy) {
   t.cooldown_ms = std::max(0, policy.cooldown_ms());
   t.flush_cache = policy.flush_cache();
   t.timeout_ms = policy.timeout_ms() > 0 ? policy.timeout_ms() : 10000;
+  t.stop_above_s = policy.stop_above_s() > 0 ? policy.stop_above_s() : 0;
   return t;
 }
 
@@ -130,7 +161,9 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
   if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
     return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, StrCat("kernel returned ", rc));
   }
-  if (absl::Status s = compiler::RunReference(*workload, buffers.input_ptrs, reference.data());
+  static ReferenceCache* references = new ReferenceCache;
+  if (absl::Status s =
+          references->Get(*workload, workload_canonical, seed, buffers.input_ptrs, &reference);
       !s.ok()) {
     return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
                 StrCat("reference implementation failed: ", s.message()));
@@ -161,6 +194,22 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
     return Seconds(Clock::now() - start);
   };
 
+  MeasureResult result;
+  result.set_error_kind(kiln::v1::MEASURE_ERROR_KIND_NONE);
+  result.set_build_s(build_s);
+  // A hopeless candidate (one warm run slower than the policy's bound) is
+  // not timed to the end: that run is its cost.
+  if (timing.stop_above_s > 0) {
+    absl::StatusOr<double> t = time_runs(1);
+    if (!t.ok())
+      return fail(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, std::string(t.status().message()));
+    if (*t > timing.stop_above_s) {
+      result.add_costs_s(*t);
+      result.set_cut_short(true);
+      return result;
+    }
+  }
+
   int number = timing.number > 0 ? timing.number : 1;
   if (timing.min_repeat_ms > 0) {
     const double min_s = timing.min_repeat_ms / 1000.0;
@@ -173,9 +222,6 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
     }
   }
 
-  MeasureResult result;
-  result.set_error_kind(kiln::v1::MEASURE_ERROR_KIND_NONE);
-  result.set_build_s(build_s);
   for (int r = 0; r < timing.repeat; ++r) {
     if (r > 0 && timing.cooldown_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(timing.cooldown_ms));

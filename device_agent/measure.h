@@ -19,6 +19,7 @@ struct ResolvedTiming {
   int cooldown_ms = 0;
   bool flush_cache = false;
   int timeout_ms = 10000;
+  double stop_above_s = 0;  // 0: time every candidate to the end
 };
 ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy);
 

@@ -32,6 +32,9 @@ struct TimingOptions {
   int32_t cooldown_ms = 0;
   bool flush_cache = false;
   int32_t timeout_ms = 20000;  // per candidate
+  // Set per batch from the task's best cost (never by the user): a candidate
+  // slower than this is timed once, not to the end (0: off).
+  double stop_above_s = 0;
 };
 
 struct MeasureCandidate {
@@ -62,6 +65,7 @@ struct MeasureOutcome {
   std::string error_message;
   std::vector<double> costs_s;
   double build_s = 0;
+  bool cut_short = false;  // timed once: above the batch's stop_above_s
   std::string agent_id;
 };
 

@@ -18,6 +18,11 @@
 namespace kiln::tracker {
 namespace {
 
+// A candidate whose one warm run is slower than this multiple of the task's
+// best cost so far is not timed to the end (its one run is its cost): such a
+// candidate cannot become the best, and a cost model only needs its rank.
+constexpr double kStopAboveBest = 3.0;
+
 std::shared_ptr<spdlog::logger> Log() {
   auto log = spdlog::get("tracker");
   return log ? log : spdlog::default_logger();
@@ -572,10 +577,12 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
     size_t limit = static_cast<size_t>(std::max(1, agents_->ConnectedCount(job.row.device_key)));
     while (!exhausted && in_flight.size() < limit) {
       int done = 0;
+      double best_s = 0;
       {
         std::lock_guard<std::mutex> lock(job.mu);
         if (job.cancelled) break;
         done = job.tasks[task_index].trials_done;
+        best_s = job.tasks[task_index].best_cost_s;
       }
       int want = std::min(options_.batch_size, budget - done - outstanding);
       if (want <= 0) break;
@@ -604,6 +611,7 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
       work.workload_flops = workload.Flops();
       work.target = target_spec;
       work.timing = job.timing;
+      work.timing.stop_above_s = kStopAboveBest * best_s;
       for (const auto& config : proposals) {
         std::string canonical = compiler::CanonicalConfig(config);
         if (!seen.insert(canonical).second) continue;
@@ -701,6 +709,9 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
         rec.agent_id = o.agent_id;
         rec.error_kind = o.error_kind.empty() ? "none" : o.error_kind;
         rec.error_message = o.error_message;
+        if (o.cut_short && rec.error_message.empty()) {
+          rec.error_message = StrCat("timed once: slower than ", kStopAboveBest, "x the best");
+        }
         rec.costs_s = o.costs_s;
         if (rec.error_kind == "none" && rec.costs_s.empty()) {
           rec.error_kind = "runtime";

@@ -440,6 +440,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
         t->set_cooldown_ms(w.timing.cooldown_ms);
         t->set_flush_cache(w.timing.flush_cache);
         t->set_timeout_ms(w.timing.timeout_ms);
+        t->set_stop_above_s(w.timing.stop_above_s);
         for (const auto& c : w.candidates) {
           pb::Candidate* pc = b->add_candidates();
           pc->set_candidate_id(c.candidate_id);
@@ -475,6 +476,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
           o.error_message = m.error_message();
           o.costs_s.assign(m.costs_s().begin(), m.costs_s().end());
           o.build_s = m.build_s();
+          o.cut_short = m.cut_short();
           o.agent_id = agent_id;  // the session knows who measured it
           outcomes.push_back(std::move(o));
         }

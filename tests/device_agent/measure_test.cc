@@ -105,6 +105,33 @@ TEST(Measure, RepeatFourGivesFourCosts) {
   for (double c : r.costs_s()) EXPECT_GT(c, 0);
 }
 
+TEST(Measure, ACandidateSlowerThanTheBoundIsTimedOnce) {
+  compiler::Workload w = Conv();
+  kiln::v1::TimingPolicy p = Quick();
+  p.set_stop_above_s(1e-12);  // every run is slower
+  kiln::v1::MeasureResult r =
+      MeasureCandidate(w.Canonical(), DefaultConfigProto(w), p, compiler::Target::Host());
+  ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+  EXPECT_TRUE(r.cut_short());
+  ASSERT_EQ(r.costs_s_size(), 1);
+  EXPECT_GT(r.costs_s(0), 1e-12);
+  p.set_stop_above_s(10);  // no run is
+  r = MeasureCandidate(w.Canonical(), DefaultConfigProto(w), p, compiler::Target::Host());
+  ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+  EXPECT_FALSE(r.cut_short());
+  EXPECT_EQ(r.costs_s_size(), 3);
+}
+
+// The reference output is cached per workload: alternating workloads are
+// each verified against their own.
+TEST(Measure, AlternatingWorkloadsAreVerifiedAgainstTheirOwnReference) {
+  for (const compiler::Workload& w : {Conv(), Relu(), Conv(), Relu()}) {
+    kiln::v1::MeasureResult r =
+        MeasureCandidate(w.Canonical(), DefaultConfigProto(w), Quick(1), compiler::Target::Host());
+    EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << w.op << r.error_message();
+  }
+}
+
 TEST(Measure, InvalidConfig) {
   compiler::Workload w = Relu();
   kiln::v1::Config config;

@@ -239,14 +239,16 @@ TEST_F(JobManagerTest, UnknownJobIsNotFound) {
 // A job measured by hand through the dispatcher (the test plays the agent),
 // then cancelled: it stops dispatching and stays cancelled.
 TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
-  auto r = jobs_->Submit(Request(testing::ConvReluModel()));
+  SubmitRequest req = Request(testing::ConvReluModel());
+  req.trials = 32;  // more than one batch
+  auto r = jobs_->Submit(req);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->job_id.rfind("job-", 0), 0u);
   EXPECT_EQ(r->num_tasks, 1);
   auto row = db_->GetJob(r->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->device_key, "cpu");
-  EXPECT_EQ((*row)->trials, 8);
+  EXPECT_EQ((*row)->trials, 32);
   EXPECT_TRUE(store_->Contains((*row)->model_sha256));
   auto art = db_->GetArtifact((*row)->model_sha256);
   ASSERT_TRUE(art.ok() && art->has_value());
@@ -293,6 +295,36 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   EXPECT_EQ((*records)[0].job_id, r->job_id);
   EXPECT_EQ((*records)[0].agent_id, "a1");
   EXPECT_DOUBLE_EQ((*records)[0].mean_cost_s, 3e-3);
+  EXPECT_EQ(lease->work.timing.stop_above_s, 0);  // no best yet: time everything
+
+  // Once the task has a best cost, hopeless candidates are timed once.
+  std::optional<Lease> second;
+  for (int i = 0; i < 200 && !second; ++i) {
+    second = dispatcher_->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(second.has_value());
+  EXPECT_NEAR(second->work.timing.stop_above_s, 9e-3, 1e-12);  // 3x the best (3 ms)
+  results = Measured(second->work, {0.5});
+  results[0].cut_short = true;
+  ASSERT_TRUE(dispatcher_->Complete(second->work.batch_id, "a1", results));
+  for (int i = 0; i < 200 && done < static_cast<int>(measured + results.size()); ++i) {
+    auto events = jobs_->WaitEvents(r->job_id, next, std::chrono::milliseconds(50), &finished);
+    ASSERT_TRUE(events.ok());
+    next += events->size();
+    if (!events->empty()) done = events->back().job.row.trials_done;
+  }
+  records = db_->QueryRecords("", kTarget, 0);
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), measured + results.size());
+  int cut = 0;
+  for (const auto& rec : *records) {
+    if (rec.error_message.find("timed once") != std::string::npos) {
+      ++cut;
+      EXPECT_EQ(rec.error_kind, "none");
+      EXPECT_DOUBLE_EQ(rec.mean_cost_s, 0.5);
+    }
+  }
+  EXPECT_EQ(cut, 1);
 
   auto cancelled = jobs_->Cancel(r->job_id);
   ASSERT_TRUE(cancelled.ok());
