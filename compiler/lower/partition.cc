@@ -108,13 +108,22 @@ class Partitioner : public StmtMutator {
 
 // Values of v where a select condition in the body comparing c*v + rest
 // with 0 changes, rest being constant or made of enclosing loops' variables
-// (`ranges`): for those, the cuts of rest's two extremes.
+// (`ranges`) or inner unrolled loops' (a phase loop: each of its copies
+// sees the piece whole): for those, the cuts of rest's two extremes.
 class SelectCutFinder : public StmtVisitor {
  public:
   SelectCutFinder(const VarNode* v, const RangeMap& ranges) : v_(v), ranges_(ranges) {}
   std::vector<int64_t> cuts;
 
  protected:
+  void VisitFor(const ForNode* op) override {
+    auto mn = AsConstInt(op->min), ext = AsConstInt(op->extent);
+    const auto* lv = static_cast<const VarNode*>(op->loop_var.get());
+    const bool phase = mn && ext && op->for_kind == ForKind::kUnrolled;
+    if (phase) ranges_[lv] = {*mn, *mn + *ext - 1};
+    StmtVisitor::VisitFor(op);
+    if (phase) ranges_.erase(lv);
+  }
   void VisitSelect(const SelectNode* op) override {
     Conditions(op->cond);
     StmtVisitor::VisitSelect(op);
@@ -156,7 +165,7 @@ class SelectCutFinder : public StmtVisitor {
   }
 
   const VarNode* v_;
-  const RangeMap& ranges_;
+  RangeMap ranges_;
 };
 
 class SelectPartitioner : public StmtMutator {

@@ -65,9 +65,11 @@ absl::Status DepthwiseCheck(const Workload& w, const Config& c) {
 Config DepthwiseDefault(const Workload& w, const Target& t) {
   Config c;
   auto k = DepthwiseKnobs(w, t);
-  // Two vectors of output width when the row has them (latency of the
-  // multiply-adds hidden), else one.
-  c["dw_ow"] = Pick(k[0].choices, 2 * t.NativeVectorLanes());
+  // One vector of output width: its R x S multiply-adds chain on one
+  // accumulator, but the row's tiles are independent and the loads, not the
+  // adds, are the limit (measured faster than two vectors at 112 and 28
+  // pixels, bench/kernels_vs_onednn_bench --only dwconv).
+  c["dw_ow"] = Pick(k[0].choices, t.NativeVectorLanes());
   return c;
 }
 
@@ -109,6 +111,13 @@ absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Config& cfg) {
   // hide the channel from bound inference).
   if (cfg.at("parallel")) s.Parallel(out, c);
   s.ComputeAt(prow, out, c);
+  if (sw > 1) {
+    // Both phases of a column in one iteration: LLVM vectorizes the pair of
+    // stride-sw reads as one interleaved load, not sw strided scalar loops.
+    te::IterVar pp = s.Axis(prow, 3), px = s.Axis(prow, 4);
+    s.Reorder(prow, {s.Axis(prow, 0), s.Axis(prow, 1), s.Axis(prow, 2), px, pp});
+    s.Unroll(prow, pp);
+  }
   s.ComputeAt(conv, out, owo);
   te::IterVar cy = s.ReduceAxisOf(conv, 0), cx = s.ReduceAxisOf(conv, 1);
   s.Reorder(conv, {s.Axis(conv, 0), s.Axis(conv, 1), s.Axis(conv, 2), cy, cx, s.Axis(conv, 3)});

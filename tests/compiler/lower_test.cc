@@ -221,5 +221,27 @@ TEST(Partition, PaddingSelectsLeaveTheInterior) {
   // tests, whose padded stages go through this pass.)
 }
 
+// An unrolled phase loop inside the column loop (the stride-2 depthwise copy):
+// the column loop is cut where any phase's condition changes, and its
+// interior keeps no select.
+TEST(Partition, UnrolledPhasesInsideTheColumnLoop) {
+  Buffer in("in", DataType::Float32(), {IntImm(8)});
+  Buffer out("out", DataType::Float32(), {IntImm(10)});
+  Var xs("xs"), p("p");
+  Expr x = xs * IntImm(2) + p - IntImm(1);
+  Expr ok = x >= IntImm(0) && x < IntImm(8);
+  Expr xc = Min(Max(x, IntImm(0)), IntImm(7));
+  Stmt loop = For(xs, IntImm(0), IntImm(5), ForKind::kSerial,
+                  For(p, IntImm(0), IntImm(2), ForKind::kUnrolled,
+                      Store(out, Select(ok, Load(in, {xc}), FloatImm(0.0)), {xs * IntImm(2) + p})));
+  Stmt s = PartitionSelects(loop);
+  const std::string text = ToText(s);
+  const auto* seq = s.as<SeqNode>();
+  ASSERT_NE(seq, nullptr) << text;
+  EXPECT_EQ(seq->seq.size(), 3u) << text;  // xs = 0, 1..3, 4
+  EXPECT_NE(text.find("for (xs, 1, 3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("out[xs*2 + p] = in[xs*2 + p - 1]"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace kiln::lower
