@@ -8,6 +8,8 @@
 // Ratios are oneDNN time / kiln time (higher is better for kiln; 1.0 ties).
 //
 // Usage: kernels_vs_onednn_bench [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir]
+//                                [--set KNOB=V;...]
+// --set overrides knobs of the default config (experiments on one shape).
 // Threads: oneDNN follows OMP_NUM_THREADS, kiln KILN_NUM_THREADS; set both
 // (bench/kernels.sh runs 1 and 2 threads).
 #include <algorithm>
@@ -128,6 +130,7 @@ double KilnSeconds(const Workload& w, const Config& c, const Target& t, KernelBu
 int main(int argc, char** argv) {
   int trials = 0, repeat = 15;
   std::string only;
+  Config overrides;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     int64_t v = 0;
@@ -138,9 +141,18 @@ int main(int argc, char** argv) {
       g_dump_ir = true;
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
+    } else if (a == "--set" && i + 1 < argc) {
+      auto c = kiln::compiler::ParseConfig(argv[++i]);
+      if (!c.ok()) {
+        std::fprintf(stderr, "--set: %s\n", std::string(c.status().message()).c_str());
+        return 2;
+      }
+      overrides = *c;
     } else {
-      std::fprintf(stderr, "usage: %s [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir] [--set K=V;...]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -166,6 +178,9 @@ int main(int argc, char** argv) {
     Workload w = KilnWorkload(s);
     auto sig = w.Signature();
     auto def = kiln::compiler::DefaultConfig(w, target);
+    if (def.ok()) {
+      for (const auto& [k, v] : overrides) (*def)[k] = v;
+    }
     if (!sig.ok() || !def.ok()) {
       std::printf("| %s | (error: %s) |\n", s.name.c_str(),
                   std::string((sig.ok() ? def.status() : sig.status()).message()).c_str());
