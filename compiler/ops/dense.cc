@@ -39,7 +39,9 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   k.push_back({"tile_k", UpTo({1, 4, 8, 16, 32, 64}, d.K)});
   k.push_back({"unroll_k", {0, 1}});
   k.push_back({"parallel", {0}});
-  if ((d.batched ? d.batch : 1) * d.M > 1) k.back().choices.push_back(1);
+  // In parallel over row tiles, or over column panels (n_outer=1): a
+  // matrix-vector product (M=1) has only the latter.
+  if ((d.batched ? d.batch : 1) * d.M > 1 || d.N > 1) k.back().choices.push_back(1);
   // pack_b=1: B is taken as [ceil(N/tile_n)][K][tile_n] panels
   // (Built::packs: packed once, at compile time for a constant B), so that
   // the micro-kernel streams one contiguous panel instead of tile_n columns
@@ -103,6 +105,17 @@ Config Default(const Workload& w, const Target& t) {
     c["tile_n"] = 1;
     c["tile_k"] = 1;
     c["pack_b"] = 0;
+  }
+  if (d.M == 1 && !d.batched) {
+    // A matrix-vector product: the weights stream once, in parallel over
+    // column panels; with B as [N,K], as dot products along contiguous k.
+    c["n_outer"] = 1;
+    if (k[7].choices.size() > 1) {
+      c["vec_k"] = Pick(k[7].choices, 2 * t.NativeVectorLanes());
+      c["tile_n"] = 1;
+      c["tile_k"] = 1;
+      c["pack_b"] = 0;
+    }
   }
   if (k[4].choices.size() > 1 && d.M * d.N * d.K >= (1 << 18)) {
     c["parallel"] = 1;
