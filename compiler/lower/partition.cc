@@ -1,6 +1,7 @@
 #include "compiler/lower/partition.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 #include "compiler/ir/functor.h"
@@ -22,6 +23,13 @@ LinearForm WithoutVar(const LinearForm& f, const VarNode* v) {
   return rest;
 }
 
+// [min, max] of a loop with constant bounds.
+std::optional<std::pair<int64_t, int64_t>> ConstRange(const ForNode* op) {
+  auto mn = AsConstInt(op->min), ext = AsConstInt(op->extent);
+  if (!mn || !ext) return std::nullopt;
+  return std::make_pair(*mn, *mn + *ext - 1);
+}
+
 // Finds guards of a loop variable whose other variables are all inner loops.
 class GuardFinder : public StmtVisitor {
  public:
@@ -31,9 +39,8 @@ class GuardFinder : public StmtVisitor {
 
  protected:
   void VisitFor(const ForNode* op) override {
-    auto mn = AsConstInt(op->min), ext = AsConstInt(op->extent);
     const auto* lv = static_cast<const VarNode*>(op->loop_var.get());
-    if (mn && ext) ranges_[lv] = {*mn, *mn + *ext - 1};
+    if (auto r = ConstRange(op)) ranges_[lv] = *r;
     StmtVisitor::VisitFor(op);
     ranges_.erase(lv);
   }
@@ -117,10 +124,10 @@ class SelectCutFinder : public StmtVisitor {
 
  protected:
   void VisitFor(const ForNode* op) override {
-    auto mn = AsConstInt(op->min), ext = AsConstInt(op->extent);
     const auto* lv = static_cast<const VarNode*>(op->loop_var.get());
-    const bool phase = mn && ext && op->for_kind == ForKind::kUnrolled;
-    if (phase) ranges_[lv] = {*mn, *mn + *ext - 1};
+    auto r = ConstRange(op);
+    const bool phase = r && op->for_kind == ForKind::kUnrolled;
+    if (phase) ranges_[lv] = *r;
     StmtVisitor::VisitFor(op);
     if (phase) ranges_.erase(lv);
   }

@@ -98,24 +98,18 @@ Config Default(const Workload& w, const Target& t) {
   // to amortize packing a B that is not a constant.
   c["pack_b"] = d.M >= 16 && !d.bb && c["tile_n"] > 1 ? 1 : 0;
   c["n_outer"] = 0;
-  if (k[7].choices.size() > 1 && d.N < 2 * t.NativeVectorLanes()) {
-    // Contiguous k and too few columns to vectorize n: dot products with
-    // two vector accumulators (or one when K is short).
+  // A matrix-vector product: the weights stream once, in parallel over
+  // column panels.
+  const bool gemv = d.M == 1 && !d.batched;
+  if (gemv) c["n_outer"] = 1;
+  if (k[7].choices.size() > 1 && (gemv || d.N < 2 * t.NativeVectorLanes())) {
+    // Contiguous k (B is [N,K]) and a single row, or too few columns to
+    // vectorize n: dot products with two vector accumulators (or one when K
+    // is short).
     c["vec_k"] = Pick(k[7].choices, 2 * t.NativeVectorLanes());
     c["tile_n"] = 1;
     c["tile_k"] = 1;
     c["pack_b"] = 0;
-  }
-  if (d.M == 1 && !d.batched) {
-    // A matrix-vector product: the weights stream once, in parallel over
-    // column panels; with B as [N,K], as dot products along contiguous k.
-    c["n_outer"] = 1;
-    if (k[7].choices.size() > 1) {
-      c["vec_k"] = Pick(k[7].choices, 2 * t.NativeVectorLanes());
-      c["tile_n"] = 1;
-      c["tile_k"] = 1;
-      c["pack_b"] = 0;
-    }
   }
   if (k[4].choices.size() > 1 && d.M * d.N * d.K >= (1 << 18)) {
     c["parallel"] = 1;
