@@ -10,7 +10,7 @@
 #include "deploy/check.h"
 #include "deploy/str.h"
 #include "spdlog/spdlog.h"
-#include "storage/jsonl.h"
+#include "tracker/job_options.h"
 #include "tuner/config_space.h"
 #include "tuner/search.h"
 #include "tuner/task_scheduler.h"
@@ -26,103 +26,6 @@ constexpr double kStopAboveBest = 3.0;
 std::shared_ptr<spdlog::logger> Log() {
   auto log = spdlog::get("tracker");
   return log ? log : spdlog::default_logger();
-}
-
-TimingOptions WithDefaults(const TimingOptions& t, const TimingOptions& d) {
-  TimingOptions out = t;
-  if (out.number <= 0) out.number = d.number;
-  if (out.repeat <= 0) out.repeat = d.repeat;
-  if (out.min_repeat_ms <= 0) out.min_repeat_ms = d.min_repeat_ms;
-  if (out.cooldown_ms <= 0) out.cooldown_ms = d.cooldown_ms;
-  if (out.timeout_ms <= 0) out.timeout_ms = d.timeout_ms;
-  return out;
-}
-
-// What a job was submitted with besides its row: persisted as the row's
-// options_json so a restarted tracker compiles the same thing.
-struct StoredOptions {
-  TimingOptions timing;
-  std::map<std::string, std::vector<int64_t>> input_shapes;
-  std::map<std::string, std::string> external_data;  // location -> sha256
-};
-
-std::string OptionsToJson(const StoredOptions& o) {
-  storage::JsonWriter w;
-  const TimingOptions& t = o.timing;
-  w.BeginObject();
-  w.Key("number").Int(t.number);
-  w.Key("repeat").Int(t.repeat);
-  w.Key("min_repeat_ms").Int(t.min_repeat_ms);
-  w.Key("cooldown_ms").Int(t.cooldown_ms);
-  w.Key("flush_cache").Bool(t.flush_cache);
-  w.Key("timeout_ms").Int(t.timeout_ms);
-  if (!o.input_shapes.empty()) {
-    w.Key("input_shapes").BeginObject();
-    for (const auto& [name, dims] : o.input_shapes) {
-      w.Key(name).BeginArray();
-      for (int64_t d : dims) w.Int(d);
-      w.EndArray();
-    }
-    w.EndObject();
-  }
-  if (!o.external_data.empty()) {
-    w.Key("external_data").BeginObject();
-    for (const auto& [location, sha] : o.external_data) w.Key(location).String(sha);
-    w.EndObject();
-  }
-  w.EndObject();
-  return w.str();
-}
-
-// Reads back what OptionsToJson wrote; missing timing fields keep the
-// defaults.
-absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
-                                              const TimingOptions& defaults) {
-  StoredOptions o;
-  o.timing = defaults;
-  if (json.empty()) return o;
-  auto doc = storage::ParseJson(json);
-  if (!doc.ok()) return doc.status();
-  auto field = [&](const char* name, int32_t* out) {
-    if (auto v = storage::JsonGetInt64(*doc, name); v.ok()) *out = static_cast<int32_t>(*v);
-  };
-  field("number", &o.timing.number);
-  field("repeat", &o.timing.repeat);
-  field("min_repeat_ms", &o.timing.min_repeat_ms);
-  field("cooldown_ms", &o.timing.cooldown_ms);
-  field("timeout_ms", &o.timing.timeout_ms);
-  if (const auto* f = doc->Find("flush_cache"); f && f->kind == storage::JsonKind::kBool) {
-    o.timing.flush_cache = f->boolean;
-  }
-  if (const auto* shapes = doc->Find("input_shapes")) {
-    for (const auto& [name, dims] : shapes->object) {
-      std::vector<int64_t>& out = o.input_shapes[name];
-      for (const auto& d : dims.array) {
-        int64_t v = 0;
-        if (!ParseInt64(d.number_text, &v)) {
-          return absl::DataLossError(StrCat("job options: bad dimension of input '", name, "'"));
-        }
-        out.push_back(v);
-      }
-    }
-  }
-  if (const auto* ext = doc->Find("external_data")) {
-    for (const auto& [location, sha] : ext->object) o.external_data[location] = sha.string;
-  }
-  return o;
-}
-
-// External data comes from the uploaded files only: the tracker never opens
-// a path an uploaded model names.
-compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::ArtifactStore& store,
-                                        int64_t max_elements) {
-  compiler::ImportOptions import;
-  import.max_elements = max_elements;
-  import.input_shapes = o.input_shapes;
-  for (const auto& [location, sha] : o.external_data) {
-    import.external_files[location] = store.PathOf(sha);
-  }
-  return import;
 }
 
 uint64_t SeedOf(const std::string& text) {

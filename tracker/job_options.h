@@ -1,0 +1,38 @@
+#pragma once
+// What a job was submitted with besides its row (timing policy, input shapes,
+// external data files), persisted as the job row's options_json so that a
+// restarted tracker compiles the same thing.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/frontend/onnx_import.h"
+#include "storage/log_db.h"
+#include "tracker/dispatcher.h"
+
+namespace kiln::tracker {
+
+struct StoredOptions {
+  TimingOptions timing;
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::map<std::string, std::string> external_data;  // location -> sha256
+};
+
+// `t` with its unset (<= 0) fields taken from `d`.
+TimingOptions WithDefaults(const TimingOptions& t, const TimingOptions& d);
+
+std::string OptionsToJson(const StoredOptions& o);
+
+// Reads back what OptionsToJson wrote; missing timing fields keep
+// `defaults`. DATA_LOSS for a malformed dimension.
+absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
+                                              const TimingOptions& defaults);
+
+// The import options of a stored job. External data comes from the uploaded
+// files only: the tracker never opens a path an uploaded model names.
+compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::ArtifactStore& store,
+                                        int64_t max_elements);
+
+}  // namespace kiln::tracker
