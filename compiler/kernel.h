@@ -24,6 +24,11 @@ namespace kiln::compiler {
 
 struct LowerOptions {
   bool dump_ir = false;  // print the IR after every lowering pass to stderr
+  // Stop after flatten and simplify: loops keep their annotations
+  // (vectorized, unrolled, parallel) instead of being turned into vector
+  // expressions and copies, and tails are not partitioned. What the tuner's
+  // feature extraction reads; not for code generation.
+  bool loops_only = false;
 };
 
 // The knobs of the workload's schedule template. INVALID_ARGUMENT for an

@@ -29,6 +29,7 @@ absl::StatusOr<PrimFunc> Lower(const te::Schedule& schedule, const std::vector<t
   dump("flatten", f);
   f.body = Simplify(f.body);
   dump("simplify", f);
+  if (opts.loops_only) return f;
   f.body = PartitionLoops(f.body);
   dump("partition", f);
   f.body = PartitionSelects(f.body);
