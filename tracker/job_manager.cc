@@ -448,7 +448,8 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
   }
 
   tuner::ConfigSpace space(*knobs);
-  auto search = tuner::MakeSearch("random", space, SeedOf(job.row.id + "/" + key));
+  tuner::SearchContext context{workload, job.target, SeedOf(job.row.id + "/" + key), {}};
+  auto search = tuner::MakeSearch("random", space, std::move(context));
   if (!search.ok()) return search.status();
   // The template's default config is measured first (unless the log already
   // has it), so that the tuned module is never slower than the untuned one.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "compiler/ir/functor.h"
+#include "compiler/ir/structural.h"
 #include "compiler/ops/lower_workload.h"
 
 namespace kiln::tuner {
@@ -272,11 +273,13 @@ std::vector<float> FeaturesOf(const PrimFunc& func, const compiler::Config& conf
 
 absl::StatusOr<std::vector<float>> ExtractFeatures(const compiler::Workload& workload,
                                                    const compiler::Target& target,
-                                                   const compiler::Config& config) {
+                                                   const compiler::Config& config,
+                                                   uint64_t* kernel_hash) {
   compiler::LowerOptions opts;
   opts.loops_only = true;
   auto func = compiler::LowerWorkload(workload, config, target, "features", opts);
   if (!func.ok()) return func.status();
+  if (kernel_hash != nullptr) *kernel_hash = ir::StructuralHash(func->body);
   return FeaturesOf(*func, config);
 }
 

@@ -26,6 +26,7 @@
 // read as index(v=1) - index(v=0) with every other variable 0; an access
 // uses a loop when its index mentions the loop's variable.
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -50,10 +51,13 @@ inline constexpr int kNumFeatures = kKnobOffset + kKnobSlots;
 // The features of a lowered (loops_only) function and its config.
 std::vector<float> FeaturesOf(const ir::PrimFunc& func, const compiler::Config& config);
 
-// Lowers the candidate (loops_only) and extracts its features.
-// INVALID_ARGUMENT for a config the template rejects.
+// Lowers the candidate (loops_only) and extracts its features; with
+// `kernel_hash`, also the structural hash of the lowered loops (equal for
+// configs that build the same kernel). INVALID_ARGUMENT for a config the
+// template rejects.
 absl::StatusOr<std::vector<float>> ExtractFeatures(const compiler::Workload& workload,
                                                    const compiler::Target& target,
-                                                   const compiler::Config& config);
+                                                   const compiler::Config& config,
+                                                   uint64_t* kernel_hash = nullptr);
 
 }  // namespace kiln::tuner

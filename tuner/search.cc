@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "deploy/str.h"
+#include "tuner/guided_search.h"
 
 namespace kiln::tuner {
 
@@ -79,12 +80,21 @@ std::vector<compiler::Config> GridSearch::Propose(
 }
 
 absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name, ConfigSpace space,
-                                                           uint64_t seed) {
-  if (name == "random")
-    return std::unique_ptr<SearchStrategy>(new RandomSearch(std::move(space), seed));
+                                                           SearchContext context) {
+  if (name == "random") {
+    return std::unique_ptr<SearchStrategy>(new RandomSearch(std::move(space), context.seed));
+  }
   if (name == "grid") return std::unique_ptr<SearchStrategy>(new GridSearch(std::move(space)));
+  if (name == "ga") {
+    return std::unique_ptr<SearchStrategy>(new GeneticSearch(std::move(space), context));
+  }
+  if (name == "xgb") {
+    return std::unique_ptr<SearchStrategy>(new ModelSearch(std::move(space), std::move(context)));
+  }
+  std::string known;
+  for (std::string_view s : kSearchStrategies) known += StrCat(known.empty() ? "" : ", ", s);
   return absl::InvalidArgumentError(
-      StrCat("unknown search strategy '", name, "' (known: random, grid)"));
+      StrCat("unknown search strategy '", name, "' (known: ", known, ")"));
 }
 
 }  // namespace kiln::tuner

@@ -14,7 +14,10 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/config.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
 #include "tuner/config_space.h"
+#include "tuner/cost_model.h"
 
 namespace kiln::tuner {
 
@@ -58,8 +61,22 @@ class GridSearch : public SearchStrategy {
   bool done_ = false;
 };
 
-// "random" or "grid"; INVALID_ARGUMENT for any other name.
+// What a strategy may use beside the space: the workload and target (the
+// model-guided strategies extract features; every strategy but random and
+// grid skips configs the template rejects), a seed, and records of other
+// tasks to warm-start a cost model from (transfer learning).
+struct SearchContext {
+  compiler::Workload workload;
+  compiler::Target target;
+  uint64_t seed = 0;
+  TrainingSet prior;
+};
+
+// The strategies' names, in the order `kiln tune --strategy` lists them.
+inline constexpr std::string_view kSearchStrategies[] = {"random", "grid", "ga", "xgb"};
+
+// One of kSearchStrategies; INVALID_ARGUMENT for any other name.
 absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name, ConfigSpace space,
-                                                           uint64_t seed);
+                                                           SearchContext context);
 
 }  // namespace kiln::tuner

@@ -72,13 +72,13 @@ TEST(GridSearchTest, IndexOrderSkippingMeasured) {
 }
 
 TEST(MakeSearchTest, KnownAndUnknownNames) {
-  auto random = MakeSearch("random", Space(), 1);
+  auto random = MakeSearch("random", Space(), {{}, {}, 1, {}});
   ASSERT_TRUE(random.ok());
   EXPECT_EQ((*random)->Propose(4, {}).size(), 4u);
-  auto grid = MakeSearch("grid", Space(), 1);
+  auto grid = MakeSearch("grid", Space(), {{}, {}, 1, {}});
   ASSERT_TRUE(grid.ok());
   EXPECT_EQ(compiler::CanonicalConfig((*grid)->Propose(1, {})[0]), "a=1;b=1");
-  auto bad = MakeSearch("annealing-ish", Space(), 1);
+  auto bad = MakeSearch("annealing-ish", Space(), {{}, {}, 1, {}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("annealing-ish"), std::string::npos);

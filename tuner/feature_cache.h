@@ -1,0 +1,40 @@
+#pragma once
+// Features of one workload's candidates, extracted once per config: the
+// model-guided searches score thousands of configs, many of them more than
+// once. Each entry also carries the structural hash of the candidate's
+// lowered loops, so that configs differing only in knobs the chosen template
+// ignores (conv2d's NCHWc knobs under layout 0) count as one kernel.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/config.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+
+namespace kiln::tuner {
+
+struct CandidateFeatures {
+  std::vector<float> features;
+  uint64_t kernel_hash = 0;  // structural hash of the lowered loops
+};
+
+class FeatureCache {
+ public:
+  FeatureCache(compiler::Workload workload, compiler::Target target, size_t capacity = 50000);
+  // nullopt for a config the template rejects (never to be measured).
+  const std::optional<CandidateFeatures>& Get(const compiler::Config& config);
+  const compiler::Workload& workload() const { return workload_; }
+  const compiler::Target& target() const { return target_; }
+
+ private:
+  compiler::Workload workload_;
+  compiler::Target target_;
+  size_t capacity_;
+  std::map<std::string, std::optional<CandidateFeatures>> entries_;
+};
+
+}  // namespace kiln::tuner

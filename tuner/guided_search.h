@@ -1,0 +1,120 @@
+#pragma once
+// Search strategies guided by what has been measured:
+//
+// - GeneticSearch ("ga"): a population of the fastest measured configs; each
+//   proposal is a child of two parents drawn in proportion to their speed
+//   (uniform crossover per knob), mutated knob by knob.
+// - ModelSearch ("xgb"): the AutoTVM XGBTuner design. An XGBoost rank model
+//   (tuner/cost_model.h) on loop-IR features, retrained as results arrive
+//   (warm-started from other tasks' records when the context has any),
+//   explored by simulated annealing from the best measured configs and random
+//   ones; the batch is picked from the best predicted for diversity (a config
+//   gains for knob values the batch does not have yet), and an epsilon share
+//   of it is random (exploration).
+//
+// Both never propose a config the template rejects, nor two configs that
+// build the same kernel (equal lowered loops: tuner/feature_cache.h), nor one
+// already measured; until there is something to learn from they sample at
+// random.
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tuner/cost_model.h"
+#include "tuner/feature_cache.h"
+#include "tuner/search.h"
+
+namespace kiln::tuner {
+
+// The state both share: the space, measured results, the proposals so far.
+class GuidedSearch : public SearchStrategy {
+ public:
+  GuidedSearch(ConfigSpace space, const SearchContext& context);
+  void Update(const std::vector<std::pair<compiler::Config, double>>& results) override;
+
+ protected:
+  struct Result {
+    compiler::Config config;
+    double cost_s = 0;  // +inf: failed
+  };
+  // Whether `config` may be proposed: valid, not measured, not proposed, and
+  // not the same kernel as one that was.
+  bool Fresh(const compiler::Config& config, const std::set<std::string>& measured);
+  // Marks `config` proposed.
+  void Take(const compiler::Config& config);
+  // Up to n fresh random configs.
+  std::vector<compiler::Config> RandomFresh(int n, const std::set<std::string>& measured);
+  // `config` with one knob (of those with more than one choice) changed.
+  compiler::Config Mutate(compiler::Config config);
+  // The measured configs that ran, fastest first.
+  std::vector<const Result*> Ranked() const;
+
+  ConfigSpace space_;
+  std::mt19937_64 rng_;
+  FeatureCache cache_;
+  std::vector<Result> results_;
+  double best_s_ = 0;  // 0: nothing ran yet
+
+ private:
+  std::set<std::string> proposed_;
+  std::set<uint64_t> kernels_;  // kernel hashes proposed or measured
+};
+
+struct GeneticOptions {
+  int population = 16;
+  double mutation = 0.1;  // per knob
+};
+
+class GeneticSearch : public GuidedSearch {
+ public:
+  GeneticSearch(ConfigSpace space, const SearchContext& context, GeneticOptions options = {});
+  std::vector<compiler::Config> Propose(int n, const std::set<std::string>& measured) override;
+
+ private:
+  GeneticOptions options_;
+};
+
+struct ModelSearchOptions {
+  // Results of this task before the model is trained on them alone (with
+  // prior records, it is trained from the start).
+  int min_results = 8;
+  int chains = 64;            // simulated annealing points
+  int max_steps = 60;         // annealing steps per proposal
+  int patience = 8;           // steps without a better pool before stopping
+  double epsilon = 0.1;       // share of each batch drawn at random
+  double diversity = 0.5;     // weight of new knob values against rank
+  float prior_weight = 1.0f;  // of each prior record group (as given)
+  CostModelOptions model;
+};
+
+class ModelSearch : public GuidedSearch {
+ public:
+  ModelSearch(ConfigSpace space, SearchContext context, ModelSearchOptions options = {});
+  std::vector<compiler::Config> Propose(int n, const std::set<std::string>& measured) override;
+
+  const CostModel& model() const { return model_; }
+  // Retrains when results arrived since the last training (and there are
+  // enough); what Propose does first.
+  absl::Status TrainIfNeeded();
+  // Predicted scores (higher: faster) of configs; -inf for invalid ones.
+  // FAILED_PRECONDITION while the model is untrained.
+  absl::StatusOr<std::vector<float>> Score(const std::vector<compiler::Config>& configs);
+
+ private:
+  // The best predicted fresh configs found by simulated annealing, best first.
+  std::vector<std::pair<float, compiler::Config>> Anneal(size_t pool,
+                                                         const std::set<std::string>& measured);
+  std::vector<compiler::Config> PickDiverse(std::vector<std::pair<float, compiler::Config>> pool,
+                                            int n);
+
+  ModelSearchOptions options_;
+  TrainingSet prior_;
+  CostModel model_;
+  size_t trained_on_ = 0;  // results_.size() at the last training
+};
+
+}  // namespace kiln::tuner
