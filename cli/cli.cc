@@ -10,7 +10,7 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command>* commands = new std::vector<Command>{
       {"tune",
        "tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC] "
-       "[--input-shape NAME=DIMS]... [--wait]",
+       "[--strategy random|grid|ga|xgb] [--input-shape NAME=DIMS]... [--wait]",
        "submit an ONNX model for tuning; prints the job id", RunTune},
       {"jobs", "jobs --tracker ADDR", "list the tracker's jobs", RunJobs},
       {"job", "job JOB --tracker ADDR", "show one job and its tasks", RunJob},

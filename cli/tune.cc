@@ -1,4 +1,5 @@
 // kiln tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC]
+//   [--strategy random|grid|ga|xgb]
 //           [--input-shape NAME=DIMS]... [--wait]
 // Uploads the model (and the external data files it names, from its own
 // folder) in chunks, then submits the job naming them by digest.
@@ -71,8 +72,9 @@ absl::StatusOr<std::string> Upload(kiln::v1::Tracker::Stub* stub, const std::str
 }  // namespace
 
 int RunTune(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args =
-      ParseFlags(argv, {"--tracker", "--key", "--trials", "--target", "--input-shape"}, {"--wait"});
+  absl::StatusOr<Args> args = ParseFlags(
+      argv, {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy"},
+      {"--wait"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   for (const char* required : {"--tracker", "--key", "--trials"}) {
@@ -146,6 +148,7 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   if (args->values.count("--target")) request.mutable_target()->set_spec(args->Get("--target"));
   request.set_device_key(args->Get("--key"));
   request.set_trials(static_cast<int32_t>(trials));
+  if (args->values.count("--strategy")) request.set_strategy(args->Get("--strategy"));
   kiln::v1::SubmitJobResponse response;
   {
     grpc::ClientContext ctx;

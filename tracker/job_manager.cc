@@ -12,6 +12,7 @@
 #include "spdlog/spdlog.h"
 #include "tracker/job_options.h"
 #include "tuner/config_space.h"
+#include "tuner/history.h"
 #include "tuner/search.h"
 #include "tuner/task_scheduler.h"
 
@@ -55,6 +56,7 @@ struct JobManager::Job {
   std::vector<compiler::Workload> workloads;
   std::vector<int> occurrences;
   TimingOptions timing;
+  std::string strategy = "xgb";
   std::optional<compiler::Model> model;
   compiler::Target target;
   std::vector<JobEventEntry> events;
@@ -162,6 +164,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
         "no model: upload it first (UploadModel) and name it by its model_sha256");
   }
   StoredOptions stored;
+  if (!req.strategy.empty()) stored.strategy = req.strategy;
+  if (absl::Status st = tuner::CheckSearchName(stored.strategy); !st.ok()) return st;
   stored.input_shapes = req.input_shapes;
   stored.external_data = req.external_data;
   int64_t total = 0;
@@ -244,6 +248,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
 
   auto job = std::make_shared<Job>();
   job->timing = WithDefaults(req.timing, options_.default_timing);
+  job->strategy = stored.strategy;
   job->import = std::move(import);
   stored.timing = job->timing;
   job->row.id = *id;
@@ -290,6 +295,7 @@ absl::Status JobManager::Start() {
     auto stored = OptionsFromJson(row.options_json, options_.default_timing);
     if (stored.ok()) {
       job->timing = stored->timing;
+      job->strategy = stored->strategy;
       job->import = ImportOptionsOf(*stored, *store_, options_.max_elements);
     } else {
       // The job fails when it cannot load its model with these options.
@@ -449,8 +455,20 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
 
   tuner::ConfigSpace space(*knobs);
   tuner::SearchContext context{workload, job.target, SeedOf(job.row.id + "/" + key), {}};
-  auto search = tuner::MakeSearch("random", space, std::move(context));
+  if (job.strategy == "xgb") {
+    // Transfer learning: the cost model starts from the log's records of the
+    // same operator on other workloads.
+    auto prior = tuner::PriorFromLog(*db_, workload, job.target, options_.compiler_version);
+    if (!prior.ok()) return prior.status();
+    context.prior = *std::move(prior);
+  }
+  auto search = tuner::MakeSearch(job.strategy, space, std::move(context));
   if (!search.ok()) return search.status();
+  // What this workload's earlier measurements (a resumed job's included)
+  // taught: the strategy and its model start from them.
+  auto past = tuner::PastResults(*db_, key, target_spec, options_.compiler_version);
+  if (!past.ok()) return past.status();
+  (*search)->Update(*past);
   // The template's default config is measured first (unless the log already
   // has it), so that the tuned module is never slower than the untuned one.
   std::optional<compiler::Config> default_config;
@@ -630,6 +648,11 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
       rows.push_back(std::move(rec));
     }
     for (const auto& [agent, n] : per_agent) agents_->AddResults(agent, n);
+    std::vector<std::pair<compiler::Config, double>> results_of_batch;
+    for (const auto& rec : rows) {
+      if (auto r = tuner::ResultOf(rec)) results_of_batch.push_back(*std::move(r));
+    }
+    (*search)->Update(results_of_batch);
     {
       std::lock_guard<std::mutex> lock(job.mu);
       TaskStatus& ts = job.tasks[task_index];

@@ -55,6 +55,7 @@ struct SubmitRequest {
   std::string target;  // spec; empty: the target of an agent with device_key
   std::string device_key;
   int32_t trials = 0;
+  std::string strategy;  // tuner::kSearchStrategies; empty: "xgb"
   // Fields <= 0 take the defaults (flush_cache is taken as given).
   TimingOptions timing{0, 0, 0, 0, false, 0};
 };

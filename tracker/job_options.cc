@@ -25,6 +25,7 @@ std::string OptionsToJson(const StoredOptions& o) {
   w.Key("cooldown_ms").Int(t.cooldown_ms);
   w.Key("flush_cache").Bool(t.flush_cache);
   w.Key("timeout_ms").Int(t.timeout_ms);
+  w.Key("strategy").String(o.strategy);
   if (!o.input_shapes.empty()) {
     w.Key("input_shapes").BeginObject();
     for (const auto& [name, dims] : o.input_shapes) {
@@ -60,6 +61,11 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
   field("timeout_ms", &o.timing.timeout_ms);
   if (const auto* f = doc->Find("flush_cache"); f && f->kind == storage::JsonKind::kBool) {
     o.timing.flush_cache = f->boolean;
+  }
+  // Jobs stored before strategies existed were tuned at random.
+  o.strategy = "random";
+  if (const auto* s = doc->Find("strategy"); s && s->kind == storage::JsonKind::kString) {
+    o.strategy = s->string;
   }
   if (const auto* shapes = doc->Find("input_shapes")) {
     for (const auto& [name, dims] : shapes->object) {

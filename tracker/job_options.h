@@ -18,6 +18,7 @@ struct StoredOptions {
   TimingOptions timing;
   std::map<std::string, std::vector<int64_t>> input_shapes;
   std::map<std::string, std::string> external_data;  // location -> sha256
+  std::string strategy = "xgb";                      // tuner::kSearchStrategies
 };
 
 // `t` with its unset (<= 0) fields taken from `d`.

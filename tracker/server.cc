@@ -162,6 +162,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     r.target = req->target().spec();
     r.device_key = req->device_key();
     r.trials = req->trials();
+    r.strategy = req->strategy();
     const pb::TimingPolicy& t = req->timing();
     r.timing.number = t.number();
     r.timing.repeat = t.repeat();

@@ -91,8 +91,15 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name
   if (name == "xgb") {
     return std::unique_ptr<SearchStrategy>(new ModelSearch(std::move(space), std::move(context)));
   }
+  return CheckSearchName(name);
+}
+
+absl::Status CheckSearchName(std::string_view name) {
   std::string known;
-  for (std::string_view s : kSearchStrategies) known += StrCat(known.empty() ? "" : ", ", s);
+  for (std::string_view s : kSearchStrategies) {
+    if (s == name) return absl::OkStatus();
+    known += StrCat(known.empty() ? "" : ", ", s);
+  }
   return absl::InvalidArgumentError(
       StrCat("unknown search strategy '", name, "' (known: ", known, ")"));
 }

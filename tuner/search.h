@@ -75,6 +75,10 @@ struct SearchContext {
 // The strategies' names, in the order `kiln tune --strategy` lists them.
 inline constexpr std::string_view kSearchStrategies[] = {"random", "grid", "ga", "xgb"};
 
+// INVALID_ARGUMENT (listing the known ones) unless `name` is one of
+// kSearchStrategies.
+absl::Status CheckSearchName(std::string_view name);
+
 // One of kSearchStrategies; INVALID_ARGUMENT for any other name.
 absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name, ConfigSpace space,
                                                            SearchContext context);

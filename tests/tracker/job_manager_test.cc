@@ -468,3 +468,56 @@ TEST_F(JobManagerTest, InputShapesAndExternalDataArePersistedAndResumed) {
 
 }  // namespace
 }  // namespace kiln::tracker
+
+namespace kiln::tracker {
+namespace {
+
+TEST_F(JobManagerTest, UnknownStrategyIsInvalidArgumentAndStoresNothing) {
+  auto req = Request(testing::ConvReluModel());
+  req.strategy = "annealing";
+  auto r = jobs_->Submit(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("annealing"), std::string::npos);
+  EXPECT_NE(std::string(r.status().message()).find("xgb"), std::string::npos);
+  ExpectNothingStored();
+}
+
+// Every strategy tunes a job to the end with distinct configs, and the job
+// row keeps the strategy it was submitted with (a resumed job uses it).
+TEST_F(JobManagerTest, EveryStrategyCompletesAJob) {
+  for (const char* strategy : {"", "random", "grid", "ga", "xgb"}) {
+    // A fresh database each time: no config is measured twice per database.
+    jobs_.reset();
+    db_.reset();
+    fs::remove(dir_ / "kiln.db");
+    auto db = storage::LogDb::Open((dir_ / "kiln.db").string());
+    ASSERT_TRUE(db.ok());
+    db_ = std::move(*db);
+    agents_ = std::make_unique<AgentRegistry>(db_.get(), &clock_);
+    dispatcher_ = std::make_unique<Dispatcher>(&clock_);
+    jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                         &clock_);
+    auto req = Request(testing::ConvReluModel());
+    req.trials = 24;
+    req.strategy = strategy;
+    auto r = jobs_->Submit(req);
+    ASSERT_TRUE(r.ok()) << strategy << ": " << r.status();
+    JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
+    EXPECT_EQ(last.row.state, "completed") << strategy << ": " << last.row.error;
+    auto records = db_->RecordsOfJob(r->job_id);
+    ASSERT_TRUE(records.ok());
+    EXPECT_EQ(records->size(), 24u) << strategy;
+    std::set<std::string> configs;
+    for (const auto& rec : *records) {
+      EXPECT_TRUE(configs.insert(rec.config).second) << strategy << ": " << rec.config;
+    }
+    auto row = db_->GetJob(r->job_id);
+    ASSERT_TRUE(row.ok() && row->has_value());
+    std::string want = *strategy ? strategy : "xgb";
+    EXPECT_NE((*row)->options_json.find(StrCat("\"strategy\":\"", want, "\"")), std::string::npos)
+        << (*row)->options_json;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::tracker

@@ -1,0 +1,347 @@
+// Tuning efficiency of kiln's search strategies against random search, on the
+// MatMul and conv2d shapes of bench/shapes.h (issue 7):
+//
+//   For each shape, random search with --random-trials measured configs is
+//   the reference; its best cost defines the goal (95% of its throughput).
+//   Each strategy (ga, xgb, and xgb warm-started from the other shapes'
+//   records of the same operator: "xgb+tl") runs until it measures a config
+//   at the goal, or the same number of trials; the table prints the trials
+//   each needed and random's trials over theirs (higher is better; target:
+//   xgb >= 4, xgb+tl >= 8 in geometric mean).
+//
+//   Then the cost model's Spearman rank correlation on held-out records (a
+//   model trained on 70% of each shape's random records, ranked on the rest;
+//   target >= 0.7), and the time to rank 10,000 random candidates, feature
+//   extraction included (target < 1 s).
+//
+// Candidates are measured in-process by the agent's MeasureCandidate (build,
+// verify, time), with the tracker's early stop (3x the shape's best). Every
+// measurement is appended to --cache (a text file:
+// shape, config, cost), so a rerun or another strategy reuses it: a config
+// is measured once per run, whichever strategy proposes it first.
+//
+//   build/bench/tuning_efficiency_bench [--only SUBSTR,...] [--random-trials N]
+//       [--cache FILE] [--seed S]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/shapes.h"
+#include "compiler/kernel.h"
+#include "compiler/target.h"
+#include "deploy/str.h"
+#include "device_agent/measure.h"
+#include "tuner/cost_model.h"
+#include "tuner/feature_cache.h"
+#include "tuner/search.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kiln::compiler::Config;
+using kiln::tuner::TrainingSet;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Measured costs of (shape, config), persisted in the cache file.
+class Oracle {
+ public:
+  Oracle(std::string path, kiln::compiler::Target target)
+      : path_(std::move(path)), target_(target) {
+    std::ifstream in(path_);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream s(line);
+      std::string shape, config;
+      double cost = 0;
+      if (std::getline(s, shape, '\t') && std::getline(s, config, '\t') && (s >> cost)) {
+        costs_[shape][config] = cost;
+      }
+    }
+  }
+  // Mean cost in seconds; +inf for a candidate that failed.
+  double Cost(const kiln::bench::Shape& shape, const Config& config) {
+    std::string canonical = kiln::compiler::CanonicalConfig(config);
+    auto& known = costs_[shape.name];
+    if (auto it = known.find(canonical); it != known.end()) return it->second;
+    kiln::v1::Config proto;
+    proto.set_canonical(canonical);
+    kiln::v1::TimingPolicy policy;
+    policy.set_repeat(3);
+    policy.set_min_repeat_ms(5);
+    // The tracker's early stop: a candidate 3x slower than the shape's best
+    // so far is timed once (its cost is then one run's).
+    double& best = best_[shape.name];
+    if (best > 0) policy.set_stop_above_s(3 * best);
+    auto r = kiln::agent::MeasureCandidate(kiln::bench::KilnWorkload(shape).Canonical(), proto,
+                                           policy, target_);
+    double cost = kInf;
+    if (r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_NONE && r.costs_s_size() > 0) {
+      cost = 0;
+      for (double c : r.costs_s()) cost += c;
+      cost /= r.costs_s_size();
+    }
+    known[canonical] = cost;
+    if (std::isfinite(cost) && (best == 0 || cost < best)) best = cost;
+    std::ofstream(path_, std::ios::app) << shape.name << '\t' << canonical << '\t' << cost << '\n';
+    ++measured_;
+    return cost;
+  }
+  const std::map<std::string, double>& Known(const std::string& shape) { return costs_[shape]; }
+  int measured() const { return measured_; }
+
+ private:
+  std::string path_;
+  kiln::compiler::Target target_;
+  std::map<std::string, std::map<std::string, double>> costs_;
+  std::map<std::string, double> best_;  // per shape, of this run's measurements
+  int measured_ = 0;
+};
+
+struct Run {
+  std::vector<double> best;  // best cost after each valid trial
+  int TrialsTo(double goal) const {
+    for (size_t i = 0; i < best.size(); ++i) {
+      if (best[i] <= goal) return static_cast<int>(i + 1);
+    }
+    return -1;
+  }
+};
+
+// Runs a strategy for up to `trials` valid configs (or until one reaches
+// `goal`), batches of 8 as the tracker sends them.
+Run Tune(kiln::tuner::SearchStrategy& search, const kiln::bench::Shape& shape, Oracle& oracle,
+         int trials, double goal, const kiln::compiler::Target& target) {
+  Run run;
+  std::set<std::string> measured;
+  double best = kInf;
+  int empty = 0;
+  while (static_cast<int>(run.best.size()) < trials && (run.best.empty() || best > goal)) {
+    auto batch = search.Propose(8, measured);
+    if (batch.empty() && ++empty > 4) break;
+    std::vector<std::pair<Config, double>> results;
+    for (const auto& c : batch) {
+      measured.insert(kiln::compiler::CanonicalConfig(c));
+      if (!kiln::compiler::ValidateConfig(kiln::bench::KilnWorkload(shape), target, c).ok())
+        continue;
+      double cost = oracle.Cost(shape, c);
+      results.push_back({c, cost});
+      best = std::min(best, cost);
+      run.best.push_back(best);
+      if (best <= goal || static_cast<int>(run.best.size()) >= trials) break;
+    }
+    search.Update(results);
+  }
+  return run;
+}
+
+// The successful records of `shape` as one ranking group (score: the best
+// cost over the cost), with at most `limit` rows (0: all), from `skip` on.
+void AddRecords(const kiln::bench::Shape& shape, Oracle& oracle, kiln::tuner::FeatureCache& cache,
+                TrainingSet& set, std::vector<double>* costs = nullptr, size_t skip = 0,
+                size_t limit = 0) {
+  const auto& known = oracle.Known(shape.name);
+  double best = kInf;
+  for (const auto& [c, cost] : known) best = std::min(best, cost);
+  std::vector<std::vector<float>> rows;
+  std::vector<float> scores;
+  size_t i = 0;
+  for (const auto& [canonical, cost] : known) {
+    if (i++ < skip || (limit && rows.size() >= limit)) continue;
+    auto config = kiln::compiler::ParseConfig(canonical);
+    if (!config.ok()) continue;
+    const auto& f = cache.Get(*config);
+    if (!f.has_value()) continue;
+    rows.push_back(f->features);
+    scores.push_back(std::isfinite(cost) ? static_cast<float>(best / cost) : 0.0f);
+    if (costs) costs->push_back(cost);
+  }
+  set.AddGroup(std::move(rows), std::move(scores));
+}
+
+std::string Cell(int trials, int cap) {
+  return trials < 0 ? kiln::StrCat(">", cap) : std::to_string(trials);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string only, cache_path = "tuning_efficiency.cache";
+  int random_trials = 1000;
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    int64_t v = 0;
+    if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else if (a == "--random-trials" && i + 1 < argc && kiln::ParseInt64(argv[++i], &v) && v > 0) {
+      random_trials = static_cast<int>(v);
+    } else if (a == "--cache" && i + 1 < argc) {
+      cache_path = argv[++i];
+    } else if (a == "--seed" && i + 1 < argc && kiln::ParseInt64(argv[++i], &v)) {
+      seed = static_cast<uint64_t>(v);
+    } else {
+      std::fprintf(stderr,
+                   "usage: tuning_efficiency_bench [--only SUBSTR,...] [--random-trials N] "
+                   "[--cache FILE] [--seed S]\n");
+      return 2;
+    }
+  }
+  const kiln::compiler::Target target = kiln::compiler::Target::Host();
+  Oracle oracle(cache_path, target);
+  std::vector<kiln::bench::Shape> shapes;
+  // --only takes comma-separated substrings of shape names.
+  std::vector<std::string> wanted;
+  for (std::string rest = only; !rest.empty();) {
+    size_t comma = rest.find(',');
+    wanted.push_back(rest.substr(0, comma));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  for (const auto& s : kiln::bench::kShapes) {
+    bool match = wanted.empty();
+    for (const auto& w : wanted) match = match || s.name.find(w) != std::string::npos;
+    if (match) shapes.push_back(s);
+  }
+  std::printf("tuning efficiency on %s (%s), random search with %d trials as the reference\n",
+              target.Spec().c_str(), kiln::compiler::DescribeHostHardware().c_str(), random_trials);
+  auto space_of = [&](const kiln::bench::Shape& s) {
+    return kiln::tuner::ConfigSpace(*kiln::compiler::KnobsOf(kiln::bench::KilnWorkload(s), target));
+  };
+  auto context = [&](const kiln::bench::Shape& s) {
+    return kiln::tuner::SearchContext{kiln::bench::KilnWorkload(s), target, seed, {}};
+  };
+
+  // Random search first on every shape: the reference, and the records
+  // transfer learning draws on.
+  std::map<std::string, double> goal;
+  std::map<std::string, int> random_needed;
+  auto t0 = Clock::now();
+  for (const auto& s : shapes) {
+    auto search = kiln::tuner::MakeSearch("random", space_of(s), context(s));
+    Run r = Tune(**search, s, oracle, random_trials, 0, target);
+    double best = r.best.empty() ? kInf : r.best.back();
+    goal[s.name] = best / 0.95;
+    random_needed[s.name] = r.TrialsTo(goal[s.name]);
+    std::fprintf(stderr, "%s: random best %.4f ms after %zu trials (%d measured so far, %.0f s)\n",
+                 s.name.c_str(), best * 1e3, r.best.size(), oracle.measured(),
+                 std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+
+  std::printf("\ntrials to reach 95%% of random search's best throughput\n");
+  std::printf("%-26s %10s %7s %7s %7s %7s %11s %14s\n", "shape", "best ms", "random", "ga", "xgb",
+              "xgb+tl", "random/xgb", "random/xgb+tl");
+  double log_xgb = 0, log_tl = 0, log_ga = 0;
+  int n = 0;
+  for (const auto& s : shapes) {
+    const double g = goal[s.name];
+    if (!std::isfinite(g)) continue;
+    kiln::compiler::Workload w = kiln::bench::KilnWorkload(s);
+    auto ga = kiln::tuner::MakeSearch("ga", space_of(s), context(s));
+    auto xgb = kiln::tuner::MakeSearch("xgb", space_of(s), context(s));
+    int ga_n = Tune(**ga, s, oracle, random_trials, g, target).TrialsTo(g);
+    int xgb_n = Tune(**xgb, s, oracle, random_trials, g, target).TrialsTo(g);
+    // Transfer: the other shapes of the same operator (conv2d or dense).
+    kiln::tuner::SearchContext tl = context(s);
+    kiln::tuner::FeatureCache prior_cache(w, target);
+    for (const auto& o : shapes) {
+      if (o.name == s.name || o.conv != s.conv) continue;
+      kiln::tuner::FeatureCache other(kiln::bench::KilnWorkload(o), target);
+      AddRecords(o, oracle, other, tl.prior);
+    }
+    auto xgb_tl = kiln::tuner::MakeSearch("xgb", space_of(s), std::move(tl));
+    int tl_n = Tune(**xgb_tl, s, oracle, random_trials, g, target).TrialsTo(g);
+    const int rn = random_needed[s.name];
+    auto ratio = [&](int k) { return k > 0 ? static_cast<double>(rn) / k : 0.0; };
+    std::printf("%-26s %10.4f %7s %7s %7s %7s %11.2f %14.2f\n", s.name.c_str(), g * 0.95 * 1e3,
+                Cell(rn, random_trials).c_str(), Cell(ga_n, random_trials).c_str(),
+                Cell(xgb_n, random_trials).c_str(), Cell(tl_n, random_trials).c_str(), ratio(xgb_n),
+                ratio(tl_n));
+    std::fflush(stdout);
+    // A strategy that never reached the goal counts as needing all trials.
+    auto lg = [&](int k) {
+      return std::log(static_cast<double>(rn) / (k > 0 ? k : random_trials));
+    };
+    log_ga += lg(ga_n);
+    log_xgb += lg(xgb_n);
+    log_tl += lg(tl_n);
+    ++n;
+  }
+  if (n > 0) {
+    std::printf(
+        "\ngeometric mean of random's trials over the strategy's: ga %.2f, xgb %.2f (target >= 4), "
+        "xgb+tl %.2f (target >= 8)\n",
+        std::exp(log_ga / n), std::exp(log_xgb / n), std::exp(log_tl / n));
+  }
+
+  // The cost model's rank correlation on held-out records of each shape.
+  std::printf("\n%-26s %8s %8s %10s\n", "shape", "train", "held out", "spearman");
+  double rho_sum = 0;
+  int rho_n = 0;
+  for (const auto& s : shapes) {
+    kiln::tuner::FeatureCache cache(kiln::bench::KilnWorkload(s), target);
+    size_t total = oracle.Known(s.name).size();
+    size_t train = total * 7 / 10;
+    if (total < 20) continue;
+    TrainingSet set, held;
+    std::vector<double> held_costs;
+    AddRecords(s, oracle, cache, set, nullptr, 0, train);
+    AddRecords(s, oracle, cache, held, &held_costs, train, 0);
+    kiln::tuner::CostModel model;
+    if (set.rows.empty() || held.rows.empty() || !model.Train(set).ok()) continue;
+    auto pred = model.Predict(held.rows);
+    if (!pred.ok()) continue;
+    std::vector<double> truth, guess(pred->begin(), pred->end());
+    for (double c : held_costs) truth.push_back(std::isfinite(c) ? 1.0 / c : 0.0);
+    double rho = kiln::tuner::SpearmanCorrelation(truth, guess);
+    std::printf("%-26s %8zu %8zu %10.3f\n", s.name.c_str(), set.rows.size(), held.rows.size(), rho);
+    rho_sum += rho;
+    ++rho_n;
+  }
+  if (rho_n > 0) std::printf("mean spearman %.3f (target >= 0.7)\n", rho_sum / rho_n);
+
+  // Ranking 10,000 random candidates of the first conv shape (or the first
+  // shape), features included.
+  const kiln::bench::Shape* rank_shape = shapes.empty() ? nullptr : &shapes[0];
+  for (const auto& s : shapes) {
+    if (s.conv) {
+      rank_shape = &s;
+      break;
+    }
+  }
+  if (rank_shape != nullptr) {
+    kiln::tuner::FeatureCache cache(kiln::bench::KilnWorkload(*rank_shape), target, 1 << 20);
+    TrainingSet set;
+    AddRecords(*rank_shape, oracle, cache, set);
+    kiln::tuner::CostModel model;
+    if (!set.rows.empty() && model.Train(set).ok()) {
+      kiln::tuner::ConfigSpace space = space_of(*rank_shape);
+      std::mt19937_64 rng(seed);
+      std::vector<Config> configs;
+      for (int i = 0; i < 10000; ++i) configs.push_back(space.Sample(rng));
+      auto t = Clock::now();
+      std::vector<std::vector<float>> rows;
+      for (const auto& c : configs) {
+        const auto& f = cache.Get(c);
+        if (f.has_value()) rows.push_back(f->features);
+      }
+      double features_s = std::chrono::duration<double>(Clock::now() - t).count();
+      auto pred = model.Predict(rows);
+      double total_s = std::chrono::duration<double>(Clock::now() - t).count();
+      std::printf(
+          "\nranking 10,000 random candidates of %s (%zu valid): %.3f s (features %.3f s, "
+          "prediction %.3f s; target < 1 s)\n",
+          rank_shape->name.c_str(), rows.size(), total_s, features_s, total_s - features_s);
+      (void)pred;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,101 @@
+#include "tuner/history.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/kernel.h"
+#include "tests/storage/test_util.h"
+#include "tuner/features.h"
+
+namespace kiln::tuner {
+namespace {
+
+compiler::Workload Dense(int64_t m) {
+  compiler::Workload w;
+  w.op = "dense";
+  w.ints = {{"M", {m}},     {"N", {64}},      {"K", {64}},      {"transA", {0}}, {"transB", {0}},
+            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
+  return w;
+}
+
+class HistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+  }
+  void Add(const compiler::Workload& w, const std::string& target, const compiler::Config& c,
+           double cost, const std::string& version = "v1") {
+    storage::WorkloadRow wr{w.Key(), w.op, w.Canonical(), w.Flops()};
+    ASSERT_TRUE(db_->UpsertWorkload(wr).ok());
+    storage::RecordRow r;
+    r.workload_key = w.Key();
+    r.target = target;
+    r.config = compiler::CanonicalConfig(c);
+    r.compiler_version = version;
+    if (cost > 0) {
+      r.costs_s = {cost};
+      r.mean_cost_s = cost;
+    } else {
+      r.error_kind = "compile";
+    }
+    ASSERT_TRUE(db_->AddRecord(r).ok());
+  }
+  storage::testing::TempDir dir_;
+  std::unique_ptr<storage::LogDb> db_;
+};
+
+TEST_F(HistoryTest, PastResultsAreTheWorkloadsOwnRecordsOfThisCompiler) {
+  compiler::Target t = compiler::Target::Host();
+  compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
+  compiler::Config d = c;
+  d["unroll_k"] = 1 - d["unroll_k"];
+  Add(Dense(32), t.Spec(), c, 2e-3);
+  Add(Dense(32), t.Spec(), d, 0);           // failed: +inf
+  Add(Dense(32), t.Spec(), c, 1e-3, "v0");  // another compiler version
+  Add(Dense(16), t.Spec(), c, 1e-3);        // another workload
+  auto past = PastResults(*db_, Dense(32).Key(), t.Spec(), "v1");
+  ASSERT_TRUE(past.ok()) << past.status();
+  ASSERT_EQ(past->size(), 2u);
+  EXPECT_EQ((*past)[0].first, c);  // oldest first
+  EXPECT_DOUBLE_EQ((*past)[0].second, 2e-3);
+  EXPECT_TRUE(std::isinf((*past)[1].second));
+}
+
+TEST_F(HistoryTest, PriorGroupsAreOtherWorkloadsOfTheSameOperator) {
+  compiler::Target t = compiler::Target::Host();
+  compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
+  compiler::Config d = c;
+  d["unroll_k"] = 1 - d["unroll_k"];
+  Add(Dense(32), t.Spec(), c, 2e-3);  // the task's own workload: not prior
+  Add(Dense(16), t.Spec(), c, 1e-3);
+  Add(Dense(16), t.Spec(), d, 4e-3);
+  Add(Dense(8), "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic", c, 1e-3);
+  Add(Dense(8), "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic", d, 0);
+  compiler::Workload relu;
+  relu.op = "relu";
+  relu.ints = {{"shape", {64}}};
+  Add(relu, t.Spec(), {}, 1e-3);  // another operator
+  auto prior = PriorFromLog(*db_, Dense(32), t, "v1");
+  ASSERT_TRUE(prior.ok()) << prior.status();
+  ASSERT_EQ(prior->group_sizes.size(), 2u);
+  EXPECT_EQ(prior->rows.size(), 4u);
+  ASSERT_EQ(prior->rows[0].size(), static_cast<size_t>(kNumFeatures));
+  // Groups are ordered by workload key; each one's scores are best / cost.
+  std::vector<float> weights = prior->group_weights;
+  std::sort(weights.begin(), weights.end());
+  EXPECT_FLOAT_EQ(weights[0], kOtherTargetWeight);
+  EXPECT_FLOAT_EQ(weights[1], 1.0f);
+  std::vector<float> scores = prior->scores;
+  std::sort(scores.begin(), scores.end());
+  EXPECT_EQ(scores, (std::vector<float>{0.0f, 0.25f, 1.0f, 1.0f}));
+  // Another compiler version's records are not used.
+  auto none = PriorFromLog(*db_, Dense(32), t, "v2");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->rows.empty());
+}
+
+}  // namespace
+}  // namespace kiln::tuner

@@ -1,0 +1,93 @@
+#include "tuner/history.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "tuner/feature_cache.h"
+
+namespace kiln::tuner {
+namespace {
+// Newest records read when looking for prior groups.
+constexpr int kPriorScan = 20000;
+}  // namespace
+
+std::optional<std::pair<compiler::Config, double>> ResultOf(const storage::RecordRow& record) {
+  auto config = compiler::ParseConfig(record.config);
+  if (!config.ok()) return std::nullopt;
+  const bool ok = record.error_kind == "none" && record.mean_cost_s > 0;
+  return std::make_pair(*std::move(config),
+                        ok ? record.mean_cost_s : std::numeric_limits<double>::infinity());
+}
+
+absl::StatusOr<std::vector<std::pair<compiler::Config, double>>> PastResults(
+    storage::LogDb& db, const std::string& workload_key, const std::string& target,
+    const std::string& compiler_version) {
+  auto records = db.QueryRecords(workload_key, target, 0);
+  if (!records.ok()) return records.status();
+  std::vector<std::pair<compiler::Config, double>> out;
+  for (auto it = records->rbegin(); it != records->rend(); ++it) {
+    if (it->compiler_version != compiler_version) continue;
+    if (auto r = ResultOf(*it)) out.push_back(*std::move(r));
+  }
+  return out;
+}
+
+absl::StatusOr<TrainingSet> PriorFromLog(storage::LogDb& db, const compiler::Workload& workload,
+                                         const compiler::Target& target,
+                                         const std::string& compiler_version, size_t max_rows) {
+  auto records = db.QueryRecords("", "", kPriorScan);
+  if (!records.ok()) return records.status();
+  const std::string own_key = workload.Key();
+  // (workload key, target) -> records, and each key's workload when it is of
+  // the same operator (nullopt otherwise).
+  std::map<std::pair<std::string, std::string>, std::vector<const storage::RecordRow*>> groups;
+  std::map<std::string, std::optional<compiler::Workload>> workloads;
+  size_t rows = 0;
+  for (const auto& r : *records) {
+    if (rows >= max_rows) break;
+    if (r.workload_key == own_key || r.compiler_version != compiler_version) continue;
+    auto w = workloads.find(r.workload_key);
+    if (w == workloads.end()) {
+      std::optional<compiler::Workload> parsed;
+      auto row = db.GetWorkload(r.workload_key);
+      if (!row.ok()) return row.status();
+      if (row->has_value() && (*row)->op == workload.op) {
+        if (auto p = compiler::Workload::Parse((*row)->canonical); p.ok()) parsed = *std::move(p);
+      }
+      w = workloads.emplace(r.workload_key, std::move(parsed)).first;
+    }
+    if (!w->second.has_value()) continue;
+    groups[{r.workload_key, r.target}].push_back(&r);
+    ++rows;
+  }
+  TrainingSet set;
+  for (const auto& [key, recs] : groups) {
+    auto t = compiler::Target::Parse(key.second);
+    if (!t.ok()) continue;
+    FeatureCache cache(*workloads[key.first], *t);
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto* r : recs) {
+      if (r->error_kind == "none" && r->mean_cost_s > 0) best = std::min(best, r->mean_cost_s);
+    }
+    if (!std::isfinite(best)) continue;
+    std::vector<std::vector<float>> features;
+    std::vector<float> scores;
+    for (const auto* r : recs) {
+      auto config = compiler::ParseConfig(r->config);
+      if (!config.ok()) continue;
+      const auto& f = cache.Get(*config);
+      if (!f.has_value()) continue;
+      features.push_back(f->features);
+      bool ok = r->error_kind == "none" && r->mean_cost_s > 0;
+      scores.push_back(ok ? static_cast<float>(best / r->mean_cost_s) : 0.0f);
+    }
+    set.AddGroup(std::move(features), std::move(scores),
+                 key.second == target.Spec() ? 1.0f : kOtherTargetWeight);
+  }
+  return set;
+}
+
+}  // namespace kiln::tuner
