@@ -165,13 +165,25 @@ absl::StatusOr<std::vector<float>> ModelSearch::Score(
 
 std::vector<std::pair<float, compiler::Config>> ModelSearch::Anneal(
     size_t pool, const std::set<std::string>& measured) {
-  // Start from the best measured configs and random ones.
+  // Start from the best measured configs and the best predicted of many
+  // random ones (which are candidates themselves).
   std::vector<compiler::Config> points;
   for (const Result* r : Ranked()) {
     if (static_cast<int>(points.size()) >= options_.chains / 2) break;
     points.push_back(r->config);
   }
-  while (static_cast<int>(points.size()) < options_.chains) points.push_back(space_.Sample(rng_));
+  std::vector<compiler::Config> samples;
+  for (int i = 0; i < options_.samples; ++i) samples.push_back(space_.Sample(rng_));
+  auto sample_scores = Score(samples);
+  if (!sample_scores.ok()) return {};
+  std::vector<size_t> order(samples.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return (*sample_scores)[a] > (*sample_scores)[b]; });
+  for (size_t i : order) {
+    if (static_cast<int>(points.size()) >= options_.chains) break;
+    points.push_back(samples[i]);
+  }
   auto scores = Score(points);
   if (!scores.ok()) return {};
   std::vector<float> current = *scores;
@@ -198,6 +210,9 @@ std::vector<std::pair<float, compiler::Config>> ModelSearch::Anneal(
     return true;
   };
   for (size_t i = 0; i < points.size(); ++i) offer(current[i], points[i]);
+  for (size_t i : order) {
+    if (!offer((*sample_scores)[i], samples[i]) && best.size() >= pool) break;
+  }
 
   std::uniform_real_distribution<double> u(0, 1);
   int quiet = 0;

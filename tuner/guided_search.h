@@ -7,10 +7,10 @@
 // - ModelSearch ("xgb"): the AutoTVM XGBTuner design. An XGBoost rank model
 //   (tuner/cost_model.h) on loop-IR features, retrained as results arrive
 //   (warm-started from other tasks' records when the context has any),
-//   explored by simulated annealing from the best measured configs and random
-//   ones; the batch is picked from the best predicted for diversity (a config
-//   gains for knob values the batch does not have yet), and an epsilon share
-//   of it is random (exploration).
+//   explored by simulated annealing from the best measured configs and the
+//   best predicted of a random sample; the batch is picked from the best predicted for diversity (a
+//   config gains for knob values the batch does not have yet), and an epsilon share of it is random
+//   (exploration).
 //
 // Both never propose a config the template rejects, nor two configs that
 // build the same kernel (equal lowered loops: tuner/feature_cache.h), nor one
@@ -82,6 +82,7 @@ struct ModelSearchOptions {
   // Results of this task before the model is trained on them alone (with
   // prior records, it is trained from the start).
   int min_results = 8;
+  int samples = 512;          // random configs ranked to seed the annealing
   int chains = 64;            // simulated annealing points
   int max_steps = 60;         // annealing steps per proposal
   int patience = 8;           // steps without a better pool before stopping
