@@ -457,7 +457,8 @@ absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
   tuner::SearchContext context{workload, job.target, SeedOf(job.row.id + "/" + key), {}};
   if (job.strategy == "xgb") {
     // Transfer learning: the cost model starts from the log's records of the
-    // same operator on other workloads.
+    // same operator on other workloads. Read per task, not once per job: the
+    // job's own earlier tasks are among them.
     auto prior = tuner::PriorFromLog(*db_, workload, job.target, options_.compiler_version);
     if (!prior.ok()) return prior.status();
     context.prior = *std::move(prior);

@@ -9,6 +9,7 @@
 
 #include "compiler/ir/functor.h"
 #include "compiler/ir/structural.h"
+#include "compiler/lower/ir_util.h"
 #include "compiler/ops/lower_workload.h"
 
 namespace kiln::tuner {
@@ -162,24 +163,6 @@ int64_t StrideAlong(const Expr& index, const VarNode* v) {
   return IndexEval({{v, 1}}).Eval(index) - IndexEval({}).Eval(index);
 }
 
-class VarUse : public ExprVisitor {
- public:
-  explicit VarUse(const VarNode* v) : v_(v) {}
-  bool found = false;
-
- protected:
-  void VisitVar(const VarNode* op) override { found = found || op == v_; }
-
- private:
-  const VarNode* v_;
-};
-
-bool Uses(const Expr& e, const VarNode* v) {
-  VarUse u(v);
-  u.VisitExpr(e);
-  return u.found;
-}
-
 }  // namespace
 
 std::vector<float> FeaturesOf(const PrimFunc& func, const compiler::Config& config) {
@@ -255,7 +238,8 @@ std::vector<float> FeaturesOf(const PrimFunc& func, const compiler::Config& conf
       const double elem = acc.buffer->dtype.bytes();
       for (int li = n - 1; li >= 0 && li >= first; --li) {
         iters *= static_cast<double>(loops[li].extent);
-        if (Uses(acc.index, loops[li].var)) footprint *= static_cast<double>(loops[li].extent);
+        if (lower::UsesVar(acc.index, loops[li].var))
+          footprint *= static_cast<double>(loops[li].extent);
         int j = li - first;
         slot[2 + j] = Log2p(footprint * elem);
         slot[2 + kLoopLevels + j] = Log2p(iters / footprint);

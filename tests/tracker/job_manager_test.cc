@@ -36,12 +36,20 @@ class JobManagerTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    auto db = storage::LogDb::Open((dir_ / "kiln.db").string());
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
     auto store = storage::ArtifactStore::Open((dir_ / "artifacts").string());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
+    StartWithEmptyDatabase();
+  }
+  // A new, empty log database, and the tracker's parts on it.
+  void StartWithEmptyDatabase() {
+    jobs_.reset();
+    agents_.reset();
+    db_.reset();
+    fs::remove(dir_ / "kiln.db");
+    auto db = storage::LogDb::Open((dir_ / "kiln.db").string());
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
     agents_ = std::make_unique<AgentRegistry>(db_.get(), &clock_);
     dispatcher_ = std::make_unique<Dispatcher>(&clock_);
     jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
@@ -487,16 +495,7 @@ TEST_F(JobManagerTest, UnknownStrategyIsInvalidArgumentAndStoresNothing) {
 TEST_F(JobManagerTest, EveryStrategyCompletesAJob) {
   for (const char* strategy : {"", "random", "grid", "ga", "xgb"}) {
     // A fresh database each time: no config is measured twice per database.
-    jobs_.reset();
-    db_.reset();
-    fs::remove(dir_ / "kiln.db");
-    auto db = storage::LogDb::Open((dir_ / "kiln.db").string());
-    ASSERT_TRUE(db.ok());
-    db_ = std::move(*db);
-    agents_ = std::make_unique<AgentRegistry>(db_.get(), &clock_);
-    dispatcher_ = std::make_unique<Dispatcher>(&clock_);
-    jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                         &clock_);
+    StartWithEmptyDatabase();
     auto req = Request(testing::ConvReluModel());
     req.trials = 24;
     req.strategy = strategy;
