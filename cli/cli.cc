@@ -10,8 +10,11 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command>* commands = new std::vector<Command>{
       {"tune",
        "tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC] "
-       "[--strategy random|grid|ga|xgb] [--input-shape NAME=DIMS]... [--wait]",
-       "submit an ONNX model for tuning; prints the job id", RunTune},
+       "[--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N] "
+       "[--input-shape NAME=DIMS]... [--wait]\n"
+       "       kiln tune MODEL --local --db FILE -o PATH --trials N [--strategy S] "
+       "[--budget DURATION] [--early-stopping N] [--input-shape NAME=DIMS]...",
+       "submit an ONNX model for tuning (prints the job id), or tune it on this machine", RunTune},
       {"jobs", "jobs --tracker ADDR", "list the tracker's jobs", RunJobs},
       {"job", "job JOB --tracker ADDR", "show one job and its tasks", RunJob},
       {"cancel", "cancel JOB --tracker ADDR", "cancel a job", RunCancel},

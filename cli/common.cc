@@ -1,6 +1,10 @@
 #include "cli/common.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ostream>
 
 #include "deploy/str.h"
@@ -107,6 +111,56 @@ std::string FormatCost(double seconds) {
     std::snprintf(buf, sizeof(buf), "%.3f ms", seconds * 1e3);
   } else {
     std::snprintf(buf, sizeof(buf), "%.3f s", seconds);
+  }
+  return buf;
+}
+
+absl::StatusOr<double> ParseDuration(const std::string& text) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(
+        StrCat("'", text, "' is not a duration (e.g. 30m, 90s, 2h, 1h30m, or seconds)"));
+  };
+  if (text.empty()) return bad();
+  double total = 0;
+  size_t i = 0;
+  bool any_unit = false;
+  while (i < text.size()) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '.') return bad();
+    const char* begin = text.c_str() + i;
+    char* end = nullptr;
+    const double value = std::strtod(begin, &end);
+    if (end == begin || !std::isfinite(value)) return bad();
+    i += static_cast<size_t>(end - begin);
+    if (i == text.size()) {
+      if (any_unit) return bad();  // "1h30": the 30 of what?
+      return total + value;
+    }
+    const char unit = text[i++];
+    if (unit == 'h') {
+      total += value * 3600;
+    } else if (unit == 'm') {
+      total += value * 60;
+    } else if (unit == 's') {
+      total += value;
+    } else {
+      return bad();
+    }
+    any_unit = true;
+  }
+  return total;
+}
+
+std::string FormatDuration(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  } else if (s >= 60) {
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llds", static_cast<long long>(s));
   }
   return buf;
 }

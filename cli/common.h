@@ -10,9 +10,13 @@
 
 #include "absl/status/statusor.h"
 #include "cli/cli.h"
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/model.h"
+#include "compiler/target.h"
 #include "deploy/flags.h"
 #include "grpcpp/grpcpp.h"
 #include "kiln/v1/tracker.grpc.pb.h"
+#include "storage/log_db.h"
 
 namespace kiln::cli {
 
@@ -45,6 +49,22 @@ std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& addre
 std::string JobStateName(kiln::v1::JobState state);
 // Seconds as a short human value: "0.123 ms", "1.5 s".
 std::string FormatCost(double seconds);
+
+// "30m", "90s", "2h", "1h30m" or plain seconds ("45", "2.5") as seconds;
+// INVALID_ARGUMENT for anything else or a negative duration.
+absl::StatusOr<double> ParseDuration(const std::string& text);
+// "2m05s", "1h02m", "12s".
+std::string FormatDuration(double seconds);
+
+// For local model commands (compile, tune --local): the import options of
+// --input-shape, --max-elements and the model's folder (for external data).
+// INVALID_ARGUMENT for a malformed flag.
+absl::StatusOr<compiler::ImportOptions> ImportOptionsFromArgs(const Args& args);
+// Compiles `model` with the best records of `db` for `target` and writes the
+// artifact to `path` (atomically); prints one line. Returns the exit code.
+int CompileToFile(const Command& self, const std::string& model_path, const compiler::Model& model,
+                  const compiler::Target& target, storage::LogDb& db, const std::string& path,
+                  bool dump_ir, const CliEnv& env);
 
 // Subcommands (one function each).
 int RunTune(const Command& self, const std::vector<std::string>& args, const CliEnv& env);

@@ -16,49 +16,35 @@
 
 namespace kiln::cli {
 
-int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args =
-      ParseFlags(argv, {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements"},
-                 {"--dump-ir"});
-  if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
-  if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
-  if (!args->values.count("--db")) return UsageError(self, "missing --db", env);
-  std::string path = args->Get("-o", args->Get("--output"));
-  if (path.empty()) return UsageError(self, "missing -o PATH", env);
-
-  compiler::Target target = compiler::Target::Host();
-  if (args->values.count("--target")) {
-    absl::StatusOr<compiler::Target> t = compiler::Target::Parse(args->Get("--target"));
-    if (!t.ok()) return Fail(self, std::string(t.status().message()), env);
-    target = *t;
-  }
+absl::StatusOr<compiler::ImportOptions> ImportOptionsFromArgs(const Args& args) {
   compiler::ImportOptions import;
-  for (const std::string& shape : args->All("--input-shape")) {
-    absl::Status st = compiler::ParseInputShape(shape, &import.input_shapes);
-    if (!st.ok()) return UsageError(self, std::string(st.message()), env);
+  for (const std::string& shape : args.All("--input-shape")) {
+    if (absl::Status st = compiler::ParseInputShape(shape, &import.input_shapes); !st.ok()) {
+      return absl::InvalidArgumentError(st.message());
+    }
   }
-  if (args->values.count("--max-elements")) {
+  if (args.values.count("--max-elements")) {
     int64_t n = 0;
-    if (!ParseInt64(args->Get("--max-elements"), &n) || n <= 0 || n > (int64_t{1} << 32)) {
-      return UsageError(self, "--max-elements must be in 1..4294967296", env);
+    if (!ParseInt64(args.Get("--max-elements"), &n) || n <= 0 || n > (int64_t{1} << 32)) {
+      return absl::InvalidArgumentError("--max-elements must be in 1..4294967296");
     }
     import.max_elements = n;
   }
   // External data files live beside the model (and nowhere else).
-  std::filesystem::path model_path(args->positional[0]);
+  std::filesystem::path model_path(args.positional[0]);
   import.external_data_dir =
       model_path.has_parent_path() ? model_path.parent_path().string() : std::string(".");
-  absl::StatusOr<compiler::Model> model =
-      compiler::Model::FromOnnxFile(args->positional[0], import);
-  if (!model.ok()) return Fail(self, std::string(model.status().message()), env);
-  absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args->Get("--db"));
-  if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
+  return import;
+}
 
+int CompileToFile(const Command& self, const std::string& model_path, const compiler::Model& model,
+                  const compiler::Target& target, storage::LogDb& db, const std::string& path,
+                  bool dump_ir, const CliEnv& env) {
   const std::string spec = target.Spec();
   absl::Status lookup_error;
   compiler::ConfigLookup lookup =
       [&](const compiler::Workload& w) -> std::optional<compiler::Config> {
-    absl::StatusOr<std::optional<storage::RecordRow>> best = (*db)->BestRecord(w.Key(), spec);
+    absl::StatusOr<std::optional<storage::RecordRow>> best = db.BestRecord(w.Key(), spec);
     if (!best.ok()) {
       if (lookup_error.ok()) lookup_error = best.status();
       return std::nullopt;
@@ -66,17 +52,18 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
     if (!best->has_value()) return std::nullopt;
     absl::StatusOr<compiler::Config> config = compiler::ParseConfig((*best)->config);
     if (!config.ok()) {
-      *env.err << "kiln: compile: ignoring unparsable record config '" << (*best)->config
-               << "' for " << w.Key() << ": " << config.status().message() << "\n";
+      *env.err << "kiln: " << self.name << ": ignoring unparsable record config '"
+               << (*best)->config << "' for " << w.Key() << ": " << config.status().message()
+               << "\n";
       return std::nullopt;
     }
     return *config;
   };
   compiler::CompileOptions options;
-  options.lower.dump_ir = args->bools.count("--dump-ir") > 0;
+  options.lower.dump_ir = dump_ir;
   compiler::CompileReport report;
   absl::StatusOr<std::string> artifact =
-      compiler::CompileModel(*model, target, lookup, options, &report);
+      compiler::CompileModel(model, target, lookup, options, &report);
   if (!lookup_error.ok()) {
     return Fail(self, StrCat("reading the log database: ", lookup_error.message()), env);
   }
@@ -95,11 +82,37 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
   std::error_code ec;
   std::filesystem::rename(part, path, ec);
   if (ec) return Fail(self, StrCat("cannot write '", path, "': ", ec.message()), env);
-  *env.out << "compiled " << args->positional[0] << " for " << spec << ": " << report.kernels
-           << " kernels, " << report.tuned_kernels << " tuned, "
-           << report.kernels - report.tuned_kernels << " default -> " << path << " ("
-           << artifact->size() << " bytes)\n";
+  *env.out << "compiled " << model_path << " for " << spec << ": " << report.kernels << " kernels, "
+           << report.tuned_kernels << " tuned, " << report.kernels - report.tuned_kernels
+           << " default -> " << path << " (" << artifact->size() << " bytes)\n";
   return 0;
+}
+
+int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
+  absl::StatusOr<Args> args =
+      ParseFlags(argv, {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements"},
+                 {"--dump-ir"});
+  if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
+  if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
+  if (!args->values.count("--db")) return UsageError(self, "missing --db", env);
+  std::string path = args->Get("-o", args->Get("--output"));
+  if (path.empty()) return UsageError(self, "missing -o PATH", env);
+
+  compiler::Target target = compiler::Target::Host();
+  if (args->values.count("--target")) {
+    absl::StatusOr<compiler::Target> t = compiler::Target::Parse(args->Get("--target"));
+    if (!t.ok()) return Fail(self, std::string(t.status().message()), env);
+    target = *t;
+  }
+  absl::StatusOr<compiler::ImportOptions> import = ImportOptionsFromArgs(*args);
+  if (!import.ok()) return UsageError(self, std::string(import.status().message()), env);
+  absl::StatusOr<compiler::Model> model =
+      compiler::Model::FromOnnxFile(args->positional[0], *import);
+  if (!model.ok()) return Fail(self, std::string(model.status().message()), env);
+  absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args->Get("--db"));
+  if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
+  return CompileToFile(self, args->positional[0], *model, target, **db, path,
+                       args->bools.count("--dump-ir") > 0, env);
 }
 
 }  // namespace kiln::cli

@@ -106,6 +106,8 @@ int RunJob(const Command& self, const std::vector<std::string>& argv, const CliE
       << "target    " << (j.target().spec().empty() ? "-" : j.target().spec()) << "\n"
       << "state     " << JobStateName(j.state()) << "\n"
       << "trials    " << j.trials_done() << "/" << j.trials() << "\n"
+      << "tuning    " << FormatDuration(j.tuning_s())
+      << (j.budget_s() > 0 ? StrCat(" of ", FormatDuration(j.budget_s())) : std::string()) << "\n"
       << "created   " << FormatTime(j.created_unix_ms()) << "\n"
       << "updated   " << FormatTime(j.updated_unix_ms()) << "\n";
   if (!j.error().empty()) out << "error     " << j.error() << "\n";
@@ -113,7 +115,7 @@ int RunJob(const Command& self, const std::vector<std::string>& argv, const CliE
   if (j.tasks_size() > 0) {
     out << "\n";
     std::vector<std::vector<std::string>> rows = {
-        {"TASK", "WORKLOAD", "OP", "TRIALS", "ERRORS", "BEST", "GFLOPS"}};
+        {"TASK", "WORKLOAD", "OP", "RUNS", "STATE", "TRIALS", "SHARE", "ERRORS", "BEST", "GFLOPS"}};
     for (int i = 0; i < j.tasks_size(); ++i) {
       const kiln::v1::TaskProgress& t = j.tasks(i);
       std::string gflops = "-";
@@ -122,8 +124,15 @@ int RunJob(const Command& self, const std::vector<std::string>& argv, const CliE
         std::snprintf(buf, sizeof(buf), "%.2f", t.workload().flops() / t.best_cost_s() / 1e9);
         gflops = buf;
       }
+      std::string share = "-";
+      if (j.trials() > 0) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%.0f%%", 100.0 * t.trials_done() / j.trials());
+        share = buf;
+      }
       rows.push_back({StrCat(i + 1), t.workload().key(), t.workload().op(),
-                      StrCat(t.trials_done(), "/", t.trials_budget()), StrCat(t.errors()),
+                      StrCat("x", t.occurrences()), t.state().empty() ? "-" : t.state(),
+                      StrCat(t.trials_done()), share, StrCat(t.errors()),
                       FormatCost(t.best_cost_s()), gflops});
     }
     PrintTable(out, rows);

@@ -1,8 +1,14 @@
 // kiln tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC]
-//   [--strategy random|grid|ga|xgb]
-//           [--input-shape NAME=DIMS]... [--wait]
+//   [--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N]
+//   [--input-shape NAME=DIMS]... [--wait]
 // Uploads the model (and the external data files it names, from its own
 // folder) in chunks, then submits the job naming them by digest.
+//
+// kiln tune MODEL --local --db FILE -o PATH --trials N [...the same options]
+// tunes on this machine instead (the tuner's loop with a LocalMeasurer,
+// records in FILE), then compiles the model with the best records to PATH.
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -12,25 +18,124 @@
 #include "compiler/frontend/onnx_import.h"
 #include "deploy/str.h"
 #include "storage/log_db.h"
+#include "tuner/measurer.h"
+#include "tuner/search.h"
+#include "tuner/tuner.h"
 
 namespace kiln::cli {
 namespace {
 
-std::string ProgressLine(const kiln::v1::JobEvent& event) {
-  const kiln::v1::Job& job = event.job();
-  std::string line =
-      StrCat("[", JobStateName(job.state()), "] ", job.trials_done(), "/", job.trials(), " trials");
-  // The task being worked on: the first one with budget left.
-  int n = job.tasks_size();
-  for (int i = 0; i < n; ++i) {
-    const kiln::v1::TaskProgress& t = job.tasks(i);
-    if (t.trials_done() < t.trials_budget() || i == n - 1) {
-      line += StrCat(", task ", i + 1, "/", n, " best ", FormatCost(t.best_cost_s()));
-      break;
+// "[tuning] 120/400 trials, 2m10s of 30m00s: task 3/20 (conv2d): ...".
+std::string ProgressLine(const std::string& state, int trials_done, int trials, double tuning_s,
+                         double budget_s, const std::string& message) {
+  std::string line = StrCat("[", state, "] ", trials_done, "/", trials, " trials");
+  if (tuning_s > 0) {
+    line += StrCat(", ", FormatDuration(tuning_s));
+    if (budget_s > 0) line += StrCat(" of ", FormatDuration(budget_s));
+  }
+  if (!message.empty()) line += StrCat(": ", message);
+  return line;
+}
+
+// The options both modes share: trials, strategy, budget, early stopping.
+struct TuneFlags {
+  int32_t trials = 0;
+  std::string strategy;  // empty: the default
+  double budget_s = 0;
+  int32_t early_stopping = 0;
+};
+
+absl::StatusOr<TuneFlags> TuneFlagsOf(const Args& args) {
+  TuneFlags f;
+  int64_t trials = 0;
+  if (!ParseInt64(args.Get("--trials"), &trials) || trials <= 0 || trials > (1 << 30)) {
+    return absl::InvalidArgumentError(
+        StrCat("--trials must be a positive integer, not '", args.Get("--trials"), "'"));
+  }
+  f.trials = static_cast<int32_t>(trials);
+  f.strategy = args.Get("--strategy");
+  if (args.values.count("--budget")) {
+    auto budget = ParseDuration(args.Get("--budget"));
+    if (!budget.ok())
+      return absl::InvalidArgumentError(StrCat("--budget: ", budget.status().message()));
+    f.budget_s = *budget;
+  }
+  if (args.values.count("--early-stopping")) {
+    int64_t n = 0;
+    if (!ParseInt64(args.Get("--early-stopping"), &n) || n < 0 || n > (1 << 30)) {
+      return absl::InvalidArgumentError(StrCat("--early-stopping must be a number of trials, not '",
+                                               args.Get("--early-stopping"), "'"));
+    }
+    f.early_stopping = static_cast<int32_t>(n);
+  }
+  return f;
+}
+
+// kiln tune --local: the whole loop in this process.
+int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, const CliEnv& env) {
+  for (const char* required : {"--db", "-o"}) {
+    if (!args.values.count(required)) {
+      return UsageError(self, StrCat("--local needs ", required), env);
     }
   }
-  if (!event.message().empty()) line += StrCat(" (", event.message(), ")");
-  return line;
+  for (const char* farm_only : {"--tracker", "--key", "--target"}) {
+    if (args.values.count(farm_only)) {
+      return UsageError(
+          self, StrCat(farm_only, " is for the farm: --local measures on this machine"), env);
+    }
+  }
+  if (args.bools.count("--wait")) {
+    return UsageError(self, "--wait is for the farm: --local always waits", env);
+  }
+  if (!flags.strategy.empty()) {
+    if (absl::Status st = tuner::CheckSearchName(flags.strategy); !st.ok()) {
+      return UsageError(self, std::string(st.message()), env);
+    }
+  }
+  absl::StatusOr<compiler::ImportOptions> import = ImportOptionsFromArgs(args);
+  if (!import.ok()) return UsageError(self, std::string(import.status().message()), env);
+  const std::string& path = args.positional[0];
+  absl::StatusOr<compiler::Model> model = compiler::Model::FromOnnxFile(path, *import);
+  if (!model.ok()) return Fail(self, std::string(model.status().message()), env);
+  absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args.Get("--db"));
+  if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
+  const compiler::Target target = compiler::Target::Host();
+  std::vector<tuner::TuningTask> tasks;
+  for (const auto& t : model->Tasks()) {
+    if (auto knobs = compiler::KnobsOf(t.workload, target); !knobs.ok()) {
+      return Fail(self, StrCat("task ", t.workload.Canonical(), ": ", knobs.status().message()),
+                  env);
+    }
+    tasks.push_back({t.workload, std::max(1, t.occurrences)});
+  }
+  tuner::TunerOptions options;
+  options.job_id = StrCat(
+      "local-", storage::Sha256Hex(
+                    StrCat(path, "/", std::chrono::system_clock::now().time_since_epoch().count()))
+                    .substr(0, 12));
+  if (!flags.strategy.empty()) options.strategy = flags.strategy;
+  options.trials = flags.trials;
+  options.budget_s = flags.budget_s;
+  options.early_stopping = flags.early_stopping;
+  compiler::MeasurePolicy policy;
+  policy.repeat = 3;
+  policy.min_repeat_ms = 5;
+  tuner::LocalMeasurer measurer(target, policy);
+  *env.err << "kiln: tuning " << path << " on this machine (" << target.Spec() << ") as "
+           << options.job_id << ": " << tasks.size() << " tasks, " << flags.trials
+           << " trials, strategy " << options.strategy << "\n";
+  tuner::Tuner tuner(db->get(), &measurer, target, std::move(tasks), options);
+  absl::Status st = tuner.Run([&](const tuner::TunerProgress& p) {
+    *env.err << ProgressLine("tuning", p.trials_done, flags.trials, p.tuning_s, flags.budget_s,
+                             p.message)
+             << std::endl;
+  });
+  if (!st.ok()) {
+    return Fail(self,
+                StrCat("tuning failed: ", absl::StatusCodeToString(st.code()), ": ", st.message()),
+                env);
+  }
+  return CompileToFile(self, path, *model, target, **db, args.Get("-o"), false, env);
 }
 
 // Streams one file to the tracker (UploadModel); returns its SHA-256.
@@ -72,19 +177,24 @@ absl::StatusOr<std::string> Upload(kiln::v1::Tracker::Stub* stub, const std::str
 }  // namespace
 
 int RunTune(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args = ParseFlags(
-      argv, {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy"},
-      {"--wait"});
+  absl::StatusOr<Args> args =
+      ParseFlags(argv,
+                 {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy",
+                  "--budget", "--early-stopping", "--db", "-o", "--max-elements"},
+                 {"--wait", "--local"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
-  for (const char* required : {"--tracker", "--key", "--trials"}) {
+  if (!args->values.count("--trials")) return UsageError(self, "missing --trials", env);
+  absl::StatusOr<TuneFlags> flags = TuneFlagsOf(*args);
+  if (!flags.ok()) return UsageError(self, std::string(flags.status().message()), env);
+  if (args->bools.count("--local")) return RunTuneLocal(self, *args, *flags, env);
+  for (const char* required : {"--tracker", "--key"}) {
     if (!args->values.count(required)) return UsageError(self, StrCat("missing ", required), env);
   }
-  int64_t trials = 0;
-  if (!ParseInt64(args->Get("--trials"), &trials) || trials <= 0 || trials > (1 << 30)) {
-    return UsageError(
-        self, StrCat("--trials must be a positive integer, not '", args->Get("--trials"), "'"),
-        env);
+  for (const char* local_only : {"--db", "-o", "--max-elements"}) {
+    if (args->values.count(local_only)) {
+      return UsageError(self, StrCat(local_only, " is for --local tuning"), env);
+    }
   }
   kiln::v1::SubmitJobRequest request;
   std::map<std::string, std::vector<int64_t>> shapes;
@@ -147,8 +257,10 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   request.set_model_name(name);
   if (args->values.count("--target")) request.mutable_target()->set_spec(args->Get("--target"));
   request.set_device_key(args->Get("--key"));
-  request.set_trials(static_cast<int32_t>(trials));
-  if (args->values.count("--strategy")) request.set_strategy(args->Get("--strategy"));
+  request.set_trials(flags->trials);
+  request.set_strategy(flags->strategy);
+  request.set_budget_s(flags->budget_s);
+  request.set_early_stopping(flags->early_stopping);
   kiln::v1::SubmitJobResponse response;
   {
     grpc::ClientContext ctx;
@@ -168,7 +280,10 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   kiln::v1::Job last;
   bool have_last = false;
   while (reader->Read(&event)) {
-    *env.out << ProgressLine(event) << std::endl;
+    const kiln::v1::Job& j = event.job();
+    *env.out << ProgressLine(JobStateName(j.state()), j.trials_done(), j.trials(), j.tuning_s(),
+                             j.budget_s(), event.message())
+             << std::endl;
     last = event.job();
     have_last = true;
   }

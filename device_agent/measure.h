@@ -1,7 +1,7 @@
 #pragma once
-// Measuring one candidate in-process: parse, validate, JIT-build, verify the
-// output against the reference implementation, then time it under a
-// TimingPolicy. The sandbox (sandbox.h) runs this in a child process.
+// Measuring one candidate from the protocol's messages: compiler::Measure
+// (validate, JIT-build, verify, time) under a TimingPolicy. The sandbox
+// (sandbox.h) runs this in a child process.
 
 #include <string>
 

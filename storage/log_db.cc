@@ -32,7 +32,7 @@ constexpr char kRecordColumns[] =
     "compiler_version, agent_id, job_id, unix_ms";
 constexpr char kJobColumns[] =
     "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
-    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms";
+    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms";
 constexpr char kAgentColumns[] =
     "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
     "last_seen_unix_ms, results";
@@ -121,6 +121,7 @@ JobRow ReadJob(const Statement& st) {
   row.artifact_sha256 = st.ColumnText(10);
   row.created_unix_ms = st.ColumnInt64(11);
   row.updated_unix_ms = st.ColumnInt64(12);
+  row.tuning_ms = st.ColumnInt64(13);
   return row;
 }
 
@@ -370,7 +371,7 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
   if (row.id.empty()) return absl::InvalidArgumentError("job has no id");
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(st, db_->Prepare(StrCat("INSERT OR IGNORE INTO jobs(", kJobColumns,
-                                                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+                                                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
@@ -384,6 +385,7 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.artifact_sha256));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(12, row.created_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.updated_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(14, row.tuning_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() == 0) {
     return absl::AlreadyExistsError(StrCat("job '", row.id, "' already exists"));
@@ -398,7 +400,7 @@ absl::Status LogDb::UpdateJob(const JobRow& row) {
       st, db_->Prepare("UPDATE jobs SET model_name = ?2, model_sha256 = ?3, device_key = ?4, "
                        "target = ?5, state = ?6, trials = ?7, trials_done = ?8, "
                        "options_json = ?9, error = ?10, artifact_sha256 = ?11, "
-                       "updated_unix_ms = ?12 WHERE id = ?1"));
+                       "updated_unix_ms = ?12, tuning_ms = ?13 WHERE id = ?1"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
@@ -411,6 +413,7 @@ absl::Status LogDb::UpdateJob(const JobRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.error));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.artifact_sha256));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(12, row.updated_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.tuning_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() == 0) return absl::NotFoundError(StrCat("no job '", row.id, "'"));
   return absl::OkStatus();
@@ -442,6 +445,81 @@ absl::StatusOr<std::vector<JobRow>> LogDb::UnfinishedJobs() {
                               " FROM jobs WHERE state IN ('queued', 'tuning', 'compiling') "
                               "ORDER BY created_unix_ms ASC, rowid ASC")));
   return CollectJobs(st);
+}
+
+absl::Status LogDb::SetJobTasks(const std::string& job_id, const std::vector<JobTaskRow>& tasks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(*db_);
+  KILN_STORAGE_RETURN_IF_ERROR(tx.status());
+  KILN_STORAGE_ASSIGN_OR_RETURN(del, db_->Prepare("DELETE FROM job_tasks WHERE job_id = ?"));
+  KILN_STORAGE_RETURN_IF_ERROR(del.BindText(1, job_id));
+  KILN_STORAGE_RETURN_IF_ERROR(del.Run());
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      add, db_->Prepare("INSERT INTO job_tasks(job_id, position, workload_key, occurrences) "
+                        "VALUES(?, ?, ?, ?)"));
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    KILN_STORAGE_RETURN_IF_ERROR(add.Reset());
+    KILN_STORAGE_RETURN_IF_ERROR(add.BindText(1, job_id));
+    KILN_STORAGE_RETURN_IF_ERROR(add.BindInt64(2, static_cast<int64_t>(i)));
+    KILN_STORAGE_RETURN_IF_ERROR(add.BindText(3, tasks[i].workload_key));
+    KILN_STORAGE_RETURN_IF_ERROR(add.BindInt64(4, tasks[i].occurrences));
+    KILN_STORAGE_RETURN_IF_ERROR(add.Run());
+  }
+  return tx.Commit();
+}
+
+absl::StatusOr<std::vector<JobTaskRow>> LogDb::JobTasks(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("SELECT workload_key, occurrences FROM job_tasks WHERE job_id = ? "
+                       "ORDER BY position"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, job_id));
+  std::vector<JobTaskRow> out;
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) return out;
+    out.push_back({st.ColumnText(0), static_cast<int32_t>(st.ColumnInt64(1))});
+  }
+}
+
+// -------------------------------------------------------------- cost models
+
+absl::Status LogDb::SaveCostModel(const CostModelRow& row) {
+  if (row.model.empty()) return absl::InvalidArgumentError("empty cost model");
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("INSERT OR REPLACE INTO cost_models(workload_key, target, "
+                       "compiler_version, trained_on, model, updated_unix_ms) "
+                       "VALUES(?, ?, ?, ?, ?, ?)"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.compiler_version));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, row.trained_on));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindBlob(5, row.model));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(6, row.updated_unix_ms));
+  return st.Run();
+}
+
+absl::StatusOr<std::optional<CostModelRow>> LogDb::GetCostModel(
+    const std::string& workload_key, const std::string& target,
+    const std::string& compiler_version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("SELECT trained_on, model, updated_unix_ms FROM cost_models WHERE "
+                       "workload_key = ? AND target = ? AND compiler_version = ?"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, compiler_version));
+  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+  if (!has_row) return std::optional<CostModelRow>();
+  CostModelRow row;
+  row.workload_key = workload_key;
+  row.target = target;
+  row.compiler_version = compiler_version;
+  row.trained_on = st.ColumnInt64(0);
+  row.model = st.ColumnBlob(1);
+  row.updated_unix_ms = st.ColumnInt64(2);
+  return std::optional<CostModelRow>(std::move(row));
 }
 
 // ------------------------------------------------------------------- agents

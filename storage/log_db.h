@@ -60,6 +60,24 @@ struct JobRow {
   std::string artifact_sha256;
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
+  int64_t tuning_ms = 0;  // wall-clock time spent tuning so far
+};
+
+// One tuning task of a job, in the job's order.
+struct JobTaskRow {
+  std::string workload_key;
+  int32_t occurrences = 1;  // how often the model runs it
+};
+
+// A tuner's cost model (XGBoost UBJSON) for one workload, target and
+// compiler version, trained on `trained_on` results.
+struct CostModelRow {
+  std::string workload_key;
+  std::string target;
+  std::string compiler_version;
+  int64_t trained_on = 0;
+  std::string model;
+  int64_t updated_unix_ms = 0;
 };
 
 struct AgentRow {
@@ -122,6 +140,15 @@ class LogDb {
   absl::StatusOr<std::optional<JobRow>> GetJob(const std::string& id);
   absl::StatusOr<std::vector<JobRow>> ListJobs();  // newest first
   absl::StatusOr<std::vector<JobRow>> UnfinishedJobs();
+  // A job's tasks, replaced as a whole; in position order.
+  absl::Status SetJobTasks(const std::string& job_id, const std::vector<JobTaskRow>& tasks);
+  absl::StatusOr<std::vector<JobTaskRow>> JobTasks(const std::string& job_id);
+
+  // Cost models: one per (workload, target, compiler version), replaced on save.
+  absl::Status SaveCostModel(const CostModelRow& row);
+  absl::StatusOr<std::optional<CostModelRow>> GetCostModel(const std::string& workload_key,
+                                                           const std::string& target,
+                                                           const std::string& compiler_version);
 
   // Agents.
   absl::Status UpsertAgent(const AgentRow& row);

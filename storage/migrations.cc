@@ -66,6 +66,28 @@ CREATE TABLE artifacts (
   created_unix_ms INTEGER NOT NULL
 );
 )sql",
+      // 1 -> 2: the tuner's state. A job's tuning time (its wall-clock
+      // budget survives a restart), its tasks with their occurrences, and the
+      // cost models the tuner trained, per workload, target and compiler.
+      R"sql(
+ALTER TABLE jobs ADD COLUMN tuning_ms INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE job_tasks (
+  job_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  workload_key TEXT NOT NULL,
+  occurrences INTEGER NOT NULL,
+  PRIMARY KEY (job_id, position)
+);
+CREATE TABLE cost_models (
+  workload_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  trained_on INTEGER NOT NULL,
+  model BLOB NOT NULL,
+  updated_unix_ms INTEGER NOT NULL,
+  PRIMARY KEY (workload_key, target, compiler_version)
+);
+)sql",
   };
   return kLadder;
 }

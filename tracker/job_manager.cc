@@ -1,6 +1,7 @@
 #include "tracker/job_manager.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 #include <utility>
@@ -10,39 +11,16 @@
 #include "deploy/check.h"
 #include "deploy/str.h"
 #include "spdlog/spdlog.h"
+#include "tracker/farm_measurer.h"
 #include "tracker/job_options.h"
-#include "tuner/config_space.h"
-#include "tuner/history.h"
 #include "tuner/search.h"
-#include "tuner/task_scheduler.h"
 
 namespace kiln::tracker {
 namespace {
 
-// A candidate whose one warm run is slower than this multiple of the task's
-// best cost so far is not timed to the end (its one run is its cost): such a
-// candidate cannot become the best, and a cost model only needs its rank.
-constexpr double kStopAboveBest = 3.0;
-
 std::shared_ptr<spdlog::logger> Log() {
   auto log = spdlog::get("tracker");
   return log ? log : spdlog::default_logger();
-}
-
-uint64_t SeedOf(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-double Mean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double s = 0;
-  for (double x : v) s += x;
-  return s / static_cast<double>(v.size());
 }
 
 }  // namespace
@@ -57,13 +35,13 @@ struct JobManager::Job {
   std::vector<int> occurrences;
   TimingOptions timing;
   std::string strategy = "xgb";
+  double budget_s = 0;
+  int early_stopping = 0;
   std::optional<compiler::Model> model;
   compiler::Target target;
   std::vector<JobEventEntry> events;
   bool cancelled = false;
-  // The batch in flight: its results once they arrive.
-  // Batches in flight (by id) and their results once they arrive.
-  std::map<std::string, std::optional<std::vector<MeasureOutcome>>> pending;
+  FarmMeasurer* measurer = nullptr;  // while tuning
   std::thread thread;
 };
 
@@ -88,7 +66,8 @@ void JobManager::Stop() {
     for (auto& [id, job] : jobs_) jobs.push_back(job);
   }
   for (auto& job : jobs) {
-    { std::lock_guard<std::mutex> lock(job->mu); }
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (job->measurer) job->measurer->Interrupt();
     job->cv.notify_all();
   }
   dispatcher_->Wake();
@@ -101,6 +80,7 @@ JobStatus JobManager::SnapshotLocked(const Job& job) {
   JobStatus s;
   s.row = job.row;
   s.tasks = job.tasks;
+  s.budget_s = job.budget_s;
   return s;
 }
 
@@ -165,6 +145,16 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   }
   StoredOptions stored;
   if (!req.strategy.empty()) stored.strategy = req.strategy;
+  if (!std::isfinite(req.budget_s) || req.budget_s < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("the time budget must be a non-negative number of seconds, got ", req.budget_s));
+  }
+  if (req.early_stopping < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("early_stopping must be >= 0 trials, got ", req.early_stopping));
+  }
+  stored.budget_s = req.budget_s;
+  stored.early_stopping = req.early_stopping;
   if (absl::Status st = tuner::CheckSearchName(stored.strategy); !st.ok()) return st;
   stored.input_shapes = req.input_shapes;
   stored.external_data = req.external_data;
@@ -249,6 +239,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   auto job = std::make_shared<Job>();
   job->timing = WithDefaults(req.timing, options_.default_timing);
   job->strategy = stored.strategy;
+  job->budget_s = stored.budget_s;
+  job->early_stopping = stored.early_stopping;
   job->import = std::move(import);
   stored.timing = job->timing;
   job->row.id = *id;
@@ -296,6 +288,8 @@ absl::Status JobManager::Start() {
     if (stored.ok()) {
       job->timing = stored->timing;
       job->strategy = stored->strategy;
+      job->budget_s = stored->budget_s;
+      job->early_stopping = stored->early_stopping;
       job->import = ImportOptionsOf(*stored, *store_, options_.max_elements);
     } else {
       // The job fails when it cannot load its model with these options.
@@ -368,310 +362,50 @@ void JobManager::Run(std::shared_ptr<Job> job) {
 }
 
 absl::Status JobManager::Tune(Job& job) {
-  const auto& tasks = job.model->Tasks();
-  std::vector<double> weights;
-  for (const auto& t : tasks) {
-    weights.push_back(std::max(1.0, t.workload.Flops()) * std::max(1, t.occurrences));
-  }
-  std::vector<int> budgets;
-  if (!tasks.empty()) {
-    // Every task gets a share before the rest follows the flops: a cheap-looking
-    // task (a pooling, a small dense) can still be slow with a bad config.
-    // Deterministic in (trials, tasks), so a resumed job gets the same split.
-    int n = static_cast<int>(tasks.size());
-    int min_per_task = std::clamp(job.row.trials / (2 * n), 1, 16);
-    budgets = tuner::AllocateTrials(weights, job.row.trials, min_per_task);
-    KILN_CHECK(budgets.size() == tasks.size()) << "AllocateTrials returned a wrong size";
-  }
+  std::vector<tuner::TuningTask> tasks;
+  for (const auto& t : job.model->Tasks())
+    tasks.push_back({t.workload, std::max(1, t.occurrences)});
   {
     std::lock_guard<std::mutex> lock(job.mu);
-    job.tasks.clear();
-    job.workloads.clear();
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      const auto& w = tasks[i].workload;
-      TaskStatus ts;
-      ts.workload_key = w.Key();
-      ts.op = w.op;
-      ts.canonical = w.Canonical();
-      ts.flops = w.Flops();
-      ts.trials_budget = budgets[i];
-      job.tasks.push_back(ts);
-      job.workloads.push_back(w);
-    }
-  }
-  // Trials this job already spent (a resumed job), per task.
-  auto done_records = db_->QueryRecords("", job.row.target, 0);
-  if (!done_records.ok()) return done_records.status();
-  {
-    std::lock_guard<std::mutex> lock(job.mu);
-    int total = 0;
-    for (const auto& r : *done_records) {
-      if (r.job_id != job.row.id) continue;
-      for (auto& t : job.tasks) {
-        if (t.workload_key != r.workload_key) continue;
-        t.trials_done++;
-        if (r.error_kind != "none") t.errors++;
-        total++;
-        break;
-      }
-    }
-    job.row.trials_done = total;
     if (job.cancelled) return absl::OkStatus();
     job.row.state = "tuning";
     EventLocked(job, StrCat("tuning ", tasks.size(), " tasks, ", job.row.trials, " trials"));
   }
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (stopping_) return absl::OkStatus();
-    {
-      std::lock_guard<std::mutex> lock(job.mu);
-      if (job.cancelled) return absl::OkStatus();
-    }
-    if (absl::Status st = TuneTask(job, i); !st.ok()) return st;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status JobManager::TuneTask(Job& job, size_t task_index) {
-  const compiler::Workload workload = job.workloads[task_index];
-  const std::string key = workload.Key();
-  const std::string target_spec = job.row.target;
-  auto knobs = compiler::KnobsOf(workload, job.target);
-  if (!knobs.ok()) return knobs.status();
-  auto measured = db_->MeasuredConfigs(key, target_spec, options_.compiler_version);
-  if (!measured.ok()) return measured.status();
-  std::set<std::string> seen = *measured;
-  auto best = db_->BestRecord(key, target_spec);
-  if (!best.ok()) return best.status();
-
-  int budget = 0;
+  MeasureWork work;
+  work.job_id = job.row.id;
+  work.device_key = job.row.device_key;
+  work.target = job.row.target;
+  work.timing = job.timing;
+  FarmMeasurer measurer(dispatcher_, agents_, std::move(work));
   {
     std::lock_guard<std::mutex> lock(job.mu);
-    TaskStatus& ts = job.tasks[task_index];
-    if (best->has_value()) ts.best_cost_s = (*best)->mean_cost_s;
-    budget = ts.trials_budget;
-    EventLocked(job, StrCat("task ", task_index + 1, "/", job.tasks.size(), " (", key,
-                            "): ", ts.trials_done, "/", budget, " trials"));
+    job.measurer = &measurer;
+    if (job.cancelled || stopping_) measurer.Interrupt();
   }
-
-  tuner::ConfigSpace space(*knobs);
-  tuner::SearchContext context{workload, job.target, SeedOf(job.row.id + "/" + key), {}};
-  if (job.strategy == "xgb") {
-    // Transfer learning: the cost model starts from the log's records of the
-    // same operator on other workloads. Read per task, not once per job: the
-    // job's own earlier tasks are among them.
-    auto prior = tuner::PriorFromLog(*db_, workload, job.target, options_.compiler_version);
-    if (!prior.ok()) return prior.status();
-    context.prior = *std::move(prior);
-  }
-  auto search = tuner::MakeSearch(job.strategy, space, std::move(context));
-  if (!search.ok()) return search.status();
-  // What this workload's earlier measurements (a resumed job's included)
-  // taught: the strategy and its model start from them.
-  auto past = tuner::PastResults(*db_, key, target_spec, options_.compiler_version);
-  if (!past.ok()) return past.status();
-  (*search)->Update(*past);
-  // The template's default config is measured first (unless the log already
-  // has it), so that the tuned module is never slower than the untuned one.
-  std::optional<compiler::Config> default_config;
-  if (auto d = compiler::DefaultConfig(workload, job.target);
-      d.ok() && !seen.count(compiler::CanonicalConfig(*d))) {
-    default_config = *std::move(d);
-  }
-  struct InFlight {
-    MeasureWork work;
-    std::map<std::string, std::string> canonical_of;  // candidate id -> config
-  };
-  std::map<std::string, InFlight> in_flight;
-  int outstanding = 0;  // candidates sent and not yet answered
-  bool exhausted = false;
-  int barren_rounds = 0;
-  std::shared_ptr<Job> self = Find(job.row.id);
-  KILN_CHECK(self != nullptr) << "running job is not registered";
-  auto abandon = [&] {
-    {
-      std::lock_guard<std::mutex> lock(job.mu);
-      job.pending.clear();
-    }
-    dispatcher_->CancelJob(job.row.id);
+  tuner::TunerOptions options;
+  options.job_id = job.row.id;
+  options.strategy = job.strategy;
+  options.trials = job.row.trials;
+  options.budget_s = job.budget_s;
+  options.spent_s = static_cast<double>(job.row.tuning_ms) / 1000.0;
+  options.batch_size = options_.batch_size;
+  options.early_stopping = job.early_stopping;
+  options.compiler_version = options_.compiler_version;
+  tuner::Tuner tuner(db_, &measurer, job.target, std::move(tasks), std::move(options));
+  absl::Status st = tuner.Run([&](const tuner::TunerProgress& p) {
+    std::lock_guard<std::mutex> lock(job.mu);
+    job.tasks = p.tasks;
+    job.row.trials_done = p.trials_done;
+    job.row.tuning_ms = static_cast<int64_t>(p.tuning_s * 1000);
+    EventLocked(job, p.message);
+  });
+  std::lock_guard<std::mutex> lock(job.mu);
+  job.measurer = nullptr;
+  // Interrupted: cancelled, or stopping (the job resumes at the next start).
+  if (st.code() == absl::StatusCode::kCancelled && (job.cancelled || stopping_)) {
     return absl::OkStatus();
-  };
-  while (true) {
-    // Keep one batch in flight per connected agent of the key.
-    size_t limit = static_cast<size_t>(std::max(1, agents_->ConnectedCount(job.row.device_key)));
-    while (!exhausted && in_flight.size() < limit) {
-      int done = 0;
-      double best_s = 0;
-      {
-        std::lock_guard<std::mutex> lock(job.mu);
-        if (job.cancelled) break;
-        done = job.tasks[task_index].trials_done;
-        best_s = job.tasks[task_index].best_cost_s;
-      }
-      int want = std::min(options_.batch_size, budget - done - outstanding);
-      if (want <= 0) break;
-      std::vector<compiler::Config> proposals;
-      if (default_config) {
-        proposals.push_back(*std::move(default_config));
-        default_config.reset();
-      }
-      if (static_cast<int>(proposals.size()) < want) {
-        for (auto& c : (*search)->Propose(want - static_cast<int>(proposals.size()), seen)) {
-          proposals.push_back(std::move(c));
-        }
-      }
-      if (proposals.empty()) {
-        Log()->info("job {}: task {} space exhausted after {} trials", job.row.id, key, done);
-        exhausted = true;
-        break;
-      }
-      InFlight batch;
-      MeasureWork& work = batch.work;
-      work.job_id = job.row.id;
-      work.device_key = job.row.device_key;
-      work.workload_key = key;
-      work.workload_op = workload.op;
-      work.workload_canonical = workload.Canonical();
-      work.workload_flops = workload.Flops();
-      work.target = target_spec;
-      work.timing = job.timing;
-      work.timing.stop_above_s = kStopAboveBest * best_s;
-      for (const auto& config : proposals) {
-        std::string canonical = compiler::CanonicalConfig(config);
-        if (!seen.insert(canonical).second) continue;
-        // Invalid configs are never measured.
-        if (!compiler::ValidateConfig(workload, job.target, config).ok()) continue;
-        std::string cid = StrCat("c", work.candidates.size());
-        batch.canonical_of[cid] = canonical;
-        work.candidates.push_back({cid, config});
-      }
-      if (work.candidates.empty()) {
-        if (++barren_rounds > 64) {
-          Log()->info("job {}: task {}: no valid configs left to propose", job.row.id, key);
-          exhausted = true;
-        }
-        continue;
-      }
-      barren_rounds = 0;
-      {
-        std::lock_guard<std::mutex> lock(job.mu);
-        // Submitting under the job lock: the callback cannot run before the
-        // batch is registered as pending.
-        std::string batch_id = dispatcher_->Submit(
-            work, [self](const MeasureWork& w, std::vector<MeasureOutcome> results) {
-              std::lock_guard<std::mutex> lock(self->mu);
-              auto it = self->pending.find(w.batch_id);
-              if (it == self->pending.end()) return;
-              it->second = std::move(results);
-              self->cv.notify_all();
-            });
-        job.pending[batch_id] = std::nullopt;
-        work.batch_id = batch_id;
-      }
-      outstanding += static_cast<int>(work.candidates.size());
-      std::string id = work.batch_id;
-      in_flight.emplace(id, std::move(batch));
-    }
-    if (stopping_) return abandon();
-    if (in_flight.empty()) {
-      std::lock_guard<std::mutex> lock(job.mu);
-      if (job.cancelled) return absl::OkStatus();
-      break;
-    }
-
-    // Wait for any batch's results.
-    std::string ready_id;
-    std::vector<MeasureOutcome> results;
-    {
-      std::unique_lock<std::mutex> lock(job.mu);
-      auto ready = [&] {
-        for (const auto& [id, r] : job.pending) {
-          if (r.has_value()) return true;
-        }
-        return false;
-      };
-      job.cv.wait(lock, [&] { return ready() || job.cancelled || stopping_.load(); });
-      if (job.cancelled || stopping_) {
-        lock.unlock();
-        return abandon();
-      }
-      for (auto it = job.pending.begin(); it != job.pending.end(); ++it) {
-        if (!it->second.has_value()) continue;
-        ready_id = it->first;
-        results = std::move(*it->second);
-        job.pending.erase(it);
-        break;
-      }
-    }
-    auto flight = in_flight.find(ready_id);
-    KILN_CHECK(flight != in_flight.end()) << "results for unknown batch " << ready_id;
-    const MeasureWork work = std::move(flight->second.work);
-    std::map<std::string, std::string> canonical_of = std::move(flight->second.canonical_of);
-    in_flight.erase(flight);
-    outstanding -= static_cast<int>(work.candidates.size());
-
-    // Store every result; candidates without one count as lost.
-    std::map<std::string, MeasureOutcome> by_id;
-    for (auto& r : results) by_id[r.candidate_id] = std::move(r);
-    std::map<std::string, int64_t> per_agent;
-    int64_t now = clock_->NowMs();
-    std::vector<storage::RecordRow> rows;
-    for (const auto& c : work.candidates) {
-      storage::RecordRow rec;
-      rec.workload_key = key;
-      rec.target = target_spec;
-      rec.config = canonical_of[c.candidate_id];
-      rec.compiler_version = options_.compiler_version;
-      rec.job_id = job.row.id;
-      rec.unix_ms = now;
-      auto it = by_id.find(c.candidate_id);
-      if (it == by_id.end()) {
-        rec.error_kind = "agent_lost";
-        rec.error_message = "the agent sent no result for this candidate";
-      } else {
-        const MeasureOutcome& o = it->second;
-        rec.agent_id = o.agent_id;
-        rec.error_kind = o.error_kind.empty() ? "none" : o.error_kind;
-        rec.error_message = o.error_message;
-        if (o.cut_short && rec.error_message.empty()) {
-          rec.error_message = StrCat("timed once: slower than ", kStopAboveBest, "x the best");
-        }
-        rec.costs_s = o.costs_s;
-        if (rec.error_kind == "none" && rec.costs_s.empty()) {
-          rec.error_kind = "runtime";
-          rec.error_message = "no costs reported";
-        }
-        rec.mean_cost_s = rec.error_kind == "none" ? Mean(rec.costs_s) : 0;
-        if (rec.error_kind != "none") rec.costs_s.clear();
-        if (!o.agent_id.empty()) per_agent[o.agent_id]++;
-      }
-      auto id = db_->AddRecord(rec);
-      if (!id.ok()) return id.status();
-      rows.push_back(std::move(rec));
-    }
-    for (const auto& [agent, n] : per_agent) agents_->AddResults(agent, n);
-    std::vector<std::pair<compiler::Config, double>> results_of_batch;
-    for (const auto& rec : rows) {
-      if (auto r = tuner::ResultOf(rec)) results_of_batch.push_back(*std::move(r));
-    }
-    (*search)->Update(results_of_batch);
-    {
-      std::lock_guard<std::mutex> lock(job.mu);
-      TaskStatus& ts = job.tasks[task_index];
-      for (const auto& rec : rows) {
-        ts.trials_done++;
-        job.row.trials_done++;
-        if (rec.error_kind != "none") {
-          ts.errors++;
-        } else if (ts.best_cost_s == 0 || rec.mean_cost_s < ts.best_cost_s) {
-          ts.best_cost_s = rec.mean_cost_s;
-        }
-      }
-      EventLocked(job, StrCat("task ", task_index + 1, "/", job.tasks.size(), ": ", ts.trials_done,
-                              "/", ts.trials_budget, " trials, best ", ts.best_cost_s * 1e3,
-                              " ms, ", ts.errors, " errors"));
-    }
   }
-  return absl::OkStatus();
+  return st;
 }
 
 absl::Status JobManager::Compile(Job& job) {
@@ -719,27 +453,37 @@ absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
   if (!row.ok()) return row.status();
   if (!row->has_value()) return absl::NotFoundError(StrCat("unknown job '", job_id, "'"));
   // Not running in this process (finished before a restart): the per-task
-  // table comes from the records the job stored.
+  // table comes from the job's tasks and the records it stored.
   JobStatus s;
   s.row = **row;
+  if (auto stored = OptionsFromJson(s.row.options_json, options_.default_timing); stored.ok()) {
+    s.budget_s = stored->budget_s;
+  }
+  auto planned = db_->JobTasks(job_id);
+  if (!planned.ok()) return planned.status();
   auto records = db_->RecordsOfJob(job_id);
   if (!records.ok()) return records.status();
   std::map<std::string, size_t> index;
-  for (const storage::RecordRow& r : *records) {
-    auto [it, added] = index.emplace(r.workload_key, s.tasks.size());
+  auto task_of = [&](const std::string& key, int occurrences) -> TaskStatus& {
+    auto [it, added] = index.emplace(key, s.tasks.size());
     if (added) {
       TaskStatus t;
-      t.workload_key = r.workload_key;
-      if (auto w = db_->GetWorkload(r.workload_key); w.ok() && w->has_value()) {
+      t.workload_key = key;
+      t.occurrences = occurrences;
+      t.state = s.Finished() ? "done" : "waiting";
+      if (auto w = db_->GetWorkload(key); w.ok() && w->has_value()) {
         t.op = (*w)->op;
         t.canonical = (*w)->canonical;
         t.flops = (*w)->flops;
       }
       s.tasks.push_back(std::move(t));
     }
-    TaskStatus& t = s.tasks[it->second];
+    return s.tasks[it->second];
+  };
+  for (const storage::JobTaskRow& t : *planned) task_of(t.workload_key, t.occurrences);
+  for (const storage::RecordRow& r : *records) {
+    TaskStatus& t = task_of(r.workload_key, 1);
     ++t.trials_done;
-    t.trials_budget = t.trials_done;
     if (r.error_kind != "none") {
       ++t.errors;
     } else if (t.best_cost_s == 0 || r.mean_cost_s < t.best_cost_s) {
@@ -760,6 +504,7 @@ absl::StatusOr<JobStatus> JobManager::Cancel(const std::string& job_id) {
     }
     job->cancelled = true;
     job->row.state = "cancelled";
+    if (job->measurer) job->measurer->Interrupt();
     EventLocked(*job, "cancelled");
   }
   dispatcher_->CancelJob(job_id);

@@ -1,9 +1,8 @@
 #pragma once
 // The job manager: validates and stores submitted models, and runs each job
-// (one thread per job): tuning (trials split over the tasks, candidates
-// proposed by the tuner's search, measured by agents through the
-// Dispatcher, every result stored as a record), then compiling the model with
-// the best records into the artifact store. Unfinished jobs are resumed on
+// (one thread per job): tuning (the tuner's loop, tuner/tuner.h, measuring
+// over the farm through a FarmMeasurer), then compiling the model with the
+// best records into the artifact store. Unfinished jobs are resumed on
 // Start(). Each job keeps a log of progress events for WatchJob.
 //
 // Thread-safe. No gRPC types here.
@@ -29,6 +28,7 @@
 #include "tracker/clock.h"
 #include "tracker/dispatcher.h"
 #include "tracker/model_upload.h"
+#include "tuner/tuner.h"
 
 namespace kiln::tracker {
 
@@ -55,7 +55,9 @@ struct SubmitRequest {
   std::string target;  // spec; empty: the target of an agent with device_key
   std::string device_key;
   int32_t trials = 0;
-  std::string strategy;  // tuner::kSearchStrategies; empty: "xgb"
+  std::string strategy;        // tuner::kSearchStrategies; empty: "xgb"
+  double budget_s = 0;         // wall-clock budget of tuning; 0: none
+  int32_t early_stopping = 0;  // tuner::TunerOptions::early_stopping
   // Fields <= 0 take the defaults (flush_cache is taken as given).
   TimingOptions timing{0, 0, 0, 0, false, 0};
 };
@@ -65,20 +67,13 @@ struct SubmitResult {
   int num_tasks = 0;
 };
 
-struct TaskStatus {
-  std::string workload_key;
-  std::string op;
-  std::string canonical;
-  double flops = 0;
-  int trials_done = 0;
-  int trials_budget = 0;
-  double best_cost_s = 0;  // 0: nothing measured
-  int errors = 0;
-};
+// A task as the user sees it: trials, errors, best cost, state.
+using TaskStatus = tuner::TaskProgress;
 
 struct JobStatus {
   storage::JobRow row;
   std::vector<TaskStatus> tasks;
+  double budget_s = 0;  // the job's time budget (0: none)
   bool Finished() const {
     return row.state == "completed" || row.state == "failed" || row.state == "cancelled";
   }
@@ -126,7 +121,6 @@ class JobManager {
   void Launch(std::shared_ptr<Job> job);
   void Run(std::shared_ptr<Job> job);
   absl::Status Tune(Job& job);
-  absl::Status TuneTask(Job& job, size_t task_index);
   absl::Status Compile(Job& job);
   // The stored model with the job's options (input shapes, external data).
   absl::StatusOr<compiler::Model> LoadModel(const std::string& model_sha256,

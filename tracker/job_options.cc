@@ -26,6 +26,8 @@ std::string OptionsToJson(const StoredOptions& o) {
   w.Key("flush_cache").Bool(t.flush_cache);
   w.Key("timeout_ms").Int(t.timeout_ms);
   w.Key("strategy").String(o.strategy);
+  if (o.budget_s > 0) w.Key("budget_s").Number(o.budget_s);
+  if (o.early_stopping > 0) w.Key("early_stopping").Int(o.early_stopping);
   if (!o.input_shapes.empty()) {
     w.Key("input_shapes").BeginObject();
     for (const auto& [name, dims] : o.input_shapes) {
@@ -67,6 +69,8 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
   if (const auto* s = doc->Find("strategy"); s && s->kind == storage::JsonKind::kString) {
     o.strategy = s->string;
   }
+  if (auto v = storage::JsonGetNumber(*doc, "budget_s"); v.ok()) o.budget_s = *v;
+  field("early_stopping", &o.early_stopping);
   if (const auto* shapes = doc->Find("input_shapes")) {
     for (const auto& [name, dims] : shapes->object) {
       std::vector<int64_t>& out = o.input_shapes[name];

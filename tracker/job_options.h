@@ -19,6 +19,8 @@ struct StoredOptions {
   std::map<std::string, std::vector<int64_t>> input_shapes;
   std::map<std::string, std::string> external_data;  // location -> sha256
   std::string strategy = "xgb";                      // tuner::kSearchStrategies
+  double budget_s = 0;                               // wall-clock budget; 0: none
+  int32_t early_stopping = 0;                        // trials without gain; 0: off
 };
 
 // `t` with its unset (<= 0) fields taken from `d`.

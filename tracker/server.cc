@@ -89,10 +89,13 @@ void FillJob(const JobStatus& s, pb::Job* out) {
     p->mutable_workload()->set_canonical(t.canonical);
     p->mutable_workload()->set_flops(t.flops);
     p->set_trials_done(t.trials_done);
-    p->set_trials_budget(t.trials_budget);
     p->set_best_cost_s(t.best_cost_s);
     p->set_errors(t.errors);
+    p->set_occurrences(t.occurrences);
+    p->set_state(t.state);
   }
+  out->set_tuning_s(static_cast<double>(r.tuning_ms) / 1000.0);
+  out->set_budget_s(s.budget_s);
   out->set_error(r.error);
   out->set_artifact_sha256(r.artifact_sha256);
   out->set_created_unix_ms(r.created_unix_ms);
@@ -163,6 +166,8 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     r.device_key = req->device_key();
     r.trials = req->trials();
     r.strategy = req->strategy();
+    r.budget_s = req->budget_s();
+    r.early_stopping = req->early_stopping();
     const pb::TimingPolicy& t = req->timing();
     r.timing.number = t.number();
     r.timing.repeat = t.repeat();

@@ -122,6 +122,22 @@ ModelSearch::ModelSearch(ConfigSpace space, SearchContext context, ModelSearchOp
       prior_(std::move(context.prior)),
       model_(options.model) {}
 
+std::optional<std::pair<std::string, size_t>> ModelSearch::SavedModel() const {
+  if (!model_.trained()) return std::nullopt;
+  auto bytes = model_.Save();
+  if (!bytes.ok()) return std::nullopt;
+  return std::make_pair(*std::move(bytes), trained_on_);
+}
+
+absl::Status ModelSearch::RestoreModel(std::string_view bytes, size_t trained_on) {
+  auto model = CostModel::Load(bytes, options_.model);
+  if (!model.ok()) return model.status();
+  model_ = *std::move(model);
+  // Trained on other results than this search has: retrained at first use.
+  trained_on_ = trained_on == results_.size() ? trained_on : static_cast<size_t>(-1);
+  return absl::OkStatus();
+}
+
 absl::Status ModelSearch::TrainIfNeeded() {
   const bool has_prior = !prior_.rows.empty();
   if (results_.size() == trained_on_ && (model_.trained() || !has_prior)) return absl::OkStatus();

@@ -98,6 +98,8 @@ class ModelSearch : public GuidedSearch {
   std::vector<compiler::Config> Propose(int n, const std::set<std::string>& measured) override;
 
   const CostModel& model() const { return model_; }
+  std::optional<std::pair<std::string, size_t>> SavedModel() const override;
+  absl::Status RestoreModel(std::string_view bytes, size_t trained_on) override;
   // Retrains when results arrived since the last training (and there are
   // enough); what Propose does first.
   absl::Status TrainIfNeeded();

@@ -22,17 +22,36 @@ std::optional<std::pair<compiler::Config, double>> ResultOf(const storage::Recor
                         ok ? record.mean_cost_s : std::numeric_limits<double>::infinity());
 }
 
-absl::StatusOr<std::vector<std::pair<compiler::Config, double>>> PastResults(
-    storage::LogDb& db, const std::string& workload_key, const std::string& target,
-    const std::string& compiler_version) {
+bool IsTransientError(const std::string& error_kind) {
+  return error_kind == "timeout" || error_kind == "agent_lost";
+}
+
+void AddToHistory(const storage::RecordRow& record, TaskHistory& history) {
+  if (history.settled.count(record.config)) return;
+  auto result = ResultOf(record);
+  if (!result) return;
+  if (IsTransientError(record.error_kind)) {
+    if (++history.retry[record.config] < kMaxAttempts) return;
+  }
+  history.retry.erase(record.config);
+  history.settled.insert(record.config);
+  if (std::isfinite(result->second) &&
+      (history.best_cost_s == 0 || result->second < history.best_cost_s)) {
+    history.best_cost_s = result->second;
+  }
+  history.results.push_back(*std::move(result));
+}
+
+absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,
+                                            const std::string& target,
+                                            const std::string& compiler_version) {
   auto records = db.QueryRecords(workload_key, target, 0);
   if (!records.ok()) return records.status();
-  std::vector<std::pair<compiler::Config, double>> out;
+  TaskHistory history;
   for (auto it = records->rbegin(); it != records->rend(); ++it) {
-    if (it->compiler_version != compiler_version) continue;
-    if (auto r = ResultOf(*it)) out.push_back(*std::move(r));
+    if (it->compiler_version == compiler_version) AddToHistory(*it, history);
   }
-  return out;
+  return history;
 }
 
 absl::StatusOr<TrainingSet> PriorFromLog(storage::LogDb& db, const compiler::Workload& workload,

@@ -5,7 +5,9 @@
 // (transfer learning).
 
 #include <cstddef>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,11 +28,32 @@ inline constexpr float kOtherTargetWeight = 0.3f;
 // a failure); nullopt for a config string that does not parse.
 std::optional<std::pair<compiler::Config, double>> ResultOf(const storage::RecordRow& record);
 
-// The workload's records on `target` by `compiler_version`, oldest first, as
-// SearchStrategy::Update takes them (failed ones cost +inf).
-absl::StatusOr<std::vector<std::pair<compiler::Config, double>>> PastResults(
-    storage::LogDb& db, const std::string& workload_key, const std::string& target,
-    const std::string& compiler_version);
+// A transient failure ("timeout", "agent_lost") says nothing certain about a
+// config: it is measured again, up to this many attempts in all. Other
+// outcomes (a cost, or a compile error, wrong result, invalid config, runtime
+// error) are final.
+inline constexpr int kMaxAttempts = 2;
+bool IsTransientError(const std::string& error_kind);
+
+// What the log knows of one workload on one target by one compiler version.
+struct TaskHistory {
+  // Results for SearchStrategy::Update, oldest first: every final outcome
+  // (failures cost +inf), and configs whose attempts all failed transiently.
+  std::vector<std::pair<compiler::Config, double>> results;
+  // Canonical configs never to measure again: final, or out of attempts.
+  std::set<std::string> settled;
+  // Configs with only transient failures so far, and how many.
+  std::map<std::string, int> retry;
+  double best_cost_s = 0;  // 0: none ran
+};
+
+// The history of `workload_key` from its records.
+absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,
+                                            const std::string& target,
+                                            const std::string& compiler_version);
+
+// Adds one record's outcome to a history (what LoadTaskHistory does per record).
+void AddToHistory(const storage::RecordRow& record, TaskHistory& history);
 
 // The newest records of other workloads of the same operator by
 // `compiler_version`, one ranking group per (workload, target) with their

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -31,6 +32,16 @@ class SearchStrategy {
   // Measured results: cost in seconds, or +inf for a failed measurement.
   virtual void Update(const std::vector<std::pair<compiler::Config, double>>& results) {
     (void)results;
+  }
+  // A strategy with a cost model: the model as bytes and how many of the
+  // results given to Update it was trained on; nullopt while it has none.
+  virtual std::optional<std::pair<std::string, size_t>> SavedModel() const { return std::nullopt; }
+  // Restores a saved model. When trained_on equals the results given to
+  // Update so far, it is used as is, without retraining.
+  virtual absl::Status RestoreModel(std::string_view bytes, size_t trained_on) {
+    (void)bytes;
+    (void)trained_on;
+    return absl::OkStatus();
   }
 };
 

@@ -1,65 +1,84 @@
 #include "tuner/task_scheduler.h"
 
-#include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <limits>
 
 #include "deploy/check.h"
 
 namespace kiln::tuner {
 
-std::vector<int> AllocateTrials(const std::vector<double>& task_weights, int total_trials,
-                                int min_per_task) {
-  KILN_CHECK(total_trials >= 0) << "negative trial budget " << total_trials;
-  const size_t n = task_weights.size();
-  std::vector<int> out(n, 0);
-  if (n == 0) return out;
-  for (double w : task_weights) {
-    KILN_CHECK(std::isfinite(w) && w >= 0) << "task weight " << w << " is not a finite weight";
+TaskScheduler::TaskScheduler(std::vector<double> weights, TaskSchedulerOptions options)
+    : options_(options) {
+  for (double w : weights) {
+    KILN_CHECK(std::isfinite(w) && w > 0) << "task weight " << w << " is not a positive weight";
+    Task t;
+    t.weight = w;
+    tasks_.push_back(t);
   }
-  min_per_task = std::max(min_per_task, 0);
+  options_.window = std::max(1, options_.window);
+}
 
-  // Tasks by weight, heaviest first (index breaks ties).
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return task_weights[a] > task_weights[b]; });
+void TaskScheduler::Record(size_t task, int trials, double best_cost_s) {
+  KILN_CHECK(task < tasks_.size()) << "no task " << task;
+  Task& t = tasks_[task];
+  t.trials = trials;
+  if (best_cost_s <= 0) return;
+  if (t.curve.empty() || best_cost_s < t.curve.back().second * 0.99) t.last_gain = trials;
+  t.curve.emplace_back(trials, best_cost_s);
+}
 
-  if (static_cast<int64_t>(min_per_task) * static_cast<int64_t>(n) > total_trials) {
-    // Not enough for everyone's minimum: heaviest tasks get theirs first.
-    int left = total_trials;
-    for (size_t i : order) {
-      int give = std::min(left, min_per_task);
-      out[i] = give;
-      left -= give;
+void TaskScheduler::Retire(size_t task) {
+  KILN_CHECK(task < tasks_.size()) << "no task " << task;
+  tasks_[task].retired = true;
+}
+
+double TaskScheduler::BestAt(const Task& t, int trials) const {
+  double best = 0;
+  for (const auto& [n, cost] : t.curve) {
+    if (n > trials) break;
+    best = cost;
+  }
+  return best;
+}
+
+double TaskScheduler::Gain(size_t task, int pending) const {
+  KILN_CHECK(task < tasks_.size()) << "no task " << task;
+  const Task& t = tasks_[task];
+  const int trials = t.trials + std::max(0, pending);
+  if (trials < options_.warmup_trials) return std::numeric_limits<double>::infinity();
+  if (t.curve.empty()) {
+    // Nothing ran yet: first in line for a window of trials (unless its
+    // first results are on their way), then last.
+    if (pending > 0) return 0;
+    return trials < options_.window ? std::numeric_limits<double>::infinity() : 0;
+  }
+  const double best = t.curve.back().second;
+  const double before = BestAt(t, t.trials - options_.window);
+  // Before the window began nothing ran: the first result counts as progress
+  // from twice its cost (an optimistic guess, as Ansor's is).
+  const double backward = ((before > 0 ? before : 2 * best) - best) / options_.window;
+  const double stale = static_cast<double>(trials - t.last_gain) / std::max(1, options_.half_life);
+  const double forward = best / std::max(1, trials) * std::exp2(-stale);
+  return t.weight * (options_.alpha * backward + (1 - options_.alpha) * forward);
+}
+
+std::optional<size_t> TaskScheduler::Next(const std::vector<int>& pending) const {
+  std::optional<size_t> best;
+  double best_gain = -1;
+  int best_trials = 0;
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    if (tasks_[i].retired) continue;
+    const int p = i < pending.size() ? pending[i] : 0;
+    const double g = Gain(i, p);
+    const int trials = tasks_[i].trials + p;
+    // Ties (warm-up) go to the task with fewer trials, then the first.
+    if (!best || g > best_gain || (g == best_gain && trials < best_trials)) {
+      best = i;
+      best_gain = g;
+      best_trials = trials;
     }
-    return out;
   }
-
-  int remaining = total_trials - min_per_task * static_cast<int>(n);
-  double sum = std::accumulate(task_weights.begin(), task_weights.end(), 0.0);
-  std::vector<double> share(n);
-  for (size_t i = 0; i < n; ++i) {
-    share[i] = sum > 0 ? remaining * (task_weights[i] / sum) : static_cast<double>(remaining) / n;
-  }
-  // Largest remainder: floors first, then one more to the biggest fractions.
-  int given = 0;
-  std::vector<double> frac(n);
-  for (size_t i = 0; i < n; ++i) {
-    int whole = static_cast<int>(std::floor(share[i]));
-    whole = std::min(whole, remaining - given);
-    out[i] = min_per_task + whole;
-    given += whole;
-    frac[i] = share[i] - whole;
-  }
-  std::vector<size_t> by_frac = order;
-  std::stable_sort(by_frac.begin(), by_frac.end(),
-                   [&](size_t a, size_t b) { return frac[a] > frac[b]; });
-  for (size_t k = 0; given < remaining; k = (k + 1) % n) {
-    ++out[by_frac[k]];
-    ++given;
-  }
-  return out;
+  return best;
 }
 
 }  // namespace kiln::tuner

@@ -122,6 +122,33 @@ TEST(Cli, BadTrialsAndUnknownFlag) {
   EXPECT_THAT(r.err, HasSubstr("unknown flag --verbose"));
 }
 
+TEST(Cli, DurationsParseAndFormat) {
+  EXPECT_EQ(*ParseDuration("30m"), 1800);
+  EXPECT_EQ(*ParseDuration("90s"), 90);
+  EXPECT_EQ(*ParseDuration("1h30m"), 5400);
+  EXPECT_EQ(*ParseDuration("2.5"), 2.5);
+  EXPECT_FALSE(ParseDuration("").ok());
+  EXPECT_FALSE(ParseDuration("1d").ok());
+  EXPECT_FALSE(ParseDuration("m").ok());
+  EXPECT_EQ(FormatDuration(5), "5s");
+  EXPECT_EQ(FormatDuration(125), "2m05s");
+  EXPECT_EQ(FormatDuration(3720), "1h02m");
+}
+
+TEST(Cli, LocalTuningNeedsItsOwnFlags) {
+  CliRun r = Kiln({"tune", "m.onnx", "--local", "--trials", "4", "-o", "m.kiln"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--local needs --db"));
+  r = Kiln({"tune", "m.onnx", "--local", "--trials", "4", "--db", "l.db", "-o", "m.kiln",
+            "--tracker", "h:1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--tracker is for the farm: --local measures on this machine"));
+  r = Kiln({"tune", "m.onnx", "--local", "--trials", "4", "--db", "l.db", "-o", "m.kiln",
+            "--strategy", "best"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown search strategy 'best'"));
+}
+
 TEST(Cli, MissingModelFile) {
   CliRun r = Kiln({"tune", "/nonexistent/model.onnx", "--tracker", "127.0.0.1:1", "--key", "k",
                    "--trials", "4"});
@@ -193,16 +220,19 @@ class FakeTracker final : public kiln::v1::Tracker::Service {
     job->set_trials(24);
     job->set_trials_done(12);
     job->set_state(kiln::v1::JOB_STATE_TUNING);
+    job->set_tuning_s(65);
+    job->set_budget_s(1800);
     kiln::v1::TaskProgress* t1 = job->add_tasks();
     t1->set_trials_done(12);
-    t1->set_trials_budget(12);
     t1->set_best_cost_s(0.000123);
     kiln::v1::TaskProgress* t2 = job->add_tasks();
-    t2->set_trials_budget(12);
+    e.set_message("task 1/2 (dense): 12 trials, best 0.123 ms, 0 errors");
     writer->Write(e);
     job->set_trials_done(24);
+    job->set_tuning_s(130);
     t2->set_trials_done(12);
     t2->set_best_cost_s(0.002);
+    e.set_message("done");
     if (req->job_id() == "job-fail") {
       job->set_state(kiln::v1::JOB_STATE_FAILED);
       job->set_error("no agent with key 'failing'");
@@ -291,6 +321,27 @@ TEST_F(CliWithTracker, TunePrintsJobIdFirst) {
   EXPECT_EQ(service_.last_submit.trials(), 24);
   EXPECT_EQ(service_.last_submit.external_data_size(), 0);
   EXPECT_EQ(service_.last_submit.input_shapes_size(), 0);
+  EXPECT_EQ(service_.last_submit.strategy(), "");  // the tracker's default
+  EXPECT_EQ(service_.last_submit.budget_s(), 0);
+}
+
+TEST_F(CliWithTracker, TuneSendsStrategyBudgetAndEarlyStopping) {
+  std::string model = WriteFile("m.onnx", OnnxModel());
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24",
+                   "--strategy", "ga", "--budget", "1h30m", "--early-stopping", "40"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(service_.last_submit.strategy(), "ga");
+  EXPECT_EQ(service_.last_submit.budget_s(), 5400);
+  EXPECT_EQ(service_.last_submit.early_stopping(), 40);
+  for (const char* bad : {"soon", "-5m", "10x", "1h30", ""}) {
+    r = Kiln(
+        {"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--budget", bad});
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("--budget: '")) << bad;
+  }
+  r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--db", "x.db"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--db is for --local tuning"));
 }
 
 TEST_F(CliWithTracker, TuneUploadsLargeModelsInChunks) {
@@ -363,8 +414,9 @@ TEST_F(CliWithTracker, TuneWaitPrintsProgressAndSucceeds) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out,
             "job-42\n"
-            "[tuning] 12/24 trials, task 2/2 best -\n"
-            "[completed] 24/24 trials, task 2/2 best 2.000 ms\n");
+            "[tuning] 12/24 trials, 1m05s of 30m00s: task 1/2 (dense): 12 trials, best 0.123 "
+            "ms, 0 errors\n"
+            "[completed] 24/24 trials, 2m10s of 30m00s: done\n");
 }
 
 TEST_F(CliWithTracker, TuneWaitFailsOnFailedJob) {
@@ -473,6 +525,37 @@ TEST_F(CliWithTracker, CompileSpecializesInputShapesAndReadsExternalData) {
   r = Kiln({"compile", escaping, "--db", db, "-o", out, "--input-shape", "x=3x4"});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("leaves the model's folder"));
+}
+
+TEST_F(CliWithTracker, TuneLocalMeasuresRecordsAndCompiles) {
+  std::string model = WriteFile("m.onnx", OnnxModel());
+  std::string db = (dir_ / "local.db").string();
+  std::string out = (dir_ / "m.kiln").string();
+  CliRun r = Kiln({"tune", model, "--local", "--db", db, "-o", out, "--trials", "6",
+                   "--input-shape", "x=3x4", "--strategy", "random"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The model is one element-wise task whose template has 4 configs.
+  EXPECT_THAT(r.err, HasSubstr("task 1/1 (eltwise): search space exhausted after 4 trials"));
+  EXPECT_THAT(r.err, HasSubstr("tuning finished (every task has stopped): 4 trials"));
+  EXPECT_THAT(r.out, HasSubstr("-> " + out));
+  EXPECT_TRUE(std::filesystem::exists(out));
+  auto log = storage::LogDb::Open(db);
+  ASSERT_TRUE(log.ok()) << log.status();
+  auto records = (*log)->QueryRecords("", "", 0);
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 4u);
+  for (const auto& rec : *records) {
+    EXPECT_THAT(rec.job_id, StartsWith("local-"));
+    EXPECT_EQ(rec.agent_id, "local");
+  }
+  // Tuning again measures nothing twice: the log's configs are settled.
+  r = Kiln({"tune", model, "--local", "--db", db, "-o", out, "--trials", "4", "--input-shape",
+            "x=3x4", "--strategy", "random"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tuning finished (every task has stopped): 0 trials"));
+  records = (*log)->QueryRecords("", "", 0);
+  ASSERT_TRUE(records.ok());
+  EXPECT_EQ(records->size(), 4u);
 }
 
 }  // namespace

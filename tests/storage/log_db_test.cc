@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "storage/migrations.h"
 #include "storage/sqlite.h"
 #include "test_util.h"
 
@@ -177,6 +178,7 @@ TEST(LogDbTest, JobsCrud) {
   j.trials_done = 42;
   j.error = "";
   j.updated_unix_ms = 50;
+  j.tuning_ms = 1234;
   ASSERT_TRUE(db->UpdateJob(j).ok());
   auto got = db->GetJob("j1");
   ASSERT_TRUE(got.ok() && got->has_value());
@@ -186,6 +188,7 @@ TEST(LogDbTest, JobsCrud) {
   EXPECT_EQ((*got)->options_json, R"({"number":3})");
   EXPECT_EQ((*got)->created_unix_ms, 10);  // creation time never changes
   EXPECT_EQ((*got)->updated_unix_ms, 50);
+  EXPECT_EQ((*got)->tuning_ms, 1234);
 
   EXPECT_EQ(db->UpdateJob(Job("nope", 1)).code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(db->GetJob("nope")->has_value());
@@ -201,6 +204,67 @@ TEST(LogDbTest, JobsCrud) {
   ASSERT_EQ(unfinished->size(), 2u);
   EXPECT_EQ((*unfinished)[0].id, "j1");
   EXPECT_EQ((*unfinished)[1].id, "j3");
+}
+
+TEST(LogDbTest, JobTasksAreReplacedAsAWhole) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  ASSERT_TRUE(db->SetJobTasks("j1", {{"wk-b", 3}, {"wk-a", 1}}).ok());
+  ASSERT_TRUE(db->SetJobTasks("j2", {{"wk-c", 2}}).ok());
+  auto tasks = db->JobTasks("j1");
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 2u);
+  EXPECT_EQ((*tasks)[0].workload_key, "wk-b");
+  EXPECT_EQ((*tasks)[0].occurrences, 3);
+  EXPECT_EQ((*tasks)[1].workload_key, "wk-a");
+  ASSERT_TRUE(db->SetJobTasks("j1", {{"wk-d", 5}}).ok());
+  tasks = db->JobTasks("j1");
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].workload_key, "wk-d");
+  EXPECT_EQ(db->JobTasks("j2")->size(), 1u);
+  EXPECT_TRUE(db->JobTasks("nope")->empty());
+}
+
+TEST(LogDbTest, CostModelsAreKeptPerWorkloadTargetAndCompiler) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("log.db"));
+  CostModelRow m{"wk1", "llvm", "0.1.0", 40, std::string("\x00{model}\xff", 9), 10};
+  ASSERT_TRUE(db->SaveCostModel(m).ok());
+  auto got = db->GetCostModel("wk1", "llvm", "0.1.0");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
+  EXPECT_EQ((*got)->model, m.model);  // binary-safe
+  EXPECT_EQ((*got)->trained_on, 40);
+  m.trained_on = 48;
+  m.model = "newer";
+  ASSERT_TRUE(db->SaveCostModel(m).ok());
+  EXPECT_EQ((*db->GetCostModel("wk1", "llvm", "0.1.0"))->model, "newer");
+  EXPECT_FALSE(db->GetCostModel("wk1", "llvm", "0.2.0")->has_value());
+  EXPECT_EQ(db->SaveCostModel({"wk1", "llvm", "0.1.0", 1, "", 0}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LogDbTest, MigratesAVersionOneFileKeepingItsJobs) {
+  TempDir dir;
+  std::string path = dir.File("log.db");
+  {
+    auto raw = Database::Open(path);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->Exec(SchemaMigrations()[0]).ok());
+    ASSERT_TRUE((*raw)
+                    ->Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                           "INSERT INTO meta VALUES('schema_version', '1');"
+                           "INSERT INTO jobs VALUES('old', 'm', 'sha', 'key', 'llvm', "
+                           "'tuning', 10, 4, '{}', '', '', 1, 2);")
+                    .ok());
+  }
+  auto db = OpenOrDie(path);
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(*db->SchemaVersion(), LogDb::CurrentSchemaVersion());
+  auto job = db->GetJob("old");
+  ASSERT_TRUE(job.ok() && job->has_value()) << job.status();
+  EXPECT_EQ((*job)->trials_done, 4);
+  EXPECT_EQ((*job)->tuning_ms, 0);
 }
 
 TEST(LogDbTest, AgentsUpsert) {

@@ -47,7 +47,7 @@ class HistoryTest : public ::testing::Test {
   std::unique_ptr<storage::LogDb> db_;
 };
 
-TEST_F(HistoryTest, PastResultsAreTheWorkloadsOwnRecordsOfThisCompiler) {
+TEST_F(HistoryTest, TaskHistoryIsTheWorkloadsOwnRecordsOfThisCompiler) {
   compiler::Target t = compiler::Target::Host();
   compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
   compiler::Config d = c;
@@ -56,12 +56,52 @@ TEST_F(HistoryTest, PastResultsAreTheWorkloadsOwnRecordsOfThisCompiler) {
   Add(Dense(32), t.Spec(), d, 0);           // failed: +inf
   Add(Dense(32), t.Spec(), c, 1e-3, "v0");  // another compiler version
   Add(Dense(16), t.Spec(), c, 1e-3);        // another workload
-  auto past = PastResults(*db_, Dense(32).Key(), t.Spec(), "v1");
+  auto past = LoadTaskHistory(*db_, Dense(32).Key(), t.Spec(), "v1");
   ASSERT_TRUE(past.ok()) << past.status();
-  ASSERT_EQ(past->size(), 2u);
-  EXPECT_EQ((*past)[0].first, c);  // oldest first
-  EXPECT_DOUBLE_EQ((*past)[0].second, 2e-3);
-  EXPECT_TRUE(std::isinf((*past)[1].second));
+  ASSERT_EQ(past->results.size(), 2u);
+  EXPECT_EQ(past->results[0].first, c);  // oldest first
+  EXPECT_DOUBLE_EQ(past->results[0].second, 2e-3);
+  EXPECT_TRUE(std::isinf(past->results[1].second));
+  EXPECT_EQ(past->settled,
+            (std::set<std::string>{compiler::CanonicalConfig(c), compiler::CanonicalConfig(d)}));
+  EXPECT_TRUE(past->retry.empty());
+  EXPECT_DOUBLE_EQ(past->best_cost_s, 2e-3);
+}
+
+TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
+  compiler::Target t = compiler::Target::Host();
+  compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
+  compiler::Config d = c;
+  d["unroll_k"] = 1 - d["unroll_k"];
+  auto add_error = [&](const compiler::Config& config, const std::string& kind) {
+    storage::RecordRow r;
+    r.workload_key = Dense(32).Key();
+    r.target = t.Spec();
+    r.config = compiler::CanonicalConfig(config);
+    r.compiler_version = "v1";
+    r.error_kind = kind;
+    ASSERT_TRUE(db_->AddRecord(r).ok());
+  };
+  add_error(c, "agent_lost");
+  add_error(d, "timeout");
+  auto once = LoadTaskHistory(*db_, Dense(32).Key(), t.Spec(), "v1");
+  ASSERT_TRUE(once.ok()) << once.status();
+  EXPECT_TRUE(once->settled.empty());
+  EXPECT_TRUE(once->results.empty());
+  EXPECT_EQ(once->retry.size(), 2u);
+  // c ran on its second attempt; d timed out again and is given up (+inf).
+  Add(Dense(32), t.Spec(), c, 1e-3);
+  add_error(d, "timeout");
+  auto twice = LoadTaskHistory(*db_, Dense(32).Key(), t.Spec(), "v1");
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  EXPECT_TRUE(twice->retry.empty());
+  EXPECT_EQ(twice->settled.size(), 2u);
+  ASSERT_EQ(twice->results.size(), 2u);
+  EXPECT_DOUBLE_EQ(twice->results[0].second, 1e-3);
+  EXPECT_TRUE(std::isinf(twice->results[1].second));
+  // A compile error is final at once.
+  EXPECT_FALSE(IsTransientError("compile"));
+  EXPECT_TRUE(IsTransientError("timeout"));
 }
 
 TEST_F(HistoryTest, PriorGroupsAreOtherWorkloadsOfTheSameOperator) {

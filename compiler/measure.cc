@@ -1,0 +1,184 @@
+#include "compiler/measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "compiler/kernel.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Evicts the caches by writing a buffer larger than any last-level cache.
+void FlushCache() {
+  static std::vector<char>* buffer = new std::vector<char>(64 << 20);
+  static char value = 0;
+  ++value;
+  std::memset(buffer->data(), value, buffer->size());
+  // Keep the writes observable.
+  asm volatile("" : : "r"(buffer->data()) : "memory");
+}
+
+// The reference output of the last workload verified: the candidates of a
+// batch share their workload and inputs, and the reference implementation is
+// naive (seconds for a large MatMul), so it runs once per workload, not once
+// per candidate.
+class ReferenceCache {
+ public:
+  absl::Status Get(const Workload& workload, const std::string& canonical, uint64_t seed,
+                   const std::vector<const void*>& inputs, std::vector<uint8_t>* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (canonical != canonical_ || seed != seed_) {
+      canonical_.clear();
+      output_.assign(out->size(), 0);
+      if (absl::Status s = RunReference(workload, inputs, output_.data()); !s.ok()) return s;
+      canonical_ = canonical;
+      seed_ = seed;
+    }
+    *out = output_;
+    return absl::OkStatus();
+  }
+
+ private:
+  std::mutex mu_;
+  std::string canonical_;
+  uint64_t seed_ = 0;
+  std::vector<uint8_t> output_;
+};
+
+Measurement Error(MeasureError kind, std::string message, double build_s = 0) {
+  Measurement m;
+  m.error = kind;
+  m.message = std::move(message);
+  m.build_s = build_s;
+  return m;
+}
+
+}  // namespace
+
+std::string_view MeasureErrorName(MeasureError error) {
+  switch (error) {
+    case MeasureError::kNone:
+      return "none";
+    case MeasureError::kInvalidConfig:
+      return "invalid_config";
+    case MeasureError::kCompile:
+      return "compile";
+    case MeasureError::kRuntime:
+      return "runtime";
+    case MeasureError::kWrongResult:
+      return "wrong_result";
+  }
+  return "runtime";
+}
+
+Measurement Measure(const Workload& workload, const Config& config, const MeasurePolicy& policy,
+                    const Target& target, uint64_t seed) {
+  if (absl::Status s = ValidateConfig(workload, target, config); !s.ok()) {
+    return Error(MeasureError::kInvalidConfig, std::string(s.message()));
+  }
+  absl::StatusOr<KernelSignature> sig = workload.Signature();
+  if (!sig.ok()) {
+    return Error(MeasureError::kCompile, StrCat("bad workload: ", sig.status().message()));
+  }
+
+  Clock::time_point build_start = Clock::now();
+  absl::StatusOr<std::unique_ptr<JitKernel>> kernel = BuildJit(workload, config, target);
+  const double build_s = Seconds(Clock::now() - build_start);
+  if (!kernel.ok()) {
+    return Error(MeasureError::kCompile, std::string(kernel.status().message()), build_s);
+  }
+  auto fail = [&](MeasureError kind, std::string message) {
+    return Error(kind, std::move(message), build_s);
+  };
+
+  // Inputs: seeded uniform values in [-1, 1]; the output starts as NaN so
+  // that an element the kernel never writes cannot pass verification.
+  KernelBuffers buffers = MakeKernelBuffers(*sig, seed, std::nanf(""));
+  if (absl::Status s = PackKernelInputs(**kernel, buffers); !s.ok()) {
+    return fail(MeasureError::kRuntime, std::string(s.message()));
+  }
+  const std::vector<void*>& args = buffers.args;
+  const int64_t out_n = buffers.OutputSize();
+  std::vector<uint8_t> reference(buffers.output.size(), 0);
+
+  if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
+    return fail(MeasureError::kRuntime, StrCat("kernel returned ", rc));
+  }
+  static ReferenceCache* references = new ReferenceCache;
+  if (absl::Status s =
+          references->Get(workload, workload.Canonical(), seed, buffers.input_ptrs, &reference);
+      !s.ok()) {
+    return fail(MeasureError::kRuntime, StrCat("reference implementation failed: ", s.message()));
+  }
+  // Floats: an absolute tolerance scaled by the largest reference value;
+  // integers and bools: exact.
+  double max_ref = 0;
+  for (int64_t i = 0; i < out_n; ++i) {
+    double v = std::fabs(ElementToDouble(buffers.output_dtype, reference.data(), i));
+    if (std::isfinite(v)) max_ref = std::max(max_ref, v);
+  }
+  const double tol = 1e-3 * std::max(1.0, max_ref);
+  std::string detail;
+  if (!OutputsMatch(buffers.output_dtype, buffers.output.data(), reference.data(), out_n, 0.0, tol,
+                    &detail)) {
+    return fail(MeasureError::kWrongResult, StrCat(detail, " (tolerance ", tol, ")"));
+  }
+
+  auto time_runs = [&](int number) -> absl::StatusOr<double> {
+    Clock::time_point start = Clock::now();
+    for (int i = 0; i < number; ++i) {
+      if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
+        return absl::InternalError(StrCat("kernel returned ", rc));
+      }
+    }
+    return Seconds(Clock::now() - start);
+  };
+
+  Measurement result;
+  result.build_s = build_s;
+  // A hopeless candidate (one warm run slower than the policy's bound) is
+  // not timed to the end: that run is its cost.
+  if (policy.stop_above_s > 0) {
+    absl::StatusOr<double> t = time_runs(1);
+    if (!t.ok()) return fail(MeasureError::kRuntime, std::string(t.status().message()));
+    if (*t > policy.stop_above_s) {
+      result.costs_s.push_back(*t);
+      result.cut_short = true;
+      return result;
+    }
+  }
+
+  int number = policy.number > 0 ? policy.number : 1;
+  if (policy.min_repeat_ms > 0) {
+    const double min_s = policy.min_repeat_ms / 1000.0;
+    while (true) {
+      absl::StatusOr<double> t = time_runs(number);
+      if (!t.ok()) return fail(MeasureError::kRuntime, std::string(t.status().message()));
+      if (*t >= min_s || number >= (1 << 30)) break;
+      number *= 2;
+    }
+  }
+
+  for (int r = 0; r < std::max(1, policy.repeat); ++r) {
+    if (r > 0 && policy.cooldown_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(policy.cooldown_ms));
+    }
+    if (policy.flush_cache) FlushCache();
+    absl::StatusOr<double> t = time_runs(number);
+    if (!t.ok()) return fail(MeasureError::kRuntime, std::string(t.status().message()));
+    result.costs_s.push_back(*t / number);
+  }
+  return result;
+}
+
+}  // namespace kiln::compiler

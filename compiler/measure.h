@@ -1,0 +1,49 @@
+#pragma once
+// Measuring one candidate in-process: validate the config, JIT-build the
+// kernel, verify its output against the reference implementation, then time
+// it. The agent runs this in a sandboxed child process; `kiln tune --local`
+// and the benchmarks run it directly.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/config.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+
+namespace kiln::compiler {
+
+// How a candidate is timed.
+struct MeasurePolicy {
+  int number = 0;  // runs per repeat; <= 0: doubled from 1 until min_repeat_ms
+  int repeat = 3;
+  int min_repeat_ms = 10;
+  int cooldown_ms = 0;
+  bool flush_cache = false;  // evict the caches before every repeat
+  // A candidate whose one warm run is slower than this is not timed to the
+  // end: that run is its cost (0: time every candidate fully).
+  double stop_above_s = 0;
+};
+
+// The log database's error kinds that a measurement itself can produce.
+enum class MeasureError { kNone, kInvalidConfig, kCompile, kRuntime, kWrongResult };
+// "none", "invalid_config", "compile", "runtime", "wrong_result".
+std::string_view MeasureErrorName(MeasureError error);
+
+struct Measurement {
+  MeasureError error = MeasureError::kNone;
+  std::string message;
+  std::vector<double> costs_s;  // one per repeat (one run when cut_short)
+  double build_s = 0;
+  bool cut_short = false;  // timed once: slower than stop_above_s
+};
+
+// Measures one config of a workload on `target` (which must be the host's
+// or compatible with it). Never fails as a call: errors are typed in the
+// result. `seed` seeds the random inputs.
+Measurement Measure(const Workload& workload, const Config& config, const MeasurePolicy& policy,
+                    const Target& target, uint64_t seed = 42);
+
+}  // namespace kiln::compiler

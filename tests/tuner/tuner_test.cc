@@ -1,0 +1,283 @@
+// The tuning loop against a synthetic measurer: what it records, resume from
+// the database, retries, budgets and early stopping.
+#include "tuner/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "compiler/kernel.h"
+#include "tests/storage/test_util.h"
+#include "tuner/history.h"
+
+namespace kiln::tuner {
+namespace {
+
+compiler::Workload Dense(int64_t m) {
+  compiler::Workload w;
+  w.op = "dense";
+  w.ints = {{"M", {m}},     {"N", {64}},      {"K", {64}},      {"transA", {0}}, {"transB", {0}},
+            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
+  return w;
+}
+
+// A deterministic cost per config, in [1, 2) ms, scaled per workload.
+double SyntheticCost(const compiler::Workload& w, const compiler::Config& c) {
+  uint64_t h = 1469598103934665603ull;
+  for (char ch : w.Key() + compiler::CanonicalConfig(c)) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 1099511628211ull;
+  }
+  return 1e-3 * (1 + static_cast<double>(h % 1000) / 1000.0) * (w.ints.at("M")[0] / 32.0);
+}
+
+// Measures in WaitAny with the synthetic cost, or what `outcome` says.
+class FakeMeasurer : public Measurer {
+ public:
+  int parallelism = 2;
+  // Overrides the outcome of a config (its canonical string) per attempt;
+  // returns "" for a normal measurement.
+  std::function<std::string(const std::string& canonical, int attempt)> outcome;
+  int stop_after_batches = -1;  // WaitAny returns CANCELLED after this many
+  std::function<void()> on_batch;
+  std::map<std::string, int> attempts;  // canonical -> measurements
+  int batches = 0;
+
+  int Parallelism() override { return parallelism; }
+  uint64_t Submit(MeasureBatch batch) override {
+    queue_.emplace_back(next_, std::move(batch));
+    return next_++;
+  }
+  absl::StatusOr<std::pair<uint64_t, std::vector<MeasureResult>>> WaitAny() override {
+    if (stop_after_batches >= 0 && batches >= stop_after_batches) {
+      return absl::CancelledError("stopped");
+    }
+    auto [ticket, batch] = std::move(queue_.front());
+    queue_.pop_front();
+    std::vector<MeasureResult> results;
+    for (const auto& c : batch.configs) {
+      const std::string canonical = compiler::CanonicalConfig(c);
+      const int attempt = ++attempts[canonical];
+      MeasureResult r;
+      r.agent_id = "fake";
+      std::string kind = outcome ? outcome(canonical, attempt) : "";
+      if (kind.empty()) {
+        r.costs_s = {SyntheticCost(batch.workload, c)};
+      } else {
+        r.error_kind = kind;
+        r.error_message = "synthetic " + kind;
+      }
+      results.push_back(std::move(r));
+    }
+    ++batches;
+    if (on_batch) on_batch();
+    return std::make_pair(ticket, std::move(results));
+  }
+
+ private:
+  uint64_t next_ = 1;
+  std::deque<std::pair<uint64_t, MeasureBatch>> queue_;
+};
+
+class TunerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+  }
+  TunerOptions Options(std::string strategy, int trials) {
+    TunerOptions o;
+    o.job_id = "job-t";
+    o.strategy = std::move(strategy);
+    o.trials = trials;
+    o.compiler_version = "test";
+    return o;
+  }
+  std::vector<storage::RecordRow> Records() {
+    auto r = db_->RecordsOfJob("job-t");
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::vector<storage::RecordRow>{};
+  }
+  // Fails the test if a config of a workload was measured twice with a
+  // final outcome.
+  void ExpectNoConfigMeasuredTwice() {
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const auto& r : Records()) {
+      if (IsTransientError(r.error_kind)) continue;
+      EXPECT_TRUE(seen.insert({r.workload_key, r.config}).second)
+          << r.config << " of " << r.workload_key << " measured twice";
+    }
+  }
+  compiler::Target target_ = compiler::Target::Host();
+  storage::testing::TempDir dir_;
+  std::unique_ptr<storage::LogDb> db_;
+};
+
+TEST_F(TunerTest, SpendsTheTrialsOverTheTasksAndRecordsEveryResult) {
+  FakeMeasurer m;
+  std::vector<TunerProgress> events;
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}, {Dense(128), 3}}, Options("random", 64));
+  ASSERT_TRUE(tuner.Run([&](const TunerProgress& p) { events.push_back(p); }).ok());
+  auto records = Records();
+  ASSERT_EQ(records.size(), 64u);
+  ExpectNoConfigMeasuredTwice();
+  std::map<std::string, int> per_task;
+  for (const auto& r : records) {
+    per_task[r.workload_key]++;
+    EXPECT_EQ(r.compiler_version, "test");
+    EXPECT_EQ(r.agent_id, "fake");
+    EXPECT_EQ(r.error_kind, "none");
+    EXPECT_GT(r.mean_cost_s, 0);
+  }
+  // The heavier task (4x the cost, 3 occurrences) gets most trials; both
+  // get some.
+  EXPECT_GT(per_task[Dense(128).Key()], per_task[Dense(32).Key()]);
+  EXPECT_GE(per_task[Dense(32).Key()], 8);
+  // The first config of each task is the template's default.
+  for (const auto& w : {Dense(32), Dense(128)}) {
+    for (const auto& r : records) {
+      if (r.workload_key != w.Key()) continue;
+      EXPECT_EQ(r.config, compiler::CanonicalConfig(*compiler::DefaultConfig(w, target_)));
+      break;
+    }
+  }
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back().trials_done, 64);
+  EXPECT_EQ(events.back().tasks[1].occurrences, 3);
+  EXPECT_EQ(events.back().tasks[0].state, "done");
+  EXPECT_NE(events.back().message.find("trial budget spent"), std::string::npos);
+  double best = 0;
+  for (const auto& r : records) {
+    if (r.workload_key == Dense(128).Key() && (best == 0 || r.mean_cost_s < best)) {
+      best = r.mean_cost_s;
+    }
+  }
+  EXPECT_DOUBLE_EQ(events.back().tasks[1].best_cost_s, best);
+  EXPECT_GT(EstimatedLatency(events.back().tasks), 3 * best);
+  // The job's tasks are stored with their occurrences.
+  auto tasks = db_->JobTasks("job-t");
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->size(), 2u);
+  EXPECT_EQ((*tasks)[1].occurrences, 3);
+}
+
+TEST_F(TunerTest, ResumesFromTheDatabaseWithoutMeasuringAnythingTwice) {
+  std::vector<TuningTask> tasks = {{Dense(32), 1}, {Dense(64), 1}};
+  {
+    FakeMeasurer m;
+    m.stop_after_batches = 3;  // "killed" with batches in flight
+    Tuner tuner(db_.get(), &m, target_, tasks, Options("xgb", 80));
+    absl::Status st = tuner.Run([](const TunerProgress&) {});
+    EXPECT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+  }
+  const size_t first = Records().size();
+  ASSERT_EQ(first, 24u);  // 3 batches of 8
+  // The cost model of a task with enough results was saved with the log.
+  int saved = 0;
+  for (const auto& t : tasks) {
+    auto model = db_->GetCostModel(t.workload.Key(), target_.Spec(), "test");
+    ASSERT_TRUE(model.ok());
+    if (model->has_value()) {
+      ++saved;
+      EXPECT_GT((*model)->trained_on, 0);
+      EXPECT_FALSE((*model)->model.empty());
+    }
+  }
+  EXPECT_GE(saved, 1);
+
+  FakeMeasurer m;
+  std::vector<TunerProgress> events;
+  Tuner tuner(db_.get(), &m, target_, tasks, Options("xgb", 80));
+  ASSERT_TRUE(tuner.Run([&](const TunerProgress& p) { events.push_back(p); }).ok());
+  // It starts from what the job measured and spends only the rest.
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().trials_done, 24);
+  EXPECT_EQ(Records().size(), 80u);
+  ExpectNoConfigMeasuredTwice();
+}
+
+TEST_F(TunerTest, RetriesTransientFailuresOnlyAndOnlyUpToTheLimit) {
+  FakeMeasurer m;
+  m.parallelism = 1;
+  std::map<std::string, std::string> fate;  // canonical -> how it fails
+  int next = 0;
+  m.outcome = [&](const std::string& canonical, int attempt) -> std::string {
+    auto [it, added] = fate.emplace(canonical, "");
+    if (added) {
+      // The 2nd config times out once, the 3rd is always lost, the 4th
+      // does not compile.
+      static const char* kFates[] = {"", "timeout-once", "agent_lost", "compile"};
+      it->second = kFates[std::min(next++, 3)];
+      if (next > 4) it->second = "";
+    }
+    if (it->second == "timeout-once") return attempt == 1 ? "timeout" : "";
+    return it->second;
+  };
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options("random", 24));
+  ASSERT_TRUE(tuner.Run([](const TunerProgress&) {}).ok());
+  for (const auto& [canonical, how] : fate) {
+    if (how == "timeout-once" || how == "agent_lost") {
+      EXPECT_EQ(m.attempts[canonical], kMaxAttempts) << how;
+    } else {
+      EXPECT_EQ(m.attempts[canonical], 1) << (how.empty() ? "ran" : how);
+    }
+  }
+  EXPECT_EQ(Records().size(), 24u);
+  ExpectNoConfigMeasuredTwice();
+}
+
+TEST_F(TunerTest, StopsAtTheTimeBudgetAndCountsTimeSpentBefore) {
+  double now = 1000;
+  FakeMeasurer m;
+  m.parallelism = 1;
+  m.on_batch = [&] { now += 10; };  // each batch takes 10 s
+  TunerOptions o = Options("random", 1000);
+  o.budget_s = 45;
+  o.spent_s = 20;  // a resumed job that tuned 20 s before
+  o.now_s = [&] { return now; };
+  std::vector<TunerProgress> events;
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, o);
+  ASSERT_TRUE(tuner.Run([&](const TunerProgress& p) { events.push_back(p); }).ok());
+  // 20 s before + 3 batches (30 s) reach 50 s >= 45 s.
+  EXPECT_EQ(m.batches, 3);
+  EXPECT_EQ(Records().size(), 24u);
+  EXPECT_DOUBLE_EQ(events.back().tuning_s, 50);
+  EXPECT_NE(events.back().message.find("time budget spent"), std::string::npos);
+}
+
+TEST_F(TunerTest, EarlyStoppingEndsATaskThatStopsImproving) {
+  FakeMeasurer m;
+  m.parallelism = 1;
+  // After the first batch every config is slower than the best.
+  m.outcome = [&](const std::string&, int) -> std::string { return ""; };
+  TunerOptions o = Options("random", 400);
+  o.early_stopping = 16;
+  int batches_seen = 0;
+  std::vector<TunerProgress> events;
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, o);
+  ASSERT_TRUE(tuner
+                  .Run([&](const TunerProgress& p) {
+                    events.push_back(p);
+                    ++batches_seen;
+                  })
+                  .ok());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().tasks[0].state, "stopped early");
+  EXPECT_LT(events.back().trials_done, 400);
+  // It stopped 16-23 trials after the last 1% gain.
+  EXPECT_NE(events.back().message.find("every task has stopped"), std::string::npos);
+}
+
+TEST_F(TunerTest, UnknownStrategyIsInvalidArgument) {
+  FakeMeasurer m;
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options("best", 8));
+  EXPECT_EQ(tuner.Run([](const TunerProgress&) {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Records().empty());
+}
+
+}  // namespace
+}  // namespace kiln::tuner

@@ -1,0 +1,111 @@
+#include "tracker/farm_measurer.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "compiler/config.h"
+#include "deploy/check.h"
+#include "deploy/str.h"
+
+namespace kiln::tracker {
+
+FarmMeasurer::FarmMeasurer(Dispatcher* dispatcher, AgentRegistry* agents, MeasureWork work)
+    : dispatcher_(dispatcher), agents_(agents), job_(std::move(work)) {
+  KILN_CHECK(dispatcher_ && agents_) << "FarmMeasurer dependencies";
+}
+
+FarmMeasurer::~FarmMeasurer() { Interrupt(); }
+
+int FarmMeasurer::Parallelism() { return std::max(1, agents_->ConnectedCount(job_.device_key)); }
+
+uint64_t FarmMeasurer::Submit(tuner::MeasureBatch batch) {
+  MeasureWork work = job_;
+  work.workload_key = batch.workload.Key();
+  work.workload_op = batch.workload.op;
+  work.workload_canonical = batch.workload.Canonical();
+  work.workload_flops = batch.workload.Flops();
+  work.timing.stop_above_s = batch.stop_above_s;
+  for (size_t i = 0; i < batch.configs.size(); ++i) {
+    work.candidates.push_back({StrCat("c", i), std::move(batch.configs[i])});
+  }
+  const uint64_t ticket = next_++;
+  sizes_[ticket] = work.candidates.size();
+  std::shared_ptr<State> state = state_;
+  // Under the state's lock: the callback cannot run before the batch is
+  // registered as pending.
+  std::lock_guard<std::mutex> lock(state->mu);
+  state->pending[ticket] = std::nullopt;
+  dispatcher_->Submit(std::move(work),
+                      [state, ticket](const MeasureWork&, std::vector<MeasureOutcome> results) {
+                        std::lock_guard<std::mutex> lock(state->mu);
+                        auto it = state->pending.find(ticket);
+                        if (it == state->pending.end()) return;
+                        it->second = std::move(results);
+                        state->cv.notify_all();
+                      });
+  return ticket;
+}
+
+absl::StatusOr<std::pair<uint64_t, std::vector<tuner::MeasureResult>>> FarmMeasurer::WaitAny() {
+  uint64_t ticket = 0;
+  std::vector<MeasureOutcome> outcomes;
+  {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    auto ready = [&] {
+      for (const auto& [t, r] : state_->pending) {
+        if (r.has_value()) return true;
+      }
+      return false;
+    };
+    if (state_->pending.empty() && !state_->interrupted) {
+      return absl::FailedPreconditionError("no batch was submitted");
+    }
+    state_->cv.wait(lock, [&] { return state_->interrupted || ready(); });
+    if (state_->interrupted) return absl::CancelledError("measuring was interrupted");
+    for (auto it = state_->pending.begin(); it != state_->pending.end(); ++it) {
+      if (!it->second.has_value()) continue;
+      ticket = it->first;
+      outcomes = std::move(*it->second);
+      state_->pending.erase(it);
+      break;
+    }
+  }
+  // Results in candidate order; a candidate without one is lost.
+  const size_t n = sizes_[ticket];
+  sizes_.erase(ticket);
+  std::vector<tuner::MeasureResult> results(n);
+  for (auto& r : results) {
+    r.error_kind = "agent_lost";
+    r.error_message = "the agent sent no result for this candidate";
+  }
+  std::map<std::string, int64_t> per_agent;
+  for (MeasureOutcome& o : outcomes) {
+    size_t index = 0;
+    const std::string& id = o.candidate_id;
+    if (id.size() < 2 || id[0] != 'c') continue;
+    auto [end, ec] = std::from_chars(id.data() + 1, id.data() + id.size(), index);
+    if (ec != std::errc() || end != id.data() + id.size() || index >= n) continue;
+    tuner::MeasureResult& r = results[index];
+    r.error_kind = o.error_kind;
+    r.error_message = std::move(o.error_message);
+    r.costs_s = std::move(o.costs_s);
+    r.cut_short = o.cut_short;
+    r.agent_id = o.agent_id;
+    if (!o.agent_id.empty()) per_agent[o.agent_id]++;
+  }
+  for (const auto& [agent, count] : per_agent) agents_->AddResults(agent, count);
+  return std::make_pair(ticket, std::move(results));
+}
+
+void FarmMeasurer::Interrupt() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->interrupted) return;
+    state_->interrupted = true;
+    state_->pending.clear();
+    state_->cv.notify_all();
+  }
+  dispatcher_->CancelJob(job_.job_id);
+}
+
+}  // namespace kiln::tracker

@@ -1,0 +1,71 @@
+#pragma once
+// How the tuning loop (tuner/tuner.h) gets candidates measured. The tracker
+// measures over the farm (its dispatcher hands batches to agents); the
+// LocalMeasurer measures in-process, for tests and `kiln tune --local`.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/config.h"
+#include "compiler/measure.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+
+namespace kiln::tuner {
+
+// Candidates of one workload, measured together.
+struct MeasureBatch {
+  compiler::Workload workload;
+  std::vector<compiler::Config> configs;
+  // A candidate whose one warm run is slower than this is timed once
+  // (0: every candidate is timed fully).
+  double stop_above_s = 0;
+};
+
+// One candidate's outcome. error_kind uses the log database's names: "none",
+// "compile", "runtime", "wrong_result", "invalid_config", and the transient
+// "timeout" and "agent_lost".
+struct MeasureResult {
+  std::string error_kind = "none";
+  std::string error_message;
+  std::vector<double> costs_s;
+  bool cut_short = false;
+  std::string agent_id;  // who measured it
+};
+
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  // How many batches are worth having in flight now (the farm: one per
+  // connected agent). At least 1.
+  virtual int Parallelism() = 0;
+  // Starts measuring a batch; returns its ticket.
+  virtual uint64_t Submit(MeasureBatch batch) = 0;
+  // Waits until a submitted batch is measured: its ticket and one result per
+  // config, in order. CANCELLED when measuring must stop (the job was
+  // cancelled or the tracker is stopping): the tuner then returns at once.
+  virtual absl::StatusOr<std::pair<uint64_t, std::vector<MeasureResult>>> WaitAny() = 0;
+};
+
+// Measures each batch in the calling thread (in WaitAny), one at a time, with
+// compiler::Measure on the host. No sandbox: a candidate that crashes takes
+// the process with it, which is why the farm measures in agents.
+class LocalMeasurer : public Measurer {
+ public:
+  LocalMeasurer(compiler::Target target, compiler::MeasurePolicy policy)
+      : target_(std::move(target)), policy_(policy) {}
+  int Parallelism() override { return 1; }
+  uint64_t Submit(MeasureBatch batch) override;
+  absl::StatusOr<std::pair<uint64_t, std::vector<MeasureResult>>> WaitAny() override;
+
+ private:
+  compiler::Target target_;
+  compiler::MeasurePolicy policy_;
+  uint64_t next_ = 1;
+  std::vector<std::pair<uint64_t, MeasureBatch>> queue_;
+};
+
+}  // namespace kiln::tuner

@@ -1,0 +1,97 @@
+#pragma once
+// The tuning loop of one job: every task of a model shares one trial budget
+// (and optionally a wall-clock budget). The TaskScheduler picks the task of
+// each batch, the task's search strategy proposes its configs, a Measurer
+// measures them, every result is stored in the log database as a record,
+// and the strategy learns from it (its cost model is saved there too).
+//
+// Resumable: a Tuner built again for the same job reads back what the job
+// measured, the time it spent, each task's history (so no config is measured
+// twice for a workload, target and compiler version), and the cost models.
+// Transient failures (timeout, agent lost) are measured again, up to
+// kMaxAttempts in all (tuner/history.h); other failures never are.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
+#include "storage/log_db.h"
+#include "tuner/measurer.h"
+
+namespace kiln::tuner {
+
+// A candidate whose one warm run is slower than this multiple of its task's
+// best cost so far is not timed to the end (its one run is its cost): it
+// cannot become the best, and a cost model only needs its rank.
+inline constexpr double kStopAboveBest = 3.0;
+
+struct TuningTask {
+  compiler::Workload workload;
+  int occurrences = 1;  // how often the model runs it
+};
+
+struct TunerOptions {
+  std::string job_id;            // written into every record; seeds the search
+  std::string strategy = "xgb";  // tuner::kSearchStrategies
+  int trials = 0;                // measurements over all tasks
+  double budget_s = 0;           // wall-clock budget of tuning (0: none)
+  double spent_s = 0;            // of it, spent before (a resumed job)
+  int batch_size = 8;
+  // A task stops once this many of its trials brought no gain of 1% or more
+  // over its best (0: never).
+  int early_stopping = 0;
+  std::string compiler_version = KILN_VERSION;
+  // Where the time comes from (seconds; a steady clock unless set).
+  std::function<double()> now_s;
+};
+
+// One task as the user sees it.
+struct TaskProgress {
+  std::string workload_key;
+  std::string op;
+  std::string canonical;
+  double flops = 0;
+  int occurrences = 1;
+  int trials_done = 0;  // by this job
+  int errors = 0;
+  double best_cost_s = 0;         // 0: nothing ran yet (the log's best included)
+  std::string state = "waiting";  // "waiting", "tuning", "done", "stopped early", "exhausted"
+};
+
+struct TunerProgress {
+  std::vector<TaskProgress> tasks;
+  int trials_done = 0;
+  double tuning_s = 0;  // wall-clock time spent so far (resumed runs included)
+  std::string message;  // what just happened, one line
+};
+
+class Tuner {
+ public:
+  // `db` and `measurer` must outlive the Tuner.
+  Tuner(storage::LogDb* db, Measurer* measurer, compiler::Target target,
+        std::vector<TuningTask> tasks, TunerOptions options);
+
+  // Runs until the trial or time budget is spent or every task has stopped.
+  // `progress` is called after each measured batch (and once at the start).
+  // CANCELLED when the measurer was told to stop; any other error is the
+  // database's or the template's.
+  using ProgressFn = std::function<void(const TunerProgress&)>;
+  absl::Status Run(const ProgressFn& progress);
+
+ private:
+  storage::LogDb* db_;
+  Measurer* measurer_;
+  compiler::Target target_;
+  std::vector<TuningTask> tasks_;
+  TunerOptions options_;
+};
+
+// The model's latency as the tuner sees it: sum over tasks of occurrences x
+// best cost; 0 while a task has no cost yet.
+double EstimatedLatency(const std::vector<TaskProgress>& tasks);
+
+}  // namespace kiln::tuner
