@@ -22,6 +22,8 @@ const std::vector<Command>& Commands() {
       {"records", "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N]",
        "list tuning records", RunRecords},
       {"fetch", "fetch JOB --tracker ADDR -o PATH", "download a job's compiled artifact", RunFetch},
+      {"report", "report JOB (--tracker ADDR | --db FILE) -o PLOT.svg|PLOT.png",
+       "plot a job's tuning curves and print its summary table", RunReport},
       {"compile",
        "compile MODEL --db FILE -o PATH [--target SPEC] [--input-shape NAME=DIMS]... "
        "[--max-elements N] "

@@ -50,6 +50,9 @@ std::string JobStateName(kiln::v1::JobState state);
 // Seconds as a short human value: "0.123 ms", "1.5 s".
 std::string FormatCost(double seconds);
 
+// Rows of cells as left-aligned columns.
+void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
+
 // "30m", "90s", "2h", "1h30m" or plain seconds ("45", "2.5") as seconds;
 // INVALID_ARGUMENT for anything else or a negative duration.
 absl::StatusOr<double> ParseDuration(const std::string& text);
@@ -75,5 +78,6 @@ int RunDevices(const Command& self, const std::vector<std::string>& args, const 
 int RunRecords(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
 int RunFetch(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
 int RunCompile(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunReport(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
 
 }  // namespace kiln::cli

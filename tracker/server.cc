@@ -253,7 +253,21 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     if (req->limit() < 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit must be >= 0");
     }
-    auto rows = db_->QueryRecords(req->workload_key(), req->target(), req->limit());
+    absl::StatusOr<std::vector<storage::RecordRow>> rows;
+    if (req->job_id().empty()) {
+      rows = db_->QueryRecords(req->workload_key(), req->target(), req->limit());
+    } else {
+      rows = db_->RecordsOfJob(req->job_id());
+      if (rows.ok()) {
+        std::erase_if(*rows, [&](const storage::RecordRow& r) {
+          return (!req->workload_key().empty() && r.workload_key != req->workload_key()) ||
+                 (!req->target().empty() && r.target != req->target());
+        });
+        if (req->limit() > 0 && static_cast<int>(rows->size()) > req->limit()) {
+          rows->resize(static_cast<size_t>(req->limit()));
+        }
+      }
+    }
     if (!rows.ok()) return ToGrpc(rows.status());
     std::map<std::string, std::optional<storage::WorkloadRow>> workloads;
     for (const auto& r : *rows) {

@@ -1,5 +1,6 @@
 #include "tuner/tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -120,6 +121,9 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
     TaskRun& run = runs[i];
     run.workload = tasks_[i].workload;
     run.key = run.workload.Key();
+    storage::WorkloadRow w{run.key, run.workload.op, run.workload.Canonical(),
+                           run.workload.Flops()};
+    if (absl::Status st = db_->UpsertWorkload(w); !st.ok()) return st;
     task_of[run.key] = i;
     task_rows.push_back({run.key, tasks_[i].occurrences});
     auto history = LoadTaskHistory(*db_, run.key, target_spec, version);
@@ -277,7 +281,9 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
         end = "every task has stopped";
         break;
       }
-      auto flight = propose(*next, std::min(options_.batch_size, left));
+      // With few trials per task, smaller batches, so that every task gets some.
+      const int share = std::max(1, options_.trials / std::max<int>(1, runs.size()));
+      auto flight = propose(*next, std::min({options_.batch_size, left, share}));
       if (!flight.ok()) return flight.status();
       TaskRun& run = runs[*next];
       if (flight->configs.empty()) {

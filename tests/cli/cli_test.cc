@@ -556,6 +556,26 @@ TEST_F(CliWithTracker, TuneLocalMeasuresRecordsAndCompiles) {
   records = (*log)->QueryRecords("", "", 0);
   ASSERT_TRUE(records.ok());
   EXPECT_EQ(records->size(), 4u);
+
+  // The first job's report: a summary table and a plot gnuplot drew.
+  const std::string job = records->back().job_id;
+  std::string svg = (dir_ / "report.svg").string();
+  r = Kiln({"report", job, "--db", db, "-o", svg});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("job " + job + ": 4 trials"));
+  EXPECT_THAT(r.out, HasSubstr("TASK  OP       RUNS  TRIALS  ERRORS  FIRST"));
+  EXPECT_THAT(r.out, HasSubstr("end-to-end estimate (sum of runs x cost): first "));
+  std::ifstream in(svg);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("<svg"));
+  EXPECT_THAT(text, HasSubstr("1 eltwise x1"));  // the task's curve in the legend
+  EXPECT_THAT(text, HasSubstr("end-to-end estimate (ms)"));
+  r = Kiln({"report", "job-none", "--db", db, "-o", svg});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("NOT_FOUND: no job 'job-none'"));
+  r = Kiln({"report", job, "--db", db, "-o", (dir_ / "report.pdf").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("the plot is an .svg or a .png file"));
 }
 
 }  // namespace

@@ -108,6 +108,14 @@ class EndToEnd(unittest.TestCase):
         art = os.path.join(self.tmp, "cnn.kiln")
         r = self.farm.kiln("fetch", job, "--tracker", self.farm.addr, "-o", art)
         self.assertEqual(r.returncode, 0, r.stderr)
+        # The job's tuning report: a summary per task and a plot.
+        svg = os.path.join(self.tmp, "report.svg")
+        r = self.farm.kiln("report", job, "--tracker", self.farm.addr, "-o", svg)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"job {job} (", r.stdout)
+        self.assertIn("end-to-end estimate (sum of runs x cost)", r.stdout)
+        with open(svg) as f:
+            self.assertIn("conv2d x1", f.read())
         x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)
         np.save(os.path.join(self.tmp, "x.npy"), x)
         out = os.path.join(self.tmp, "out")
