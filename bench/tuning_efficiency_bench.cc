@@ -21,7 +21,7 @@
 // is measured once per run, whichever strategy proposes it first.
 //
 //   build/bench/tuning_efficiency_bench [--only SUBSTR,...] [--random-trials N]
-//       [--cache FILE] [--seed S]
+//       [--cache FILE] [--seed S] [--model-only]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -178,6 +178,7 @@ int main(int argc, char** argv) {
   std::string only, cache_path = "tuning_efficiency.cache";
   int random_trials = 1000;
   uint64_t seed = 1;
+  bool model_only = false;  // skip the strategies: only the cost model's figures
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     int64_t v = 0;
@@ -187,12 +188,14 @@ int main(int argc, char** argv) {
       random_trials = static_cast<int>(v);
     } else if (a == "--cache" && i + 1 < argc) {
       cache_path = argv[++i];
+    } else if (a == "--model-only") {
+      model_only = true;
     } else if (a == "--seed" && i + 1 < argc && kiln::ParseInt64(argv[++i], &v)) {
       seed = static_cast<uint64_t>(v);
     } else {
       std::fprintf(stderr,
                    "usage: tuning_efficiency_bench [--only SUBSTR,...] [--random-trials N] "
-                   "[--cache FILE] [--seed S]\n");
+                   "[--cache FILE] [--seed S] [--model-only]\n");
       return 2;
     }
   }
@@ -243,7 +246,7 @@ int main(int argc, char** argv) {
   int n = 0;
   for (const auto& s : shapes) {
     const double g = goal[s.name];
-    if (!std::isfinite(g)) continue;
+    if (!std::isfinite(g) || model_only) continue;
     kiln::compiler::Workload w = kiln::bench::KilnWorkload(s);
     auto ga = kiln::tuner::MakeSearch("ga", space_of(s), context(s));
     auto xgb = kiln::tuner::MakeSearch("xgb", space_of(s), context(s));
@@ -329,9 +332,8 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 10000; ++i) configs.push_back(space.Sample(rng));
       auto t = Clock::now();
       std::vector<std::vector<float>> rows;
-      for (const auto& c : configs) {
-        const auto& f = cache.Get(c);
-        if (f.has_value()) rows.push_back(f->features);
+      for (const auto* f : cache.GetMany(configs)) {
+        if (f->has_value()) rows.push_back((*f)->features);
       }
       double features_s = std::chrono::duration<double>(Clock::now() - t).count();
       auto pred = model.Predict(rows);

@@ -24,10 +24,12 @@ namespace kiln::compiler {
 
 struct LowerOptions {
   bool dump_ir = false;  // print the IR after every lowering pass to stderr
-  // Stop after flatten and simplify: loops keep their annotations
-  // (vectorized, unrolled, parallel) instead of being turned into vector
-  // expressions and copies, and tails are not partitioned. What the tuner's
-  // feature extraction reads; not for code generation.
+  // Stop after storage flattening, before any simplification: loops keep
+  // their annotations (vectorized, unrolled, parallel) instead of being
+  // turned into vector expressions and copies, tails are not partitioned,
+  // and extents may be unfolded constant expressions. What the tuner's
+  // feature extraction reads (it evaluates them; simplifying is a third of
+  // lowering's time); not for code generation.
   bool loops_only = false;
 };
 

@@ -1,6 +1,8 @@
 #include "compiler/target.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -62,6 +64,13 @@ Target Target::Host() {
 int Target::NativeVectorLanes() const {
   if (StartsWith(triple, "aarch64")) return 4;
   if (!StartsWith(triple, "x86_64") && !StartsWith(triple, "i686")) return 4;
+  // Asked for every candidate a template builds: LLVM's CPU table is read
+  // once per (cpu, attrs).
+  static std::mutex mu;
+  static auto* known = new std::map<std::pair<std::string, std::string>, int>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, added] = known->emplace(std::make_pair(cpu, attrs), 0);
+  if (!added) return it->second;
   // The CPU's features as LLVM knows them (any x86 name, host or not), then
   // -mattr's explicit +/- features.
   llvm::SmallVector<llvm::StringRef, 64> features;
@@ -72,9 +81,8 @@ int Target::NativeVectorLanes() const {
     return std::find(features.begin(), features.end(), llvm::StringRef(f.data(), f.size())) !=
            features.end();
   };
-  if (has("avx512f")) return 16;
-  if (has("avx")) return 8;
-  return 4;
+  it->second = has("avx512f") ? 16 : has("avx") ? 8 : 4;
+  return it->second;
 }
 
 int Target::NumVectorRegisters() const {

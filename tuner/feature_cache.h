@@ -27,6 +27,10 @@ class FeatureCache {
   FeatureCache(compiler::Workload workload, compiler::Target target, size_t capacity = 50000);
   // nullopt for a config the template rejects (never to be measured).
   const std::optional<CandidateFeatures>& Get(const compiler::Config& config);
+  // Get of every config, the missing ones extracted on up to `threads`
+  // threads (0: one per core). The pointers stay valid until the next call.
+  std::vector<const std::optional<CandidateFeatures>*> GetMany(
+      const std::vector<compiler::Config>& configs, unsigned threads = 0);
   const compiler::Workload& workload() const { return workload_; }
   const compiler::Target& target() const { return target_; }
 

@@ -62,42 +62,6 @@ class ValueScan : public ExprVisitor {
   }
 };
 
-class StoreCollector : public StmtVisitor {
- public:
-  std::vector<StoreInfo> stores;
-  double scratch_bytes = 0;
-
- protected:
-  void VisitFor(const ForNode* op) override {
-    int64_t extent = AsConstInt(op->extent).value_or(1);
-    loops_.push_back({op->loop_var.operator->(), std::max<int64_t>(extent, 1), op->for_kind});
-    VisitStmt(op->body);
-    loops_.pop_back();
-  }
-  void VisitAllocate(const AllocateNode* op) override {
-    auto n = AsConstInt(op->buffer.NumElements());
-    scratch_bytes += static_cast<double>(n.value_or(0)) * op->buffer->dtype.bytes();
-    StmtVisitor::VisitAllocate(op);
-  }
-  void VisitBufferStore(const BufferStoreNode* op) override {
-    StoreInfo s;
-    s.loops = loops_;
-    if (op->indices.size() == 1) s.accesses.push_back({op->buffer, op->indices[0]});
-    ValueScan scan;
-    scan.VisitExpr(op->value);
-    s.ops_per_iter = scan.ops;
-    for (const Access& a : scan.loads) {
-      bool seen = std::any_of(s.accesses.begin(), s.accesses.end(),
-                              [&](const Access& b) { return b.buffer.same_as(a.buffer); });
-      if (!seen) s.accesses.push_back(a);
-    }
-    stores.push_back(std::move(s));
-  }
-
- private:
-  std::vector<Loop> loops_;
-};
-
 // Integer value of an index expression with the given variables set (all
 // others 0); anything it cannot evaluate counts as 0.
 class IndexEval {
@@ -157,6 +121,44 @@ class IndexEval {
 
  private:
   std::map<const VarNode*, int64_t> env_;
+};
+
+class StoreCollector : public StmtVisitor {
+ public:
+  std::vector<StoreInfo> stores;
+  double scratch_bytes = 0;
+
+ protected:
+  void VisitFor(const ForNode* op) override {
+    // Unsimplified (loops_only): a constant expression, or one of outer
+    // loops' variables (a tail), taken at their first iteration.
+    int64_t extent = IndexEval({}).Eval(op->extent);
+    loops_.push_back({op->loop_var.operator->(), std::max<int64_t>(extent, 1), op->for_kind});
+    VisitStmt(op->body);
+    loops_.pop_back();
+  }
+  void VisitAllocate(const AllocateNode* op) override {
+    const int64_t n = IndexEval({}).Eval(op->buffer.NumElements());
+    scratch_bytes += static_cast<double>(std::max<int64_t>(n, 0)) * op->buffer->dtype.bytes();
+    StmtVisitor::VisitAllocate(op);
+  }
+  void VisitBufferStore(const BufferStoreNode* op) override {
+    StoreInfo s;
+    s.loops = loops_;
+    if (op->indices.size() == 1) s.accesses.push_back({op->buffer, op->indices[0]});
+    ValueScan scan;
+    scan.VisitExpr(op->value);
+    s.ops_per_iter = scan.ops;
+    for (const Access& a : scan.loads) {
+      bool seen = std::any_of(s.accesses.begin(), s.accesses.end(),
+                              [&](const Access& b) { return b.buffer.same_as(a.buffer); });
+      if (!seen) s.accesses.push_back(a);
+    }
+    stores.push_back(std::move(s));
+  }
+
+ private:
+  std::vector<Loop> loops_;
 };
 
 int64_t StrideAlong(const Expr& index, const VarNode* v) {

@@ -164,8 +164,9 @@ absl::StatusOr<std::vector<float>> ModelSearch::Score(
     const std::vector<compiler::Config>& configs) {
   std::vector<std::vector<float>> rows;
   std::vector<int> row_of(configs.size(), -1);
+  const auto features = cache_.GetMany(configs);
   for (size_t i = 0; i < configs.size(); ++i) {
-    const auto& f = cache_.Get(configs[i]);
+    const auto& f = *features[i];
     if (!f.has_value()) continue;
     row_of[i] = static_cast<int>(rows.size());
     rows.push_back(f->features);

@@ -12,10 +12,11 @@ namespace {
 
 class Flattener : public StmtMutator {
  public:
+  explicit Flattener(bool simplify) : simplify_(simplify) {}
   Buffer Flat(const Buffer& b) {
     auto it = map_.find(b.get());
     if (it != map_.end()) return it->second;
-    Buffer flat(b->name, b->dtype, {Simplify(b.NumElements())});
+    Buffer flat(b->name, b->dtype, {Simplified(b.NumElements())});
     map_[b.get()] = flat;
     originals_[b.get()] = b;
     return flat;
@@ -30,8 +31,9 @@ class Flattener : public StmtMutator {
     for (size_t d = 0; d < idx.size(); ++d) {
       flat = flat.defined() ? flat * b->shape[d] + idx[d] : idx[d];
     }
-    return {Simplify(flat)};
+    return {Simplified(flat)};
   }
+  Expr Simplified(const Expr& e) const { return simplify_ ? Simplify(e) : e; }
 
   Expr VisitBufferLoad(const BufferLoadNode* op, const Expr& self) override {
     bool changed = false;
@@ -52,12 +54,13 @@ class Flattener : public StmtMutator {
  private:
   std::unordered_map<const BufferNode*, Buffer> map_;
   std::unordered_map<const BufferNode*, Buffer> originals_;
+  bool simplify_ = true;
 };
 
 }  // namespace
 
-PrimFunc FlattenStorage(const PrimFunc& f) {
-  Flattener fl;
+PrimFunc FlattenStorage(const PrimFunc& f, bool simplify) {
+  Flattener fl(simplify);
   PrimFunc out;
   out.name = f.name;
   for (const Buffer& b : f.params) out.params.push_back(fl.Flat(b));

@@ -7,6 +7,8 @@
 
 namespace kiln::lower {
 
-ir::PrimFunc FlattenStorage(const ir::PrimFunc& f);
+// With simplify false, sizes and indices are left unsimplified (the tuner's
+// feature extraction evaluates them; simplifying costs it a third of its time).
+ir::PrimFunc FlattenStorage(const ir::PrimFunc& f, bool simplify = true);
 
 }  // namespace kiln::lower

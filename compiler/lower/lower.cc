@@ -25,11 +25,11 @@ absl::StatusOr<PrimFunc> Lower(const te::Schedule& schedule, const std::vector<t
   for (const te::Tensor& t : args) f.params.push_back(t.buffer());
   f.body = *nest;
   dump("loop_nest", f);
-  f = FlattenStorage(f);
+  f = FlattenStorage(f, /*simplify=*/!opts.loops_only);
   dump("flatten", f);
+  if (opts.loops_only) return f;
   f.body = Simplify(f.body);
   dump("simplify", f);
-  if (opts.loops_only) return f;
   f.body = PartitionLoops(f.body);
   dump("partition", f);
   f.body = PartitionSelects(f.body);

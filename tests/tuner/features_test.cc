@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "compiler/kernel.h"
+#include "tuner/config_space.h"
+#include "tuner/feature_cache.h"
 
 namespace kiln::tuner {
 namespace {
@@ -118,6 +121,28 @@ TEST(FeaturesTest, InvalidConfigIsAnError) {
   c["reg_n"] = 1000;
   auto f = ExtractFeatures(w, t, c);
   EXPECT_FALSE(f.ok());
+}
+
+TEST(FeaturesTest, GetManyOnThreadsGivesWhatGetGivesAlone) {
+  compiler::Target t = compiler::Target::Host();
+  compiler::Workload w = Conv();
+  ConfigSpace space(*compiler::KnobsOf(w, t));
+  std::mt19937_64 rng(3);
+  std::vector<compiler::Config> configs;
+  for (int i = 0; i < 64; ++i) configs.push_back(space.Sample(rng));
+  configs.push_back(configs.front());  // a duplicate
+  FeatureCache serial(w, t), parallel(w, t);
+  const auto many = parallel.GetMany(configs, 4);
+  ASSERT_EQ(many.size(), configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto& c = configs[i];
+    const auto& a = serial.Get(c);
+    const auto& b = *many[i];
+    ASSERT_EQ(a.has_value(), b.has_value()) << compiler::CanonicalConfig(c);
+    if (!a) continue;
+    EXPECT_EQ(a->features, b->features);
+    EXPECT_EQ(a->kernel_hash, b->kernel_hash);
+  }
 }
 
 }  // namespace
