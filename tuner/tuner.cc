@@ -37,6 +37,12 @@ uint64_t SeedOf(const std::string& text) {
   return h;
 }
 
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 double Mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -326,9 +332,7 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
       rec.config = flight.canonical[c];
       rec.compiler_version = version;
       rec.job_id = options_.job_id;
-      rec.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
+      rec.unix_ms = NowUnixMs();
       if (c >= results.size()) {
         rec.error_kind = "agent_lost";
         rec.error_message = "no result came back for this candidate";
@@ -370,9 +374,7 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
                                 version,
                                 static_cast<int64_t>(model->second),
                                 std::move(model->first),
-                                std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count()};
+                                NowUnixMs()};
       if (absl::Status st = db_->SaveCostModel(row); !st.ok()) return st;
     }
     scheduler.Record(flight.task, p.trials_done, p.best_cost_s);
