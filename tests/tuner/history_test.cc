@@ -6,18 +6,13 @@
 
 #include "compiler/kernel.h"
 #include "tests/storage/test_util.h"
+#include "tests/tuner/workloads.h"
 #include "tuner/features.h"
 
 namespace kiln::tuner {
 namespace {
 
-compiler::Workload Dense(int64_t m) {
-  compiler::Workload w;
-  w.op = "dense";
-  w.ints = {{"M", {m}},     {"N", {64}},      {"K", {64}},      {"transA", {0}}, {"transB", {0}},
-            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
-  return w;
-}
+using testing::Dense;
 
 class HistoryTest : public ::testing::Test {
  protected:

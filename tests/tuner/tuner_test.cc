@@ -11,18 +11,13 @@
 
 #include "compiler/kernel.h"
 #include "tests/storage/test_util.h"
+#include "tests/tuner/workloads.h"
 #include "tuner/history.h"
 
 namespace kiln::tuner {
 namespace {
 
-compiler::Workload Dense(int64_t m) {
-  compiler::Workload w;
-  w.op = "dense";
-  w.ints = {{"M", {m}},     {"N", {64}},      {"K", {64}},      {"transA", {0}}, {"transB", {0}},
-            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
-  return w;
-}
+using testing::Dense;
 
 // A deterministic cost per config, in [1, 2) ms, scaled per workload.
 double SyntheticCost(const compiler::Workload& w, const compiler::Config& c) {
