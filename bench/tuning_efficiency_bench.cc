@@ -14,8 +14,9 @@
 //   target >= 0.7), and the time to rank 10,000 random candidates, feature
 //   extraction included (target < 1 s).
 //
-// Candidates are measured in-process by the agent's MeasureCandidate (build,
-// verify, time), with the tracker's early stop (3x the shape's best). Every
+// Candidates are measured in-process by the tuner's LocalMeasurer
+// (compiler::Measure: build, verify, time, what the agent runs in its
+// sandbox), with the tracker's early stop (3x the shape's best). Every
 // measurement is appended to --cache (a text file:
 // shape, config, cost), so a rerun or another strategy reuses it: a config
 // is measured once per run, whichever strategy proposes it first.
@@ -39,9 +40,9 @@
 #include "compiler/kernel.h"
 #include "compiler/target.h"
 #include "deploy/str.h"
-#include "device_agent/measure.h"
 #include "tuner/cost_model.h"
 #include "tuner/feature_cache.h"
+#include "tuner/measurer.h"
 #include "tuner/search.h"
 
 namespace {
@@ -56,7 +57,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 class Oracle {
  public:
   Oracle(std::string path, kiln::compiler::Target target)
-      : path_(std::move(path)), target_(target) {
+      : path_(std::move(path)), measurer_(target, Policy()) {
     std::ifstream in(path_);
     std::string line;
     while (std::getline(in, line)) {
@@ -73,22 +74,21 @@ class Oracle {
     std::string canonical = kiln::compiler::CanonicalConfig(config);
     auto& known = costs_[shape.name];
     if (auto it = known.find(canonical); it != known.end()) return it->second;
-    kiln::v1::Config proto;
-    proto.set_canonical(canonical);
-    kiln::v1::TimingPolicy policy;
-    policy.set_repeat(3);
-    policy.set_min_repeat_ms(5);
     // The tracker's early stop: a candidate 3x slower than the shape's best
     // so far is timed once (its cost is then one run's).
     double& best = best_[shape.name];
-    if (best > 0) policy.set_stop_above_s(3 * best);
-    auto r = kiln::agent::MeasureCandidate(kiln::bench::KilnWorkload(shape).Canonical(), proto,
-                                           policy, target_);
+    kiln::tuner::MeasureBatch batch{
+        kiln::bench::KilnWorkload(shape), {config}, best > 0 ? 3 * best : 0};
+    measurer_.Submit(std::move(batch));
+    auto measured = measurer_.WaitAny();
     double cost = kInf;
-    if (r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_NONE && r.costs_s_size() > 0) {
-      cost = 0;
-      for (double c : r.costs_s()) cost += c;
-      cost /= r.costs_s_size();
+    if (measured.ok() && measured->second.size() == 1) {
+      const kiln::tuner::MeasureResult& r = measured->second[0];
+      if (r.error_kind == "none" && !r.costs_s.empty()) {
+        cost = 0;
+        for (double c : r.costs_s) cost += c;
+        cost /= static_cast<double>(r.costs_s.size());
+      }
     }
     known[canonical] = cost;
     if (std::isfinite(cost) && (best == 0 || cost < best)) best = cost;
@@ -100,8 +100,14 @@ class Oracle {
   int measured() const { return measured_; }
 
  private:
+  static kiln::compiler::MeasurePolicy Policy() {
+    kiln::compiler::MeasurePolicy p;
+    p.repeat = 3;
+    p.min_repeat_ms = 5;
+    return p;
+  }
   std::string path_;
-  kiln::compiler::Target target_;
+  kiln::tuner::LocalMeasurer measurer_;
   std::map<std::string, std::map<std::string, double>> costs_;
   std::map<std::string, double> best_;  // per shape, of this run's measurements
   int measured_ = 0;

@@ -102,18 +102,7 @@ std::string JobStateName(kiln::v1::JobState state) {
   }
 }
 
-std::string FormatCost(double seconds) {
-  char buf[64];
-  if (seconds <= 0) return "-";
-  if (seconds < 1e-3) {
-    std::snprintf(buf, sizeof(buf), "%.2f us", seconds * 1e6);
-  } else if (seconds < 1) {
-    std::snprintf(buf, sizeof(buf), "%.3f ms", seconds * 1e3);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.3f s", seconds);
-  }
-  return buf;
-}
+std::string FormatCost(double seconds) { return seconds > 0 ? FormatSeconds(seconds) : "-"; }
 
 absl::StatusOr<double> ParseDuration(const std::string& text) {
   auto bad = [&] {

@@ -39,6 +39,7 @@ struct ReportRecord {
   std::string workload_key;
   double cost_s = 0;  // 0: failed
   int64_t unix_ms = 0;
+  int task = -1;  // index in ReportData::tasks (IndexRecords); -1: none
 };
 
 struct ReportData {
@@ -111,6 +112,16 @@ absl::StatusOr<ReportData> FromDatabase(storage::LogDb& db, const std::string& j
   return d;
 }
 
+// Sets each record's task.
+void IndexRecords(ReportData& d) {
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < d.tasks.size(); ++i) index[d.tasks[i].key] = static_cast<int>(i);
+  for (ReportRecord& r : d.records) {
+    auto it = index.find(r.workload_key);
+    r.task = it == index.end() ? -1 : it->second;
+  }
+}
+
 std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
@@ -149,8 +160,6 @@ absl::Status RunGnuplot(const std::string& script) {
 
 // Writes the data files and the script into `dir`; draws `out`.
 absl::Status Plot(const ReportData& d, const std::string& dir, const std::string& out, bool png) {
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < d.tasks.size(); ++i) index[d.tasks[i].key] = i;
   const int64_t t0 = d.records.empty() ? 0 : d.records.front().unix_ms;
   std::vector<std::ofstream> files;
   for (size_t i = 0; i < d.tasks.size(); ++i) {
@@ -167,16 +176,13 @@ absl::Status Plot(const ReportData& d, const std::string& dir, const std::string
   // with the log's best all along.
   std::vector<bool> measured(d.tasks.size(), false);
   for (const ReportRecord& r : d.records) {
-    if (auto it = index.find(r.workload_key); it != index.end() && r.cost_s > 0) {
-      measured[it->second] = true;
-    }
+    if (r.task >= 0 && r.cost_s > 0) measured[r.task] = true;
   }
   int done = 0;
   for (const ReportRecord& r : d.records) {
-    auto it = index.find(r.workload_key);
     ++done;
-    if (it == index.end()) continue;
-    const size_t i = it->second;
+    if (r.task < 0) continue;
+    const size_t i = static_cast<size_t>(r.task);
     ++trials[i];
     if (r.cost_s > 0 && (best[i] == 0 || r.cost_s < best[i])) best[i] = r.cost_s;
     const double seconds = static_cast<double>(r.unix_ms - t0) / 1000.0;
@@ -249,14 +255,11 @@ absl::Status Plot(const ReportData& d, const std::string& dir, const std::string
 }
 
 void PrintSummary(const ReportData& d, std::ostream& out) {
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < d.tasks.size(); ++i) index[d.tasks[i].key] = i;
   std::vector<double> first(d.tasks.size(), 0), best(d.tasks.size(), 0);
   std::vector<int> trials(d.tasks.size(), 0), errors(d.tasks.size(), 0);
   for (const ReportRecord& r : d.records) {
-    auto it = index.find(r.workload_key);
-    if (it == index.end()) continue;
-    const size_t i = it->second;
+    if (r.task < 0) continue;
+    const size_t i = static_cast<size_t>(r.task);
     ++trials[i];
     if (r.cost_s <= 0) {
       ++errors[i];
@@ -338,6 +341,7 @@ int RunReport(const Command& self, const std::vector<std::string>& argv, const C
         self, StrCat(absl::StatusCodeToString(data.status().code()), ": ", data.status().message()),
         env);
   }
+  IndexRecords(*data);
   PrintSummary(*data, *env.out);
   char tmpl[] = "/tmp/kiln-report-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return Fail(self, "cannot make a temporary folder", env);

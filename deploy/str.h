@@ -5,6 +5,7 @@
 // Header-only and dependency-free, usable from every component.
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -61,6 +62,20 @@ inline bool ParseDouble(std::string_view text, double* out) {
   char* end = nullptr;
   *out = std::strtod(copy.c_str(), &end);
   return end == copy.c_str() + copy.size();
+}
+
+// A positive duration as a short human value: "12.34 us", "1.234 ms",
+// "1.234 s".
+inline std::string FormatSeconds(double seconds) {
+  char buf[64];
+  if (seconds < 1e-3) {
+    std::snprintf(buf, sizeof(buf), "%.2f us", seconds * 1e6);
+  } else if (seconds < 1) {
+    std::snprintf(buf, sizeof(buf), "%.3f ms", seconds * 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3f s", seconds);
+  }
+  return buf;
 }
 
 }  // namespace kiln

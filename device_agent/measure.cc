@@ -89,15 +89,8 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
     return Error(kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG,
                  std::string(config.status().message()));
   }
-  const ResolvedTiming timing = ResolveTiming(policy);
-  compiler::MeasurePolicy p;
-  p.number = timing.number;
-  p.repeat = timing.repeat;
-  p.min_repeat_ms = timing.min_repeat_ms;
-  p.cooldown_ms = timing.cooldown_ms;
-  p.flush_cache = timing.flush_cache;
-  p.stop_above_s = timing.stop_above_s;
-  compiler::Measurement m = compiler::Measure(*workload, *config, p, target, seed);
+  const compiler::MeasurePolicy timing = ResolveTiming(policy);
+  compiler::Measurement m = compiler::Measure(*workload, *config, timing, target, seed);
   MeasureResult result = Error(KindOf(m.error), std::move(m.message));
   result.set_build_s(m.build_s);
   result.set_cut_short(m.cut_short);

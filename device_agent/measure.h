@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "compiler/measure.h"
 #include "compiler/target.h"
 #include "kiln/v1/common.pb.h"
 
@@ -12,14 +13,10 @@ namespace kiln::agent {
 
 // The timing policy with the documented defaults filled in for zero fields:
 // repeat 3, min_repeat_ms 10 (when `number` is automatic), timeout_ms 10000.
-struct ResolvedTiming {
-  int number = 0;  // <= 0: automatic (grown by doubling from 1)
-  int repeat = 3;
-  int min_repeat_ms = 10;
-  int cooldown_ms = 0;
-  bool flush_cache = false;
+// The measurement's part is compiler::MeasurePolicy; the timeout is the
+// sandbox's.
+struct ResolvedTiming : compiler::MeasurePolicy {
   int timeout_ms = 10000;
-  double stop_above_s = 0;  // 0: time every candidate to the end
 };
 ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy);
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <set>
 #include <utility>
 
 #include "compiler/config.h"
@@ -459,37 +458,9 @@ absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
   if (auto stored = OptionsFromJson(s.row.options_json, options_.default_timing); stored.ok()) {
     s.budget_s = stored->budget_s;
   }
-  auto planned = db_->JobTasks(job_id);
-  if (!planned.ok()) return planned.status();
-  auto records = db_->RecordsOfJob(job_id);
-  if (!records.ok()) return records.status();
-  std::map<std::string, size_t> index;
-  auto task_of = [&](const std::string& key, int occurrences) -> TaskStatus& {
-    auto [it, added] = index.emplace(key, s.tasks.size());
-    if (added) {
-      TaskStatus t;
-      t.workload_key = key;
-      t.occurrences = occurrences;
-      t.state = s.Finished() ? "done" : "waiting";
-      if (auto w = db_->GetWorkload(key); w.ok() && w->has_value()) {
-        t.op = (*w)->op;
-        t.canonical = (*w)->canonical;
-        t.flops = (*w)->flops;
-      }
-      s.tasks.push_back(std::move(t));
-    }
-    return s.tasks[it->second];
-  };
-  for (const storage::JobTaskRow& t : *planned) task_of(t.workload_key, t.occurrences);
-  for (const storage::RecordRow& r : *records) {
-    TaskStatus& t = task_of(r.workload_key, 1);
-    ++t.trials_done;
-    if (r.error_kind != "none") {
-      ++t.errors;
-    } else if (t.best_cost_s == 0 || r.mean_cost_s < t.best_cost_s) {
-      t.best_cost_s = r.mean_cost_s;
-    }
-  }
+  auto tasks = tuner::StoredTaskProgress(*db_, job_id, s.Finished() ? "done" : "waiting");
+  if (!tasks.ok()) return tasks.status();
+  s.tasks = *std::move(tasks);
   return s;
 }
 

@@ -52,16 +52,9 @@ double Mean(const std::vector<double>& v) {
 // "0.123 ms (45.2 GFLOP/s)", or "none".
 std::string FormatBest(double cost_s, double flops) {
   if (cost_s <= 0) return "none";
-  char buf[64];
-  if (cost_s < 1e-3) {
-    std::snprintf(buf, sizeof(buf), "%.2f us", cost_s * 1e6);
-  } else if (cost_s < 1) {
-    std::snprintf(buf, sizeof(buf), "%.3f ms", cost_s * 1e3);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.3f s", cost_s);
-  }
-  std::string out = buf;
+  std::string out = FormatSeconds(cost_s);
   if (flops > 0) {
+    char buf[64];
     std::snprintf(buf, sizeof(buf), " (%.1f GFLOP/s)", flops / cost_s / 1e9);
     out += buf;
   }
@@ -94,6 +87,44 @@ double EstimatedLatency(const std::vector<TaskProgress>& tasks) {
     total += t.occurrences * t.best_cost_s;
   }
   return total;
+}
+
+absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::LogDb& db,
+                                                             const std::string& job_id,
+                                                             const std::string& state) {
+  auto planned = db.JobTasks(job_id);
+  if (!planned.ok()) return planned.status();
+  auto records = db.RecordsOfJob(job_id);
+  if (!records.ok()) return records.status();
+  std::vector<TaskProgress> tasks;
+  std::map<std::string, size_t> index;
+  auto task_of = [&](const std::string& key, int occurrences) -> TaskProgress& {
+    auto [it, added] = index.emplace(key, tasks.size());
+    if (added) {
+      TaskProgress t;
+      t.workload_key = key;
+      t.occurrences = occurrences;
+      t.state = state;
+      if (auto w = db.GetWorkload(key); w.ok() && w->has_value()) {
+        t.op = (*w)->op;
+        t.canonical = (*w)->canonical;
+        t.flops = (*w)->flops;
+      }
+      tasks.push_back(std::move(t));
+    }
+    return tasks[it->second];
+  };
+  for (const storage::JobTaskRow& t : *planned) task_of(t.workload_key, t.occurrences);
+  for (const storage::RecordRow& r : *records) {
+    TaskProgress& t = task_of(r.workload_key, 1);
+    ++t.trials_done;
+    if (r.error_kind != "none") {
+      ++t.errors;
+    } else if (t.best_cost_s == 0 || r.mean_cost_s < t.best_cost_s) {
+      t.best_cost_s = r.mean_cost_s;
+    }
+  }
+  return tasks;
 }
 
 Tuner::Tuner(storage::LogDb* db, Measurer* measurer, compiler::Target target,
@@ -146,17 +177,18 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
   if (!options_.job_id.empty()) {
     if (absl::Status st = db_->SetJobTasks(options_.job_id, task_rows); !st.ok()) return st;
   }
+  // What this job measured before (a resumed job).
   int trials_done = 0;
   if (!options_.job_id.empty()) {
-    auto own = db_->RecordsOfJob(options_.job_id);
-    if (!own.ok()) return own.status();
-    for (const storage::RecordRow& r : *own) {
-      auto it = task_of.find(r.workload_key);
+    auto stored = StoredTaskProgress(*db_, options_.job_id, "");
+    if (!stored.ok()) return stored.status();
+    for (const TaskProgress& t : *stored) {
+      auto it = task_of.find(t.workload_key);
       if (it == task_of.end()) continue;
       TaskProgress& p = runs[it->second].progress;
-      ++p.trials_done;
-      if (r.error_kind != "none") ++p.errors;
-      ++trials_done;
+      p.trials_done = t.trials_done;
+      p.errors = t.errors;
+      trials_done += t.trials_done;
     }
   }
 

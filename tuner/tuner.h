@@ -90,6 +90,15 @@ class Tuner {
   TunerOptions options_;
 };
 
+// A job's tasks as stored (its job_tasks, in order, with their workloads)
+// and what the job's records say of each: trials, errors, and the best cost
+// of its own records. A task with records but no stored row (a job from
+// before tasks were stored) is appended with 1 occurrence. States are
+// `state` for every task.
+absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::LogDb& db,
+                                                             const std::string& job_id,
+                                                             const std::string& state);
+
 // The model's latency as the tuner sees it: sum over tasks of occurrences x
 // best cost; 0 while a task has no cost yet.
 double EstimatedLatency(const std::vector<TaskProgress>& tasks);
