@@ -13,14 +13,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
 #include "storage/log_db.h"
 #include "tuner/measurer.h"
+#include "tuner/task_scheduler.h"
 
 namespace kiln::tuner {
 
@@ -74,6 +77,7 @@ class Tuner {
   // `db` and `measurer` must outlive the Tuner.
   Tuner(storage::LogDb* db, Measurer* measurer, compiler::Target target,
         std::vector<TuningTask> tasks, TunerOptions options);
+  ~Tuner();
 
   // Runs until the trial or time budget is spent or every task has stopped.
   // `progress` is called after each measured batch (and once at the start).
@@ -83,11 +87,29 @@ class Tuner {
   absl::Status Run(const ProgressFn& progress);
 
  private:
+  struct TaskRun;  // a task's search, history and progress
+  struct Flight;   // a batch being measured
+
+  absl::Status LoadTasks();
+  absl::Status StartTask(size_t task);
+  absl::StatusOr<Flight> Propose(size_t task, int want);
+  absl::StatusOr<std::string> Absorb(const Flight& flight,
+                                     const std::vector<MeasureResult>& results);
+  double TuningSeconds() const;
+  TunerProgress Snapshot(std::string message) const;
+  std::string TaskName(size_t task) const;
+
   storage::LogDb* db_;
   Measurer* measurer_;
   compiler::Target target_;
+  std::string target_spec_;
   std::vector<TuningTask> tasks_;
   TunerOptions options_;
+  // One run's state.
+  std::vector<TaskRun> runs_;
+  std::unique_ptr<TaskScheduler> scheduler_;
+  int trials_done_ = 0;
+  double start_s_ = 0;
 };
 
 // A job's tasks as stored (its job_tasks, in order, with their workloads)

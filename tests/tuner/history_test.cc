@@ -102,6 +102,9 @@ TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
 TEST_F(HistoryTest, PriorGroupsAreOtherWorkloadsOfTheSameOperator) {
   compiler::Target t = compiler::Target::Host();
   compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
+  // A column tile that every x86 target offers (SSE's 4 lanes to AVX-512's
+  // 16), so that the generic target's records have features too.
+  c["tile_n"] = 16;
   compiler::Config d = c;
   d["unroll_k"] = 1 - d["unroll_k"];
   Add(Dense(32), t.Spec(), c, 2e-3);  // the task's own workload: not prior
