@@ -67,7 +67,12 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   k.push_back({"reg_n", {0}});
   k.push_back({"rows", {0}});
   k.push_back({"pack_data", {0}});
+  // par_rows=1: with parallel=1, the threads share out the blocks of output
+  // rows (each packs its own input rows) instead of the output-channel
+  // blocks of one row block after another (the packing then serial).
+  k.push_back({"par_rows", {0}});
   if (!ok) return k;
+  k[5].choices = {0, 1};
   k[0].choices = {lanes};
   if (K % (2 * lanes) == 0) k[0].choices.push_back(2 * lanes);
   k[1].choices.clear();
@@ -117,6 +122,11 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
                " for accumulators)"));
   }
   if (C % cb != 0) return absl::InvalidArgumentError("conv2d NCHWc: cb must divide C");
+  if (c.at("par_rows") && (!c.at("parallel") || w.Int("OH") / c.at("rows") < 2)) {
+    return absl::InvalidArgumentError(StrCat("conv2d NCHWc: par_rows=1 needs parallel=1 and ",
+                                             "two or more blocks of rows (rows=", c.at("rows"),
+                                             " of ", w.Int("OH"), ")"));
+  }
   const int64_t dbytes = DpackBytes(w, c.at("rows"));
   if (c.at("pack_data") && dbytes > kMaxScratchBytes) {
     return absl::InvalidArgumentError(
@@ -142,6 +152,7 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
   // through channels a whole image apart, which the prefetchers do not follow
   // (measured slower on every ResNet-50 1x1 layer but 256->64 56x56, a tie).
   c["pack_data"] = choices("pack_data").back();
+  c["par_rows"] = 0;
   if (!NchwcEligible(w, t)) return c;
   // The most output rows whose input rows stay in about half an L2:
   // weights are read once per block of rows. A small image (the 7x7 layers)
@@ -169,6 +180,11 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
       }
     }
   }
+  // Input channels per step: at most 256 weight floats (1 KiB) per kernel
+  // tap, i.e. 16 channels with 16-wide blocks and 8 with 32-wide ones.
+  // Measured on AVX-512 (Zen 4/5): kb=32 with cb=16 ran the 512->512 7x7
+  // layer at half the speed of kb=32 with cb=8 or kb=16 with cb=16.
+  c["cb"] = Pick(choices("cb"), std::max<int64_t>(1, 256 / c["kb"]));
   return c;
 }
 
@@ -226,7 +242,7 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   // stays in registers (a vector store here would scatter along K).
   s.Unroll(out, kv);
   s.Unroll(out, owi);
-  if (cfg.at("parallel")) s.Parallel(out, Ko >= 2 ? ko : ohi);
+  if (cfg.at("parallel")) s.Parallel(out, cfg.at("par_rows") ? oho : Ko >= 2 ? ko : ohi);
   if (pack_data) s.ComputeAt(dpack, out, oho);
   s.ComputeAt(conv, out, owo);
   // conv: reductions outside the register tile [reg_n pixels x kb channels].

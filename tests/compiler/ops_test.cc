@@ -353,6 +353,8 @@ TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
             for (int64_t pd : choices["pack_data"]) {
               c["rows"] = rows;
               c["pack_data"] = pd;
+              // In parallel over row blocks where there are two or more.
+              c["par_rows"] = c["parallel"] && w.Int("OH") / rows >= 2;
               if (!ValidateConfig(w, host, c).ok()) continue;
               ++built;
               ExpectMatchesReference(w, c, what);
