@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the conv2d template's layouts (internal to compiler/ops): direct
-// NCHW (conv2d.cc), NCHW[x]c inside the kernel (conv2d_nchwc.cc) and
-// depthwise rows (conv2d_depthwise.cc).
+// NCHW (conv2d.cc), NCHW[x]c inside the kernel (conv2d_nchwc.cc),
+// depthwise rows (conv2d_depthwise.cc) and 1x1 as GEMM (conv2d_gemm.cc).
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -39,5 +39,14 @@ std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t);
 absl::Status DepthwiseCheck(const Workload& w, const Config& c);
 Config DepthwiseDefault(const Workload& w, const Target& t);
 absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Config& c);
+
+// layout=3 (conv2d_gemm.cc): 1x1, stride 1, unpadded, H*W a multiple of the
+// vector width. Knobs gm (output channels per register tile) and gv (pixel
+// vectors per tile); a single 0 choice each when not eligible.
+bool GemmEligible(const Workload& w, const Target& t);
+std::vector<Knob> GemmKnobs(const Workload& w, const Target& t);
+absl::Status GemmCheck(const Workload& w, const Target& t, const Config& c);
+Config GemmDefault(const Workload& w, const Target& t);
+absl::StatusOr<Built> BuildGemm(const Workload& w, const Target& t, const Config& c);
 
 }  // namespace kiln::compiler::ops

@@ -367,6 +367,47 @@ TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
   }
 }
 
+// conv2d layout=3 (1x1 as GEMM on the NCHW tensors): the default of a 1x1
+// layer; every register tile, a batch, output channels not a multiple of the
+// tile, epilogues over the whole image and per channel.
+TEST(OpsNumeric, GemmConvEveryTileMatchesReference) {
+  Target host = Target::Host();
+  const int lanes = host.NativeVectorLanes();
+  for (int64_t N : {1, 2}) {
+    Workload w = SquareConv(N, 24, 2 * lanes, 3, 20, 1, 1, 0, 0, 1, 1);
+    w.epilogue = {EpilogueOp{EpilogueKind::kAdd, {N, 20, 2 * lanes, 3}},
+                  EpilogueOp{EpilogueKind::kMul, {1, 20, 1, 1}},
+                  EpilogueOp{EpilogueKind::kRelu, {}}};
+    const std::string what = w.Canonical();
+    Config def = *DefaultConfig(w, host);
+    EXPECT_EQ(def.at("layout"), 3) << what;
+    ExpectMatchesReference(w, def, what);
+    std::map<std::string, std::vector<int64_t>> choices;
+    auto knobs = KnobsOf(w, host);
+    ASSERT_TRUE(knobs.ok()) << knobs.status();
+    for (const Knob& k : *knobs) choices[k.name] = k.choices;
+    int built = 0;
+    for (int64_t gv : choices["gv"]) {
+      for (int64_t gm : choices["gm"]) {
+        Config c = def;
+        c["gv"] = gv;
+        c["gm"] = gm;
+        c["parallel"] = (gm + gv) % 2;
+        if (!ValidateConfig(w, host, c).ok()) continue;
+        ++built;
+        ExpectMatchesReference(w, c, what);
+      }
+    }
+    EXPECT_GT(built, 8) << what;
+  }
+  // Not offered where the pixels are not a multiple of the vector width, or
+  // for a strided or padded 1x1.
+  Config c = *DefaultConfig(SquareConv(1, 8, 5, 5, 16, 1, 1, 0, 0, 1, 1), host);
+  EXPECT_NE(c.at("layout"), 3);
+  c = *DefaultConfig(SquareConv(1, 8, 4 * lanes, 2, 16, 1, 2, 0, 0, 1, 1), host);
+  EXPECT_NE(c.at("layout"), 3);
+}
+
 // conv2d layout=2 (depthwise rows): strides 1 and 2, dilation, asymmetric
 // padding, a batch, every dw_ow, serial and parallel.
 TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
