@@ -317,6 +317,17 @@ Workload SquareConv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64
   return w;
 }
 
+// Each knob's choices for `w` on `t`, by name.
+std::map<std::string, std::vector<int64_t>> ChoicesOf(const Workload& w, const Target& t) {
+  std::map<std::string, std::vector<int64_t>> out;
+  auto knobs = KnobsOf(w, t);
+  EXPECT_TRUE(knobs.ok()) << knobs.status();
+  if (knobs.ok()) {
+    for (const Knob& k : *knobs) out[k.name] = k.choices;
+  }
+  return out;
+}
+
 TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
   Target host = Target::Host();
   const int lanes = host.NativeVectorLanes();
@@ -333,10 +344,7 @@ TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
     Config def = *DefaultConfig(w, host);
     EXPECT_EQ(def.at("layout"), 1) << what;
     ExpectMatchesReference(w, def, what);
-    std::map<std::string, std::vector<int64_t>> choices;
-    auto knobs = KnobsOf(w, host);
-    ASSERT_TRUE(knobs.ok()) << knobs.status();
-    for (const Knob& k : *knobs) choices[k.name] = k.choices;
+    auto choices = ChoicesOf(w, host);
     int built = 0;
     const std::vector<int64_t>& rns = choices["reg_n"];
     for (int64_t kb : choices["kb"]) {
@@ -382,10 +390,7 @@ TEST(OpsNumeric, GemmConvEveryTileMatchesReference) {
     Config def = *DefaultConfig(w, host);
     EXPECT_EQ(def.at("layout"), 3) << what;
     ExpectMatchesReference(w, def, what);
-    std::map<std::string, std::vector<int64_t>> choices;
-    auto knobs = KnobsOf(w, host);
-    ASSERT_TRUE(knobs.ok()) << knobs.status();
-    for (const Knob& k : *knobs) choices[k.name] = k.choices;
+    auto choices = ChoicesOf(w, host);
     int built = 0;
     for (int64_t gv : choices["gv"]) {
       for (int64_t gm : choices["gm"]) {
