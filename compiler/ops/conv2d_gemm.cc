@@ -14,7 +14,6 @@
 // Schedule: n, po, ko, ki, pi: the pixel panels outside the channel panels,
 // so that one panel of data (C x gv vectors) stays in cache while every
 // output-channel panel reads it. In parallel over pixel panels (or images).
-#include <algorithm>
 #include <optional>
 
 #include "compiler/ops/common.h"

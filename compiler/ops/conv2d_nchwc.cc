@@ -144,7 +144,7 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
     }
     return std::vector<int64_t>{0};
   };
-  c["cb"] = Pick(choices("cb"), 16);
+  c["cb"] = choices("cb").front();
   c["kb"] = choices("kb").front();
   c["reg_n"] = choices("reg_n").front();
   c["rows"] = choices("rows").front();
