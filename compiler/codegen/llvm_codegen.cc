@@ -2,6 +2,7 @@
 
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -521,7 +522,33 @@ class CodeGen {
 
   llvm::Align ElemAlign(const Buffer& buf) { return llvm::Align(std::max(1, buf->dtype.bytes())); }
 
+  // A Ramp index of constant stride 2..kMaxLoadStride reads its lanes as
+  // one wide load of the span they cover (masked past the last lane, which
+  // never faults) and a shuffle that keeps every stride-th element: one or
+  // two vector loads and a permute instead of a gather (a stride-2
+  // convolution reading its input, or a deinterleaving copy).
+  static constexpr int64_t kMaxLoadStride = 4;
+  llvm::Value* StridedLoad(const BufferLoadNode* n) {
+    if (n->indices.size() != 1 || n->dtype.is_bool()) return nullptr;
+    const auto* r = n->indices[0].as<RampNode>();
+    std::optional<int64_t> stride = r ? AsConstInt(r->stride) : std::nullopt;
+    if (!stride || *stride < 2 || *stride > kMaxLoadStride) return nullptr;
+    const int lanes = r->lanes, st = static_cast<int>(*stride);
+    const int wide = lanes * st, span = (lanes - 1) * st + 1;
+    llvm::Type* wty = MemTypeOf(n->dtype.Element().WithLanes(wide));
+    llvm::Value* addr = b_.CreateInBoundsGEP(MemTypeOf(n->buffer->dtype.Element()),
+                                             BufferPtr(n->buffer), EmitExpr(r->base));
+    std::vector<llvm::Constant*> mask;
+    for (int i = 0; i < wide; ++i) mask.push_back(b_.getInt1(i < span));
+    llvm::Value* all =
+        b_.CreateMaskedLoad(wty, addr, ElemAlign(n->buffer), llvm::ConstantVector::get(mask));
+    std::vector<int> keep;
+    for (int i = 0; i < lanes; ++i) keep.push_back(i * st);
+    return b_.CreateShuffleVector(all, keep);
+  }
+
   llvm::Value* EmitLoad(const BufferLoadNode* n) {
+    if (llvm::Value* v = StridedLoad(n)) return v;
     bool contiguous = false;
     llvm::Value* addr = Address(n->buffer, n->indices, &contiguous);
     // A scalar index with a vector result cannot happen (Load takes lanes

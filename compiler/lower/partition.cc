@@ -114,9 +114,8 @@ class Partitioner : public StmtMutator {
 };
 
 // Values of v where a select condition in the body comparing c*v + rest
-// with 0 changes, rest being constant or made of enclosing loops' variables
-// (`ranges`) or inner unrolled loops' (a phase loop: each of its copies
-// sees the piece whole): for those, the cuts of rest's two extremes.
+// with 0 changes, rest being constant or made of enclosing or inner loops'
+// variables (`ranges`): for those, the cuts of rest's two extremes.
 class SelectCutFinder : public StmtVisitor {
  public:
   SelectCutFinder(const VarNode* v, const RangeMap& ranges) : v_(v), ranges_(ranges) {}
@@ -125,11 +124,13 @@ class SelectCutFinder : public StmtVisitor {
  protected:
   void VisitFor(const ForNode* op) override {
     const auto* lv = static_cast<const VarNode*>(op->loop_var.get());
+    // An inner loop's variable ranges over its bounds: a cut of the outer
+    // loop then separates the iterations whose inner loop holds a boundary
+    // (the first and last vector of a padded row) from those that hold none.
     auto r = ConstRange(op);
-    const bool phase = r && op->for_kind == ForKind::kUnrolled;
-    if (phase) ranges_[lv] = *r;
+    if (r) ranges_[lv] = *r;
     StmtVisitor::VisitFor(op);
-    if (phase) ranges_.erase(lv);
+    if (r) ranges_.erase(lv);
   }
   void VisitSelect(const SelectNode* op) override {
     Conditions(op->cond);
@@ -190,7 +191,9 @@ class SelectPartitioner : public StmtMutator {
 
  private:
   Stmt Partition(const ForNode* op, const Stmt& self, int64_t lo, int64_t hi) {
-    if (op->for_kind != ForKind::kSerial) return StmtMutator::VisitFor(op, self);
+    // A vectorized loop's pieces stay vectorized (narrower vectors).
+    if (op->for_kind != ForKind::kSerial && op->for_kind != ForKind::kVectorized)
+      return StmtMutator::VisitFor(op, self);
     SelectCutFinder f(static_cast<const VarNode*>(op->loop_var.get()), ranges_);
     f.VisitStmt(op->body);
     std::vector<int64_t> cuts = {lo};

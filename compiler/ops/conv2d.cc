@@ -178,7 +178,7 @@ Config Default(const Workload& w, const Target& t) {
 
 absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& cfg) {
   if (cfg.at("layout") == 1) return BuildNchwc(w, cfg);
-  if (cfg.at("layout") == 2) return BuildDepthwise(w, cfg);
+  if (cfg.at("layout") == 2) return BuildDepthwise(w, t, cfg);
   if (cfg.at("layout") == 3) return BuildGemm(w, t, cfg);
   int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
   int64_t R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"), OW = w.Int("OW");

@@ -73,7 +73,8 @@ Config DepthwiseDefault(const Workload& w, const Target& t) {
   return c;
 }
 
-absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Config& cfg) {
+absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Target& t, const Config& cfg) {
+  const int lanes = t.NativeVectorLanes();
   const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W");
   const int64_t R = w.Int("R"), S = w.Int("S"), OH = w.Int("OH"), OW = w.Int("OW");
   const auto& st = w.Ints("stride");
@@ -112,11 +113,10 @@ absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Config& cfg) {
   if (cfg.at("parallel")) s.Parallel(out, c);
   s.ComputeAt(prow, out, c);
   if (sw > 1) {
-    // Both phases of a column in one iteration: LLVM vectorizes the pair of
-    // stride-sw reads as one interleaved load, not sw strided scalar loops.
-    te::IterVar pp = s.Axis(prow, 3), px = s.Axis(prow, 4);
-    s.Reorder(prow, {s.Axis(prow, 0), s.Axis(prow, 1), s.Axis(prow, 2), px, pp});
-    s.Unroll(prow, pp);
+    // Each phase's columns as vectors of stride-sw reads (a wide load and a
+    // shuffle each in code generation).
+    auto [pxo, pxi] = s.Split(prow, s.Axis(prow, 4), lanes);
+    s.Vectorize(prow, pxi);
   }
   s.ComputeAt(conv, out, owo);
   te::IterVar cy = s.ReduceAxisOf(conv, 0), cx = s.ReduceAxisOf(conv, 1);

@@ -38,7 +38,7 @@ bool DepthwiseEligible(const Workload& w);
 std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t);
 absl::Status DepthwiseCheck(const Workload& w, const Config& c);
 Config DepthwiseDefault(const Workload& w, const Target& t);
-absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Config& c);
+absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Target& t, const Config& c);
 
 // layout=3 (conv2d_gemm.cc): 1x1, stride 1, unpadded, H*W a multiple of the
 // vector width. Knobs gm (output channels per register tile) and gv (pixel

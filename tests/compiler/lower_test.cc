@@ -216,7 +216,11 @@ TEST(Partition, PaddingSelectsLeaveTheInterior) {
   ASSERT_NE(seq, nullptr) << text;
   ASSERT_EQ(seq->seq.size(), 3u) << text;
   EXPECT_EQ(text.find("min("), std::string::npos) << text;
-  EXPECT_NE(text.find("out[y*8 + p*4 + xs] = in[y*5 + xs*2 + p - 6]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("select("), std::string::npos) << text;
+  // The phase loop is cut too (its columns' bounds differ): each phase's
+  // interior columns copy without a condition.
+  EXPECT_NE(text.find("out[y*8 + xs] = in[y*5 + xs*2 - 6]"), std::string::npos) << text;
+  EXPECT_NE(text.find("out[y*8 + xs + 4] = in[y*5 + xs*2 - 5]"), std::string::npos) << text;
   // (The values are checked end to end by the depthwise and NCHWc template
   // tests, whose padded stages go through this pass.)
 }
@@ -241,6 +245,33 @@ TEST(Partition, UnrolledPhasesInsideTheColumnLoop) {
   EXPECT_EQ(seq->seq.size(), 3u) << text;  // xs = 0, 1..3, 4
   EXPECT_NE(text.find("for (xs, 1, 3)"), std::string::npos) << text;
   EXPECT_NE(text.find("out[xs*2 + p] = in[xs*2 + p - 1]"), std::string::npos) << text;
+}
+
+// A padded row copied in vectors (xo tiles of an 8-lane vectorized xi): the
+// tile loop is cut where a tile holds a padding column, and the vectorized
+// loop inside such a tile is cut around that column; every piece stays
+// vectorized and the interior loads keep no select.
+TEST(Partition, VectorizedColumnsAroundThePadding) {
+  Buffer in("in", DataType::Float32(), {IntImm(40)});
+  Buffer out("out", DataType::Float32(), {IntImm(24)});
+  Var xo("xo"), xi("xi");
+  Expr x = (xo * IntImm(8) + xi) * IntImm(2) - IntImm(1);
+  Expr ok = x >= IntImm(0) && x < IntImm(40);
+  Expr xc = Min(Max(x, IntImm(0)), IntImm(39));
+  Stmt loop =
+      For(xo, IntImm(0), IntImm(3), ForKind::kSerial,
+          For(xi, IntImm(0), IntImm(8), ForKind::kVectorized,
+              Store(out, Select(ok, Load(in, {xc}), FloatImm(0.0)), {xo * IntImm(8) + xi})));
+  Stmt s = PartitionSelects(loop);
+  const std::string text = ToText(s);
+  EXPECT_EQ(text.find("select("), std::string::npos) << text;
+  EXPECT_EQ(text.find("min("), std::string::npos) << text;
+  // Tile 0: column 0 is padding, 1..7 read in[2*xi - 1].
+  EXPECT_NE(text.find("for (xi, 1, 7) vectorized"), std::string::npos) << text;
+  EXPECT_NE(text.find("out[xi] = in[xi*2 - 1]"), std::string::npos) << text;
+  // Tile 2: columns 16..20 read x = 31..39, columns 21..23 are past the end.
+  EXPECT_NE(text.find("for (xi, 0, 5) vectorized"), std::string::npos) << text;
+  EXPECT_NE(text.find("for (xi, 5, 3) vectorized"), std::string::npos) << text;
 }
 
 }  // namespace
