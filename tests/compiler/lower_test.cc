@@ -216,11 +216,7 @@ TEST(Partition, PaddingSelectsLeaveTheInterior) {
   ASSERT_NE(seq, nullptr) << text;
   ASSERT_EQ(seq->seq.size(), 3u) << text;
   EXPECT_EQ(text.find("min("), std::string::npos) << text;
-  EXPECT_EQ(text.find("select("), std::string::npos) << text;
-  // The phase loop is cut too (its columns' bounds differ): each phase's
-  // interior columns copy without a condition.
-  EXPECT_NE(text.find("out[y*8 + xs] = in[y*5 + xs*2 - 6]"), std::string::npos) << text;
-  EXPECT_NE(text.find("out[y*8 + xs + 4] = in[y*5 + xs*2 - 5]"), std::string::npos) << text;
+  EXPECT_NE(text.find("out[y*8 + p*4 + xs] = in[y*5 + xs*2 + p - 6]"), std::string::npos) << text;
   // (The values are checked end to end by the depthwise and NCHWc template
   // tests, whose padded stages go through this pass.)
 }
