@@ -80,9 +80,11 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   if (NchwcEligible(w, t)) k.back().choices.push_back(1);
   if (DepthwiseEligible(w)) k.back().choices.push_back(2);
   if (GemmEligible(w, t)) k.back().choices.push_back(3);
+  if (WinogradEligible(w, t)) k.back().choices.push_back(4);
   for (Knob& n : NchwcKnobs(w, t)) k.push_back(std::move(n));
   for (Knob& n : DepthwiseKnobs(w, t)) k.push_back(std::move(n));
   for (Knob& n : GemmKnobs(w, t)) k.push_back(std::move(n));
+  for (Knob& n : WinogradKnobs(w, t)) k.push_back(std::move(n));
   return k;
 }
 
@@ -92,6 +94,7 @@ absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   }
   if (c.at("layout") == 2) return DepthwiseCheck(w, c);
   if (c.at("layout") == 3) return GemmCheck(w, t, c);
+  if (c.at("layout") == 4) return WinogradCheck(w, t, c);
   if (c.at("layout") == 1) {
     if (auto s = NchwcCheck(w, t, c); !s.ok()) return s;
     if (c.at("parallel") && w.Int("K") / c.at("kb") < 2 && w.Int("OH") < 2) {
@@ -166,6 +169,19 @@ Config Default(const Workload& w, const Target& t) {
     g["parallel"] = w.Flops() > 4e6 ? 1 : 0;
     if (Check(w, t, g).ok()) c = g;
   }
+  for (const auto& [name, v] : WinogradDefault(w, t)) c[name] = v;
+  if (WinogradEligible(w, t) && w.Int("OH") * w.Int("OW") >= 100) {
+    // 3x3 stride 1: a quarter of the multiplies (measured 1.6-3.2x oneDNN's
+    // direct convolution on ResNet-50's 3x3 layers of 14x14 and more,
+    // bench/kernels.sh). Not on smaller images: their 4x4 tiles waste
+    // rows and columns (7x7 computes 8x8), and the transformed weights, 4x
+    // the weights, make the layer memory-bound (0.5-0.9x at 7x7).
+    Config g = c;
+    g["layout"] = 4;
+    g["par_rows"] = 0;
+    g["parallel"] = w.Flops() > 4e6 ? 1 : 0;
+    if (Check(w, t, g).ok()) c = g;
+  }
   for (const auto& [name, v] : DepthwiseDefault(w, t)) c[name] = v;
   if (DepthwiseEligible(w)) {
     Config d = c;
@@ -180,6 +196,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& cf
   if (cfg.at("layout") == 1) return BuildNchwc(w, cfg);
   if (cfg.at("layout") == 2) return BuildDepthwise(w, t, cfg);
   if (cfg.at("layout") == 3) return BuildGemm(w, t, cfg);
+  if (cfg.at("layout") == 4) return BuildWinograd(w, t, cfg);
   int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
   int64_t R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"), OW = w.Int("OW");
   const auto& st = w.Ints("stride");

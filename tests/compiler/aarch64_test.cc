@@ -149,9 +149,9 @@ TEST_P(Aarch64, SmallCnnMatchesOnnxRuntime) {
   for (int i = 0; i < 10; ++i) EXPECT_NEAR(out[0][i], kOrtLogits[i], 1e-4) << i;
 }
 
-// Every convolution template: NCHWc 3x3 (padded), 1x1 as GEMM (packed
-// weights from constants and from an input), stride 2, depthwise; pooling
-// and the fused epilogues.
+// Every convolution template: Winograd 3x3 (padded), 1x1 as GEMM (packed
+// weights from constants and from an input), NCHWc (the 1x1 on 7x7),
+// depthwise stride 2; pooling and the fused epilogues.
 TEST_P(Aarch64, ConvolutionTemplatesMatchTheReference) {
   testing::OnnxBuilder b;
   b.Input("x", {1, 16, 14, 14});
@@ -183,7 +183,8 @@ TEST_P(Aarch64, ConvolutionTemplatesMatchTheReference) {
       layouts.insert(DefaultConfig(n.workload, target_)->at("layout"));
     }
   }
-  EXPECT_EQ(layouts, (std::set<int64_t>{1, 2, 3}));  // NCHWc, depthwise, 1x1 GEMM
+  // NCHWc, depthwise, 1x1 GEMM, Winograd
+  EXPECT_EQ(layouts, (std::set<int64_t>{1, 2, 3, 4}));
   std::vector<std::vector<float>> in = {Wave(16 * 14 * 14, 0.05f), Wave(16 * 16, 0.11f)};
   ExpectMatchesReference(*m, in, RunOnAarch64(*m, target_, in, loader_));
 }

@@ -100,7 +100,9 @@ TEST(CompileModel, SmallCnnArtifactRunsAndMatchesOnnxRuntime) {
   // planner reuses r1's region for r2 and r3, and p1's for p2.
   EXPECT_EQ(manifest->workspace_bytes, 81920);
   // Weights: 4 conv/fc weight tensors and 4 biases, each 64-byte aligned.
-  EXPECT_EQ(manifest->weights_bytes, 1728 + 64 + 18432 + 128 + 36864 + 128 + 81920 + 64);
+  // The 3x3 layers on 32x32 and 16x16 run Winograd F(4x4, 3x3) (layout=4),
+  // their weights stored transformed: 6x6 instead of 3x3 per channel pair.
+  EXPECT_EQ(manifest->weights_bytes, 4 * 1728 + 64 + 4 * 18432 + 128 + 36864 + 128 + 81920 + 64);
   ASSERT_EQ(manifest->inputs.size(), 1u);
   EXPECT_EQ(manifest->inputs[0].name, "data");
   EXPECT_EQ(manifest->inputs[0].shape, (std::vector<int64_t>{1, 3, 32, 32}));
@@ -169,13 +171,14 @@ TEST(CompileModel, PackedWeightsFromConstantsAndFromInputsMatchTheReference) {
   CompileReport report;
   auto art = CompileModel(*m, host, nullptr, {}, &report);
   ASSERT_TRUE(art.ok()) << art.status();
-  // The convolutions (layout=1 by default) and a pack kernel for each one
-  // that reads `w`.
+  // The convolutions (NCHWc, or Winograd for the stride-1 ones: both take
+  // packed weights) and a pack kernel for each one that reads `w`.
   int packs = 0, convs = 0;
   for (const Node& node : m->graph().nodes) {
     if (node.kind != NodeKind::kCompute || node.workload.op != "conv2d") continue;
     ++convs;
-    ASSERT_EQ(DefaultConfig(node.workload, host)->at("layout"), 1);
+    ASSERT_EQ(DefaultConfig(node.workload, host)->at("layout"),
+              node.workload.Ints("stride")[0] == 1 ? 4 : 1);
     if (!m->graph().values[AliasRoot(m->graph(), node.inputs[1])].IsConstant()) ++packs;
   }
   EXPECT_EQ(convs, 4);

@@ -413,6 +413,55 @@ TEST(OpsNumeric, GemmConvEveryTileMatchesReference) {
   EXPECT_NE(c.at("layout"), 3);
 }
 
+// conv2d layout=4 (Winograd F(4x4, 3x3)): images that are not a multiple of
+// the 4x4 tile, no padding and asymmetric padding, a batch, an odd channel
+// count, an epilogue, every register tile, block of tile rows and way of
+// running in parallel, within the same tolerance as the direct templates.
+// Not offered for strided, dilated, grouped or 5x5 layers.
+TEST(OpsNumeric, WinogradConvEveryTileMatchesReference) {
+  Target host = Target::Host();
+  const int lanes = host.NativeVectorLanes();
+  struct Case {
+    int64_t N, C, H, W, pad_lo, pad_hi;
+  };
+  for (Case s : {Case{1, 5, 10, 13, 1, 1}, Case{2, 8, 9, 8, 0, 1}, Case{1, 3, 6, 6, 0, 0}}) {
+    Workload w = SquareConv(s.N, s.C, s.H, s.W, 2 * lanes, 3, 1, s.pad_lo, s.pad_hi, 1, 1);
+    w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
+    const std::string what = w.Canonical();
+    auto choices = ChoicesOf(w, host);
+    ASSERT_NE(std::find(choices["layout"].begin(), choices["layout"].end(), 4),
+              choices["layout"].end())
+        << what;
+    Config def = *DefaultConfig(w, host);
+    def["layout"] = 4;
+    def["par_rows"] = 0;
+    int built = 0;
+    for (int64_t kb : choices["wg_kb"]) {
+      for (int64_t tw : choices["wg_tw"]) {
+        for (int64_t rows : choices["wg_rows"]) {
+          Config c = def;
+          c["wg_kb"] = kb;
+          c["wg_tw"] = tw;
+          c["wg_rows"] = rows;
+          c["parallel"] = (kb / lanes + tw + rows) % 2;
+          c["wg_par"] = (tw + rows) % 3 == 0;
+          if (!ValidateConfig(w, host, c).ok()) continue;
+          ++built;
+          ExpectMatchesReference(w, c, what);
+        }
+      }
+    }
+    EXPECT_GT(built, s.H > 6 ? 3 : 0) << what;  // the last case is one tile
+  }
+  for (Workload w : {SquareConv(1, 8, 12, 12, 2 * lanes, 3, 2, 1, 1, 1, 1),
+                     SquareConv(1, 8, 12, 12, 2 * lanes, 3, 1, 2, 2, 2, 1),
+                     SquareConv(1, 8, 12, 12, 2 * lanes, 3, 1, 1, 1, 1, 2),
+                     SquareConv(1, 8, 12, 12, 2 * lanes, 5, 1, 2, 2, 1, 1)}) {
+    auto layouts = ChoicesOf(w, host)["layout"];
+    EXPECT_EQ(std::find(layouts.begin(), layouts.end(), 4), layouts.end()) << w.Canonical();
+  }
+}
+
 // conv2d layout=2 (depthwise rows): strides 1 and 2, dilation, asymmetric
 // padding, a batch, every dw_ow, serial and parallel.
 TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {

@@ -102,6 +102,8 @@ TEST(FeaturesTest, ConfigsOfOneTemplateGiveDifferentFeatures) {
   compiler::Workload w = Conv();
   auto d = compiler::DefaultConfig(w, t);
   ASSERT_TRUE(d.ok()) << d.status();
+  (*d)["layout"] = 1;  // NCHWc (the default, Winograd, does fewer flops)
+  ASSERT_TRUE(compiler::ValidateConfig(w, t, *d).ok());
   auto f1 = ExtractFeatures(w, t, *d);
   ASSERT_TRUE(f1.ok()) << f1.status();
   EXPECT_GT((*f1)[0], L(2.0 * 64 * 64 * 9 * 28 * 28) - 0.5f);  // at least the conv's flops

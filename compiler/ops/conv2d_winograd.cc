@@ -1,0 +1,337 @@
+// conv2d by Winograd's minimal filtering F(4x4, 3x3) (layout=4 of the conv2d
+// template; Lavin & Gray, "Fast Algorithms for Convolutional Neural
+// Networks"): each 4x4 output tile is A^T [(G g G^T) . (B^T d B)] A for its
+// 6x6 input tile d, 36 multiplies per tile and channel pair instead of 144.
+// For 3x3, stride-1, undilated, ungrouped layers with K a multiple of the
+// vector width.
+//
+//   U[a][b][ko][c][kv]          = sum_{r,s} G[a][r] G[b][s] weight[ko*kb + kv][c][r][s]
+//   T1[n][th][a][c][x]          = sum_i BT[a][i] pdata[n][c][4th+i][x]
+//   V[n][th][a][b][c][tw]       = sum_j BT[b][j] T1[n][th][a][c][4tw+j]
+//   M[n][th][a][b][ko][tw][kv]  = sum_c U[a][b][ko][c][kv] * V[n][th][a][b][c][tw]
+//   Y2[n][th][ko][tw][i][b][kv] = sum_a AT[i][a] M[n][th][a][b][ko][tw][kv]
+//   Y[n][th][ko][tw][i*4+j][kv] = sum_b AT[j][b] Y2[n][th][ko][tw][i][b][kv]
+//   out[n][k][oh][ow]           = epilogue(Y[n][oh/4][k/kb][ow/4][oh%4*4 + ow%4][k%kb] + bias[k])
+//
+// U is the kernel's packed weight argument (Built::packs: transformed once,
+// at compile time for a model's constants). Schedule: out loops n, th.o
+// (blocks of wg_rows rows of tiles), th.i, ko, tw, i, j, kv (a vector
+// stored as a scatter along K). V (computed at th.o, vectorized along a row
+// of tiles: stride-4 reads of T1, a padded row transformed in contiguous
+// vectors, computed per input channel) and M (at th.o: 36 GEMMs of K x C by
+// C x tiles, their accumulators a register tile of wg_rows x wg_tw tiles x
+// kb channels, one input value broadcast per step as in NCHWc); Y and Y2
+// at tw, vectorized along the channel block. `parallel` runs the blocks of
+// tile rows in parallel (wg_par=0) or, for images of few blocks, each
+// block's stages (wg_par=1: V over input channels, the GEMMs over a, the
+// output over channel blocks). The transforms' coefficients are constants
+// after unrolling: each transform is a chain of selects over its unrolled
+// index of sums of the nonzero terms only.
+#include <algorithm>
+#include <array>
+
+#include "compiler/ops/common.h"
+#include "compiler/ops/conv2d_internal.h"
+#include "deploy/str.h"
+
+namespace kiln::compiler::ops {
+
+using namespace ir;
+
+namespace {
+
+constexpr int kTile = 4;   // output tile: m = 4
+constexpr int kAlpha = 6;  // input tile: m + r - 1
+
+constexpr std::array<std::array<double, 6>, 6> kBT = {{{4, 0, -5, 0, 1, 0},
+                                                       {0, -4, -4, 1, 1, 0},
+                                                       {0, 4, -4, -1, 1, 0},
+                                                       {0, -2, -1, 2, 1, 0},
+                                                       {0, 2, -1, -2, 1, 0},
+                                                       {0, 4, 0, -5, 0, 1}}};
+constexpr std::array<std::array<double, 3>, 6> kG = {{{1.0 / 4, 0, 0},
+                                                      {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                                      {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                                      {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                                      {0, 0, 1}}};
+constexpr std::array<std::array<double, 6>, 4> kAT = {
+    {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}};
+
+// sum_{p,q} row_u[p] * row_v[q] * x(p, q) over the nonzero coefficients, for
+// the constant rows u of `L` and v of `R` picked by the (unrolled) index
+// expressions eu and ev: a chain of selects that folds to the one sum once
+// eu and ev are constants.
+template <size_t NU, size_t NP, size_t NV, size_t NQ, typename X>
+Expr Bilinear(const std::array<std::array<double, NP>, NU>& L, const Expr& eu,
+              const std::array<std::array<double, NQ>, NV>& R, const Expr& ev, X x) {
+  auto sum = [&](size_t u, size_t v) {
+    Expr s;
+    for (size_t p = 0; p < NP; ++p) {
+      for (size_t q = 0; q < NQ; ++q) {
+        const double c = L[u][p] * R[v][q];
+        if (c == 0) continue;
+        Expr t = c == 1 ? x(p, q) : x(p, q) * FloatImm(c);
+        s = s.defined() ? s + t : t;
+      }
+    }
+    return s.defined() ? s : FloatImm(0.0);
+  };
+  Expr chain;
+  for (size_t u = NU; u-- > 0;) {
+    Expr inner;
+    for (size_t v = NV; v-- > 0;) {
+      Expr s = sum(u, v);
+      inner = inner.defined() ? Select(Eq(ev, IntImm(static_cast<int64_t>(v))), s, inner) : s;
+    }
+    chain = chain.defined() ? Select(Eq(eu, IntImm(static_cast<int64_t>(u))), inner, chain) : inner;
+  }
+  return chain;
+}
+
+// sum_p row_u[p] * x(p) over the nonzero coefficients of the constant row u
+// of `L` that the (unrolled) index expression eu picks, as Bilinear.
+template <size_t NU, size_t NP, typename X>
+Expr Linear(const std::array<std::array<double, NP>, NU>& L, const Expr& eu, X x) {
+  static const std::array<std::array<double, 1>, 1> kOne = {{{1}}};
+  return Bilinear(L, eu, kOne, IntImm(0), [&](size_t p, size_t) { return x(p); });
+}
+
+int64_t Tiles(int64_t extent) { return (extent + kTile - 1) / kTile; }
+
+// Bytes of the per-row-of-tiles scratch V (input transform, C channels) or
+// M (products, K channels).
+int64_t RowScratchBytes(const Workload& w, int64_t channels) {
+  return 4 * kAlpha * kAlpha * channels * Tiles(w.Int("OW"));
+}
+
+int64_t AccVectors(const Target& t, int64_t kb, int64_t tw) {
+  return tw * ((kb + t.NativeVectorLanes() - 1) / t.NativeVectorLanes());
+}
+// The accumulators fit beside one weight vector per kb lanes and a broadcast.
+bool TileFits(const Target& t, int64_t kb, int64_t tw) {
+  return AccVectors(t, kb, tw) <= t.NumVectorRegisters() - 1 - kb / t.NativeVectorLanes();
+}
+
+}  // namespace
+
+bool WinogradEligible(const Workload& w, const Target& t) {
+  const auto& st = w.Ints("stride");
+  const auto& dil = w.Ints("dilation");
+  return w.Int("groups") == 1 && w.Int("R") == 3 && w.Int("S") == 3 && st[0] == 1 && st[1] == 1 &&
+         dil[0] == 1 && dil[1] == 1 && w.Int("K") % t.NativeVectorLanes() == 0 &&
+         RowScratchBytes(w, std::max(w.Int("C"), w.Int("K"))) <= kMaxScratchBytes;
+}
+
+std::vector<Knob> WinogradKnobs(const Workload& w, const Target& t) {
+  // wg_par (with parallel=1): 0 runs the blocks of tile rows in parallel,
+  // 1 each block's stages (V over input channels, the GEMMs over a, the
+  // output over channel blocks), for images of few blocks.
+  std::vector<Knob> k = {{"wg_kb", {0}}, {"wg_tw", {0}}, {"wg_rows", {0}}, {"wg_par", {0}}};
+  if (!WinogradEligible(w, t)) return k;
+  k[3].choices = {0, 1};
+  const int lanes = t.NativeVectorLanes();
+  k[0].choices = {lanes};
+  if (w.Int("K") % (2 * lanes) == 0) k[0].choices.push_back(2 * lanes);
+  k[1].choices.clear();
+  const int64_t TW = Tiles(w.Int("OW"));
+  for (int64_t d = 1; d <= std::min<int64_t>(TW, 16); ++d) {
+    if (TW % d == 0 || d == 4 || d == 7 || d == 8) k[1].choices.push_back(d);
+  }
+  // Rows of tiles per block (the divisors of TH whose scratch fits): the
+  // transformed weights are read once per block.
+  k[2].choices.clear();
+  const int64_t TH = Tiles(w.Int("OH")), CK = std::max(w.Int("C"), w.Int("K"));
+  for (int64_t d = 1; d <= TH; ++d) {
+    if (TH % d == 0 && d * RowScratchBytes(w, CK) <= kMaxScratchBytes) k[2].choices.push_back(d);
+  }
+  return k;
+}
+
+absl::Status WinogradCheck(const Workload& w, const Target& t, const Config& c) {
+  if (!WinogradEligible(w, t)) {
+    return absl::InvalidArgumentError(
+        "conv2d: layout=4 (Winograd) needs a 3x3, stride-1, undilated, ungrouped layer with K a "
+        "multiple of the vector width and a row of tiles' scratch within 1 MiB");
+  }
+  const int64_t kb = c.at("wg_kb"), tiles = c.at("wg_tw") * c.at("wg_rows");
+  if (!TileFits(t, kb, tiles)) {
+    return absl::InvalidArgumentError(StrCat(
+        "conv2d Winograd: a ", tiles, "-tile x ", kb, "-channel accumulator tile needs ",
+        AccVectors(t, kb, tiles), " vector registers; the target has ", t.NumVectorRegisters()));
+  }
+  if (c.at("parallel") && !c.at("wg_par") && Tiles(w.Int("OH")) / c.at("wg_rows") < 2) {
+    return absl::InvalidArgumentError("conv2d Winograd: parallel=1 with one block of tile rows");
+  }
+  return absl::OkStatus();
+}
+
+Config WinogradDefault(const Workload& w, const Target& t) {
+  Config c;
+  auto k = WinogradKnobs(w, t);
+  c["wg_kb"] = k[0].choices.front();
+  c["wg_tw"] = k[1].choices.front();
+  c["wg_rows"] = k[2].choices.front();
+  c["wg_par"] = 0;
+  if (!WinogradEligible(w, t)) return c;
+  // Small images (16 tiles or fewer) as one block of tile rows, so that the
+  // transformed weights, 4x the weights, are read once per call; larger
+  // ones a row of tiles per block. Then the register tile with the most
+  // accumulators that fits.
+  const int64_t TH = Tiles(w.Int("OH")), TW = Tiles(w.Int("OW"));
+  if (TH * TW <= 16 &&
+      std::find(k[2].choices.begin(), k[2].choices.end(), TH) != k[2].choices.end())
+    c["wg_rows"] = TH;
+  for (int64_t kb : k[0].choices) {
+    for (int64_t tw : k[1].choices) {
+      if (TileFits(t, kb, c["wg_rows"] * tw) &&
+          AccVectors(t, kb, c["wg_rows"] * tw) >
+              AccVectors(t, c["wg_kb"], c["wg_rows"] * c["wg_tw"]) - (kb > c["wg_kb"])) {
+        c["wg_kb"] = kb;
+        c["wg_tw"] = tw;
+      }
+    }
+  }
+  // In parallel by blocks where there are 8 or more, else by stages
+  // (measured at 2 threads: 28x28 1.0x oneDNN by blocks, 1.7x by stages).
+  c["wg_par"] = TH / c["wg_rows"] < 8;
+  return c;
+}
+
+absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Config& cfg) {
+  const int lanes = t.NativeVectorLanes();
+  const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
+  const int64_t OH = w.Int("OH"), OW = w.Int("OW");
+  const auto& pad = w.Ints("pad");
+  const int64_t kb = cfg.at("wg_kb"), Ko = K / kb, TH = Tiles(OH), TW = Tiles(OW);
+  te::Tensor data = te::Placeholder("data", {N, C, H, W});
+  te::Tensor weight = te::Placeholder("weight", {K, C, 3, 3});
+  te::Tensor bias;
+  if (w.Int("bias")) bias = te::Placeholder("bias", {K});
+  auto eps = EpilogueOperands(w);
+
+  te::Tensor u_of =
+      te::Compute("wtrans", {kAlpha, kAlpha, Ko, C, kb}, [&](const std::vector<Var>& i) {
+        Expr k = i[2] * IntImm(kb) + i[4];
+        return Bilinear(kG, i[0], kG, i[1], [&](size_t r, size_t s) {
+          return weight(
+              {k, i[3], IntImm(static_cast<int64_t>(r)), IntImm(static_cast<int64_t>(s))});
+        });
+      });
+  te::Tensor u = te::Placeholder("weight_winograd", {kAlpha, kAlpha, Ko, C, kb});
+  // The input transform in two passes: B^T d along the rows of a row of
+  // tiles (contiguous vectors along the padded row), then (B^T d) B along
+  // its columns (stride-4 reads of the first pass, vectorized along the
+  // row's tiles).
+  const int64_t WP = kTile * TW + 2;
+  te::Tensor t1 = te::Compute("T1", {N, TH, kAlpha, C, WP}, [&](const std::vector<Var>& i) {
+    return Linear(kBT, i[2], [&](size_t p) {
+      // The zero-padded input; clamped indices keep the unselected loads in
+      // bounds (also past the last tile's edge).
+      Expr h = i[1] * IntImm(kTile) + IntImm(static_cast<int64_t>(p) - pad[0]);
+      Expr x = i[4] - IntImm(pad[1]);
+      Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
+      Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
+      return Select(ok, data({i[0], i[3], hc, xc}), FloatImm(0.0));
+    });
+  });
+  te::Tensor v = te::Compute("V", {N, TH, kAlpha, kAlpha, C, TW}, [&](const std::vector<Var>& i) {
+    return Linear(kBT, i[3], [&](size_t q) {
+      return t1({i[0], i[1], i[2], i[4], i[5] * IntImm(kTile) + IntImm(static_cast<int64_t>(q))});
+    });
+  });
+  IterRange rc = te::ReduceAxis(C, "rc");
+  te::Tensor macc =
+      te::Compute("Macc", {N, TH, kAlpha, kAlpha, Ko, TW, kb}, [&](const std::vector<Var>& i) {
+        return te::Sum(
+            u({i[2], i[3], i[4], rc.var, i[6]}) * v({i[0], i[1], i[2], i[3], rc.var, i[5]}), {rc});
+      });
+  te::Tensor m =
+      te::Compute("M", {N, TH, kAlpha, kAlpha, Ko, TW, kb}, [&](const std::vector<Var>& i) {
+        return macc({i[0], i[1], i[2], i[3], i[4], i[5], i[6]});
+      });
+  // The output transform in two passes too: A^T M, then (A^T M) A.
+  te::Tensor y2 =
+      te::Compute("Y2", {N, TH, Ko, TW, kTile, kAlpha, kb}, [&](const std::vector<Var>& i) {
+        return Linear(kAT, i[4], [&](size_t a) {
+          return m({i[0], i[1], IntImm(static_cast<int64_t>(a)), i[5], i[2], i[3], i[6]});
+        });
+      });
+  te::Tensor y =
+      te::Compute("Y", {N, TH, Ko, TW, kTile * kTile, kb}, [&](const std::vector<Var>& i) {
+        Expr ti = FloorDiv(i[4], IntImm(kTile)), tj = FloorMod(i[4], IntImm(kTile));
+        return Linear(kAT, tj, [&](size_t b) {
+          return y2({i[0], i[1], i[2], i[3], ti, IntImm(static_cast<int64_t>(b)), i[5]});
+        });
+      });
+  te::Tensor out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
+    Expr e = y({i[0], FloorDiv(i[2], IntImm(kTile)), FloorDiv(i[1], IntImm(kb)),
+                FloorDiv(i[3], IntImm(kTile)),
+                FloorMod(i[2], IntImm(kTile)) * IntImm(kTile) + FloorMod(i[3], IntImm(kTile)),
+                FloorMod(i[1], IntImm(kb))});
+    if (bias.defined()) e = e + bias({i[1]});
+    return ApplyEpilogue(w, e, i, eps);
+  });
+
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  auto [ko, kv] = s.Split(out, s.Axis(out, 1), kb);
+  auto [th, ti] = s.Split(out, s.Axis(out, 2), kTile);
+  auto [tw, tj] = s.Split(out, s.Axis(out, 3), kTile);
+  auto [tho, thi] = s.Split(out, th, cfg.at("wg_rows"));
+  s.Reorder(out, {s.Axis(out, 0), tho, thi, ko, tw, ti, tj, kv});
+  // A vector of Y along K, stored as a scatter along K: as fast as NCHWc's
+  // unrolled scalar stores here, and a tenth of the code (LLVM's scheduler
+  // took seconds over the 16 x kb unrolled stores).
+  s.Vectorize(out, kv);
+  s.Unroll(out, tj);
+  s.Unroll(out, ti);
+  const bool par_blocks = cfg.at("parallel") && !cfg.at("wg_par");
+  const bool par_stages = cfg.at("parallel") && cfg.at("wg_par");
+  if (par_blocks) s.Parallel(out, tho);
+  if (par_stages) s.Parallel(out, ko);
+
+  // V: wg_rows rows of input tiles, vectorized along a row (stride-4 reads).
+  s.ComputeAt(v, out, tho);
+  s.Reorder(v,
+            {s.Axis(v, 0), s.Axis(v, 1), s.Axis(v, 4), s.Axis(v, 2), s.Axis(v, 3), s.Axis(v, 5)});
+  s.Vectorize(v, s.Axis(v, 5));
+  s.Unroll(v, s.Axis(v, 3));
+  s.Unroll(v, s.Axis(v, 2));
+  s.ComputeAt(t1, v, s.Axis(v, 4));
+  s.Unroll(t1, s.Axis(t1, 2));
+  s.Vectorize(t1, s.Split(t1, s.Axis(t1, 4), lanes).second);
+  if (par_stages) s.Parallel(v, s.Axis(v, 4));
+
+  // M: 36 GEMMs per row of tiles; the accumulators Macc of wg_tw tiles x kb
+  // channels at M's tile block, reduction outside the tile.
+  s.ComputeAt(m, out, tho);
+  auto [mto, mti] = s.Split(m, s.Axis(m, 5), cfg.at("wg_tw"));
+  s.Reorder(m, {s.Axis(m, 0), s.Axis(m, 2), s.Axis(m, 3), s.Axis(m, 4), mto, s.Axis(m, 1), mti,
+                s.Axis(m, 6)});
+  s.Vectorize(m, s.Axis(m, 6));
+  if (par_stages) s.Parallel(m, s.Axis(m, 2));
+  s.ComputeAt(macc, m, mto);
+  te::IterVar crc = s.ReduceAxisOf(macc, 0);
+  s.Reorder(macc, {s.Axis(macc, 0), s.Axis(macc, 2), s.Axis(macc, 3), s.Axis(macc, 4), crc,
+                   s.Axis(macc, 1), s.Axis(macc, 5), s.Axis(macc, 6)});
+  s.Unroll(macc, s.Axis(macc, 1));
+  s.Unroll(macc, s.Axis(macc, 5));
+  s.Vectorize(macc, s.Axis(macc, 6));
+
+  // Y: one output tile of one channel block, vectorized along the block.
+  s.ComputeAt(y, out, tw);
+  s.Unroll(y, s.Axis(y, 4));
+  s.Vectorize(y, s.Axis(y, 5));
+  s.ComputeAt(y2, y, s.Axis(y, 3));
+  s.Unroll(y2, s.Axis(y2, 4));
+  s.Unroll(y2, s.Axis(y2, 5));
+  s.Vectorize(y2, s.Axis(y2, 6));
+
+  b.SetArgs({data, u, bias}, eps, out);
+  b.packs.push_back({1, weight, u_of});
+  return b;
+}
+
+}  // namespace kiln::compiler::ops
