@@ -27,6 +27,7 @@
 #include "deploy/parallel.h"
 #include "deploy/str.h"
 #include "storage/log_db.h"
+#include "tuner/history.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -207,13 +208,10 @@ int main(int argc, char** argv) {
     row.flops = w.Flops();
     absl::StatusOr<Config> config = kiln::compiler::DefaultConfig(w, target);
     if (db) {
-      auto best = db->BestRecord(w.Key(), target.Spec());
+      auto best = kiln::tuner::BestValidConfig(*db, w, target);
       if (best.ok() && best->has_value()) {
-        auto parsed = kiln::compiler::ParseConfig((*best)->config);
-        if (parsed.ok()) {
-          config = *parsed;
-          row.tuned = true;
-        }
+        config = **best;
+        row.tuned = true;
       }
     }
     auto sig = w.Signature();

@@ -13,6 +13,7 @@
 #include "compiler/target.h"
 #include "deploy/str.h"
 #include "storage/log_db.h"
+#include "tuner/history.h"
 
 namespace kiln::cli {
 
@@ -44,20 +45,19 @@ int CompileToFile(const Command& self, const std::string& model_path, const comp
   absl::Status lookup_error;
   compiler::ConfigLookup lookup =
       [&](const compiler::Workload& w) -> std::optional<compiler::Config> {
-    absl::StatusOr<std::optional<storage::RecordRow>> best = db.BestRecord(w.Key(), spec);
+    int skipped = 0;
+    auto best = tuner::BestValidConfig(db, w, target, &skipped);
     if (!best.ok()) {
       if (lookup_error.ok()) lookup_error = best.status();
       return std::nullopt;
     }
-    if (!best->has_value()) return std::nullopt;
-    absl::StatusOr<compiler::Config> config = compiler::ParseConfig((*best)->config);
-    if (!config.ok()) {
-      *env.err << "kiln: " << self.name << ": ignoring unparsable record config '"
-               << (*best)->config << "' for " << w.Key() << ": " << config.status().message()
-               << "\n";
-      return std::nullopt;
+    if (skipped > 0) {
+      *env.err << "kiln: " << self.name << ": " << w.Key() << ": passed over " << skipped
+               << " record(s) whose config this compiler's template does not accept (an older "
+                  "compiler's knobs?)"
+               << (best->has_value() ? "" : "; using the default config") << "\n";
     }
-    return *config;
+    return *best;
   };
   compiler::CompileOptions options;
   options.lower.dump_ir = dump_ir;

@@ -12,6 +12,7 @@
 #include "spdlog/spdlog.h"
 #include "tracker/farm_measurer.h"
 #include "tracker/job_options.h"
+#include "tuner/history.h"
 #include "tuner/search.h"
 
 namespace kiln::tracker {
@@ -409,15 +410,12 @@ absl::Status JobManager::Tune(Job& job) {
 
 absl::Status JobManager::Compile(Job& job) {
   SetState(job, "compiling", "compiling the model with the best configs");
-  const std::string target_spec = job.row.target;
   storage::LogDb* db = db_;
+  const compiler::Target target = job.target;
   compiler::ConfigLookup lookup =
-      [db, target_spec](const compiler::Workload& w) -> std::optional<compiler::Config> {
-    auto best = db->BestRecord(w.Key(), target_spec);
-    if (!best.ok() || !best->has_value()) return std::nullopt;
-    auto config = compiler::ParseConfig((*best)->config);
-    if (!config.ok()) return std::nullopt;
-    return *config;
+      [db, target](const compiler::Workload& w) -> std::optional<compiler::Config> {
+    auto best = tuner::BestValidConfig(*db, w, target);
+    return best.ok() ? *best : std::nullopt;
   };
   compiler::CompileReport report;
   auto bytes = compiler::CompileModel(*job.model, job.target, lookup, {}, &report);

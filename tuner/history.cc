@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "compiler/kernel.h"
 #include "tuner/feature_cache.h"
 
 namespace kiln::tuner {
@@ -40,6 +41,21 @@ void AddToHistory(const storage::RecordRow& record, TaskHistory& history) {
     history.best_cost_s = result->second;
   }
   history.results.push_back(*std::move(result));
+}
+
+absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
+                                                                const compiler::Workload& w,
+                                                                const compiler::Target& target,
+                                                                int* skipped) {
+  if (skipped != nullptr) *skipped = 0;
+  auto top = db.TopK(w.Key(), target.Spec(), kBestCandidates);
+  if (!top.ok()) return top.status();
+  for (const storage::RecordRow& r : *top) {
+    auto config = compiler::ParseConfig(r.config);
+    if (config.ok() && compiler::ValidateConfig(w, target, *config).ok()) return *config;
+    if (skipped != nullptr) ++*skipped;
+  }
+  return std::optional<compiler::Config>();
 }
 
 absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,

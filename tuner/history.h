@@ -52,6 +52,17 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
                                             const std::string& target,
                                             const std::string& compiler_version);
 
+// The config of the fastest record of `w` on `target` that today's template
+// accepts, among its kBestCandidates fastest: records of an older compiler
+// or an imported log may lack knobs the template has since gained, or name
+// choices it no longer offers. nullopt when none is usable (the default
+// config then serves); `skipped` counts the unusable records passed over.
+inline constexpr int kBestCandidates = 16;
+absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
+                                                                const compiler::Workload& w,
+                                                                const compiler::Target& target,
+                                                                int* skipped = nullptr);
+
 // Adds one record's outcome to a history (what LoadTaskHistory does per record).
 void AddToHistory(const storage::RecordRow& record, TaskHistory& history);
 

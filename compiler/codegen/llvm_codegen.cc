@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/codegen/fast_math.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower/ir_util.h"
@@ -612,36 +613,17 @@ class CodeGen {
     return out;
   }
 
-  // tanh for float32/float16: 1 - 2 / (exp(2x) + 1), exact at the ends
-  // (exp overflows to inf or underflows to 0), and for |x| < 0.5, where that
-  // formula cancels, its Taylor series up to x^17 (error < 5e-10).
-  llvm::Value* FastTanh(llvm::Value* x, DataType t) {
-    DataType ft = DataType::Float32().WithLanes(t.lanes);
-    llvm::Type* fty = TypeOf(ft);
-    x = b_.CreateFPCast(x, fty);
-    auto c = [&](double v) { return llvm::ConstantFP::get(fty, v); };
-    llvm::Value* one = c(1.0);
-    llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFMul(c(2.0), x));
-    llvm::Value* big = b_.CreateFSub(one, b_.CreateFDiv(c(2.0), b_.CreateFAdd(e, one)));
-    static const double kTaylor[] = {
-        // x^17 ... x^3
-        6404582.0 / 10854718875.0,
-        -929569.0 / 638512875.0,
-        21844.0 / 6081075.0,
-        -1382.0 / 155925.0,
-        62.0 / 2835.0,
-        -17.0 / 315.0,
-        2.0 / 15.0,
-        -1.0 / 3.0,
-    };
-    llvm::Value* x2 = b_.CreateFMul(x, x);
-    llvm::Value* p = c(kTaylor[0]);
-    for (size_t i = 1; i < std::size(kTaylor); ++i)
-      p = b_.CreateFAdd(b_.CreateFMul(p, x2), c(kTaylor[i]));
-    llvm::Value* small = b_.CreateFAdd(x, b_.CreateFMul(b_.CreateFMul(x, x2), p));
-    llvm::Value* is_small =
-        b_.CreateFCmpOLT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), c(0.5));
-    return b_.CreateFPCast(b_.CreateSelect(is_small, small, big), TypeOf(t));
+  // exp and tanh of float32 (float16 through float32) inline and vectorized
+  // (fast_math.h); float64 through LLVM's intrinsic.
+  llvm::Value* Exp(llvm::Value* x, DataType t) {
+    if (t.bits == 64) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+    llvm::Type* fty = TypeOf(DataType::Float32().WithLanes(t.lanes));
+    return b_.CreateFPCast(FastExp(b_, b_.CreateFPCast(x, fty)), TypeOf(t));
+  }
+  llvm::Value* Tanh(llvm::Value* x, DataType t) {
+    if (t.bits == 64) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::tanh, x);
+    llvm::Type* fty = TypeOf(DataType::Float32().WithLanes(t.lanes));
+    return b_.CreateFPCast(FastTanh(b_, b_.CreateFPCast(x, fty)), TypeOf(t));
   }
 
   llvm::Value* EmitCall(const CallNode* n) {
@@ -789,11 +771,11 @@ class CodeGen {
     }
     if (!arity(it->second.arity) || !same_type_args()) return poison;
     llvm::Value* x = args[0];
-    if (name == "tanh" && t.bits != 64) return FastTanh(x, t);
+    if (name == "exp") return Exp(x, t);
+    if (name == "tanh") return Tanh(x, t);
     if (name == "sigmoid") {  // 1 / (1 + exp(-x))
       llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
-      llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
-      return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+      return b_.CreateFDiv(one, b_.CreateFAdd(one, Exp(b_.CreateFNeg(x), t)));
     }
     if (name == "fmod") return b_.CreateFRem(x, args[1]);  // C fmod: sign of x
     if (name == "erf") return LibmCall("erff", "erf", x, t);

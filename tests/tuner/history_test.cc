@@ -63,6 +63,33 @@ TEST_F(HistoryTest, TaskHistoryIsTheWorkloadsOwnRecordsOfThisCompiler) {
   EXPECT_DOUBLE_EQ(past->best_cost_s, 2e-3);
 }
 
+// An older compiler's record (a knob the template has since gained is
+// missing) or one naming a choice the template does not offer is passed
+// over for the fastest record the template accepts.
+TEST_F(HistoryTest, BestValidConfigPassesOverConfigsTheTemplateRejects) {
+  compiler::Target t = compiler::Target::Host();
+  compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
+  compiler::Config old = c;
+  old.erase(old.begin());  // lacks a knob
+  compiler::Config bad = c;
+  bad["unroll_k"] = 7;  // not a choice
+  Add(Dense(32), t.Spec(), old, 1e-4);
+  Add(Dense(32), t.Spec(), bad, 2e-4);
+  Add(Dense(32), t.Spec(), c, 3e-3);
+  Add(Dense(32), "llvm -mtriple=aarch64-linux-gnu", c, 1e-5);  // another target
+  int skipped = -1;
+  auto best = BestValidConfig(*db_, Dense(32), t, &skipped);
+  ASSERT_TRUE(best.ok()) << best.status();
+  ASSERT_TRUE(best->has_value());
+  EXPECT_EQ(**best, c);
+  EXPECT_EQ(skipped, 2);
+  // Nothing usable: the default config serves.
+  auto none = BestValidConfig(*db_, Dense(16), t, &skipped);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(skipped, 0);
+}
+
 TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
   compiler::Target t = compiler::Target::Host();
   compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
