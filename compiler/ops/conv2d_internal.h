@@ -21,6 +21,12 @@ std::pair<int64_t, int64_t> PaddedExtent(const Workload& w);
 te::Tensor ConvOutput(const Workload& w, const te::Tensor& conv, const te::Tensor& bias,
                       const std::vector<te::Tensor>& eps);
 
+// Vector accumulators of a register tile of `tiles` pixels (or tiles) x kb
+// output channels, and the most the target's registers hold beside one
+// weight vector per kb lanes and a broadcast (NCHWc and Winograd).
+int64_t AccVectors(const Target& t, int64_t kb, int64_t tiles);
+int64_t AccBudget(const Target& t, int64_t kb);
+
 // layout=1: offered for groups=1 and K a multiple of the vector width.
 bool NchwcEligible(const Workload& w, const Target& t);
 // kb (output-channel block: the vector), cb (input-channel block), reg_n

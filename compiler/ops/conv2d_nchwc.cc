@@ -99,18 +99,12 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   return k;
 }
 
-namespace {
-
-// Vector accumulators of a reg_n x kb tile, and the most the target's
-// registers hold beside one weight vector per kb lanes and a broadcast.
 int64_t AccVectors(const Target& t, int64_t kb, int64_t rn) {
   return rn * ((kb + t.NativeVectorLanes() - 1) / t.NativeVectorLanes());
 }
 int64_t AccBudget(const Target& t, int64_t kb) {
   return t.NumVectorRegisters() - 1 - kb / t.NativeVectorLanes();
 }
-
-}  // namespace
 
 absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
   const int64_t kb = c.at("kb"), cb = c.at("cb"), rn = c.at("reg_n");

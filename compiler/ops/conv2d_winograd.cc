@@ -105,12 +105,8 @@ int64_t RowScratchBytes(const Workload& w, int64_t channels) {
   return 4 * kAlpha * kAlpha * channels * Tiles(w.Int("OW"));
 }
 
-int64_t AccVectors(const Target& t, int64_t kb, int64_t tw) {
-  return tw * ((kb + t.NativeVectorLanes() - 1) / t.NativeVectorLanes());
-}
-// The accumulators fit beside one weight vector per kb lanes and a broadcast.
-bool TileFits(const Target& t, int64_t kb, int64_t tw) {
-  return AccVectors(t, kb, tw) <= t.NumVectorRegisters() - 1 - kb / t.NativeVectorLanes();
+bool TileFits(const Target& t, int64_t kb, int64_t tiles) {
+  return AccVectors(t, kb, tiles) <= AccBudget(t, kb);
 }
 
 }  // namespace
