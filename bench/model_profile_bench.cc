@@ -38,9 +38,10 @@ namespace {
 using kiln::compiler::Config;
 using kiln::compiler::Workload;
 
+// Independent accumulators: more than FMA latency x FMA ports. One function
+// per vector width (each needs its own target attribute for its intrinsics).
 constexpr int kChains = 12;
-volatile float g_sink = 0;  // keeps the measured loops' results alive  // independent accumulators:
-                            // more than FMA latency x ports
+volatile float g_sink = 0;  // keeps the measured loops' results alive
 
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) float FmaChains512(int64_t iters) {

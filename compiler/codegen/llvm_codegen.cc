@@ -613,17 +613,17 @@ class CodeGen {
     return out;
   }
 
-  // exp and tanh of float32 (float16 through float32) inline and vectorized
-  // (fast_math.h); float64 through LLVM's intrinsic.
-  llvm::Value* Exp(llvm::Value* x, DataType t) {
-    if (t.bits == 64) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+  // A function of float32 (float16 through float32) inline and vectorized
+  // (`fast`, fast_math.h); of float64 through LLVM's intrinsic `id`.
+  llvm::Value* ViaFloat32(llvm::Value* x, DataType t,
+                          llvm::Value* (*fast)(llvm::IRBuilderBase&, llvm::Value*),
+                          llvm::Intrinsic::ID id) {
+    if (t.bits == 64) return b_.CreateUnaryIntrinsic(id, x);
     llvm::Type* fty = TypeOf(DataType::Float32().WithLanes(t.lanes));
-    return b_.CreateFPCast(FastExp(b_, b_.CreateFPCast(x, fty)), TypeOf(t));
+    return b_.CreateFPCast(fast(b_, b_.CreateFPCast(x, fty)), TypeOf(t));
   }
-  llvm::Value* Tanh(llvm::Value* x, DataType t) {
-    if (t.bits == 64) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::tanh, x);
-    llvm::Type* fty = TypeOf(DataType::Float32().WithLanes(t.lanes));
-    return b_.CreateFPCast(FastTanh(b_, b_.CreateFPCast(x, fty)), TypeOf(t));
+  llvm::Value* Exp(llvm::Value* x, DataType t) {
+    return ViaFloat32(x, t, FastExp, llvm::Intrinsic::exp);
   }
 
   llvm::Value* EmitCall(const CallNode* n) {
@@ -772,7 +772,7 @@ class CodeGen {
     if (!arity(it->second.arity) || !same_type_args()) return poison;
     llvm::Value* x = args[0];
     if (name == "exp") return Exp(x, t);
-    if (name == "tanh") return Tanh(x, t);
+    if (name == "tanh") return ViaFloat32(x, t, FastTanh, llvm::Intrinsic::tanh);
     if (name == "sigmoid") {  // 1 / (1 + exp(-x))
       llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
       return b_.CreateFDiv(one, b_.CreateFAdd(one, Exp(b_.CreateFNeg(x), t)));

@@ -6,7 +6,8 @@
 // internal, always-inlined `<name>.impl` whose pointer parameters are
 // `noalias` (inlining turns that into alias scopes). Vector expressions
 // (lanes > 1) become LLVM vector types: a Ramp index of stride 1 is a
-// contiguous vector load/store, other vector indices a gather/scatter.
+// contiguous vector load/store, a load of constant stride 2-4 one masked wide
+// load and a shuffle, other vector indices a gather/scatter.
 // Floating-point adds/multiplies carry the `contract` flag (FMA contraction).
 // A kParallel loop is outlined into `void <name>.par<N>(int64_t i, void* ctx)`
 // (capturing every free variable and buffer pointer in a struct) and run
@@ -23,7 +24,8 @@
 // fpext/fptrunc, saturating fptosi/fptoui (truncation toward zero, NaN -> 0),
 // sitofp/uitofp, sext from signed and zext from unsigned or bool sources,
 // trunc; anything -> bool is `!= 0`.
-// Intrinsic calls (ir::Call) on floats: exp exp2 log log2 log10 sqrt fabs
+// Intrinsic calls (ir::Call) on floats (float32 exp, tanh and sigmoid inline,
+// compiler/codegen/fast_math.h): exp exp2 log log2 log10 sqrt fabs
 // (abs) floor ceil trunc round (half away from zero) roundeven sin cos tan
 // asin acos atan sinh cosh tanh asinh acosh atanh erf sigmoid pow fmod fma
 // fmax fmin (NaN-ignoring) fmaximum fminimum (NaN-propagating); isnan isinf

@@ -157,38 +157,30 @@ Config Default(const Workload& w, const Target& t) {
     n["par_rows"] = n["parallel"] && w.Int("R") * w.Int("S") > 1 && w.Int("OH") / n["rows"] >= 2;
     if (Check(w, t, n).ok()) c = n;
   }
+  // Another layout in place of the one so far, if it accepts the config;
+  // parallel from `min_flops`.
+  auto prefer = [&](int64_t layout, double min_flops) {
+    Config g = c;
+    g["layout"] = layout;
+    g["par_rows"] = 0;
+    g["parallel"] = w.Flops() > min_flops ? 1 : 0;
+    if (Check(w, t, g).ok()) c = g;
+  };
   for (const auto& [name, v] : GemmDefault(w, t)) c[name] = v;
-  if (GemmEligible(w, t)) {
-    // A 1x1 layer over enough pixels: a GEMM on the NCHW tensors as they
-    // are, nothing repacked but the weights (measured 1.0x oneDNN on
-    // ResNet-50's 56x56 1x1 layers, against 0.3-0.75x for NCHWc, whose
-    // input packing is a whole copy of the activations).
-    Config g = c;
-    g["layout"] = 3;
-    g["par_rows"] = 0;
-    g["parallel"] = w.Flops() > 4e6 ? 1 : 0;
-    if (Check(w, t, g).ok()) c = g;
-  }
+  // A 1x1 layer over enough pixels: a GEMM on the NCHW tensors as they
+  // are, nothing repacked but the weights (measured 1.0x oneDNN on
+  // ResNet-50's 56x56 1x1 layers, against 0.3-0.75x for NCHWc, whose
+  // input packing is a whole copy of the activations).
+  if (GemmEligible(w, t)) prefer(3, 4e6);
   for (const auto& [name, v] : WinogradDefault(w, t)) c[name] = v;
-  if (WinogradEligible(w, t) && w.Int("OH") * w.Int("OW") >= 100) {
-    // 3x3 stride 1: a quarter of the multiplies (measured 1.6-3.2x oneDNN's
-    // direct convolution on ResNet-50's 3x3 layers of 14x14 and more,
-    // bench/kernels.sh). Not on smaller images: their 4x4 tiles waste
-    // rows and columns (7x7 computes 8x8), and the transformed weights, 4x
-    // the weights, make the layer memory-bound (0.5-0.9x at 7x7).
-    Config g = c;
-    g["layout"] = 4;
-    g["par_rows"] = 0;
-    g["parallel"] = w.Flops() > 4e6 ? 1 : 0;
-    if (Check(w, t, g).ok()) c = g;
-  }
+  // 3x3 stride 1: a quarter of the multiplies (measured 1.6-3.2x oneDNN's
+  // direct convolution on ResNet-50's 3x3 layers of 14x14 and more,
+  // bench/kernels.sh). Not on smaller images: their 4x4 tiles waste
+  // rows and columns (7x7 computes 8x8), and the transformed weights, 4x
+  // the weights, make the layer memory-bound (0.5-0.9x at 7x7).
+  if (WinogradEligible(w, t) && w.Int("OH") * w.Int("OW") >= 100) prefer(4, 4e6);
   for (const auto& [name, v] : DepthwiseDefault(w, t)) c[name] = v;
-  if (DepthwiseEligible(w)) {
-    Config d = c;
-    d["layout"] = 2;
-    d["parallel"] = w.Flops() > 2e6 ? 1 : 0;
-    if (Check(w, t, d).ok()) c = d;
-  }
+  if (DepthwiseEligible(w)) prefer(2, 2e6);
   return c;
 }
 

@@ -115,8 +115,7 @@ absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Target& t, const C
   if (sw > 1) {
     // Each phase's columns as vectors of stride-sw reads (a wide load and a
     // shuffle each in code generation).
-    auto [pxo, pxi] = s.Split(prow, s.Axis(prow, 4), lanes);
-    s.Vectorize(prow, pxi);
+    s.Vectorize(prow, s.Split(prow, s.Axis(prow, 4), lanes).second);
   }
   s.ComputeAt(conv, out, owo);
   te::IterVar cy = s.ReduceAxisOf(conv, 0), cx = s.ReduceAxisOf(conv, 1);
