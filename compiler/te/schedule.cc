@@ -5,7 +5,9 @@
 #include <set>
 
 #include "absl/status/status.h"
+#include "compiler/ir/functor.h"
 #include "compiler/lower/ir_util.h"
+#include "compiler/te/layout.h"
 #include "deploy/str.h"
 
 namespace kiln::te {
@@ -55,6 +57,8 @@ std::string Step::ToString() const {
   for (const std::string& iv : ivs) out += StrCat(", ", iv);
   for (int64_t v : ints) out += StrCat(", ", v);
   if (!target.empty()) out += StrCat(", @", target);
+  if (!layout.empty()) out += StrCat(", ", layout);
+  for (size_t i = 0; i < readers.size(); ++i) out += StrCat(i ? " " : ", reads ", readers[i]);
   return out + ")";
 }
 
@@ -252,6 +256,144 @@ Tensor Schedule::CacheWrite(const Tensor& t) {
   return cache;
 }
 
+namespace {
+
+// Whether `e` loads `buffer`.
+bool Reads(const Expr& e, const Buffer& buffer) {
+  struct V : ExprVisitor {
+    const Buffer* b = nullptr;
+    bool found = false;
+    void VisitBufferLoad(const BufferLoadNode* op) override {
+      found = found || op->buffer.same_as(*b);
+      ExprVisitor::VisitBufferLoad(op);
+    }
+  } v;
+  v.b = &buffer;
+  v.VisitExpr(e);
+  return v.found;
+}
+
+// Loads of `from` become loads of `to` at index(indices).
+class LoadRedirect : public ExprMutator {
+ public:
+  LoadRedirect(Buffer from, Buffer to,
+               const std::function<std::vector<Expr>(const std::vector<Expr>&)>& index)
+      : from_(std::move(from)), to_(std::move(to)), index_(index) {}
+
+ protected:
+  Expr VisitBufferLoad(const BufferLoadNode* op, const Expr& self) override {
+    Expr r = ExprMutator::VisitBufferLoad(op, self);
+    const auto* load = r.as<BufferLoadNode>();
+    if (!load->buffer.same_as(from_)) return r;
+    return Load(to_, index_(load->indices));
+  }
+
+ private:
+  Buffer from_, to_;
+  const std::function<std::vector<Expr>(const std::vector<Expr>&)>& index_;
+};
+
+}  // namespace
+
+Tensor Schedule::FindTensor(const std::string& name) const {
+  for (const Stage& s : stages_) {
+    if (s.name() == name) return s.tensor;
+  }
+  for (const Stage& s : stages_) {
+    for (const auto& in : s.tensor->inputs) {
+      if (in->name == name) return Tensor(in);
+    }
+  }
+  return Tensor();
+}
+
+std::string Schedule::UniqueName(const std::string& base) const {
+  std::string name = base;
+  for (int n = 2; IndexOf(name) >= 0; ++n) name = StrCat(base, n);
+  return name;
+}
+
+absl::Status Schedule::CheckReaders(const Tensor& t, const std::vector<Tensor>& readers) {
+  if (readers.empty()) {
+    return absl::InvalidArgumentError(StrCat("cache_read/transform_layout of ", t->name,
+                                             ": no readers given"));
+  }
+  for (const Tensor& r : readers) {
+    int ri = -1;
+    for (size_t i = 0; i < stages_.size(); ++i) {
+      if (stages_[i].tensor.buffer().same_as(r.buffer())) ri = static_cast<int>(i);
+    }
+    if (ri < 0) return absl::NotFoundError(StrCat("no stage ", r->name, " in the schedule"));
+    if (!Reads(stages_[ri].tensor->body, t.buffer())) {
+      return absl::FailedPreconditionError(
+          StrCat("stage ", r->name, " does not read ", t->name));
+    }
+    if (stages_[ri].attach == AttachKind::kInline) {
+      return absl::FailedPreconditionError(
+          StrCat("stage ", r->name, " is computed inline; redirect its consumer's reads instead"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Schedule::RedirectReaders(
+    const Tensor& t, const Tensor& read, const std::vector<Tensor>& readers,
+    const std::function<std::vector<Expr>(const std::vector<Expr>&)>& index) {
+  size_t pos = stages_.size();
+  LoadRedirect redirect(t.buffer(), read.buffer(), index);
+  for (const Tensor& r : readers) {
+    Stage& st = (*this)[r];
+    pos = std::min(pos, static_cast<size_t>(IndexOf(st.name())));
+    auto op = std::make_shared<OperationNode>(*st.tensor.op());
+    op->body = redirect.VisitExpr(op->body);
+    if (!op->reduce_axes.empty()) {
+      // The Reduce node was rebuilt: its axes are the same variables.
+      op->reduce_axes = op->body.as<ReduceNode>()->axes;
+    }
+    std::erase_if(op->inputs, [&](const auto& in) { return in == t.op(); });
+    op->inputs.push_back(read.op());
+    st.tensor = Tensor(op);
+  }
+  for (Stage& st : stages_) {
+    if (st.attach == AttachKind::kAt && st.attach_stage >= static_cast<int>(pos)) ++st.attach_stage;
+  }
+  stages_.insert(stages_.begin() + static_cast<long>(pos), MakeStage(read));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Schedule::CacheRead(const Tensor& t, const std::vector<Tensor>& readers) {
+  if (auto s = CheckReaders(t, readers); !s.ok()) return s;
+  Tensor cache = Compute(
+      UniqueName(t->name + ".cache"), t->shape,
+      [&](const std::vector<Var>& i) { return t(std::vector<Expr>(i.begin(), i.end())); },
+      t.buffer()->dtype);
+  auto same = [](const std::vector<Expr>& idx) { return idx; };
+  if (auto s = RedirectReaders(t, cache, readers, same); !s.ok()) return s;
+  Step step{"cache_read", t->name, {}, {}, ""};
+  for (const Tensor& r : readers) step.readers.push_back(r->name);
+  Record(step);
+  return cache;
+}
+
+absl::StatusOr<Tensor> Schedule::TransformLayout(const Tensor& t, const std::string& src,
+                                                 const std::string& dst,
+                                                 const std::vector<Tensor>& readers) {
+  auto map = LayoutMap::Make(src, dst, t->shape);
+  if (!map.ok()) return map.status();
+  if (auto s = CheckReaders(t, readers); !s.ok()) return s;
+  Tensor packed = Compute(
+      UniqueName(StrCat(t->name, ".", dst)), map->dst_shape(),
+      [&](const std::vector<Var>& i) { return t(map->ToSrc(std::vector<Expr>(i.begin(), i.end()))); },
+      t.buffer()->dtype);
+  auto to_dst = [&](const std::vector<Expr>& idx) { return map->ToDst(idx); };
+  if (auto s = RedirectReaders(t, packed, readers, to_dst); !s.ok()) return s;
+  Step step{"transform_layout", t->name, {}, {}, ""};
+  step.layout = StrCat(src, "->", dst);
+  for (const Tensor& r : readers) step.readers.push_back(r->name);
+  Record(step);
+  return packed;
+}
+
 std::string Schedule::TraceText() const {
   std::string out;
   for (const Step& s : trace_) out += s.ToString() + "\n";
@@ -260,6 +402,34 @@ std::string Schedule::TraceText() const {
 
 absl::Status Schedule::Replay(const std::vector<Step>& steps) {
   for (const Step& st : steps) {
+    if (st.kind == "cache_read" || st.kind == "transform_layout") {
+      Tensor t = FindTensor(st.stage);
+      if (!t.defined()) {
+        return absl::InvalidArgumentError(
+            StrCat("replay: no tensor '", st.stage, "' in ", st.ToString()));
+      }
+      std::vector<Tensor> readers;
+      for (const std::string& r : st.readers) {
+        int ri = IndexOf(r);
+        if (ri < 0)
+          return absl::InvalidArgumentError(StrCat("replay: no stage '", r, "' in ", st.ToString()));
+        readers.push_back(stages_[ri].tensor);
+      }
+      absl::StatusOr<Tensor> r;
+      if (st.kind == "cache_read") {
+        r = CacheRead(t, readers);
+      } else {
+        const auto arrow = st.layout.find("->");
+        if (arrow == std::string::npos) {
+          return absl::InvalidArgumentError(StrCat("replay: malformed step ", st.ToString()));
+        }
+        r = TransformLayout(t, st.layout.substr(0, arrow), st.layout.substr(arrow + 2), readers);
+      }
+      if (!r.ok()) {
+        return absl::Status(r.status().code(), StrCat("replay: ", r.status().message()));
+      }
+      continue;
+    }
     int si = IndexOf(st.stage);
     if (si < 0)
       return absl::InvalidArgumentError(

@@ -8,11 +8,13 @@
 // fuse(a, b) -> a.b.f. Names are unique within a stage.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "compiler/ir/ir.h"
 #include "compiler/te/tensor.h"
 
@@ -56,12 +58,15 @@ struct Stage {
 };
 
 struct Step {
-  std::string
-      kind;  // split fuse reorder vectorize unroll parallel compute_at compute_inline cache_write
-  std::string stage;
+  // split fuse reorder vectorize unroll parallel compute_at compute_inline
+  // cache_write cache_read transform_layout
+  std::string kind;
+  std::string stage;  // cache_read, transform_layout: the tensor read (may be a placeholder)
   std::vector<std::string> ivs;
   std::vector<int64_t> ints;
-  std::string target;  // compute_at: consumer stage
+  std::string target;                // compute_at: consumer stage
+  std::vector<std::string> readers;  // cache_read, transform_layout: the stages redirected
+  std::string layout;                // transform_layout: "SRC->DST", e.g. "NCHW->NCHW16c"
   std::string ToString() const;
 };
 
@@ -79,7 +84,11 @@ class Schedule {
 
   // Primitives. Misuse (an iv not a leaf of the stage, bad factor, ...) is a
   // KILN_CHECK failure: templates are code, not user input. Replay reports
-  // errors as Status instead.
+  // errors as Status instead, and so do cache_read and transform_layout,
+  // whose layouts and readers may come from a tuner's config:
+  // INVALID_ARGUMENT (a malformed layout, no readers), NOT_FOUND (a reader
+  // or tensor not in the schedule), FAILED_PRECONDITION (a reader that does
+  // not read the tensor, or one computed inline).
   std::pair<IterVar, IterVar> Split(const Tensor& t, const IterVar& iv, int64_t factor);
   IterVar Fuse(const Tensor& t, const IterVar& outer, const IterVar& inner);
   void Reorder(const Tensor& t, const std::vector<IterVar>& order);
@@ -95,6 +104,18 @@ class Schedule {
   // what `t` computed; returns the new tensor. Must precede other primitives
   // on `t`. Consumers of `t` are unchanged.
   Tensor CacheWrite(const Tensor& t);
+  // A new stage "<t>.cache" (then "<t>.cache2", ...) that copies `t` (a
+  // placeholder or a stage); the `readers` (stages reading t) read the copy
+  // instead, at the same indices. compute_at a reader's loop stages a tile
+  // of t in scratch.
+  absl::StatusOr<Tensor> CacheRead(const Tensor& t, const std::vector<Tensor>& readers);
+  // A new stage "<t>.<dst>" holding `t` in layout `dst` (te/layout.h: e.g.
+  // "NCHW" -> "NCHW16c", "OIHW" -> "OIHW4i16o"); the `readers` read it
+  // through the layout's index map. This is packing: of weights into
+  // blocks, of activations into channel blocks.
+  absl::StatusOr<Tensor> TransformLayout(const Tensor& t, const std::string& src,
+                                         const std::string& dst,
+                                         const std::vector<Tensor>& readers);
 
   absl::Status Replay(const std::vector<Step>& steps);
 
@@ -104,6 +125,16 @@ class Schedule {
 
  private:
   int IndexOf(const std::string& name) const;
+  // A stage's tensor or a placeholder some stage reads, by name.
+  Tensor FindTensor(const std::string& name) const;
+  // cache_read and transform_layout: inserts the stage `read` (computed from
+  // t) before the first reader and redirects the readers' loads of t to it
+  // through `index` (source indices -> read's indices).
+  absl::Status RedirectReaders(
+      const Tensor& t, const Tensor& read, const std::vector<Tensor>& readers,
+      const std::function<std::vector<ir::Expr>(const std::vector<ir::Expr>&)>& index);
+  absl::Status CheckReaders(const Tensor& t, const std::vector<Tensor>& readers);
+  std::string UniqueName(const std::string& base) const;
   void SetKind(const Tensor& t, const IterVar& iv, ir::ForKind kind, const char* step);
   void Record(Step s) { trace_.push_back(std::move(s)); }
 

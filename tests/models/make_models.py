@@ -156,6 +156,31 @@ def resnet50():
     return Case(m, {"data": image(1, 1, 3, 224, 224)})
 
 
+def resnet18():
+    """torchvision ResNet-18 (BasicBlock: two 3x3 convs, 1x1 stride-2
+    downsample), BN kept, opset 13: the network scripts/demo tunes."""
+    g = G(18)
+    x = g.conv("data", 3, 64, 7, stride=2, pad=3, bias=False)
+    x = g.relu(g.bn(x, 64))
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, width in enumerate([64, 128, 256, 512]):
+        for b in range(2):
+            stride = 2 if (b == 0 and stage > 0) else 1
+            y = g.relu(g.bn(g.conv(x, cin, width, 3, stride=stride, bias=False), width))
+            y = g.bn(g.conv(y, width, width, 3, bias=False), width, gamma=0.3)
+            if stride != 1 or cin != width:
+                x = g.bn(g.conv(x, cin, width, 1, stride=stride, bias=False), width)
+            x = g.relu(g.op("Add", [y, x]))
+            cin = width
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x], axis=1)
+    g.op("Gemm", [x, g.weight(1000, 512), g.vec(1000)], alpha=1.0, beta=1.0, transB=1)
+    g.nodes[-1].output[0] = "logits"
+    m = g.model([fin("data", [1, 3, 224, 224])], [fout("logits")], 13)
+    return Case(m, {"data": image(18, 1, 3, 224, 224)})
+
+
 def mobilenet_v2():
     """torchvision MobileNetV2: depthwise convs, ReLU6 as Clip with min/max
     inputs (opset 11+), residual adds, GlobalAveragePool, Flatten, Gemm."""
@@ -1199,7 +1224,7 @@ def int_numerics():
 
 
 MODELS = {f.__name__: f for f in [
-    resnet50, mobilenet_v2, squeezenet, densenet_blocks, inception_blocks, bert_layer,
+    resnet50, resnet18, mobilenet_v2, squeezenet, densenet_blocks, inception_blocks, bert_layer,
     gpt2_block, opset6, opset9, opset11, opset13, legacy_pytorch, dynamo_style,
     dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6,
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
