@@ -834,9 +834,28 @@ class CodeGen {
           return;
         }
         auto* arr = llvm::ArrayType::get(MemTypeOf(n->buffer->dtype), *count);
-        llvm::Value* p = EntryAlloca(arr, 64, n->buffer->name);
+        const uint64_t bytes = mod_->getDataLayout().getTypeAllocSize(arr);
+        if (bytes <= kMaxStackScratchBytes) {
+          llvm::Value* p = EntryAlloca(arr, 64, n->buffer->name);
+          BindBuffer(n->buffer, p);
+          EmitStmt(n->body);
+          return;
+        }
+        // Too large for the stack: the runtime's per-thread workspace, held
+        // for the Allocate's scope.
+        llvm::FunctionCallee alloc = mod_->getOrInsertFunction(
+            "kiln_workspace_alloc", llvm::FunctionType::get(ptr_, {i64_}, false));
+        llvm::FunctionCallee release = mod_->getOrInsertFunction(
+            "kiln_workspace_free",
+            llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr_}, false));
+        llvm::CallInst* p =
+            b_.CreateCall(alloc, {llvm::ConstantInt::get(i64_, bytes)}, n->buffer->name);
+        p->addRetAttr(llvm::Attribute::NoAlias);
+        p->addRetAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+        p->addRetAttr(llvm::Attribute::NonNull);
         BindBuffer(n->buffer, p);
         EmitStmt(n->body);
+        b_.CreateCall(release, {p});
         return;
       }
       case StmtKind::kLetStmt: {

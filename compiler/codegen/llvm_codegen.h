@@ -13,7 +13,9 @@
 // (capturing every free variable and buffer pointer in a struct) and run
 // through `kiln_parallel_for` (deploy/parallel.h); parallel loops nested in an
 // outlined body run serially. Allocate becomes an entry-block alloca aligned
-// to 64 bytes.
+// to 64 bytes, or, above kMaxStackScratchBytes, a block of the runtime's
+// per-thread workspace (kiln_workspace_alloc / kiln_workspace_free,
+// deploy/parallel.h) held for the Allocate's scope: no large stack frames.
 //
 // Element types: float16/32/64, int8..int64 (signed: sdiv, smin, icmp slt;
 // nsw only on int64, the index type: narrower data arithmetic wraps),
@@ -37,6 +39,7 @@
 //
 // LLVM headers stay out of this header (they are slow to compile).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +56,11 @@ class TargetMachine;
 }  // namespace llvm
 
 namespace kiln::compiler::codegen {
+
+// The largest local buffer kept on the stack (register tiles and small
+// staging buffers, which LLVM may promote to registers); larger ones live in
+// the runtime's workspace.
+inline constexpr uint64_t kMaxStackScratchBytes = 32 * 1024;
 
 // Initializes every LLVM target (JIT for the host, objects for any triple).
 // Idempotent and thread-safe.

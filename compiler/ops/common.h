@@ -10,6 +10,7 @@
 #include "compiler/ir/ir.h"
 #include "compiler/kernel.h"
 #include "compiler/target.h"
+#include "compiler/te/layout.h"
 #include "compiler/te/schedule.h"
 #include "compiler/te/tensor.h"
 #include "compiler/workload.h"

@@ -134,11 +134,9 @@ absl::StatusOr<Built> BuildGemm(const Workload& w, const Target& t, const Config
     eps.push_back(
         te::Placeholder(e->name, *FlatOperandShape(w, op.operand_shape), e.buffer()->dtype));
   }
-  te::Tensor wpack_of = te::Compute("wpack", {Ko, C, gm}, [&](const std::vector<Var>& i) {
-    Expr k = i[0] * IntImm(gm) + i[2];
-    Expr kc = Min(k, IntImm(K - 1));
-    return Select(k < IntImm(K), weight({kc, i[1], IntImm(0), IntImm(0)}), FloatImm(0.0));
-  });
+  // [ceil(K/gm)][C][gm] panels, the last padded with zeros (Built::packs).
+  auto wpack_of = te::TransformLayoutOf(weight, "OIHW", StrCat("OI", gm, "o"), "wpack");
+  if (!wpack_of.ok()) return wpack_of.status();
   te::Tensor wpack = te::Placeholder("weight_packed", {Ko, C, gm});
   IterRange rc = te::ReduceAxis(C, "rc");
   te::Tensor conv = te::Compute("conv", {N, Ko, gm, P}, [&](const std::vector<Var>& i) {
@@ -165,7 +163,7 @@ absl::StatusOr<Built> BuildGemm(const Workload& w, const Target& t, const Config
   s.Unroll(conv, cmi);
   s.Vectorize(conv, cp);
   b.SetArgs({data, wpack, bias}, eps, out);
-  b.packs.push_back({1, weight, wpack_of});
+  b.packs.push_back({1, weight, *wpack_of});
   return b;
 }
 

@@ -204,11 +204,10 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
     Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
     return Select(ok, data({i[0], i[1] * IntImm(cb) + i[4], hc, xc}), FloatImm(0.0));
   });
-  // The weights are packed once, ahead of the calls (Built::packs).
-  te::Tensor wpack_of =
-      te::Compute("wpack", {Ko, Co, R, S, cb, kb}, [&](const std::vector<Var>& i) {
-        return weight({i[0] * IntImm(kb) + i[5], i[1] * IntImm(cb) + i[4], i[2], i[3]});
-      });
+  // The weights are packed once, ahead of the calls (Built::packs), into
+  // [K/kb][C/cb][R][S][cb][kb] blocks.
+  auto wpack_of = te::TransformLayoutOf(weight, "OIHW", StrCat("OIHW", cb, "i", kb, "o"), "wpack");
+  if (!wpack_of.ok()) return wpack_of.status();
   te::Tensor wpack = te::Placeholder("weight_packed", {Ko, Co, R, S, cb, kb});
   IterRange rco = te::ReduceAxis(Co, "rco"), ry = te::ReduceAxis(R, "ry"),
             rx = te::ReduceAxis(S, "rx"), rci = te::ReduceAxis(cb, "rci");
@@ -249,7 +248,7 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   s.Vectorize(conv, ckv);
   if (cfg.at("unroll_acc") && cb <= 16) s.Unroll(conv, rci_i);
   b.SetArgs({data, wpack, bias}, eps, out);
-  b.packs.push_back({1, weight, wpack_of});
+  b.packs.push_back({1, weight, *wpack_of});
   return b;
 }
 

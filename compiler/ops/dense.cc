@@ -130,14 +130,11 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   te::Tensor Bp;  // packed panels (pack_b)
   te::Tensor Bp_of;
   if (c.at("pack_b")) {
-    const int64_t panels = (d.N + tn - 1) / tn;
-    Bp_of = te::Compute("bpack", {panels, d.K, tn}, [&](const std::vector<Var>& i) {
-      Expr n = i[0] * IntImm(tn) + i[2];
-      Expr nc = d.N % tn ? Min(n, IntImm(d.N - 1)) : n;
-      Expr v = tb ? B({nc, i[1]}) : B({i[1], nc});
-      return d.N % tn ? Select(n < IntImm(d.N), v, FloatImm(0.0)) : v;
-    });
-    Bp = te::Placeholder("B_packed", {panels, d.K, tn});
+    // [ceil(N/tn)][K][tn] panels, the last padded with zeros.
+    auto packed = te::TransformLayoutOf(B, tb ? "NK" : "KN", StrCat("NK", tn, "n"), "bpack");
+    if (!packed.ok()) return packed.status();
+    Bp_of = *packed;
+    Bp = te::Placeholder("B_packed", Bp_of->shape);
   }
   te::Tensor C;
   if (w.Int("bias")) C = te::Placeholder("C", w.Ints("bias_shape"));

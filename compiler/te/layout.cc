@@ -48,22 +48,30 @@ absl::StatusOr<LayoutMap> LayoutMap::Make(const std::string& src, const std::str
     if (slot >= 0) return bad(StrCat("'", std::string(1, c), "' appears twice"));
     slot = static_cast<int>(m.dims_.size());
     if (inner) {
-      if (f < 2) return bad(StrCat("block factor ", f, " of '", std::string(1, c), "' is below 2"));
-      if (src_shape[d] % f != 0) {
-        return bad(StrCat(std::string(1, src[d]), "=", src_shape[d], " is not a multiple of ", f));
-      }
+      if (f < 1) return bad(StrCat("block factor ", f, " of '", std::string(1, c), "' is below 1"));
       factor[d] = f;
     }
     m.dims_.push_back({d, 1, inner});
   }
   for (size_t d = 0; d < src.size(); ++d) {
-    if (m.outer_of_[d] < 0) return bad(StrCat("'", std::string(1, src[d]), "' is missing"));
+    if (m.outer_of_[d] < 0 && (src_shape[d] != 1 || m.inner_of_[d] >= 0)) {
+      return bad(StrCat("'", std::string(1, src[d]), "' is missing"));
+    }
   }
+  m.src_shape_ = src_shape;
   for (DstDim& dd : m.dims_) {
     dd.factor = factor[dd.src_dim];
-    m.dst_shape_.push_back(dd.inner ? dd.factor : src_shape[dd.src_dim] / dd.factor);
+    const int64_t e = src_shape[dd.src_dim];
+    m.dst_shape_.push_back(dd.inner ? dd.factor : (e + dd.factor - 1) / dd.factor);
   }
   return m;
+}
+
+bool LayoutMap::padded() const {
+  for (const DstDim& d : dims_) {
+    if (d.factor > 1 && src_shape_[d.src_dim] % d.factor != 0) return true;
+  }
+  return false;
 }
 
 std::vector<Expr> LayoutMap::ToDst(const std::vector<Expr>& src_idx) const {
@@ -71,10 +79,10 @@ std::vector<Expr> LayoutMap::ToDst(const std::vector<Expr>& src_idx) const {
   std::vector<Expr> out;
   for (const DstDim& d : dims_) {
     const Expr& i = src_idx[d.src_dim];
-    if (d.factor == 1) {
-      out.push_back(i);
+    if (d.inner) {
+      out.push_back(d.factor == 1 ? IntImm(0) : FloorMod(i, IntImm(d.factor)));
     } else {
-      out.push_back(d.inner ? FloorMod(i, IntImm(d.factor)) : FloorDiv(i, IntImm(d.factor)));
+      out.push_back(d.factor == 1 ? i : FloorDiv(i, IntImm(d.factor)));
     }
   }
   return out;
@@ -84,6 +92,10 @@ std::vector<Expr> LayoutMap::ToSrc(const std::vector<Expr>& dst_idx) const {
   KILN_CHECK(dst_idx.size() == dims_.size()) << "layout " << dst_ << ": rank";
   std::vector<Expr> out;
   for (size_t d = 0; d < src_.size(); ++d) {
+    if (outer_of_[d] < 0) {
+      out.push_back(IntImm(0));
+      continue;
+    }
     const Expr& o = dst_idx[outer_of_[d]];
     if (inner_of_[d] < 0) {
       out.push_back(o);
@@ -92,6 +104,34 @@ std::vector<Expr> LayoutMap::ToSrc(const std::vector<Expr>& dst_idx) const {
     }
   }
   return out;
+}
+
+Expr LayoutMap::ValueAt(const Tensor& t, const std::vector<Expr>& dst_idx) const {
+  std::vector<Expr> idx = ToSrc(dst_idx);
+  Expr in_bounds;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    const int64_t e = src_shape_[d];
+    if (inner_of_[d] < 0 || e % dims_[inner_of_[d]].factor == 0) continue;
+    Expr ok = idx[d] < IntImm(e);
+    in_bounds = in_bounds.defined() ? (in_bounds && ok) : ok;
+    idx[d] = Min(idx[d], IntImm(e - 1));
+  }
+  Expr v = t(idx);
+  if (!in_bounds.defined()) return v;
+  const DataType dt = t.buffer()->dtype;
+  return Select(in_bounds, v, dt.is_float() ? FloatImm(0.0, dt) : IntImm(0, dt));
+}
+
+absl::StatusOr<Tensor> TransformLayoutOf(const Tensor& t, const std::string& src,
+                                         const std::string& dst, const std::string& name) {
+  auto map = LayoutMap::Make(src, dst, t->shape);
+  if (!map.ok()) return map.status();
+  return Compute(
+      name, map->dst_shape(),
+      [&](const std::vector<Var>& i) {
+        return map->ValueAt(t, std::vector<Expr>(i.begin(), i.end()));
+      },
+      t.buffer()->dtype);
 }
 
 }  // namespace kiln::te

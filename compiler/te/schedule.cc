@@ -381,17 +381,15 @@ absl::StatusOr<Tensor> Schedule::TransformLayout(const Tensor& t, const std::str
   auto map = LayoutMap::Make(src, dst, t->shape);
   if (!map.ok()) return map.status();
   if (auto s = CheckReaders(t, readers); !s.ok()) return s;
-  Tensor packed = Compute(
-      UniqueName(StrCat(t->name, ".", dst)), map->dst_shape(),
-      [&](const std::vector<Var>& i) { return t(map->ToSrc(std::vector<Expr>(i.begin(), i.end()))); },
-      t.buffer()->dtype);
+  auto packed = TransformLayoutOf(t, src, dst, UniqueName(StrCat(t->name, ".", dst)));
+  if (!packed.ok()) return packed.status();
   auto to_dst = [&](const std::vector<Expr>& idx) { return map->ToDst(idx); };
-  if (auto s = RedirectReaders(t, packed, readers, to_dst); !s.ok()) return s;
+  if (auto s = RedirectReaders(t, *packed, readers, to_dst); !s.ok()) return s;
   Step step{"transform_layout", t->name, {}, {}, ""};
   step.layout = StrCat(src, "->", dst);
   for (const Tensor& r : readers) step.readers.push_back(r->name);
   Record(step);
-  return packed;
+  return *packed;
 }
 
 std::string Schedule::TraceText() const {

@@ -11,6 +11,7 @@
 #include "compiler/ir/structural.h"
 #include "compiler/lower/lower.h"
 #include "compiler/lower/simplify.h"
+#include "compiler/ops/interpret.h"
 #include "compiler/target.h"
 #include "compiler/te/layout.h"
 #include "compiler/te/schedule.h"
@@ -38,6 +39,12 @@ TEST(LayoutMap, BlocksAndReordersDimensions) {
   // o=21, i=6, h=1, w=2 -> O=1, I=1, h, w, i%4=2, o%16=5.
   EXPECT_EQ(Eval(m->ToDst(Imms({21, 6, 1, 2}))), (std::vector<int64_t>{1, 1, 1, 2, 2, 5}));
   EXPECT_EQ(Eval(m->ToSrc(Imms({1, 1, 1, 2, 2, 5}))), (std::vector<int64_t>{21, 6, 1, 2}));
+  // A block of 1: an inner dimension of extent 1.
+  auto one = LayoutMap::Make("OIHW", "OIHW1i16o", {32, 8, 3, 3});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->dst_shape(), (std::vector<int64_t>{2, 8, 3, 3, 1, 16}));
+  EXPECT_EQ(Eval(one->ToDst(Imms({21, 6, 1, 2}))), (std::vector<int64_t>{1, 6, 1, 2, 0, 5}));
+  EXPECT_EQ(Eval(one->ToSrc(Imms({1, 6, 1, 2, 0, 5}))), (std::vector<int64_t>{21, 6, 1, 2}));
   auto t = LayoutMap::Make("KN", "NK", {3, 5});  // a plain transpose
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->dst_shape(), (std::vector<int64_t>{5, 3}));
@@ -46,11 +53,10 @@ TEST(LayoutMap, BlocksAndReordersDimensions) {
 TEST(LayoutMap, MalformedLayoutsAreInvalidArguments) {
   const std::vector<int64_t> shape{1, 24, 8, 8};
   for (auto [dst, why] : std::vector<std::pair<std::string, std::string>>{
-           {"NCHW16c", "C=24 is not a multiple of 16"},
            {"NCH", "'W' is missing"},
            {"NCHWW", "'W' appears twice"},
            {"NCHW8x", "'x' is not in the source"},
-           {"NCHW1c", "below 2"},
+           {"NCHW0c", "below 1"},
            {"NCHWc", "has no factor"},
            {"N8CHW", "a factor before upper-case"},
            {"NCHW8", "ends in a number"}}) {
@@ -59,8 +65,31 @@ TEST(LayoutMap, MalformedLayoutsAreInvalidArguments) {
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << dst;
     EXPECT_NE(std::string(m.status().message()).find(why), std::string::npos) << m.status();
   }
+  EXPECT_TRUE(LayoutMap::Make("NCHW", "NCHW16c", shape).ok());  // padded, below
   EXPECT_FALSE(LayoutMap::Make("NCH", "NCH", shape).ok());   // rank
   EXPECT_FALSE(LayoutMap::Make("NCHC", "NCHC", shape).ok());  // repeated source letter
+}
+
+TEST(LayoutMap, PadsABlockedDimensionWithZerosAndDropsUnitDimensions) {
+  // OIHW 20x3x1x1 -> OI8o: O padded to 24, H and W (extent 1) left out.
+  Tensor w = Placeholder("w", {20, 3, 1, 1});
+  auto m = LayoutMap::Make("OIHW", "OI8o", w->shape);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->padded());
+  EXPECT_EQ(m->dst_shape(), (std::vector<int64_t>{3, 3, 8}));
+  EXPECT_FALSE(LayoutMap::Make("OIHW", "OI8o", {20, 3, 3, 3}).ok());  // H is 3: not droppable
+  auto packed = TransformLayoutOf(w, "OIHW", "OI8o", "wpack");
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  std::vector<float> in(60), out(72, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i + 1);
+  const void* ins[] = {in.data()};
+  ASSERT_TRUE(compiler::ops::Interpret({w, *packed}, ins, out.data()).ok());
+  for (int64_t o = 0; o < 24; ++o) {
+    for (int64_t i = 0; i < 3; ++i) {
+      const float want = o < 20 ? in[o * 3 + i] : 0.0f;
+      EXPECT_EQ(out[(o / 8) * 24 + i * 8 + o % 8], want) << o << "," << i;
+    }
+  }
 }
 
 struct Matmul {
@@ -202,9 +231,9 @@ TEST(Schedule, CacheReadAndTransformLayoutMisuseIsATypedError) {
       << not_reader.status();
   auto foreign = s.CacheRead(other, {D});
   EXPECT_EQ(foreign.status().code(), absl::StatusCode::kNotFound);
-  auto bad = s.TransformLayout(mm.W, "KN", "NK48n", {mm.C});
+  auto bad = s.TransformLayout(mm.W, "KN", "NK16x", {mm.C});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(bad.status().message()).find("N=64 is not a multiple of 48"),
+  EXPECT_NE(std::string(bad.status().message()).find("'x' is not in the source"),
             std::string::npos)
       << bad.status();
   EXPECT_TRUE(s.trace().empty());  // nothing half-applied is recorded
@@ -217,7 +246,7 @@ TEST(Schedule, CacheReadAndTransformLayoutMisuseIsATypedError) {
   malformed.layout = "KN NK16n";
   EXPECT_EQ(s.Replay({malformed}).code(), absl::StatusCode::kInvalidArgument);
   Step bad_layout = malformed;
-  bad_layout.layout = "KN->NK48n";
+  bad_layout.layout = "KN->NK16x";
   auto st = s.Replay({bad_layout});
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(st.message()).find("replay: layout transform"), std::string::npos) << st;

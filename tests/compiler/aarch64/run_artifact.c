@@ -44,6 +44,16 @@ void kiln_parallel_for(int64_t n, void (*body)(int64_t, void *), void *ctx) {
   pthread_join(t, NULL);
 }
 
+/* Large kernel scratch (deploy/parallel.h's workspace); plain heap blocks
+   here. */
+void *kiln_workspace_alloc(int64_t bytes) {
+  void *p = aligned_alloc(64, ((size_t)bytes + 63) / 64 * 64);
+  if (!p) die("cannot allocate kernel workspace", NULL);
+  return p;
+}
+
+void kiln_workspace_free(void *p) { free(p); }
+
 static char *read_file(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
   if (!f) die("cannot open", path);
