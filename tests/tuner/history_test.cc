@@ -130,8 +130,10 @@ TEST_F(HistoryTest, PriorGroupsAreOtherWorkloadsOfTheSameOperator) {
   compiler::Target t = compiler::Target::Host();
   compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
   // A column tile that every x86 target offers (SSE's 4 lanes to AVX-512's
-  // 16), so that the generic target's records have features too.
+  // 16), so that the generic target's records have features too, and a row
+  // tile that every workload here offers.
   c["tile_n"] = 16;
+  c["tile_m"] = 4;
   compiler::Config d = c;
   d["unroll_k"] = 1 - d["unroll_k"];
   Add(Dense(32), t.Spec(), c, 2e-3);  // the task's own workload: not prior
