@@ -535,7 +535,7 @@ class CodeGen {
     std::optional<int64_t> stride = r ? AsConstInt(r->stride) : std::nullopt;
     if (!stride || *stride < 2 || *stride > kMaxLoadStride) return nullptr;
     const int lanes = r->lanes, st = static_cast<int>(*stride);
-    const int wide = lanes * st, span = (lanes - 1) * st + 1;
+    const int wide = MemLanes(lanes * st, n->dtype), span = (lanes - 1) * st + 1;
     llvm::Type* wty = MemTypeOf(n->dtype.Element().WithLanes(wide));
     llvm::Value* addr = b_.CreateInBoundsGEP(MemTypeOf(n->buffer->dtype.Element()),
                                              BufferPtr(n->buffer), EmitExpr(r->base));
@@ -548,6 +548,28 @@ class CodeGen {
     return b_.CreateShuffleVector(all, keep);
   }
 
+  // x86 (AVX, AVX-512) moves a vector whose lane count is not a power of two
+  // (the 14-pixel rows of a 14x14 image, a 13-lane phase column) as one
+  // masked access of the next power of two; LLVM would split it into
+  // 8 + 4 + 2 pieces. Lanes of 1-2 bytes and other targets keep their width.
+  int MemLanes(int lanes, DataType t) const {
+    if (lanes <= 2 || (lanes & (lanes - 1)) == 0 || t.bytes() < 4 || t.is_bool() ||
+        !llvm::Triple(mod_->getTargetTriple()).isX86()) {
+      return lanes;
+    }
+    return static_cast<int>(llvm::PowerOf2Ceil(static_cast<uint64_t>(lanes)));
+  }
+  llvm::Constant* FirstLanesMask(int lanes, int wide) {
+    std::vector<llvm::Constant*> mask;
+    for (int i = 0; i < wide; ++i) mask.push_back(b_.getInt1(i < lanes));
+    return llvm::ConstantVector::get(mask);
+  }
+  static std::vector<int> LaneRange(int lanes, int wide) {
+    std::vector<int> idx;
+    for (int i = 0; i < wide; ++i) idx.push_back(i < lanes ? i : -1);
+    return idx;
+  }
+
   llvm::Value* EmitLoad(const BufferLoadNode* n) {
     if (llvm::Value* v = StridedLoad(n)) return v;
     bool contiguous = false;
@@ -556,6 +578,12 @@ class CodeGen {
     // from the index), so the type matches the access width.
     llvm::Type* mty = MemTypeOf(n->dtype);
     llvm::Align al = ElemAlign(n->buffer);
+    const int lanes = n->dtype.lanes, wide = MemLanes(lanes, n->dtype);
+    if (contiguous && wide != lanes) {
+      llvm::Value* all = b_.CreateMaskedLoad(MemTypeOf(n->dtype.WithLanes(wide)), addr, al,
+                                             FirstLanesMask(lanes, wide));
+      return b_.CreateShuffleVector(all, LaneRange(lanes, lanes));
+    }
     llvm::Value* v = contiguous ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(mty, addr, al))
                                 : b_.CreateMaskedGather(mty, addr, al);
     if (n->dtype.is_bool()) v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(mty));
@@ -580,7 +608,11 @@ class CodeGen {
       }
     }
     if (vt.is_bool()) v = b_.CreateZExt(v, MemTypeOf(vt));
-    if (contiguous) {
+    const int wide = MemLanes(vt.lanes, vt);
+    if (contiguous && wide != vt.lanes) {
+      b_.CreateMaskedStore(b_.CreateShuffleVector(v, LaneRange(vt.lanes, wide)), addr, al,
+                           FirstLanesMask(vt.lanes, wide));
+    } else if (contiguous) {
       b_.CreateAlignedStore(v, addr, al);
     } else {
       b_.CreateMaskedScatter(v, addr, al);

@@ -150,11 +150,13 @@ Config Default(const Workload& w, const Target& t) {
     n["layout"] = 1;
     n["unroll_acc"] = 1;
     n["parallel"] = w.Flops() > 4e6 ? 1 : 0;
-    // Spatial kernels in parallel over blocks of rows, each thread packing
-    // its own input rows (measured faster at 2 threads on every 3x3 and 7x7
-    // layer of ResNet-50 with two or more blocks; slower on 1x1 layers,
-    // whose packing is a plain copy).
-    n["par_rows"] = n["parallel"] && w.Int("R") * w.Int("S") > 1 && w.Int("OH") / n["rows"] >= 2;
+    // In parallel over blocks of rows, each thread packing its own input
+    // rows (measured faster at 2 threads on every 3x3 and 7x7 layer of
+    // ResNet-50 with two or more blocks, and on MobileNetV2's 14x14 1x1
+    // layers), unless the weights outweigh the input.
+    for (const Knob& kn : k) {
+      if (kn.name == "rows") NchwcParallelDefault(w, kn.choices, n);
+    }
     if (Check(w, t, n).ok()) c = n;
   }
   // Another layout in place of the one so far, if it accepts the config;

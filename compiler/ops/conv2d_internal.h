@@ -37,6 +37,14 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c);
 // kb, cb and reg_n of the default config.
 Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>& knobs);
 absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& c);
+// Whether the weights, read once per block of output rows, are more than the
+// input (4 K C R S > 4 N C H W bytes).
+bool WeightsOutweighInput(const Workload& w);
+// par_rows (and rows, for a 1x1 layer) of the default config once its
+// `parallel` is chosen: the threads share out blocks of rows, each packing
+// its own input rows, where there are two or more and the weights do not
+// outweigh the input.
+void NchwcParallelDefault(const Workload& w, const std::vector<int64_t>& row_choices, Config& c);
 
 // layout=2 (conv2d_depthwise.cc): groups = C = K. Knob dw_ow (output pixels
 // per vector accumulator tile; a single 0 choice when not eligible).
