@@ -245,6 +245,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     def.pack_input = s.pack_input;
     KernelCall call;
     call.kernel = def.name;
+    call.label = StrCat(def.name, " ", s.workload.Key());
     for (size_t i = 0; i < s.inputs.size(); ++i) {
       if (auto c = s.packed_const.find(static_cast<int>(i)); c != s.packed_const.end()) {
         call.args.push_back({BufferRef::Kind::kWeight, 0, packed_offsets[c->second]});

@@ -18,6 +18,7 @@
 #include "deploy/artifact.h"
 #include "deploy/flags.h"
 #include "deploy/parallel.h"
+#include "deploy/profile.h"
 #include "deploy/runtime.h"
 #include "deploy/str.h"
 #include "deploy/tensor_io.h"
@@ -32,7 +33,7 @@ constexpr int kExitBadInput = 2;
 
 constexpr char kUsage[] =
     "usage: kiln-run ARTIFACT --input NAME=FILE [--input NAME=FILE ...] --output-dir DIR\n"
-    "                [--repeat N] [--warmup K]\n"
+    "                [--repeat N] [--warmup K] [--profile]\n"
     "\n"
     "Loads a kiln artifact, runs it once on the given inputs and writes\n"
     "DIR/output_0.pb, DIR/output_1.pb, ... (ONNX TensorProto of each output's dtype).\n"
@@ -45,6 +46,9 @@ constexpr char kUsage[] =
     "  --repeat N         time N runs after the warm-up; the last line printed\n"
     "                     is median_ms=<value>\n"
     "  --warmup K         untimed runs before timing (default 1)\n"
+    "  --profile          after the timed runs, run N more with each kernel\n"
+    "                     timed inside them and print where the time goes\n"
+    "                     (with --repeat N; needs an artifact from kiln 0.6+)\n"
     "  --help             this text\n"
     "\n"
     "Threads: KILN_NUM_THREADS (default: all hardware threads).\n";
@@ -73,12 +77,34 @@ bool MakeDirs(const std::string& dir, std::string* error) {
   return true;
 }
 
+// Per-kernel time inside the profiled runs, slowest first, and their sum
+// beside the median of the timed runs (the difference: the entry point's own
+// work and the profiling hooks).
+void PrintProfile(std::vector<kiln::deploy::KernelTime> calls, int64_t runs, double median_ms) {
+  if (calls.empty()) {
+    std::printf("profile: no kernel calls recorded (an artifact from before kiln 0.6?)\n");
+    return;
+  }
+  double sum = 0;
+  for (const auto& k : calls) sum += k.total_ms / static_cast<double>(runs);
+  std::sort(calls.begin(), calls.end(),
+            [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+  std::printf("profile over %lld runs: kernels %.4f ms per run (median run %.4f ms)\n",
+              static_cast<long long>(runs), sum, median_ms);
+  std::printf("| call | kernel | ms per run | share |\n|---:|---|---:|---:|\n");
+  for (const auto& k : calls) {
+    const double ms = k.total_ms / static_cast<double>(runs);
+    std::printf("| %d | %s | %.4f | %.1f%% |\n", k.call, k.label.c_str(), ms, 100.0 * ms / sum);
+  }
+}
+
 struct Args {
   std::string artifact;
   std::vector<std::string> inputs;
   std::string output_dir;
   int64_t repeat = 0;
   int64_t warmup = 1;
+  bool profile = false;
 };
 
 // Returns -1 to continue, else an exit code.
@@ -91,7 +117,7 @@ int ParseArgs(int argc, char** argv, Args* args) {
     }
   }
   absl::StatusOr<kiln::ParsedFlags> flags =
-      kiln::ParseFlags(argv_list, {"--input", "--output-dir", "--repeat", "--warmup"});
+      kiln::ParseFlags(argv_list, {"--input", "--output-dir", "--repeat", "--warmup"}, {"--profile"});
   if (!flags.ok()) return Fail(kExitBadInput, StrCat(flags.status().message(), "\n", kUsage));
   args->inputs = flags->All("--input");
   args->output_dir = flags->Get("--output-dir");
@@ -113,6 +139,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
   if (flags->positional.empty()) return Fail(kExitBadInput, StrCat("no ARTIFACT given\n", kUsage));
   args->artifact = flags->positional[0];
   if (args->output_dir.empty()) return Fail(kExitBadInput, "--output-dir is required");
+  args->profile = flags->bools.count("--profile") > 0;
+  if (args->profile && args->repeat == 0) {
+    return Fail(kExitBadInput, "--profile needs --repeat N (the runs to profile)");
+  }
   return -1;
 }
 
@@ -247,6 +277,15 @@ int Main(int argc, char** argv) {
     mean /= static_cast<double>(n);
     std::printf("runs=%zu threads=%d min_ms=%.6f mean_ms=%.6f max_ms=%.6f\n", n, kiln_num_threads(),
                 sorted.front(), mean, sorted.back());
+    if (args.profile) {
+      kiln::deploy::StartKernelProfile();
+      for (int64_t r = 0; r < args.repeat; ++r) {
+        if (absl::Status s = module.RunChecked(in_bufs, out_bufs); !s.ok()) {
+          return Fail(kExitRuntime, StrCat("run failed: ", s.ToString()));
+        }
+      }
+      PrintProfile(kiln::deploy::StopKernelProfile(), args.repeat, median);
+    }
     std::printf("median_ms=%.6f\n", median);
   }
   return 0;

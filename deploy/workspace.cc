@@ -2,6 +2,8 @@
 // blocks in reused chunks, so that generated kernels keep large local
 // buffers off the thread's stack without a malloc per call (TVM's
 // TVMBackendAllocWorkspace plays the same part).
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +18,7 @@ namespace {
 
 constexpr int64_t kChunkBytes = int64_t{4} << 20;
 constexpr int64_t kAlign = 64;
+constexpr int64_t kHugePage = int64_t{2} << 20;
 
 class Arena {
  public:
@@ -36,8 +39,11 @@ class Arena {
         off = 0;
         continue;
       }
-      const int64_t size = std::max(kChunkBytes, need);
-      void* data = std::aligned_alloc(kAlign, static_cast<size_t>(size));
+      // Chunks of whole 2 MiB pages, backed by transparent huge pages where
+      // the kernel offers them (as the module's weights and workspace).
+      const int64_t size = (std::max(kChunkBytes, need) + kHugePage - 1) / kHugePage * kHugePage;
+      void* data = std::aligned_alloc(kHugePage, static_cast<size_t>(size));
+      if (data != nullptr) ::madvise(data, static_cast<size_t>(size), MADV_HUGEPAGE);
       if (data == nullptr) {
         std::fprintf(stderr, "kiln: cannot allocate %lld bytes of kernel workspace\n",
                      static_cast<long long>(size));

@@ -35,6 +35,8 @@ struct KernelDef {
 struct KernelCall {
   std::string kernel;           // a KernelDef name
   std::vector<BufferRef> args;  // KernelSignature order
+  // What kiln-run --profile names the call by (default: the kernel's name).
+  std::string label;
 };
 
 struct EntryPlan {

@@ -10,6 +10,7 @@ reason, in SKIPS below. Timings go to stdout.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -61,15 +62,21 @@ class ModelTest(unittest.TestCase):
             ref = reference(case.reference or case.model, case.feeds)
 
             art = os.path.join(tmp, name + ".kiln")
-            _, compile_s = run([f"{ARGS.bin_dir}/cli/kiln", "compile", path, "--db",
+            c, compile_s = run([f"{ARGS.bin_dir}/cli/kiln", "compile", path, "--db",
                                 os.path.join(tmp, "log.db"), "-o", art], "kiln compile")
             cmd = [f"{ARGS.bin_dir}/deploy/kiln-run", art, "--output-dir",
-                   os.path.join(tmp, "out"), "--repeat", "3"]
+                   os.path.join(tmp, "out"), "--repeat", "3", "--profile"]
             for k, v in case.feeds.items():
                 np.save(os.path.join(tmp, f"in{len(cmd)}.npy"), v)
                 cmd += ["--input", f"{k}={tmp}/in{len(cmd)}.npy"]
             r, run_s = run(cmd, "kiln-run")
             median = [ln for ln in r.stdout.splitlines() if ln.startswith("median_ms=")]
+            # The profile has a row for every kernel call of the module.
+            kernels = re.search(r": (\d+) kernels", c.stdout)
+            rows = re.findall(r"^\| \d+ \| k\d+_\S+ \S+ \| [\d.]+ \| [\d.]+% \|$", r.stdout,
+                              re.M)
+            self.assertIsNotNone(kernels, c.stdout)
+            self.assertEqual(len(rows), int(kernels.group(1)), r.stdout)
             print(f"\n{name}: compile {compile_s:.1f} s, kiln-run {run_s:.1f} s "
                   f"({median[-1] if median else 'no median'})", flush=True)
 
