@@ -1,6 +1,6 @@
 // kiln tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC]
 //   [--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N]
-//   [--input-shape NAME=DIMS]... [--wait]
+//   [--flush-cache] [--input-shape NAME=DIMS]... [--wait]
 // Uploads the model (and the external data files it names, from its own
 // folder) in chunks, then submits the job naming them by digest.
 //
@@ -43,6 +43,7 @@ struct TuneFlags {
   std::string strategy;  // empty: the default
   double budget_s = 0;
   int32_t early_stopping = 0;
+  bool flush_cache = false;  // time every run with the kernel's buffers out of the caches
 };
 
 absl::StatusOr<TuneFlags> TuneFlagsOf(const Args& args) {
@@ -54,6 +55,7 @@ absl::StatusOr<TuneFlags> TuneFlagsOf(const Args& args) {
   }
   f.trials = static_cast<int32_t>(trials);
   f.strategy = args.Get("--strategy");
+  f.flush_cache = args.bools.count("--flush-cache") > 0;
   if (args.values.count("--budget")) {
     auto budget = ParseDuration(args.Get("--budget"));
     if (!budget.ok())
@@ -120,6 +122,7 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
   compiler::MeasurePolicy policy;
   policy.repeat = 3;
   policy.min_repeat_ms = 5;
+  policy.flush_cache = flags.flush_cache;
   tuner::LocalMeasurer measurer(target, policy);
   *env.err << "kiln: tuning " << path << " on this machine (" << target.Spec() << ") as "
            << options.job_id << ": " << tasks.size() << " tasks, " << flags.trials
@@ -181,7 +184,7 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
       ParseFlags(argv,
                  {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy",
                   "--budget", "--early-stopping", "--db", "-o", "--max-elements"},
-                 {"--wait", "--local"});
+                 {"--wait", "--local", "--flush-cache"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--trials")) return UsageError(self, "missing --trials", env);
@@ -261,6 +264,7 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   request.set_strategy(flags->strategy);
   request.set_budget_s(flags->budget_s);
   request.set_early_stopping(flags->early_stopping);
+  if (flags->flush_cache) request.mutable_timing()->set_flush_cache(true);
   kiln::v1::SubmitJobResponse response;
   {
     grpc::ClientContext ctx;

@@ -21,7 +21,10 @@ struct MeasurePolicy {
   int repeat = 3;
   int min_repeat_ms = 10;
   int cooldown_ms = 0;
-  bool flush_cache = false;  // evict the caches before every repeat
+  // Evict the kernel's buffers from the caches before every run, timing the
+  // runs alone: costs as in a model, whose kernels find their weights in the
+  // last-level cache or memory (`kiln tune --flush-cache`).
+  bool flush_cache = false;
   // A candidate whose one warm run is slower than this is not timed to the
   // end: that run is its cost (0: time every candidate fully).
   double stop_above_s = 0;

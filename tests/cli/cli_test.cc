@@ -333,6 +333,10 @@ TEST_F(CliWithTracker, TuneSendsStrategyBudgetAndEarlyStopping) {
   EXPECT_EQ(service_.last_submit.strategy(), "ga");
   EXPECT_EQ(service_.last_submit.budget_s(), 5400);
   EXPECT_EQ(service_.last_submit.early_stopping(), 40);
+  EXPECT_FALSE(service_.last_submit.timing().flush_cache());
+  r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--flush-cache"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(service_.last_submit.timing().flush_cache());
   for (const char* bad : {"soon", "-5m", "10x", "1h30", ""}) {
     r = Kiln(
         {"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--budget", bad});
