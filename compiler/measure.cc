@@ -29,7 +29,8 @@ void FlushBuffer(const void* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) __builtin_ia32_clflush(c + off);
   __builtin_ia32_mfence();
 #elif defined(__aarch64__)
-  for (size_t off = 0; off < bytes; off += 64) asm volatile("dc civac, %0" : : "r"(c + off) : "memory");
+  for (size_t off = 0; off < bytes; off += 64)
+    asm volatile("dc civac, %0" : : "r"(c + off) : "memory");
   asm volatile("dsb ish" : : : "memory");
 #else
   (void)c;

@@ -116,8 +116,8 @@ int ParseArgs(int argc, char** argv, Args* args) {
       return 0;
     }
   }
-  absl::StatusOr<kiln::ParsedFlags> flags =
-      kiln::ParseFlags(argv_list, {"--input", "--output-dir", "--repeat", "--warmup"}, {"--profile"});
+  absl::StatusOr<kiln::ParsedFlags> flags = kiln::ParseFlags(
+      argv_list, {"--input", "--output-dir", "--repeat", "--warmup"}, {"--profile"});
   if (!flags.ok()) return Fail(kExitBadInput, StrCat(flags.status().message(), "\n", kUsage));
   args->inputs = flags->All("--input");
   args->output_dir = flags->Get("--output-dir");

@@ -49,8 +49,7 @@ __attribute__((visibility("default"))) void kiln_kernel_end(int32_t call) {
   using namespace kiln::deploy;
   if (!g_on.load(std::memory_order_relaxed) || call < 0) return;
   const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_begin)
-          .count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_begin).count();
   std::lock_guard<std::mutex> lock(g_mu);
   if (static_cast<size_t>(call) >= g_calls.size()) g_calls.resize(static_cast<size_t>(call) + 1);
   KernelTime& k = g_calls[static_cast<size_t>(call)];

@@ -49,8 +49,8 @@ absl::Status EmitEntry(const EntryPlan& plan, const std::unordered_map<std::stri
   auto* kernel_ty = llvm::FunctionType::get(i32, {ptr}, false);
   // The runtime's profiling hooks (deploy/profile.h) around every call.
   llvm::Type* void_ty = llvm::Type::getVoidTy(ctx);
-  llvm::FunctionCallee begin =
-      mod->getOrInsertFunction("kiln_kernel_begin", llvm::FunctionType::get(void_ty, {i32, ptr}, false));
+  llvm::FunctionCallee begin = mod->getOrInsertFunction(
+      "kiln_kernel_begin", llvm::FunctionType::get(void_ty, {i32, ptr}, false));
   llvm::FunctionCallee end =
       mod->getOrInsertFunction("kiln_kernel_end", llvm::FunctionType::get(void_ty, {i32}, false));
   for (size_t c = 0; c < plan.calls.size(); ++c) {
@@ -98,9 +98,9 @@ absl::Status EmitEntry(const EntryPlan& plan, const std::unordered_map<std::stri
     }
     llvm::Function* kernel = mod->getFunction(call.kernel);
     llvm::Value* index = llvm::ConstantInt::get(i32, c);
-    b.CreateCall(begin, {index, b.CreateGlobalStringPtr(call.label.empty() ? call.kernel
-                                                                             : call.label,
-                                                          StrCat("label.", c))});
+    b.CreateCall(begin,
+                 {index, b.CreateGlobalStringPtr(call.label.empty() ? call.kernel : call.label,
+                                                 StrCat("label.", c))});
     llvm::Value* rc = b.CreateCall(kernel_ty, kernel, {args});
     b.CreateCall(end, {index});
     auto* fail = llvm::BasicBlock::Create(ctx, StrCat("fail.", c), fn);

@@ -123,8 +123,7 @@ Config GemmDefault(const Workload& w, const Target& t) {
     const int64_t gm = Pick(k[0].choices, MaxRows(t, gv));
     if (gv > 4 || 4 * gm * gv < 3 * most) continue;
     const double padded = static_cast<double>((K + gm - 1) / gm * gm) / static_cast<double>(K);
-    const double loads =
-        (1.0 / static_cast<double>(gm) + 1.0 / static_cast<double>(gv)) * padded;
+    const double loads = (1.0 / static_cast<double>(gm) + 1.0 / static_cast<double>(gv)) * padded;
     if (loads < best - 1e-9 || (loads < best + 1e-9 && gm * gv > c["gm"] * c["gv"])) {
       best = loads;
       c["gm"] = gm;

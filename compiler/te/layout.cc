@@ -10,12 +10,11 @@ using namespace ir;
 absl::StatusOr<LayoutMap> LayoutMap::Make(const std::string& src, const std::string& dst,
                                           const std::vector<int64_t>& src_shape) {
   auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(
-        StrCat("layout transform ", src, " -> ", dst, ": ", why));
+    return absl::InvalidArgumentError(StrCat("layout transform ", src, " -> ", dst, ": ", why));
   };
   if (src.size() != src_shape.size()) {
-    return bad(StrCat("the source names ", src.size(), " dimensions, the tensor has ",
-                      src_shape.size()));
+    return bad(
+        StrCat("the source names ", src.size(), " dimensions, the tensor has ", src_shape.size()));
   }
   LayoutMap m;
   m.src_ = src;
@@ -39,10 +38,12 @@ absl::StatusOr<LayoutMap> LayoutMap::Make(const std::string& src, const std::str
     if (i == dst.size()) return bad("ends in a number");
     const char c = dst[i++];
     const bool inner = std::islower(static_cast<unsigned char>(c)) != 0;
-    if (digits > 0 && !inner) return bad(StrCat("a factor before upper-case '", std::string(1, c), "'"));
+    if (digits > 0 && !inner)
+      return bad(StrCat("a factor before upper-case '", std::string(1, c), "'"));
     if (inner && digits == 0) return bad(StrCat("block '", std::string(1, c), "' has no factor"));
     const auto pos = src.find(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-    if (pos == std::string::npos) return bad(StrCat("'", std::string(1, c), "' is not in the source"));
+    if (pos == std::string::npos)
+      return bad(StrCat("'", std::string(1, c), "' is not in the source"));
     const int d = static_cast<int>(pos);
     int& slot = inner ? m.inner_of_[d] : m.outer_of_[d];
     if (slot >= 0) return bad(StrCat("'", std::string(1, c), "' appears twice"));

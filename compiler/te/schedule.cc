@@ -315,8 +315,8 @@ std::string Schedule::UniqueName(const std::string& base) const {
 
 absl::Status Schedule::CheckReaders(const Tensor& t, const std::vector<Tensor>& readers) {
   if (readers.empty()) {
-    return absl::InvalidArgumentError(StrCat("cache_read/transform_layout of ", t->name,
-                                             ": no readers given"));
+    return absl::InvalidArgumentError(
+        StrCat("cache_read/transform_layout of ", t->name, ": no readers given"));
   }
   for (const Tensor& r : readers) {
     int ri = -1;
@@ -325,8 +325,7 @@ absl::Status Schedule::CheckReaders(const Tensor& t, const std::vector<Tensor>& 
     }
     if (ri < 0) return absl::NotFoundError(StrCat("no stage ", r->name, " in the schedule"));
     if (!Reads(stages_[ri].tensor->body, t.buffer())) {
-      return absl::FailedPreconditionError(
-          StrCat("stage ", r->name, " does not read ", t->name));
+      return absl::FailedPreconditionError(StrCat("stage ", r->name, " does not read ", t->name));
     }
     if (stages_[ri].attach == AttachKind::kInline) {
       return absl::FailedPreconditionError(
@@ -410,7 +409,8 @@ absl::Status Schedule::Replay(const std::vector<Step>& steps) {
       for (const std::string& r : st.readers) {
         int ri = IndexOf(r);
         if (ri < 0)
-          return absl::InvalidArgumentError(StrCat("replay: no stage '", r, "' in ", st.ToString()));
+          return absl::InvalidArgumentError(
+              StrCat("replay: no stage '", r, "' in ", st.ToString()));
         readers.push_back(stages_[ri].tensor);
       }
       absl::StatusOr<Tensor> r;

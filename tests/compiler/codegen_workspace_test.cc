@@ -21,12 +21,12 @@ PrimFunc ScratchRows(int64_t rows, int64_t cols, ForKind kind) {
   Buffer out("Out", DataType::Float32(), {IntImm(rows * cols)});
   Buffer tmp("row", DataType::Float32(), {IntImm(cols)});
   Var i("i"), j("j"), j2("j2");
-  Stmt body = Allocate(
-      tmp, Seq({For(j, 0, cols, ForKind::kSerial,
-                    Store(tmp, Load(in, {i * IntImm(cols) + j}) * FloatImm(2.0), {j})),
-                For(j2, 0, cols, ForKind::kSerial,
-                    Store(out, Load(tmp, {j2}) + Cast(DataType::Float32(), i),
-                          {i * IntImm(cols) + j2}))}));
+  Stmt body =
+      Allocate(tmp, Seq({For(j, 0, cols, ForKind::kSerial,
+                             Store(tmp, Load(in, {i * IntImm(cols) + j}) * FloatImm(2.0), {j})),
+                         For(j2, 0, cols, ForKind::kSerial,
+                             Store(out, Load(tmp, {j2}) + Cast(DataType::Float32(), i),
+                                   {i * IntImm(cols) + j2}))}));
   return PrimFunc{"scratch_rows", {in, out}, For(i, 0, rows, kind, body)};
 }
 

@@ -52,22 +52,22 @@ TEST(LayoutMap, BlocksAndReordersDimensions) {
 
 TEST(LayoutMap, MalformedLayoutsAreInvalidArguments) {
   const std::vector<int64_t> shape{1, 24, 8, 8};
-  for (auto [dst, why] : std::vector<std::pair<std::string, std::string>>{
-           {"NCH", "'W' is missing"},
-           {"NCHWW", "'W' appears twice"},
-           {"NCHW8x", "'x' is not in the source"},
-           {"NCHW0c", "below 1"},
-           {"NCHWc", "has no factor"},
-           {"N8CHW", "a factor before upper-case"},
-           {"NCHW8", "ends in a number"}}) {
+  for (auto [dst, why] :
+       std::vector<std::pair<std::string, std::string>>{{"NCH", "'W' is missing"},
+                                                        {"NCHWW", "'W' appears twice"},
+                                                        {"NCHW8x", "'x' is not in the source"},
+                                                        {"NCHW0c", "below 1"},
+                                                        {"NCHWc", "has no factor"},
+                                                        {"N8CHW", "a factor before upper-case"},
+                                                        {"NCHW8", "ends in a number"}}) {
     auto m = LayoutMap::Make("NCHW", dst, shape);
     ASSERT_FALSE(m.ok()) << dst;
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << dst;
     EXPECT_NE(std::string(m.status().message()).find(why), std::string::npos) << m.status();
   }
   EXPECT_TRUE(LayoutMap::Make("NCHW", "NCHW16c", shape).ok());  // padded, below
-  EXPECT_FALSE(LayoutMap::Make("NCH", "NCH", shape).ok());   // rank
-  EXPECT_FALSE(LayoutMap::Make("NCHC", "NCHC", shape).ok());  // repeated source letter
+  EXPECT_FALSE(LayoutMap::Make("NCH", "NCH", shape).ok());      // rank
+  EXPECT_FALSE(LayoutMap::Make("NCHC", "NCHC", shape).ok());    // repeated source letter
 }
 
 TEST(LayoutMap, PadsABlockedDimensionWithZerosAndDropsUnitDimensions) {
@@ -117,17 +117,16 @@ TEST(Schedule, TransformLayoutLowersLikeAHandWrittenPack) {
   });
   IterRange k2 = ReduceAxis(Matmul::K, "k");
   Tensor c2 = Compute("C2", {Matmul::M, Matmul::N}, [&](const std::vector<Var>& i) {
-    return Sum(mm.A({i[0], k2.var}) *
-                   wp({FloorDiv(i[1], IntImm(16)), k2.var, FloorMod(i[1], IntImm(16))}),
-               {k2});
+    return Sum(
+        mm.A({i[0], k2.var}) * wp({FloorDiv(i[1], IntImm(16)), k2.var, FloorMod(i[1], IntImm(16))}),
+        {k2});
   });
   Schedule hand({c2});
   auto f1 = lower::Lower(s, {mm.A, mm.W, mm.C}, "f");
   auto f2 = lower::Lower(hand, {mm.A, mm.W, c2}, "f");
   ASSERT_TRUE(f1.ok() && f2.ok());
   // Parameters and allocations bind by position: names do not matter.
-  EXPECT_TRUE(StructuralEqual(*f1, *f2))
-      << ToText(*f1) << "\nvs\n" << ToText(*f2);
+  EXPECT_TRUE(StructuralEqual(*f1, *f2)) << ToText(*f1) << "\nvs\n" << ToText(*f2);
 }
 
 TEST(Schedule, PackedAndCachedKernelsComputeTheSameNumbers) {
@@ -159,7 +158,8 @@ TEST(Schedule, PackedAndCachedKernelsComputeTheSameNumbers) {
   for (int64_t i = 0; i < Matmul::M; ++i) {
     for (int64_t j = 0; j < Matmul::N; ++j) {
       float ref = 0;
-      for (int64_t kk = 0; kk < Matmul::K; ++kk) ref += a[i * Matmul::K + kk] * w[kk * Matmul::N + j];
+      for (int64_t kk = 0; kk < Matmul::K; ++kk)
+        ref += a[i * Matmul::K + kk] * w[kk * Matmul::N + j];
       ASSERT_NEAR(c[i * Matmul::N + j], ref, 1e-4) << i << "," << j;
     }
   }
@@ -179,7 +179,8 @@ TEST(Schedule, CacheReadStagesATileAndReplays) {
   };
   Schedule s1({B});
   build(s1);
-  EXPECT_EQ(s1.TraceText(), "cache_read(A, reads B)\nsplit(B, i, 4)\ncompute_at(A.cache, i.o, @B)\n");
+  EXPECT_EQ(s1.TraceText(),
+            "cache_read(A, reads B)\nsplit(B, i, 4)\ncompute_at(A.cache, i.o, @B)\n");
   auto f1 = lower::Lower(s1, {A, B}, "f");
   ASSERT_TRUE(f1.ok()) << f1.status();
   struct Alloc : StmtVisitor {
@@ -233,8 +234,7 @@ TEST(Schedule, CacheReadAndTransformLayoutMisuseIsATypedError) {
   EXPECT_EQ(foreign.status().code(), absl::StatusCode::kNotFound);
   auto bad = s.TransformLayout(mm.W, "KN", "NK16x", {mm.C});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(bad.status().message()).find("'x' is not in the source"),
-            std::string::npos)
+  EXPECT_NE(std::string(bad.status().message()).find("'x' is not in the source"), std::string::npos)
       << bad.status();
   EXPECT_TRUE(s.trace().empty());  // nothing half-applied is recorded
 
