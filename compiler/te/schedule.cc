@@ -335,7 +335,7 @@ absl::Status Schedule::CheckReaders(const Tensor& t, const std::vector<Tensor>& 
   return absl::OkStatus();
 }
 
-absl::Status Schedule::RedirectReaders(
+void Schedule::RedirectReaders(
     const Tensor& t, const Tensor& read, const std::vector<Tensor>& readers,
     const std::function<std::vector<Expr>(const std::vector<Expr>&)>& index) {
   size_t pos = stages_.size();
@@ -349,7 +349,7 @@ absl::Status Schedule::RedirectReaders(
       // The Reduce node was rebuilt: its axes are the same variables.
       op->reduce_axes = op->body.as<ReduceNode>()->axes;
     }
-    std::erase_if(op->inputs, [&](const auto& in) { return in == t.op(); });
+    std::erase_if(op->inputs, [&](const auto& in) { return in == t.op() || in == read.op(); });
     op->inputs.push_back(read.op());
     st.tensor = Tensor(op);
   }
@@ -357,7 +357,6 @@ absl::Status Schedule::RedirectReaders(
     if (st.attach == AttachKind::kAt && st.attach_stage >= static_cast<int>(pos)) ++st.attach_stage;
   }
   stages_.insert(stages_.begin() + static_cast<long>(pos), MakeStage(read));
-  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> Schedule::CacheRead(const Tensor& t, const std::vector<Tensor>& readers) {
@@ -367,7 +366,7 @@ absl::StatusOr<Tensor> Schedule::CacheRead(const Tensor& t, const std::vector<Te
       [&](const std::vector<Var>& i) { return t(std::vector<Expr>(i.begin(), i.end())); },
       t.buffer()->dtype);
   auto same = [](const std::vector<Expr>& idx) { return idx; };
-  if (auto s = RedirectReaders(t, cache, readers, same); !s.ok()) return s;
+  RedirectReaders(t, cache, readers, same);
   Step step{"cache_read", t->name, {}, {}, ""};
   for (const Tensor& r : readers) step.readers.push_back(r->name);
   Record(step);
@@ -383,7 +382,7 @@ absl::StatusOr<Tensor> Schedule::TransformLayout(const Tensor& t, const std::str
   auto packed = TransformLayoutOf(t, src, dst, UniqueName(StrCat(t->name, ".", dst)));
   if (!packed.ok()) return packed.status();
   auto to_dst = [&](const std::vector<Expr>& idx) { return map->ToDst(idx); };
-  if (auto s = RedirectReaders(t, *packed, readers, to_dst); !s.ok()) return s;
+  RedirectReaders(t, *packed, readers, to_dst);
   Step step{"transform_layout", t->name, {}, {}, ""};
   step.layout = StrCat(src, "->", dst);
   for (const Tensor& r : readers) step.readers.push_back(r->name);

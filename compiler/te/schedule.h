@@ -130,7 +130,7 @@ class Schedule {
   // cache_read and transform_layout: inserts the stage `read` (computed from
   // t) before the first reader and redirects the readers' loads of t to it
   // through `index` (source indices -> read's indices).
-  absl::Status RedirectReaders(
+  void RedirectReaders(
       const Tensor& t, const Tensor& read, const std::vector<Tensor>& readers,
       const std::function<std::vector<ir::Expr>(const std::vector<ir::Expr>&)>& index);
   absl::Status CheckReaders(const Tensor& t, const std::vector<Tensor>& readers);
