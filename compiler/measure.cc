@@ -18,36 +18,39 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Evicts `bytes` at `p` from every cache level, as TVM's
-// enable_cpu_cache_flush does with a kernel's arguments: in a model, a
+// Evicts every buffer the kernel reads or writes from every cache level, as
+// TVM's enable_cpu_cache_flush does with a kernel's arguments: in a model, a
 // kernel's weights and input come from the last-level cache or memory, not
 // from the L1/L2 a kernel timed over and over keeps them in. Elsewhere than
 // x86-64 and AArch64, writes a 64 MiB buffer instead.
-void FlushBuffer(const void* p, size_t bytes) {
-  const char* c = static_cast<const char*>(p);
+void FlushKernelBuffers(const KernelBuffers& b) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  auto flush = [](const void* p, size_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    for (size_t off = 0; off < bytes; off += 64) {
 #if defined(__x86_64__)
-  for (size_t off = 0; off < bytes; off += 64) __builtin_ia32_clflush(c + off);
-  __builtin_ia32_mfence();
-#elif defined(__aarch64__)
-  for (size_t off = 0; off < bytes; off += 64)
-    asm volatile("dc civac, %0" : : "r"(c + off) : "memory");
-  asm volatile("dsb ish" : : : "memory");
+      __builtin_ia32_clflush(c + off);
 #else
-  (void)c;
-  (void)bytes;
+      asm volatile("dc civac, %0" : : "r"(c + off) : "memory");
+#endif
+    }
+  };
+  for (const auto& in : b.inputs) flush(in.data(), in.size());
+  for (const auto& pk : b.packed) flush(pk.data(), pk.size());
+  flush(b.output.data(), b.output.size());
+#if defined(__x86_64__)
+  __builtin_ia32_mfence();
+#else
+  asm volatile("dsb ish" : : : "memory");
+#endif
+#else
+  (void)b;
   static std::vector<char>* buffer = new std::vector<char>(64 << 20);
   static char value = 0;
   ++value;
   std::memset(buffer->data(), value, buffer->size());
   asm volatile("" : : "r"(buffer->data()) : "memory");  // keep the writes observable
 #endif
-}
-
-// Every buffer the kernel reads or writes.
-void FlushKernelBuffers(const KernelBuffers& b) {
-  for (const auto& in : b.inputs) FlushBuffer(in.data(), in.size());
-  for (const auto& pk : b.packed) FlushBuffer(pk.data(), pk.size());
-  FlushBuffer(b.output.data(), b.output.size());
 }
 
 // The reference output of the last workload verified: the candidates of a
@@ -160,18 +163,18 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
   // caches, and only the runs are timed.
   auto time_runs = [&](int number) -> absl::StatusOr<double> {
     double total = 0;
-    Clock::time_point start = Clock::now();
-    for (int i = 0; i < number; ++i) {
-      if (policy.flush_cache) {
-        FlushKernelBuffers(buffers);
-        start = Clock::now();
+    for (int i = 0; i < number;) {
+      if (policy.flush_cache) FlushKernelBuffers(buffers);
+      const int runs = policy.flush_cache ? 1 : number;
+      Clock::time_point start = Clock::now();
+      for (int j = 0; j < runs; ++j, ++i) {
+        if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
+          return absl::InternalError(StrCat("kernel returned ", rc));
+        }
       }
-      if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
-        return absl::InternalError(StrCat("kernel returned ", rc));
-      }
-      if (policy.flush_cache) total += Seconds(Clock::now() - start);
+      total += Seconds(Clock::now() - start);
     }
-    return policy.flush_cache ? total : Seconds(Clock::now() - start);
+    return total;
   };
 
   Measurement result;

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "deploy/check.h"
+#include "deploy/memory.h"
 #include "deploy/parallel.h"
 #include "deploy/str.h"
 
@@ -65,17 +66,11 @@ bool ParseShape(std::string_view text, std::vector<int64_t>* shape) {
   return !shape->empty();
 }
 
-// The weights and the workspace; from 2 MiB on, aligned to and backed by
-// transparent huge pages where the kernel offers them (madvise mode), so
-// that kernels streaming megabytes of weights do not miss the TLB every
-// 4 KiB.
+// The weights and the workspace, zeroed (huge pages from 2 MiB on).
 uint8_t* AllocAligned(size_t bytes) {
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t align = bytes >= kHugePage ? kHugePage : kAlign;
-  size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, rounded);
+  size_t rounded = 0;
+  void* p = AllocLarge(bytes, kAlign, &rounded);
   if (p == nullptr) return nullptr;
-  if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only
   std::memset(p, 0, rounded);
   return static_cast<uint8_t*>(p);
 }

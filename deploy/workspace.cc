@@ -2,8 +2,6 @@
 // blocks in reused chunks, so that generated kernels keep large local
 // buffers off the thread's stack without a malloc per call (TVM's
 // TVMBackendAllocWorkspace plays the same part).
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "deploy/check.h"
+#include "deploy/memory.h"
 #include "deploy/parallel.h"
 
 namespace kiln::deploy {
@@ -18,7 +17,6 @@ namespace {
 
 constexpr int64_t kChunkBytes = int64_t{4} << 20;
 constexpr int64_t kAlign = 64;
-constexpr int64_t kHugePage = int64_t{2} << 20;
 
 class Arena {
  public:
@@ -39,17 +37,15 @@ class Arena {
         off = 0;
         continue;
       }
-      // Chunks of whole 2 MiB pages, backed by transparent huge pages where
-      // the kernel offers them (as the module's weights and workspace).
-      const int64_t size = (std::max(kChunkBytes, need) + kHugePage - 1) / kHugePage * kHugePage;
-      void* data = std::aligned_alloc(kHugePage, static_cast<size_t>(size));
-      if (data != nullptr) ::madvise(data, static_cast<size_t>(size), MADV_HUGEPAGE);
+      // Chunks on huge pages, as the module's weights and workspace.
+      size_t size = 0;
+      void* data = AllocLarge(static_cast<size_t>(std::max(kChunkBytes, need)), kAlign, &size);
       if (data == nullptr) {
         std::fprintf(stderr, "kiln: cannot allocate %lld bytes of kernel workspace\n",
                      static_cast<long long>(size));
         std::abort();
       }
-      chunks_.push_back({static_cast<char*>(data), size});
+      chunks_.push_back({static_cast<char*>(data), static_cast<int64_t>(size)});
       ci = chunks_.size() - 1;
       off = 0;
     }

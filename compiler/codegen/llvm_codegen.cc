@@ -523,31 +523,6 @@ class CodeGen {
 
   llvm::Align ElemAlign(const Buffer& buf) { return llvm::Align(std::max(1, buf->dtype.bytes())); }
 
-  // A Ramp index of constant stride 2..kMaxLoadStride reads its lanes as
-  // one wide load of the span they cover (masked past the last lane, which
-  // never faults) and a shuffle that keeps every stride-th element: one or
-  // two vector loads and a permute instead of a gather (a stride-2
-  // convolution reading its input, or a deinterleaving copy).
-  static constexpr int64_t kMaxLoadStride = 4;
-  llvm::Value* StridedLoad(const BufferLoadNode* n) {
-    if (n->indices.size() != 1 || n->dtype.is_bool()) return nullptr;
-    const auto* r = n->indices[0].as<RampNode>();
-    std::optional<int64_t> stride = r ? AsConstInt(r->stride) : std::nullopt;
-    if (!stride || *stride < 2 || *stride > kMaxLoadStride) return nullptr;
-    const int lanes = r->lanes, st = static_cast<int>(*stride);
-    const int wide = MemLanes(lanes * st, n->dtype), span = (lanes - 1) * st + 1;
-    llvm::Type* wty = MemTypeOf(n->dtype.Element().WithLanes(wide));
-    llvm::Value* addr = b_.CreateInBoundsGEP(MemTypeOf(n->buffer->dtype.Element()),
-                                             BufferPtr(n->buffer), EmitExpr(r->base));
-    std::vector<llvm::Constant*> mask;
-    for (int i = 0; i < wide; ++i) mask.push_back(b_.getInt1(i < span));
-    llvm::Value* all =
-        b_.CreateMaskedLoad(wty, addr, ElemAlign(n->buffer), llvm::ConstantVector::get(mask));
-    std::vector<int> keep;
-    for (int i = 0; i < lanes; ++i) keep.push_back(i * st);
-    return b_.CreateShuffleVector(all, keep);
-  }
-
   // x86 (AVX, AVX-512) moves a vector whose lane count is not a power of two
   // (the 14-pixel rows of a 14x14 image, a 13-lane phase column) as one
   // masked access of the next power of two; LLVM would split it into
@@ -568,6 +543,29 @@ class CodeGen {
     std::vector<int> idx;
     for (int i = 0; i < wide; ++i) idx.push_back(i < lanes ? i : -1);
     return idx;
+  }
+
+  // A Ramp index of constant stride 2..kMaxLoadStride reads its lanes as
+  // one wide load of the span they cover (masked past the last lane, which
+  // never faults) and a shuffle that keeps every stride-th element: one or
+  // two vector loads and a permute instead of a gather (a stride-2
+  // convolution reading its input, or a deinterleaving copy).
+  static constexpr int64_t kMaxLoadStride = 4;
+  llvm::Value* StridedLoad(const BufferLoadNode* n) {
+    if (n->indices.size() != 1 || n->dtype.is_bool()) return nullptr;
+    const auto* r = n->indices[0].as<RampNode>();
+    std::optional<int64_t> stride = r ? AsConstInt(r->stride) : std::nullopt;
+    if (!stride || *stride < 2 || *stride > kMaxLoadStride) return nullptr;
+    const int lanes = r->lanes, st = static_cast<int>(*stride);
+    const int wide = MemLanes(lanes * st, n->dtype), span = (lanes - 1) * st + 1;
+    llvm::Type* wty = MemTypeOf(n->dtype.Element().WithLanes(wide));
+    llvm::Value* addr = b_.CreateInBoundsGEP(MemTypeOf(n->buffer->dtype.Element()),
+                                             BufferPtr(n->buffer), EmitExpr(r->base));
+    llvm::Value* all =
+        b_.CreateMaskedLoad(wty, addr, ElemAlign(n->buffer), FirstLanesMask(span, wide));
+    std::vector<int> keep;
+    for (int i = 0; i < lanes; ++i) keep.push_back(i * st);
+    return b_.CreateShuffleVector(all, keep);
   }
 
   llvm::Value* EmitLoad(const BufferLoadNode* n) {

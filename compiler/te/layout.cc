@@ -123,16 +123,20 @@ Expr LayoutMap::ValueAt(const Tensor& t, const std::vector<Expr>& dst_idx) const
   return Select(in_bounds, v, dt.is_float() ? FloatImm(0.0, dt) : IntImm(0, dt));
 }
 
+Tensor TransformLayoutOf(const Tensor& t, const LayoutMap& map, const std::string& name) {
+  return Compute(
+      name, map.dst_shape(),
+      [&](const std::vector<Var>& i) {
+        return map.ValueAt(t, std::vector<Expr>(i.begin(), i.end()));
+      },
+      t.buffer()->dtype);
+}
+
 absl::StatusOr<Tensor> TransformLayoutOf(const Tensor& t, const std::string& src,
                                          const std::string& dst, const std::string& name) {
   auto map = LayoutMap::Make(src, dst, t->shape);
   if (!map.ok()) return map.status();
-  return Compute(
-      name, map->dst_shape(),
-      [&](const std::vector<Var>& i) {
-        return map->ValueAt(t, std::vector<Expr>(i.begin(), i.end()));
-      },
-      t.buffer()->dtype);
+  return TransformLayoutOf(t, *map, name);
 }
 
 }  // namespace kiln::te

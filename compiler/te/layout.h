@@ -64,5 +64,7 @@ class LayoutMap {
 // for the weights they pack once, at compile time (Built::packs).
 absl::StatusOr<Tensor> TransformLayoutOf(const Tensor& t, const std::string& src,
                                          const std::string& dst, const std::string& name);
+// The same through a map already made for t's shape.
+Tensor TransformLayoutOf(const Tensor& t, const LayoutMap& map, const std::string& name);
 
 }  // namespace kiln::te

@@ -379,15 +379,14 @@ absl::StatusOr<Tensor> Schedule::TransformLayout(const Tensor& t, const std::str
   auto map = LayoutMap::Make(src, dst, t->shape);
   if (!map.ok()) return map.status();
   if (auto s = CheckReaders(t, readers); !s.ok()) return s;
-  auto packed = TransformLayoutOf(t, src, dst, UniqueName(StrCat(t->name, ".", dst)));
-  if (!packed.ok()) return packed.status();
+  Tensor packed = TransformLayoutOf(t, *map, UniqueName(StrCat(t->name, ".", dst)));
   auto to_dst = [&](const std::vector<Expr>& idx) { return map->ToDst(idx); };
-  RedirectReaders(t, *packed, readers, to_dst);
+  RedirectReaders(t, packed, readers, to_dst);
   Step step{"transform_layout", t->name, {}, {}, ""};
   step.layout = StrCat(src, "->", dst);
   for (const Tensor& r : readers) step.readers.push_back(r->name);
   Record(step);
-  return *packed;
+  return packed;
 }
 
 std::string Schedule::TraceText() const {
