@@ -38,6 +38,8 @@
 // sinh... Unknown names, wrong arities and argument types fail the build.
 //
 // LLVM headers stay out of this header (they are slow to compile).
+// llvm_codegen.cc emits the IR; llvm_target.cc holds target machines, the
+// optimization pipeline and textual IR.
 
 #include <cstdint>
 #include <memory>
