@@ -241,6 +241,30 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
   return w;
 }
 
+std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t b) {
+  if (b <= 0 || nchw.size() != 4) return nchw;
+  return {nchw[0], nchw[1] / b, nchw[2], nchw[3], b};
+}
+
+namespace {
+
+// in_block / out_block: absent, 0, or a positive divisor of C / of the
+// output channels `out_channels` (K for conv2d, C for pool2d).
+absl::Status CheckBlocks(const Workload& w, const char* out_channels) {
+  const std::pair<const char*, const char*> blocks[] = {{"in_block", "C"},
+                                                        {"out_block", out_channels}};
+  for (const auto& [name, channels] : blocks) {
+    const int64_t b = w.IntOr(name, 0);
+    if (b < 0 || (b > 0 && w.Int(channels) % b != 0)) {
+      return absl::InvalidArgumentError(
+          StrCat(w.op, ": ", name, "=", b, " does not divide ", channels, "=", w.Int(channels)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<KernelSignature> Workload::Signature() const {
   auto need = [&](std::initializer_list<const char*> names) -> absl::Status {
     for (const char* n : names) {
@@ -264,10 +288,13 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     if (Ints("stride").size() != 2 || Ints("pad").size() != 4 || Ints("dilation").size() != 2) {
       return absl::InvalidArgumentError("conv2d: stride/dilation need 2 values, pad 4");
     }
-    sig.inputs.push_back({"data", {Int("N"), Int("C"), Int("H"), Int("W")}});
+    if (auto s = CheckBlocks(*this, "K"); !s.ok()) return s;
+    sig.inputs.push_back(
+        {"data", BlockedShape({Int("N"), Int("C"), Int("H"), Int("W")}, IntOr("in_block", 0))});
     sig.inputs.push_back({"weight", {Int("K"), Int("C") / groups, Int("R"), Int("S")}});
     if (Int("bias")) sig.inputs.push_back({"bias", {Int("K")}});
-    sig.output = {"out", {Int("N"), Int("K"), Int("OH"), Int("OW")}};
+    sig.output = {"out",
+                  BlockedShape({Int("N"), Int("K"), Int("OH"), Int("OW")}, IntOr("out_block", 0))};
   } else if (op == "dense") {
     if (auto s = need({"M", "N", "K", "transA", "transB", "bias"}); !s.ok()) return s;
     int64_t M = Int("M"), N = Int("N"), K = Int("K");
@@ -294,8 +321,11 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
             need({"N", "C", "H", "W", "kernel", "stride", "pad", "dilation", "OH", "OW", "kind"});
         !s.ok())
       return s;
-    sig.inputs.push_back({"data", {Int("N"), Int("C"), Int("H"), Int("W")}});
-    sig.output = {"out", {Int("N"), Int("C"), Int("OH"), Int("OW")}};
+    if (auto s = CheckBlocks(*this, "C"); !s.ok()) return s;
+    sig.inputs.push_back(
+        {"data", BlockedShape({Int("N"), Int("C"), Int("H"), Int("W")}, IntOr("in_block", 0))});
+    sig.output = {"out",
+                  BlockedShape({Int("N"), Int("C"), Int("OH"), Int("OW")}, IntOr("out_block", 0))};
   } else if (op == "pool3d") {
     if (auto s = need({"N", "C", "D", "H", "W", "kernel", "stride", "pad", "dilation", "OD", "OH",
                        "OW", "kind"});

@@ -8,6 +8,10 @@
 //           stride=[sh,sw], pad=[top,left,bottom,right], dilation=[dh,dw],
 //           groups, bias (0/1), OH, OW (output h,w)
 //           inputs: data[N,C,H,W], weight[K,C/groups,R,S], bias[K] if bias=1
+//           in_block, out_block (optional, 0 when absent): data / output
+//           stored in channel blocks, NCHW[b]c = [N, C/b, H, W, b] (graph
+//           pass PlanLayouts); an epilogue operand of the whole output's
+//           shape is then given in the output's blocked shape
 //   dense   ints M,N,K, transA, transB (0/1), batch (>=1; A and B then have a
 //           leading batch dim when batch_a / batch_b is 1), batch_a, batch_b,
 //           bias (0/1), floats alpha, beta (Gemm; 1.0 when absent)
@@ -17,7 +21,7 @@
 //           output: [M,N] or [batch,M,N] when batch > 1 or batch_a/batch_b
 //   pool2d  ints N,C,H,W, kernel=[kh,kw], stride, pad (4), dilation, OH, OW,
 //           kind (0 = max, 1 = average), count_include_pad (0/1)
-//           inputs: data[N,C,H,W]
+//           inputs: data[N,C,H,W]; in_block, out_block as for conv2d
 //   pool3d  ints N,C,D,H,W, kernel=[kd,kh,kw], stride (3),
 //           pad=[front,top,left,back,bottom,right] (ONNX order: begins, ends),
 //           dilation (3), OD, OH, OW, kind (0 = max, 1 = average),
@@ -90,6 +94,15 @@ struct KernelSignature {
 };
 
 struct Prologue;
+
+// The channel block of the NCHW[b]c tensors the layout pass plans (a
+// multiple of every target's vector width: 16 floats are one AVX-512
+// vector, two AVX2 ones, four NEON ones).
+inline constexpr int64_t kChannelBlock = 16;
+
+// The shape of an NCHW tensor stored in channel blocks of b: [N, C/b, H, W,
+// b] (C a multiple of b); the shape itself for b = 0.
+std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t b);
 
 struct Workload {
   std::string op;

@@ -296,12 +296,106 @@ void EliminateDeadNodes(Graph& g) {
   g.nodes = std::move(kept);
 }
 
+namespace {
+
+// The kernel inputs of a conv2d / pool2d that are its own (data, weight,
+// bias), ahead of its epilogue operands.
+size_t OpInputs(const Node& n) {
+  size_t operands = 0;
+  for (const EpilogueOp& e : n.workload.epilogue) operands += e.HasOperand() ? 1 : 0;
+  return n.inputs.size() - operands;
+}
+
+bool IsDepthwise(const Workload& w) {
+  return w.op == "conv2d" && w.Int("groups") > 1 && w.Int("groups") == w.Int("C") &&
+         w.Int("K") == w.Int("C");
+}
+
+// A float32 conv2d (ungrouped or depthwise) or pool2d without prologues.
+bool BlockableOp(const Node& n) {
+  if (n.kind != NodeKind::kCompute || !n.workload.prologue.empty() ||
+      n.workload.ints.count("dtypes")) {
+    return false;
+  }
+  const Workload& w = n.workload;
+  if (w.op == "pool2d") return true;
+  return w.op == "conv2d" && (w.Int("groups") == 1 || IsDepthwise(w));
+}
+
+// Whether n can write its output in channel blocks.
+bool CanWriteBlocks(const Graph& g, const Node& n) {
+  if (!BlockableOp(n)) return false;
+  const Value& out = g.values[n.output];
+  if (out.shape.size() != 4 || out.shape[1] % kChannelBlock != 0 || out.dtype != DType::kFloat32 ||
+      g.IsOutput(n.output)) {
+    return false;
+  }
+  for (const EpilogueOp& e : n.workload.epilogue) {
+    if (e.HasOperand() && e.operand_shape != out.shape) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void PlanLayouts(Graph& g) {
+  std::vector<char> blocked(g.values.size(), 0);
+  for (const Node& n : g.nodes) blocked[n.output] = CanWriteBlocks(g, n);
+  // Unblock what a consumer cannot read, until nothing changes (each round
+  // only unblocks, so this ends).
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto unblock = [&](int v) {
+      changed = changed || blocked[v];
+      blocked[v] = 0;
+    };
+    for (const Node& n : g.nodes) {
+      const bool blockable = BlockableOp(n);
+      const size_t n_op = blockable ? OpInputs(n) : n.inputs.size();
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const int v = n.inputs[k];
+        if (!blocked[v]) continue;
+        bool ok = false;
+        if (blockable && k == 0) {
+          const Workload& w = n.workload;
+          ok = w.op == "pool2d" || (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) ||
+               (IsDepthwise(w) && blocked[n.output]);
+        } else if (blockable && k >= n_op) {
+          ok = blocked[n.output];  // an operand of the output's shape
+        }
+        if (!ok) unblock(v);
+      }
+      if (!blockable || !blocked[n.output]) continue;
+      // A depthwise conv reads blocks into blocks; epilogue operands are read
+      // in the output's layout.
+      if (IsDepthwise(n.workload) && !blocked[n.inputs[0]]) unblock(n.output);
+      for (size_t k = n_op; k < n.inputs.size(); ++k) {
+        if (!blocked[n.inputs[k]]) unblock(n.output);
+      }
+    }
+  }
+  for (Node& n : g.nodes) {
+    if (!BlockableOp(n)) continue;
+    Workload& w = n.workload;
+    if (blocked[n.inputs[0]]) w.ints["in_block"] = {kChannelBlock};
+    if (!blocked[n.output]) continue;
+    w.ints["out_block"] = {kChannelBlock};
+    for (EpilogueOp& e : w.epilogue) {
+      if (e.HasOperand()) e.operand_shape = BlockedShape(e.operand_shape, kChannelBlock);
+    }
+  }
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (blocked[v]) g.values[v].shape = BlockedShape(g.values[v].shape, kChannelBlock);
+  }
+}
+
 absl::Status RunGraphPasses(Graph& graph) {
   if (auto s = FoldBatchNorms(graph); !s.ok()) return s;
   if (auto s = FoldConstants(graph); !s.ok()) return s;
   EliminateDeadNodes(graph);
   FuseEpilogues(graph);
   FuseInjective(graph);
+  PlanLayouts(graph);
   return absl::OkStatus();
 }
 

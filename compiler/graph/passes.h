@@ -22,6 +22,21 @@ void FuseEpilogues(Graph& graph);
 void FuseInjective(Graph& graph);
 // Drops nodes whose outputs no graph output needs.
 void EliminateDeadNodes(Graph& graph);
+// Layout planning (TVM's AlterOpLayout, oneDNN's "any" format): the
+// activations that convolutions and pools pass to each other are stored in
+// channel blocks, NCHW[16]c (kChannelBlock), instead of NCHW. A 4-D float32
+// value is blocked when its producer can write blocks (conv2d, ungrouped or
+// depthwise, or pool2d, on a multiple of 16 channels, whose epilogue
+// operands all have the output's shape) and every consumer can read them (a
+// conv2d's or pool2d's data, an ungrouped conv2d with K a multiple of 16; a
+// depthwise conv2d only into a blocked output; an epilogue operand only of a
+// blocked output); never a graph output. Everywhere else the layouts meet
+// inside a kernel: a conv that reads NCHW packs it as it always did, one
+// that writes NCHW for an NCHW consumer writes it in its epilogue, so no
+// transform runs as a kernel of its own. The nodes' in_block / out_block and
+// the values' shapes (now [N, C/16, H, W, 16]) say the result; the weights
+// are packed at compile time as before.
+void PlanLayouts(Graph& graph);
 
 absl::Status RunGraphPasses(Graph& graph);
 

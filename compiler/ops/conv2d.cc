@@ -20,6 +20,10 @@ namespace kiln::compiler::ops {
 namespace {
 using namespace ir;
 
+bool Blocked(const Workload& w) {
+  return w.IntOr("in_block", 0) > 0 || w.IntOr("out_block", 0) > 0;
+}
+
 bool Padded(const Workload& w) {
   const auto& pad = w.Ints("pad");
   return pad[0] || pad[1] || pad[2] || pad[3];
@@ -76,7 +80,10 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // unroll_acc=1 unrolls the accumulator tile's channel and row loops so the
   // accumulators live in vector registers.
   k.push_back({"unroll_acc", {0, 1}});
-  k.push_back({"layout", {0}});
+  // Blocked data or output (in_block / out_block): the layouts that read
+  // and write channel blocks, NCHWc, depthwise and Winograd.
+  k.push_back({"layout", {}});
+  if (!Blocked(w)) k.back().choices.push_back(0);
   if (NchwcEligible(w, t)) k.back().choices.push_back(1);
   if (DepthwiseEligible(w)) k.back().choices.push_back(2);
   if (GemmEligible(w, t)) k.back().choices.push_back(3);
@@ -91,6 +98,11 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   if (c.at("layout") != 1 && c.at("par_rows")) {
     return absl::InvalidArgumentError("conv2d: par_rows=1 needs layout=1");
+  }
+  if (Blocked(w) && (c.at("layout") == 0 || c.at("layout") == 3)) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d: layout=", c.at("layout"), " reads and writes NCHW only (in_block=",
+               w.IntOr("in_block", 0), ", out_block=", w.IntOr("out_block", 0), ")"));
   }
   if (c.at("layout") == 2) return DepthwiseCheck(w, c);
   if (c.at("layout") == 3) return GemmCheck(w, t, c);

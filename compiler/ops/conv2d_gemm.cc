@@ -62,6 +62,7 @@ int64_t MaxRows(const Target& t, int64_t gv) { return (t.NumVectorRegisters() - 
 bool GemmEligible(const Workload& w, const Target& t) {
   const auto& st = w.Ints("stride");
   const auto& pad = w.Ints("pad");
+  if (w.IntOr("in_block", 0) || w.IntOr("out_block", 0)) return false;  // NCHW only
   if (w.Int("groups") != 1 || w.Int("R") != 1 || w.Int("S") != 1 || st[0] != 1 || st[1] != 1 ||
       pad[0] || pad[1] || pad[2] || pad[3] || w.Int("OH") != w.Int("H") ||
       w.Int("OW") != w.Int("W")) {

@@ -8,6 +8,11 @@
 //   conv[n][ko][oh][ow][kv]           = sum_{co,r,s,ci} dpack[..] * wpack[..]
 //   out[n][k][oh][ow]                 = epilogue(conv[n][k/kb][oh][ow][k%kb] + bias[k])
 //
+// With in_block / out_block (the layout pass's NCHW[16]c tensors) the input
+// is read in its channel blocks (cb divides the block) and the output is
+// written in them, kb a multiple of the block: a vector store per register
+// of the tile, no scatter along K.
+//
 // wpack is the kernel's packed weight argument (Built::packs: transformed
 // once, at compile time for a model's constants). Schedule: out loops n,
 // oho, ko, ohi, owo, owi, kv. dpack (the input rows of `rows` output rows)
@@ -22,6 +27,7 @@
 // images waste no lanes.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
@@ -99,13 +105,20 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   k.push_back({"par_rows", {0}});
   if (!ok) return k;
   k[5].choices = {0, 1};
-  k[0].choices = {lanes};
-  if (K % (2 * lanes) == 0) k[0].choices.push_back(2 * lanes);
+  // kb: one or two vectors, or one or two output blocks (multiples of the
+  // vector width; a kChannelBlock-wide block is a multiple of every width).
+  const int64_t ob = w.IntOr("out_block", 0), ib = w.IntOr("in_block", 0);
+  const int64_t kunit = ob > 0 ? ob : lanes;
+  k[0].choices.clear();
+  for (int64_t kb : {kunit, 2 * kunit}) {
+    if (K % kb == 0 && kb % lanes == 0) k[0].choices.push_back(kb);
+  }
+  if (k[0].choices.empty()) k[0].choices.push_back(kunit);  // rejected by NchwcCheck
   k[1].choices.clear();
   for (int64_t cb : {1, 2, 4, 8, 16}) {
-    if (C % cb == 0) k[1].choices.push_back(cb);
+    if (C % cb == 0 && (ib == 0 || ib % cb == 0)) k[1].choices.push_back(cb);
   }
-  if (C < 16 && C > 1 && C % 2 != 0) k[1].choices.push_back(C);  // e.g. the RGB stem
+  if (ib == 0 && C < 16 && C > 1 && C % 2 != 0) k[1].choices.push_back(C);  // the RGB stem
   // Pixels per register tile: the divisors of OW and the usual tile widths
   // (a partial last tile is guarded).
   k[2].choices.clear();
@@ -142,6 +155,13 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
                " for accumulators)"));
   }
   if (C % cb != 0) return absl::InvalidArgumentError("conv2d NCHWc: cb must divide C");
+  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
+  if ((ib > 0 && ib % cb != 0) || (ob > 0 && kb % ob != 0) || kb % t.NativeVectorLanes() != 0 ||
+      w.Int("K") % kb != 0) {
+    return absl::InvalidArgumentError(StrCat(
+        "conv2d NCHWc: kb=", kb, " must be a multiple of the vector width (", t.NativeVectorLanes(),
+        ") and of out_block (", ob, ") dividing K; cb=", cb, " must divide in_block (", ib, ")"));
+  }
   if (c.at("par_rows") && (!c.at("parallel") || w.Int("OH") / c.at("rows") < 2)) {
     return absl::InvalidArgumentError(StrCat("conv2d NCHWc: par_rows=1 needs parallel=1 and ",
                                              "two or more blocks of rows (rows=", c.at("rows"),
@@ -171,7 +191,10 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
   // Packed input rows by default: the direct NCHW reads (pack_data=0) step
   // through channels a whole image apart, which the prefetchers do not follow
   // (measured slower on every ResNet-50 1x1 layer but 256->64 56x56, a tie).
-  c["pack_data"] = choices("pack_data").back();
+  // In channel blocks, the direct reads are contiguous 16-channel runs:
+  // read as they are where no padding is read.
+  c["pack_data"] =
+      w.IntOr("in_block", 0) > 0 ? choices("pack_data").front() : choices("pack_data").back();
   c["par_rows"] = 0;
   if (!NchwcEligible(w, t)) return c;
   // The most output rows whose input rows stay in about half an L2:
@@ -226,8 +249,15 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   const auto& dil = w.Ints("dilation");
   const int64_t kb = cfg.at("kb"), cb = cfg.at("cb"), rn = cfg.at("reg_n");
   const int64_t Ko = K / kb, Co = C / cb;
+  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
   auto [PH, PW] = PaddedExtent(w);
-  te::Tensor data = te::Placeholder("data", {N, C, H, W});
+  te::Tensor data = te::Placeholder("data", BlockedShape({N, C, H, W}, ib));
+  // Input channel co*cb + ci (ci < cb; cb divides in_block) at (n, h, x).
+  auto input = [&](Expr n, Expr co, Expr ci, Expr h, Expr x) {
+    if (ib == 0) return data({n, co * IntImm(cb) + ci, h, x});
+    const int64_t m = ib / cb;
+    return data({n, FloorDiv(co, IntImm(m)), h, x, FloorMod(co, IntImm(m)) * IntImm(cb) + ci});
+  };
   te::Tensor weight = te::Placeholder("weight", {K, C, R, S});
   te::Tensor bias;
   if (w.Int("bias")) bias = te::Placeholder("bias", {K});
@@ -238,7 +268,7 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
     Expr h = i[2] - IntImm(pad[0]), x = i[3] - IntImm(pad[1]);
     Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
     Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
-    return Select(ok, data({i[0], i[1] * IntImm(cb) + i[4], hc, xc}), FloatImm(0.0));
+    return Select(ok, input(i[0], i[1], i[4], hc, xc), FloatImm(0.0));
   });
   // The weights are packed once, ahead of the calls (Built::packs), into
   // [K/kb][C/cb][R][S][cb][kb] blocks.
@@ -251,25 +281,56 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   te::Tensor conv = te::Compute("conv", {N, Ko, OH, OW, kb}, [&](const std::vector<Var>& i) {
     Expr h = i[2] * IntImm(st[0]) + ry.var * IntImm(dil[0]);
     Expr x = i[3] * IntImm(st[1]) + rx.var * IntImm(dil[1]);
-    Expr in = pack_data ? dpack({i[0], rco.var, h, x, rci.var})
-                        : data({i[0], rco.var * IntImm(cb) + rci.var, h, x});
+    Expr in =
+        pack_data ? dpack({i[0], rco.var, h, x, rci.var}) : input(i[0], rco.var, rci.var, h, x);
     return te::Sum(in * wpack({i[1], rco.var, ry.var, rx.var, rci.var, i[4]}), {rco, ry, rx, rci});
   });
-  te::Tensor out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
-    Expr y = conv({i[0], FloorDiv(i[1], IntImm(kb)), i[2], i[3], FloorMod(i[1], IntImm(kb))});
-    if (bias.defined()) y = y + bias({i[1]});
-    return ApplyEpilogue(w, y, i, eps);
-  });
+  // NCHW: out[n][k][oh][ow]; blocked: out[n][k / ob][oh][ow][k % ob], where
+  // a tile's kb channels are m = kb / ob whole blocks.
+  const int64_t m = ob > 0 ? kb / ob : 1;
+  te::Tensor out;
+  if (ob == 0) {
+    out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
+      Expr y = conv({i[0], FloorDiv(i[1], IntImm(kb)), i[2], i[3], FloorMod(i[1], IntImm(kb))});
+      if (bias.defined()) y = y + bias({i[1]});
+      return ApplyEpilogue(w, y, i, eps);
+    });
+  } else {
+    out = te::Compute("out", {N, K / ob, OH, OW, ob}, [&](const std::vector<Var>& i) {
+      Expr y = conv({i[0], FloorDiv(i[1], IntImm(m)), i[2], i[3],
+                     FloorMod(i[1], IntImm(m)) * IntImm(ob) + i[4]});
+      if (bias.defined()) y = y + bias({i[1] * IntImm(ob) + i[4]});
+      return ApplyEpilogue(w, y, i, eps);
+    });
+  }
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
-  auto [ko, kv] = s.Split(out, s.Axis(out, 1), kb);
+  te::IterVar ko, kv;
+  if (ob == 0) {
+    std::tie(ko, kv) = s.Split(out, s.Axis(out, 1), kb);
+  } else {
+    ko = s.Axis(out, 1);
+  }
   auto [oho, ohi] = s.Split(out, s.Axis(out, 2), cfg.at("rows"));
   auto [owo, owi] = s.Split(out, s.Axis(out, 3), rn);
-  s.Reorder(out, {oho, ko, ohi, owo, owi, kv});
-  // Unrolled, so that the accumulator tile is read at constant offsets and
-  // stays in registers (a vector store here would scatter along K).
-  s.Unroll(out, kv);
+  if (ob == 0) {
+    s.Reorder(out, {oho, ko, ohi, owo, owi, kv});
+    // Unrolled, so that the accumulator tile is read at constant offsets and
+    // stays in registers (a vector store here would scatter along K).
+    s.Unroll(out, kv);
+  } else {
+    // The tile's m blocks unrolled, each pixel's block one vector store.
+    te::IterVar v = s.Axis(out, 4), km;
+    if (m > 1) std::tie(ko, km) = s.Split(out, ko, m);
+    if (m > 1) {
+      s.Reorder(out, {oho, ko, ohi, owo, owi, km, v});
+      s.Unroll(out, km);
+    } else {
+      s.Reorder(out, {oho, ko, ohi, owo, owi, v});
+    }
+    s.Vectorize(out, v);
+  }
   s.Unroll(out, owi);
   if (cfg.at("parallel")) s.Parallel(out, cfg.at("par_rows") ? oho : Ko >= 2 ? ko : ohi);
   if (pack_data) s.ComputeAt(dpack, out, oho);

@@ -27,8 +27,15 @@
 // output over channel blocks). The transforms' coefficients are constants
 // after unrolling: each transform is a chain of selects over its unrolled
 // index of sums of the nonzero terms only.
+//
+// With in_block (the layout pass's NCHW[16]c input) the input transform runs
+// along the channel block instead: T1[n][th][a][cb][x][v] and
+// V[n][th][a][b][tw][cb][v], both vectorized along v, the GEMMs reducing over
+// (cb, v). With out_block the output is written in channel blocks, wg_kb a
+// multiple of the block: one vector store per block and pixel.
 #include <algorithm>
 #include <array>
+#include <tuple>
 
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
@@ -127,8 +134,12 @@ std::vector<Knob> WinogradKnobs(const Workload& w, const Target& t) {
   if (!WinogradEligible(w, t)) return k;
   k[3].choices = {0, 1};
   const int lanes = t.NativeVectorLanes();
-  k[0].choices = {lanes};
-  if (w.Int("K") % (2 * lanes) == 0) k[0].choices.push_back(2 * lanes);
+  const int64_t ob = w.IntOr("out_block", 0), kunit = ob > 0 ? ob : lanes;
+  k[0].choices.clear();
+  for (int64_t kb : {kunit, 2 * kunit}) {
+    if (w.Int("K") % kb == 0 && kb % lanes == 0) k[0].choices.push_back(kb);
+  }
+  if (k[0].choices.empty()) k[0].choices.push_back(kunit);  // rejected by WinogradCheck
   k[1].choices.clear();
   const int64_t TW = Tiles(w.Int("OW"));
   for (int64_t d = 1; d <= std::min<int64_t>(TW, 16); ++d) {
@@ -151,6 +162,12 @@ absl::Status WinogradCheck(const Workload& w, const Target& t, const Config& c) 
         "multiple of the vector width and a row of tiles' scratch within 1 MiB");
   }
   const int64_t kb = c.at("wg_kb"), tiles = c.at("wg_tw") * c.at("wg_rows");
+  const int64_t ob = w.IntOr("out_block", 0);
+  if (kb % t.NativeVectorLanes() != 0 || w.Int("K") % kb != 0 || (ob > 0 && kb % ob != 0)) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d Winograd: wg_kb=", kb, " must be a multiple of the vector width (",
+               t.NativeVectorLanes(), ") and of out_block (", ob, ") dividing K"));
+  }
   if (!TileFits(t, kb, tiles)) {
     return absl::InvalidArgumentError(StrCat(
         "conv2d Winograd: a ", tiles, "-tile x ", kb, "-channel accumulator tile needs ",
@@ -200,7 +217,8 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   const int64_t OH = w.Int("OH"), OW = w.Int("OW");
   const auto& pad = w.Ints("pad");
   const int64_t kb = cfg.at("wg_kb"), Ko = K / kb, TH = Tiles(OH), TW = Tiles(OW);
-  te::Tensor data = te::Placeholder("data", {N, C, H, W});
+  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
+  te::Tensor data = te::Placeholder("data", BlockedShape({N, C, H, W}, ib));
   te::Tensor weight = te::Placeholder("weight", {K, C, 3, 3});
   te::Tensor bias;
   if (w.Int("bias")) bias = te::Placeholder("bias", {K});
@@ -220,29 +238,51 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   // its columns (stride-4 reads of the first pass, vectorized along the
   // row's tiles).
   const int64_t WP = kTile * TW + 2;
-  te::Tensor t1 = te::Compute("T1", {N, TH, kAlpha, C, WP}, [&](const std::vector<Var>& i) {
-    return Linear(kBT, i[2], [&](size_t p) {
-      // The zero-padded input; clamped indices keep the unselected loads in
-      // bounds (also past the last tile's edge).
-      Expr h = i[1] * IntImm(kTile) + IntImm(static_cast<int64_t>(p) - pad[0]);
-      Expr x = i[4] - IntImm(pad[1]);
-      Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
-      Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
-      return Select(ok, data({i[0], i[3], hc, xc}), FloatImm(0.0));
+  // The zero-padded input at row i*4 + p of tile row th, column x, channel
+  // c (NCHW) or block c, lane cv (blocked); clamped indices keep the
+  // unselected loads in bounds (also past the last tile's edge).
+  auto padded = [&](const Var& n, const Var& th, size_t p, const Var& c, const Var& x0,
+                    const Var* cv) {
+    Expr h = th * IntImm(kTile) + IntImm(static_cast<int64_t>(p) - pad[0]);
+    Expr x = x0 - IntImm(pad[1]);
+    Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
+    Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
+    return Select(ok, cv ? data({n, c, hc, xc, *cv}) : data({n, c, hc, xc}), FloatImm(0.0));
+  };
+  te::Tensor t1, v, macc;
+  if (ib == 0) {
+    t1 = te::Compute("T1", {N, TH, kAlpha, C, WP}, [&](const std::vector<Var>& i) {
+      return Linear(kBT, i[2],
+                    [&](size_t p) { return padded(i[0], i[1], p, i[3], i[4], nullptr); });
     });
-  });
-  te::Tensor v = te::Compute("V", {N, TH, kAlpha, kAlpha, C, TW}, [&](const std::vector<Var>& i) {
-    return Linear(kBT, i[3], [&](size_t q) {
-      return t1({i[0], i[1], i[2], i[4], i[5] * IntImm(kTile) + IntImm(static_cast<int64_t>(q))});
-    });
-  });
-  IterRange rc = te::ReduceAxis(C, "rc");
-  te::Tensor macc =
-      te::Compute("Macc", {N, TH, kAlpha, kAlpha, Ko, TW, kb}, [&](const std::vector<Var>& i) {
-        return te::Sum(
-            u({i[2], i[3], i[4], rc.var, i[6]}) * v({i[0], i[1], i[2], i[3], rc.var, i[5]}), {rc});
+    v = te::Compute("V", {N, TH, kAlpha, kAlpha, C, TW}, [&](const std::vector<Var>& i) {
+      return Linear(kBT, i[3], [&](size_t q) {
+        return t1({i[0], i[1], i[2], i[4], i[5] * IntImm(kTile) + IntImm(static_cast<int64_t>(q))});
       });
-  te::Tensor m =
+    });
+    IterRange rc = te::ReduceAxis(C, "rc");
+    macc = te::Compute("Macc", {N, TH, kAlpha, kAlpha, Ko, TW, kb}, [&](const std::vector<Var>& i) {
+      return te::Sum(
+          u({i[2], i[3], i[4], rc.var, i[6]}) * v({i[0], i[1], i[2], i[3], rc.var, i[5]}), {rc});
+    });
+  } else {
+    t1 = te::Compute("T1", {N, TH, kAlpha, C / ib, WP, ib}, [&](const std::vector<Var>& i) {
+      return Linear(kBT, i[2], [&](size_t p) { return padded(i[0], i[1], p, i[3], i[4], &i[5]); });
+    });
+    v = te::Compute("V", {N, TH, kAlpha, kAlpha, TW, C / ib, ib}, [&](const std::vector<Var>& i) {
+      return Linear(kBT, i[3], [&](size_t q) {
+        return t1(
+            {i[0], i[1], i[2], i[5], i[4] * IntImm(kTile) + IntImm(static_cast<int64_t>(q)), i[6]});
+      });
+    });
+    IterRange rco = te::ReduceAxis(C / ib, "rco"), rci = te::ReduceAxis(ib, "rci");
+    macc = te::Compute("Macc", {N, TH, kAlpha, kAlpha, Ko, TW, kb}, [&](const std::vector<Var>& i) {
+      return te::Sum(u({i[2], i[3], i[4], rco.var * IntImm(ib) + rci.var, i[6]}) *
+                         v({i[0], i[1], i[2], i[3], i[5], rco.var, rci.var}),
+                     {rco, rci});
+    });
+  }
+  te::Tensor mstage =
       te::Compute("M", {N, TH, kAlpha, kAlpha, Ko, TW, kb}, [&](const std::vector<Var>& i) {
         return macc({i[0], i[1], i[2], i[3], i[4], i[5], i[6]});
       });
@@ -250,7 +290,7 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   te::Tensor y2 =
       te::Compute("Y2", {N, TH, Ko, TW, kTile, kAlpha, kb}, [&](const std::vector<Var>& i) {
         return Linear(kAT, i[4], [&](size_t a) {
-          return m({i[0], i[1], IntImm(static_cast<int64_t>(a)), i[5], i[2], i[3], i[6]});
+          return mstage({i[0], i[1], IntImm(static_cast<int64_t>(a)), i[5], i[2], i[3], i[6]});
         });
       });
   te::Tensor y =
@@ -260,26 +300,53 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
           return y2({i[0], i[1], i[2], i[3], ti, IntImm(static_cast<int64_t>(b)), i[5]});
         });
       });
-  te::Tensor out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
-    Expr e = y({i[0], FloorDiv(i[2], IntImm(kTile)), FloorDiv(i[1], IntImm(kb)),
-                FloorDiv(i[3], IntImm(kTile)),
-                FloorMod(i[2], IntImm(kTile)) * IntImm(kTile) + FloorMod(i[3], IntImm(kTile)),
-                FloorMod(i[1], IntImm(kb))});
-    if (bias.defined()) e = e + bias({i[1]});
-    return ApplyEpilogue(w, e, i, eps);
-  });
+  // Output channel k = ko*kb + kin at pixel (oh, ow), from Y.
+  auto yat = [&](const Var& n, const Expr& ko, const Expr& kin, const Var& oh, const Var& ow) {
+    return y({n, FloorDiv(oh, IntImm(kTile)), ko, FloorDiv(ow, IntImm(kTile)),
+              FloorMod(oh, IntImm(kTile)) * IntImm(kTile) + FloorMod(ow, IntImm(kTile)), kin});
+  };
+  // Blocked output: a tile's kb channels are m = kb / ob whole blocks.
+  const int64_t m = ob > 0 ? kb / ob : 1;
+  te::Tensor out;
+  if (ob == 0) {
+    out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
+      Expr e = yat(i[0], FloorDiv(i[1], IntImm(kb)), FloorMod(i[1], IntImm(kb)), i[2], i[3]);
+      if (bias.defined()) e = e + bias({i[1]});
+      return ApplyEpilogue(w, e, i, eps);
+    });
+  } else {
+    out = te::Compute("out", {N, K / ob, OH, OW, ob}, [&](const std::vector<Var>& i) {
+      Expr e = yat(i[0], FloorDiv(i[1], IntImm(m)), FloorMod(i[1], IntImm(m)) * IntImm(ob) + i[4],
+                   i[2], i[3]);
+      if (bias.defined()) e = e + bias({i[1] * IntImm(ob) + i[4]});
+      return ApplyEpilogue(w, e, i, eps);
+    });
+  }
 
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
-  auto [ko, kv] = s.Split(out, s.Axis(out, 1), kb);
+  te::IterVar ko, kv, km;
+  if (ob == 0) {
+    std::tie(ko, kv) = s.Split(out, s.Axis(out, 1), kb);
+  } else {
+    ko = s.Axis(out, 1);
+    kv = s.Axis(out, 4);
+    if (m > 1) std::tie(ko, km) = s.Split(out, ko, m);
+  }
   auto [th, ti] = s.Split(out, s.Axis(out, 2), kTile);
   auto [tw, tj] = s.Split(out, s.Axis(out, 3), kTile);
   auto [tho, thi] = s.Split(out, th, cfg.at("wg_rows"));
-  s.Reorder(out, {s.Axis(out, 0), tho, thi, ko, tw, ti, tj, kv});
-  // A vector of Y along K, stored as a scatter along K: as fast as NCHWc's
-  // unrolled scalar stores here, and a tenth of the code (LLVM's scheduler
-  // took seconds over the 16 x kb unrolled stores).
+  if (km) {
+    s.Reorder(out, {s.Axis(out, 0), tho, thi, ko, tw, ti, tj, km, kv});
+    s.Unroll(out, km);
+  } else {
+    s.Reorder(out, {s.Axis(out, 0), tho, thi, ko, tw, ti, tj, kv});
+  }
+  // NCHW: a vector of Y along K, stored as a scatter along K: as fast as
+  // NCHWc's unrolled scalar stores here, and a tenth of the code (LLVM's
+  // scheduler took seconds over the 16 x kb unrolled stores). Blocked: a
+  // contiguous vector store.
   s.Vectorize(out, kv);
   s.Unroll(out, tj);
   s.Unroll(out, ti);
@@ -288,30 +355,46 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   if (par_blocks) s.Parallel(out, tho);
   if (par_stages) s.Parallel(out, ko);
 
-  // V: wg_rows rows of input tiles, vectorized along a row (stride-4 reads).
   s.ComputeAt(v, out, tho);
-  s.Reorder(v,
-            {s.Axis(v, 0), s.Axis(v, 1), s.Axis(v, 4), s.Axis(v, 2), s.Axis(v, 3), s.Axis(v, 5)});
-  s.Vectorize(v, s.Axis(v, 5));
-  s.Unroll(v, s.Axis(v, 3));
-  s.Unroll(v, s.Axis(v, 2));
-  s.ComputeAt(t1, v, s.Axis(v, 4));
-  s.Unroll(t1, s.Axis(t1, 2));
-  s.Vectorize(t1, s.Split(t1, s.Axis(t1, 4), lanes).second);
-  if (par_stages) s.Parallel(v, s.Axis(v, 4));
+  if (ib == 0) {
+    // V: wg_rows rows of input tiles, vectorized along a row (stride-4 reads).
+    s.Reorder(v,
+              {s.Axis(v, 0), s.Axis(v, 1), s.Axis(v, 4), s.Axis(v, 2), s.Axis(v, 3), s.Axis(v, 5)});
+    s.Vectorize(v, s.Axis(v, 5));
+    s.Unroll(v, s.Axis(v, 3));
+    s.Unroll(v, s.Axis(v, 2));
+    s.ComputeAt(t1, v, s.Axis(v, 4));
+    s.Unroll(t1, s.Axis(t1, 2));
+    s.Vectorize(t1, s.Split(t1, s.Axis(t1, 4), lanes).second);
+    if (par_stages) s.Parallel(v, s.Axis(v, 4));
+  } else {
+    // V per channel block: its tiles one after another, vectorized along
+    // the block (contiguous reads of T1, the block's rows of the tile row).
+    s.Reorder(v, {s.Axis(v, 0), s.Axis(v, 1), s.Axis(v, 5), s.Axis(v, 4), s.Axis(v, 2),
+                  s.Axis(v, 3), s.Axis(v, 6)});
+    s.Vectorize(v, s.Axis(v, 6));
+    s.Unroll(v, s.Axis(v, 3));
+    s.Unroll(v, s.Axis(v, 2));
+    s.ComputeAt(t1, v, s.Axis(v, 5));
+    s.Unroll(t1, s.Axis(t1, 2));
+    s.Vectorize(t1, s.Axis(t1, 5));
+    if (par_stages) s.Parallel(v, s.Axis(v, 5));
+  }
 
   // M: 36 GEMMs per row of tiles; the accumulators Macc of wg_tw tiles x kb
   // channels at M's tile block, reduction outside the tile.
-  s.ComputeAt(m, out, tho);
-  auto [mto, mti] = s.Split(m, s.Axis(m, 5), cfg.at("wg_tw"));
-  s.Reorder(m, {s.Axis(m, 0), s.Axis(m, 2), s.Axis(m, 3), s.Axis(m, 4), mto, s.Axis(m, 1), mti,
-                s.Axis(m, 6)});
-  s.Vectorize(m, s.Axis(m, 6));
-  if (par_stages) s.Parallel(m, s.Axis(m, 2));
-  s.ComputeAt(macc, m, mto);
-  te::IterVar crc = s.ReduceAxisOf(macc, 0);
-  s.Reorder(macc, {s.Axis(macc, 0), s.Axis(macc, 2), s.Axis(macc, 3), s.Axis(macc, 4), crc,
-                   s.Axis(macc, 1), s.Axis(macc, 5), s.Axis(macc, 6)});
+  s.ComputeAt(mstage, out, tho);
+  auto [mto, mti] = s.Split(mstage, s.Axis(mstage, 5), cfg.at("wg_tw"));
+  s.Reorder(mstage, {s.Axis(mstage, 0), s.Axis(mstage, 2), s.Axis(mstage, 3), s.Axis(mstage, 4),
+                     mto, s.Axis(mstage, 1), mti, s.Axis(mstage, 6)});
+  s.Vectorize(mstage, s.Axis(mstage, 6));
+  if (par_stages) s.Parallel(mstage, s.Axis(mstage, 2));
+  s.ComputeAt(macc, mstage, mto);
+  std::vector<te::IterVar> macc_order = {s.Axis(macc, 0), s.Axis(macc, 2), s.Axis(macc, 3),
+                                         s.Axis(macc, 4), s.ReduceAxisOf(macc, 0)};
+  if (ib > 0) macc_order.push_back(s.ReduceAxisOf(macc, 1));
+  for (int a : {1, 5, 6}) macc_order.push_back(s.Axis(macc, a));
+  s.Reorder(macc, macc_order);
   s.Unroll(macc, s.Axis(macc, 1));
   s.Unroll(macc, s.Axis(macc, 5));
   s.Vectorize(macc, s.Axis(macc, 6));

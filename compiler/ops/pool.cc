@@ -24,13 +24,20 @@ constexpr int kMaxRank = 3;
 // Spatial rank of the op: 2 (pool2d) or 3 (pool3d).
 int Rank(const Workload& w) { return w.op == "pool3d" ? 3 : 2; }
 
-// The data (out=false) or output shape: N, C, then [D,] H, W (or [OD,] OH, OW).
+// The channel block of pool2d's data (in_block) or output (out_block); 0
+// for NCHW.
+int64_t Block(const Workload& w, bool out) {
+  return Rank(w) == 2 ? w.IntOr(out ? "out_block" : "in_block", 0) : 0;
+}
+
+// The data (out=false) or output shape: N, C, then [D,] H, W (or [OD,] OH,
+// OW); N, C/b, H, W, b in channel blocks of b.
 std::vector<int64_t> Shape(const Workload& w, bool out) {
   std::vector<int64_t> shape = {w.Int("N"), w.Int("C")};
   if (Rank(w) == 3) shape.push_back(w.Int(out ? "OD" : "D"));
   shape.push_back(w.Int(out ? "OH" : "H"));
   shape.push_back(w.Int(out ? "OW" : "W"));
-  return shape;
+  return Rank(w) == 2 ? BlockedShape(shape, Block(w, out)) : shape;
 }
 
 // The loop `parallel=1` marks: the first of N, C and (pool3d) OD with more
@@ -51,7 +58,10 @@ int64_t ParallelExtent(const Workload& w) {
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   const int rank = Rank(w);
   std::vector<Knob> k;
-  k.push_back({"tile_ow", VectorChoices(w.Int("OW"), t.NativeVectorLanes())});
+  // In channel blocks the vectors run along the block instead.
+  const bool blocked = Block(w, false) > 0 || Block(w, true) > 0;
+  k.push_back({"tile_ow", blocked ? std::vector<int64_t>{1}
+                                  : VectorChoices(w.Int("OW"), t.NativeVectorLanes())});
   k.push_back({"parallel", {0}});
   if (ParallelExtent(w) > 1) k.back().choices.push_back(1);
   const auto& ks = w.Ints("kernel");
@@ -132,8 +142,20 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   for (int d = 0; d < rank; ++d) {
     r.push_back(te::ReduceAxis(ks[d], kReduceNames[kMaxRank - rank + d]));
   }
+  // Blocks: the output's channel i[1] (NCHW) or i[1]*ob + i[last]; the
+  // data's block and lane of it.
+  const int64_t ib = Block(w, false), ob = Block(w, true);
   te::Tensor pool = te::Compute("pool", out_shape, [&](const std::vector<Var>& i) {
-    std::vector<Expr> idx = {i[0], i[1]};
+    std::vector<Expr> idx = {i[0]};
+    Expr lane;
+    if (ib == ob) {
+      idx.push_back(i[1]);
+      if (ib > 0) lane = i[r_n + 2];
+    } else {
+      Expr c = ob > 0 ? i[1] * IntImm(ob) + i[r_n + 2] : Expr(i[1]);
+      idx.push_back(ib > 0 ? FloorDiv(c, IntImm(ib)) : c);
+      if (ib > 0) lane = FloorMod(c, IntImm(ib));
+    }
     Expr ok;
     for (int d = 0; d < rank; ++d) {
       Expr p = i[d + 2] * IntImm(st[d]) - IntImm(pad[d]) + r[d].var * IntImm(dil[d]);
@@ -145,6 +167,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
       ok = ok && p < IntImm(in[d]);
       idx.push_back(Min(Max(p, IntImm(0)), IntImm(in[d] - 1)));
     }
+    if (lane.defined()) idx.push_back(lane);
     Expr v = data(idx);
     if (is_max) {
       if (ok.defined()) v = Select(ok, v, FloatImm(-std::numeric_limits<float>::infinity()));
@@ -193,17 +216,41 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
   const int ow_axis = rank + 1;
-  int64_t tow = cfg.at("tile_ow");
-  auto [owo, owi] = s.Split(out, s.Axis(out, ow_axis), tow);
-  if (tow > 1) s.Vectorize(out, owi);
-  if (cfg.at("parallel")) s.Parallel(out, s.Axis(out, ParallelAxis(w)));
-  s.ComputeAt(pool, out, owo);
-  te::IterVar ow = s.Axis(pool, ow_axis);
   std::vector<te::IterVar> order;
   for (int d = 0; d < rank; ++d) order.push_back(s.ReduceAxisOf(pool, d));
-  order.push_back(ow);
-  s.Reorder(pool, order);
-  if (tow > 1) s.Vectorize(pool, ow);
+  if (ob > 0) {
+    // A vector per output pixel along its block.
+    s.Vectorize(out, s.Axis(out, rank + 2));
+    if (cfg.at("parallel")) s.Parallel(out, s.Axis(out, ParallelAxis(w)));
+    s.ComputeAt(pool, out, s.Axis(out, ow_axis));
+    order.push_back(s.Axis(pool, rank + 2));
+    s.Reorder(pool, order);
+    s.Vectorize(pool, order.back());
+  } else if (ib > 0) {
+    // NCHW output from blocks (the global pool ahead of a classifier): the
+    // channels of a block as one vector, stored a pixel plane apart.
+    auto [co, ci] = s.Split(out, s.Axis(out, 1), ib);
+    std::vector<te::IterVar> out_order = {s.Axis(out, 0), co};
+    for (int d = 0; d < rank; ++d) out_order.push_back(s.Axis(out, 2 + d));
+    out_order.push_back(ci);
+    s.Reorder(out, out_order);
+    s.Vectorize(out, ci);
+    const int pa = ParallelAxis(w);
+    if (cfg.at("parallel")) s.Parallel(out, pa == 1 ? co : s.Axis(out, pa));
+    s.ComputeAt(pool, out, s.Axis(out, ow_axis));
+    order.push_back(s.Axis(pool, 1));
+    s.Reorder(pool, order);
+    s.Vectorize(pool, order.back());
+  } else {
+    int64_t tow = cfg.at("tile_ow");
+    auto [owo, owi] = s.Split(out, s.Axis(out, ow_axis), tow);
+    if (tow > 1) s.Vectorize(out, owi);
+    if (cfg.at("parallel")) s.Parallel(out, s.Axis(out, ParallelAxis(w)));
+    s.ComputeAt(pool, out, owo);
+    order.push_back(s.Axis(pool, ow_axis));
+    s.Reorder(pool, order);
+    if (tow > 1) s.Vectorize(pool, order.back());
+  }
   if (cfg.at("unroll_r")) {
     // The h and w window loops (not the depth one of pool3d).
     s.Unroll(pool, s.ReduceAxisOf(pool, rank - 2));

@@ -45,6 +45,48 @@ std::vector<int64_t> BroadcastIndices(const Shape& from, const Shape& out) {
   return idx;
 }
 
+// NCHW[b]c <-> NCHW (compiler/workload.h BlockedShape) of an N x C x HW tensor.
+std::vector<float> Unblock(const float* src, int64_t N, int64_t C, int64_t HW, int64_t b) {
+  std::vector<float> out(static_cast<size_t>(N * C * HW));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t p = 0; p < HW; ++p) {
+        out[(n * C + c) * HW + p] = src[((n * (C / b) + c / b) * HW + p) * b + c % b];
+      }
+    }
+  }
+  return out;
+}
+void Block(const float* src, int64_t N, int64_t C, int64_t HW, int64_t b, float* out) {
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t p = 0; p < HW; ++p) {
+        out[((n * (C / b) + c / b) * HW + p) * b + c % b] = src[(n * C + c) * HW + p];
+      }
+    }
+  }
+}
+
+// Runs `run` (an NCHW conv2d or pool2d over inputs `in`, writing `out`) on
+// the workload's blocked data and output (in_block / out_block).
+template <typename Run>
+void WithBlocks(const Workload& w, std::span<const float* const> in, float* out,
+                const char* out_channels, Run run) {
+  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
+  const int64_t N = w.Int("N"), C = w.Int("C"), K = w.Int(out_channels);
+  std::vector<float> data;
+  std::vector<const float*> ins(in.begin(), in.end());
+  if (ib > 0) {
+    data = Unblock(in[0], N, C, w.Int("H") * w.Int("W"), ib);
+    ins[0] = data.data();
+  }
+  if (ob <= 0) return run(std::span<const float* const>(ins), out);
+  const int64_t OHW = w.Int("OH") * w.Int("OW");
+  std::vector<float> tmp(static_cast<size_t>(N * K * OHW));
+  run(std::span<const float* const>(ins), tmp.data());
+  Block(tmp.data(), N, K, OHW, ob, out);
+}
+
 void Conv2d(const Workload& w, std::span<const float* const> in, float* out) {
   const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K"),
                 R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"),
@@ -258,10 +300,14 @@ absl::Status RunReference(const Workload& workload, std::span<const void* const>
   }
   const int64_t n = sig->output.NumElements();
   if (workload.op == "conv2d") {
-    Conv2d(workload, inputs, output);
+    WithBlocks(workload, inputs, output, "K",
+               [&](std::span<const float* const> in, float* out) { Conv2d(workload, in, out); });
   } else if (workload.op == "dense") {
     Dense(workload, *sig, inputs, output);
-  } else if (workload.op == "pool2d" || workload.op == "pool3d") {
+  } else if (workload.op == "pool2d") {
+    WithBlocks(workload, inputs, output, "C",
+               [&](std::span<const float* const> in, float* out) { Pool(workload, in, out); });
+  } else if (workload.op == "pool3d") {
     Pool(workload, inputs, output);
   } else {
     return absl::InvalidArgumentError(StrCat("RunReference: unknown op '", workload.op, "'"));

@@ -177,6 +177,37 @@ TEST(Tasks, IdenticalGroupsShareOneTask) {
   EXPECT_EQ(m->Tasks()[0].occurrences, 2);
 }
 
+// PlanLayouts keeps NCHW where a consumer cannot read blocks: a conv whose
+// 24 output channels no NCHWc template covers reads its input as NCHW, so
+// its producer writes NCHW; the other conv's blocks stay.
+TEST(Layouts, AConsumerWithoutBlocksKeepsItsInputNchw) {
+  OnnxBuilder b;
+  b.Input("x", {1, 16, 8, 8});
+  b.Init("wa", {32, 16, 1, 1}, Ramp(512, 0.3f, 0));
+  b.Init("wb", {24, 32, 1, 1}, Ramp(768, 0.2f, 0));
+  b.Init("wd", {16, 16, 1, 1}, Ramp(256, 0.4f, 0));
+  b.Node("Conv", {"x", "wa"}, {"a"});
+  b.Node("Conv", {"a", "wb"}, {"y1"});
+  b.Node("Conv", {"x", "wd"}, {"d"});
+  b.Node("Conv", {"d", "wd"}, {"y2"});
+  b.Output("y1");
+  b.Output("y2");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  ASSERT_EQ(g.nodes.size(), 4u);
+  auto blocks = [&](int i) {
+    const Workload& w = g.nodes[i].workload;
+    return std::make_pair(w.IntOr("in_block", 0), w.IntOr("out_block", 0));
+  };
+  EXPECT_EQ(blocks(0), std::make_pair(int64_t{0}, int64_t{0}));  // a: read by the K=24 conv
+  EXPECT_EQ(blocks(1), std::make_pair(int64_t{0}, int64_t{0}));  // y1: a graph output
+  EXPECT_EQ(blocks(2), std::make_pair(int64_t{0}, int64_t{16}));
+  EXPECT_EQ(blocks(3), std::make_pair(int64_t{16}, int64_t{0}));
+  EXPECT_EQ(g.values[g.nodes[0].output].shape, (std::vector<int64_t>{1, 32, 8, 8}));
+  EXPECT_EQ(g.values[g.nodes[2].output].shape, (std::vector<int64_t>{1, 1, 8, 8, 16}));
+}
+
 TEST(Views, ReshapeAliasesItsProducer) {
   OnnxBuilder b;
   b.Input("x", {1, 3, 8, 8});

@@ -5,11 +5,13 @@
 
 #include <cmath>
 
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/passes.h"
 #include "compiler/target.h"
 #include "deploy/artifact.h"
 #include "deploy/runtime.h"
+#include "deploy/str.h"
 #include "tests/compiler/graph_eval.h"
 #include "tests/compiler/onnx_test_util.h"
 
@@ -38,9 +40,13 @@ TEST(Model, SmallCnnTasks) {
   for (const Task& t : tasks) ops.push_back(t.workload.op);
   EXPECT_THAT(ops,
               ::testing::ElementsAre("conv2d", "pool2d", "conv2d", "pool2d", "conv2d", "dense"));
+  // The layout plan: the first conv writes 16-channel blocks for the pool
+  // after it; the last one writes NCHW for the classifier's Flatten.
   EXPECT_EQ(tasks[0].workload.Canonical(),
             "conv2d(C=3;H=32;K=16;N=1;OH=32;OW=32;R=3;S=3;W=32;bias=1;dilation=1,1;groups=1;"
-            "pad=1,1,1,1;stride=1,1)|relu");
+            "out_block=16;pad=1,1,1,1;stride=1,1)|relu");
+  EXPECT_EQ(tasks[1].workload.IntOr("in_block", 0), 16);
+  EXPECT_EQ(tasks[1].workload.IntOr("out_block", 0), 16);
   EXPECT_EQ(tasks[4].workload.Canonical(),
             "conv2d(C=32;H=8;K=32;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=1;dilation=1,1;groups=1;"
             "pad=1,1,1,1;stride=1,1)|add:1,32,8,8|relu");
@@ -148,6 +154,86 @@ TEST(CompileModel, TunedLookupIsCountedAndIdentityOutputIsCopied) {
 // reads them packed at compile time; one whose weights are a model input
 // (or computed) has them packed by a kernel just before it, into the
 // workspace. Two convolutions of each kind, sharing and not sharing weights.
+// PlanLayouts: a chain of convolutions and pools passes NCHW[16]c tensors,
+// each kernel reading and writing the blocks its workload names (Winograd
+// from NCHW into blocks and from blocks into blocks with a residual operand
+// in blocks, depthwise, max pool, a 1x1 NCHWc conv, a global pool from
+// blocks into NCHW for Flatten), and the compiled module computes what the
+// unplanned graph does.
+TEST(CompileModel, PlannedLayoutsRunAndMatchTheReference) {
+  testing::OnnxBuilder b;
+  auto ramp = [](int64_t n, float scale) {
+    std::vector<float> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = 0.2f * std::sin(static_cast<float>(i) * scale);
+    return v;
+  };
+  b.Input("x", {1, 16, 12, 12});
+  b.Init("wa", {32, 16, 3, 3}, ramp(32 * 16 * 9, 0.31f));
+  b.Init("wb", {32, 32, 3, 3}, ramp(32 * 32 * 9, 0.17f));
+  b.Init("wd", {32, 1, 3, 3}, ramp(32 * 9, 0.7f));
+  b.Init("wc", {16, 32, 1, 1}, ramp(16 * 32, 0.23f));
+  b.Init("bias", {32}, ramp(32, 0.5f));
+  auto conv = [&](const char* in, const char* w, const char* out, bool bias, int64_t pad) {
+    std::vector<std::string> ins = {in, w};
+    if (bias) ins.push_back("bias");
+    auto* n = b.Node("Conv", ins, {out});
+    testing::OnnxBuilder::Ints(n, "pads", {pad, pad, pad, pad});
+    return n;
+  };
+  conv("x", "wa", "ca", true, 1);
+  b.Node("Relu", {"ca"}, {"a"});
+  conv("a", "wb", "cb", false, 1);
+  b.Node("Add", {"cb", "a"}, {"sb"});
+  b.Node("Relu", {"sb"}, {"s"});
+  testing::OnnxBuilder::Int(conv("s", "wd", "cd", true, 1), "group", 32);
+  b.Node("Relu", {"cd"}, {"d"});
+  auto* mp = b.Node("MaxPool", {"d"}, {"p"});
+  testing::OnnxBuilder::Ints(mp, "kernel_shape", {2, 2});
+  testing::OnnxBuilder::Ints(mp, "strides", {2, 2});
+  conv("p", "wc", "c", false, 0);
+  b.Node("GlobalAveragePool", {"c"}, {"g"});
+  b.Node("Flatten", {"g"}, {"y"});
+  b.Output("y");
+  const std::string bytes = b.Bytes();
+  auto raw = ImportOnnx(bytes);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  std::vector<float> x(16 * 144);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i) * 0.013f);
+  auto want = testing::EvaluateGraph(**raw, {x});
+  ASSERT_FALSE(want.empty());
+
+  auto m = Model::FromOnnx(bytes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  std::vector<std::string> blocks;
+  for (const Node& n : g.nodes) {
+    if (n.kind != NodeKind::kCompute) continue;
+    blocks.push_back(StrCat(n.workload.op, ":", n.workload.IntOr("in_block", 0), ">",
+                            n.workload.IntOr("out_block", 0)));
+  }
+  EXPECT_THAT(blocks, ::testing::ElementsAre("conv2d:0>16", "conv2d:16>16", "conv2d:16>16",
+                                             "pool2d:16>16", "conv2d:16>16", "pool2d:16>0"));
+  // The residual operand is read in the output's blocks.
+  EXPECT_EQ(g.nodes[1].workload.epilogue[0].operand_shape,
+            (std::vector<int64_t>{1, 2, 12, 12, 16}));
+  EXPECT_EQ(g.values[g.nodes[0].output].shape, (std::vector<int64_t>{1, 2, 12, 12, 16}));
+  Target host = Target::Host();
+  auto layout = [&](int i) { return DefaultConfig(g.nodes[i].workload, host)->at("layout"); };
+  EXPECT_EQ(layout(0), 4);
+  EXPECT_EQ(layout(1), 4);
+  EXPECT_EQ(layout(2), 2);
+  EXPECT_EQ(layout(4), 1);
+  auto art = CompileModel(*m, host, nullptr);
+  ASSERT_TRUE(art.ok()) << art.status();
+  auto module = deploy::Module::LoadBytes(*art);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> y(16, -1.f);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
+  const auto& wy = want.at((*raw)->outputs[0]);
+  ASSERT_EQ(wy.size(), y.size());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], wy[i], 1e-4) << i;
+}
+
 TEST(CompileModel, PackedWeightsFromConstantsAndFromInputsMatchTheReference) {
   const int64_t K = 2 * Target::Host().NativeVectorLanes();
   std::vector<float> wc(K * 8 * 9);

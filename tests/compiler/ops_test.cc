@@ -2,6 +2,7 @@
 // numeric correctness of JIT-built kernels against RunReference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -492,6 +493,82 @@ TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
       }
     }
   }
+}
+
+// Channel blocks (in_block / out_block, the layout pass's NCHW[16]c): the
+// NCHWc, Winograd and depthwise templates and pool2d, with every pairing of
+// blocked and NCHW data and output, a residual operand in the output's
+// layout, the default and random valid configs; the NCHW-only layouts
+// (direct, GEMM) are neither offered nor accepted.
+TEST(OpsNumeric, BlockedLayoutsMatchReference) {
+  Target host = Target::Host();
+  const int64_t b = kChannelBlock;
+  std::mt19937 rng(7);
+  std::vector<Workload> cases;
+  for (int64_t ib : {int64_t{0}, b}) {
+    for (int64_t ob : {int64_t{0}, b}) {
+      if (ib == 0 && ob == 0) continue;
+      // 3x3 padded (NCHWc or Winograd), 1x1 unpadded, 3x3 stride 2.
+      for (Workload w : {SquareConv(1, 2 * b, 10, 10, 2 * b, 3, 1, 1, 1, 1, 1),
+                         SquareConv(1, b, 7, 7, 2 * b, 1, 1, 0, 0, 1, 1),
+                         SquareConv(1, b, 9, 9, b, 3, 2, 1, 1, 1, 1)}) {
+        w.ints["in_block"] = {ib};
+        w.ints["out_block"] = {ob};
+        const int64_t OH = w.Int("OH"), K = w.Int("K");
+        w.epilogue = {EpilogueOp{EpilogueKind::kAdd, BlockedShape({1, K, OH, OH}, ob)},
+                      EpilogueOp{EpilogueKind::kRelu, {}}};
+        cases.push_back(w);
+      }
+      Workload pool = Parse(
+          "pool2d(C=32;H=9;N=1;OH=5;OW=5;W=9;dilation=1,1;kernel=3,3;kind=0;pad=1,1,1,1;"
+          "stride=2,2)");
+      pool.ints["in_block"] = {ib};
+      pool.ints["out_block"] = {ob};
+      cases.push_back(pool);
+      Workload gap = Parse(
+          "pool2d(C=32;H=7;N=1;OH=1;OW=1;W=7;count_include_pad=0;dilation=1,1;kernel=7,7;kind=1;"
+          "pad=0,0,0,0;stride=1,1)");
+      gap.ints["in_block"] = {ib};
+      gap.ints["out_block"] = {ob};
+      cases.push_back(gap);
+    }
+  }
+  for (int64_t stride : {1, 2}) {
+    Workload dw = SquareConv(1, 2 * b, 11, 11, 2 * b, 3, stride, 1, 1, 1, 2 * b);
+    dw.ints["in_block"] = {b};
+    dw.ints["out_block"] = {b};
+    dw.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
+    cases.push_back(dw);
+  }
+  std::map<int64_t, int> layouts;
+  for (const Workload& w : cases) {
+    const std::string what = w.Canonical();
+    Config def = *DefaultConfig(w, host);
+    ExpectMatchesReference(w, def, what);
+    auto choices = ChoicesOf(w, host);
+    if (w.op == "conv2d") {
+      ++layouts[def.at("layout")];
+      for (int64_t nchw_only : {0, 3}) {
+        EXPECT_EQ(std::count(choices["layout"].begin(), choices["layout"].end(), nchw_only), 0)
+            << what;
+        Config c = def;
+        c["layout"] = nchw_only;
+        EXPECT_FALSE(ValidateConfig(w, host, c).ok()) << what;
+      }
+    }
+    auto knobs = *KnobsOf(w, host);
+    int tried = 0;
+    for (int attempt = 0; attempt < 200 && tried < 6; ++attempt) {
+      Config c;
+      for (const Knob& k : knobs) c[k.name] = k.choices[rng() % k.choices.size()];
+      if (!ValidateConfig(w, host, c).ok()) continue;
+      ++tried;
+      ExpectMatchesReference(w, c, what);
+    }
+    EXPECT_GT(tried, 0) << what;
+  }
+  EXPECT_GT(layouts[1], 0);  // NCHWc
+  EXPECT_GT(layouts[2], 0);  // depthwise
 }
 
 // dense pack_b=1 (B as packed panels, a partial last panel zero-filled) and
