@@ -96,8 +96,8 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
-  if (c.at("layout") != 1 && c.at("par_rows")) {
-    return absl::InvalidArgumentError("conv2d: par_rows=1 needs layout=1");
+  if (c.at("layout") != 1 && (c.at("par_rows") || c.at("cin"))) {
+    return absl::InvalidArgumentError("conv2d: par_rows=1 and cin > 0 need layout=1");
   }
   if (Blocked(w) && (c.at("layout") == 0 || c.at("layout") == 3)) {
     return absl::InvalidArgumentError(

@@ -103,7 +103,17 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   // rows (each packs its own input rows) instead of the output-channel
   // blocks of one row block after another (the packing then serial).
   k.push_back({"par_rows", {0}});
+  // cin > 0: input-channel cache blocking. The accumulators of a whole block
+  // of rows (a scratch in L1) are computed cin input channels at a time,
+  // every pixel tile of the block in turn, so that a chunk's weights
+  // (kb x cin x R x S) are read from L1 for each tile instead of all the
+  // weights from L2 or farther (small images, whose weights are read once
+  // per tile: the 7x7 layers).
+  k.push_back({"cin", {0}});
   if (!ok) return k;
+  for (int64_t cin : {32, 64, 128, 256}) {
+    if (cin < C && C % cin == 0) k[6].choices.push_back(cin);
+  }
   k[5].choices = {0, 1};
   // kb: one or two vectors, or one or two output blocks (multiples of the
   // vector width; a kChannelBlock-wide block is a multiple of every width).
@@ -167,6 +177,16 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
                                              "two or more blocks of rows (rows=", c.at("rows"),
                                              " of ", w.Int("OH"), ")"));
   }
+  if (const int64_t cin = c.at("cin"); cin > 0) {
+    const int64_t acc = 4 * c.at("rows") * w.Int("OW") * kb;
+    if (cin % cb != 0 || acc > 32 * 1024 ||
+        (c.at("parallel") && !c.at("par_rows") && w.Int("K") / kb < 2)) {
+      return absl::InvalidArgumentError(
+          StrCat("conv2d NCHWc: cin=", cin, " needs cb dividing it, the accumulators of a block ",
+                 "of rows within 32 KiB (", acc, " bytes) and, in parallel, par_rows=1 or two ",
+                 "or more output-channel blocks"));
+    }
+  }
   const int64_t dbytes = DpackBytes(w, c.at("rows"));
   if (c.at("pack_data") && dbytes > kMaxScratchBytes) {
     return absl::InvalidArgumentError(
@@ -196,6 +216,7 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
   c["pack_data"] =
       w.IntOr("in_block", 0) > 0 ? choices("pack_data").front() : choices("pack_data").back();
   c["par_rows"] = 0;
+  c["cin"] = 0;
   if (!NchwcEligible(w, t)) return c;
   // The most output rows whose input rows stay in about half an L2:
   // weights are read once per block of rows. A small image (the 7x7 layers)
@@ -334,13 +355,23 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   s.Unroll(out, owi);
   if (cfg.at("parallel")) s.Parallel(out, cfg.at("par_rows") ? oho : Ko >= 2 ? ko : ohi);
   if (pack_data) s.ComputeAt(dpack, out, oho);
-  s.ComputeAt(conv, out, owo);
-  // conv: reductions outside the register tile [reg_n pixels x kb channels].
+  // conv: reductions outside the register tile [reg_n pixels x kb channels],
+  // computed per tile, or (cin > 0) per block of rows with the chunks of
+  // cin input channels outside its tiles.
+  const int64_t cin = cfg.at("cin");
+  s.ComputeAt(conv, out, cin > 0 ? ko : owo);
   te::IterVar cn = s.Axis(conv, 0), ck = s.Axis(conv, 1), coh = s.Axis(conv, 2),
               cow = s.Axis(conv, 3), ckv = s.Axis(conv, 4);
   te::IterVar rco_i = s.ReduceAxisOf(conv, 0), ry_i = s.ReduceAxisOf(conv, 1),
               rx_i = s.ReduceAxisOf(conv, 2), rci_i = s.ReduceAxisOf(conv, 3);
-  s.Reorder(conv, {cn, ck, coh, rco_i, ry_i, rx_i, rci_i, cow, ckv});
+  if (cin > 0) {
+    auto [rco_o, rco_in] = s.Split(conv, rco_i, cin / cb);
+    auto [cwo, cwi] = s.Split(conv, cow, rn);
+    s.Reorder(conv, {cn, ck, rco_o, coh, cwo, rco_in, ry_i, rx_i, rci_i, cwi, ckv});
+    cow = cwi;
+  } else {
+    s.Reorder(conv, {cn, ck, coh, rco_i, ry_i, rx_i, rci_i, cow, ckv});
+  }
   s.Unroll(conv, cow);
   s.Vectorize(conv, ckv);
   if (cfg.at("unroll_acc") && cb <= 16) s.Unroll(conv, rci_i);

@@ -376,6 +376,43 @@ TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
   }
 }
 
+// conv2d NCHWc with input-channel cache blocking (cin): the accumulators of
+// a block of rows computed cin input channels at a time, every tile in
+// turn; with and without padding, blocked or NCHW data, partial tiles.
+TEST(OpsNumeric, NchwcInputChannelChunksMatchReference) {
+  Target host = Target::Host();
+  const int64_t lanes = host.NativeVectorLanes();
+  int built = 0;
+  for (int64_t R : {1, 3}) {
+    for (int64_t ib : {int64_t{0}, kChannelBlock}) {
+      Workload w = SquareConv(1, 64, 7, 7, 2 * lanes, R, 1, R / 2, R / 2, 1, 1);
+      w.ints["in_block"] = {ib};
+      const std::string what = w.Canonical();
+      Config c = *DefaultConfig(w, host);
+      c["layout"] = 1;
+      auto choices = ChoicesOf(w, host);
+      ASSERT_EQ(choices["cin"], (std::vector<int64_t>{0, 32})) << what;
+      for (int64_t rn : {int64_t{4}, int64_t{7}}) {
+        c["cin"] = 32;
+        c["reg_n"] = rn;
+        // In parallel over blocks of one row (one output-channel block).
+        c["parallel"] = rn == 7;
+        c["par_rows"] = rn == 7;
+        c["rows"] = rn == 7 ? 1 : 7;
+        ASSERT_TRUE(ValidateConfig(w, host, c).ok()) << what << " " << ValidateConfig(w, host, c);
+        ++built;
+        ExpectMatchesReference(w, c, what);
+      }
+      c["cb"] = 16;
+      c["cin"] = 32;
+      EXPECT_TRUE(ValidateConfig(w, host, c).ok()) << what;
+      c["layout"] = 4;
+      EXPECT_FALSE(ValidateConfig(w, host, c).ok()) << what;  // cin is NCHWc's
+    }
+  }
+  EXPECT_EQ(built, 8);
+}
+
 // conv2d layout=3 (1x1 as GEMM on the NCHW tensors): the default of a 1x1
 // layer; every register tile, a batch, output channels not a multiple of the
 // tile, epilogues over the whole image and per channel.
