@@ -7,8 +7,13 @@
 // framework that keeps oneDNN's blocked layouts end to end would run it.
 // Ratios are oneDNN time / kiln time (higher is better for kiln; 1.0 ties).
 //
+// kiln's convolutions run as the layout pass runs them inside a network:
+// data and output in NCHW[16]c wherever the channels allow (the stem reads
+// NCHW), the counterpart of oneDNN's own blocked layouts; --nchw times them
+// on NCHW tensors instead (every kernel then packs and unpacks).
+//
 // Usage: kernels_vs_onednn_bench [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir]
-//                                [--set KNOB=V;...]
+//                                [--set KNOB=V;...] [--nchw]
 // --set overrides knobs of the default config (experiments on one shape).
 // Threads: oneDNN follows OMP_NUM_THREADS, kiln KILN_NUM_THREADS; set both
 // (bench/kernels.sh runs 1 and 2 threads).
@@ -131,6 +136,7 @@ int main(int argc, char** argv) {
   int trials = 0, repeat = 15;
   std::string only;
   Config overrides;
+  bool nchw = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     int64_t v = 0;
@@ -139,6 +145,8 @@ int main(int argc, char** argv) {
       (a == "--trials" ? trials : repeat) = static_cast<int>(v);
     } else if (a == "--dump-ir") {
       g_dump_ir = true;
+    } else if (a == "--nchw") {
+      nchw = true;
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (a == "--set" && i + 1 < argc) {
@@ -149,10 +157,10 @@ int main(int argc, char** argv) {
       }
       overrides = *c;
     } else {
-      std::fprintf(
-          stderr,
-          "usage: %s [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir] [--set K=V;...]\n",
-          argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir] [--set "
+                   "K=V;...] [--nchw]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -165,7 +173,10 @@ int main(int argc, char** argv) {
               dnnl_version()->minor);
   std::printf(
       "baseline: oneDNN primitive on its own layouts (format any), weights reordered "
-      "once; ratio = oneDNN time / kiln time\n\n");
+      "once; ratio = oneDNN time / kiln time\n");
+  std::printf("kiln convolutions: %s\n\n",
+              nchw ? "NCHW data and output (--nchw)"
+                   : "data and output in NCHW[16]c where the layout pass keeps them");
   std::printf("| shape | GFLOP | oneDNN ms | kiln default ms | ratio | max err |");
   if (trials > 0) std::printf(" best of %d ms | ratio | tuning s | best config |", trials);
   std::printf("\n|---|---:|---:|---:|---:|---:|");
@@ -175,7 +186,7 @@ int main(int argc, char** argv) {
   int n = 0;
   for (const Shape& s : kShapes) {
     if (!only.empty() && s.name.find(only) == std::string::npos) continue;
-    Workload w = KilnWorkload(s);
+    Workload w = KilnWorkload(s, !nchw);
     auto sig = w.Signature();
     auto def = kiln::compiler::DefaultConfig(w, target);
     if (def.ok()) {

@@ -39,7 +39,10 @@ inline const std::vector<Shape> kShapes = {
     {"dwconv 144 56 3x3 s2", true, 144, 144, 56, 3, 2, 1, 144},
 };
 
-inline Workload KilnWorkload(const Shape& s) {
+// blocked: a conv2d's data and output in channel blocks where the layout
+// pass (compiler/graph/passes.h PlanLayouts) stores them between layers of a
+// network (16-channel multiples; a depthwise layer only both ways).
+inline Workload KilnWorkload(const Shape& s, bool blocked = false) {
   Workload w;
   if (s.conv) {
     int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
@@ -58,6 +61,14 @@ inline Workload KilnWorkload(const Shape& s) {
               {"bias", {1}},
               {"OH", {oh}},
               {"OW", {oh}}};
+    const int64_t b = compiler::kChannelBlock;
+    const bool depthwise = s.g > 1 && s.g == s.a && s.b == s.a;
+    if (blocked && (s.g == 1 || depthwise)) {
+      const bool in = s.a % b == 0 && (s.g == 1 ? s.b % b == 0 : true);
+      const bool out = s.b % b == 0 && (!depthwise || in);
+      if (in && (!depthwise || out)) w.ints["in_block"] = {b};
+      if (out) w.ints["out_block"] = {b};
+    }
   } else {
     w.op = "dense";
     w.ints = {{"M", {s.a}},   {"N", {s.b}},     {"K", {s.c}},     {"transA", {0}}, {"transB", {0}},
