@@ -248,17 +248,30 @@ std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t b) {
 
 namespace {
 
-// in_block / out_block: absent, 0, or a positive divisor of C / of the
-// output channels `out_channels` (K for conv2d, C for pool2d).
+// in_block / out_block: absent, 0, or kChannelBlock dividing C / the output
+// channels `out_channels` (K for conv2d, C for pool2d); a blocked conv2d is
+// one a template reads and writes in blocks: ungrouped with K a multiple of
+// the block, or depthwise with its data and output alike.
 absl::Status CheckBlocks(const Workload& w, const char* out_channels) {
   const std::pair<const char*, const char*> blocks[] = {{"in_block", "C"},
                                                         {"out_block", out_channels}};
   for (const auto& [name, channels] : blocks) {
     const int64_t b = w.IntOr(name, 0);
-    if (b < 0 || (b > 0 && w.Int(channels) % b != 0)) {
-      return absl::InvalidArgumentError(
-          StrCat(w.op, ": ", name, "=", b, " does not divide ", channels, "=", w.Int(channels)));
+    if (b != 0 && (b != kChannelBlock || w.Int(channels) % b != 0)) {
+      return absl::InvalidArgumentError(StrCat(w.op, ": ", name, "=", b, " must be 0 or ",
+                                               kChannelBlock, " dividing ", channels, "=",
+                                               w.Int(channels)));
     }
+  }
+  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
+  if (w.op != "conv2d" || (ib == 0 && ob == 0)) return absl::OkStatus();
+  const int64_t g = w.Int("groups"), C = w.Int("C"), K = w.Int("K");
+  const bool ungrouped = g == 1 && K % kChannelBlock == 0;
+  const bool depthwise = g > 1 && g == C && K == C && ib == ob;
+  if (!ungrouped && !depthwise) {
+    return absl::InvalidArgumentError(
+        "conv2d: channel blocks need an ungrouped layer with K a multiple of the block, or a "
+        "depthwise one with its data and output both blocked");
   }
   return absl::OkStatus();
 }

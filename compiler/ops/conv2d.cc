@@ -88,6 +88,9 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   if (DepthwiseEligible(w)) k.back().choices.push_back(2);
   if (GemmEligible(w, t)) k.back().choices.push_back(3);
   if (WinogradEligible(w, t)) k.back().choices.push_back(4);
+  // Never empty (a target whose vectors are wider than a block): NCHWc,
+  // which its check then refuses with the reason.
+  if (k.back().choices.empty()) k.back().choices.push_back(1);
   for (Knob& n : NchwcKnobs(w, t)) k.push_back(std::move(n));
   for (Knob& n : DepthwiseKnobs(w, t)) k.push_back(std::move(n));
   for (Knob& n : GemmKnobs(w, t)) k.push_back(std::move(n));

@@ -606,6 +606,27 @@ TEST(OpsNumeric, BlockedLayoutsMatchReference) {
   }
   EXPECT_GT(layouts[1], 0);  // NCHWc
   EXPECT_GT(layouts[2], 0);  // depthwise
+  // Blocks no template reads or writes are refused with the workload, not
+  // left to the templates: another block size, a block that does not divide
+  // the channels, a grouped layer, K not a multiple of the block, a
+  // depthwise layer blocked one way only.
+  for (const char* bad :
+       {"conv2d(C=32;H=8;K=32;N=1;OH=8;OW=8;R=1;S=1;W=8;bias=0;dilation=1,1;groups=1;in_block=8;"
+        "pad=0,0,0,0;stride=1,1)",
+        "conv2d(C=24;H=8;K=32;N=1;OH=8;OW=8;R=1;S=1;W=8;bias=0;dilation=1,1;groups=1;in_block=16;"
+        "pad=0,0,0,0;stride=1,1)",
+        "conv2d(C=32;H=8;K=32;N=1;OH=8;OW=8;R=1;S=1;W=8;bias=0;dilation=1,1;groups=2;in_block=16;"
+        "pad=0,0,0,0;stride=1,1)",
+        "conv2d(C=32;H=8;K=24;N=1;OH=8;OW=8;R=1;S=1;W=8;bias=0;dilation=1,1;groups=1;in_block=16;"
+        "pad=0,0,0,0;stride=1,1)",
+        "conv2d(C=32;H=8;K=32;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=0;dilation=1,1;groups=32;in_block=16;"
+        "pad=1,1,1,1;stride=1,1)",
+        "pool2d(C=24;H=9;N=1;OH=5;OW=5;W=9;dilation=1,1;kernel=3,3;kind=0;out_block=16;pad=1,1,1,"
+        "1;stride=2,2)"}) {
+    auto w = Workload::Parse(bad);
+    EXPECT_TRUE(!w.ok() || !w->Signature().ok()) << bad;
+    if (w.ok()) EXPECT_EQ(w->Signature().status().code(), absl::StatusCode::kInvalidArgument);
+  }
 }
 
 // dense pack_b=1 (B as packed panels, a partial last panel zero-filled) and
