@@ -241,6 +241,11 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
   return w;
 }
 
+bool IsDepthwiseConv(const Workload& w) {
+  return w.op == "conv2d" && w.Int("groups") > 1 && w.Int("groups") == w.Int("C") &&
+         w.Int("K") == w.Int("C");
+}
+
 std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t b) {
   if (b <= 0 || nchw.size() != 4) return nchw;
   return {nchw[0], nchw[1] / b, nchw[2], nchw[3], b};
@@ -265,9 +270,8 @@ absl::Status CheckBlocks(const Workload& w, const char* out_channels) {
   }
   const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
   if (w.op != "conv2d" || (ib == 0 && ob == 0)) return absl::OkStatus();
-  const int64_t g = w.Int("groups"), C = w.Int("C"), K = w.Int("K");
-  const bool ungrouped = g == 1 && K % kChannelBlock == 0;
-  const bool depthwise = g > 1 && g == C && K == C && ib == ob;
+  const bool ungrouped = w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0;
+  const bool depthwise = IsDepthwiseConv(w) && ib == ob;
   if (!ungrouped && !depthwise) {
     return absl::InvalidArgumentError(
         "conv2d: channel blocks need an ungrouped layer with K a multiple of the block, or a "

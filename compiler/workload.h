@@ -134,6 +134,9 @@ struct Workload {
   static absl::StatusOr<Workload> Parse(std::string_view canonical);
 };
 
+// A depthwise conv2d: groups = C = K > 1.
+bool IsDepthwiseConv(const Workload& w);
+
 // An injective producer (an eltwise or injective generic workload, itself
 // possibly with prologues and an epilogue) computed inside its consumer's
 // kernel in place of the consumer's op input `input`: the kernel takes the

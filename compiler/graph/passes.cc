@@ -306,11 +306,6 @@ size_t OpInputs(const Node& n) {
   return n.inputs.size() - operands;
 }
 
-bool IsDepthwise(const Workload& w) {
-  return w.op == "conv2d" && w.Int("groups") > 1 && w.Int("groups") == w.Int("C") &&
-         w.Int("K") == w.Int("C");
-}
-
 // A float32 conv2d (ungrouped or depthwise) or pool2d without prologues.
 bool BlockableOp(const Node& n) {
   if (n.kind != NodeKind::kCompute || !n.workload.prologue.empty() ||
@@ -319,7 +314,7 @@ bool BlockableOp(const Node& n) {
   }
   const Workload& w = n.workload;
   if (w.op == "pool2d") return true;
-  return w.op == "conv2d" && (w.Int("groups") == 1 || IsDepthwise(w));
+  return w.op == "conv2d" && (w.Int("groups") == 1 || IsDepthwiseConv(w));
 }
 
 // Whether n can write its output in channel blocks.
@@ -359,7 +354,7 @@ void PlanLayouts(Graph& g) {
         if (blockable && k == 0) {
           const Workload& w = n.workload;
           ok = w.op == "pool2d" || (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) ||
-               (IsDepthwise(w) && blocked[n.output]);
+               (IsDepthwiseConv(w) && blocked[n.output]);
         } else if (blockable && k >= n_op) {
           ok = blocked[n.output];  // an operand of the output's shape
         }
@@ -368,7 +363,7 @@ void PlanLayouts(Graph& g) {
       if (!blockable || !blocked[n.output]) continue;
       // A depthwise conv reads blocks into blocks; epilogue operands are read
       // in the output's layout.
-      if (IsDepthwise(n.workload) && !blocked[n.inputs[0]]) unblock(n.output);
+      if (IsDepthwiseConv(n.workload) && !blocked[n.inputs[0]]) unblock(n.output);
       for (size_t k = n_op; k < n.inputs.size(); ++k) {
         if (!blocked[n.inputs[k]]) unblock(n.output);
       }

@@ -9,6 +9,7 @@
 // loops ordered by `order`, kernel width optionally unrolled (unroll_s);
 // `parallel` runs the fused batch x output-channel-block loop in parallel.
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -59,6 +60,72 @@ te::Tensor ConvOutput(const Workload& w, const te::Tensor& conv, const te::Tenso
                        if (bias.defined()) y = y + bias({i[1]});
                        return ApplyEpilogue(w, y, i, eps);
                      });
+}
+
+Expr PaddedLoad(const Workload& w, const Expr& h_pad, const Expr& x_pad,
+                const std::function<Expr(const Expr&, const Expr&)>& load) {
+  const auto& pad = w.Ints("pad");
+  const int64_t H = w.Int("H"), W = w.Int("W");
+  Expr h = h_pad - IntImm(pad[0]), x = x_pad - IntImm(pad[1]);
+  Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
+  Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
+  return Select(ok, load(hc, xc), FloatImm(0.0));
+}
+
+te::Tensor ChannelTiledOutput(
+    const Workload& w, int64_t kb, const te::Tensor& bias, const std::vector<te::Tensor>& eps,
+    const std::function<Expr(const Var&, const Expr&, const Expr&, const Var&, const Var&)>& src) {
+  const int64_t N = w.Int("N"), K = w.Int("K"), OH = w.Int("OH"), OW = w.Int("OW");
+  const int64_t ob = w.IntOr("out_block", 0);
+  if (ob == 0) {
+    return te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
+      Expr y = src(i[0], FloorDiv(i[1], IntImm(kb)), FloorMod(i[1], IntImm(kb)), i[2], i[3]);
+      if (bias.defined()) y = y + bias({i[1]});
+      return ApplyEpilogue(w, y, i, eps);
+    });
+  }
+  const int64_t m = kb / ob;  // blocks per tile
+  return te::Compute("out", {N, K / ob, OH, OW, ob}, [&](const std::vector<Var>& i) {
+    Expr y = src(i[0], FloorDiv(i[1], IntImm(m)), FloorMod(i[1], IntImm(m)) * IntImm(ob) + i[4],
+                 i[2], i[3]);
+    if (bias.defined()) y = y + bias({i[1] * IntImm(ob) + i[4]});
+    return ApplyEpilogue(w, y, i, eps);
+  });
+}
+
+ChannelTileAxes SplitChannelTiles(te::Schedule& s, const te::Tensor& out, const Workload& w,
+                                  int64_t kb) {
+  ChannelTileAxes a;
+  const int64_t ob = w.IntOr("out_block", 0);
+  if (ob == 0) {
+    std::tie(a.ko, a.kv) = s.Split(out, s.Axis(out, 1), kb);
+    return a;
+  }
+  a.ko = s.Axis(out, 1);
+  a.kv = s.Axis(out, 4);
+  if (kb > ob) std::tie(a.ko, a.km) = s.Split(out, a.ko, kb / ob);
+  return a;
+}
+
+std::vector<int64_t> ChannelTileChoices(const Workload& w, const Target& t) {
+  const int lanes = t.NativeVectorLanes();
+  const int64_t ob = w.IntOr("out_block", 0), unit = ob > 0 ? ob : lanes;
+  std::vector<int64_t> choices;
+  for (int64_t kb : {unit, 2 * unit}) {
+    if (w.Int("K") % kb == 0 && kb % lanes == 0) choices.push_back(kb);
+  }
+  if (choices.empty()) choices.push_back(unit);
+  return choices;
+}
+
+absl::Status CheckChannelTile(const Workload& w, const Target& t, int64_t kb, const char* knob) {
+  const int64_t ob = w.IntOr("out_block", 0);
+  if (kb % t.NativeVectorLanes() != 0 || w.Int("K") % kb != 0 || (ob > 0 && kb % ob != 0)) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d: ", knob, "=", kb, " must be a multiple of the vector width (",
+               t.NativeVectorLanes(), ") and of out_block (", ob, ") dividing K"));
+  }
+  return absl::OkStatus();
 }
 
 namespace {
@@ -224,11 +291,9 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& cf
   if (padded) {
     auto [PH, PW] = PaddedExtent(w);
     pd = te::Compute("pad", {N, C, PH, PW}, [&](const std::vector<Var>& i) {
-      Expr h = i[2] - IntImm(pad[0]), x = i[3] - IntImm(pad[1]);
-      Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
-      // Clamped indices keep the (unselected) load in bounds.
-      Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
-      return Select(ok, data({i[0], i[1], hc, xc}), FloatImm(0.0));
+      return PaddedLoad(w, i[2], i[3], [&](const Expr& hc, const Expr& xc) {
+        return data({i[0], i[1], hc, xc});
+      });
     });
   }
   IterRange rc = te::ReduceAxis(Cg, "rc"), ry = te::ReduceAxis(R, "ry"),

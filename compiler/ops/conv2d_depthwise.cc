@@ -43,8 +43,8 @@ int64_t ChannelScratchBytes(const Workload& w) {
 }  // namespace
 
 bool DepthwiseEligible(const Workload& w) {
-  return w.Int("groups") > 1 && w.Int("groups") == w.Int("C") && w.Int("K") == w.Int("C") &&
-         w.Int("R") * w.Int("S") <= 64 && w.IntOr("in_block", 0) == w.IntOr("out_block", 0);
+  return IsDepthwiseConv(w) && w.Int("R") * w.Int("S") <= 64 &&
+         w.IntOr("in_block", 0) == w.IntOr("out_block", 0);
 }
 
 std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t) {
@@ -105,7 +105,6 @@ absl::StatusOr<Built> BuildDepthwiseBlocked(const Workload& w, const Config& cfg
   const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W");
   const int64_t R = w.Int("R"), S = w.Int("S"), OH = w.Int("OH"), OW = w.Int("OW");
   const auto& st = w.Ints("stride");
-  const auto& pad = w.Ints("pad");
   const auto& dil = w.Ints("dilation");
   const auto [PH, PW] = PaddedExtent(w);
   const int64_t Cb = C / b;
@@ -118,11 +117,9 @@ absl::StatusOr<Built> BuildDepthwiseBlocked(const Workload& w, const Config& cfg
   if (!wpack_of.ok()) return wpack_of.status();
   te::Tensor wpack = te::Placeholder("weight_packed", {Cb, 1, R, S, b});
   te::Tensor prow = te::Compute("prow5", {N, Cb, PH, PW, b}, [&](const std::vector<Var>& i) {
-    Expr h = i[2] - IntImm(pad[0]), x = i[3] - IntImm(pad[1]);
-    Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
-    // Clamped indices keep the (unselected) load in bounds.
-    Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
-    return Select(ok, data({i[0], i[1], hc, xc, i[4]}), FloatImm(0.0));
+    return PaddedLoad(w, i[2], i[3], [&](const Expr& hc, const Expr& xc) {
+      return data({i[0], i[1], hc, xc, i[4]});
+    });
   });
   IterRange ry = te::ReduceAxis(R, "ry"), rx = te::ReduceAxis(S, "rx");
   te::Tensor conv = te::Compute("conv", {N, Cb, OH, OW, b}, [&](const std::vector<Var>& i) {
@@ -168,7 +165,6 @@ absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Target& t, const C
   const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W");
   const int64_t R = w.Int("R"), S = w.Int("S"), OH = w.Int("OH"), OW = w.Int("OW");
   const auto& st = w.Ints("stride");
-  const auto& pad = w.Ints("pad");
   const auto& dil = w.Ints("dilation");
   const int64_t sw = st[1], PH = PaddedExtent(w).first, PWs = PhaseColumns(w);
   te::Tensor data = te::Placeholder("data", {N, C, H, W});
@@ -177,11 +173,9 @@ absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Target& t, const C
   if (w.Int("bias")) bias = te::Placeholder("bias", {C});
   auto eps = EpilogueOperands(w);
   te::Tensor prow = te::Compute("prow", {N, C, PH, sw, PWs}, [&](const std::vector<Var>& i) {
-    Expr h = i[2] - IntImm(pad[0]), x = i[4] * IntImm(sw) + i[3] - IntImm(pad[1]);
-    Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
-    // Clamped indices keep the (unselected) load in bounds.
-    Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
-    return Select(ok, data({i[0], i[1], hc, xc}), FloatImm(0.0));
+    return PaddedLoad(w, i[2], i[4] * IntImm(sw) + i[3], [&](const Expr& hc, const Expr& xc) {
+      return data({i[0], i[1], hc, xc});
+    });
   });
   IterRange ry = te::ReduceAxis(R, "ry"), rx = te::ReduceAxis(S, "rx");
   te::Tensor conv = te::Compute("conv", {N, C, OH, OW}, [&](const std::vector<Var>& i) {

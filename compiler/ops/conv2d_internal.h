@@ -3,6 +3,7 @@
 // NCHW (conv2d.cc), NCHW[x]c inside the kernel (conv2d_nchwc.cc),
 // depthwise rows (conv2d_depthwise.cc) and 1x1 as GEMM (conv2d_gemm.cc).
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,35 @@ std::pair<int64_t, int64_t> PaddedExtent(const Workload& w);
 // (bias when defined).
 te::Tensor ConvOutput(const Workload& w, const te::Tensor& conv, const te::Tensor& bias,
                       const std::vector<te::Tensor>& eps);
+
+// The zero-padded input at padded row h_pad and column x_pad (before the
+// top / left padding is subtracted): load(hc, xc) at the clamped in-bounds
+// indices (the unselected loads stay in bounds, also past the padded
+// extent), zero outside the H x W input.
+ir::Expr PaddedLoad(const Workload& w, const ir::Expr& h_pad, const ir::Expr& x_pad,
+                    const std::function<ir::Expr(const ir::Expr&, const ir::Expr&)>& load);
+
+// The output stage of a template whose result comes in tiles of kb output
+// channels: src(n, ko, kin, oh, ow) is channel ko*kb + kin. NCHW (out_block
+// 0): out[n][k][oh][ow]; blocked: out[n][k / ob][oh][ow][k % ob], kb a
+// multiple of ob. Bias and epilogue applied.
+te::Tensor ChannelTiledOutput(
+    const Workload& w, int64_t kb, const te::Tensor& bias, const std::vector<te::Tensor>& eps,
+    const std::function<ir::Expr(const ir::Var&, const ir::Expr&, const ir::Expr&, const ir::Var&,
+                                 const ir::Var&)>& src);
+// Splits ChannelTiledOutput's channel axis into ko (tiles of kb channels),
+// km (the tile's blocks, blocked output with kb > ob; else null) and kv (the
+// channels of a tile, or of a block: the vector).
+struct ChannelTileAxes {
+  te::IterVar ko, km, kv;
+};
+ChannelTileAxes SplitChannelTiles(te::Schedule& s, const te::Tensor& out, const Workload& w,
+                                  int64_t kb);
+// kb choices of a channel-tiled template: one or two vectors, or one or two
+// output blocks, dividing K (never empty: a lone invalid choice is refused by
+// CheckChannelTile); and the check of a config's kb.
+std::vector<int64_t> ChannelTileChoices(const Workload& w, const Target& t);
+absl::Status CheckChannelTile(const Workload& w, const Target& t, int64_t kb, const char* knob);
 
 // Vector accumulators of a register tile of `tiles` pixels (or tiles) x kb
 // output channels, and the most the target's registers hold beside one

@@ -117,13 +117,8 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   k[5].choices = {0, 1};
   // kb: one or two vectors, or one or two output blocks (multiples of the
   // vector width; a kChannelBlock-wide block is a multiple of every width).
-  const int64_t ob = w.IntOr("out_block", 0), ib = w.IntOr("in_block", 0);
-  const int64_t kunit = ob > 0 ? ob : lanes;
-  k[0].choices.clear();
-  for (int64_t kb : {kunit, 2 * kunit}) {
-    if (K % kb == 0 && kb % lanes == 0) k[0].choices.push_back(kb);
-  }
-  if (k[0].choices.empty()) k[0].choices.push_back(kunit);  // rejected by NchwcCheck
+  const int64_t ib = w.IntOr("in_block", 0);
+  k[0].choices = ChannelTileChoices(w, t);
   k[1].choices.clear();
   for (int64_t cb : {1, 2, 4, 8, 16}) {
     if (C % cb == 0 && (ib == 0 || ib % cb == 0)) k[1].choices.push_back(cb);
@@ -165,12 +160,10 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
                " for accumulators)"));
   }
   if (C % cb != 0) return absl::InvalidArgumentError("conv2d NCHWc: cb must divide C");
-  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
-  if ((ib > 0 && ib % cb != 0) || (ob > 0 && kb % ob != 0) || kb % t.NativeVectorLanes() != 0 ||
-      w.Int("K") % kb != 0) {
-    return absl::InvalidArgumentError(StrCat(
-        "conv2d NCHWc: kb=", kb, " must be a multiple of the vector width (", t.NativeVectorLanes(),
-        ") and of out_block (", ob, ") dividing K; cb=", cb, " must divide in_block (", ib, ")"));
+  if (auto s = CheckChannelTile(w, t, kb, "kb"); !s.ok()) return s;
+  if (const int64_t ib = w.IntOr("in_block", 0); ib > 0 && ib % cb != 0) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d NCHWc: cb=", cb, " must divide in_block (", ib, ")"));
   }
   if (c.at("par_rows") && (!c.at("parallel") || w.Int("OH") / c.at("rows") < 2)) {
     return absl::InvalidArgumentError(StrCat("conv2d NCHWc: par_rows=1 needs parallel=1 and ",
@@ -266,11 +259,10 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
   const int64_t R = w.Int("R"), S = w.Int("S"), OH = w.Int("OH"), OW = w.Int("OW");
   const auto& st = w.Ints("stride");
-  const auto& pad = w.Ints("pad");
   const auto& dil = w.Ints("dilation");
   const int64_t kb = cfg.at("kb"), cb = cfg.at("cb"), rn = cfg.at("reg_n");
   const int64_t Ko = K / kb, Co = C / cb;
-  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
+  const int64_t ib = w.IntOr("in_block", 0);
   auto [PH, PW] = PaddedExtent(w);
   te::Tensor data = te::Placeholder("data", BlockedShape({N, C, H, W}, ib));
   // Input channel co*cb + ci (ci < cb; cb divides in_block) at (n, h, x).
@@ -286,10 +278,9 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
   // Clamped indices keep the (unselected) loads in bounds, also for the
   // columns a tile reads past the padded width.
   te::Tensor dpack = te::Compute("dpack", {N, Co, PH, PW, cb}, [&](const std::vector<Var>& i) {
-    Expr h = i[2] - IntImm(pad[0]), x = i[3] - IntImm(pad[1]);
-    Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
-    Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
-    return Select(ok, input(i[0], i[1], i[4], hc, xc), FloatImm(0.0));
+    return PaddedLoad(w, i[2], i[3], [&](const Expr& hc, const Expr& xc) {
+      return input(i[0], i[1], i[4], hc, xc);
+    });
   });
   // The weights are packed once, ahead of the calls (Built::packs), into
   // [K/kb][C/cb][R][S][cb][kb] blocks.
@@ -306,51 +297,30 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
         pack_data ? dpack({i[0], rco.var, h, x, rci.var}) : input(i[0], rco.var, rci.var, h, x);
     return te::Sum(in * wpack({i[1], rco.var, ry.var, rx.var, rci.var, i[4]}), {rco, ry, rx, rci});
   });
-  // NCHW: out[n][k][oh][ow]; blocked: out[n][k / ob][oh][ow][k % ob], where
-  // a tile's kb channels are m = kb / ob whole blocks.
-  const int64_t m = ob > 0 ? kb / ob : 1;
-  te::Tensor out;
-  if (ob == 0) {
-    out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
-      Expr y = conv({i[0], FloorDiv(i[1], IntImm(kb)), i[2], i[3], FloorMod(i[1], IntImm(kb))});
-      if (bias.defined()) y = y + bias({i[1]});
-      return ApplyEpilogue(w, y, i, eps);
-    });
-  } else {
-    out = te::Compute("out", {N, K / ob, OH, OW, ob}, [&](const std::vector<Var>& i) {
-      Expr y = conv({i[0], FloorDiv(i[1], IntImm(m)), i[2], i[3],
-                     FloorMod(i[1], IntImm(m)) * IntImm(ob) + i[4]});
-      if (bias.defined()) y = y + bias({i[1] * IntImm(ob) + i[4]});
-      return ApplyEpilogue(w, y, i, eps);
-    });
-  }
+  te::Tensor out = ChannelTiledOutput(
+      w, kb, bias, eps,
+      [&](const Var& n, const Expr& ko, const Expr& kin, const Var& oh, const Var& ow) {
+        return conv({n, ko, oh, ow, kin});
+      });
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
-  te::IterVar ko, kv;
-  if (ob == 0) {
-    std::tie(ko, kv) = s.Split(out, s.Axis(out, 1), kb);
-  } else {
-    ko = s.Axis(out, 1);
-  }
+  auto [ko, km, kv] = SplitChannelTiles(s, out, w, kb);
   auto [oho, ohi] = s.Split(out, s.Axis(out, 2), cfg.at("rows"));
   auto [owo, owi] = s.Split(out, s.Axis(out, 3), rn);
-  if (ob == 0) {
+  if (km) {
+    s.Reorder(out, {oho, ko, ohi, owo, owi, km, kv});
+    s.Unroll(out, km);
+  } else {
     s.Reorder(out, {oho, ko, ohi, owo, owi, kv});
+  }
+  if (w.IntOr("out_block", 0) > 0) {
+    // A vector store per pixel and block.
+    s.Vectorize(out, kv);
+  } else {
     // Unrolled, so that the accumulator tile is read at constant offsets and
     // stays in registers (a vector store here would scatter along K).
     s.Unroll(out, kv);
-  } else {
-    // The tile's m blocks unrolled, each pixel's block one vector store.
-    te::IterVar v = s.Axis(out, 4), km;
-    if (m > 1) std::tie(ko, km) = s.Split(out, ko, m);
-    if (m > 1) {
-      s.Reorder(out, {oho, ko, ohi, owo, owi, km, v});
-      s.Unroll(out, km);
-    } else {
-      s.Reorder(out, {oho, ko, ohi, owo, owi, v});
-    }
-    s.Vectorize(out, v);
   }
   s.Unroll(out, owi);
   if (cfg.at("parallel")) s.Parallel(out, cfg.at("par_rows") ? oho : Ko >= 2 ? ko : ohi);

@@ -35,7 +35,6 @@
 // multiple of the block: one vector store per block and pixel.
 #include <algorithm>
 #include <array>
-#include <tuple>
 
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
@@ -134,12 +133,7 @@ std::vector<Knob> WinogradKnobs(const Workload& w, const Target& t) {
   if (!WinogradEligible(w, t)) return k;
   k[3].choices = {0, 1};
   const int lanes = t.NativeVectorLanes();
-  const int64_t ob = w.IntOr("out_block", 0), kunit = ob > 0 ? ob : lanes;
-  k[0].choices.clear();
-  for (int64_t kb : {kunit, 2 * kunit}) {
-    if (w.Int("K") % kb == 0 && kb % lanes == 0) k[0].choices.push_back(kb);
-  }
-  if (k[0].choices.empty()) k[0].choices.push_back(kunit);  // rejected by WinogradCheck
+  k[0].choices = ChannelTileChoices(w, t);
   k[1].choices.clear();
   const int64_t TW = Tiles(w.Int("OW"));
   for (int64_t d = 1; d <= std::min<int64_t>(TW, 16); ++d) {
@@ -162,12 +156,7 @@ absl::Status WinogradCheck(const Workload& w, const Target& t, const Config& c) 
         "multiple of the vector width and a row of tiles' scratch within 1 MiB");
   }
   const int64_t kb = c.at("wg_kb"), tiles = c.at("wg_tw") * c.at("wg_rows");
-  const int64_t ob = w.IntOr("out_block", 0);
-  if (kb % t.NativeVectorLanes() != 0 || w.Int("K") % kb != 0 || (ob > 0 && kb % ob != 0)) {
-    return absl::InvalidArgumentError(
-        StrCat("conv2d Winograd: wg_kb=", kb, " must be a multiple of the vector width (",
-               t.NativeVectorLanes(), ") and of out_block (", ob, ") dividing K"));
-  }
+  if (auto s = CheckChannelTile(w, t, kb, "wg_kb"); !s.ok()) return s;
   if (!TileFits(t, kb, tiles)) {
     return absl::InvalidArgumentError(StrCat(
         "conv2d Winograd: a ", tiles, "-tile x ", kb, "-channel accumulator tile needs ",
@@ -215,9 +204,8 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   const int lanes = t.NativeVectorLanes();
   const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
   const int64_t OH = w.Int("OH"), OW = w.Int("OW");
-  const auto& pad = w.Ints("pad");
   const int64_t kb = cfg.at("wg_kb"), Ko = K / kb, TH = Tiles(OH), TW = Tiles(OW);
-  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
+  const int64_t ib = w.IntOr("in_block", 0);
   te::Tensor data = te::Placeholder("data", BlockedShape({N, C, H, W}, ib));
   te::Tensor weight = te::Placeholder("weight", {K, C, 3, 3});
   te::Tensor bias;
@@ -241,13 +229,12 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   // The zero-padded input at row i*4 + p of tile row th, column x, channel
   // c (NCHW) or block c, lane cv (blocked); clamped indices keep the
   // unselected loads in bounds (also past the last tile's edge).
-  auto padded = [&](const Var& n, const Var& th, size_t p, const Var& c, const Var& x0,
+  auto padded = [&](const Var& n, const Var& th, size_t p, const Var& c, const Var& x,
                     const Var* cv) {
-    Expr h = th * IntImm(kTile) + IntImm(static_cast<int64_t>(p) - pad[0]);
-    Expr x = x0 - IntImm(pad[1]);
-    Expr ok = h >= IntImm(0) && h < IntImm(H) && x >= IntImm(0) && x < IntImm(W);
-    Expr hc = Min(Max(h, IntImm(0)), IntImm(H - 1)), xc = Min(Max(x, IntImm(0)), IntImm(W - 1));
-    return Select(ok, cv ? data({n, c, hc, xc, *cv}) : data({n, c, hc, xc}), FloatImm(0.0));
+    Expr h = th * IntImm(kTile) + IntImm(static_cast<int64_t>(p));
+    return PaddedLoad(w, h, x, [&](const Expr& hc, const Expr& xc) {
+      return cv ? data({n, c, hc, xc, *cv}) : data({n, c, hc, xc});
+    });
   };
   te::Tensor t1, v, macc;
   if (ib == 0) {
@@ -300,40 +287,18 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
           return y2({i[0], i[1], i[2], i[3], ti, IntImm(static_cast<int64_t>(b)), i[5]});
         });
       });
-  // Output channel k = ko*kb + kin at pixel (oh, ow), from Y.
-  auto yat = [&](const Var& n, const Expr& ko, const Expr& kin, const Var& oh, const Var& ow) {
-    return y({n, FloorDiv(oh, IntImm(kTile)), ko, FloorDiv(ow, IntImm(kTile)),
-              FloorMod(oh, IntImm(kTile)) * IntImm(kTile) + FloorMod(ow, IntImm(kTile)), kin});
-  };
-  // Blocked output: a tile's kb channels are m = kb / ob whole blocks.
-  const int64_t m = ob > 0 ? kb / ob : 1;
-  te::Tensor out;
-  if (ob == 0) {
-    out = te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
-      Expr e = yat(i[0], FloorDiv(i[1], IntImm(kb)), FloorMod(i[1], IntImm(kb)), i[2], i[3]);
-      if (bias.defined()) e = e + bias({i[1]});
-      return ApplyEpilogue(w, e, i, eps);
-    });
-  } else {
-    out = te::Compute("out", {N, K / ob, OH, OW, ob}, [&](const std::vector<Var>& i) {
-      Expr e = yat(i[0], FloorDiv(i[1], IntImm(m)), FloorMod(i[1], IntImm(m)) * IntImm(ob) + i[4],
-                   i[2], i[3]);
-      if (bias.defined()) e = e + bias({i[1] * IntImm(ob) + i[4]});
-      return ApplyEpilogue(w, e, i, eps);
-    });
-  }
+  // Output channel ko*kb + kin at pixel (oh, ow), from Y.
+  te::Tensor out = ChannelTiledOutput(
+      w, kb, bias, eps,
+      [&](const Var& n, const Expr& ko, const Expr& kin, const Var& oh, const Var& ow) {
+        return y({n, FloorDiv(oh, IntImm(kTile)), ko, FloorDiv(ow, IntImm(kTile)),
+                  FloorMod(oh, IntImm(kTile)) * IntImm(kTile) + FloorMod(ow, IntImm(kTile)), kin});
+      });
 
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
-  te::IterVar ko, kv, km;
-  if (ob == 0) {
-    std::tie(ko, kv) = s.Split(out, s.Axis(out, 1), kb);
-  } else {
-    ko = s.Axis(out, 1);
-    kv = s.Axis(out, 4);
-    if (m > 1) std::tie(ko, km) = s.Split(out, ko, m);
-  }
+  auto [ko, km, kv] = SplitChannelTiles(s, out, w, kb);
   auto [th, ti] = s.Split(out, s.Axis(out, 2), kTile);
   auto [tw, tj] = s.Split(out, s.Axis(out, 3), kTile);
   auto [tho, thi] = s.Split(out, th, cfg.at("wg_rows"));
