@@ -62,7 +62,7 @@ inline Workload KilnWorkload(const Shape& s, bool blocked = false) {
               {"OH", {oh}},
               {"OW", {oh}}};
     const int64_t b = compiler::kChannelBlock;
-    const bool depthwise = s.g > 1 && s.g == s.a && s.b == s.a;
+    const bool depthwise = compiler::IsDepthwiseConv(w);
     if (blocked && (s.g == 1 || depthwise)) {
       const bool in = s.a % b == 0 && (s.g == 1 ? s.b % b == 0 : true);
       const bool out = s.b % b == 0 && (!depthwise || in);

@@ -185,22 +185,29 @@ TEST(OpsLower, DenseDefaultIsVectorizedWithLocalAccumulator) {
 
 using test_util::ExpectMatchesReference;
 
+// Checks up to `want` random valid configs (of `attempts` drawn) of w
+// against the reference; returns how many were valid.
+int CheckRandomConfigs(const Workload& w, const Target& host, std::mt19937& rng, int attempts,
+                       int want, const std::string& what) {
+  auto knobs = *KnobsOf(w, host);
+  int tried = 0;
+  for (int attempt = 0; attempt < attempts && tried < want; ++attempt) {
+    Config c;
+    for (const Knob& k : knobs) c[k.name] = k.choices[rng() % k.choices.size()];
+    if (!ValidateConfig(w, host, c).ok()) continue;
+    ++tried;
+    ExpectMatchesReference(w, c, what);
+  }
+  return tried;
+}
+
 TEST(OpsNumeric, DefaultAndRandomConfigsMatchReference) {
   Target host = Target::Host();
   std::mt19937 rng(42);
   for (const char* s : AllWorkloads()) {
     Workload w = Parse(s);
     ExpectMatchesReference(w, *DefaultConfig(w, host), s);
-    auto knobs = *KnobsOf(w, host);
-    int tried = 0;
-    for (int attempt = 0; attempt < 40 && tried < 5; ++attempt) {
-      Config c;
-      for (const Knob& k : knobs) c[k.name] = k.choices[rng() % k.choices.size()];
-      if (!ValidateConfig(w, host, c).ok()) continue;
-      ++tried;
-      ExpectMatchesReference(w, c, s);
-    }
-    EXPECT_GT(tried, 0) << s;
+    EXPECT_GT(CheckRandomConfigs(w, host, rng, 40, 5, s), 0) << s;
   }
 }
 
@@ -593,16 +600,7 @@ TEST(OpsNumeric, BlockedLayoutsMatchReference) {
         EXPECT_FALSE(ValidateConfig(w, host, c).ok()) << what;
       }
     }
-    auto knobs = *KnobsOf(w, host);
-    int tried = 0;
-    for (int attempt = 0; attempt < 200 && tried < 6; ++attempt) {
-      Config c;
-      for (const Knob& k : knobs) c[k.name] = k.choices[rng() % k.choices.size()];
-      if (!ValidateConfig(w, host, c).ok()) continue;
-      ++tried;
-      ExpectMatchesReference(w, c, what);
-    }
-    EXPECT_GT(tried, 0) << what;
+    EXPECT_GT(CheckRandomConfigs(w, host, rng, 200, 6, what), 0) << what;
   }
   EXPECT_GT(layouts[1], 0);  // NCHWc
   EXPECT_GT(layouts[2], 0);  // depthwise
