@@ -9,7 +9,7 @@
 //     tracker asks for once a task has a best cost (stop_above_s = 3x the
 //     default config's cost, the baseline of this table).
 //
-// Usage: turnaround_bench [--candidates N] [--only SUBSTR] [--build-only]
+// Usage: turnaround_bench [--candidates N] [--only SUBSTR] [--build-only] [--nchw]
 // N random valid configs per shape (default 16) plus the default config.
 #include <algorithm>
 #include <chrono>
@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   int candidates = 16;
   std::string only;
   bool build_only = false;
+  bool nchw = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     int64_t v = 0;
@@ -59,8 +60,10 @@ int main(int argc, char** argv) {
       only = argv[++i];
     } else if (a == "--build-only") {
       build_only = true;
+    } else if (a == "--nchw") {
+      nchw = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--candidates N] [--only SUBSTR] [--build-only]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--candidates N] [--only SUBSTR] [--build-only] [--nchw]\n", argv[0]);
       return 2;
     }
   }
@@ -78,7 +81,7 @@ int main(int argc, char** argv) {
   double total_full = 0, total_stop = 0;
   for (const kiln::bench::Shape& s : kiln::bench::kShapes) {
     if (!only.empty() && s.name.find(only) == std::string::npos) continue;
-    kiln::compiler::Workload w = kiln::bench::KilnWorkload(s);
+    kiln::compiler::Workload w = kiln::bench::KilnWorkload(s, /*blocked=*/!nchw);
     auto def = kiln::compiler::DefaultConfig(w, target);
     auto knobs = kiln::compiler::KnobsOf(w, target);
     if (!def.ok() || !knobs.ok()) continue;

@@ -1,7 +1,11 @@
 // The LLVM side that is not IR emission: target initialization, target
 // machines for any triple (the host's CPU features read from LLVM), the
 // optimization pipeline, and textual IR for tests and --dump-ir.
+#include <cstdlib>
 #include <mutex>
+#include <vector>
+
+#include "absl/strings/str_split.h"
 
 #include "compiler/codegen/llvm_codegen.h"
 #include "deploy/str.h"
@@ -13,6 +17,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -32,6 +37,16 @@ void InitializeLlvm() {
     llvm::InitializeAllTargetMCs();
     llvm::InitializeAllAsmPrinters();
     llvm::InitializeAllAsmParsers();
+    // LLVM's own command-line options (e.g. "-slp-threshold=2
+    // -debug-pass-manager"), for compiler engineers who need to see or
+    // steer a pass; parsed once, before any pipeline is built.
+    if (const char* opts = std::getenv("KILN_LLVM_OPTIONS"); opts != nullptr && *opts != 0) {
+      std::vector<std::string> words = {"kiln"};
+      for (absl::string_view w : absl::StrSplit(opts, ' ', absl::SkipEmpty())) words.emplace_back(w.data(), w.size());
+      std::vector<const char*> argv;
+      for (const std::string& w : words) argv.push_back(w.c_str());
+      llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "kiln\n");
+    }
   });
 }
 
