@@ -6,8 +6,10 @@
 //   Each strategy (ga, xgb, and xgb warm-started from the other shapes'
 //   records of the same operator: "xgb+tl") runs until it measures a config
 //   at the goal, or the same number of trials; the table prints the trials
-//   each needed and random's trials over theirs (higher is better; target:
-//   xgb >= 4, xgb+tl >= 8 in geometric mean).
+//   each needed and random's over theirs (higher is better; target: xgb >= 4,
+//   xgb+tl >= 8 in geometric mean). Random's figure is its expected number
+//   of trials to the goal, (N+1)/(k+1) when k of its N configs reach it: the
+//   trials one run needed are mostly luck (both are printed).
 //
 //   Then the cost model's Spearman rank correlation on held-out records (a
 //   model trained on 70% of each shape's random records, ranked on the rest;
@@ -22,7 +24,13 @@
 // is measured once per run, whichever strategy proposes it first.
 //
 //   build/bench/tuning_efficiency_bench [--only SUBSTR,...] [--random-trials N]
-//       [--cache FILE] [--seed S] [--model-only]
+//       [--cache FILE] [--seed S] [--repeats R] [--model-only] [--nchw]
+//
+// --repeats runs each strategy with R seeds (the geometric mean of their
+// trials is its figure).
+//
+// Convolutions run in the channel-blocked layouts of a model (--nchw: NCHW
+// in and out); the cache file's shape names say which.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -53,6 +61,15 @@ using kiln::tuner::TrainingSet;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Convolutions are tuned in the channel-blocked layouts a model's
+// convolutions run in (compiler/graph/passes.h PlanLayouts), unless --nchw.
+bool g_nchw = false;
+kiln::compiler::Workload Workload(const kiln::bench::Shape& s) {
+  return kiln::bench::KilnWorkload(s, /*blocked=*/!g_nchw);
+}
+// The shape's name in the cache file.
+std::string Key(const kiln::bench::Shape& s) { return g_nchw ? s.name + " (nchw)" : s.name; }
+
 // Measured costs of (shape, config), persisted in the cache file.
 class Oracle {
  public:
@@ -72,13 +89,12 @@ class Oracle {
   // Mean cost in seconds; +inf for a candidate that failed.
   double Cost(const kiln::bench::Shape& shape, const Config& config) {
     std::string canonical = kiln::compiler::CanonicalConfig(config);
-    auto& known = costs_[shape.name];
+    auto& known = costs_[Key(shape)];
     if (auto it = known.find(canonical); it != known.end()) return it->second;
     // The tracker's early stop: a candidate 3x slower than the shape's best
     // so far is timed once (its cost is then one run's).
-    double& best = best_[shape.name];
-    kiln::tuner::MeasureBatch batch{
-        kiln::bench::KilnWorkload(shape), {config}, best > 0 ? 3 * best : 0};
+    double& best = best_[Key(shape)];
+    kiln::tuner::MeasureBatch batch{Workload(shape), {config}, best > 0 ? 3 * best : 0};
     measurer_.Submit(std::move(batch));
     auto measured = measurer_.WaitAny();
     double cost = kInf;
@@ -92,11 +108,13 @@ class Oracle {
     }
     known[canonical] = cost;
     if (std::isfinite(cost) && (best == 0 || cost < best)) best = cost;
-    std::ofstream(path_, std::ios::app) << shape.name << '\t' << canonical << '\t' << cost << '\n';
+    std::ofstream(path_, std::ios::app) << Key(shape) << '\t' << canonical << '\t' << cost << '\n';
     ++measured_;
     return cost;
   }
-  const std::map<std::string, double>& Known(const std::string& shape) { return costs_[shape]; }
+  const std::map<std::string, double>& Known(const kiln::bench::Shape& shape) {
+    return costs_[Key(shape)];
+  }
   int measured() const { return measured_; }
 
  private:
@@ -114,7 +132,8 @@ class Oracle {
 };
 
 struct Run {
-  std::vector<double> best;  // best cost after each valid trial
+  std::vector<double> costs;  // of each valid trial
+  std::vector<double> best;   // best cost after each valid trial
   int TrialsTo(double goal) const {
     for (size_t i = 0; i < best.size(); ++i) {
       if (best[i] <= goal) return static_cast<int>(i + 1);
@@ -137,11 +156,11 @@ Run Tune(kiln::tuner::SearchStrategy& search, const kiln::bench::Shape& shape, O
     std::vector<std::pair<Config, double>> results;
     for (const auto& c : batch) {
       measured.insert(kiln::compiler::CanonicalConfig(c));
-      if (!kiln::compiler::ValidateConfig(kiln::bench::KilnWorkload(shape), target, c).ok())
-        continue;
+      if (!kiln::compiler::ValidateConfig(Workload(shape), target, c).ok()) continue;
       double cost = oracle.Cost(shape, c);
       results.push_back({c, cost});
       best = std::min(best, cost);
+      run.costs.push_back(cost);
       run.best.push_back(best);
       if (best <= goal || static_cast<int>(run.best.size()) >= trials) break;
     }
@@ -155,7 +174,7 @@ Run Tune(kiln::tuner::SearchStrategy& search, const kiln::bench::Shape& shape, O
 void AddRecords(const kiln::bench::Shape& shape, Oracle& oracle, kiln::tuner::FeatureCache& cache,
                 TrainingSet& set, std::vector<double>* costs = nullptr, size_t skip = 0,
                 size_t limit = 0) {
-  const auto& known = oracle.Known(shape.name);
+  const auto& known = oracle.Known(shape);
   double best = kInf;
   for (const auto& [c, cost] : known) best = std::min(best, cost);
   std::vector<std::vector<float>> rows;
@@ -184,6 +203,7 @@ int main(int argc, char** argv) {
   std::string only, cache_path = "tuning_efficiency.cache";
   int random_trials = 1000;
   uint64_t seed = 1;
+  int repeats = 1;
   bool model_only = false;  // skip the strategies: only the cost model's figures
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -194,6 +214,10 @@ int main(int argc, char** argv) {
       random_trials = static_cast<int>(v);
     } else if (a == "--cache" && i + 1 < argc) {
       cache_path = argv[++i];
+    } else if (a == "--repeats" && i + 1 < argc && kiln::ParseInt64(argv[++i], &v) && v > 0) {
+      repeats = static_cast<int>(v);
+    } else if (a == "--nchw") {
+      g_nchw = true;
     } else if (a == "--model-only") {
       model_only = true;
     } else if (a == "--seed" && i + 1 < argc && kiln::ParseInt64(argv[++i], &v)) {
@@ -201,7 +225,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: tuning_efficiency_bench [--only SUBSTR,...] [--random-trials N] "
-                   "[--cache FILE] [--seed S] [--model-only]\n");
+                   "[--cache FILE] [--seed S] [--repeats R] [--model-only] [--nchw]\n");
       return 2;
     }
   }
@@ -223,16 +247,20 @@ int main(int argc, char** argv) {
   std::printf("tuning efficiency on %s (%s), random search with %d trials as the reference\n",
               target.Spec().c_str(), kiln::compiler::DescribeHostHardware().c_str(), random_trials);
   auto space_of = [&](const kiln::bench::Shape& s) {
-    return kiln::tuner::ConfigSpace(*kiln::compiler::KnobsOf(kiln::bench::KilnWorkload(s), target));
+    return kiln::tuner::ConfigSpace(*kiln::compiler::KnobsOf(Workload(s), target));
   };
   auto context = [&](const kiln::bench::Shape& s) {
-    return kiln::tuner::SearchContext{kiln::bench::KilnWorkload(s), target, seed, {}};
+    return kiln::tuner::SearchContext{Workload(s), target, seed, {}};
   };
 
   // Random search first on every shape: the reference, and the records
   // transfer learning draws on.
   std::map<std::string, double> goal;
+  // Random's trials to the goal: in this run, and expected (drawing without
+  // replacement from its measured configs, k of N at the goal: (N+1)/(k+1)),
+  // the reference the ratios use, since one run's figure is mostly luck.
   std::map<std::string, int> random_needed;
+  std::map<std::string, double> random_expected;
   auto t0 = Clock::now();
   for (const auto& s : shapes) {
     auto search = kiln::tuner::MakeSearch("random", space_of(s), context(s));
@@ -240,54 +268,62 @@ int main(int argc, char** argv) {
     double best = r.best.empty() ? kInf : r.best.back();
     goal[s.name] = best / 0.95;
     random_needed[s.name] = r.TrialsTo(goal[s.name]);
+    const double k = static_cast<double>(
+        std::count_if(r.costs.begin(), r.costs.end(), [&](double c) { return c <= goal[s.name]; }));
+    random_expected[s.name] = (static_cast<double>(r.costs.size()) + 1) / (k + 1);
     std::fprintf(stderr, "%s: random best %.4f ms after %zu trials (%d measured so far, %.0f s)\n",
                  s.name.c_str(), best * 1e3, r.best.size(), oracle.measured(),
                  std::chrono::duration<double>(Clock::now() - t0).count());
   }
 
-  std::printf("\ntrials to reach 95%% of random search's best throughput\n");
-  std::printf("%-26s %10s %7s %7s %7s %7s %11s %14s\n", "shape", "best ms", "random", "ga", "xgb",
-              "xgb+tl", "random/xgb", "random/xgb+tl");
+  std::printf(
+      "\ntrials to reach 95%% of random search's best throughput (random: in its run, and "
+      "expected; each strategy: geometric mean over %d seeds, one that never reaches it counting "
+      "as %d)\n",
+      repeats, random_trials);
+  std::printf("%-26s %10s %7s %9s %7s %7s %7s %11s %14s\n", "shape", "best ms", "random",
+              "expected", "ga", "xgb", "xgb+tl", "random/xgb", "random/xgb+tl");
   double log_xgb = 0, log_tl = 0, log_ga = 0;
   int n = 0;
   for (const auto& s : shapes) {
     const double g = goal[s.name];
     if (!std::isfinite(g) || model_only) continue;
-    kiln::compiler::Workload w = kiln::bench::KilnWorkload(s);
-    auto ga = kiln::tuner::MakeSearch("ga", space_of(s), context(s));
-    auto xgb = kiln::tuner::MakeSearch("xgb", space_of(s), context(s));
-    int ga_n = Tune(**ga, s, oracle, random_trials, g, target).TrialsTo(g);
-    int xgb_n = Tune(**xgb, s, oracle, random_trials, g, target).TrialsTo(g);
     // Transfer: the other shapes of the same operator (conv2d or dense).
-    kiln::tuner::SearchContext tl = context(s);
-    kiln::tuner::FeatureCache prior_cache(w, target);
+    TrainingSet prior;
     for (const auto& o : shapes) {
       if (o.name == s.name || o.conv != s.conv) continue;
-      kiln::tuner::FeatureCache other(kiln::bench::KilnWorkload(o), target);
-      AddRecords(o, oracle, other, tl.prior);
+      kiln::tuner::FeatureCache other(Workload(o), target);
+      AddRecords(o, oracle, other, prior);
     }
-    auto xgb_tl = kiln::tuner::MakeSearch("xgb", space_of(s), std::move(tl));
-    int tl_n = Tune(**xgb_tl, s, oracle, random_trials, g, target).TrialsTo(g);
-    const int rn = random_needed[s.name];
-    auto ratio = [&](int k) { return k > 0 ? static_cast<double>(rn) / k : 0.0; };
-    std::printf("%-26s %10.4f %7s %7s %7s %7s %11.2f %14.2f\n", s.name.c_str(), g * 0.95 * 1e3,
-                Cell(rn, random_trials).c_str(), Cell(ga_n, random_trials).c_str(),
-                Cell(xgb_n, random_trials).c_str(), Cell(tl_n, random_trials).c_str(), ratio(xgb_n),
-                ratio(tl_n));
-    std::fflush(stdout);
-    // A strategy that never reached the goal counts as needing all trials.
-    auto lg = [&](int k) {
-      return std::log(static_cast<double>(rn) / (k > 0 ? k : random_trials));
+    // Trials a strategy needs, geometric mean over the seeds.
+    auto needed = [&](const std::string& strategy, bool transfer) {
+      double log_sum = 0;
+      for (int r = 0; r < repeats; ++r) {
+        kiln::tuner::SearchContext c = context(s);
+        c.seed = seed + static_cast<uint64_t>(r);
+        if (transfer) c.prior = prior;
+        auto search = kiln::tuner::MakeSearch(strategy, space_of(s), std::move(c));
+        int k = Tune(**search, s, oracle, random_trials, g, target).TrialsTo(g);
+        log_sum += std::log(k > 0 ? k : random_trials);
+      }
+      return std::exp(log_sum / repeats);
     };
-    log_ga += lg(ga_n);
-    log_xgb += lg(xgb_n);
-    log_tl += lg(tl_n);
+    const double ga_n = needed("ga", false), xgb_n = needed("xgb", false),
+                 tl_n = needed("xgb", true);
+    const double rn = random_expected[s.name];
+    std::printf("%-26s %10.4f %7s %9.1f %7.1f %7.1f %7.1f %11.2f %14.2f\n", s.name.c_str(),
+                g * 0.95 * 1e3, Cell(random_needed[s.name], random_trials).c_str(), rn, ga_n, xgb_n,
+                tl_n, rn / xgb_n, rn / tl_n);
+    std::fflush(stdout);
+    log_ga += std::log(rn / ga_n);
+    log_xgb += std::log(rn / xgb_n);
+    log_tl += std::log(rn / tl_n);
     ++n;
   }
   if (n > 0) {
     std::printf(
-        "\ngeometric mean of random's trials over the strategy's: ga %.2f, xgb %.2f (target >= 4), "
-        "xgb+tl %.2f (target >= 8)\n",
+        "\ngeometric mean of random's expected trials over the strategy's: ga %.2f, xgb %.2f "
+        "(target >= 4), xgb+tl %.2f (target >= 8)\n",
         std::exp(log_ga / n), std::exp(log_xgb / n), std::exp(log_tl / n));
   }
 
@@ -296,8 +332,8 @@ int main(int argc, char** argv) {
   double rho_sum = 0;
   int rho_n = 0;
   for (const auto& s : shapes) {
-    kiln::tuner::FeatureCache cache(kiln::bench::KilnWorkload(s), target);
-    size_t total = oracle.Known(s.name).size();
+    kiln::tuner::FeatureCache cache(Workload(s), target);
+    size_t total = oracle.Known(s).size();
     size_t train = total * 7 / 10;
     if (total < 20) continue;
     TrainingSet set, held;
@@ -327,7 +363,7 @@ int main(int argc, char** argv) {
     }
   }
   if (rank_shape != nullptr) {
-    kiln::tuner::FeatureCache cache(kiln::bench::KilnWorkload(*rank_shape), target, 1 << 20);
+    kiln::tuner::FeatureCache cache(Workload(*rank_shape), target, 1 << 20);
     TrainingSet set;
     AddRecords(*rank_shape, oracle, cache, set);
     kiln::tuner::CostModel model;

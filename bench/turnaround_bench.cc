@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
     } else if (a == "--nchw") {
       nchw = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--candidates N] [--only SUBSTR] [--build-only] [--nchw]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--candidates N] [--only SUBSTR] [--build-only] [--nchw]\n",
+                   argv[0]);
       return 2;
     }
   }

@@ -51,4 +51,17 @@ absl::Status CheckConfigAgainstKnobs(const Config& config, const std::vector<Kno
   return absl::OkStatus();
 }
 
+Config NormalizeConfig(const Config& config, const std::vector<Knob>& knobs) {
+  Config out = config;
+  for (const Knob& k : knobs) {
+    if (k.gate.empty() || k.choices.empty() || !out.count(k.name)) continue;
+    auto g = config.find(k.gate);
+    if (g == config.end()) continue;
+    if (std::find(k.gate_values.begin(), k.gate_values.end(), g->second) == k.gate_values.end()) {
+      out[k.name] = k.choices.front();
+    }
+  }
+  return out;
+}
+
 }  // namespace kiln::compiler

@@ -14,6 +14,10 @@ namespace kiln::compiler {
 struct Knob {
   std::string name;
   std::vector<int64_t> choices;  // the legal values, in a fixed order
+  // Read by the template only when knob `gate` has one of `gate_values`
+  // (conv2d's NCHWc tile knobs under layout=1); no gate: always read.
+  std::string gate;
+  std::vector<int64_t> gate_values;
 };
 
 // knob name -> value. std::map keeps the canonical (sorted) order.
@@ -26,5 +30,10 @@ absl::StatusOr<Config> ParseConfig(std::string_view canonical);
 // OK when `config` names every knob exactly once with one of its choices;
 // INVALID_ARGUMENT naming the offending knob otherwise.
 absl::Status CheckConfigAgainstKnobs(const Config& config, const std::vector<Knob>& knobs);
+
+// `config` with every knob its template does not read (gated off) at its
+// first choice: configs that differ only in unread knobs build one kernel
+// and normalize to one config. Knobs `config` lacks are left out.
+Config NormalizeConfig(const Config& config, const std::vector<Knob>& knobs);
 
 }  // namespace kiln::compiler

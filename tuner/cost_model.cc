@@ -113,8 +113,18 @@ absl::Status CostModel::Train(const TrainingSet& data) {
   if (!data.group_weights.empty() && data.group_weights.size() != data.group_sizes.size()) {
     return absl::InvalidArgumentError("cost model: one weight per group is needed");
   }
+  if (!data.base_margin.empty() && (data.base_margin.size() != data.rows.size() ||
+                                    !std::all_of(data.base_margin.begin(), data.base_margin.end(),
+                                                 [](float v) { return std::isfinite(v); }))) {
+    return absl::InvalidArgumentError("cost model: one finite base margin per row is needed");
+  }
   Matrix m;
   if (absl::Status st = m.Create(data.rows); !st.ok()) return st;
+  if (!data.base_margin.empty() &&
+      XGDMatrixSetFloatInfo(m.get(), "base_margin", data.base_margin.data(),
+                            data.base_margin.size()) != 0) {
+    return XgbError("setting base margins");
+  }
   if (XGDMatrixSetFloatInfo(m.get(), "label", data.scores.data(), data.scores.size()) != 0) {
     return XgbError("setting labels");
   }

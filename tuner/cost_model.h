@@ -23,6 +23,10 @@ struct TrainingSet {
   std::vector<float> scores;             // one per row, higher is faster
   std::vector<unsigned> group_sizes;     // consecutive rows per group; sums to rows
   std::vector<float> group_weights;      // one per group; empty: all 1
+  // One per row, or empty: a starting score the trees add to (another
+  // model's prediction, which the trained trees then correct: how a task's
+  // model builds on one trained on other tasks' records).
+  std::vector<float> base_margin;
   void AddGroup(std::vector<std::vector<float>> group_rows, std::vector<float> group_scores,
                 float weight = 1.0f);
 };
@@ -47,7 +51,8 @@ class CostModel {
 
   // Retrains from scratch on `data`. INVALID_ARGUMENT for an empty or
   // inconsistent set (ragged rows, groups not summing to the rows, a
-  // non-finite value).
+  // non-finite value, a base margin of another length). Predictions are the
+  // trees' alone, without the base margin.
   absl::Status Train(const TrainingSet& data);
   bool trained() const { return booster_ != nullptr; }
   // One score per row (higher: predicted faster). FAILED_PRECONDITION before

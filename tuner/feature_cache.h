@@ -1,9 +1,11 @@
 #pragma once
 // Features of one workload's candidates, extracted once per config: the
 // model-guided searches score thousands of configs, many of them more than
-// once. Each entry also carries the structural hash of the candidate's
-// lowered loops, so that configs differing only in knobs the chosen template
-// ignores (conv2d's NCHWc knobs under layout 0) count as one kernel.
+// once. Configs that differ only in knobs their template does not read
+// (compiler::NormalizeConfig: conv2d's NCHWc knobs under layout 0) are
+// lowered once. Each entry also carries the structural hash of the
+// candidate's lowered loops, so that configs building equal loops count as
+// one kernel.
 
 #include <cstdint>
 #include <map>
@@ -35,8 +37,13 @@ class FeatureCache {
   const compiler::Target& target() const { return target_; }
 
  private:
+  // The canonical config whose features `config` has (its normalized form),
+  // or "" for a config the template rejects.
+  std::string Normalized(const compiler::Config& config) const;
+
   compiler::Workload workload_;
   compiler::Target target_;
+  std::vector<compiler::Knob> knobs_;
   size_t capacity_;
   std::map<std::string, std::optional<CandidateFeatures>> entries_;
 };

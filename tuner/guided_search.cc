@@ -139,12 +139,12 @@ absl::Status ModelSearch::RestoreModel(std::string_view bytes, size_t trained_on
 }
 
 absl::Status ModelSearch::TrainIfNeeded() {
-  const bool has_prior = !prior_.rows.empty();
-  if (results_.size() == trained_on_ && (model_.trained() || !has_prior)) return absl::OkStatus();
-  if (!has_prior && static_cast<int>(results_.size()) < options_.min_results) {
-    return absl::OkStatus();
+  if (!prior_.rows.empty() && !prior_model_.trained()) {
+    if (absl::Status st = prior_model_.Train(prior_); !st.ok()) return st;
   }
-  TrainingSet data = prior_;
+  if (results_.size() == trained_on_ && model_.trained()) return absl::OkStatus();
+  if (static_cast<int>(results_.size()) < options_.min_results) return absl::OkStatus();
+  TrainingSet data;
   std::vector<std::vector<float>> rows;
   std::vector<float> scores;
   for (const Result& r : results_) {
@@ -153,8 +153,13 @@ absl::Status ModelSearch::TrainIfNeeded() {
     rows.push_back(f->features);
     scores.push_back(std::isfinite(r.cost_s) ? static_cast<float>(best_s_ / r.cost_s) : 0.0f);
   }
+  if (rows.empty()) return absl::OkStatus();
+  if (prior_model_.trained()) {
+    auto margin = prior_model_.Predict(rows);
+    if (!margin.ok()) return margin.status();
+    data.base_margin = *std::move(margin);
+  }
   data.AddGroup(std::move(rows), std::move(scores), 1.0f);
-  if (data.rows.empty()) return absl::OkStatus();
   if (absl::Status st = model_.Train(data); !st.ok()) return st;
   trained_on_ = results_.size();
   return absl::OkStatus();
@@ -162,6 +167,9 @@ absl::Status ModelSearch::TrainIfNeeded() {
 
 absl::StatusOr<std::vector<float>> ModelSearch::Score(
     const std::vector<compiler::Config>& configs) {
+  if (!model_.trained() && !prior_model_.trained()) {
+    return absl::FailedPreconditionError("xgb search: no model is trained yet");
+  }
   std::vector<std::vector<float>> rows;
   std::vector<int> row_of(configs.size(), -1);
   const auto features = cache_.GetMany(configs);
@@ -171,11 +179,16 @@ absl::StatusOr<std::vector<float>> ModelSearch::Score(
     row_of[i] = static_cast<int>(rows.size());
     rows.push_back(f->features);
   }
-  auto pred = model_.Predict(rows);
-  if (!pred.ok()) return pred.status();
+  std::vector<float> sum(rows.size(), 0.0f);
+  for (const CostModel* m : {&prior_model_, &model_}) {
+    if (!m->trained()) continue;
+    auto pred = m->Predict(rows);
+    if (!pred.ok()) return pred.status();
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += (*pred)[i];
+  }
   std::vector<float> out(configs.size(), -std::numeric_limits<float>::infinity());
   for (size_t i = 0; i < configs.size(); ++i) {
-    if (row_of[i] >= 0) out[i] = (*pred)[row_of[i]];
+    if (row_of[i] >= 0) out[i] = sum[row_of[i]];
   }
   return out;
 }
@@ -291,7 +304,9 @@ std::vector<compiler::Config> ModelSearch::PickDiverse(
 
 std::vector<compiler::Config> ModelSearch::Propose(int n, const std::set<std::string>& measured) {
   if (n <= 0) return {};
-  if (!TrainIfNeeded().ok() || !model_.trained()) return RandomFresh(n, measured);
+  if (!TrainIfNeeded().ok() || (!model_.trained() && !prior_model_.trained())) {
+    return RandomFresh(n, measured);
+  }
   int explore = static_cast<int>(std::floor(options_.epsilon * n));
   if (explore == 0 && std::bernoulli_distribution(options_.epsilon * n)(rng_)) explore = 1;
   std::vector<compiler::Config> out =

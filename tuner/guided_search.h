@@ -5,8 +5,12 @@
 //   proposal is a child of two parents drawn in proportion to their speed
 //   (uniform crossover per knob), mutated knob by knob.
 // - ModelSearch ("xgb"): the AutoTVM XGBTuner design. An XGBoost rank model
-//   (tuner/cost_model.h) on loop-IR features, retrained as results arrive
-//   (warm-started from other tasks' records when the context has any),
+//   (tuner/cost_model.h) on loop-IR features, retrained as results arrive.
+//   With other tasks' records in the context (transfer learning), a prior
+//   model trained on them ranks the first batches, and the task's own model
+//   is trained on top of it (the prior's predictions as its base margin, as
+//   AutoTVM's transfer learning does): where this task's results disagree
+//   with the other shapes', its own trees correct the prior;
 //   explored by simulated annealing from the best measured configs and the
 //   best predicted of a random sample; the batch is picked from the best predicted for diversity (a
 //   config gains for knob values the batch does not have yet), and an epsilon share of it is random
@@ -79,16 +83,15 @@ class GeneticSearch : public GuidedSearch {
 };
 
 struct ModelSearchOptions {
-  // Results of this task before the model is trained on them alone (with
-  // prior records, it is trained from the start).
+  // Results of this task before its own model is trained (until then, the
+  // prior model alone ranks, if there are prior records).
   int min_results = 8;
-  int samples = 512;          // random configs ranked to seed the annealing
-  int chains = 64;            // simulated annealing points
-  int max_steps = 60;         // annealing steps per proposal
-  int patience = 8;           // steps without a better pool before stopping
-  double epsilon = 0.1;       // share of each batch drawn at random
-  double diversity = 0.5;     // weight of new knob values against rank
-  float prior_weight = 1.0f;  // of each prior record group (as given)
+  int samples = 512;       // random configs ranked to seed the annealing
+  int chains = 64;         // simulated annealing points
+  int max_steps = 60;      // annealing steps per proposal
+  int patience = 8;        // steps without a better pool before stopping
+  double epsilon = 0.1;    // share of each batch drawn at random
+  double diversity = 0.5;  // weight of new knob values against rank
   CostModelOptions model;
 };
 
@@ -98,13 +101,16 @@ class ModelSearch : public GuidedSearch {
   std::vector<compiler::Config> Propose(int n, const std::set<std::string>& measured) override;
 
   const CostModel& model() const { return model_; }
+  // Whether other tasks' records trained a prior model (transfer learning).
+  bool warm_started() const { return prior_model_.trained(); }
   std::optional<std::pair<std::string, size_t>> SavedModel() const override;
   absl::Status RestoreModel(std::string_view bytes, size_t trained_on) override;
   // Retrains when results arrived since the last training (and there are
   // enough); what Propose does first.
   absl::Status TrainIfNeeded();
-  // Predicted scores (higher: faster) of configs; -inf for invalid ones.
-  // FAILED_PRECONDITION while the model is untrained.
+  // Predicted scores (higher: faster) of configs; -inf for invalid ones:
+  // the prior model's plus the task's own model's, of those trained.
+  // FAILED_PRECONDITION while neither is.
   absl::StatusOr<std::vector<float>> Score(const std::vector<compiler::Config>& configs);
 
  private:
@@ -116,7 +122,8 @@ class ModelSearch : public GuidedSearch {
 
   ModelSearchOptions options_;
   TrainingSet prior_;
-  CostModel model_;
+  CostModel prior_model_;  // trained on prior_, once
+  CostModel model_;        // on this task's results (on top of prior_model_)
   size_t trained_on_ = 0;  // results_.size() at the last training
 };
 

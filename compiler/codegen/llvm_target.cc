@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-
 #include "compiler/codegen/llvm_codegen.h"
 #include "deploy/str.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
@@ -42,7 +41,8 @@ void InitializeLlvm() {
     // steer a pass; parsed once, before any pipeline is built.
     if (const char* opts = std::getenv("KILN_LLVM_OPTIONS"); opts != nullptr && *opts != 0) {
       std::vector<std::string> words = {"kiln"};
-      for (absl::string_view w : absl::StrSplit(opts, ' ', absl::SkipEmpty())) words.emplace_back(w.data(), w.size());
+      for (absl::string_view w : absl::StrSplit(opts, ' ', absl::SkipEmpty()))
+        words.emplace_back(w.data(), w.size());
       std::vector<const char*> argv;
       for (const std::string& w : words) argv.push_back(w.c_str());
       llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "kiln\n");

@@ -158,10 +158,25 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // Never empty (a target whose vectors are wider than a block): NCHWc,
   // which its check then refuses with the reason.
   if (k.back().choices.empty()) k.back().choices.push_back(1);
-  for (Knob& n : NchwcKnobs(w, t)) k.push_back(std::move(n));
-  for (Knob& n : DepthwiseKnobs(w, t)) k.push_back(std::move(n));
-  for (Knob& n : GemmKnobs(w, t)) k.push_back(std::move(n));
-  for (Knob& n : WinogradKnobs(w, t)) k.push_back(std::move(n));
+  // Which layouts read which knobs (the tuner counts configs differing only
+  // in knobs their layout does not read as one kernel).
+  auto read_by = [&](std::vector<Knob> knobs, std::vector<int64_t> layouts) {
+    for (Knob& n : knobs) {
+      n.gate = "layout";
+      n.gate_values = layouts;
+      k.push_back(std::move(n));
+    }
+  };
+  for (size_t i = 0; i < k.size(); ++i) {
+    const std::string& n = k[i].name;
+    if (n == "layout" || n == "parallel") continue;
+    k[i].gate = "layout";
+    k[i].gate_values = n == "unroll_acc" ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+  }
+  read_by(NchwcKnobs(w, t), {1});
+  read_by(DepthwiseKnobs(w, t), {2});
+  read_by(GemmKnobs(w, t), {3});
+  read_by(WinogradKnobs(w, t), {4});
   return k;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -145,6 +146,43 @@ TEST(FeaturesTest, GetManyOnThreadsGivesWhatGetGivesAlone) {
     EXPECT_EQ(a->features, b->features);
     EXPECT_EQ(a->kernel_hash, b->kernel_hash);
   }
+}
+
+TEST(FeaturesTest, KnobsTheLayoutDoesNotReadGiveTheSameKernel) {
+  compiler::Target t = compiler::Target::Host();
+  compiler::Workload w = Conv();
+  auto knobs = compiler::KnobsOf(w, t);
+  ASSERT_TRUE(knobs.ok());
+  auto d = compiler::DefaultConfig(w, t);
+  ASSERT_TRUE(d.ok());
+  compiler::Config nchwc = *d;
+  nchwc["layout"] = 1;
+  ASSERT_TRUE(compiler::ValidateConfig(w, t, nchwc).ok());
+  // A direct-layout knob under NCHWc is not read: normalized away, one
+  // kernel; an NCHWc knob is read: kept.
+  compiler::Config other = nchwc;
+  auto tile_ow = std::find_if(knobs->begin(), knobs->end(),
+                              [](const compiler::Knob& k) { return k.name == "tile_ow"; });
+  ASSERT_NE(tile_ow, knobs->end());
+  ASSERT_GT(tile_ow->choices.size(), 1u);
+  other["tile_ow"] =
+      other["tile_ow"] == tile_ow->choices[0] ? tile_ow->choices[1] : tile_ow->choices[0];
+  ASSERT_TRUE(compiler::ValidateConfig(w, t, other).ok());
+  EXPECT_EQ(compiler::NormalizeConfig(nchwc, *knobs), compiler::NormalizeConfig(other, *knobs));
+  EXPECT_EQ(compiler::NormalizeConfig(other, *knobs).at("tile_ow"), tile_ow->choices[0]);
+  EXPECT_EQ(compiler::NormalizeConfig(other, *knobs).at("reg_n"), nchwc.at("reg_n"));
+  FeatureCache cache(w, t);
+  const auto& a = cache.Get(nchwc);
+  const auto& b = cache.Get(other);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(a->kernel_hash, b->kernel_hash);
+  EXPECT_EQ(a->features, b->features);
+  // A config the template rejects stays rejected, whatever its unread knobs.
+  compiler::Config bad = nchwc;
+  bad["layout"] = 4;
+  bad["par_rows"] = 1;  // an NCHWc knob that other layouts require at 0
+  ASSERT_FALSE(compiler::ValidateConfig(w, t, bad).ok());
+  EXPECT_FALSE(cache.Get(bad).has_value());
 }
 
 }  // namespace
