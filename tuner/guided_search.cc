@@ -139,8 +139,10 @@ absl::Status ModelSearch::RestoreModel(std::string_view bytes, size_t trained_on
 }
 
 absl::Status ModelSearch::TrainIfNeeded() {
-  if (!prior_.rows.empty() && !prior_model_.trained()) {
-    if (absl::Status st = prior_model_.Train(prior_); !st.ok()) return st;
+  // A prior the model cannot learn from (inconsistent records) is dropped:
+  // the task is then tuned from its own results alone.
+  if (!prior_.rows.empty() && !prior_model_.trained() && !prior_model_.Train(prior_).ok()) {
+    prior_ = TrainingSet{};
   }
   if (results_.size() == trained_on_ && model_.trained()) return absl::OkStatus();
   if (static_cast<int>(results_.size()) < options_.min_results) return absl::OkStatus();
