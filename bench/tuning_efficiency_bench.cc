@@ -2,7 +2,10 @@
 // MatMul and conv2d shapes of bench/shapes.h (issue 7):
 //
 //   For each shape, random search with --random-trials measured configs is
-//   the reference; its best cost defines the goal (95% of its throughput).
+//   the reference; its best cost defines the goal (95% of its throughput),
+//   its three best configs re-measured twice more first (the median of the
+//   three measurements is their cost: a lucky measurement would otherwise set
+//   a goal no other config reaches).
 //   Each strategy (ga, xgb, and xgb warm-started from the other shapes'
 //   records of the same operator: "xgb+tl") runs until it measures a config
 //   at the goal, or the same number of trials; the table prints the trials
@@ -81,8 +84,10 @@ class Oracle {
       std::istringstream s(line);
       std::string shape, config;
       double cost = 0;
+      std::string mark;
       if (std::getline(s, shape, '\t') && std::getline(s, config, '\t') && (s >> cost)) {
         costs_[shape][config] = cost;
+        if ((s >> mark) && mark == "confirmed") confirmed_[shape].insert(config);
       }
     }
   }
@@ -112,6 +117,31 @@ class Oracle {
     ++measured_;
     return cost;
   }
+  // The cost of a measured config, re-measured twice more (without the early
+  // stop): the median of the three. One lucky measurement of the best config
+  // would otherwise set a goal no other config reaches.
+  double Confirm(const kiln::bench::Shape& shape, const Config& config) {
+    std::string canonical = kiln::compiler::CanonicalConfig(config);
+    double first = Cost(shape, config);
+    if (!std::isfinite(first) || confirmed_[Key(shape)].count(canonical)) return first;
+    std::vector<double> costs = {first};
+    for (int i = 0; i < 2; ++i) {
+      measurer_.Submit(kiln::tuner::MeasureBatch{Workload(shape), {config}, 0});
+      auto measured = measurer_.WaitAny();
+      if (!measured.ok() || measured->second.size() != 1) return first;
+      const kiln::tuner::MeasureResult& r = measured->second[0];
+      if (r.error_kind != "none" || r.costs_s.empty()) return first;
+      double c = 0;
+      for (double v : r.costs_s) c += v;
+      costs.push_back(c / static_cast<double>(r.costs_s.size()));
+    }
+    std::sort(costs.begin(), costs.end());
+    costs_[Key(shape)][canonical] = costs[1];
+    confirmed_[Key(shape)].insert(canonical);
+    std::ofstream(path_, std::ios::app)
+        << Key(shape) << '\t' << canonical << '\t' << costs[1] << "\tconfirmed\n";
+    return costs[1];
+  }
   const std::map<std::string, double>& Known(const kiln::bench::Shape& shape) {
     return costs_[Key(shape)];
   }
@@ -127,13 +157,15 @@ class Oracle {
   std::string path_;
   kiln::tuner::LocalMeasurer measurer_;
   std::map<std::string, std::map<std::string, double>> costs_;
-  std::map<std::string, double> best_;  // per shape, of this run's measurements
+  std::map<std::string, double> best_;                      // per shape, of this run's measurements
+  std::map<std::string, std::set<std::string>> confirmed_;  // per shape: Confirm()ed configs
   int measured_ = 0;
 };
 
 struct Run {
-  std::vector<double> costs;  // of each valid trial
-  std::vector<double> best;   // best cost after each valid trial
+  std::vector<Config> configs;  // each valid trial's
+  std::vector<double> costs;    // of each valid trial
+  std::vector<double> best;     // best cost after each valid trial
   int TrialsTo(double goal) const {
     for (size_t i = 0; i < best.size(); ++i) {
       if (best[i] <= goal) return static_cast<int>(i + 1);
@@ -160,6 +192,7 @@ Run Tune(kiln::tuner::SearchStrategy& search, const kiln::bench::Shape& shape, O
       double cost = oracle.Cost(shape, c);
       results.push_back({c, cost});
       best = std::min(best, cost);
+      run.configs.push_back(c);
       run.costs.push_back(cost);
       run.best.push_back(best);
       if (best <= goal || static_cast<int>(run.best.size()) >= trials) break;
@@ -265,6 +298,17 @@ int main(int argc, char** argv) {
   for (const auto& s : shapes) {
     auto search = kiln::tuner::MakeSearch("random", space_of(s), context(s));
     Run r = Tune(**search, s, oracle, random_trials, 0, target);
+    // Random's three best confirmed by re-measuring, and its curve redrawn.
+    std::vector<size_t> order(r.costs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return r.costs[a] < r.costs[b]; });
+    for (size_t i = 0; i < std::min<size_t>(3, order.size()); ++i) {
+      r.costs[order[i]] = oracle.Confirm(s, r.configs[order[i]]);
+    }
+    for (size_t i = 0; i < r.costs.size(); ++i) {
+      r.best[i] = std::min(r.costs[i], i > 0 ? r.best[i - 1] : kInf);
+    }
     double best = r.best.empty() ? kInf : r.best.back();
     goal[s.name] = best / 0.95;
     random_needed[s.name] = r.TrialsTo(goal[s.name]);
@@ -300,7 +344,9 @@ int main(int argc, char** argv) {
       double log_sum = 0;
       for (int r = 0; r < repeats; ++r) {
         kiln::tuner::SearchContext c = context(s);
-        c.seed = seed + static_cast<uint64_t>(r);
+        // Not random search's seed: the strategies' first batch is random,
+        // and with its seed it would replay random's first trials.
+        c.seed = seed + 1000 + static_cast<uint64_t>(r);
         if (transfer) c.prior = prior;
         auto search = kiln::tuner::MakeSearch(strategy, space_of(s), std::move(c));
         int k = Tune(**search, s, oracle, random_trials, g, target).TrialsTo(g);
