@@ -181,8 +181,8 @@ def main():
     print(f"host cpu {cpu}, {a.threads} threads; work in {root}", flush=True)
 
     # kiln first for every model and trial count, then TVM: TVM's runtime
-    # thread pool keeps spinning in this process after its runs, and timed
-    # beside it kiln-run measured up to 1.9x slower than alone.
+    # thread pool lives on in this process after its runs, and kiln-run timed
+    # after it once measured up to 1.9x slower than alone.
     cases = []
     rng = np.random.default_rng(0)
     for name in names:
