@@ -2,17 +2,18 @@
 // MatMul and conv2d shapes of bench/shapes.h (issue 7):
 //
 //   For each shape, random search with --random-trials measured configs is
-//   the reference; its best cost defines the goal (95% of its throughput),
-//   its three best configs re-measured twice more first (the median of the
-//   three measurements is their cost: a lucky measurement would otherwise set
-//   a goal no other config reaches).
-//   Each strategy (ga, xgb, and xgb warm-started from the other shapes'
-//   records of the same operator: "xgb+tl") runs until it measures a config
-//   at the goal, or the same number of trials; the table prints the trials
-//   each needed and random's over theirs (higher is better; target: xgb >= 4,
-//   xgb+tl >= 8 in geometric mean). Random's figure is its expected number
-//   of trials to the goal, (N+1)/(k+1) when k of its N configs reach it: the
-//   trials one run needed are mostly luck (both are printed).
+//   the reference. It and each strategy (ga, xgb, and xgb warm-started from
+//   the other shapes' records of the same operator already in the cache:
+//   "xgb+tl") run in lockstep, a batch of 8 each in turn, each to the same
+//   number of trials, so that a drift of the machine's speed hits all of
+//   them alike. Then random's three best configs are re-measured twice more
+//   (the median of three is their cost: a lucky measurement would otherwise
+//   set a goal no other config reaches), random's best defines the goal (95%
+//   of its throughput), and the table prints the trials each needed, read
+//   off its curve, and random's over theirs (higher is better; target: xgb
+//   >= 4, xgb+tl >= 8 in geometric mean). Random's figure is its expected
+//   number of trials to the goal, (N+1)/(k+1) when k of its N configs reach
+//   it: the trials one run needed are mostly luck (both are printed).
 //
 //   Then the cost model's Spearman rank correlation on held-out records (a
 //   model trained on 70% of each shape's random records, ranked on the rest;
@@ -41,6 +42,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -174,33 +176,45 @@ struct Run {
   }
 };
 
-// Runs a strategy for up to `trials` valid configs (or until one reaches
-// `goal`), batches of 8 as the tracker sends them.
-Run Tune(kiln::tuner::SearchStrategy& search, const kiln::bench::Shape& shape, Oracle& oracle,
-         int trials, double goal, const kiln::compiler::Target& target) {
+// A strategy's run on one shape, a batch at a time (8 configs, as the
+// tracker sends them), up to `trials` valid configs or until its space runs
+// out.
+struct Tuning {
+  std::string name;
+  std::unique_ptr<kiln::tuner::SearchStrategy> search;
   Run run;
   std::set<std::string> measured;
-  double best = kInf;
   int empty = 0;
-  while (static_cast<int>(run.best.size()) < trials && (run.best.empty() || best > goal)) {
-    auto batch = search.Propose(8, measured);
-    if (batch.empty() && ++empty > 4) break;
+  bool done = false;
+
+  void Step(const kiln::bench::Shape& shape, Oracle& oracle, int trials,
+            const kiln::compiler::Target& target) {
+    auto batch = search->Propose(8, measured);
+    if (batch.empty() && ++empty > 4) done = true;
     std::vector<std::pair<Config, double>> results;
     for (const auto& c : batch) {
       measured.insert(kiln::compiler::CanonicalConfig(c));
       if (!kiln::compiler::ValidateConfig(Workload(shape), target, c).ok()) continue;
       double cost = oracle.Cost(shape, c);
       results.push_back({c, cost});
-      best = std::min(best, cost);
       run.configs.push_back(c);
       run.costs.push_back(cost);
-      run.best.push_back(best);
-      if (best <= goal || static_cast<int>(run.best.size()) >= trials) break;
+      run.best.push_back(std::min(cost, run.best.empty() ? kInf : run.best.back()));
+      if (static_cast<int>(run.best.size()) >= trials) break;
     }
-    search.Update(results);
+    search->Update(results);
+    if (static_cast<int>(run.best.size()) >= trials) done = true;
   }
-  return run;
-}
+  // The costs and the best-so-far curve again from the oracle (after
+  // Confirm changed some costs).
+  void Refresh(const kiln::bench::Shape& shape, Oracle& oracle) {
+    const auto& known = oracle.Known(shape);
+    for (size_t i = 0; i < run.costs.size(); ++i) {
+      run.costs[i] = known.at(kiln::compiler::CanonicalConfig(run.configs[i]));
+      run.best[i] = std::min(run.costs[i], i > 0 ? run.best[i - 1] : kInf);
+    }
+  }
+};
 
 // The successful records of `shape` as one ranking group (score: the best
 // cost over the cost), with at most `limit` rows (0: all), from `skip` on.
@@ -286,40 +300,17 @@ int main(int argc, char** argv) {
     return kiln::tuner::SearchContext{Workload(s), target, seed, {}};
   };
 
-  // Random search first on every shape: the reference, and the records
-  // transfer learning draws on.
-  std::map<std::string, double> goal;
-  // Random's trials to the goal: in this run, and expected (drawing without
-  // replacement from its measured configs, k of N at the goal: (N+1)/(k+1)),
-  // the reference the ratios use, since one run's figure is mostly luck.
-  std::map<std::string, int> random_needed;
-  std::map<std::string, double> random_expected;
-  auto t0 = Clock::now();
-  for (const auto& s : shapes) {
-    auto search = kiln::tuner::MakeSearch("random", space_of(s), context(s));
-    Run r = Tune(**search, s, oracle, random_trials, 0, target);
-    // Random's three best confirmed by re-measuring, and its curve redrawn.
-    std::vector<size_t> order(r.costs.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return r.costs[a] < r.costs[b]; });
-    for (size_t i = 0; i < std::min<size_t>(3, order.size()); ++i) {
-      r.costs[order[i]] = oracle.Confirm(s, r.configs[order[i]]);
-    }
-    for (size_t i = 0; i < r.costs.size(); ++i) {
-      r.best[i] = std::min(r.costs[i], i > 0 ? r.best[i - 1] : kInf);
-    }
-    double best = r.best.empty() ? kInf : r.best.back();
-    goal[s.name] = best / 0.95;
-    random_needed[s.name] = r.TrialsTo(goal[s.name]);
-    const double k = static_cast<double>(
-        std::count_if(r.costs.begin(), r.costs.end(), [&](double c) { return c <= goal[s.name]; }));
-    random_expected[s.name] = (static_cast<double>(r.costs.size()) + 1) / (k + 1);
-    std::fprintf(stderr, "%s: random best %.4f ms after %zu trials (%d measured so far, %.0f s)\n",
-                 s.name.c_str(), best * 1e3, r.best.size(), oracle.measured(),
-                 std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-
+  // Per shape, random search (the reference) and each strategy run in
+  // lockstep, a batch of each in turn, every one to the same number of
+  // trials: measured in the same minutes, a drift of the machine's speed
+  // hits all of them alike. Then random's three best are confirmed, its best
+  // sets the goal, and each run's trials to the goal are read off its curve.
+  // Random's figure is its expected number of trials to the goal (drawing
+  // without replacement from its measured configs, k of N at the goal:
+  // (N+1)/(k+1)), since one run's figure is mostly luck (both are printed).
+  // Transfer learning ("xgb+tl") draws on the other shapes' records of the
+  // same operator already in the cache (earlier shapes of this run, or a
+  // previous run's).
   std::printf(
       "\ntrials to reach 95%% of random search's best throughput (random: in its run, and "
       "expected; each strategy: geometric mean over %d seeds, one that never reaches it counting "
@@ -329,37 +320,68 @@ int main(int argc, char** argv) {
               "expected", "ga", "xgb", "xgb+tl", "random/xgb", "random/xgb+tl");
   double log_xgb = 0, log_tl = 0, log_ga = 0;
   int n = 0;
+  auto t0 = Clock::now();
   for (const auto& s : shapes) {
-    const double g = goal[s.name];
-    if (!std::isfinite(g) || model_only) continue;
-    // Transfer: the other shapes of the same operator (conv2d or dense).
     TrainingSet prior;
     for (const auto& o : shapes) {
       if (o.name == s.name || o.conv != s.conv) continue;
       kiln::tuner::FeatureCache other(Workload(o), target);
       AddRecords(o, oracle, other, prior);
     }
-    // Trials a strategy needs, geometric mean over the seeds.
-    auto needed = [&](const std::string& strategy, bool transfer) {
-      double log_sum = 0;
-      for (int r = 0; r < repeats; ++r) {
+    std::vector<Tuning> runs;
+    runs.push_back({"random", *kiln::tuner::MakeSearch("random", space_of(s), context(s))});
+    for (int r = 0; r < repeats && !model_only; ++r) {
+      for (const char* name : {"ga", "xgb", "xgb+tl"}) {
         kiln::tuner::SearchContext c = context(s);
         // Not random search's seed: the strategies' first batch is random,
         // and with its seed it would replay random's first trials.
         c.seed = seed + 1000 + static_cast<uint64_t>(r);
-        if (transfer) c.prior = prior;
-        auto search = kiln::tuner::MakeSearch(strategy, space_of(s), std::move(c));
-        int k = Tune(**search, s, oracle, random_trials, g, target).TrialsTo(g);
-        log_sum += std::log(k > 0 ? k : random_trials);
+        const bool tl = std::string(name) == "xgb+tl";
+        if (tl) c.prior = prior;
+        runs.push_back(
+            {name, *kiln::tuner::MakeSearch(tl ? "xgb" : name, space_of(s), std::move(c))});
+      }
+    }
+    for (bool busy = true; busy;) {
+      busy = false;
+      for (Tuning& t : runs) {
+        if (t.done) continue;
+        t.Step(s, oracle, random_trials, target);
+        busy = true;
+      }
+    }
+    Run& r = runs[0].run;
+    std::vector<size_t> order(r.costs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return r.costs[a] < r.costs[b]; });
+    for (size_t i = 0; i < std::min<size_t>(3, order.size()); ++i) {
+      oracle.Confirm(s, r.configs[order[i]]);
+    }
+    for (Tuning& t : runs) t.Refresh(s, oracle);
+    const double best = r.best.empty() ? kInf : r.best.back();
+    const double g = best / 0.95;
+    const double k = static_cast<double>(
+        std::count_if(r.costs.begin(), r.costs.end(), [&](double c) { return c <= g; }));
+    const double rn = (static_cast<double>(r.costs.size()) + 1) / (k + 1);
+    std::fprintf(stderr, "%s: random best %.4f ms after %zu trials (%d measured so far, %.0f s)\n",
+                 s.name.c_str(), best * 1e3, r.best.size(), oracle.measured(),
+                 std::chrono::duration<double>(Clock::now() - t0).count());
+    if (!std::isfinite(g) || model_only) continue;
+    // Trials a strategy needed, geometric mean over the seeds.
+    auto needed = [&](const std::string& name) {
+      double log_sum = 0;
+      for (const Tuning& t : runs) {
+        if (t.name != name) continue;
+        int trials = t.run.TrialsTo(g);
+        log_sum += std::log(trials > 0 ? trials : random_trials);
       }
       return std::exp(log_sum / repeats);
     };
-    const double ga_n = needed("ga", false), xgb_n = needed("xgb", false),
-                 tl_n = needed("xgb", true);
-    const double rn = random_expected[s.name];
+    const double ga_n = needed("ga"), xgb_n = needed("xgb"), tl_n = needed("xgb+tl");
     std::printf("%-26s %10.4f %7s %9.1f %7.1f %7.1f %7.1f %11.2f %14.2f\n", s.name.c_str(),
-                g * 0.95 * 1e3, Cell(random_needed[s.name], random_trials).c_str(), rn, ga_n, xgb_n,
-                tl_n, rn / xgb_n, rn / tl_n);
+                best * 1e3, Cell(r.TrialsTo(g), random_trials).c_str(), rn, ga_n, xgb_n, tl_n,
+                rn / xgb_n, rn / tl_n);
     std::fflush(stdout);
     log_ga += std::log(rn / ga_n);
     log_xgb += std::log(rn / xgb_n);
