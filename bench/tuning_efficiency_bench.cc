@@ -101,18 +101,7 @@ class Oracle {
     // The tracker's early stop: a candidate 3x slower than the shape's best
     // so far is timed once (its cost is then one run's).
     double& best = best_[Key(shape)];
-    kiln::tuner::MeasureBatch batch{Workload(shape), {config}, best > 0 ? 3 * best : 0};
-    measurer_.Submit(std::move(batch));
-    auto measured = measurer_.WaitAny();
-    double cost = kInf;
-    if (measured.ok() && measured->second.size() == 1) {
-      const kiln::tuner::MeasureResult& r = measured->second[0];
-      if (r.error_kind == "none" && !r.costs_s.empty()) {
-        cost = 0;
-        for (double c : r.costs_s) cost += c;
-        cost /= static_cast<double>(r.costs_s.size());
-      }
-    }
+    const double cost = Measure(shape, config, best > 0 ? 3 * best : 0);
     known[canonical] = cost;
     if (std::isfinite(cost) && (best == 0 || cost < best)) best = cost;
     std::ofstream(path_, std::ios::app) << Key(shape) << '\t' << canonical << '\t' << cost << '\n';
@@ -126,17 +115,8 @@ class Oracle {
     std::string canonical = kiln::compiler::CanonicalConfig(config);
     double first = Cost(shape, config);
     if (!std::isfinite(first) || confirmed_[Key(shape)].count(canonical)) return first;
-    std::vector<double> costs = {first};
-    for (int i = 0; i < 2; ++i) {
-      measurer_.Submit(kiln::tuner::MeasureBatch{Workload(shape), {config}, 0});
-      auto measured = measurer_.WaitAny();
-      if (!measured.ok() || measured->second.size() != 1) return first;
-      const kiln::tuner::MeasureResult& r = measured->second[0];
-      if (r.error_kind != "none" || r.costs_s.empty()) return first;
-      double c = 0;
-      for (double v : r.costs_s) c += v;
-      costs.push_back(c / static_cast<double>(r.costs_s.size()));
-    }
+    std::vector<double> costs = {first, Measure(shape, config, 0), Measure(shape, config, 0)};
+    if (!std::isfinite(costs[1]) || !std::isfinite(costs[2])) return first;
     std::sort(costs.begin(), costs.end());
     costs_[Key(shape)][canonical] = costs[1];
     confirmed_[Key(shape)].insert(canonical);
@@ -150,6 +130,18 @@ class Oracle {
   int measured() const { return measured_; }
 
  private:
+  // One measurement's mean cost in seconds (+inf for a failure), timed once
+  // past `stop_above_s` (0: no early stop).
+  double Measure(const kiln::bench::Shape& shape, const Config& config, double stop_above_s) {
+    measurer_.Submit(kiln::tuner::MeasureBatch{Workload(shape), {config}, stop_above_s});
+    auto measured = measurer_.WaitAny();
+    if (!measured.ok() || measured->second.size() != 1) return kInf;
+    const kiln::tuner::MeasureResult& r = measured->second[0];
+    if (r.error_kind != "none" || r.costs_s.empty()) return kInf;
+    double cost = 0;
+    for (double c : r.costs_s) cost += c;
+    return cost / static_cast<double>(r.costs_s.size());
+  }
   static kiln::compiler::MeasurePolicy Policy() {
     kiln::compiler::MeasurePolicy p;
     p.repeat = 3;
@@ -167,12 +159,15 @@ class Oracle {
 struct Run {
   std::vector<Config> configs;  // each valid trial's
   std::vector<double> costs;    // of each valid trial
-  std::vector<double> best;     // best cost after each valid trial
+  // Trials until one reaches `goal` (-1: none did).
   int TrialsTo(double goal) const {
-    for (size_t i = 0; i < best.size(); ++i) {
-      if (best[i] <= goal) return static_cast<int>(i + 1);
+    for (size_t i = 0; i < costs.size(); ++i) {
+      if (costs[i] <= goal) return static_cast<int>(i + 1);
     }
     return -1;
+  }
+  double Best() const {
+    return costs.empty() ? kInf : *std::min_element(costs.begin(), costs.end());
   }
 };
 
@@ -199,19 +194,16 @@ struct Tuning {
       results.push_back({c, cost});
       run.configs.push_back(c);
       run.costs.push_back(cost);
-      run.best.push_back(std::min(cost, run.best.empty() ? kInf : run.best.back()));
-      if (static_cast<int>(run.best.size()) >= trials) break;
+      if (static_cast<int>(run.costs.size()) >= trials) break;
     }
     search->Update(results);
-    if (static_cast<int>(run.best.size()) >= trials) done = true;
+    if (static_cast<int>(run.costs.size()) >= trials) done = true;
   }
-  // The costs and the best-so-far curve again from the oracle (after
-  // Confirm changed some costs).
+  // The costs again from the oracle (after Confirm changed some).
   void Refresh(const kiln::bench::Shape& shape, Oracle& oracle) {
     const auto& known = oracle.Known(shape);
     for (size_t i = 0; i < run.costs.size(); ++i) {
       run.costs[i] = known.at(kiln::compiler::CanonicalConfig(run.configs[i]));
-      run.best[i] = std::min(run.costs[i], i > 0 ? run.best[i - 1] : kInf);
     }
   }
 };
@@ -359,13 +351,13 @@ int main(int argc, char** argv) {
       oracle.Confirm(s, r.configs[order[i]]);
     }
     for (Tuning& t : runs) t.Refresh(s, oracle);
-    const double best = r.best.empty() ? kInf : r.best.back();
+    const double best = r.Best();
     const double g = best / 0.95;
     const double k = static_cast<double>(
         std::count_if(r.costs.begin(), r.costs.end(), [&](double c) { return c <= g; }));
     const double rn = (static_cast<double>(r.costs.size()) + 1) / (k + 1);
     std::fprintf(stderr, "%s: random best %.4f ms after %zu trials (%d measured so far, %.0f s)\n",
-                 s.name.c_str(), best * 1e3, r.best.size(), oracle.measured(),
+                 s.name.c_str(), best * 1e3, r.costs.size(), oracle.measured(),
                  std::chrono::duration<double>(Clock::now() - t0).count());
     if (!std::isfinite(g) || model_only) continue;
     // Trials a strategy needed, geometric mean over the seeds.

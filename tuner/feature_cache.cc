@@ -17,9 +17,9 @@ FeatureCache::FeatureCache(compiler::Workload workload, compiler::Target target,
   if (auto k = compiler::KnobsOf(workload_, target_); k.ok()) knobs_ = *std::move(k);
 }
 
-std::string FeatureCache::Normalized(const compiler::Config& config) const {
-  if (!compiler::ValidateConfig(workload_, target_, config).ok()) return "";
-  return compiler::CanonicalConfig(compiler::NormalizeConfig(config, knobs_));
+std::optional<compiler::Config> FeatureCache::Normalized(const compiler::Config& config) const {
+  if (!compiler::ValidateConfig(workload_, target_, config).ok()) return std::nullopt;
+  return compiler::NormalizeConfig(config, knobs_);
 }
 
 namespace {
@@ -39,37 +39,28 @@ constexpr size_t kMinParallel = 16;
 }  // namespace
 
 const std::optional<CandidateFeatures>& FeatureCache::Get(const compiler::Config& config) {
-  std::string key = compiler::CanonicalConfig(config);
-  auto it = entries_.find(key);
-  if (it != entries_.end()) return it->second;
-  if (entries_.size() + 2 > capacity_) entries_.clear();
-  const std::string normal = Normalized(config);
-  if (normal.empty()) return entries_.emplace(std::move(key), std::nullopt).first->second;
-  auto n = entries_.find(normal);
-  if (n == entries_.end()) {
-    auto parsed = compiler::ParseConfig(normal);
-    n = entries_.emplace(normal, Extract(workload_, target_, *parsed)).first;
-  }
-  if (normal == key) return n->second;
-  std::optional<CandidateFeatures> copy = n->second;
-  return entries_.emplace(std::move(key), std::move(copy)).first->second;
+  return *GetMany({config}, 1).front();
 }
 
 std::vector<const std::optional<CandidateFeatures>*> FeatureCache::GetMany(
     const std::vector<compiler::Config>& configs, unsigned threads) {
+  // Each config's key and, for those not cached, its normalized form's key
+  // ("" for a config the template rejects).
   std::vector<std::string> keys, normals(configs.size());
   keys.reserve(configs.size());
   for (const auto& c : configs) keys.push_back(compiler::CanonicalConfig(c));
   // Full: start over (before looking up, so every config ends up cached).
   if (entries_.size() + 2 * configs.size() > capacity_) entries_.clear();
   // The normalized configs to extract, once each.
-  std::vector<std::string> todo;
+  std::vector<std::pair<std::string, compiler::Config>> todo;
   std::set<std::string_view> queued;
   for (size_t i = 0; i < configs.size(); ++i) {
     if (entries_.count(keys[i])) continue;
-    normals[i] = Normalized(configs[i]);
-    if (!normals[i].empty() && !entries_.count(normals[i]) && queued.insert(normals[i]).second) {
-      todo.push_back(normals[i]);
+    std::optional<compiler::Config> normal = Normalized(configs[i]);
+    if (!normal.has_value()) continue;
+    normals[i] = compiler::CanonicalConfig(*normal);
+    if (!entries_.count(normals[i]) && queued.insert(normals[i]).second) {
+      todo.emplace_back(normals[i], *std::move(normal));
     }
   }
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -79,15 +70,14 @@ std::vector<const std::optional<CandidateFeatures>*> FeatureCache::GetMany(
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t k = next++; k < todo.size(); k = next++) {
-      auto parsed = compiler::ParseConfig(todo[k]);
-      if (parsed.ok()) out[k] = Extract(workload_, target_, *parsed);
+      out[k] = Extract(workload_, target_, todo[k].second);
     }
   };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  for (size_t k = 0; k < todo.size(); ++k) entries_.emplace(todo[k], std::move(out[k]));
+  for (size_t k = 0; k < todo.size(); ++k) entries_.emplace(todo[k].first, std::move(out[k]));
   std::vector<const std::optional<CandidateFeatures>*> result;
   result.reserve(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {

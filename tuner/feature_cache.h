@@ -37,9 +37,9 @@ class FeatureCache {
   const compiler::Target& target() const { return target_; }
 
  private:
-  // The canonical config whose features `config` has (its normalized form),
-  // or "" for a config the template rejects.
-  std::string Normalized(const compiler::Config& config) const;
+  // The config whose features `config` has (its normalized form), or
+  // nullopt for a config the template rejects.
+  std::optional<compiler::Config> Normalized(const compiler::Config& config) const;
 
   compiler::Workload workload_;
   compiler::Target target_;

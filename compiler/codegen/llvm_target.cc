@@ -3,9 +3,9 @@
 // optimization pipeline, and textual IR for tests and --dump-ir.
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "compiler/codegen/llvm_codegen.h"
 #include "deploy/str.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
@@ -41,8 +41,7 @@ void InitializeLlvm() {
     // steer a pass; parsed once, before any pipeline is built.
     if (const char* opts = std::getenv("KILN_LLVM_OPTIONS"); opts != nullptr && *opts != 0) {
       std::vector<std::string> words = {"kiln"};
-      for (absl::string_view w : absl::StrSplit(opts, ' ', absl::SkipEmpty()))
-        words.emplace_back(w.data(), w.size());
+      for (std::string_view w : StrSplit(opts, ' ', /*skip_empty=*/true)) words.emplace_back(w);
       std::vector<const char*> argv;
       for (const std::string& w : words) argv.push_back(w.c_str());
       llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "kiln\n");

@@ -130,23 +130,34 @@ absl::Status CheckChannelTile(const Workload& w, const Target& t, int64_t kb, co
 
 namespace {
 
+// `k`, read only under the given layouts (the tuner counts configs that
+// differ only in knobs their layout does not read as one kernel).
+Knob ReadUnder(Knob k, std::vector<int64_t> layouts) {
+  k.gate = "layout";
+  k.gate_values = std::move(layouts);
+  return k;
+}
+
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   int64_t K = w.Int("K"), OH = w.Int("OH"), OW = w.Int("OW"), S = w.Int("S");
   std::vector<Knob> k;
-  k.push_back({"tile_k", UpTo({1, 2, 4, 8, 16}, K)});
-  k.push_back({"tile_oh", UpTo({1, 2, 4}, OH)});
-  k.push_back({"tile_ow", VectorChoices(OW, t.NativeVectorLanes())});
-  k.push_back({"unroll_s", S > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}});
-  k.push_back({"order", {0, 1, 2}});
+  // The direct layout's (0) knobs.
+  k.push_back(ReadUnder({"tile_k", UpTo({1, 2, 4, 8, 16}, K)}, {0}));
+  k.push_back(ReadUnder({"tile_oh", UpTo({1, 2, 4}, OH)}, {0}));
+  k.push_back(ReadUnder({"tile_ow", VectorChoices(OW, t.NativeVectorLanes())}, {0}));
+  k.push_back(
+      ReadUnder({"unroll_s", S > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}}, {0}));
+  k.push_back(ReadUnder({"order", {0, 1, 2}}, {0}));
   k.push_back({"parallel", {0}});
   if (w.Int("N") * K > 1) k.back().choices.push_back(1);
   // pad_stage=1 materializes the zero-padded input once (a root scratch
   // buffer) so that the inner loop loads contiguous vectors without bounds
   // selects; 0 inlines the padding into every load.
-  k.push_back({"pad_stage", Padded(w) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}});
+  k.push_back(ReadUnder(
+      {"pad_stage", Padded(w) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}}, {0}));
   // unroll_acc=1 unrolls the accumulator tile's channel and row loops so the
-  // accumulators live in vector registers.
-  k.push_back({"unroll_acc", {0, 1}});
+  // accumulators live in vector registers (direct and NCHWc).
+  k.push_back(ReadUnder({"unroll_acc", {0, 1}}, {0, 1}));
   // Blocked data or output (in_block / out_block): the layouts that read
   // and write channel blocks, NCHWc, depthwise and Winograd.
   k.push_back({"layout", {}});
@@ -158,25 +169,10 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // Never empty (a target whose vectors are wider than a block): NCHWc,
   // which its check then refuses with the reason.
   if (k.back().choices.empty()) k.back().choices.push_back(1);
-  // Which layouts read which knobs (the tuner counts configs differing only
-  // in knobs their layout does not read as one kernel).
-  auto read_by = [&](std::vector<Knob> knobs, std::vector<int64_t> layouts) {
-    for (Knob& n : knobs) {
-      n.gate = "layout";
-      n.gate_values = layouts;
-      k.push_back(std::move(n));
-    }
-  };
-  for (size_t i = 0; i < k.size(); ++i) {
-    const std::string& n = k[i].name;
-    if (n == "layout" || n == "parallel") continue;
-    k[i].gate = "layout";
-    k[i].gate_values = n == "unroll_acc" ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
-  }
-  read_by(NchwcKnobs(w, t), {1});
-  read_by(DepthwiseKnobs(w, t), {2});
-  read_by(GemmKnobs(w, t), {3});
-  read_by(WinogradKnobs(w, t), {4});
+  for (Knob& n : NchwcKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {1}));
+  for (Knob& n : DepthwiseKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {2}));
+  for (Knob& n : GemmKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {3}));
+  for (Knob& n : WinogradKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {4}));
   return k;
 }
 
