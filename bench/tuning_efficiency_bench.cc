@@ -28,10 +28,17 @@
 // is measured once per run, whichever strategy proposes it first.
 //
 //   build/bench/tuning_efficiency_bench [--only SUBSTR,...] [--random-trials N]
-//       [--cache FILE] [--seed S] [--repeats R] [--model-only] [--nchw]
+//       [--strategy-trials M] [--strategies NAME,...] [--cache FILE] [--seed S]
+//       [--repeats R] [--model-only] [--nchw]
 //
 // --repeats runs each strategy with R seeds (the geometric mean of their
-// trials is its figure).
+// trials is its figure). --strategy-trials stops the strategies at M trials
+// (default: N; one that has not reached the goal by then counts as N): they
+// still run interleaved with random search, a batch of whichever has done
+// the smallest share of its trials, so all are measured over the same
+// minutes. A strategy needs N/4 trials or fewer to meet the xgb target on a
+// shape, so M = N/4 costs nothing there and saves most of the run's time.
+// --strategies picks among ga, xgb, xgb+tl (default: all three).
 //
 // Convolutions run in the channel-blocked layouts of a model (--nchw: NCHW
 // in and out); the cache file's shape names say which.
@@ -177,13 +184,15 @@ struct Run {
 struct Tuning {
   std::string name;
   std::unique_ptr<kiln::tuner::SearchStrategy> search;
+  int trials;  // to run
   Run run;
   std::set<std::string> measured;
   int empty = 0;
   bool done = false;
 
-  void Step(const kiln::bench::Shape& shape, Oracle& oracle, int trials,
-            const kiln::compiler::Target& target) {
+  // Share of its trials done.
+  double Progress() const { return static_cast<double>(run.costs.size()) / trials; }
+  void Step(const kiln::bench::Shape& shape, Oracle& oracle, const kiln::compiler::Target& target) {
     auto batch = search->Propose(8, measured);
     if (batch.empty() && ++empty > 4) done = true;
     std::vector<std::pair<Config, double>> results;
@@ -240,7 +249,8 @@ std::string Cell(int trials, int cap) {
 
 int main(int argc, char** argv) {
   std::string only, cache_path = "tuning_efficiency.cache";
-  int random_trials = 1000;
+  int random_trials = 1000, strategy_trials = 0;
+  std::set<std::string> strategies = {"ga", "xgb", "xgb+tl"};
   uint64_t seed = 1;
   int repeats = 1;
   bool model_only = false;  // skip the strategies: only the cost model's figures
@@ -251,6 +261,12 @@ int main(int argc, char** argv) {
       only = argv[++i];
     } else if (a == "--random-trials" && i + 1 < argc && kiln::ParseInt64(argv[++i], &v) && v > 0) {
       random_trials = static_cast<int>(v);
+    } else if (a == "--strategy-trials" && i + 1 < argc && kiln::ParseInt64(argv[++i], &v) &&
+               v > 0) {
+      strategy_trials = static_cast<int>(v);
+    } else if (a == "--strategies" && i + 1 < argc) {
+      strategies.clear();
+      for (const auto& name : kiln::StrSplit(argv[++i], ',')) strategies.insert(std::string(name));
     } else if (a == "--cache" && i + 1 < argc) {
       cache_path = argv[++i];
     } else if (a == "--repeats" && i + 1 < argc && kiln::ParseInt64(argv[++i], &v) && v > 0) {
@@ -264,10 +280,18 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: tuning_efficiency_bench [--only SUBSTR,...] [--random-trials N] "
-                   "[--cache FILE] [--seed S] [--repeats R] [--model-only] [--nchw]\n");
+                   "[--strategy-trials M] [--strategies NAME,...] [--cache FILE] [--seed S] "
+                   "[--repeats R] [--model-only] [--nchw]\n");
       return 2;
     }
   }
+  for (const auto& name : strategies) {
+    if (name != "ga" && name != "xgb" && name != "xgb+tl") {
+      std::fprintf(stderr, "--strategies: unknown strategy '%s' (ga, xgb, xgb+tl)\n", name.c_str());
+      return 2;
+    }
+  }
+  if (strategy_trials == 0 || strategy_trials > random_trials) strategy_trials = random_trials;
   const kiln::compiler::Target target = kiln::compiler::Target::Host();
   Oracle oracle(cache_path, target);
   std::vector<kiln::bench::Shape> shapes;
@@ -305,9 +329,9 @@ int main(int argc, char** argv) {
   // previous run's).
   std::printf(
       "\ntrials to reach 95%% of random search's best throughput (random: in its run, and "
-      "expected; each strategy: geometric mean over %d seeds, one that never reaches it counting "
-      "as %d)\n",
-      repeats, random_trials);
+      "expected; each strategy, run for %d trials: geometric mean over %d seeds, one that never "
+      "reaches it counting as %d)\n",
+      strategy_trials, repeats, random_trials);
   std::printf("%-26s %10s %7s %9s %7s %7s %7s %11s %14s\n", "shape", "best ms", "random",
               "expected", "ga", "xgb", "xgb+tl", "random/xgb", "random/xgb+tl");
   double log_xgb = 0, log_tl = 0, log_ga = 0;
@@ -321,26 +345,31 @@ int main(int argc, char** argv) {
       AddRecords(o, oracle, other, prior);
     }
     std::vector<Tuning> runs;
-    runs.push_back({"random", *kiln::tuner::MakeSearch("random", space_of(s), context(s))});
+    runs.push_back(
+        {"random", *kiln::tuner::MakeSearch("random", space_of(s), context(s)), random_trials});
     for (int r = 0; r < repeats && !model_only; ++r) {
       for (const char* name : {"ga", "xgb", "xgb+tl"}) {
+        if (!strategies.count(name)) continue;
         kiln::tuner::SearchContext c = context(s);
         // Not random search's seed: the strategies' first batch is random,
         // and with its seed it would replay random's first trials.
         c.seed = seed + 1000 + static_cast<uint64_t>(r);
         const bool tl = std::string(name) == "xgb+tl";
         if (tl) c.prior = prior;
-        runs.push_back(
-            {name, *kiln::tuner::MakeSearch(tl ? "xgb" : name, space_of(s), std::move(c))});
+        runs.push_back({name,
+                        *kiln::tuner::MakeSearch(tl ? "xgb" : name, space_of(s), std::move(c)),
+                        strategy_trials});
       }
     }
-    for (bool busy = true; busy;) {
-      busy = false;
+    // A batch of the run with the smallest share of its trials done (in turn
+    // when the shares are equal).
+    for (;;) {
+      Tuning* next = nullptr;
       for (Tuning& t : runs) {
-        if (t.done) continue;
-        t.Step(s, oracle, random_trials, target);
-        busy = true;
+        if (!t.done && (next == nullptr || t.Progress() < next->Progress())) next = &t;
       }
+      if (next == nullptr) break;
+      next->Step(s, oracle, target);
     }
     Run& r = runs[0].run;
     std::vector<size_t> order(r.costs.size());
@@ -361,7 +390,9 @@ int main(int argc, char** argv) {
                  std::chrono::duration<double>(Clock::now() - t0).count());
     if (!std::isfinite(g) || model_only) continue;
     // Trials a strategy needed, geometric mean over the seeds.
+    // (NaN for a strategy not run.)
     auto needed = [&](const std::string& name) {
+      if (!strategies.count(name)) return std::nan("");
       double log_sum = 0;
       for (const Tuning& t : runs) {
         if (t.name != name) continue;

@@ -133,8 +133,10 @@ absl::Status ModelSearch::RestoreModel(std::string_view bytes, size_t trained_on
   auto model = CostModel::Load(bytes, options_.model);
   if (!model.ok()) return model.status();
   model_ = *std::move(model);
-  // Trained on other results than this search has: retrained at first use.
-  trained_on_ = trained_on == results_.size() ? trained_on : static_cast<size_t>(-1);
+  // Trained on other results than this search has, or on a prior's margins
+  // whose weight is not saved: retrained at first use.
+  trained_on_ =
+      trained_on == results_.size() && prior_.rows.empty() ? trained_on : static_cast<size_t>(-1);
   return absl::OkStatus();
 }
 
@@ -157,8 +159,16 @@ absl::Status ModelSearch::TrainIfNeeded() {
   }
   if (rows.empty()) return absl::OkStatus();
   if (prior_model_.trained()) {
+    // The prior counts as far as it ranks this task's own results right (its
+    // Spearman correlation with them, none if negative): other shapes'
+    // optimum can be the wrong answer here, and the task's few results could
+    // not outweigh a prior trusted in full.
     auto margin = prior_model_.Predict(rows);
     if (!margin.ok()) return margin.status();
+    prior_weight_ = std::clamp(
+        SpearmanCorrelation({margin->begin(), margin->end()}, {scores.begin(), scores.end()}), 0.0,
+        1.0);
+    for (float& m : *margin) m *= static_cast<float>(prior_weight_);
     data.base_margin = *std::move(margin);
   }
   data.AddGroup(std::move(rows), std::move(scores), 1.0f);
@@ -186,7 +196,8 @@ absl::StatusOr<std::vector<float>> ModelSearch::Score(
     if (!m->trained()) continue;
     auto pred = m->Predict(rows);
     if (!pred.ok()) return pred.status();
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] += (*pred)[i];
+    const float w = m == &prior_model_ ? static_cast<float>(prior_weight_) : 1.0f;
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += w * (*pred)[i];
   }
   std::vector<float> out(configs.size(), -std::numeric_limits<float>::infinity());
   for (size_t i = 0; i < configs.size(); ++i) {

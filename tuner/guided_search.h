@@ -9,8 +9,10 @@
 //   With other tasks' records in the context (transfer learning), a prior
 //   model trained on them ranks the first batches, and the task's own model
 //   is trained on top of it (the prior's predictions as its base margin, as
-//   AutoTVM's transfer learning does): where this task's results disagree
-//   with the other shapes', its own trees correct the prior;
+//   AutoTVM's transfer learning does), the prior weighted by how well it
+//   ranks the task's own results (Spearman, 0 when it ranks them wrong):
+//   where this task's results disagree with the other shapes', its own
+//   trees correct the prior;
 //   explored by simulated annealing from the best measured configs and the
 //   best predicted of a random sample; the batch is picked from the best predicted for diversity (a
 //   config gains for knob values the batch does not have yet), and an epsilon share of it is random
@@ -103,13 +105,17 @@ class ModelSearch : public GuidedSearch {
   const CostModel& model() const { return model_; }
   // Whether other tasks' records trained a prior model (transfer learning).
   bool warm_started() const { return prior_model_.trained(); }
+  // The prior's weight in the scores: 1 until the task's own model is
+  // trained, then the prior's rank correlation with the task's results.
+  double prior_weight() const { return prior_weight_; }
   std::optional<std::pair<std::string, size_t>> SavedModel() const override;
   absl::Status RestoreModel(std::string_view bytes, size_t trained_on) override;
   // Retrains when results arrived since the last training (and there are
   // enough); what Propose does first.
   absl::Status TrainIfNeeded();
   // Predicted scores (higher: faster) of configs; -inf for invalid ones:
-  // the prior model's plus the task's own model's, of those trained.
+  // the prior model's (times prior_weight()) plus the task's own model's, of
+  // those trained.
   // FAILED_PRECONDITION while neither is.
   absl::StatusOr<std::vector<float>> Score(const std::vector<compiler::Config>& configs);
 
@@ -125,6 +131,7 @@ class ModelSearch : public GuidedSearch {
   CostModel prior_model_;  // trained on prior_, once
   CostModel model_;        // on this task's results (on top of prior_model_)
   size_t trained_on_ = 0;  // results_.size() at the last training
+  double prior_weight_ = 1.0;
 };
 
 }  // namespace kiln::tuner

@@ -118,9 +118,9 @@ TEST(GuidedSearchTest, GuidedStrategiesFindTheBestInFewerTrialsThanRandom) {
   EXPECT_LT(ga, random);
 }
 
-TEST(GuidedSearchTest, PriorRecordsTrainTheModelBeforeAnyResult) {
-  // The prior: the synthetic cost on random configs of the same template.
-  SearchContext context = Context(9);
+// Prior records: the synthetic cost on random configs of the same template,
+// scored the right way (faster is better) or backwards.
+TrainingSet Prior(bool backwards) {
   FeatureCache cache(Dense(), compiler::Target::Host());
   ConfigSpace space = Space();
   std::mt19937_64 rng(4);
@@ -131,9 +131,18 @@ TEST(GuidedSearchTest, PriorRecordsTrainTheModelBeforeAnyResult) {
     const auto& f = cache.Get(c);
     if (!f.has_value()) continue;
     rows.push_back(f->features);
-    scores.push_back(static_cast<float>(1.0 / Cost(c)));
+    scores.push_back(static_cast<float>(backwards ? Cost(c) : 1.0 / Cost(c)));
   }
-  context.prior.AddGroup(rows, scores);
+  TrainingSet prior;
+  prior.AddGroup(rows, scores);
+  return prior;
+}
+
+TEST(GuidedSearchTest, PriorRecordsTrainTheModelBeforeAnyResult) {
+  SearchContext context = Context(9);
+  context.prior = Prior(false);
+  ConfigSpace space = Space();
+  std::mt19937_64 rng(5);
   ModelSearch search(Space(), context);
   auto first = search.Propose(8, {});
   ASSERT_TRUE(search.warm_started());
@@ -144,6 +153,22 @@ TEST(GuidedSearchTest, PriorRecordsTrainTheModelBeforeAnyResult) {
   for (const auto& c : first) guided += Cost(c);
   for (int i = 0; i < 8; ++i) random += Cost(space.Sample(rng));
   EXPECT_LT(guided, random);
+}
+
+TEST(GuidedSearchTest, APriorThatRanksTheTasksResultsWrongLosesItsWeight) {
+  double weight[2];
+  for (bool backwards : {false, true}) {
+    SearchContext context = Context(11);
+    context.prior = Prior(backwards);
+    ModelSearch search(Space(), context);
+    std::set<std::string> measured;
+    Tune(search, 32, &measured, true);
+    ASSERT_TRUE(search.TrainIfNeeded().ok());
+    ASSERT_TRUE(search.model().trained());
+    weight[backwards] = search.prior_weight();
+  }
+  EXPECT_GT(weight[false], 0.5);
+  EXPECT_LT(weight[true], 0.1);
 }
 
 TEST(GuidedSearchTest, FewerThanAskedWhenTheSpaceRunsOut) {
