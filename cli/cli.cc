@@ -19,7 +19,7 @@ const std::vector<Command>& Commands() {
       {"job", "job JOB --tracker ADDR", "show one job and its tasks", RunJob},
       {"cancel", "cancel JOB --tracker ADDR", "cancel a job", RunCancel},
       {"devices", "devices --tracker ADDR", "list the measurement agents", RunDevices},
-      {"records", "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N]",
+      {"records", "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N] [--job ID]",
        "list tuning records", RunRecords},
       {"fetch", "fetch JOB --tracker ADDR -o PATH", "download a job's compiled artifact", RunFetch},
       {"report", "report JOB (--tracker ADDR | --db FILE) -o PLOT.svg|PLOT.png",
@@ -40,7 +40,8 @@ void PrintHelp(std::ostream& out) {
     out << "  " << c.name << std::string(c.name.size() < 10 ? 10 - c.name.size() : 1, ' ')
         << c.summary << "\n";
   }
-  out << "\nkiln help <command> shows a command's arguments.\n";
+  out << "\nkiln help <command> shows a command's arguments. Commands that call a tracker\n"
+         "take --token TOKEN (or the KILN_TOKEN variable) when it requires one.\n";
 }
 }  // namespace
 
@@ -70,14 +71,26 @@ int RunCli(const std::vector<std::string>& args, const CliEnv& env) {
   }
   for (const Command& c : Commands()) {
     if (c.name == name) {
-      std::vector<std::string> rest(args.begin() + 1, args.end());
+      // --token TOKEN (or --token=TOKEN), for every command that calls a
+      // tracker; taken out before the command parses its own flags.
+      CliEnv with_token = env;
+      std::vector<std::string> rest;
+      for (size_t i = 1; i < args.size(); ++i) {
+        if (args[i] == "--token" && i + 1 < args.size()) {
+          with_token.token = args[++i];
+        } else if (args[i].rfind("--token=", 0) == 0) {
+          with_token.token = args[i].substr(8);
+        } else {
+          rest.push_back(args[i]);
+        }
+      }
       for (const std::string& a : rest) {
         if (a == "--help" || a == "-h") {
           *env.out << "usage: kiln " << c.usage << "\n" << c.summary << "\n";
           return 0;
         }
       }
-      return c.run(c, rest, env);
+      return c.run(c, rest, with_token);
     }
   }
   *env.err << "kiln: unknown command '" << name << "' (see kiln help)\n";

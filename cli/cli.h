@@ -18,6 +18,9 @@ struct CliEnv {
   std::ostream* err;
   // How long to wait for the tracker's channel to connect.
   std::chrono::milliseconds connect_timeout{5000};
+  // The bearer token sent with every tracker call (KILN_TOKEN; any
+  // command's --token overrides it); empty: none.
+  std::string token;
 };
 
 int RunCli(const std::vector<std::string>& args, const CliEnv& env);

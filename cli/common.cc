@@ -1,10 +1,13 @@
 #include "cli/common.h"
 
+#include <grpcpp/support/client_interceptor.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <ostream>
 
 #include "deploy/str.h"
@@ -69,13 +72,46 @@ int RpcFail(const Command& cmd, const grpc::Status& status, const CliEnv& env) {
   return 1;
 }
 
+namespace {
+
+// Adds "authorization: Bearer TOKEN" to every call of a channel.
+class BearerToken : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerToken(const std::string& token) : value_("Bearer " + token) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new Adder(value_);
+  }
+
+ private:
+  class Adder : public grpc::experimental::Interceptor {
+   public:
+    explicit Adder(std::string value) : value_(std::move(value)) {}
+    void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+      if (methods->QueryInterceptionHookPoint(
+              grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+        methods->GetSendInitialMetadata()->insert({"authorization", value_});
+      }
+      methods->Proceed();
+    }
+
+   private:
+    std::string value_;
+  };
+  std::string value_;
+};
+
+}  // namespace
+
 std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& address,
                                                         const CliEnv& env) {
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(256 << 20);
   channel_args.SetMaxSendMessageSize(256 << 20);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  if (!env.token.empty()) interceptors.push_back(std::make_unique<BearerToken>(env.token));
+  std::shared_ptr<grpc::Channel> channel = grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, grpc::InsecureChannelCredentials(), channel_args, std::move(interceptors));
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + env.connect_timeout)) {
     *env.err << "kiln: tracker " << address << " does not answer\n";
     return nullptr;

@@ -1,4 +1,5 @@
 // kiln: the user's client (see cli/cli.h).
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -8,5 +9,6 @@
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   kiln::cli::CliEnv env{&std::cout, &std::cerr};
+  if (const char* token = std::getenv("KILN_TOKEN")) env.token = token;
   return kiln::cli::RunCli(args, env);
 }

@@ -146,18 +146,23 @@ int RunDevices(const Command& self, const std::vector<std::string>& argv, const 
   std::vector<std::vector<std::string>> rows = {
       {"AGENT", "KEY", "STATE", "IN_FLIGHT", "RESULTS", "LAST_SEEN", "TARGET", "HARDWARE"}};
   for (const kiln::v1::Agent& a : response.agents()) {
-    rows.push_back({a.agent_id(), a.device_key(), a.connected() ? "connected" : "gone",
-                    StrCat(a.in_flight()), StrCat(a.results()), FormatTime(a.last_seen_unix_ms()),
-                    a.target().spec(), a.hardware()});
+    std::string state = a.connected() ? "connected" : "gone";
+    if (a.quarantined_until_unix_ms() > 0) {
+      state = StrCat("quarantined until ", FormatTime(a.quarantined_until_unix_ms()), " (",
+                     a.quarantine_reason(), ")");
+    }
+    rows.push_back({a.agent_id(), a.device_key(), state, StrCat(a.in_flight()), StrCat(a.results()),
+                    FormatTime(a.last_seen_unix_ms()), a.target().spec(), a.hardware()});
   }
   PrintTable(*env.out, rows);
   return 0;
 }
 
 int RunRecords(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  Prepared p = Prepare(self, argv, 0, "", {"--workload", "--target", "--limit"}, env);
+  Prepared p = Prepare(self, argv, 0, "", {"--workload", "--target", "--limit", "--job"}, env);
   if (p.exit_code) return p.exit_code;
   kiln::v1::QueryRecordsRequest request;
+  request.set_job_id(p.args.Get("--job"));
   request.set_workload_key(p.args.Get("--workload"));
   request.set_target(p.args.Get("--target"));
   int64_t limit = 100;

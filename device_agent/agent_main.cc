@@ -1,11 +1,17 @@
 // kiln-agent: a measurement agent that dials out to the tracker.
-//   kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token T]
-//              [--target SPEC] [--workers-timeout-ms N] [--max-batch N]
+//   kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE]
+//              [--token T] [--target SPEC] [--workers-timeout-ms N] [--max-batch N]
+// The agent's token comes from --token-file or KILN_TOKEN (with one, the
+// tracker names the agent after the token's user); --token is the legacy
+// secret shared by all agents.
 //   kiln-agent --list-devices   (the CPU and the OpenCL devices this board has)
 // `--workers-timeout-ms` is the per-candidate time limit used when a batch's
 // timing policy leaves timeout_ms unset.
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -19,8 +25,8 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token T] [--target SPEC] "
-    "[--workers-timeout-ms N] [--max-batch N]\n"
+    "usage: kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE] [--token T] "
+    "[--target SPEC] [--workers-timeout-ms N] [--max-batch N]\n"
     "       kiln-agent --list-devices\n";
 
 std::string DescribeHardware() {
@@ -58,8 +64,8 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  auto parsed = kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--target",
-                                        "--workers-timeout-ms", "--max-batch"});
+  auto parsed = kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--token-file",
+                                        "--target", "--workers-timeout-ms", "--max-batch"});
   if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
   if (!parsed->positional.empty()) {
     return Usage(kiln::StrCat("unexpected argument '", parsed->positional[0], "'"));
@@ -74,6 +80,20 @@ int main(int argc, char** argv) {
   options.device_key = flags["--key"];
   options.agent_id = flags.count("--id") ? flags["--id"] : kiln::agent::DefaultAgentId();
   options.token = flags["--token"];
+  // The agent's own token: from a file (never on the command line, where
+  // every user of the board can read it), else KILN_TOKEN.
+  if (flags.count("--token-file")) {
+    std::ifstream in(flags["--token-file"]);
+    if (!in || !std::getline(in, options.bearer_token) || options.bearer_token.empty()) {
+      return Usage(kiln::StrCat("cannot read a token from ", flags["--token-file"]));
+    }
+    while (!options.bearer_token.empty() &&
+           std::isspace(static_cast<unsigned char>(options.bearer_token.back()))) {
+      options.bearer_token.pop_back();
+    }
+  } else if (const char* token = std::getenv("KILN_TOKEN")) {
+    options.bearer_token = token;
+  }
   if (flags.count("--target")) {
     absl::StatusOr<kiln::compiler::Target> t = kiln::compiler::Target::Parse(flags["--target"]);
     if (!t.ok()) return Usage(std::string(t.status().message()));

@@ -126,6 +126,11 @@ int RunMeasureWorker(int in_fd, int out_fd) {
       if (target_ok) {
         result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(), target);
       }
+      // A lying agent, for fault tests: every cost it measured becomes this.
+      if (const char* lie = std::getenv("KILN_TEST_LIE_COSTS"); lie && *lie) {
+        for (int i = 0; i < result.costs_s_size(); ++i)
+          result.set_costs_s(i, std::strtod(lie, nullptr));
+      }
       result.set_candidate_id(c.candidate_id());
     }
     if (absl::Status w = WriteFrame(out_fd, result.SerializeAsString()); !w.ok()) return 1;

@@ -10,7 +10,8 @@
 //
 // Test hooks (read by the worker): KILN_TEST_CRASH_WORKER=<candidate id>
 // makes the worker abort on that candidate, KILN_TEST_HANG_WORKER=<candidate
-// id> makes it sleep forever.
+// id> makes it sleep forever; KILN_TEST_LIE_COSTS=<number> (e.g. nan, -1)
+// replaces every cost it measured with that number.
 
 #include <sys/types.h>
 

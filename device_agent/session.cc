@@ -94,6 +94,9 @@ absl::Status AgentSession::Run() {
 absl::Status AgentSession::RunOnce(bool* welcomed) {
   *welcomed = false;
   grpc::ClientContext ctx;
+  if (!options_.bearer_token.empty()) {
+    ctx.AddMetadata("authorization", "Bearer " + options_.bearer_token);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping()) return absl::CancelledError("agent stopping");

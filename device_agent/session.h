@@ -22,7 +22,8 @@ struct AgentOptions {
   std::string tracker;  // HOST:PORT
   std::string device_key;
   std::string agent_id;
-  std::string token;
+  std::string token;         // legacy shared secret, sent in the Hello
+  std::string bearer_token;  // the agent's own token (kiln-tracker tokens create --role agent)
   std::string target_spec;
   std::string hardware;
   std::string compiler_version;

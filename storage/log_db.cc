@@ -32,14 +32,15 @@ constexpr char kRecordColumns[] =
     "compiler_version, agent_id, job_id, unix_ms";
 constexpr char kJobColumns[] =
     "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
-    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms";
+    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner";
+constexpr char kTokenColumns[] = "id, user, role, hash, created_unix_ms, revoked_unix_ms";
 constexpr char kAgentColumns[] =
     "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
     "last_seen_unix_ms, results";
 
 bool IsKnownErrorKind(const std::string& kind) {
-  static const char* const kKinds[] = {"none",    "compile",    "runtime",       "wrong_result",
-                                       "timeout", "agent_lost", "invalid_config"};
+  static const char* const kKinds[] = {"none",    "compile",    "runtime",        "wrong_result",
+                                       "timeout", "agent_lost", "invalid_config", "invalid_cost"};
   for (const char* k : kKinds) {
     if (kind == k) return true;
   }
@@ -122,6 +123,18 @@ JobRow ReadJob(const Statement& st) {
   row.created_unix_ms = st.ColumnInt64(11);
   row.updated_unix_ms = st.ColumnInt64(12);
   row.tuning_ms = st.ColumnInt64(13);
+  row.owner = st.ColumnText(14);
+  return row;
+}
+
+TokenRow ReadToken(const Statement& st) {
+  TokenRow row;
+  row.id = st.ColumnInt64(0);
+  row.user = st.ColumnText(1);
+  row.role = st.ColumnText(2);
+  row.hash = st.ColumnText(3);
+  row.created_unix_ms = st.ColumnInt64(4);
+  row.revoked_unix_ms = st.ColumnInt64(5);
   return row;
 }
 
@@ -370,8 +383,9 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::RecordsOfJob(const std::string& jo
 absl::Status LogDb::CreateJob(const JobRow& row) {
   if (row.id.empty()) return absl::InvalidArgumentError("job has no id");
   std::lock_guard<std::mutex> lock(mu_);
-  KILN_STORAGE_ASSIGN_OR_RETURN(st, db_->Prepare(StrCat("INSERT OR IGNORE INTO jobs(", kJobColumns,
-                                                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+  KILN_STORAGE_ASSIGN_OR_RETURN(st,
+                                db_->Prepare(StrCat("INSERT OR IGNORE INTO jobs(", kJobColumns,
+                                                    ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
@@ -386,6 +400,7 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(12, row.created_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.updated_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(14, row.tuning_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(15, row.owner));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() == 0) {
     return absl::AlreadyExistsError(StrCat("job '", row.id, "' already exists"));
@@ -445,6 +460,65 @@ absl::StatusOr<std::vector<JobRow>> LogDb::UnfinishedJobs() {
                               " FROM jobs WHERE state IN ('queued', 'tuning', 'compiling') "
                               "ORDER BY created_unix_ms ASC, rowid ASC")));
   return CollectJobs(st);
+}
+
+// ------------------------------------------------------------------- tokens
+
+absl::StatusOr<int64_t> LogDb::AddToken(const TokenRow& row) {
+  if (row.user.empty()) return absl::InvalidArgumentError("a token needs a user name");
+  if (row.role != "user" && row.role != "agent" && row.role != "admin") {
+    return absl::InvalidArgumentError(
+        StrCat("unknown role '", row.role, "' (user, agent or admin)"));
+  }
+  if (!IsSha256Hex(row.hash)) return absl::InvalidArgumentError("a token hash is a SHA-256");
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("INSERT OR IGNORE INTO tokens(user, role, hash, created_unix_ms) "
+                       "VALUES(?, ?, ?, ?)"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.user));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.role));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.hash));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, row.created_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
+  if (db_->Changes() == 0) return absl::AlreadyExistsError("this token is stored already");
+  return db_->LastInsertRowId();
+}
+
+absl::StatusOr<std::vector<TokenRow>> LogDb::ListTokens() {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kTokenColumns, " FROM tokens ORDER BY id")));
+  std::vector<TokenRow> out;
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) break;
+    out.push_back(ReadToken(st));
+  }
+  return out;
+}
+
+absl::Status LogDb::RevokeToken(int64_t id, int64_t unix_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("UPDATE tokens SET revoked_unix_ms = ?2 WHERE id = ?1 AND "
+                       "revoked_unix_ms = 0"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(1, id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
+  if (db_->Changes() == 0) {
+    return absl::NotFoundError(StrCat("no valid token with id ", id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<TokenRow>> LogDb::TokenByHash(const std::string& hash) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("SELECT ", kTokenColumns, " FROM tokens WHERE hash = ?")));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, hash));
+  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+  if (!has_row) return std::optional<TokenRow>();
+  return std::optional<TokenRow>(ReadToken(st));
 }
 
 absl::Status LogDb::SetJobTasks(const std::string& job_id, const std::vector<JobTaskRow>& tasks) {

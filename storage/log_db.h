@@ -30,7 +30,7 @@ struct WorkloadRow {
 
 // error_kind uses the names of MeasureErrorKind without prefix:
 // "none", "compile", "runtime", "wrong_result", "timeout", "agent_lost",
-// "invalid_config".
+// "invalid_config", "invalid_cost".
 struct RecordRow {
   int64_t id = 0;
   std::string workload_key;
@@ -61,6 +61,18 @@ struct JobRow {
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
   int64_t tuning_ms = 0;  // wall-clock time spent tuning so far
+  std::string owner;      // the submitting user ("" without authentication); never updated
+};
+
+// A bearer token: who it is (user name and role: "user", "agent" or
+// "admin") and the SHA-256 of its secret; the secret itself is never stored.
+struct TokenRow {
+  int64_t id = 0;
+  std::string user;
+  std::string role;
+  std::string hash;
+  int64_t created_unix_ms = 0;
+  int64_t revoked_unix_ms = 0;  // 0: valid
 };
 
 // One tuning task of a job, in the job's order.
@@ -140,6 +152,13 @@ class LogDb {
   absl::StatusOr<std::optional<JobRow>> GetJob(const std::string& id);
   absl::StatusOr<std::vector<JobRow>> ListJobs();  // newest first
   absl::StatusOr<std::vector<JobRow>> UnfinishedJobs();
+
+  // Tokens. AddToken returns the new id (ALREADY_EXISTS for a hash stored
+  // before); RevokeToken: NOT_FOUND for an unknown id.
+  absl::StatusOr<int64_t> AddToken(const TokenRow& row);
+  absl::StatusOr<std::vector<TokenRow>> ListTokens();
+  absl::Status RevokeToken(int64_t id, int64_t unix_ms);
+  absl::StatusOr<std::optional<TokenRow>> TokenByHash(const std::string& hash);
   // A job's tasks, replaced as a whole; in position order.
   absl::Status SetJobTasks(const std::string& job_id, const std::vector<JobTaskRow>& tasks);
   absl::StatusOr<std::vector<JobTaskRow>> JobTasks(const std::string& job_id);

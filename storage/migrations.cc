@@ -88,6 +88,20 @@ CREATE TABLE cost_models (
   PRIMARY KEY (workload_key, target, compiler_version)
 );
 )sql",
+      // 2 -> 3: identity. Who submitted each job (the user of its token;
+      // empty for a tracker without authentication), and the bearer tokens,
+      // stored as SHA-256 hashes only.
+      R"sql(
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE TABLE tokens (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  user TEXT NOT NULL,
+  role TEXT NOT NULL,
+  hash TEXT NOT NULL UNIQUE,
+  created_unix_ms INTEGER NOT NULL,
+  revoked_unix_ms INTEGER NOT NULL DEFAULT 0
+);
+)sql",
   };
   return kLadder;
 }

@@ -1,11 +1,13 @@
 #include "tracker/agent_registry.h"
 
 #include "deploy/check.h"
+#include "deploy/str.h"
 #include "spdlog/spdlog.h"
 
 namespace kiln::tracker {
 
-AgentRegistry::AgentRegistry(storage::LogDb* db, const Clock* clock) : db_(db), clock_(clock) {
+AgentRegistry::AgentRegistry(storage::LogDb* db, const Clock* clock, HealthOptions health)
+    : db_(db), clock_(clock), health_(health) {
   KILN_CHECK(clock_ != nullptr) << "AgentRegistry needs a clock";
 }
 
@@ -58,13 +60,18 @@ absl::StatusOr<uint64_t> AgentRegistry::Connect(const AgentInfo& hello) {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t now = clock_->NowMs();
   Slot& slot = agents_[hello.id];
-  int64_t first_seen = slot.info.first_seen_unix_ms ? slot.info.first_seen_unix_ms : now;
-  int64_t results = slot.info.results;
+  // A reconnect keeps the agent's counters and health: reconnecting does not
+  // end a quarantine.
+  AgentInfo before = std::move(slot.info);
   slot.info = hello;
   slot.info.connected = true;
-  slot.info.first_seen_unix_ms = first_seen;
+  slot.info.first_seen_unix_ms = before.first_seen_unix_ms ? before.first_seen_unix_ms : now;
   slot.info.last_seen_unix_ms = now;
-  slot.info.results = results;
+  slot.info.results = before.results;
+  slot.info.consecutive_failures = before.consecutive_failures;
+  slot.info.consecutive_invalid_costs = before.consecutive_invalid_costs;
+  slot.info.quarantined_until_unix_ms = before.quarantined_until_unix_ms;
+  slot.info.quarantine_reason = before.quarantine_reason;
   slot.info.in_flight = 0;
   slot.session = next_session_++;
   absl::Status st = PersistLocked(slot);
@@ -117,6 +124,45 @@ void AgentRegistry::SetInFlight(const std::string& agent_id, int32_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = agents_.find(agent_id);
   if (it != agents_.end()) it->second.info.in_flight = n;
+}
+
+bool AgentRegistry::RecordOutcomes(const std::string& agent_id, int ok, int failed,
+                                   int invalid_costs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end()) return false;
+  AgentInfo& a = it->second.info;
+  if (ok > 0) {
+    a.consecutive_failures = failed;
+    a.consecutive_invalid_costs = invalid_costs;
+  } else {
+    a.consecutive_failures += failed;
+    a.consecutive_invalid_costs += invalid_costs;
+  }
+  const int64_t now = clock_->NowMs();
+  if (now < a.quarantined_until_unix_ms) return false;
+  std::string why;
+  if (a.consecutive_invalid_costs >= health_.max_invalid_costs) {
+    why = StrCat(a.consecutive_invalid_costs, " impossible costs in a row");
+  } else if (a.consecutive_failures >= health_.max_consecutive_failures) {
+    why = StrCat(a.consecutive_failures, " failed measurements in a row");
+  }
+  if (why.empty()) return false;
+  a.quarantined_until_unix_ms = now + health_.quarantine_ms;
+  a.quarantine_reason = why;
+  // Out of quarantine, the agent starts over.
+  a.consecutive_failures = 0;
+  a.consecutive_invalid_costs = 0;
+  if (auto log = spdlog::get("tracker")) {
+    log->warn("agent {} quarantined for {} s: {}", agent_id, health_.quarantine_ms / 1000, why);
+  }
+  return true;
+}
+
+bool AgentRegistry::Quarantined(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  return it != agents_.end() && clock_->NowMs() < it->second.info.quarantined_until_unix_ms;
 }
 
 std::vector<AgentInfo> AgentRegistry::List() const {

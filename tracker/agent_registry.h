@@ -3,6 +3,13 @@
 // seen before (loaded from the log database). Every change of an agent's
 // identity or counters is persisted with LogDb::UpsertAgent.
 //
+// Health: an agent whose measurements keep failing (a batch with no success
+// after another, HealthOptions::max_consecutive_failures failures in a row,
+// or max_invalid_costs results with impossible costs in a row) is
+// quarantined for quarantine_ms: it keeps its session but is leased no work,
+// and `kiln devices` shows why. Quarantine lives in memory: a restarted
+// tracker gives every agent a fresh start.
+//
 // Thread-safe.
 
 #include <cstdint>
@@ -29,12 +36,22 @@ struct AgentInfo {
   int64_t last_seen_unix_ms = 0;
   int32_t in_flight = 0;
   int64_t results = 0;
+  int32_t consecutive_failures = 0;
+  int32_t consecutive_invalid_costs = 0;
+  int64_t quarantined_until_unix_ms = 0;  // 0: never quarantined
+  std::string quarantine_reason;
+};
+
+struct HealthOptions {
+  int max_consecutive_failures = 16;  // two batches of 8 without one success
+  int max_invalid_costs = 3;          // impossible costs in a row
+  int64_t quarantine_ms = 10 * 60 * 1000;
 };
 
 class AgentRegistry {
  public:
   // db may be null (nothing is persisted).
-  AgentRegistry(storage::LogDb* db, const Clock* clock);
+  AgentRegistry(storage::LogDb* db, const Clock* clock, HealthOptions health = {});
 
   // Loads the agents the database knows, as disconnected.
   absl::Status Load();
@@ -47,6 +64,12 @@ class AgentRegistry {
   void Heartbeat(const std::string& agent_id);
   void AddResults(const std::string& agent_id, int64_t n);
   void SetInFlight(const std::string& agent_id, int32_t n);
+  // Counts one batch's outcomes of this agent (successes, failures of any
+  // kind, and of those the impossible costs); returns true when this put the
+  // agent in quarantine.
+  bool RecordOutcomes(const std::string& agent_id, int ok, int failed, int invalid_costs);
+  // Whether the agent is in quarantine now (no work for it).
+  bool Quarantined(const std::string& agent_id) const;
 
   // Connected agents not heard from (heartbeat, result or hello) for more
   // than max_silence_ms.
@@ -72,6 +95,7 @@ class AgentRegistry {
 
   storage::LogDb* db_;
   const Clock* clock_;
+  HealthOptions health_;
   mutable std::mutex mu_;
   uint64_t next_session_ = 1;
   std::map<std::string, Slot> agents_;

@@ -52,12 +52,22 @@ std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
   return id;
 }
 
+std::deque<std::string>::iterator Dispatcher::LeasableLocked(const std::string& device_key,
+                                                             const std::string& target) {
+  auto& q = queues_[device_key];
+  return std::find_if(q.begin(), q.end(), [&](const std::string& id) {
+    const std::string& wanted = batches_.at(id).work.target;
+    return target.empty() || wanted.empty() || wanted == target;
+  });
+}
+
 std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
-                                             const std::string& device_key) {
-  auto q = queues_.find(device_key);
-  if (q == queues_.end() || q->second.empty()) return std::nullopt;
-  std::string id = q->second.front();
-  q->second.pop_front();
+                                             const std::string& device_key,
+                                             const std::string& target) {
+  auto next = LeasableLocked(device_key, target);
+  if (next == queues_[device_key].end()) return std::nullopt;
+  std::string id = *next;
+  queues_[device_key].erase(next);
   auto it = batches_.find(id);
   KILN_CHECK(it != batches_.end()) << "queued batch " << id << " has no entry";
   Entry& e = it->second;
@@ -68,15 +78,17 @@ std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
 }
 
 std::optional<Lease> Dispatcher::TryLease(const std::string& agent_id,
-                                          const std::string& device_key) {
+                                          const std::string& device_key,
+                                          const std::string& target) {
   ExpireLeases();
   std::lock_guard<std::mutex> lock(mu_);
-  return LeaseLocked(agent_id, device_key);
+  return LeaseLocked(agent_id, device_key, target);
 }
 
 std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
                                            const std::string& device_key, int max_in_flight,
-                                           std::chrono::milliseconds max_wait) {
+                                           std::chrono::milliseconds max_wait,
+                                           const std::string& target) {
   ExpireLeases();
   std::unique_lock<std::mutex> lock(mu_);
   uint64_t generation = wake_generation_;
@@ -85,15 +97,14 @@ std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
     int in_flight = 0;
     for (const auto& [id, e] : batches_) in_flight += e.agent_id == agent_id;
     if (in_flight >= max_in_flight) return false;
-    auto q = queues_.find(device_key);
-    return q != queues_.end() && !q->second.empty();
+    return LeasableLocked(device_key, target) != queues_[device_key].end();
   };
   cv_.wait_for(lock, max_wait, ready);
   if (wake_generation_ != generation) return std::nullopt;
   int in_flight = 0;
   for (const auto& [id, e] : batches_) in_flight += e.agent_id == agent_id;
   if (in_flight >= max_in_flight) return std::nullopt;
-  return LeaseLocked(agent_id, device_key);
+  return LeaseLocked(agent_id, device_key, target);
 }
 
 bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_id,
@@ -129,8 +140,11 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
       MeasureOutcome o;
       o.candidate_id = c.candidate_id;
       o.error_kind = "agent_lost";
-      o.error_message = StrCat("lease lost ", e.attempts, " times (last agent '", lost_agent, "')");
-      o.agent_id = lost_agent;
+      // A holder is an agent id, with "#SESSION" when the tracker holds
+      // leases per session; records name the agent.
+      const std::string agent = lost_agent.substr(0, lost_agent.rfind('#'));
+      o.error_message = StrCat("lease lost ", e.attempts, " times (last agent '", agent, "')");
+      o.agent_id = agent;
       outcomes.push_back(std::move(o));
     }
     finished->emplace_back(std::move(e), std::move(outcomes));
@@ -183,10 +197,20 @@ int Dispatcher::ReleaseAgent(const std::string& agent_id) {
     }
     n = static_cast<int>(held.size());
     ExpireAllLocked(std::move(held), &finished);
+    cancelled_.erase(agent_id);
   }
   if (n > 0) cv_.notify_all();
   RunCallbacks(std::move(finished));
   return n;
+}
+
+std::vector<std::string> Dispatcher::TakeCancelled(const std::string& agent_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cancelled_.find(agent_id);
+  if (it == cancelled_.end()) return {};
+  std::vector<std::string> out = std::move(it->second);
+  cancelled_.erase(it);
+  return out;
 }
 
 std::vector<std::string> Dispatcher::CancelJob(const std::string& job_id) {
@@ -198,7 +222,10 @@ std::vector<std::string> Dispatcher::CancelJob(const std::string& job_id) {
         ++it;
         continue;
       }
-      if (!it->second.agent_id.empty()) leased.push_back(it->first);
+      if (!it->second.agent_id.empty()) {
+        leased.push_back(it->first);
+        cancelled_[it->second.agent_id].push_back(it->first);
+      }
       auto& q = queues_[it->second.work.device_key];
       std::erase(q, it->first);
       it = batches_.erase(it);

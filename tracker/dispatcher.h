@@ -1,6 +1,10 @@
 #pragma once
 // The dispatcher: one FIFO queue of measurement batches per device key.
-// Agents lease the next batch of their key until a deadline; a lease that
+// Agents lease the next batch of their key built for their target (a batch
+// for another target waits for an agent of that target) until a deadline;
+// leases are held by a holder name, an agent id or "AGENT_ID#SESSION" (the
+// tracker holds them per agent session, so that an agent's old session never
+// touches its new one's leases). A lease that
 // expires (deadline passed, or the agent's stream dropped) puts the batch back
 // at the front of its queue for another agent. The first result of a lease is
 // accepted and handed to the batch's callback; late or duplicate results are
@@ -58,7 +62,7 @@ struct MeasureWork {
 
 // The outcome of one candidate; error_kind uses the log database's names
 // ("none", "compile", "runtime", "wrong_result", "timeout", "agent_lost",
-// "invalid_config").
+// "invalid_config", "invalid_cost").
 struct MeasureOutcome {
   std::string candidate_id;
   std::string error_kind = "none";
@@ -97,13 +101,16 @@ class Dispatcher {
   // Queues a batch at the back of its device key's queue; returns its id.
   std::string Submit(MeasureWork work, BatchCallback callback);
 
-  // The next batch for an agent with this key, leased to it; nullopt when the
-  // queue is empty. Expires overdue leases first.
-  std::optional<Lease> TryLease(const std::string& agent_id, const std::string& device_key);
+  // The next batch for an agent with this key (and this target, when not
+  // empty: batches of other targets are skipped), leased to it; nullopt when
+  // there is none. Expires overdue leases first.
+  std::optional<Lease> TryLease(const std::string& agent_id, const std::string& device_key,
+                                const std::string& target = "");
   // Like TryLease, but waits (real time, at most max_wait) until the agent has
   // fewer than max_in_flight leases and a batch is queued, or Wake() is called.
   std::optional<Lease> WaitLease(const std::string& agent_id, const std::string& device_key,
-                                 int max_in_flight, std::chrono::milliseconds max_wait);
+                                 int max_in_flight, std::chrono::milliseconds max_wait,
+                                 const std::string& target = "");
 
   // Accepts the results of a batch currently leased to agent_id and runs its
   // callback. False (and nothing happens) for an unknown, expired, cancelled
@@ -117,8 +124,11 @@ class Dispatcher {
   // Expires every lease of this agent now (its stream dropped).
   int ReleaseAgent(const std::string& agent_id);
   // Drops queued and leased batches of a job; their callbacks never run.
-  // Returns the ids of batches that were leased (to tell agents to stop).
+  // Returns the ids of batches that were leased; TakeCancelled gives them to
+  // their holders (to tell agents to stop).
   std::vector<std::string> CancelJob(const std::string& job_id);
+  // The batches of this holder cancelled since the last call.
+  std::vector<std::string> TakeCancelled(const std::string& agent_id);
 
   int InFlight(const std::string& agent_id) const;
   size_t QueuedCount(const std::string& device_key) const;
@@ -138,7 +148,11 @@ class Dispatcher {
   };
   using Finished = std::vector<std::pair<Entry, std::vector<MeasureOutcome>>>;
 
-  std::optional<Lease> LeaseLocked(const std::string& agent_id, const std::string& device_key);
+  std::optional<Lease> LeaseLocked(const std::string& agent_id, const std::string& device_key,
+                                   const std::string& target);
+  // The first queued batch of the key an agent of `target` may take.
+  std::deque<std::string>::iterator LeasableLocked(const std::string& device_key,
+                                                   const std::string& target);
   // Requeues (or gives up on) one leased batch; appends given-up batches.
   void ExpireLocked(const std::string& batch_id, Finished* finished);
   // Expires the given leased batches, oldest submission ending up in front.
@@ -151,8 +165,9 @@ class Dispatcher {
   std::condition_variable cv_;
   uint64_t next_id_ = 1;
   uint64_t wake_generation_ = 0;
-  std::map<std::string, Entry> batches_;                   // by batch id
-  std::map<std::string, std::deque<std::string>> queues_;  // device key -> batch ids
+  std::map<std::string, Entry> batches_;                       // by batch id
+  std::map<std::string, std::deque<std::string>> queues_;      // device key -> batch ids
+  std::map<std::string, std::vector<std::string>> cancelled_;  // holder -> batch ids
 };
 
 }  // namespace kiln::tracker

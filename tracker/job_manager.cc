@@ -143,6 +143,12 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
     return absl::InvalidArgumentError(
         "no model: upload it first (UploadModel) and name it by its model_sha256");
   }
+  if (int running = UnfinishedJobsOf(req.owner); running >= options_.max_jobs_per_user) {
+    return absl::ResourceExhaustedError(
+        StrCat(req.owner.empty() ? "anonymous callers have " : req.owner + " has ", running,
+               " unfinished jobs, the most this tracker runs for one user (kiln-tracker "
+               "--max-jobs-per-user); wait for one to end or cancel one"));
+  }
   StoredOptions stored;
   if (!req.strategy.empty()) stored.strategy = req.strategy;
   if (!std::isfinite(req.budget_s) || req.budget_s < 0) {
@@ -184,7 +190,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
                                                " bytes (kiln-tracker --max-model-bytes)"));
   }
   compiler::ImportOptions import = ImportOptionsOf(stored, *store_, options_.max_elements);
-  auto model = LoadModel(req.model_sha256, import);
+  auto model = LoadStoredModel(*store_, req.model_sha256, import);
   if (!model.ok()) {
     absl::StatusCode code = model.status().code();
     if (code != absl::StatusCode::kUnimplemented) code = absl::StatusCode::kInvalidArgument;
@@ -250,6 +256,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   job->row.target = target->Spec();
   job->row.state = "queued";
   job->row.trials = req.trials;
+  job->row.owner = req.owner;
   job->row.options_json = OptionsToJson(stored);
   job->row.created_unix_ms = now;
   job->row.updated_unix_ms = now;
@@ -268,6 +275,20 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
               req.trials);
   Launch(job);
   return SubmitResult{*id, num_tasks};
+}
+
+int JobManager::UnfinishedJobsOf(const std::string& owner) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, job] : jobs_) jobs.push_back(job);
+  }
+  int n = 0;
+  for (const auto& job : jobs) {
+    std::lock_guard<std::mutex> lock(job->mu);
+    n += job->row.owner == owner && !IsFinishedState(job->row.state);
+  }
+  return n;
 }
 
 void JobManager::Launch(std::shared_ptr<Job> job) {
@@ -307,19 +328,6 @@ absl::Status JobManager::Start() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<compiler::Model> JobManager::LoadModel(const std::string& model_sha256,
-                                                      const compiler::ImportOptions& options) {
-  if (!store_->Contains(model_sha256)) {
-    return absl::NotFoundError(StrCat("model ", model_sha256, " is not in the store"));
-  }
-  auto model = compiler::Model::FromOnnxFile(store_->PathOf(model_sha256), options);
-  if (!model.ok()) return model.status();
-  if (model->source_sha256() != model_sha256) {
-    return absl::DataLossError(StrCat("stored model ", model_sha256, " is corrupt"));
-  }
-  return model;
-}
-
 absl::StatusOr<std::unique_ptr<ModelUpload>> JobManager::NewUpload() {
   return ModelUpload::Begin(store_, db_, clock_, options_.max_model_bytes);
 }
@@ -334,7 +342,7 @@ void JobManager::Run(std::shared_ptr<Job> job) {
   absl::Status st = absl::OkStatus();
   if (!job->model.has_value()) {
     // A resumed job: reload the model and the target.
-    auto model = LoadModel(job->row.model_sha256, job->import);
+    auto model = LoadStoredModel(*store_, job->row.model_sha256, job->import);
     auto target = compiler::Target::Parse(job->row.target);
     if (!model.ok()) {
       st = model.status();
@@ -391,6 +399,8 @@ absl::Status JobManager::Tune(Job& job) {
   options.batch_size = options_.batch_size;
   options.early_stopping = job.early_stopping;
   options.compiler_version = options_.compiler_version;
+  // No run of a candidate lasts longer than the agent lets one candidate run.
+  if (job.timing.timeout_ms > 0) options.max_cost_s = job.timing.timeout_ms / 1000.0;
   tuner::Tuner tuner(db_, &measurer, job.target, std::move(tasks), std::move(options));
   absl::Status st = tuner.Run([&](const tuner::TunerProgress& p) {
     std::lock_guard<std::mutex> lock(job.mu);
@@ -410,21 +420,25 @@ absl::Status JobManager::Tune(Job& job) {
 
 absl::Status JobManager::Compile(Job& job) {
   SetState(job, "compiling", "compiling the model with the best configs");
-  storage::LogDb* db = db_;
-  const compiler::Target target = job.target;
-  compiler::ConfigLookup lookup =
-      [db, target](const compiler::Workload& w) -> std::optional<compiler::Config> {
-    auto best = tuner::BestValidConfig(*db, w, target);
-    return best.ok() ? *best : std::nullopt;
-  };
-  compiler::CompileReport report;
-  auto bytes = compiler::CompileModel(*job.model, job.target, lookup, {}, &report);
-  if (!bytes.ok()) return bytes.status();
-  auto sha = store_->Put(*bytes);
-  if (!sha.ok()) return sha.status();
+  CompiledModule module;
+  if (!options_.compile_worker.empty()) {
+    CompileLimits limits = options_.compile_limits;
+    limits.max_elements = options_.max_elements;
+    auto compiled = CompileInSandbox(options_.compile_worker, options_.db_path,
+                                     options_.artifacts_dir, job.row.id, limits);
+    if (!compiled.ok()) return compiled.status();
+    module = *std::move(compiled);
+  } else {
+    auto bytes = CompileWithBestRecords(*db_, *job.model, job.target, &module.report);
+    if (!bytes.ok()) return bytes.status();
+    auto sha = store_->Put(*bytes);
+    if (!sha.ok()) return sha.status();
+    module.sha256 = *sha;
+    module.size = static_cast<int64_t>(bytes->size());
+  }
   storage::ArtifactRow art;
-  art.sha256 = *sha;
-  art.size = static_cast<int64_t>(bytes->size());
+  art.sha256 = module.sha256;
+  art.size = module.size;
   art.kind = "module";
   art.job_id = job.row.id;
   art.created_unix_ms = clock_->NowMs();
@@ -432,12 +446,13 @@ absl::Status JobManager::Compile(Job& job) {
   {
     std::lock_guard<std::mutex> lock(job.mu);
     if (job.row.state == "cancelled") return absl::OkStatus();
-    job.row.artifact_sha256 = *sha;
+    job.row.artifact_sha256 = module.sha256;
     job.row.state = "completed";
-    EventLocked(job, StrCat("completed: ", report.kernels, " kernels (", report.tuned_kernels,
-                            " tuned), artifact ", *sha, " (", bytes->size(), " bytes)"));
+    EventLocked(
+        job, StrCat("completed: ", module.report.kernels, " kernels (", module.report.tuned_kernels,
+                    " tuned), artifact ", module.sha256, " (", module.size, " bytes)"));
   }
-  Log()->info("job {} completed: artifact {} ({} bytes)", job.row.id, *sha, bytes->size());
+  Log()->info("job {} completed: artifact {} ({} bytes)", job.row.id, module.sha256, module.size);
   return absl::OkStatus();
 }
 

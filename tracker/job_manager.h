@@ -26,6 +26,7 @@
 #include "storage/log_db.h"
 #include "tracker/agent_registry.h"
 #include "tracker/clock.h"
+#include "tracker/compile_sandbox.h"
 #include "tracker/dispatcher.h"
 #include "tracker/model_upload.h"
 #include "tuner/tuner.h"
@@ -40,12 +41,23 @@ struct JobManagerOptions {
   // --max-elements; compiler::ImportOptions::max_elements, capped at 2^32).
   int64_t max_elements = int64_t{1} << 32;
   int32_t max_trials = 100000;
+  // Unfinished jobs one user (or all anonymous callers together) may have.
+  int max_jobs_per_user = 16;
   int batch_size = 8;  // candidates per MeasureBatch
   TimingOptions default_timing;
   std::string compiler_version = KILN_VERSION;
+  // When set, a job's final compile runs in a child process of this binary
+  // (`BINARY compile-worker`: tracker/compile_sandbox.h) under
+  // compile_limits, opening db_path and artifacts_dir; a crash fails the job,
+  // not the tracker. Unset (unit tests): in this process.
+  std::string compile_worker;
+  std::string db_path;
+  std::string artifacts_dir;
+  CompileLimits compile_limits;
 };
 
 struct SubmitRequest {
+  std::string owner;         // the submitting user (tracker/auth.h Caller::user)
   std::string model_sha256;  // an uploaded model (NewUpload)
   // External data files of the model: location -> sha256 of an uploaded file.
   std::map<std::string, std::string> external_data;
@@ -70,13 +82,16 @@ struct SubmitResult {
 // A task as the user sees it: trials, errors, best cost, state.
 using TaskStatus = tuner::TaskProgress;
 
+// "completed", "failed" and "cancelled": a job in one of them never runs again.
+inline bool IsFinishedState(const std::string& state) {
+  return state == "completed" || state == "failed" || state == "cancelled";
+}
+
 struct JobStatus {
   storage::JobRow row;
   std::vector<TaskStatus> tasks;
   double budget_s = 0;  // the job's time budget (0: none)
-  bool Finished() const {
-    return row.state == "completed" || row.state == "failed" || row.state == "cancelled";
-  }
+  bool Finished() const { return IsFinishedState(row.state); }
 };
 
 struct JobEventEntry {
@@ -119,12 +134,10 @@ class JobManager {
   std::shared_ptr<Job> Find(const std::string& job_id);
   absl::StatusOr<std::string> NewJobId();
   void Launch(std::shared_ptr<Job> job);
+  int UnfinishedJobsOf(const std::string& owner);
   void Run(std::shared_ptr<Job> job);
   absl::Status Tune(Job& job);
   absl::Status Compile(Job& job);
-  // The stored model with the job's options (input shapes, external data).
-  absl::StatusOr<compiler::Model> LoadModel(const std::string& model_sha256,
-                                            const compiler::ImportOptions& options);
   // Persists the row and appends an event (with a snapshot); job.mu held.
   void EventLocked(Job& job, const std::string& message);
   void SetState(Job& job, const std::string& state, const std::string& message,

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "compiler/config.h"
@@ -17,6 +18,7 @@
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "spdlog/spdlog.h"
 #include "storage/log_db.h"
+#include "tuner/measurer.h"
 
 namespace kiln::tracker {
 namespace {
@@ -52,6 +54,7 @@ const std::map<std::string, pb::MeasureErrorKind>& ErrorKinds() {
       {"timeout", pb::MEASURE_ERROR_KIND_TIMEOUT},
       {"agent_lost", pb::MEASURE_ERROR_KIND_AGENT_LOST},
       {"invalid_config", pb::MEASURE_ERROR_KIND_INVALID_CONFIG},
+      {"invalid_cost", pb::MEASURE_ERROR_KIND_INVALID_COST},
   };
   return *kinds;
 }
@@ -73,9 +76,26 @@ void FillConfig(const compiler::Config& config, pb::Config* out) {
   out->set_canonical(compiler::CanonicalConfig(config));
 }
 
+// Whether HOST:PORT names this machine only (127.0.0.0/8, ::1, localhost).
+bool IsLoopback(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// The "authorization" metadata of a call ("" when absent).
+std::string Authorization(const grpc::ServerContext* ctx) {
+  auto it = ctx->client_metadata().find("authorization");
+  if (it == ctx->client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
 void FillJob(const JobStatus& s, pb::Job* out) {
   const storage::JobRow& r = s.row;
   out->set_job_id(r.id);
+  out->set_owner(r.owner);
   out->set_model_name(r.model_name);
   out->set_device_key(r.device_key);
   out->mutable_target()->set_spec(r.target);
@@ -106,18 +126,15 @@ void FillJob(const JobStatus& s, pb::Job* out) {
 
 class TrackerServiceImpl final : public pb::Tracker::Service {
  public:
-  TrackerServiceImpl(JobManager* jobs, AgentRegistry* agents, Dispatcher* dispatcher,
-                     storage::LogDb* db, storage::ArtifactStore* store,
+  TrackerServiceImpl(JobManager* jobs, AgentRegistry* agents, storage::LogDb* db,
+                     storage::ArtifactStore* store, const Authenticator* auth,
                      const std::atomic<bool>* stopping)
-      : jobs_(jobs),
-        agents_(agents),
-        dispatcher_(dispatcher),
-        db_(db),
-        store_(store),
-        stopping_(stopping) {}
+      : jobs_(jobs), agents_(agents), db_(db), store_(store), auth_(auth), stopping_(stopping) {}
 
-  grpc::Status UploadModel(grpc::ServerContext*, grpc::ServerReader<pb::ModelChunk>* reader,
+  grpc::Status UploadModel(grpc::ServerContext* ctx, grpc::ServerReader<pb::ModelChunk>* reader,
                            pb::UploadModelResponse* resp) override {
+    auto caller = CallerOf(ctx);
+    if (!caller.ok()) return ToGrpc(caller.status());
     auto upload = jobs_->NewUpload();
     if (!upload.ok()) return ToGrpc(upload.status());
     pb::ModelChunk chunk;
@@ -142,9 +159,12 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status SubmitJob(grpc::ServerContext*, const pb::SubmitJobRequest* req,
+  grpc::Status SubmitJob(grpc::ServerContext* ctx, const pb::SubmitJobRequest* req,
                          pb::SubmitJobResponse* resp) override {
+    auto caller = CallerOf(ctx);
+    if (!caller.ok()) return ToGrpc(caller.status());
     SubmitRequest r;
+    r.owner = caller->user;
     r.model_sha256 = req->model_sha256();
     for (const pb::ExternalDataFile& f : req->external_data()) {
       if (!r.external_data.emplace(f.location(), f.sha256()).second) {
@@ -185,8 +205,9 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetJob(grpc::ServerContext*, const pb::GetJobRequest* req, pb::Job* resp) override {
-    auto s = jobs_->Get(req->job_id());
+  grpc::Status GetJob(grpc::ServerContext* ctx, const pb::GetJobRequest* req,
+                      pb::Job* resp) override {
+    auto s = VisibleJob(ctx, req->job_id());
     if (!s.ok()) return ToGrpc(s.status());
     FillJob(*s, resp);
     return grpc::Status::OK;
@@ -194,6 +215,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
 
   grpc::Status WatchJob(grpc::ServerContext* ctx, const pb::WatchJobRequest* req,
                         grpc::ServerWriter<pb::JobEvent>* writer) override {
+    if (auto s = VisibleJob(ctx, req->job_id()); !s.ok()) return ToGrpc(s.status());
     size_t next = 0;
     while (!ctx->IsCancelled() && !stopping_->load()) {
       bool finished = false;
@@ -215,24 +237,30 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status CancelJob(grpc::ServerContext*, const pb::CancelJobRequest* req,
+  grpc::Status CancelJob(grpc::ServerContext* ctx, const pb::CancelJobRequest* req,
                          pb::Job* resp) override {
+    if (auto s = VisibleJob(ctx, req->job_id()); !s.ok()) return ToGrpc(s.status());
     auto s = jobs_->Cancel(req->job_id());
     if (!s.ok()) return ToGrpc(s.status());
     FillJob(*s, resp);
     return grpc::Status::OK;
   }
 
-  grpc::Status ListJobs(grpc::ServerContext*, const pb::ListJobsRequest*,
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const pb::ListJobsRequest*,
                         pb::ListJobsResponse* resp) override {
+    auto caller = CallerOf(ctx);
+    if (!caller.ok()) return ToGrpc(caller.status());
     auto list = jobs_->List();
     if (!list.ok()) return ToGrpc(list.status());
-    for (const auto& s : *list) FillJob(s, resp->add_jobs());
+    for (const auto& s : *list) {
+      if (caller->MaySee(s.row.owner)) FillJob(s, resp->add_jobs());
+    }
     return grpc::Status::OK;
   }
 
-  grpc::Status ListAgents(grpc::ServerContext*, const pb::ListAgentsRequest*,
+  grpc::Status ListAgents(grpc::ServerContext* ctx, const pb::ListAgentsRequest*,
                           pb::ListAgentsResponse* resp) override {
+    if (auto caller = CallerOf(ctx); !caller.ok()) return ToGrpc(caller.status());
     for (const auto& a : agents_->List()) {
       pb::Agent* out = resp->add_agents();
       out->set_agent_id(a.id);
@@ -242,14 +270,24 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       out->set_compiler_version(a.compiler_version);
       out->set_connected(a.connected);
       out->set_last_seen_unix_ms(a.last_seen_unix_ms);
-      out->set_in_flight(a.connected ? dispatcher_->InFlight(a.id) : 0);
+      out->set_in_flight(a.connected ? a.in_flight : 0);
       out->set_results(a.results);
+      out->set_consecutive_failures(a.consecutive_failures);
+      if (agents_->Quarantined(a.id)) {
+        out->set_quarantined_until_unix_ms(a.quarantined_until_unix_ms);
+        out->set_quarantine_reason(a.quarantine_reason);
+      }
     }
     return grpc::Status::OK;
   }
 
-  grpc::Status QueryRecords(grpc::ServerContext*, const pb::QueryRecordsRequest* req,
+  grpc::Status QueryRecords(grpc::ServerContext* ctx, const pb::QueryRecordsRequest* req,
                             pb::QueryRecordsResponse* resp) override {
+    auto caller = CallerOf(ctx);
+    if (!caller.ok()) return ToGrpc(caller.status());
+    if (!req->job_id().empty()) {
+      if (auto s = VisibleJob(ctx, req->job_id()); !s.ok()) return ToGrpc(s.status());
+    }
     if (req->limit() < 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit must be >= 0");
     }
@@ -269,6 +307,20 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       }
     }
     if (!rows.ok()) return ToGrpc(rows.status());
+    // Records of other users' jobs are not theirs to see (records of no job,
+    // imported ones, are everyone's).
+    if (!caller->admin()) {
+      std::map<std::string, bool> visible;  // job id -> may see
+      for (const auto& r : *rows) {
+        if (r.job_id.empty() || visible.count(r.job_id)) continue;
+        auto job = db_->GetJob(r.job_id);
+        if (!job.ok()) return ToGrpc(job.status());
+        visible[r.job_id] = !job->has_value() || caller->MaySee((*job)->owner);
+      }
+      std::erase_if(*rows, [&](const storage::RecordRow& r) {
+        return !r.job_id.empty() && !visible[r.job_id];
+      });
+    }
     std::map<std::string, std::optional<storage::WorkloadRow>> workloads;
     for (const auto& r : *rows) {
       auto w = workloads.find(r.workload_key);
@@ -305,7 +357,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
 
   grpc::Status FetchArtifact(grpc::ServerContext* ctx, const pb::FetchArtifactRequest* req,
                              grpc::ServerWriter<pb::ArtifactChunk>* writer) override {
-    auto s = jobs_->Get(req->job_id());
+    auto s = VisibleJob(ctx, req->job_id());
     if (!s.ok()) return ToGrpc(s.status());
     if (s->row.artifact_sha256.empty()) {
       return grpc::Status(
@@ -353,11 +405,33 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
   }
 
  private:
+  // The caller of a Tracker call; an agent's token is for agent sessions only.
+  absl::StatusOr<Caller> CallerOf(const grpc::ServerContext* ctx) const {
+    auto caller = auth_->Authenticate(Authorization(ctx));
+    if (!caller.ok()) return caller.status();
+    if (caller->role == "agent") {
+      return absl::PermissionDeniedError(
+          StrCat("token ", caller->token_id, " is an agent's: it opens agent sessions only"));
+    }
+    return caller;
+  }
+  // A job the caller may see; another user's is NOT_FOUND, worded as an
+  // unknown one's (no existence leak).
+  absl::StatusOr<JobStatus> VisibleJob(const grpc::ServerContext* ctx, const std::string& id) {
+    auto caller = CallerOf(ctx);
+    if (!caller.ok()) return caller.status();
+    auto s = jobs_->Get(id);
+    if (s.ok() && !caller->MaySee(s->row.owner)) {
+      return absl::NotFoundError(StrCat("unknown job '", id, "'"));
+    }
+    return s;
+  }
+
   JobManager* jobs_;
   AgentRegistry* agents_;
-  Dispatcher* dispatcher_;
   storage::LogDb* db_;
   storage::ArtifactStore* store_;
+  const Authenticator* auth_;
   const std::atomic<bool>* stopping_;
 };
 
@@ -365,10 +439,12 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
 
 class AgentSessionImpl final : public pb::AgentSession::Service {
  public:
-  AgentSessionImpl(AgentRegistry* agents, Dispatcher* dispatcher, std::string token,
-                   int32_t heartbeat_interval_ms, const std::atomic<bool>* stopping)
+  AgentSessionImpl(AgentRegistry* agents, Dispatcher* dispatcher, const Authenticator* auth,
+                   std::string token, int32_t heartbeat_interval_ms,
+                   const std::atomic<bool>* stopping)
       : agents_(agents),
         dispatcher_(dispatcher),
+        auth_(auth),
         token_(std::move(token)),
         heartbeat_interval_ms_(heartbeat_interval_ms),
         stopping_(stopping) {}
@@ -385,7 +461,21 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
                           "the first message of a session must be Hello");
     }
     const pb::Hello& hello = first.hello();
-    if (!token_.empty() && hello.token() != token_) {
+    // Identity: with a bearer token, the token's user is the agent's id
+    // (whatever the Hello says); without one (a tracker that allows it), the
+    // Hello's id, after the legacy shared secret when one is set.
+    auto caller = auth_->Authenticate(Authorization(ctx));
+    if (!caller.ok()) {
+      Log()->warn("agent '{}' from {}: {}", hello.agent_id(), ctx->peer(),
+                  std::string(caller.status().message()));
+      return ToGrpc(caller.status());
+    }
+    if (!caller->role.empty() && caller->role != "agent" && caller->role != "admin") {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          StrCat("token ", caller->token_id, " is a ", caller->role,
+                                 "'s, not an agent's (kiln-tracker tokens create --role agent)"));
+    }
+    if (caller->role.empty() && !token_.empty() && !ConstantTimeEquals(hello.token(), token_)) {
       Log()->warn("agent '{}' from {}: wrong token", hello.agent_id(), ctx->peer());
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong or missing agent token");
     }
@@ -409,7 +499,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
       target = parsed->Spec();
     }
     AgentInfo info;
-    info.id = hello.agent_id();
+    info.id = caller->role.empty() ? hello.agent_id() : caller->user;
     info.device_key = hello.device_key();
     info.target = target;
     info.hardware = hello.hardware();
@@ -418,9 +508,17 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
     if (!session.ok()) return ToGrpc(session.status());
     const std::string agent_id = info.id;
     const std::string key = info.device_key;
+    // Leases belong to this session, not to the agent id: when an older
+    // session of the same agent ends, it returns its own leases only.
+    const std::string holder = StrCat(agent_id, "#", *session);
     {
       std::lock_guard<std::mutex> lock(contexts_mu_);
-      contexts_[agent_id] = {*session, ctx};
+      auto& slot = contexts_[agent_id];
+      if (slot.second != nullptr) {
+        Log()->warn("agent '{}' connected again: ending its previous session", agent_id);
+        slot.second->TryCancel();
+      }
+      slot = {*session, ctx};
     }
     Log()->info("agent '{}' connected from {}: key {}, target '{}', {}", agent_id, ctx->peer(), key,
                 target, info.hardware);
@@ -438,10 +536,22 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
     // Writer: one leased batch at a time.
     std::thread writer([&] {
       while (!done && !stopping_->load() && !ctx->IsCancelled()) {
-        auto lease = dispatcher_->WaitLease(agent_id, key, 1, std::chrono::milliseconds(200));
+        if (agents_->Quarantined(agent_id)) {
+          // No work while in quarantine; the session stays open.
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          continue;
+        }
+        // Batches of a cancelled job this session holds: the agent stops them.
+        for (const std::string& id : dispatcher_->TakeCancelled(holder)) {
+          pb::TrackerMessage cancel;
+          cancel.mutable_cancel()->set_batch_id(id);
+          std::lock_guard<std::mutex> lock(write_mu);
+          if (!stream->Write(cancel)) done = true;
+        }
+        auto lease = dispatcher_->WaitLease(holder, key, 1, std::chrono::milliseconds(200), target);
         if (!lease.has_value()) continue;
         if (done || stopping_->load()) {
-          dispatcher_->ReleaseAgent(agent_id);
+          dispatcher_->ReleaseAgent(holder);
           break;
         }
         pb::TrackerMessage msg;
@@ -489,6 +599,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
       } else if (msg.has_batch_result()) {
         const pb::BatchResult& r = msg.batch_result();
         std::vector<MeasureOutcome> outcomes;
+        int ok = 0, failed = 0, invalid_costs = 0;
         for (const auto& m : r.results()) {
           MeasureOutcome o;
           o.candidate_id = m.candidate_id();
@@ -498,13 +609,26 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
           o.build_s = m.build_s();
           o.cut_short = m.cut_short();
           o.agent_id = agent_id;  // the session knows who measured it
+          // What an agent reports is checked here, once: an impossible cost
+          // is that agent's error (the config is measured again).
+          if (o.error_kind == "none") {
+            if (absl::Status st = tuner::CheckCosts(o.costs_s); !st.ok()) {
+              o.error_kind = "invalid_cost";
+              o.error_message = std::string(st.message());
+              o.costs_s.clear();
+              ++invalid_costs;
+            }
+          }
+          (o.error_kind == "none" ? ok : failed)++;
           outcomes.push_back(std::move(o));
         }
         agents_->Heartbeat(agent_id);
-        if (!dispatcher_->Complete(r.batch_id(), agent_id, std::move(outcomes))) {
+        if (!dispatcher_->Complete(r.batch_id(), holder, std::move(outcomes))) {
           Log()->info("ignored a late or unknown result for {} from '{}'", r.batch_id(), agent_id);
+        } else {
+          agents_->RecordOutcomes(agent_id, ok, failed, invalid_costs);
         }
-        agents_->SetInFlight(agent_id, dispatcher_->InFlight(agent_id));
+        agents_->SetInFlight(agent_id, dispatcher_->InFlight(holder));
       } else if (msg.has_hello()) {
         Log()->warn("agent '{}' sent a second Hello; ignored", agent_id);
       }
@@ -517,7 +641,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
       auto it = contexts_.find(agent_id);
       if (it != contexts_.end() && it->second.first == *session) contexts_.erase(it);
     }
-    int expired = dispatcher_->ReleaseAgent(agent_id);
+    int expired = dispatcher_->ReleaseAgent(holder);
     agents_->Disconnect(agent_id, *session);
     Log()->info("agent '{}' disconnected ({} leases returned to the queue)", agent_id, expired);
     return grpc::Status::OK;
@@ -540,6 +664,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
   std::map<std::string, std::pair<uint64_t, grpc::ServerContext*>> contexts_;  // open sessions
   AgentRegistry* agents_;
   Dispatcher* dispatcher_;
+  const Authenticator* auth_;
   std::string token_;
   int32_t heartbeat_interval_ms_;
   const std::atomic<bool>* stopping_;
@@ -555,6 +680,13 @@ absl::StatusOr<int> TrackerServer::Start() {
   KILN_CHECK(server_ == nullptr) << "TrackerServer started twice";
   if (options_.db_path.empty()) return absl::InvalidArgumentError("--db is required");
   if (options_.artifacts_dir.empty()) return absl::InvalidArgumentError("--artifacts is required");
+  if (!IsLoopback(options_.listen) && !options_.require_auth && !options_.allow_anonymous) {
+    return absl::FailedPreconditionError(StrCat(
+        "listening on ", options_.listen,
+        " (beyond this machine) without authentication: pass --require-auth (and create tokens "
+        "with kiln-tracker tokens create), or --allow-anonymous to let anyone who reaches the "
+        "port submit, read and cancel jobs"));
+  }
   auto db = storage::LogDb::Open(options_.db_path);
   if (!db.ok()) return db.status();
   db_ = std::move(*db);
@@ -566,13 +698,18 @@ absl::StatusOr<int> TrackerServer::Start() {
   DispatcherOptions dopts;
   dopts.lease_timeout_ms = options_.lease_timeout_ms;
   dispatcher_ = std::make_unique<Dispatcher>(&clock_, dopts);
+  JobManagerOptions jopts = options_.jobs;
+  jopts.db_path = options_.db_path;
+  jopts.artifacts_dir = options_.artifacts_dir;
   jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_, options_.jobs);
+                                       &clock_, jopts);
 
-  tracker_service_ = std::make_unique<TrackerServiceImpl>(
-      jobs_.get(), agents_.get(), dispatcher_.get(), db_.get(), store_.get(), &stopping_);
-  agent_service_ = std::make_unique<AgentSessionImpl>(
-      agents_.get(), dispatcher_.get(), options_.token, options_.heartbeat_interval_ms, &stopping_);
+  auth_ = std::make_unique<Authenticator>(db_.get(), options_.require_auth);
+  tracker_service_ = std::make_unique<TrackerServiceImpl>(jobs_.get(), agents_.get(), db_.get(),
+                                                          store_.get(), auth_.get(), &stopping_);
+  agent_service_ = std::make_unique<AgentSessionImpl>(agents_.get(), dispatcher_.get(), auth_.get(),
+                                                      options_.token,
+                                                      options_.heartbeat_interval_ms, &stopping_);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);

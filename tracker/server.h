@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "tracker/agent_registry.h"
+#include "tracker/auth.h"
 #include "tracker/clock.h"
 #include "tracker/dispatcher.h"
 #include "tracker/job_manager.h"
@@ -26,7 +27,12 @@ struct TrackerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::string db_path;
   std::string artifacts_dir;
-  std::string token;             // when set, agents must present it
+  std::string token;  // legacy shared agent secret: agents must present it
+  // Every call must carry a valid bearer token (tracker/auth.h).
+  bool require_auth = false;
+  // Listening on an address other than loopback needs require_auth or this
+  // explicit choice; Start() refuses otherwise.
+  bool allow_anonymous = false;
   int64_t lease_timeout_ms = 0;  // > 0: fixed lease duration
   int32_t heartbeat_interval_ms = 2000;
   // The largest gRPC message accepted: models arrive in chunks (UploadModel),
@@ -58,6 +64,7 @@ class TrackerServer {
   std::unique_ptr<AgentRegistry> agents_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<grpc::Service> tracker_service_;
   std::unique_ptr<grpc::Service> agent_service_;
   std::unique_ptr<grpc::Server> server_;

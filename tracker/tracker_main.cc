@@ -1,8 +1,16 @@
 // kiln-tracker --listen ADDR --db FILE --artifacts DIR [--port-file FILE]
 //              [--token TOKEN] [--lease-timeout-ms N] [--max-model-bytes N]
+//              [--max-elements N] [--compile-timeout-s S] [--compile-memory N]
+//              [--require-auth | --allow-anonymous]
+// kiln-tracker tokens create --db FILE --user NAME [--role user|agent|admin]
+// kiln-tracker tokens list --db FILE
+// kiln-tracker tokens revoke --db FILE ID
+// kiln-tracker compile-worker ...: a job's final compile, in the child
+// process the tracker starts for it (tracker/compile_sandbox.h).
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -14,16 +22,26 @@
 #include "deploy/str.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
+#include "tracker/auth.h"
+#include "tracker/compile_sandbox.h"
 #include "tracker/server.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: kiln-tracker --listen HOST:PORT --db FILE --artifacts DIR\n"
+    "                    [--require-auth | --allow-anonymous]   (one is needed beyond "
+    "loopback)\n"
     "                    [--port-file FILE] [--token TOKEN] [--lease-timeout-ms N]\n"
     "                    [--max-model-bytes N[K|M|G]]   (default 4G)\n"
     "                    [--max-elements N]   (most elements of one tensor; default and "
-    "cap 2^32)\n";
+    "cap 2^32)\n"
+    "                    [--compile-timeout-s S]   (a job's final compile; default 1800)\n"
+    "                    [--compile-memory N[K|M|G]]   (its address space; default 16G)\n"
+    "                    [--max-jobs-per-user N]   (unfinished jobs of one user; default 16)\n"
+    "       kiln-tracker tokens create --db FILE --user NAME [--role user|agent|admin]\n"
+    "       kiln-tracker tokens list --db FILE\n"
+    "       kiln-tracker tokens revoke --db FILE ID\n";
 
 // "4G", "512M", "100000": bytes, with binary suffixes.
 bool ParseBytes(std::string text, int64_t* out) {
@@ -68,7 +86,98 @@ bool WritePortFile(const std::string& path, int port) {
 
 }  // namespace
 
+// `kiln-tracker compile-worker --db FILE --artifacts DIR --job ID
+// --max-elements N`, started by the tracker itself.
+int CompileWorker(const std::vector<std::string>& args) {
+  auto flags = kiln::ParseFlags(args, {"--db", "--artifacts", "--job", "--max-elements"});
+  int64_t max_elements = 0;
+  if (!flags.ok() || !flags->positional.empty() || !flags->Has("--job") ||
+      !kiln::ParseInt64(flags->Get("--max-elements"), &max_elements)) {
+    std::printf("error %d bad compile-worker arguments\n",
+                static_cast<int>(absl::StatusCode::kInvalidArgument));
+    return 2;
+  }
+  return kiln::tracker::RunCompileWorker(flags->Get("--db"), flags->Get("--artifacts"),
+                                         flags->Get("--job"), max_elements);
+}
+
+// `kiln-tracker tokens create|list|revoke --db FILE ...`: works on the
+// database file (a running tracker sees the change at the next call).
+int Tokens(const std::vector<std::string>& args) {
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "kiln-tracker tokens: %s\n%s", why.c_str(), kUsage);
+    return 2;
+  };
+  if (args.empty()) return fail("create, list or revoke?");
+  const std::string verb = args[0];
+  auto flags = kiln::ParseFlags(std::vector<std::string>(args.begin() + 1, args.end()),
+                                {"--db", "--user", "--role"});
+  if (!flags.ok()) return fail(std::string(flags.status().message()));
+  if (!flags->Has("--db")) return fail("--db is required");
+  auto db = kiln::storage::LogDb::Open(flags->Get("--db"));
+  if (!db.ok()) {
+    std::fprintf(stderr, "kiln-tracker tokens: %s\n", db.status().ToString().c_str());
+    return 1;
+  }
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  if (verb == "create") {
+    if (!flags->positional.empty()) return fail("create takes no positional argument");
+    if (!flags->Has("--user")) return fail("--user is required");
+    auto secret = kiln::tracker::NewTokenSecret();
+    if (!secret.ok()) return fail(secret.status().ToString());
+    kiln::storage::TokenRow row;
+    row.user = flags->Get("--user");
+    row.role = flags->Has("--role") ? flags->Get("--role") : "user";
+    row.hash = kiln::tracker::TokenHash(*secret);
+    row.created_unix_ms = now;
+    auto id = (*db)->AddToken(row);
+    if (!id.ok()) {
+      std::fprintf(stderr, "kiln-tracker tokens: %s\n", id.status().ToString().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "token %lld for %s (%s); it is shown this once, store it now:\n",
+                 static_cast<long long>(*id), row.user.c_str(), row.role.c_str());
+    std::printf("%s\n", secret->c_str());
+    return 0;
+  }
+  if (verb == "list") {
+    auto rows = (*db)->ListTokens();
+    if (!rows.ok()) {
+      std::fprintf(stderr, "kiln-tracker tokens: %s\n", rows.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("%-6s %-20s %-6s %-14s %s\n", "ID", "USER", "ROLE", "CREATED_MS", "STATE");
+    for (const auto& t : *rows) {
+      std::printf("%-6lld %-20s %-6s %-14lld %s\n", static_cast<long long>(t.id), t.user.c_str(),
+                  t.role.c_str(), static_cast<long long>(t.created_unix_ms),
+                  t.revoked_unix_ms ? "revoked" : "valid");
+    }
+    return 0;
+  }
+  if (verb == "revoke") {
+    int64_t id = 0;
+    if (flags->positional.size() != 1 || !kiln::ParseInt64(flags->positional[0], &id)) {
+      return fail("revoke takes one token id (kiln-tracker tokens list shows them)");
+    }
+    if (absl::Status st = (*db)->RevokeToken(id, now); !st.ok()) {
+      std::fprintf(stderr, "kiln-tracker tokens: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    std::printf("token %lld revoked\n", static_cast<long long>(id));
+    return 0;
+  }
+  return fail(kiln::StrCat("unknown tokens command '", verb, "'"));
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "compile-worker") {
+    return CompileWorker(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  if (argc > 1 && std::string(argv[1]) == "tokens") {
+    return Tokens(std::vector<std::string>(argv + 2, argv + argc));
+  }
   auto log = spdlog::stderr_color_mt("tracker");
   log->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [tracker] [%l] %v");
 
@@ -81,9 +190,11 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  auto flags =
-      kiln::ParseFlags(args, {"--listen", "--db", "--artifacts", "--port-file", "--token",
-                              "--lease-timeout-ms", "--max-model-bytes", "--max-elements"});
+  auto flags = kiln::ParseFlags(args,
+                                {"--listen", "--db", "--artifacts", "--port-file", "--token",
+                                 "--lease-timeout-ms", "--max-model-bytes", "--max-elements",
+                                 "--compile-timeout-s", "--compile-memory", "--max-jobs-per-user"},
+                                {"--require-auth", "--allow-anonymous"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
                                  : std::string(flags.status().message());
@@ -94,6 +205,12 @@ int main(int argc, char** argv) {
   options.db_path = flags->Get("--db");
   options.artifacts_dir = flags->Get("--artifacts");
   options.token = flags->Get("--token");
+  options.require_auth = flags->Has("--require-auth");
+  options.allow_anonymous = flags->Has("--allow-anonymous");
+  if (options.require_auth && options.allow_anonymous) {
+    std::fprintf(stderr, "kiln-tracker: --require-auth and --allow-anonymous exclude each other\n");
+    return 2;
+  }
   port_file = flags->Get("--port-file");
   if (flags->Has("--lease-timeout-ms")) {
     int64_t ms = 0;
@@ -116,6 +233,34 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.jobs.max_elements = n;
+  }
+  if (flags->Has("--max-jobs-per-user")) {
+    int64_t n = 0;
+    if (!kiln::ParseInt64(flags->Get("--max-jobs-per-user"), &n) || n <= 0 || n > 100000) {
+      std::fprintf(stderr, "kiln-tracker: --max-jobs-per-user must be in 1..100000\n");
+      return 2;
+    }
+    options.jobs.max_jobs_per_user = static_cast<int>(n);
+  }
+  if (flags->Has("--compile-timeout-s")) {
+    int64_t s = 0;
+    if (!kiln::ParseInt64(flags->Get("--compile-timeout-s"), &s) || s <= 0 || s > 86400) {
+      std::fprintf(stderr, "kiln-tracker: --compile-timeout-s must be in 1..86400\n");
+      return 2;
+    }
+    options.jobs.compile_limits.timeout_ms = s * 1000;
+  }
+  if (flags->Has("--compile-memory") &&
+      !ParseBytes(flags->Get("--compile-memory"), &options.jobs.compile_limits.memory_bytes)) {
+    std::fprintf(stderr, "kiln-tracker: --compile-memory must be a positive size (e.g. 16G)\n");
+    return 2;
+  }
+  // The final compile runs in a child process of this binary.
+  std::error_code ec;
+  options.jobs.compile_worker = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) {
+    std::fprintf(stderr, "kiln-tracker: cannot find its own binary: %s\n", ec.message().c_str());
+    return 1;
   }
   if (options.listen.empty() || options.db_path.empty() || options.artifacts_dir.empty()) {
     std::fprintf(stderr, "kiln-tracker: --listen, --db and --artifacts are required\n%s", kUsage);

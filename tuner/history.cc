@@ -24,7 +24,7 @@ std::optional<std::pair<compiler::Config, double>> ResultOf(const storage::Recor
 }
 
 bool IsTransientError(const std::string& error_kind) {
-  return error_kind == "timeout" || error_kind == "agent_lost";
+  return error_kind == "timeout" || error_kind == "agent_lost" || error_kind == "invalid_cost";
 }
 
 void AddToHistory(const storage::RecordRow& record, TaskHistory& history) {

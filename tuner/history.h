@@ -28,7 +28,8 @@ inline constexpr float kOtherTargetWeight = 0.3f;
 // a failure); nullopt for a config string that does not parse.
 std::optional<std::pair<compiler::Config, double>> ResultOf(const storage::RecordRow& record);
 
-// A transient failure ("timeout", "agent_lost") says nothing certain about a
+// A transient failure ("timeout", "agent_lost", "invalid_cost": an agent's
+// fault or bad luck) says nothing certain about a
 // config: it is measured again, up to this many attempts in all. Other
 // outcomes (a cost, or a compile error, wrong result, invalid config, runtime
 // error) are final.

@@ -1,8 +1,26 @@
 #include "tuner/measurer.h"
 
+#include <cmath>
+
 #include "deploy/parallel.h"
+#include "deploy/str.h"
 
 namespace kiln::tuner {
+
+absl::Status CheckCosts(const std::vector<double>& costs_s, double max_cost_s) {
+  if (costs_s.empty()) return absl::InvalidArgumentError("no costs reported");
+  for (double c : costs_s) {
+    if (!std::isfinite(c) || c <= 0) {
+      return absl::InvalidArgumentError(
+          StrCat("reported cost ", c, " s is not a finite, positive duration"));
+    }
+    if (max_cost_s > 0 && c > max_cost_s) {
+      return absl::InvalidArgumentError(StrCat(
+          "reported cost ", c, " s is above the candidate time limit of ", max_cost_s, " s"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 uint64_t LocalMeasurer::Submit(MeasureBatch batch) {
   queue_.emplace_back(next_, std::move(batch));

@@ -27,7 +27,8 @@ struct MeasureBatch {
 
 // One candidate's outcome. error_kind uses the log database's names: "none",
 // "compile", "runtime", "wrong_result", "invalid_config", and the transient
-// "timeout" and "agent_lost".
+// "timeout", "agent_lost" and "invalid_cost" (the agent reported a cost no
+// run can have: the config is measured again).
 struct MeasureResult {
   std::string error_kind = "none";
   std::string error_message;
@@ -35,6 +36,11 @@ struct MeasureResult {
   bool cut_short = false;
   std::string agent_id;  // who measured it
 };
+
+// OK when every cost is a finite, positive duration of at most max_cost_s
+// (0: no upper bound); INVALID_ARGUMENT naming the first that is not. What
+// an agent reports is checked with this before anything stores it.
+absl::Status CheckCosts(const std::vector<double>& costs_s, double max_cost_s = 0);
 
 class Measurer {
  public:

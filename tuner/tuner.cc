@@ -330,9 +330,12 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
         rec.error_message = StrCat("timed once: slower than ", kStopAboveBest, "x the best");
       }
       rec.costs_s = r.costs_s;
-      if (rec.error_kind == "none" && rec.costs_s.empty()) {
-        rec.error_kind = "runtime";
-        rec.error_message = "no costs reported";
+      // A cost no run can have is the agent's error, never a failed job.
+      if (rec.error_kind == "none") {
+        if (absl::Status st = CheckCosts(rec.costs_s, options_.max_cost_s); !st.ok()) {
+          rec.error_kind = "invalid_cost";
+          rec.error_message = std::string(st.message());
+        }
       }
       if (rec.error_kind == "none") {
         rec.mean_cost_s = Mean(rec.costs_s);

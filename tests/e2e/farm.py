@@ -13,20 +13,22 @@ class Farm:
         self.artifacts = os.path.join(tmp, "artifacts")
         self.procs = []
 
-    def start(self, cmd, log):
+    def start(self, cmd, log, env=None):
+        """Starts a process logging to `log`; `env`: variables added to ours."""
         with open(os.path.join(self.tmp, log), "w") as f:
-            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
+                                    env={**os.environ, **(env or {})})
         self.procs.append(proc)
         return proc
 
-    def start_tracker(self, listen="127.0.0.1:0", log="tracker.log", extra=()):
+    def start_tracker(self, listen="127.0.0.1:0", log="tracker.log", extra=(), env=None):
         """Starts kiln-tracker, waits for its port file and sets self.addr."""
         port_file = os.path.join(self.tmp, "port")
         if os.path.exists(port_file):
             os.remove(port_file)
         proc = self.start([f"{self.bin}/tracker/kiln-tracker", "--listen", listen,
                            "--port-file", port_file, "--db", self.db,
-                           "--artifacts", self.artifacts, *extra], log)
+                           "--artifacts", self.artifacts, *extra], log, env)
         deadline = time.time() + 30
         while True:
             if os.path.exists(port_file):
@@ -40,9 +42,19 @@ class Farm:
         self.addr = "127.0.0.1:" + port
         return proc
 
-    def start_agent(self, key, i):
+    def start_agent(self, key, i, env=None, log=None):
         return self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr,
-                           "--key", key, "--id", f"agent-{i}"], f"agent{i}.log")
+                           "--key", key, "--id", f"agent-{i}"], log or f"agent{i}.log", env)
+
+    def wait_job(self, job, timeout=300):
+        """Waits until the job has ended; returns `kiln job`'s output and its state."""
+        deadline = time.time() + timeout
+        while True:
+            out = self.kiln("job", job, "--tracker", self.addr).stdout
+            state = next((l.split()[1] for l in out.splitlines() if l.startswith("state")), "")
+            if state in ("completed", "failed", "cancelled") or time.time() > deadline:
+                return out, state
+            time.sleep(0.2)
 
     def log(self, name):
         with open(os.path.join(self.tmp, name)) as f:

@@ -101,6 +101,39 @@ TEST(AgentRegistryTest, TargetForKeyPrefersConnectedAgents) {
   EXPECT_EQ(reg.TargetForKey("arm"), "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53");
 }
 
+TEST(AgentRegistryTest, RepeatedFailuresQuarantineAnAgentForAWhile) {
+  FakeClock clock(1000);
+  HealthOptions health;
+  health.max_consecutive_failures = 16;
+  health.max_invalid_costs = 3;
+  health.quarantine_ms = 60000;
+  AgentRegistry reg(nullptr, &clock, health);
+  ASSERT_TRUE(reg.Connect(Hello("bad", "cpu", "x")).ok());
+  ASSERT_TRUE(reg.Connect(Hello("flaky", "cpu", "x")).ok());
+  // Failures with a success in each batch never add up.
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(reg.RecordOutcomes("flaky", 1, 7, 0));
+  EXPECT_FALSE(reg.Quarantined("flaky"));
+  EXPECT_EQ(reg.Get("flaky")->consecutive_failures, 7);
+  // Two batches without a success do.
+  EXPECT_FALSE(reg.RecordOutcomes("flaky", 0, 8, 0));
+  EXPECT_TRUE(reg.RecordOutcomes("flaky", 0, 8, 0));
+  EXPECT_TRUE(reg.Quarantined("flaky"));
+  EXPECT_EQ(reg.Get("flaky")->quarantine_reason, "23 failed measurements in a row");
+  // Impossible costs sooner: three in a row.
+  EXPECT_FALSE(reg.RecordOutcomes("bad", 5, 2, 2));
+  EXPECT_TRUE(reg.RecordOutcomes("bad", 0, 1, 1));
+  EXPECT_EQ(reg.Get("bad")->quarantine_reason, "3 impossible costs in a row");
+  // Reconnecting does not end a quarantine; time does.
+  auto again = reg.Connect(Hello("bad", "cpu", "x"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(reg.Quarantined("bad"));
+  clock.Advance(59999);
+  EXPECT_TRUE(reg.Quarantined("bad"));
+  clock.Advance(1);
+  EXPECT_FALSE(reg.Quarantined("bad"));
+  EXPECT_FALSE(reg.Quarantined("unknown"));
+}
+
 TEST(AgentRegistryTest, RejectsEmptyIdentity) {
   FakeClock clock;
   AgentRegistry reg(nullptr, &clock);

@@ -173,11 +173,34 @@ TEST(DispatcherTest, CancelJobDropsQueuedAndLeasedBatches) {
   auto l = d.TryLease("a1", "cpu");
   ASSERT_TRUE(l.has_value());
   EXPECT_EQ(d.CancelJob("j1"), std::vector<std::string>{b1});
+  // The holder hears of it once.
+  EXPECT_EQ(d.TakeCancelled("a1"), std::vector<std::string>{b1});
+  EXPECT_TRUE(d.TakeCancelled("a1").empty());
   EXPECT_FALSE(d.Complete(b1, "a1", Results(l->work, 1.0)));
   EXPECT_EQ(sink.calls, 0);
   auto next = d.TryLease("a1", "cpu");
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ(next->work.batch_id, other);
+}
+
+TEST(DispatcherTest, BatchesGoOnlyToAgentsOfTheirTarget) {
+  FakeClock clock;
+  Dispatcher d(&clock);
+  Sink sink;
+  MeasureWork skylake = Work("j1", "cpu", 1);
+  skylake.target = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake";
+  MeasureWork znver5 = Work("j2", "cpu", 1);
+  znver5.target = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver5";
+  d.Submit(skylake, sink.Callback());
+  std::string z = d.Submit(znver5, sink.Callback());
+  // A znver5 agent skips the skylake batch in front of the queue.
+  auto l = d.TryLease("a1", "cpu", znver5.target);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->work.batch_id, z);
+  EXPECT_FALSE(d.TryLease("a1", "cpu", znver5.target).has_value());
+  EXPECT_FALSE(d.WaitLease("a2", "cpu", 1, std::chrono::milliseconds(1), znver5.target));
+  EXPECT_EQ(d.QueuedCount("cpu"), 1u);
+  EXPECT_TRUE(d.TryLease("a3", "cpu", skylake.target).has_value());
 }
 
 TEST(DispatcherTest, WaitLeaseRespectsMaxInFlightAndWake) {

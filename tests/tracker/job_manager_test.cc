@@ -246,6 +246,32 @@ TEST_F(JobManagerTest, UnknownJobIsNotFound) {
 
 // A job measured by hand through the dispatcher (the test plays the agent),
 // then cancelled: it stops dispatching and stays cancelled.
+TEST_F(JobManagerTest, AUserHasAtMostTheLimitOfUnfinishedJobs) {
+  JobManagerOptions options;
+  options.max_jobs_per_user = 2;
+  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                       &clock_, options);
+  SubmitRequest req = Request(testing::ConvReluModel());
+  req.owner = "ana";
+  auto first = jobs_->Submit(req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(jobs_->Submit(req).ok());
+  auto third = jobs_->Submit(req);
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(third.status().message().find("ana has 2 unfinished jobs"), std::string::npos)
+      << third.status();
+  req.owner = "bo";
+  EXPECT_TRUE(jobs_->Submit(req).ok());
+  // A finished job no longer counts.
+  ASSERT_TRUE(jobs_->Cancel(first->job_id).ok());
+  req.owner = "ana";
+  auto again = jobs_->Submit(req);
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto row = db_->GetJob(again->job_id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->owner, "ana");
+}
+
 TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   SubmitRequest req = Request(testing::ConvReluModel());
   req.trials = 32;  // more than one batch

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -34,7 +36,8 @@ class FakeMeasurer : public Measurer {
  public:
   int parallelism = 2;
   // Overrides the outcome of a config (its canonical string) per attempt;
-  // returns "" for a normal measurement.
+  // returns "" for a normal measurement, an error kind, or "nan", "negative"
+  // or "huge" for a success with that cost (a lying agent).
   std::function<std::string(const std::string& canonical, int attempt)> outcome;
   int stop_after_batches = -1;  // WaitAny returns CANCELLED after this many
   std::function<void()> on_batch;
@@ -61,6 +64,8 @@ class FakeMeasurer : public Measurer {
       std::string kind = outcome ? outcome(canonical, attempt) : "";
       if (kind.empty()) {
         r.costs_s = {SyntheticCost(batch.workload, c)};
+      } else if (kind == "nan" || kind == "negative" || kind == "huge") {
+        r.costs_s = {kind == "nan" ? std::nan("") : kind == "negative" ? -1e-3 : 1e6};
       } else {
         r.error_kind = kind;
         r.error_message = "synthetic " + kind;
@@ -223,6 +228,47 @@ TEST_F(TunerTest, RetriesTransientFailuresOnlyAndOnlyUpToTheLimit) {
   }
   EXPECT_EQ(Records().size(), 24u);
   ExpectNoConfigMeasuredTwice();
+}
+
+TEST_F(TunerTest, ImpossibleCostsAreErrorsOfTheAgentNotAFailedJob) {
+  FakeMeasurer m;
+  m.parallelism = 1;
+  std::map<std::string, std::string> lie;  // canonical -> its first cost
+  m.outcome = [&](const std::string& canonical, int attempt) -> std::string {
+    static const char* kLies[] = {"nan", "negative", "huge"};
+    auto [it, added] = lie.emplace(canonical, "");
+    if (added && lie.size() <= 3) it->second = kLies[lie.size() - 1];
+    return attempt == 1 ? it->second : "";
+  };
+  TunerOptions options = Options("random", 24);
+  options.max_cost_s = 10;  // the candidate time limit
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, options);
+  ASSERT_TRUE(tuner.Run([](const TunerProgress&) {}).ok());
+  int invalid = 0;
+  for (const auto& r : Records()) {
+    if (r.error_kind != "invalid_cost") continue;
+    ++invalid;
+    EXPECT_EQ(r.agent_id, "fake");
+    EXPECT_TRUE(r.costs_s.empty());
+    EXPECT_NE(r.error_message.find("reported cost"), std::string::npos) << r.error_message;
+  }
+  EXPECT_EQ(invalid, 3);
+  // Each lie was measured again, and that measurement counted.
+  for (const auto& [canonical, how] : lie) {
+    EXPECT_EQ(m.attempts[canonical], how.empty() ? 1 : 2) << how;
+  }
+  EXPECT_EQ(Records().size(), 24u);
+  ExpectNoConfigMeasuredTwice();
+}
+
+TEST(CheckCostsTest, OnlyFinitePositiveDurationsWithinTheLimitPass) {
+  EXPECT_TRUE(CheckCosts({1e-3, 2e-3}, 10).ok());
+  EXPECT_TRUE(CheckCosts({1e4}).ok());  // no upper bound
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -1e-3, 0.0, 11.0}) {
+    absl::Status st = CheckCosts({1e-3, bad}, 10);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(CheckCosts({}).ok());
 }
 
 TEST_F(TunerTest, StopsAtTheTimeBudgetAndCountsTimeSpentBefore) {

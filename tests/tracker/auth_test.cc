@@ -1,0 +1,305 @@
+// Authentication: the Authenticator against a real log database, and a
+// tracker that requires tokens, over gRPC on loopback.
+#include "tracker/auth.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "kiln/v1/agent.grpc.pb.h"
+#include "kiln/v1/tracker.grpc.pb.h"
+#include "tests/storage/test_util.h"
+#include "tests/tracker/test_models.h"
+#include "tracker/server.h"
+
+namespace kiln::tracker {
+namespace {
+
+namespace pb = ::kiln::v1;
+
+// A token of `user` with `role` stored in `db`; returns its secret.
+std::string AddToken(storage::LogDb& db, const std::string& user, const std::string& role,
+                     int64_t* id = nullptr) {
+  auto secret = NewTokenSecret();
+  EXPECT_TRUE(secret.ok()) << secret.status();
+  storage::TokenRow row;
+  row.user = user;
+  row.role = role;
+  row.hash = TokenHash(*secret);
+  row.created_unix_ms = 1;
+  auto added = db.AddToken(row);
+  EXPECT_TRUE(added.ok()) << added.status();
+  if (id != nullptr) *id = added.ok() ? *added : 0;
+  return *secret;
+}
+
+TEST(AuthTest, SecretsAreRandomAndOnlyTheirHashIsStored) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 100; ++i) {
+    auto s = NewTokenSecret();
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->size(), 5u + 64u);
+    EXPECT_EQ(s->rfind("kiln_", 0), 0u);
+    EXPECT_TRUE(seen.insert(*s).second);
+  }
+  storage::testing::TempDir dir;
+  auto db = storage::LogDb::Open(dir.File("kiln.db"));
+  ASSERT_TRUE(db.ok());
+  std::string secret = AddToken(**db, "ana", "user");
+  auto rows = (*db)->ListTokens();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].hash, TokenHash(secret));
+  EXPECT_EQ((*rows)[0].hash.find(secret.substr(5)), std::string::npos);
+}
+
+TEST(AuthTest, ConstantTimeEqualsComparesWholeStrings) {
+  EXPECT_TRUE(ConstantTimeEquals("s3cret", "s3cret"));
+  EXPECT_FALSE(ConstantTimeEquals("s3cret", "s3creT"));
+  EXPECT_FALSE(ConstantTimeEquals("s3cret", "s3cre"));
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+}
+
+TEST(AuthTest, AuthenticatesTokensAndRefusesTheRest) {
+  storage::testing::TempDir dir;
+  auto db = storage::LogDb::Open(dir.File("kiln.db"));
+  ASSERT_TRUE(db.ok());
+  int64_t id = 0;
+  std::string secret = AddToken(**db, "ana", "admin", &id);
+  Authenticator required(db->get(), true), optional(db->get(), false);
+  auto code = [](const absl::StatusOr<Caller>& c) { return c.status().code(); };
+  EXPECT_EQ(code(required.Authenticate("")), absl::StatusCode::kUnauthenticated);
+  auto anonymous = optional.Authenticate("");
+  ASSERT_TRUE(anonymous.ok());
+  EXPECT_EQ(anonymous->user, "");
+  for (const Authenticator* a : {&required, &optional}) {
+    EXPECT_EQ(code(a->Authenticate(secret)), absl::StatusCode::kUnauthenticated);  // no "Bearer"
+    EXPECT_EQ(code(a->Authenticate("Bearer kiln_wrong")), absl::StatusCode::kUnauthenticated);
+    auto caller = a->Authenticate("Bearer " + secret);
+    ASSERT_TRUE(caller.ok()) << caller.status();
+    EXPECT_EQ(caller->user, "ana");
+    EXPECT_TRUE(caller->admin());
+  }
+  ASSERT_TRUE((*db)->RevokeToken(id, 2).ok());
+  EXPECT_EQ((*db)->RevokeToken(id, 3).code(), absl::StatusCode::kNotFound);
+  auto revoked = optional.Authenticate("Bearer " + secret);
+  EXPECT_EQ(revoked.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(revoked.status().message().find("revoked"), std::string::npos);
+}
+
+TEST(AuthTest, UnknownRolesAndEmptyUsersAreRefused) {
+  storage::testing::TempDir dir;
+  auto db = storage::LogDb::Open(dir.File("kiln.db"));
+  ASSERT_TRUE(db.ok());
+  storage::TokenRow row;
+  row.user = "x";
+  row.role = "root";
+  row.hash = TokenHash("t");
+  EXPECT_EQ((*db)->AddToken(row).status().code(), absl::StatusCode::kInvalidArgument);
+  row.role = "user";
+  row.user = "";
+  EXPECT_EQ((*db)->AddToken(row).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AuthTest, ATrackerBeyondLoopbackNeedsAnExplicitChoice) {
+  storage::testing::TempDir dir;
+  TrackerOptions opts;
+  opts.listen = "0.0.0.0:0";
+  opts.db_path = dir.File("kiln.db");
+  opts.artifacts_dir = dir.File("artifacts");
+  {
+    TrackerServer server(opts);
+    auto port = server.Start();
+    EXPECT_EQ(port.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(port.status().message().find("--require-auth"), std::string::npos);
+  }
+  for (bool require : {true, false}) {
+    opts.require_auth = require;
+    opts.allow_anonymous = !require;
+    TrackerServer server(opts);
+    EXPECT_TRUE(server.Start().ok());
+  }
+}
+
+// A tracker that requires tokens, with an admin, two users and an agent.
+class RequireAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    {
+      auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+      ASSERT_TRUE(db.ok());
+      admin_ = AddToken(**db, "root", "admin");
+      ana_ = AddToken(**db, "ana", "user", &ana_id_);
+      bo_ = AddToken(**db, "bo", "user");
+      agent_ = AddToken(**db, "board-7", "agent");
+    }
+    TrackerOptions opts;
+    opts.listen = "127.0.0.1:0";
+    opts.db_path = dir_.File("kiln.db");
+    opts.artifacts_dir = dir_.File("artifacts");
+    opts.require_auth = true;
+    server_ = std::make_unique<TrackerServer>(opts);
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok()) << port.status();
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(*port),
+                                   grpc::InsecureChannelCredentials());
+    tracker_ = pb::Tracker::NewStub(channel_);
+  }
+  void As(grpc::ClientContext& ctx, const std::string& token) {
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  }
+  grpc::Status ListJobs(const std::string& token, pb::ListJobsResponse* out = nullptr) {
+    grpc::ClientContext ctx;
+    As(ctx, token);
+    pb::ListJobsResponse resp;
+    return tracker_->ListJobs(&ctx, {}, out ? out : &resp);
+  }
+  grpc::Status GetJob(const std::string& token, const std::string& id) {
+    grpc::ClientContext ctx;
+    As(ctx, token);
+    pb::GetJobRequest req;
+    req.set_job_id(id);
+    pb::Job job;
+    return tracker_->GetJob(&ctx, req, &job);
+  }
+  // A job of `token`'s user (it stays queued: no agent serves its key).
+  std::string Submit(const std::string& token) {
+    std::string model = testing::ConvReluModel();
+    pb::UploadModelResponse uploaded;
+    {
+      grpc::ClientContext ctx;
+      As(ctx, token);
+      auto writer = tracker_->UploadModel(&ctx, &uploaded);
+      pb::ModelChunk c;
+      c.set_data(model);
+      c.set_total_size(static_cast<int64_t>(model.size()));
+      c.set_sha256(storage::Sha256Hex(model));
+      writer->Write(c);
+      writer->WritesDone();
+      grpc::Status st = writer->Finish();
+      EXPECT_TRUE(st.ok()) << st.error_message();
+    }
+    grpc::ClientContext ctx;
+    As(ctx, token);
+    pb::SubmitJobRequest req;
+    req.set_model_sha256(uploaded.sha256());
+    req.set_device_key("nobody-serves-this");
+    req.mutable_target()->set_spec("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic");
+    req.set_trials(8);
+    pb::SubmitJobResponse resp;
+    grpc::Status st = tracker_->SubmitJob(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.job_id();
+  }
+
+  storage::testing::TempDir dir_;
+  std::string admin_, ana_, bo_, agent_;
+  int64_t ana_id_ = 0;
+  std::unique_ptr<TrackerServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::Tracker::Stub> tracker_;
+};
+
+TEST_F(RequireAuthTest, NoWrongOrRevokedTokenIsUnauthenticated) {
+  EXPECT_EQ(ListJobs("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(ListJobs("kiln_0123").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(ListJobs(ana_).ok());
+  {
+    auto db = storage::LogDb::Open(dir_.File("kiln.db"));  // as `tokens revoke` does
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->RevokeToken(ana_id_, 5).ok());
+  }
+  grpc::Status st = ListJobs(ana_);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(st.error_message().find("revoked"), std::string::npos) << st.error_message();
+}
+
+TEST_F(RequireAuthTest, AnAgentsTokenIsNotAUsers) {
+  EXPECT_EQ(ListJobs(agent_).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(RequireAuthTest, UsersSeeTheirOwnJobsOnlyAndAdminsSeeAll) {
+  const std::string job = Submit(ana_);
+  ASSERT_FALSE(job.empty());
+  EXPECT_TRUE(GetJob(ana_, job).ok());
+  EXPECT_TRUE(GetJob(admin_, job).ok());
+  // Another user's job reads exactly as a job that does not exist.
+  grpc::Status other = GetJob(bo_, job);
+  grpc::Status unknown = GetJob(bo_, "no-such-job");
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(other.error_message(), "unknown job '" + job + "'");
+  EXPECT_EQ(unknown.error_message(), "unknown job 'no-such-job'");
+  pb::ListJobsResponse list;
+  ASSERT_TRUE(ListJobs(bo_, &list).ok());
+  EXPECT_EQ(list.jobs_size(), 0);
+  ASSERT_TRUE(ListJobs(admin_, &list).ok());
+  ASSERT_EQ(list.jobs_size(), 1);
+  EXPECT_EQ(list.jobs(0).owner(), "ana");
+  {
+    grpc::ClientContext ctx;
+    As(ctx, bo_);
+    pb::QueryRecordsRequest req;
+    req.set_job_id(job);
+    pb::QueryRecordsResponse resp;
+    EXPECT_EQ(tracker_->QueryRecords(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    As(ctx, bo_);
+    pb::FetchArtifactRequest req;
+    req.set_job_id(job);
+    auto reader = tracker_->FetchArtifact(&ctx, req);
+    pb::ArtifactChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    As(ctx, bo_);
+    pb::CancelJobRequest req;
+    req.set_job_id(job);
+    pb::Job out;
+    EXPECT_EQ(tracker_->CancelJob(&ctx, req, &out).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  EXPECT_TRUE(GetJob(ana_, job).ok());
+}
+
+// Opens an agent session with `token`: the first reply's status.
+grpc::Status Hello(pb::AgentSession::Stub& stub, const std::string& token, const std::string& id) {
+  grpc::ClientContext ctx;
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  auto stream = stub.Session(&ctx);
+  pb::AgentMessage hello;
+  hello.mutable_hello()->set_agent_id(id);
+  hello.mutable_hello()->set_device_key("k");
+  hello.mutable_hello()->mutable_target()->set_spec(
+      "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic");
+  hello.mutable_hello()->set_compiler_version(KILN_VERSION);
+  stream->Write(hello);
+  pb::TrackerMessage reply;
+  if (stream->Read(&reply) && reply.has_welcome()) {
+    ctx.TryCancel();
+    stream->Finish();
+    return grpc::Status::OK;
+  }
+  return stream->Finish();
+}
+
+TEST_F(RequireAuthTest, AgentsNeedAnAgentTokenAndAreNamedByIt) {
+  auto stub = pb::AgentSession::NewStub(channel_);
+  EXPECT_EQ(Hello(*stub, "", "x").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Hello(*stub, ana_, "x").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(Hello(*stub, agent_, "claims-to-be-someone-else").ok());
+  grpc::ClientContext ctx;
+  As(ctx, admin_);
+  pb::ListAgentsResponse agents;
+  ASSERT_TRUE(tracker_->ListAgents(&ctx, {}, &agents).ok());
+  ASSERT_EQ(agents.agents_size(), 1);
+  EXPECT_EQ(agents.agents(0).agent_id(), "board-7");
+}
+
+}  // namespace
+}  // namespace kiln::tracker
