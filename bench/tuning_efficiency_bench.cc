@@ -3,15 +3,17 @@
 //
 //   For each shape, random search with --random-trials measured configs is
 //   the reference. It and each strategy (ga, xgb, and xgb warm-started from
-//   the other shapes' records of the same operator already in the cache:
+//   the records of the shapes of the same operator before it in the run:
 //   "xgb+tl") run in lockstep, a batch of 8 each in turn, each to the same
 //   number of trials, so that a drift of the machine's speed hits all of
 //   them alike. Then random's three best configs are re-measured twice more
-//   (the median of three is their cost: a lucky measurement would otherwise
-//   set a goal no other config reaches), random's best defines the goal (95%
-//   of its throughput), and the table prints the trials each needed, read
-//   off its curve, and random's over theirs (higher is better; target: xgb
-//   >= 4, xgb+tl >= 8 in geometric mean). Random's figure is its expected
+//   (the median of three is their cost), every trial's cost becomes its
+//   kernel's (the median of every measurement of configs that build the same
+//   loops: KernelCosts), random's best defines the goal (95% of its
+//   throughput), and the table prints the trials each needed, read off its
+//   curve, and random's over theirs (higher is better; target: xgb >= 4,
+//   xgb+tl >= 8 in geometric mean). A lucky measurement would otherwise set a
+//   goal that only another lucky draw reaches. Random's figure is its expected
 //   number of trials to the goal, (N+1)/(k+1) when k of its N configs reach
 //   it: the trials one run needed are mostly luck (both are printed).
 //
@@ -208,14 +210,47 @@ struct Tuning {
     search->Update(results);
     if (static_cast<int>(run.costs.size()) >= trials) done = true;
   }
-  // The costs again from the oracle (after Confirm changed some).
-  void Refresh(const kiln::bench::Shape& shape, Oracle& oracle) {
-    const auto& known = oracle.Known(shape);
+  // Each trial's cost replaced by its kernel's (KernelCosts).
+  void Refresh(const std::map<std::string, double>& kernel_cost) {
     for (size_t i = 0; i < run.costs.size(); ++i) {
-      run.costs[i] = known.at(kiln::compiler::CanonicalConfig(run.configs[i]));
+      run.costs[i] = kernel_cost.at(kiln::compiler::CanonicalConfig(run.configs[i]));
     }
   }
 };
+
+// The cost of every measured config of `shape` as its kernel's: configs
+// that differ only in knobs the template does not read build the same loops
+// (tuner/feature_cache.h), and a kernel's cost is the median of every
+// measurement of it. Random search measures the few kernels of a small space
+// (a depthwise layer has about 20) again and again under other names, and the
+// luckiest of those measurements would set a goal that only the noise of
+// another draw of the same kernel reaches: a goal about the timer, not the
+// search.
+std::map<std::string, double> KernelCosts(const kiln::bench::Shape& shape, Oracle& oracle,
+                                          const kiln::compiler::Target& target) {
+  kiln::tuner::FeatureCache cache(Workload(shape), target, 1 << 20);
+  std::map<std::string, uint64_t> kernel_of;
+  std::map<uint64_t, std::vector<double>> samples;
+  for (const auto& [canonical, cost] : oracle.Known(shape)) {
+    auto config = kiln::compiler::ParseConfig(canonical);
+    if (!config.ok()) continue;
+    const auto& f = cache.Get(*config);
+    if (!f.has_value()) continue;
+    kernel_of[canonical] = f->kernel_hash;
+    samples[f->kernel_hash].push_back(cost);
+  }
+  std::map<uint64_t, double> median;
+  for (auto& [kernel, costs] : samples) {
+    std::sort(costs.begin(), costs.end());  // failures (+inf) last
+    median[kernel] = costs[costs.size() / 2];
+  }
+  std::map<std::string, double> out;
+  for (const auto& [canonical, cost] : oracle.Known(shape)) {
+    auto it = kernel_of.find(canonical);
+    out[canonical] = it == kernel_of.end() ? cost : median[it->second];
+  }
+  return out;
+}
 
 // The successful records of `shape` as one ranking group (score: the best
 // cost over the cost), with at most `limit` rows (0: all), from `skip` on.
@@ -324,9 +359,8 @@ int main(int argc, char** argv) {
   // Random's figure is its expected number of trials to the goal (drawing
   // without replacement from its measured configs, k of N at the goal:
   // (N+1)/(k+1)), since one run's figure is mostly luck (both are printed).
-  // Transfer learning ("xgb+tl") draws on the other shapes' records of the
-  // same operator already in the cache (earlier shapes of this run, or a
-  // previous run's).
+  // Transfer learning ("xgb+tl") draws on the records of the shapes of the
+  // same operator before this one in the run.
   std::printf(
       "\ntrials to reach 95%% of random search's best throughput (random: in its run, and "
       "expected; each strategy, run for %d trials: geometric mean over %d seeds, one that never "
@@ -338,9 +372,12 @@ int main(int argc, char** argv) {
   int n = 0;
   auto t0 = Clock::now();
   for (const auto& s : shapes) {
+    // The prior: the shapes of the same operator before this one in the run
+    // (so that a rerun on the same cache replays the run exactly).
     TrainingSet prior;
     for (const auto& o : shapes) {
-      if (o.name == s.name || o.conv != s.conv) continue;
+      if (o.name == s.name) break;
+      if (o.conv != s.conv) continue;
       kiln::tuner::FeatureCache other(Workload(o), target);
       AddRecords(o, oracle, other, prior);
     }
@@ -379,7 +416,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < std::min<size_t>(3, order.size()); ++i) {
       oracle.Confirm(s, r.configs[order[i]]);
     }
-    for (Tuning& t : runs) t.Refresh(s, oracle);
+    const std::map<std::string, double> kernel_cost = KernelCosts(s, oracle, target);
+    for (Tuning& t : runs) t.Refresh(kernel_cost);
     const double best = r.Best();
     const double g = best / 0.95;
     const double k = static_cast<double>(
