@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "bench/bench_util.h"
 #include "bench/shapes.h"
 #include "compiler/config.h"
@@ -35,7 +36,6 @@
 #include "compiler/target.h"
 #include "compiler/workload.h"
 #include "deploy/parallel.h"
-#include "deploy/str.h"
 
 namespace {
 

@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "bench/bench_util.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
 #include "deploy/parallel.h"
-#include "deploy/str.h"
 #include "storage/log_db.h"
 #include "tuner/history.h"
 

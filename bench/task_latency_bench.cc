@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "bench/bench_util.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
@@ -28,7 +29,6 @@
 #include "compiler/target.h"
 #include "compiler/workload.h"
 #include "deploy/parallel.h"
-#include "deploy/str.h"
 
 namespace {
 

@@ -58,10 +58,10 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "bench/shapes.h"
 #include "compiler/kernel.h"
 #include "compiler/target.h"
-#include "deploy/str.h"
 #include "tuner/cost_model.h"
 #include "tuner/feature_cache.h"
 #include "tuner/measurer.h"

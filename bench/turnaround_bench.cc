@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "bench/shapes.h"
 #include "compiler/kernel.h"
 #include "compiler/target.h"
-#include "deploy/str.h"
 #include "device_agent/measure.h"
 
 namespace {

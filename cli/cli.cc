@@ -11,7 +11,8 @@ const std::vector<Command>& Commands() {
       {"tune",
        "tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC] "
        "[--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N] "
-       "[--flush-cache] [--input-shape NAME=DIMS]... [--wait]\n"
+       "[--deadline DURATION] [--priority N] [--flush-cache] [--input-shape NAME=DIMS]... "
+       "[--wait]\n"
        "       kiln tune MODEL --local --db FILE -o PATH --trials N [--strategy S] "
        "[--budget DURATION] [--early-stopping N] [--flush-cache] [--input-shape NAME=DIMS]...",
        "submit an ONNX model for tuning (prints the job id), or tune it on this machine", RunTune},
@@ -41,7 +42,8 @@ void PrintHelp(std::ostream& out) {
         << c.summary << "\n";
   }
   out << "\nkiln help <command> shows a command's arguments. Commands that call a tracker\n"
-         "take --token TOKEN (or the KILN_TOKEN variable) when it requires one.\n";
+         "take --token TOKEN (or the KILN_TOKEN variable) when it requires one, and\n"
+         "--tls-ca FILE (or KILN_TLS_CA) to reach a tracker that serves TLS.\n";
 }
 }  // namespace
 
@@ -71,18 +73,25 @@ int RunCli(const std::vector<std::string>& args, const CliEnv& env) {
   }
   for (const Command& c : Commands()) {
     if (c.name == name) {
-      // --token TOKEN (or --token=TOKEN), for every command that calls a
-      // tracker; taken out before the command parses its own flags.
+      // --token TOKEN and --tls-ca FILE (or --name=VALUE), for every
+      // command that calls a tracker; taken out before the command parses
+      // its own flags.
       CliEnv with_token = env;
       std::vector<std::string> rest;
       for (size_t i = 1; i < args.size(); ++i) {
-        if (args[i] == "--token" && i + 1 < args.size()) {
-          with_token.token = args[++i];
-        } else if (args[i].rfind("--token=", 0) == 0) {
-          with_token.token = args[i].substr(8);
-        } else {
-          rest.push_back(args[i]);
+        bool taken = false;
+        for (auto [flag, field] :
+             {std::pair{"--token", &with_token.token}, std::pair{"--tls-ca", &with_token.tls_ca}}) {
+          const std::string eq = StrCat(flag, "=");
+          if (args[i] == flag && i + 1 < args.size()) {
+            *field = args[++i];
+            taken = true;
+          } else if (args[i].rfind(eq, 0) == 0) {
+            *field = args[i].substr(eq.size());
+            taken = true;
+          }
         }
+        if (!taken) rest.push_back(args[i]);
       }
       for (const std::string& a : rest) {
         if (a == "--help" || a == "-h") {

@@ -21,6 +21,9 @@ struct CliEnv {
   // The bearer token sent with every tracker call (KILN_TOKEN; any
   // command's --token overrides it); empty: none.
   std::string token;
+  // A PEM file of the CA that signed the tracker's certificate (KILN_TLS_CA;
+  // --tls-ca overrides it): the tracker is then reached over TLS.
+  std::string tls_ca;
 };
 
 int RunCli(const std::vector<std::string>& args, const CliEnv& env);

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <ostream>
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::cli {
 
@@ -110,10 +112,25 @@ std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& addre
   channel_args.SetMaxSendMessageSize(256 << 20);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
   if (!env.token.empty()) interceptors.push_back(std::make_unique<BearerToken>(env.token));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!env.tls_ca.empty()) {
+    std::ifstream in(env.tls_ca, std::ios::binary);
+    std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (pem.find("-----BEGIN") == std::string::npos) {
+      *env.err << "kiln: cannot read a PEM certificate from --tls-ca '" << env.tls_ca << "'\n";
+      return nullptr;
+    }
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
   std::shared_ptr<grpc::Channel> channel = grpc::experimental::CreateCustomChannelWithInterceptors(
-      address, grpc::InsecureChannelCredentials(), channel_args, std::move(interceptors));
+      address, credentials, channel_args, std::move(interceptors));
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + env.connect_timeout)) {
-    *env.err << "kiln: tracker " << address << " does not answer\n";
+    *env.err << "kiln: tracker " << address << " does not answer"
+             << (env.tls_ca.empty() ? ""
+                                    : " over TLS (or its certificate is not signed by --tls-ca)")
+             << "\n";
     return nullptr;
   }
   return kiln::v1::Tracker::NewStub(channel);

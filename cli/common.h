@@ -9,18 +9,18 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/flags.h"
 #include "cli/cli.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
-#include "deploy/flags.h"
 #include "grpcpp/grpcpp.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "storage/log_db.h"
 
 namespace kiln::cli {
 
-// A subcommand's parsed arguments (deploy/flags.h).
+// A subcommand's parsed arguments (base/flags.h).
 using Args = ParsedFlags;
 
 struct Command {

@@ -7,11 +7,11 @@
 #include <optional>
 #include <ostream>
 
+#include "base/str.h"
 #include "cli/common.h"
 #include "compiler/config.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
-#include "deploy/str.h"
 #include "storage/log_db.h"
 #include "tuner/history.h"
 

@@ -6,8 +6,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/str.h"
 #include "cli/common.h"
-#include "deploy/str.h"
 #include "storage/log_db.h"
 
 namespace kiln::cli {

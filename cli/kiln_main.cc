@@ -10,5 +10,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   kiln::cli::CliEnv env{&std::cout, &std::cerr};
   if (const char* token = std::getenv("KILN_TOKEN")) env.token = token;
+  if (const char* ca = std::getenv("KILN_TLS_CA")) env.tls_ca = ca;
   return kiln::cli::RunCli(args, env);
 }

@@ -16,8 +16,8 @@
 #include <map>
 #include <ostream>
 
+#include "base/str.h"
 #include "cli/common.h"
-#include "deploy/str.h"
 #include "storage/log_db.h"
 
 extern char** environ;
@@ -67,18 +67,24 @@ absl::StatusOr<ReportData> FromTracker(kiln::v1::Tracker::Stub& stub, const std:
     d.tasks.push_back({t.workload().key(), t.workload().op(), t.workload().flops(),
                        std::max(1, t.occurrences()), t.best_cost_s()});
   }
-  grpc::ClientContext ctx;
-  kiln::v1::QueryRecordsRequest req;
-  req.set_job_id(job_id);
-  kiln::v1::QueryRecordsResponse resp;
-  grpc::Status st = stub.QueryRecords(&ctx, req, &resp);
-  if (!st.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
-  }
-  for (const auto& r : resp.records()) {
-    const bool ok = r.result().error_kind() == kiln::v1::MEASURE_ERROR_KIND_NONE;
-    d.records.push_back({r.workload().key(), ok ? r.mean_cost_s() : 0, r.unix_ms()});
-  }
+  // Page by page (the tracker sends at most 10,000 records per call).
+  std::string page;
+  do {
+    grpc::ClientContext ctx;
+    kiln::v1::QueryRecordsRequest req;
+    req.set_job_id(job_id);
+    req.set_page_token(page);
+    kiln::v1::QueryRecordsResponse resp;
+    grpc::Status st = stub.QueryRecords(&ctx, req, &resp);
+    if (!st.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
+    }
+    for (const auto& r : resp.records()) {
+      const bool ok = r.result().error_kind() == kiln::v1::MEASURE_ERROR_KIND_NONE;
+      d.records.push_back({r.workload().key(), ok ? r.mean_cost_s() : 0, r.unix_ms()});
+    }
+    page = resp.next_page_token();
+  } while (!page.empty());
   return d;
 }
 

@@ -4,8 +4,8 @@
 #include <ctime>
 #include <ostream>
 
+#include "base/str.h"
 #include "cli/common.h"
-#include "deploy/str.h"
 
 namespace kiln::cli {
 namespace {

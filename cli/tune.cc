@@ -13,10 +13,10 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/str.h"
 #include "cli/common.h"
 #include "compiler/frontend/external_data.h"
 #include "compiler/frontend/onnx_import.h"
-#include "deploy/str.h"
 #include "storage/log_db.h"
 #include "tuner/measurer.h"
 #include "tuner/search.h"
@@ -180,11 +180,11 @@ absl::StatusOr<std::string> Upload(kiln::v1::Tracker::Stub* stub, const std::str
 }  // namespace
 
 int RunTune(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args =
-      ParseFlags(argv,
-                 {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy",
-                  "--budget", "--early-stopping", "--db", "-o", "--max-elements"},
-                 {"--wait", "--local", "--flush-cache"});
+  absl::StatusOr<Args> args = ParseFlags(
+      argv,
+      {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy", "--budget",
+       "--early-stopping", "--db", "-o", "--max-elements", "--deadline", "--priority"},
+      {"--wait", "--local", "--flush-cache"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--trials")) return UsageError(self, "missing --trials", env);
@@ -193,6 +193,19 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   if (args->bools.count("--local")) return RunTuneLocal(self, *args, *flags, env);
   for (const char* required : {"--tracker", "--key"}) {
     if (!args->values.count(required)) return UsageError(self, StrCat("missing ", required), env);
+  }
+  double deadline_s = 0;
+  if (args->values.count("--deadline")) {
+    auto deadline = ParseDuration(args->Get("--deadline"));
+    if (!deadline.ok()) {
+      return UsageError(self, StrCat("--deadline: ", deadline.status().message()), env);
+    }
+    deadline_s = *deadline;
+  }
+  int64_t priority = 0;
+  if (args->values.count("--priority") &&
+      (!ParseInt64(args->Get("--priority"), &priority) || priority < -100 || priority > 100)) {
+    return UsageError(self, "--priority must be an integer in -100..100", env);
   }
   for (const char* local_only : {"--db", "-o", "--max-elements"}) {
     if (args->values.count(local_only)) {
@@ -264,6 +277,8 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   request.set_strategy(flags->strategy);
   request.set_budget_s(flags->budget_s);
   request.set_early_stopping(flags->early_stopping);
+  request.set_deadline_s(deadline_s);
+  request.set_priority(static_cast<int32_t>(priority));
   if (flags->flush_cache) request.mutable_timing()->set_flush_cache(true);
   kiln::v1::SubmitJobResponse response;
   {

@@ -12,12 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
+#include "base/flags.h"
+#include "base/str.h"
 #include "compiler/target.h"
-#include "deploy/flags.h"
-#include "deploy/str.h"
 #include "device_agent/opencl_devices.h"
 #include "device_agent/sandbox.h"
 #include "device_agent/session.h"
@@ -27,6 +28,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE] [--token T] "
     "[--target SPEC] [--workers-timeout-ms N] [--max-batch N]\n"
+    "                  [--tls-ca PEM [--tls-cert PEM --tls-key PEM]]\n"
     "       kiln-agent --list-devices\n";
 
 std::string DescribeHardware() {
@@ -64,8 +66,9 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  auto parsed = kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--token-file",
-                                        "--target", "--workers-timeout-ms", "--max-batch"});
+  auto parsed = kiln::ParseFlags(
+      args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target",
+             "--workers-timeout-ms", "--max-batch", "--tls-ca", "--tls-cert", "--tls-key"});
   if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
   if (!parsed->positional.empty()) {
     return Usage(kiln::StrCat("unexpected argument '", parsed->positional[0], "'"));
@@ -93,6 +96,23 @@ int main(int argc, char** argv) {
     }
   } else if (const char* token = std::getenv("KILN_TOKEN")) {
     options.bearer_token = token;
+  }
+  // TLS: --tls-ca, and --tls-cert/--tls-key for a tracker that wants mutual TLS.
+  for (auto [flag, out] :
+       {std::pair{"--tls-ca", &options.tls_ca_pem}, std::pair{"--tls-cert", &options.tls_cert_pem},
+        std::pair{"--tls-key", &options.tls_key_pem}}) {
+    if (!flags.count(flag)) continue;
+    std::ifstream in(flags[flag], std::ios::binary);
+    out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (out->find("-----BEGIN") == std::string::npos) {
+      return Usage(kiln::StrCat("cannot read a PEM file from ", flag, " ", flags[flag]));
+    }
+  }
+  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
+    return Usage("--tls-cert and --tls-key go together");
+  }
+  if (!options.tls_cert_pem.empty() && options.tls_ca_pem.empty()) {
+    return Usage("--tls-cert needs --tls-ca (the tracker's CA)");
   }
   if (flags.count("--target")) {
     absl::StatusOr<kiln::compiler::Target> t = kiln::compiler::Target::Parse(flags["--target"]);

@@ -5,11 +5,11 @@
 #include <cstring>
 
 #include "absl/status/statusor.h"
+#include "base/str.h"
 #include "compiler/config.h"
 #include "compiler/measure.h"
 #include "compiler/workload.h"
 #include "deploy/parallel.h"
-#include "deploy/str.h"
 
 namespace kiln::agent {
 namespace {

@@ -1,6 +1,6 @@
 #include "device_agent/opencl_devices.h"
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 #ifdef KILN_HAS_OPENCL
 #define CL_TARGET_OPENCL_VERSION 120

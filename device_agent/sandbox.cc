@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/str.h"
 #include "compiler/target.h"
-#include "deploy/str.h"
 #include "device_agent/measure.h"
 
 extern char** environ;

@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "deploy/str.h"
+#include "base/str.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -51,7 +51,15 @@ AgentSession::AgentSession(AgentOptions options, CandidateMeasurer measurer)
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  channel_ = grpc::CreateCustomChannel(options_.tracker, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!options_.tls_ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.tls_ca_pem;
+    ssl.pem_cert_chain = options_.tls_cert_pem;
+    ssl.pem_private_key = options_.tls_key_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  channel_ = grpc::CreateCustomChannel(options_.tracker, credentials, args);
 }
 
 AgentSession::~AgentSession() { Stop(); }

@@ -24,6 +24,11 @@ struct AgentOptions {
   std::string agent_id;
   std::string token;         // legacy shared secret, sent in the Hello
   std::string bearer_token;  // the agent's own token (kiln-tracker tokens create --role agent)
+  // TLS: the CA that signed the tracker's certificate (PEM text; empty:
+  // plaintext), and for mutual TLS the agent's own certificate and key.
+  std::string tls_ca_pem;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   std::string target_spec;
   std::string hardware;
   std::string compiler_version;

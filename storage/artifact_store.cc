@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
-#include "deploy/str.h"
+#include "base/str.h"
 #include "storage/log_db.h"
 
 namespace kiln::storage {

@@ -1,13 +1,14 @@
 #include "storage/log_db.h"
 
+#include <algorithm>
 #include <cmath>
 #include <istream>
 #include <ostream>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "deploy/str.h"
-#include "storage/jsonl.h"
+#include "base/str.h"
+#include "nlohmann/json.hpp"
 #include "storage/migrations.h"
 #include "storage/sqlite.h"
 
@@ -197,37 +198,60 @@ struct ImportedRecord {
   RecordRow record;
 };
 
-absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
-  KILN_STORAGE_ASSIGN_OR_RETURN(json, ParseJson(line));
-  if (json.kind != JsonKind::kObject) return absl::InvalidArgumentError("not a JSON object");
-  const JsonValue* workload = json.Find("workload");
-  if (workload == nullptr || workload->kind != JsonKind::kObject) {
-    return absl::InvalidArgumentError("missing object \"workload\"");
+// A member of a JSON object of the expected type; INVALID_ARGUMENT naming the
+// key when it is missing or of another type.
+absl::StatusOr<const nlohmann::json*> Member(const nlohmann::json& object, const char* key,
+                                             nlohmann::json::value_t type) {
+  auto it = object.find(key);
+  if (it == object.end()) return absl::InvalidArgumentError(StrCat("missing \"", key, "\""));
+  const bool number = type == nlohmann::json::value_t::number_float;
+  if (number ? !it->is_number() : it->type() != type) {
+    return absl::InvalidArgumentError(StrCat("\"", key, "\" has the wrong type"));
   }
+  return &*it;
+}
+
+absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
+  using T = nlohmann::json::value_t;
+  const nlohmann::json json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return absl::InvalidArgumentError("not JSON");
+  if (!json.is_object()) return absl::InvalidArgumentError("not a JSON object");
+  auto text = [](const nlohmann::json& o, const char* key) -> absl::StatusOr<std::string> {
+    KILN_STORAGE_ASSIGN_OR_RETURN(v, Member(o, key, T::string));
+    return v->get<std::string>();
+  };
+  auto number = [](const nlohmann::json& o, const char* key) -> absl::StatusOr<double> {
+    KILN_STORAGE_ASSIGN_OR_RETURN(v, Member(o, key, T::number_float));
+    return v->get<double>();
+  };
+  KILN_STORAGE_ASSIGN_OR_RETURN(workload, Member(json, "workload", T::object));
   ImportedRecord out;
   RecordRow& r = out.record;
-  KILN_STORAGE_ASSIGN_OR_RETURN(key, JsonGetString(*workload, "key"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(key, text(*workload, "key"));
   r.workload_key = key;
-  if (workload->Find("op") != nullptr) {
+  if (workload->contains("op")) {
     WorkloadRow w;
     w.key = key;
-    KILN_STORAGE_ASSIGN_OR_RETURN(op, JsonGetString(*workload, "op"));
-    KILN_STORAGE_ASSIGN_OR_RETURN(canonical, JsonGetString(*workload, "canonical"));
-    KILN_STORAGE_ASSIGN_OR_RETURN(flops, JsonGetNumber(*workload, "flops"));
+    KILN_STORAGE_ASSIGN_OR_RETURN(op, text(*workload, "op"));
+    KILN_STORAGE_ASSIGN_OR_RETURN(canonical, text(*workload, "canonical"));
+    KILN_STORAGE_ASSIGN_OR_RETURN(flops, number(*workload, "flops"));
     w.op = op;
     w.canonical = canonical;
     w.flops = flops;
     out.workload = std::move(w);
   }
-  KILN_STORAGE_ASSIGN_OR_RETURN(target, JsonGetString(json, "target"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(config, JsonGetString(json, "config"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(error_kind, JsonGetString(json, "error_kind"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(error_message, JsonGetString(json, "error_message"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(mean, JsonGetNumber(json, "mean_cost_s"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(compiler_version, JsonGetString(json, "compiler_version"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(agent_id, JsonGetString(json, "agent_id"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(job_id, JsonGetString(json, "job_id"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(unix_ms, JsonGetInt64(json, "unix_ms"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(target, text(json, "target"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(config, text(json, "config"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(error_kind, text(json, "error_kind"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(error_message, text(json, "error_message"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(mean, number(json, "mean_cost_s"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(compiler_version, text(json, "compiler_version"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(agent_id, text(json, "agent_id"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(job_id, text(json, "job_id"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(unix_ms, Member(json, "unix_ms", T::number_float));
+  if (!unix_ms->is_number_integer()) {
+    return absl::InvalidArgumentError("\"unix_ms\" is not an integer");
+  }
   r.target = target;
   r.config = config;
   r.error_kind = error_kind;
@@ -236,16 +260,11 @@ absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
   r.compiler_version = compiler_version;
   r.agent_id = agent_id;
   r.job_id = job_id;
-  r.unix_ms = unix_ms;
-  const JsonValue* costs = json.Find("costs_s");
-  if (costs == nullptr || costs->kind != JsonKind::kArray) {
-    return absl::InvalidArgumentError("missing array \"costs_s\"");
-  }
-  for (const JsonValue& c : costs->array) {
-    if (c.kind != JsonKind::kNumber) {
-      return absl::InvalidArgumentError("\"costs_s\" holds a non-number");
-    }
-    r.costs_s.push_back(c.number);
+  r.unix_ms = unix_ms->get<int64_t>();
+  KILN_STORAGE_ASSIGN_OR_RETURN(costs, Member(json, "costs_s", T::array));
+  for (const nlohmann::json& c : *costs) {
+    if (!c.is_number()) return absl::InvalidArgumentError("\"costs_s\" holds a non-number");
+    r.costs_s.push_back(c.get<double>());
   }
   KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(r));
   return out;
@@ -330,16 +349,18 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::TopK(const std::string& workload_k
 }
 
 absl::StatusOr<std::vector<RecordRow>> LogDb::QueryRecords(const std::string& workload_key,
-                                                           const std::string& target, int limit) {
+                                                           const std::string& target, int limit,
+                                                           int64_t offset) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
                               " FROM records WHERE (?1 = '' OR workload_key = ?1) "
                               "AND (?2 = '' OR target = ?2) "
-                              "ORDER BY unix_ms DESC, id DESC LIMIT ?3")));
+                              "ORDER BY unix_ms DESC, id DESC LIMIT ?3 OFFSET ?4")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, limit <= 0 ? -1 : limit));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, std::max<int64_t>(offset, 0)));
   return CollectRecords(st);
 }
 
@@ -369,12 +390,15 @@ absl::StatusOr<int64_t> LogDb::CountRecords(const std::string& job_id) {
   return has_row ? st.ColumnInt64(0) : 0;
 }
 
-absl::StatusOr<std::vector<RecordRow>> LogDb::RecordsOfJob(const std::string& job_id) {
+absl::StatusOr<std::vector<RecordRow>> LogDb::RecordsOfJob(const std::string& job_id, int limit,
+                                                           int64_t offset) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare(
-              StrCat("SELECT ", kRecordColumns, " FROM records WHERE job_id = ? ORDER BY id ASC")));
+      st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
+                              " FROM records WHERE job_id = ? ORDER BY id ASC LIMIT ? OFFSET ?")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, job_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, limit <= 0 ? -1 : limit));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, std::max<int64_t>(offset, 0)));
   return CollectRecords(st);
 }
 
@@ -687,29 +711,25 @@ absl::Status LogDb::ExportJsonl(std::ostream& out) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) break;
     KILN_STORAGE_ASSIGN_OR_RETURN(r, ReadRecord(st));
-    JsonWriter w;
-    w.BeginObject();
-    w.Key("workload").BeginObject().Key("key").String(r.workload_key);
+    nlohmann::json workload = {{"key", r.workload_key}};
     if (st.ColumnInt64(12) != 0) {
-      w.Key("op").String(st.ColumnText(13));
-      w.Key("canonical").String(st.ColumnText(14));
-      w.Key("flops").Number(st.ColumnDouble(15));
+      workload["op"] = st.ColumnText(13);
+      workload["canonical"] = st.ColumnText(14);
+      workload["flops"] = st.ColumnDouble(15);
     }
-    w.EndObject();
-    w.Key("target").String(r.target);
-    w.Key("config").String(r.config);
-    w.Key("error_kind").String(r.error_kind);
-    w.Key("error_message").String(r.error_message);
-    w.Key("costs_s").BeginArray();
-    for (double c : r.costs_s) w.Number(c);
-    w.EndArray();
-    w.Key("mean_cost_s").Number(r.mean_cost_s);
-    w.Key("compiler_version").String(r.compiler_version);
-    w.Key("agent_id").String(r.agent_id);
-    w.Key("job_id").String(r.job_id);
-    w.Key("unix_ms").Int(r.unix_ms);
-    w.EndObject();
-    out << w.str() << '\n';
+    const nlohmann::json line = {{"workload", std::move(workload)},
+                                 {"target", r.target},
+                                 {"config", r.config},
+                                 {"error_kind", r.error_kind},
+                                 {"error_message", r.error_message},
+                                 {"costs_s", r.costs_s},
+                                 {"mean_cost_s", r.mean_cost_s},
+                                 {"compiler_version", r.compiler_version},
+                                 {"agent_id", r.agent_id},
+                                 {"job_id", r.job_id},
+                                 {"unix_ms", r.unix_ms}};
+    // Invalid UTF-8 in a message is replaced rather than failing the export.
+    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     if (!out) return absl::DataLossError("writing the JSON lines export failed");
   }
   out.flush();

@@ -134,17 +134,21 @@ class LogDb {
                                                       const std::string& target);
   absl::StatusOr<std::vector<RecordRow>> TopK(const std::string& workload_key,
                                               const std::string& target, int k);
-  // Empty key / target match everything; newest first; limit <= 0: no limit.
+  // Empty key / target match everything; newest first; limit <= 0: no limit;
+  // the first `offset` matches skipped (paging).
   absl::StatusOr<std::vector<RecordRow>> QueryRecords(const std::string& workload_key,
-                                                      const std::string& target, int limit);
+                                                      const std::string& target, int limit,
+                                                      int64_t offset = 0);
   // Canonical configs already measured (successfully or not) for this
   // workload, target and compiler version: the tuner never measures them again.
   absl::StatusOr<std::set<std::string>> MeasuredConfigs(const std::string& workload_key,
                                                         const std::string& target,
                                                         const std::string& compiler_version);
   absl::StatusOr<int64_t> CountRecords(const std::string& job_id);
-  // Every record a job stored, in measurement order.
-  absl::StatusOr<std::vector<RecordRow>> RecordsOfJob(const std::string& job_id);
+  // The records a job stored, in measurement order (limit <= 0: all; the
+  // first `offset` skipped).
+  absl::StatusOr<std::vector<RecordRow>> RecordsOfJob(const std::string& job_id, int limit = 0,
+                                                      int64_t offset = 0);
 
   // Jobs.
   absl::Status CreateJob(const JobRow& row);  // ALREADY_EXISTS on a duplicate id

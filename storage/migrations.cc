@@ -1,6 +1,6 @@
 #include "storage/migrations.h"
 
-#include "deploy/str.h"
+#include "base/str.h"
 #include "storage/sqlite.h"
 
 namespace kiln::storage {

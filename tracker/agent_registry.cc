@@ -1,7 +1,7 @@
 #include "tracker/agent_registry.h"
 
-#include "deploy/check.h"
-#include "deploy/str.h"
+#include "base/check.h"
+#include "base/str.h"
 #include "spdlog/spdlog.h"
 
 namespace kiln::tracker {

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::tracker {
 
@@ -33,8 +33,8 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    diff = static_cast<unsigned char>(diff | (static_cast<unsigned char>(a[i]) ^
-                                              static_cast<unsigned char>(b[i])));
+    diff = static_cast<unsigned char>(
+        diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
   }
   // Keeps the compiler from ending the loop at the first difference.
   asm volatile("" : "+r"(diff));

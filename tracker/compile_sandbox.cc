@@ -16,7 +16,7 @@
 #include <sstream>
 #include <vector>
 
-#include "deploy/str.h"
+#include "base/str.h"
 #include "tracker/job_options.h"
 #include "tuner/history.h"
 

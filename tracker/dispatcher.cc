@@ -1,11 +1,14 @@
 #include "tracker/dispatcher.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
+#include <tuple>
 #include <utility>
 
-#include "deploy/check.h"
-#include "deploy/str.h"
+#include "base/check.h"
+#include "base/str.h"
 
 namespace kiln::tracker {
 namespace {
@@ -46,31 +49,66 @@ std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
     entry.work = std::move(work);
     entry.callback = std::move(callback);
     batches_.emplace(id, std::move(entry));
-    queues_[key].push_back(id);
+    JobQueue& q = queues_[key][batches_.at(id).work.job_id];
+    q.user = batches_.at(id).work.user;
+    q.priority = batches_.at(id).work.priority;
+    q.target = batches_.at(id).work.target;
+    q.batches.push_back(id);
   }
   cv_.notify_all();
   return id;
 }
 
-std::deque<std::string>::iterator Dispatcher::LeasableLocked(const std::string& device_key,
-                                                             const std::string& target) {
-  auto& q = queues_[device_key];
-  return std::find_if(q.begin(), q.end(), [&](const std::string& id) {
-    const std::string& wanted = batches_.at(id).work.target;
-    return target.empty() || wanted.empty() || wanted == target;
-  });
+Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
+                                                 const std::string& target) {
+  auto key = queues_.find(device_key);
+  if (key == queues_.end()) return nullptr;
+  auto& users = user_pass_[device_key];
+  // Users and jobs with queued batches start level with the least served of
+  // them: no credit for having been away, no debt.
+  double user_floor = std::numeric_limits<double>::infinity();
+  double job_floor = std::numeric_limits<double>::infinity();
+  for (const auto& [job, q] : key->second) {
+    if (auto u = users.find(q.user); u != users.end()) user_floor = std::min(user_floor, u->second);
+    if (auto j = job_pass_.find(job); j != job_pass_.end())
+      job_floor = std::min(job_floor, j->second);
+  }
+  if (!std::isfinite(user_floor)) user_floor = 0;
+  if (!std::isfinite(job_floor)) job_floor = 0;
+  JobQueue* best = nullptr;
+  std::tuple<int32_t, double, double, uint64_t> best_rank;
+  for (auto& [job, q] : key->second) {
+    if (q.batches.empty()) continue;
+    if (!(target.empty() || q.target.empty() || q.target == target)) continue;
+    double& user = users.try_emplace(q.user, user_floor).first->second;
+    double& pass = job_pass_.try_emplace(job, job_floor).first->second;
+    user = std::max(user, user_floor);
+    pass = std::max(pass, job_floor);
+    auto rank = std::make_tuple(-q.priority, user, pass, batches_.at(q.batches.front()).seq);
+    if (best == nullptr || rank < best_rank) {
+      best = &q;
+      best_rank = rank;
+    }
+  }
+  return best;
 }
 
 std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
                                              const std::string& device_key,
                                              const std::string& target) {
-  auto next = LeasableLocked(device_key, target);
-  if (next == queues_[device_key].end()) return std::nullopt;
-  std::string id = *next;
-  queues_[device_key].erase(next);
+  JobQueue* next = LeasableLocked(device_key, target);
+  if (next == nullptr) return std::nullopt;
+  std::string id = next->batches.front();
+  next->batches.pop_front();
   auto it = batches_.find(id);
   KILN_CHECK(it != batches_.end()) << "queued batch " << id << " has no entry";
   Entry& e = it->second;
+  // Charge the user (over their weight) and the job for what they get.
+  const double n = static_cast<double>(std::max<size_t>(e.work.candidates.size(), 1));
+  auto weight = options_.user_weights.find(e.work.user);
+  user_pass_[device_key][e.work.user] +=
+      n / (weight != options_.user_weights.end() && weight->second > 0 ? weight->second : 1.0);
+  job_pass_[e.work.job_id] += n;
   e.agent_id = agent_id;
   e.attempts++;
   e.deadline_ms = clock_->NowMs() + LeaseTimeoutMs(e.work);
@@ -97,7 +135,7 @@ std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
     int in_flight = 0;
     for (const auto& [id, e] : batches_) in_flight += e.agent_id == agent_id;
     if (in_flight >= max_in_flight) return false;
-    return LeasableLocked(device_key, target) != queues_[device_key].end();
+    return LeasableLocked(device_key, target) != nullptr;
   };
   cv_.wait_for(lock, max_wait, ready);
   if (wake_generation_ != generation) return std::nullopt;
@@ -151,7 +189,7 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
     batches_.erase(it);
     return;
   }
-  queues_[e.work.device_key].push_front(batch_id);
+  queues_[e.work.device_key][e.work.job_id].batches.push_front(batch_id);
 }
 
 void Dispatcher::ExpireAllLocked(std::vector<std::string> ids, Finished* finished) {
@@ -226,10 +264,10 @@ std::vector<std::string> Dispatcher::CancelJob(const std::string& job_id) {
         leased.push_back(it->first);
         cancelled_[it->second.agent_id].push_back(it->first);
       }
-      auto& q = queues_[it->second.work.device_key];
-      std::erase(q, it->first);
+      queues_[it->second.work.device_key].erase(job_id);
       it = batches_.erase(it);
     }
+    job_pass_.erase(job_id);
   }
   cv_.notify_all();
   return leased;
@@ -245,7 +283,10 @@ int Dispatcher::InFlight(const std::string& agent_id) const {
 size_t Dispatcher::QueuedCount(const std::string& device_key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto q = queues_.find(device_key);
-  return q == queues_.end() ? 0 : q->second.size();
+  if (q == queues_.end()) return 0;
+  size_t n = 0;
+  for (const auto& [job, jq] : q->second) n += jq.batches.size();
+  return n;
 }
 
 void Dispatcher::Wake() {

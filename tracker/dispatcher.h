@@ -1,7 +1,14 @@
 #pragma once
-// The dispatcher: one FIFO queue of measurement batches per device key.
-// Agents lease the next batch of their key built for their target (a batch
-// for another target waits for an agent of that target) until a deadline;
+// The dispatcher: one queue of measurement batches per device key. Agents
+// lease the next batch of their key built for their target (a batch for
+// another target waits for an agent of that target). Which batch is next:
+// the highest job priority first; within it, the user whose measurements so
+// far over their weight are fewest, then that user's job with the fewest
+// (stride scheduling: each user gets a share of the key's agents in
+// proportion to their weight, split evenly among their jobs, whatever the
+// size of their backlog); then the oldest batch. A user or job that joins
+// the queue starts level with the least served one there. A lease lasts
+// until a deadline;
 // leases are held by a holder name, an agent id or "AGENT_ID#SESSION" (the
 // tracker holds them per agent session, so that an agent's old session never
 // touches its new one's leases). A lease that
@@ -55,7 +62,9 @@ struct MeasureWork {
   std::string workload_op;
   std::string workload_canonical;
   double workload_flops = 0;
-  std::string target;  // canonical target spec
+  std::string target;    // canonical target spec
+  std::string user;      // the job's owner: its share of the key's agents
+  int32_t priority = 0;  // higher goes first
   TimingOptions timing;
   std::vector<MeasureCandidate> candidates;
 };
@@ -90,6 +99,8 @@ struct DispatcherOptions {
   int64_t default_candidate_timeout_ms = 20000;
   int64_t slack_ms = 10000;
   int max_attempts = 5;
+  // Fair-share weights of users (default 1).
+  std::map<std::string, double> user_weights;
 };
 
 class Dispatcher {
@@ -150,9 +161,17 @@ class Dispatcher {
 
   std::optional<Lease> LeaseLocked(const std::string& agent_id, const std::string& device_key,
                                    const std::string& target);
-  // The first queued batch of the key an agent of `target` may take.
-  std::deque<std::string>::iterator LeasableLocked(const std::string& device_key,
-                                                   const std::string& target);
+  // The queued batches of one job, oldest first (a requeued batch goes back
+  // to the front), and what the choice between jobs reads.
+  struct JobQueue {
+    std::string user;
+    int32_t priority = 0;
+    std::string target;
+    std::deque<std::string> batches;
+  };
+  // The job whose front batch an agent of `target` takes next (nullptr:
+  // none); a choice over the key's jobs, not its batches.
+  JobQueue* LeasableLocked(const std::string& device_key, const std::string& target);
   // Requeues (or gives up on) one leased batch; appends given-up batches.
   void ExpireLocked(const std::string& batch_id, Finished* finished);
   // Expires the given leased batches, oldest submission ending up in front.
@@ -165,9 +184,14 @@ class Dispatcher {
   std::condition_variable cv_;
   uint64_t next_id_ = 1;
   uint64_t wake_generation_ = 0;
-  std::map<std::string, Entry> batches_;                       // by batch id
-  std::map<std::string, std::deque<std::string>> queues_;      // device key -> batch ids
+  std::map<std::string, Entry> batches_;  // by batch id
+  // device key -> job id -> its queued batches (a job with none is erased)
+  std::map<std::string, std::map<std::string, JobQueue>> queues_;
   std::map<std::string, std::vector<std::string>> cancelled_;  // holder -> batch ids
+  // Stride scheduling: candidates leased so far over the weight, per device
+  // key and user, and per job.
+  std::map<std::string, std::map<std::string, double>> user_pass_;
+  std::map<std::string, double> job_pass_;
 };
 
 }  // namespace kiln::tracker

@@ -3,20 +3,29 @@
 #include <algorithm>
 #include <charconv>
 
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/config.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 
 namespace kiln::tracker {
 
-FarmMeasurer::FarmMeasurer(Dispatcher* dispatcher, AgentRegistry* agents, MeasureWork work)
-    : dispatcher_(dispatcher), agents_(agents), job_(std::move(work)) {
+FarmMeasurer::FarmMeasurer(Dispatcher* dispatcher, AgentRegistry* agents, MeasureWork work,
+                           FarmWaiting waiting)
+    : dispatcher_(dispatcher),
+      agents_(agents),
+      job_(std::move(work)),
+      waiting_(std::move(waiting)) {
   KILN_CHECK(dispatcher_ && agents_) << "FarmMeasurer dependencies";
 }
 
 FarmMeasurer::~FarmMeasurer() { Interrupt(); }
 
-int FarmMeasurer::Parallelism() { return std::max(1, agents_->ConnectedCount(job_.device_key)); }
+// A batch in flight and one queued per agent of the key: the dispatcher gives
+// each job its fair share at every lease only if the job has a batch queued
+// then (one with nothing queued is passed over).
+int FarmMeasurer::Parallelism() {
+  return std::max(1, 2 * agents_->ConnectedCount(job_.device_key));
+}
 
 uint64_t FarmMeasurer::Submit(tuner::MeasureBatch batch) {
   MeasureWork work = job_;
@@ -60,7 +69,29 @@ absl::StatusOr<std::pair<uint64_t, std::vector<tuner::MeasureResult>>> FarmMeasu
     if (state_->pending.empty() && !state_->interrupted) {
       return absl::FailedPreconditionError("no batch was submitted");
     }
-    state_->cv.wait(lock, [&] { return state_->interrupted || ready(); });
+    auto past_deadline = [&] {
+      return waiting_.clock != nullptr && waiting_.deadline_unix_ms > 0 &&
+             waiting_.clock->NowMs() >= waiting_.deadline_unix_ms;
+    };
+    while (!state_->interrupted) {
+      if (past_deadline()) {
+        return absl::DeadlineExceededError(
+            no_agents_ ? StrCat("the job's deadline passed while no agent with key '",
+                                job_.device_key, "' was connected")
+                       : StrCat("the job's deadline passed with ", state_->pending.size(),
+                                " batches being measured"));
+      }
+      if (state_->cv.wait_for(lock, waiting_.poll,
+                              [&] { return state_->interrupted || ready(); })) {
+        break;
+      }
+      // Nothing yet: is anyone serving the key?
+      lock.unlock();
+      const bool none = agents_->ConnectedCount(job_.device_key) == 0;
+      if (none != no_agents_ && waiting_.on_agents) waiting_.on_agents(none);
+      no_agents_ = none;
+      lock.lock();
+    }
     if (state_->interrupted) return absl::CancelledError("measuring was interrupted");
     for (auto it = state_->pending.begin(); it != state_->pending.end(); ++it) {
       if (!it->second.has_value()) continue;

@@ -1,14 +1,16 @@
 #include "tracker/job_manager.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <deque>
 #include <random>
 #include <utility>
 
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 #include "spdlog/spdlog.h"
 #include "tracker/farm_measurer.h"
 #include "tracker/job_options.h"
@@ -37,12 +39,18 @@ struct JobManager::Job {
   std::string strategy = "xgb";
   double budget_s = 0;
   int early_stopping = 0;
+  int64_t deadline_unix_ms = 0;  // 0: none
+  int32_t priority = 0;
   std::optional<compiler::Model> model;
   compiler::Target target;
-  std::vector<JobEventEntry> events;
+  // The newest events (at most JobManagerOptions::max_events_kept), the
+  // first of them the job's event number first_event.
+  std::deque<JobEventEntry> events;
+  size_t first_event = 0;
   bool cancelled = false;
   FarmMeasurer* measurer = nullptr;  // while tuning
   std::thread thread;
+  std::atomic<int64_t> ended_ms{0};  // when Run returned (0: running)
 };
 
 JobManager::JobManager(storage::LogDb* db, storage::ArtifactStore* store, AgentRegistry* agents,
@@ -93,6 +101,10 @@ void JobManager::EventLocked(Job& job, const std::string& message) {
   e.message = message;
   e.job = SnapshotLocked(job);
   job.events.push_back(std::move(e));
+  while (job.events.size() > options_.max_events_kept) {
+    job.events.pop_front();
+    ++job.first_event;
+  }
   job.cv.notify_all();
 }
 
@@ -161,6 +173,18 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   }
   stored.budget_s = req.budget_s;
   stored.early_stopping = req.early_stopping;
+  if (!std::isfinite(req.deadline_s) || req.deadline_s < 0 || req.deadline_s > 366 * 86400) {
+    return absl::InvalidArgumentError(
+        StrCat("the deadline must be 0 (none) to a year in seconds, got ", req.deadline_s));
+  }
+  if (req.priority < -100 || req.priority > 100) {
+    return absl::InvalidArgumentError(
+        StrCat("the priority must be in -100..100, got ", req.priority));
+  }
+  stored.priority = req.priority;
+  if (req.deadline_s > 0) {
+    stored.deadline_unix_ms = clock_->NowMs() + static_cast<int64_t>(req.deadline_s * 1000);
+  }
   if (absl::Status st = tuner::CheckSearchName(stored.strategy); !st.ok()) return st;
   stored.input_shapes = req.input_shapes;
   stored.external_data = req.external_data;
@@ -247,6 +271,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   job->strategy = stored.strategy;
   job->budget_s = stored.budget_s;
   job->early_stopping = stored.early_stopping;
+  job->deadline_unix_ms = stored.deadline_unix_ms;
+  job->priority = stored.priority;
   job->import = std::move(import);
   stored.timing = job->timing;
   job->row.id = *id;
@@ -292,11 +318,32 @@ int JobManager::UnfinishedJobsOf(const std::string& owner) {
 }
 
 void JobManager::Launch(std::shared_ptr<Job> job) {
+  std::vector<std::shared_ptr<Job>> evicted;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Jobs that ended a while ago leave memory (their rows and records stay
+    // in the database, where Get, List and WaitEvents find them).
+    const int64_t now = clock_->NowMs();
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      const int64_t ended = it->second->ended_ms.load();
+      if (ended > 0 && now - ended >= options_.keep_finished_ms) {
+        evicted.push_back(std::move(it->second));
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     jobs_[job->row.id] = job;
   }
+  for (auto& old : evicted) {
+    if (old->thread.joinable()) old->thread.join();  // it has returned
+  }
   job->thread = std::thread([this, job] { Run(job); });
+}
+
+size_t JobManager::JobsInMemory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_.size();
 }
 
 absl::Status JobManager::Start() {
@@ -311,6 +358,8 @@ absl::Status JobManager::Start() {
       job->strategy = stored->strategy;
       job->budget_s = stored->budget_s;
       job->early_stopping = stored->early_stopping;
+      job->deadline_unix_ms = stored->deadline_unix_ms;
+      job->priority = stored->priority;
       job->import = ImportOptionsOf(*stored, *store_, options_.max_elements);
     } else {
       // The job fails when it cannot load its model with these options.
@@ -333,6 +382,12 @@ absl::StatusOr<std::unique_ptr<ModelUpload>> JobManager::NewUpload() {
 }
 
 void JobManager::Run(std::shared_ptr<Job> job) {
+  // Last of all (declared first): the job may leave memory from now on.
+  struct MarkEnded {
+    Job* job;
+    const Clock* clock;
+    ~MarkEnded() { job->ended_ms = clock->NowMs(); }
+  } mark_ended{job.get(), clock_};
   // A finished (or stopped) job lets go of its model: its weights may be
   // hundreds of megabytes.
   struct ReleaseModel {
@@ -383,8 +438,21 @@ absl::Status JobManager::Tune(Job& job) {
   work.job_id = job.row.id;
   work.device_key = job.row.device_key;
   work.target = job.row.target;
+  work.user = job.row.owner;
+  work.priority = job.priority;
   work.timing = job.timing;
-  FarmMeasurer measurer(dispatcher_, agents_, std::move(work));
+  // While no agent serves the job's key, the job says so; past its
+  // deadline (if any) it fails.
+  FarmWaiting waiting;
+  waiting.clock = clock_;
+  waiting.deadline_unix_ms = job.deadline_unix_ms;
+  waiting.on_agents = [this, &job](bool none) {
+    std::lock_guard<std::mutex> lock(job.mu);
+    EventLocked(job,
+                none ? StrCat("waiting: no agent with key '", job.row.device_key, "' is connected")
+                     : StrCat("an agent with key '", job.row.device_key, "' connected"));
+  };
+  FarmMeasurer measurer(dispatcher_, agents_, std::move(work), std::move(waiting));
   {
     std::lock_guard<std::mutex> lock(job.mu);
     job.measurer = &measurer;
@@ -515,7 +583,7 @@ absl::StatusOr<std::vector<JobStatus>> JobManager::List() {
 }
 
 absl::StatusOr<std::vector<JobEventEntry>> JobManager::WaitEvents(
-    const std::string& job_id, size_t from, std::chrono::milliseconds max_wait, bool* finished) {
+    const std::string& job_id, size_t* next, std::chrono::milliseconds max_wait, bool* finished) {
   *finished = false;
   auto job = Find(job_id);
   if (!job) {
@@ -523,19 +591,20 @@ absl::StatusOr<std::vector<JobEventEntry>> JobManager::WaitEvents(
     auto status = Get(job_id);
     if (!status.ok()) return status.status();
     *finished = true;
-    if (from > 0) return std::vector<JobEventEntry>{};
+    if (*next > 0) return std::vector<JobEventEntry>{};
+    *next = 1;
     return std::vector<JobEventEntry>{
         {status->row.updated_unix_ms, StrCat("job ", job_id, " is ", status->row.state), *status}};
   }
   std::unique_lock<std::mutex> lock(job->mu);
-  auto ended = [&] {
-    return job->row.state == "completed" || job->row.state == "failed" ||
-           job->row.state == "cancelled";
-  };
-  job->cv.wait_for(lock, max_wait, [&] { return job->events.size() > from || stopping_.load(); });
+  auto total = [&] { return job->first_event + job->events.size(); };
+  job->cv.wait_for(lock, max_wait, [&] { return total() > *next || stopping_.load(); });
   std::vector<JobEventEntry> out;
-  for (size_t i = from; i < job->events.size(); ++i) out.push_back(job->events[i]);
-  *finished = ended() && from + out.size() == job->events.size();
+  for (size_t i = std::max(*next, job->first_event); i < total(); ++i) {
+    out.push_back(job->events[i - job->first_event]);
+  }
+  *next = std::max(*next, total());
+  *finished = IsFinishedState(job->row.state);
   return out;
 }
 

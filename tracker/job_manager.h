@@ -43,6 +43,10 @@ struct JobManagerOptions {
   int32_t max_trials = 100000;
   // Unfinished jobs one user (or all anonymous callers together) may have.
   int max_jobs_per_user = 16;
+  // Progress events kept in memory per job (WatchJob), the newest.
+  size_t max_events_kept = 1000;
+  // How long an ended job stays in memory (then its row answers for it).
+  int64_t keep_finished_ms = 10 * 60 * 1000;
   int batch_size = 8;  // candidates per MeasureBatch
   TimingOptions default_timing;
   std::string compiler_version = KILN_VERSION;
@@ -70,6 +74,8 @@ struct SubmitRequest {
   std::string strategy;        // tuner::kSearchStrategies; empty: "xgb"
   double budget_s = 0;         // wall-clock budget of tuning; 0: none
   int32_t early_stopping = 0;  // tuner::TunerOptions::early_stopping
+  double deadline_s = 0;       // after submission, the job fails if not ended (0: none)
+  int32_t priority = 0;        // on the key's agents, higher first (-100..100)
   // Fields <= 0 take the defaults (flush_cache is taken as given).
   TimingOptions timing{0, 0, 0, 0, false, 0};
 };
@@ -122,12 +128,17 @@ class JobManager {
   absl::StatusOr<JobStatus> Cancel(const std::string& job_id);
   absl::StatusOr<std::vector<JobStatus>> List();
 
-  // Events of a job from index `from` on, waiting at most max_wait for one
-  // when there is none yet. *finished is set when the job has ended and
-  // every event has been returned. NOT_FOUND for an unknown job.
-  absl::StatusOr<std::vector<JobEventEntry>> WaitEvents(const std::string& job_id, size_t from,
+  // Events of a job from number *next on, waiting at most max_wait for one
+  // when there is none yet; *next is set past the last one returned. Only
+  // the newest max_events_kept events are kept: a watcher that falls further
+  // behind resumes at the oldest kept. *finished is set when the job has
+  // ended and every event has been returned. NOT_FOUND for an unknown job.
+  absl::StatusOr<std::vector<JobEventEntry>> WaitEvents(const std::string& job_id, size_t* next,
                                                         std::chrono::milliseconds max_wait,
                                                         bool* finished);
+  // Jobs held in memory (running, or ended less than keep_finished_ms ago
+  // when the last job was launched).
+  size_t JobsInMemory();
 
  private:
   struct Job;

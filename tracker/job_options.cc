@@ -1,7 +1,9 @@
 #include "tracker/job_options.h"
 
-#include "deploy/str.h"
-#include "storage/jsonl.h"
+#include <type_traits>
+
+#include "base/str.h"
+#include "nlohmann/json.hpp"
 
 namespace kiln::tracker {
 
@@ -16,34 +18,21 @@ TimingOptions WithDefaults(const TimingOptions& t, const TimingOptions& d) {
 }
 
 std::string OptionsToJson(const StoredOptions& o) {
-  storage::JsonWriter w;
   const TimingOptions& t = o.timing;
-  w.BeginObject();
-  w.Key("number").Int(t.number);
-  w.Key("repeat").Int(t.repeat);
-  w.Key("min_repeat_ms").Int(t.min_repeat_ms);
-  w.Key("cooldown_ms").Int(t.cooldown_ms);
-  w.Key("flush_cache").Bool(t.flush_cache);
-  w.Key("timeout_ms").Int(t.timeout_ms);
-  w.Key("strategy").String(o.strategy);
-  if (o.budget_s > 0) w.Key("budget_s").Number(o.budget_s);
-  if (o.early_stopping > 0) w.Key("early_stopping").Int(o.early_stopping);
-  if (!o.input_shapes.empty()) {
-    w.Key("input_shapes").BeginObject();
-    for (const auto& [name, dims] : o.input_shapes) {
-      w.Key(name).BeginArray();
-      for (int64_t d : dims) w.Int(d);
-      w.EndArray();
-    }
-    w.EndObject();
-  }
-  if (!o.external_data.empty()) {
-    w.Key("external_data").BeginObject();
-    for (const auto& [location, sha] : o.external_data) w.Key(location).String(sha);
-    w.EndObject();
-  }
-  w.EndObject();
-  return w.str();
+  nlohmann::json j = {{"number", t.number},
+                      {"repeat", t.repeat},
+                      {"min_repeat_ms", t.min_repeat_ms},
+                      {"cooldown_ms", t.cooldown_ms},
+                      {"flush_cache", t.flush_cache},
+                      {"timeout_ms", t.timeout_ms},
+                      {"strategy", o.strategy}};
+  if (o.budget_s > 0) j["budget_s"] = o.budget_s;
+  if (o.early_stopping > 0) j["early_stopping"] = o.early_stopping;
+  if (o.deadline_unix_ms > 0) j["deadline_unix_ms"] = o.deadline_unix_ms;
+  if (o.priority != 0) j["priority"] = o.priority;
+  if (!o.input_shapes.empty()) j["input_shapes"] = o.input_shapes;
+  if (!o.external_data.empty()) j["external_data"] = o.external_data;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
@@ -51,40 +40,59 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
   StoredOptions o;
   o.timing = defaults;
   if (json.empty()) return o;
-  auto doc = storage::ParseJson(json);
-  if (!doc.ok()) return doc.status();
-  auto field = [&](const char* name, int32_t* out) {
-    if (auto v = storage::JsonGetInt64(*doc, name); v.ok()) *out = static_cast<int32_t>(*v);
-  };
-  field("number", &o.timing.number);
-  field("repeat", &o.timing.repeat);
-  field("min_repeat_ms", &o.timing.min_repeat_ms);
-  field("cooldown_ms", &o.timing.cooldown_ms);
-  field("timeout_ms", &o.timing.timeout_ms);
-  if (const auto* f = doc->Find("flush_cache"); f && f->kind == storage::JsonKind::kBool) {
-    o.timing.flush_cache = f->boolean;
+  const nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::DataLossError("job options: not a JSON object");
   }
+  // Fields that are absent (jobs stored by older versions) keep their
+  // defaults; one of the wrong type is damage.
+  absl::Status bad;
+  auto get = [&](const char* key, auto* out) {
+    auto it = doc.find(key);
+    if (it == doc.end()) return;
+    using T = std::remove_pointer_t<decltype(out)>;
+    const bool ok = std::is_same_v<T, bool>          ? it->is_boolean()
+                    : std::is_same_v<T, std::string> ? it->is_string()
+                    : std::is_floating_point_v<T>    ? it->is_number()
+                                                     : it->is_number_integer();
+    if (!ok) {
+      bad = absl::DataLossError(StrCat("job options: \"", key, "\" has the wrong type"));
+      return;
+    }
+    *out = it->get<T>();
+  };
+  get("number", &o.timing.number);
+  get("repeat", &o.timing.repeat);
+  get("min_repeat_ms", &o.timing.min_repeat_ms);
+  get("cooldown_ms", &o.timing.cooldown_ms);
+  get("timeout_ms", &o.timing.timeout_ms);
+  get("flush_cache", &o.timing.flush_cache);
   // Jobs stored before strategies existed were tuned at random.
   o.strategy = "random";
-  if (const auto* s = doc->Find("strategy"); s && s->kind == storage::JsonKind::kString) {
-    o.strategy = s->string;
-  }
-  if (auto v = storage::JsonGetNumber(*doc, "budget_s"); v.ok()) o.budget_s = *v;
-  field("early_stopping", &o.early_stopping);
-  if (const auto* shapes = doc->Find("input_shapes")) {
-    for (const auto& [name, dims] : shapes->object) {
-      std::vector<int64_t>& out = o.input_shapes[name];
-      for (const auto& d : dims.array) {
-        int64_t v = 0;
-        if (!ParseInt64(d.number_text, &v)) {
+  get("strategy", &o.strategy);
+  get("budget_s", &o.budget_s);
+  get("early_stopping", &o.early_stopping);
+  get("deadline_unix_ms", &o.deadline_unix_ms);
+  get("priority", &o.priority);
+  if (!bad.ok()) return bad;
+  if (auto it = doc.find("input_shapes"); it != doc.end()) {
+    if (!it->is_object()) return absl::DataLossError("job options: bad input_shapes");
+    for (const auto& [name, dims] : it->items()) {
+      if (!dims.is_array()) return absl::DataLossError("job options: bad input_shapes");
+      for (const auto& d : dims) {
+        if (!d.is_number_integer()) {
           return absl::DataLossError(StrCat("job options: bad dimension of input '", name, "'"));
         }
-        out.push_back(v);
+        o.input_shapes[name].push_back(d.get<int64_t>());
       }
     }
   }
-  if (const auto* ext = doc->Find("external_data")) {
-    for (const auto& [location, sha] : ext->object) o.external_data[location] = sha.string;
+  if (auto it = doc.find("external_data"); it != doc.end()) {
+    if (!it->is_object()) return absl::DataLossError("job options: bad external_data");
+    for (const auto& [location, sha] : it->items()) {
+      if (!sha.is_string()) return absl::DataLossError("job options: bad external_data");
+      o.external_data[location] = sha.get<std::string>();
+    }
   }
   return o;
 }

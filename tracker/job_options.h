@@ -21,6 +21,8 @@ struct StoredOptions {
   std::string strategy = "xgb";                      // tuner::kSearchStrategies
   double budget_s = 0;                               // wall-clock budget; 0: none
   int32_t early_stopping = 0;                        // trials without gain; 0: off
+  int64_t deadline_unix_ms = 0;                      // the job fails past it; 0: none
+  int32_t priority = 0;                              // Dispatcher: higher goes first
 };
 
 // `t` with its unset (<= 0) fields taken from `d`.

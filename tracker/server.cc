@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <random>
 #include <thread>
 #include <utility>
 
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/config.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 #include "kiln/v1/agent.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "spdlog/spdlog.h"
@@ -74,6 +75,39 @@ std::string ErrorKindFromProto(pb::MeasureErrorKind k) {
 void FillConfig(const compiler::Config& config, pb::Config* out) {
   for (const auto& [name, value] : config) (*out->mutable_knobs())[name] = value;
   out->set_canonical(compiler::CanonicalConfig(config));
+}
+
+// A whole (small) file, or NOT_FOUND naming it.
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) text.clear();
+  if (text.find("-----BEGIN") == std::string::npos) {
+    return absl::NotFoundError(StrCat("cannot read a PEM ", what, " from '", path, "'"));
+  }
+  return text;
+}
+
+// The server's TLS credentials from its options.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerTls(const TrackerOptions& o) {
+  if (o.tls_cert.empty() || o.tls_key.empty()) {
+    return absl::InvalidArgumentError("TLS needs both --tls-cert and --tls-key");
+  }
+  auto cert = ReadPem(o.tls_cert, "certificate");
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPem(o.tls_key, "key");
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!o.tls_client_ca.empty()) {
+    auto ca = ReadPem(o.tls_client_ca, "client CA");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    // Verified when presented; agent sessions require one (users' clients
+    // need none).
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
 }
 
 // Whether HOST:PORT names this machine only (127.0.0.0/8, ::1, localhost).
@@ -188,6 +222,8 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     r.strategy = req->strategy();
     r.budget_s = req->budget_s();
     r.early_stopping = req->early_stopping();
+    r.deadline_s = req->deadline_s();
+    r.priority = req->priority();
     const pb::TimingPolicy& t = req->timing();
     r.timing.number = t.number();
     r.timing.repeat = t.repeat();
@@ -220,7 +256,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     while (!ctx->IsCancelled() && !stopping_->load()) {
       bool finished = false;
       auto events =
-          jobs_->WaitEvents(req->job_id(), next, std::chrono::milliseconds(250), &finished);
+          jobs_->WaitEvents(req->job_id(), &next, std::chrono::milliseconds(250), &finished);
       if (!events.ok()) return ToGrpc(events.status());
       for (const auto& e : *events) {
         pb::JobEvent ev;
@@ -229,7 +265,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
         FillJob(e.job, ev.mutable_job());
         if (!writer->Write(ev)) return grpc::Status::OK;  // the client went away
       }
-      next += events->size();
+
       if (finished) return grpc::Status::OK;
     }
     if (stopping_->load())
@@ -291,22 +327,32 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     if (req->limit() < 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit must be >= 0");
     }
+    // One page at most per call: a job of 100,000 trials would not fit in a
+    // message, nor should one call hold the database that long.
+    constexpr int kPage = 10000;
+    int64_t offset = 0;
+    if (!req->page_token().empty() && (!ParseInt64(req->page_token(), &offset) || offset < 0)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed page_token");
+    }
+    const bool limited = req->limit() > 0 && req->limit() <= kPage;
+    const int want = limited ? req->limit() : kPage;
     absl::StatusOr<std::vector<storage::RecordRow>> rows;
     if (req->job_id().empty()) {
-      rows = db_->QueryRecords(req->workload_key(), req->target(), req->limit());
+      rows = db_->QueryRecords(req->workload_key(), req->target(), want + 1, offset);
     } else {
-      rows = db_->RecordsOfJob(req->job_id());
-      if (rows.ok()) {
-        std::erase_if(*rows, [&](const storage::RecordRow& r) {
-          return (!req->workload_key().empty() && r.workload_key != req->workload_key()) ||
-                 (!req->target().empty() && r.target != req->target());
-        });
-        if (req->limit() > 0 && static_cast<int>(rows->size()) > req->limit()) {
-          rows->resize(static_cast<size_t>(req->limit()));
-        }
-      }
+      rows = db_->RecordsOfJob(req->job_id(), want + 1, offset);
     }
     if (!rows.ok()) return ToGrpc(rows.status());
+    if (static_cast<int>(rows->size()) > want) {
+      rows->resize(static_cast<size_t>(want));
+      if (!limited) resp->set_next_page_token(StrCat(offset + want));
+    }
+    if (!req->job_id().empty()) {
+      std::erase_if(*rows, [&](const storage::RecordRow& r) {
+        return (!req->workload_key().empty() && r.workload_key != req->workload_key()) ||
+               (!req->target().empty() && r.target != req->target());
+      });
+    }
     // Records of other users' jobs are not theirs to see (records of no job,
     // imported ones, are everyone's).
     if (!caller->admin()) {
@@ -440,11 +486,12 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
 class AgentSessionImpl final : public pb::AgentSession::Service {
  public:
   AgentSessionImpl(AgentRegistry* agents, Dispatcher* dispatcher, const Authenticator* auth,
-                   std::string token, int32_t heartbeat_interval_ms,
+                   bool require_agent_certificate, std::string token, int32_t heartbeat_interval_ms,
                    const std::atomic<bool>* stopping)
       : agents_(agents),
         dispatcher_(dispatcher),
         auth_(auth),
+        require_certificate_(require_agent_certificate),
         token_(std::move(token)),
         heartbeat_interval_ms_(heartbeat_interval_ms),
         stopping_(stopping) {}
@@ -461,6 +508,12 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
                           "the first message of a session must be Hello");
     }
     const pb::Hello& hello = first.hello();
+    if (require_certificate_ &&
+        (ctx->auth_context() == nullptr || !ctx->auth_context()->IsPeerAuthenticated())) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "this tracker wants agents to present a client certificate signed by "
+                          "its --tls-client-ca (kiln-agent --tls-cert/--tls-key)");
+    }
     // Identity: with a bearer token, the token's user is the agent's id
     // (whatever the Hello says); without one (a tracker that allows it), the
     // Hello's id, after the legacy shared secret when one is set.
@@ -665,6 +718,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
   AgentRegistry* agents_;
   Dispatcher* dispatcher_;
   const Authenticator* auth_;
+  bool require_certificate_;
   std::string token_;
   int32_t heartbeat_interval_ms_;
   const std::atomic<bool>* stopping_;
@@ -697,6 +751,7 @@ absl::StatusOr<int> TrackerServer::Start() {
   if (absl::Status st = agents_->Load(); !st.ok()) return st;
   DispatcherOptions dopts;
   dopts.lease_timeout_ms = options_.lease_timeout_ms;
+  dopts.user_weights = options_.user_weights;
   dispatcher_ = std::make_unique<Dispatcher>(&clock_, dopts);
   JobManagerOptions jopts = options_.jobs;
   jopts.db_path = options_.db_path;
@@ -707,11 +762,17 @@ absl::StatusOr<int> TrackerServer::Start() {
   auth_ = std::make_unique<Authenticator>(db_.get(), options_.require_auth);
   tracker_service_ = std::make_unique<TrackerServiceImpl>(jobs_.get(), agents_.get(), db_.get(),
                                                           store_.get(), auth_.get(), &stopping_);
-  agent_service_ = std::make_unique<AgentSessionImpl>(agents_.get(), dispatcher_.get(), auth_.get(),
-                                                      options_.token,
-                                                      options_.heartbeat_interval_ms, &stopping_);
+  agent_service_ = std::make_unique<AgentSessionImpl>(
+      agents_.get(), dispatcher_.get(), auth_.get(), !options_.tls_client_ca.empty(),
+      options_.token, options_.heartbeat_interval_ms, &stopping_);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options_.tls_cert.empty() || !options_.tls_key.empty()) {
+    auto tls = ServerTls(options_);
+    if (!tls.ok()) return tls.status();
+    credentials = *std::move(tls);
+  }
+  builder.AddListeningPort(options_.listen, credentials, &port_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);
   builder.SetMaxSendMessageSize(options_.max_receive_bytes);
   builder.RegisterService(tracker_service_.get());

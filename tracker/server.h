@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,7 +34,15 @@ struct TrackerOptions {
   // Listening on an address other than loopback needs require_auth or this
   // explicit choice; Start() refuses otherwise.
   bool allow_anonymous = false;
+  // TLS: the server's certificate chain and key (PEM files); both or neither.
+  // With tls_client_ca, agents must present a certificate it signed (mutual
+  // TLS for agents; users' clients need none).
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
   int64_t lease_timeout_ms = 0;  // > 0: fixed lease duration
+  // Fair-share weights of users on every key (default 1).
+  std::map<std::string, double> user_weights;
   int32_t heartbeat_interval_ms = 2000;
   // The largest gRPC message accepted: models arrive in chunks (UploadModel),
   // so no message needs to be large.

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "deploy/flags.h"
-#include "deploy/str.h"
+#include "base/flags.h"
+#include "base/str.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "tracker/auth.h"
@@ -39,6 +39,8 @@ constexpr const char* kUsage =
     "                    [--compile-timeout-s S]   (a job's final compile; default 1800)\n"
     "                    [--compile-memory N[K|M|G]]   (its address space; default 16G)\n"
     "                    [--max-jobs-per-user N]   (unfinished jobs of one user; default 16)\n"
+    "                    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]\n"
+    "                    [--user-weight NAME=WEIGHT]...   (fair shares; default 1)\n"
     "       kiln-tracker tokens create --db FILE --user NAME [--role user|agent|admin]\n"
     "       kiln-tracker tokens list --db FILE\n"
     "       kiln-tracker tokens revoke --db FILE ID\n";
@@ -190,11 +192,12 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  auto flags = kiln::ParseFlags(args,
-                                {"--listen", "--db", "--artifacts", "--port-file", "--token",
-                                 "--lease-timeout-ms", "--max-model-bytes", "--max-elements",
-                                 "--compile-timeout-s", "--compile-memory", "--max-jobs-per-user"},
-                                {"--require-auth", "--allow-anonymous"});
+  auto flags = kiln::ParseFlags(
+      args,
+      {"--listen", "--db", "--artifacts", "--port-file", "--token", "--lease-timeout-ms",
+       "--max-model-bytes", "--max-elements", "--compile-timeout-s", "--compile-memory",
+       "--max-jobs-per-user", "--tls-cert", "--tls-key", "--tls-client-ca", "--user-weight"},
+      {"--require-auth", "--allow-anonymous"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
                                  : std::string(flags.status().message());
@@ -205,6 +208,20 @@ int main(int argc, char** argv) {
   options.db_path = flags->Get("--db");
   options.artifacts_dir = flags->Get("--artifacts");
   options.token = flags->Get("--token");
+  for (const std::string& uw : flags->All("--user-weight")) {
+    size_t eq = uw.rfind('=');
+    double w = 0;
+    if (eq == std::string::npos || eq == 0 || !kiln::ParseDouble(uw.substr(eq + 1), &w) ||
+        !(w > 0) || w > 1e6) {
+      std::fprintf(stderr, "kiln-tracker: --user-weight takes NAME=WEIGHT (WEIGHT > 0), not '%s'\n",
+                   uw.c_str());
+      return 2;
+    }
+    options.user_weights[uw.substr(0, eq)] = w;
+  }
+  options.tls_cert = flags->Get("--tls-cert");
+  options.tls_key = flags->Get("--tls-key");
+  options.tls_client_ca = flags->Get("--tls-client-ca");
   options.require_auth = flags->Has("--require-auth");
   options.allow_anonymous = flags->Has("--allow-anonymous");
   if (options.require_auth && options.allow_anonymous) {

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "absl/status/status.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
+#include "base/check.h"
+#include "base/str.h"
 
 namespace kiln::tuner {
 

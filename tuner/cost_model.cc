@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::tuner {
 namespace {

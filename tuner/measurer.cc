@@ -2,8 +2,8 @@
 
 #include <cmath>
 
+#include "base/str.h"
 #include "deploy/parallel.h"
-#include "deploy/str.h"
 
 namespace kiln::tuner {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "deploy/check.h"
+#include "base/check.h"
 
 namespace kiln::tuner {
 

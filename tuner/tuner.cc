@@ -10,10 +10,10 @@
 #include <set>
 #include <utility>
 
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 #include "tuner/config_space.h"
 #include "tuner/history.h"
 #include "tuner/search.h"

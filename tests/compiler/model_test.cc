@@ -5,13 +5,13 @@
 
 #include <cmath>
 
+#include "base/str.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/passes.h"
 #include "compiler/target.h"
 #include "deploy/artifact.h"
 #include "deploy/runtime.h"
-#include "deploy/str.h"
 #include "tests/compiler/graph_eval.h"
 #include "tests/compiler/onnx_test_util.h"
 

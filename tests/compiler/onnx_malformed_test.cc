@@ -6,8 +6,8 @@
 
 #include <functional>
 
+#include "base/str.h"
 #include "compiler/frontend/onnx_import.h"
-#include "deploy/str.h"
 #include "tests/compiler/onnx_test_util.h"
 
 namespace kiln::compiler {

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <random>
 
+#include "base/str.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
-#include "deploy/str.h"
 #include "tests/compiler/kernel_check.h"
 
 namespace kiln::compiler {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "compiler/ops/lower_workload.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler {
 namespace {

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
 #include "deploy/runtime.h"
-#include "deploy/str.h"
 #include "deploy/tensor_io.h"
 #include "onnx/onnx_pb.h"
 

@@ -1,4 +1,4 @@
-#include "deploy/flags.h"
+#include "base/flags.h"
 
 #include <gtest/gtest.h>
 

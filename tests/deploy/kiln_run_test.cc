@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "deploy/str.h"
+#include "base/str.h"
 #include "deploy/tensor_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -12,19 +12,25 @@ import sys
 
 # component -> components (and third-party include prefixes) it may include.
 ALLOWED = {
-    "deploy": {"deploy"},
+    # Header-only basics (checks, strings, flags) every component may use.
+    "base": {"base"},
+    "deploy": {"deploy", "base"},
     # onnx_proto is protobuf: the frontend streams large models through
-    # protobuf's io (CodedInputStream) to parse them as they are read.
-    "compiler": {"compiler", "deploy", "llvm", "onnx", "google/protobuf", "openssl"},
-    "storage": {"storage", "deploy", "sqlite3.h", "openssl"},
-    "tuner": {"tuner", "compiler", "storage", "deploy", "xgboost"},
-    "tracker": {"tracker", "tuner", "compiler", "storage", "deploy", "kiln/v1", "grpcpp", "spdlog"},
-    "device_agent": {"device_agent", "compiler", "deploy", "kiln/v1", "grpcpp", "spdlog", "CL"},
+    # protobuf's io (CodedInputStream) to parse them as they are read. From
+    # deploy/: the artifact's dtype codes (dtype.h).
+    "compiler": {"compiler", "base", "deploy", "llvm", "onnx", "google/protobuf", "openssl"},
+    "storage": {"storage", "base", "sqlite3.h", "openssl", "nlohmann"},
+    # From deploy/: the thread pool's parallel-for (parallel.h).
+    "tuner": {"tuner", "compiler", "storage", "base", "deploy", "xgboost"},
+    "tracker": {"tracker", "tuner", "compiler", "storage", "base", "kiln/v1", "grpcpp", "spdlog",
+                "nlohmann"},
+    "device_agent": {"device_agent", "compiler", "base", "deploy", "kiln/v1", "grpcpp", "spdlog",
+                     "CL"},
     # `kiln tune --local` runs the tuner's loop in-process (issue 7).
-    "cli": {"cli", "compiler", "storage", "tuner", "deploy", "kiln/v1", "grpcpp", "spdlog"},
+    "cli": {"cli", "compiler", "storage", "tuner", "base", "kiln/v1", "grpcpp", "spdlog"},
 }
 # Includes that belong to a component (or a forbidden third party).
-KNOWN = set(ALLOWED) | {"llvm", "onnx", "kiln/v1", "grpcpp", "grpc", "google/protobuf",
+KNOWN = set(ALLOWED) | {"nlohmann", "llvm", "onnx", "kiln/v1", "grpcpp", "grpc", "google/protobuf",
                         "sqlite3.h", "xgboost", "spdlog", "CL", "cuda.h", "openssl"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 

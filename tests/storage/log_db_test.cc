@@ -118,6 +118,16 @@ TEST(LogDbTest, BestRecordPicksLowestSuccessful) {
   ASSERT_EQ(cuda->size(), 1u);
   EXPECT_EQ((*cuda)[0].config, "t=6");
   EXPECT_EQ(db->QueryRecords("", "", 3)->size(), 3u);
+  // Pages: the rest after an offset, in the same order.
+  EXPECT_EQ(db->QueryRecords("", "", 2, 5)->size(), 1u);
+  EXPECT_EQ((*db->QueryRecords("", "", 1, 2))[0].id, (*all)[2].id);
+  auto job = db->RecordsOfJob("job-1");
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->size(), 6u);
+  auto page = db->RecordsOfJob("job-1", 4, 4);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].id, (*job)[4].id);
   EXPECT_EQ(*db->CountRecords("job-1"), 6);
   EXPECT_EQ(*db->CountRecords("job-2"), 0);
 }

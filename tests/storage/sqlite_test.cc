@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "deploy/check.h"
+#include "base/check.h"
 #include "storage/migrations.h"
 #include "test_util.h"
 

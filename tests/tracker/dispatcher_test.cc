@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <vector>
 
 namespace kiln::tracker {
@@ -181,6 +182,63 @@ TEST(DispatcherTest, CancelJobDropsQueuedAndLeasedBatches) {
   auto next = d.TryLease("a1", "cpu");
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ(next->work.batch_id, other);
+}
+
+TEST(DispatcherTest, UsersShareAKeyByWeightAndTheirJobsEvenly) {
+  FakeClock clock;
+  DispatcherOptions opts;
+  opts.user_weights = {{"ana", 1.0}, {"bo", 3.0}};
+  Dispatcher d(&clock, opts);
+  Sink sink;
+  // Ana has one job with a huge backlog, Bo two jobs with small ones that
+  // they keep refilling; a third user arrives later.
+  auto submit = [&](const std::string& user, const std::string& job) {
+    MeasureWork w = Work(job, "cpu", 8);
+    w.user = user;
+    d.Submit(w, sink.Callback());
+  };
+  for (int i = 0; i < 400; ++i) submit("ana", "ana-1");
+  std::map<std::string, int> leased;  // job -> batches
+  for (int round = 0; round < 400; ++round) {
+    for (const char* job : {"bo-1", "bo-2"}) {
+      if (d.QueuedCount("cpu") < 1000) submit("bo", job);
+    }
+    auto l = d.TryLease("agent", "cpu");
+    ASSERT_TRUE(l.has_value());
+    leased[l->work.job_id]++;
+    ASSERT_TRUE(d.Complete(l->work.batch_id, "agent", Results(l->work, 1e-3)));
+  }
+  // Bo gets three quarters (weight 3 of 4), split evenly; Ana a quarter.
+  EXPECT_NEAR(leased["ana-1"], 100, 10);
+  EXPECT_NEAR(leased["bo-1"] + leased["bo-2"], 300, 10);
+  EXPECT_NEAR(leased["bo-1"], leased["bo-2"], 10);
+  // A newcomer starts level with the least served: no burst for being new,
+  // its fair share (weight 1 of 5) from then on.
+  for (int i = 0; i < 100; ++i) submit("cy", "cy-1");
+  std::map<std::string, int> after;
+  for (int round = 0; round < 100; ++round) {
+    for (const char* job : {"bo-1", "bo-2"}) submit("bo", job);
+    auto l = d.TryLease("agent", "cpu");
+    ASSERT_TRUE(l.has_value());
+    after[l->work.job_id]++;
+    ASSERT_TRUE(d.Complete(l->work.batch_id, "agent", Results(l->work, 1e-3)));
+  }
+  EXPECT_NEAR(after["cy-1"], 20, 5);
+  EXPECT_NEAR(after["ana-1"], 20, 5);
+}
+
+TEST(DispatcherTest, AHigherPriorityJobOvertakes) {
+  FakeClock clock;
+  Dispatcher d(&clock);
+  Sink sink;
+  for (int i = 0; i < 5; ++i) d.Submit(Work("old", "cpu", 1), sink.Callback());
+  MeasureWork urgent = Work("urgent", "cpu", 1);
+  urgent.priority = 10;
+  std::string u = d.Submit(urgent, sink.Callback());
+  auto l = d.TryLease("a", "cpu");
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->work.batch_id, u);
+  EXPECT_EQ(d.TryLease("a", "cpu")->work.job_id, "old");
 }
 
 TEST(DispatcherTest, BatchesGoOnlyToAgentsOfTheirTarget) {

@@ -6,8 +6,8 @@
 #include <set>
 #include <thread>
 
+#include "base/str.h"
 #include "compiler/kernel.h"
-#include "deploy/str.h"
 #include "tests/tracker/test_models.h"
 
 namespace kiln::tracker {
@@ -239,8 +239,9 @@ TEST_F(JobManagerTest, UnknownJobIsNotFound) {
   EXPECT_EQ(std::string(g.status().message()), "unknown job 'job-nope'");
   EXPECT_EQ(jobs_->Cancel("job-nope").status().code(), absl::StatusCode::kNotFound);
   bool finished = false;
+  size_t nope = 0;
   EXPECT_EQ(
-      jobs_->WaitEvents("job-nope", 0, std::chrono::milliseconds(0), &finished).status().code(),
+      jobs_->WaitEvents("job-nope", &nope, std::chrono::milliseconds(0), &finished).status().code(),
       absl::StatusCode::kNotFound);
 }
 
@@ -270,6 +271,66 @@ TEST_F(JobManagerTest, AUserHasAtMostTheLimitOfUnfinishedJobs) {
   auto row = db_->GetJob(again->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->owner, "ana");
+}
+
+TEST_F(JobManagerTest, OnlyTheNewestEventsAreKeptAndWatchersSkipAhead) {
+  JobManagerOptions options;
+  options.max_events_kept = 1;
+  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                       &clock_, options);
+  auto r = jobs_->Submit(Request(testing::ConvReluModel()));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(jobs_->Cancel(r->job_id).ok());
+  size_t next = 0;
+  bool finished = false;
+  auto events = jobs_->WaitEvents(r->job_id, &next, std::chrono::milliseconds(0), &finished);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 1u);  // of at least two: submitted, ..., cancelled
+  EXPECT_GE(next, 2u);
+  EXPECT_EQ(events->back().job.row.state, "cancelled");
+  EXPECT_TRUE(finished);
+  // Nothing new: nothing returned, the position stays.
+  const size_t at = next;
+  events = jobs_->WaitEvents(r->job_id, &next, std::chrono::milliseconds(0), &finished);
+  ASSERT_TRUE(events.ok());
+  EXPECT_TRUE(events->empty());
+  EXPECT_EQ(next, at);
+}
+
+TEST_F(JobManagerTest, AJobNoAgentServesSaysSoAndFailsAtItsDeadline) {
+  SubmitRequest req = Request(testing::ConvReluModel());
+  req.device_key = "nobody-serves-this";
+  req.deadline_s = 60;
+  auto r = jobs_->Submit(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Real time passes (the measurer looks every 0.2 s); the fake clock, which
+  // the deadline reads, does not until the test moves it.
+  size_t next = 0;
+  bool finished = false, waiting = false;
+  for (int i = 0; i < 100 && !waiting; ++i) {
+    auto events = jobs_->WaitEvents(r->job_id, &next, std::chrono::milliseconds(100), &finished);
+    ASSERT_TRUE(events.ok());
+    for (const auto& e : *events) {
+      waiting =
+          waiting || e.message == "waiting: no agent with key 'nobody-serves-this' is connected";
+    }
+  }
+  ASSERT_TRUE(waiting);
+  EXPECT_EQ(jobs_->Get(r->job_id)->row.state, "tuning");
+  clock_.Advance(60000);
+  for (int i = 0; i < 100 && !finished; ++i) {
+    ASSERT_TRUE(
+        jobs_->WaitEvents(r->job_id, &next, std::chrono::milliseconds(100), &finished).ok());
+  }
+  auto job = jobs_->Get(r->job_id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->row.state, "failed");
+  EXPECT_NE(job->row.error.find("DEADLINE_EXCEEDED: the job's deadline passed while no agent with "
+                                "key 'nobody-serves-this' was connected"),
+            std::string::npos)
+      << job->row.error;
+  req.deadline_s = -1;
+  EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
@@ -317,9 +378,8 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   bool finished = false;
   int done = 0;
   for (int i = 0; i < 200 && done < static_cast<int>(measured); ++i) {
-    auto events = jobs_->WaitEvents(r->job_id, next, std::chrono::milliseconds(50), &finished);
+    auto events = jobs_->WaitEvents(r->job_id, &next, std::chrono::milliseconds(50), &finished);
     ASSERT_TRUE(events.ok());
-    next += events->size();
     if (!events->empty()) done = events->back().job.row.trials_done;
   }
   EXPECT_EQ(done, static_cast<int>(measured));
@@ -342,9 +402,8 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   results[0].cut_short = true;
   ASSERT_TRUE(dispatcher_->Complete(second->work.batch_id, "a1", results));
   for (int i = 0; i < 200 && done < static_cast<int>(measured + results.size()); ++i) {
-    auto events = jobs_->WaitEvents(r->job_id, next, std::chrono::milliseconds(50), &finished);
+    auto events = jobs_->WaitEvents(r->job_id, &next, std::chrono::milliseconds(50), &finished);
     ASSERT_TRUE(events.ok());
-    next += events->size();
     if (!events->empty()) done = events->back().job.row.trials_done;
   }
   records = db_->QueryRecords("", kTarget, 0);
@@ -364,9 +423,8 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(cancelled->row.state, "cancelled");
   for (int i = 0; i < 200 && !finished; ++i) {
-    auto events = jobs_->WaitEvents(r->job_id, next, std::chrono::milliseconds(50), &finished);
+    auto events = jobs_->WaitEvents(r->job_id, &next, std::chrono::milliseconds(50), &finished);
     ASSERT_TRUE(events.ok());
-    next += events->size();
   }
   EXPECT_TRUE(finished);
   EXPECT_EQ(dispatcher_->QueuedCount("cpu"), 0u);
@@ -385,9 +443,8 @@ JobStatus ServeUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std
       std::vector<MeasureOutcome> results = Measured(lease->work, {1e-3});
       dispatcher->Complete(lease->work.batch_id, "a1", results);
     }
-    auto events = jobs->WaitEvents(job, next, std::chrono::milliseconds(5), &finished);
+    auto events = jobs->WaitEvents(job, &next, std::chrono::milliseconds(5), &finished);
     if (!events.ok()) break;
-    next += events->size();
     if (!events->empty()) last = events->back().job;
   }
   return last;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln {
 

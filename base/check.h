@@ -1,8 +1,8 @@
 #pragma once
 // KILN_CHECK(cond) << "message": aborts with file, line, condition and message
-// when an invariant is broken. Header-only and dependency-free, so every
-// component (deploy/ included) can use it. Not for user errors: those are
-// absl::Status.
+// when an invariant is broken. Part of base/: header-only and dependency-free,
+// so every component (deploy/ included) can use it. Not for user errors:
+// those are absl::Status.
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>

@@ -2,7 +2,7 @@
 // kiln::StrCat / StrJoin: string building that accepts std::string_view.
 // (Debian 12's Abseil is built as C++14: absl::string_view is not
 // std::string_view, so absl::StrCat rejects std::string_view arguments.)
-// Header-only and dependency-free, usable from every component.
+// Part of base/: header-only and dependency-free, usable from every component.
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -62,6 +62,17 @@ inline bool ParseDouble(std::string_view text, double* out) {
   char* end = nullptr;
   *out = std::strtod(copy.c_str(), &end);
   return end == copy.c_str() + copy.size();
+}
+
+// The shortest decimal text ("%.15g" to "%.17g") that parses back to the
+// same double.
+inline std::string FormatDouble(double value) {
+  char buf[32];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  return buf;
 }
 
 // A positive duration as a short human value: "12.34 us", "1.234 ms",
