@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::compiler {
 

@@ -1,8 +1,8 @@
 #include <cmath>
 #include <random>
 
+#include "base/str.h"
 #include "compiler/kernel.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler {
 namespace {

@@ -3,10 +3,10 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/codegen/jit.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler {
 namespace {

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "base/str.h"
 #include "compiler/kernel.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler {
 namespace {

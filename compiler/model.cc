@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/passes.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler {
 namespace {

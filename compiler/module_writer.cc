@@ -7,14 +7,14 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/codegen/module.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/passes.h"
 #include "compiler/model.h"
 #include "compiler/ops/lower_workload.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"

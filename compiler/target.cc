@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
-#include "deploy/str.h"
+#include "base/str.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"

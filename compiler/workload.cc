@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "absl/status/status.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
+#include "base/check.h"
+#include "base/str.h"
 
 namespace kiln::compiler {
 namespace {

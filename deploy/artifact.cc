@@ -17,10 +17,10 @@
 #include <sstream>
 
 #include "absl/status/status.h"
-#include "deploy/check.h"
+#include "base/check.h"
+#include "base/str.h"
 #include "deploy/memory.h"
 #include "deploy/parallel.h"
-#include "deploy/str.h"
 
 namespace kiln::deploy {
 namespace {

@@ -15,12 +15,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/flags.h"
+#include "base/str.h"
 #include "deploy/artifact.h"
-#include "deploy/flags.h"
 #include "deploy/parallel.h"
 #include "deploy/profile.h"
 #include "deploy/runtime.h"
-#include "deploy/str.h"
 #include "deploy/tensor_io.h"
 
 namespace {

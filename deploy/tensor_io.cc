@@ -8,7 +8,7 @@
 #include <limits>
 #include <sstream>
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::deploy {
 namespace {

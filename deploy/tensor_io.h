@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "deploy/check.h"
+#include "base/check.h"
 #include "deploy/dtype.h"
 
 namespace kiln::deploy {

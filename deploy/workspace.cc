@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "deploy/check.h"
+#include "base/check.h"
 #include "deploy/memory.h"
 #include "deploy/parallel.h"
 

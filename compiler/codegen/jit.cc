@@ -1,8 +1,8 @@
 #include "compiler/codegen/jit.h"
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/codegen/llvm_codegen.h"
-#include "deploy/str.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"

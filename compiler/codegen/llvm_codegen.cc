@@ -5,11 +5,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/str.h"
 #include "compiler/codegen/fast_math.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower/ir_util.h"
-#include "deploy/str.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/str.h"
 #include "compiler/codegen/llvm_codegen.h"
-#include "deploy/str.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/LLVMContext.h"

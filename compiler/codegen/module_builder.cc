@@ -10,9 +10,9 @@
 #include <unordered_map>
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/codegen/llvm_codegen.h"
 #include "compiler/ops/lower_workload.h"
-#include "deploy/str.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"

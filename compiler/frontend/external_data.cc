@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "absl/status/status.h"
-#include "deploy/str.h"
+#include "base/str.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "google/protobuf/wire_format_lite.h"

@@ -14,10 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/graph.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 #include "onnx/onnx_pb.h"
 
 namespace kiln::compiler::onnx_internal {

@@ -7,7 +7,7 @@
 #include <map>
 #include <utility>
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::compiler {
 namespace {

@@ -8,8 +8,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "base/str.h"
 #include "compiler/frontend/importer.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::onnx_internal {
 

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <limits>
 
-#include "deploy/check.h"
-#include "deploy/str.h"
+#include "base/check.h"
+#include "base/str.h"
 
 namespace kiln::compiler {
 

@@ -4,7 +4,7 @@
 #include <iterator>
 #include <map>
 
-#include "deploy/check.h"
+#include "base/check.h"
 
 namespace kiln::compiler {
 

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/generic.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler {
 namespace {

@@ -1,6 +1,6 @@
 #include "compiler/ir/ir.h"
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::ir {
 

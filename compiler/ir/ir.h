@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "deploy/check.h"
+#include "base/check.h"
 
 namespace kiln::ir {
 

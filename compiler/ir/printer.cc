@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::ir {
 namespace {

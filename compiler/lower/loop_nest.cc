@@ -4,11 +4,11 @@
 #include <unordered_map>
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/ir/functor.h"
 #include "compiler/lower/bound.h"
 #include "compiler/lower/ir_util.h"
 #include "compiler/lower/simplify.h"
-#include "deploy/str.h"
 
 namespace kiln::lower {
 using namespace ir;

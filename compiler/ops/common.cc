@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "base/check.h"
+#include "base/str.h"
 #include "compiler/ops/elementwise.h"
-#include "deploy/check.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 using namespace ir;

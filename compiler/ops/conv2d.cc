@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 namespace {

@@ -21,9 +21,9 @@
 //                                    * wpack[cb][0][r][s][v] + bias[cb*16 + v])
 #include <algorithm>
 
+#include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 

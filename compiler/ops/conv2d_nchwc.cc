@@ -29,9 +29,9 @@
 #include <cmath>
 #include <tuple>
 
+#include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 

@@ -36,9 +36,9 @@
 #include <algorithm>
 #include <array>
 
+#include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 

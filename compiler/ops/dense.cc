@@ -8,8 +8,8 @@
 // a dot product computed with an L-lane vector accumulator over k (the
 // `partial` stage, k = ko*L + l, l vectorized), then summed horizontally.
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/ops/common.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 namespace {

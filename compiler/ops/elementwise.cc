@@ -4,7 +4,7 @@
 #include <iterator>
 #include <limits>
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::compiler::ops {
 namespace {

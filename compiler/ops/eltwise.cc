@@ -1,9 +1,9 @@
 // eltwise: output = epilogue(broadcast(input)). Knobs: vec (vector width of
 // the last axis), parallel (outer axes fused and run in parallel).
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/elementwise.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 namespace {

@@ -9,10 +9,10 @@
 #include <limits>
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/elementwise.h"
 #include "compiler/ops/generic_internal.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/str.h"
 #include "compiler/te/tensor.h"
 #include "compiler/workload.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops::generic_internal {
 

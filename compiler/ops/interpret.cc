@@ -7,9 +7,9 @@
 #include <map>
 #include <memory>
 
+#include "base/str.h"
 #include "compiler/ops/elementwise.h"
 #include "deploy/dtype.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 namespace {

@@ -1,10 +1,10 @@
 #include "compiler/ops/lower_workload.h"
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/lower/lower.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/elementwise.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler {
 

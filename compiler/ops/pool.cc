@@ -12,8 +12,8 @@
 #include <limits>
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/ops/common.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler::ops {
 namespace {

@@ -7,10 +7,10 @@
 #include <limits>
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/interpret.h"
-#include "deploy/str.h"
 
 namespace kiln::compiler {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "deploy/str.h"
+#include "base/str.h"
 
 namespace kiln::te {
 using namespace ir;

@@ -5,10 +5,10 @@
 #include <set>
 
 #include "absl/status/status.h"
+#include "base/str.h"
 #include "compiler/ir/functor.h"
 #include "compiler/lower/ir_util.h"
 #include "compiler/te/layout.h"
-#include "deploy/str.h"
 
 namespace kiln::te {
 using namespace ir;
