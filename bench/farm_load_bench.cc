@@ -238,7 +238,9 @@ int main(int argc, char** argv) {
                                    "--db",
                                    db,
                                    "--artifacts",
-                                   (dir / "artifacts").string()};
+                                   (dir / "artifacts").string(),
+                                   "--max-jobs-per-user",
+                                   std::to_string(jobs_n)};
   std::vector<char*> argv_c;
   for (auto& a : args) argv_c.push_back(a.data());
   argv_c.push_back(nullptr);
@@ -286,6 +288,16 @@ int main(int argc, char** argv) {
     }
   });
 
+  // Ends the agents and the tracker (before any return from here on).
+  auto shut_down = [&] {
+    stop = true;
+    if (heartbeats.joinable()) heartbeats.join();
+    for (auto& a : agents) a->Stop();
+    ::kill(tracker, SIGTERM);
+    int status = 0;
+    ::waitpid(tracker, &status, 0);
+  };
+
   // The jobs.
   auto tracker_stub = pb::Tracker::NewStub(channels.front());
   std::vector<std::string> job_ids;
@@ -302,7 +314,10 @@ int main(int argc, char** argv) {
       writer->Write(chunk);
       writer->WritesDone();
       grpc::Status st = writer->Finish();
-      if (!st.ok()) return Fail("upload: " + st.error_message());
+      if (!st.ok()) {
+        shut_down();
+        return Fail("upload: " + st.error_message());
+      }
     }
     grpc::ClientContext ctx;
     pb::SubmitJobRequest req;
@@ -313,7 +328,10 @@ int main(int argc, char** argv) {
     req.set_strategy("random");
     pb::SubmitJobResponse resp;
     grpc::Status st = tracker_stub->SubmitJob(&ctx, req, &resp);
-    if (!st.ok()) return Fail("submit: " + st.error_message());
+    if (!st.ok()) {
+      shut_down();
+      return Fail("submit: " + st.error_message());
+    }
     job_ids.push_back(resp.job_id());
   }
 
@@ -337,19 +355,14 @@ int main(int argc, char** argv) {
     pb::Job out;
     tracker_stub->CancelJob(&ctx, req, &out);
   }
-  stop = true;
-  heartbeats.join();
+  shut_down();
   int64_t answered = 0, total = 0;
   std::vector<double> added;
   for (auto& a : agents) {
-    a->Stop();
     answered += a->answered_;
     total += a->total_;
     added.insert(added.end(), a->added_ms_.begin(), a->added_ms_.end());
   }
-  ::kill(tracker, SIGTERM);
-  int status = 0;
-  ::waitpid(tracker, &status, 0);
   int64_t records = -1;
   if (auto log_db = kiln::storage::LogDb::Open(db); log_db.ok()) {
     if (auto rows = (*log_db)->QueryRecords("", "", 0); rows.ok()) {

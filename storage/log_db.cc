@@ -327,6 +327,18 @@ absl::StatusOr<int64_t> LogDb::AddRecord(const RecordRow& row) {
   return InsertRecord(*db_, row);
 }
 
+absl::Status LogDb::AddRecords(const std::vector<RecordRow>& rows) {
+  for (const RecordRow& row : rows) KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(row));
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(*db_);
+  KILN_STORAGE_RETURN_IF_ERROR(tx.status());
+  for (const RecordRow& row : rows) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(id, InsertRecord(*db_, row));
+    (void)id;
+  }
+  return tx.Commit();
+}
+
 absl::StatusOr<std::optional<RecordRow>> LogDb::BestRecord(const std::string& workload_key,
                                                            const std::string& target) {
   KILN_STORAGE_ASSIGN_OR_RETURN(top, TopK(workload_key, target, 1));

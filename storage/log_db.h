@@ -129,6 +129,9 @@ class LogDb {
 
   // Records. AddRecord fills id; returns the id.
   absl::StatusOr<int64_t> AddRecord(const RecordRow& row);
+  // All of them in one transaction (a batch's results: one commit, not one
+  // per record); none is stored when one is invalid.
+  absl::Status AddRecords(const std::vector<RecordRow>& rows);
   // The successful record with the lowest mean cost, if any.
   absl::StatusOr<std::optional<RecordRow>> BestRecord(const std::string& workload_key,
                                                       const std::string& target);

@@ -110,6 +110,7 @@ std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
       n / (weight != options_.user_weights.end() && weight->second > 0 ? weight->second : 1.0);
   job_pass_[e.work.job_id] += n;
   e.agent_id = agent_id;
+  ++in_flight_[agent_id];
   e.attempts++;
   e.deadline_ms = clock_->NowMs() + LeaseTimeoutMs(e.work);
   return Lease{e.work, e.deadline_ms};
@@ -118,7 +119,7 @@ std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
 std::optional<Lease> Dispatcher::TryLease(const std::string& agent_id,
                                           const std::string& device_key,
                                           const std::string& target) {
-  ExpireLeases();
+  ExpireLeasesNowAndThen();
   std::lock_guard<std::mutex> lock(mu_);
   return LeaseLocked(agent_id, device_key, target);
 }
@@ -127,21 +128,17 @@ std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
                                            const std::string& device_key, int max_in_flight,
                                            std::chrono::milliseconds max_wait,
                                            const std::string& target) {
-  ExpireLeases();
+  ExpireLeasesNowAndThen();
   std::unique_lock<std::mutex> lock(mu_);
   uint64_t generation = wake_generation_;
   auto ready = [&] {
     if (wake_generation_ != generation) return true;
-    int in_flight = 0;
-    for (const auto& [id, e] : batches_) in_flight += e.agent_id == agent_id;
-    if (in_flight >= max_in_flight) return false;
+    if (InFlightLocked(agent_id) >= max_in_flight) return false;
     return LeasableLocked(device_key, target) != nullptr;
   };
   cv_.wait_for(lock, max_wait, ready);
   if (wake_generation_ != generation) return std::nullopt;
-  int in_flight = 0;
-  for (const auto& [id, e] : batches_) in_flight += e.agent_id == agent_id;
-  if (in_flight >= max_in_flight) return std::nullopt;
+  if (InFlightLocked(agent_id) >= max_in_flight) return std::nullopt;
   return LeaseLocked(agent_id, device_key, target);
 }
 
@@ -156,6 +153,7 @@ bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_
     }
     entry = std::move(it->second);
     batches_.erase(it);
+    ReleasedLocked(agent_id);
   }
   cv_.notify_all();
   for (auto& r : results) {
@@ -170,6 +168,7 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
   if (it == batches_.end()) return;
   Entry& e = it->second;
   std::string lost_agent = e.agent_id;
+  ReleasedLocked(lost_agent);
   e.agent_id.clear();
   e.deadline_ms = 0;
   if (e.attempts >= options_.max_attempts) {
@@ -204,6 +203,16 @@ void Dispatcher::RunCallbacks(Finished finished) {
   for (auto& [entry, outcomes] : finished) {
     if (entry.callback) entry.callback(entry.work, std::move(outcomes));
   }
+}
+
+void Dispatcher::ExpireLeasesNowAndThen() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = clock_->NowMs();
+    if (expired_at_ms_ >= 0 && now - expired_at_ms_ < kExpireEveryMs) return;
+    expired_at_ms_ = now;
+  }
+  ExpireLeases();
 }
 
 int Dispatcher::ExpireLeases() {
@@ -263,6 +272,7 @@ std::vector<std::string> Dispatcher::CancelJob(const std::string& job_id) {
       if (!it->second.agent_id.empty()) {
         leased.push_back(it->first);
         cancelled_[it->second.agent_id].push_back(it->first);
+        ReleasedLocked(it->second.agent_id);
       }
       queues_[it->second.work.device_key].erase(job_id);
       it = batches_.erase(it);
@@ -275,9 +285,17 @@ std::vector<std::string> Dispatcher::CancelJob(const std::string& job_id) {
 
 int Dispatcher::InFlight(const std::string& agent_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  int n = 0;
-  for (const auto& [id, e] : batches_) n += e.agent_id == agent_id;
-  return n;
+  return InFlightLocked(agent_id);
+}
+
+int Dispatcher::InFlightLocked(const std::string& agent_id) const {
+  auto it = in_flight_.find(agent_id);
+  return it == in_flight_.end() ? 0 : it->second;
+}
+
+void Dispatcher::ReleasedLocked(const std::string& agent_id) {
+  auto it = in_flight_.find(agent_id);
+  if (it != in_flight_.end() && --it->second <= 0) in_flight_.erase(it);
 }
 
 size_t Dispatcher::QueuedCount(const std::string& device_key) const {

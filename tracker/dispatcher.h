@@ -114,7 +114,7 @@ class Dispatcher {
 
   // The next batch for an agent with this key (and this target, when not
   // empty: batches of other targets are skipped), leased to it; nullopt when
-  // there is none. Expires overdue leases first.
+  // there is none. Expires overdue leases first (at most every 0.1 s).
   std::optional<Lease> TryLease(const std::string& agent_id, const std::string& device_key,
                                 const std::string& target = "");
   // Like TryLease, but waits (real time, at most max_wait) until the agent has
@@ -177,6 +177,14 @@ class Dispatcher {
   // Expires the given leased batches, oldest submission ending up in front.
   void ExpireAllLocked(std::vector<std::string> ids, Finished* finished);
   static void RunCallbacks(Finished finished);
+  int InFlightLocked(const std::string& agent_id) const;
+  // ExpireLeases at most every kExpireEveryMs (it scans every batch; leases
+  // last seconds): what leasing calls.
+  void ExpireLeasesNowAndThen();
+  static constexpr int64_t kExpireEveryMs = 100;
+  int64_t expired_at_ms_ = -1;
+  // One lease of this holder ended (completed, expired or cancelled).
+  void ReleasedLocked(const std::string& agent_id);
 
   const Clock* clock_;
   DispatcherOptions options_;
@@ -188,6 +196,7 @@ class Dispatcher {
   // device key -> job id -> its queued batches (a job with none is erased)
   std::map<std::string, std::map<std::string, JobQueue>> queues_;
   std::map<std::string, std::vector<std::string>> cancelled_;  // holder -> batch ids
+  std::map<std::string, int> in_flight_;  // holder -> leased batches (no entry: none)
   // Stride scheduling: candidates leased so far over the weight, per device
   // key and user, and per job.
   std::map<std::string, std::map<std::string, double>> user_pass_;

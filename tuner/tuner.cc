@@ -116,8 +116,12 @@ struct Tuner::TaskRun {
   std::unique_ptr<SearchStrategy> search;  // made at the task's first batch
   TaskHistory history;
   std::set<std::string> in_flight;  // canonical configs being measured
-  bool default_pending = true;      // the template's default is measured first
-  int last_gain_trial = 0;          // trials_done when the best last improved
+  // Every config settled, in flight, awaiting a retry or found invalid: what
+  // the strategy must not propose. Only grows, so it is kept, not rebuilt
+  // from the others at every batch.
+  std::set<std::string> taken;
+  bool default_pending = true;  // the template's default is measured first
+  int last_gain_trial = 0;      // trials_done when the best last improved
   TaskProgress progress;
 };
 
@@ -235,6 +239,9 @@ absl::Status Tuner::StartTask(size_t i) {
   if (!search.ok()) return search.status();
   run.search = *std::move(search);
   run.search->Update(run.history.results);
+  run.taken = run.history.settled;
+  run.taken.insert(run.in_flight.begin(), run.in_flight.end());
+  for (const auto& [canonical, attempts] : run.history.retry) run.taken.insert(canonical);
   auto saved = db_->GetCostModel(run.key, target_spec_, version);
   if (!saved.ok()) return saved.status();
   if (saved->has_value()) {
@@ -259,9 +266,7 @@ absl::StatusOr<Tuner::Flight> Tuner::Propose(size_t i, int want) {
   }
   Flight flight;
   flight.task = i;
-  std::set<std::string> taken = run.history.settled;
-  taken.insert(run.in_flight.begin(), run.in_flight.end());
-  for (const auto& [canonical, attempts] : run.history.retry) taken.insert(canonical);
+  std::set<std::string>& taken = run.taken;
   auto add = [&](compiler::Config config, std::string canonical) {
     flight.configs.push_back(std::move(config));
     flight.canonical.push_back(canonical);
@@ -310,6 +315,7 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
   const std::string& version = options_.compiler_version;
   const double best_before = p.best_cost_s;
   const size_t known_before = run.history.results.size();
+  std::vector<storage::RecordRow> records;
   for (size_t c = 0; c < flight.configs.size(); ++c) {
     storage::RecordRow rec;
     rec.workload_key = run.key;
@@ -343,8 +349,11 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
         rec.costs_s.clear();
       }
     }
-    auto id = db_->AddRecord(rec);
-    if (!id.ok()) return id.status();
+    records.push_back(std::move(rec));
+  }
+  // The batch's records in one transaction, then the bookkeeping.
+  if (absl::Status st = db_->AddRecords(records); !st.ok()) return st;
+  for (const storage::RecordRow& rec : records) {
     run.in_flight.erase(rec.config);
     AddToHistory(rec, run.history);
     ++p.trials_done;
