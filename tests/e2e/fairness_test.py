@@ -12,7 +12,6 @@ batches already in flight when it arrived.
 import argparse
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,14 +45,9 @@ class Fairness(unittest.TestCase):
         self.tmpdir = tempfile.TemporaryDirectory(prefix="kiln-fair-")
         self.tmp = self.tmpdir.name
         self.farm = Farm(self.tmp, ARGS.bin_dir)
-        self.tokens = {}
-        for user, role in [("ana", "user"), ("bo", "user"), ("board-1", "agent"),
-                           ("board-2", "agent")]:
-            r = subprocess.run([f"{ARGS.bin_dir}/tracker/kiln-tracker", "tokens", "create",
-                                "--db", self.farm.db, "--user", user, "--role", role],
-                               capture_output=True, text=True, timeout=60)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.tokens[user] = r.stdout.strip()
+        self.tokens = {user: self.farm.create_token(user, role)
+                       for user, role in [("ana", "user"), ("bo", "user"), ("board-1", "agent"),
+                                          ("board-2", "agent")]}
         self.farm.start_tracker(extra=["--require-auth", "--user-weight", "ana=1",
                                        "--user-weight", "bo=3"])
         for i, board in enumerate(("board-1", "board-2")):

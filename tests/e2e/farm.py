@@ -42,6 +42,15 @@ class Farm:
         self.addr = "127.0.0.1:" + port
         return proc
 
+    def create_token(self, user, role="user"):
+        """`kiln-tracker tokens create` on the farm's database; the token."""
+        r = subprocess.run([f"{self.bin}/tracker/kiln-tracker", "tokens", "create", "--db",
+                            self.db, "--user", user, "--role", role],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("tokens create failed: " + r.stderr)
+        return r.stdout.strip()
+
     def start_agent(self, key, i, env=None, log=None):
         return self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr,
                            "--key", key, "--id", f"agent-{i}"], log or f"agent{i}.log", env)

@@ -31,13 +31,9 @@ class Security(unittest.TestCase):
         cls.tmpdir = tempfile.TemporaryDirectory(prefix="kiln-security-")
         cls.tmp = cls.tmpdir.name
         cls.farm = Farm(cls.tmp, ARGS.bin_dir)
-        cls.tokens = {}
-        for user, role in [("ana", "user"), ("bo", "user"), ("board-1", "agent"),
-                           ("root", "admin")]:
-            r = cls.tracker_cli("tokens", "create", "--db", cls.farm.db, "--user", user,
-                                "--role", role)
-            assert r.returncode == 0, r.stderr
-            cls.tokens[user] = r.stdout.strip()
+        cls.tokens = {user: cls.farm.create_token(user, role)
+                      for user, role in [("ana", "user"), ("bo", "user"), ("board-1", "agent"),
+                                         ("root", "admin")]}
         cls.farm.start_tracker(extra=["--require-auth"])
         token_file = os.path.join(cls.tmp, "agent.token")
         with open(token_file, "w") as f:
