@@ -54,8 +54,8 @@ std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
     q.priority = batches_.at(id).work.priority;
     q.target = batches_.at(id).work.target;
     q.batches.push_back(id);
+    WakeOneLocked(key, q.target);
   }
-  cv_.notify_all();
   return id;
 }
 
@@ -136,7 +136,20 @@ std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
     if (InFlightLocked(agent_id) >= max_in_flight) return false;
     return LeasableLocked(device_key, target) != nullptr;
   };
-  cv_.wait_for(lock, max_wait, ready);
+  if (!ready()) {
+    Waiter w;
+    w.holder = agent_id;
+    w.target = target;
+    w.max_in_flight = max_in_flight;
+    auto& list = waiters_[device_key];
+    auto pos = list.insert(list.end(), &w);
+    const auto deadline = std::chrono::steady_clock::now() + max_wait;
+    while (!ready()) {
+      w.notified = false;
+      if (w.cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    }
+    list.erase(pos);
+  }
   if (wake_generation_ != generation) return std::nullopt;
   if (InFlightLocked(agent_id) >= max_in_flight) return std::nullopt;
   return LeaseLocked(agent_id, device_key, target);
@@ -155,7 +168,6 @@ bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_
     batches_.erase(it);
     ReleasedLocked(agent_id);
   }
-  cv_.notify_all();
   for (auto& r : results) {
     if (r.agent_id.empty()) r.agent_id = agent_id;
   }
@@ -189,6 +201,7 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
     return;
   }
   queues_[e.work.device_key][e.work.job_id].batches.push_front(batch_id);
+  WakeOneLocked(e.work.device_key, e.work.target);
 }
 
 void Dispatcher::ExpireAllLocked(std::vector<std::string> ids, Finished* finished) {
@@ -228,7 +241,6 @@ int Dispatcher::ExpireLeases() {
     n = static_cast<int>(overdue.size());
     ExpireAllLocked(std::move(overdue), &finished);
   }
-  if (n > 0) cv_.notify_all();
   RunCallbacks(std::move(finished));
   return n;
 }
@@ -246,7 +258,6 @@ int Dispatcher::ReleaseAgent(const std::string& agent_id) {
     ExpireAllLocked(std::move(held), &finished);
     cancelled_.erase(agent_id);
   }
-  if (n > 0) cv_.notify_all();
   RunCallbacks(std::move(finished));
   return n;
 }
@@ -279,7 +290,6 @@ std::vector<std::string> Dispatcher::CancelJob(const std::string& job_id) {
     }
     job_pass_.erase(job_id);
   }
-  cv_.notify_all();
   return leased;
 }
 
@@ -296,6 +306,26 @@ int Dispatcher::InFlightLocked(const std::string& agent_id) const {
 void Dispatcher::ReleasedLocked(const std::string& agent_id) {
   auto it = in_flight_.find(agent_id);
   if (it != in_flight_.end() && --it->second <= 0) in_flight_.erase(it);
+  // Its holder may take another batch now.
+  for (auto& [key, list] : waiters_) {
+    for (Waiter* w : list) {
+      if (w->holder != agent_id) continue;
+      w->notified = true;
+      w->cv.notify_one();
+    }
+  }
+}
+
+void Dispatcher::WakeOneLocked(const std::string& device_key, const std::string& target) {
+  auto it = waiters_.find(device_key);
+  if (it == waiters_.end()) return;
+  for (Waiter* w : it->second) {
+    if (w->notified || InFlightLocked(w->holder) >= w->max_in_flight) continue;
+    if (!w->target.empty() && !target.empty() && w->target != target) continue;
+    w->notified = true;
+    w->cv.notify_one();
+    return;
+  }
 }
 
 size_t Dispatcher::QueuedCount(const std::string& device_key) const {
@@ -308,11 +338,11 @@ size_t Dispatcher::QueuedCount(const std::string& device_key) const {
 }
 
 void Dispatcher::Wake() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    wake_generation_++;
+  std::lock_guard<std::mutex> lock(mu_);
+  wake_generation_++;
+  for (auto& [key, list] : waiters_) {
+    for (Waiter* w : list) w->cv.notify_one();
   }
-  cv_.notify_all();
 }
 
 }  // namespace kiln::tracker

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -189,7 +190,18 @@ class Dispatcher {
   const Clock* clock_;
   DispatcherOptions options_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // A WaitLease in progress. A batch queued wakes one waiter of its key that
+  // can take it; a lease ending wakes its holder's waiter: never all of them
+  // (200 agents' threads woken per batch were most of the tracker's time).
+  struct Waiter {
+    std::string holder;
+    std::string target;
+    int max_in_flight = 1;
+    bool notified = false;  // woken and not yet looked: the next batch goes to another
+    std::condition_variable cv;
+  };
+  std::map<std::string, std::list<Waiter*>> waiters_;  // device key -> waiting, oldest first
+  void WakeOneLocked(const std::string& device_key, const std::string& target);
   uint64_t next_id_ = 1;
   uint64_t wake_generation_ = 0;
   std::map<std::string, Entry> batches_;  // by batch id
