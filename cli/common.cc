@@ -7,11 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <ostream>
 
+#include "base/pem.h"
 #include "base/str.h"
 
 namespace kiln::cli {
@@ -114,14 +113,13 @@ std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& addre
   if (!env.token.empty()) interceptors.push_back(std::make_unique<BearerToken>(env.token));
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (!env.tls_ca.empty()) {
-    std::ifstream in(env.tls_ca, std::ios::binary);
-    std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (pem.find("-----BEGIN") == std::string::npos) {
+    auto pem = ReadPem(env.tls_ca);
+    if (!pem.has_value()) {
       *env.err << "kiln: cannot read a PEM certificate from --tls-ca '" << env.tls_ca << "'\n";
       return nullptr;
     }
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = pem;
+    ssl.pem_root_certs = *pem;
     credentials = grpc::SslCredentials(ssl);
   }
   std::shared_ptr<grpc::Channel> channel = grpc::experimental::CreateCustomChannelWithInterceptors(

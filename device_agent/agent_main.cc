@@ -12,11 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 
 #include "base/flags.h"
+#include "base/pem.h"
 #include "base/str.h"
 #include "compiler/target.h"
 #include "device_agent/opencl_devices.h"
@@ -102,11 +102,11 @@ int main(int argc, char** argv) {
        {std::pair{"--tls-ca", &options.tls_ca_pem}, std::pair{"--tls-cert", &options.tls_cert_pem},
         std::pair{"--tls-key", &options.tls_key_pem}}) {
     if (!flags.count(flag)) continue;
-    std::ifstream in(flags[flag], std::ios::binary);
-    out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (out->find("-----BEGIN") == std::string::npos) {
+    auto pem = kiln::ReadPem(flags[flag]);
+    if (!pem.has_value()) {
       return Usage(kiln::StrCat("cannot read a PEM file from ", flag, " ", flags[flag]));
     }
+    *out = *std::move(pem);
   }
   if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
     return Usage("--tls-cert and --tls-key go together");

@@ -60,19 +60,18 @@ absl::StatusOr<uint64_t> AgentRegistry::Connect(const AgentInfo& hello) {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t now = clock_->NowMs();
   Slot& slot = agents_[hello.id];
-  // A reconnect keeps the agent's counters and health: reconnecting does not
-  // end a quarantine.
-  AgentInfo before = std::move(slot.info);
-  slot.info = hello;
-  slot.info.connected = true;
-  slot.info.first_seen_unix_ms = before.first_seen_unix_ms ? before.first_seen_unix_ms : now;
-  slot.info.last_seen_unix_ms = now;
-  slot.info.results = before.results;
-  slot.info.consecutive_failures = before.consecutive_failures;
-  slot.info.consecutive_invalid_costs = before.consecutive_invalid_costs;
-  slot.info.quarantined_until_unix_ms = before.quarantined_until_unix_ms;
-  slot.info.quarantine_reason = before.quarantine_reason;
-  slot.info.in_flight = 0;
+  // The hello replaces what the agent says of itself; its counters and health
+  // stay (reconnecting does not end a quarantine).
+  AgentInfo& info = slot.info;
+  info.id = hello.id;
+  info.device_key = hello.device_key;
+  info.target = hello.target;
+  info.hardware = hello.hardware;
+  info.compiler_version = hello.compiler_version;
+  info.connected = true;
+  if (info.first_seen_unix_ms == 0) info.first_seen_unix_ms = now;
+  info.last_seen_unix_ms = now;
+  info.in_flight = 0;
   slot.session = next_session_++;
   absl::Status st = PersistLocked(slot);
   if (!st.ok()) return st;

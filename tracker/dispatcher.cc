@@ -49,10 +49,11 @@ std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
     entry.work = std::move(work);
     entry.callback = std::move(callback);
     batches_.emplace(id, std::move(entry));
-    JobQueue& q = queues_[key][batches_.at(id).work.job_id];
-    q.user = batches_.at(id).work.user;
-    q.priority = batches_.at(id).work.priority;
-    q.target = batches_.at(id).work.target;
+    const MeasureWork& w = batches_.at(id).work;
+    JobQueue& q = queues_[key][w.job_id];
+    q.user = w.user;
+    q.priority = w.priority;
+    q.target = w.target;
     q.batches.push_back(id);
     WakeOneLocked(key, q.target);
   }
@@ -189,9 +190,7 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
       MeasureOutcome o;
       o.candidate_id = c.candidate_id;
       o.error_kind = "agent_lost";
-      // A holder is an agent id, with "#SESSION" when the tracker holds
-      // leases per session; records name the agent.
-      const std::string agent = lost_agent.substr(0, lost_agent.rfind('#'));
+      const std::string agent = AgentOfHolder(lost_agent);
       o.error_message = StrCat("lease lost ", e.attempts, " times (last agent '", agent, "')");
       o.agent_id = agent;
       outcomes.push_back(std::move(o));

@@ -104,6 +104,16 @@ struct DispatcherOptions {
   std::map<std::string, double> user_weights;
 };
 
+// Lease holders: the tracker holds leases per agent session, "AGENT#SESSION",
+// so that an agent's old session never touches its new one's leases; records
+// name the agent.
+inline std::string HolderOf(const std::string& agent_id, uint64_t session) {
+  return agent_id + "#" + std::to_string(session);
+}
+inline std::string AgentOfHolder(const std::string& holder) {
+  return holder.substr(0, holder.rfind('#'));
+}
+
 class Dispatcher {
  public:
   Dispatcher(const Clock* clock, DispatcherOptions options = {});

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <random>
@@ -13,6 +12,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/pem.h"
 #include "base/str.h"
 #include "compiler/config.h"
 #include "kiln/v1/agent.grpc.pb.h"
@@ -77,15 +77,10 @@ void FillConfig(const compiler::Config& config, pb::Config* out) {
   out->set_canonical(compiler::CanonicalConfig(config));
 }
 
-// A whole (small) file, or NOT_FOUND naming it.
-absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) text.clear();
-  if (text.find("-----BEGIN") == std::string::npos) {
-    return absl::NotFoundError(StrCat("cannot read a PEM ", what, " from '", path, "'"));
-  }
-  return text;
+// A PEM file, or NOT_FOUND naming it.
+absl::StatusOr<std::string> ReadPemOption(const std::string& path, const char* what) {
+  if (auto pem = ReadPem(path)) return *std::move(pem);
+  return absl::NotFoundError(StrCat("cannot read a PEM ", what, " from '", path, "'"));
 }
 
 // The server's TLS credentials from its options.
@@ -93,14 +88,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerTls(const Tracker
   if (o.tls_cert.empty() || o.tls_key.empty()) {
     return absl::InvalidArgumentError("TLS needs both --tls-cert and --tls-key");
   }
-  auto cert = ReadPem(o.tls_cert, "certificate");
+  auto cert = ReadPemOption(o.tls_cert, "certificate");
   if (!cert.ok()) return cert.status();
-  auto key = ReadPem(o.tls_key, "key");
+  auto key = ReadPemOption(o.tls_key, "key");
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   ssl.pem_key_cert_pairs.push_back({*key, *cert});
   if (!o.tls_client_ca.empty()) {
-    auto ca = ReadPem(o.tls_client_ca, "client CA");
+    auto ca = ReadPemOption(o.tls_client_ca, "client CA");
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *ca;
     // Verified when presented; agent sessions require one (users' clients
@@ -563,7 +558,7 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
     const std::string key = info.device_key;
     // Leases belong to this session, not to the agent id: when an older
     // session of the same agent ends, it returns its own leases only.
-    const std::string holder = StrCat(agent_id, "#", *session);
+    const std::string holder = HolderOf(agent_id, *session);
     {
       std::lock_guard<std::mutex> lock(contexts_mu_);
       auto& slot = contexts_[agent_id];
