@@ -10,15 +10,47 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {
 
+namespace str_internal {
+// Appends one StrCat argument as `std::ostream <<` would print it: text as
+// is, integers in decimal, floating point as "%g" (the stream's default),
+// bool as 0/1; any other type through its operator<<. Without a stream for
+// the common types: StrCat is on the tracker's per-record paths.
+template <typename T>
+void Append(std::string& out, const T& value) {
+  using D = std::decay_t<T>;
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    out.append(std::string_view(value));
+  } else if constexpr (std::is_same_v<D, char> || std::is_same_v<D, signed char> ||
+                       std::is_same_v<D, unsigned char>) {
+    out.push_back(static_cast<char>(value));
+  } else if constexpr (std::is_same_v<D, bool>) {
+    out.push_back(value ? '1' : '0');
+  } else if constexpr (std::is_integral_v<D>) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+    out.append(buf, end);
+  } else if constexpr (std::is_floating_point_v<D>) {
+    char buf[32];
+    int n = std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(value));
+    out.append(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  } else {
+    std::ostringstream os;
+    os << value;
+    out += os.str();
+  }
+}
+}  // namespace str_internal
+
 template <typename... Args>
 std::string StrCat(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
+  std::string out;
+  (str_internal::Append(out, args), ...);
+  return out;
 }
 
 template <typename Range>

@@ -41,6 +41,10 @@ absl::StatusOr<std::vector<Knob>> KnobsOf(const Workload& workload, const Target
 absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& target);
 // INVALID_ARGUMENT (with the reason) for a config the template rejects.
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config);
+// The same, with the template's knobs computed once by the caller (KnobsOf
+// builds them anew on every call: the tuner validates every proposal).
+absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config,
+                            const std::vector<Knob>& knobs);
 
 // An input the config's kernel takes in a layout of its own rather than the
 // workload's (conv2d NCHWc's weights as [K/kb][C/cb][R][S][cb][kb] blocks):

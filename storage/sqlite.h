@@ -2,12 +2,17 @@
 // A small non-copyable SQLite wrapper: a connection (WAL mode, busy timeout,
 // foreign keys), prepared statements with typed binds and column getters, and
 // a scoped transaction that rolls back unless committed. Errors carry
-// SQLite's message.
+// SQLite's message. Prepared statements are cached per SQL text: a statement
+// goes back to its connection's cache (reset, bindings cleared) when it is
+// destroyed, and the next Prepare of the same text reuses it.
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -49,10 +54,16 @@ class Statement {
 
  private:
   friend class Database;
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(sqlite3* db, sqlite3_stmt* stmt, class Database* owner,
+            std::vector<sqlite3_stmt*>* pool)
+      : db_(db), stmt_(stmt), owner_(owner), pool_(pool) {}
   absl::Status Check(int rc, const char* what) const;
+  // Back to the owner's cache.
+  void Release();
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
+  class Database* owner_ = nullptr;
+  std::vector<sqlite3_stmt*>* pool_ = nullptr;
 };
 
 class Database {
@@ -64,13 +75,23 @@ class Database {
 
   // Runs one or more statements that return no rows of interest.
   absl::Status Exec(const std::string& sql);
+  // One statement (from the cache when this text was prepared before). Every
+  // Statement must be destroyed before its Database.
   absl::StatusOr<Statement> Prepare(std::string_view sql);
   int64_t LastInsertRowId() const;
   int64_t Changes() const;
 
  private:
+  friend class Statement;
   explicit Database(sqlite3* db) : db_(db) {}
+  void Recycle(std::vector<sqlite3_stmt*>* pool, sqlite3_stmt* stmt);
+  // Statements of one text in use at once beyond this are finalized.
+  static constexpr size_t kMaxCachedPerSql = 4;
   sqlite3* db_ = nullptr;
+  std::mutex cache_mu_;
+  // SQL text -> prepared statements not in use (nodes are stable: a
+  // Statement points at its text's vector).
+  std::unordered_map<std::string, std::vector<sqlite3_stmt*>> cache_;
 };
 
 // BEGIN IMMEDIATE on construction (see status()); ROLLBACK on destruction

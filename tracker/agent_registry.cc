@@ -116,7 +116,11 @@ void AgentRegistry::AddResults(const std::string& agent_id, int64_t n) {
   if (it == agents_.end()) return;
   it->second.info.results += n;
   it->second.info.last_seen_unix_ms = clock_->NowMs();
-  (void)PersistLocked(it->second);
+  // A count, not the records (those are stored with the job): written with
+  // the heartbeats' row and at the session's end, not per batch.
+  if (it->second.info.last_seen_unix_ms - it->second.persisted_unix_ms >= kPersistResultsEveryMs) {
+    (void)PersistLocked(it->second);
+  }
 }
 
 void AgentRegistry::SetInFlight(const std::string& agent_id, int32_t n) {

@@ -91,6 +91,8 @@ class AgentRegistry {
   // Heartbeats refresh the stored last_seen at most this often; the
   // in-memory time (what Silent() reads) is always current.
   static constexpr int64_t kPersistHeartbeatEveryMs = 30000;
+  // Results counts: at most this often (and when the session ends).
+  static constexpr int64_t kPersistResultsEveryMs = 5000;
   absl::Status PersistLocked(Slot& slot);
 
   storage::LogDb* db_;

@@ -32,6 +32,7 @@ struct JobManager::Job {
   compiler::ImportOptions import;  // input shapes and external data files
   std::condition_variable cv;
   storage::JobRow row;
+  int64_t persisted_unix_ms = 0;  // when row was last written
   std::vector<TaskStatus> tasks;
   std::vector<compiler::Workload> workloads;
   std::vector<int> occurrences;
@@ -92,10 +93,16 @@ JobStatus JobManager::SnapshotLocked(const Job& job) {
   return s;
 }
 
-void JobManager::EventLocked(Job& job, const std::string& message) {
+void JobManager::EventLocked(Job& job, const std::string& message, bool progress_only) {
   job.row.updated_unix_ms = clock_->NowMs();
-  absl::Status st = db_->UpdateJob(job.row);
-  if (!st.ok()) Log()->warn("job {}: cannot update: {}", job.row.id, std::string(st.message()));
+  // A progress event changes counters the records restore after a crash:
+  // its row is written at most every kPersistProgressEveryMs.
+  if (!progress_only ||
+      job.row.updated_unix_ms - job.persisted_unix_ms >= kPersistProgressEveryMs) {
+    job.persisted_unix_ms = job.row.updated_unix_ms;
+    absl::Status st = db_->UpdateJob(job.row);
+    if (!st.ok()) Log()->warn("job {}: cannot update: {}", job.row.id, std::string(st.message()));
+  }
   JobEventEntry e;
   e.unix_ms = job.row.updated_unix_ms;
   e.message = message;
@@ -475,7 +482,7 @@ absl::Status JobManager::Tune(Job& job) {
     job.tasks = p.tasks;
     job.row.trials_done = p.trials_done;
     job.row.tuning_ms = static_cast<int64_t>(p.tuning_s * 1000);
-    EventLocked(job, p.message);
+    EventLocked(job, p.message, /*progress_only=*/true);
   });
   std::lock_guard<std::mutex> lock(job.mu);
   job.measurer = nullptr;

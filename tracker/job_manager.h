@@ -150,7 +150,10 @@ class JobManager {
   absl::Status Tune(Job& job);
   absl::Status Compile(Job& job);
   // Persists the row and appends an event (with a snapshot); job.mu held.
-  void EventLocked(Job& job, const std::string& message);
+  // Records an event (and writes the job's row; a progress-only event at
+  // most every kPersistProgressEveryMs).
+  void EventLocked(Job& job, const std::string& message, bool progress_only = false);
+  static constexpr int64_t kPersistProgressEveryMs = 1000;
   void SetState(Job& job, const std::string& state, const std::string& message,
                 const std::string& error = "");
   static JobStatus SnapshotLocked(const Job& job);

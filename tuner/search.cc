@@ -30,7 +30,7 @@ std::vector<compiler::Config> RandomSearch::Propose(
   std::vector<compiler::Config> out;
   if (n <= 0) return out;
   int misses = 0;
-  while (static_cast<int>(out.size()) < n && misses < kMaxConsecutiveMisses) {
+  while (!enumerated_ && static_cast<int>(out.size()) < n && misses < kMaxConsecutiveMisses) {
     compiler::Config config = space_.Sample(rng_);
     std::string canonical = compiler::CanonicalConfig(config);
     if (Excluded(canonical, already_measured_canonical)) {
@@ -44,17 +44,21 @@ std::vector<compiler::Config> RandomSearch::Propose(
   if (static_cast<int>(out.size()) == n || space_.Size() > kEnumerateLimit) return out;
 
   // Most of the space is used up: draw from what is left, exactly.
-  std::vector<uint64_t> left;
-  for (uint64_t i = 0; i < space_.Size(); ++i) {
-    if (!Excluded(compiler::CanonicalConfig(space_.ConfigAt(i)), already_measured_canonical)) {
-      left.push_back(i);
+  if (!enumerated_) {
+    enumerated_ = true;
+    for (uint64_t i = 0; i < space_.Size(); ++i) {
+      if (!Excluded(compiler::CanonicalConfig(space_.ConfigAt(i)), already_measured_canonical)) {
+        left_.push_back(i);
+      }
     }
+    std::shuffle(left_.begin(), left_.end(), rng_);
   }
-  std::shuffle(left.begin(), left.end(), rng_);
-  for (uint64_t i : left) {
-    if (static_cast<int>(out.size()) == n) break;
-    compiler::Config config = space_.ConfigAt(i);
-    proposed_.insert(compiler::CanonicalConfig(config));
+  while (static_cast<int>(out.size()) < n && !left_.empty()) {
+    compiler::Config config = space_.ConfigAt(left_.back());
+    left_.pop_back();
+    std::string canonical = compiler::CanonicalConfig(config);
+    if (Excluded(canonical, already_measured_canonical)) continue;
+    proposed_.insert(std::move(canonical));
     out.push_back(std::move(config));
   }
   return out;

@@ -57,6 +57,11 @@ class RandomSearch : public SearchStrategy {
   ConfigSpace space_;
   std::mt19937_64 rng_;
   std::set<std::string> proposed_;
+  // Once rejection sampling struggles: the indices not yet excluded then, in
+  // random order, drawn from the back (what was excluded since is skipped).
+  // Enumerated once, not at every batch.
+  bool enumerated_ = false;
+  std::vector<uint64_t> left_;
 };
 
 // Every config in index order.

@@ -114,6 +114,7 @@ struct Tuner::TaskRun {
   compiler::Workload workload;
   std::string key;
   std::unique_ptr<SearchStrategy> search;  // made at the task's first batch
+  std::vector<compiler::Knob> knobs;       // its template's, for validating proposals
   TaskHistory history;
   std::set<std::string> in_flight;  // canonical configs being measured
   // Every config settled, in flight, awaiting a retry or found invalid: what
@@ -235,6 +236,7 @@ absl::Status Tuner::StartTask(size_t i) {
     if (!prior.ok()) return prior.status();
     context.prior = *std::move(prior);
   }
+  run.knobs = *knobs;
   auto search = MakeSearch(options_.strategy, ConfigSpace(*knobs), std::move(context));
   if (!search.ok()) return search.status();
   run.search = *std::move(search);
@@ -294,7 +296,7 @@ absl::StatusOr<Tuner::Flight> Tuner::Propose(size_t i, int want) {
       std::string canonical = compiler::CanonicalConfig(config);
       if (taken.count(canonical)) continue;
       // Invalid configs are never measured.
-      if (!compiler::ValidateConfig(run.workload, target_, config).ok()) {
+      if (!compiler::ValidateConfig(run.workload, target_, config, run.knobs).ok()) {
         taken.insert(canonical);
         continue;
       }

@@ -37,7 +37,14 @@ absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& tar
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config) {
   auto t = TemplateOf(workload);
   if (!t.ok()) return t.status();
-  if (auto s = CheckConfigAgainstKnobs(config, (*t)->knobs(workload, target)); !s.ok()) {
+  return ValidateConfig(workload, target, config, (*t)->knobs(workload, target));
+}
+
+absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config,
+                            const std::vector<Knob>& knobs) {
+  auto t = TemplateOf(workload);
+  if (!t.ok()) return t.status();
+  if (auto s = CheckConfigAgainstKnobs(config, knobs); !s.ok()) {
     return absl::InvalidArgumentError(StrCat(workload.op, ": ", s.message()));
   }
   return (*t)->check(workload, target, config);
