@@ -15,8 +15,15 @@
 //
 // and the targets beside them (>= 5,000 measurements/s, p99 <= 10 ms).
 //
+// Agents that answer at once keep the farm saturated: every agent always
+// waits for the tracker, so the added time is then the agents' turn in a
+// full queue (agents x batch / throughput, printed as closed_loop_ms=), not
+// the tracker's per-result work. --agent-ms makes every agent take that long
+// per batch before it answers, to offer less than the tracker can serve and
+// see what it adds to each result then.
+//
 //   build/bench/farm_load_bench [--agents 200] [--jobs 20] [--seconds 30]
-//       [--warmup 5] [--tracker-bin build/tracker/kiln-tracker]
+//       [--warmup 5] [--agent-ms 0] [--tracker-bin build/tracker/kiln-tracker]
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -111,8 +118,8 @@ class Agent {
     return stream_->Read(&reply) && reply.has_welcome();
   }
 
-  void Serve(const std::atomic<bool>* counting) {
-    thread_ = std::thread([this, counting] {
+  void Serve(const std::atomic<bool>* counting, std::chrono::milliseconds busy) {
+    thread_ = std::thread([this, counting, busy] {
       std::mt19937 rng(static_cast<unsigned>(id_));
       std::uniform_real_distribution<double> cost(1e-3, 2e-3);
       pb::TrackerMessage msg;
@@ -125,6 +132,7 @@ class Agent {
           added_ms_.push_back(std::chrono::duration<double, std::milli>(now - sent).count());
         }
         const auto& b = msg.measure_batch();
+        if (busy.count() > 0) std::this_thread::sleep_for(busy);  // "measuring"
         pb::AgentMessage out;
         auto* r = out.mutable_batch_result();
         r->set_batch_id(b.batch_id());
@@ -206,18 +214,20 @@ int Fail(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto flags = kiln::ParseFlags(std::vector<std::string>(argv + 1, argv + argc),
-                                {"--agents", "--jobs", "--seconds", "--warmup", "--tracker-bin"});
-  int64_t agents_n = 200, jobs_n = 20, seconds = 30, warmup = 5;
+  auto flags = kiln::ParseFlags(
+      std::vector<std::string>(argv + 1, argv + argc),
+      {"--agents", "--jobs", "--seconds", "--warmup", "--agent-ms", "--tracker-bin"});
+  int64_t agents_n = 200, jobs_n = 20, seconds = 30, warmup = 5, agent_ms = 0;
   if (!flags.ok() || !flags->positional.empty() ||
       (flags->Has("--agents") && !kiln::ParseInt64(flags->Get("--agents"), &agents_n)) ||
       (flags->Has("--jobs") && !kiln::ParseInt64(flags->Get("--jobs"), &jobs_n)) ||
       (flags->Has("--seconds") && !kiln::ParseInt64(flags->Get("--seconds"), &seconds)) ||
       (flags->Has("--warmup") && !kiln::ParseInt64(flags->Get("--warmup"), &warmup)) ||
-      agents_n < 1 || jobs_n < 1 || seconds < 1 || warmup < 0) {
+      (flags->Has("--agent-ms") && !kiln::ParseInt64(flags->Get("--agent-ms"), &agent_ms)) ||
+      agents_n < 1 || jobs_n < 1 || seconds < 1 || warmup < 0 || agent_ms < 0) {
     std::fprintf(stderr,
                  "usage: farm_load_bench [--agents N] [--jobs N] [--seconds S] [--warmup S] "
-                 "[--tracker-bin PATH]\n");
+                 "[--agent-ms MS] [--tracker-bin PATH]\n");
     return 2;
   }
   std::string tracker_bin = flags->Get(
@@ -276,7 +286,7 @@ int main(int argc, char** argv) {
     }
     agents.push_back(std::make_unique<Agent>(channels.back(), static_cast<int>(i)));
     if (!agents.back()->Connect()) return Fail(kiln::StrCat("agent ", i, " was not welcomed"));
-    agents.back()->Serve(&counting);
+    agents.back()->Serve(&counting, std::chrono::milliseconds(agent_ms));
   }
   std::atomic<bool> stop{false};
   std::thread heartbeats([&] {
@@ -374,14 +384,22 @@ int main(int argc, char** argv) {
     return added.empty() ? 0.0 : added[static_cast<size_t>(p * (added.size() - 1))];
   };
   std::printf(
-      "farm load: one kiln-tracker, %lld fake agents answering at once, %lld jobs "
+      "farm load: one kiln-tracker, %lld fake agents answering %s, %lld jobs "
       "(random search), %.1f s measured after %lld s of warm-up, on %u cores\n",
-      static_cast<long long>(agents_n), static_cast<long long>(jobs_n), window,
-      static_cast<long long>(warmup), std::thread::hardware_concurrency());
+      static_cast<long long>(agents_n),
+      agent_ms > 0 ? kiln::StrCat("after ", agent_ms, " ms").c_str() : "at once",
+      static_cast<long long>(jobs_n), window, static_cast<long long>(warmup),
+      std::thread::hardware_concurrency());
   std::printf("%-22s %12s %12s\n", "figure", "kiln", "target");
   std::printf("%-22s %12.0f %12s\n", "measurements_per_s=", answered / window, ">= 5000");
   std::printf("%-22s %12.2f %12s\n", "p50_added_ms=", pct(0.5), "");
+  std::printf("%-22s %12.2f %12s\n", "p90_added_ms=", pct(0.9), "");
   std::printf("%-22s %12.2f %12s\n", "p99_added_ms=", pct(0.99), "<= 10");
+  // Every agent's turn when all of them wait on a saturated tracker.
+  const double batches = added.empty() ? 0 : static_cast<double>(answered) / added.size();
+  std::printf("%-22s %12.2f %12s\n", "closed_loop_ms=",
+              answered > 0 ? 1000.0 * agents_n * batches / (answered / window) - agent_ms : 0.0,
+              "");
   std::printf("%-22s %12.2f %12s\n", "tracker_cpu_cores=", cpu / window, "");
   std::printf("%-22s %5.0f -> %4.0f %12s\n", "tracker_rss_mb=", rss_start, rss_end, "flat");
   std::printf("%-22s %12.0f\n", "tracker_rss_max_mb=", rss_max);

@@ -32,8 +32,8 @@ absl::Status AgentRegistry::Load() {
   return absl::OkStatus();
 }
 
-absl::Status AgentRegistry::PersistLocked(Slot& slot) {
-  if (db_ == nullptr) return absl::OkStatus();
+std::optional<storage::AgentRow> AgentRegistry::RowToPersistLocked(Slot& slot) {
+  if (db_ == nullptr) return std::nullopt;
   slot.persisted_unix_ms = clock_->NowMs();
   const AgentInfo& info = slot.info;
   storage::AgentRow row;
@@ -45,10 +45,15 @@ absl::Status AgentRegistry::PersistLocked(Slot& slot) {
   row.first_seen_unix_ms = info.first_seen_unix_ms;
   row.last_seen_unix_ms = info.last_seen_unix_ms;
   row.results = info.results;
-  absl::Status st = db_->UpsertAgent(row);
+  return row;
+}
+
+absl::Status AgentRegistry::Persist(const std::optional<storage::AgentRow>& row) {
+  if (!row.has_value()) return absl::OkStatus();
+  absl::Status st = db_->UpsertAgent(*row);
   if (!st.ok()) {
     if (auto log = spdlog::get("tracker")) {
-      log->warn("could not persist agent {}: {}", info.id, std::string(st.message()));
+      log->warn("could not persist agent {}: {}", row->id, std::string(st.message()));
     }
   }
   return st;
@@ -57,7 +62,7 @@ absl::Status AgentRegistry::PersistLocked(Slot& slot) {
 absl::StatusOr<uint64_t> AgentRegistry::Connect(const AgentInfo& hello) {
   if (hello.id.empty()) return absl::InvalidArgumentError("agent id is empty");
   if (hello.device_key.empty()) return absl::InvalidArgumentError("device key is empty");
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   int64_t now = clock_->NowMs();
   Slot& slot = agents_[hello.id];
   // The hello replaces what the agent says of itself; its counters and health
@@ -72,31 +77,40 @@ absl::StatusOr<uint64_t> AgentRegistry::Connect(const AgentInfo& hello) {
   if (info.first_seen_unix_ms == 0) info.first_seen_unix_ms = now;
   info.last_seen_unix_ms = now;
   info.in_flight = 0;
-  slot.session = next_session_++;
-  absl::Status st = PersistLocked(slot);
-  if (!st.ok()) return st;
-  return slot.session;
+  const uint64_t session = slot.session = next_session_++;
+  auto row = RowToPersistLocked(slot);
+  lock.unlock();
+  if (absl::Status st = Persist(row); !st.ok()) return st;
+  return session;
 }
 
 void AgentRegistry::Disconnect(const std::string& agent_id, uint64_t session) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = agents_.find(agent_id);
-  if (it == agents_.end() || it->second.session != session) return;
-  it->second.info.connected = false;
-  it->second.info.in_flight = 0;
-  it->second.info.last_seen_unix_ms = clock_->NowMs();
-  (void)PersistLocked(it->second);
+  std::optional<storage::AgentRow> row;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = agents_.find(agent_id);
+    if (it == agents_.end() || it->second.session != session) return;
+    it->second.info.connected = false;
+    it->second.info.in_flight = 0;
+    it->second.info.last_seen_unix_ms = clock_->NowMs();
+    row = RowToPersistLocked(it->second);
+  }
+  (void)Persist(row);
 }
 
 void AgentRegistry::Heartbeat(const std::string& agent_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = agents_.find(agent_id);
-  if (it == agents_.end()) return;
-  it->second.info.last_seen_unix_ms = clock_->NowMs();
-  if (it->second.info.last_seen_unix_ms - it->second.persisted_unix_ms >=
-      kPersistHeartbeatEveryMs) {
-    (void)PersistLocked(it->second);
+  std::optional<storage::AgentRow> row;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = agents_.find(agent_id);
+    if (it == agents_.end()) return;
+    it->second.info.last_seen_unix_ms = clock_->NowMs();
+    if (it->second.info.last_seen_unix_ms - it->second.persisted_unix_ms >=
+        kPersistHeartbeatEveryMs) {
+      row = RowToPersistLocked(it->second);
+    }
   }
+  (void)Persist(row);
 }
 
 std::vector<std::string> AgentRegistry::Silent(int64_t max_silence_ms) const {
@@ -111,16 +125,21 @@ std::vector<std::string> AgentRegistry::Silent(int64_t max_silence_ms) const {
 }
 
 void AgentRegistry::AddResults(const std::string& agent_id, int64_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = agents_.find(agent_id);
-  if (it == agents_.end()) return;
-  it->second.info.results += n;
-  it->second.info.last_seen_unix_ms = clock_->NowMs();
-  // A count, not the records (those are stored with the job): written with
-  // the heartbeats' row and at the session's end, not per batch.
-  if (it->second.info.last_seen_unix_ms - it->second.persisted_unix_ms >= kPersistResultsEveryMs) {
-    (void)PersistLocked(it->second);
+  std::optional<storage::AgentRow> row;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = agents_.find(agent_id);
+    if (it == agents_.end()) return;
+    it->second.info.results += n;
+    it->second.info.last_seen_unix_ms = clock_->NowMs();
+    // A count, not the records (those are stored with the job): written at
+    // most this often and at the session's end, not per batch.
+    if (it->second.info.last_seen_unix_ms - it->second.persisted_unix_ms >=
+        kPersistResultsEveryMs) {
+      row = RowToPersistLocked(it->second);
+    }
   }
+  (void)Persist(row);
 }
 
 void AgentRegistry::SetInFlight(const std::string& agent_id, int32_t n) {

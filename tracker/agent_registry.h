@@ -93,7 +93,11 @@ class AgentRegistry {
   static constexpr int64_t kPersistHeartbeatEveryMs = 30000;
   // Results counts: at most this often (and when the session ends).
   static constexpr int64_t kPersistResultsEveryMs = 5000;
-  absl::Status PersistLocked(Slot& slot);
+  // The slot's row to write (nullopt without a database), written by Persist
+  // after the registry's lock is released: a database stalled by another
+  // writer must not stall every session that asks the registry something.
+  std::optional<storage::AgentRow> RowToPersistLocked(Slot& slot);
+  absl::Status Persist(const std::optional<storage::AgentRow>& row);
 
   storage::LogDb* db_;
   const Clock* clock_;

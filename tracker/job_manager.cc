@@ -1,5 +1,8 @@
 #include "tracker/job_manager.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -345,7 +348,16 @@ void JobManager::Launch(std::shared_ptr<Job> job) {
   for (auto& old : evicted) {
     if (old->thread.joinable()) old->thread.join();  // it has returned
   }
-  job->thread = std::thread([this, job] { Run(job); });
+  job->thread = std::thread([this, job] {
+    // Below the agents' sessions: a result's turnaround (read it, lease the
+    // next batch, write it) must not wait for a tuner's proposals on a busy
+    // machine. Linux takes a thread's niceness per thread (and raising it
+    // needs no privilege).
+    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kJobThreadNice) != 0) {
+      Log()->debug("job {}: cannot lower the job thread's priority", job->row.id);
+    }
+    Run(job);
+  });
 }
 
 size_t JobManager::JobsInMemory() {

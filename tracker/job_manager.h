@@ -154,6 +154,8 @@ class JobManager {
   // most every kPersistProgressEveryMs).
   void EventLocked(Job& job, const std::string& message, bool progress_only = false);
   static constexpr int64_t kPersistProgressEveryMs = 1000;
+  // The niceness of job threads (tuning, the final compile).
+  static constexpr int kJobThreadNice = 5;
   void SetState(Job& job, const std::string& state, const std::string& message,
                 const std::string& error = "");
   static JobStatus SnapshotLocked(const Job& job);
