@@ -21,6 +21,9 @@ std::string RandomPrefix() {
   return s;
 }
 
+// Weight of a lease's pace in the agent's moving average.
+constexpr double kPaceWeight = 0.3;
+
 }  // namespace
 
 Dispatcher::Dispatcher(const Clock* clock, DispatcherOptions options)
@@ -36,12 +39,16 @@ int64_t Dispatcher::LeaseTimeoutMs(const MeasureWork& work) const {
   return n * per + options_.slack_ms;
 }
 
-std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
+std::string Dispatcher::NewBatchIdLocked() {
   static const std::string prefix = RandomPrefix();
+  return StrCat("batch-", prefix, "-", next_id_++);
+}
+
+std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    id = StrCat("batch-", prefix, "-", next_id_++);
+    id = NewBatchIdLocked();
     work.batch_id = id;
     std::string key = work.device_key;
     Entry entry;
@@ -96,13 +103,18 @@ Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
 
 std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
                                              const std::string& device_key,
-                                             const std::string& target) {
+                                             const std::string& target, int max_candidates) {
   JobQueue* next = LeasableLocked(device_key, target);
   if (next == nullptr) return std::nullopt;
   std::string id = next->batches.front();
   next->batches.pop_front();
   auto it = batches_.find(id);
   KILN_CHECK(it != batches_.end()) << "queued batch " << id << " has no entry";
+  int limit = PacedCandidatesLocked(AgentOfHolder(agent_id));
+  if (max_candidates > 0 && (limit == 0 || max_candidates < limit)) limit = max_candidates;
+  if (limit > 0 && it->second.work.candidates.size() > static_cast<size_t>(limit)) {
+    SplitLocked(id, static_cast<size_t>(limit));
+  }
   Entry& e = it->second;
   // Charge the user (over their weight) and the job for what they get.
   const double n = static_cast<double>(std::max<size_t>(e.work.candidates.size(), 1));
@@ -113,22 +125,83 @@ std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
   e.agent_id = agent_id;
   ++in_flight_[agent_id];
   e.attempts++;
-  e.deadline_ms = clock_->NowMs() + LeaseTimeoutMs(e.work);
+  e.leased_ms = clock_->NowMs();
+  e.deadline_ms = e.leased_ms + LeaseTimeoutMs(e.work);
   return Lease{e.work, e.deadline_ms};
 }
 
+void Dispatcher::SplitLocked(const std::string& batch_id, size_t keep) {
+  Entry& e = batches_.at(batch_id);
+  if (!e.split) {
+    e.split = std::make_shared<Split>();
+    e.split->work = e.work;
+    e.split->callback = std::move(e.callback);
+    e.split->parts_left = 1;
+    e.callback = nullptr;
+  }
+  Entry rest;
+  rest.work = e.work;
+  rest.work.batch_id = NewBatchIdLocked();
+  rest.work.candidates.assign(std::make_move_iterator(e.work.candidates.begin() + keep),
+                              std::make_move_iterator(e.work.candidates.end()));
+  e.work.candidates.resize(keep);
+  rest.split = e.split;
+  {
+    std::lock_guard<std::mutex> lock(e.split->mu);
+    e.split->parts_left++;
+  }
+  rest.seq = e.seq;
+  rest.attempts = e.attempts;
+  const std::string id = rest.work.batch_id;
+  const MeasureWork& w = batches_.emplace(id, std::move(rest)).first->second.work;
+  JobQueue& q = queues_[w.device_key][w.job_id];
+  q.user = w.user;
+  q.priority = w.priority;
+  q.target = w.target;
+  q.batches.push_front(id);
+  WakeOneLocked(w.device_key, w.target);
+}
+
+void Dispatcher::Finish(Entry& entry, std::vector<MeasureOutcome> results) {
+  if (!entry.split) {
+    if (entry.callback) entry.callback(entry.work, std::move(results));
+    return;
+  }
+  Split& split = *entry.split;
+  std::vector<MeasureOutcome> all;
+  {
+    std::lock_guard<std::mutex> lock(split.mu);
+    for (auto& r : results) split.results.push_back(std::move(r));
+    if (--split.parts_left > 0) return;
+    all = std::move(split.results);
+  }
+  if (split.callback) split.callback(split.work, std::move(all));
+}
+
+int Dispatcher::PacedCandidates(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PacedCandidatesLocked(agent_id);
+}
+
+int Dispatcher::PacedCandidatesLocked(const std::string& agent_id) const {
+  auto it = pace_s_.find(agent_id);
+  if (it == pace_s_.end() || it->second <= 0 || options_.target_lease_s <= 0) return 0;
+  const double n = std::floor(options_.target_lease_s / it->second);
+  return static_cast<int>(std::clamp(n, 1.0, 1e6));
+}
+
 std::optional<Lease> Dispatcher::TryLease(const std::string& agent_id,
-                                          const std::string& device_key,
-                                          const std::string& target) {
+                                          const std::string& device_key, const std::string& target,
+                                          int max_candidates) {
   ExpireLeasesNowAndThen();
   std::lock_guard<std::mutex> lock(mu_);
-  return LeaseLocked(agent_id, device_key, target);
+  return LeaseLocked(agent_id, device_key, target, max_candidates);
 }
 
 std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
                                            const std::string& device_key, int max_in_flight,
                                            std::chrono::milliseconds max_wait,
-                                           const std::string& target) {
+                                           const std::string& target, int max_candidates) {
   ExpireLeasesNowAndThen();
   std::unique_lock<std::mutex> lock(mu_);
   uint64_t generation = wake_generation_;
@@ -153,7 +226,7 @@ std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
   }
   if (wake_generation_ != generation) return std::nullopt;
   if (InFlightLocked(agent_id) >= max_in_flight) return std::nullopt;
-  return LeaseLocked(agent_id, device_key, target);
+  return LeaseLocked(agent_id, device_key, target, max_candidates);
 }
 
 bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_id,
@@ -168,11 +241,16 @@ bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_
     entry = std::move(it->second);
     batches_.erase(it);
     ReleasedLocked(agent_id);
+    // The agent's pace, from this lease.
+    const double n = static_cast<double>(std::max<size_t>(entry.work.candidates.size(), 1));
+    const double pace = static_cast<double>(clock_->NowMs() - entry.leased_ms) / 1000.0 / n;
+    auto [p, fresh] = pace_s_.try_emplace(AgentOfHolder(agent_id), pace);
+    if (!fresh) p->second = (1 - kPaceWeight) * p->second + kPaceWeight * pace;
   }
   for (auto& r : results) {
     if (r.agent_id.empty()) r.agent_id = agent_id;
   }
-  if (entry.callback) entry.callback(entry.work, std::move(results));
+  Finish(entry, std::move(results));
   return true;
 }
 
@@ -212,9 +290,7 @@ void Dispatcher::ExpireAllLocked(std::vector<std::string> ids, Finished* finishe
 }
 
 void Dispatcher::RunCallbacks(Finished finished) {
-  for (auto& [entry, outcomes] : finished) {
-    if (entry.callback) entry.callback(entry.work, std::move(outcomes));
-  }
+  for (auto& [entry, outcomes] : finished) Finish(entry, std::move(outcomes));
 }
 
 void Dispatcher::ExpireLeasesNowAndThen() {

@@ -18,6 +18,12 @@
 // ignored. A batch that has been leased and lost `max_attempts` times is
 // completed with "agent_lost" errors so its job never waits forever.
 //
+// A batch larger than what an agent takes at once is split at its lease: the
+// agent's `max_batch` (from its Hello), and its pace: a lease should last
+// about `target_lease_s` at the seconds per candidate the agent took so far.
+// The rest stays at the front of its job's queue for the next agent; the
+// batch's callback runs once, when every part has its results.
+//
 // Thread-safe. Time comes from an injected Clock.
 
 #include <chrono>
@@ -27,6 +33,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -100,6 +107,9 @@ struct DispatcherOptions {
   int64_t default_candidate_timeout_ms = 20000;
   int64_t slack_ms = 10000;
   int max_attempts = 5;
+  // Leases sized to an agent's pace (seconds per candidate, measured from
+  // lease to result): at most max(1, target_lease_s / pace) candidates.
+  double target_lease_s = 30;
   // Fair-share weights of users (default 1).
   std::map<std::string, double> user_weights;
 };
@@ -126,13 +136,15 @@ class Dispatcher {
   // The next batch for an agent with this key (and this target, when not
   // empty: batches of other targets are skipped), leased to it; nullopt when
   // there is none. Expires overdue leases first (at most every 0.1 s).
+  // At most max_candidates candidates (0: no limit) and what the agent's pace
+  // allows: a larger batch is split.
   std::optional<Lease> TryLease(const std::string& agent_id, const std::string& device_key,
-                                const std::string& target = "");
+                                const std::string& target = "", int max_candidates = 0);
   // Like TryLease, but waits (real time, at most max_wait) until the agent has
   // fewer than max_in_flight leases and a batch is queued, or Wake() is called.
   std::optional<Lease> WaitLease(const std::string& agent_id, const std::string& device_key,
                                  int max_in_flight, std::chrono::milliseconds max_wait,
-                                 const std::string& target = "");
+                                 const std::string& target = "", int max_candidates = 0);
 
   // Accepts the results of a batch currently leased to agent_id and runs its
   // callback. False (and nothing happens) for an unknown, expired, cancelled
@@ -153,6 +165,9 @@ class Dispatcher {
   std::vector<std::string> TakeCancelled(const std::string& agent_id);
 
   int InFlight(const std::string& agent_id) const;
+  // How many candidates this agent's next lease may hold by its pace (0: no
+  // pace known yet, no limit).
+  int PacedCandidates(const std::string& agent_id) const;
   size_t QueuedCount(const std::string& device_key) const;
   // Wakes every WaitLease (e.g. on shutdown).
   void Wake();
@@ -160,18 +175,36 @@ class Dispatcher {
   int64_t LeaseTimeoutMs(const MeasureWork& work) const;
 
  private:
+  // The parts of a split batch: their results gather here; the batch's
+  // callback runs when the last part is in.
+  struct Split {
+    std::mutex mu;
+    MeasureWork work;  // the whole batch
+    BatchCallback callback;
+    int parts_left = 0;
+    std::vector<MeasureOutcome> results;
+  };
   struct Entry {
     MeasureWork work;
-    BatchCallback callback;
+    BatchCallback callback;  // unless split
+    std::shared_ptr<Split> split;
     uint64_t seq = 0;  // submission order
     int attempts = 0;
     std::string agent_id;  // current holder; empty when queued
+    int64_t leased_ms = 0;
     int64_t deadline_ms = 0;
   };
+  std::string NewBatchIdLocked();
+  // Runs an entry's callback, or adds its results to its split batch's.
+  static void Finish(Entry& entry, std::vector<MeasureOutcome> results);
+  // Leaves the first `keep` candidates in the entry (queued, not leased) and
+  // queues the rest as a part of their own at the front of the job's queue.
+  void SplitLocked(const std::string& batch_id, size_t keep);
   using Finished = std::vector<std::pair<Entry, std::vector<MeasureOutcome>>>;
 
   std::optional<Lease> LeaseLocked(const std::string& agent_id, const std::string& device_key,
-                                   const std::string& target);
+                                   const std::string& target, int max_candidates);
+  int PacedCandidatesLocked(const std::string& agent_id) const;
   // The queued batches of one job, oldest first (a requeued batch goes back
   // to the front), and what the choice between jobs reads.
   struct JobQueue {
@@ -223,6 +256,9 @@ class Dispatcher {
   // key and user, and per job.
   std::map<std::string, std::map<std::string, double>> user_pass_;
   std::map<std::string, double> job_pass_;
+  // Seconds per candidate of each agent (not holder: it outlives sessions),
+  // a moving average over its completed leases.
+  std::map<std::string, double> pace_s_;
 };
 
 }  // namespace kiln::tracker

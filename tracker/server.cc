@@ -556,6 +556,9 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
     if (!session.ok()) return ToGrpc(session.status());
     const std::string agent_id = info.id;
     const std::string key = info.device_key;
+    // The most candidates the agent takes at once (0: no limit); larger
+    // batches are split for it.
+    const int max_batch = std::max(0, hello.max_batch());
     // Leases belong to this session, not to the agent id: when an older
     // session of the same agent ends, it returns its own leases only.
     const std::string holder = HolderOf(agent_id, *session);
@@ -596,7 +599,8 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
           std::lock_guard<std::mutex> lock(write_mu);
           if (!stream->Write(cancel)) done = true;
         }
-        auto lease = dispatcher_->WaitLease(holder, key, 1, std::chrono::milliseconds(200), target);
+        auto lease = dispatcher_->WaitLease(holder, key, 1, std::chrono::milliseconds(200), target,
+                                            max_batch);
         if (!lease.has_value()) continue;
         if (done || stopping_->load()) {
           dispatcher_->ReleaseAgent(holder);

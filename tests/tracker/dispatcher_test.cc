@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <vector>
 
 namespace kiln::tracker {
@@ -272,6 +273,77 @@ TEST(DispatcherTest, WaitLeaseRespectsMaxInFlightAndWake) {
   // a1 already holds one lease: no second one.
   EXPECT_FALSE(d.WaitLease("a1", "cpu", 1, std::chrono::milliseconds(0)).has_value());
   EXPECT_TRUE(d.WaitLease("a2", "cpu", 1, std::chrono::milliseconds(0)).has_value());
+}
+
+TEST(DispatcherTest, ABatchLargerThanAnAgentsMaxBatchIsSplitAndAnsweredOnce) {
+  FakeClock clock;
+  Dispatcher d(&clock);
+  Sink sink;
+  d.Submit(Work("j", "cpu", 8), sink.Callback());
+  auto small = d.TryLease("a1", "cpu", "", /*max_candidates=*/3);
+  ASSERT_TRUE(small.has_value());
+  ASSERT_EQ(small->work.candidates.size(), 3u);
+  EXPECT_EQ(small->work.candidates[0].candidate_id, "c0");
+  EXPECT_EQ(d.QueuedCount("cpu"), 1u);  // the other five wait for the next agent
+  auto rest = d.TryLease("a2", "cpu");
+  ASSERT_TRUE(rest.has_value());
+  ASSERT_EQ(rest->work.candidates.size(), 5u);
+  EXPECT_EQ(rest->work.candidates[0].candidate_id, "c3");
+  EXPECT_NE(rest->work.batch_id, small->work.batch_id);
+  ASSERT_TRUE(d.Complete(rest->work.batch_id, "a2", Results(rest->work, 1e-3)));
+  EXPECT_EQ(sink.calls, 0);  // one part is still out
+  ASSERT_TRUE(d.Complete(small->work.batch_id, "a1", Results(small->work, 2e-3)));
+  ASSERT_EQ(sink.calls, 1);
+  ASSERT_EQ(sink.last.size(), 8u);
+  std::set<std::string> ids;
+  for (const auto& o : sink.last) ids.insert(o.candidate_id);
+  EXPECT_EQ(ids.size(), 8u);
+}
+
+TEST(DispatcherTest, ASplitPartThatIsLostTooOftenStillEndsTheBatch) {
+  FakeClock clock;
+  DispatcherOptions opts;
+  opts.max_attempts = 1;
+  opts.lease_timeout_ms = 100;
+  Dispatcher d(&clock, opts);
+  Sink sink;
+  d.Submit(Work("j", "cpu", 4), sink.Callback());
+  auto part = d.TryLease("a1", "cpu", "", 1);
+  auto rest = d.TryLease("a2", "cpu");
+  ASSERT_TRUE(part.has_value() && rest.has_value());
+  ASSERT_TRUE(d.Complete(rest->work.batch_id, "a2", Results(rest->work, 1e-3)));
+  clock.Advance(200);
+  EXPECT_EQ(d.ExpireLeases(), 1);
+  ASSERT_EQ(sink.calls, 1);
+  ASSERT_EQ(sink.last.size(), 4u);
+  int lost = 0;
+  for (const auto& o : sink.last) lost += o.error_kind == "agent_lost";
+  EXPECT_EQ(lost, 1);
+}
+
+TEST(DispatcherTest, LeasesFollowTheAgentsPace) {
+  FakeClock clock;
+  DispatcherOptions opts;
+  opts.target_lease_s = 30;
+  Dispatcher d(&clock, opts);
+  Sink sink;
+  EXPECT_EQ(d.PacedCandidates("slow"), 0);  // unknown: no limit
+  d.Submit(Work("j", "cpu", 8), sink.Callback());
+  auto first = d.TryLease("slow#1", "cpu");
+  ASSERT_TRUE(first.has_value());
+  ASSERT_EQ(first->work.candidates.size(), 8u);
+  clock.Advance(80'000);  // 10 s per candidate
+  ASSERT_TRUE(d.Complete(first->work.batch_id, "slow#1", Results(first->work, 1e-3)));
+  EXPECT_EQ(d.PacedCandidates("slow"), 3);
+  d.Submit(Work("j", "cpu", 8), sink.Callback());
+  // A new session of the same agent keeps its pace.
+  auto next = d.TryLease("slow#2", "cpu");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->work.candidates.size(), 3u);
+  // A fast agent takes the rest whole.
+  auto fast = d.TryLease("fast#1", "cpu");
+  ASSERT_TRUE(fast.has_value());
+  EXPECT_EQ(fast->work.candidates.size(), 5u);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "kiln/v1/agent.grpc.pb.h"
@@ -36,6 +38,7 @@ class FakeAgent {
     hello.mutable_hello()->set_hardware("fake board");
     hello.mutable_hello()->set_compiler_version(version);
     hello.mutable_hello()->set_token(token);
+    hello.mutable_hello()->set_max_batch(max_batch_);
     stream_->Write(hello);
     pb::TrackerMessage reply;
     if (!stream_->Read(&reply) || !reply.has_welcome()) {
@@ -53,6 +56,7 @@ class FakeAgent {
       while (stream_->Read(&msg)) {
         if (!msg.has_measure_batch()) continue;
         const auto& b = msg.measure_batch();
+        largest_batch_ = std::max(largest_batch_.load(), b.candidates_size());
         pb::AgentMessage out;
         auto* r = out.mutable_batch_result();
         r->set_batch_id(b.batch_id());
@@ -82,6 +86,8 @@ class FakeAgent {
 
   pb::Welcome welcome_;
   std::atomic<int> batches_{0};
+  std::atomic<int> largest_batch_{0};
+  int max_batch_ = 0;  // what the Hello says (0: no limit)
 
  private:
   std::unique_ptr<pb::AgentSession::Stub> stub_;
@@ -409,6 +415,49 @@ TEST_F(TrackerGrpcTest, JobCompletesAndArtifactIsFetched) {
   EXPECT_EQ(total, static_cast<int64_t>(data.size()));
   EXPECT_EQ(sha, storage::Sha256Hex(data));
   EXPECT_EQ(sha, last.artifact_sha256());
+  agent.Stop();
+}
+
+TEST_F(TrackerGrpcTest, AnAgentGetsNoMoreCandidatesAtOnceThanItsMaxBatch) {
+  FakeAgent agent(channel_, "small-0", "fake");
+  agent.max_batch_ = 3;
+  ASSERT_TRUE(agent.Connect().ok());
+  agent.Serve();
+  pb::SubmitJobRequest req;
+  req.set_model_sha256(UploadOk(testing::ConvReluModel()));
+  req.set_model_name("conv_relu");
+  req.set_device_key("fake");
+  req.set_trials(20);
+  pb::SubmitJobResponse submitted;
+  {
+    grpc::ClientContext ctx;
+    grpc::Status st = tracker_->SubmitJob(&ctx, req, &submitted);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  pb::Job last;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    pb::WatchJobRequest w;
+    w.set_job_id(submitted.job_id());
+    auto reader = tracker_->WatchJob(&ctx, w);
+    pb::JobEvent ev;
+    while (reader->Read(&ev)) last = ev.job();
+    ASSERT_TRUE(reader->Finish().ok());
+  }
+  ASSERT_EQ(last.state(), pb::JOB_STATE_COMPLETED) << last.error();
+  EXPECT_GT(agent.largest_batch_.load(), 0);
+  EXPECT_LE(agent.largest_batch_.load(), 3);
+  // Every trial of the split batches is recorded once.
+  grpc::ClientContext ctx;
+  pb::QueryRecordsRequest q;
+  q.set_job_id(submitted.job_id());
+  pb::QueryRecordsResponse records;
+  ASSERT_TRUE(tracker_->QueryRecords(&ctx, q, &records).ok());
+  EXPECT_EQ(records.records_size(), last.trials_done());
+  std::set<std::string> configs;
+  for (const auto& r : records.records()) configs.insert(r.config().canonical());
+  EXPECT_EQ(configs.size(), static_cast<size_t>(records.records_size()));
   agent.Stop();
 }
 
