@@ -146,7 +146,7 @@ class Oracle {
     auto measured = measurer_.WaitAny();
     if (!measured.ok() || measured->second.size() != 1) return kInf;
     const kiln::tuner::MeasureResult& r = measured->second[0];
-    if (r.error_kind != "none" || r.costs_s.empty()) return kInf;
+    if (r.error_kind != kiln::storage::ErrorKind::kNone || r.costs_s.empty()) return kInf;
     double cost = 0;
     for (double c : r.costs_s) cost += c;
     return cost / static_cast<double>(r.costs_s.size());

@@ -12,6 +12,7 @@
 
 #include "base/pem.h"
 #include "base/str.h"
+#include "storage/vocabulary.h"
 
 namespace kiln::cli {
 
@@ -134,23 +135,13 @@ std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& addre
   return kiln::v1::Tracker::NewStub(channel);
 }
 
+// storage::JobState is numbered like kiln.v1.JobState (checked value by value
+// in tracker/server.cc); its name is "unknown" for UNSPECIFIED or a number
+// outside the enum.
+static_assert(static_cast<int>(storage::JobState::kQueued) == kiln::v1::JOB_STATE_QUEUED);
+static_assert(static_cast<int>(storage::JobState::kCancelled) == kiln::v1::JOB_STATE_CANCELLED);
 std::string JobStateName(kiln::v1::JobState state) {
-  switch (state) {
-    case kiln::v1::JOB_STATE_QUEUED:
-      return "queued";
-    case kiln::v1::JOB_STATE_TUNING:
-      return "tuning";
-    case kiln::v1::JOB_STATE_COMPILING:
-      return "compiling";
-    case kiln::v1::JOB_STATE_COMPLETED:
-      return "completed";
-    case kiln::v1::JOB_STATE_FAILED:
-      return "failed";
-    case kiln::v1::JOB_STATE_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
+  return std::string(storage::JobStateName(static_cast<storage::JobState>(state)));
 }
 
 std::string FormatCost(double seconds) { return seconds > 0 ? FormatSeconds(seconds) : "-"; }

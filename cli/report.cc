@@ -94,7 +94,8 @@ absl::StatusOr<ReportData> FromDatabase(storage::LogDb& db, const std::string& j
   auto records = db.RecordsOfJob(job_id);
   if (!records.ok()) return records.status();
   for (const auto& r : *records) {
-    d.records.push_back({r.workload_key, r.error_kind == "none" ? r.mean_cost_s : 0, r.unix_ms});
+    d.records.push_back(
+        {r.workload_key, r.error_kind == storage::ErrorKind::kNone ? r.mean_cost_s : 0, r.unix_ms});
   }
   // The job's target: its row's (a tracker's job), or its records' (local).
   std::string target = records->empty() ? "" : records->front().target;

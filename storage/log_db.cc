@@ -39,13 +39,22 @@ constexpr char kAgentColumns[] =
     "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
     "last_seen_unix_ms, results";
 
-bool IsKnownErrorKind(const std::string& kind) {
-  static const char* const kKinds[] = {"none",    "compile",    "runtime",        "wrong_result",
-                                       "timeout", "agent_lost", "invalid_config", "invalid_cost"};
-  for (const char* k : kKinds) {
-    if (kind == k) return true;
-  }
-  return false;
+// Enum values outside their enum (a cast from a stray number) are refused
+// before anything is written.
+bool IsKnown(ErrorKind kind) { return ParseErrorKind(ErrorKindName(kind)).has_value(); }
+bool IsKnown(JobState state) { return ParseJobState(JobStateName(state)).has_value(); }
+
+// "'queued', 'tuning', 'compiling'": the states of a job that runs again, as
+// SQL text.
+const std::string& UnfinishedStatesSql() {
+  static const std::string* text = [] {
+    auto* out = new std::string;
+    for (JobState s : kJobStates) {
+      if (!IsFinal(s)) *out += StrCat(out->empty() ? "'" : ", '", JobStateName(s), "'");
+    }
+    return out;
+  }();
+  return *text;
 }
 
 // Costs are stored as comma-joined round-trip decimal text, so that two equal
@@ -75,8 +84,9 @@ absl::StatusOr<std::vector<double>> CostsFromText(const std::string& text) {
 absl::Status ValidateRecord(const RecordRow& row) {
   if (row.workload_key.empty()) return absl::InvalidArgumentError("record has no workload key");
   if (row.target.empty()) return absl::InvalidArgumentError("record has no target");
-  if (!IsKnownErrorKind(row.error_kind)) {
-    return absl::InvalidArgumentError(StrCat("unknown error kind '", row.error_kind, "'"));
+  if (!IsKnown(row.error_kind)) {
+    return absl::InvalidArgumentError(
+        StrCat("unknown error kind ", static_cast<int>(row.error_kind)));
   }
   for (double c : row.costs_s) {
     if (!std::isfinite(c) || c < 0) {
@@ -96,7 +106,12 @@ absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
   row.workload_key = st.ColumnText(1);
   row.target = st.ColumnText(2);
   row.config = st.ColumnText(3);
-  row.error_kind = st.ColumnText(4);
+  const std::string kind = st.ColumnText(4);
+  std::optional<ErrorKind> error_kind = ParseErrorKind(kind);
+  if (!error_kind.has_value()) {
+    return absl::DataLossError(StrCat("records.error_kind holds an unknown kind '", kind, "'"));
+  }
+  row.error_kind = *error_kind;
   row.error_message = st.ColumnText(5);
   KILN_STORAGE_ASSIGN_OR_RETURN(costs, CostsFromText(st.ColumnText(6)));
   row.costs_s = std::move(costs);
@@ -108,14 +123,20 @@ absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
   return row;
 }
 
-JobRow ReadJob(const Statement& st) {
+absl::StatusOr<JobRow> ReadJob(const Statement& st) {
   JobRow row;
   row.id = st.ColumnText(0);
   row.model_name = st.ColumnText(1);
   row.model_sha256 = st.ColumnText(2);
   row.device_key = st.ColumnText(3);
   row.target = st.ColumnText(4);
-  row.state = st.ColumnText(5);
+  const std::string state_name = st.ColumnText(5);
+  std::optional<JobState> state = ParseJobState(state_name);
+  if (!state.has_value()) {
+    return absl::DataLossError(
+        StrCat("jobs.state of job '", row.id, "' holds an unknown state '", state_name, "'"));
+  }
+  row.state = *state;
   row.trials = static_cast<int32_t>(st.ColumnInt64(6));
   row.trials_done = static_cast<int32_t>(st.ColumnInt64(7));
   row.options_json = st.ColumnText(8);
@@ -167,7 +188,8 @@ absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st) {
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) return out;
-    out.push_back(ReadJob(st));
+    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadJob(st));
+    out.push_back(std::move(row));
   }
 }
 
@@ -180,7 +202,7 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.error_kind));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, ErrorKindName(row.error_kind)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.error_message));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, CostsToText(row.costs_s)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindDouble(7, row.mean_cost_s));
@@ -254,7 +276,11 @@ absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
   }
   r.target = target;
   r.config = config;
-  r.error_kind = error_kind;
+  std::optional<ErrorKind> kind = ParseErrorKind(error_kind);
+  if (!kind.has_value()) {
+    return absl::InvalidArgumentError(StrCat("unknown error kind '", error_kind, "'"));
+  }
+  r.error_kind = *kind;
   r.error_message = error_message;
   r.mean_cost_s = mean;
   r.compiler_version = compiler_version;
@@ -353,7 +379,9 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::TopK(const std::string& workload_k
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
                               " FROM records WHERE workload_key = ? AND target = ? "
-                              "AND error_kind = 'none' ORDER BY mean_cost_s ASC, id ASC LIMIT ?")));
+                              "AND error_kind = '",
+                              ErrorKindName(ErrorKind::kNone),
+                              "' ORDER BY mean_cost_s ASC, id ASC LIMIT ?")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, k));
@@ -418,6 +446,9 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::RecordsOfJob(const std::string& jo
 
 absl::Status LogDb::CreateJob(const JobRow& row) {
   if (row.id.empty()) return absl::InvalidArgumentError("job has no id");
+  if (!IsKnown(row.state)) {
+    return absl::InvalidArgumentError(StrCat("unknown job state ", static_cast<int>(row.state)));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(st,
                                 db_->Prepare(StrCat("INSERT OR IGNORE INTO jobs(", kJobColumns,
@@ -427,7 +458,7 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.device_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.target));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, row.state));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, JobStateName(row.state)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(7, row.trials));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(8, row.trials_done));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.options_json));
@@ -445,6 +476,9 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
 }
 
 absl::Status LogDb::UpdateJob(const JobRow& row) {
+  if (!IsKnown(row.state)) {
+    return absl::InvalidArgumentError(StrCat("unknown job state ", static_cast<int>(row.state)));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   // The id and the creation time never change.
   KILN_STORAGE_ASSIGN_OR_RETURN(
@@ -457,7 +491,7 @@ absl::Status LogDb::UpdateJob(const JobRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.device_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.target));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, row.state));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, JobStateName(row.state)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(7, row.trials));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(8, row.trials_done));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.options_json));
@@ -477,7 +511,8 @@ absl::StatusOr<std::optional<JobRow>> LogDb::GetJob(const std::string& id) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, id));
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return std::optional<JobRow>();
-  return std::optional<JobRow>(ReadJob(st));
+  KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadJob(st));
+  return std::optional<JobRow>(std::move(row));
 }
 
 absl::StatusOr<std::vector<JobRow>> LogDb::ListJobs() {
@@ -492,8 +527,9 @@ absl::StatusOr<std::vector<JobRow>> LogDb::UnfinishedJobs() {
   std::lock_guard<std::mutex> lock(mu_);
   // Oldest first: the order in which a restarted tracker resumes them.
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare(StrCat("SELECT ", kJobColumns,
-                              " FROM jobs WHERE state IN ('queued', 'tuning', 'compiling') "
+      st, db_->Prepare(StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state IN (",
+                              UnfinishedStatesSql(),
+                              ") "
                               "ORDER BY created_unix_ms ASC, rowid ASC")));
   return CollectJobs(st);
 }
@@ -732,7 +768,7 @@ absl::Status LogDb::ExportJsonl(std::ostream& out) {
     const nlohmann::json line = {{"workload", std::move(workload)},
                                  {"target", r.target},
                                  {"config", r.config},
-                                 {"error_kind", r.error_kind},
+                                 {"error_kind", std::string(ErrorKindName(r.error_kind))},
                                  {"error_message", r.error_message},
                                  {"costs_s", r.costs_s},
                                  {"mean_cost_s", r.mean_cost_s},

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/vocabulary.h"
 
 namespace kiln::storage {
 
@@ -28,15 +29,13 @@ struct WorkloadRow {
   double flops = 0;
 };
 
-// error_kind uses the names of MeasureErrorKind without prefix:
-// "none", "compile", "runtime", "wrong_result", "timeout", "agent_lost",
-// "invalid_config", "invalid_cost".
+// error_kind is stored as its name (ErrorKindName: "none", "compile", ...).
 struct RecordRow {
   int64_t id = 0;
   std::string workload_key;
   std::string target;
   std::string config;  // canonical config string
-  std::string error_kind = "none";
+  ErrorKind error_kind = ErrorKind::kNone;
   std::string error_message;
   std::vector<double> costs_s;  // every repeat
   double mean_cost_s = 0;       // mean of costs_s; 0 on error
@@ -52,7 +51,7 @@ struct JobRow {
   std::string model_sha256;  // the ONNX bytes live in the artifact store
   std::string device_key;
   std::string target;
-  std::string state;  // "queued", "tuning", "compiling", "completed", "failed", "cancelled"
+  JobState state = JobState::kQueued;  // stored as its name (JobStateName)
   int32_t trials = 0;
   int32_t trials_done = 0;
   std::string options_json;  // timing policy and other submit options

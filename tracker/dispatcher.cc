@@ -267,7 +267,7 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
     for (const auto& c : e.work.candidates) {
       MeasureOutcome o;
       o.candidate_id = c.candidate_id;
-      o.error_kind = "agent_lost";
+      o.error_kind = storage::ErrorKind::kAgentLost;
       const std::string agent = AgentOfHolder(lost_agent);
       o.error_message = StrCat("lease lost ", e.attempts, " times (last agent '", agent, "')");
       o.agent_id = agent;

@@ -16,7 +16,7 @@
 // at the front of its queue for another agent. The first result of a lease is
 // accepted and handed to the batch's callback; late or duplicate results are
 // ignored. A batch that has been leased and lost `max_attempts` times is
-// completed with "agent_lost" errors so its job never waits forever.
+// completed with agent-lost errors so its job never waits forever.
 //
 // A batch larger than what an agent takes at once is split at its lease: the
 // agent's `max_batch` (from its Hello), and its pace: a lease should last
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "compiler/config.h"
+#include "storage/vocabulary.h"
 #include "tracker/clock.h"
 
 namespace kiln::tracker {
@@ -77,12 +78,10 @@ struct MeasureWork {
   std::vector<MeasureCandidate> candidates;
 };
 
-// The outcome of one candidate; error_kind uses the log database's names
-// ("none", "compile", "runtime", "wrong_result", "timeout", "agent_lost",
-// "invalid_config", "invalid_cost").
+// The outcome of one candidate.
 struct MeasureOutcome {
   std::string candidate_id;
-  std::string error_kind = "none";
+  storage::ErrorKind error_kind = storage::ErrorKind::kNone;
   std::string error_message;
   std::vector<double> costs_s;
   double build_s = 0;

@@ -106,7 +106,7 @@ absl::StatusOr<std::pair<uint64_t, std::vector<tuner::MeasureResult>>> FarmMeasu
   sizes_.erase(ticket);
   std::vector<tuner::MeasureResult> results(n);
   for (auto& r : results) {
-    r.error_kind = "agent_lost";
+    r.error_kind = storage::ErrorKind::kAgentLost;
     r.error_message = "the agent sent no result for this candidate";
   }
   std::map<std::string, int64_t> per_agent;

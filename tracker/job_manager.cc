@@ -118,11 +118,11 @@ void JobManager::EventLocked(Job& job, const std::string& message, bool progress
   job.cv.notify_all();
 }
 
-void JobManager::SetState(Job& job, const std::string& state, const std::string& message,
+void JobManager::SetState(Job& job, storage::JobState state, const std::string& message,
                           const std::string& error) {
   std::lock_guard<std::mutex> lock(job.mu);
   // A cancelled job stays cancelled.
-  if (job.row.state == "cancelled") return;
+  if (job.row.state == storage::JobState::kCancelled) return;
   job.row.state = state;
   if (!error.empty()) job.row.error = error;
   EventLocked(job, message);
@@ -290,7 +290,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   job->row.model_sha256 = *sha;
   job->row.device_key = req.device_key;
   job->row.target = target->Spec();
-  job->row.state = "queued";
+  job->row.state = storage::JobState::kQueued;
   job->row.trials = req.trials;
   job->row.owner = req.owner;
   job->row.options_json = OptionsToJson(stored);
@@ -322,7 +322,7 @@ int JobManager::UnfinishedJobsOf(const std::string& owner) {
   int n = 0;
   for (const auto& job : jobs) {
     std::lock_guard<std::mutex> lock(job->mu);
-    n += job->row.owner == owner && !IsFinishedState(job->row.state);
+    n += job->row.owner == owner && !storage::IsFinal(job->row.state);
   }
   return n;
 }
@@ -385,7 +385,7 @@ absl::Status JobManager::Start() {
       Log()->warn("job {}: unreadable options: {}", row.id, stored.status().ToString());
       job->timing = options_.default_timing;
     }
-    Log()->info("resuming job {} (state {})", row.id, row.state);
+    Log()->info("resuming job {} (state {})", row.id, storage::JobStateName(row.state));
     {
       std::lock_guard<std::mutex> lock(job->mu);
       job->events.push_back(
@@ -439,7 +439,7 @@ void JobManager::Run(std::shared_ptr<Job> job) {
     dispatcher_->CancelJob(job->row.id);
     std::string error =
         StrCat(absl::StatusCodeToString(st.code()), ": ", std::string(st.message()));
-    SetState(*job, "failed", StrCat("job failed: ", error), error);
+    SetState(*job, storage::JobState::kFailed, StrCat("job failed: ", error), error);
   }
 }
 
@@ -450,7 +450,7 @@ absl::Status JobManager::Tune(Job& job) {
   {
     std::lock_guard<std::mutex> lock(job.mu);
     if (job.cancelled) return absl::OkStatus();
-    job.row.state = "tuning";
+    job.row.state = storage::JobState::kTuning;
     EventLocked(job, StrCat("tuning ", tasks.size(), " tasks, ", job.row.trials, " trials"));
   }
   MeasureWork work;
@@ -506,7 +506,7 @@ absl::Status JobManager::Tune(Job& job) {
 }
 
 absl::Status JobManager::Compile(Job& job) {
-  SetState(job, "compiling", "compiling the model with the best configs");
+  SetState(job, storage::JobState::kCompiling, "compiling the model with the best configs");
   CompiledModule module;
   if (!options_.compile_worker.empty()) {
     CompileLimits limits = options_.compile_limits;
@@ -532,9 +532,9 @@ absl::Status JobManager::Compile(Job& job) {
   if (absl::Status st = db_->AddArtifact(art); !st.ok()) return st;
   {
     std::lock_guard<std::mutex> lock(job.mu);
-    if (job.row.state == "cancelled") return absl::OkStatus();
+    if (job.row.state == storage::JobState::kCancelled) return absl::OkStatus();
     job.row.artifact_sha256 = module.sha256;
-    job.row.state = "completed";
+    job.row.state = storage::JobState::kCompleted;
     EventLocked(
         job, StrCat("completed: ", module.report.kernels, " kernels (", module.report.tuned_kernels,
                     " tuned), artifact ", module.sha256, " (", module.size, " bytes)"));
@@ -569,12 +569,11 @@ absl::StatusOr<JobStatus> JobManager::Cancel(const std::string& job_id) {
   if (!job) return Get(job_id);  // not running here: nothing to cancel
   {
     std::lock_guard<std::mutex> lock(job->mu);
-    if (job->row.state == "completed" || job->row.state == "failed" ||
-        job->row.state == "cancelled") {
+    if (storage::IsFinal(job->row.state)) {
       return SnapshotLocked(*job);
     }
     job->cancelled = true;
-    job->row.state = "cancelled";
+    job->row.state = storage::JobState::kCancelled;
     if (job->measurer) job->measurer->Interrupt();
     EventLocked(*job, "cancelled");
   }
@@ -613,7 +612,8 @@ absl::StatusOr<std::vector<JobEventEntry>> JobManager::WaitEvents(
     if (*next > 0) return std::vector<JobEventEntry>{};
     *next = 1;
     return std::vector<JobEventEntry>{
-        {status->row.updated_unix_ms, StrCat("job ", job_id, " is ", status->row.state), *status}};
+        {status->row.updated_unix_ms,
+         StrCat("job ", job_id, " is ", storage::JobStateName(status->row.state)), *status}};
   }
   std::unique_lock<std::mutex> lock(job->mu);
   auto total = [&] { return job->first_event + job->events.size(); };
@@ -623,7 +623,7 @@ absl::StatusOr<std::vector<JobEventEntry>> JobManager::WaitEvents(
     out.push_back(job->events[i - job->first_event]);
   }
   *next = std::max(*next, total());
-  *finished = IsFinishedState(job->row.state);
+  *finished = storage::IsFinal(job->row.state);
   return out;
 }
 

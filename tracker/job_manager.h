@@ -88,16 +88,11 @@ struct SubmitResult {
 // A task as the user sees it: trials, errors, best cost, state.
 using TaskStatus = tuner::TaskProgress;
 
-// "completed", "failed" and "cancelled": a job in one of them never runs again.
-inline bool IsFinishedState(const std::string& state) {
-  return state == "completed" || state == "failed" || state == "cancelled";
-}
-
 struct JobStatus {
   storage::JobRow row;
   std::vector<TaskStatus> tasks;
   double budget_s = 0;  // the job's time budget (0: none)
-  bool Finished() const { return IsFinishedState(row.state); }
+  bool Finished() const { return storage::IsFinal(row.state); }
 };
 
 struct JobEventEntry {
@@ -156,7 +151,7 @@ class JobManager {
   static constexpr int64_t kPersistProgressEveryMs = 1000;
   // The niceness of job threads (tuning, the final compile).
   static constexpr int kJobThreadNice = 5;
-  void SetState(Job& job, const std::string& state, const std::string& message,
+  void SetState(Job& job, storage::JobState state, const std::string& message,
                 const std::string& error = "");
   static JobStatus SnapshotLocked(const Job& job);
 

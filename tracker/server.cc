@@ -19,6 +19,7 @@
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "spdlog/spdlog.h"
 #include "storage/log_db.h"
+#include "storage/vocabulary.h"
 #include "tuner/measurer.h"
 
 namespace kiln::tracker {
@@ -36,40 +37,38 @@ grpc::Status ToGrpc(const absl::Status& st) {
   return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
 }
 
-pb::JobState StateToProto(const std::string& s) {
-  if (s == "queued") return pb::JOB_STATE_QUEUED;
-  if (s == "tuning") return pb::JOB_STATE_TUNING;
-  if (s == "compiling") return pb::JOB_STATE_COMPILING;
-  if (s == "completed") return pb::JOB_STATE_COMPLETED;
-  if (s == "failed") return pb::JOB_STATE_FAILED;
-  if (s == "cancelled") return pb::JOB_STATE_CANCELLED;
-  return pb::JOB_STATE_UNSPECIFIED;
+// storage::JobState and storage::ErrorKind are numbered like the protocol's
+// enums: the RPC edge converts with a cast.
+using storage::ErrorKind;
+using storage::JobState;
+static_assert(static_cast<int>(JobState::kQueued) == pb::JOB_STATE_QUEUED);
+static_assert(static_cast<int>(JobState::kTuning) == pb::JOB_STATE_TUNING);
+static_assert(static_cast<int>(JobState::kCompiling) == pb::JOB_STATE_COMPILING);
+static_assert(static_cast<int>(JobState::kCompleted) == pb::JOB_STATE_COMPLETED);
+static_assert(static_cast<int>(JobState::kFailed) == pb::JOB_STATE_FAILED);
+static_assert(static_cast<int>(JobState::kCancelled) == pb::JOB_STATE_CANCELLED);
+static_assert(storage::kJobStates.size() == pb::JobState_ARRAYSIZE - 1);
+static_assert(static_cast<int>(ErrorKind::kNone) == pb::MEASURE_ERROR_KIND_NONE);
+static_assert(static_cast<int>(ErrorKind::kCompile) == pb::MEASURE_ERROR_KIND_COMPILE);
+static_assert(static_cast<int>(ErrorKind::kRuntime) == pb::MEASURE_ERROR_KIND_RUNTIME);
+static_assert(static_cast<int>(ErrorKind::kWrongResult) == pb::MEASURE_ERROR_KIND_WRONG_RESULT);
+static_assert(static_cast<int>(ErrorKind::kTimeout) == pb::MEASURE_ERROR_KIND_TIMEOUT);
+static_assert(static_cast<int>(ErrorKind::kAgentLost) == pb::MEASURE_ERROR_KIND_AGENT_LOST);
+static_assert(static_cast<int>(ErrorKind::kInvalidConfig) == pb::MEASURE_ERROR_KIND_INVALID_CONFIG);
+static_assert(static_cast<int>(ErrorKind::kInvalidCost) == pb::MEASURE_ERROR_KIND_INVALID_COST);
+static_assert(storage::kErrorKinds.size() == pb::MeasureErrorKind_ARRAYSIZE - 1);
+
+pb::MeasureErrorKind ErrorKindToProto(ErrorKind kind) {
+  return static_cast<pb::MeasureErrorKind>(kind);
 }
 
-const std::map<std::string, pb::MeasureErrorKind>& ErrorKinds() {
-  static const auto* kinds = new std::map<std::string, pb::MeasureErrorKind>{
-      {"none", pb::MEASURE_ERROR_KIND_NONE},
-      {"compile", pb::MEASURE_ERROR_KIND_COMPILE},
-      {"runtime", pb::MEASURE_ERROR_KIND_RUNTIME},
-      {"wrong_result", pb::MEASURE_ERROR_KIND_WRONG_RESULT},
-      {"timeout", pb::MEASURE_ERROR_KIND_TIMEOUT},
-      {"agent_lost", pb::MEASURE_ERROR_KIND_AGENT_LOST},
-      {"invalid_config", pb::MEASURE_ERROR_KIND_INVALID_CONFIG},
-      {"invalid_cost", pb::MEASURE_ERROR_KIND_INVALID_COST},
-  };
-  return *kinds;
-}
-
-pb::MeasureErrorKind ErrorKindToProto(const std::string& s) {
-  auto it = ErrorKinds().find(s);
-  return it == ErrorKinds().end() ? pb::MEASURE_ERROR_KIND_UNSPECIFIED : it->second;
-}
-
-std::string ErrorKindFromProto(pb::MeasureErrorKind k) {
-  for (const auto& [name, kind] : ErrorKinds()) {
-    if (kind == k) return name;
+ErrorKind ErrorKindFromProto(pb::MeasureErrorKind kind) {
+  // Unspecified (or a number this tracker does not know): the agent did not
+  // say what went wrong.
+  if (kind == pb::MEASURE_ERROR_KIND_UNSPECIFIED || !pb::MeasureErrorKind_IsValid(kind)) {
+    return ErrorKind::kRuntime;
   }
-  return "runtime";  // unspecified: the agent did not say what went wrong
+  return static_cast<ErrorKind>(kind);
 }
 
 void FillConfig(const compiler::Config& config, pb::Config* out) {
@@ -128,7 +127,7 @@ void FillJob(const JobStatus& s, pb::Job* out) {
   out->set_model_name(r.model_name);
   out->set_device_key(r.device_key);
   out->mutable_target()->set_spec(r.target);
-  out->set_state(StateToProto(r.state));
+  out->set_state(static_cast<pb::JobState>(r.state));
   out->set_trials(r.trials);
   out->set_trials_done(r.trials_done);
   for (const auto& t : s.tasks) {
@@ -401,9 +400,9 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     auto s = VisibleJob(ctx, req->job_id());
     if (!s.ok()) return ToGrpc(s.status());
     if (s->row.artifact_sha256.empty()) {
-      return grpc::Status(
-          grpc::StatusCode::FAILED_PRECONDITION,
-          StrCat("job '", req->job_id(), "' has no artifact (state ", s->row.state, ")"));
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          StrCat("job '", req->job_id(), "' has no artifact (state ",
+                                 storage::JobStateName(s->row.state), ")"));
     }
     // Read from disk in chunks (an artifact may be hundreds of megabytes),
     // hashed on the way: a file that no longer matches its name is DATA_LOSS.
@@ -663,15 +662,15 @@ class AgentSessionImpl final : public pb::AgentSession::Service {
           o.agent_id = agent_id;  // the session knows who measured it
           // What an agent reports is checked here, once: an impossible cost
           // is that agent's error (the config is measured again).
-          if (o.error_kind == "none") {
+          if (o.error_kind == ErrorKind::kNone) {
             if (absl::Status st = tuner::CheckCosts(o.costs_s); !st.ok()) {
-              o.error_kind = "invalid_cost";
+              o.error_kind = ErrorKind::kInvalidCost;
               o.error_message = std::string(st.message());
               o.costs_s.clear();
               ++invalid_costs;
             }
           }
-          (o.error_kind == "none" ? ok : failed)++;
+          (o.error_kind == ErrorKind::kNone ? ok : failed)++;
           outcomes.push_back(std::move(o));
         }
         agents_->Heartbeat(agent_id);

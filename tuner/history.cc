@@ -18,20 +18,16 @@ constexpr int kPriorScan = 20000;
 std::optional<std::pair<compiler::Config, double>> ResultOf(const storage::RecordRow& record) {
   auto config = compiler::ParseConfig(record.config);
   if (!config.ok()) return std::nullopt;
-  const bool ok = record.error_kind == "none" && record.mean_cost_s > 0;
+  const bool ok = record.error_kind == storage::ErrorKind::kNone && record.mean_cost_s > 0;
   return std::make_pair(*std::move(config),
                         ok ? record.mean_cost_s : std::numeric_limits<double>::infinity());
-}
-
-bool IsTransientError(const std::string& error_kind) {
-  return error_kind == "timeout" || error_kind == "agent_lost" || error_kind == "invalid_cost";
 }
 
 void AddToHistory(const storage::RecordRow& record, TaskHistory& history) {
   if (history.settled.count(record.config)) return;
   auto result = ResultOf(record);
   if (!result) return;
-  if (IsTransientError(record.error_kind)) {
+  if (storage::IsTransient(record.error_kind)) {
     if (++history.retry[record.config] < kMaxAttempts) return;
   }
   history.retry.erase(record.config);
@@ -105,7 +101,9 @@ absl::StatusOr<TrainingSet> PriorFromLog(storage::LogDb& db, const compiler::Wor
     FeatureCache cache(*workloads[key.first], *t);
     double best = std::numeric_limits<double>::infinity();
     for (const auto* r : recs) {
-      if (r->error_kind == "none" && r->mean_cost_s > 0) best = std::min(best, r->mean_cost_s);
+      if (r->error_kind == storage::ErrorKind::kNone && r->mean_cost_s > 0) {
+        best = std::min(best, r->mean_cost_s);
+      }
     }
     if (!std::isfinite(best)) continue;
     std::vector<std::vector<float>> features;
@@ -116,7 +114,7 @@ absl::StatusOr<TrainingSet> PriorFromLog(storage::LogDb& db, const compiler::Wor
       const auto& f = cache.Get(*config);
       if (!f.has_value()) continue;
       features.push_back(f->features);
-      bool ok = r->error_kind == "none" && r->mean_cost_s > 0;
+      bool ok = r->error_kind == storage::ErrorKind::kNone && r->mean_cost_s > 0;
       scores.push_back(ok ? static_cast<float>(best / r->mean_cost_s) : 0.0f);
     }
     set.AddGroup(std::move(features), std::move(scores),

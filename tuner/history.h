@@ -28,13 +28,12 @@ inline constexpr float kOtherTargetWeight = 0.3f;
 // a failure); nullopt for a config string that does not parse.
 std::optional<std::pair<compiler::Config, double>> ResultOf(const storage::RecordRow& record);
 
-// A transient failure ("timeout", "agent_lost", "invalid_cost": an agent's
-// fault or bad luck) says nothing certain about a
+// A transient failure (storage::IsTransient: a timeout, a lost agent, an
+// invalid cost; an agent's fault or bad luck) says nothing certain about a
 // config: it is measured again, up to this many attempts in all. Other
 // outcomes (a cost, or a compile error, wrong result, invalid config, runtime
 // error) are final.
 inline constexpr int kMaxAttempts = 2;
-bool IsTransientError(const std::string& error_kind);
 
 // What the log knows of one workload on one target by one compiler version.
 struct TaskHistory {

@@ -6,6 +6,26 @@
 #include "deploy/parallel.h"
 
 namespace kiln::tuner {
+namespace {
+
+// The log database's kind of what a measurement itself can produce.
+storage::ErrorKind ErrorKindOf(compiler::MeasureError error) {
+  switch (error) {
+    case compiler::MeasureError::kNone:
+      return storage::ErrorKind::kNone;
+    case compiler::MeasureError::kInvalidConfig:
+      return storage::ErrorKind::kInvalidConfig;
+    case compiler::MeasureError::kCompile:
+      return storage::ErrorKind::kCompile;
+    case compiler::MeasureError::kRuntime:
+      return storage::ErrorKind::kRuntime;
+    case compiler::MeasureError::kWrongResult:
+      return storage::ErrorKind::kWrongResult;
+  }
+  return storage::ErrorKind::kRuntime;
+}
+
+}  // namespace
 
 absl::Status CheckCosts(const std::vector<double>& costs_s, double max_cost_s) {
   if (costs_s.empty()) return absl::InvalidArgumentError("no costs reported");
@@ -40,7 +60,7 @@ absl::StatusOr<std::pair<uint64_t, std::vector<MeasureResult>>> LocalMeasurer::W
     policy.stop_above_s = batch.stop_above_s;
     compiler::Measurement m = compiler::Measure(batch.workload, config, policy, target_);
     MeasureResult r;
-    r.error_kind = std::string(compiler::MeasureErrorName(m.error));
+    r.error_kind = ErrorKindOf(m.error);
     r.error_message = std::move(m.message);
     r.costs_s = std::move(m.costs_s);
     r.cut_short = m.cut_short;

@@ -13,6 +13,7 @@
 #include "compiler/measure.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
+#include "storage/vocabulary.h"
 
 namespace kiln::tuner {
 
@@ -25,12 +26,11 @@ struct MeasureBatch {
   double stop_above_s = 0;
 };
 
-// One candidate's outcome. error_kind uses the log database's names: "none",
-// "compile", "runtime", "wrong_result", "invalid_config", and the transient
-// "timeout", "agent_lost" and "invalid_cost" (the agent reported a cost no
-// run can have: the config is measured again).
+// One candidate's outcome. The transient error kinds (storage::IsTransient:
+// timeout, agent lost, and invalid cost: the agent reported a cost no run can
+// have) have the config measured again.
 struct MeasureResult {
-  std::string error_kind = "none";
+  storage::ErrorKind error_kind = storage::ErrorKind::kNone;
   std::string error_message;
   std::vector<double> costs_s;
   bool cut_short = false;

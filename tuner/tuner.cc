@@ -101,7 +101,7 @@ absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::LogDb& db,
   for (const storage::RecordRow& r : *records) {
     TaskProgress& t = task_of(r.workload_key, 1);
     ++t.trials_done;
-    if (r.error_kind != "none") {
+    if (r.error_kind != storage::ErrorKind::kNone) {
       ++t.errors;
     } else if (t.best_cost_s == 0 || r.mean_cost_s < t.best_cost_s) {
       t.best_cost_s = r.mean_cost_s;
@@ -327,25 +327,25 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
     rec.job_id = options_.job_id;
     rec.unix_ms = NowUnixMs();
     if (c >= results.size()) {
-      rec.error_kind = "agent_lost";
+      rec.error_kind = storage::ErrorKind::kAgentLost;
       rec.error_message = "no result came back for this candidate";
     } else {
       const MeasureResult& r = results[c];
       rec.agent_id = r.agent_id;
-      rec.error_kind = r.error_kind.empty() ? "none" : r.error_kind;
+      rec.error_kind = r.error_kind;
       rec.error_message = r.error_message;
       if (r.cut_short && rec.error_message.empty()) {
         rec.error_message = StrCat("timed once: slower than ", kStopAboveBest, "x the best");
       }
       rec.costs_s = r.costs_s;
       // A cost no run can have is the agent's error, never a failed job.
-      if (rec.error_kind == "none") {
+      if (rec.error_kind == storage::ErrorKind::kNone) {
         if (absl::Status st = CheckCosts(rec.costs_s, options_.max_cost_s); !st.ok()) {
-          rec.error_kind = "invalid_cost";
+          rec.error_kind = storage::ErrorKind::kInvalidCost;
           rec.error_message = std::string(st.message());
         }
       }
-      if (rec.error_kind == "none") {
+      if (rec.error_kind == storage::ErrorKind::kNone) {
         rec.mean_cost_s = Mean(rec.costs_s);
       } else {
         rec.costs_s.clear();
@@ -360,7 +360,7 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
     AddToHistory(rec, run.history);
     ++p.trials_done;
     ++trials_done_;
-    if (rec.error_kind != "none") ++p.errors;
+    if (rec.error_kind != storage::ErrorKind::kNone) ++p.errors;
   }
   p.best_cost_s = run.history.best_cost_s;
   std::vector<std::pair<compiler::Config, double>> fresh(

@@ -21,13 +21,13 @@ std::unique_ptr<LogDb> OpenOrDie(const std::string& path) {
   return db.ok() ? std::move(*db) : nullptr;
 }
 
-RecordRow Record(const std::string& config, double mean, std::string error_kind = "none") {
+RecordRow Record(const std::string& config, double mean, ErrorKind error_kind = ErrorKind::kNone) {
   RecordRow r;
   r.workload_key = "wk1";
   r.target = "llvm -mcpu=skylake";
   r.config = config;
-  r.error_kind = std::move(error_kind);
-  if (r.error_kind == "none") {
+  r.error_kind = error_kind;
+  if (r.error_kind == ErrorKind::kNone) {
     r.costs_s = {mean * 0.9, mean * 1.1};
     r.mean_cost_s = mean;
   } else {
@@ -89,8 +89,8 @@ TEST(LogDbTest, BestRecordPicksLowestSuccessful) {
   ASSERT_TRUE(id2.ok());
   ASSERT_TRUE(db->AddRecord(Record("t=3", 2e-3)).ok());
   // Failures have mean 0 and must never win.
-  ASSERT_TRUE(db->AddRecord(Record("t=4", 0, "runtime")).ok());
-  ASSERT_TRUE(db->AddRecord(Record("t=5", 0, "timeout")).ok());
+  ASSERT_TRUE(db->AddRecord(Record("t=4", 0, ErrorKind::kRuntime)).ok());
+  ASSERT_TRUE(db->AddRecord(Record("t=5", 0, ErrorKind::kTimeout)).ok());
   // Another target is not considered.
   RecordRow other = Record("t=6", 1e-6);
   other.target = "cuda";
@@ -136,18 +136,18 @@ TEST(LogDbTest, RejectsInvalidRecord) {
   TempDir dir;
   auto db = OpenOrDie(dir.File("log.db"));
   RecordRow r = Record("t=1", 1e-3);
-  r.error_kind = "exploded";
+  r.error_kind = static_cast<ErrorKind>(99);
   auto id = db->AddRecord(r);
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(id.status().message().find("exploded"), std::string::npos);
+  EXPECT_NE(id.status().message().find("99"), std::string::npos) << id.status();
 }
 
 TEST(LogDbTest, MeasuredConfigsPerCompilerVersion) {
   TempDir dir;
   auto db = OpenOrDie(dir.File("log.db"));
   ASSERT_TRUE(db->AddRecord(Record("t=1", 1e-3)).ok());
-  ASSERT_TRUE(db->AddRecord(Record("t=2", 0, "compile")).ok());
+  ASSERT_TRUE(db->AddRecord(Record("t=2", 0, ErrorKind::kCompile)).ok());
   ASSERT_TRUE(db->AddRecord(Record("t=1", 2e-3)).ok());
   RecordRow newer = Record("t=9", 1e-3);
   newer.compiler_version = "0.2.0";
@@ -160,7 +160,7 @@ TEST(LogDbTest, MeasuredConfigsPerCompilerVersion) {
   EXPECT_TRUE(db->MeasuredConfigs("wk2", "llvm -mcpu=skylake", "0.1.0")->empty());
 }
 
-JobRow Job(const std::string& id, int64_t created, const std::string& state = "queued") {
+JobRow Job(const std::string& id, int64_t created, JobState state = JobState::kQueued) {
   JobRow j;
   j.id = id;
   j.model_name = "resnet";
@@ -179,12 +179,12 @@ TEST(LogDbTest, JobsCrud) {
   TempDir dir;
   auto db = OpenOrDie(dir.File("log.db"));
   ASSERT_TRUE(db->CreateJob(Job("j1", 10)).ok());
-  ASSERT_TRUE(db->CreateJob(Job("j2", 20, "completed")).ok());
-  ASSERT_TRUE(db->CreateJob(Job("j3", 30, "tuning")).ok());
+  ASSERT_TRUE(db->CreateJob(Job("j2", 20, JobState::kCompleted)).ok());
+  ASSERT_TRUE(db->CreateJob(Job("j3", 30, JobState::kTuning)).ok());
   absl::Status dup = db->CreateJob(Job("j1", 40));
   EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
 
-  JobRow j = Job("j1", 999, "tuning");
+  JobRow j = Job("j1", 999, JobState::kTuning);
   j.trials_done = 42;
   j.error = "";
   j.updated_unix_ms = 50;
@@ -192,7 +192,7 @@ TEST(LogDbTest, JobsCrud) {
   ASSERT_TRUE(db->UpdateJob(j).ok());
   auto got = db->GetJob("j1");
   ASSERT_TRUE(got.ok() && got->has_value());
-  EXPECT_EQ((*got)->state, "tuning");
+  EXPECT_EQ((*got)->state, JobState::kTuning);
   EXPECT_EQ((*got)->trials_done, 42);
   EXPECT_EQ((*got)->trials, 100);
   EXPECT_EQ((*got)->options_json, R"({"number":3})");
@@ -214,6 +214,61 @@ TEST(LogDbTest, JobsCrud) {
   ASSERT_EQ(unfinished->size(), 2u);
   EXPECT_EQ((*unfinished)[0].id, "j1");
   EXPECT_EQ((*unfinished)[1].id, "j3");
+}
+
+TEST(LogDbTest, StatesAndErrorKindsAreStoredByName) {
+  TempDir dir;
+  std::string path = dir.File("log.db");
+  {
+    auto db = OpenOrDie(path);
+    ASSERT_TRUE(db->CreateJob(Job("j1", 10, JobState::kCompiling)).ok());
+    ASSERT_TRUE(db->AddRecord(Record("t=1", 0, ErrorKind::kAgentLost)).ok());
+    // Values outside the enums are refused before anything is written.
+    absl::Status bad_job = db->CreateJob(Job("j2", 20, static_cast<JobState>(0)));
+    EXPECT_EQ(bad_job.code(), absl::StatusCode::kInvalidArgument) << bad_job;
+    absl::Status bad_update = db->UpdateJob(Job("j1", 10, static_cast<JobState>(42)));
+    EXPECT_EQ(bad_update.code(), absl::StatusCode::kInvalidArgument) << bad_update;
+    EXPECT_EQ((*db->GetJob("j1"))->state, JobState::kCompiling);
+    EXPECT_FALSE(db->GetJob("j2")->has_value());
+  }
+  auto raw = Database::Open(path);
+  ASSERT_TRUE(raw.ok());
+  auto text = [&](const std::string& sql) {
+    auto st = (*raw)->Prepare(sql);
+    EXPECT_TRUE(st.ok()) << st.status();
+    if (!st.ok()) return std::string();
+    auto has_row = st->Step();
+    EXPECT_TRUE(has_row.ok() && *has_row);
+    return st->ColumnText(0);
+  };
+  EXPECT_EQ(text("SELECT state FROM jobs WHERE id = 'j1'"), "compiling");
+  EXPECT_EQ(text("SELECT error_kind FROM records"), "agent_lost");
+}
+
+TEST(LogDbTest, UnknownNamesInTheFileAreDataLoss) {
+  TempDir dir;
+  std::string path = dir.File("log.db");
+  {
+    auto db = OpenOrDie(path);
+    ASSERT_TRUE(db->CreateJob(Job("j1", 10)).ok());
+    ASSERT_TRUE(db->AddRecord(Record("t=1", 1e-3)).ok());
+  }
+  {
+    auto raw = Database::Open(path);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->Exec("UPDATE jobs SET state = 'paused'").ok());
+    ASSERT_TRUE((*raw)->Exec("UPDATE records SET error_kind = 'exploded'").ok());
+  }
+  auto db = OpenOrDie(path);
+  auto job = db->GetJob("j1");
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(job.status().message().find("paused"), std::string::npos) << job.status();
+  EXPECT_EQ(db->ListJobs().status().code(), absl::StatusCode::kDataLoss);
+  auto records = db->QueryRecords("", "", 0);
+  ASSERT_FALSE(records.ok());
+  EXPECT_EQ(records.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(records.status().message().find("exploded"), std::string::npos) << records.status();
 }
 
 TEST(LogDbTest, JobTasksAreReplacedAsAWhole) {
@@ -335,7 +390,7 @@ TEST(LogDbTest, ExportImportRoundTrip) {
   ASSERT_TRUE(src->UpsertWorkload({"wk1", "conv2d", "conv2d(\"x\"\n,1)", 1.5e9}).ok());
   RecordRow r1 = Record("t=1", 1.0 / 3.0);
   r1.unix_ms = 1700000000123;
-  RecordRow r2 = Record("t=2", 0, "wrong_result");
+  RecordRow r2 = Record("t=2", 0, ErrorKind::kWrongResult);
   r2.error_message = "max abs diff 0.5 \"quoted\"\tand\\ \x01 ünïcode";
   ASSERT_TRUE(src->AddRecord(r1).ok());
   ASSERT_TRUE(src->AddRecord(r2).ok());
@@ -402,6 +457,20 @@ TEST(LogDbTest, MalformedLineFailsWithLineNumberAndChangesNothing) {
   ASSERT_FALSE(r2.ok());
   EXPECT_NE(r2.status().message().find("line 2"), std::string::npos) << r2.status();
   EXPECT_NE(r2.status().message().find("config"), std::string::npos) << r2.status();
+  EXPECT_TRUE(dst->QueryRecords("", "", 0)->empty());
+
+  // An error kind without a name in the vocabulary also names its line.
+  std::string unknown = lines[1];
+  const std::string none = "\"error_kind\":\"none\"";
+  ASSERT_NE(unknown.find(none), std::string::npos) << unknown;
+  unknown.replace(unknown.find(none), none.size(), "\"error_kind\":\"exploded\"");
+  std::stringstream kind(lines[0] + "\n" + unknown + "\n");
+  auto r3 = dst->ImportJsonl(kind);
+  ASSERT_FALSE(r3.ok());
+  EXPECT_EQ(r3.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r3.status().message().find("line 2"), std::string::npos) << r3.status();
+  EXPECT_NE(r3.status().message().find("unknown error kind 'exploded'"), std::string::npos)
+      << r3.status();
   EXPECT_TRUE(dst->QueryRecords("", "", 0)->empty());
 }
 

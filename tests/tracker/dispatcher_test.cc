@@ -160,7 +160,7 @@ TEST(DispatcherTest, GivesUpAfterMaxAttemptsWithAgentLost) {
   d.ReleaseAgent("a2");
   EXPECT_EQ(sink.calls, 1);
   ASSERT_EQ(sink.last.size(), 3u);
-  EXPECT_EQ(sink.last[0].error_kind, "agent_lost");
+  EXPECT_EQ(sink.last[0].error_kind, storage::ErrorKind::kAgentLost);
   EXPECT_EQ(sink.last[0].agent_id, "a2");
   EXPECT_EQ(d.QueuedCount("cpu"), 0u);
 }
@@ -317,7 +317,7 @@ TEST(DispatcherTest, ASplitPartThatIsLostTooOftenStillEndsTheBatch) {
   ASSERT_EQ(sink.calls, 1);
   ASSERT_EQ(sink.last.size(), 4u);
   int lost = 0;
-  for (const auto& o : sink.last) lost += o.error_kind == "agent_lost";
+  for (const auto& o : sink.last) lost += o.error_kind == storage::ErrorKind::kAgentLost;
   EXPECT_EQ(lost, 1);
 }
 

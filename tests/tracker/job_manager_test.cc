@@ -287,7 +287,7 @@ TEST_F(JobManagerTest, OnlyTheNewestEventsAreKeptAndWatchersSkipAhead) {
   ASSERT_TRUE(events.ok()) << events.status();
   ASSERT_EQ(events->size(), 1u);  // of at least two: submitted, ..., cancelled
   EXPECT_GE(next, 2u);
-  EXPECT_EQ(events->back().job.row.state, "cancelled");
+  EXPECT_EQ(events->back().job.row.state, storage::JobState::kCancelled);
   EXPECT_TRUE(finished);
   // Nothing new: nothing returned, the position stays.
   const size_t at = next;
@@ -316,7 +316,7 @@ TEST_F(JobManagerTest, AJobNoAgentServesSaysSoAndFailsAtItsDeadline) {
     }
   }
   ASSERT_TRUE(waiting);
-  EXPECT_EQ(jobs_->Get(r->job_id)->row.state, "tuning");
+  EXPECT_EQ(jobs_->Get(r->job_id)->row.state, storage::JobState::kTuning);
   clock_.Advance(60000);
   for (int i = 0; i < 100 && !finished; ++i) {
     ASSERT_TRUE(
@@ -324,7 +324,7 @@ TEST_F(JobManagerTest, AJobNoAgentServesSaysSoAndFailsAtItsDeadline) {
   }
   auto job = jobs_->Get(r->job_id);
   ASSERT_TRUE(job.ok());
-  EXPECT_EQ(job->row.state, "failed");
+  EXPECT_EQ(job->row.state, storage::JobState::kFailed);
   EXPECT_NE(job->row.error.find("DEADLINE_EXCEEDED: the job's deadline passed while no agent with "
                                 "key 'nobody-serves-this' was connected"),
             std::string::npos)
@@ -413,7 +413,7 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   for (const auto& rec : *records) {
     if (rec.error_message.find("timed once") != std::string::npos) {
       ++cut;
-      EXPECT_EQ(rec.error_kind, "none");
+      EXPECT_EQ(rec.error_kind, storage::ErrorKind::kNone);
       EXPECT_DOUBLE_EQ(rec.mean_cost_s, 0.5);
     }
   }
@@ -421,7 +421,7 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
 
   auto cancelled = jobs_->Cancel(r->job_id);
   ASSERT_TRUE(cancelled.ok());
-  EXPECT_EQ(cancelled->row.state, "cancelled");
+  EXPECT_EQ(cancelled->row.state, storage::JobState::kCancelled);
   for (int i = 0; i < 200 && !finished; ++i) {
     auto events = jobs_->WaitEvents(r->job_id, &next, std::chrono::milliseconds(50), &finished);
     ASSERT_TRUE(events.ok());
@@ -430,7 +430,7 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   EXPECT_EQ(dispatcher_->QueuedCount("cpu"), 0u);
   auto stored = db_->GetJob(r->job_id);
   ASSERT_TRUE(stored.ok() && stored->has_value());
-  EXPECT_EQ((*stored)->state, "cancelled");
+  EXPECT_EQ((*stored)->state, storage::JobState::kCancelled);
 }
 
 // Plays the agent: answers every batch of `dispatcher` until `job` ends.
@@ -474,7 +474,7 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
   jobs_.reset();
   auto row = db_->GetJob(r->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
-  EXPECT_EQ((*row)->state, "tuning");
+  EXPECT_EQ((*row)->state, storage::JobState::kTuning);
 
   // A new manager (a restarted tracker) resumes it.
   dispatcher_ = std::make_unique<Dispatcher>(&clock_);
@@ -482,7 +482,7 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
                                        &clock_);
   ASSERT_TRUE(jobs_->Start().ok());
   JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
-  EXPECT_EQ(last.row.state, "completed") << last.row.error;
+  EXPECT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
   EXPECT_FALSE(last.row.artifact_sha256.empty());
   EXPECT_TRUE(store_->Contains(last.row.artifact_sha256));
   auto count = db_->CountRecords(r->job_id);
@@ -503,7 +503,7 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
                                        &clock_);
   auto again = jobs_->Get(r->job_id);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->row.state, "completed");
+  EXPECT_EQ(again->row.state, storage::JobState::kCompleted);
   ASSERT_EQ(again->tasks.size(), 1u);
   EXPECT_EQ(again->tasks[0].op, "conv2d");
   EXPECT_EQ(again->tasks[0].trials_done, *count);
@@ -550,7 +550,7 @@ TEST_F(JobManagerTest, InputShapesAndExternalDataArePersistedAndResumed) {
                                        &clock_);
   ASSERT_TRUE(jobs_->Start().ok());
   JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
-  EXPECT_EQ(last.row.state, "completed") << last.row.error;
+  EXPECT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
   // The batch of 2 given as the input shape is what was tuned and compiled.
   ASSERT_FALSE(last.tasks.empty());
   EXPECT_NE(last.tasks.at(0).canonical.find(";N=2;"), std::string::npos)
@@ -585,7 +585,7 @@ TEST_F(JobManagerTest, EveryStrategyCompletesAJob) {
     auto r = jobs_->Submit(req);
     ASSERT_TRUE(r.ok()) << strategy << ": " << r.status();
     JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
-    EXPECT_EQ(last.row.state, "completed") << strategy << ": " << last.row.error;
+    EXPECT_EQ(last.row.state, storage::JobState::kCompleted) << strategy << ": " << last.row.error;
     auto records = db_->RecordsOfJob(r->job_id);
     ASSERT_TRUE(records.ok());
     EXPECT_EQ(records->size(), 24u) << strategy;

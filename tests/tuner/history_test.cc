@@ -34,7 +34,7 @@ class HistoryTest : public ::testing::Test {
       r.costs_s = {cost};
       r.mean_cost_s = cost;
     } else {
-      r.error_kind = "compile";
+      r.error_kind = storage::ErrorKind::kCompile;
     }
     ASSERT_TRUE(db_->AddRecord(r).ok());
   }
@@ -95,7 +95,7 @@ TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
   compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
   compiler::Config d = c;
   d["unroll_k"] = 1 - d["unroll_k"];
-  auto add_error = [&](const compiler::Config& config, const std::string& kind) {
+  auto add_error = [&](const compiler::Config& config, storage::ErrorKind kind) {
     storage::RecordRow r;
     r.workload_key = Dense(32).Key();
     r.target = t.Spec();
@@ -104,8 +104,8 @@ TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
     r.error_kind = kind;
     ASSERT_TRUE(db_->AddRecord(r).ok());
   };
-  add_error(c, "agent_lost");
-  add_error(d, "timeout");
+  add_error(c, storage::ErrorKind::kAgentLost);
+  add_error(d, storage::ErrorKind::kTimeout);
   auto once = LoadTaskHistory(*db_, Dense(32).Key(), t.Spec(), "v1");
   ASSERT_TRUE(once.ok()) << once.status();
   EXPECT_TRUE(once->settled.empty());
@@ -113,7 +113,7 @@ TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
   EXPECT_EQ(once->retry.size(), 2u);
   // c ran on its second attempt; d timed out again and is given up (+inf).
   Add(Dense(32), t.Spec(), c, 1e-3);
-  add_error(d, "timeout");
+  add_error(d, storage::ErrorKind::kTimeout);
   auto twice = LoadTaskHistory(*db_, Dense(32).Key(), t.Spec(), "v1");
   ASSERT_TRUE(twice.ok()) << twice.status();
   EXPECT_TRUE(twice->retry.empty());
@@ -122,8 +122,8 @@ TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
   EXPECT_DOUBLE_EQ(twice->results[0].second, 1e-3);
   EXPECT_TRUE(std::isinf(twice->results[1].second));
   // A compile error is final at once.
-  EXPECT_FALSE(IsTransientError("compile"));
-  EXPECT_TRUE(IsTransientError("timeout"));
+  EXPECT_FALSE(storage::IsTransient(storage::ErrorKind::kCompile));
+  EXPECT_TRUE(storage::IsTransient(storage::ErrorKind::kTimeout));
 }
 
 TEST_F(HistoryTest, PriorGroupsAreOtherWorkloadsOfTheSameOperator) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "compiler/kernel.h"
@@ -67,7 +68,9 @@ class FakeMeasurer : public Measurer {
       } else if (kind == "nan" || kind == "negative" || kind == "huge") {
         r.costs_s = {kind == "nan" ? std::nan("") : kind == "negative" ? -1e-3 : 1e6};
       } else {
-        r.error_kind = kind;
+        std::optional<storage::ErrorKind> error_kind = storage::ParseErrorKind(kind);
+        EXPECT_TRUE(error_kind.has_value()) << kind;
+        r.error_kind = error_kind.value_or(storage::ErrorKind::kRuntime);
         r.error_message = "synthetic " + kind;
       }
       results.push_back(std::move(r));
@@ -107,7 +110,7 @@ class TunerTest : public ::testing::Test {
   void ExpectNoConfigMeasuredTwice() {
     std::set<std::pair<std::string, std::string>> seen;
     for (const auto& r : Records()) {
-      if (IsTransientError(r.error_kind)) continue;
+      if (storage::IsTransient(r.error_kind)) continue;
       EXPECT_TRUE(seen.insert({r.workload_key, r.config}).second)
           << r.config << " of " << r.workload_key << " measured twice";
     }
@@ -130,7 +133,7 @@ TEST_F(TunerTest, SpendsTheTrialsOverTheTasksAndRecordsEveryResult) {
     per_task[r.workload_key]++;
     EXPECT_EQ(r.compiler_version, "test");
     EXPECT_EQ(r.agent_id, "fake");
-    EXPECT_EQ(r.error_kind, "none");
+    EXPECT_EQ(r.error_kind, storage::ErrorKind::kNone);
     EXPECT_GT(r.mean_cost_s, 0);
   }
   // The heavier task (4x the cost, 3 occurrences) gets most trials; both
@@ -246,7 +249,7 @@ TEST_F(TunerTest, ImpossibleCostsAreErrorsOfTheAgentNotAFailedJob) {
   ASSERT_TRUE(tuner.Run([](const TunerProgress&) {}).ok());
   int invalid = 0;
   for (const auto& r : Records()) {
-    if (r.error_kind != "invalid_cost") continue;
+    if (r.error_kind != storage::ErrorKind::kInvalidCost) continue;
     ++invalid;
     EXPECT_EQ(r.agent_id, "fake");
     EXPECT_TRUE(r.costs_s.empty());
