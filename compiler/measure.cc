@@ -90,22 +90,6 @@ Measurement Error(MeasureError kind, std::string message, double build_s = 0) {
 
 }  // namespace
 
-std::string_view MeasureErrorName(MeasureError error) {
-  switch (error) {
-    case MeasureError::kNone:
-      return "none";
-    case MeasureError::kInvalidConfig:
-      return "invalid_config";
-    case MeasureError::kCompile:
-      return "compile";
-    case MeasureError::kRuntime:
-      return "runtime";
-    case MeasureError::kWrongResult:
-      return "wrong_result";
-  }
-  return "runtime";
-}
-
 Measurement Measure(const Workload& workload, const Config& config, const MeasurePolicy& policy,
                     const Target& target, uint64_t seed) {
   if (absl::Status s = ValidateConfig(workload, target, config); !s.ok()) {

@@ -30,10 +30,9 @@ struct MeasurePolicy {
   double stop_above_s = 0;
 };
 
-// The log database's error kinds that a measurement itself can produce.
+// The error kinds a measurement itself can produce (the tuner and the agent
+// map them to storage::ErrorKind and the protocol's MeasureErrorKind).
 enum class MeasureError { kNone, kInvalidConfig, kCompile, kRuntime, kWrongResult };
-// "none", "invalid_config", "compile", "runtime", "wrong_result".
-std::string_view MeasureErrorName(MeasureError error);
 
 struct Measurement {
   MeasureError error = MeasureError::kNone;

@@ -51,6 +51,14 @@ AgentSession::AgentSession(AgentOptions options, CandidateMeasurer measurer)
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  // A link that dies without a word (a dropped route, a dead NAT entry)
+  // leaves the session's stream open forever: HTTP/2 pings unanswered for
+  // kKeepaliveTimeoutMs end it, and the agent dials again. (The tracker
+  // lets agents ping this often.)
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (!options_.tls_ca_pem.empty()) {
     grpc::SslCredentialsOptions ssl;

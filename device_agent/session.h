@@ -18,6 +18,13 @@
 
 namespace kiln::agent {
 
+// HTTP/2 keepalive of the agent's channel: a ping after this long without
+// traffic from the tracker, the connection dropped when its answer takes
+// longer than the timeout. The tracker accepts pings this often
+// (tracker/server.cc).
+inline constexpr int kKeepaliveTimeMs = 10000;
+inline constexpr int kKeepaliveTimeoutMs = 10000;
+
 struct AgentOptions {
   std::string tracker;  // HOST:PORT
   std::string device_key;

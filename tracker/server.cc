@@ -771,6 +771,11 @@ absl::StatusOr<int> TrackerServer::Start() {
     credentials = *std::move(tls);
   }
   builder.AddListeningPort(options_.listen, credentials, &port_);
+  // Agents ping every 10 s to find dead links (device_agent/session.h);
+  // gRPC's default would answer pings more often than every 5 minutes with
+  // GOAWAY.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);
   builder.SetMaxSendMessageSize(options_.max_receive_bytes);
   builder.RegisterService(tracker_service_.get());

@@ -39,6 +39,7 @@ inline constexpr int kMaxAttempts = 2;
 struct TaskHistory {
   // Results for SearchStrategy::Update, oldest first: every final outcome
   // (failures cost +inf), and configs whose attempts all failed transiently.
+  // (The tuner hands them to its strategy and clears them.)
   std::vector<std::pair<compiler::Config, double>> results;
   // Canonical configs never to measure again: final, or out of attempts.
   std::set<std::string> settled;

@@ -241,6 +241,11 @@ absl::Status Tuner::StartTask(size_t i) {
   if (!search.ok()) return search.status();
   run.search = *std::move(search);
   run.search->Update(run.history.results);
+  // The strategy has them now; what it keeps of them is its own business.
+  // (A config is about 1 KB of map nodes: 20 jobs of 100,000 trials held
+  // gigabytes.)
+  run.history.results.clear();
+  run.history.results.shrink_to_fit();
   run.taken = run.history.settled;
   run.taken.insert(run.in_flight.begin(), run.in_flight.end());
   for (const auto& [canonical, attempts] : run.history.retry) run.taken.insert(canonical);
@@ -316,7 +321,6 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
   TaskProgress& p = run.progress;
   const std::string& version = options_.compiler_version;
   const double best_before = p.best_cost_s;
-  const size_t known_before = run.history.results.size();
   std::vector<storage::RecordRow> records;
   for (size_t c = 0; c < flight.configs.size(); ++c) {
     storage::RecordRow rec;
@@ -363,10 +367,9 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
     if (rec.error_kind != storage::ErrorKind::kNone) ++p.errors;
   }
   p.best_cost_s = run.history.best_cost_s;
-  std::vector<std::pair<compiler::Config, double>> fresh(
-      run.history.results.begin() + static_cast<std::ptrdiff_t>(known_before),
-      run.history.results.end());
-  run.search->Update(fresh);
+  // The new results go to the strategy, not into the task's memory.
+  run.search->Update(run.history.results);
+  run.history.results.clear();
   if (auto model = run.search->SavedModel()) {
     storage::CostModelRow row{run.key,
                               target_spec_,

@@ -112,6 +112,10 @@ absl::Status Importer::AddInitializer(const onnx::TensorProto& t, const std::str
     n *= d;
   }
   auto dtype = DTypeFromOnnx(t.data_type());
+  if (t.data_type() == onnx::TensorProto::UNDEFINED) {
+    // Not a type ONNX lacks support for: a malformed model.
+    return absl::InvalidArgumentError(StrCat("tensor '", name, "' has no data type (UNDEFINED)"));
+  }
   if (!dtype) {
     return absl::UnimplementedError(
         StrCat("unsupported dtype ", DtypeName(t.data_type()), " of tensor '", name, "'"));
@@ -207,6 +211,9 @@ absl::Status Importer::AddInput(const onnx::ValueInfoProto& in) {
   }
   const auto& tt = in.type().tensor_type();
   auto dtype = DTypeFromOnnx(tt.elem_type());
+  if (tt.elem_type() == onnx::TensorProto::UNDEFINED) {
+    return absl::InvalidArgumentError(StrCat("input '", name, "' has no data type (UNDEFINED)"));
+  }
   if (!dtype) {
     return absl::UnimplementedError(
         StrCat("unsupported dtype ", DtypeName(tt.elem_type()), " of input '", name, "'"));

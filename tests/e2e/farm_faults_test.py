@@ -17,6 +17,12 @@ exactly once, and the tracker lives.
   is still open (the old process frozen with SIGSTOP, its stream half-open):
   the old session ends, its leases go back to the queue, and the new one's are
   untouched; the job completes with every trial recorded once.
+- An agent whose connection is cut by the network (a TCP proxy between it and
+  the tracker): reset mid-job and refused for a while, or gone silent for good
+  (every byte swallowed: only the tracker's heartbeat check and the agent's
+  keepalive can tell). The tracker requeues the agent's leases, the agent
+  comes back on a new connection, and the job completes with every trial
+  recorded once.
 """
 import argparse
 import os
@@ -29,6 +35,7 @@ import unittest
 
 from e2e_test import build_cnn
 from farm import Farm
+from proxy import Proxy
 
 ARGS = None
 KEY = "faults-cpu"
@@ -51,6 +58,27 @@ class FarmFaults(unittest.TestCase):
                            "--trials", str(trials))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout.splitlines()[0].strip()
+
+    def wait_for(self, what, ready, timeout=120):
+        deadline = time.time() + timeout
+        while not ready():
+            self.assertLess(time.time(), deadline,
+                            f"{what}:\n" + self.farm.log("tracker.log") + self.farm.log("agent0.log"))
+            time.sleep(0.05)
+
+    def start_behind_proxy(self):
+        """A tracker and one agent that reaches it through a proxy; a job of
+        40 trials under way. Returns the proxy and the job."""
+        self.farm.start_tracker()
+        host, port = self.farm.addr.rsplit(":", 1)
+        proxy = Proxy(host, int(port))
+        self.addCleanup(proxy.close)
+        self.farm.start([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker", proxy.addr,
+                         "--key", KEY, "--id", "agent-0"], "agent0.log")
+        self.farm.wait_devices(KEY)
+        job = self.submit(40)
+        self.wait_for("no record", lambda: self.query("SELECT 1 FROM records WHERE job_id = ?", job))
+        return proxy, job
 
     def query(self, sql, *args):
         with sqlite3.connect(self.farm.db) as c:
@@ -130,6 +158,35 @@ class FarmFaults(unittest.TestCase):
         self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
         self.assert_every_trial_once(job, 40)
         self.assertIn("connected again: ending its previous session", self.farm.log("tracker.log"))
+
+    def test_a_connection_reset_mid_job_and_refused_for_a_while(self):
+        proxy, job = self.start_behind_proxy()
+        proxy.refuse(True)
+        proxy.reset()
+        self.wait_for("the tracker did not see the agent go",
+                      lambda: "agent 'agent-0' disconnected" in self.farm.log("tracker.log"))
+        self.wait_for("the agent did not try again",
+                      lambda: "retrying in" in self.farm.log("agent0.log")
+                      or "reconnecting in" in self.farm.log("agent0.log"))
+        proxy.refuse(False)
+        out, state = self.farm.wait_job(job)
+        self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
+        self.assert_every_trial_once(job, 40)
+        self.assertGreaterEqual(proxy.accepted, 2)  # it came back on a new connection
+
+    def test_a_connection_that_goes_silent_for_good(self):
+        proxy, job = self.start_behind_proxy()
+        proxy.blackhole()
+        # The tracker hears no heartbeat and ends the session (its leases go
+        # back to the queue); the agent's keepalive finds the link dead and
+        # it dials again, through a new connection that works.
+        self.wait_for("the tracker did not end the silent session",
+                      lambda: "missed its heartbeats" in self.farm.log("tracker.log"), timeout=60)
+        out, state = self.farm.wait_job(job, timeout=180)
+        self.assertEqual(state, "completed", out + self.farm.log("tracker.log")
+                         + self.farm.log("agent0.log"))
+        self.assert_every_trial_once(job, 40)
+        self.assertGreaterEqual(proxy.accepted, 2)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ agent's token cannot act as a user; a user cannot see another user's job
 (NOT_FOUND, as for a job that does not exist); a user's job runs to the end on
 an authenticated agent and its artifact is fetched; the tokens are stored
 only as hashes; a tracker on a non-loopback address refuses to start without
-an explicit choice.
+an explicit choice; uploads that are not models, or declare absurd sizes, or
+carry an initializer of undefined type are refused with INVALID_ARGUMENT
+before any job exists, and the tracker lives on; a gRPC message over the
+tracker's limit is RESOURCE_EXHAUSTED (tests/tracker/grpc_test.cc sends one:
+the CLI streams uploads in chunks and never builds such a message).
 """
 import argparse
 import os
@@ -17,6 +21,10 @@ import subprocess
 import sys
 import tempfile
 import unittest
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
 
 from e2e_test import build_cnn
 from farm import Farm
@@ -116,6 +124,41 @@ class Security(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 1)
         self.assertIn("without authentication", r.stderr)
+
+    def test_5_bad_models_are_refused_and_the_tracker_lives(self):
+        def save(name, model_bytes):
+            path = os.path.join(self.tmp, name)
+            with open(path, "wb") as f:
+                f.write(model_bytes)
+            return path
+
+        garbage = save("garbage.onnx", np.random.default_rng(1).bytes(4096))
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1000000, 1000000, 1000])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1000000, 1000000, 1000])
+        absurd = save("absurd.onnx", helper.make_model(
+            helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "absurd", [x], [y]),
+            opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+        w = TensorProto()
+        w.name = "w"
+        w.dims.extend([1, 4])
+        w.data_type = TensorProto.UNDEFINED
+        w.raw_data = bytes(16)
+        undefined = save("undefined.onnx", helper.make_model(
+            helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "undefined", [x], [y],
+                              initializer=[w]),
+            opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+        jobs_before = self.kiln("jobs", token=self.tokens["root"]).stdout
+        tracker = self.farm.procs[0]
+        for path, says in ((garbage, ""), (absurd, "elements"), (undefined, "")):
+            r = self.kiln("tune", path, "--key", KEY, "--trials", "4", token=self.tokens["ana"])
+            self.assertNotEqual(r.returncode, 0, path)
+            self.assertIn("INVALID_ARGUMENT", r.stderr, path)
+            self.assertIn(says, r.stderr, path)
+            self.assertIsNone(tracker.poll(), "the tracker died on " + path)
+        # No job was made of them.
+        self.assertEqual(self.kiln("jobs", token=self.tokens["root"]).stdout, jobs_before)
 
 
 if __name__ == "__main__":

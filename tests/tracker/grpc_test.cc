@@ -258,6 +258,22 @@ TEST_F(SmallLimitTrackerTest, UploadOverTheOperatorsLimitIsResourceExhausted) {
   EXPECT_EQ(StoredFiles(), 1u);
 }
 
+TEST_F(TrackerGrpcTest, AMessageOverTheLimitIsResourceExhausted) {
+  // One message larger than the tracker takes (16 MiB by default); the CLI
+  // streams uploads in chunks, a hostile client need not.
+  pb::SubmitJobRequest req;
+  req.set_model_name(std::string(17 << 20, 'x'));
+  pb::SubmitJobResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status st = tracker_->SubmitJob(&ctx, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  // The tracker still serves.
+  grpc::ClientContext again;
+  pb::ListJobsRequest list;
+  pb::ListJobsResponse jobs;
+  EXPECT_TRUE(tracker_->ListJobs(&again, list, &jobs).ok());
+}
+
 TEST_F(TrackerGrpcTest, SessionMustStartWithHello) {
   auto stub = pb::AgentSession::NewStub(channel_);
   grpc::ClientContext ctx;
