@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -46,6 +47,7 @@ std::string Dispatcher::NewBatchIdLocked() {
 
 std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
   std::string id;
+  Finished finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
     id = NewBatchIdLocked();
@@ -62,9 +64,66 @@ std::string Dispatcher::Submit(MeasureWork work, BatchCallback callback) {
     q.priority = w.priority;
     q.target = w.target;
     q.batches.push_back(id);
-    WakeOneLocked(key, q.target);
+    ServeRequestsLocked(key, &finished);
   }
+  RunCallbacks(std::move(finished));
   return id;
+}
+
+void Dispatcher::ServeRequestsLocked(const std::string& device_key, Finished* finished) {
+  auto it = requests_.find(device_key);
+  if (it == requests_.end()) return;
+  auto queued = [&] {
+    auto q = queues_.find(device_key);
+    if (q == queues_.end()) return false;
+    for (const auto& [job, jq] : q->second) {
+      if (!jq.batches.empty()) return true;
+    }
+    return false;
+  };
+  std::list<Request>& list = it->second;
+  for (auto r = list.begin(); r != list.end() && queued();) {
+    auto lease = LeaseLocked(r->holder, device_key, r->target, r->max_candidates);
+    if (!lease.has_value()) {  // nothing for its target
+      ++r;
+      continue;
+    }
+    finished->leases.emplace_back(std::move(r->callback), std::move(lease));
+    request_keys_.erase(r->id);
+    r = list.erase(r);
+  }
+}
+
+uint64_t Dispatcher::RequestLease(const std::string& agent_id, const std::string& device_key,
+                                  const std::string& target, int max_candidates,
+                                  LeaseCallback callback) {
+  ExpireLeasesNowAndThen();
+  Finished finished;
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto lease = LeaseLocked(agent_id, device_key, target, max_candidates)) {
+      finished.leases.emplace_back(std::move(callback), std::move(lease));
+      ServeRequestsLocked(device_key, &finished);  // a split may have queued a part
+    } else {
+      id = next_request_++;
+      requests_[device_key].push_back(
+          Request{id, agent_id, target, max_candidates, std::move(callback)});
+      request_keys_[id] = device_key;
+    }
+  }
+  RunCallbacks(std::move(finished));
+  return id;
+}
+
+bool Dispatcher::CancelRequest(uint64_t request_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto key = request_keys_.find(request_id);
+  if (key == request_keys_.end()) return false;
+  std::list<Request>& list = requests_[key->second];
+  list.remove_if([&](const Request& r) { return r.id == request_id; });
+  request_keys_.erase(key);
+  return true;
 }
 
 Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
@@ -159,7 +218,6 @@ void Dispatcher::SplitLocked(const std::string& batch_id, size_t keep) {
   q.priority = w.priority;
   q.target = w.target;
   q.batches.push_front(id);
-  WakeOneLocked(w.device_key, w.target);
 }
 
 void Dispatcher::Finish(Entry& entry, std::vector<MeasureOutcome> results) {
@@ -194,39 +252,54 @@ std::optional<Lease> Dispatcher::TryLease(const std::string& agent_id,
                                           const std::string& device_key, const std::string& target,
                                           int max_candidates) {
   ExpireLeasesNowAndThen();
-  std::lock_guard<std::mutex> lock(mu_);
-  return LeaseLocked(agent_id, device_key, target, max_candidates);
+  Finished finished;
+  std::optional<Lease> lease;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lease = LeaseLocked(agent_id, device_key, target, max_candidates);
+    ServeRequestsLocked(device_key, &finished);  // a split may have queued a part
+  }
+  RunCallbacks(std::move(finished));
+  return lease;
 }
 
 std::optional<Lease> Dispatcher::WaitLease(const std::string& agent_id,
                                            const std::string& device_key, int max_in_flight,
                                            std::chrono::milliseconds max_wait,
                                            const std::string& target, int max_candidates) {
-  ExpireLeasesNowAndThen();
-  std::unique_lock<std::mutex> lock(mu_);
-  uint64_t generation = wake_generation_;
-  auto ready = [&] {
-    if (wake_generation_ != generation) return true;
-    if (InFlightLocked(agent_id) >= max_in_flight) return false;
-    return LeasableLocked(device_key, target) != nullptr;
-  };
-  if (!ready()) {
-    Waiter w;
-    w.holder = agent_id;
-    w.target = target;
-    w.max_in_flight = max_in_flight;
-    auto& list = waiters_[device_key];
-    auto pos = list.insert(list.end(), &w);
-    const auto deadline = std::chrono::steady_clock::now() + max_wait;
-    while (!ready()) {
-      w.notified = false;
-      if (w.cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  const auto deadline = std::chrono::steady_clock::now() + max_wait;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t generation = wake_generation_;
+    while (InFlightLocked(agent_id) >= max_in_flight) {
+      if (released_cv_.wait_until(lock, deadline) == std::cv_status::timeout ||
+          wake_generation_ != generation) {
+        return std::nullopt;
+      }
     }
-    list.erase(pos);
   }
-  if (wake_generation_ != generation) return std::nullopt;
-  if (InFlightLocked(agent_id) >= max_in_flight) return std::nullopt;
-  return LeaseLocked(agent_id, device_key, target, max_candidates);
+  struct Slot {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::optional<Lease> lease;
+  };
+  auto slot = std::make_shared<Slot>();
+  const uint64_t id = RequestLease(agent_id, device_key, target, max_candidates,
+                                   [slot](std::optional<Lease> lease) {
+                                     std::lock_guard<std::mutex> lock(slot->mu);
+                                     slot->lease = std::move(lease);
+                                     slot->done = true;
+                                     slot->cv.notify_all();
+                                   });
+  std::unique_lock<std::mutex> lock(slot->mu);
+  if (!slot->cv.wait_until(lock, deadline, [&] { return slot->done; })) {
+    lock.unlock();
+    if (CancelRequest(id)) return std::nullopt;
+    lock.lock();  // served meanwhile: its callback is running
+    slot->cv.wait(lock, [&] { return slot->done; });
+  }
+  return std::move(slot->lease);
 }
 
 bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_id,
@@ -273,12 +346,11 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
       o.agent_id = agent;
       outcomes.push_back(std::move(o));
     }
-    finished->emplace_back(std::move(e), std::move(outcomes));
+    finished->batches.emplace_back(std::move(e), std::move(outcomes));
     batches_.erase(it);
     return;
   }
   queues_[e.work.device_key][e.work.job_id].batches.push_front(batch_id);
-  WakeOneLocked(e.work.device_key, e.work.target);
 }
 
 void Dispatcher::ExpireAllLocked(std::vector<std::string> ids, Finished* finished) {
@@ -286,11 +358,17 @@ void Dispatcher::ExpireAllLocked(std::vector<std::string> ids, Finished* finishe
   std::sort(ids.begin(), ids.end(), [&](const std::string& a, const std::string& b) {
     return batches_.at(a).seq > batches_.at(b).seq;
   });
-  for (const auto& id : ids) ExpireLocked(id, finished);
+  std::set<std::string> keys;
+  for (const auto& id : ids) {
+    keys.insert(batches_.at(id).work.device_key);
+    ExpireLocked(id, finished);
+  }
+  for (const auto& key : keys) ServeRequestsLocked(key, finished);
 }
 
 void Dispatcher::RunCallbacks(Finished finished) {
-  for (auto& [entry, outcomes] : finished) Finish(entry, std::move(outcomes));
+  for (auto& [entry, outcomes] : finished.batches) Finish(entry, std::move(outcomes));
+  for (auto& [callback, lease] : finished.leases) callback(std::move(lease));
 }
 
 void Dispatcher::ExpireLeasesNowAndThen() {
@@ -381,26 +459,7 @@ int Dispatcher::InFlightLocked(const std::string& agent_id) const {
 void Dispatcher::ReleasedLocked(const std::string& agent_id) {
   auto it = in_flight_.find(agent_id);
   if (it != in_flight_.end() && --it->second <= 0) in_flight_.erase(it);
-  // Its holder may take another batch now.
-  for (auto& [key, list] : waiters_) {
-    for (Waiter* w : list) {
-      if (w->holder != agent_id) continue;
-      w->notified = true;
-      w->cv.notify_one();
-    }
-  }
-}
-
-void Dispatcher::WakeOneLocked(const std::string& device_key, const std::string& target) {
-  auto it = waiters_.find(device_key);
-  if (it == waiters_.end()) return;
-  for (Waiter* w : it->second) {
-    if (w->notified || InFlightLocked(w->holder) >= w->max_in_flight) continue;
-    if (!w->target.empty() && !target.empty() && w->target != target) continue;
-    w->notified = true;
-    w->cv.notify_one();
-    return;
-  }
+  released_cv_.notify_all();  // a WaitLease of this holder may go on
 }
 
 size_t Dispatcher::QueuedCount(const std::string& device_key) const {
@@ -413,11 +472,18 @@ size_t Dispatcher::QueuedCount(const std::string& device_key) const {
 }
 
 void Dispatcher::Wake() {
-  std::lock_guard<std::mutex> lock(mu_);
-  wake_generation_++;
-  for (auto& [key, list] : waiters_) {
-    for (Waiter* w : list) w->cv.notify_one();
+  Finished finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_generation_++;
+    for (auto& [key, list] : requests_) {
+      for (Request& r : list) finished.leases.emplace_back(std::move(r.callback), std::nullopt);
+    }
+    requests_.clear();
+    request_keys_.clear();
+    released_cv_.notify_all();
   }
+  RunCallbacks(std::move(finished));
 }
 
 }  // namespace kiln::tracker

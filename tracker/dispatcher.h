@@ -24,6 +24,11 @@
 // The rest stays at the front of its job's queue for the next agent; the
 // batch's callback runs once, when every part has its results.
 //
+// An agent's session asks for its next lease with RequestLease: the lease is
+// handed to its callback as soon as a batch it can take is queued (at once,
+// or later on the thread that queues one), so that no thread waits per agent.
+// Requests of a key are served oldest first.
+//
 // Thread-safe. Time comes from an injected Clock.
 
 #include <chrono>
@@ -98,6 +103,10 @@ struct Lease {
   int64_t deadline_ms = 0;
 };
 
+// Called once per RequestLease, outside the dispatcher's lock: with the
+// lease, or nullopt when the request was dropped (Wake, at shutdown).
+using LeaseCallback = std::function<void(std::optional<Lease>)>;
+
 struct DispatcherOptions {
   // When > 0, every lease lasts exactly this long.
   int64_t lease_timeout_ms = 0;
@@ -139,8 +148,17 @@ class Dispatcher {
   // allows: a larger batch is split.
   std::optional<Lease> TryLease(const std::string& agent_id, const std::string& device_key,
                                 const std::string& target = "", int max_candidates = 0);
+  // The next lease of this holder, as TryLease would give it, handed to
+  // `callback` when a batch is there (at once, on this thread, when one is
+  // queued now). Returns the request's id (0 when served at once).
+  uint64_t RequestLease(const std::string& agent_id, const std::string& device_key,
+                        const std::string& target, int max_candidates, LeaseCallback callback);
+  // Withdraws a request not served yet; false when it was served (or dropped)
+  // already: its callback runs or has run.
+  bool CancelRequest(uint64_t request_id);
   // Like TryLease, but waits (real time, at most max_wait) until the agent has
   // fewer than max_in_flight leases and a batch is queued, or Wake() is called.
+  // (For tests and simple fake agents: the tracker's sessions RequestLease.)
   std::optional<Lease> WaitLease(const std::string& agent_id, const std::string& device_key,
                                  int max_in_flight, std::chrono::milliseconds max_wait,
                                  const std::string& target = "", int max_candidates = 0);
@@ -168,7 +186,8 @@ class Dispatcher {
   // pace known yet, no limit).
   int PacedCandidates(const std::string& agent_id) const;
   size_t QueuedCount(const std::string& device_key) const;
-  // Wakes every WaitLease (e.g. on shutdown).
+  // Drops every pending lease request (their callbacks get nullopt) and
+  // wakes every WaitLease (e.g. on shutdown).
   void Wake();
 
   int64_t LeaseTimeoutMs(const MeasureWork& work) const;
@@ -199,7 +218,12 @@ class Dispatcher {
   // Leaves the first `keep` candidates in the entry (queued, not leased) and
   // queues the rest as a part of their own at the front of the job's queue.
   void SplitLocked(const std::string& batch_id, size_t keep);
-  using Finished = std::vector<std::pair<Entry, std::vector<MeasureOutcome>>>;
+  // What runs after the lock is released: batches' callbacks, and leases
+  // for requests.
+  struct Finished {
+    std::vector<std::pair<Entry, std::vector<MeasureOutcome>>> batches;
+    std::vector<std::pair<LeaseCallback, std::optional<Lease>>> leases;
+  };
 
   std::optional<Lease> LeaseLocked(const std::string& agent_id, const std::string& device_key,
                                    const std::string& target, int max_candidates);
@@ -220,6 +244,8 @@ class Dispatcher {
   // Expires the given leased batches, oldest submission ending up in front.
   void ExpireAllLocked(std::vector<std::string> ids, Finished* finished);
   static void RunCallbacks(Finished finished);
+  // Serves the key's pending requests (oldest first) from its queue.
+  void ServeRequestsLocked(const std::string& device_key, Finished* finished);
   int InFlightLocked(const std::string& agent_id) const;
   // ExpireLeases at most every kExpireEveryMs (it scans every batch; leases
   // last seconds): what leasing calls.
@@ -232,18 +258,18 @@ class Dispatcher {
   const Clock* clock_;
   DispatcherOptions options_;
   mutable std::mutex mu_;
-  // A WaitLease in progress. A batch queued wakes one waiter of its key that
-  // can take it; a lease ending wakes its holder's waiter: never all of them
-  // (200 agents' threads woken per batch were most of the tracker's time).
-  struct Waiter {
+  struct Request {
+    uint64_t id = 0;
     std::string holder;
     std::string target;
-    int max_in_flight = 1;
-    bool notified = false;  // woken and not yet looked: the next batch goes to another
-    std::condition_variable cv;
+    int max_candidates = 0;
+    LeaseCallback callback;
   };
-  std::map<std::string, std::list<Waiter*>> waiters_;  // device key -> waiting, oldest first
-  void WakeOneLocked(const std::string& device_key, const std::string& target);
+  std::map<std::string, std::list<Request>> requests_;  // device key -> oldest first
+  std::map<uint64_t, std::string> request_keys_;        // request id -> its device key
+  uint64_t next_request_ = 1;
+  // WaitLease waits here for its holder's leases to end.
+  std::condition_variable released_cv_;
   uint64_t next_id_ = 1;
   uint64_t wake_generation_ = 0;
   std::map<std::string, Entry> batches_;  // by batch id

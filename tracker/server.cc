@@ -20,61 +20,18 @@
 #include "spdlog/spdlog.h"
 #include "storage/log_db.h"
 #include "storage/vocabulary.h"
-#include "tuner/measurer.h"
+#include "tracker/rpc.h"
 
 namespace kiln::tracker {
 namespace {
 
 namespace pb = ::kiln::v1;
 
-std::shared_ptr<spdlog::logger> Log() {
-  auto log = spdlog::get("tracker");
-  return log ? log : spdlog::default_logger();
-}
-
-grpc::Status ToGrpc(const absl::Status& st) {
-  if (st.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
-}
-
-// storage::JobState and storage::ErrorKind are numbered like the protocol's
-// enums: the RPC edge converts with a cast.
-using storage::ErrorKind;
-using storage::JobState;
-static_assert(static_cast<int>(JobState::kQueued) == pb::JOB_STATE_QUEUED);
-static_assert(static_cast<int>(JobState::kTuning) == pb::JOB_STATE_TUNING);
-static_assert(static_cast<int>(JobState::kCompiling) == pb::JOB_STATE_COMPILING);
-static_assert(static_cast<int>(JobState::kCompleted) == pb::JOB_STATE_COMPLETED);
-static_assert(static_cast<int>(JobState::kFailed) == pb::JOB_STATE_FAILED);
-static_assert(static_cast<int>(JobState::kCancelled) == pb::JOB_STATE_CANCELLED);
-static_assert(storage::kJobStates.size() == pb::JobState_ARRAYSIZE - 1);
-static_assert(static_cast<int>(ErrorKind::kNone) == pb::MEASURE_ERROR_KIND_NONE);
-static_assert(static_cast<int>(ErrorKind::kCompile) == pb::MEASURE_ERROR_KIND_COMPILE);
-static_assert(static_cast<int>(ErrorKind::kRuntime) == pb::MEASURE_ERROR_KIND_RUNTIME);
-static_assert(static_cast<int>(ErrorKind::kWrongResult) == pb::MEASURE_ERROR_KIND_WRONG_RESULT);
-static_assert(static_cast<int>(ErrorKind::kTimeout) == pb::MEASURE_ERROR_KIND_TIMEOUT);
-static_assert(static_cast<int>(ErrorKind::kAgentLost) == pb::MEASURE_ERROR_KIND_AGENT_LOST);
-static_assert(static_cast<int>(ErrorKind::kInvalidConfig) == pb::MEASURE_ERROR_KIND_INVALID_CONFIG);
-static_assert(static_cast<int>(ErrorKind::kInvalidCost) == pb::MEASURE_ERROR_KIND_INVALID_COST);
-static_assert(storage::kErrorKinds.size() == pb::MeasureErrorKind_ARRAYSIZE - 1);
-
-pb::MeasureErrorKind ErrorKindToProto(ErrorKind kind) {
-  return static_cast<pb::MeasureErrorKind>(kind);
-}
-
-ErrorKind ErrorKindFromProto(pb::MeasureErrorKind kind) {
-  // Unspecified (or a number this tracker does not know): the agent did not
-  // say what went wrong.
-  if (kind == pb::MEASURE_ERROR_KIND_UNSPECIFIED || !pb::MeasureErrorKind_IsValid(kind)) {
-    return ErrorKind::kRuntime;
-  }
-  return static_cast<ErrorKind>(kind);
-}
-
-void FillConfig(const compiler::Config& config, pb::Config* out) {
-  for (const auto& [name, value] : config) (*out->mutable_knobs())[name] = value;
-  out->set_canonical(compiler::CanonicalConfig(config));
-}
+using rpc::Authorization;
+using rpc::ErrorKindToProto;
+using rpc::FillConfig;
+using rpc::Log;
+using rpc::ToGrpc;
 
 // A PEM file, or NOT_FOUND naming it.
 absl::StatusOr<std::string> ReadPemOption(const std::string& path, const char* what) {
@@ -113,13 +70,6 @@ bool IsLoopback(const std::string& listen) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-// The "authorization" metadata of a call ("" when absent).
-std::string Authorization(const grpc::ServerContext* ctx) {
-  auto it = ctx->client_metadata().find("authorization");
-  if (it == ctx->client_metadata().end()) return "";
-  return std::string(it->second.data(), it->second.size());
-}
-
 void FillJob(const JobStatus& s, pb::Job* out) {
   const storage::JobRow& r = s.row;
   out->set_job_id(r.id);
@@ -127,7 +77,7 @@ void FillJob(const JobStatus& s, pb::Job* out) {
   out->set_model_name(r.model_name);
   out->set_device_key(r.device_key);
   out->mutable_target()->set_spec(r.target);
-  out->set_state(static_cast<pb::JobState>(r.state));
+  out->set_state(rpc::JobStateToProto(r.state));
   out->set_trials(r.trials);
   out->set_trials_done(r.trials_done);
   for (const auto& t : s.tasks) {
@@ -475,253 +425,6 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
   const std::atomic<bool>* stopping_;
 };
 
-// ------------------------------------------------------------- AgentSession
-
-class AgentSessionImpl final : public pb::AgentSession::Service {
- public:
-  AgentSessionImpl(AgentRegistry* agents, Dispatcher* dispatcher, const Authenticator* auth,
-                   bool require_agent_certificate, std::string token, int32_t heartbeat_interval_ms,
-                   const std::atomic<bool>* stopping)
-      : agents_(agents),
-        dispatcher_(dispatcher),
-        auth_(auth),
-        require_certificate_(require_agent_certificate),
-        token_(std::move(token)),
-        heartbeat_interval_ms_(heartbeat_interval_ms),
-        stopping_(stopping) {}
-
-  grpc::Status Session(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<pb::TrackerMessage, pb::AgentMessage>* stream) override {
-    pb::AgentMessage first;
-    if (!stream->Read(&first)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the stream ended before Hello");
-    }
-    if (!first.has_hello()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "the first message of a session must be Hello");
-    }
-    const pb::Hello& hello = first.hello();
-    if (require_certificate_ &&
-        (ctx->auth_context() == nullptr || !ctx->auth_context()->IsPeerAuthenticated())) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "this tracker wants agents to present a client certificate signed by "
-                          "its --tls-client-ca (kiln-agent --tls-cert/--tls-key)");
-    }
-    // Identity: with a bearer token, the token's user is the agent's id
-    // (whatever the Hello says); without one (a tracker that allows it), the
-    // Hello's id, after the legacy shared secret when one is set.
-    auto caller = auth_->Authenticate(Authorization(ctx));
-    if (!caller.ok()) {
-      Log()->warn("agent '{}' from {}: {}", hello.agent_id(), ctx->peer(),
-                  std::string(caller.status().message()));
-      return ToGrpc(caller.status());
-    }
-    if (!caller->role.empty() && caller->role != "agent" && caller->role != "admin") {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          StrCat("token ", caller->token_id, " is a ", caller->role,
-                                 "'s, not an agent's (kiln-tracker tokens create --role agent)"));
-    }
-    if (caller->role.empty() && !token_.empty() && !ConstantTimeEquals(hello.token(), token_)) {
-      Log()->warn("agent '{}' from {}: wrong token", hello.agent_id(), ctx->peer());
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong or missing agent token");
-    }
-    if (hello.compiler_version() != KILN_VERSION) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          StrCat("agent compiler version '", hello.compiler_version(),
-                                 "' differs from the tracker's '", KILN_VERSION, "'"));
-    }
-    if (hello.agent_id().empty() || hello.device_key().empty()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "Hello needs an agent_id and a device_key");
-    }
-    std::string target = hello.target().spec();
-    if (!target.empty()) {
-      auto parsed = compiler::Target::Parse(target);
-      if (!parsed.ok()) {
-        return grpc::Status(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            StrCat("bad agent target '", target, "': ", std::string(parsed.status().message())));
-      }
-      target = parsed->Spec();
-    }
-    AgentInfo info;
-    info.id = caller->role.empty() ? hello.agent_id() : caller->user;
-    info.device_key = hello.device_key();
-    info.target = target;
-    info.hardware = hello.hardware();
-    info.compiler_version = hello.compiler_version();
-    auto session = agents_->Connect(info);
-    if (!session.ok()) return ToGrpc(session.status());
-    const std::string agent_id = info.id;
-    const std::string key = info.device_key;
-    // The most candidates the agent takes at once (0: no limit); larger
-    // batches are split for it.
-    const int max_batch = std::max(0, hello.max_batch());
-    // Leases belong to this session, not to the agent id: when an older
-    // session of the same agent ends, it returns its own leases only.
-    const std::string holder = HolderOf(agent_id, *session);
-    {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
-      auto& slot = contexts_[agent_id];
-      if (slot.second != nullptr) {
-        Log()->warn("agent '{}' connected again: ending its previous session", agent_id);
-        slot.second->TryCancel();
-      }
-      slot = {*session, ctx};
-    }
-    Log()->info("agent '{}' connected from {}: key {}, target '{}', {}", agent_id, ctx->peer(), key,
-                target, info.hardware);
-
-    std::mutex write_mu;
-    std::atomic<bool> done{false};
-    {
-      pb::TrackerMessage welcome;
-      welcome.mutable_welcome()->set_session_id(StrCat(agent_id, "-", *session));
-      welcome.mutable_welcome()->set_heartbeat_interval_ms(heartbeat_interval_ms_);
-      std::lock_guard<std::mutex> lock(write_mu);
-      if (!stream->Write(welcome)) done = true;
-    }
-
-    // Writer: one leased batch at a time.
-    std::thread writer([&] {
-      while (!done && !stopping_->load() && !ctx->IsCancelled()) {
-        if (agents_->Quarantined(agent_id)) {
-          // No work while in quarantine; the session stays open.
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          continue;
-        }
-        // Batches of a cancelled job this session holds: the agent stops them.
-        for (const std::string& id : dispatcher_->TakeCancelled(holder)) {
-          pb::TrackerMessage cancel;
-          cancel.mutable_cancel()->set_batch_id(id);
-          std::lock_guard<std::mutex> lock(write_mu);
-          if (!stream->Write(cancel)) done = true;
-        }
-        auto lease = dispatcher_->WaitLease(holder, key, 1, std::chrono::milliseconds(200), target,
-                                            max_batch);
-        if (!lease.has_value()) continue;
-        if (done || stopping_->load()) {
-          dispatcher_->ReleaseAgent(holder);
-          break;
-        }
-        pb::TrackerMessage msg;
-        pb::MeasureBatch* b = msg.mutable_measure_batch();
-        const MeasureWork& w = lease->work;
-        b->set_batch_id(w.batch_id);
-        b->mutable_workload()->set_key(w.workload_key);
-        b->mutable_workload()->set_op(w.workload_op);
-        b->mutable_workload()->set_canonical(w.workload_canonical);
-        b->mutable_workload()->set_flops(w.workload_flops);
-        b->mutable_target()->set_spec(w.target);
-        pb::TimingPolicy* t = b->mutable_timing();
-        t->set_number(w.timing.number);
-        t->set_repeat(w.timing.repeat);
-        t->set_min_repeat_ms(w.timing.min_repeat_ms);
-        t->set_cooldown_ms(w.timing.cooldown_ms);
-        t->set_flush_cache(w.timing.flush_cache);
-        t->set_timeout_ms(w.timing.timeout_ms);
-        t->set_stop_above_s(w.timing.stop_above_s);
-        for (const auto& c : w.candidates) {
-          pb::Candidate* pc = b->add_candidates();
-          pc->set_candidate_id(c.candidate_id);
-          FillConfig(c.config, pc->mutable_config());
-        }
-        b->set_lease_deadline_unix_ms(lease->deadline_ms);
-        agents_->SetInFlight(agent_id, 1);
-        bool ok;
-        {
-          std::lock_guard<std::mutex> lock(write_mu);
-          ok = stream->Write(msg);
-        }
-        if (!ok) {
-          done = true;
-          break;
-        }
-        Log()->debug("leased {} ({} candidates of {}) to '{}'", w.batch_id, w.candidates.size(),
-                     w.workload_key, agent_id);
-      }
-    });
-
-    pb::AgentMessage msg;
-    while (!stopping_->load() && stream->Read(&msg)) {
-      if (msg.has_heartbeat()) {
-        agents_->Heartbeat(agent_id);
-      } else if (msg.has_batch_result()) {
-        const pb::BatchResult& r = msg.batch_result();
-        std::vector<MeasureOutcome> outcomes;
-        int ok = 0, failed = 0, invalid_costs = 0;
-        for (const auto& m : r.results()) {
-          MeasureOutcome o;
-          o.candidate_id = m.candidate_id();
-          o.error_kind = ErrorKindFromProto(m.error_kind());
-          o.error_message = m.error_message();
-          o.costs_s.assign(m.costs_s().begin(), m.costs_s().end());
-          o.build_s = m.build_s();
-          o.cut_short = m.cut_short();
-          o.agent_id = agent_id;  // the session knows who measured it
-          // What an agent reports is checked here, once: an impossible cost
-          // is that agent's error (the config is measured again).
-          if (o.error_kind == ErrorKind::kNone) {
-            if (absl::Status st = tuner::CheckCosts(o.costs_s); !st.ok()) {
-              o.error_kind = ErrorKind::kInvalidCost;
-              o.error_message = std::string(st.message());
-              o.costs_s.clear();
-              ++invalid_costs;
-            }
-          }
-          (o.error_kind == ErrorKind::kNone ? ok : failed)++;
-          outcomes.push_back(std::move(o));
-        }
-        agents_->Heartbeat(agent_id);
-        if (!dispatcher_->Complete(r.batch_id(), holder, std::move(outcomes))) {
-          Log()->info("ignored a late or unknown result for {} from '{}'", r.batch_id(), agent_id);
-        } else {
-          agents_->RecordOutcomes(agent_id, ok, failed, invalid_costs);
-        }
-        agents_->SetInFlight(agent_id, dispatcher_->InFlight(holder));
-      } else if (msg.has_hello()) {
-        Log()->warn("agent '{}' sent a second Hello; ignored", agent_id);
-      }
-    }
-    done = true;
-    dispatcher_->Wake();
-    writer.join();
-    {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
-      auto it = contexts_.find(agent_id);
-      if (it != contexts_.end() && it->second.first == *session) contexts_.erase(it);
-    }
-    int expired = dispatcher_->ReleaseAgent(holder);
-    agents_->Disconnect(agent_id, *session);
-    Log()->info("agent '{}' disconnected ({} leases returned to the queue)", agent_id, expired);
-    return grpc::Status::OK;
-  }
-
-  // Ends the sessions of these agents (they missed their heartbeats); each
-  // session's own clean-up then returns its leases to the queue.
-  void EndSessions(const std::vector<std::string>& agent_ids) {
-    std::lock_guard<std::mutex> lock(contexts_mu_);
-    for (const std::string& id : agent_ids) {
-      auto it = contexts_.find(id);
-      if (it == contexts_.end()) continue;
-      Log()->warn("agent '{}' missed its heartbeats: closing its session", id);
-      it->second.second->TryCancel();
-    }
-  }
-
- private:
-  std::mutex contexts_mu_;
-  std::map<std::string, std::pair<uint64_t, grpc::ServerContext*>> contexts_;  // open sessions
-  AgentRegistry* agents_;
-  Dispatcher* dispatcher_;
-  const Authenticator* auth_;
-  bool require_certificate_;
-  std::string token_;
-  int32_t heartbeat_interval_ms_;
-  const std::atomic<bool>* stopping_;
-};
-
 }  // namespace
 
 TrackerServer::TrackerServer(TrackerOptions options) : options_(std::move(options)) {}
@@ -760,9 +463,12 @@ absl::StatusOr<int> TrackerServer::Start() {
   auth_ = std::make_unique<Authenticator>(db_.get(), options_.require_auth);
   tracker_service_ = std::make_unique<TrackerServiceImpl>(jobs_.get(), agents_.get(), db_.get(),
                                                           store_.get(), auth_.get(), &stopping_);
-  agent_service_ = std::make_unique<AgentSessionImpl>(
-      agents_.get(), dispatcher_.get(), auth_.get(), !options_.tls_client_ca.empty(),
-      options_.token, options_.heartbeat_interval_ms, &stopping_);
+  AgentSessionOptions sopts;
+  sopts.require_certificate = !options_.tls_client_ca.empty();
+  sopts.token = options_.token;
+  sopts.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  agent_service_ =
+      std::make_unique<AgentSessions>(agents_.get(), dispatcher_.get(), auth_.get(), sopts);
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options_.tls_cert.empty() || !options_.tls_key.empty()) {
@@ -789,17 +495,16 @@ absl::StatusOr<int> TrackerServer::Start() {
     Stop();
     return st;
   }
-  auto* sessions = static_cast<AgentSessionImpl*>(agent_service_.get());
-  reaper_ = std::thread([this, sessions] {
-    while (!stopping_) {
-      int n = dispatcher_->ExpireLeases();
-      if (n > 0) Log()->warn("{} leases expired and were requeued", n);
+  reaper_ = std::thread([this] {
+    for (int tick = 0; !stopping_; ++tick) {
+      if (tick % 5 == 0) {
+        int n = dispatcher_->ExpireLeases();
+        if (n > 0) Log()->warn("{} leases expired and were requeued", n);
+      }
       // An agent whose stream stays open but who sends nothing (hung board,
       // half-open connection) loses its session after three intervals.
-      sessions->EndSessions(agents_->Silent(3 * int64_t{options_.heartbeat_interval_ms}));
-      for (int i = 0; i < 5 && !stopping_; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
+      agent_service_->Tick(3 * int64_t{options_.heartbeat_interval_ms});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
   return port_;
@@ -807,6 +512,7 @@ absl::StatusOr<int> TrackerServer::Start() {
 
 void TrackerServer::Stop() {
   if (stopping_.exchange(true)) return;
+  if (agent_service_) agent_service_->Stop();
   if (dispatcher_) dispatcher_->Wake();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (jobs_) jobs_->Stop();

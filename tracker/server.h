@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "tracker/agent_registry.h"
+#include "tracker/agent_session.h"
 #include "tracker/auth.h"
 #include "tracker/clock.h"
 #include "tracker/dispatcher.h"
@@ -75,7 +76,7 @@ class TrackerServer {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<grpc::Service> tracker_service_;
-  std::unique_ptr<grpc::Service> agent_service_;
+  std::unique_ptr<AgentSessions> agent_service_;
   std::unique_ptr<grpc::Server> server_;
   std::atomic<bool> stopping_{false};
   std::thread reaper_;

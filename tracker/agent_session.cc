@@ -1,0 +1,463 @@
+#include "tracker/agent_session.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "base/str.h"
+#include "compiler/target.h"
+#include "tracker/rpc.h"
+#include "tuner/measurer.h"
+
+namespace kiln::tracker {
+
+namespace pb = ::kiln::v1;
+using rpc::Log;
+using storage::ErrorKind;
+
+// gRPC's object for one call: it feeds the session what it reads and is
+// deleted when the call is done. The session outlives it.
+class AgentSessions::Reactor final
+    : public grpc::ServerBidiReactor<pb::AgentMessage, pb::TrackerMessage> {
+ public:
+  Reactor(AgentSessions* owner, grpc::CallbackServerContext* ctx);
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  pb::AgentMessage in_;
+  std::shared_ptr<Peer> session_;
+};
+
+// One agent's session (a peer): what its reactor reads, what is written to it, its
+// lease. Shared with the dispatcher's lease callbacks and the owner's Tick:
+// every method is safe after the call has ended (it then does nothing, or
+// gives back what it was handed).
+class AgentSessions::Peer : public std::enable_shared_from_this<Peer> {
+ public:
+  Peer(AgentSessions* owner, Reactor* reactor, grpc::CallbackServerContext* ctx)
+      : owner_(owner), reactor_(reactor), ctx_(ctx) {}
+
+  // A message read; false when the session ended because of it.
+  bool OnMessage(pb::AgentMessage& msg);
+  // Asks for the next read unless the session is over.
+  void ReadNext(pb::AgentMessage* into);
+  void Send(pb::TrackerMessage msg);
+  void WriteDone(bool ok);
+  // Finishes the call with this status (once).
+  void End(const grpc::Status& status);
+  // Cancels the call now (a silent agent, a replaced session); its leases
+  // go back to the queue at once.
+  void Abort();
+  // The call is over: leases back to the queue, the agent disconnected.
+  void Done();
+  // Cancelled batches to the agent; a lease asked for when idle.
+  void Poll();
+
+  const std::string& agent_id() const { return agent_id_; }
+
+ private:
+  bool Hello(const pb::Hello& hello);
+  void Result(const pb::BatchResult& r);
+  void RequestNextLease();
+  void OnLease(std::optional<Lease> lease);
+
+  AgentSessions* owner_;
+  std::mutex mu_;
+  Reactor* reactor_;                  // null once the call is done
+  grpc::CallbackServerContext* ctx_;  // valid while reactor_ is
+  bool finished_ = false;             // Finish called (or the call is done)
+  bool writing_ = false;
+  std::deque<pb::TrackerMessage> writes_;  // the front is being written
+  // Set by the Hello (in the reactor's reads only).
+  bool welcomed_ = false;
+  std::string agent_id_, key_, target_, holder_;
+  uint64_t registry_session_ = 0;
+  int max_batch_ = 0;
+  // The lease.
+  std::string current_batch_;  // leased, not answered yet ("" none)
+  uint64_t request_id_ = 0;    // a pending RequestLease
+  bool requesting_ = false;    // a RequestLease call under way
+  uint64_t leases_received_ = 0;
+};
+
+// ------------------------------------------------------------------ Reactor
+
+AgentSessions::Reactor::Reactor(AgentSessions* owner, grpc::CallbackServerContext* ctx)
+    : session_(std::make_shared<Peer>(owner, this, ctx)) {
+  session_->ReadNext(&in_);
+}
+
+void AgentSessions::Reactor::OnReadDone(bool ok) {
+  if (!ok) {
+    session_->End(grpc::Status::OK);  // the agent closed its side, or the call broke
+    return;
+  }
+  if (session_->OnMessage(in_)) session_->ReadNext(&in_);
+}
+
+void AgentSessions::Reactor::OnWriteDone(bool ok) { session_->WriteDone(ok); }
+
+void AgentSessions::Reactor::OnCancel() {
+  session_->End(grpc::Status(grpc::StatusCode::CANCELLED, "session cancelled"));
+}
+
+void AgentSessions::Reactor::OnDone() {
+  session_->Done();
+  delete this;
+}
+
+// ------------------------------------------------------------------ Session
+
+void AgentSessions::Peer::ReadNext(pb::AgentMessage* into) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!finished_ && reactor_ != nullptr) reactor_->StartRead(into);
+}
+
+void AgentSessions::Peer::Send(pb::TrackerMessage msg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || reactor_ == nullptr) return;
+  writes_.push_back(std::move(msg));  // a deque: the front being written stays put
+  if (!writing_) {
+    writing_ = true;
+    reactor_->StartWrite(&writes_.front());
+  }
+}
+
+void AgentSessions::Peer::WriteDone(bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
+  writes_.pop_front();
+  if (ok && !finished_ && reactor_ != nullptr && !writes_.empty()) {
+    reactor_->StartWrite(&writes_.front());
+  } else {
+    writing_ = false;  // a failed write: the read fails too and ends the call
+  }
+}
+
+void AgentSessions::Peer::End(const grpc::Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || reactor_ == nullptr) return;
+  finished_ = true;
+  reactor_->Finish(status);
+}
+
+void AgentSessions::Peer::Abort() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reactor_ == nullptr) return;
+    ctx_->TryCancel();  // OnCancel finishes the call
+  }
+  // Not waiting for the call to be torn down (a dead link may take its
+  // time): the leases go back now.
+  if (welcomed_) owner_->dispatcher_->ReleaseAgent(holder_);
+}
+
+void AgentSessions::Peer::Done() {
+  uint64_t request = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reactor_ = nullptr;
+    ctx_ = nullptr;
+    finished_ = true;
+    request = std::exchange(request_id_, 0);
+  }
+  if (!welcomed_) return;
+  if (request != 0) owner_->dispatcher_->CancelRequest(request);
+  {
+    std::lock_guard<std::mutex> lock(owner_->mu_);
+    auto it = owner_->sessions_.find(agent_id_);
+    if (it != owner_->sessions_.end() && it->second.get() == this) owner_->sessions_.erase(it);
+  }
+  const int expired = owner_->dispatcher_->ReleaseAgent(holder_);
+  owner_->agents_->Disconnect(agent_id_, registry_session_);
+  Log()->info("agent '{}' disconnected ({} leases returned to the queue)", agent_id_, expired);
+}
+
+bool AgentSessions::Peer::OnMessage(pb::AgentMessage& msg) {
+  if (!welcomed_) {
+    if (!msg.has_hello()) {
+      End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       "the first message of a session must be Hello"));
+      return false;
+    }
+    return Hello(msg.hello());
+  }
+  if (msg.has_heartbeat()) {
+    owner_->agents_->Heartbeat(agent_id_);
+  } else if (msg.has_batch_result()) {
+    Result(msg.batch_result());
+  } else if (msg.has_hello()) {
+    Log()->warn("agent '{}' sent a second Hello; ignored", agent_id_);
+  }
+  return true;
+}
+
+bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
+  auto refuse = [&](grpc::StatusCode code, std::string message) {
+    End(grpc::Status(code, std::move(message)));
+    return false;
+  };
+  const AgentSessionOptions& options = owner_->options_;
+  if (options.require_certificate &&
+      (ctx_->auth_context() == nullptr || !ctx_->auth_context()->IsPeerAuthenticated())) {
+    return refuse(grpc::StatusCode::UNAUTHENTICATED,
+                  "this tracker wants agents to present a client certificate signed by its "
+                  "--tls-client-ca (kiln-agent --tls-cert/--tls-key)");
+  }
+  // Identity: with a bearer token, the token's user is the agent's id
+  // (whatever the Hello says); without one (a tracker that allows it), the
+  // Hello's id, after the legacy shared secret when one is set.
+  auto caller = owner_->auth_->Authenticate(rpc::Authorization(ctx_));
+  if (!caller.ok()) {
+    Log()->warn("agent '{}' from {}: {}", hello.agent_id(), ctx_->peer(),
+                std::string(caller.status().message()));
+    End(rpc::ToGrpc(caller.status()));
+    return false;
+  }
+  if (!caller->role.empty() && caller->role != "agent" && caller->role != "admin") {
+    return refuse(grpc::StatusCode::PERMISSION_DENIED,
+                  StrCat("token ", caller->token_id, " is a ", caller->role,
+                         "'s, not an agent's (kiln-tracker tokens create --role agent)"));
+  }
+  if (caller->role.empty() && !options.token.empty() &&
+      !ConstantTimeEquals(hello.token(), options.token)) {
+    Log()->warn("agent '{}' from {}: wrong token", hello.agent_id(), ctx_->peer());
+    return refuse(grpc::StatusCode::UNAUTHENTICATED, "wrong or missing agent token");
+  }
+  if (hello.compiler_version() != KILN_VERSION) {
+    return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                  StrCat("agent compiler version '", hello.compiler_version(),
+                         "' differs from the tracker's '", KILN_VERSION, "'"));
+  }
+  if (hello.agent_id().empty() || hello.device_key().empty()) {
+    return refuse(grpc::StatusCode::INVALID_ARGUMENT, "Hello needs an agent_id and a device_key");
+  }
+  std::string target = hello.target().spec();
+  if (!target.empty()) {
+    auto parsed = compiler::Target::Parse(target);
+    if (!parsed.ok()) {
+      return refuse(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          StrCat("bad agent target '", target, "': ", std::string(parsed.status().message())));
+    }
+    target = parsed->Spec();
+  }
+  AgentInfo info;
+  info.id = caller->role.empty() ? hello.agent_id() : caller->user;
+  info.device_key = hello.device_key();
+  info.target = target;
+  info.hardware = hello.hardware();
+  info.compiler_version = hello.compiler_version();
+  auto session = owner_->agents_->Connect(info);
+  if (!session.ok()) {
+    End(rpc::ToGrpc(session.status()));
+    return false;
+  }
+  agent_id_ = info.id;
+  key_ = info.device_key;
+  target_ = target;
+  registry_session_ = *session;
+  // Leases belong to this session, not to the agent id: when an older
+  // session of the same agent ends, it returns its own leases only.
+  holder_ = HolderOf(agent_id_, registry_session_);
+  // The most candidates the agent takes at once (0: no limit); larger
+  // batches are split for it.
+  max_batch_ = std::max(0, hello.max_batch());
+  welcomed_ = true;
+  std::shared_ptr<Peer> previous;
+  {
+    std::lock_guard<std::mutex> lock(owner_->mu_);
+    auto& slot = owner_->sessions_[agent_id_];
+    previous = std::exchange(slot, shared_from_this());
+  }
+  if (previous != nullptr) {
+    Log()->warn("agent '{}' connected again: ending its previous session", agent_id_);
+    previous->Abort();
+  }
+  Log()->info("agent '{}' connected from {}: key {}, target '{}', {}", agent_id_, ctx_->peer(),
+              key_, target_, info.hardware);
+  pb::TrackerMessage welcome;
+  welcome.mutable_welcome()->set_session_id(StrCat(agent_id_, "-", registry_session_));
+  welcome.mutable_welcome()->set_heartbeat_interval_ms(owner_->options_.heartbeat_interval_ms);
+  Send(std::move(welcome));
+  RequestNextLease();
+  return true;
+}
+
+void AgentSessions::Peer::Result(const pb::BatchResult& r) {
+  std::vector<MeasureOutcome> outcomes;
+  int ok = 0, failed = 0, invalid_costs = 0;
+  for (const auto& m : r.results()) {
+    MeasureOutcome o;
+    o.candidate_id = m.candidate_id();
+    o.error_kind = rpc::ErrorKindFromProto(m.error_kind());
+    o.error_message = m.error_message();
+    o.costs_s.assign(m.costs_s().begin(), m.costs_s().end());
+    o.build_s = m.build_s();
+    o.cut_short = m.cut_short();
+    o.agent_id = agent_id_;  // the session knows who measured it
+    // What an agent reports is checked here, once: an impossible cost is
+    // that agent's error (the config is measured again).
+    if (o.error_kind == ErrorKind::kNone) {
+      if (absl::Status st = tuner::CheckCosts(o.costs_s); !st.ok()) {
+        o.error_kind = ErrorKind::kInvalidCost;
+        o.error_message = std::string(st.message());
+        o.costs_s.clear();
+        ++invalid_costs;
+      }
+    }
+    (o.error_kind == ErrorKind::kNone ? ok : failed)++;
+    outcomes.push_back(std::move(o));
+  }
+  owner_->agents_->Heartbeat(agent_id_);
+  if (!owner_->dispatcher_->Complete(r.batch_id(), holder_, std::move(outcomes))) {
+    Log()->info("ignored a late or unknown result for {} from '{}'", r.batch_id(), agent_id_);
+  } else {
+    owner_->agents_->RecordOutcomes(agent_id_, ok, failed, invalid_costs);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (r.batch_id() == current_batch_) current_batch_.clear();
+  }
+  owner_->agents_->SetInFlight(agent_id_, owner_->dispatcher_->InFlight(holder_));
+  RequestNextLease();
+}
+
+void AgentSessions::Peer::RequestNextLease() {
+  if (owner_->stopping_.load()) return;
+  uint64_t before = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || !welcomed_ || !current_batch_.empty() || request_id_ != 0 || requesting_) {
+      return;
+    }
+    requesting_ = true;
+    before = leases_received_;
+  }
+  // No work while in quarantine; the session stays open (Poll asks again).
+  if (owner_->agents_->Quarantined(agent_id_)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    requesting_ = false;
+    return;
+  }
+  std::weak_ptr<Peer> weak = weak_from_this();
+  const uint64_t id = owner_->dispatcher_->RequestLease(
+      holder_, key_, target_, max_batch_,
+      [weak, holder = holder_, dispatcher = owner_->dispatcher_](std::optional<Lease> lease) {
+        if (auto self = weak.lock()) {
+          self->OnLease(std::move(lease));
+        } else if (lease.has_value()) {
+          dispatcher->ReleaseAgent(holder);  // the session is gone: back to the queue
+        }
+      });
+  bool withdraw = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    requesting_ = false;
+    if (id != 0 && leases_received_ == before) {
+      request_id_ = id;
+      withdraw = finished_;  // the call ended meanwhile
+    }
+  }
+  if (withdraw && owner_->dispatcher_->CancelRequest(id)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    request_id_ = 0;
+  }
+}
+
+void AgentSessions::Peer::OnLease(std::optional<Lease> lease) {
+  bool give_back = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    request_id_ = 0;
+    ++leases_received_;
+    if (!lease.has_value()) return;  // dropped (shutdown): Poll asks again if need be
+    if (finished_) {
+      give_back = true;
+    } else {
+      current_batch_ = lease->work.batch_id;
+    }
+  }
+  if (give_back) {
+    owner_->dispatcher_->ReleaseAgent(holder_);
+    return;
+  }
+  pb::TrackerMessage msg;
+  pb::MeasureBatch* b = msg.mutable_measure_batch();
+  const MeasureWork& w = lease->work;
+  b->set_batch_id(w.batch_id);
+  b->mutable_workload()->set_key(w.workload_key);
+  b->mutable_workload()->set_op(w.workload_op);
+  b->mutable_workload()->set_canonical(w.workload_canonical);
+  b->mutable_workload()->set_flops(w.workload_flops);
+  b->mutable_target()->set_spec(w.target);
+  pb::TimingPolicy* t = b->mutable_timing();
+  t->set_number(w.timing.number);
+  t->set_repeat(w.timing.repeat);
+  t->set_min_repeat_ms(w.timing.min_repeat_ms);
+  t->set_cooldown_ms(w.timing.cooldown_ms);
+  t->set_flush_cache(w.timing.flush_cache);
+  t->set_timeout_ms(w.timing.timeout_ms);
+  t->set_stop_above_s(w.timing.stop_above_s);
+  for (const auto& c : w.candidates) {
+    pb::Candidate* pc = b->add_candidates();
+    pc->set_candidate_id(c.candidate_id);
+    rpc::FillConfig(c.config, pc->mutable_config());
+  }
+  b->set_lease_deadline_unix_ms(lease->deadline_ms);
+  owner_->agents_->SetInFlight(agent_id_, 1);
+  Log()->debug("leased {} ({} candidates of {}) to '{}'", w.batch_id, w.candidates.size(),
+               w.workload_key, agent_id_);
+  Send(std::move(msg));
+}
+
+void AgentSessions::Peer::Poll() {
+  // Batches of a cancelled job this session holds: the agent stops them.
+  for (const std::string& id : owner_->dispatcher_->TakeCancelled(holder_)) {
+    pb::TrackerMessage cancel;
+    cancel.mutable_cancel()->set_batch_id(id);
+    Send(std::move(cancel));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (id == current_batch_) current_batch_.clear();
+  }
+  RequestNextLease();
+}
+
+// ------------------------------------------------------------ AgentSessions
+
+AgentSessions::AgentSessions(AgentRegistry* agents, Dispatcher* dispatcher,
+                             const Authenticator* auth, AgentSessionOptions options)
+    : agents_(agents), dispatcher_(dispatcher), auth_(auth), options_(std::move(options)) {}
+
+grpc::ServerBidiReactor<pb::AgentMessage, pb::TrackerMessage>* AgentSessions::Session(
+    grpc::CallbackServerContext* ctx) {
+  return new Reactor(this, ctx);
+}
+
+void AgentSessions::Tick(int64_t max_silence_ms) {
+  std::vector<std::shared_ptr<Peer>> open;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) open.push_back(session);
+  }
+  const std::vector<std::string> silent = agents_->Silent(max_silence_ms);
+  const std::set<std::string> quiet(silent.begin(), silent.end());
+  for (const auto& session : open) {
+    if (quiet.count(session->agent_id())) {
+      // Its stream is open but nothing comes (a hung board, a dead link).
+      Log()->warn("agent '{}' missed its heartbeats: closing its session", session->agent_id());
+      session->Abort();
+      continue;
+    }
+    session->Poll();
+  }
+}
+
+void AgentSessions::Stop() { stopping_ = true; }
+
+}  // namespace kiln::tracker
