@@ -35,6 +35,7 @@ absl::Status AgentRegistry::Load() {
 std::optional<storage::AgentRow> AgentRegistry::RowToPersistLocked(Slot& slot) {
   if (db_ == nullptr) return std::nullopt;
   slot.persisted_unix_ms = clock_->NowMs();
+  slot.persisted_results = slot.info.results;
   const AgentInfo& info = slot.info;
   storage::AgentRow row;
   row.id = info.id;
@@ -99,18 +100,27 @@ void AgentRegistry::Disconnect(const std::string& agent_id, uint64_t session) {
 }
 
 void AgentRegistry::Heartbeat(const std::string& agent_id) {
-  std::optional<storage::AgentRow> row;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it != agents_.end()) it->second.info.last_seen_unix_ms = clock_->NowMs();
+}
+
+int AgentRegistry::PersistStale() {
+  std::vector<storage::AgentRow> rows;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = agents_.find(agent_id);
-    if (it == agents_.end()) return;
-    it->second.info.last_seen_unix_ms = clock_->NowMs();
-    if (it->second.info.last_seen_unix_ms - it->second.persisted_unix_ms >=
-        kPersistHeartbeatEveryMs) {
-      row = RowToPersistLocked(it->second);
+    const int64_t now = clock_->NowMs();
+    for (auto& [id, slot] : agents_) {
+      const int64_t age = now - slot.persisted_unix_ms;
+      if ((slot.info.results != slot.persisted_results && age >= kPersistResultsEveryMs) ||
+          (slot.info.last_seen_unix_ms > slot.persisted_unix_ms &&
+           age >= kPersistHeartbeatEveryMs)) {
+        if (auto row = RowToPersistLocked(slot)) rows.push_back(*std::move(row));
+      }
     }
   }
-  (void)Persist(row);
+  for (const auto& row : rows) (void)Persist(row);
+  return static_cast<int>(rows.size());
 }
 
 std::vector<std::string> AgentRegistry::Silent(int64_t max_silence_ms) const {
@@ -125,21 +135,11 @@ std::vector<std::string> AgentRegistry::Silent(int64_t max_silence_ms) const {
 }
 
 void AgentRegistry::AddResults(const std::string& agent_id, int64_t n) {
-  std::optional<storage::AgentRow> row;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = agents_.find(agent_id);
-    if (it == agents_.end()) return;
-    it->second.info.results += n;
-    it->second.info.last_seen_unix_ms = clock_->NowMs();
-    // A count, not the records (those are stored with the job): written at
-    // most this often and at the session's end, not per batch.
-    if (it->second.info.last_seen_unix_ms - it->second.persisted_unix_ms >=
-        kPersistResultsEveryMs) {
-      row = RowToPersistLocked(it->second);
-    }
-  }
-  (void)Persist(row);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end()) return;
+  it->second.info.results += n;
+  it->second.info.last_seen_unix_ms = clock_->NowMs();
 }
 
 void AgentRegistry::SetInFlight(const std::string& agent_id, int32_t n) {

@@ -61,8 +61,15 @@ class AgentRegistry {
   absl::StatusOr<uint64_t> Connect(const AgentInfo& hello);
   // Marks it disconnected unless a newer session of the same id has started.
   void Disconnect(const std::string& agent_id, uint64_t session);
+  // Heartbeats and results update memory only (they come on the paths that
+  // hand out the next batch); PersistStale writes what changed.
   void Heartbeat(const std::string& agent_id);
   void AddResults(const std::string& agent_id, int64_t n);
+  // Writes the rows of agents whose results count changed more than
+  // kPersistResultsEveryMs ago, or whose last heartbeat is kPersistHeartbeatEveryMs
+  // newer than their row (from the tracker's housekeeping thread). Returns
+  // how many.
+  int PersistStale();
   void SetInFlight(const std::string& agent_id, int32_t n);
   // Counts one batch's outcomes of this agent (successes, failures of any
   // kind, and of those the impossible costs); returns true when this put the
@@ -87,6 +94,7 @@ class AgentRegistry {
     AgentInfo info;
     uint64_t session = 0;
     int64_t persisted_unix_ms = 0;  // when the row was last written
+    int64_t persisted_results = 0;  // the results count it holds
   };
   // Heartbeats refresh the stored last_seen at most this often; the
   // in-memory time (what Silent() reads) is always current.

@@ -186,6 +186,7 @@ std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
   e.attempts++;
   e.leased_ms = clock_->NowMs();
   e.deadline_ms = e.leased_ms + LeaseTimeoutMs(e.work);
+  e.deadline_it = deadlines_.emplace(e.deadline_ms, id);
   return Lease{e.work, e.deadline_ms};
 }
 
@@ -311,9 +312,9 @@ bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_
     if (it == batches_.end() || it->second.agent_id.empty() || it->second.agent_id != agent_id) {
       return false;
     }
+    EndLeaseLocked(it->second);
     entry = std::move(it->second);
     batches_.erase(it);
-    ReleasedLocked(agent_id);
     // The agent's pace, from this lease.
     const double n = static_cast<double>(std::max<size_t>(entry.work.candidates.size(), 1));
     const double pace = static_cast<double>(clock_->NowMs() - entry.leased_ms) / 1000.0 / n;
@@ -332,7 +333,7 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
   if (it == batches_.end()) return;
   Entry& e = it->second;
   std::string lost_agent = e.agent_id;
-  ReleasedLocked(lost_agent);
+  EndLeaseLocked(e);
   e.agent_id.clear();
   e.deadline_ms = 0;
   if (e.attempts >= options_.max_attempts) {
@@ -388,8 +389,8 @@ int Dispatcher::ExpireLeases() {
     std::lock_guard<std::mutex> lock(mu_);
     int64_t now = clock_->NowMs();
     std::vector<std::string> overdue;
-    for (const auto& [id, e] : batches_) {
-      if (!e.agent_id.empty() && e.deadline_ms <= now) overdue.push_back(id);
+    for (auto d = deadlines_.begin(); d != deadlines_.end() && d->first <= now; ++d) {
+      overdue.push_back(d->second);
     }
     n = static_cast<int>(overdue.size());
     ExpireAllLocked(std::move(overdue), &finished);
@@ -436,7 +437,7 @@ std::vector<std::string> Dispatcher::CancelJob(const std::string& job_id) {
       if (!it->second.agent_id.empty()) {
         leased.push_back(it->first);
         cancelled_[it->second.agent_id].push_back(it->first);
-        ReleasedLocked(it->second.agent_id);
+        EndLeaseLocked(it->second);
       }
       queues_[it->second.work.device_key].erase(job_id);
       it = batches_.erase(it);
@@ -456,8 +457,9 @@ int Dispatcher::InFlightLocked(const std::string& agent_id) const {
   return it == in_flight_.end() ? 0 : it->second;
 }
 
-void Dispatcher::ReleasedLocked(const std::string& agent_id) {
-  auto it = in_flight_.find(agent_id);
+void Dispatcher::EndLeaseLocked(Entry& e) {
+  deadlines_.erase(e.deadline_it);
+  auto it = in_flight_.find(e.agent_id);
   if (it != in_flight_.end() && --it->second <= 0) in_flight_.erase(it);
   released_cv_.notify_all();  // a WaitLease of this holder may go on
 }

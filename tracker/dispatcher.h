@@ -211,6 +211,7 @@ class Dispatcher {
     std::string agent_id;  // current holder; empty when queued
     int64_t leased_ms = 0;
     int64_t deadline_ms = 0;
+    std::multimap<int64_t, std::string>::iterator deadline_it;  // in deadlines_ while leased
   };
   std::string NewBatchIdLocked();
   // Runs an entry's callback, or adds its results to its split batch's.
@@ -252,8 +253,9 @@ class Dispatcher {
   void ExpireLeasesNowAndThen();
   static constexpr int64_t kExpireEveryMs = 100;
   int64_t expired_at_ms_ = -1;
-  // One lease of this holder ended (completed, expired or cancelled).
-  void ReleasedLocked(const std::string& agent_id);
+  // A lease ended (completed, expired or cancelled): out of deadlines_, and
+  // its holder has one lease less.
+  void EndLeaseLocked(Entry& e);
 
   const Clock* clock_;
   DispatcherOptions options_;
@@ -273,6 +275,9 @@ class Dispatcher {
   uint64_t next_id_ = 1;
   uint64_t wake_generation_ = 0;
   std::map<std::string, Entry> batches_;  // by batch id
+  // Leased batches by deadline: expiry looks at the overdue ones only (it
+  // scanned every batch, 8,000 under load, ten times a second).
+  std::multimap<int64_t, std::string> deadlines_;
   // device key -> job id -> its queued batches (a job with none is erased)
   std::map<std::string, std::map<std::string, JobQueue>> queues_;
   std::map<std::string, std::vector<std::string>> cancelled_;  // holder -> batch ids

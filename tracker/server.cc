@@ -500,6 +500,7 @@ absl::StatusOr<int> TrackerServer::Start() {
       if (tick % 5 == 0) {
         int n = dispatcher_->ExpireLeases();
         if (n > 0) Log()->warn("{} leases expired and were requeued", n);
+        agents_->PersistStale();
       }
       // An agent whose stream stays open but who sends nothing (hung board,
       // half-open connection) loses its session after three intervals.

@@ -64,9 +64,10 @@ TEST(AgentRegistryTest, ConnectDisconnectAndPersist) {
   EXPECT_FALSE(reloaded.TargetForKey("gpu").has_value());
 }
 
-// Heartbeats keep the in-memory time current (what silence detection reads)
-// but rewrite the stored row at most every kPersistHeartbeatEveryMs.
-TEST(AgentRegistryTest, HeartbeatsAreStoredAtMostEvery30Seconds) {
+// Heartbeats keep the in-memory time current (what silence detection reads);
+// PersistStale rewrites the stored row at most every kPersistHeartbeatEveryMs
+// for them, and every kPersistResultsEveryMs for a changed results count.
+TEST(AgentRegistryTest, HeartbeatsAndResultsAreStoredNowAndThen) {
   auto db = storage::LogDb::Open(TempDb("heartbeats.db"));
   ASSERT_TRUE(db.ok()) << db.status();
   FakeClock clock(1000);
@@ -81,12 +82,24 @@ TEST(AgentRegistryTest, HeartbeatsAreStoredAtMostEvery30Seconds) {
   for (int i = 0; i < 10; ++i) {
     clock.Advance(2000);
     reg.Heartbeat("a1");
+    reg.PersistStale();
   }
   EXPECT_EQ(reg.Get("a1")->last_seen_unix_ms, 21000);
   EXPECT_EQ(stored_last_seen(), 1000);  // ten heartbeats, no write
   clock.Advance(10000);
   reg.Heartbeat("a1");
+  EXPECT_EQ(reg.PersistStale(), 1);
   EXPECT_EQ(stored_last_seen(), 31000);  // 30 s after the last write
+  EXPECT_EQ(reg.PersistStale(), 0);
+  auto stored_results = [&] {
+    auto rows = (*db)->ListAgents();
+    return rows.ok() && !rows->empty() ? (*rows)[0].results : -1;
+  };
+  reg.AddResults("a1", 8);
+  EXPECT_EQ(reg.PersistStale(), 0);  // written 0 s ago
+  clock.Advance(5000);
+  EXPECT_EQ(reg.PersistStale(), 1);
+  EXPECT_EQ(stored_results(), 8);
 }
 
 TEST(AgentRegistryTest, TargetForKeyPrefersConnectedAgents) {
