@@ -24,7 +24,7 @@ void GuidedSearch::Update(const std::vector<std::pair<compiler::Config, double>>
   }
 }
 
-bool GuidedSearch::Fresh(const compiler::Config& config, const std::set<std::string>& measured) {
+bool GuidedSearch::Fresh(const compiler::Config& config, const ConfigSet& measured) {
   std::string canonical = compiler::CanonicalConfig(config);
   if (proposed_.count(canonical) || measured.count(canonical)) return false;
   const auto& f = cache_.Get(config);
@@ -36,8 +36,7 @@ void GuidedSearch::Take(const compiler::Config& config) {
   if (const auto& f = cache_.Get(config); f.has_value()) kernels_.insert(f->kernel_hash);
 }
 
-std::vector<compiler::Config> GuidedSearch::RandomFresh(int n,
-                                                        const std::set<std::string>& measured) {
+std::vector<compiler::Config> GuidedSearch::RandomFresh(int n, const ConfigSet& measured) {
   std::vector<compiler::Config> out;
   for (int draws = 0; static_cast<int>(out.size()) < n && draws < kDrawsPerConfig * n; ++draws) {
     compiler::Config c = space_.Sample(rng_);
@@ -82,7 +81,7 @@ GeneticSearch::GeneticSearch(ConfigSpace space, const SearchContext& context,
                              GeneticOptions options)
     : GuidedSearch(std::move(space), context), options_(options) {}
 
-std::vector<compiler::Config> GeneticSearch::Propose(int n, const std::set<std::string>& measured) {
+std::vector<compiler::Config> GeneticSearch::Propose(int n, const ConfigSet& measured) {
   std::vector<const Result*> ranked = Ranked();
   if (static_cast<int>(ranked.size()) < std::min(options_.population, 4)) {
     return RandomFresh(n, measured);
@@ -206,8 +205,8 @@ absl::StatusOr<std::vector<float>> ModelSearch::Score(
   return out;
 }
 
-std::vector<std::pair<float, compiler::Config>> ModelSearch::Anneal(
-    size_t pool, const std::set<std::string>& measured) {
+std::vector<std::pair<float, compiler::Config>> ModelSearch::Anneal(size_t pool,
+                                                                    const ConfigSet& measured) {
   // Start from the best measured configs and the best predicted of many
   // random ones (which are candidates themselves).
   std::vector<compiler::Config> points;
@@ -315,7 +314,7 @@ std::vector<compiler::Config> ModelSearch::PickDiverse(
   return out;
 }
 
-std::vector<compiler::Config> ModelSearch::Propose(int n, const std::set<std::string>& measured) {
+std::vector<compiler::Config> ModelSearch::Propose(int n, const ConfigSet& measured) {
   if (n <= 0) return {};
   if (!TrainIfNeeded().ok() || (!model_.trained() && !prior_model_.trained())) {
     return RandomFresh(n, measured);

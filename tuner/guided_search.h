@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "tuner/config_set.h"
 #include "tuner/cost_model.h"
 #include "tuner/feature_cache.h"
 #include "tuner/search.h"
@@ -49,11 +50,11 @@ class GuidedSearch : public SearchStrategy {
   };
   // Whether `config` may be proposed: valid, not measured, not proposed, and
   // not the same kernel as one that was.
-  bool Fresh(const compiler::Config& config, const std::set<std::string>& measured);
+  bool Fresh(const compiler::Config& config, const ConfigSet& measured);
   // Marks `config` proposed.
   void Take(const compiler::Config& config);
   // Up to n fresh random configs.
-  std::vector<compiler::Config> RandomFresh(int n, const std::set<std::string>& measured);
+  std::vector<compiler::Config> RandomFresh(int n, const ConfigSet& measured);
   // `config` with one knob (of those with more than one choice) changed.
   compiler::Config Mutate(compiler::Config config);
   // The measured configs that ran, fastest first.
@@ -66,7 +67,7 @@ class GuidedSearch : public SearchStrategy {
   double best_s_ = 0;  // 0: nothing ran yet
 
  private:
-  std::set<std::string> proposed_;
+  ConfigSet proposed_;
   std::set<uint64_t> kernels_;  // kernel hashes proposed or measured
 };
 
@@ -78,7 +79,7 @@ struct GeneticOptions {
 class GeneticSearch : public GuidedSearch {
  public:
   GeneticSearch(ConfigSpace space, const SearchContext& context, GeneticOptions options = {});
-  std::vector<compiler::Config> Propose(int n, const std::set<std::string>& measured) override;
+  std::vector<compiler::Config> Propose(int n, const ConfigSet& measured) override;
 
  private:
   GeneticOptions options_;
@@ -100,7 +101,7 @@ struct ModelSearchOptions {
 class ModelSearch : public GuidedSearch {
  public:
   ModelSearch(ConfigSpace space, SearchContext context, ModelSearchOptions options = {});
-  std::vector<compiler::Config> Propose(int n, const std::set<std::string>& measured) override;
+  std::vector<compiler::Config> Propose(int n, const ConfigSet& measured) override;
 
   const CostModel& model() const { return model_; }
   // Whether other tasks' records trained a prior model (transfer learning).
@@ -121,8 +122,7 @@ class ModelSearch : public GuidedSearch {
 
  private:
   // The best predicted fresh configs found by simulated annealing, best first.
-  std::vector<std::pair<float, compiler::Config>> Anneal(size_t pool,
-                                                         const std::set<std::string>& measured);
+  std::vector<std::pair<float, compiler::Config>> Anneal(size_t pool, const ConfigSet& measured);
   std::vector<compiler::Config> PickDiverse(std::vector<std::pair<float, compiler::Config>> pool,
                                             int n);
 

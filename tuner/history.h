@@ -17,6 +17,7 @@
 #include "compiler/target.h"
 #include "compiler/workload.h"
 #include "storage/log_db.h"
+#include "tuner/config_set.h"
 #include "tuner/cost_model.h"
 
 namespace kiln::tuner {
@@ -42,7 +43,7 @@ struct TaskHistory {
   // (The tuner hands them to its strategy and clears them.)
   std::vector<std::pair<compiler::Config, double>> results;
   // Canonical configs never to measure again: final, or out of attempts.
-  std::set<std::string> settled;
+  ConfigSet settled;
   // Configs with only transient failures so far, and how many.
   std::map<std::string, int> retry;
   double best_cost_s = 0;  // 0: none ran

@@ -20,13 +20,12 @@ constexpr int kMaxConsecutiveMisses = 256;
 RandomSearch::RandomSearch(ConfigSpace space, uint64_t seed)
     : space_(std::move(space)), rng_(seed) {}
 
-bool RandomSearch::Excluded(const std::string& canonical,
-                            const std::set<std::string>& measured) const {
+bool RandomSearch::Excluded(const std::string& canonical, const ConfigSet& measured) const {
   return proposed_.count(canonical) != 0 || measured.count(canonical) != 0;
 }
 
-std::vector<compiler::Config> RandomSearch::Propose(
-    int n, const std::set<std::string>& already_measured_canonical) {
+std::vector<compiler::Config> RandomSearch::Propose(int n,
+                                                    const ConfigSet& already_measured_canonical) {
   std::vector<compiler::Config> out;
   if (n <= 0) return out;
   int misses = 0;
@@ -66,8 +65,8 @@ std::vector<compiler::Config> RandomSearch::Propose(
 
 GridSearch::GridSearch(ConfigSpace space) : space_(std::move(space)) {}
 
-std::vector<compiler::Config> GridSearch::Propose(
-    int n, const std::set<std::string>& already_measured_canonical) {
+std::vector<compiler::Config> GridSearch::Propose(int n,
+                                                  const ConfigSet& already_measured_canonical) {
   std::vector<compiler::Config> out;
   while (static_cast<int>(out.size()) < n && !done_) {
     compiler::Config config = space_.ConfigAt(next_);

@@ -17,6 +17,7 @@
 #include "compiler/config.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
+#include "tuner/config_set.h"
 #include "tuner/config_space.h"
 #include "tuner/cost_model.h"
 
@@ -27,8 +28,8 @@ class SearchStrategy {
   virtual ~SearchStrategy() = default;
   // Up to n new configs; `already_measured_canonical` holds canonical config
   // strings (compiler::CanonicalConfig) that must not be proposed.
-  virtual std::vector<compiler::Config> Propose(
-      int n, const std::set<std::string>& already_measured_canonical) = 0;
+  virtual std::vector<compiler::Config> Propose(int n,
+                                                const ConfigSet& already_measured_canonical) = 0;
   // Measured results: cost in seconds, or +inf for a failed measurement.
   virtual void Update(const std::vector<std::pair<compiler::Config, double>>& results) {
     (void)results;
@@ -49,14 +50,14 @@ class SearchStrategy {
 class RandomSearch : public SearchStrategy {
  public:
   RandomSearch(ConfigSpace space, uint64_t seed);
-  std::vector<compiler::Config> Propose(
-      int n, const std::set<std::string>& already_measured_canonical) override;
+  std::vector<compiler::Config> Propose(int n,
+                                        const ConfigSet& already_measured_canonical) override;
 
  private:
-  bool Excluded(const std::string& canonical, const std::set<std::string>& measured) const;
+  bool Excluded(const std::string& canonical, const ConfigSet& measured) const;
   ConfigSpace space_;
   std::mt19937_64 rng_;
-  std::set<std::string> proposed_;
+  ConfigSet proposed_;
   // Once rejection sampling struggles: the indices not yet excluded then, in
   // random order, drawn from the back (what was excluded since is skipped).
   // Enumerated once, not at every batch.
@@ -68,8 +69,8 @@ class RandomSearch : public SearchStrategy {
 class GridSearch : public SearchStrategy {
  public:
   explicit GridSearch(ConfigSpace space);
-  std::vector<compiler::Config> Propose(
-      int n, const std::set<std::string>& already_measured_canonical) override;
+  std::vector<compiler::Config> Propose(int n,
+                                        const ConfigSet& already_measured_canonical) override;
 
  private:
   ConfigSpace space_;

@@ -120,7 +120,7 @@ struct Tuner::TaskRun {
   // Every config settled, in flight, awaiting a retry or found invalid: what
   // the strategy must not propose. Only grows, so it is kept, not rebuilt
   // from the others at every batch.
-  std::set<std::string> taken;
+  ConfigSet taken;
   bool default_pending = true;  // the template's default is measured first
   int last_gain_trial = 0;      // trials_done when the best last improved
   TaskProgress progress;
@@ -273,7 +273,7 @@ absl::StatusOr<Tuner::Flight> Tuner::Propose(size_t i, int want) {
   }
   Flight flight;
   flight.task = i;
-  std::set<std::string>& taken = run.taken;
+  ConfigSet& taken = run.taken;
   auto add = [&](compiler::Config config, std::string canonical) {
     flight.configs.push_back(std::move(config));
     flight.canonical.push_back(canonical);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 namespace kiln::tuner {
 namespace {
@@ -85,4 +86,16 @@ TEST(MakeSearchTest, KnownAndUnknownNames) {
 }
 
 }  // namespace
+TEST(ConfigSetTest, RemembersCanonicalConfigs) {
+  ConfigSet set{"a=1;b=2"};
+  EXPECT_TRUE(set.contains("a=1;b=2"));
+  EXPECT_FALSE(set.contains("a=2;b=1"));
+  EXPECT_TRUE(set.insert("a=2;b=1"));
+  EXPECT_FALSE(set.insert("a=2;b=1"));  // already there
+  EXPECT_EQ(set.size(), 2u);
+  ConfigSet from(std::set<std::string>{"x=1", "x=2", "x=3"});
+  EXPECT_EQ(from.size(), 3u);
+  EXPECT_EQ(from.count("x=2"), 1u);
+}
+
 }  // namespace kiln::tuner
