@@ -6,6 +6,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/net.h"
 #include "base/str.h"
 #include "cli/common.h"
 #include "storage/log_db.h"
@@ -13,14 +14,25 @@
 namespace kiln::cli {
 
 int RunFetch(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args = ParseFlags(argv, {"--tracker", "-o", "--output"}, {});
+  absl::StatusOr<Args> args = ParseFlags(argv, {"--tracker", "-o", "--output"}, {"--insecure"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one JOB id", env);
   if (!args->values.count("--tracker")) return UsageError(self, "missing --tracker", env);
   std::string path = args->Get("-o", args->Get("--output"));
   if (path.empty()) return UsageError(self, "missing -o PATH", env);
 
-  std::unique_ptr<kiln::v1::Tracker::Stub> stub = ConnectTracker(args->Get("--tracker"), env);
+  // An artifact is native code that kiln-run loads: from another machine it
+  // comes over TLS (authenticated by the tracker's certificate, so no one in
+  // between can swap it and its checksum), unless the user says otherwise.
+  const std::string tracker = args->Get("--tracker");
+  if (env.tls_ca.empty() && !IsLoopbackAddress(tracker) && !args->Has("--insecure")) {
+    return Fail(self,
+                StrCat("refusing to fetch native code from ", tracker,
+                       " over an unencrypted connection (anyone on the way could replace it and "
+                       "its checksum): pass --tls-ca with the tracker's CA, or --insecure"),
+                env);
+  }
+  std::unique_ptr<kiln::v1::Tracker::Stub> stub = ConnectTracker(tracker, env);
   if (!stub) return 1;
 
   const std::string part = path + ".part";

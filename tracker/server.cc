@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/net.h"
 #include "base/pem.h"
 #include "base/str.h"
 #include "compiler/config.h"
@@ -59,15 +60,6 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerTls(const Tracker
     ssl.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(ssl);
-}
-
-// Whether HOST:PORT names this machine only (127.0.0.0/8, ::1, localhost).
-bool IsLoopback(const std::string& listen) {
-  std::string host = listen.substr(0, listen.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 void FillJob(const JobStatus& s, pb::Job* out) {
@@ -435,7 +427,7 @@ absl::StatusOr<int> TrackerServer::Start() {
   KILN_CHECK(server_ == nullptr) << "TrackerServer started twice";
   if (options_.db_path.empty()) return absl::InvalidArgumentError("--db is required");
   if (options_.artifacts_dir.empty()) return absl::InvalidArgumentError("--artifacts is required");
-  if (!IsLoopback(options_.listen) && !options_.require_auth && !options_.allow_anonymous) {
+  if (!IsLoopbackAddress(options_.listen) && !options_.require_auth && !options_.allow_anonymous) {
     return absl::FailedPreconditionError(StrCat(
         "listening on ", options_.listen,
         " (beyond this machine) without authentication: pass --require-auth (and create tokens "

@@ -113,6 +113,15 @@ TEST(Cli, MissingTrackerIsAUsageError) {
   EXPECT_THAT(r.err, HasSubstr("missing -o PATH"));
 }
 
+TEST(Cli, FetchOverPlaintextFromAnotherMachineIsRefused) {
+  CliRun r = Kiln({"fetch", "job-1", "--tracker", "farm.example:7070", "-o", "m.kiln"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("refusing to fetch native code from farm.example:7070 over an "
+                               "unencrypted connection"));
+  EXPECT_THAT(r.err, HasSubstr("--tls-ca"));
+  EXPECT_FALSE(std::filesystem::exists("m.kiln.part"));
+}
+
 TEST(Cli, BadTrialsAndUnknownFlag) {
   CliRun r = Kiln({"tune", "m.onnx", "--tracker", "h:1", "--key", "k", "--trials", "many"});
   EXPECT_EQ(r.code, 2);
