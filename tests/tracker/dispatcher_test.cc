@@ -346,5 +346,39 @@ TEST(DispatcherTest, LeasesFollowTheAgentsPace) {
   EXPECT_EQ(fast->work.candidates.size(), 5u);
 }
 
+TEST(DispatcherTest, ARequestIsServedWhenABatchComesAndCanBeWithdrawn) {
+  FakeClock clock;
+  Dispatcher d(&clock);
+  Sink sink;
+  std::vector<std::string> got;
+  auto record = [&](std::optional<Lease> lease) {
+    got.push_back(lease.has_value() ? lease->work.batch_id : "dropped");
+  };
+  const uint64_t first = d.RequestLease("a1#1", "cpu", "", 0, record);
+  const uint64_t second = d.RequestLease("a2#1", "cpu", "", 0, record);
+  const uint64_t third = d.RequestLease("a3#1", "cpu", "", 0, record);
+  EXPECT_NE(first, 0u);
+  EXPECT_TRUE(got.empty());  // nothing queued yet
+  // Oldest request first, by the thread that queues the batch.
+  std::string b1 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  ASSERT_EQ(got, std::vector<std::string>{b1});
+  EXPECT_EQ(d.InFlight("a1#1"), 1);
+  EXPECT_TRUE(d.CancelRequest(second));
+  EXPECT_FALSE(d.CancelRequest(second));  // withdrawn already
+  EXPECT_FALSE(d.CancelRequest(first));   // served
+  std::string b2 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  ASSERT_EQ(got, (std::vector<std::string>{b1, b2}));  // to a3, not the withdrawn a2
+  EXPECT_EQ(d.InFlight("a3#1"), 1);
+  EXPECT_FALSE(d.CancelRequest(third));
+  // A request made while a batch is queued is served at once (id 0).
+  std::string b3 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  EXPECT_EQ(d.RequestLease("a4#1", "cpu", "", 0, record), 0u);
+  ASSERT_EQ(got.back(), b3);
+  // Wake drops what is pending.
+  d.RequestLease("a5#1", "cpu", "", 0, record);
+  d.Wake();
+  EXPECT_EQ(got.back(), "dropped");
+}
+
 }  // namespace
 }  // namespace kiln::tracker

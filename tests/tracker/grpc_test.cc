@@ -152,6 +152,38 @@ class TrackerGrpcTest : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp.sha256();
   }
+  // Submits the conv+relu model for the fake agents' key (no target: the
+  // agent's); the job's id, or "" after a failed expectation.
+  pb::SubmitJobResponse SubmitConvRelu(int trials) {
+    pb::SubmitJobRequest req;
+    req.set_model_sha256(UploadOk(testing::ConvReluModel()));
+    req.set_model_name("conv_relu");
+    req.set_device_key("fake");
+    req.set_trials(trials);
+    pb::SubmitJobResponse submitted;
+    grpc::ClientContext ctx;
+    grpc::Status st = tracker_->SubmitJob(&ctx, req, &submitted);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return submitted;
+  }
+  // Watches a job to its end (2 minutes at most); its last state, and how
+  // many events came.
+  pb::Job WatchToEnd(const std::string& job_id, int* events = nullptr) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    pb::WatchJobRequest w;
+    w.set_job_id(job_id);
+    auto reader = tracker_->WatchJob(&ctx, w);
+    pb::Job last;
+    pb::JobEvent ev;
+    while (reader->Read(&ev)) {
+      last = ev.job();
+      if (events != nullptr) ++*events;
+    }
+    grpc::Status st = reader->Finish();
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return last;
+  }
   size_t StoredFiles() {
     size_t files = 0;
     for (const auto& e : fs::recursive_directory_iterator(dir_ / "artifacts")) {
@@ -359,35 +391,11 @@ TEST_F(TrackerGrpcTest, JobCompletesAndArtifactIsFetched) {
   ASSERT_TRUE(agent.Connect().ok());
   agent.Serve();
 
-  pb::SubmitJobRequest req;
-  req.set_model_sha256(UploadOk(testing::ConvReluModel()));
-  req.set_model_name("conv_relu");
-  req.set_device_key("fake");  // no target: the agent's
-  req.set_trials(12);
-  pb::SubmitJobResponse submitted;
-  {
-    grpc::ClientContext ctx;
-    grpc::Status st = tracker_->SubmitJob(&ctx, req, &submitted);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-  }
+  pb::SubmitJobResponse submitted = SubmitConvRelu(12);
+  ASSERT_FALSE(submitted.job_id().empty());
   EXPECT_EQ(submitted.num_tasks(), 1);
-
-  pb::Job last;
   int events = 0;
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-    pb::WatchJobRequest w;
-    w.set_job_id(submitted.job_id());
-    auto reader = tracker_->WatchJob(&ctx, w);
-    pb::JobEvent ev;
-    while (reader->Read(&ev)) {
-      last = ev.job();
-      events++;
-    }
-    grpc::Status st = reader->Finish();
-    ASSERT_TRUE(st.ok()) << st.error_message();
-  }
+  pb::Job last = WatchToEnd(submitted.job_id(), &events);
   ASSERT_EQ(last.state(), pb::JOB_STATE_COMPLETED) << last.error();
   EXPECT_GT(events, 2);
   EXPECT_EQ(last.target().spec(), kTarget);
@@ -439,28 +447,9 @@ TEST_F(TrackerGrpcTest, AnAgentGetsNoMoreCandidatesAtOnceThanItsMaxBatch) {
   agent.max_batch_ = 3;
   ASSERT_TRUE(agent.Connect().ok());
   agent.Serve();
-  pb::SubmitJobRequest req;
-  req.set_model_sha256(UploadOk(testing::ConvReluModel()));
-  req.set_model_name("conv_relu");
-  req.set_device_key("fake");
-  req.set_trials(20);
-  pb::SubmitJobResponse submitted;
-  {
-    grpc::ClientContext ctx;
-    grpc::Status st = tracker_->SubmitJob(&ctx, req, &submitted);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-  }
-  pb::Job last;
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-    pb::WatchJobRequest w;
-    w.set_job_id(submitted.job_id());
-    auto reader = tracker_->WatchJob(&ctx, w);
-    pb::JobEvent ev;
-    while (reader->Read(&ev)) last = ev.job();
-    ASSERT_TRUE(reader->Finish().ok());
-  }
+  pb::SubmitJobResponse submitted = SubmitConvRelu(20);
+  ASSERT_FALSE(submitted.job_id().empty());
+  pb::Job last = WatchToEnd(submitted.job_id());
   ASSERT_EQ(last.state(), pb::JOB_STATE_COMPLETED) << last.error();
   EXPECT_GT(agent.largest_batch_.load(), 0);
   EXPECT_LE(agent.largest_batch_.load(), 3);
