@@ -61,8 +61,10 @@ namespace pb = ::kiln::v1;
 using Clock = std::chrono::steady_clock;
 constexpr const char* kKey = "load";
 
-// A chain of three convolutions whose channel counts depend on `j`, so that
-// every job has its own tuning tasks (three each).
+// A chain of three convolutions whose image size depends on `j`, so that
+// every job has its own tuning tasks (three each). Channel counts with many
+// divisors give each task a space of thousands of configs: no job runs out
+// of configs (and goes on to its final compile) within a run.
 std::string Model(int j) {
   onnx::ModelProto m;
   m.set_ir_version(8);
@@ -75,8 +77,8 @@ std::string Model(int j) {
     t->set_elem_type(onnx::TensorProto::FLOAT);
     for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
   };
-  const int64_t c[4] = {3, 16 + j, 32 + j, 48 + j};
-  const int64_t hw = 28;
+  const int64_t c[4] = {3, 64, 96, 128};
+  const int64_t hw = 28 + 2 * j;
   info(g->add_input(), "x0", {1, c[0], hw, hw});
   info(g->add_output(), "x3", {1, c[3], hw, hw});
   for (int l = 0; l < 3; ++l) {

@@ -133,6 +133,8 @@ absl::StatusOr<CompiledModule> CompileInSandbox(const std::string& binary,
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
     if (limits.memory_bytes > 0) ::setrlimit(RLIMIT_AS, &memory);
+    // Background work: below the tracker's sessions and job threads.
+    ::setpriority(PRIO_PROCESS, 0, kCompileWorkerNice);
     // dup2 clears O_CLOEXEC on the new descriptors.
     if (::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0) ::_exit(127);
     ::execv(binary.c_str(), argv.data());

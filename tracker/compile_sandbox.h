@@ -6,7 +6,8 @@
 // the job and its best records from the log database, compiles the stored
 // model, puts the module into the artifact store and prints what it stored;
 // the tracker records the artifact. The child runs under an address-space
-// limit (setrlimit) and is killed at the time limit.
+// limit (setrlimit) and is killed at the time limit; it runs at niceness
+// kCompileWorkerNice, below the agents' sessions.
 //
 // Test hook (read by the worker): KILN_TEST_CRASH_COMPILE=1 makes it abort
 // before compiling (no model at hand crashes today's compiler).
@@ -20,6 +21,8 @@
 #include "storage/log_db.h"
 
 namespace kiln::tracker {
+
+inline constexpr int kCompileWorkerNice = 10;
 
 struct CompileLimits {
   int64_t timeout_ms = 30 * 60 * 1000;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "base/check.h"
@@ -505,8 +506,35 @@ absl::Status JobManager::Tune(Job& job) {
   return st;
 }
 
+bool JobManager::AcquireCompileSlot(Job& job) {
+  int slots = options_.max_concurrent_compiles;
+  if (slots <= 0) slots = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+  std::unique_lock<std::mutex> lock(compile_mu_);
+  auto cancelled = [&] {
+    std::lock_guard<std::mutex> job_lock(job.mu);
+    return job.cancelled;
+  };
+  while (compiles_running_ >= slots) {
+    if (stopping_ || cancelled()) return false;
+    compile_cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  ++compiles_running_;
+  return true;
+}
+
+void JobManager::ReleaseCompileSlot() {
+  std::lock_guard<std::mutex> lock(compile_mu_);
+  --compiles_running_;
+  compile_cv_.notify_one();
+}
+
 absl::Status JobManager::Compile(Job& job) {
   SetState(job, storage::JobState::kCompiling, "compiling the model with the best configs");
+  if (!AcquireCompileSlot(job)) return absl::OkStatus();  // stopping, or cancelled
+  struct Slot {
+    JobManager* self;
+    ~Slot() { self->ReleaseCompileSlot(); }
+  } slot{this};
   CompiledModule module;
   if (!options_.compile_worker.empty()) {
     CompileLimits limits = options_.compile_limits;

@@ -58,6 +58,10 @@ struct JobManagerOptions {
   std::string db_path;
   std::string artifacts_dir;
   CompileLimits compile_limits;
+  // Final compiles running at once (LLVM on every kernel of a model: many
+  // at once starve the agents' sessions of CPU and the machine of memory);
+  // 0: half the machine's cores, at least one. The others wait, "compiling".
+  int max_concurrent_compiles = 0;
 };
 
 struct SubmitRequest {
@@ -151,6 +155,13 @@ class JobManager {
   static constexpr int64_t kPersistProgressEveryMs = 1000;
   // The niceness of job threads (tuning, the final compile).
   static constexpr int kJobThreadNice = 5;
+  // A compile slot (max_concurrent_compiles) for the job; false when the
+  // tracker stops or the job is cancelled while it waits.
+  bool AcquireCompileSlot(Job& job);
+  void ReleaseCompileSlot();
+  std::mutex compile_mu_;
+  std::condition_variable compile_cv_;
+  int compiles_running_ = 0;
   void SetState(Job& job, storage::JobState state, const std::string& message,
                 const std::string& error = "");
   static JobStatus SnapshotLocked(const Job& job);

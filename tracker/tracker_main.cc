@@ -1,6 +1,7 @@
 // kiln-tracker --listen ADDR --db FILE --artifacts DIR [--port-file FILE]
 //              [--token TOKEN] [--lease-timeout-ms N] [--max-model-bytes N]
 //              [--max-elements N] [--compile-timeout-s S] [--compile-memory N]
+//              [--max-concurrent-compiles N]
 //              [--require-auth | --allow-anonymous]
 // kiln-tracker tokens create --db FILE --user NAME [--role user|agent|admin]
 // kiln-tracker tokens list --db FILE
@@ -38,6 +39,8 @@ constexpr const char* kUsage =
     "cap 2^32)\n"
     "                    [--compile-timeout-s S]   (a job's final compile; default 1800)\n"
     "                    [--compile-memory N[K|M|G]]   (its address space; default 16G)\n"
+    "                    [--max-concurrent-compiles N]   (final compiles at once; default "
+    "half the cores)\n"
     "                    [--max-jobs-per-user N]   (unfinished jobs of one user; default 16)\n"
     "                    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]\n"
     "                    [--user-weight NAME=WEIGHT]...   (fair shares; default 1)\n"
@@ -196,7 +199,8 @@ int main(int argc, char** argv) {
       args,
       {"--listen", "--db", "--artifacts", "--port-file", "--token", "--lease-timeout-ms",
        "--max-model-bytes", "--max-elements", "--compile-timeout-s", "--compile-memory",
-       "--max-jobs-per-user", "--tls-cert", "--tls-key", "--tls-client-ca", "--user-weight"},
+       "--max-concurrent-compiles", "--max-jobs-per-user", "--tls-cert", "--tls-key",
+       "--tls-client-ca", "--user-weight"},
       {"--require-auth", "--allow-anonymous"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
@@ -266,6 +270,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.jobs.compile_limits.timeout_ms = s * 1000;
+  }
+  if (flags->Has("--max-concurrent-compiles")) {
+    int64_t n = 0;
+    if (!kiln::ParseInt64(flags->Get("--max-concurrent-compiles"), &n) || n <= 0 || n > 1024) {
+      std::fprintf(stderr, "kiln-tracker: --max-concurrent-compiles must be in 1..1024\n");
+      return 2;
+    }
+    options.jobs.max_concurrent_compiles = static_cast<int>(n);
   }
   if (flags->Has("--compile-memory") &&
       !ParseBytes(flags->Get("--compile-memory"), &options.jobs.compile_limits.memory_bytes)) {
