@@ -17,6 +17,10 @@ exactly once, and the tracker lives.
   is still open (the old process frozen with SIGSTOP, its stream half-open):
   the old session ends, its leases go back to the queue, and the new one's are
   untouched; the job completes with every trial recorded once.
+- An agent killed with SIGKILL mid-batch beside one whose measuring worker
+  crashes on one candidate of every batch (KILN_TEST_CRASH_WORKER): the dead
+  agent's leases go back to the queue, the crashes are `runtime` records of
+  the other, and the job completes with every trial recorded once.
 - An agent whose connection is cut by the network (a TCP proxy between it and
   the tracker): reset mid-job and refused for a while, or gone silent for good
   (every byte swallowed: only the tracker's heartbeat check and the agent's
@@ -158,6 +162,25 @@ class FarmFaults(unittest.TestCase):
         self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
         self.assert_every_trial_once(job, 40)
         self.assertIn("connected again: ending its previous session", self.farm.log("tracker.log"))
+
+    def test_an_agent_killed_mid_batch_and_one_whose_candidates_crash(self):
+        self.farm.start_tracker()
+        self.farm.start_agent(KEY, 0, env={"KILN_TEST_CRASH_WORKER": "c1"})
+        doomed = self.farm.start_agent(KEY, 1)
+        self.farm.wait_devices(KEY, 2)
+        job = self.submit(40)
+        self.wait_for("agent-1 measured nothing", lambda: self.query(
+            "SELECT 1 FROM records WHERE job_id = ? AND agent_id = 'agent-1'", job))
+        doomed.kill()  # SIGKILL: it holds a batch most of the time
+        self.wait_for("the tracker did not see agent-1 go",
+                      lambda: "agent 'agent-1' disconnected" in self.farm.log("tracker.log"))
+        out, state = self.farm.wait_job(job)
+        self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
+        self.assert_every_trial_once(job, 40)
+        crashes = self.query("SELECT error_message FROM records WHERE job_id = ? AND agent_id = "
+                             "'agent-0' AND error_kind = 'runtime'", job)
+        self.assertTrue(crashes, self.farm.log("agent0.log"))
+        self.assertIn("crashed the measurement worker", crashes[0][0])
 
     def test_a_connection_reset_mid_job_and_refused_for_a_while(self):
         proxy, job = self.start_behind_proxy()
