@@ -126,6 +126,13 @@ int RunMeasureWorker(int in_fd, int out_fd) {
       if (target_ok) {
         result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(), target);
       }
+      // A faulty board, for fault tests: every output differs from the
+      // reference (what the verification reports).
+      if (std::getenv("KILN_TEST_WRONG_RESULTS") != nullptr &&
+          result.error_kind() == kiln::v1::MEASURE_ERROR_KIND_NONE) {
+        result = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT,
+                             "output differs from the reference (KILN_TEST_WRONG_RESULTS)");
+      }
       // A lying agent, for fault tests: every cost it measured becomes this.
       if (const char* lie = std::getenv("KILN_TEST_LIE_COSTS"); lie && *lie) {
         for (int i = 0; i < result.costs_s_size(); ++i)

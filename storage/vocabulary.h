@@ -110,13 +110,14 @@ constexpr std::optional<ErrorKind> ParseErrorKind(std::string_view name) {
   return std::nullopt;
 }
 
-// A transient failure (a timeout, a lost agent, a cost no run can have: an
-// agent's fault or bad luck) says nothing certain about a config, which the
-// tuner measures again (tuner::kMaxAttempts). Other outcomes (a cost, or a
-// compile error, wrong result, invalid config, runtime error) are final.
+// A transient failure (a timeout, a lost agent, a cost no run can have, a
+// wrong result: an agent's fault or bad luck, a faulty board as likely as a
+// faulty kernel) says nothing certain about a config, which the tuner
+// measures again (tuner::kMaxAttempts). Other outcomes (a cost, or a compile
+// error, invalid config, runtime error) are final.
 constexpr bool IsTransient(ErrorKind kind) {
   return kind == ErrorKind::kTimeout || kind == ErrorKind::kAgentLost ||
-         kind == ErrorKind::kInvalidCost;
+         kind == ErrorKind::kInvalidCost || kind == ErrorKind::kWrongResult;
 }
 
 }  // namespace kiln::storage

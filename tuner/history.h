@@ -30,9 +30,9 @@ inline constexpr float kOtherTargetWeight = 0.3f;
 std::optional<std::pair<compiler::Config, double>> ResultOf(const storage::RecordRow& record);
 
 // A transient failure (storage::IsTransient: a timeout, a lost agent, an
-// invalid cost; an agent's fault or bad luck) says nothing certain about a
-// config: it is measured again, up to this many attempts in all. Other
-// outcomes (a cost, or a compile error, wrong result, invalid config, runtime
+// invalid cost, a wrong result; an agent's fault or bad luck) says nothing
+// certain about a config: it is measured again, up to this many attempts in
+// all. Other outcomes (a cost, or a compile error, invalid config, runtime
 // error) are final.
 inline constexpr int kMaxAttempts = 2;
 

@@ -17,6 +17,10 @@ exactly once, and the tracker lives.
   is still open (the old process frozen with SIGSTOP, its stream half-open):
   the old session ends, its leases go back to the queue, and the new one's are
   untouched; the job completes with every trial recorded once.
+- An agent whose results are wrong (a faulty board: KILN_TEST_WRONG_RESULTS
+  makes its verification fail) beside an honest one: its `wrong_result`
+  records are its own, it is quarantined, the configs it failed are measured
+  again, and the job completes.
 - An agent killed with SIGKILL mid-batch beside one whose measuring worker
   crashes on one candidate of every batch (KILN_TEST_CRASH_WORKER): the dead
   agent's leases go back to the queue, the crashes are `runtime` records of
@@ -96,7 +100,8 @@ class FarmFaults(unittest.TestCase):
         # before it).
         rows = self.query(
             "SELECT workload_key, config, COUNT(*) FROM records WHERE job_id = ? AND error_kind "
-            "NOT IN ('timeout', 'agent_lost', 'invalid_cost') GROUP BY workload_key, config "
+            "NOT IN ('timeout', 'agent_lost', 'invalid_cost', 'wrong_result') "
+            "GROUP BY workload_key, config "
             "HAVING COUNT(*) > 1", job)
         self.assertEqual(rows, [])
 
@@ -162,6 +167,33 @@ class FarmFaults(unittest.TestCase):
         self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
         self.assert_every_trial_once(job, 40)
         self.assertIn("connected again: ending its previous session", self.farm.log("tracker.log"))
+
+    def test_an_agent_with_wrong_results_is_quarantined_and_the_job_completes(self):
+        self.farm.start_tracker()
+        self.farm.start_agent(KEY, 0, env={"KILN_TEST_WRONG_RESULTS": "1"})
+        self.farm.wait_devices(KEY)
+        job = self.submit(40)
+        self.wait_for("no wrong result", lambda: self.query(
+            "SELECT 1 FROM records WHERE error_kind = 'wrong_result'"))
+        self.farm.start_agent(KEY, 1)
+        out, state = self.farm.wait_job(job)
+        self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
+        self.assert_every_trial_once(job, 40)
+        by_agent = dict(self.query(
+            "SELECT agent_id || ':' || error_kind, COUNT(*) FROM records WHERE job_id = ? "
+            "GROUP BY agent_id, error_kind", job))
+        self.assertGreater(by_agent.get("agent-0:wrong_result", 0), 0, by_agent)
+        self.assertNotIn("agent-0:none", by_agent)
+        self.assertGreater(by_agent.get("agent-1:none", 0), 0, by_agent)
+        # A config the faulty board failed was measured again.
+        again = self.query(
+            "SELECT COUNT(*) FROM records a JOIN records b ON a.config = b.config AND "
+            "a.workload_key = b.workload_key WHERE a.job_id = ? AND b.job_id = ? AND "
+            "a.error_kind = 'wrong_result' AND b.error_kind = 'none'", job, job)
+        self.assertGreater(again[0][0], 0)
+        devices = self.farm.kiln("devices", "--tracker", self.farm.addr).stdout
+        line = next(l for l in devices.splitlines() if l.startswith("agent-0"))
+        self.assertIn("quarantined until", line)
 
     def test_an_agent_killed_mid_batch_and_one_whose_candidates_crash(self):
         self.farm.start_tracker()

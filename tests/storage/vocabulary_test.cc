@@ -88,7 +88,7 @@ TEST(VocabularyTest, TransientErrorKinds) {
     if (IsTransient(k)) transient.insert(k);
   }
   EXPECT_EQ(transient, (std::set<ErrorKind>{ErrorKind::kTimeout, ErrorKind::kAgentLost,
-                                            ErrorKind::kInvalidCost}));
+                                            ErrorKind::kInvalidCost, ErrorKind::kWrongResult}));
 }
 
 // Usable at compile time (the tracker's static_asserts rely on the numbers).
