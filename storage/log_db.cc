@@ -2,63 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
-#include <istream>
-#include <ostream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "base/str.h"
-#include "nlohmann/json.hpp"
 #include "storage/migrations.h"
+#include "storage/record_rows.h"
 #include "storage/sqlite.h"
 
 namespace kiln::storage {
 
-#define KILN_STORAGE_RETURN_IF_ERROR(expr)    \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (false)
+// ------------------------------------------------------------ record rows
 
-#define KILN_STORAGE_ASSIGN_OR_RETURN(lhs, expr) \
-  auto lhs##_or = (expr);                        \
-  if (!lhs##_or.ok()) return lhs##_or.status();  \
-  auto lhs = std::move(*lhs##_or)
+namespace rows {
 
-namespace {
-
-constexpr char kRecordColumns[] =
-    "id, workload_key, target, config, error_kind, error_message, costs_s, mean_cost_s, "
-    "compiler_version, agent_id, job_id, unix_ms";
-constexpr char kJobColumns[] =
-    "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
-    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner";
-constexpr char kTokenColumns[] = "id, user, role, hash, created_unix_ms, revoked_unix_ms";
-constexpr char kAgentColumns[] =
-    "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
-    "last_seen_unix_ms, results";
-
-// Enum values outside their enum (a cast from a stray number) are refused
-// before anything is written.
 bool IsKnown(ErrorKind kind) { return ParseErrorKind(ErrorKindName(kind)).has_value(); }
 bool IsKnown(JobState state) { return ParseJobState(JobStateName(state)).has_value(); }
 
-// "'queued', 'tuning', 'compiling'": the states of a job that runs again, as
-// SQL text.
-const std::string& UnfinishedStatesSql() {
-  static const std::string* text = [] {
-    auto* out = new std::string;
-    for (JobState s : kJobStates) {
-      if (!IsFinal(s)) *out += StrCat(out->empty() ? "'" : ", '", JobStateName(s), "'");
-    }
-    return out;
-  }();
-  return *text;
-}
-
-// Costs are stored as comma-joined round-trip decimal text, so that two equal
-// cost vectors have equal text (import uses this to find duplicates).
 std::string CostsToText(const std::vector<double>& costs) {
   std::string out;
   for (size_t i = 0; i < costs.size(); ++i) {
@@ -121,6 +81,58 @@ absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
   row.job_id = st.ColumnText(10);
   row.unix_ms = st.ColumnInt64(11);
   return row;
+}
+
+// Inserts a record; the caller validated it.
+absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db.Prepare("INSERT INTO records(workload_key, target, config, error_kind, "
+                     "error_message, costs_s, mean_cost_s, compiler_version, agent_id, job_id, "
+                     "unix_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?)"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, ErrorKindName(row.error_kind)));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.error_message));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, CostsToText(row.costs_s)));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindDouble(7, row.mean_cost_s));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(8, row.compiler_version));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.agent_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.job_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(11, row.unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
+  return db.LastInsertRowId();
+}
+
+}  // namespace rows
+
+namespace {
+
+using rows::InsertRecord;
+using rows::IsKnown;
+using rows::kRecordColumns;
+using rows::ReadRecord;
+using rows::ValidateRecord;
+
+constexpr char kJobColumns[] =
+    "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
+    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner";
+constexpr char kTokenColumns[] = "id, user, role, hash, created_unix_ms, revoked_unix_ms";
+constexpr char kAgentColumns[] =
+    "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
+    "last_seen_unix_ms, results";
+
+// "'queued', 'tuning', 'compiling'": the states of a job that runs again, as
+// SQL text.
+const std::string& UnfinishedStatesSql() {
+  static const std::string* text = [] {
+    auto* out = new std::string;
+    for (JobState s : kJobStates) {
+      if (!IsFinal(s)) *out += StrCat(out->empty() ? "'" : ", '", JobStateName(s), "'");
+    }
+    return out;
+  }();
+  return *text;
 }
 
 absl::StatusOr<JobRow> ReadJob(const Statement& st) {
@@ -191,109 +203,6 @@ absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st) {
     KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadJob(st));
     out.push_back(std::move(row));
   }
-}
-
-// Inserts a record; the caller validated it.
-absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
-  KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db.Prepare("INSERT INTO records(workload_key, target, config, error_kind, "
-                     "error_message, costs_s, mean_cost_s, compiler_version, agent_id, job_id, "
-                     "unix_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?)"));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, ErrorKindName(row.error_kind)));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.error_message));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, CostsToText(row.costs_s)));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindDouble(7, row.mean_cost_s));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(8, row.compiler_version));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.agent_id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.job_id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(11, row.unix_ms));
-  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
-  return db.LastInsertRowId();
-}
-
-// One parsed line of an import.
-struct ImportedRecord {
-  std::optional<WorkloadRow> workload;  // absent when the line has only the key
-  RecordRow record;
-};
-
-// A member of a JSON object of the expected type; INVALID_ARGUMENT naming the
-// key when it is missing or of another type.
-absl::StatusOr<const nlohmann::json*> Member(const nlohmann::json& object, const char* key,
-                                             nlohmann::json::value_t type) {
-  auto it = object.find(key);
-  if (it == object.end()) return absl::InvalidArgumentError(StrCat("missing \"", key, "\""));
-  const bool number = type == nlohmann::json::value_t::number_float;
-  if (number ? !it->is_number() : it->type() != type) {
-    return absl::InvalidArgumentError(StrCat("\"", key, "\" has the wrong type"));
-  }
-  return &*it;
-}
-
-absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
-  using T = nlohmann::json::value_t;
-  const nlohmann::json json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return absl::InvalidArgumentError("not JSON");
-  if (!json.is_object()) return absl::InvalidArgumentError("not a JSON object");
-  auto text = [](const nlohmann::json& o, const char* key) -> absl::StatusOr<std::string> {
-    KILN_STORAGE_ASSIGN_OR_RETURN(v, Member(o, key, T::string));
-    return v->get<std::string>();
-  };
-  auto number = [](const nlohmann::json& o, const char* key) -> absl::StatusOr<double> {
-    KILN_STORAGE_ASSIGN_OR_RETURN(v, Member(o, key, T::number_float));
-    return v->get<double>();
-  };
-  KILN_STORAGE_ASSIGN_OR_RETURN(workload, Member(json, "workload", T::object));
-  ImportedRecord out;
-  RecordRow& r = out.record;
-  KILN_STORAGE_ASSIGN_OR_RETURN(key, text(*workload, "key"));
-  r.workload_key = key;
-  if (workload->contains("op")) {
-    WorkloadRow w;
-    w.key = key;
-    KILN_STORAGE_ASSIGN_OR_RETURN(op, text(*workload, "op"));
-    KILN_STORAGE_ASSIGN_OR_RETURN(canonical, text(*workload, "canonical"));
-    KILN_STORAGE_ASSIGN_OR_RETURN(flops, number(*workload, "flops"));
-    w.op = op;
-    w.canonical = canonical;
-    w.flops = flops;
-    out.workload = std::move(w);
-  }
-  KILN_STORAGE_ASSIGN_OR_RETURN(target, text(json, "target"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(config, text(json, "config"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(error_kind, text(json, "error_kind"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(error_message, text(json, "error_message"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(mean, number(json, "mean_cost_s"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(compiler_version, text(json, "compiler_version"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(agent_id, text(json, "agent_id"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(job_id, text(json, "job_id"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(unix_ms, Member(json, "unix_ms", T::number_float));
-  if (!unix_ms->is_number_integer()) {
-    return absl::InvalidArgumentError("\"unix_ms\" is not an integer");
-  }
-  r.target = target;
-  r.config = config;
-  std::optional<ErrorKind> kind = ParseErrorKind(error_kind);
-  if (!kind.has_value()) {
-    return absl::InvalidArgumentError(StrCat("unknown error kind '", error_kind, "'"));
-  }
-  r.error_kind = *kind;
-  r.error_message = error_message;
-  r.mean_cost_s = mean;
-  r.compiler_version = compiler_version;
-  r.agent_id = agent_id;
-  r.job_id = job_id;
-  r.unix_ms = unix_ms->get<int64_t>();
-  KILN_STORAGE_ASSIGN_OR_RETURN(costs, Member(json, "costs_s", T::array));
-  for (const nlohmann::json& c : *costs) {
-    if (!c.is_number()) return absl::InvalidArgumentError("\"costs_s\" holds a non-number");
-    r.costs_s.push_back(c.get<double>());
-  }
-  KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(r));
-  return out;
 }
 
 }  // namespace
@@ -740,104 +649,6 @@ absl::StatusOr<std::optional<ArtifactRow>> LogDb::GetArtifact(const std::string&
   row.job_id = st.ColumnText(3);
   row.created_unix_ms = st.ColumnInt64(4);
   return std::optional<ArtifactRow>(std::move(row));
-}
-
-// -------------------------------------------------------------- JSON lines
-
-absl::Status LogDb::ExportJsonl(std::ostream& out) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::string columns;
-  for (std::string_view c : StrSplit(kRecordColumns, ',')) {
-    while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
-    columns += StrCat(columns.empty() ? "" : ", ", "r.", c);
-  }
-  KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare(StrCat("SELECT ", columns,
-                              ", w.key IS NOT NULL, w.op, w.canonical, w.flops FROM records r "
-                              "LEFT JOIN workloads w ON w.key = r.workload_key ORDER BY r.id")));
-  while (true) {
-    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-    if (!has_row) break;
-    KILN_STORAGE_ASSIGN_OR_RETURN(r, ReadRecord(st));
-    nlohmann::json workload = {{"key", r.workload_key}};
-    if (st.ColumnInt64(12) != 0) {
-      workload["op"] = st.ColumnText(13);
-      workload["canonical"] = st.ColumnText(14);
-      workload["flops"] = st.ColumnDouble(15);
-    }
-    const nlohmann::json line = {{"workload", std::move(workload)},
-                                 {"target", r.target},
-                                 {"config", r.config},
-                                 {"error_kind", std::string(ErrorKindName(r.error_kind))},
-                                 {"error_message", r.error_message},
-                                 {"costs_s", r.costs_s},
-                                 {"mean_cost_s", r.mean_cost_s},
-                                 {"compiler_version", r.compiler_version},
-                                 {"agent_id", r.agent_id},
-                                 {"job_id", r.job_id},
-                                 {"unix_ms", r.unix_ms}};
-    // Invalid UTF-8 in a message is replaced rather than failing the export.
-    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-    if (!out) return absl::DataLossError("writing the JSON lines export failed");
-  }
-  out.flush();
-  if (!out) return absl::DataLossError("writing the JSON lines export failed");
-  return absl::OkStatus();
-}
-
-absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in) {
-  // Parse everything first: a malformed line must leave the database untouched.
-  std::vector<ImportedRecord> lines;
-  std::string line;
-  int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    absl::StatusOr<ImportedRecord> parsed = ParseRecordLine(line);
-    if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          StrCat("JSON lines import: line ", line_no, ": ", parsed.status().message()));
-    }
-    lines.push_back(std::move(*parsed));
-  }
-  if (in.bad()) return absl::DataLossError("reading the JSON lines import failed");
-
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction tx(*db_);
-  KILN_STORAGE_RETURN_IF_ERROR(tx.status());
-  KILN_STORAGE_ASSIGN_OR_RETURN(
-      add_workload, db_->Prepare("INSERT OR IGNORE INTO workloads(key, op, canonical, flops) "
-                                 "VALUES(?,?,?,?)"));
-  KILN_STORAGE_ASSIGN_OR_RETURN(
-      exists, db_->Prepare("SELECT 1 FROM records WHERE workload_key = ? AND target = ? AND "
-                           "compiler_version = ? AND config = ? AND costs_s = ? LIMIT 1"));
-  int64_t added = 0;
-  for (const ImportedRecord& item : lines) {
-    if (item.workload.has_value()) {
-      const WorkloadRow& w = *item.workload;
-      KILN_STORAGE_RETURN_IF_ERROR(add_workload.Reset());
-      KILN_STORAGE_RETURN_IF_ERROR(add_workload.BindText(1, w.key));
-      KILN_STORAGE_RETURN_IF_ERROR(add_workload.BindText(2, w.op));
-      KILN_STORAGE_RETURN_IF_ERROR(add_workload.BindText(3, w.canonical));
-      KILN_STORAGE_RETURN_IF_ERROR(add_workload.BindDouble(4, w.flops));
-      KILN_STORAGE_RETURN_IF_ERROR(add_workload.Run());
-    }
-    const RecordRow& r = item.record;
-    KILN_STORAGE_RETURN_IF_ERROR(exists.Reset());
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(1, r.workload_key));
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(2, r.target));
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(3, r.compiler_version));
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(4, r.config));
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(5, CostsToText(r.costs_s)));
-    KILN_STORAGE_ASSIGN_OR_RETURN(present, exists.Step());
-    KILN_STORAGE_RETURN_IF_ERROR(exists.Reset());
-    if (present) continue;
-    KILN_STORAGE_RETURN_IF_ERROR(InsertRecord(*db_, r).status());
-    ++added;
-  }
-  KILN_STORAGE_RETURN_IF_ERROR(tx.Commit());
-  return added;
 }
 
 }  // namespace kiln::storage

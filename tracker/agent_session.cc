@@ -112,7 +112,7 @@ void AgentSessions::Reactor::OnDone() {
   delete this;
 }
 
-// ------------------------------------------------------------------ Session
+// --------------------------------------------------------------------- Peer
 
 void AgentSessions::Peer::ReadNext(pb::AgentMessage* into) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,0 +1,49 @@
+#pragma once
+// What storage's sources share about record rows (log_db.cc, and the JSON
+// lines import and export in log_db_jsonl.cc): the columns a record is read
+// with, its costs as text, its checks, reading and inserting one, and the
+// status macros. Private to storage/.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/log_db.h"
+#include "storage/sqlite.h"
+#include "storage/vocabulary.h"
+
+#define KILN_STORAGE_RETURN_IF_ERROR(expr)    \
+  do {                                        \
+    if (absl::Status _s = (expr); !_s.ok()) { \
+      return _s;                              \
+    }                                         \
+  } while (false)
+
+#define KILN_STORAGE_ASSIGN_OR_RETURN(lhs, expr) \
+  auto lhs##_or = (expr);                        \
+  if (!lhs##_or.ok()) return lhs##_or.status();  \
+  auto lhs = std::move(*lhs##_or)
+
+namespace kiln::storage::rows {
+
+inline constexpr char kRecordColumns[] =
+    "id, workload_key, target, config, error_kind, error_message, costs_s, mean_cost_s, "
+    "compiler_version, agent_id, job_id, unix_ms";
+
+// Whether a value is one of its enum's (not a cast from a stray number).
+bool IsKnown(ErrorKind kind);
+bool IsKnown(JobState state);
+// Costs as comma-joined round-trip decimal text: two equal cost vectors have
+// equal text (import finds duplicates with it).
+std::string CostsToText(const std::vector<double>& costs);
+absl::StatusOr<std::vector<double>> CostsFromText(const std::string& text);
+// INVALID_ARGUMENT for a record that must not be stored.
+absl::Status ValidateRecord(const RecordRow& row);
+// A row selected with kRecordColumns first; DATA_LOSS for text no kiln wrote.
+absl::StatusOr<RecordRow> ReadRecord(const Statement& st);
+// Inserts a record the caller validated; its id.
+absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row);
+
+}  // namespace kiln::storage::rows
