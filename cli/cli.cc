@@ -11,8 +11,8 @@ const std::vector<Command>& Commands() {
       {"tune",
        "tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC] "
        "[--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N] "
-       "[--deadline DURATION] [--priority N] [--flush-cache] [--input-shape NAME=DIMS]... "
-       "[--wait]\n"
+       "[--deadline DURATION] [--priority N] [--candidate-timeout DURATION] [--flush-cache] "
+       "[--input-shape NAME=DIMS]... [--wait]\n"
        "       kiln tune MODEL --local --db FILE -o PATH --trials N [--strategy S] "
        "[--budget DURATION] [--early-stopping N] [--flush-cache] [--input-shape NAME=DIMS]...",
        "submit an ONNX model for tuning (prints the job id), or tune it on this machine", RunTune},

@@ -1,6 +1,6 @@
 // kiln tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC]
 //   [--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N]
-//   [--flush-cache] [--input-shape NAME=DIMS]... [--wait]
+//   [--candidate-timeout DURATION] [--flush-cache] [--input-shape NAME=DIMS]... [--wait]
 // Uploads the model (and the external data files it names, from its own
 // folder) in chunks, then submits the job naming them by digest.
 //
@@ -80,7 +80,7 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
       return UsageError(self, StrCat("--local needs ", required), env);
     }
   }
-  for (const char* farm_only : {"--tracker", "--key", "--target"}) {
+  for (const char* farm_only : {"--tracker", "--key", "--target", "--candidate-timeout"}) {
     if (args.values.count(farm_only)) {
       return UsageError(
           self, StrCat(farm_only, " is for the farm: --local measures on this machine"), env);
@@ -180,11 +180,12 @@ absl::StatusOr<std::string> Upload(kiln::v1::Tracker::Stub* stub, const std::str
 }  // namespace
 
 int RunTune(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args = ParseFlags(
-      argv,
-      {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy", "--budget",
-       "--early-stopping", "--db", "-o", "--max-elements", "--deadline", "--priority"},
-      {"--wait", "--local", "--flush-cache"});
+  absl::StatusOr<Args> args =
+      ParseFlags(argv,
+                 {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy",
+                  "--budget", "--early-stopping", "--db", "-o", "--max-elements", "--deadline",
+                  "--priority", "--candidate-timeout"},
+                 {"--wait", "--local", "--flush-cache"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--trials")) return UsageError(self, "missing --trials", env);
@@ -206,6 +207,16 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   if (args->values.count("--priority") &&
       (!ParseInt64(args->Get("--priority"), &priority) || priority < -100 || priority > 100)) {
     return UsageError(self, "--priority must be an integer in -100..100", env);
+  }
+  // How long an agent lets one candidate build, verify and run (the farm's
+  // default: 20 s).
+  int32_t candidate_timeout_ms = 0;
+  if (args->values.count("--candidate-timeout")) {
+    auto timeout = ParseDuration(args->Get("--candidate-timeout"));
+    if (!timeout.ok() || *timeout < 1 || *timeout > 3600) {
+      return UsageError(self, "--candidate-timeout must be a duration from 1s to 1h", env);
+    }
+    candidate_timeout_ms = static_cast<int32_t>(*timeout * 1000);
   }
   for (const char* local_only : {"--db", "-o", "--max-elements"}) {
     if (args->values.count(local_only)) {
@@ -280,6 +291,7 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   request.set_deadline_s(deadline_s);
   request.set_priority(static_cast<int32_t>(priority));
   if (flags->flush_cache) request.mutable_timing()->set_flush_cache(true);
+  if (candidate_timeout_ms > 0) request.mutable_timing()->set_timeout_ms(candidate_timeout_ms);
   kiln::v1::SubmitJobResponse response;
   {
     grpc::ClientContext ctx;

@@ -21,6 +21,9 @@ exactly once, and the tracker lives.
   makes its verification fail) beside an honest one: its `wrong_result`
   records are its own, it is quarantined, the configs it failed are measured
   again, and the job completes.
+- A candidate that never ends (KILN_TEST_HANG_WORKER: the third of every
+  batch loops forever in the measuring worker), with a 2 s candidate timeout:
+  `timeout` records, the worker is replaced, and the job completes.
 - An agent killed with SIGKILL mid-batch beside one whose measuring worker
   crashes on one candidate of every batch (KILN_TEST_CRASH_WORKER): the dead
   agent's leases go back to the queue, the crashes are `runtime` records of
@@ -61,9 +64,9 @@ class FarmFaults(unittest.TestCase):
         self.farm.stop()
         self.tmpdir.cleanup()
 
-    def submit(self, trials):
+    def submit(self, trials, *extra):
         r = self.farm.kiln("tune", self.model, "--tracker", self.farm.addr, "--key", KEY,
-                           "--trials", str(trials))
+                           "--trials", str(trials), *extra)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout.splitlines()[0].strip()
 
@@ -194,6 +197,18 @@ class FarmFaults(unittest.TestCase):
         devices = self.farm.kiln("devices", "--tracker", self.farm.addr).stdout
         line = next(l for l in devices.splitlines() if l.startswith("agent-0"))
         self.assertIn("quarantined until", line)
+
+    def test_a_candidate_that_never_ends_times_out_and_the_job_completes(self):
+        self.farm.start_tracker()
+        self.farm.start_agent(KEY, 0, env={"KILN_TEST_HANG_WORKER": "c2"})
+        self.farm.wait_devices(KEY)
+        job = self.submit(24, "--candidate-timeout", "2s")
+        out, state = self.farm.wait_job(job)
+        self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
+        self.assert_every_trial_once(job, 24)
+        (timeouts,), = self.query(
+            "SELECT COUNT(*) FROM records WHERE job_id = ? AND error_kind = 'timeout'", job)
+        self.assertGreater(timeouts, 0, self.farm.log("agent0.log"))
 
     def test_an_agent_killed_mid_batch_and_one_whose_candidates_crash(self):
         self.farm.start_tracker()
