@@ -5,10 +5,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
 #include <set>
 #include <thread>
+#include <vector>
 
+#include "base/str.h"
 #include "kiln/v1/agent.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "storage/log_db.h"
@@ -464,6 +470,108 @@ TEST_F(TrackerGrpcTest, AnAgentGetsNoMoreCandidatesAtOnceThanItsMaxBatch) {
   for (const auto& r : records.records()) configs.insert(r.config().canonical());
   EXPECT_EQ(configs.size(), static_cast<size_t>(records.records_size()));
   agent.Stop();
+}
+
+// A hostile (or broken) agent: 1,500 random messages, seeded, over a real
+// session: results for batches it never got, for its own batch with
+// candidate ids that do not exist, duplicated, with NaN, negative, zero and
+// absurd costs, thousands of costs, unknown error kinds, a second Hello,
+// empty messages. The tracker stays up, and an honest agent then completes
+// the job with every trial recorded once and no impossible cost stored.
+TEST_F(TrackerGrpcTest, RandomHostileAgentMessagesNeverHurtTheTrackerOrTheJob) {
+  pb::SubmitJobResponse submitted;
+  {
+    auto stub = pb::AgentSession::NewStub(channel_);
+    grpc::ClientContext ctx;
+    auto stream = stub->Session(&ctx);
+    pb::AgentMessage hello;
+    hello.mutable_hello()->set_agent_id("hostile");
+    hello.mutable_hello()->set_device_key("fake");
+    hello.mutable_hello()->mutable_target()->set_spec(kTarget);
+    hello.mutable_hello()->set_compiler_version(KILN_VERSION);
+    ASSERT_TRUE(stream->Write(hello));
+    pb::TrackerMessage reply;
+    ASSERT_TRUE(stream->Read(&reply) && reply.has_welcome());
+    submitted = SubmitConvRelu(24);  // the job takes the hostile agent's target
+    ASSERT_FALSE(submitted.job_id().empty());
+    std::mutex mu;
+    std::vector<pb::MeasureBatch> leased;
+    std::thread reader([&] {
+      pb::TrackerMessage msg;
+      while (stream->Read(&msg)) {
+        if (!msg.has_measure_batch()) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        leased.push_back(msg.measure_batch());
+      }
+    });
+    std::mt19937 rng(20261125);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    const double kCosts[] = {std::nan(""), -1.0, 0.0, 1e30, 1e-3, 2e-3, INFINITY};
+    for (int i = 0; i < 1500; ++i) {
+      pb::AgentMessage m;
+      switch (pick(6)) {
+        case 0:
+          m.mutable_heartbeat()->set_unix_ms(i);
+          break;
+        case 1:
+          m.mutable_hello()->set_agent_id("someone-else");
+          break;
+        case 2:
+          break;  // nothing set
+        default: {
+          pb::BatchResult* r = m.mutable_batch_result();
+          pb::MeasureBatch batch;
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            if (!leased.empty() && pick(4) != 0)
+              batch = leased[pick(static_cast<int>(leased.size()))];
+          }
+          r->set_batch_id(batch.batch_id().empty() ? StrCat("batch-made-up-", i)
+                                                   : batch.batch_id());
+          const int n = pick(12);
+          for (int c = 0; c < n; ++c) {
+            pb::MeasureResult* res = r->add_results();
+            const int id = pick(4);
+            res->set_candidate_id(id == 0   ? ""
+                                  : id == 1 ? "x"
+                                            : StrCat("c", pick(id == 2 ? 10 : 1000)));
+            res->set_error_kind(static_cast<pb::MeasureErrorKind>(pick(12)));
+            const int costs = pick(10) == 0 ? 5000 : pick(4);
+            for (int k = 0; k < costs; ++k) res->add_costs_s(kCosts[pick(7)]);
+          }
+        }
+      }
+      if (!stream->Write(m)) break;
+    }
+    ctx.TryCancel();
+    reader.join();
+    stream->Finish();
+  }
+  // The tracker lives, and an honest agent finishes the job.
+  FakeAgent honest(channel_, "honest", "fake");
+  ASSERT_TRUE(honest.Connect().ok());
+  honest.Serve();
+  pb::Job last = WatchToEnd(submitted.job_id());
+  ASSERT_EQ(last.state(), pb::JOB_STATE_COMPLETED) << last.error();
+  grpc::ClientContext ctx;
+  pb::QueryRecordsRequest q;
+  q.set_job_id(submitted.job_id());
+  pb::QueryRecordsResponse records;
+  ASSERT_TRUE(tracker_->QueryRecords(&ctx, q, &records).ok());
+  EXPECT_EQ(records.records_size(), last.trials_done());
+  std::map<std::string, int> final_results;  // config -> records that settle it
+  for (const auto& r : records.records()) {
+    for (double c : r.result().costs_s()) {
+      EXPECT_TRUE(std::isfinite(c) && c > 0 && c < 1e3) << c;
+    }
+    const auto kind = r.result().error_kind();
+    if (kind == pb::MEASURE_ERROR_KIND_NONE || kind == pb::MEASURE_ERROR_KIND_COMPILE ||
+        kind == pb::MEASURE_ERROR_KIND_RUNTIME || kind == pb::MEASURE_ERROR_KIND_INVALID_CONFIG) {
+      ++final_results[r.config().canonical()];
+    }
+  }
+  for (const auto& [config, n] : final_results) EXPECT_EQ(n, 1) << config;
+  honest.Stop();
 }
 
 }  // namespace
