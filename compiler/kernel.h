@@ -31,6 +31,10 @@ struct LowerOptions {
   // feature extraction reads (it evaluates them; simplifying is a third of
   // lowering's time); not for code generation.
   bool loops_only = false;
+  // False: loops the schedule vectorized stay loops (for the C source
+  // emitter, whose devices get their parallelism from threads, and whose
+  // vector types have 2, 3, 4, 8 or 16 lanes only).
+  bool vectorize = true;
 };
 
 // The knobs of the workload's schedule template. INVALID_ARGUMENT for an

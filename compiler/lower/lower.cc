@@ -34,8 +34,10 @@ absl::StatusOr<PrimFunc> Lower(const te::Schedule& schedule, const std::vector<t
   dump("partition", f);
   f.body = PartitionSelects(f.body);
   dump("partition_selects", f);
-  f.body = VectorizeLoops(f.body);
-  dump("vectorize", f);
+  if (opts.vectorize) {
+    f.body = VectorizeLoops(f.body);
+    dump("vectorize", f);
+  }
   f.body = UnrollLoops(f.body);
   dump("unroll", f);
   f.body = StripLikely(Simplify(f.body));
