@@ -219,9 +219,10 @@ std::vector<float> FeaturesOf(const PrimFunc& func, const compiler::Config& conf
       const Loop& l = loops[li];
       float* slot = &f[kLoopOffset + j * kLoopFeatures];
       slot[0] = Log2p(static_cast<double>(l.extent));
-      slot[1 + static_cast<int>(l.kind == ForKind::kSerial       ? 0
-                                : l.kind == ForKind::kParallel   ? 1
-                                : l.kind == ForKind::kVectorized ? 2
+      // Thread-bound loops (GPU kernels) count as parallel.
+      slot[1 + static_cast<int>(l.kind == ForKind::kSerial                                ? 0
+                                : l.kind == ForKind::kParallel || IsThreadBinding(l.kind) ? 1
+                                : l.kind == ForKind::kVectorized                          ? 2
                                                                  : 3)] = 1.0f;
     }
     const VarNode* inner_var = n > 0 ? loops[n - 1].var : nullptr;

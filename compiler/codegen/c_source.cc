@@ -1,5 +1,6 @@
 #include "compiler/codegen/c_source.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "base/str.h"
+#include "compiler/ir/functor.h"
 
 namespace kiln::compiler::codegen {
 namespace {
@@ -341,6 +343,15 @@ class Emitter {
 
   // ------------------------------------------------------------- statements
 
+  // The running thread's index for a binding, in the dialect's words.
+  std::string ThreadIndex(ForKind k) const {
+    const std::string tag = ThreadTag(k);  // "blockIdx.x"
+    const char axis = tag.back();
+    const bool block = tag.rfind("block", 0) == 0;
+    if (!opencl()) return tag;
+    return StrCat(block ? "get_group_id(" : "get_local_id(", axis - 'x', ")");
+  }
+
   void Line(int depth, const std::string& text) {
     body_ << std::string(2 * static_cast<size_t>(depth), ' ') << text << "\n";
   }
@@ -350,6 +361,21 @@ class Emitter {
     switch (s.kind()) {
       case StmtKind::kFor: {
         const auto* n = s.as<ForNode>();
+        if (IsThreadBinding(n->for_kind)) {
+          // One iteration per thread: the loop variable is the thread's
+          // index (the launch covers the largest extent bound to it).
+          const std::string var = Bind(n->loop_var.get(), n->loop_var->name);
+          const std::string type = Type(n->loop_var.dtype());
+          const std::string min = Expr(n->min), extent = Expr(n->extent);
+          Line(depth, "{");
+          Line(depth + 1, StrCat("const ", type, " ", var, " = ", min, " + (", type, ")",
+                                 ThreadIndex(n->for_kind), ";"));
+          Line(depth + 1, StrCat("if (", var, " < (", min, ") + (", extent, ")) {"));
+          Stmt(n->body, depth + 2);
+          Line(depth + 1, "}");
+          Line(depth, "}");
+          return;
+        }
         const std::string var = Bind(n->loop_var.get(), n->loop_var->name);
         const std::string type = Type(n->loop_var.dtype());
         const std::string min = Expr(n->min), extent = Expr(n->extent);
@@ -455,6 +481,36 @@ class Emitter {
 };
 
 }  // namespace
+
+absl::StatusOr<LaunchDims> LaunchDimsOf(const ir::PrimFunc& func) {
+  LaunchDims dims;
+  absl::Status status;
+  struct V : StmtVisitor {
+    LaunchDims* dims;
+    absl::Status* status;
+    void VisitFor(const ForNode* op) override {
+      if (IsThreadBinding(op->for_kind)) {
+        const auto* extent = op->extent.as<IntImmNode>();
+        const std::string tag = ThreadTag(op->for_kind);
+        if (extent == nullptr) {
+          if (status->ok()) {
+            *status = absl::InvalidArgumentError(
+                StrCat("loop ", op->loop_var->name, " bound to ", tag, " has no constant extent"));
+          }
+        } else {
+          int64_t* d = tag.rfind("block", 0) == 0 ? dims->grid : dims->block;
+          d[tag.back() - 'x'] = std::max(d[tag.back() - 'x'], extent->value);
+        }
+      }
+      StmtVisitor::VisitFor(op);
+    }
+  } v;
+  v.dims = &dims;
+  v.status = &status;
+  v.VisitStmt(func.body);
+  if (!status.ok()) return status;
+  return dims;
+}
 
 absl::StatusOr<std::string> EmitCSource(const ir::PrimFunc& func, SourceDialect dialect) {
   return Emitter(dialect).Run(func);

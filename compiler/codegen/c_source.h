@@ -6,14 +6,16 @@
 // keeps its LLVM code generator; GPU devices build this text with their own
 // driver (OpenCL) or NVRTC (CUDA).
 //
-// What it emits today: the kernel as lowered for a CPU target, run by one
-// work-item (OpenCL) or thread (CUDA): parallel loops are serial, scratch
-// buffers are private arrays. Thread binding (`bind`), shared/local storage
-// scopes and barriers come with the GPU schedule primitives (issue 9).
+// A loop bound to a thread index (te::Schedule::Bind) runs one iteration per
+// thread of the launch (LaunchDimsOf), guarded by its extent; every other
+// loop, parallel ones included, runs in each thread; scratch buffers are
+// private arrays. A kernel without bound loops is run by one work-item.
+// Shared/local storage scopes and barriers come with the GPU templates.
 //
 // UNIMPLEMENTED (naming the construct) for what a dialect cannot express
 // yet: vectors in CUDA C, bfloat16/float8 storage types, Let expressions.
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -27,5 +29,15 @@ enum class SourceDialect { kOpenCL, kCuda };
 // parameters in `func.params` order, as global pointers of their element
 // type.
 absl::StatusOr<std::string> EmitCSource(const ir::PrimFunc& func, SourceDialect dialect);
+
+// The launch a kernel needs: blocks (OpenCL work-groups) along x, y, z and
+// threads per block (work-items per group), the largest extent bound to
+// each index (1 where none is). INVALID_ARGUMENT for a bound loop whose
+// extent is not a constant.
+struct LaunchDims {
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block[3] = {1, 1, 1};
+};
+absl::StatusOr<LaunchDims> LaunchDimsOf(const ir::PrimFunc& func);
 
 }  // namespace kiln::compiler::codegen

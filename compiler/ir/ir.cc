@@ -4,6 +4,28 @@
 
 namespace kiln::ir {
 
+namespace {
+constexpr std::pair<ForKind, const char*> kThreadTags[] = {
+    {ForKind::kBlockX, "blockIdx.x"},   {ForKind::kBlockY, "blockIdx.y"},
+    {ForKind::kBlockZ, "blockIdx.z"},   {ForKind::kThreadX, "threadIdx.x"},
+    {ForKind::kThreadY, "threadIdx.y"}, {ForKind::kThreadZ, "threadIdx.z"},
+};
+}  // namespace
+
+const char* ThreadTag(ForKind k) {
+  for (const auto& [kind, tag] : kThreadTags) {
+    if (kind == k) return tag;
+  }
+  return "";
+}
+
+std::optional<ForKind> ThreadBindingOf(std::string_view tag) {
+  for (const auto& [kind, name] : kThreadTags) {
+    if (tag == name) return kind;
+  }
+  return std::nullopt;
+}
+
 std::string ToString(DataType t) {
   std::string base;
   switch (t.code) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -349,7 +350,26 @@ struct LetNode : ExprNode {
 // ---------------------------------------------------------------------------
 // Statements
 
-enum class ForKind : uint8_t { kSerial, kParallel, kVectorized, kUnrolled };
+enum class ForKind : uint8_t {
+  kSerial,
+  kParallel,
+  kVectorized,
+  kUnrolled,
+  // Run by a grid of GPU threads (te::Schedule::Bind): the loop variable is
+  // the index of the running block (kBlock*) or of the thread in its block
+  // (kThread*) along x, y or z. A CPU code generator runs them serially.
+  kBlockX,
+  kBlockY,
+  kBlockZ,
+  kThreadX,
+  kThreadY,
+  kThreadZ,
+};
+inline bool IsThreadBinding(ForKind k) { return k >= ForKind::kBlockX; }
+// "blockIdx.x" ... "threadIdx.z" for a thread binding, "" otherwise.
+const char* ThreadTag(ForKind k);
+// The binding named by a tag; nullopt for any other text.
+std::optional<ForKind> ThreadBindingOf(std::string_view tag);
 
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kFor;

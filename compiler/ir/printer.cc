@@ -228,6 +228,9 @@ class Printer {
           case ForKind::kUnrolled:
             out += " unrolled";
             break;
+          default:
+            out += StrCat(" bind(", ThreadTag(n->for_kind), ")");
+            break;
         }
         out += " {\n";
         PrintStmt(n->body, indent + 1);

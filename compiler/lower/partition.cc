@@ -84,7 +84,9 @@ class Partitioner : public StmtMutator {
   Stmt VisitFor(const ForNode* op, const Stmt& self) override {
     auto mn = AsConstInt(op->min), ext = AsConstInt(op->extent);
     const auto* v = static_cast<const VarNode*>(op->loop_var.get());
-    if (mn && ext) {
+    // A thread-bound loop is one launch: its guards stay (cutting it would
+    // run the tail after the main part in the same threads).
+    if (mn && ext && !IsThreadBinding(op->for_kind)) {
       GuardFinder gf(v);
       gf.VisitStmt(op->body);
       if (!gf.guards.empty()) {

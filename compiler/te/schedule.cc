@@ -58,6 +58,7 @@ std::string Step::ToString() const {
   for (int64_t v : ints) out += StrCat(", ", v);
   if (!target.empty()) out += StrCat(", @", target);
   if (!layout.empty()) out += StrCat(", ", layout);
+  if (!thread.empty()) out += StrCat(", ", thread);
   for (size_t i = 0; i < readers.size(); ++i) out += StrCat(i ? " " : ", reads ", readers[i]);
   return out + ")";
 }
@@ -193,6 +194,24 @@ void Schedule::Unroll(const Tensor& t, const IterVar& iv) {
 void Schedule::Parallel(const Tensor& t, const IterVar& iv) {
   KILN_CHECK(!iv->reduce) << "cannot parallelize reduce axis " << iv->name;
   SetKind(t, iv, ForKind::kParallel, "parallel");
+}
+
+absl::Status Schedule::Bind(const Tensor& t, const IterVar& iv, const std::string& thread) {
+  std::optional<ForKind> kind = ThreadBindingOf(thread);
+  if (!kind.has_value()) {
+    return absl::InvalidArgumentError(
+        StrCat("bind: unknown thread index '", thread, "' (blockIdx.x/y/z, threadIdx.x/y/z)"));
+  }
+  if (iv->reduce) {
+    return absl::InvalidArgumentError(StrCat("bind: ", iv->name, " is a reduce axis"));
+  }
+  Stage& s = (*this)[t];
+  LeafPos(s, iv);
+  iv->kind = *kind;
+  Step step{"bind", s.name(), {iv->name}, {}, ""};
+  step.thread = thread;
+  Record(std::move(step));
+  return absl::OkStatus();
 }
 
 void Schedule::ComputeAt(const Tensor& producer, const Tensor& consumer, const IterVar& iv) {
@@ -466,6 +485,9 @@ absl::Status Schedule::Replay(const std::vector<Step>& steps) {
       if (st.kind == "vectorize") Vectorize(t, ivs[0]);
       if (st.kind == "unroll") Unroll(t, ivs[0]);
       if (st.kind == "parallel") Parallel(t, ivs[0]);
+    } else if (st.kind == "bind") {
+      if (auto s = need(1, 0); !s.ok()) return s;
+      if (absl::Status s = Bind(t, ivs[0], st.thread); !s.ok()) return s;
     } else if (st.kind == "compute_at") {
       int ci = IndexOf(st.target);
       if (ci < 0 || ci <= si || ivs.size() != 1) {

@@ -58,8 +58,8 @@ struct Stage {
 };
 
 struct Step {
-  // split fuse reorder vectorize unroll parallel compute_at compute_inline
-  // cache_write cache_read transform_layout
+  // split fuse reorder vectorize unroll parallel bind compute_at
+  // compute_inline cache_write cache_read transform_layout
   std::string kind;
   std::string stage;  // cache_read, transform_layout: the tensor read (may be a placeholder)
   std::vector<std::string> ivs;
@@ -67,6 +67,7 @@ struct Step {
   std::string target;                // compute_at: consumer stage
   std::vector<std::string> readers;  // cache_read, transform_layout: the stages redirected
   std::string layout;                // transform_layout: "SRC->DST", e.g. "NCHW->NCHW16c"
+  std::string thread;                // bind: "blockIdx.x" ... "threadIdx.z"
   std::string ToString() const;
 };
 
@@ -98,6 +99,12 @@ class Schedule {
   void Vectorize(const Tensor& t, const IterVar& iv);
   void Unroll(const Tensor& t, const IterVar& iv);
   void Parallel(const Tensor& t, const IterVar& iv);
+  // GPU: the loop `iv` is run by a grid of threads, its variable the index
+  // `thread` names ("blockIdx.x", "threadIdx.y", ...: ir::ThreadBindingOf).
+  // Not a reduce axis (threads would race on the sum). INVALID_ARGUMENT for
+  // an unknown name; the extents are checked against the device's limits
+  // where the kernel is emitted (codegen::LaunchDimsOf).
+  absl::Status Bind(const Tensor& t, const IterVar& iv, const std::string& thread);
   void ComputeAt(const Tensor& producer, const Tensor& consumer, const IterVar& iv);
   void ComputeInline(const Tensor& producer);
   // Makes `t` a copy of a new stage "<t>.local" (local scope) that computes

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "compiler/kernel.h"
+#include "compiler/lower/lower.h"
 #include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
+#include "compiler/te/schedule.h"
 
 #ifdef KILN_TEST_HAVE_OPENCL
 #include <CL/cl.h>
@@ -107,12 +109,12 @@ TEST(CSource, CudaTextOfAScalarKernelAndItsLimits) {
 
 #ifdef KILN_TEST_HAVE_OPENCL
 
-// Builds `source` on the first OpenCL device, runs its kernel once (one
-// work-item) on `args` (each `sizes[i]` bytes; the last is the output, read
-// back into args.back()). An empty string when it worked, else what failed;
-// "no device" when there is none.
+// Builds `source` on the first OpenCL device, runs its kernel once over the
+// launch `dims` on `args` (each `sizes[i]` bytes; the last is the output,
+// read back into args.back()). An empty string when it worked, else what
+// failed; "no device" when there is none.
 std::string RunOpenCl(const std::string& source, const std::vector<void*>& args,
-                      const std::vector<size_t>& sizes) {
+                      const std::vector<size_t>& sizes, const codegen::LaunchDims& dims = {}) {
   cl_uint platforms = 0;
   if (clGetPlatformIDs(0, nullptr, &platforms) != CL_SUCCESS || platforms == 0) return "no device";
   std::vector<cl_platform_id> ids(platforms);
@@ -145,8 +147,12 @@ std::string RunOpenCl(const std::string& source, const std::vector<void*>& args,
           clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizes[i], args[i], &err));
       clSetKernelArg(kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &buffers.back());
     }
-    const size_t one = 1;
-    if (clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &one, nullptr, 0, nullptr, nullptr) !=
+    size_t global[3], local[3];
+    for (int d = 0; d < 3; ++d) {
+      local[d] = static_cast<size_t>(dims.block[d]);
+      global[d] = static_cast<size_t>(dims.grid[d] * dims.block[d]);
+    }
+    if (clEnqueueNDRangeKernel(queue, kernel, 3, nullptr, global, local, 0, nullptr, nullptr) !=
             CL_SUCCESS ||
         clEnqueueReadBuffer(queue, buffers.back(), CL_TRUE, 0, sizes.back(), args.back(), 0,
                             nullptr, nullptr) != CL_SUCCESS) {
@@ -227,6 +233,64 @@ TEST(CSourceOpenCl, RandomConfigsMatchTheReference) {
     }
     EXPECT_EQ(tried, 3) << w.op;
   }
+}
+
+// A matrix product scheduled for a GPU by hand: 8x16 tiles, the tile
+// indices bound to work-groups and the elements of a tile to work-items (not
+// dividing the matrix: the last tiles are guarded).
+TEST(CSourceOpenCl, ThreadBoundMatMulRunsOnAGridOfWorkItems) {
+  const int64_t M = 37, N = 45, K = 19;
+  te::Tensor A = te::Placeholder("A", {M, K});
+  te::Tensor B = te::Placeholder("B", {K, N});
+  ir::IterRange k = te::ReduceAxis(K, "k");
+  te::Tensor C = te::Compute("C", {M, N}, [&](const std::vector<ir::Var>& i) {
+    return te::Sum(A({i[0], k.var}) * B({k.var, i[1]}), {k});
+  });
+  te::Schedule s({C});
+  auto [io, ii] = s.Split(C, s.Axis(C, 0), 8);
+  auto [jo, ji] = s.Split(C, s.Axis(C, 1), 16);
+  s.Reorder(C, {io, jo, ii, ji, s.ReduceAxisOf(C, 0)});
+  ASSERT_TRUE(s.Bind(C, io, "blockIdx.y").ok());
+  ASSERT_TRUE(s.Bind(C, jo, "blockIdx.x").ok());
+  ASSERT_TRUE(s.Bind(C, ii, "threadIdx.y").ok());
+  ASSERT_TRUE(s.Bind(C, ji, "threadIdx.x").ok());
+  EXPECT_EQ(s.Bind(C, s.ReduceAxisOf(C, 0), "threadIdx.z").code(),
+            absl::StatusCode::kInvalidArgument);  // threads would race on the sum
+  EXPECT_EQ(s.Bind(C, ji, "warpIdx.x").code(), absl::StatusCode::kInvalidArgument);
+  // The trace replays the bindings.
+  te::Schedule again({C});
+  ASSERT_TRUE(again.Replay(s.trace()).ok());
+  EXPECT_NE(again.TraceText().find("bind(C, j.o, blockIdx.x)"), std::string::npos)
+      << again.TraceText();
+  auto func = lower::Lower(again, {A, B, C}, "kiln_kernel", ForC());
+  ASSERT_TRUE(func.ok()) << func.status();
+  auto dims = codegen::LaunchDimsOf(*func);
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  EXPECT_EQ(dims->grid[0], 3);  // ceil(45 / 16)
+  EXPECT_EQ(dims->grid[1], 5);  // ceil(37 / 8)
+  EXPECT_EQ(dims->block[0], 16);
+  EXPECT_EQ(dims->block[1], 8);
+  auto src = EmitCSource(*func, SourceDialect::kOpenCL);
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_NE(src->find("get_local_id(0)"), std::string::npos) << *src;
+  auto cuda = EmitCSource(*func, SourceDialect::kCuda);
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  EXPECT_NE(cuda->find("threadIdx.x"), std::string::npos) << *cuda;
+
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(M * K), b(K * N), c(M * N, 12345.f), want(M * N, 0.f);
+  for (float& x : a) x = u(rng);
+  for (float& x : b) x = u(rng);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t r = 0; r < K; ++r) want[i * N + j] += a[i * K + r] * b[r * N + j];
+  const std::string failure = RunOpenCl(
+      *src, {a.data(), b.data(), c.data()},
+      {a.size() * sizeof(float), b.size() * sizeof(float), c.size() * sizeof(float)}, *dims);
+  if (failure == "no device") GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  ASSERT_EQ(failure, "") << *src;
+  for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(c[i], want[i], 1e-4) << i;
 }
 
 #endif  // KILN_TEST_HAVE_OPENCL
