@@ -18,8 +18,8 @@
 #include "base/flags.h"
 #include "base/pem.h"
 #include "base/str.h"
+#include "compiler/codegen/opencl.h"
 #include "compiler/target.h"
-#include "device_agent/opencl_devices.h"
 #include "device_agent/sandbox.h"
 #include "device_agent/session.h"
 
@@ -33,14 +33,15 @@ constexpr char kUsage[] =
 
 std::string DescribeHardware() {
   std::string hw = kiln::compiler::DescribeHostHardware();
-  std::string cl = kiln::agent::DescribeOpenClDevices(kiln::agent::ListOpenClDevices());
+  std::string cl =
+      kiln::compiler::codegen::DescribeOpenClDevices(kiln::compiler::codegen::ListOpenClDevices());
   return cl.empty() ? hw : kiln::StrCat(hw, "; ", cl);
 }
 
 int ListDevices() {
   std::printf("cpu: %s (target %s)\n", kiln::compiler::DescribeHostHardware().c_str(),
               kiln::compiler::Target::Host().Spec().c_str());
-  for (const auto& d : kiln::agent::ListOpenClDevices()) {
+  for (const auto& d : kiln::compiler::codegen::ListOpenClDevices()) {
     std::printf("opencl: %s / %s, %s, %d compute units, %lld MiB\n", d.platform.c_str(),
                 d.name.c_str(), d.type.c_str(), d.compute_units, d.global_mem_bytes >> 20);
   }

@@ -11,15 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/opencl.h"
 #include "compiler/kernel.h"
 #include "compiler/lower/lower.h"
 #include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
 #include "compiler/te/schedule.h"
-
-#ifdef KILN_TEST_HAVE_OPENCL
-#include <CL/cl.h>
-#endif
 
 namespace kiln::compiler {
 namespace {
@@ -107,64 +104,23 @@ TEST(CSource, CudaTextOfAScalarKernelAndItsLimits) {
   EXPECT_TRUE(EmitCSource(*scalar_dense, SourceDialect::kCuda).ok());
 }
 
-#ifdef KILN_TEST_HAVE_OPENCL
-
-// Builds `source` on the first OpenCL device, runs its kernel once over the
-// launch `dims` on `args` (each `sizes[i]` bytes; the last is the output,
-// read back into args.back()). An empty string when it worked, else what
-// failed; "no device" when there is none.
+// Builds `source` on the first OpenCL device and runs its kernel once over
+// `dims` on `args` (the last, the output, read back). An empty string when
+// it worked, else what failed; "no device" when there is none (or kiln was
+// built without OpenCL).
 std::string RunOpenCl(const std::string& source, const std::vector<void*>& args,
                       const std::vector<size_t>& sizes, const codegen::LaunchDims& dims = {}) {
-  cl_uint platforms = 0;
-  if (clGetPlatformIDs(0, nullptr, &platforms) != CL_SUCCESS || platforms == 0) return "no device";
-  std::vector<cl_platform_id> ids(platforms);
-  clGetPlatformIDs(platforms, ids.data(), nullptr);
-  cl_device_id device = nullptr;
-  for (cl_platform_id p : ids) {
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &device, nullptr) == CL_SUCCESS) break;
-  }
-  if (device == nullptr) return "no device";
-  cl_int err = CL_SUCCESS;
-  cl_context ctx = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
-  if (err != CL_SUCCESS) return "clCreateContext failed";
-  cl_command_queue queue = clCreateCommandQueue(ctx, device, 0, &err);
-  const char* text = source.c_str();
-  cl_program program = clCreateProgramWithSource(ctx, 1, &text, nullptr, &err);
-  std::string failure;
-  if (clBuildProgram(program, 1, &device, "", nullptr, nullptr) != CL_SUCCESS) {
-    size_t n = 0;
-    clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-    std::string log(n, '\0');
-    clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-    failure = "build failed: " + log;
-  }
-  cl_kernel kernel = nullptr;
-  std::vector<cl_mem> buffers;
-  if (failure.empty()) {
-    kernel = clCreateKernel(program, "kiln_kernel", &err);
-    for (size_t i = 0; i < args.size(); ++i) {
-      buffers.push_back(
-          clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizes[i], args[i], &err));
-      clSetKernelArg(kernel, static_cast<cl_uint>(i), sizeof(cl_mem), &buffers.back());
+  auto kernel = codegen::OpenClKernel::Build(0, source, "kiln_kernel");
+  if (!kernel.ok()) {
+    const auto code = kernel.status().code();
+    if (code == absl::StatusCode::kNotFound || code == absl::StatusCode::kUnimplemented) {
+      return "no device";
     }
-    size_t global[3], local[3];
-    for (int d = 0; d < 3; ++d) {
-      local[d] = static_cast<size_t>(dims.block[d]);
-      global[d] = static_cast<size_t>(dims.grid[d] * dims.block[d]);
-    }
-    if (clEnqueueNDRangeKernel(queue, kernel, 3, nullptr, global, local, 0, nullptr, nullptr) !=
-            CL_SUCCESS ||
-        clEnqueueReadBuffer(queue, buffers.back(), CL_TRUE, 0, sizes.back(), args.back(), 0,
-                            nullptr, nullptr) != CL_SUCCESS) {
-      failure = "running the kernel failed";
-    }
+    return std::string(kernel.status().message());
   }
-  for (cl_mem b : buffers) clReleaseMemObject(b);
-  if (kernel) clReleaseKernel(kernel);
-  clReleaseProgram(program);
-  clReleaseCommandQueue(queue);
-  clReleaseContext(ctx);
-  return failure;
+  auto seconds = (*kernel)->Run(args, sizes, dims);
+  if (!seconds.ok()) return std::string(seconds.status().message());
+  return "";
 }
 
 // The workload's kernel with `config` (default: the template's default) as
@@ -198,7 +154,12 @@ void ExpectOpenClMatchesReference(const Workload& w, std::optional<Config> chose
   }
   ASSERT_EQ(sizes.back(), b.output.size());
   const std::string failure = RunOpenCl(*src, b.args, sizes);
-  if (failure == "no device") GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  if (failure == "no device") {
+#ifdef KILN_TEST_EXPECT_OPENCL
+    FAIL() << "no OpenCL device: is pocl-opencl-icd installed?";
+#endif
+    GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  }
   ASSERT_EQ(failure, "") << *src;
   std::vector<uint8_t> want(b.output.size());
   ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
@@ -288,12 +249,15 @@ TEST(CSourceOpenCl, ThreadBoundMatMulRunsOnAGridOfWorkItems) {
   const std::string failure = RunOpenCl(
       *src, {a.data(), b.data(), c.data()},
       {a.size() * sizeof(float), b.size() * sizeof(float), c.size() * sizeof(float)}, *dims);
-  if (failure == "no device") GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  if (failure == "no device") {
+#ifdef KILN_TEST_EXPECT_OPENCL
+    FAIL() << "no OpenCL device: is pocl-opencl-icd installed?";
+#endif
+    GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  }
   ASSERT_EQ(failure, "") << *src;
   for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(c[i], want[i], 1e-4) << i;
 }
-
-#endif  // KILN_TEST_HAVE_OPENCL
 
 }  // namespace
 }  // namespace kiln::compiler
