@@ -17,8 +17,10 @@ ALLOWED = {
     "deploy": {"deploy", "base"},
     # onnx_proto is protobuf: the frontend streams large models through
     # protobuf's io (CodedInputStream) to parse them as they are read. From
-    # deploy/: the artifact's dtype codes (dtype.h).
-    "compiler": {"compiler", "base", "deploy", "llvm", "onnx", "google/protobuf", "openssl"},
+    # deploy/: the artifact's dtype codes (dtype.h). OpenCL (and later CUDA)
+    # are optional: GPU devices build the C source the compiler emits.
+    "compiler": {"compiler", "base", "deploy", "llvm", "onnx", "google/protobuf", "openssl", "CL",
+                 "cuda.h"},
     "storage": {"storage", "base", "sqlite3.h", "openssl", "nlohmann"},
     # From deploy/: the thread pool's parallel-for (parallel.h).
     "tuner": {"tuner", "compiler", "storage", "base", "deploy", "xgboost"},
