@@ -25,6 +25,8 @@ bool Contains(std::string_view s, std::string_view p) {
 }  // namespace
 
 std::string Target::Spec() const {
+  if (kind == TargetKind::kOpenCL)
+    return device.empty() ? "opencl" : StrCat("opencl -device=", device);
   std::string s = StrCat("llvm -mtriple=", triple, " -mcpu=", cpu);
   if (!attrs.empty()) s += StrCat(" -mattr=", attrs);
   return s;
@@ -32,9 +34,21 @@ std::string Target::Spec() const {
 
 absl::StatusOr<Target> Target::Parse(std::string_view spec) {
   std::vector<std::string_view> parts = StrSplit(spec, ' ', true);
+  if (!parts.empty() && parts[0] == "opencl") {
+    Target t;
+    t.kind = TargetKind::kOpenCL;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      std::string_view p = parts[i];
+      if (!ConsumePrefix(&p, "-device=")) {
+        return absl::InvalidArgumentError(StrCat("unknown opencl target option '", p, "'"));
+      }
+      t.device = std::string(p);
+    }
+    return t;
+  }
   if (parts.empty() || parts[0] != "llvm") {
-    return absl::InvalidArgumentError(
-        StrCat("unsupported target '", spec, "': expected 'llvm -mtriple=... -mcpu=...'"));
+    return absl::InvalidArgumentError(StrCat(
+        "unsupported target '", spec, "': expected 'llvm -mtriple=... -mcpu=...' or 'opencl'"));
   }
   Target t;
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -62,6 +76,7 @@ Target Target::Host() {
 }
 
 int Target::NativeVectorLanes() const {
+  if (is_gpu()) return 1;  // a thread's values are scalars
   if (StartsWith(triple, "aarch64")) return 4;
   if (!StartsWith(triple, "x86_64") && !StartsWith(triple, "i686")) return 4;
   // Asked for every candidate a template builds: LLVM's CPU table is read

@@ -1,7 +1,9 @@
 #pragma once
 // A code generation target. The canonical spec string is
-//   "llvm -mtriple=<triple> -mcpu=<cpu> [-mattr=<+a,+b>]"
-// and is what the log database keys records by.
+//   "llvm -mtriple=<triple> -mcpu=<cpu> [-mattr=<+a,+b>]"   (CPUs)
+//   "opencl [-device=<name>]"                                (OpenCL devices)
+// and is what the log database keys records by. A device name has no
+// spaces (the agent writes them as '_').
 
 #include <string>
 #include <string_view>
@@ -10,13 +12,18 @@
 
 namespace kiln::compiler {
 
-enum class TargetKind { kLlvmCpu };
+enum class TargetKind { kLlvmCpu, kOpenCL };
 
 struct Target {
   TargetKind kind = TargetKind::kLlvmCpu;
   std::string triple;  // e.g. x86_64-pc-linux-gnu
   std::string cpu;     // e.g. skylake-avx512, "generic"
   std::string attrs;   // LLVM feature string, "" for the cpu's defaults
+  std::string device;  // OpenCL: the device's name ("": any)
+
+  // Kernels for it are threads of a grid (GPU templates, C source), not
+  // LLVM code for a CPU.
+  bool is_gpu() const { return kind == TargetKind::kOpenCL; }
 
   std::string Spec() const;
   bool operator==(const Target&) const = default;

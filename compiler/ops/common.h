@@ -55,6 +55,8 @@ struct OpTemplate {
 
 const OpTemplate* Conv2dTemplate();
 const OpTemplate* DenseTemplate();
+// dense on a GPU (Target::is_gpu): thread-bound tiles (dense_gpu.cc).
+const OpTemplate* GpuDenseTemplate();
 // pool2d and pool3d (the spatial rank comes from the workload op).
 const OpTemplate* PoolTemplate();
 const OpTemplate* EltwiseTemplate();

@@ -10,17 +10,13 @@
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "compiler/ops/common.h"
+#include "compiler/ops/dense_internal.h"
 
 namespace kiln::compiler::ops {
-namespace {
 using namespace ir;
 
-struct Dims {
-  int64_t M, N, K, batch;
-  bool ba, bb, batched;
-};
-Dims DimsOf(const Workload& w) {
-  Dims d;
+DenseDims DenseDimsOf(const Workload& w) {
+  DenseDims d;
   d.M = w.Int("M");
   d.N = w.Int("N");
   d.K = w.Int("K");
@@ -30,6 +26,42 @@ Dims DimsOf(const Workload& w) {
   d.batched = d.ba || d.bb;
   return d;
 }
+
+te::Tensor DenseAcc(const Workload& w, const te::Tensor& A, const te::Tensor& B,
+                    const te::Tensor& Bp, int64_t tn, const std::vector<int64_t>& out_shape) {
+  const DenseDims d = DenseDimsOf(w);
+  const bool ta = w.Int("transA") != 0, tb = w.Int("transB") != 0;
+  const size_t off = d.batched ? 1 : 0;
+  IterRange rk = te::ReduceAxis(d.K, "rk");
+  return te::Compute("acc", out_shape, [&](const std::vector<Var>& i) {
+    Expr m = i[off], n = i[off + 1];
+    std::vector<Expr> ai = ta ? std::vector<Expr>{rk.var, m} : std::vector<Expr>{m, rk.var};
+    std::vector<Expr> bi = tb ? std::vector<Expr>{n, rk.var} : std::vector<Expr>{rk.var, n};
+    if (d.ba) ai.insert(ai.begin(), i[0]);
+    if (d.bb) bi.insert(bi.begin(), i[0]);
+    Expr bv = Bp.defined() ? Bp({FloorDiv(n, IntImm(tn)), rk.var, FloorMod(n, IntImm(tn))}) : B(bi);
+    return te::Sum(A(ai) * bv, {rk});
+  });
+}
+
+te::Tensor DenseOut(const Workload& w, const te::Tensor& acc, const te::Tensor& C,
+                    const std::vector<te::Tensor>& eps, const std::vector<int64_t>& out_shape) {
+  const double alpha = w.FloatOr("alpha", 1.0), beta = w.FloatOr("beta", 1.0);
+  return te::Compute("out", out_shape, [&](const std::vector<Var>& i) {
+    std::vector<Expr> ii(i.begin(), i.end());
+    Expr y = acc(ii);
+    if (alpha != 1.0) y = y * FloatImm(alpha);
+    if (C.defined()) {
+      Expr cv = C(BroadcastIndex(C->shape, i));
+      y = y + (beta != 1.0 ? cv * FloatImm(beta) : cv);
+    }
+    return ApplyEpilogue(w, y, i, eps);
+  });
+}
+
+namespace {
+using Dims = DenseDims;
+Dims DimsOf(const Workload& w) { return DenseDimsOf(w); }
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   Dims d = DimsOf(w);
@@ -133,8 +165,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   Dims d = DimsOf(w);
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
-  bool ta = w.Int("transA") != 0, tb = w.Int("transB") != 0;
-  double alpha = w.FloatOr("alpha", 1.0), beta = w.FloatOr("beta", 1.0);
+  const bool tb = w.Int("transB") != 0;
   te::Tensor A = te::Placeholder("A", sig->inputs[0].shape);
   te::Tensor B = te::Placeholder("B", sig->inputs[1].shape);
   int64_t tm = c.at("tile_m"), tn = c.at("tile_n"), tk = c.at("tile_k");
@@ -179,28 +210,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
       return te::Sum(partial(pi), {rl});
     });
   }
-  IterRange rk = te::ReduceAxis(d.K, "rk");
-  if (vk == 0)
-    acc = te::Compute("acc", out_shape, [&](const std::vector<Var>& i) {
-      Expr m = i[off], n = i[off + 1];
-      std::vector<Expr> ai = ta ? std::vector<Expr>{rk.var, m} : std::vector<Expr>{m, rk.var};
-      std::vector<Expr> bi = tb ? std::vector<Expr>{n, rk.var} : std::vector<Expr>{rk.var, n};
-      if (d.ba) ai.insert(ai.begin(), i[0]);
-      if (d.bb) bi.insert(bi.begin(), i[0]);
-      Expr bv =
-          Bp.defined() ? Bp({FloorDiv(n, IntImm(tn)), rk.var, FloorMod(n, IntImm(tn))}) : B(bi);
-      return te::Sum(A(ai) * bv, {rk});
-    });
-  te::Tensor out = te::Compute("out", out_shape, [&](const std::vector<Var>& i) {
-    std::vector<Expr> ii(i.begin(), i.end());
-    Expr y = acc(ii);
-    if (alpha != 1.0) y = y * FloatImm(alpha);
-    if (C.defined()) {
-      Expr cv = C(BroadcastIndex(C->shape, i));
-      y = y + (beta != 1.0 ? cv * FloatImm(beta) : cv);
-    }
-    return ApplyEpilogue(w, y, i, eps);
-  });
+  if (vk == 0) acc = DenseAcc(w, A, B, Bp, tn, out_shape);
+  te::Tensor out = DenseOut(w, acc, C, eps, out_shape);
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;

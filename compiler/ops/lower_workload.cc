@@ -10,8 +10,13 @@ namespace kiln::compiler {
 
 namespace {
 
-absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w) {
+absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w, const Target& target) {
   if (auto sig = w.Signature(); !sig.ok()) return sig.status();
+  if (target.is_gpu()) {
+    if (w.op == "dense") return ops::GpuDenseTemplate();
+    return absl::UnimplementedError(
+        StrCat("no GPU schedule template for op '", w.op, "' yet (", target.Spec(), ")"));
+  }
   if (w.op == "conv2d") return ops::Conv2dTemplate();
   if (w.op == "dense") return ops::DenseTemplate();
   if (w.op == "pool2d" || w.op == "pool3d") return ops::PoolTemplate();
@@ -23,26 +28,26 @@ absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w) {
 }  // namespace
 
 absl::StatusOr<std::vector<Knob>> KnobsOf(const Workload& workload, const Target& target) {
-  auto t = TemplateOf(workload);
+  auto t = TemplateOf(workload, target);
   if (!t.ok()) return t.status();
   return (*t)->knobs(workload, target);
 }
 
 absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& target) {
-  auto t = TemplateOf(workload);
+  auto t = TemplateOf(workload, target);
   if (!t.ok()) return t.status();
   return (*t)->default_config(workload, target);
 }
 
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config) {
-  auto t = TemplateOf(workload);
+  auto t = TemplateOf(workload, target);
   if (!t.ok()) return t.status();
   return ValidateConfig(workload, target, config, (*t)->knobs(workload, target));
 }
 
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config,
                             const std::vector<Knob>& knobs) {
-  auto t = TemplateOf(workload);
+  auto t = TemplateOf(workload, target);
   if (!t.ok()) return t.status();
   if (auto s = CheckConfigAgainstKnobs(config, knobs); !s.ok()) {
     return absl::InvalidArgumentError(StrCat(workload.op, ": ", s.message()));
@@ -53,7 +58,7 @@ absl::Status ValidateConfig(const Workload& workload, const Target& target, cons
 namespace ops {
 absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Config& c) {
   if (auto s = ValidateConfig(w, t, c); !s.ok()) return s;
-  auto tmpl = TemplateOf(w);
+  auto tmpl = TemplateOf(w, t);
   if (!tmpl.ok()) return tmpl.status();
   return (*tmpl)->build(w, t, c);
 }
@@ -63,7 +68,9 @@ absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, c
                                            const std::string& func_name, const LowerOptions& opts) {
   auto built = ops::BuildTemplate(w, t, c);
   if (!built.ok()) return built.status();
-  return lower::Lower(*built->schedule, built->args, func_name, opts);
+  LowerOptions options = opts;
+  if (t.is_gpu()) options.vectorize = false;  // threads, not SIMD lanes
+  return lower::Lower(*built->schedule, built->args, func_name, options);
 }
 
 absl::StatusOr<std::vector<PackedInput>> PackedInputsOf(const Workload& w, const Config& c,
