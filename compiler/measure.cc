@@ -4,12 +4,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "absl/status/statusor.h"
 #include "base/str.h"
+#include "compiler/codegen/c_source.h"
+#include "compiler/codegen/opencl.h"
 #include "compiler/kernel.h"
+#include "compiler/ops/lower_workload.h"
 
 namespace kiln::compiler {
 namespace {
@@ -88,6 +93,45 @@ Measurement Error(MeasureError kind, std::string message, double build_s = 0) {
   return m;
 }
 
+// A built candidate: RunTimed(n) runs it n times and returns their time in
+// seconds (the CPU's: wall clock; an OpenCL device's: its profiling clock,
+// transfers excluded). The first run's output is in buffers.output.
+using TimedRuns = std::function<absl::StatusOr<double>(int number)>;
+
+// The OpenCL candidate: emitted as OpenCL C, built by the device's driver.
+absl::StatusOr<TimedRuns> BuildOpenCl(const Workload& workload, const Config& config,
+                                      const Target& target, KernelBuffers& buffers) {
+  auto index = codegen::FindOpenClDevice(target.device);
+  if (!index.ok()) return index.status();
+  auto func = LowerWorkload(workload, config, target, "kiln_kernel", {});
+  if (!func.ok()) return func.status();
+  auto dims = codegen::LaunchDimsOf(*func);
+  if (!dims.ok()) return dims.status();
+  auto source = codegen::EmitCSource(*func, codegen::SourceDialect::kOpenCL);
+  if (!source.ok()) return source.status();
+  auto kernel = codegen::OpenClKernel::Build(*index, *source, "kiln_kernel");
+  if (!kernel.ok()) return kernel.status();
+  if (absl::Status st = codegen::CheckLaunch(*dims, (*kernel)->device()); !st.ok()) return st;
+  std::vector<size_t> sizes;
+  std::vector<void*> args;
+  for (auto& in : buffers.inputs) {
+    sizes.push_back(in.size());
+    args.push_back(in.data());
+  }
+  sizes.push_back(buffers.output.size());
+  args.push_back(buffers.output.data());
+  std::shared_ptr<codegen::OpenClKernel> shared = std::move(*kernel);
+  return TimedRuns([shared, args, sizes, dims = *dims](int number) -> absl::StatusOr<double> {
+    double total = 0;
+    for (int i = 0; i < number; ++i) {
+      auto t = shared->Run(args, sizes, dims);
+      if (!t.ok()) return t.status();
+      total += *t;
+    }
+    return total;
+  });
+}
+
 }  // namespace
 
 Measurement Measure(const Workload& workload, const Config& config, const MeasurePolicy& policy,
@@ -100,28 +144,57 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
     return Error(MeasureError::kCompile, StrCat("bad workload: ", sig.status().message()));
   }
 
-  Clock::time_point build_start = Clock::now();
-  absl::StatusOr<std::unique_ptr<JitKernel>> kernel = BuildJit(workload, config, target);
-  const double build_s = Seconds(Clock::now() - build_start);
-  if (!kernel.ok()) {
-    return Error(MeasureError::kCompile, std::string(kernel.status().message()), build_s);
-  }
-  auto fail = [&](MeasureError kind, std::string message) {
-    return Error(kind, std::move(message), build_s);
-  };
-
   // Inputs: seeded uniform values in [-1, 1]; the output starts as NaN so
   // that an element the kernel never writes cannot pass verification.
   KernelBuffers buffers = MakeKernelBuffers(*sig, seed, std::nanf(""));
-  if (absl::Status s = PackKernelInputs(**kernel, buffers); !s.ok()) {
-    return fail(MeasureError::kRuntime, std::string(s.message()));
+  Clock::time_point build_start = Clock::now();
+  TimedRuns time_runs;
+  std::unique_ptr<JitKernel> jit;
+  if (target.is_gpu()) {
+    absl::StatusOr<TimedRuns> built = BuildOpenCl(workload, config, target, buffers);
+    if (!built.ok()) {
+      return Error(MeasureError::kCompile, std::string(built.status().message()),
+                   Seconds(Clock::now() - build_start));
+    }
+    time_runs = *std::move(built);
+  } else {
+    absl::StatusOr<std::unique_ptr<JitKernel>> kernel = BuildJit(workload, config, target);
+    if (!kernel.ok()) {
+      return Error(MeasureError::kCompile, std::string(kernel.status().message()),
+                   Seconds(Clock::now() - build_start));
+    }
+    jit = *std::move(kernel);
+    if (absl::Status s = PackKernelInputs(*jit, buffers); !s.ok()) {
+      return Error(MeasureError::kRuntime, std::string(s.message()),
+                   Seconds(Clock::now() - build_start));
+    }
+    // With flush_cache, every run starts with the kernel's buffers out of
+    // the caches, and only the runs are timed.
+    time_runs = [&](int number) -> absl::StatusOr<double> {
+      double total = 0;
+      for (int i = 0; i < number;) {
+        if (policy.flush_cache) FlushKernelBuffers(buffers);
+        const int runs = policy.flush_cache ? 1 : number;
+        Clock::time_point start = Clock::now();
+        for (int j = 0; j < runs; ++j, ++i) {
+          if (int32_t rc = jit->Run(buffers.args.data()); rc != 0) {
+            return absl::InternalError(StrCat("kernel returned ", rc));
+          }
+        }
+        total += Seconds(Clock::now() - start);
+      }
+      return total;
+    };
   }
-  const std::vector<void*>& args = buffers.args;
+  const double build_s = Seconds(Clock::now() - build_start);
+  auto fail = [&](MeasureError kind, std::string message) {
+    return Error(kind, std::move(message), build_s);
+  };
   const int64_t out_n = buffers.OutputSize();
   std::vector<uint8_t> reference(buffers.output.size(), 0);
 
-  if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
-    return fail(MeasureError::kRuntime, StrCat("kernel returned ", rc));
+  if (absl::StatusOr<double> first = time_runs(1); !first.ok()) {
+    return fail(MeasureError::kRuntime, std::string(first.status().message()));
   }
   static ReferenceCache* references = new ReferenceCache;
   if (absl::Status s =
@@ -142,24 +215,6 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
                     &detail)) {
     return fail(MeasureError::kWrongResult, StrCat(detail, " (tolerance ", tol, ")"));
   }
-
-  // With flush_cache, every run starts with the kernel's buffers out of the
-  // caches, and only the runs are timed.
-  auto time_runs = [&](int number) -> absl::StatusOr<double> {
-    double total = 0;
-    for (int i = 0; i < number;) {
-      if (policy.flush_cache) FlushKernelBuffers(buffers);
-      const int runs = policy.flush_cache ? 1 : number;
-      Clock::time_point start = Clock::now();
-      for (int j = 0; j < runs; ++j, ++i) {
-        if (int32_t rc = (*kernel)->Run(args.data()); rc != 0) {
-          return absl::InternalError(StrCat("kernel returned ", rc));
-        }
-      }
-      total += Seconds(Clock::now() - start);
-    }
-    return total;
-  };
 
   Measurement result;
   result.build_s = build_s;

@@ -210,6 +210,25 @@ absl::StatusOr<std::unique_ptr<OpenClKernel>> OpenClKernel::Build(int, const std
 }
 #endif
 
+std::string OpenClDeviceId(const OpenClDevice& device) {
+  std::string id = device.name;
+  for (char& c : id) {
+    if (c == ' ') c = '_';
+  }
+  return id;
+}
+
+absl::StatusOr<int> FindOpenClDevice(const std::string& id) {
+  const std::vector<OpenClDevice> devices = ListOpenClDevices();
+  std::string known;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (id.empty() || OpenClDeviceId(devices[i]) == id) return static_cast<int>(i);
+    known += StrCat(i ? ", " : "", OpenClDeviceId(devices[i]));
+  }
+  return absl::NotFoundError(
+      StrCat("no OpenCL device '", id, "' on this machine (", known.empty() ? "none" : known, ")"));
+}
+
 absl::Status CheckLaunch(const LaunchDims& dims, const OpenClDevice& device) {
   int64_t threads = 1;
   for (int k = 0; k < 3; ++k) {

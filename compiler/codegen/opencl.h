@@ -32,6 +32,12 @@ struct OpenClDevice {
 // Every platform's devices, in order (index: `kiln-agent --device opencl:N`).
 std::vector<OpenClDevice> ListOpenClDevices();
 
+// A device's name as a target spec writes it: spaces as '_'.
+std::string OpenClDeviceId(const OpenClDevice& device);
+// The index of the device named `id` (OpenClDeviceId; "": the first).
+// NOT_FOUND naming the devices there are otherwise.
+absl::StatusOr<int> FindOpenClDevice(const std::string& id);
+
 // "OpenCL: <platform>/<name> (<type>, N CUs)[, ...]" or "" when there is none.
 std::string DescribeOpenClDevices(const std::vector<OpenClDevice>& devices);
 

@@ -14,6 +14,7 @@
 #include "compiler/codegen/opencl.h"
 #include "compiler/kernel.h"
 #include "compiler/lower/lower.h"
+#include "compiler/measure.h"
 #include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
 #include "compiler/te/schedule.h"
@@ -255,6 +256,38 @@ TEST(CSourceOpenCl, GpuDenseTemplateMatchesTheReference) {
   }
   // Other ops have no GPU template yet: said, not faked.
   EXPECT_EQ(KnobsOf(Conv2d(), *gpu).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// compiler::Measure on an OpenCL target: built by the device's driver,
+// verified against the reference, timed by the device's clock.
+TEST(CSourceOpenCl, MeasureOnAnOpenClTarget) {
+  if (codegen::ListOpenClDevices().empty()) GTEST_SKIP() << "no OpenCL device";
+  auto gpu = Target::Parse("opencl");
+  ASSERT_TRUE(gpu.ok());
+  auto config = DefaultConfig(Dense(), *gpu);
+  ASSERT_TRUE(config.ok()) << config.status();
+  MeasurePolicy policy;
+  policy.repeat = 2;
+  policy.min_repeat_ms = 1;
+  Measurement m = Measure(Dense(), *config, policy, *gpu);
+  ASSERT_EQ(m.error, MeasureError::kNone) << m.message;
+  ASSERT_EQ(m.costs_s.size(), 2u);
+  for (double c : m.costs_s) EXPECT_GT(c, 0);
+  // The device by its name, as an agent's target names it.
+  const std::string id = codegen::OpenClDeviceId(codegen::ListOpenClDevices()[0]);
+  auto named = Target::Parse("opencl -device=" + id);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(Measure(Dense(), *config, policy, *named).error, MeasureError::kNone);
+  auto missing = Target::Parse("opencl -device=no-such-board");
+  ASSERT_TRUE(missing.ok());
+  Measurement none = Measure(Dense(), *config, policy, *missing);
+  EXPECT_EQ(none.error, MeasureError::kCompile);
+  EXPECT_NE(none.message.find("no OpenCL device 'no-such-board'"), std::string::npos)
+      << none.message;
+  Config too_many = *config;
+  too_many["block_m"] = 32;
+  too_many["block_n"] = 64;  // 2048 threads per block
+  EXPECT_EQ(Measure(Dense(), too_many, policy, *gpu).error, MeasureError::kInvalidConfig);
 }
 
 // A matrix product scheduled for a GPU by hand: 8x16 tiles, the tile
