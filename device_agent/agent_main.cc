@@ -1,6 +1,9 @@
 // kiln-agent: a measurement agent that dials out to the tracker.
 //   kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE]
-//              [--token T] [--target SPEC] [--workers-timeout-ms N] [--max-batch N]
+//              [--token T] [--device cpu|opencl:N] [--target SPEC]
+//              [--workers-timeout-ms N] [--max-batch N]
+// --device opencl:N measures on OpenCL device N of --list-devices (its
+// target: "opencl -device=NAME"); one agent process per device.
 // The agent's token comes from --token-file or KILN_TOKEN (with one, the
 // tracker names the agent after the token's user); --token is the legacy
 // secret shared by all agents.
@@ -27,7 +30,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE] [--token T] "
-    "[--target SPEC] [--workers-timeout-ms N] [--max-batch N]\n"
+    "[--device cpu|opencl:N] [--target SPEC] [--workers-timeout-ms N] [--max-batch N]\n"
     "                  [--tls-ca PEM [--tls-cert PEM --tls-key PEM]]\n"
     "       kiln-agent --list-devices\n";
 
@@ -41,9 +44,11 @@ std::string DescribeHardware() {
 int ListDevices() {
   std::printf("cpu: %s (target %s)\n", kiln::compiler::DescribeHostHardware().c_str(),
               kiln::compiler::Target::Host().Spec().c_str());
+  int i = 0;
   for (const auto& d : kiln::compiler::codegen::ListOpenClDevices()) {
-    std::printf("opencl: %s / %s, %s, %d compute units, %lld MiB\n", d.platform.c_str(),
-                d.name.c_str(), d.type.c_str(), d.compute_units, d.global_mem_bytes >> 20);
+    std::printf("opencl:%d: %s / %s, %s, %d compute units, %lld MiB (target opencl -device=%s)\n",
+                i++, d.platform.c_str(), d.name.c_str(), d.type.c_str(), d.compute_units,
+                d.global_mem_bytes >> 20, kiln::compiler::codegen::OpenClDeviceId(d).c_str());
   }
   return 0;
 }
@@ -68,7 +73,7 @@ int main(int argc, char** argv) {
     }
   }
   auto parsed = kiln::ParseFlags(
-      args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target",
+      args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target", "--device",
              "--workers-timeout-ms", "--max-batch", "--tls-ca", "--tls-cert", "--tls-key"});
   if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
   if (!parsed->positional.empty()) {
@@ -115,14 +120,34 @@ int main(int argc, char** argv) {
   if (!options.tls_cert_pem.empty() && options.tls_ca_pem.empty()) {
     return Usage("--tls-cert needs --tls-ca (the tracker's CA)");
   }
-  if (flags.count("--target")) {
+  // The device this agent measures on: the CPU (its LLVM target), or one
+  // OpenCL device (one agent process per device).
+  const std::string device = flags.count("--device") ? flags["--device"] : "cpu";
+  options.hardware = DescribeHardware();
+  if (device.rfind("opencl:", 0) == 0) {
+    int64_t index = -1;
+    const auto devices = kiln::compiler::codegen::ListOpenClDevices();
+    if (!kiln::ParseInt64(device.substr(7), &index) || index < 0 ||
+        index >= static_cast<int64_t>(devices.size())) {
+      return Usage(kiln::StrCat("no OpenCL device '", device, "' (", devices.size(),
+                                " found: kiln-agent --list-devices)"));
+    }
+    if (flags.count("--target")) return Usage("--target is for the CPU; --device names the device");
+    const auto& d = devices[static_cast<size_t>(index)];
+    options.target_spec =
+        kiln::StrCat("opencl -device=", kiln::compiler::codegen::OpenClDeviceId(d));
+    options.hardware = kiln::StrCat("OpenCL ", d.platform, "/", d.name, " (", d.type, ", ",
+                                    d.compute_units, " CUs, ", d.global_mem_bytes >> 20,
+                                    " MiB, work-groups of ", d.max_work_group_size, ")");
+  } else if (device != "cpu") {
+    return Usage(kiln::StrCat("unknown --device '", device, "' (cpu or opencl:N)"));
+  } else if (flags.count("--target")) {
     absl::StatusOr<kiln::compiler::Target> t = kiln::compiler::Target::Parse(flags["--target"]);
     if (!t.ok()) return Usage(std::string(t.status().message()));
     options.target_spec = t->Spec();
   } else {
     options.target_spec = kiln::compiler::Target::Host().Spec();
   }
-  options.hardware = DescribeHardware();
   options.compiler_version = KILN_VERSION;
   int64_t default_timeout_ms = 0;
   if (flags.count("--workers-timeout-ms") &&
