@@ -57,6 +57,8 @@ const OpTemplate* Conv2dTemplate();
 const OpTemplate* DenseTemplate();
 // dense on a GPU (Target::is_gpu): thread-bound tiles (dense_gpu.cc).
 const OpTemplate* GpuDenseTemplate();
+// eltwise on a GPU: every axis fused, `threads` per block (eltwise.cc).
+const OpTemplate* GpuEltwiseTemplate();
 // pool2d and pool3d (the spatial rank comes from the workload op).
 const OpTemplate* PoolTemplate();
 const OpTemplate* EltwiseTemplate();

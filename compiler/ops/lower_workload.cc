@@ -14,6 +14,7 @@ absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w, const Targe
   if (auto sig = w.Signature(); !sig.ok()) return sig.status();
   if (target.is_gpu()) {
     if (w.op == "dense") return ops::GpuDenseTemplate();
+    if (w.op == "eltwise") return ops::GpuEltwiseTemplate();
     return absl::UnimplementedError(
         StrCat("no GPU schedule template for op '", w.op, "' yet (", target.Spec(), ")"));
   }

@@ -197,10 +197,11 @@ TEST(CSourceOpenCl, RandomConfigsMatchTheReference) {
   }
 }
 
-// The GPU dense template (Target "opencl"): the default and random configs,
-// plain, with a bias and an epilogue, and batched, built and run on the
-// OpenCL device over the launch the bindings ask for, against the reference.
-TEST(CSourceOpenCl, GpuDenseTemplateMatchesTheReference) {
+// The GPU templates (Target "opencl"), built and run on the OpenCL device
+// over the launch their bindings ask for, against the reference: dense with
+// the default and random configs (plain, with a bias, batched), eltwise with
+// several thread counts.
+TEST(CSourceOpenCl, GpuTemplatesMatchTheReference) {
   auto gpu = Target::Parse("opencl");
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   EXPECT_EQ(gpu->Spec(), "opencl");
@@ -253,6 +254,32 @@ TEST(CSourceOpenCl, GpuDenseTemplateMatchesTheReference) {
                                1e-4, &detail))
           << detail;
     }
+  }
+  // eltwise on a GPU: one element per thread, every thread count.
+  for (int64_t threads : {32, 64, 128}) {
+    Config c = {{"threads", threads}};
+    SCOPED_TRACE(threads);
+    const Workload w = Eltwise();
+    ASSERT_TRUE(ValidateConfig(w, *gpu, c).ok());
+    auto func = LowerWorkload(w, c, *gpu, "kiln_kernel", {});
+    ASSERT_TRUE(func.ok()) << func.status();
+    auto dims = codegen::LaunchDimsOf(*func);
+    ASSERT_TRUE(dims.ok()) << dims.status();
+    EXPECT_EQ(dims->block[0], threads);
+    EXPECT_EQ(dims->grid[0], (210 + threads - 1) / threads);
+    auto src = EmitCSource(*func, SourceDialect::kOpenCL);
+    ASSERT_TRUE(src.ok()) << src.status();
+    auto sig = w.Signature();
+    KernelBuffers b = MakeKernelBuffers(*sig, 13, 12345.f);
+    const std::string failure = RunOpenCl(*src, {b.inputs[0].data(), b.output.data()},
+                                          {b.inputs[0].size(), b.output.size()}, *dims);
+    ASSERT_EQ(failure, "") << *src;
+    std::vector<uint8_t> want(b.output.size());
+    ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
+    std::string detail;
+    EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-5,
+                             1e-5, &detail))
+        << detail;
   }
   // Other ops have no GPU template yet: said, not faked.
   EXPECT_EQ(KnobsOf(Conv2d(), *gpu).status().code(), absl::StatusCode::kUnimplemented);
