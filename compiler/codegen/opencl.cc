@@ -51,6 +51,7 @@ absl::Status ClError(cl_int code, const std::string& what) {
 class ClKernel final : public OpenClKernel {
  public:
   ~ClKernel() override {
+    ReleaseBuffers();
     if (kernel_) clReleaseKernel(kernel_);
     if (program_) clReleaseProgram(program_);
     if (queue_) clReleaseCommandQueue(queue_);
@@ -89,20 +90,26 @@ class ClKernel final : public OpenClKernel {
       return absl::InvalidArgumentError("OpenCL run: one size per argument, and an output");
     }
     if (absl::Status st = CheckLaunch(dims, info_); !st.ok()) return st;
-    std::vector<cl_mem> buffers;
-    struct Release {
-      std::vector<cl_mem>* b;
-      ~Release() {
-        for (cl_mem m : *b) clReleaseMemObject(m);
+    // The same host buffers as the last run (a measurement's repeats): their
+    // device copies are reused, not copied again.
+    if (args != hosts_ || sizes != sizes_) {
+      ReleaseBuffers();
+      for (size_t i = 0; i < args.size(); ++i) {
+        cl_int err = CL_SUCCESS;
+        buffers_.push_back(clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                          std::max<size_t>(sizes[i], 1), args[i], &err));
+        if (err != CL_SUCCESS) {
+          ReleaseBuffers();
+          return ClError(err, StrCat("clCreateBuffer(", sizes[i], " bytes)"));
+        }
+        err = clSetKernelArg(kernel_, static_cast<cl_uint>(i), sizeof(cl_mem), &buffers_.back());
+        if (err != CL_SUCCESS) {
+          ReleaseBuffers();
+          return ClError(err, StrCat("clSetKernelArg(", i, ")"));
+        }
       }
-    } release{&buffers};
-    for (size_t i = 0; i < args.size(); ++i) {
-      cl_int err = CL_SUCCESS;
-      buffers.push_back(clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                                       std::max<size_t>(sizes[i], 1), args[i], &err));
-      if (err != CL_SUCCESS) return ClError(err, StrCat("clCreateBuffer(", sizes[i], " bytes)"));
-      err = clSetKernelArg(kernel_, static_cast<cl_uint>(i), sizeof(cl_mem), &buffers.back());
-      if (err != CL_SUCCESS) return ClError(err, StrCat("clSetKernelArg(", i, ")"));
+      hosts_ = args;
+      sizes_ = sizes;
     }
     size_t global[3], local[3];
     for (int d = 0; d < 3; ++d) {
@@ -113,7 +120,7 @@ class ClKernel final : public OpenClKernel {
     cl_int err =
         clEnqueueNDRangeKernel(queue_, kernel_, 3, nullptr, global, local, 0, nullptr, &done);
     if (err != CL_SUCCESS) return ClError(err, "clEnqueueNDRangeKernel");
-    err = clEnqueueReadBuffer(queue_, buffers.back(), CL_TRUE, 0, sizes.back(), args.back(), 0,
+    err = clEnqueueReadBuffer(queue_, buffers_.back(), CL_TRUE, 0, sizes.back(), args.back(), 0,
                               nullptr, nullptr);
     cl_ulong start = 0, end = 0;
     clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
@@ -126,6 +133,15 @@ class ClKernel final : public OpenClKernel {
   const OpenClDevice& device() const override { return info_; }
 
  private:
+  void ReleaseBuffers() {
+    for (cl_mem m : buffers_) clReleaseMemObject(m);
+    buffers_.clear();
+    hosts_.clear();
+    sizes_.clear();
+  }
+  std::vector<cl_mem> buffers_;  // device copies of hosts_
+  std::vector<void*> hosts_;
+  std::vector<size_t> sizes_;
   cl_device_id device_ = nullptr;
   OpenClDevice info_;
   cl_context context_ = nullptr;

@@ -55,10 +55,11 @@ class OpenClKernel {
                                                              const std::string& name);
   virtual ~OpenClKernel() = default;
 
-  // Copies every argument to the device (`sizes[i]` bytes), runs the kernel
-  // over `dims` (checked with CheckLaunch) and copies the last argument, the
-  // output, back. Returns the kernel's run time in seconds (the device's
-  // profiling clock).
+  // Copies every argument to the device (`sizes[i]` bytes; not again when
+  // the same buffers come back, as in a measurement's repeats), runs the
+  // kernel over `dims` (checked with CheckLaunch) and copies the last
+  // argument, the output, back. Returns the kernel's run time in seconds
+  // (the device's profiling clock).
   virtual absl::StatusOr<double> Run(const std::vector<void*>& args,
                                      const std::vector<size_t>& sizes, const LaunchDims& dims) = 0;
   virtual const OpenClDevice& device() const = 0;
