@@ -101,15 +101,13 @@ using TimedRuns = std::function<absl::StatusOr<double>(int number)>;
 // The OpenCL candidate: emitted as OpenCL C, built by the device's driver.
 absl::StatusOr<TimedRuns> BuildOpenCl(const Workload& workload, const Config& config,
                                       const Target& target, KernelBuffers& buffers) {
-  auto index = codegen::FindOpenClDevice(target.device);
-  if (!index.ok()) return index.status();
   auto func = LowerWorkload(workload, config, target, "kiln_kernel", {});
   if (!func.ok()) return func.status();
   auto dims = codegen::LaunchDimsOf(*func);
   if (!dims.ok()) return dims.status();
   auto source = codegen::EmitCSource(*func, codegen::SourceDialect::kOpenCL);
   if (!source.ok()) return source.status();
-  auto kernel = codegen::OpenClKernel::Build(*index, *source, "kiln_kernel");
+  auto kernel = codegen::OpenClKernel::Build(target.device, *source, "kiln_kernel");
   if (!kernel.ok()) return kernel.status();
   if (absl::Status st = codegen::CheckLaunch(*dims, (*kernel)->device()); !st.ok()) return st;
   std::vector<size_t> sizes;

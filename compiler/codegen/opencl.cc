@@ -1,7 +1,6 @@
 #include "compiler/codegen/opencl.h"
 
 #include <algorithm>
-#include <mutex>
 #include <utility>
 
 #include "base/str.h"
@@ -32,16 +31,6 @@ std::string DeviceName(cl_device_id d) {
   clGetDeviceInfo(d, CL_DEVICE_NAME, size, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
-}
-
-// The devices ListOpenClDevices found last, in its order.
-std::vector<std::pair<cl_platform_id, cl_device_id>>& handles() {
-  static auto* h = new std::vector<std::pair<cl_platform_id, cl_device_id>>;
-  return *h;
-}
-std::mutex& handles_mu() {
-  static auto* mu = new std::mutex;
-  return *mu;
 }
 
 absl::Status ClError(cl_int code, const std::string& what) {
@@ -152,10 +141,10 @@ class ClKernel final : public OpenClKernel {
 
 }  // namespace
 
-std::vector<OpenClDevice> ListOpenClDevices() {
-  std::lock_guard<std::mutex> lock(handles_mu());
-  handles().clear();
-  std::vector<OpenClDevice> out;
+namespace {
+// Every platform's devices, in order, with their handles.
+std::vector<std::pair<OpenClDevice, cl_device_id>> Enumerate() {
+  std::vector<std::pair<OpenClDevice, cl_device_id>> out;
   cl_uint np = 0;
   if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return out;
   std::vector<cl_platform_id> platforms(np);
@@ -190,37 +179,42 @@ std::vector<OpenClDevice> ListOpenClDevices() {
       size_t items[3] = {0, 0, 0};
       clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(items), items, nullptr);
       for (int k = 0; k < 3; ++k) dev.max_work_item_sizes[k] = static_cast<int64_t>(items[k]);
-      out.push_back(std::move(dev));
-      handles().emplace_back(p, d);
+      out.emplace_back(std::move(dev), d);
     }
   }
   return out;
 }
+}  // namespace
 
-absl::StatusOr<std::unique_ptr<OpenClKernel>> OpenClKernel::Build(int index,
+std::vector<OpenClDevice> ListOpenClDevices() {
+  std::vector<OpenClDevice> out;
+  for (auto& [info, handle] : Enumerate()) out.push_back(std::move(info));
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<OpenClKernel>> OpenClKernel::Build(const std::string& device_id,
                                                                   const std::string& source,
                                                                   const std::string& name) {
-  std::vector<OpenClDevice> devices = ListOpenClDevices();
-  if (index < 0 || index >= static_cast<int>(devices.size())) {
-    return absl::NotFoundError(StrCat("no OpenCL device ", index, " (", devices.size(),
-                                      " found; is an ICD such as pocl-opencl-icd installed?)"));
+  std::string known;
+  for (const auto& [info, handle] : Enumerate()) {
+    if (device_id.empty() || OpenClDeviceId(info) == device_id) {
+      auto kernel = std::make_unique<ClKernel>();
+      if (absl::Status st = kernel->Init(handle, info, source, name); !st.ok()) return st;
+      return std::unique_ptr<OpenClKernel>(std::move(kernel));
+    }
+    known += StrCat(known.empty() ? "" : ", ", OpenClDeviceId(info));
   }
-  cl_device_id device = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(handles_mu());
-    device = handles()[static_cast<size_t>(index)].second;
-  }
-  auto kernel = std::make_unique<ClKernel>();
-  if (absl::Status st = kernel->Init(device, devices[static_cast<size_t>(index)], source, name);
-      !st.ok()) {
-    return st;
-  }
-  return std::unique_ptr<OpenClKernel>(std::move(kernel));
+  return absl::NotFoundError(StrCat("no OpenCL device '", device_id, "' on this machine (",
+                                    known.empty() ? "none; is an ICD such as pocl-opencl-icd "
+                                                    "installed?"
+                                                  : known,
+                                    ")"));
 }
 #else
 std::vector<OpenClDevice> ListOpenClDevices() { return {}; }
 
-absl::StatusOr<std::unique_ptr<OpenClKernel>> OpenClKernel::Build(int, const std::string&,
+absl::StatusOr<std::unique_ptr<OpenClKernel>> OpenClKernel::Build(const std::string&,
+                                                                  const std::string&,
                                                                   const std::string&) {
   return absl::UnimplementedError("kiln was built without OpenCL (no ICD loader at build time)");
 }
@@ -232,17 +226,6 @@ std::string OpenClDeviceId(const OpenClDevice& device) {
     if (c == ' ') c = '_';
   }
   return id;
-}
-
-absl::StatusOr<int> FindOpenClDevice(const std::string& id) {
-  const std::vector<OpenClDevice> devices = ListOpenClDevices();
-  std::string known;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    if (id.empty() || OpenClDeviceId(devices[i]) == id) return static_cast<int>(i);
-    known += StrCat(i ? ", " : "", OpenClDeviceId(devices[i]));
-  }
-  return absl::NotFoundError(
-      StrCat("no OpenCL device '", id, "' on this machine (", known.empty() ? "none" : known, ")"));
 }
 
 absl::Status CheckLaunch(const LaunchDims& dims, const OpenClDevice& device) {

@@ -34,9 +34,6 @@ std::vector<OpenClDevice> ListOpenClDevices();
 
 // A device's name as a target spec writes it: spaces as '_'.
 std::string OpenClDeviceId(const OpenClDevice& device);
-// The index of the device named `id` (OpenClDeviceId; "": the first).
-// NOT_FOUND naming the devices there are otherwise.
-absl::StatusOr<int> FindOpenClDevice(const std::string& id);
 
 // "OpenCL: <platform>/<name> (<type>, N CUs)[, ...]" or "" when there is none.
 std::string DescribeOpenClDevices(const std::vector<OpenClDevice>& devices);
@@ -48,10 +45,12 @@ absl::Status CheckLaunch(const LaunchDims& dims, const OpenClDevice& device);
 // One kernel built for one device.
 class OpenClKernel {
  public:
-  // Builds `source` on device `index` of ListOpenClDevices() and takes its
-  // kernel `name`. NOT_FOUND when there is no such device; INVALID_ARGUMENT
-  // with the driver's build log when the source does not build.
-  static absl::StatusOr<std::unique_ptr<OpenClKernel>> Build(int index, const std::string& source,
+  // Builds `source` on the device named `device_id` (OpenClDeviceId; "":
+  // the first) and takes its kernel `name`. NOT_FOUND naming the devices
+  // there are when none has that name; INVALID_ARGUMENT with the driver's
+  // build log when the source does not build.
+  static absl::StatusOr<std::unique_ptr<OpenClKernel>> Build(const std::string& device_id,
+                                                             const std::string& source,
                                                              const std::string& name);
   virtual ~OpenClKernel() = default;
 

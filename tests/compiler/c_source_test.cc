@@ -18,6 +18,7 @@
 #include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
 #include "compiler/te/schedule.h"
+#include "tests/compiler/kernel_check.h"
 
 namespace kiln::compiler {
 namespace {
@@ -25,34 +26,9 @@ namespace {
 using codegen::EmitCSource;
 using codegen::SourceDialect;
 
-Workload Eltwise() {
-  Workload w;
-  w.op = "eltwise";
-  w.ints = {{"shape", {2, 3, 5, 7}}, {"in_shape", {2, 3, 5, 7}}};
-  w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
-  return w;
-}
-
-Workload Dense() {
-  Workload w;
-  w.op = "dense";
-  w.ints = {{"M", {13}},    {"N", {24}},      {"K", {37}},      {"transA", {0}}, {"transB", {1}},
-            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
-  w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
-  return w;
-}
-
-Workload Conv2d() {
-  Workload w;
-  w.op = "conv2d";
-  w.ints = {{"N", {1}},           {"C", {3}},         {"H", {9}},
-            {"W", {10}},          {"K", {8}},         {"R", {3}},
-            {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},
-            {"dilation", {1, 1}}, {"groups", {1}},    {"bias", {1}},
-            {"OH", {9}},          {"OW", {10}}};
-  w.epilogue = {EpilogueOp{EpilogueKind::kAdd, {1, 8, 1, 1}}, EpilogueOp{EpilogueKind::kRelu, {}}};
-  return w;
-}
+Workload Eltwise() { return test_util::EltwiseReluWorkload(); }
+Workload Dense() { return test_util::DenseReluWorkload(); }
+Workload Conv2d() { return test_util::Conv2dBiasAddReluWorkload(); }
 
 // Lowered for the C source emitter: vectorized loops stay loops.
 LowerOptions ForC() {
@@ -105,13 +81,23 @@ TEST(CSource, CudaTextOfAScalarKernelAndItsLimits) {
   EXPECT_TRUE(EmitCSource(*scalar_dense, SourceDialect::kCuda).ok());
 }
 
+// After RunOpenCl: without a device the test skips, visibly (and fails
+// where the build promised PoCL).
+#ifdef KILN_TEST_EXPECT_OPENCL
+#define SKIP_WITHOUT_OPENCL(failure) \
+  if ((failure) == "no device") FAIL() << "no OpenCL device: is pocl-opencl-icd installed?"
+#else
+#define SKIP_WITHOUT_OPENCL(failure) \
+  if ((failure) == "no device") GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)"
+#endif
+
 // Builds `source` on the first OpenCL device and runs its kernel once over
 // `dims` on `args` (the last, the output, read back). An empty string when
 // it worked, else what failed; "no device" when there is none (or kiln was
 // built without OpenCL).
 std::string RunOpenCl(const std::string& source, const std::vector<void*>& args,
                       const std::vector<size_t>& sizes, const codegen::LaunchDims& dims = {}) {
-  auto kernel = codegen::OpenClKernel::Build(0, source, "kiln_kernel");
+  auto kernel = codegen::OpenClKernel::Build("", source, "kiln_kernel");
   if (!kernel.ok()) {
     const auto code = kernel.status().code();
     if (code == absl::StatusCode::kNotFound || code == absl::StatusCode::kUnimplemented) {
@@ -155,12 +141,7 @@ void ExpectOpenClMatchesReference(const Workload& w, std::optional<Config> chose
   }
   ASSERT_EQ(sizes.back(), b.output.size());
   const std::string failure = RunOpenCl(*src, b.args, sizes);
-  if (failure == "no device") {
-#ifdef KILN_TEST_EXPECT_OPENCL
-    FAIL() << "no OpenCL device: is pocl-opencl-icd installed?";
-#endif
-    GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
-  }
+  SKIP_WITHOUT_OPENCL(failure);
   ASSERT_EQ(failure, "") << *src;
   std::vector<uint8_t> want(b.output.size());
   ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
@@ -245,7 +226,7 @@ TEST(CSourceOpenCl, GpuTemplatesMatchTheReference) {
       for (auto& in : b.inputs) args.push_back(in.data());
       args.push_back(b.output.data());
       const std::string failure = RunOpenCl(*src, args, sizes, *dims);
-      if (failure == "no device") GTEST_SKIP() << "no OpenCL device";
+      SKIP_WITHOUT_OPENCL(failure);
       ASSERT_EQ(failure, "") << *src;
       std::vector<uint8_t> want(b.output.size());
       ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
@@ -370,12 +351,7 @@ TEST(CSourceOpenCl, ThreadBoundMatMulRunsOnAGridOfWorkItems) {
   const std::string failure = RunOpenCl(
       *src, {a.data(), b.data(), c.data()},
       {a.size() * sizeof(float), b.size() * sizeof(float), c.size() * sizeof(float)}, *dims);
-  if (failure == "no device") {
-#ifdef KILN_TEST_EXPECT_OPENCL
-    FAIL() << "no OpenCL device: is pocl-opencl-icd installed?";
-#endif
-    GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
-  }
+  SKIP_WITHOUT_OPENCL(failure);
   ASSERT_EQ(failure, "") << *src;
   for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(c[i], want[i], 1e-4) << i;
 }

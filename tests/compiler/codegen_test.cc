@@ -22,6 +22,7 @@
 #include "compiler/target.h"
 #include "compiler/workload.h"
 #include "deploy/parallel.h"
+#include "tests/compiler/kernel_check.h"
 
 namespace kiln::compiler {
 namespace {
@@ -1265,32 +1266,13 @@ void CheckJitAgainstReference(const Workload& w) {
 }
 
 TEST(BuildJit, EltwiseReluMatchesReference) {
-  Workload w;
-  w.op = "eltwise";
-  w.ints = {{"shape", {2, 3, 5, 7}}, {"in_shape", {2, 3, 5, 7}}};
-  w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
-  CheckJitAgainstReference(w);
+  CheckJitAgainstReference(test_util::EltwiseReluWorkload());
 }
 
-TEST(BuildJit, DenseMatchesReference) {
-  Workload w;
-  w.op = "dense";
-  w.ints = {{"M", {13}},    {"N", {24}},      {"K", {37}},      {"transA", {0}}, {"transB", {1}},
-            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
-  w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
-  CheckJitAgainstReference(w);
-}
+TEST(BuildJit, DenseMatchesReference) { CheckJitAgainstReference(test_util::DenseReluWorkload()); }
 
 TEST(BuildJit, Conv2dWithBiasAndAddMatchesReference) {
-  Workload w;
-  w.op = "conv2d";
-  w.ints = {{"N", {1}},           {"C", {3}},         {"H", {9}},
-            {"W", {10}},          {"K", {8}},         {"R", {3}},
-            {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},
-            {"dilation", {1, 1}}, {"groups", {1}},    {"bias", {1}},
-            {"OH", {9}},          {"OW", {10}}};
-  w.epilogue = {EpilogueOp{EpilogueKind::kAdd, {1, 8, 1, 1}}, EpilogueOp{EpilogueKind::kRelu, {}}};
-  CheckJitAgainstReference(w);
+  CheckJitAgainstReference(test_util::Conv2dBiasAddReluWorkload());
 }
 
 }  // namespace

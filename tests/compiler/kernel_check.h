@@ -10,6 +10,36 @@
 
 namespace kiln::compiler::test_util {
 
+// Workloads the code generator tests share.
+inline Workload EltwiseReluWorkload() {
+  Workload w;
+  w.op = "eltwise";
+  w.ints = {{"shape", {2, 3, 5, 7}}, {"in_shape", {2, 3, 5, 7}}};
+  w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
+  return w;
+}
+
+inline Workload DenseReluWorkload() {
+  Workload w;
+  w.op = "dense";
+  w.ints = {{"M", {13}},    {"N", {24}},      {"K", {37}},      {"transA", {0}}, {"transB", {1}},
+            {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
+  w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
+  return w;
+}
+
+inline Workload Conv2dBiasAddReluWorkload() {
+  Workload w;
+  w.op = "conv2d";
+  w.ints = {{"N", {1}},           {"C", {3}},         {"H", {9}},
+            {"W", {10}},          {"K", {8}},         {"R", {3}},
+            {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},
+            {"dilation", {1, 1}}, {"groups", {1}},    {"bias", {1}},
+            {"OH", {9}},          {"OW", {10}}};
+  w.epilogue = {EpilogueOp{EpilogueKind::kAdd, {1, 8, 1, 1}}, EpilogueOp{EpilogueKind::kRelu, {}}};
+  return w;
+}
+
 inline void ExpectMatchesReference(const Workload& w, const Config& c, const std::string& what,
                                    uint64_t seed = 7) {
   auto sig = w.Signature();

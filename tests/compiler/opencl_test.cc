@@ -52,7 +52,7 @@ TEST(OpenClLaunch, ThreadsPerBlockWithinTheDevicesLimits) {
 
 TEST(OpenClKernel, ABuildErrorCarriesTheDriversLog) {
   auto kernel =
-      OpenClKernel::Build(0, "__kernel void broken(__global float* x) { x[0] = y; }", "broken");
+      OpenClKernel::Build("", "__kernel void broken(__global float* x) { x[0] = y; }", "broken");
   if (!kernel.ok() && (kernel.status().code() == absl::StatusCode::kNotFound ||
                        kernel.status().code() == absl::StatusCode::kUnimplemented)) {
     GTEST_SKIP() << kernel.status();
