@@ -82,15 +82,6 @@ std::string WriteContainer(const std::vector<Section>& sections) {
 absl::StatusOr<std::string> CompileModel(const Model& model, const Target& target,
                                          const ConfigLookup& lookup, const CompileOptions& options,
                                          CompileReport* report) {
-  if (target.is_gpu()) {
-    // Kernels for it are tuned and measured (GpuDenseTemplate, the C source
-    // emitter); the module that carries device code and its runtime are not
-    // there yet.
-    return absl::UnimplementedError(
-        StrCat("compiling a whole model for '", target.Spec(),
-               "' is not implemented yet: its kernels can be tuned and measured (records are "
-               "kept), GPU modules and their runtime come next"));
-  }
   const Graph& g = model.graph();
   // The steps: every compute node, then a copy per output that cannot be
   // written in place (it aliases an input, a constant or another output).
@@ -273,14 +264,28 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     plan.calls.push_back(std::move(call));
     kernels.push_back(std::move(def));
   }
-  auto so = BuildSharedObject(kernels, plan, target, options.lower);
-  if (!so.ok()) return so.status();
+  // The code: a shared object with the entry point (CPU), or the device
+  // program and its launch plan (GPU).
+  std::vector<Section> code;
+  std::string so_bytes;
+  DeviceModule device;
+  if (target.is_gpu()) {
+    auto built = BuildDeviceModule(kernels, plan, target, options.lower);
+    if (!built.ok()) return built.status();
+    device = *std::move(built);
+    code = {{"device.cl", device.source}, {"launch", device.launches}};
+  } else {
+    auto so = BuildSharedObject(kernels, plan, target, options.lower);
+    if (!so.ok()) return so.status();
+    so_bytes = *std::move(so);
+    code = {{"module.so", so_bytes}};
+  }
 
   std::string manifest = "kiln-artifact 1\n";
   manifest += StrCat("target ", target.Spec(), "\n");
   manifest += StrCat("compiler_version ", KILN_VERSION, "\n");
   manifest += StrCat("model_sha256 ", model.source_sha256(), "\n");
-  manifest += StrCat("entry ", plan.name, "\n");
+  manifest += StrCat("entry ", target.is_gpu() ? "launch" : plan.name, "\n");
   manifest += StrCat("workspace_bytes ", mem.total_bytes, "\n");
   manifest += StrCat("weights_bytes ", weights_size, "\n");
   manifest += StrCat("kernels ", kernels.size(), "\n");
@@ -306,9 +311,10 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
       std::memcpy(dst + packed_offsets[i], packed_consts[i].data(), packed_consts[i].size());
     }
   };
-  return WriteContainer({{"manifest", manifest},
-                         {"module.so", *so},
-                         {"weights", {}, static_cast<uint64_t>(weights_size), fill_weights}});
+  std::vector<Section> sections = {{"manifest", manifest}};
+  sections.insert(sections.end(), code.begin(), code.end());
+  sections.push_back({"weights", {}, static_cast<uint64_t>(weights_size), fill_weights});
+  return WriteContainer(sections);
 }
 
 }  // namespace kiln::compiler

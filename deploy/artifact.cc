@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "base/check.h"
 #include "base/str.h"
+#include "deploy/device.h"
 #include "deploy/memory.h"
 #include "deploy/parallel.h"
 
@@ -202,7 +203,10 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
       return absl::InvalidArgumentError(StrCat("corrupt artifact: duplicate section '", name, "'"));
     }
   }
-  for (const char* required : {"manifest", "module.so", "weights"}) {
+  // The code: a shared object (CPU), or device source and its launch plan
+  // (GPU).
+  const bool device = c.sections.count("device.cl") > 0;
+  for (const char* required : {"manifest", device ? "launch" : "module.so", "weights"}) {
     if (c.sections.find(required) == c.sections.end()) {
       return absl::InvalidArgumentError(
           StrCat("invalid artifact: missing section '", required, "'"));
@@ -300,7 +304,8 @@ Module::~Module() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<Module>> Module::LoadFile(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Module>> Module::LoadFile(const std::string& path,
+                                                         const LoadOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(StrCat("cannot open artifact '", path, "': ", std::strerror(errno)));
@@ -309,25 +314,42 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadFile(const std::string& path
   ss << in.rdbuf();
   if (in.bad()) return absl::DataLossError(StrCat("cannot read artifact '", path, "'"));
   std::string bytes = std::move(ss).str();
-  absl::StatusOr<std::unique_ptr<Module>> m = LoadBytes(bytes);
+  absl::StatusOr<std::unique_ptr<Module>> m = LoadBytes(bytes, options);
   if (!m.ok()) {
     return absl::Status(m.status().code(), StrCat(path, ": ", m.status().message()));
   }
   return m;
 }
 
-absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes) {
+absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes,
+                                                          const LoadOptions& options) {
   absl::StatusOr<Container> c = ParseContainer(bytes);
   if (!c.ok()) return c.status();
   absl::StatusOr<Manifest> manifest = ParseManifest(c->sections.at("manifest"));
   if (!manifest.ok()) return manifest.status();
-  std::string_view so = c->sections.at("module.so");
   std::string_view weights = c->sections.at("weights");
   if (absl::Status s = CheckBufferSizes(*manifest); !s.ok()) return s;
   if (static_cast<uint64_t>(manifest->weights_bytes) > weights.size()) {
     return absl::DataLossError(StrCat("manifest says weights_bytes ", manifest->weights_bytes,
                                       " but the weights section has ", weights.size(), " bytes"));
   }
+  if (auto source = c->sections.find("device.cl"); source != c->sections.end()) {
+    auto launches =
+        ParseLaunchPlan(c->sections.at("launch"), *manifest, static_cast<int64_t>(weights.size()));
+    if (!launches.ok()) return launches.status();
+    auto program =
+        LoadOpenClProgram(source->second, *std::move(launches), *manifest, weights, options.device);
+    if (!program.ok()) return program.status();
+    std::unique_ptr<Module> m(new Module());
+    m->manifest_ = *std::move(manifest);
+    m->device_ = *std::move(program);
+    return m;
+  }
+  if (!options.device.empty() && options.device != "cpu") {
+    return absl::InvalidArgumentError(StrCat("this artifact is compiled for '", manifest->target,
+                                             "' and runs on the CPU, not on ", options.device));
+  }
+  std::string_view so = c->sections.at("module.so");
 
   MakeRuntimeSymbolsGlobal();
   std::unique_ptr<Module> m(new Module());
@@ -414,6 +436,7 @@ absl::Status Module::Run(const std::vector<const void*>& inputs,
           StrCat("output '", manifest_.outputs[i].name, "' is a null buffer"));
     }
   }
+  if (device_) return device_->Run(inputs, outputs);
   int32_t rc = entry_(in.data(), outputs.data(), weights_.get(), workspace_.get());
   if (rc != 0) {
     return absl::InternalError(StrCat("entry point '", manifest_.entry, "' returned ", rc));

@@ -33,7 +33,7 @@ constexpr int kExitBadInput = 2;
 
 constexpr char kUsage[] =
     "usage: kiln-run ARTIFACT --input NAME=FILE [--input NAME=FILE ...] --output-dir DIR\n"
-    "                [--repeat N] [--warmup K] [--profile]\n"
+    "                [--repeat N] [--warmup K] [--profile] [--device DEV]\n"
     "\n"
     "Loads a kiln artifact, runs it once on the given inputs and writes\n"
     "DIR/output_0.pb, DIR/output_1.pb, ... (ONNX TensorProto of each output's dtype).\n"
@@ -49,6 +49,10 @@ constexpr char kUsage[] =
     "  --profile          after the timed runs, run N more with each kernel\n"
     "                     timed inside them and print where the time goes\n"
     "                     (with --repeat N; needs an artifact from kiln 0.6+)\n"
+    "  --device DEV       where a GPU artifact runs: opencl:N (the devices as\n"
+    "                     kiln-agent --list-devices numbers them; default: the\n"
+    "                     device its target names, else the first); cpu for a\n"
+    "                     CPU artifact (the default)\n"
     "  --help             this text\n"
     "\n"
     "Threads: KILN_NUM_THREADS (default: all hardware threads).\n";
@@ -105,6 +109,7 @@ struct Args {
   int64_t repeat = 0;
   int64_t warmup = 1;
   bool profile = false;
+  std::string device;
 };
 
 // Returns -1 to continue, else an exit code.
@@ -117,10 +122,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
     }
   }
   absl::StatusOr<kiln::ParsedFlags> flags = kiln::ParseFlags(
-      argv_list, {"--input", "--output-dir", "--repeat", "--warmup"}, {"--profile"});
+      argv_list, {"--input", "--output-dir", "--repeat", "--warmup", "--device"}, {"--profile"});
   if (!flags.ok()) return Fail(kExitBadInput, StrCat(flags.status().message(), "\n", kUsage));
   args->inputs = flags->All("--input");
   args->output_dir = flags->Get("--output-dir");
+  args->device = flags->Get("--device");
   for (const char* flag : {"--repeat", "--warmup"}) {
     if (!flags->Has(flag)) continue;
     int64_t n = 0;
@@ -150,7 +156,9 @@ int Main(int argc, char** argv) {
   Args args;
   if (int rc = ParseArgs(argc, argv, &args); rc >= 0) return rc;
 
-  auto loaded = kiln::deploy::Module::LoadFile(args.artifact);
+  kiln::deploy::LoadOptions load;
+  load.device = args.device;
+  auto loaded = kiln::deploy::Module::LoadFile(args.artifact, load);
   if (!loaded.ok()) {
     absl::StatusCode code = loaded.status().code();
     bool bad_file = code == absl::StatusCode::kInvalidArgument ||

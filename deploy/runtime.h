@@ -48,12 +48,25 @@ struct Manifest {
   std::vector<TensorInfo> outputs;
 };
 
+struct LoadOptions {
+  // Where a GPU artifact runs: "opencl:N" (`kiln-agent --list-devices`
+  // numbers the devices), or "" for the device its target names, else the
+  // first. A CPU artifact runs on the CPU ("" or "cpu").
+  std::string device;
+};
+
+class DeviceProgram;
+
 class Module {
  public:
-  // Reads and checks the container, loads the shared object, resolves the
-  // entry point. INVALID_ARGUMENT / DATA_LOSS with a message on a bad file.
-  static absl::StatusOr<std::unique_ptr<Module>> LoadFile(const std::string& path);
-  static absl::StatusOr<std::unique_ptr<Module>> LoadBytes(std::string_view bytes);
+  // Reads and checks the container, loads the shared object and resolves
+  // the entry point (CPU), or builds the device program on its device
+  // (GPU; deploy/device.h). INVALID_ARGUMENT / DATA_LOSS with a message on
+  // a bad file; UNAVAILABLE / NOT_FOUND when the device is not there.
+  static absl::StatusOr<std::unique_ptr<Module>> LoadFile(const std::string& path,
+                                                          const LoadOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<Module>> LoadBytes(std::string_view bytes,
+                                                           const LoadOptions& options = {});
   ~Module();
 
   const Manifest& manifest() const { return manifest_; }
@@ -71,6 +84,7 @@ class Module {
  private:
   Module() = default;
   Manifest manifest_;
+  std::unique_ptr<DeviceProgram> device_;  // GPU artifacts
   void* dl_handle_ = nullptr;
   std::string so_path_;
   using EntryFn = int32_t (*)(void* const*, void* const*, const uint8_t*, uint8_t*);

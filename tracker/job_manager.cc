@@ -224,13 +224,6 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
                                                options_.max_model_bytes,
                                                " bytes (kiln-tracker --max-model-bytes)"));
   }
-  compiler::ImportOptions import = ImportOptionsOf(stored, *store_, options_.max_elements);
-  auto model = LoadStoredModel(*store_, req.model_sha256, import);
-  if (!model.ok()) {
-    absl::StatusCode code = model.status().code();
-    if (code != absl::StatusCode::kUnimplemented) code = absl::StatusCode::kInvalidArgument;
-    return absl::Status(code, std::string(model.status().message()));
-  }
   std::string spec = req.target;
   if (spec.empty()) {
     auto known = agents_->TargetForKey(req.device_key);
@@ -244,6 +237,13 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   if (!target.ok()) {
     return absl::InvalidArgumentError(
         StrCat("bad target '", spec, "': ", std::string(target.status().message())));
+  }
+  compiler::ImportOptions import = ImportOptionsOf(stored, *store_, options_.max_elements, *target);
+  auto model = LoadStoredModel(*store_, req.model_sha256, import);
+  if (!model.ok()) {
+    absl::StatusCode code = model.status().code();
+    if (code != absl::StatusCode::kUnimplemented) code = absl::StatusCode::kInvalidArgument;
+    return absl::Status(code, std::string(model.status().message()));
   }
   // Every task must have a schedule template before anything is stored.
   for (const auto& task : model->Tasks()) {
@@ -380,7 +380,9 @@ absl::Status JobManager::Start() {
       job->early_stopping = stored->early_stopping;
       job->deadline_unix_ms = stored->deadline_unix_ms;
       job->priority = stored->priority;
-      job->import = ImportOptionsOf(*stored, *store_, options_.max_elements);
+      auto target = compiler::Target::Parse(row.target);
+      job->import = ImportOptionsOf(*stored, *store_, options_.max_elements,
+                                    target.ok() ? *target : compiler::Target::Host());
     } else {
       // The job fails when it cannot load its model with these options.
       Log()->warn("job {}: unreadable options: {}", row.id, stored.status().ToString());

@@ -98,9 +98,10 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
 }
 
 compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::ArtifactStore& store,
-                                        int64_t max_elements) {
+                                        int64_t max_elements, const compiler::Target& target) {
   compiler::ImportOptions import;
   import.max_elements = max_elements;
+  import.plan_layouts = !target.is_gpu();
   import.input_shapes = o.input_shapes;
   for (const auto& [location, sha] : o.external_data) {
     import.external_files[location] = store.PathOf(sha);

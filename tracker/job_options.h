@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/frontend/onnx_import.h"
+#include "compiler/target.h"
 #include "storage/log_db.h"
 #include "tracker/dispatcher.h"
 
@@ -37,7 +38,8 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
 
 // The import options of a stored job. External data comes from the uploaded
 // files only: the tracker never opens a path an uploaded model names.
+// Layouts are planned for CPU targets only (ImportOptions::plan_layouts).
 compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::ArtifactStore& store,
-                                        int64_t max_elements);
+                                        int64_t max_elements, const compiler::Target& target);
 
 }  // namespace kiln::tracker

@@ -20,21 +20,30 @@ constexpr const char* kLaneNames = "0123456789abcdef";
 
 class Emitter {
  public:
-  explicit Emitter(SourceDialect dialect) : dialect_(dialect) {}
+  Emitter(SourceDialect dialect, const CSourceOptions& options)
+      : dialect_(dialect), options_(options) {}
 
   absl::StatusOr<std::string> Run(const PrimFunc& func) {
     std::ostringstream params;
+    const bool offsets = opencl() && options_.offset_params;
     for (size_t i = 0; i < func.params.size(); ++i) {
       const Buffer& b = func.params[i];
       auto type = ScalarType(b->dtype, /*in_memory=*/true);
       if (!type.ok()) return type.status();
-      params << (i ? ", " : "") << Global() << *type << "* " << Restrict()
-             << Bind(b->data.get(), b->name);
+      const std::string name = Bind(b->data.get(), b->name);
+      if (offsets) {
+        params << (i ? ", " : "") << "__global uchar* " << name << "_base, ulong " << name
+               << "_off";
+        Line(1, StrCat("__global ", *type, "* restrict ", name, " = (__global ", *type, "*)(", name,
+                       "_base + ", name, "_off);"));
+      } else {
+        params << (i ? ", " : "") << Global() << *type << "* " << Restrict() << name;
+      }
     }
     Stmt(func.body, 1);
     if (!error_.ok()) return error_;
     std::ostringstream out;
-    out << Prelude();
+    if (options_.prelude) out << Prelude();
     out << (opencl() ? "__kernel void " : "extern \"C\" __global__ void ") << func.name << "("
         << params.str() << ") {\n"
         << body_.str() << "}\n";
@@ -52,6 +61,7 @@ class Emitter {
 
   // Floor division and modulo (Python's, the IR's FloorDiv/FloorMod) of
   // scalars, as helpers; vectors inline the same formula.
+ public:
   std::string Prelude() const {
     std::string p;
     if (opencl()) p += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
@@ -66,6 +76,7 @@ class Emitter {
     return p;
   }
 
+ private:
   // A unique C identifier for a variable.
   std::string Bind(const ExprNode* var, const std::string& hint) {
     std::string base;
@@ -474,6 +485,7 @@ class Emitter {
   }
 
   SourceDialect dialect_;
+  CSourceOptions options_;
   absl::Status error_;
   std::ostringstream body_;
   std::map<const ExprNode*, std::string> names_;  // variables (VarNode)
@@ -512,8 +524,11 @@ absl::StatusOr<LaunchDims> LaunchDimsOf(const ir::PrimFunc& func) {
   return dims;
 }
 
-absl::StatusOr<std::string> EmitCSource(const ir::PrimFunc& func, SourceDialect dialect) {
-  return Emitter(dialect).Run(func);
+absl::StatusOr<std::string> EmitCSource(const ir::PrimFunc& func, SourceDialect dialect,
+                                        const CSourceOptions& options) {
+  return Emitter(dialect, options).Run(func);
 }
+
+std::string CSourcePrelude(SourceDialect dialect) { return Emitter(dialect, {}).Prelude(); }
 
 }  // namespace kiln::compiler::codegen

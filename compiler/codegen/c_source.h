@@ -25,10 +25,25 @@ namespace kiln::compiler::codegen {
 
 enum class SourceDialect { kOpenCL, kCuda };
 
+struct CSourceOptions {
+  // The helpers every kernel may call (CSourcePrelude) ahead of the kernel;
+  // off where several kernels share one program that starts with them.
+  bool prelude = true;
+  // OpenCL: each buffer parameter as a byte pointer and a byte offset
+  // (`__global uchar* A_base, ulong A_off`), the kernel's pointer computed
+  // from them, so that one device buffer (a model's workspace) serves
+  // several tensors at any offset. CUDA C adds offsets to device pointers
+  // on the host instead.
+  bool offset_params = false;
+};
+
 // The kernel's source text: one entry point named `func.name`, its buffer
 // parameters in `func.params` order, as global pointers of their element
 // type.
-absl::StatusOr<std::string> EmitCSource(const ir::PrimFunc& func, SourceDialect dialect);
+absl::StatusOr<std::string> EmitCSource(const ir::PrimFunc& func, SourceDialect dialect,
+                                        const CSourceOptions& options = {});
+// The helper functions kernels call (floor division and modulo).
+std::string CSourcePrelude(SourceDialect dialect);
 
 // The launch a kernel needs: blocks (OpenCL work-groups) along x, y, z and
 // threads per block (work-items per group), the largest extent bound to

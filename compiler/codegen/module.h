@@ -49,4 +49,17 @@ absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kern
                                               const EntryPlan& plan, const Target& target,
                                               const LowerOptions& options = {});
 
+// A GPU target's module (docs/artifact-format.md, "GPU modules"): every
+// kernel as OpenCL C in one program (buffers passed as base and byte
+// offset), and the launch plan the runtime replays in place of an entry
+// point: one `call NAME GX GY GZ BX BY BZ ARG...` line per call, ARG one of
+// iN+OFF (input N), oN+OFF (output N), w+OFF (weights), s+OFF (workspace).
+struct DeviceModule {
+  std::string source;
+  std::string launches;
+};
+absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& kernels,
+                                               const EntryPlan& plan, const Target& target,
+                                               const LowerOptions& options = {});
+
 }  // namespace kiln::compiler

@@ -34,6 +34,9 @@ struct ImportOptions {
   // and every value the importer infers. A model above it is refused with
   // INVALID_ARGUMENT naming the input, tensor or node. Capped at 2^32.
   int64_t max_elements = int64_t{1} << 32;
+  // Channel-blocked layouts for the CPU's convolutions (PlanLayouts); off
+  // for a GPU target (Target::is_gpu), whose templates read NCHW.
+  bool plan_layouts = true;
 };
 
 absl::StatusOr<std::unique_ptr<Graph>> ImportOnnx(std::string_view model_bytes,

@@ -384,13 +384,13 @@ void PlanLayouts(Graph& g) {
   }
 }
 
-absl::Status RunGraphPasses(Graph& graph) {
+absl::Status RunGraphPasses(Graph& graph, bool plan_layouts) {
   if (auto s = FoldBatchNorms(graph); !s.ok()) return s;
   if (auto s = FoldConstants(graph); !s.ok()) return s;
   EliminateDeadNodes(graph);
   FuseEpilogues(graph);
   FuseInjective(graph);
-  PlanLayouts(graph);
+  if (plan_layouts) PlanLayouts(graph);
   return absl::OkStatus();
 }
 

@@ -38,7 +38,8 @@ void EliminateDeadNodes(Graph& graph);
 // are packed at compile time as before.
 void PlanLayouts(Graph& graph);
 
-absl::Status RunGraphPasses(Graph& graph);
+// plan_layouts=false leaves every value in its ONNX layout (GPU targets).
+absl::Status RunGraphPasses(Graph& graph, bool plan_layouts = true);
 
 // The value whose buffer `v` shares (following views back).
 int AliasRoot(const Graph& graph, int v);

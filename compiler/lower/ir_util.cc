@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compiler/ir/functor.h"
+#include "compiler/ir/structural.h"
 
 namespace kiln::lower {
 using namespace ir;
@@ -64,7 +65,10 @@ Stmt Substitute(const Stmt& s, const VarMap& m) {
 void LinearForm::AddTerm(const Expr& t, int64_t coeff) {
   if (coeff == 0) return;
   for (auto& [e, c] : terms) {
-    if (e.same_as(t)) {
+    // The same term rebuilt (a simplified copy of floordiv(v, 4), say)
+    // is the same term: bounds of it subtract to a constant.
+    if (e.same_as(t) ||
+        (e.kind() == t.kind() && e.kind() != ExprKind::kVar && StructuralEqual(e, t))) {
       c += coeff;
       return;
     }
@@ -205,16 +209,18 @@ std::optional<std::pair<Expr, Expr>> SymbolicBounds(const Expr& e, const RangeMa
   lo.constant = hi.constant = f.constant;
   for (const auto& [t, c] : f.terms) {
     if (c == 0) continue;
-    auto b = TermBounds(t, ranges);
-    if (!b) {
-      // Fixed unless it uses a varying variable.
-      for (const auto& [v, r] : ranges) {
-        if (UsesVar(t, v)) return std::nullopt;
-      }
+    // A term of no varying variable is one value (floordiv(f, 16) of a
+    // fused loop outside, say), however wide the range of values it can
+    // take: the bounds keep it, so that they subtract to a constant.
+    bool varies = false;
+    for (const auto& [v, r] : ranges) varies = varies || UsesVar(t, v);
+    if (!varies) {
       lo.AddTerm(t, c);
       hi.AddTerm(t, c);
       continue;
     }
+    auto b = TermBounds(t, ranges);
+    if (!b) return std::nullopt;
     lo.constant += c >= 0 ? c * b->first : c * b->second;
     hi.constant += c >= 0 ? c * b->second : c * b->first;
   }

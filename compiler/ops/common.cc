@@ -57,6 +57,34 @@ Config OutputLoopDefault(const std::vector<int64_t>& shape, const Target& t, boo
   return c;
 }
 
+std::vector<Knob> GpuThreadKnobs(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return {{"threads", UpTo({32, 64, 128, 256, 512}, n)}};
+}
+
+Config GpuThreadDefault(const std::vector<int64_t>& shape) {
+  return {{"threads", Pick(GpuThreadKnobs(shape)[0].choices, 256)}};
+}
+
+absl::Status ScheduleGpuPerElement(te::Schedule& s, const te::Tensor& out, int64_t threads) {
+  const int rank = static_cast<int>(out->shape.size());
+  te::IterVar all = s.Axis(out, 0);
+  for (int d = 1; d < rank; ++d) all = s.Fuse(out, all, s.Axis(out, d));
+  auto [block, thread] = s.Split(out, all, threads);
+  if (absl::Status st = s.Bind(out, block, "blockIdx.x"); !st.ok()) return st;
+  if (absl::Status st = s.Bind(out, thread, "threadIdx.x"); !st.ok()) return st;
+  for (const te::Stage& st : std::vector<te::Stage>(s.stages())) {
+    if (st.tensor.same_as(out)) continue;
+    if (st.tensor->reduce_axes.empty()) {
+      s.ComputeInline(st.tensor);
+    } else {
+      s.ComputeAt(st.tensor, out, thread);
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::vector<Expr> BroadcastIndex(const std::vector<int64_t>& shape,
                                  const std::vector<Var>& out_idx) {
   std::vector<Expr> idx;

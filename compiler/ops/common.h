@@ -59,6 +59,14 @@ const OpTemplate* DenseTemplate();
 const OpTemplate* GpuDenseTemplate();
 // eltwise on a GPU: every axis fused, `threads` per block (eltwise.cc).
 const OpTemplate* GpuEltwiseTemplate();
+// conv2d on a GPU: a register tile of output channels x columns per thread
+// (conv2d_gpu.cc).
+const OpTemplate* GpuConv2dTemplate();
+// pool2d / pool3d on a GPU: one output element per thread (pool.cc).
+const OpTemplate* GpuPoolTemplate();
+// The generic operators on a GPU: one output element per thread
+// (generic.cc); nullptr for an unknown name.
+const OpTemplate* GpuGenericTemplate(const std::string& op);
 // pool2d and pool3d (the spatial rank comes from the workload op).
 const OpTemplate* PoolTemplate();
 const OpTemplate* EltwiseTemplate();
@@ -76,6 +84,16 @@ absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Co
 std::vector<Knob> OutputLoopKnobs(const std::vector<int64_t>& shape, const Target& t,
                                   bool vectorizable);
 Config OutputLoopDefault(const std::vector<int64_t>& shape, const Target& t, bool vectorizable);
+
+// GPU templates of one output element per thread: knob `threads` (threads
+// per block, up to the element count) and its default (256 or fewer).
+std::vector<Knob> GpuThreadKnobs(const std::vector<int64_t>& shape);
+Config GpuThreadDefault(const std::vector<int64_t>& shape);
+// Schedules `out` one element per thread: its axes fused and split into
+// blocks of `threads` (blockIdx.x, threadIdx.x); every other stage of `s`
+// inlined when it has no reduction, else computed per element (at the
+// thread's loop, in its registers).
+absl::Status ScheduleGpuPerElement(te::Schedule& s, const te::Tensor& out, int64_t threads);
 
 // Small helpers.
 std::vector<int64_t> UpTo(std::vector<int64_t> candidates,

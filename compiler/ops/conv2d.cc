@@ -128,6 +128,40 @@ absl::Status CheckChannelTile(const Workload& w, const Target& t, int64_t kb, co
   return absl::OkStatus();
 }
 
+DirectConvComputes DirectConv(const Workload& w) {
+  int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
+  int64_t R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"), OW = w.Int("OW");
+  const auto& st = w.Ints("stride");
+  const auto& pad = w.Ints("pad");
+  const auto& dil = w.Ints("dilation");
+  int64_t Cg = C / G, Kg = K / G;
+  te::Tensor data = te::Placeholder("data", {N, C, H, W});
+  te::Tensor weight = te::Placeholder("weight", {K, Cg, R, S});
+  te::Tensor bias;
+  if (w.Int("bias")) bias = te::Placeholder("bias", {K});
+  auto eps = EpilogueOperands(w);
+  bool padded = pad[0] || pad[1] || pad[2] || pad[3];
+  te::Tensor pd;
+  if (padded) {
+    auto [PH, PW] = PaddedExtent(w);
+    pd = te::Compute("pad", {N, C, PH, PW}, [&](const std::vector<Var>& i) {
+      return PaddedLoad(w, i[2], i[3], [&](const Expr& hc, const Expr& xc) {
+        return data({i[0], i[1], hc, xc});
+      });
+    });
+  }
+  IterRange rc = te::ReduceAxis(Cg, "rc"), ry = te::ReduceAxis(R, "ry"),
+            rx = te::ReduceAxis(S, "rx");
+  te::Tensor conv = te::Compute("conv", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
+    Expr c = G == 1 ? Expr(rc.var) : FloorDiv(i[1], IntImm(Kg)) * IntImm(Cg) + rc.var;
+    Expr h = i[2] * IntImm(st[0]) + ry.var * IntImm(dil[0]);
+    Expr x = i[3] * IntImm(st[1]) + rx.var * IntImm(dil[1]);
+    Expr in = padded ? pd({i[0], c, h, x}) : data({i[0], c, h, x});
+    return te::Sum(in * weight({i[1], rc.var, ry.var, rx.var}), {rc, ry, rx});
+  });
+  return {data, weight, bias, pd, conv, ConvOutput(w, conv, bias, eps), eps};
+}
+
 namespace {
 
 // `k`, read only under the given layouts (the tuner counts configs that
@@ -286,37 +320,10 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& cf
   if (cfg.at("layout") == 2) return BuildDepthwise(w, t, cfg);
   if (cfg.at("layout") == 3) return BuildGemm(w, t, cfg);
   if (cfg.at("layout") == 4) return BuildWinograd(w, t, cfg);
-  int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
-  int64_t R = w.Int("R"), S = w.Int("S"), G = w.Int("groups"), OH = w.Int("OH"), OW = w.Int("OW");
-  const auto& st = w.Ints("stride");
-  const auto& pad = w.Ints("pad");
-  const auto& dil = w.Ints("dilation");
-  int64_t Cg = C / G, Kg = K / G;
-  te::Tensor data = te::Placeholder("data", {N, C, H, W});
-  te::Tensor weight = te::Placeholder("weight", {K, Cg, R, S});
-  te::Tensor bias;
-  if (w.Int("bias")) bias = te::Placeholder("bias", {K});
-  auto eps = EpilogueOperands(w);
-  bool padded = pad[0] || pad[1] || pad[2] || pad[3];
-  te::Tensor pd;
-  if (padded) {
-    auto [PH, PW] = PaddedExtent(w);
-    pd = te::Compute("pad", {N, C, PH, PW}, [&](const std::vector<Var>& i) {
-      return PaddedLoad(w, i[2], i[3], [&](const Expr& hc, const Expr& xc) {
-        return data({i[0], i[1], hc, xc});
-      });
-    });
-  }
-  IterRange rc = te::ReduceAxis(Cg, "rc"), ry = te::ReduceAxis(R, "ry"),
-            rx = te::ReduceAxis(S, "rx");
-  te::Tensor conv = te::Compute("conv", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
-    Expr c = G == 1 ? Expr(rc.var) : FloorDiv(i[1], IntImm(Kg)) * IntImm(Cg) + rc.var;
-    Expr h = i[2] * IntImm(st[0]) + ry.var * IntImm(dil[0]);
-    Expr x = i[3] * IntImm(st[1]) + rx.var * IntImm(dil[1]);
-    Expr in = padded ? pd({i[0], c, h, x}) : data({i[0], c, h, x});
-    return te::Sum(in * weight({i[1], rc.var, ry.var, rx.var}), {rc, ry, rx});
-  });
-  te::Tensor out = ConvOutput(w, conv, bias, eps);
+  const DirectConvComputes dc = DirectConv(w);
+  const te::Tensor &pd = dc.pad, &conv = dc.conv, &out = dc.out;
+  const bool padded = pd.defined();
+  const int64_t N = w.Int("N");
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
@@ -356,7 +363,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& cf
     if (cfg.at("order") == 0) s.Unroll(conv, k);
     if (cfg.at("order") != 1) s.Unroll(conv, oh);
   }
-  b.SetArgs({data, weight, bias}, eps, out);
+  b.SetArgs({dc.data, dc.weight, dc.bias}, dc.eps, out);
   return b;
 }
 

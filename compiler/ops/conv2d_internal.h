@@ -13,6 +13,16 @@ namespace kiln::compiler::ops {
 
 using te::kMaxScratchBytes;
 
+// Direct NCHW convolution: data[N][C][H][W], weight[K][C/groups][R][S],
+// bias[K] (undefined without one), the zero-padded input `pad` (undefined
+// when unpadded; its consumers inline it or keep it), conv[N][K][OH][OW]
+// (reduction over rc, ry, rx) and out = ConvOutput(conv).
+struct DirectConvComputes {
+  te::Tensor data, weight, bias, pad, conv, out;
+  std::vector<te::Tensor> eps;
+};
+DirectConvComputes DirectConv(const Workload& w);
+
 // Extent of the padded input the convolution reads: the padded size, or more
 // when the output shape reads past it (the excess reads zeros).
 std::pair<int64_t, int64_t> PaddedExtent(const Workload& w);

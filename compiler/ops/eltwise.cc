@@ -69,36 +69,23 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   return b;
 }
 
-int64_t Elements(const Workload& w) {
-  int64_t n = 1;
-  for (int64_t d : w.Ints("shape")) n *= d;
-  return n;
-}
-
 std::vector<Knob> GpuKnobs(const Workload& w, const Target&) {
-  return {{"threads", UpTo({32, 64, 128, 256, 512}, Elements(w))}};
+  return GpuThreadKnobs(w.Ints("shape"));
 }
 
-Config GpuDefault(const Workload& w, const Target& t) {
-  return {{"threads", Pick(GpuKnobs(w, t)[0].choices, 256)}};
-}
+Config GpuDefault(const Workload& w, const Target&) { return GpuThreadDefault(w.Ints("shape")); }
 
 absl::StatusOr<Built> GpuBuild(const Workload& w, const Target&, const Config& c) {
   std::vector<int64_t> shape;
   auto built = Computes(w, shape);
   if (!built.ok()) return built.status();
   Built b = *std::move(built);
-  te::Schedule& s = *b.schedule;
-  const te::Tensor out = b.args.back();
-  te::IterVar all = s.Axis(out, 0);
-  for (size_t d = 1; d < shape.size(); ++d)
-    all = s.Fuse(out, all, s.Axis(out, static_cast<int>(d)));
-  auto [block, thread] = s.Split(out, all, c.at("threads"));
-  if (absl::Status st = s.Bind(out, block, "blockIdx.x"); !st.ok()) return st;
-  if (absl::Status st = s.Bind(out, thread, "threadIdx.x"); !st.ok()) return st;
+  if (absl::Status st = ScheduleGpuPerElement(*b.schedule, b.args.back(), c.at("threads"));
+      !st.ok()) {
+    return st;
+  }
   return b;
 }
-
 }  // namespace
 
 const OpTemplate* EltwiseTemplate() {

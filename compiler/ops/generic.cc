@@ -597,7 +597,8 @@ absl::StatusOr<te::Tensor> OpTensor(const Workload& w, const std::vector<te::Ten
   return out;
 }
 
-absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
+// The op's computes over its kernel arguments, unscheduled (b.args set).
+absl::StatusOr<Built> Computes(const Workload& w) {
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
   std::vector<te::Tensor> args;
@@ -606,15 +607,23 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   auto made = OpTensor(w, args);
   if (!made.ok()) return made.status();
   te::Tensor out = *made;
-  const Shape& shape = sig->output.shape;
   size_t n_eps = 0;
   for (const EpilogueOp& e : w.epilogue) n_eps += e.HasOperand() ? 1 : 0;
   std::vector<te::Tensor> inputs(args.begin(), args.end() - static_cast<ptrdiff_t>(n_eps));
   std::vector<te::Tensor> eps(args.end() - static_cast<ptrdiff_t>(n_eps), args.end());
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  b.SetArgs(inputs, eps, out);
+  return b;
+}
+
+absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
+  auto built = Computes(w);
+  if (!built.ok()) return built.status();
+  Built b = *std::move(built);
+  const te::Tensor out = b.args.back();
   te::Schedule& s = *b.schedule;
-  const int rank = static_cast<int>(shape.size());
+  const int rank = static_cast<int>(out->shape.size());
   // Intermediate stages: injective ones inline, reductions computed per
   // output element (compute_at the innermost output axis).
   bool attached = false;
@@ -637,7 +646,23 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     for (int d = 1; d + 1 < rank; ++d) outer = s.Fuse(out, outer, s.Axis(out, d));
     s.Parallel(out, outer);
   }
-  b.SetArgs(inputs, eps, out);
+  return b;
+}
+
+std::vector<Knob> GpuKnobs(const Workload& w, const Target&) {
+  return GpuThreadKnobs(w.Ints("shape"));
+}
+
+Config GpuDefault(const Workload& w, const Target&) { return GpuThreadDefault(w.Ints("shape")); }
+
+absl::StatusOr<Built> GpuBuild(const Workload& w, const Target&, const Config& c) {
+  auto built = Computes(w);
+  if (!built.ok()) return built.status();
+  Built b = *std::move(built);
+  if (absl::Status st = ScheduleGpuPerElement(*b.schedule, b.args.back(), c.at("threads"));
+      !st.ok()) {
+    return st;
+  }
   return b;
 }
 
@@ -666,6 +691,11 @@ const GenericOp* FindGenericOp(const std::string& name) {
     if (name == op.name) return &op;
   }
   return nullptr;
+}
+
+const OpTemplate* GpuGenericTemplate(const std::string& name) {
+  static const OpTemplate t{GpuKnobs, GpuDefault, Check, GpuBuild};
+  return FindGenericOp(name) ? &t : nullptr;
 }
 
 const OpTemplate* GenericTemplate(const std::string& name) {

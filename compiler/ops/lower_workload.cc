@@ -13,8 +13,11 @@ namespace {
 absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w, const Target& target) {
   if (auto sig = w.Signature(); !sig.ok()) return sig.status();
   if (target.is_gpu()) {
+    if (w.op == "conv2d") return ops::GpuConv2dTemplate();
     if (w.op == "dense") return ops::GpuDenseTemplate();
+    if (w.op == "pool2d" || w.op == "pool3d") return ops::GpuPoolTemplate();
     if (w.op == "eltwise") return ops::GpuEltwiseTemplate();
+    if (const ops::OpTemplate* t = ops::GpuGenericTemplate(w.op)) return t;
     return absl::UnimplementedError(
         StrCat("no GPU schedule template for op '", w.op, "' yet (", target.Spec(), ")"));
   }

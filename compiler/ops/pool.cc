@@ -111,7 +111,8 @@ Expr ValidCount(Expr base, int64_t k, int64_t d, int64_t limit) {
   return Max(hi - lo + IntImm(1), IntImm(0));
 }
 
-absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg) {
+// The pooling (stage `pool`, *pool) and output computes, unscheduled.
+absl::StatusOr<Built> Computes(const Workload& w, te::Tensor* pool_out) {
   const int rank = Rank(w);
   const size_t r_n = static_cast<size_t>(rank);
   const auto& ks = w.Ints("kernel");
@@ -214,7 +215,20 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   });
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  b.SetArgs({data}, eps, out);
+  *pool_out = pool;
+  return b;
+}
+
+absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg) {
+  te::Tensor pool;
+  auto built = Computes(w, &pool);
+  if (!built.ok()) return built.status();
+  Built b = *std::move(built);
+  const te::Tensor out = b.args.back();
   te::Schedule& s = *b.schedule;
+  const int rank = Rank(w);
+  const int64_t ib = Block(w, false), ob = Block(w, true);
   const int ow_axis = rank + 1;
   std::vector<te::IterVar> order;
   for (int d = 0; d < rank; ++d) order.push_back(s.ReduceAxisOf(pool, d));
@@ -256,11 +270,35 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
     s.Unroll(pool, s.ReduceAxisOf(pool, rank - 2));
     s.Unroll(pool, s.ReduceAxisOf(pool, rank - 1));
   }
-  b.SetArgs({data}, eps, out);
+  return b;
+}
+
+std::vector<Knob> GpuKnobs(const Workload& w, const Target&) {
+  return GpuThreadKnobs(Shape(w, true));
+}
+
+absl::Status GpuCheck(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }
+
+Config GpuDefault(const Workload& w, const Target&) { return GpuThreadDefault(Shape(w, true)); }
+
+absl::StatusOr<Built> GpuBuild(const Workload& w, const Target&, const Config& c) {
+  te::Tensor pool;
+  auto built = Computes(w, &pool);
+  if (!built.ok()) return built.status();
+  Built b = *std::move(built);
+  if (absl::Status st = ScheduleGpuPerElement(*b.schedule, b.args.back(), c.at("threads"));
+      !st.ok()) {
+    return st;
+  }
   return b;
 }
 
 }  // namespace
+
+const OpTemplate* GpuPoolTemplate() {
+  static const OpTemplate t{GpuKnobs, GpuDefault, GpuCheck, GpuBuild};
+  return &t;
+}
 
 const OpTemplate* PoolTemplate() {
   static const OpTemplate t{Knobs, Default, Check, Build};

@@ -19,12 +19,14 @@
 #include "compiler/target.h"
 #include "compiler/te/schedule.h"
 #include "tests/compiler/kernel_check.h"
+#include "tests/compiler/opencl_check.h"
 
 namespace kiln::compiler {
 namespace {
 
 using codegen::EmitCSource;
 using codegen::SourceDialect;
+using test_util::RunOpenCl;
 
 Workload Eltwise() { return test_util::EltwiseReluWorkload(); }
 Workload Dense() { return test_util::DenseReluWorkload(); }
@@ -79,35 +81,6 @@ TEST(CSource, CudaTextOfAScalarKernelAndItsLimits) {
   auto scalar_dense = Lowered(Dense());
   ASSERT_TRUE(scalar_dense.ok()) << scalar_dense.status();
   EXPECT_TRUE(EmitCSource(*scalar_dense, SourceDialect::kCuda).ok());
-}
-
-// After RunOpenCl: without a device the test skips, visibly (and fails
-// where the build promised PoCL).
-#ifdef KILN_TEST_EXPECT_OPENCL
-#define SKIP_WITHOUT_OPENCL(failure) \
-  if ((failure) == "no device") FAIL() << "no OpenCL device: is pocl-opencl-icd installed?"
-#else
-#define SKIP_WITHOUT_OPENCL(failure) \
-  if ((failure) == "no device") GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)"
-#endif
-
-// Builds `source` on the first OpenCL device and runs its kernel once over
-// `dims` on `args` (the last, the output, read back). An empty string when
-// it worked, else what failed; "no device" when there is none (or kiln was
-// built without OpenCL).
-std::string RunOpenCl(const std::string& source, const std::vector<void*>& args,
-                      const std::vector<size_t>& sizes, const codegen::LaunchDims& dims = {}) {
-  auto kernel = codegen::OpenClKernel::Build("", source, "kiln_kernel");
-  if (!kernel.ok()) {
-    const auto code = kernel.status().code();
-    if (code == absl::StatusCode::kNotFound || code == absl::StatusCode::kUnimplemented) {
-      return "no device";
-    }
-    return std::string(kernel.status().message());
-  }
-  auto seconds = (*kernel)->Run(args, sizes, dims);
-  if (!seconds.ok()) return std::string(seconds.status().message());
-  return "";
 }
 
 // The workload's kernel with `config` (default: the template's default) as
@@ -207,33 +180,14 @@ TEST(CSourceOpenCl, GpuTemplatesMatchTheReference) {
       if (ValidateConfig(w, *gpu, c).ok()) configs.push_back(c);
     }
     for (const Config& c : configs) {
-      SCOPED_TRACE(CanonicalConfig(c));
       auto func = LowerWorkload(w, c, *gpu, "kiln_kernel", {});
       ASSERT_TRUE(func.ok()) << func.status();
       auto dims = codegen::LaunchDimsOf(*func);
       ASSERT_TRUE(dims.ok()) << dims.status();
       EXPECT_EQ(dims->block[0], c.at("block_n"));
       EXPECT_EQ(dims->block[1], c.at("block_m"));
-      auto src = EmitCSource(*func, SourceDialect::kOpenCL);
-      ASSERT_TRUE(src.ok()) << src.status();
-      auto sig = w.Signature();
-      ASSERT_TRUE(sig.ok());
-      KernelBuffers b = MakeKernelBuffers(*sig, 11, 12345.f);
-      std::vector<size_t> sizes;
-      for (const auto& in : b.inputs) sizes.push_back(in.size());
-      sizes.push_back(b.output.size());
-      std::vector<void*> args;
-      for (auto& in : b.inputs) args.push_back(in.data());
-      args.push_back(b.output.data());
-      const std::string failure = RunOpenCl(*src, args, sizes, *dims);
-      SKIP_WITHOUT_OPENCL(failure);
-      ASSERT_EQ(failure, "") << *src;
-      std::vector<uint8_t> want(b.output.size());
-      ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
-      std::string detail;
-      EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-4,
-                               1e-4, &detail))
-          << detail;
+      test_util::ExpectGpuKernelMatchesReference(w, c, *gpu);
+      if (::testing::Test::HasFatalFailure() || ::testing::Test::IsSkipped()) return;
     }
   }
   // eltwise on a GPU: one element per thread, every thread count.
@@ -262,8 +216,6 @@ TEST(CSourceOpenCl, GpuTemplatesMatchTheReference) {
                              1e-5, &detail))
         << detail;
   }
-  // Other ops have no GPU template yet: said, not faked.
-  EXPECT_EQ(KnobsOf(Conv2d(), *gpu).status().code(), absl::StatusCode::kUnimplemented);
 }
 
 // compiler::Measure on an OpenCL target: built by the device's driver,

@@ -14,7 +14,9 @@ import sys
 ALLOWED = {
     # Header-only basics (checks, strings, flags) every component may use.
     "base": {"base"},
-    "deploy": {"deploy", "base"},
+    # OpenCL's header only for its types: the runtime loads the ICD loader
+    # with dlopen (deploy/opencl_device.cc) and links no GPU library.
+    "deploy": {"deploy", "base", "CL"},
     # onnx_proto is protobuf: the frontend streams large models through
     # protobuf's io (CodedInputStream) to parse them as they are read. From
     # deploy/: the artifact's dtype codes (dtype.h). OpenCL (and later CUDA)

@@ -1,0 +1,86 @@
+// BuildDeviceModule: a model's kernels as one OpenCL C program and the launch
+// plan the runtime replays (docs/artifact-format.md, "GPU modules").
+#include <unordered_map>
+
+#include "absl/status/status.h"
+#include "base/str.h"
+#include "compiler/codegen/c_source.h"
+#include "compiler/codegen/module.h"
+#include "compiler/ops/lower_workload.h"
+
+namespace kiln::compiler {
+
+namespace {
+
+std::string ArgText(const BufferRef& ref) {
+  switch (ref.kind) {
+    case BufferRef::Kind::kInput:
+      return StrCat("i", ref.index, "+", ref.byte_offset);
+    case BufferRef::Kind::kOutput:
+      return StrCat("o", ref.index, "+", ref.byte_offset);
+    case BufferRef::Kind::kWeight:
+      return StrCat("w+", ref.byte_offset);
+    case BufferRef::Kind::kWorkspace:
+      break;
+  }
+  return StrCat("s+", ref.byte_offset);
+}
+
+}  // namespace
+
+absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& kernels,
+                                               const EntryPlan& plan, const Target& target,
+                                               const LowerOptions& options) {
+  if (target.kind != TargetKind::kOpenCL) {
+    return absl::InvalidArgumentError(
+        StrCat("a device module is for GPU targets, not '", target.Spec(), "'"));
+  }
+  DeviceModule m;
+  m.source = codegen::CSourcePrelude(codegen::SourceDialect::kOpenCL);
+  std::unordered_map<std::string, std::pair<size_t, codegen::LaunchDims>> launch;
+  codegen::CSourceOptions emit;
+  emit.prelude = false;
+  emit.offset_params = true;
+  for (const KernelDef& k : kernels) {
+    if (k.pack_input >= 0) {
+      return absl::UnimplementedError(
+          StrCat("kernel ", k.name, ": a packed input on a GPU target (no GPU template packs)"));
+    }
+    auto func = LowerWorkload(k.workload, k.config, target, k.name, options);
+    if (!func.ok()) {
+      return absl::Status(func.status().code(),
+                          StrCat("kernel ", k.name, ": ", func.status().message()));
+    }
+    auto dims = codegen::LaunchDimsOf(*func);
+    if (!dims.ok()) return dims.status();
+    auto src = codegen::EmitCSource(*func, codegen::SourceDialect::kOpenCL, emit);
+    if (!src.ok()) {
+      return absl::Status(src.status().code(),
+                          StrCat("kernel ", k.name, ": ", src.status().message()));
+    }
+    m.source += "\n" + *src;
+    launch[k.name] = {func->params.size(), *dims};
+  }
+  m.launches = "kiln-launch 1\n";
+  for (size_t c = 0; c < plan.calls.size(); ++c) {
+    const KernelCall& call = plan.calls[c];
+    auto it = launch.find(call.kernel);
+    if (it == launch.end()) {
+      return absl::InvalidArgumentError(
+          StrCat("entry call ", c, " names unknown kernel '", call.kernel, "'"));
+    }
+    if (it->second.first != call.args.size()) {
+      return absl::InvalidArgumentError(StrCat("entry call ", c, " passes ", call.args.size(),
+                                               " arguments to ", call.kernel, ", which takes ",
+                                               it->second.first));
+    }
+    const codegen::LaunchDims& d = it->second.second;
+    m.launches += StrCat("call ", call.kernel, " ", d.grid[0], " ", d.grid[1], " ", d.grid[2], " ",
+                         d.block[0], " ", d.block[1], " ", d.block[2]);
+    for (const BufferRef& ref : call.args) m.launches += " " + ArgText(ref);
+    m.launches += "\n";
+  }
+  return m;
+}
+
+}  // namespace kiln::compiler

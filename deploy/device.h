@@ -1,0 +1,65 @@
+#pragma once
+// GPU modules in the runtime: an artifact compiled for a GPU target carries
+// its kernels as device source (section `device.cl`) and a launch plan
+// (section `launch`) in place of a shared object; see
+// docs/artifact-format.md. The device's driver is loaded at run time
+// (OpenCL: the ICD loader, libOpenCL.so.1), so libkiln_runtime links no GPU
+// library and runs CPU artifacts on machines without one.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "deploy/runtime.h"
+
+namespace kiln::deploy {
+
+// One kernel launch of a launch plan: blocks (work-groups) and threads per
+// block (work-items per group) along x, y, z, and the kernel's buffers.
+struct LaunchArg {
+  char kind = 's';  // 'i' input, 'o' output, 'w' weights, 's' workspace
+  int index = 0;    // inputs and outputs
+  int64_t offset = 0;
+};
+struct Launch {
+  std::string kernel;
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block[3] = {1, 1, 1};
+  std::vector<LaunchArg> args;
+};
+
+// Parses the `launch` section against the manifest: INVALID_ARGUMENT naming
+// the line for a malformed record, an argument that names a missing input
+// or output, an offset past its buffer, or a launch of no threads.
+absl::StatusOr<std::vector<Launch>> ParseLaunchPlan(std::string_view text, const Manifest& manifest,
+                                                    int64_t weights_bytes);
+
+// A GPU module loaded on one device: weights uploaded once, workspace and
+// input/output buffers allocated once.
+class DeviceProgram {
+ public:
+  virtual ~DeviceProgram() = default;
+  // Copies the inputs to the device, runs every launch in order, copies the
+  // outputs back (blocking). Buffers as Module::Run takes them.
+  virtual absl::Status Run(const std::vector<const void*>& inputs,
+                           const std::vector<void*>& outputs) = 0;
+  // "OpenCL: <platform>/<device>".
+  virtual std::string Describe() const = 0;
+};
+
+// Builds `source` on an OpenCL device: `device` "opencl:N" (N: the index
+// among every platform's devices, as `kiln-agent --list-devices` numbers
+// them), or "" for the device the target names (`-device=NAME`), else the
+// first. UNAVAILABLE when no OpenCL driver can be loaded or no device
+// exists, NOT_FOUND for a missing device, INVALID_ARGUMENT with the
+// driver's build log when the source does not build.
+absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadOpenClProgram(std::string_view source,
+                                                                 std::vector<Launch> launches,
+                                                                 const Manifest& manifest,
+                                                                 std::string_view weights,
+                                                                 const std::string& device);
+
+}  // namespace kiln::deploy
