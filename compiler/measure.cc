@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "base/str.h"
 #include "compiler/codegen/c_source.h"
+#include "compiler/codegen/cuda.h"
 #include "compiler/codegen/opencl.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
@@ -98,18 +99,19 @@ Measurement Error(MeasureError kind, std::string message, double build_s = 0) {
 // transfers excluded). The first run's output is in buffers.output.
 using TimedRuns = std::function<absl::StatusOr<double>(int number)>;
 
-// The OpenCL candidate: emitted as OpenCL C, built by the device's driver.
-absl::StatusOr<TimedRuns> BuildOpenCl(const Workload& workload, const Config& config,
-                                      const Target& target, KernelBuffers& buffers) {
+// A GPU candidate: emitted as OpenCL C and built by the device's driver, or
+// as CUDA C and compiled by NVRTC for the device's compute capability; timed
+// by the device's clock (OpenCL profiling, CUDA events).
+absl::StatusOr<TimedRuns> BuildGpu(const Workload& workload, const Config& config,
+                                   const Target& target, KernelBuffers& buffers) {
   auto func = LowerWorkload(workload, config, target, "kiln_kernel", {});
   if (!func.ok()) return func.status();
   auto dims = codegen::LaunchDimsOf(*func);
   if (!dims.ok()) return dims.status();
-  auto source = codegen::EmitCSource(*func, codegen::SourceDialect::kOpenCL);
+  const bool cuda = target.kind == TargetKind::kCuda;
+  auto source = codegen::EmitCSource(
+      *func, cuda ? codegen::SourceDialect::kCuda : codegen::SourceDialect::kOpenCL);
   if (!source.ok()) return source.status();
-  auto kernel = codegen::OpenClKernel::Build(target.device, *source, "kiln_kernel");
-  if (!kernel.ok()) return kernel.status();
-  if (absl::Status st = codegen::CheckLaunch(*dims, (*kernel)->device()); !st.ok()) return st;
   std::vector<size_t> sizes;
   std::vector<void*> args;
   for (auto& in : buffers.inputs) {
@@ -118,11 +120,23 @@ absl::StatusOr<TimedRuns> BuildOpenCl(const Workload& workload, const Config& co
   }
   sizes.push_back(buffers.output.size());
   args.push_back(buffers.output.data());
-  std::shared_ptr<codegen::OpenClKernel> shared = std::move(*kernel);
-  return TimedRuns([shared, args, sizes, dims = *dims](int number) -> absl::StatusOr<double> {
+  std::function<absl::StatusOr<double>()> run_once;
+  if (cuda) {
+    auto kernel = codegen::CudaKernel::Build(target.device, *source, "kiln_kernel");
+    if (!kernel.ok()) return kernel.status();
+    std::shared_ptr<codegen::CudaKernel> k = std::move(*kernel);
+    run_once = [k, args, sizes, dims = *dims] { return k->Run(args, sizes, dims); };
+  } else {
+    auto kernel = codegen::OpenClKernel::Build(target.device, *source, "kiln_kernel");
+    if (!kernel.ok()) return kernel.status();
+    if (absl::Status st = codegen::CheckLaunch(*dims, (*kernel)->device()); !st.ok()) return st;
+    std::shared_ptr<codegen::OpenClKernel> k = std::move(*kernel);
+    run_once = [k, args, sizes, dims = *dims] { return k->Run(args, sizes, dims); };
+  }
+  return TimedRuns([run_once](int number) -> absl::StatusOr<double> {
     double total = 0;
     for (int i = 0; i < number; ++i) {
-      auto t = shared->Run(args, sizes, dims);
+      auto t = run_once();
       if (!t.ok()) return t.status();
       total += *t;
     }
@@ -149,7 +163,7 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
   TimedRuns time_runs;
   std::unique_ptr<JitKernel> jit;
   if (target.is_gpu()) {
-    absl::StatusOr<TimedRuns> built = BuildOpenCl(workload, config, target, buffers);
+    absl::StatusOr<TimedRuns> built = BuildGpu(workload, config, target, buffers);
     if (!built.ok()) {
       return Error(MeasureError::kCompile, std::string(built.status().message()),
                    Seconds(Clock::now() - build_start));

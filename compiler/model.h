@@ -67,7 +67,8 @@ struct CompileReport {
   int tuned_kernels = 0;  // of which the lookup gave a config
 };
 
-// The artifact's bytes: manifest, shared object and weights.
+// The artifact's bytes: manifest, the code (a shared object for a CPU; the
+// device program and its launch plan for a GPU: codegen/module.h) and weights.
 absl::StatusOr<std::string> CompileModel(const Model& model, const Target& target,
                                          const ConfigLookup& lookup,
                                          const CompileOptions& options = {},

@@ -273,7 +273,13 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     auto built = BuildDeviceModule(kernels, plan, target, options.lower);
     if (!built.ok()) return built.status();
     device = *std::move(built);
-    code = {{"device.cl", device.source}, {"launch", device.launches}};
+    if (target.kind == TargetKind::kCuda) {
+      code = {{"device.cu", device.source}, {"device.ptx", device.ptx}};
+      if (!device.cubin.empty()) code.push_back({"device.cubin", device.cubin});
+    } else {
+      code = {{"device.cl", device.source}};
+    }
+    code.push_back({"launch", device.launches});
   } else {
     auto so = BuildSharedObject(kernels, plan, target, options.lower);
     if (!so.ok()) return so.status();

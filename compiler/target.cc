@@ -27,6 +27,12 @@ bool Contains(std::string_view s, std::string_view p) {
 std::string Target::Spec() const {
   if (kind == TargetKind::kOpenCL)
     return device.empty() ? "opencl" : StrCat("opencl -device=", device);
+  if (kind == TargetKind::kCuda) {
+    std::string s = "cuda";
+    if (!arch.empty()) s += StrCat(" -arch=", arch);
+    if (!device.empty()) s += StrCat(" -device=", device);
+    return s;
+  }
   std::string s = StrCat("llvm -mtriple=", triple, " -mcpu=", cpu);
   if (!attrs.empty()) s += StrCat(" -mattr=", attrs);
   return s;
@@ -34,21 +40,32 @@ std::string Target::Spec() const {
 
 absl::StatusOr<Target> Target::Parse(std::string_view spec) {
   std::vector<std::string_view> parts = StrSplit(spec, ' ', true);
-  if (!parts.empty() && parts[0] == "opencl") {
+  if (!parts.empty() && (parts[0] == "opencl" || parts[0] == "cuda")) {
     Target t;
-    t.kind = TargetKind::kOpenCL;
+    t.kind = parts[0] == "opencl" ? TargetKind::kOpenCL : TargetKind::kCuda;
     for (size_t i = 1; i < parts.size(); ++i) {
       std::string_view p = parts[i];
-      if (!ConsumePrefix(&p, "-device=")) {
-        return absl::InvalidArgumentError(StrCat("unknown opencl target option '", p, "'"));
+      if (ConsumePrefix(&p, "-device=")) {
+        t.device = std::string(p);
+      } else if (t.kind == TargetKind::kCuda && ConsumePrefix(&p, "-arch=")) {
+        // sm_XY: compute capability X.Y (sm_80, sm_90, sm_90a, ...).
+        if (p.size() < 5 || !StartsWith(p, "sm_") ||
+            !std::isdigit(static_cast<unsigned char>(p[3])) ||
+            !std::isdigit(static_cast<unsigned char>(p[4]))) {
+          return absl::InvalidArgumentError(StrCat("bad CUDA architecture '", p, "' (want sm_XY)"));
+        }
+        t.arch = std::string(p);
+      } else {
+        return absl::InvalidArgumentError(
+            StrCat("unknown ", parts[0], " target option '", parts[i], "'"));
       }
-      t.device = std::string(p);
     }
     return t;
   }
   if (parts.empty() || parts[0] != "llvm") {
-    return absl::InvalidArgumentError(StrCat(
-        "unsupported target '", spec, "': expected 'llvm -mtriple=... -mcpu=...' or 'opencl'"));
+    return absl::InvalidArgumentError(
+        StrCat("unsupported target '", spec,
+               "': expected 'llvm -mtriple=... -mcpu=...', 'opencl' or 'cuda -arch=sm_XY'"));
   }
   Target t;
   for (size_t i = 1; i < parts.size(); ++i) {

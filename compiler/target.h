@@ -2,6 +2,7 @@
 // A code generation target. The canonical spec string is
 //   "llvm -mtriple=<triple> -mcpu=<cpu> [-mattr=<+a,+b>]"   (CPUs)
 //   "opencl [-device=<name>]"                                (OpenCL devices)
+//   "cuda [-arch=sm_XY] [-device=<name>]"                    (NVIDIA GPUs)
 // and is what the log database keys records by. A device name has no
 // spaces (the agent writes them as '_').
 
@@ -12,18 +13,19 @@
 
 namespace kiln::compiler {
 
-enum class TargetKind { kLlvmCpu, kOpenCL };
+enum class TargetKind { kLlvmCpu, kOpenCL, kCuda };
 
 struct Target {
   TargetKind kind = TargetKind::kLlvmCpu;
   std::string triple;  // e.g. x86_64-pc-linux-gnu
   std::string cpu;     // e.g. skylake-avx512, "generic"
   std::string attrs;   // LLVM feature string, "" for the cpu's defaults
-  std::string device;  // OpenCL: the device's name ("": any)
+  std::string device;  // OpenCL, CUDA: the device's name ("": any)
+  std::string arch;    // CUDA: the compute capability, "sm_90" ("": PTX for sm_80)
 
   // Kernels for it are threads of a grid (GPU templates, C source), not
   // LLVM code for a CPU.
-  bool is_gpu() const { return kind == TargetKind::kOpenCL; }
+  bool is_gpu() const { return kind == TargetKind::kOpenCL || kind == TargetKind::kCuda; }
 
   std::string Spec() const;
   bool operator==(const Target&) const = default;

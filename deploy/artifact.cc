@@ -205,7 +205,7 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
   }
   // The code: a shared object (CPU), or device source and its launch plan
   // (GPU).
-  const bool device = c.sections.count("device.cl") > 0;
+  const bool device = c.sections.count("device.cl") > 0 || c.sections.count("device.ptx") > 0;
   for (const char* required : {"manifest", device ? "launch" : "module.so", "weights"}) {
     if (c.sections.find(required) == c.sections.end()) {
       return absl::InvalidArgumentError(
@@ -333,12 +333,19 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
     return absl::DataLossError(StrCat("manifest says weights_bytes ", manifest->weights_bytes,
                                       " but the weights section has ", weights.size(), " bytes"));
   }
-  if (auto source = c->sections.find("device.cl"); source != c->sections.end()) {
+  const auto cl = c->sections.find("device.cl"), ptx = c->sections.find("device.ptx");
+  if (cl != c->sections.end() || ptx != c->sections.end()) {
     auto launches =
         ParseLaunchPlan(c->sections.at("launch"), *manifest, static_cast<int64_t>(weights.size()));
     if (!launches.ok()) return launches.status();
+    const auto cubin = c->sections.find("device.cubin");
     auto program =
-        LoadOpenClProgram(source->second, *std::move(launches), *manifest, weights, options.device);
+        cl != c->sections.end()
+            ? LoadOpenClProgram(cl->second, *std::move(launches), *manifest, weights,
+                                options.device)
+            : LoadCudaProgram(ptx->second,
+                              cubin != c->sections.end() ? cubin->second : std::string_view(),
+                              *std::move(launches), *manifest, weights, options.device);
     if (!program.ok()) return program.status();
     std::unique_ptr<Module> m(new Module());
     m->manifest_ = *std::move(manifest);

@@ -1,9 +1,11 @@
 #pragma once
 // GPU modules in the runtime: an artifact compiled for a GPU target carries
 // its kernels as device source (section `device.cl`) and a launch plan
-// (section `launch`) in place of a shared object; see
+// (section `launch`) in place of a shared object (CUDA: `device.ptx` and
+// `device.cubin`, compiled by NVRTC when the model was compiled); see
 // docs/artifact-format.md. The device's driver is loaded at run time
-// (OpenCL: the ICD loader, libOpenCL.so.1), so libkiln_runtime links no GPU
+// (OpenCL: the ICD loader, libOpenCL.so.1; CUDA: libcuda.so.1), so
+// libkiln_runtime links no GPU
 // library and runs CPU artifacts on machines without one.
 
 #include <cstdint>
@@ -61,5 +63,13 @@ absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadOpenClProgram(std::string_vie
                                                                  const Manifest& manifest,
                                                                  std::string_view weights,
                                                                  const std::string& device);
+
+// Loads a CUDA module on a device: `device` "cuda:N" or "" (the device the
+// target names, else the first); the cubin when the device's architecture
+// is the one it was compiled for, else the PTX (compiled by the driver).
+// The driver (libcuda.so.1) is opened at run time: UNAVAILABLE without it.
+absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadCudaProgram(
+    std::string_view ptx, std::string_view cubin, std::vector<Launch> launches,
+    const Manifest& manifest, std::string_view weights, const std::string& device);
 
 }  // namespace kiln::deploy

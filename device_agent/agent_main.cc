@@ -1,9 +1,11 @@
 // kiln-agent: a measurement agent that dials out to the tracker.
 //   kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE]
-//              [--token T] [--device cpu|opencl:N] [--target SPEC]
+//              [--token T] [--device cpu|opencl:N|cuda:N] [--target SPEC]
 //              [--workers-timeout-ms N] [--max-batch N]
 // --device opencl:N measures on OpenCL device N of --list-devices (its
-// target: "opencl -device=NAME"); one agent process per device.
+// target: "opencl -device=NAME"), --device cuda:N on CUDA device N (its
+// target: "cuda -arch=sm_XY -device=NAME"; NVRTC and the driver are loaded
+// at run time); one agent process per device.
 // The agent's token comes from --token-file or KILN_TOKEN (with one, the
 // tracker names the agent after the token's user); --token is the legacy
 // secret shared by all agents.
@@ -21,6 +23,7 @@
 #include "base/flags.h"
 #include "base/pem.h"
 #include "base/str.h"
+#include "compiler/codegen/cuda.h"
 #include "compiler/codegen/opencl.h"
 #include "compiler/target.h"
 #include "device_agent/sandbox.h"
@@ -30,7 +33,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE] [--token T] "
-    "[--device cpu|opencl:N] [--target SPEC] [--workers-timeout-ms N] [--max-batch N]\n"
+    "[--device cpu|opencl:N|cuda:N] [--target SPEC] [--workers-timeout-ms N] [--max-batch N]\n"
     "                  [--tls-ca PEM [--tls-cert PEM --tls-key PEM]]\n"
     "       kiln-agent --list-devices\n";
 
@@ -38,7 +41,16 @@ std::string DescribeHardware() {
   std::string hw = kiln::compiler::DescribeHostHardware();
   std::string cl =
       kiln::compiler::codegen::DescribeOpenClDevices(kiln::compiler::codegen::ListOpenClDevices());
-  return cl.empty() ? hw : kiln::StrCat(hw, "; ", cl);
+  std::string cuda =
+      kiln::compiler::codegen::DescribeCudaDevices(kiln::compiler::codegen::ListCudaDevices());
+  if (!cl.empty()) hw = kiln::StrCat(hw, "; ", cl);
+  return cuda.empty() ? hw : kiln::StrCat(hw, "; ", cuda);
+}
+
+std::string CudaId(const kiln::compiler::codegen::CudaDevice& d) {
+  std::string id = d.name;
+  for (char& c : id) c = c == ' ' ? '_' : c;
+  return id;
 }
 
 int ListDevices() {
@@ -49,6 +61,17 @@ int ListDevices() {
     std::printf("opencl:%d: %s / %s, %s, %d compute units, %lld MiB (target opencl -device=%s)\n",
                 i++, d.platform.c_str(), d.name.c_str(), d.type.c_str(), d.compute_units,
                 d.global_mem_bytes >> 20, kiln::compiler::codegen::OpenClDeviceId(d).c_str());
+  }
+  i = 0;
+  for (const auto& d : kiln::compiler::codegen::ListCudaDevices()) {
+    std::printf("cuda:%d: %s, %s, %d SMs at %d MHz, %lld MiB (target cuda -arch=%s -device=%s)\n",
+                i++, d.name.c_str(), d.Arch().c_str(), d.multiprocessors, d.clock_khz / 1000,
+                d.global_mem_bytes >> 20, d.Arch().c_str(), CudaId(d).c_str());
+  }
+  if (i == 0) {
+    auto nvrtc = kiln::compiler::codegen::NvrtcVersion();
+    std::printf("cuda: none (%s)\n", nvrtc.ok() ? "no NVIDIA GPU or driver"
+                                                : std::string(nvrtc.status().message()).c_str());
   }
   return 0;
 }
@@ -139,8 +162,26 @@ int main(int argc, char** argv) {
     options.hardware = kiln::StrCat("OpenCL ", d.platform, "/", d.name, " (", d.type, ", ",
                                     d.compute_units, " CUs, ", d.global_mem_bytes >> 20,
                                     " MiB, work-groups of ", d.max_work_group_size, ")");
+  } else if (device.rfind("cuda:", 0) == 0) {
+    int64_t index = -1;
+    const auto devices = kiln::compiler::codegen::ListCudaDevices();
+    if (!kiln::ParseInt64(device.substr(5), &index) || index < 0 ||
+        index >= static_cast<int64_t>(devices.size())) {
+      return Usage(kiln::StrCat("no CUDA device '", device, "' (", devices.size(),
+                                " found: kiln-agent --list-devices)"));
+    }
+    if (flags.count("--target")) return Usage("--target is for the CPU; --device names the device");
+    if (auto nvrtc = kiln::compiler::codegen::NvrtcVersion(); !nvrtc.ok()) {
+      return Usage(kiln::StrCat("--device ", device, ": ", nvrtc.status().message()));
+    }
+    const auto& d = devices[static_cast<size_t>(index)];
+    options.target_spec = kiln::StrCat("cuda -arch=", d.Arch(), " -device=", CudaId(d));
+    options.hardware =
+        kiln::StrCat("CUDA ", d.name, " (", d.Arch(), ", ", d.multiprocessors, " SMs at ",
+                     d.clock_khz / 1000, " MHz, ", d.global_mem_bytes >> 20, " MiB, ",
+                     d.shared_mem_per_block, " bytes of shared memory per block)");
   } else if (device != "cpu") {
-    return Usage(kiln::StrCat("unknown --device '", device, "' (cpu or opencl:N)"));
+    return Usage(kiln::StrCat("unknown --device '", device, "' (cpu, opencl:N or cuda:N)"));
   } else if (flags.count("--target")) {
     absl::StatusOr<kiln::compiler::Target> t = kiln::compiler::Target::Parse(flags["--target"]);
     if (!t.ok()) return Usage(std::string(t.status().message()));

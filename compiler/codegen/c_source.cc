@@ -165,6 +165,16 @@ class Emitter {
       }
       case ExprKind::kFloatImm: {
         const double v = e.as<FloatImmNode>()->value;
+        if ((std::isnan(v) || std::isinf(v)) && !opencl()) {
+          // NVRTC has no math.h macros: the bits of the value.
+          const char* sign = std::isinf(v) && v < 0 ? "-" : "";
+          if (t.bits == 64) {
+            return StrCat("(", sign, "__longlong_as_double(",
+                          std::isnan(v) ? "0x7ff8000000000000LL" : "0x7ff0000000000000LL", "))");
+          }
+          return StrCat("((", Type(t), ")", sign, "__int_as_float(",
+                        std::isnan(v) ? "0x7fc00000" : "0x7f800000", "))");
+        }
         if (std::isnan(v)) return StrCat("((", Type(t), ")NAN)");
         if (std::isinf(v)) return StrCat("((", Type(t), ")", v < 0 ? "-" : "", "INFINITY)");
         char buf[40];

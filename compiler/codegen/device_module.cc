@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "compiler/codegen/c_source.h"
+#include "compiler/codegen/cuda.h"
 #include "compiler/codegen/module.h"
 #include "compiler/ops/lower_workload.h"
 
@@ -31,16 +32,18 @@ std::string ArgText(const BufferRef& ref) {
 absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& kernels,
                                                const EntryPlan& plan, const Target& target,
                                                const LowerOptions& options) {
-  if (target.kind != TargetKind::kOpenCL) {
+  if (!target.is_gpu()) {
     return absl::InvalidArgumentError(
         StrCat("a device module is for GPU targets, not '", target.Spec(), "'"));
   }
+  const bool cuda = target.kind == TargetKind::kCuda;
+  const auto dialect = cuda ? codegen::SourceDialect::kCuda : codegen::SourceDialect::kOpenCL;
   DeviceModule m;
-  m.source = codegen::CSourcePrelude(codegen::SourceDialect::kOpenCL);
+  m.source = codegen::CSourcePrelude(dialect);
   std::unordered_map<std::string, std::pair<size_t, codegen::LaunchDims>> launch;
   codegen::CSourceOptions emit;
   emit.prelude = false;
-  emit.offset_params = true;
+  emit.offset_params = !cuda;
   for (const KernelDef& k : kernels) {
     if (k.pack_input >= 0) {
       return absl::UnimplementedError(
@@ -53,7 +56,7 @@ absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& ker
     }
     auto dims = codegen::LaunchDimsOf(*func);
     if (!dims.ok()) return dims.status();
-    auto src = codegen::EmitCSource(*func, codegen::SourceDialect::kOpenCL, emit);
+    auto src = codegen::EmitCSource(*func, dialect, emit);
     if (!src.ok()) {
       return absl::Status(src.status().code(),
                           StrCat("kernel ", k.name, ": ", src.status().message()));
@@ -79,6 +82,12 @@ absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& ker
                          d.block[0], " ", d.block[1], " ", d.block[2]);
     for (const BufferRef& ref : call.args) m.launches += " " + ArgText(ref);
     m.launches += "\n";
+  }
+  if (cuda) {
+    auto bin = codegen::CompileCuda(m.source, target.arch, /*cubin=*/!target.arch.empty());
+    if (!bin.ok()) return bin.status();
+    m.ptx = std::move(bin->ptx);
+    m.cubin = std::move(bin->cubin);
   }
   return m;
 }

@@ -50,12 +50,16 @@ absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kern
                                               const LowerOptions& options = {});
 
 // A GPU target's module (docs/artifact-format.md, "GPU modules"): every
-// kernel as OpenCL C in one program (buffers passed as base and byte
-// offset), and the launch plan the runtime replays in place of an entry
-// point: one `call NAME GX GY GZ BX BY BZ ARG...` line per call, ARG one of
-// iN+OFF (input N), oN+OFF (output N), w+OFF (weights), s+OFF (workspace).
+// kernel in one program, and the launch plan the runtime replays in place of
+// an entry point: one `call NAME GX GY GZ BX BY BZ ARG...` line per call,
+// ARG one of iN+OFF (input N), oN+OFF (output N), w+OFF (weights), s+OFF
+// (workspace). OpenCL: the program is OpenCL C (buffers passed as base and
+// byte offset), built by the device's driver when loaded. CUDA: CUDA C
+// compiled here by NVRTC to PTX for the target's architecture (sm_80 when
+// it names none) and, when it names one, a cubin for it.
 struct DeviceModule {
   std::string source;
+  std::string ptx, cubin;  // CUDA
   std::string launches;
 };
 absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& kernels,

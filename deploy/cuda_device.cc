@@ -1,0 +1,196 @@
+// CUDA modules (device.h) through the driver API opened at run time
+// (base/cuda_driver.h): no link-time dependency on CUDA.
+#include <algorithm>
+#include <utility>
+
+#include "base/cuda_driver.h"
+#include "base/str.h"
+#include "deploy/device.h"
+
+namespace kiln::deploy {
+namespace {
+
+class CudaProgram final : public DeviceProgram {
+ public:
+  CudaProgram(const cuda::DriverApi& cu, int ordinal, std::string name)
+      : cu_(cu), ordinal_(ordinal), name_(std::move(name)) {}
+  ~CudaProgram() override {
+    if (ctx_ == nullptr) return;
+    cu_.cuCtxSetCurrent(ctx_);
+    for (cuda::CUdeviceptr p : allocations_) cu_.cuMemFree_v2(p);
+    if (module_) cu_.cuModuleUnload(module_);
+    cu_.cuDevicePrimaryCtxRelease_v2(dev_);
+  }
+
+  absl::Status Init(std::string_view image, std::vector<Launch> launches, const Manifest& manifest,
+                    std::string_view weights) {
+    cuda::CUresult r = cu_.cuDeviceGet(&dev_, ordinal_);
+    if (r == cuda::kSuccess) r = cu_.cuDevicePrimaryCtxRetain(&ctx_, dev_);
+    if (r != cuda::kSuccess) return absl::UnavailableError(cu_.Error(r, "opening " + name_));
+    cu_.cuCtxSetCurrent(ctx_);
+    // cuModuleLoadData reads PTX as a NUL-terminated string.
+    std::string bytes(image);
+    bytes.push_back('\0');
+    if ((r = cu_.cuModuleLoadData(&module_, bytes.data())) != cuda::kSuccess) {
+      return absl::InvalidArgumentError(cu_.Error(r, "loading the device code on " + name_));
+    }
+    launches_ = std::move(launches);
+    for (const Launch& l : launches_) {
+      cuda::CUfunction f = nullptr;
+      if ((r = cu_.cuModuleGetFunction(&f, module_, l.kernel.c_str())) != cuda::kSuccess) {
+        return absl::InvalidArgumentError(StrCat("the device code has no kernel '", l.kernel, "'"));
+      }
+      functions_.push_back(f);
+    }
+    auto alloc = [&](size_t bytes, cuda::CUdeviceptr* out) -> absl::Status {
+      if (cuda::CUresult e = cu_.cuMemAlloc_v2(out, std::max<size_t>(bytes, 256));
+          e != cuda::kSuccess) {
+        return absl::ResourceExhaustedError(
+            cu_.Error(e, StrCat("allocating ", bytes, " bytes on ", name_)));
+      }
+      allocations_.push_back(*out);
+      return absl::OkStatus();
+    };
+    if (auto s = alloc(weights.size(), &weights_); !s.ok()) return s;
+    if (!weights.empty() &&
+        (r = cu_.cuMemcpyHtoD_v2(weights_, weights.data(), weights.size())) != cuda::kSuccess) {
+      return absl::InternalError(cu_.Error(r, "uploading the weights"));
+    }
+    if (auto s = alloc(static_cast<size_t>(manifest.workspace_bytes), &workspace_); !s.ok()) {
+      return s;
+    }
+    for (const TensorInfo& t : manifest.inputs) {
+      input_bytes_.push_back(static_cast<size_t>(t.ByteSize()));
+      if (auto s = alloc(input_bytes_.back(), &inputs_.emplace_back()); !s.ok()) return s;
+    }
+    for (const TensorInfo& t : manifest.outputs) {
+      output_bytes_.push_back(static_cast<size_t>(t.ByteSize()));
+      if (auto s = alloc(output_bytes_.back(), &outputs_.emplace_back()); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(const std::vector<const void*>& inputs,
+                   const std::vector<void*>& outputs) override {
+    cu_.cuCtxSetCurrent(ctx_);
+    cuda::CUresult r = cuda::kSuccess;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (input_bytes_[i] == 0) continue;
+      if ((r = cu_.cuMemcpyHtoDAsync_v2(inputs_[i], inputs[i], input_bytes_[i], nullptr)) !=
+          cuda::kSuccess) {
+        return absl::InternalError(cu_.Error(r, "copying an input to the device"));
+      }
+    }
+    std::vector<cuda::CUdeviceptr> values;
+    std::vector<void*> params;
+    for (size_t c = 0; c < launches_.size(); ++c) {
+      const Launch& l = launches_[c];
+      values.clear();
+      for (const LaunchArg& a : l.args) {
+        const cuda::CUdeviceptr base = a.kind == 'i'   ? inputs_[a.index]
+                                       : a.kind == 'o' ? outputs_[a.index]
+                                       : a.kind == 'w' ? weights_
+                                                       : workspace_;
+        values.push_back(base + static_cast<cuda::CUdeviceptr>(a.offset));
+      }
+      params.clear();
+      for (cuda::CUdeviceptr& v : values) params.push_back(&v);
+      r = cu_.cuLaunchKernel(functions_[c], static_cast<unsigned>(l.grid[0]),
+                             static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2]),
+                             static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]),
+                             static_cast<unsigned>(l.block[2]), 0, nullptr, params.data(), nullptr);
+      if (r != cuda::kSuccess) return absl::InternalError(cu_.Error(r, "launching " + l.kernel));
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (output_bytes_[i] == 0) continue;
+      if ((r = cu_.cuMemcpyDtoHAsync_v2(outputs[i], outputs_[i], output_bytes_[i], nullptr)) !=
+          cuda::kSuccess) {
+        return absl::InternalError(cu_.Error(r, "copying an output from the device"));
+      }
+    }
+    if ((r = cu_.cuStreamSynchronize(nullptr)) != cuda::kSuccess) {
+      return absl::InternalError(cu_.Error(r, "running the model on " + name_));
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Describe() const override { return "CUDA: " + name_; }
+
+ private:
+  const cuda::DriverApi& cu_;
+  int ordinal_;
+  std::string name_;
+  cuda::CUdevice dev_ = 0;
+  cuda::CUcontext ctx_ = nullptr;
+  cuda::CUmodule module_ = nullptr;
+  std::vector<Launch> launches_;
+  std::vector<cuda::CUfunction> functions_;
+  std::vector<cuda::CUdeviceptr> allocations_;
+  cuda::CUdeviceptr weights_ = 0, workspace_ = 0;
+  std::vector<cuda::CUdeviceptr> inputs_, outputs_;
+  std::vector<size_t> input_bytes_, output_bytes_;
+};
+
+// The value of `-key=` in a target spec ("" when absent).
+std::string SpecOption(const std::string& spec, const std::string& key) {
+  const size_t at = spec.find(" -" + key + "=");
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size() + 3;
+  return spec.substr(from, spec.find(' ', from) - from);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadCudaProgram(
+    std::string_view ptx, std::string_view cubin, std::vector<Launch> launches,
+    const Manifest& manifest, std::string_view weights, const std::string& device) {
+  std::string error;
+  const cuda::DriverApi* cu = cuda::LoadDriver(&error);
+  if (cu == nullptr) return absl::UnavailableError(error);
+  int count = 0;
+  cu->cuDeviceGetCount(&count);
+  if (count == 0) return absl::UnavailableError("no CUDA device on this machine");
+  struct Dev {
+    std::string name, id, arch;
+  };
+  std::vector<Dev> devices;
+  std::string names;
+  for (int i = 0; i < count; ++i) {
+    cuda::CUdevice d = 0;
+    cu->cuDeviceGet(&d, i);
+    char name[256] = {};
+    cu->cuDeviceGetName(name, sizeof(name) - 1, d);
+    int major = 0, minor = 0;
+    cu->cuDeviceGetAttribute(&major, cuda::kComputeCapabilityMajor, d);
+    cu->cuDeviceGetAttribute(&minor, cuda::kComputeCapabilityMinor, d);
+    std::string id = name;
+    std::replace(id.begin(), id.end(), ' ', '_');
+    devices.push_back({name, id, StrCat("sm_", major, minor)});
+    names += StrCat(i ? ", " : "", "cuda:", i, " ", id);
+  }
+  int chosen = 0;
+  if (!device.empty()) {
+    int64_t n = -1;
+    if (device.rfind("cuda:", 0) != 0 || !ParseInt64(std::string_view(device).substr(5), &n) ||
+        n < 0) {
+      return absl::InvalidArgumentError(
+          StrCat("device '", device, "' is not cuda:N (this artifact is for a CUDA target)"));
+    }
+    if (n >= count)
+      return absl::NotFoundError(StrCat("no CUDA device ", device, "; there are: ", names));
+    chosen = static_cast<int>(n);
+  } else if (std::string want = SpecOption(manifest.target, "device"); !want.empty()) {
+    for (int i = 0; i < count; ++i) {
+      if (devices[i].id == want) chosen = i;
+    }
+  }
+  const bool native = !cubin.empty() && SpecOption(manifest.target, "arch") == devices[chosen].arch;
+  auto program = std::make_unique<CudaProgram>(*cu, chosen, devices[chosen].name);
+  if (absl::Status s = program->Init(native ? cubin : ptx, std::move(launches), manifest, weights);
+      !s.ok()) {
+    return s;
+  }
+  return program;
+}
+
+}  // namespace kiln::deploy

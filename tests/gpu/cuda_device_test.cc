@@ -1,0 +1,108 @@
+// On an NVIDIA GPU (ctest label gpu; every test skips, visibly, without
+// one): GPU-template kernels compiled by NVRTC for the device, run through
+// the driver API and checked against the reference; a measurement through
+// compiler::Measure; and a whole model compiled for the device's target and
+// run by the runtime (`kiln-run --device cuda:0`'s path) against the CPU's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "compiler/codegen/cuda.h"
+#include "compiler/kernel.h"
+#include "compiler/measure.h"
+#include "compiler/model.h"
+#include "compiler/ops/lower_workload.h"
+#include "deploy/runtime.h"
+#include "tests/compiler/kernel_check.h"
+
+namespace kiln::compiler {
+namespace {
+
+#define SKIP_WITHOUT_CUDA()               \
+  if (codegen::ListCudaDevices().empty()) \
+  GTEST_SKIP() << "no CUDA device (this test needs an NVIDIA GPU and its driver)"
+
+Target DeviceTarget() {
+  const codegen::CudaDevice d = codegen::ListCudaDevices().at(0);
+  return *Target::Parse("cuda -arch=" + d.Arch());
+}
+
+TEST(CudaGpu, TemplateKernelsMatchTheReference) {
+  SKIP_WITHOUT_CUDA();
+  const Target t = DeviceTarget();
+  for (const Workload& w : {test_util::DenseReluWorkload(), test_util::EltwiseReluWorkload(),
+                            test_util::Conv2dBiasAddReluWorkload()}) {
+    SCOPED_TRACE(w.op);
+    auto c = DefaultConfig(w, t);
+    ASSERT_TRUE(c.ok());
+    auto func = LowerWorkload(w, *c, t, "kiln_kernel", {});
+    ASSERT_TRUE(func.ok()) << func.status();
+    auto dims = codegen::LaunchDimsOf(*func);
+    auto src = codegen::EmitCSource(*func, codegen::SourceDialect::kCuda);
+    ASSERT_TRUE(src.ok() && dims.ok());
+    auto kernel = codegen::CudaKernel::Build("", *src, "kiln_kernel");
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    auto sig = w.Signature();
+    KernelBuffers b = MakeKernelBuffers(*sig, 5, 12345.f);
+    std::vector<void*> args;
+    std::vector<size_t> sizes;
+    for (auto& in : b.inputs) {
+      args.push_back(in.data());
+      sizes.push_back(in.size());
+    }
+    args.push_back(b.output.data());
+    sizes.push_back(b.output.size());
+    auto seconds = (*kernel)->Run(args, sizes, *dims);
+    ASSERT_TRUE(seconds.ok()) << seconds.status();
+    EXPECT_GT(*seconds, 0);
+    std::vector<uint8_t> want(b.output.size());
+    ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
+    std::string detail;
+    EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-4,
+                             1e-4, &detail))
+        << detail;
+  }
+}
+
+TEST(CudaGpu, MeasureTimesWithCudaEvents) {
+  SKIP_WITHOUT_CUDA();
+  const Target t = DeviceTarget();
+  const Workload w = test_util::DenseReluWorkload();
+  MeasurePolicy policy;
+  policy.repeat = 3;
+  Measurement m = Measure(w, *DefaultConfig(w, t), policy, t);
+  ASSERT_EQ(m.error, MeasureError::kNone) << m.message;
+  ASSERT_EQ(m.costs_s.size(), 3u);
+  for (double c : m.costs_s) EXPECT_GT(c, 0);
+}
+
+TEST(CudaGpu, AWholeModelRunsOnTheDevice) {
+  SKIP_WITHOUT_CUDA();
+  ImportOptions gpu_import;
+  gpu_import.plan_layouts = false;
+  const std::string path = std::string(KILN_SOURCE_DIR) + "/models/small_cnn.onnx";
+  auto gpu_model = Model::FromOnnxFile(path, gpu_import);
+  auto cpu_model = Model::FromOnnxFile(path);
+  ASSERT_TRUE(gpu_model.ok() && cpu_model.ok());
+  auto gpu_art = CompileModel(*gpu_model, DeviceTarget(), nullptr, {}, nullptr);
+  ASSERT_TRUE(gpu_art.ok()) << gpu_art.status();
+  auto cpu_art = CompileModel(*cpu_model, Target::Host(), nullptr, {}, nullptr);
+  ASSERT_TRUE(cpu_art.ok()) << cpu_art.status();
+  deploy::LoadOptions on_gpu;
+  on_gpu.device = "cuda:0";
+  auto g = deploy::Module::LoadBytes(*gpu_art, on_gpu);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto c = deploy::Module::LoadBytes(*cpu_art);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<float> x(3 * 32 * 32), yg(10), yc(10);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& v : x) v = u(rng);
+  ASSERT_TRUE((*g)->Run({x.data()}, {yg.data()}).ok());
+  ASSERT_TRUE((*c)->Run({x.data()}, {yc.data()}).ok());
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(yg[i], yc[i], 1e-3 * (1 + std::fabs(yc[i]))) << i;
+}
+
+}  // namespace
+}  // namespace kiln::compiler
