@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -40,6 +41,31 @@ class Emitter {
         params << (i ? ", " : "") << Global() << *type << "* " << Restrict() << name;
       }
     }
+    // Shared buffers are declared once at the kernel's top (OpenCL allows
+    // __local variables nowhere else), however many copies of their
+    // Allocate a partitioned loop has.
+    struct Shared : StmtVisitor {
+      std::vector<const AllocateNode*> found;
+      std::set<const ExprNode*> seen;
+      void VisitAllocate(const AllocateNode* op) override {
+        if (op->scope == StorageScope::kShared && seen.insert(op->buffer->data.get()).second) {
+          found.push_back(op);
+        }
+        StmtVisitor::VisitAllocate(op);
+      }
+    } shared;
+    shared.VisitStmt(func.body);
+    for (const AllocateNode* a : shared.found) {
+      auto type = ScalarType(a->buffer->dtype, /*in_memory=*/true);
+      if (!type.ok()) return type.status();
+      auto n = AsConstElements(a->buffer);
+      if (!n)
+        return absl::UnimplementedError(
+            StrCat("C source: shared ", a->buffer->name, " of a non-constant shape"));
+      Line(1, StrCat(opencl() ? "__local " : "__shared__ ", *type, " ",
+                     Bind(a->buffer->data.get(), a->buffer->name), "[", *n, "];"));
+    }
+    if (auto dims = LaunchDimsOf(func); dims.ok()) launch_ = *dims;
     Stmt(func.body, 1);
     if (!error_.ok()) return error_;
     std::ostringstream out;
@@ -148,6 +174,17 @@ class Emitter {
     const int bits = t.code == TypeCode::kBool ? 32 : t.bits;
     const char* s = bits == 8 ? "char" : bits == 16 ? "short" : bits == 64 ? "long" : "int";
     return StrCat(s, t.lanes);
+  }
+
+  // A buffer's element count when every dimension is a positive constant.
+  static std::optional<int64_t> AsConstElements(const Buffer& b) {
+    int64_t elements = 1;
+    for (const auto& d : b->shape) {
+      const auto* imm = d.as<IntImmNode>();
+      if (imm == nullptr || imm->value <= 0) return std::nullopt;
+      elements *= imm->value;
+    }
+    return elements;
   }
 
   std::string Lane(const std::string& vec, int i) { return StrCat("(", vec, ").s", kLaneNames[i]); }
@@ -391,6 +428,19 @@ class Emitter {
           Line(depth, "{");
           Line(depth + 1, StrCat("const ", type, " ", var, " = ", min, " + (", type, ")",
                                  ThreadIndex(n->for_kind), ";"));
+          // Unguarded where the launch has exactly this many threads (or
+          // blocks) along the index: every thread takes part, so barriers
+          // inside stay in uniform control flow.
+          const std::string tag = ThreadTag(n->for_kind);
+          const int64_t* launched = tag.rfind("block", 0) == 0 ? launch_.grid : launch_.block;
+          const auto* imm_min = n->min.as<IntImmNode>();
+          const auto* imm_extent = n->extent.as<IntImmNode>();
+          if (imm_min && imm_min->value == 0 && imm_extent &&
+              imm_extent->value == launched[tag.back() - 'x']) {
+            Stmt(n->body, depth + 1);
+            Line(depth, "}");
+            return;
+          }
           Line(depth + 1, StrCat("if (", var, " < (", min, ") + (", extent, ")) {"));
           Stmt(n->body, depth + 2);
           Line(depth + 1, "}");
@@ -427,15 +477,16 @@ class Emitter {
       }
       case StmtKind::kAllocate: {
         const auto* n = s.as<AllocateNode>();
-        int64_t elements = 1;
-        for (const auto& d : n->buffer->shape) {
-          const auto* imm = d.as<IntImmNode>();
-          if (imm == nullptr || imm->value <= 0) {
-            Fail(StrCat("scratch ", n->buffer->name, " of a non-constant shape"));
-            return;
-          }
-          elements *= imm->value;
+        if (n->scope == StorageScope::kShared) {  // declared at the top
+          Stmt(n->body, depth);
+          return;
         }
+        auto count = AsConstElements(n->buffer);
+        if (!count) {
+          Fail(StrCat("scratch ", n->buffer->name, " of a non-constant shape"));
+          return;
+        }
+        const int64_t elements = *count;
         auto type = ScalarType(n->buffer->dtype, /*in_memory=*/true);
         if (!type.ok()) {
           Fail(std::string(type.status().message()));
@@ -459,6 +510,10 @@ class Emitter {
         return;
       }
       case StmtKind::kEvaluate:
+        if (IsBarrier(s)) {
+          Line(depth, opencl() ? "barrier(CLK_LOCAL_MEM_FENCE);" : "__syncthreads();");
+          return;
+        }
         Line(depth, StrCat("(void)(", Expr(s.as<EvaluateNode>()->value), ");"));
         return;
     }
@@ -496,6 +551,7 @@ class Emitter {
 
   SourceDialect dialect_;
   CSourceOptions options_;
+  LaunchDims launch_;
   absl::Status error_;
   std::ostringstream body_;
   std::map<const ExprNode*, std::string> names_;  // variables (VarNode)
@@ -510,6 +566,18 @@ absl::StatusOr<LaunchDims> LaunchDimsOf(const ir::PrimFunc& func) {
   struct V : StmtVisitor {
     LaunchDims* dims;
     absl::Status* status;
+    std::set<const ExprNode*> shared;  // counted once, however many copies
+    void VisitAllocate(const AllocateNode* op) override {
+      if (op->scope == StorageScope::kShared && shared.insert(op->buffer->data.get()).second) {
+        int64_t n = op->buffer->dtype.bytes();
+        for (const auto& d : op->buffer->shape) {
+          const auto* imm = d.as<IntImmNode>();
+          n *= imm ? imm->value : 0;
+        }
+        dims->shared_bytes += n;
+      }
+      StmtVisitor::VisitAllocate(op);
+    }
     void VisitFor(const ForNode* op) override {
       if (IsThreadBinding(op->for_kind)) {
         const auto* extent = op->extent.as<IntImmNode>();

@@ -9,8 +9,10 @@
 // A loop bound to a thread index (te::Schedule::Bind) runs one iteration per
 // thread of the launch (LaunchDimsOf), guarded by its extent; every other
 // loop, parallel ones included, runs in each thread; scratch buffers are
-// private arrays. A kernel without bound loops is run by one work-item.
-// Shared/local storage scopes and barriers come with the GPU templates.
+// private arrays, shared ones (ir::StorageScope::kShared) __shared__ /
+// __local arrays declared at the kernel's top; ir::Barrier() is
+// __syncthreads() / barrier(CLK_LOCAL_MEM_FENCE). A kernel without bound
+// loops is run by one work-item.
 //
 // UNIMPLEMENTED (naming the construct) for what a dialect cannot express
 // yet: vectors in CUDA C, bfloat16/float8 storage types, Let expressions.
@@ -52,6 +54,7 @@ std::string CSourcePrelude(SourceDialect dialect);
 struct LaunchDims {
   int64_t grid[3] = {1, 1, 1};
   int64_t block[3] = {1, 1, 1};
+  int64_t shared_bytes = 0;  // shared (OpenCL: local) memory per block
 };
 absl::StatusOr<LaunchDims> LaunchDimsOf(const ir::PrimFunc& func);
 

@@ -231,6 +231,11 @@ class DriverKernel final : public CudaKernel {
       return absl::InvalidArgumentError(
           StrCat(threads, " threads per block > the device's ", device_.max_threads_per_block));
     }
+    if (dims.shared_bytes > device_.shared_mem_per_block) {
+      return absl::InvalidArgumentError(StrCat(dims.shared_bytes,
+                                               " bytes of shared memory per block > the device's ",
+                                               device_.shared_mem_per_block));
+    }
     // Device copies, reused while the same host buffers come back.
     const bool same = buffers_.size() == args.size() &&
                       std::equal(args.begin(), args.end(), buffers_.begin(),

@@ -787,6 +787,12 @@ class CodeGen {
       }
       case StmtKind::kAllocate: {
         const auto* n = s.to<AllocateNode>();
+        if (n->scope == StorageScope::kShared) {
+          Fail(StrCat(n->buffer->name,
+                      " is shared by a GPU block's threads: a GPU target's "
+                      "schedule, not a CPU's"));
+          return;
+        }
         auto count = AsConstInt(n->buffer.NumElements());
         if (!count || *count <= 0) {
           Fail(StrCat("Allocate of ", n->buffer->name, " needs a positive constant shape"));

@@ -246,6 +246,12 @@ absl::Status CheckLaunch(const LaunchDims& dims, const OpenClDevice& device) {
     return absl::InvalidArgumentError(StrCat(threads, " threads per block > the device's ",
                                              device.max_work_group_size, " (", device.name, ")"));
   }
+  if (device.local_mem_bytes > 0 && dims.shared_bytes > device.local_mem_bytes) {
+    return absl::InvalidArgumentError(StrCat(dims.shared_bytes,
+                                             " bytes of shared (local) memory per block > the "
+                                             "device's ",
+                                             device.local_mem_bytes, " (", device.name, ")"));
+  }
   return absl::OkStatus();
 }
 

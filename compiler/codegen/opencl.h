@@ -39,7 +39,8 @@ std::string OpenClDeviceId(const OpenClDevice& device);
 std::string DescribeOpenClDevices(const std::vector<OpenClDevice>& devices);
 
 // Whether `device` can run a launch: threads per block within its work-group
-// size and per-axis limits. INVALID_ARGUMENT naming the limit otherwise.
+// size and per-axis limits, shared memory within its local memory.
+// INVALID_ARGUMENT naming the limit otherwise.
 absl::Status CheckLaunch(const LaunchDims& dims, const OpenClDevice& device);
 
 // One kernel built for one device.

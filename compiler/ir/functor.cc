@@ -285,7 +285,7 @@ Stmt StmtMutator::VisitIfThenElse(const IfThenElseNode* op, const Stmt& self) {
 }
 Stmt StmtMutator::VisitAllocate(const AllocateNode* op, const Stmt& self) {
   Stmt b = VisitStmt(op->body);
-  return b.same_as(op->body) ? self : Allocate(op->buffer, b);
+  return b.same_as(op->body) ? self : Allocate(op->buffer, b, op->scope);
 }
 Stmt StmtMutator::VisitLetStmt(const LetStmtNode* op, const Stmt& self) {
   Expr v = VisitExpr(op->value);

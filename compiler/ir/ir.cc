@@ -243,8 +243,8 @@ Stmt IfThenElse(Expr cond, Stmt then_case, Stmt else_case) {
                                                      std::move(else_case)));
 }
 
-Stmt Allocate(Buffer b, Stmt body) {
-  return Stmt(std::make_shared<const AllocateNode>(std::move(b), std::move(body)));
+Stmt Allocate(Buffer b, Stmt body, StorageScope scope) {
+  return Stmt(std::make_shared<const AllocateNode>(std::move(b), std::move(body), scope));
 }
 
 Stmt LetStmt(Var v, Expr value, Stmt body) {
@@ -252,6 +252,14 @@ Stmt LetStmt(Var v, Expr value, Stmt body) {
 }
 
 Stmt Evaluate(Expr v) { return Stmt(std::make_shared<const EvaluateNode>(std::move(v))); }
+
+Stmt Barrier() { return Evaluate(Call(DataType::Int32(), "kiln.barrier", {})); }
+
+bool IsBarrier(const Stmt& s) {
+  const auto* e = s.as<EvaluateNode>();
+  const auto* c = e ? e->value.as<CallNode>() : nullptr;
+  return c != nullptr && c->name == "kiln.barrier";
+}
 
 std::optional<int64_t> AsConstInt(const Expr& e) {
   if (const auto* i = e.as<IntImmNode>()) return i->value;

@@ -411,11 +411,19 @@ struct IfThenElseNode : StmtNode {
 };
 
 // Scratch memory for `buffer` (constant shape) live within `body`.
+// Where a scratch buffer lives: the running thread's own (registers or the
+// stack: CPU scratch, a GPU thread's private array), or shared by the
+// threads of one GPU block (CUDA __shared__, OpenCL __local), filled
+// cooperatively between barriers.
+enum class StorageScope { kLocal, kShared };
+
 struct AllocateNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kAllocate;
-  AllocateNode(Buffer b, Stmt s) : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)) {}
+  AllocateNode(Buffer b, Stmt s, StorageScope sc)
+      : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)), scope(sc) {}
   const Buffer buffer;
   const Stmt body;
+  const StorageScope scope;
 };
 
 struct LetStmtNode : StmtNode {
@@ -478,7 +486,11 @@ Stmt For(Var v, Expr min, Expr extent, ForKind kind, Stmt body);
 Stmt Store(Buffer b, Expr value, std::vector<Expr> indices);
 Stmt Seq(std::vector<Stmt> stmts);  // flattens nested Seqs; one element -> itself
 Stmt IfThenElse(Expr cond, Stmt then_case, Stmt else_case = Stmt());
-Stmt Allocate(Buffer b, Stmt body);
+Stmt Allocate(Buffer b, Stmt body, StorageScope scope = StorageScope::kLocal);
+// The barrier of a GPU block's threads (CUDA __syncthreads, OpenCL
+// barrier(CLK_LOCAL_MEM_FENCE)): Evaluate of the intrinsic "kiln.barrier".
+Stmt Barrier();
+bool IsBarrier(const Stmt& s);
 Stmt LetStmt(Var v, Expr value, Stmt body);
 Stmt Evaluate(Expr v);
 

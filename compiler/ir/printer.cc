@@ -264,8 +264,8 @@ class Printer {
       }
       case StmtKind::kAllocate: {
         const auto* n = s.to<AllocateNode>();
-        out +=
-            pad + "allocate " + BufferName(n->buffer.get()) + ": " + BufferType(n->buffer) + " {\n";
+        out += pad + "allocate " + BufferName(n->buffer.get()) + ": " + BufferType(n->buffer) +
+               (n->scope == StorageScope::kShared ? " shared" : "") + " {\n";
         PrintStmt(n->body, indent + 1);
         out += pad + "}\n";
         return;

@@ -120,7 +120,7 @@ class EqualChecker {
       case StmtKind::kAllocate: {
         const auto* x = a.to<AllocateNode>();
         const auto* y = b.to<AllocateNode>();
-        return BindBuffer(x->buffer, y->buffer) && Stmt_(x->body, y->body);
+        return x->scope == y->scope && BindBuffer(x->buffer, y->buffer) && Stmt_(x->body, y->body);
       }
       case StmtKind::kLetStmt: {
         const auto* x = a.to<LetStmtNode>();

@@ -13,7 +13,7 @@ namespace {
 
 class RegionCollector : public StmtVisitor {
  public:
-  explicit RegionCollector(const Buffer& b) : buffer_(b) {}
+  RegionCollector(const Buffer& b, const RangeMap& relaxed) : buffer_(b), ranges_(relaxed) {}
   absl::Status status;
   std::vector<Expr> lo, hi;
   bool any = false;
@@ -59,8 +59,9 @@ class RegionCollector : public StmtVisitor {
 
 }  // namespace
 
-absl::StatusOr<Region> InferBound(const Buffer& buffer, const Stmt& scope) {
-  RegionCollector rc(buffer);
+absl::StatusOr<Region> InferBound(const Buffer& buffer, const Stmt& scope,
+                                  const RangeMap& relaxed) {
+  RegionCollector rc(buffer, relaxed);
   rc.VisitStmt(scope);
   if (!rc.status.ok()) return rc.status;
   Region r;

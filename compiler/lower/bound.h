@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/ir.h"
+#include "compiler/lower/ir_util.h"
 
 namespace kiln::lower {
 
@@ -18,6 +19,10 @@ struct Region {
   std::vector<int64_t> extent;
 };
 
-absl::StatusOr<Region> InferBound(const ir::Buffer& buffer, const ir::Stmt& scope);
+// `relaxed`: variables outside `scope` that vary too, over the given
+// (inclusive) ranges: the thread indices of a GPU block, for a buffer the
+// block's threads share.
+absl::StatusOr<Region> InferBound(const ir::Buffer& buffer, const ir::Stmt& scope,
+                                  const RangeMap& relaxed = {});
 
 }  // namespace kiln::lower

@@ -48,7 +48,7 @@ class Flattener : public StmtMutator {
   }
   Stmt VisitAllocate(const AllocateNode* op, const Stmt& self) override {
     Buffer flat = Flat(op->buffer);
-    return Allocate(flat, VisitStmt(op->body));
+    return Allocate(flat, VisitStmt(op->body), op->scope);
   }
 
  private:

@@ -196,7 +196,22 @@ class NestBuilder {
       for (int pi = static_cast<int>(stages.size()) - 1; pi >= 0; --pi) {
         const Stage& p = stages[pi];
         if (p.attach != te::AttachKind::kAt || p.attach_stage != si || p.attach_iv != iv) continue;
-        auto region = InferBound(p.tensor.buffer(), cur);
+        // The thread indices around this loop's body: a shared producer
+        // holds what every thread of the block reads.
+        RangeMap threads = enclosing_threads_;
+        for (int k = 0; k <= j; ++k) {
+          const IterVar& l = st.leaf[k];
+          if (l->kind >= ForKind::kThreadX && l->kind <= ForKind::kThreadZ) {
+            threads[VarOf(l->var)] = {0, extent.at(l.get()) - 1};
+          }
+        }
+        const bool shared = p.scope == ir::StorageScope::kShared;
+        if (shared && threads.empty()) {
+          return absl::InvalidArgumentError(
+              StrCat("set_scope(", p.name(), ", shared): it is computed at ", iv->name,
+                     ", which is not inside a GPU block's threads (bind threadIdx first)"));
+        }
+        auto region = InferBound(p.tensor.buffer(), cur, shared ? threads : RangeMap{});
         if (!region.ok()) return region.status();
         std::vector<Expr> shape;
         int64_t bytes = p.tensor.buffer()->dtype.bytes();
@@ -210,10 +225,23 @@ class NestBuilder {
                                                    ")"));
         }
         Buffer local(p.name(), p.tensor.buffer()->dtype, shape);
+        std::swap(enclosing_threads_, threads);
         auto pnest = BuildStage(pi, region->min, region->extent, local, true);
+        std::swap(enclosing_threads_, threads);
         if (!pnest.ok()) return pnest.status();
         cur = Redirect(p.tensor.buffer(), local, region->min).VisitStmt(cur);
-        cur = Allocate(local, Seq({*pnest, cur}));
+        // Shared: filled by the block's threads together, after every thread
+        // is done with the last fill and before any reads this one.
+        // (One barrier between two fills.)
+        // Fills of several shared buffers share their two barriers.
+        if (shared) {
+          Stmt joined = JoinFill(cur, *pnest);
+          cur =
+              Allocate(local, joined.defined() ? joined : Seq({Barrier(), *pnest, Barrier(), cur}),
+                       ir::StorageScope::kShared);
+        } else {
+          cur = Allocate(local, Seq({*pnest, cur}));
+        }
       }
       cur = For(iv->var, IntImm(0), IntImm(extent.at(iv.get())), iv->kind, cur);
       if (j == first_reduce && init.defined()) {
@@ -229,8 +257,26 @@ class NestBuilder {
     return cur;
   }
 
+  // `body` with `fill` put after its leading barrier when it starts (inside
+  // the Allocates of other shared buffers) with one: the fill of another
+  // shared buffer; undefined otherwise.
+  static Stmt JoinFill(const Stmt& body, const Stmt& fill) {
+    if (const auto* a = body.as<AllocateNode>()) {
+      Stmt inner = JoinFill(a->body, fill);
+      return inner.defined() ? Allocate(a->buffer, inner, a->scope) : Stmt();
+    }
+    const auto* seq = body.as<SeqNode>();
+    if (seq == nullptr || seq->seq.empty() || !IsBarrier(seq->seq[0])) return Stmt();
+    std::vector<Stmt> items = {seq->seq[0], fill};
+    items.insert(items.end(), seq->seq.begin() + 1, seq->seq.end());
+    return Seq(items);
+  }
+
   const te::Schedule& sch_;
   std::vector<Expr> bodies_;
+  // Thread-bound loops (threadIdx) around the stage being built, from the
+  // stages it is computed in.
+  RangeMap enclosing_threads_;
 };
 
 }  // namespace

@@ -4,8 +4,10 @@
 // block_m x block_n threads (threadIdx.y, threadIdx.x) computes a
 // thread_m x thread_n tile of it in a private accumulator, over k split by
 // tile_k (the k steps unrolled when unroll_k=1). Tiles that do not divide
-// the output are guarded. Shared-memory staging of the A and B tiles comes
-// with the storage scopes (issue 9).
+// the output are guarded. With stage=1 the block's A and B tiles of each k
+// step are first copied into shared memory by all its threads together
+// (cache_read + set_scope shared, the copy's elements bound to the block's
+// threads; barriers around it), and the threads read their operands there.
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -18,6 +20,9 @@ using namespace ir;
 // Threads per block a template may ask for; a device's own limit is checked
 // where the kernel is launched (codegen::CheckLaunch).
 constexpr int64_t kMaxThreadsPerBlock = 1024;
+// Shared memory a template may ask for (every CUDA GPU since sm_20 has 48
+// KiB per block without opting in); a device's own is checked at launch.
+constexpr int64_t kMaxSharedBytes = 48 << 10;
 
 std::vector<Knob> Knobs(const Workload& w, const Target&) {
   const DenseDims d = DenseDimsOf(w);
@@ -28,7 +33,14 @@ std::vector<Knob> Knobs(const Workload& w, const Target&) {
       {"thread_n", UpTo({1, 2, 4}, d.N)},
       {"tile_k", UpTo({1, 2, 4, 8, 16}, d.K)},
       {"unroll_k", {0, 1}},
+      {"stage", {0, 1}},
   };
+}
+
+// Bytes of the shared A and B tiles of one k step (stage=1).
+int64_t SharedBytes(const Config& c) {
+  const int64_t k = c.at("tile_k");
+  return 4 * k * (c.at("block_m") * c.at("thread_m") + c.at("block_n") * c.at("thread_n"));
 }
 
 absl::Status Check(const Workload&, const Target&, const Config& c) {
@@ -36,6 +48,10 @@ absl::Status Check(const Workload&, const Target&, const Config& c) {
   if (threads > kMaxThreadsPerBlock) {
     return absl::InvalidArgumentError(
         StrCat("dense (GPU): ", threads, " threads per block > ", kMaxThreadsPerBlock));
+  }
+  if (c.at("stage") && SharedBytes(c) > kMaxSharedBytes) {
+    return absl::InvalidArgumentError(
+        StrCat("dense (GPU): ", SharedBytes(c), " bytes of shared tiles > ", kMaxSharedBytes));
   }
   return absl::OkStatus();
 }
@@ -49,6 +65,8 @@ Config Default(const Workload& w, const Target& t) {
   c["thread_n"] = Pick(k[3].choices, 2);
   c["tile_k"] = Pick(k[4].choices, 8);
   c["unroll_k"] = c["tile_k"] > 1 ? 1 : 0;
+  // Staged through shared memory where a block's tile reuses its operands.
+  c["stage"] = c["block_m"] * c["block_n"] >= 16 ? 1 : 0;
   return c;
 }
 
@@ -96,6 +114,25 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   if (tm > 1) s.Unroll(acc, am);
   if (tn > 1) s.Unroll(acc, an);
   if (c.at("unroll_k") && c.at("tile_k") > 1) s.Unroll(acc, ki);
+  if (c.at("stage")) {
+    // Each k step's A and B tiles in shared memory, copied by the block's
+    // bm x bn threads: the copy's elements fused, bn consecutive ones per
+    // row of threads (threadIdx.x), bm rows at a time (threadIdx.y).
+    for (const te::Tensor& operand : {A, B}) {
+      auto shared = s.CacheRead(operand, {acc});
+      if (!shared.ok()) return shared.status();
+      if (absl::Status st = s.SetScope(*shared, "shared"); !st.ok()) return st;
+      s.ComputeAt(*shared, acc, ko);
+      te::IterVar all = s.Axis(*shared, 0);
+      for (size_t d = 1; d < (*shared)->shape.size(); ++d)
+        all = s.Fuse(*shared, all, s.Axis(*shared, static_cast<int>(d)));
+      auto [rows, x] = s.Split(*shared, all, bn);
+      auto [steps, y] = s.Split(*shared, rows, bm);
+      for (auto st : {s.Bind(*shared, y, "threadIdx.y"), s.Bind(*shared, x, "threadIdx.x")}) {
+        if (!st.ok()) return st;
+      }
+    }
+  }
   b.SetArgs({A, B, C}, eps, out);
   return b;
 }

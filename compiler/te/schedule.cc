@@ -214,6 +214,19 @@ absl::Status Schedule::Bind(const Tensor& t, const IterVar& iv, const std::strin
   return absl::OkStatus();
 }
 
+absl::Status Schedule::SetScope(const Tensor& t, const std::string& scope) {
+  if (scope != "local" && scope != "shared") {
+    return absl::InvalidArgumentError(
+        StrCat("set_scope: unknown storage scope '", scope, "' (local, shared)"));
+  }
+  Stage& s = (*this)[t];
+  s.scope = scope == "shared" ? ir::StorageScope::kShared : ir::StorageScope::kLocal;
+  Step step{"set_scope", s.name(), {}, {}, ""};
+  step.thread = scope;
+  Record(std::move(step));
+  return absl::OkStatus();
+}
+
 void Schedule::ComputeAt(const Tensor& producer, const Tensor& consumer, const IterVar& iv) {
   Stage& c = (*this)[consumer];
   LeafPos(c, iv);
@@ -496,6 +509,8 @@ absl::Status Schedule::Replay(const std::vector<Step>& steps) {
       ComputeAt(t, stages_[ci].tensor, ivs[0]);
     } else if (st.kind == "compute_inline") {
       ComputeInline(t);
+    } else if (st.kind == "set_scope") {
+      if (absl::Status s = SetScope(t, st.thread); !s.ok()) return s;
     } else if (st.kind == "cache_write") {
       CacheWrite(t);
     } else {

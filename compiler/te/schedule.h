@@ -52,6 +52,9 @@ struct Stage {
   int attach_stage = -1;  // index into Schedule::stages()
   IterVar attach_iv;
   bool local = false;  // storage scope: local scratch (Allocate) vs global
+  // Where an attached stage's scratch lives (SetScope): the thread's own,
+  // or shared by a GPU block's threads.
+  ir::StorageScope scope = ir::StorageScope::kLocal;
 
   IterVar Find(const std::string& name) const;  // leaf first, then all
   const std::string& name() const { return tensor->name; }
@@ -67,7 +70,7 @@ struct Step {
   std::string target;                // compute_at: consumer stage
   std::vector<std::string> readers;  // cache_read, transform_layout: the stages redirected
   std::string layout;                // transform_layout: "SRC->DST", e.g. "NCHW->NCHW16c"
-  std::string thread;                // bind: "blockIdx.x" ... "threadIdx.z"
+  std::string thread;                // bind: "blockIdx.x" ... "threadIdx.z"; set_scope: the scope
   std::string ToString() const;
 };
 
@@ -106,6 +109,13 @@ class Schedule {
   // where the kernel is emitted (codegen::LaunchDimsOf).
   absl::Status Bind(const Tensor& t, const IterVar& iv, const std::string& thread);
   void ComputeAt(const Tensor& producer, const Tensor& consumer, const IterVar& iv);
+  // Where a stage computed at a loop (compute_at) keeps its values: "local"
+  // (each thread's own: the default) or "shared" (one copy per GPU block,
+  // filled by the block's threads together: bind the stage's loops to
+  // threadIdx; lowering puts a barrier before and after the fill and reads
+  // the region every thread of the block needs). INVALID_ARGUMENT for
+  // another name or a stage without a compute op.
+  absl::Status SetScope(const Tensor& t, const std::string& scope);
   void ComputeInline(const Tensor& producer);
   // Makes `t` a copy of a new stage "<t>.local" (local scope) that computes
   // what `t` computed; returns the new tensor. Must precede other primitives

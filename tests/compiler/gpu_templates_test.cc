@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "compiler/codegen/c_source.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
@@ -96,6 +97,50 @@ TEST(GpuTemplates, PoolMatchesTheReference) {
               {"dilation", {1, 1}}, {"kind", {kind}},   {"count_include_pad", {0}}};
     SCOPED_TRACE(kind);
     ExpectConfigsMatch(w, 2, 6 + static_cast<uint32_t>(kind));
+  }
+}
+
+// dense with stage=1: each k step's A and B tiles copied into shared memory
+// by the block's threads between barriers (__local / __shared__), for tiles
+// that divide the matrices and tiles that do not, plain and transposed.
+TEST(GpuTemplates, DenseStagesTilesThroughSharedMemory) {
+  Workload transposed = test_util::DenseReluWorkload();  // B is [N, K]
+  Workload plain = transposed;
+  plain.ints["transB"] = {0};
+  Workload batched = plain;
+  batched.ints["batch"] = {2};
+  batched.ints["batch_a"] = {1};
+  batched.ints["batch_b"] = {1};
+  std::mt19937 rng(12);
+  for (const Workload& w : {transposed, plain, batched}) {
+    auto knobs = KnobsOf(w, Gpu());
+    ASSERT_TRUE(knobs.ok());
+    int tried = 0;
+    for (int attempt = 0; attempt < 200 && tried < 3; ++attempt) {
+      Config c;
+      for (const Knob& k : *knobs) c[k.name] = k.choices[rng() % k.choices.size()];
+      c["stage"] = 1;
+      if (!ValidateConfig(w, Gpu(), c).ok() || c["block_m"] * c["block_n"] < 4) continue;
+      ++tried;
+      SCOPED_TRACE(CanonicalConfig(c));
+      auto func = LowerWorkload(w, c, Gpu(), "kiln_kernel", {});
+      ASSERT_TRUE(func.ok()) << func.status();
+      auto dims = codegen::LaunchDimsOf(*func);
+      ASSERT_TRUE(dims.ok());
+      // Both tiles, whole: the block's rows (columns) by tile_k.
+      EXPECT_EQ(dims->shared_bytes,
+                4 * c["tile_k"] * (c["block_m"] * c["thread_m"] + c["block_n"] * c["thread_n"]));
+      auto cl = codegen::EmitCSource(*func, codegen::SourceDialect::kOpenCL);
+      auto cu = codegen::EmitCSource(*func, codegen::SourceDialect::kCuda);
+      ASSERT_TRUE(cl.ok() && cu.ok());
+      EXPECT_NE(cl->find("__local float"), std::string::npos) << *cl;
+      EXPECT_NE(cl->find("barrier(CLK_LOCAL_MEM_FENCE);"), std::string::npos);
+      EXPECT_NE(cu->find("__shared__ float"), std::string::npos);
+      EXPECT_NE(cu->find("__syncthreads();"), std::string::npos);
+      test_util::ExpectGpuKernelMatchesReference(w, c, Gpu(), 21);
+      if (::testing::Test::HasFatalFailure() || ::testing::Test::IsSkipped()) return;
+    }
+    EXPECT_EQ(tried, 3);
   }
 }
 

@@ -133,3 +133,69 @@ TEST(Schedule, ComputeInlineSubstitutesBody) {
 
 }  // namespace
 }  // namespace kiln::te
+
+namespace kiln::te {
+namespace {
+using namespace ir;
+
+// A matrix product whose k steps read A through a shared copy filled by a
+// block's 4x8 threads: set_scope is in the trace and replays; the shared
+// copy holds the block's rows (not one thread's), between two barriers.
+TEST(Schedule, SharedScopeHoldsTheBlocksRegionBetweenBarriers) {
+  auto make = [](Schedule& s, const Tensor& A, const Tensor& C) -> absl::Status {
+    auto [io, ii] = s.Split(C, s.Axis(C, 0), 4);
+    auto [jo, ji] = s.Split(C, s.Axis(C, 1), 8);
+    s.Reorder(C, {io, jo, ii, ji});
+    for (auto st : {s.Bind(C, io, "blockIdx.y"), s.Bind(C, jo, "blockIdx.x"),
+                    s.Bind(C, ii, "threadIdx.y"), s.Bind(C, ji, "threadIdx.x")}) {
+      if (!st.ok()) return st;
+    }
+    auto [ko, ki] = s.Split(C, s.ReduceAxisOf(C, 0), 5);
+    auto AA = s.CacheRead(A, {C});
+    if (!AA.ok()) return AA.status();
+    if (auto st = s.SetScope(*AA, "shared"); !st.ok()) return st;
+    s.ComputeAt(*AA, C, ko);
+    auto [y, x] = s.Split(*AA, s.Axis(*AA, 1), 5);
+    (void)y;
+    return s.Bind(*AA, s.Axis(*AA, 0), "threadIdx.y");
+  };
+  Tensor A = Placeholder("A", {16, 20});
+  Tensor B = Placeholder("B", {20, 24});
+  IterRange k = ReduceAxis(20, "k");
+  Tensor C = Compute("C", {16, 24}, [&](const std::vector<Var>& i) {
+    return Sum(A({i[0], k.var}) * B({k.var, i[1]}), {k});
+  });
+  Schedule s1({C});
+  ASSERT_TRUE(make(s1, A, C).ok());
+  EXPECT_NE(s1.TraceText().find("set_scope(A.cache, shared)"), std::string::npos) << s1.TraceText();
+  Schedule s2({C});
+  ASSERT_TRUE(s2.Replay(s1.trace()).ok());
+  auto f1 = lower::Lower(s1, {A, B, C}, "f");
+  auto f2 = lower::Lower(s2, {A, B, C}, "f");
+  ASSERT_TRUE(f1.ok()) << f1.status();
+  ASSERT_TRUE(f2.ok()) << f2.status();
+  const std::string text = ToText(*f1);
+  EXPECT_EQ(text, ToText(*f2));
+  // The block's 4 rows x the k step's 5 columns, not one thread's row.
+  EXPECT_NE(text.find("float32[20] shared"), std::string::npos) << text;
+  size_t barriers = 0;
+  for (size_t at = text.find("kiln.barrier"); at != std::string::npos;
+       at = text.find("kiln.barrier", at + 1)) {
+    ++barriers;
+  }
+  EXPECT_EQ(barriers, 2u) << text;
+  Schedule bad({C});
+  auto AA = bad.CacheRead(A, {C});
+  ASSERT_TRUE(AA.ok());
+  EXPECT_EQ(bad.SetScope(*AA, "global").code(), absl::StatusCode::kInvalidArgument);
+  // Shared without the threads of a block around it: refused when lowered.
+  ASSERT_TRUE(bad.SetScope(*AA, "shared").ok());
+  bad.ComputeAt(*AA, C, bad.ReduceAxisOf(C, 0));
+  auto f3 = lower::Lower(bad, {A, B, C}, "f");
+  ASSERT_FALSE(f3.ok());
+  EXPECT_NE(f3.status().message().find("not inside a GPU block's threads"), std::string::npos)
+      << f3.status();
+}
+
+}  // namespace
+}  // namespace kiln::te
