@@ -159,9 +159,10 @@ int main(int argc, char** argv) {
     const auto& d = devices[static_cast<size_t>(index)];
     options.target_spec =
         kiln::StrCat("opencl -device=", kiln::compiler::codegen::OpenClDeviceId(d));
-    options.hardware = kiln::StrCat("OpenCL ", d.platform, "/", d.name, " (", d.type, ", ",
-                                    d.compute_units, " CUs, ", d.global_mem_bytes >> 20,
-                                    " MiB, work-groups of ", d.max_work_group_size, ")");
+    options.hardware = kiln::StrCat(
+        "OpenCL ", d.platform, "/", d.name, " (", d.type, ", ", d.version, ", ", d.compute_units,
+        " CUs at ", d.max_clock_mhz, " MHz, ", d.global_mem_bytes >> 20, " MiB, work-groups of ",
+        d.max_work_group_size, ", ", d.local_mem_bytes >> 10, " KiB of local memory)");
   } else if (device.rfind("cuda:", 0) == 0) {
     int64_t index = -1;
     const auto devices = kiln::compiler::codegen::ListCudaDevices();

@@ -179,6 +179,15 @@ std::vector<std::pair<OpenClDevice, cl_device_id>> Enumerate() {
       size_t items[3] = {0, 0, 0};
       clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(items), items, nullptr);
       for (int k = 0; k < 3; ++k) dev.max_work_item_sizes[k] = static_cast<int64_t>(items[k]);
+      cl_uint mhz = 0;
+      clGetDeviceInfo(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof(mhz), &mhz, nullptr);
+      dev.max_clock_mhz = static_cast<int>(mhz);
+      size_t size = 0;
+      if (clGetDeviceInfo(d, CL_DEVICE_VERSION, 0, nullptr, &size) == CL_SUCCESS && size > 0) {
+        dev.version.resize(size);
+        clGetDeviceInfo(d, CL_DEVICE_VERSION, size, dev.version.data(), nullptr);
+        while (!dev.version.empty() && dev.version.back() == '\0') dev.version.pop_back();
+      }
       out.emplace_back(std::move(dev), d);
     }
   }

@@ -27,6 +27,8 @@ struct OpenClDevice {
   long long local_mem_bytes = 0;    // per work-group (CUDA: shared memory)
   int64_t max_work_group_size = 0;  // work-items in one group
   int64_t max_work_item_sizes[3] = {0, 0, 0};
+  int max_clock_mhz = 0;
+  std::string version;  // "OpenCL 3.0 PoCL ..."
 };
 
 // Every platform's devices, in order (index: `kiln-agent --device opencl:N`).
