@@ -113,16 +113,7 @@ void ExpectOpenClMatchesReference(const Workload& w, std::optional<Config> chose
     sizes.push_back(static_cast<size_t>(n) * static_cast<size_t>(p->dtype.bytes()));
   }
   ASSERT_EQ(sizes.back(), b.output.size());
-  const std::string failure = RunOpenCl(*src, b.args, sizes);
-  SKIP_WITHOUT_OPENCL(failure);
-  ASSERT_EQ(failure, "") << *src;
-  std::vector<uint8_t> want(b.output.size());
-  ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
-  std::string detail;
-  EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-4, 1e-4,
-                           &detail))
-      << detail << "\n"
-      << *src;
+  test_util::ExpectOpenClRunMatchesReference(w, *src, b.args, sizes, {}, b);
 }
 
 TEST(CSourceOpenCl, EltwiseReluMatchesReference) { ExpectOpenClMatchesReference(Eltwise()); }

@@ -44,6 +44,24 @@ inline std::string RunOpenCl(const std::string& source, const std::vector<void*>
   return "";
 }
 
+// Runs `source` (the workload's kernel) on `args` (b's buffers, the last
+// b.output) over `dims` and compares b.output with the reference.
+inline void ExpectOpenClRunMatchesReference(const Workload& w, const std::string& source,
+                                            const std::vector<void*>& args,
+                                            const std::vector<size_t>& sizes,
+                                            const codegen::LaunchDims& dims, KernelBuffers& b) {
+  const std::string failure = RunOpenCl(source, args, sizes, dims);
+  SKIP_WITHOUT_OPENCL(failure);
+  ASSERT_EQ(failure, "") << source;
+  std::vector<uint8_t> want(b.output.size());
+  ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
+  std::string detail;
+  EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-4, 1e-4,
+                           &detail))
+      << detail << "\n"
+      << source;
+}
+
 // The workload's kernel for the GPU target `gpu` with config `c`, lowered,
 // emitted as OpenCL C and run over the launch its bindings ask for, against
 // the reference on seeded random inputs.
@@ -68,16 +86,7 @@ inline void ExpectGpuKernelMatchesReference(const Workload& w, const Config& c, 
   }
   sizes.push_back(b.output.size());
   args.push_back(b.output.data());
-  const std::string failure = RunOpenCl(*src, args, sizes, *dims);
-  SKIP_WITHOUT_OPENCL(failure);
-  ASSERT_EQ(failure, "") << *src;
-  std::vector<uint8_t> want(b.output.size());
-  ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
-  std::string detail;
-  EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-4, 1e-4,
-                           &detail))
-      << detail << "\n"
-      << *src;
+  ExpectOpenClRunMatchesReference(w, *src, args, sizes, *dims, b);
 }
 
 }  // namespace kiln::compiler::test_util
