@@ -167,6 +167,11 @@ int Main(int argc, char** argv) {
   }
   kiln::deploy::Module& module = **loaded;
   const kiln::deploy::Manifest& manifest = module.manifest();
+  if (args.profile && manifest.entry == "launch") {
+    return Fail(kExitBadInput, StrCat("--profile times the kernels of CPU artifacts; this one is "
+                                      "for '",
+                                      manifest.target, "'"));
+  }
 
   // Match --input arguments to manifest inputs.
   std::map<std::string, std::string> files;

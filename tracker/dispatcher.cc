@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "base/str.h"
+#include "tracker/metrics.h"
 
 namespace kiln::tracker {
 namespace {
@@ -324,6 +325,13 @@ bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_
   for (auto& r : results) {
     if (r.agent_id.empty()) r.agent_id = agent_id;
   }
+  if (options_.metrics != nullptr) {
+    std::vector<storage::ErrorKind> kinds;
+    for (const auto& r : results) kinds.push_back(r.error_kind);
+    const int64_t now = clock_->NowMs();
+    options_.metrics->CountResults(entry.work.device_key, kinds,
+                                   static_cast<double>(now - entry.leased_ms) / 1000.0, now);
+  }
   Finish(entry, std::move(results));
   return true;
 }
@@ -333,6 +341,9 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
   if (it == batches_.end()) return;
   Entry& e = it->second;
   std::string lost_agent = e.agent_id;
+  if (options_.metrics != nullptr && !lost_agent.empty()) {
+    options_.metrics->CountLeaseExpiry(e.work.device_key);
+  }
   EndLeaseLocked(e);
   e.agent_id.clear();
   e.deadline_ms = 0;
@@ -346,6 +357,12 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
       o.error_message = StrCat("lease lost ", e.attempts, " times (last agent '", agent, "')");
       o.agent_id = agent;
       outcomes.push_back(std::move(o));
+    }
+    if (options_.metrics != nullptr) {
+      options_.metrics->CountResults(
+          e.work.device_key,
+          std::vector<storage::ErrorKind>(outcomes.size(), storage::ErrorKind::kAgentLost), -1,
+          clock_->NowMs());
     }
     finished->batches.emplace_back(std::move(e), std::move(outcomes));
     batches_.erase(it);
@@ -471,6 +488,17 @@ size_t Dispatcher::QueuedCount(const std::string& device_key) const {
   size_t n = 0;
   for (const auto& [job, jq] : q->second) n += jq.batches.size();
   return n;
+}
+
+std::map<std::string, size_t> Dispatcher::QueuedByKey() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, size_t> out;
+  for (const auto& [key, jobs] : queues_) {
+    size_t n = 0;
+    for (const auto& [job, jq] : jobs) n += jq.batches.size();
+    out[key] = n;
+  }
+  return out;
 }
 
 void Dispatcher::Wake() {

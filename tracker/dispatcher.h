@@ -50,6 +50,8 @@
 
 namespace kiln::tracker {
 
+class Metrics;
+
 struct TimingOptions {
   int32_t number = 0;  // <= 0: grown until a measurement lasts min_repeat_ms
   int32_t repeat = 3;
@@ -120,6 +122,8 @@ struct DispatcherOptions {
   double target_lease_s = 30;
   // Fair-share weights of users (default 1).
   std::map<std::string, double> user_weights;
+  // Where results, errors and lease expiries are counted (may be null).
+  Metrics* metrics = nullptr;
 };
 
 // Lease holders: the tracker holds leases per agent session, "AGENT#SESSION",
@@ -186,6 +190,8 @@ class Dispatcher {
   // pace known yet, no limit).
   int PacedCandidates(const std::string& agent_id) const;
   size_t QueuedCount(const std::string& device_key) const;
+  // Queued batches of every key that has a queue.
+  std::map<std::string, size_t> QueuedByKey() const;
   // Drops every pending lease request (their callbacks get nullopt) and
   // wakes every WaitLease (e.g. on shutdown).
   void Wake();

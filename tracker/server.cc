@@ -434,6 +434,13 @@ absl::StatusOr<int> TrackerServer::Start() {
         "with kiln-tracker tokens create), or --allow-anonymous to let anyone who reaches the "
         "port submit, read and cancel jobs"));
   }
+  if (!options_.http_listen.empty() && !IsLoopbackAddress(options_.http_listen) &&
+      !options_.require_auth && !options_.allow_anonymous) {
+    return absl::FailedPreconditionError(
+        StrCat("serving the status page on ", options_.http_listen,
+               " (beyond this machine) without authentication: pass --require-auth, or "
+               "--allow-anonymous to show every job to anyone who reaches the port"));
+  }
   auto db = storage::LogDb::Open(options_.db_path);
   if (!db.ok()) return db.status();
   db_ = std::move(*db);
@@ -445,6 +452,7 @@ absl::StatusOr<int> TrackerServer::Start() {
   DispatcherOptions dopts;
   dopts.lease_timeout_ms = options_.lease_timeout_ms;
   dopts.user_weights = options_.user_weights;
+  dopts.metrics = &metrics_;
   dispatcher_ = std::make_unique<Dispatcher>(&clock_, dopts);
   JobManagerOptions jopts = options_.jobs;
   jopts.db_path = options_.db_path;
@@ -487,6 +495,16 @@ absl::StatusOr<int> TrackerServer::Start() {
     Stop();
     return st;
   }
+  if (!options_.http_listen.empty()) {
+    http_ = std::make_unique<HttpServer>(
+        HttpDeps{jobs_.get(), agents_.get(), dispatcher_.get(), &metrics_, auth_.get(), &clock_});
+    auto http_port = http_->Start(options_.http_listen);
+    if (!http_port.ok()) {
+      Stop();
+      return http_port.status();
+    }
+    http_port_ = *http_port;
+  }
   reaper_ = std::thread([this] {
     for (int tick = 0; !stopping_; ++tick) {
       if (tick % 5 == 0) {
@@ -505,6 +523,7 @@ absl::StatusOr<int> TrackerServer::Start() {
 
 void TrackerServer::Stop() {
   if (stopping_.exchange(true)) return;
+  if (http_) http_->Stop();
   if (agent_service_) agent_service_->Stop();
   if (dispatcher_) dispatcher_->Wake();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

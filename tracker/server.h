@@ -16,7 +16,9 @@
 #include "tracker/auth.h"
 #include "tracker/clock.h"
 #include "tracker/dispatcher.h"
+#include "tracker/http.h"
 #include "tracker/job_manager.h"
+#include "tracker/metrics.h"
 
 namespace grpc {
 class Server;
@@ -49,6 +51,8 @@ struct TrackerOptions {
   // so no message needs to be large.
   int max_receive_bytes = 16 << 20;
   JobManagerOptions jobs;
+  // host:port of the status page and /metrics (tracker/http.h); "" for none.
+  std::string http_listen;
 };
 
 class TrackerServer {
@@ -64,6 +68,7 @@ class TrackerServer {
   // Stops serving (ongoing streams are cancelled) and stops job threads.
   void Stop();
   int port() const { return port_; }
+  int http_port() const { return http_port_; }
   JobManager* jobs() { return jobs_.get(); }
 
  private:
@@ -78,6 +83,9 @@ class TrackerServer {
   std::unique_ptr<grpc::Service> tracker_service_;
   std::unique_ptr<AgentSessions> agent_service_;
   std::unique_ptr<grpc::Server> server_;
+  Metrics metrics_;
+  std::unique_ptr<HttpServer> http_;
+  int http_port_ = 0;
   std::atomic<bool> stopping_{false};
   std::thread reaper_;
   int port_ = 0;

@@ -1,7 +1,7 @@
 // kiln-tracker --listen ADDR --db FILE --artifacts DIR [--port-file FILE]
 //              [--token TOKEN] [--lease-timeout-ms N] [--max-model-bytes N]
 //              [--max-elements N] [--compile-timeout-s S] [--compile-memory N]
-//              [--max-concurrent-compiles N]
+//              [--max-concurrent-compiles N] [--http HOST:PORT [--http-port-file FILE]]
 //              [--require-auth | --allow-anonymous]
 // kiln-tracker tokens create --db FILE --user NAME [--role user|agent|admin]
 // kiln-tracker tokens list --db FILE
@@ -44,6 +44,8 @@ constexpr const char* kUsage =
     "                    [--max-jobs-per-user N]   (unfinished jobs of one user; default 16)\n"
     "                    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]\n"
     "                    [--user-weight NAME=WEIGHT]...   (fair shares; default 1)\n"
+    "                    [--http HOST:PORT [--http-port-file FILE]]   (status page, "
+    "/metrics)\n"
     "       kiln-tracker tokens create --db FILE --user NAME [--role user|agent|admin]\n"
     "       kiln-tracker tokens list --db FILE\n"
     "       kiln-tracker tokens revoke --db FILE ID\n";
@@ -200,7 +202,7 @@ int main(int argc, char** argv) {
       {"--listen", "--db", "--artifacts", "--port-file", "--token", "--lease-timeout-ms",
        "--max-model-bytes", "--max-elements", "--compile-timeout-s", "--compile-memory",
        "--max-concurrent-compiles", "--max-jobs-per-user", "--tls-cert", "--tls-key",
-       "--tls-client-ca", "--user-weight"},
+       "--tls-client-ca", "--user-weight", "--http", "--http-port-file"},
       {"--require-auth", "--allow-anonymous"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
@@ -233,6 +235,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   port_file = flags->Get("--port-file");
+  options.http_listen = flags->Get("--http");
+  const std::string http_port_file = flags->Get("--http-port-file");
+  if (!http_port_file.empty() && options.http_listen.empty()) {
+    std::fprintf(stderr, "kiln-tracker: --http-port-file needs --http\n");
+    return 2;
+  }
   if (flags->Has("--lease-timeout-ms")) {
     int64_t ms = 0;
     if (!kiln::ParseInt64(flags->Get("--lease-timeout-ms"), &ms) || ms <= 0) {
@@ -315,6 +323,15 @@ int main(int argc, char** argv) {
     log->error("cannot write the port file {}", port_file);
     server.Stop();
     return 1;
+  }
+  if (!options.http_listen.empty()) {
+    log->info("status page and /metrics on http://{}:{}/",
+              options.http_listen.substr(0, options.http_listen.rfind(':')), server.http_port());
+    if (!http_port_file.empty() && !WritePortFile(http_port_file, server.http_port())) {
+      log->error("cannot write the port file {}", http_port_file);
+      server.Stop();
+      return 1;
+    }
   }
   int sig = 0;
   sigwait(&signals, &sig);
