@@ -40,12 +40,19 @@ int Shape(const kiln::deploy::TensorInfo* info, int64_t* dims, int max_dims) {
 extern "C" {
 
 int kiln_module_load(const char* path, kiln_module** out, char* errbuf, size_t errlen) {
+  return kiln_module_load_on(path, nullptr, out, errbuf, errlen);
+}
+
+int kiln_module_load_on(const char* path, const char* device, kiln_module** out, char* errbuf,
+                        size_t errlen) {
   if (out == nullptr || path == nullptr) {
     CopyError("kiln_module_load: path and out must not be NULL", errbuf, errlen);
     return -1;
   }
   *out = nullptr;
-  auto m = kiln::deploy::Module::LoadFile(path);
+  kiln::deploy::LoadOptions options;
+  if (device != nullptr) options.device = device;
+  auto m = kiln::deploy::Module::LoadFile(path, options);
   if (!m.ok()) {
     CopyError(m.status().ToString(), errbuf, errlen);
     return -1;

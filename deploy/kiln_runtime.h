@@ -14,6 +14,11 @@ extern "C" {
 typedef struct kiln_module kiln_module;
 
 int kiln_module_load(const char* path, kiln_module** out, char* errbuf, size_t errlen);
+/* As kiln_module_load, on a device: "opencl:N" or "cuda:N" for a GPU
+ * artifact, "cpu" or NULL as kiln_module_load (a GPU artifact then runs on
+ * the device its target names, else the first). */
+int kiln_module_load_on(const char* path, const char* device, kiln_module** out, char* errbuf,
+                        size_t errlen);
 void kiln_module_free(kiln_module* module);
 
 int kiln_module_num_inputs(const kiln_module* module);

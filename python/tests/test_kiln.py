@@ -1,0 +1,155 @@
+"""The Python package against a real kiln-tracker and kiln-agent on loopback
+(KILN_BIN_DIR: the build folder; KILN_RUNTIME: its libkiln_runtime.so)."""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import kiln
+
+BIN = os.environ.get("KILN_BIN_DIR", "")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = os.path.join(ROOT, "models", "small_cnn.onnx")
+KEY = "py-cpu"
+
+pytestmark = pytest.mark.skipif(not BIN, reason="set KILN_BIN_DIR to kiln's build folder")
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("farm")
+    port_file = tmp / "port"
+    procs = []
+    log = open(tmp / "tracker.log", "w")
+    procs.append(subprocess.Popen(
+        [f"{BIN}/tracker/kiln-tracker", "--listen", "127.0.0.1:0", "--port-file", str(port_file),
+         "--db", str(tmp / "kiln.db"), "--artifacts", str(tmp / "artifacts")],
+        stdout=log, stderr=subprocess.STDOUT))
+    deadline = time.time() + 30
+    while not (port_file.exists() and port_file.read_text().strip()):
+        assert time.time() < deadline, (tmp / "tracker.log").read_text()
+        time.sleep(0.05)
+    addr = "127.0.0.1:" + port_file.read_text().strip()
+    agent_log = open(tmp / "agent.log", "w")
+    procs.append(subprocess.Popen([f"{BIN}/device_agent/kiln-agent", "--tracker", addr, "--key",
+                                   KEY, "--id", "py-0"], stdout=agent_log,
+                                  stderr=subprocess.STDOUT))
+    client = kiln.Client(addr)
+    deadline = time.time() + 30
+    while not any(d["key"] == KEY and d["connected"] for d in client.devices()):
+        assert time.time() < deadline, (tmp / "agent.log").read_text()
+        time.sleep(0.1)
+    yield addr, client, tmp
+    client.close()
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(timeout=10)
+    log.close()
+    agent_log.close()
+
+
+def test_tune_wait_fetch_run_matches_onnxruntime(farm, capsys):
+    addr, client, tmp = farm
+    job = client.tune(MODEL, key=KEY, trials=12)
+    assert job.id.startswith("job-")
+    info = job.wait(progress=True)
+    assert info["state"] == "completed"
+    assert info["trials_done"] == 12
+    assert info["best_latency_ms"] > 0
+    assert len(info["tasks"]) == 6
+    err = capsys.readouterr().err
+    assert job.id in err and "trial" in err  # the progress bar was drawn
+    art = job.fetch(str(tmp / "cnn.kiln"))
+    module = kiln.Module(art)
+    assert [n for n, _, _ in module.inputs] == ["data"]
+    x = np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    got = module.run({"data": x})
+    ref = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"]).run(None, {"data": x})
+    out_name = onnx.load(MODEL).graph.output[0].name
+    np.testing.assert_allclose(got[out_name], ref[0], rtol=1e-4, atol=1e-4)
+    # The farm as the client sees it.
+    assert job.id in [j["id"] for j in client.jobs()]
+    assert [d["id"] for d in client.devices()] == ["py-0"]
+    records = client.records(job)
+    assert len(records) == 12
+    assert all(r["target"].startswith("llvm") for r in records)
+    assert any(r["mean_cost_s"] > 0 and r["error"] == "MEASURE_ERROR_KIND_NONE"
+               for r in records)
+
+
+def test_module_checks_inputs(farm):
+    addr, client, tmp = farm
+    job = client.tune(MODEL, key=KEY, trials=6)
+    job.wait(progress=False)
+    module = kiln.Module(job.fetch(str(tmp / "again.kiln")))
+    x = np.zeros((1, 3, 32, 32), np.float32)
+    with pytest.raises(ValueError, match="input 'data' .* is missing"):
+        module.run({})
+    with pytest.raises(ValueError, match=r"unknown input\(s\) \['image'\]"):
+        module.run({"data": x, "image": x})
+    with pytest.raises(ValueError, match=r"expected shape \[1, 3, 32, 32\], given \[1, 3, 16, 16\]"):
+        module.run({"data": np.zeros((1, 3, 16, 16), np.float32)})
+    with pytest.raises(ValueError, match="expected float32, given int64"):
+        module.run({"data": np.zeros((1, 3, 32, 32), np.int64)})
+    module.run({"data": x.astype(np.float64)})  # converted, as kiln-run does
+    with pytest.raises(kiln.KilnError) as e:
+        kiln.Module(str(tmp / "no-such.kiln"))
+    assert e.value.code == "NOT_FOUND"
+    bad = tmp / "bad.kiln"
+    bad.write_bytes(b"not an artifact")
+    with pytest.raises(kiln.KilnError, match="magic"):
+        kiln.Module(str(bad))
+
+
+def test_errors_carry_the_grpc_status(farm):
+    addr, client, tmp = farm
+    with pytest.raises(kiln.KilnError) as e:
+        client.job("job-000000000000").info()
+    assert e.value.code == "NOT_FOUND"
+    with pytest.raises(kiln.KilnError) as e:
+        client.tune(MODEL, key="nobody-serves-this", trials=4)
+    assert e.value.code == "FAILED_PRECONDITION"
+    assert "no agent with key" in e.value.message
+    bad = tmp / "bad.onnx"
+    bad.write_bytes(b"this is not onnx")
+    with pytest.raises(kiln.KilnError) as e:
+        client.tune(str(bad), key=KEY, trials=4)
+    assert e.value.code == "INVALID_ARGUMENT"
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    with pytest.raises(kiln.KilnError) as e:
+        kiln.Client(dead).jobs()
+    assert e.value.code == "UNAVAILABLE"
+    os.environ.pop("KILN_TRACKER", None)
+    with pytest.raises(kiln.KilnError, match="KILN_TRACKER"):
+        kiln.Client()
+
+
+def test_cancel_and_a_failed_wait(farm):
+    addr, client, tmp = farm
+    job = client.tune(MODEL, key=KEY, trials=100000)
+    cancelled = job.cancel()
+    assert cancelled["state"] in ("cancelled", "tuning", "queued")
+    with pytest.raises(kiln.JobFailed) as e:
+        job.wait(progress=False, timeout=120)
+    assert e.value.job["state"] == "cancelled"
+
+
+def test_environment_names_the_tracker(farm, monkeypatch):
+    addr, client, tmp = farm
+    monkeypatch.setenv("KILN_TRACKER", addr)
+    with kiln.Client() as c:
+        assert c.address == addr
+        assert isinstance(c.jobs(), list)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
