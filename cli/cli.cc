@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <algorithm>
 #include <ostream>
 
 #include "cli/common.h"
@@ -44,7 +45,8 @@ void PrintHelp(std::ostream& out) {
   }
   out << "\nkiln help <command> shows a command's arguments. Commands that call a tracker\n"
          "take --token TOKEN (or the KILN_TOKEN variable) when it requires one, and\n"
-         "--tls-ca FILE (or KILN_TLS_CA) to reach a tracker that serves TLS.\n";
+         "--tls-ca FILE (or KILN_TLS_CA) to reach a tracker that serves TLS; KILN_TRACKER\n"
+         "stands for --tracker ADDR.\n";
 }
 }  // namespace
 
@@ -99,6 +101,18 @@ int RunCli(const std::vector<std::string>& args, const CliEnv& env) {
           *env.out << "usage: kiln " << c.usage << "\n" << c.summary << "\n";
           return 0;
         }
+      }
+      // KILN_TRACKER stands for --tracker in commands that call one (not
+      // for the local modes: tune --local, report --db, compile).
+      const auto has = [&](const char* flag) {
+        return std::any_of(rest.begin(), rest.end(), [&](const std::string& a) {
+          return a == flag || a.rfind(StrCat(flag, "="), 0) == 0;
+        });
+      };
+      if (!env.tracker.empty() && c.usage.find("--tracker") != std::string::npos &&
+          !has("--tracker") && !has("--local") && !has("--db")) {
+        rest.push_back("--tracker");
+        rest.push_back(env.tracker);
       }
       return c.run(c, rest, with_token);
     }

@@ -24,6 +24,11 @@ struct CliEnv {
   // A PEM file of the CA that signed the tracker's certificate (KILN_TLS_CA;
   // --tls-ca overrides it): the tracker is then reached over TLS.
   std::string tls_ca;
+  // The tracker a command calls when it has no --tracker (KILN_TRACKER).
+  std::string tracker;
+  // Standard output is a terminal: `kiln tune --wait` redraws a live
+  // progress display instead of printing one line per event.
+  bool terminal = false;
 };
 
 int RunCli(const std::vector<std::string>& args, const CliEnv& env);

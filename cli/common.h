@@ -58,6 +58,11 @@ void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& 
 absl::StatusOr<double> ParseDuration(const std::string& text);
 // "2m05s", "1h02m", "12s".
 std::string FormatDuration(double seconds);
+// `kiln tune --wait`'s live display of a job, one string of lines: an
+// overall bar with trials, elapsed time and ETA and the best estimated
+// latency so far (sum of the tasks' best kernels x runs, once every task has
+// one), then one line per task being tuned. `width`: of the bar.
+std::string LiveProgress(const kiln::v1::Job& job, double elapsed_s, int width = 30);
 
 // For local model commands (compile, tune --local): the import options of
 // --input-shape, --max-elements and the model's folder (for external data).

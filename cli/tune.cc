@@ -37,6 +37,39 @@ std::string ProgressLine(const std::string& state, int trials_done, int trials, 
   return line;
 }
 
+}  // namespace
+
+std::string LiveProgress(const kiln::v1::Job& j, double elapsed_s, int width) {
+  const int total = std::max(j.trials(), 1);
+  const int done = std::min(j.trials_done(), total);
+  const int filled = static_cast<int>(static_cast<int64_t>(width) * done / total);
+  std::string out = StrCat("[", std::string(static_cast<size_t>(filled), '#'),
+                           std::string(static_cast<size_t>(width - filled), '.'), "] ", done, "/",
+                           j.trials(), " trials  ", FormatDuration(elapsed_s));
+  if (done > 0 && done < total) {
+    out += StrCat("  ETA ", FormatDuration(elapsed_s / done * (total - done)));
+  }
+  double best = 0;
+  bool all = j.tasks_size() > 0;
+  for (const auto& t : j.tasks()) {
+    all = all && t.best_cost_s() > 0;
+    best += t.best_cost_s() * std::max(t.occurrences(), 1);
+  }
+  out += all ? StrCat("  best ", FormatCost(best)) : "  best -";
+  out += StrCat("  [", JobStateName(j.state()), "]\n");
+  for (int i = 0; i < j.tasks_size(); ++i) {
+    const auto& t = j.tasks(i);
+    if (t.state() != "tuning") continue;
+    out += StrCat("  task ", i + 1, "/", j.tasks_size(), " ", t.workload().op(), " ",
+                  t.workload().key(), ": ", t.trials_done(), " trials, best ",
+                  t.best_cost_s() > 0 ? FormatCost(t.best_cost_s()) : std::string("-"),
+                  t.errors() ? StrCat(", ", t.errors(), " errors") : std::string(), "\n");
+  }
+  return out;
+}
+
+namespace {
+
 // The options both modes share: trials, strategy, budget, early stopping.
 struct TuneFlags {
   int32_t trials = 0;
@@ -310,11 +343,23 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   kiln::v1::JobEvent event;
   kiln::v1::Job last;
   bool have_last = false;
+  const auto start = std::chrono::steady_clock::now();
+  size_t drawn_lines = 0;  // of the live display, to redraw over
   while (reader->Read(&event)) {
     const kiln::v1::Job& j = event.job();
-    *env.out << ProgressLine(JobStateName(j.state()), j.trials_done(), j.trials(), j.tuning_s(),
-                             j.budget_s(), event.message())
-             << std::endl;
+    if (env.terminal) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string block = LiveProgress(j, elapsed);
+      // Up to the display's first line, clear to the end, draw again.
+      if (drawn_lines > 0) *env.out << "\x1b[" << drawn_lines << "F\x1b[J";
+      *env.out << block << std::flush;
+      drawn_lines = static_cast<size_t>(std::count(block.begin(), block.end(), '\n'));
+    } else {
+      *env.out << ProgressLine(JobStateName(j.state()), j.trials_done(), j.trials(), j.tuning_s(),
+                               j.budget_s(), event.message())
+               << std::endl;
+    }
     last = event.job();
     have_last = true;
   }

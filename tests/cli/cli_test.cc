@@ -23,6 +23,7 @@ namespace kiln::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct CliRun {
@@ -111,6 +112,48 @@ TEST(Cli, MissingTrackerIsAUsageError) {
   r = Kiln({"fetch", "job-1", "--tracker", "h:1"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("missing -o PATH"));
+}
+
+// KILN_TRACKER (CliEnv::tracker) stands for --tracker where a command calls
+// a tracker, never in the local modes.
+TEST(Cli, TheEnvironmentNamesTheTracker) {
+  std::ostringstream out, err;
+  CliEnv env{&out, &err, std::chrono::milliseconds(5000)};
+  env.tracker = "farm.example:7070";
+  EXPECT_EQ(RunCli({"fetch", "job-1", "-o", "m.kiln"}, env), 1);
+  EXPECT_THAT(err.str(), HasSubstr("refusing to fetch native code from farm.example:7070"));
+  err.str("");
+  // --tracker given wins; tune --local takes none (no "--tracker is for the
+  // farm" complaint: the variable is not added).
+  EXPECT_EQ(
+      RunCli({"tune", "missing.onnx", "--local", "--db", "x.db", "-o", "x.kiln", "--trials", "2"},
+             env),
+      1);
+  EXPECT_THAT(err.str(), Not(HasSubstr("is for the farm")));
+}
+
+TEST(Cli, LiveProgressShowsTheBarTheEtaTheBestAndTheTasksBeingTuned) {
+  kiln::v1::Job j;
+  j.set_state(kiln::v1::JOB_STATE_TUNING);
+  j.set_trials(100);
+  j.set_trials_done(25);
+  for (int i = 0; i < 3; ++i) {
+    auto* t = j.add_tasks();
+    t->mutable_workload()->set_op(i == 2 ? "dense" : "conv2d");
+    t->mutable_workload()->set_key(StrCat("w", i));
+    t->set_trials_done(10 - i);
+    t->set_best_cost_s(i == 2 ? 0 : 1e-3);
+    t->set_occurrences(2);
+    t->set_state(i == 0 ? "done" : "tuning");
+  }
+  std::string text = LiveProgress(j, 30, 20);
+  EXPECT_THAT(text, StartsWith("[#####...............] 25/100 trials  30s  ETA 1m30s  best -"));
+  EXPECT_THAT(text, HasSubstr("[tuning]\n"));
+  EXPECT_THAT(text, Not(HasSubstr("w0")));  // done: no line
+  EXPECT_THAT(text, HasSubstr("  task 2/3 conv2d w1: 9 trials, best 1.000 ms\n"));
+  EXPECT_THAT(text, HasSubstr("  task 3/3 dense w2: 8 trials, best -\n"));
+  j.mutable_tasks(2)->set_best_cost_s(2e-3);  // every task has one: 2 x (1 + 1 + 2) ms
+  EXPECT_THAT(LiveProgress(j, 30, 20), HasSubstr("best 8.000 ms"));
 }
 
 TEST(Cli, FetchOverPlaintextFromAnotherMachineIsRefused) {
