@@ -51,6 +51,21 @@ class Farm:
             raise RuntimeError("tokens create failed: " + r.stderr)
         return r.stdout.strip()
 
+    def create_tokens(self, users):
+        """Tokens for [(user, role)]: {user: token}."""
+        return {user: self.create_token(user, role) for user, role in users}
+
+    def start_agent_with_token(self, key, token, agent_id=None, log="agent0.log"):
+        """An agent that presents `token` (from a 0600 file, --token-file);
+        with no `agent_id` it is known by its token's user."""
+        token_file = os.path.join(self.tmp, f"{log}.token")
+        with open(token_file, "w") as f:
+            f.write(token + "\n")
+        os.chmod(token_file, 0o600)
+        ident = ["--id", agent_id] if agent_id else []
+        return self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr,
+                           "--key", key, *ident, "--token-file", token_file], log)
+
     def start_agent(self, key, i, env=None, log=None):
         return self.start([f"{self.bin}/device_agent/kiln-agent", "--tracker", self.addr,
                            "--key", key, "--id", f"agent-{i}"], log or f"agent{i}.log", env)

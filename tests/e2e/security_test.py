@@ -39,16 +39,10 @@ class Security(unittest.TestCase):
         cls.tmpdir = tempfile.TemporaryDirectory(prefix="kiln-security-")
         cls.tmp = cls.tmpdir.name
         cls.farm = Farm(cls.tmp, ARGS.bin_dir)
-        cls.tokens = {user: cls.farm.create_token(user, role)
-                      for user, role in [("ana", "user"), ("bo", "user"), ("board-1", "agent"),
-                                         ("root", "admin")]}
+        cls.tokens = cls.farm.create_tokens([("ana", "user"), ("bo", "user"),
+                                             ("board-1", "agent"), ("root", "admin")])
         cls.farm.start_tracker(extra=["--require-auth"])
-        token_file = os.path.join(cls.tmp, "agent.token")
-        with open(token_file, "w") as f:
-            f.write(cls.tokens["board-1"] + "\n")
-        os.chmod(token_file, 0o600)
-        cls.farm.start([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker", cls.farm.addr,
-                        "--key", KEY, "--token-file", token_file], "agent0.log")
+        cls.farm.start_agent_with_token(KEY, cls.tokens["board-1"])
         cls.model = os.path.join(cls.tmp, "cnn.onnx")
         build_cnn(cls.model)
 

@@ -55,9 +55,8 @@ class StatusPage(unittest.TestCase):
         cls.tmpdir = tempfile.TemporaryDirectory(prefix="kiln-page-")
         cls.tmp = cls.tmpdir.name
         cls.farm = Farm(cls.tmp, ARGS.bin_dir)
-        cls.tokens = {user: cls.farm.create_token(user, role)
-                      for user, role in [("ana", "user"), ("bo", "user"), ("board-1", "agent"),
-                                         ("root", "admin")]}
+        cls.tokens = cls.farm.create_tokens([("ana", "user"), ("bo", "user"),
+                                             ("board-1", "agent"), ("root", "admin")])
         http_port_file = os.path.join(cls.tmp, "http.port")
         cls.farm.start_tracker(extra=["--require-auth", "--http", "127.0.0.1:0",
                                       "--http-port-file", http_port_file])
@@ -67,13 +66,7 @@ class StatusPage(unittest.TestCase):
                 raise RuntimeError("no HTTP port:\n" + cls.farm.log("tracker.log"))
             time.sleep(0.05)
         cls.http = "http://127.0.0.1:" + read(http_port_file)
-        token_file = os.path.join(cls.tmp, "agent.token")
-        with open(token_file, "w") as f:
-            f.write(cls.tokens["board-1"] + "\n")
-        os.chmod(token_file, 0o600)
-        cls.farm.start([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker", cls.farm.addr,
-                        "--key", KEY, "--id", "board-1", "--token-file", token_file],
-                       "agent0.log")
+        cls.farm.start_agent_with_token(KEY, cls.tokens["board-1"], "board-1")
         deadline = time.time() + 30  # the agent shows on the page
         while "board-1" not in cls.state(cls.tokens["root"]):
             if time.time() > deadline:
