@@ -22,6 +22,8 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 inline constexpr CUresult kSuccess = 0;
 // CUdevice_attribute values (cuda.h).
@@ -31,6 +33,8 @@ inline constexpr int kClockRate = 13;
 inline constexpr int kMultiprocessorCount = 16;
 inline constexpr int kComputeCapabilityMajor = 75;
 inline constexpr int kComputeCapabilityMinor = 76;
+inline constexpr unsigned kStreamNonBlocking = 1;        // CU_STREAM_NON_BLOCKING
+inline constexpr int kStreamCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 
 #define KILN_CUDA_FUNCTIONS(X)                                                               \
   X(cuInit, (unsigned))                                                                      \
@@ -60,12 +64,26 @@ inline constexpr int kComputeCapabilityMinor = 76;
   X(cuEventSynchronize, (CUevent))                                                           \
   X(cuEventElapsedTime, (float*, CUevent, CUevent))                                          \
   X(cuEventDestroy_v2, (CUevent))                                                            \
-  X(cuStreamSynchronize, (CUstream))
+  X(cuStreamSynchronize, (CUstream))                                                         \
+  X(cuStreamCreate, (CUstream*, unsigned))                                                   \
+  X(cuStreamDestroy_v2, (CUstream))
+
+// Stream capture into CUDA graphs (drivers of CUDA 11.4 on): optional, the
+// runtime launches kernel by kernel without them.
+#define KILN_CUDA_GRAPH_FUNCTIONS(X)                                          \
+  X(cuStreamBeginCapture_v2, (CUstream, int))                                 \
+  X(cuStreamEndCapture, (CUstream, CUgraph*))                                 \
+  X(cuGraphInstantiateWithFlags, (CUgraphExec*, CUgraph, unsigned long long)) \
+  X(cuGraphLaunch, (CUgraphExec, CUstream))                                   \
+  X(cuGraphDestroy, (CUgraph))                                                \
+  X(cuGraphExecDestroy, (CUgraphExec))
 
 struct DriverApi {
 #define KILN_CUDA_MEMBER(name, args) CUresult(*name) args = nullptr;
   KILN_CUDA_FUNCTIONS(KILN_CUDA_MEMBER)
+  KILN_CUDA_GRAPH_FUNCTIONS(KILN_CUDA_MEMBER)
 #undef KILN_CUDA_MEMBER
+  bool has_graphs = false;  // every KILN_CUDA_GRAPH_FUNCTIONS entry resolved
 
   // "<what> failed: <the driver's message> (CUDA error N)".
   std::string Error(CUresult r, const std::string& what) const {
@@ -97,6 +115,12 @@ inline const DriverApi* LoadDriver(std::string* error) {
     KILN_CUDA_FUNCTIONS(KILN_CUDA_RESOLVE)
 #undef KILN_CUDA_RESOLVE
     if (!failure.empty()) return;
+    api.has_graphs = true;
+#define KILN_CUDA_RESOLVE_OPTIONAL(name, args)                    \
+  api.name = reinterpret_cast<CUresult(*) args>(dlsym(h, #name)); \
+  api.has_graphs = api.has_graphs && api.name != nullptr;
+    KILN_CUDA_GRAPH_FUNCTIONS(KILN_CUDA_RESOLVE_OPTIONAL)
+#undef KILN_CUDA_RESOLVE_OPTIONAL
     if (CUresult r = api.cuInit(0); r != kSuccess) failure = api.Error(r, "cuInit");
   });
   if (!failure.empty()) {

@@ -1,6 +1,11 @@
 // CUDA modules (device.h) through the driver API opened at run time
-// (base/cuda_driver.h): no link-time dependency on CUDA.
+// (base/cuda_driver.h): no link-time dependency on CUDA. The launch plan's
+// kernels are captured into a CUDA graph on the first run and the graph is
+// replayed after (one launch per run instead of one per kernel: at batch 1
+// the launches are much of a model's time); where the driver has no graphs,
+// capture fails, or KILN_CUDA_GRAPH=0, kernels are launched one by one.
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "base/cuda_driver.h"
@@ -17,6 +22,9 @@ class CudaProgram final : public DeviceProgram {
   ~CudaProgram() override {
     if (ctx_ == nullptr) return;
     cu_.cuCtxSetCurrent(ctx_);
+    if (exec_) cu_.cuGraphExecDestroy(exec_);
+    if (graph_) cu_.cuGraphDestroy(graph_);
+    if (stream_) cu_.cuStreamDestroy_v2(stream_);
     for (cuda::CUdeviceptr p : allocations_) cu_.cuMemFree_v2(p);
     if (module_) cu_.cuModuleUnload(module_);
     cu_.cuDevicePrimaryCtxRelease_v2(dev_);
@@ -28,6 +36,11 @@ class CudaProgram final : public DeviceProgram {
     if (r == cuda::kSuccess) r = cu_.cuDevicePrimaryCtxRetain(&ctx_, dev_);
     if (r != cuda::kSuccess) return absl::UnavailableError(cu_.Error(r, "opening " + name_));
     cu_.cuCtxSetCurrent(ctx_);
+    if ((r = cu_.cuStreamCreate(&stream_, cuda::kStreamNonBlocking)) != cuda::kSuccess) {
+      return absl::InternalError(cu_.Error(r, "cuStreamCreate"));
+    }
+    const char* env = std::getenv("KILN_CUDA_GRAPH");
+    use_graph_ = cu_.has_graphs && !(env && std::string(env) == "0");
     // cuModuleLoadData reads PTX as a NUL-terminated string.
     std::string bytes(image);
     bytes.push_back('\0');
@@ -76,11 +89,60 @@ class CudaProgram final : public DeviceProgram {
     cuda::CUresult r = cuda::kSuccess;
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (input_bytes_[i] == 0) continue;
-      if ((r = cu_.cuMemcpyHtoDAsync_v2(inputs_[i], inputs[i], input_bytes_[i], nullptr)) !=
+      if ((r = cu_.cuMemcpyHtoDAsync_v2(inputs_[i], inputs[i], input_bytes_[i], stream_)) !=
           cuda::kSuccess) {
         return absl::InternalError(cu_.Error(r, "copying an input to the device"));
       }
     }
+    if (use_graph_ && exec_ == nullptr) Capture();
+    if (exec_ != nullptr) {
+      if ((r = cu_.cuGraphLaunch(exec_, stream_)) != cuda::kSuccess) {
+        return absl::InternalError(cu_.Error(r, "launching the model's graph"));
+      }
+    } else if (absl::Status s = LaunchAll(); !s.ok()) {
+      return s;
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (output_bytes_[i] == 0) continue;
+      if ((r = cu_.cuMemcpyDtoHAsync_v2(outputs[i], outputs_[i], output_bytes_[i], stream_)) !=
+          cuda::kSuccess) {
+        return absl::InternalError(cu_.Error(r, "copying an output from the device"));
+      }
+    }
+    if ((r = cu_.cuStreamSynchronize(stream_)) != cuda::kSuccess) {
+      return absl::InternalError(cu_.Error(r, "running the model on " + name_));
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Describe() const override { return "CUDA: " + name_; }
+
+ private:
+  // Records every launch of the plan into a graph (not run while captured);
+  // on any failure the graph is given up and kernels are launched one by one.
+  void Capture() {
+    use_graph_ = false;  // tried once
+    if (cu_.cuStreamBeginCapture_v2(stream_, cuda::kStreamCaptureModeThreadLocal) !=
+        cuda::kSuccess) {
+      return;
+    }
+    const absl::Status launched = LaunchAll();
+    cuda::CUgraph graph = nullptr;
+    const bool ended = cu_.cuStreamEndCapture(stream_, &graph) == cuda::kSuccess;
+    if (!launched.ok() || !ended || graph == nullptr) {
+      if (graph) cu_.cuGraphDestroy(graph);
+      return;
+    }
+    if (cu_.cuGraphInstantiateWithFlags(&exec_, graph, 0) != cuda::kSuccess) {
+      exec_ = nullptr;
+      cu_.cuGraphDestroy(graph);
+      return;
+    }
+    graph_ = graph;
+  }
+
+  absl::Status LaunchAll() {
+    cuda::CUresult r = cuda::kSuccess;
     std::vector<cuda::CUdeviceptr> values;
     std::vector<void*> params;
     for (size_t c = 0; c < launches_.size(); ++c) {
@@ -98,31 +160,22 @@ class CudaProgram final : public DeviceProgram {
       r = cu_.cuLaunchKernel(functions_[c], static_cast<unsigned>(l.grid[0]),
                              static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2]),
                              static_cast<unsigned>(l.block[0]), static_cast<unsigned>(l.block[1]),
-                             static_cast<unsigned>(l.block[2]), 0, nullptr, params.data(), nullptr);
+                             static_cast<unsigned>(l.block[2]), 0, stream_, params.data(), nullptr);
       if (r != cuda::kSuccess) return absl::InternalError(cu_.Error(r, "launching " + l.kernel));
-    }
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (output_bytes_[i] == 0) continue;
-      if ((r = cu_.cuMemcpyDtoHAsync_v2(outputs[i], outputs_[i], output_bytes_[i], nullptr)) !=
-          cuda::kSuccess) {
-        return absl::InternalError(cu_.Error(r, "copying an output from the device"));
-      }
-    }
-    if ((r = cu_.cuStreamSynchronize(nullptr)) != cuda::kSuccess) {
-      return absl::InternalError(cu_.Error(r, "running the model on " + name_));
     }
     return absl::OkStatus();
   }
 
-  std::string Describe() const override { return "CUDA: " + name_; }
-
- private:
   const cuda::DriverApi& cu_;
   int ordinal_;
   std::string name_;
   cuda::CUdevice dev_ = 0;
   cuda::CUcontext ctx_ = nullptr;
   cuda::CUmodule module_ = nullptr;
+  cuda::CUstream stream_ = nullptr;
+  bool use_graph_ = false;
+  cuda::CUgraph graph_ = nullptr;
+  cuda::CUgraphExec exec_ = nullptr;
   std::vector<Launch> launches_;
   std::vector<cuda::CUfunction> functions_;
   std::vector<cuda::CUdeviceptr> allocations_;
