@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fma_peak.h"
 #include "base/str.h"
 #include "bench/bench_util.h"
 #include "compiler/config.h"
@@ -29,66 +30,12 @@
 #include "storage/log_db.h"
 #include "tuner/history.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 namespace {
 
 using kiln::compiler::Config;
 using kiln::compiler::Workload;
 
-// Independent accumulators: more than FMA latency x FMA ports. One function
-// per vector width (each needs its own target attribute for its intrinsics).
-constexpr int kChains = 12;
 volatile float g_sink = 0;  // keeps the measured loops' results alive
-
-#if defined(__x86_64__)
-__attribute__((target("avx512f"))) float FmaChains512(int64_t iters) {
-  __m512 acc[kChains];
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(static_cast<float>(j));
-  const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_ps(acc[j], m, a);
-  }
-  __m512 s = acc[0];
-  for (int j = 1; j < kChains; ++j) s = _mm512_add_ps(s, acc[j]);
-  return _mm512_reduce_add_ps(s);
-}
-__attribute__((target("avx2,fma"))) float FmaChains256(int64_t iters) {
-  __m256 acc[kChains];
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm256_set1_ps(static_cast<float>(j));
-  const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm256_fmadd_ps(acc[j], m, a);
-  }
-  float out[8];
-  __m256 s = acc[0];
-  for (int j = 1; j < kChains; ++j) s = _mm256_add_ps(s, acc[j]);
-  _mm256_storeu_ps(out, s);
-  return std::accumulate(out, out + 8, 0.0f);
-}
-#endif
-
-// FLOPs of one FmaChains call of `iters` iterations at the host's widest
-// vector (0 when the host has no FMA the benchmark knows).
-double FmaFlops(int64_t iters, float* sink) {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f")) {
-    *sink += FmaChains512(iters);
-    return 2.0 * 16 * kChains * static_cast<double>(iters);
-  }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    *sink += FmaChains256(iters);
-    return 2.0 * 8 * kChains * static_cast<double>(iters);
-  }
-#endif
-  (void)iters;
-  (void)sink;
-  return 0;
-}
 
 // Runs body(i) for i in [0, n) on the kernels' thread pool.
 template <typename F>
@@ -108,7 +55,7 @@ Roofline MeasureRoofline() {
   std::vector<float> sinks(static_cast<size_t>(threads), 0.0f);
   double flops = 0;
   auto fma = [&](int64_t i) {
-    double f = FmaFlops(int64_t{1} << 22, &sinks[static_cast<size_t>(i)]);
+    double f = kiln::fma_peak::Flops(int64_t{1} << 22, &sinks[static_cast<size_t>(i)]);
     if (i == 0) flops = f * threads;
   };
   double s = kiln::bench::MedianSeconds([&] { ParallelFor(threads, fma); }, 5, 0);

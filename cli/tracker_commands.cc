@@ -82,6 +82,19 @@ int RunJob(const Command& self, const std::vector<std::string>& argv, const CliE
   kiln::v1::Job j;
   grpc::Status status = p.stub->GetJob(&ctx, request, &j);
   if (!status.ok()) return RpcFail(self, status, env);
+  // The peak the key's agents measured on this target (0: none known).
+  double peak = 0;
+  {
+    grpc::ClientContext agents_ctx;
+    kiln::v1::ListAgentsResponse agents;
+    if (p.stub->ListAgents(&agents_ctx, {}, &agents).ok()) {
+      for (const kiln::v1::Agent& a : agents.agents()) {
+        if (a.device_key() == j.device_key() && a.target().spec() == j.target().spec()) {
+          peak = std::max(peak, a.peak_gflops());
+        }
+      }
+    }
+  }
   std::ostream& out = *env.out;
   out << "job       " << j.job_id() << "\n"
       << "model     " << j.model_name() << "\n"
@@ -95,17 +108,26 @@ int RunJob(const Command& self, const std::vector<std::string>& argv, const CliE
       << "updated   " << FormatTime(j.updated_unix_ms()) << "\n";
   if (!j.error().empty()) out << "error     " << j.error() << "\n";
   if (!j.artifact_sha256().empty()) out << "artifact  " << j.artifact_sha256() << "\n";
+  if (peak > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.1f GFLOP/s (FMA peak its agents measured)", peak);
+    out << "peak      " << buf << "\n";
+  }
   if (j.tasks_size() > 0) {
     out << "\n";
     std::vector<std::vector<std::string>> rows = {
         {"TASK", "WORKLOAD", "OP", "RUNS", "STATE", "TRIALS", "SHARE", "ERRORS", "BEST", "GFLOPS"}};
+    if (peak > 0) rows[0].push_back("OF PEAK");
     for (int i = 0; i < j.tasks_size(); ++i) {
       const kiln::v1::TaskProgress& t = j.tasks(i);
-      std::string gflops = "-";
+      std::string gflops = "-", of_peak = "-";
       if (t.best_cost_s() > 0 && t.workload().flops() > 0) {
+        const double g = t.workload().flops() / t.best_cost_s() / 1e9;
         char buf[32];
-        std::snprintf(buf, sizeof(buf), "%.2f", t.workload().flops() / t.best_cost_s() / 1e9);
+        std::snprintf(buf, sizeof(buf), "%.2f", g);
         gflops = buf;
+        std::snprintf(buf, sizeof(buf), "%.0f%%", 100.0 * g / std::max(peak, 1e-9));
+        of_peak = buf;
       }
       std::string share = "-";
       if (j.trials() > 0) {
@@ -117,6 +139,7 @@ int RunJob(const Command& self, const std::vector<std::string>& argv, const CliE
                       StrCat("x", t.occurrences()), t.state().empty() ? "-" : t.state(),
                       StrCat(t.trials_done()), share, StrCat(t.errors()),
                       FormatCost(t.best_cost_s()), gflops});
+      if (peak > 0) rows.back().push_back(of_peak);
     }
     PrintTable(out, rows);
   }

@@ -12,7 +12,9 @@
 //   kiln-agent --list-devices   (the CPU and the OpenCL devices this board has)
 // `--workers-timeout-ms` is the per-candidate time limit used when a batch's
 // timing policy leaves timeout_ms unset.
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,11 +23,13 @@
 #include <string>
 
 #include "base/flags.h"
+#include "base/fma_peak.h"
 #include "base/pem.h"
 #include "base/str.h"
 #include "compiler/codegen/cuda.h"
 #include "compiler/codegen/opencl.h"
 #include "compiler/target.h"
+#include "deploy/parallel.h"
 #include "device_agent/sandbox.h"
 #include "device_agent/session.h"
 
@@ -45,6 +49,36 @@ std::string DescribeHardware() {
       kiln::compiler::codegen::DescribeCudaDevices(kiln::compiler::codegen::ListCudaDevices());
   if (!cl.empty()) hw = kiln::StrCat(hw, "; ", cl);
   return cuda.empty() ? hw : kiln::StrCat(hw, "; ", cuda);
+}
+
+// The CPU's FMA peak over the threads kernels run on (GFLOP/s): every
+// thread runs the probe at once, the best of three (0 without FMA).
+double MeasurePeakGflops() {
+  struct Run {
+    std::vector<float> sinks;
+    std::vector<double> flops;
+  };
+  const int threads = kiln_num_threads();
+  Run run{std::vector<float>(static_cast<size_t>(threads)),
+          std::vector<double>(static_cast<size_t>(threads))};
+  double best = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto start = std::chrono::steady_clock::now();
+    kiln_parallel_for(
+        threads,
+        [](int64_t i, void* ctx) {
+          auto* r = static_cast<Run*>(ctx);
+          r->flops[static_cast<size_t>(i)] =
+              kiln::fma_peak::Flops(int64_t{1} << 20, &r->sinks[static_cast<size_t>(i)]);
+        },
+        &run);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double flops = 0;
+    for (double f : run.flops) flops += f;
+    if (s > 0) best = std::max(best, flops / s * 1e-9);
+  }
+  return best;
 }
 
 std::string CudaId(const kiln::compiler::codegen::CudaDevice& d) {
@@ -147,6 +181,8 @@ int main(int argc, char** argv) {
   // OpenCL device (one agent process per device).
   const std::string device = flags.count("--device") ? flags["--device"] : "cpu";
   options.hardware = DescribeHardware();
+  // The peak `kiln job` compares a task's GFLOP/s with (CPU boards only).
+  if (device == "cpu" && !flags.count("--target")) options.peak_gflops = MeasurePeakGflops();
   if (device.rfind("opencl:", 0) == 0) {
     int64_t index = -1;
     const auto devices = kiln::compiler::codegen::ListOpenClDevices();

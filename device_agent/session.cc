@@ -136,6 +136,7 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
   hello->set_device_key(options_.device_key);
   hello->mutable_target()->set_spec(options_.target_spec);
   hello->set_hardware(options_.hardware);
+  hello->set_peak_gflops(options_.peak_gflops);
   hello->set_compiler_version(options_.compiler_version);
   hello->set_token(options_.token);
   hello->set_max_batch(options_.max_batch);

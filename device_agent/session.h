@@ -38,6 +38,7 @@ struct AgentOptions {
   std::string tls_key_pem;
   std::string target_spec;
   std::string hardware;
+  double peak_gflops = 0;  // measured at start (base/fma_peak.h); 0: not known
   std::string compiler_version;
   int max_batch = 0;
   std::chrono::milliseconds initial_backoff{250};

@@ -73,6 +73,7 @@ absl::StatusOr<uint64_t> AgentRegistry::Connect(const AgentInfo& hello) {
   info.device_key = hello.device_key;
   info.target = hello.target;
   info.hardware = hello.hardware;
+  info.peak_gflops = hello.peak_gflops;
   info.compiler_version = hello.compiler_version;
   info.connected = true;
   if (info.first_seen_unix_ms == 0) info.first_seen_unix_ms = now;

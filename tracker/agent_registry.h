@@ -40,6 +40,7 @@ struct AgentInfo {
   int32_t consecutive_invalid_costs = 0;
   int64_t quarantined_until_unix_ms = 0;  // 0: never quarantined
   std::string quarantine_reason;
+  double peak_gflops = 0;  // the agent's hello (not persisted: every hello says it)
 };
 
 struct HealthOptions {

@@ -252,6 +252,7 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
   info.device_key = hello.device_key();
   info.target = target;
   info.hardware = hello.hardware();
+  info.peak_gflops = hello.peak_gflops();
   info.compiler_version = hello.compiler_version();
   auto session = owner_->agents_->Connect(info);
   if (!session.ok()) {

@@ -239,6 +239,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       out->set_device_key(a.device_key);
       out->mutable_target()->set_spec(a.target);
       out->set_hardware(a.hardware);
+      out->set_peak_gflops(a.peak_gflops);
       out->set_compiler_version(a.compiler_version);
       out->set_connected(a.connected);
       out->set_last_seen_unix_ms(a.last_seen_unix_ms);

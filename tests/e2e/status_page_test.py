@@ -167,6 +167,13 @@ class StatusPage(unittest.TestCase):
         self.assertTrue(estimates, points)
         # The best so far never gets worse along the curve.
         self.assertEqual(estimates, sorted(estimates, reverse=True))
+        # `kiln job` sets each task's GFLOP/s against the FMA peak the key's
+        # agent measured at start.
+        out = self.farm.kiln("job", self.jobs["ana"], "--tracker", self.farm.addr, "--token",
+                             self.tokens["ana"]).stdout
+        self.assertRegex(out, r"peak +[0-9.]+ GFLOP/s \(FMA peak its agents measured\)")
+        self.assertRegex(out, r"GFLOPS +OF PEAK")
+        self.assertRegex(out, r"conv2d +x1 .* [0-9.]+ +[0-9]+%")
 
     def test_3_the_page_renders_in_a_browser(self):
         browser = chromium()

@@ -1,0 +1,67 @@
+#pragma once
+// The FMA peak of a CPU core, measured: independent vector FMA chains (more
+// than FMA latency x FMA ports) at the host's widest vector. A measuring
+// probe, not a kernel: the agent reports its board's peak (x its threads)
+// so that `kiln job` can show a task's GFLOP/s against it, and
+// bench/model_profile_bench draws its roofline with it.
+
+#include <cstdint>
+#include <numeric>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace kiln::fma_peak {
+
+inline constexpr int kChains = 12;
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) inline float Chains512(int64_t iters) {
+  __m512 acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(static_cast<float>(j));
+  const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_ps(acc[j], m, a);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = _mm512_add_ps(s, acc[j]);
+  return _mm512_reduce_add_ps(s);
+}
+__attribute__((target("avx2,fma"))) inline float Chains256(int64_t iters) {
+  __m256 acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = _mm256_set1_ps(static_cast<float>(j));
+  const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kChains; ++j) acc[j] = _mm256_fmadd_ps(acc[j], m, a);
+  }
+  float out[8];
+  __m256 s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = _mm256_add_ps(s, acc[j]);
+  _mm256_storeu_ps(out, s);
+  return std::accumulate(out, out + 8, 0.0f);
+}
+#endif
+
+// FLOPs of one run of `iters` iterations at the host's widest vector (0
+// when the host has no FMA this probe knows); the result goes to *sink so
+// that the loop is not optimized away.
+inline double Flops(int64_t iters, float* sink) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) {
+    *sink += Chains512(iters);
+    return 2.0 * 16 * kChains * static_cast<double>(iters);
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    *sink += Chains256(iters);
+    return 2.0 * 8 * kChains * static_cast<double>(iters);
+  }
+#endif
+  (void)iters;
+  (void)sink;
+  return 0;
+}
+
+}  // namespace kiln::fma_peak
