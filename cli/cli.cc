@@ -21,8 +21,11 @@ const std::vector<Command>& Commands() {
       {"job", "job JOB --tracker ADDR", "show one job and its tasks", RunJob},
       {"cancel", "cancel JOB --tracker ADDR", "cancel a job", RunCancel},
       {"devices", "devices --tracker ADDR", "list the measurement agents", RunDevices},
-      {"records", "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N] [--job ID]",
-       "list tuning records", RunRecords},
+      {"records",
+       "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N] [--job ID]\n"
+       "       kiln records export --db FILE [-o FILE.jsonl] [--farm NAME]\n"
+       "       kiln records import FILE.jsonl... --db FILE [--farm NAME]",
+       "list tuning records, or move them between log databases", RunRecords},
       {"fetch", "fetch JOB --tracker ADDR -o PATH [--insecure]",
        "download a job's compiled artifact", RunFetch},
       {"report", "report JOB (--tracker ADDR | --db FILE) -o PLOT.svg|PLOT.png",

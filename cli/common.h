@@ -81,6 +81,9 @@ int RunJob(const Command& self, const std::vector<std::string>& args, const CliE
 int RunCancel(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
 int RunDevices(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
 int RunRecords(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+// kiln records export / import (records_io.cc).
+int RunRecordsExport(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
+int RunRecordsImport(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
 int RunFetch(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
 int RunCompile(const Command& self, const std::vector<std::string>& args, const CliEnv& env);
 int RunReport(const Command& self, const std::vector<std::string>& args, const CliEnv& env);

@@ -182,6 +182,11 @@ int RunDevices(const Command& self, const std::vector<std::string>& argv, const 
 }
 
 int RunRecords(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
+  if (!argv.empty() && (argv[0] == "export" || argv[0] == "import")) {
+    const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+    return argv[0] == "export" ? RunRecordsExport(self, rest, env)
+                               : RunRecordsImport(self, rest, env);
+  }
   Prepared p = Prepare(self, argv, 0, "", {"--workload", "--target", "--limit", "--job"}, env);
   if (p.exit_code) return p.exit_code;
   kiln::v1::QueryRecordsRequest request;

@@ -80,6 +80,7 @@ absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
   row.agent_id = st.ColumnText(9);
   row.job_id = st.ColumnText(10);
   row.unix_ms = st.ColumnInt64(11);
+  row.farm = st.ColumnText(12);
   return row;
 }
 
@@ -88,7 +89,7 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db.Prepare("INSERT INTO records(workload_key, target, config, error_kind, "
                      "error_message, costs_s, mean_cost_s, compiler_version, agent_id, job_id, "
-                     "unix_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?)"));
+                     "unix_ms, farm) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
@@ -100,6 +101,7 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.agent_id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.job_id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(11, row.unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(12, row.farm));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   return db.LastInsertRowId();
 }

@@ -43,6 +43,9 @@ struct RecordRow {
   std::string agent_id;
   std::string job_id;
   int64_t unix_ms = 0;
+  // The farm that measured it: "" for this database's own; an imported
+  // record keeps the name its export gave (kiln records export --farm).
+  std::string farm;
 };
 
 struct JobRow {
@@ -183,13 +186,17 @@ class LogDb {
   absl::Status AddArtifact(const ArtifactRow& row);
   absl::StatusOr<std::optional<ArtifactRow>> GetArtifact(const std::string& sha256);
 
-  // JSON lines: one {"workload":..., "target":..., "config":..., ...} object
-  // per record, workloads included so an import into an empty file is
-  // complete. Import skips records already present; returns how many it added.
-  // A malformed line fails the whole import (nothing is written), naming the
-  // line number.
-  absl::Status ExportJsonl(std::ostream& out);
-  absl::StatusOr<int64_t> ImportJsonl(std::istream& in);
+  // JSON lines: one {"workload":..., "target":..., "config":..., ...,
+  // "farm":...} object per record, workloads included so an import into an
+  // empty file is complete; the compiler version and target are kept.
+  // Export names this database's own records' farm `farm` (others keep
+  // theirs). Import merges duplicates (the same workload, target, compiler
+  // version, config and costs: skipped, whichever farm measured them) and
+  // names the farm of lines without one `farm`; returns how many it added.
+  // A malformed line fails the whole import (nothing is written), naming
+  // the line number.
+  absl::Status ExportJsonl(std::ostream& out, const std::string& farm = "");
+  absl::StatusOr<int64_t> ImportJsonl(std::istream& in, const std::string& farm = "");
 
  private:
   explicit LogDb(std::unique_ptr<Database> db);

@@ -97,6 +97,10 @@ absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
   r.agent_id = agent_id;
   r.job_id = job_id;
   r.unix_ms = unix_ms->get<int64_t>();
+  if (json.contains("farm")) {  // absent in exports before schema 4
+    KILN_STORAGE_ASSIGN_OR_RETURN(farm, text(json, "farm"));
+    r.farm = farm;
+  }
   KILN_STORAGE_ASSIGN_OR_RETURN(costs, Member(json, "costs_s", T::array));
   for (const nlohmann::json& c : *costs) {
     if (!c.is_number()) return absl::InvalidArgumentError("\"costs_s\" holds a non-number");
@@ -110,7 +114,7 @@ absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
 
 // -------------------------------------------------------------- JSON lines
 
-absl::Status LogDb::ExportJsonl(std::ostream& out) {
+absl::Status LogDb::ExportJsonl(std::ostream& out, const std::string& farm) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string columns;
   for (std::string_view c : StrSplit(kRecordColumns, ',')) {
@@ -126,10 +130,11 @@ absl::Status LogDb::ExportJsonl(std::ostream& out) {
     if (!has_row) break;
     KILN_STORAGE_ASSIGN_OR_RETURN(r, ReadRecord(st));
     nlohmann::json workload = {{"key", r.workload_key}};
-    if (st.ColumnInt64(12) != 0) {
-      workload["op"] = st.ColumnText(13);
-      workload["canonical"] = st.ColumnText(14);
-      workload["flops"] = st.ColumnDouble(15);
+    const int w = rows::kRecordColumnCount;  // the workload's columns follow
+    if (st.ColumnInt64(w) != 0) {
+      workload["op"] = st.ColumnText(w + 1);
+      workload["canonical"] = st.ColumnText(w + 2);
+      workload["flops"] = st.ColumnDouble(w + 3);
     }
     const nlohmann::json line = {{"workload", std::move(workload)},
                                  {"target", r.target},
@@ -141,7 +146,8 @@ absl::Status LogDb::ExportJsonl(std::ostream& out) {
                                  {"compiler_version", r.compiler_version},
                                  {"agent_id", r.agent_id},
                                  {"job_id", r.job_id},
-                                 {"unix_ms", r.unix_ms}};
+                                 {"unix_ms", r.unix_ms},
+                                 {"farm", r.farm.empty() ? farm : r.farm}};
     // Invalid UTF-8 in a message is replaced rather than failing the export.
     out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     if (!out) return absl::DataLossError("writing the JSON lines export failed");
@@ -151,7 +157,7 @@ absl::Status LogDb::ExportJsonl(std::ostream& out) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in) {
+absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in, const std::string& farm) {
   // Parse everything first: a malformed line must leave the database untouched.
   std::vector<ImportedRecord> lines;
   std::string line;
@@ -165,6 +171,7 @@ absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in) {
       return absl::InvalidArgumentError(
           StrCat("JSON lines import: line ", line_no, ": ", parsed.status().message()));
     }
+    if (parsed->record.farm.empty()) parsed->record.farm = farm;
     lines.push_back(std::move(*parsed));
   }
   if (in.bad()) return absl::DataLossError("reading the JSON lines import failed");

@@ -102,6 +102,11 @@ CREATE TABLE tokens (
   revoked_unix_ms INTEGER NOT NULL DEFAULT 0
 );
 )sql",
+      // 3 -> 4: provenance. The farm that measured each record ("" for this
+      // one): `kiln records import` keeps other farms' names.
+      R"sql(
+ALTER TABLE records ADD COLUMN farm TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kLadder;
 }

@@ -30,7 +30,9 @@ namespace kiln::storage::rows {
 
 inline constexpr char kRecordColumns[] =
     "id, workload_key, target, config, error_kind, error_message, costs_s, mean_cost_s, "
-    "compiler_version, agent_id, job_id, unix_ms";
+    "compiler_version, agent_id, job_id, unix_ms, farm";
+// Columns of kRecordColumns (a query's further columns start here).
+inline constexpr int kRecordColumnCount = 13;
 
 // Whether a value is one of its enum's (not a cast from a stray number).
 bool IsKnown(ErrorKind kind);

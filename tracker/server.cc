@@ -334,6 +334,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       out->set_mean_cost_s(r.mean_cost_s);
       out->set_compiler_version(r.compiler_version);
       out->set_unix_ms(r.unix_ms);
+      out->set_farm(r.farm);
     }
     return grpc::Status::OK;
   }

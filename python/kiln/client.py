@@ -222,7 +222,8 @@ class Client:
                 out.append({"workload": rec.workload.key, "target": rec.target,
                             "config": dict(rec.config.knobs), "mean_cost_s": rec.mean_cost_s,
                             "error": common_pb2.MeasureErrorKind.Name(rec.result.error_kind),
-                            "compiler_version": rec.compiler_version, "unix_ms": rec.unix_ms})
+                            "compiler_version": rec.compiler_version, "unix_ms": rec.unix_ms,
+                            "farm": rec.farm})
             token = r.next_page_token
             if not token or (limit and len(out) >= limit):
                 return out[:limit] if limit else out

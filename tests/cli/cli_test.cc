@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "cli/common.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -581,6 +583,58 @@ TEST_F(CliWithTracker, CompileSpecializesInputShapesAndReadsExternalData) {
   r = Kiln({"compile", escaping, "--db", db, "-o", out, "--input-shape", "x=3x4"});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("leaves the model's folder"));
+}
+
+// kiln records export / import: the records of one site's database into
+// another's, the farm named, duplicates merged; a bad file changes nothing.
+TEST_F(CliWithTracker, RecordsTravelBetweenDatabases) {
+  const std::string a = (dir_ / "site-a.db").string(), b = (dir_ / "site-b.db").string();
+  {
+    auto db = storage::LogDb::Open(a);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->UpsertWorkload({"wk1", "dense", "dense", 1}).ok());
+    for (int i = 1; i <= 3; ++i) {
+      storage::RecordRow r;
+      r.workload_key = "wk1";
+      r.target = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver5";
+      r.config = StrCat("t=", i);
+      r.costs_s = {1e-3 * i};
+      r.mean_cost_s = 1e-3 * i;
+      r.compiler_version = "0.7.0";
+      r.agent_id = "a0";
+      r.job_id = "job-1";
+      r.unix_ms = 1700000000000 + i;
+      ASSERT_TRUE((*db)->AddRecord(r).ok());
+    }
+  }
+  const std::string file = (dir_ / "a.jsonl").string();
+  CliRun r = Kiln({"records", "export", "--db", a, "-o", file, "--farm", "site-a"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Kiln({"records", "import", file, "--db", b});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(": 3 records added"));
+  r = Kiln({"records", "import", file, "--db", b});  // again: merged
+  EXPECT_THAT(r.out, HasSubstr(": 0 records added"));
+  auto db = storage::LogDb::Open(b);
+  ASSERT_TRUE(db.ok());
+  auto rows = (*db)->QueryRecords("wk1", "", 0);
+  ASSERT_EQ(rows->size(), 3u);
+  for (const auto& row : *rows) {
+    EXPECT_EQ(row.farm, "site-a");
+    EXPECT_EQ(row.compiler_version, "0.7.0");
+    EXPECT_EQ(row.target, "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver5");
+  }
+  // To standard output, and errors.
+  r = Kiln({"records", "export", "--db", a});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
+  std::string bad = WriteFile("bad.jsonl", "{\"workload\": 1}\n");
+  r = Kiln({"records", "import", bad, "--db", b});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("line 1"));
+  EXPECT_EQ((*db)->QueryRecords("", "", 0)->size(), 3u);
+  EXPECT_EQ(Kiln({"records", "import", "--db", b}).code, 2);
+  EXPECT_EQ(Kiln({"records", "export"}).code, 2);
 }
 
 TEST_F(CliWithTracker, TuneLocalMeasuresRecordsAndCompiles) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -382,6 +383,7 @@ void ExpectSameRecord(const RecordRow& a, const RecordRow& b) {
   EXPECT_EQ(a.agent_id, b.agent_id);
   EXPECT_EQ(a.job_id, b.job_id);
   EXPECT_EQ(a.unix_ms, b.unix_ms);
+  EXPECT_EQ(a.farm, b.farm);
 }
 
 TEST(LogDbTest, ExportImportRoundTrip) {
@@ -426,6 +428,56 @@ TEST(LogDbTest, ExportImportRoundTrip) {
   std::stringstream out2;
   ASSERT_TRUE(dst->ExportJsonl(out2).ok());
   EXPECT_EQ(out2.str(), text);
+}
+
+// Logs travel between farms: an export names its own records' farm, an
+// import keeps each record's farm (and names lines without one), the target
+// and compiler version stay, and a record two farms both hold is merged.
+TEST(LogDbTest, ProvenanceTravelsWithTheRecords) {
+  TempDir dir;
+  auto a = OpenOrDie(dir.File("site-a.db"));
+  ASSERT_TRUE(a->UpsertWorkload({"wk1", "dense", "dense", 1}).ok());
+  RecordRow mine = Record("t=1", 1e-3);
+  mine.target = "opencl -device=H100";
+  mine.compiler_version = "0.6.0";
+  ASSERT_TRUE(a->AddRecord(mine).ok());
+  std::stringstream from_a;
+  ASSERT_TRUE(a->ExportJsonl(from_a, "site-a").ok());
+  EXPECT_NE(from_a.str().find("\"farm\":\"site-a\""), std::string::npos) << from_a.str();
+
+  auto b = OpenOrDie(dir.File("site-b.db"));
+  ASSERT_TRUE(b->UpsertWorkload({"wk1", "dense", "dense", 1}).ok());
+  ASSERT_TRUE(b->AddRecord(Record("t=2", 2e-3)).ok());  // site b's own
+  std::stringstream in(from_a.str());
+  ASSERT_EQ(*b->ImportJsonl(in), 1);
+  auto rows = b->QueryRecords("wk1", "opencl -device=H100", 0);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].farm, "site-a");
+  EXPECT_EQ((*rows)[0].compiler_version, "0.6.0");
+
+  // Back to site a, with site b's own record: a's record merges (it is
+  // a's, whatever farm the file names), b's arrives named "site-b".
+  std::stringstream from_b;
+  ASSERT_TRUE(b->ExportJsonl(from_b, "site-b").ok());
+  std::stringstream back(from_b.str());
+  ASSERT_EQ(*a->ImportJsonl(back), 1);
+  auto all = a->QueryRecords("wk1", "", 0);
+  ASSERT_EQ(all->size(), 2u);
+  std::set<std::string> farms;
+  for (const RecordRow& r : *all) farms.insert(r.farm);
+  EXPECT_EQ(farms, (std::set<std::string>{"", "site-b"}));
+
+  // A line without a farm (an export from before provenance) takes the
+  // importer's name for its source.
+  std::string old_line = from_a.str();
+  const size_t at = old_line.find(",\"farm\":\"site-a\"");
+  ASSERT_NE(at, std::string::npos);
+  old_line.erase(at, std::string(",\"farm\":\"site-a\"").size());
+  auto c = OpenOrDie(dir.File("site-c.db"));
+  std::stringstream legacy(old_line);
+  ASSERT_EQ(*c->ImportJsonl(legacy, "archive-2025"), 1);
+  EXPECT_EQ((*c->QueryRecords("", "", 0))[0].farm, "archive-2025");
 }
 
 TEST(LogDbTest, MalformedLineFailsWithLineNumberAndChangesNothing) {
