@@ -231,9 +231,8 @@ class NestBuilder {
         if (!pnest.ok()) return pnest.status();
         cur = Redirect(p.tensor.buffer(), local, region->min).VisitStmt(cur);
         // Shared: filled by the block's threads together, after every thread
-        // is done with the last fill and before any reads this one.
-        // (One barrier between two fills.)
-        // Fills of several shared buffers share their two barriers.
+        // is done with the last fill and before any reads this one; fills of
+        // several shared buffers at one loop share their two barriers.
         if (shared) {
           Stmt joined = JoinFill(cur, *pnest);
           cur =
