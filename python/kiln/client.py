@@ -161,17 +161,26 @@ class Client:
         self.close()
 
     def upload(self, model):
-        """Uploads an ONNX file (a path); returns its SHA-256."""
+        """Uploads an ONNX file (a path) in chunks, never holding it whole in
+        memory; returns its SHA-256 (the tracker checks it)."""
         size = os.path.getsize(model)
+        digest = hashlib.sha256()
         with open(model, "rb") as f:
-            data = f.read()
-        sha = hashlib.sha256(data).hexdigest()
+            for block in iter(lambda: f.read(CHUNK), b""):
+                digest.update(block)
+        sha = digest.hexdigest()
 
         def chunks():
-            for off in range(0, max(size, 1), CHUNK):
-                last = off + CHUNK >= size
-                yield tracker_pb2.ModelChunk(data=data[off:off + CHUNK], offset=off,
-                                             total_size=size, sha256=sha if last else "")
+            with open(model, "rb") as f:
+                off = 0
+                while True:
+                    data = f.read(CHUNK)
+                    last = off + len(data) >= size
+                    yield tracker_pb2.ModelChunk(data=data, offset=off, total_size=size,
+                                                 sha256=sha if last else "")
+                    off += len(data)
+                    if last:
+                        return
         r = _call(self._stub.UploadModel, chunks(), metadata=self._metadata)
         return r.sha256
 

@@ -143,6 +143,22 @@ def test_cancel_and_a_failed_wait(farm):
     assert e.value.job["state"] == "cancelled"
 
 
+def test_a_model_of_several_chunks_uploads_whole(farm):
+    addr, client, tmp = farm
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(
+        np.random.default_rng(2).standard_normal((1024, 1024)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "big",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1024])],
+                          initializer=[w])
+    path = tmp / "big.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    assert path.stat().st_size > 4 * kiln.client.CHUNK
+    import hashlib
+    assert client.upload(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def test_environment_names_the_tracker(farm, monkeypatch):
     addr, client, tmp = farm
     monkeypatch.setenv("KILN_TRACKER", addr)
