@@ -54,28 +54,35 @@ class Job:
         deadline = None if timeout is None else time.monotonic() + timeout
         last = None
         try:
-            stream = self._client._stub.WatchJob(tracker_pb2.WatchJobRequest(job_id=self.id),
-                                                 metadata=self._client._metadata,
-                                                 timeout=timeout)
-            for event in stream:
-                last = _job_dict(event.job)
-                if bar is not None:
-                    bar.total = max(last["trials"], 1)
-                    bar.n = last["trials_done"]
-                    best = last["best_latency_ms"]
-                    bar.set_postfix_str(f"{last['state']}, best {best:.3f} ms" if best else
-                                        last["state"], refresh=False)
-                    bar.refresh()
-                if last["state"] in _FINAL:
-                    break
-                if deadline is not None and time.monotonic() > deadline:
+            # A stream that ends before the job does (the tracker restarted,
+            # say) is opened again.
+            while last is None or last["state"] not in _FINAL:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
                     raise KilnError("DEADLINE_EXCEEDED", f"job {self.id} did not end in time")
+                stream = self._client._stub.WatchJob(tracker_pb2.WatchJobRequest(job_id=self.id),
+                                                     metadata=self._client._metadata,
+                                                     timeout=left)
+                for event in stream:
+                    last = _job_dict(event.job)
+                    if bar is not None:
+                        bar.total = max(last["trials"], 1)
+                        bar.n = last["trials_done"]
+                        best = last["best_latency_ms"]
+                        bar.set_postfix_str(f"{last['state']}, best {best:.3f} ms" if best else
+                                            last["state"], refresh=False)
+                        bar.refresh()
+                    if last["state"] in _FINAL:
+                        break
+                if last is None or last["state"] not in _FINAL:
+                    last = self.info()
+                    if last["state"] not in _FINAL:
+                        time.sleep(0.2)
         except grpc.RpcError as e:
             raise KilnError(e.code().name, e.details()) from None
         finally:
             if bar is not None:
                 bar.close()
-        last = self.info() if last is None or last["state"] not in _FINAL else last
         if last["state"] != "completed":
             raise JobFailed(last, "FAILED_PRECONDITION",
                             f"job {self.id} {last['state']}: {last['error'] or 'no artifact'}")
