@@ -67,11 +67,15 @@ Config GpuThreadDefault(const std::vector<int64_t>& shape) {
   return {{"threads", Pick(GpuThreadKnobs(shape)[0].choices, 256)}};
 }
 
-absl::Status ScheduleGpuPerElement(te::Schedule& s, const te::Tensor& out, int64_t threads) {
+absl::StatusOr<Built> GpuPerElement(absl::StatusOr<Built> computes, const Config& c) {
+  if (!computes.ok()) return computes.status();
+  Built b = *std::move(computes);
+  te::Schedule& s = *b.schedule;
+  const te::Tensor out = b.args.back();
   const int rank = static_cast<int>(out->shape.size());
   te::IterVar all = s.Axis(out, 0);
   for (int d = 1; d < rank; ++d) all = s.Fuse(out, all, s.Axis(out, d));
-  auto [block, thread] = s.Split(out, all, threads);
+  auto [block, thread] = s.Split(out, all, c.at("threads"));
   if (absl::Status st = s.Bind(out, block, "blockIdx.x"); !st.ok()) return st;
   if (absl::Status st = s.Bind(out, thread, "threadIdx.x"); !st.ok()) return st;
   for (const te::Stage& st : std::vector<te::Stage>(s.stages())) {
@@ -82,7 +86,7 @@ absl::Status ScheduleGpuPerElement(te::Schedule& s, const te::Tensor& out, int64
       s.ComputeAt(st.tensor, out, thread);
     }
   }
-  return absl::OkStatus();
+  return b;
 }
 
 std::vector<Expr> BroadcastIndex(const std::vector<int64_t>& shape,

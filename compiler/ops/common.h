@@ -89,11 +89,13 @@ Config OutputLoopDefault(const std::vector<int64_t>& shape, const Target& t, boo
 // per block, up to the element count) and its default (256 or fewer).
 std::vector<Knob> GpuThreadKnobs(const std::vector<int64_t>& shape);
 Config GpuThreadDefault(const std::vector<int64_t>& shape);
-// Schedules `out` one element per thread: its axes fused and split into
-// blocks of `threads` (blockIdx.x, threadIdx.x); every other stage of `s`
-// inlined when it has no reduction, else computed per element (at the
-// thread's loop, in its registers).
-absl::Status ScheduleGpuPerElement(te::Schedule& s, const te::Tensor& out, int64_t threads);
+// A template's computes (unscheduled; the output last in b.args) scheduled
+// one output element per thread, the GPU templates of eltwise, pool and the
+// generic operators: the output's axes fused and split into blocks of the
+// config's `threads` (blockIdx.x, threadIdx.x); every other stage inlined
+// when it has no reduction, else computed per element (at the thread's loop,
+// in its registers).
+absl::StatusOr<Built> GpuPerElement(absl::StatusOr<Built> computes, const Config& c);
 
 // Small helpers.
 std::vector<int64_t> UpTo(std::vector<int64_t> candidates,

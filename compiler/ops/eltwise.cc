@@ -77,14 +77,7 @@ Config GpuDefault(const Workload& w, const Target&) { return GpuThreadDefault(w.
 
 absl::StatusOr<Built> GpuBuild(const Workload& w, const Target&, const Config& c) {
   std::vector<int64_t> shape;
-  auto built = Computes(w, shape);
-  if (!built.ok()) return built.status();
-  Built b = *std::move(built);
-  if (absl::Status st = ScheduleGpuPerElement(*b.schedule, b.args.back(), c.at("threads"));
-      !st.ok()) {
-    return st;
-  }
-  return b;
+  return GpuPerElement(Computes(w, shape), c);
 }
 }  // namespace
 

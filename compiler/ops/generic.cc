@@ -656,14 +656,7 @@ std::vector<Knob> GpuKnobs(const Workload& w, const Target&) {
 Config GpuDefault(const Workload& w, const Target&) { return GpuThreadDefault(w.Ints("shape")); }
 
 absl::StatusOr<Built> GpuBuild(const Workload& w, const Target&, const Config& c) {
-  auto built = Computes(w);
-  if (!built.ok()) return built.status();
-  Built b = *std::move(built);
-  if (absl::Status st = ScheduleGpuPerElement(*b.schedule, b.args.back(), c.at("threads"));
-      !st.ok()) {
-    return st;
-  }
-  return b;
+  return GpuPerElement(Computes(w), c);
 }
 
 }  // namespace

@@ -283,14 +283,7 @@ Config GpuDefault(const Workload& w, const Target&) { return GpuThreadDefault(Sh
 
 absl::StatusOr<Built> GpuBuild(const Workload& w, const Target&, const Config& c) {
   te::Tensor pool;
-  auto built = Computes(w, &pool);
-  if (!built.ok()) return built.status();
-  Built b = *std::move(built);
-  if (absl::Status st = ScheduleGpuPerElement(*b.schedule, b.args.back(), c.at("threads"));
-      !st.ok()) {
-    return st;
-  }
-  return b;
+  return GpuPerElement(Computes(w, &pool), c);
 }
 
 }  // namespace
