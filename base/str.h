@@ -82,6 +82,13 @@ inline std::vector<std::string_view> StrSplit(std::string_view text, char sep,
 }
 
 // Whole-string parses; false on any junk.
+// A device's name as target specs and agents write it: spaces as '_'
+// ("NVIDIA H100 80GB HBM3" -> "NVIDIA_H100_80GB_HBM3").
+inline std::string DeviceId(std::string name) {
+  for (char& c : name) c = c == ' ' ? '_' : c;
+  return name;
+}
+
 inline bool ParseInt64(std::string_view text, int64_t* out) {
   if (text.empty()) return false;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);

@@ -184,14 +184,6 @@ class CudaProgram final : public DeviceProgram {
   std::vector<size_t> input_bytes_, output_bytes_;
 };
 
-// The value of `-key=` in a target spec ("" when absent).
-std::string SpecOption(const std::string& spec, const std::string& key) {
-  const size_t at = spec.find(" -" + key + "=");
-  if (at == std::string::npos) return "";
-  const size_t from = at + key.size() + 3;
-  return spec.substr(from, spec.find(' ', from) - from);
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadCudaProgram(
@@ -203,11 +195,7 @@ absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadCudaProgram(
   int count = 0;
   cu->cuDeviceGetCount(&count);
   if (count == 0) return absl::UnavailableError("no CUDA device on this machine");
-  struct Dev {
-    std::string name, id, arch;
-  };
-  std::vector<Dev> devices;
-  std::string names;
+  std::vector<std::string> names, ids, archs;
   for (int i = 0; i < count; ++i) {
     cuda::CUdevice d = 0;
     cu->cuDeviceGet(&d, i);
@@ -216,29 +204,15 @@ absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadCudaProgram(
     int major = 0, minor = 0;
     cu->cuDeviceGetAttribute(&major, cuda::kComputeCapabilityMajor, d);
     cu->cuDeviceGetAttribute(&minor, cuda::kComputeCapabilityMinor, d);
-    std::string id = name;
-    std::replace(id.begin(), id.end(), ' ', '_');
-    devices.push_back({name, id, StrCat("sm_", major, minor)});
-    names += StrCat(i ? ", " : "", "cuda:", i, " ", id);
+    names.push_back(name);
+    ids.push_back(DeviceId(name));
+    archs.push_back(StrCat("sm_", major, minor));
   }
-  int chosen = 0;
-  if (!device.empty()) {
-    int64_t n = -1;
-    if (device.rfind("cuda:", 0) != 0 || !ParseInt64(std::string_view(device).substr(5), &n) ||
-        n < 0) {
-      return absl::InvalidArgumentError(
-          StrCat("device '", device, "' is not cuda:N (this artifact is for a CUDA target)"));
-    }
-    if (n >= count)
-      return absl::NotFoundError(StrCat("no CUDA device ", device, "; there are: ", names));
-    chosen = static_cast<int>(n);
-  } else if (std::string want = SpecOption(manifest.target, "device"); !want.empty()) {
-    for (int i = 0; i < count; ++i) {
-      if (devices[i].id == want) chosen = i;
-    }
-  }
-  const bool native = !cubin.empty() && SpecOption(manifest.target, "arch") == devices[chosen].arch;
-  auto program = std::make_unique<CudaProgram>(*cu, chosen, devices[chosen].name);
+  auto index = ChooseDevice(device, "cuda", ids, manifest);
+  if (!index.ok()) return index.status();
+  const int chosen = static_cast<int>(*index);
+  const bool native = !cubin.empty() && TargetOption(manifest.target, "arch") == archs[chosen];
+  auto program = std::make_unique<CudaProgram>(*cu, chosen, names[chosen]);
   if (absl::Status s = program->Init(native ? cubin : ptx, std::move(launches), manifest, weights);
       !s.ok()) {
     return s;

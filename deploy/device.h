@@ -52,6 +52,16 @@ class DeviceProgram {
   virtual std::string Describe() const = 0;
 };
 
+// Which of `ids` (device names as DeviceId writes them, in the order
+// `kind`:N numbers them) a GPU artifact runs on: `device` "KIND:N", or ""
+// for the one its target names (`-device=NAME`), else the first.
+// INVALID_ARGUMENT for a device of another kind, NOT_FOUND (listing them)
+// for a missing one.
+absl::StatusOr<size_t> ChooseDevice(const std::string& device, const std::string& kind,
+                                    const std::vector<std::string>& ids, const Manifest& manifest);
+// The value of ` -KEY=` in a target spec ("" when absent).
+std::string TargetOption(const std::string& spec, const std::string& key);
+
 // Builds `source` on an OpenCL device: `device` "opencl:N" (N: the index
 // among every platform's devices, as `kiln-agent --list-devices` numbers
 // them), or "" for the device the target names (`-device=NAME`), else the

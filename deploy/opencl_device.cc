@@ -18,6 +18,39 @@
 
 namespace kiln::deploy {
 
+std::string TargetOption(const std::string& spec, const std::string& key) {
+  const size_t at = spec.find(" -" + key + "=");
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size() + 3;
+  return spec.substr(from, spec.find(' ', from) - from);
+}
+
+absl::StatusOr<size_t> ChooseDevice(const std::string& device, const std::string& kind,
+                                    const std::vector<std::string>& ids, const Manifest& manifest) {
+  if (device.empty()) {
+    const std::string want = TargetOption(manifest.target, "device");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!want.empty() && ids[i] == want) return i;
+    }
+    return size_t{0};
+  }
+  const std::string prefix = kind + ":";
+  int64_t n = -1;
+  if (device.rfind(prefix, 0) != 0 ||
+      !ParseInt64(std::string_view(device).substr(prefix.size()), &n) || n < 0) {
+    return absl::InvalidArgumentError(StrCat("device '", device, "' is not ", kind,
+                                             ":N (this artifact is for a ", kind, " target)"));
+  }
+  if (n >= static_cast<int64_t>(ids.size())) {
+    std::string names;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      names += StrCat(i ? ", " : "", kind, ":", i, " ", ids[i]);
+    }
+    return absl::NotFoundError(StrCat("no device ", device, " here; there are: ", names));
+  }
+  return static_cast<size_t>(n);
+}
+
 absl::StatusOr<std::vector<Launch>> ParseLaunchPlan(std::string_view text, const Manifest& manifest,
                                                     int64_t weights_bytes) {
   std::vector<Launch> out;
@@ -199,12 +232,6 @@ std::vector<ClDevice> ClDevices(const ClApi& cl) {
   return out;
 }
 
-// The device name as a target spec writes it: spaces as '_'.
-std::string SpecName(std::string name) {
-  for (char& c : name) c = c == ' ' ? '_' : c;
-  return name;
-}
-
 class ClProgram final : public DeviceProgram {
  public:
   ClProgram(const ClApi& cl, ClDevice device) : cl_(cl), device_(std::move(device)) {}
@@ -355,29 +382,11 @@ absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadOpenClProgram(std::string_vie
   if (cl == nullptr) return absl::UnavailableError(error);
   std::vector<ClDevice> devices = ClDevices(*cl);
   if (devices.empty()) return absl::UnavailableError("no OpenCL device on this machine");
-  std::string names;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    names += StrCat(i ? ", " : "", "opencl:", i, " ", SpecName(devices[i].name));
-  }
-  size_t chosen = 0;
-  if (!device.empty()) {
-    int64_t n = -1;
-    if (device.rfind("opencl:", 0) != 0 || !ParseInt64(std::string_view(device).substr(7), &n) ||
-        n < 0) {
-      return absl::InvalidArgumentError(
-          StrCat("device '", device, "' is not opencl:N (this artifact is for an OpenCL target)"));
-    }
-    if (n >= static_cast<int64_t>(devices.size())) {
-      return absl::NotFoundError(StrCat("no OpenCL device ", device, "; there are: ", names));
-    }
-    chosen = static_cast<size_t>(n);
-  } else if (size_t at = manifest.target.find("-device="); at != std::string::npos) {
-    const std::string want = manifest.target.substr(at + 8, manifest.target.find(' ', at) - at - 8);
-    for (size_t i = 0; i < devices.size(); ++i) {
-      if (SpecName(devices[i].name) == want) chosen = i;
-    }
-  }
-  auto program = std::make_unique<ClProgram>(*cl, devices[chosen]);
+  std::vector<std::string> ids;
+  for (const ClDevice& d : devices) ids.push_back(DeviceId(d.name));
+  auto chosen = ChooseDevice(device, "opencl", ids, manifest);
+  if (!chosen.ok()) return chosen.status();
+  auto program = std::make_unique<ClProgram>(*cl, devices[*chosen]);
   if (absl::Status s = program->Init(source, std::move(launches), manifest, weights); !s.ok()) {
     return s;
   }

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "base/flags.h"
@@ -81,12 +82,6 @@ double MeasurePeakGflops() {
   return best;
 }
 
-std::string CudaId(const kiln::compiler::codegen::CudaDevice& d) {
-  std::string id = d.name;
-  for (char& c : id) c = c == ' ' ? '_' : c;
-  return id;
-}
-
 int ListDevices() {
   std::printf("cpu: %s (target %s)\n", kiln::compiler::DescribeHostHardware().c_str(),
               kiln::compiler::Target::Host().Spec().c_str());
@@ -100,7 +95,7 @@ int ListDevices() {
   for (const auto& d : kiln::compiler::codegen::ListCudaDevices()) {
     std::printf("cuda:%d: %s, %s, %d SMs at %d MHz, %lld MiB (target cuda -arch=%s -device=%s)\n",
                 i++, d.name.c_str(), d.Arch().c_str(), d.multiprocessors, d.clock_khz / 1000,
-                d.global_mem_bytes >> 20, d.Arch().c_str(), CudaId(d).c_str());
+                d.global_mem_bytes >> 20, d.Arch().c_str(), kiln::DeviceId(d.name).c_str());
   }
   if (i == 0) {
     auto nvrtc = kiln::compiler::codegen::NvrtcVersion();
@@ -108,6 +103,17 @@ int ListDevices() {
                                                 : std::string(nvrtc.status().message()).c_str());
   }
   return 0;
+}
+
+// N of "PREFIX:N" when it numbers one of `count` devices.
+std::optional<size_t> DeviceIndex(const std::string& device, const char* prefix, size_t count) {
+  int64_t n = -1;
+  const size_t len = std::strlen(prefix);
+  if (!kiln::ParseInt64(std::string_view(device).substr(len), &n) || n < 0 ||
+      n >= static_cast<int64_t>(count)) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(n);
 }
 
 int Usage(const std::string& message) {
@@ -183,16 +189,17 @@ int main(int argc, char** argv) {
   options.hardware = DescribeHardware();
   // The peak `kiln job` compares a task's GFLOP/s with (CPU boards only).
   if (device == "cpu" && !flags.count("--target")) options.peak_gflops = MeasurePeakGflops();
+  if (device != "cpu" && flags.count("--target")) {
+    return Usage("--target is for the CPU; --device names the device");
+  }
   if (device.rfind("opencl:", 0) == 0) {
-    int64_t index = -1;
     const auto devices = kiln::compiler::codegen::ListOpenClDevices();
-    if (!kiln::ParseInt64(device.substr(7), &index) || index < 0 ||
-        index >= static_cast<int64_t>(devices.size())) {
+    const std::optional<size_t> index = DeviceIndex(device, "opencl:", devices.size());
+    if (!index) {
       return Usage(kiln::StrCat("no OpenCL device '", device, "' (", devices.size(),
                                 " found: kiln-agent --list-devices)"));
     }
-    if (flags.count("--target")) return Usage("--target is for the CPU; --device names the device");
-    const auto& d = devices[static_cast<size_t>(index)];
+    const auto& d = devices[*index];
     options.target_spec =
         kiln::StrCat("opencl -device=", kiln::compiler::codegen::OpenClDeviceId(d));
     options.hardware = kiln::StrCat(
@@ -200,19 +207,18 @@ int main(int argc, char** argv) {
         " CUs at ", d.max_clock_mhz, " MHz, ", d.global_mem_bytes >> 20, " MiB, work-groups of ",
         d.max_work_group_size, ", ", d.local_mem_bytes >> 10, " KiB of local memory)");
   } else if (device.rfind("cuda:", 0) == 0) {
-    int64_t index = -1;
     const auto devices = kiln::compiler::codegen::ListCudaDevices();
-    if (!kiln::ParseInt64(device.substr(5), &index) || index < 0 ||
-        index >= static_cast<int64_t>(devices.size())) {
+    const std::optional<size_t> index = DeviceIndex(device, "cuda:", devices.size());
+    if (!index) {
       return Usage(kiln::StrCat("no CUDA device '", device, "' (", devices.size(),
                                 " found: kiln-agent --list-devices)"));
     }
-    if (flags.count("--target")) return Usage("--target is for the CPU; --device names the device");
     if (auto nvrtc = kiln::compiler::codegen::NvrtcVersion(); !nvrtc.ok()) {
       return Usage(kiln::StrCat("--device ", device, ": ", nvrtc.status().message()));
     }
-    const auto& d = devices[static_cast<size_t>(index)];
-    options.target_spec = kiln::StrCat("cuda -arch=", d.Arch(), " -device=", CudaId(d));
+    const auto& d = devices[*index];
+    options.target_spec =
+        kiln::StrCat("cuda -arch=", d.Arch(), " -device=", kiln::DeviceId(d.name));
     options.hardware =
         kiln::StrCat("CUDA ", d.name, " (", d.Arch(), ", ", d.multiprocessors, " SMs at ",
                      d.clock_khz / 1000, " MHz, ", d.global_mem_bytes >> 20, " MiB, ",

@@ -184,11 +184,6 @@ std::string DescribeCudaDevices(const std::vector<CudaDevice>& devices) {
 
 namespace {
 
-std::string IdOf(std::string name) {
-  std::replace(name.begin(), name.end(), ' ', '_');
-  return name;
-}
-
 class DriverKernel final : public CudaKernel {
  public:
   DriverKernel(const cuda::DriverApi& cu, CudaDevice device)
@@ -314,8 +309,8 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> CudaKernel::Build(const std::string&
     chosen = nullptr;
     std::string names;
     for (const CudaDevice& d : devices) {
-      if (IdOf(d.name) == device_id) chosen = &d;
-      names += StrCat(names.empty() ? "" : ", ", IdOf(d.name));
+      if (DeviceId(d.name) == device_id) chosen = &d;
+      names += StrCat(names.empty() ? "" : ", ", DeviceId(d.name));
     }
     if (chosen == nullptr) {
       return absl::NotFoundError(

@@ -229,13 +229,7 @@ absl::StatusOr<std::unique_ptr<OpenClKernel>> OpenClKernel::Build(const std::str
 }
 #endif
 
-std::string OpenClDeviceId(const OpenClDevice& device) {
-  std::string id = device.name;
-  for (char& c : id) {
-    if (c == ' ') c = '_';
-  }
-  return id;
-}
+std::string OpenClDeviceId(const OpenClDevice& device) { return DeviceId(device.name); }
 
 absl::Status CheckLaunch(const LaunchDims& dims, const OpenClDevice& device) {
   int64_t threads = 1;

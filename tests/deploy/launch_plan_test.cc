@@ -65,5 +65,23 @@ TEST(LaunchPlan, RefusesWhatCannotRun) {
       << named.status();
 }
 
+TEST(ChooseDevice, ByNumberByTheTargetsNameOrTheFirst) {
+  Manifest m;
+  m.target = "cuda -arch=sm_90 -device=B";
+  const std::vector<std::string> ids = {"A", "B"};
+  EXPECT_EQ(*ChooseDevice("cuda:0", "cuda", ids, m), 0u);
+  EXPECT_EQ(*ChooseDevice("", "cuda", ids, m), 1u);  // the target's -device
+  m.target = "cuda -arch=sm_90";
+  EXPECT_EQ(*ChooseDevice("", "cuda", ids, m), 0u);
+  EXPECT_EQ(TargetOption(m.target, "arch"), "sm_90");
+  EXPECT_EQ(TargetOption(m.target, "device"), "");
+  auto other = ChooseDevice("opencl:0", "cuda", ids, m);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  auto missing = ChooseDevice("cuda:2", "cuda", ids, m);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("there are: cuda:0 A, cuda:1 B"), std::string::npos)
+      << missing.status();
+}
+
 }  // namespace
 }  // namespace kiln::deploy
