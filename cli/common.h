@@ -60,8 +60,8 @@ absl::StatusOr<double> ParseDuration(const std::string& text);
 std::string FormatDuration(double seconds);
 // `kiln tune --wait`'s live display of a job, one string of lines: an
 // overall bar with trials, elapsed time and ETA and the best estimated
-// latency so far (sum of the tasks' best kernels x runs, once every task has
-// one), then one line per task being tuned. `width`: of the bar.
+// latency so far (the tracker's Job.estimated_latency_s), then one line per
+// task being tuned. `width`: of the bar.
 std::string LiveProgress(const kiln::v1::Job& job, double elapsed_s, int width = 30);
 
 // For local model commands (compile, tune --local): the import options of

@@ -49,13 +49,8 @@ std::string LiveProgress(const kiln::v1::Job& j, double elapsed_s, int width) {
   if (done > 0 && done < total) {
     out += StrCat("  ETA ", FormatDuration(elapsed_s / done * (total - done)));
   }
-  double best = 0;
-  bool all = j.tasks_size() > 0;
-  for (const auto& t : j.tasks()) {
-    all = all && t.best_cost_s() > 0;
-    best += t.best_cost_s() * std::max(t.occurrences(), 1);
-  }
-  out += all ? StrCat("  best ", FormatCost(best)) : "  best -";
+  out += j.estimated_latency_s() > 0 ? StrCat("  best ", FormatCost(j.estimated_latency_s()))
+                                     : std::string("  best -");
   out += StrCat("  [", JobStateName(j.state()), "]\n");
   for (int i = 0; i < j.tasks_size(); ++i) {
     const auto& t = j.tasks(i);

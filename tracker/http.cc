@@ -84,17 +84,6 @@ refresh(); setInterval(refresh, 1000);
 </script></body></html>
 )HTML";
 
-// The model's estimated latency (ms) from its tasks' best kernels: each
-// task's best time x its runs in the model; 0 until every task has one.
-double EstimateMs(const std::vector<TaskStatus>& tasks) {
-  double sum = 0;
-  for (const TaskStatus& t : tasks) {
-    if (t.best_cost_s <= 0) return 0;
-    sum += t.best_cost_s * 1e3 * t.occurrences;
-  }
-  return sum;
-}
-
 std::string HealthOf(const AgentInfo& a, int64_t now_ms) {
   if (a.quarantined_until_unix_ms > now_ms) return "quarantined";
   if (!a.connected) return "offline";
@@ -152,7 +141,7 @@ std::string HttpServer::StateJson(const Caller& viewer) const {
                       {"trials", j.row.trials},
                       {"trials_done", j.row.trials_done},
                       {"trials_per_task", (j.row.trials + n - 1) / n},
-                      {"best_latency_ms", EstimateMs(j.tasks)},
+                      {"best_latency_ms", j.EstimatedLatencyS() * 1e3},
                       {"error", j.row.error},
                       {"created_unix_ms", j.row.created_unix_ms},
                       {"tasks", tasks}});
@@ -182,7 +171,7 @@ absl::StatusOr<std::string> HttpServer::CurveJson(const Caller& viewer,
   for (const JobEventEntry& e : *events) {
     points.push_back({{"unix_ms", e.unix_ms},
                       {"trials", e.job.row.trials_done},
-                      {"estimate_ms", EstimateMs(e.job.tasks)}});
+                      {"estimate_ms", e.job.EstimatedLatencyS() * 1e3}});
   }
   return json{{"job", job_id}, {"points", points}}.dump();
 }

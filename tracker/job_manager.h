@@ -7,6 +7,7 @@
 //
 // Thread-safe. No gRPC types here.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -97,6 +98,16 @@ struct JobStatus {
   std::vector<TaskStatus> tasks;
   double budget_s = 0;  // the job's time budget (0: none)
   bool Finished() const { return storage::IsFinal(row.state); }
+  // The model's estimated latency from its tasks' best kernels: each
+  // task's best time x its runs in the model; 0 until every task has one.
+  double EstimatedLatencyS() const {
+    double sum = 0;
+    for (const TaskStatus& t : tasks) {
+      if (t.best_cost_s <= 0) return 0;
+      sum += t.best_cost_s * std::max(t.occurrences, 1);
+    }
+    return sum;
+  }
 };
 
 struct JobEventEntry {

@@ -86,6 +86,7 @@ void FillJob(const JobStatus& s, pb::Job* out) {
   }
   out->set_tuning_s(static_cast<double>(r.tuning_ms) / 1000.0);
   out->set_budget_s(s.budget_s);
+  out->set_estimated_latency_s(s.EstimatedLatencyS());
   out->set_error(r.error);
   out->set_artifact_sha256(r.artifact_sha256);
   out->set_created_unix_ms(r.created_unix_ms);

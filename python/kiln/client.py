@@ -128,12 +128,9 @@ def _job_dict(j):
     tasks = [{"workload": t.workload.key, "op": t.workload.op, "trials": t.trials_done,
               "errors": t.errors, "best_cost_s": t.best_cost_s, "runs": t.occurrences,
               "state": t.state} for t in j.tasks]
-    best = sum(t["best_cost_s"] * t["runs"] for t in tasks) * 1e3
-    if any(t["best_cost_s"] <= 0 for t in tasks):
-        best = 0.0
     return {"id": j.job_id, "model": j.model_name, "key": j.device_key, "target": j.target.spec,
             "state": _state_name(j.state), "trials": j.trials, "trials_done": j.trials_done,
-            "tasks": tasks, "best_latency_ms": best, "error": j.error,
+            "tasks": tasks, "best_latency_ms": j.estimated_latency_s * 1e3, "error": j.error,
             "artifact_sha256": j.artifact_sha256, "owner": j.owner,
             "tuning_s": j.tuning_s, "created_unix_ms": j.created_unix_ms}
 

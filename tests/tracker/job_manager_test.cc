@@ -603,3 +603,24 @@ TEST_F(JobManagerTest, EveryStrategyCompletesAJob) {
 
 }  // namespace
 }  // namespace kiln::tracker
+
+namespace kiln::tracker {
+namespace {
+
+// What the status page, `kiln tune --wait` and the Python client show as a
+// job's best latency: each task's best x its runs, once every task has one.
+TEST(JobStatusTest, EstimatedLatencyWaitsForEveryTask) {
+  JobStatus s;
+  for (double best : {1e-3, 1e-3, 0.0}) {
+    TaskStatus t;
+    t.best_cost_s = best;
+    t.occurrences = 2;
+    s.tasks.push_back(t);
+  }
+  EXPECT_EQ(s.EstimatedLatencyS(), 0);
+  s.tasks[2].best_cost_s = 2e-3;  // 2 x (1 + 1 + 2) ms
+  EXPECT_DOUBLE_EQ(s.EstimatedLatencyS(), 8e-3);
+}
+
+}  // namespace
+}  // namespace kiln::tracker
