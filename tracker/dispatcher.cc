@@ -326,10 +326,8 @@ bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_
     if (r.agent_id.empty()) r.agent_id = agent_id;
   }
   if (options_.metrics != nullptr) {
-    std::vector<storage::ErrorKind> kinds;
-    for (const auto& r : results) kinds.push_back(r.error_kind);
     const int64_t now = clock_->NowMs();
-    options_.metrics->CountResults(entry.work.device_key, kinds,
+    options_.metrics->CountResults(entry.work.device_key, results,
                                    static_cast<double>(now - entry.leased_ms) / 1000.0, now);
   }
   Finish(entry, std::move(results));
@@ -359,10 +357,7 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
       outcomes.push_back(std::move(o));
     }
     if (options_.metrics != nullptr) {
-      options_.metrics->CountResults(
-          e.work.device_key,
-          std::vector<storage::ErrorKind>(outcomes.size(), storage::ErrorKind::kAgentLost), -1,
-          clock_->NowMs());
+      options_.metrics->CountResults(e.work.device_key, outcomes, -1, clock_->NowMs());
     }
     finished->batches.emplace_back(std::move(e), std::move(outcomes));
     batches_.erase(it);
@@ -484,21 +479,20 @@ void Dispatcher::EndLeaseLocked(Entry& e) {
 size_t Dispatcher::QueuedCount(const std::string& device_key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto q = queues_.find(device_key);
-  if (q == queues_.end()) return 0;
-  size_t n = 0;
-  for (const auto& [job, jq] : q->second) n += jq.batches.size();
-  return n;
+  return q == queues_.end() ? 0 : QueuedLocked(q->second);
 }
 
 std::map<std::string, size_t> Dispatcher::QueuedByKey() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, size_t> out;
-  for (const auto& [key, jobs] : queues_) {
-    size_t n = 0;
-    for (const auto& [job, jq] : jobs) n += jq.batches.size();
-    out[key] = n;
-  }
+  for (const auto& [key, jobs] : queues_) out[key] = QueuedLocked(jobs);
   return out;
+}
+
+size_t Dispatcher::QueuedLocked(const std::map<std::string, JobQueue>& jobs) {
+  size_t n = 0;
+  for (const auto& [job, jq] : jobs) n += jq.batches.size();
+  return n;
 }
 
 void Dispatcher::Wake() {

@@ -286,6 +286,8 @@ class Dispatcher {
   std::multimap<int64_t, std::string> deadlines_;
   // device key -> job id -> its queued batches (a job with none is erased)
   std::map<std::string, std::map<std::string, JobQueue>> queues_;
+  // Batches queued over a key's jobs.
+  static size_t QueuedLocked(const std::map<std::string, JobQueue>& jobs);
   std::map<std::string, std::vector<std::string>> cancelled_;  // holder -> batch ids
   std::map<std::string, int> in_flight_;  // holder -> leased batches (no entry: none)
   // Stride scheduling: candidates leased so far over the weight, per device

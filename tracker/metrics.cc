@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/str.h"
+#include "tracker/dispatcher.h"
 
 namespace kiln::tracker {
 
@@ -40,12 +41,13 @@ std::string PromSample(const std::string& name,
 }
 
 void Metrics::CountResults(const std::string& device_key,
-                           const std::vector<storage::ErrorKind>& kinds, double latency_s,
+                           const std::vector<MeasureOutcome>& results, double latency_s,
                            int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  measurements_[device_key] += static_cast<int64_t>(kinds.size());
-  for (storage::ErrorKind k : kinds) {
-    if (k != storage::ErrorKind::kNone) errors_[std::string(storage::ErrorKindName(k))]++;
+  measurements_[device_key] += static_cast<int64_t>(results.size());
+  for (const MeasureOutcome& r : results) {
+    const auto k = static_cast<size_t>(r.error_kind);
+    if (r.error_kind != storage::ErrorKind::kNone && k < errors_.size()) errors_[k]++;
   }
   if (latency_s >= 0) {
     for (size_t b = 0; b < kLatencyBuckets.size(); ++b) {
@@ -58,7 +60,7 @@ void Metrics::CountResults(const std::string& device_key,
   if (per_second_.empty() || per_second_.back().first != second) {
     per_second_.emplace_back(second, 0);
   }
-  per_second_.back().second += static_cast<int64_t>(kinds.size());
+  per_second_.back().second += static_cast<int64_t>(results.size());
   while (!per_second_.empty() && per_second_.front().first < second - 60) per_second_.pop_front();
 }
 
@@ -87,8 +89,12 @@ std::string Metrics::Render() const {
   }
   out += "# HELP kiln_measurement_errors_total Measurements that ended in an error, by kind.\n";
   out += "# TYPE kiln_measurement_errors_total counter\n";
-  for (const auto& [kind, n] : errors_) {
-    out += PromSample("kiln_measurement_errors_total", {{"kind", kind}}, static_cast<double>(n));
+  for (storage::ErrorKind kind : storage::kErrorKinds) {
+    const int64_t n = errors_[static_cast<size_t>(kind)];
+    if (kind == storage::ErrorKind::kNone || n == 0) continue;
+    out +=
+        PromSample("kiln_measurement_errors_total",
+                   {{"kind", std::string(storage::ErrorKindName(kind))}}, static_cast<double>(n));
   }
   out += "# HELP kiln_lease_expiries_total Leased batches whose agent did not answer in time.\n";
   out += "# TYPE kiln_lease_expiries_total counter\n";

@@ -5,7 +5,7 @@
 // length per key, agents by state, jobs by state, measurements per second)
 // are read from the farm when the page is rendered (tracker/http.cc).
 // Thread-safe; cheap on the result path (one lock, no allocation once every
-// key and kind has been seen).
+// key has been seen).
 
 #include <array>
 #include <cstdint>
@@ -19,6 +19,8 @@
 
 namespace kiln::tracker {
 
+struct MeasureOutcome;  // tracker/dispatcher.h
+
 class Metrics {
  public:
   // Upper bounds (seconds) of the batch latency histogram's buckets.
@@ -26,9 +28,9 @@ class Metrics {
                                                              1,     5,     10,   30,   60,  300};
 
   // A batch's results came back (or were given up): one measurement per
-  // result, counted by error kind ("none" for a good one); `latency_s`: from
-  // the lease to the result (< 0: no lease, nothing observed).
-  void CountResults(const std::string& device_key, const std::vector<storage::ErrorKind>& kinds,
+  // result, the failed ones counted by error kind; `latency_s`: from the
+  // lease to the results (< 0: no lease, nothing observed).
+  void CountResults(const std::string& device_key, const std::vector<MeasureOutcome>& results,
                     double latency_s, int64_t now_ms);
   void CountLeaseExpiry(const std::string& device_key);
 
@@ -41,8 +43,9 @@ class Metrics {
  private:
   mutable std::mutex mu_;
   std::map<std::string, int64_t> measurements_;  // by key
-  std::map<std::string, int64_t> errors_;        // by kind (not "none")
-  std::map<std::string, int64_t> expiries_;      // by key
+  // By kind, indexed by the enum's value (kErrorKinds); kNone unused.
+  std::array<int64_t, storage::kErrorKinds.size() + 1> errors_{};
+  std::map<std::string, int64_t> expiries_;  // by key
   std::array<int64_t, kLatencyBuckets.size()> buckets_{};
   int64_t latency_count_ = 0;
   double latency_sum_ = 0;
