@@ -101,6 +101,9 @@ struct KernelBuffers {
 
   int64_t OutputSize() const;
   double OutputAt(int64_t i) const;  // element i converted to double
+  // Bytes of each of `args` while none is packed: the inputs, then the
+  // output (what a GPU kernel's arguments are copied from).
+  std::vector<size_t> ArgBytes() const;
 
   KernelBuffers() = default;
   KernelBuffers(KernelBuffers&&) = default;

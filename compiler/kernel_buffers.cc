@@ -33,6 +33,13 @@ double KernelBuffers::OutputAt(int64_t i) const {
   return ElementToDouble(output_dtype, output.data(), i);
 }
 
+std::vector<size_t> KernelBuffers::ArgBytes() const {
+  std::vector<size_t> sizes;
+  for (const auto& in : inputs) sizes.push_back(in.size());
+  sizes.push_back(output.size());
+  return sizes;
+}
+
 KernelBuffers MakeKernelBuffers(const KernelSignature& sig, uint64_t seed, float output_fill) {
   std::mt19937_64 rng(seed);
   KernelBuffers b;

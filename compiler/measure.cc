@@ -112,14 +112,8 @@ absl::StatusOr<TimedRuns> BuildGpu(const Workload& workload, const Config& confi
   auto source = codegen::EmitCSource(
       *func, cuda ? codegen::SourceDialect::kCuda : codegen::SourceDialect::kOpenCL);
   if (!source.ok()) return source.status();
-  std::vector<size_t> sizes;
-  std::vector<void*> args;
-  for (auto& in : buffers.inputs) {
-    sizes.push_back(in.size());
-    args.push_back(in.data());
-  }
-  sizes.push_back(buffers.output.size());
-  args.push_back(buffers.output.data());
+  const std::vector<void*> args = buffers.args;  // GPU templates pack nothing
+  const std::vector<size_t> sizes = buffers.ArgBytes();
   std::function<absl::StatusOr<double>()> run_once;
   if (cuda) {
     auto kernel = codegen::CudaKernel::Build(target.device, *source, "kiln_kernel");

@@ -197,8 +197,8 @@ TEST(CSourceOpenCl, GpuTemplatesMatchTheReference) {
     ASSERT_TRUE(src.ok()) << src.status();
     auto sig = w.Signature();
     KernelBuffers b = MakeKernelBuffers(*sig, 13, 12345.f);
-    const std::string failure = RunOpenCl(*src, {b.inputs[0].data(), b.output.data()},
-                                          {b.inputs[0].size(), b.output.size()}, *dims);
+    const std::string failure = RunOpenCl(*src, b.args, b.ArgBytes(), *dims);
+    SKIP_WITHOUT_OPENCL(failure);
     ASSERT_EQ(failure, "") << *src;
     std::vector<uint8_t> want(b.output.size());
     ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());

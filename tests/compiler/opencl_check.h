@@ -78,15 +78,7 @@ inline void ExpectGpuKernelMatchesReference(const Workload& w, const Config& c, 
   auto sig = w.Signature();
   ASSERT_TRUE(sig.ok()) << sig.status();
   KernelBuffers b = MakeKernelBuffers(*sig, seed, 12345.f);
-  std::vector<size_t> sizes;
-  std::vector<void*> args;
-  for (auto& in : b.inputs) {
-    sizes.push_back(in.size());
-    args.push_back(in.data());
-  }
-  sizes.push_back(b.output.size());
-  args.push_back(b.output.data());
-  ExpectOpenClRunMatchesReference(w, *src, args, sizes, *dims, b);
+  ExpectOpenClRunMatchesReference(w, *src, b.args, b.ArgBytes(), *dims, b);
 }
 
 }  // namespace kiln::compiler::test_util

@@ -95,6 +95,12 @@ class FarmFaults(unittest.TestCase):
         with sqlite3.connect(self.farm.db) as c:
             return c.execute(sql, args).fetchall()
 
+    def records_by_agent(self, job):
+        """{"AGENT:ERROR_KIND": records} of the job."""
+        return dict(self.query(
+            "SELECT agent_id || ':' || error_kind, COUNT(*) FROM records WHERE job_id = ? "
+            "GROUP BY agent_id, error_kind", job))
+
     def assert_every_trial_once(self, job, trials):
         """The job stored one record per trial, each config measured to an end once."""
         (total,), = self.query("SELECT COUNT(*) FROM records WHERE job_id = ?", job)
@@ -142,9 +148,7 @@ class FarmFaults(unittest.TestCase):
         out, state = self.farm.wait_job(job)
         self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
         self.assert_every_trial_once(job, 24)
-        by_agent = dict(self.query(
-            "SELECT agent_id || ':' || error_kind, COUNT(*) FROM records WHERE job_id = ? "
-            "GROUP BY agent_id, error_kind", job))
+        by_agent = self.records_by_agent(job)
         self.assertGreater(by_agent.get("agent-0:invalid_cost", 0), 0, by_agent)
         self.assertNotIn("agent-0:none", by_agent)
         self.assertGreater(by_agent.get("agent-1:none", 0), 0, by_agent)
@@ -182,9 +186,7 @@ class FarmFaults(unittest.TestCase):
         out, state = self.farm.wait_job(job)
         self.assertEqual(state, "completed", out + self.farm.log("tracker.log"))
         self.assert_every_trial_once(job, 40)
-        by_agent = dict(self.query(
-            "SELECT agent_id || ':' || error_kind, COUNT(*) FROM records WHERE job_id = ? "
-            "GROUP BY agent_id, error_kind", job))
+        by_agent = self.records_by_agent(job)
         self.assertGreater(by_agent.get("agent-0:wrong_result", 0), 0, by_agent)
         self.assertNotIn("agent-0:none", by_agent)
         self.assertGreater(by_agent.get("agent-1:none", 0), 0, by_agent)

@@ -45,15 +45,7 @@ TEST(CudaGpu, TemplateKernelsMatchTheReference) {
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     auto sig = w.Signature();
     KernelBuffers b = MakeKernelBuffers(*sig, 5, 12345.f);
-    std::vector<void*> args;
-    std::vector<size_t> sizes;
-    for (auto& in : b.inputs) {
-      args.push_back(in.data());
-      sizes.push_back(in.size());
-    }
-    args.push_back(b.output.data());
-    sizes.push_back(b.output.size());
-    auto seconds = (*kernel)->Run(args, sizes, *dims);
+    auto seconds = (*kernel)->Run(b.args, b.ArgBytes(), *dims);
     ASSERT_TRUE(seconds.ok()) << seconds.status();
     EXPECT_GT(*seconds, 0);
     std::vector<uint8_t> want(b.output.size());

@@ -174,6 +174,17 @@ class TrackerGrpcTest : public ::testing::Test {
   }
   // Watches a job to its end (2 minutes at most); its last state, and how
   // many events came.
+  // The job's records, through QueryRecords.
+  pb::QueryRecordsResponse RecordsOf(const std::string& job_id) {
+    grpc::ClientContext ctx;
+    pb::QueryRecordsRequest q;
+    q.set_job_id(job_id);
+    pb::QueryRecordsResponse records;
+    grpc::Status st = tracker_->QueryRecords(&ctx, q, &records);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return records;
+  }
+
   pb::Job WatchToEnd(const std::string& job_id, int* events = nullptr) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
@@ -460,11 +471,7 @@ TEST_F(TrackerGrpcTest, AnAgentGetsNoMoreCandidatesAtOnceThanItsMaxBatch) {
   EXPECT_GT(agent.largest_batch_.load(), 0);
   EXPECT_LE(agent.largest_batch_.load(), 3);
   // Every trial of the split batches is recorded once.
-  grpc::ClientContext ctx;
-  pb::QueryRecordsRequest q;
-  q.set_job_id(submitted.job_id());
-  pb::QueryRecordsResponse records;
-  ASSERT_TRUE(tracker_->QueryRecords(&ctx, q, &records).ok());
+  pb::QueryRecordsResponse records = RecordsOf(submitted.job_id());
   EXPECT_EQ(records.records_size(), last.trials_done());
   std::set<std::string> configs;
   for (const auto& r : records.records()) configs.insert(r.config().canonical());
@@ -553,11 +560,7 @@ TEST_F(TrackerGrpcTest, RandomHostileAgentMessagesNeverHurtTheTrackerOrTheJob) {
   honest.Serve();
   pb::Job last = WatchToEnd(submitted.job_id());
   ASSERT_EQ(last.state(), pb::JOB_STATE_COMPLETED) << last.error();
-  grpc::ClientContext ctx;
-  pb::QueryRecordsRequest q;
-  q.set_job_id(submitted.job_id());
-  pb::QueryRecordsResponse records;
-  ASSERT_TRUE(tracker_->QueryRecords(&ctx, q, &records).ok());
+  pb::QueryRecordsResponse records = RecordsOf(submitted.job_id());
   EXPECT_EQ(records.records_size(), last.trials_done());
   std::map<std::string, int> final_results;  // config -> records that settle it
   for (const auto& r : records.records()) {
