@@ -198,11 +198,14 @@ struct ClDevice {
   std::string platform, name;
 };
 
-std::string ClString(const ClApi& cl, cl_device_id d, cl_device_info what) {
+// A string property of a platform or a device (the API's clGetPlatformInfo
+// or clGetDeviceInfo); "" when the driver has none.
+template <typename Get, typename Object, typename Info>
+std::string InfoString(Get get, Object object, Info what) {
   size_t size = 0;
-  if (cl.clGetDeviceInfo(d, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
+  if (get(object, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
   std::string s(size, '\0');
-  cl.clGetDeviceInfo(d, what, size, s.data(), nullptr);
+  get(object, what, size, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
@@ -214,20 +217,15 @@ std::vector<ClDevice> ClDevices(const ClApi& cl) {
   std::vector<cl_platform_id> platforms(n);
   cl.clGetPlatformIDs(n, platforms.data(), nullptr);
   for (cl_platform_id p : platforms) {
-    size_t size = 0;
-    std::string pname;
-    if (cl.clGetPlatformInfo(p, CL_PLATFORM_NAME, 0, nullptr, &size) == CL_SUCCESS && size > 0) {
-      pname.resize(size);
-      cl.clGetPlatformInfo(p, CL_PLATFORM_NAME, size, pname.data(), nullptr);
-      while (!pname.empty() && pname.back() == '\0') pname.pop_back();
-    }
+    const std::string pname = InfoString(cl.clGetPlatformInfo, p, CL_PLATFORM_NAME);
     cl_uint nd = 0;
     if (cl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) {
       continue;
     }
     std::vector<cl_device_id> ids(nd);
     cl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ids.data(), nullptr);
-    for (cl_device_id d : ids) out.push_back({d, pname, ClString(cl, d, CL_DEVICE_NAME)});
+    for (cl_device_id d : ids)
+      out.push_back({d, pname, InfoString(cl.clGetDeviceInfo, d, CL_DEVICE_NAME)});
   }
   return out;
 }

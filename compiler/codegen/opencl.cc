@@ -15,20 +15,14 @@ namespace kiln::compiler::codegen {
 #ifdef KILN_HAS_OPENCL
 namespace {
 
-std::string PlatformInfo(cl_platform_id p, cl_platform_info what) {
+// A string property of a platform or a device (clGetPlatformInfo,
+// clGetDeviceInfo); "" when the driver has none.
+template <typename Get, typename Object, typename Info>
+std::string InfoString(Get get, Object object, Info what) {
   size_t size = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
+  if (get(object, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
   std::string s(size, '\0');
-  clGetPlatformInfo(p, what, size, s.data(), nullptr);
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
-}
-
-std::string DeviceName(cl_device_id d) {
-  size_t size = 0;
-  if (clGetDeviceInfo(d, CL_DEVICE_NAME, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
-  std::string s(size, '\0');
-  clGetDeviceInfo(d, CL_DEVICE_NAME, size, s.data(), nullptr);
+  get(object, what, size, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
@@ -156,8 +150,8 @@ std::vector<std::pair<OpenClDevice, cl_device_id>> Enumerate() {
     clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, devices.data(), nullptr);
     for (cl_device_id d : devices) {
       OpenClDevice dev;
-      dev.platform = PlatformInfo(p, CL_PLATFORM_NAME);
-      dev.name = DeviceName(d);
+      dev.platform = InfoString(clGetPlatformInfo, p, CL_PLATFORM_NAME);
+      dev.name = InfoString(clGetDeviceInfo, d, CL_DEVICE_NAME);
       cl_device_type type = 0;
       clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof(type), &type, nullptr);
       dev.type = (type & CL_DEVICE_TYPE_GPU)           ? "gpu"
@@ -182,12 +176,7 @@ std::vector<std::pair<OpenClDevice, cl_device_id>> Enumerate() {
       cl_uint mhz = 0;
       clGetDeviceInfo(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof(mhz), &mhz, nullptr);
       dev.max_clock_mhz = static_cast<int>(mhz);
-      size_t size = 0;
-      if (clGetDeviceInfo(d, CL_DEVICE_VERSION, 0, nullptr, &size) == CL_SUCCESS && size > 0) {
-        dev.version.resize(size);
-        clGetDeviceInfo(d, CL_DEVICE_VERSION, size, dev.version.data(), nullptr);
-        while (!dev.version.empty() && dev.version.back() == '\0') dev.version.pop_back();
-      }
+      dev.version = InfoString(clGetDeviceInfo, d, CL_DEVICE_VERSION);
       out.emplace_back(std::move(dev), d);
     }
   }
