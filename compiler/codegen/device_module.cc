@@ -29,6 +29,21 @@ std::string ArgText(const BufferRef& ref) {
 
 }  // namespace
 
+absl::Status CheckEntryCall(size_t index, const KernelCall& call,
+                            const std::unordered_map<std::string, size_t>& arity) {
+  auto it = arity.find(call.kernel);
+  if (it == arity.end()) {
+    return absl::InvalidArgumentError(
+        StrCat("entry call ", index, " names unknown kernel '", call.kernel, "'"));
+  }
+  if (it->second != call.args.size()) {
+    return absl::InvalidArgumentError(StrCat("entry call ", index, " passes ", call.args.size(),
+                                             " arguments to ", call.kernel, ", which takes ",
+                                             it->second));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& kernels,
                                                const EntryPlan& plan, const Target& target,
                                                const LowerOptions& options) {
@@ -40,7 +55,8 @@ absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& ker
   const auto dialect = cuda ? codegen::SourceDialect::kCuda : codegen::SourceDialect::kOpenCL;
   DeviceModule m;
   m.source = codegen::CSourcePrelude(dialect);
-  std::unordered_map<std::string, std::pair<size_t, codegen::LaunchDims>> launch;
+  std::unordered_map<std::string, size_t> arity;
+  std::unordered_map<std::string, codegen::LaunchDims> launch;
   codegen::CSourceOptions emit;
   emit.prelude = false;
   emit.offset_params = !cuda;
@@ -62,22 +78,14 @@ absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& ker
                           StrCat("kernel ", k.name, ": ", src.status().message()));
     }
     m.source += "\n" + *src;
-    launch[k.name] = {func->params.size(), *dims};
+    arity[k.name] = func->params.size();
+    launch[k.name] = *dims;
   }
   m.launches = "kiln-launch 1\n";
   for (size_t c = 0; c < plan.calls.size(); ++c) {
     const KernelCall& call = plan.calls[c];
-    auto it = launch.find(call.kernel);
-    if (it == launch.end()) {
-      return absl::InvalidArgumentError(
-          StrCat("entry call ", c, " names unknown kernel '", call.kernel, "'"));
-    }
-    if (it->second.first != call.args.size()) {
-      return absl::InvalidArgumentError(StrCat("entry call ", c, " passes ", call.args.size(),
-                                               " arguments to ", call.kernel, ", which takes ",
-                                               it->second.first));
-    }
-    const codegen::LaunchDims& d = it->second.second;
+    if (absl::Status s = CheckEntryCall(c, call, arity); !s.ok()) return s;
+    const codegen::LaunchDims& d = launch.at(call.kernel);
     m.launches += StrCat("call ", call.kernel, " ", d.grid[0], " ", d.grid[1], " ", d.grid[2], " ",
                          d.block[0], " ", d.block[1], " ", d.block[2]);
     for (const BufferRef& ref : call.args) m.launches += " " + ArgText(ref);

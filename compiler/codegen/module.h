@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +44,12 @@ struct EntryPlan {
   std::string name = "kiln_main";
   std::vector<KernelCall> calls;
 };
+
+// Whether entry call number `index` names a kernel of `arity` (kernel name
+// -> parameter count) and passes it as many buffers: INVALID_ARGUMENT
+// saying which otherwise.
+absl::Status CheckEntryCall(size_t index, const KernelCall& call,
+                            const std::unordered_map<std::string, size_t>& arity);
 
 // The bytes of a shared object (ELF .so) holding every kernel and the entry.
 absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kernels,

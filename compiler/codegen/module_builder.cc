@@ -55,16 +55,7 @@ absl::Status EmitEntry(const EntryPlan& plan, const std::unordered_map<std::stri
       mod->getOrInsertFunction("kiln_kernel_end", llvm::FunctionType::get(void_ty, {i32}, false));
   for (size_t c = 0; c < plan.calls.size(); ++c) {
     const KernelCall& call = plan.calls[c];
-    auto it = arity.find(call.kernel);
-    if (it == arity.end()) {
-      return absl::InvalidArgumentError(
-          StrCat("entry call ", c, " names unknown kernel '", call.kernel, "'"));
-    }
-    if (it->second != call.args.size()) {
-      return absl::InvalidArgumentError(StrCat("entry call ", c, " passes ", call.args.size(),
-                                               " arguments to ", call.kernel, ", which takes ",
-                                               it->second));
-    }
+    if (absl::Status s = CheckEntryCall(c, call, arity); !s.ok()) return s;
     auto* arr_ty = llvm::ArrayType::get(ptr, std::max<size_t>(1, call.args.size()));
     llvm::AllocaInst* args;
     {
