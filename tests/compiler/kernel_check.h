@@ -6,9 +6,23 @@
 #include <cmath>
 #include <string>
 
+#include "compiler/codegen/jit.h"
+#include "compiler/ir/ir.h"
 #include "compiler/kernel.h"
+#include "compiler/target.h"
 
 namespace kiln::compiler::test_util {
+
+// `f` compiled for the host by the JIT (kept alive by *keep): its entry.
+inline codegen::KernelFn Jit(const ir::PrimFunc& f, std::unique_ptr<codegen::JitModule>* keep) {
+  auto m = codegen::JitCompile({f}, Target::Host());
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return nullptr;
+  auto fn = (*m)->Lookup(f.name);
+  EXPECT_TRUE(fn.ok()) << fn.status();
+  *keep = std::move(*m);
+  return fn.ok() ? *fn : nullptr;
+}
 
 // Workloads the code generator tests share.
 inline Workload EltwiseReluWorkload() {
