@@ -14,7 +14,7 @@ const std::vector<Command>& Commands() {
        "[--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N] "
        "[--deadline DURATION] [--priority N] [--candidate-timeout DURATION] [--flush-cache] "
        "[--input-shape NAME=DIMS]... [--wait]\n"
-       "       kiln tune MODEL --local --db FILE -o PATH --trials N [--strategy S] "
+       "       kiln tune MODEL --local --db DB -o PATH --trials N [--strategy S] "
        "[--budget DURATION] [--early-stopping N] [--flush-cache] [--input-shape NAME=DIMS]...",
        "submit an ONNX model for tuning (prints the job id), or tune it on this machine", RunTune},
       {"jobs", "jobs --tracker ADDR", "list the tracker's jobs", RunJobs},
@@ -23,15 +23,15 @@ const std::vector<Command>& Commands() {
       {"devices", "devices --tracker ADDR", "list the measurement agents", RunDevices},
       {"records",
        "records --tracker ADDR [--workload KEY] [--target SPEC] [--limit N] [--job ID]\n"
-       "       kiln records export --db FILE [-o FILE.jsonl] [--farm NAME]\n"
-       "       kiln records import FILE.jsonl... --db FILE [--farm NAME]",
+       "       kiln records export --db DB [-o FILE.jsonl] [--farm NAME]\n"
+       "       kiln records import FILE.jsonl... --db DB [--farm NAME]",
        "list tuning records, or move them between log databases", RunRecords},
       {"fetch", "fetch JOB --tracker ADDR -o PATH [--insecure]",
        "download a job's compiled artifact", RunFetch},
-      {"report", "report JOB (--tracker ADDR | --db FILE) -o PLOT.svg|PLOT.png",
+      {"report", "report JOB (--tracker ADDR | --db DB) -o PLOT.svg|PLOT.png",
        "plot a job's tuning curves and print its summary table", RunReport},
       {"compile",
-       "compile MODEL --db FILE -o PATH [--target SPEC] [--input-shape NAME=DIMS]... "
+       "compile MODEL --db DB -o PATH [--target SPEC] [--input-shape NAME=DIMS]... "
        "[--max-elements N] "
        "[--dump-ir]",
        "compile a model locally with the best configs of a log database", RunCompile},

@@ -6,9 +6,9 @@
 
 #include "absl/status/status.h"
 #include "base/str.h"
+#include "storage/database.h"
 #include "storage/migrations.h"
 #include "storage/record_rows.h"
-#include "storage/sqlite.h"
 
 namespace kiln::storage {
 
@@ -89,7 +89,7 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db.Prepare("INSERT INTO records(workload_key, target, config, error_kind, "
                      "error_message, costs_s, mean_cost_s, compiler_version, agent_id, job_id, "
-                     "unix_ms, farm) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"));
+                     "unix_ms, farm) VALUES(?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
@@ -102,8 +102,9 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.job_id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(11, row.unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(12, row.farm));
-  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
-  return db.LastInsertRowId();
+  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+  if (!has_row) return absl::InternalError("INSERT ... RETURNING gave no id");
+  return st.ColumnInt64(0);
 }
 
 }  // namespace rows
@@ -116,10 +117,13 @@ using rows::kRecordColumns;
 using rows::ReadRecord;
 using rows::ValidateRecord;
 
+// LIMIT for "no limit" (SQLite's -1 is an error on PostgreSQL).
+constexpr int64_t kNoLimit = INT64_MAX;
+
 constexpr char kJobColumns[] =
     "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
     "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner";
-constexpr char kTokenColumns[] = "id, user, role, hash, created_unix_ms, revoked_unix_ms";
+constexpr char kTokenColumns[] = "id, \"user\", role, hash, created_unix_ms, revoked_unix_ms";
 constexpr char kAgentColumns[] =
     "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
     "last_seen_unix_ms, results";
@@ -310,7 +314,7 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::QueryRecords(const std::string& wo
                               "ORDER BY unix_ms DESC, id DESC LIMIT ?3 OFFSET ?4")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, limit <= 0 ? -1 : limit));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, limit <= 0 ? kNoLimit : limit));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, std::max<int64_t>(offset, 0)));
   return CollectRecords(st);
 }
@@ -348,7 +352,7 @@ absl::StatusOr<std::vector<RecordRow>> LogDb::RecordsOfJob(const std::string& jo
       st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
                               " FROM records WHERE job_id = ? ORDER BY id ASC LIMIT ? OFFSET ?")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, job_id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, limit <= 0 ? -1 : limit));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, limit <= 0 ? kNoLimit : limit));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, std::max<int64_t>(offset, 0)));
   return CollectRecords(st);
 }
@@ -361,9 +365,9 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
     return absl::InvalidArgumentError(StrCat("unknown job state ", static_cast<int>(row.state)));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  KILN_STORAGE_ASSIGN_OR_RETURN(st,
-                                db_->Prepare(StrCat("INSERT OR IGNORE INTO jobs(", kJobColumns,
-                                                    ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+  KILN_STORAGE_ASSIGN_OR_RETURN(st, db_->Prepare(StrCat("INSERT INTO jobs(", kJobColumns,
+                                                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                                                        "ON CONFLICT DO NOTHING")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
@@ -429,8 +433,8 @@ absl::StatusOr<std::optional<JobRow>> LogDb::GetJob(const std::string& id) {
 absl::StatusOr<std::vector<JobRow>> LogDb::ListJobs() {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare(StrCat("SELECT ", kJobColumns,
-                              " FROM jobs ORDER BY created_unix_ms DESC, rowid DESC")));
+      st, db_->Prepare(
+              StrCat("SELECT ", kJobColumns, " FROM jobs ORDER BY created_unix_ms DESC, id DESC")));
   return CollectJobs(st);
 }
 
@@ -441,7 +445,7 @@ absl::StatusOr<std::vector<JobRow>> LogDb::UnfinishedJobs() {
       st, db_->Prepare(StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state IN (",
                               UnfinishedStatesSql(),
                               ") "
-                              "ORDER BY created_unix_ms ASC, rowid ASC")));
+                              "ORDER BY created_unix_ms ASC, id ASC")));
   return CollectJobs(st);
 }
 
@@ -456,15 +460,15 @@ absl::StatusOr<int64_t> LogDb::AddToken(const TokenRow& row) {
   if (!IsSha256Hex(row.hash)) return absl::InvalidArgumentError("a token hash is a SHA-256");
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare("INSERT OR IGNORE INTO tokens(user, role, hash, created_unix_ms) "
-                       "VALUES(?, ?, ?, ?)"));
+      st, db_->Prepare("INSERT INTO tokens(\"user\", role, hash, created_unix_ms) "
+                       "VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.user));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.role));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.hash));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, row.created_unix_ms));
-  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
-  if (db_->Changes() == 0) return absl::AlreadyExistsError("this token is stored already");
-  return db_->LastInsertRowId();
+  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+  if (!has_row) return absl::AlreadyExistsError("this token is stored already");
+  return st.ColumnInt64(0);
 }
 
 absl::StatusOr<std::vector<TokenRow>> LogDb::ListTokens() {
@@ -545,9 +549,12 @@ absl::Status LogDb::SaveCostModel(const CostModelRow& row) {
   if (row.model.empty()) return absl::InvalidArgumentError("empty cost model");
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare("INSERT OR REPLACE INTO cost_models(workload_key, target, "
+      st, db_->Prepare("INSERT INTO cost_models(workload_key, target, "
                        "compiler_version, trained_on, model, updated_unix_ms) "
-                       "VALUES(?, ?, ?, ?, ?, ?)"));
+                       "VALUES(?, ?, ?, ?, ?, ?) "
+                       "ON CONFLICT(workload_key, target, compiler_version) DO UPDATE SET "
+                       "trained_on = excluded.trained_on, model = excluded.model, "
+                       "updated_unix_ms = excluded.updated_unix_ms"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.compiler_version));
@@ -594,7 +601,8 @@ absl::Status LogDb::UpsertAgent(const AgentRow& row) {
               "first_seen_unix_ms = CASE WHEN agents.first_seen_unix_ms = 0 "
               "THEN excluded.first_seen_unix_ms "
               "WHEN excluded.first_seen_unix_ms = 0 THEN agents.first_seen_unix_ms "
-              "ELSE MIN(agents.first_seen_unix_ms, excluded.first_seen_unix_ms) END, "
+              "WHEN agents.first_seen_unix_ms < excluded.first_seen_unix_ms "
+              "THEN agents.first_seen_unix_ms ELSE excluded.first_seen_unix_ms END, "
               "last_seen_unix_ms = excluded.last_seen_unix_ms, results = excluded.results")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.device_key));
@@ -626,8 +634,8 @@ absl::Status LogDb::AddArtifact(const ArtifactRow& row) {
   std::lock_guard<std::mutex> lock(mu_);
   // Content-addressed: adding the same bytes again is a no-op.
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare("INSERT OR IGNORE INTO artifacts(sha256, size, kind, job_id, "
-                       "created_unix_ms) VALUES(?,?,?,?,?)"));
+      st, db_->Prepare("INSERT INTO artifacts(sha256, size, kind, job_id, "
+                       "created_unix_ms) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.sha256));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, row.size));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.kind));

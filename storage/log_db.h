@@ -1,6 +1,8 @@
 #pragma once
 // The log database: tuning records, workloads, jobs, agents and artifact
-// metadata in one SQLite file (WAL mode). Knows nothing of the compiler or of
+// metadata, on SQLite (one file in WAL mode: the default for one machine) or
+// PostgreSQL (several trackers sharing one farm); one interface, the same
+// SQL and schema ladder on both (storage/database.h). Knows nothing of the compiler or of
 // protobuf: rows are plain structs of strings and numbers.
 //
 // Thread-safe: one LogDb may be used from many threads (calls are serialized
@@ -20,7 +22,7 @@
 
 namespace kiln::storage {
 
-class Database;  // storage/sqlite.h
+class Database;  // storage/database.h
 
 struct WorkloadRow {
   std::string key;
@@ -115,9 +117,11 @@ struct ArtifactRow {
 
 class LogDb {
  public:
-  // Opens or creates the file and migrates it to the current schema.
-  // FAILED_PRECONDITION when the file's schema is newer than this code.
-  static absl::StatusOr<std::unique_ptr<LogDb>> Open(const std::string& path);
+  // Opens (or creates) the database and migrates it to the current schema.
+  // `url`: "sqlite:PATH", a plain path (SQLite), or "postgresql://..."
+  // (libpq's URI; the database must exist). FAILED_PRECONDITION when its
+  // schema is newer than this code; UNAVAILABLE when the server does not answer.
+  static absl::StatusOr<std::unique_ptr<LogDb>> Open(const std::string& url);
   ~LogDb();
   LogDb(const LogDb&) = delete;
   LogDb& operator=(const LogDb&) = delete;

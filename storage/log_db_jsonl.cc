@@ -11,9 +11,9 @@
 
 #include "base/str.h"
 #include "nlohmann/json.hpp"
+#include "storage/database.h"
 #include "storage/log_db.h"
 #include "storage/record_rows.h"
-#include "storage/sqlite.h"
 
 namespace kiln::storage {
 namespace {
@@ -122,9 +122,11 @@ absl::Status LogDb::ExportJsonl(std::ostream& out, const std::string& farm) {
     columns += StrCat(columns.empty() ? "" : ", ", "r.", c);
   }
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare(StrCat("SELECT ", columns,
-                              ", w.key IS NOT NULL, w.op, w.canonical, w.flops FROM records r "
-                              "LEFT JOIN workloads w ON w.key = r.workload_key ORDER BY r.id")));
+      st,
+      db_->Prepare(StrCat("SELECT ", columns,
+                          ", CASE WHEN w.key IS NULL THEN 0 ELSE 1 END, w.op, w.canonical, w.flops "
+                          "FROM records r "
+                          "LEFT JOIN workloads w ON w.key = r.workload_key ORDER BY r.id")));
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) break;
@@ -179,9 +181,9 @@ absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in, const std::string& 
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(*db_);
   KILN_STORAGE_RETURN_IF_ERROR(tx.status());
-  KILN_STORAGE_ASSIGN_OR_RETURN(
-      add_workload, db_->Prepare("INSERT OR IGNORE INTO workloads(key, op, canonical, flops) "
-                                 "VALUES(?,?,?,?)"));
+  KILN_STORAGE_ASSIGN_OR_RETURN(add_workload,
+                                db_->Prepare("INSERT INTO workloads(key, op, canonical, flops) "
+                                             "VALUES(?,?,?,?) ON CONFLICT DO NOTHING"));
   KILN_STORAGE_ASSIGN_OR_RETURN(
       exists, db_->Prepare("SELECT 1 FROM records WHERE workload_key = ? AND target = ? AND "
                            "compiler_version = ? AND config = ? AND costs_s = ? LIMIT 1"));

@@ -1,7 +1,7 @@
 #include "storage/migrations.h"
 
 #include "base/str.h"
-#include "storage/sqlite.h"
+#include "storage/database.h"
 
 namespace kiln::storage {
 
@@ -95,7 +95,7 @@ CREATE TABLE cost_models (
 ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 CREATE TABLE tokens (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
-  user TEXT NOT NULL,
+  "user" TEXT NOT NULL,
   role TEXT NOT NULL,
   hash TEXT NOT NULL UNIQUE,
   created_unix_ms INTEGER NOT NULL,
@@ -127,17 +127,19 @@ absl::StatusOr<int> ReadSchemaVersion(Database& db) {
 }
 
 absl::Status MigrateSchema(Database& db, const std::vector<std::string>& ladder) {
-  if (absl::Status s =
-          db.Exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      !s.ok()) {
-    return s;
-  }
   const int newest = static_cast<int>(ladder.size());
   while (true) {
-    // Read the version inside the write transaction, so two processes opening
-    // the same fresh file never apply a step twice.
+    // Read the version inside the write transaction, holding off other
+    // processes (LockSchema), so two processes opening the same fresh
+    // database never apply a step twice.
     Transaction tx(db);
     if (!tx.status().ok()) return tx.status();
+    if (absl::Status s = db.LockSchema(); !s.ok()) return s;
+    if (absl::Status s =
+            db.Exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+        !s.ok()) {
+      return s;
+    }
     absl::StatusOr<int> version = ReadSchemaVersion(db);
     if (!version.ok()) return version.status();
     if (*version > newest) {
@@ -146,7 +148,7 @@ absl::Status MigrateSchema(Database& db, const std::vector<std::string>& ladder)
                                                   "); upgrade kiln"));
     }
     if (*version == newest) return absl::OkStatus();
-    if (absl::Status s = db.Exec(ladder[*version]); !s.ok()) {
+    if (absl::Status s = db.Exec(db.SchemaSql(ladder[*version])); !s.ok()) {
       return absl::Status(
           s.code(), StrCat("migration to schema version ", *version + 1, " failed: ", s.message()));
     }

@@ -10,8 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/database.h"
 #include "storage/log_db.h"
-#include "storage/sqlite.h"
 #include "storage/vocabulary.h"
 
 #define KILN_STORAGE_RETURN_IF_ERROR(expr)    \

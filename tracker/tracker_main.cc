@@ -1,11 +1,11 @@
-// kiln-tracker --listen ADDR --db FILE --artifacts DIR [--port-file FILE]
+// kiln-tracker --listen ADDR --db DB --artifacts DIR [--port-file FILE]
 //              [--token TOKEN] [--lease-timeout-ms N] [--max-model-bytes N]
 //              [--max-elements N] [--compile-timeout-s S] [--compile-memory N]
 //              [--max-concurrent-compiles N] [--http HOST:PORT [--http-port-file FILE]]
 //              [--require-auth | --allow-anonymous]
-// kiln-tracker tokens create --db FILE --user NAME [--role user|agent|admin]
-// kiln-tracker tokens list --db FILE
-// kiln-tracker tokens revoke --db FILE ID
+// kiln-tracker tokens create --db DB --user NAME [--role user|agent|admin]
+// kiln-tracker tokens list --db DB
+// kiln-tracker tokens revoke --db DB ID
 // kiln-tracker compile-worker ...: a job's final compile, in the child
 // process the tracker starts for it (tracker/compile_sandbox.h).
 #include <signal.h>
@@ -30,7 +30,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: kiln-tracker --listen HOST:PORT --db FILE --artifacts DIR\n"
+    "usage: kiln-tracker --listen HOST:PORT --db DB --artifacts DIR\n"
     "                    [--require-auth | --allow-anonymous]   (one is needed beyond "
     "loopback)\n"
     "                    [--port-file FILE] [--token TOKEN] [--lease-timeout-ms N]\n"
@@ -46,9 +46,11 @@ constexpr const char* kUsage =
     "                    [--user-weight NAME=WEIGHT]...   (fair shares; default 1)\n"
     "                    [--http HOST:PORT [--http-port-file FILE]]   (status page, "
     "/metrics)\n"
-    "       kiln-tracker tokens create --db FILE --user NAME [--role user|agent|admin]\n"
-    "       kiln-tracker tokens list --db FILE\n"
-    "       kiln-tracker tokens revoke --db FILE ID\n";
+    "       kiln-tracker tokens create --db DB --user NAME [--role user|agent|admin]\n"
+    "       kiln-tracker tokens list --db DB\n"
+    "       kiln-tracker tokens revoke --db DB ID\n"
+    "DB: the log database, a SQLite file (PATH or sqlite:PATH) or a PostgreSQL\n"
+    "    server's database (postgresql://USER@HOST:PORT/NAME, shared by several trackers)\n";
 
 // "4G", "512M", "100000": bytes, with binary suffixes.
 bool ParseBytes(std::string text, int64_t* out) {
@@ -93,7 +95,7 @@ bool WritePortFile(const std::string& path, int port) {
 
 }  // namespace
 
-// `kiln-tracker compile-worker --db FILE --artifacts DIR --job ID
+// `kiln-tracker compile-worker --db DB --artifacts DIR --job ID
 // --max-elements N`, started by the tracker itself.
 int CompileWorker(const std::vector<std::string>& args) {
   auto flags = kiln::ParseFlags(args, {"--db", "--artifacts", "--job", "--max-elements"});
@@ -108,7 +110,7 @@ int CompileWorker(const std::vector<std::string>& args) {
                                          flags->Get("--job"), max_elements);
 }
 
-// `kiln-tracker tokens create|list|revoke --db FILE ...`: works on the
+// `kiln-tracker tokens create|list|revoke --db DB ...`: works on the
 // database file (a running tracker sees the change at the next call).
 int Tokens(const std::vector<std::string>& args) {
   auto fail = [](const std::string& why) {

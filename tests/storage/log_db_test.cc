@@ -7,8 +7,8 @@
 #include <sstream>
 #include <thread>
 
+#include "storage/database.h"
 #include "storage/migrations.h"
-#include "storage/sqlite.h"
 #include "test_util.h"
 
 namespace kiln::storage {
@@ -43,19 +43,33 @@ RecordRow Record(const std::string& config, double mean, ErrorKind error_kind = 
 
 TEST(LogDbTest, MigratesFromEmpty) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   ASSERT_NE(db, nullptr);
   EXPECT_GE(LogDb::CurrentSchemaVersion(), 1);
   EXPECT_EQ(*db->SchemaVersion(), LogDb::CurrentSchemaVersion());
   db.reset();
   // Reopening is a no-op and keeps the version.
-  db = OpenOrDie(dir.File("log.db"));
+  db = OpenOrDie(dir.DbUrl("log.db"));
+  EXPECT_EQ(*db->SchemaVersion(), LogDb::CurrentSchemaVersion());
+}
+
+TEST(LogDbTest, ConcurrentOpensOfAFreshDatabaseMigrateOnce) {
+  TempDir dir;
+  const std::string url = dir.DbUrl("log.db");
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> results(4);
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] { results[i] = LogDb::Open(url).status(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const absl::Status& s : results) EXPECT_TRUE(s.ok()) << s;
+  auto db = OpenOrDie(url);
   EXPECT_EQ(*db->SchemaVersion(), LogDb::CurrentSchemaVersion());
 }
 
 TEST(LogDbTest, RefusesNewerSchema) {
   TempDir dir;
-  std::string path = dir.File("log.db");
+  std::string path = dir.DbUrl("log.db");
   ASSERT_NE(OpenOrDie(path), nullptr);
   {
     auto raw = Database::Open(path);
@@ -70,7 +84,7 @@ TEST(LogDbTest, RefusesNewerSchema) {
 
 TEST(LogDbTest, WorkloadUpsertAndGet) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   EXPECT_FALSE(db->GetWorkload("wk1")->has_value());
   ASSERT_TRUE(db->UpsertWorkload({"wk1", "dense", "dense(1,2)", 4.0}).ok());
   ASSERT_TRUE(db->UpsertWorkload({"wk1", "dense", "dense(1,2)", 8.0}).ok());
@@ -83,7 +97,7 @@ TEST(LogDbTest, WorkloadUpsertAndGet) {
 
 TEST(LogDbTest, BestRecordPicksLowestSuccessful) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   EXPECT_FALSE(db->BestRecord("wk1", "llvm -mcpu=skylake")->has_value());
   ASSERT_TRUE(db->AddRecord(Record("t=1", 3e-3)).ok());
   auto id2 = db->AddRecord(Record("t=2", 1e-3));
@@ -135,7 +149,7 @@ TEST(LogDbTest, BestRecordPicksLowestSuccessful) {
 
 TEST(LogDbTest, RejectsInvalidRecord) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   RecordRow r = Record("t=1", 1e-3);
   r.error_kind = static_cast<ErrorKind>(99);
   auto id = db->AddRecord(r);
@@ -146,7 +160,7 @@ TEST(LogDbTest, RejectsInvalidRecord) {
 
 TEST(LogDbTest, MeasuredConfigsPerCompilerVersion) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   ASSERT_TRUE(db->AddRecord(Record("t=1", 1e-3)).ok());
   ASSERT_TRUE(db->AddRecord(Record("t=2", 0, ErrorKind::kCompile)).ok());
   ASSERT_TRUE(db->AddRecord(Record("t=1", 2e-3)).ok());
@@ -178,7 +192,7 @@ JobRow Job(const std::string& id, int64_t created, JobState state = JobState::kQ
 
 TEST(LogDbTest, JobsCrud) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   ASSERT_TRUE(db->CreateJob(Job("j1", 10)).ok());
   ASSERT_TRUE(db->CreateJob(Job("j2", 20, JobState::kCompleted)).ok());
   ASSERT_TRUE(db->CreateJob(Job("j3", 30, JobState::kTuning)).ok());
@@ -219,7 +233,7 @@ TEST(LogDbTest, JobsCrud) {
 
 TEST(LogDbTest, StatesAndErrorKindsAreStoredByName) {
   TempDir dir;
-  std::string path = dir.File("log.db");
+  std::string path = dir.DbUrl("log.db");
   {
     auto db = OpenOrDie(path);
     ASSERT_TRUE(db->CreateJob(Job("j1", 10, JobState::kCompiling)).ok());
@@ -248,7 +262,7 @@ TEST(LogDbTest, StatesAndErrorKindsAreStoredByName) {
 
 TEST(LogDbTest, UnknownNamesInTheFileAreDataLoss) {
   TempDir dir;
-  std::string path = dir.File("log.db");
+  std::string path = dir.DbUrl("log.db");
   {
     auto db = OpenOrDie(path);
     ASSERT_TRUE(db->CreateJob(Job("j1", 10)).ok());
@@ -274,7 +288,7 @@ TEST(LogDbTest, UnknownNamesInTheFileAreDataLoss) {
 
 TEST(LogDbTest, JobTasksAreReplacedAsAWhole) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   ASSERT_TRUE(db->SetJobTasks("j1", {{"wk-b", 3}, {"wk-a", 1}}).ok());
   ASSERT_TRUE(db->SetJobTasks("j2", {{"wk-c", 2}}).ok());
   auto tasks = db->JobTasks("j1");
@@ -294,7 +308,7 @@ TEST(LogDbTest, JobTasksAreReplacedAsAWhole) {
 
 TEST(LogDbTest, CostModelsAreKeptPerWorkloadTargetAndCompiler) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   CostModelRow m{"wk1", "llvm", "0.1.0", 40, std::string("\x00{model}\xff", 9), 10};
   ASSERT_TRUE(db->SaveCostModel(m).ok());
   auto got = db->GetCostModel("wk1", "llvm", "0.1.0");
@@ -312,11 +326,11 @@ TEST(LogDbTest, CostModelsAreKeptPerWorkloadTargetAndCompiler) {
 
 TEST(LogDbTest, MigratesAVersionOneFileKeepingItsJobs) {
   TempDir dir;
-  std::string path = dir.File("log.db");
+  std::string path = dir.DbUrl("log.db");
   {
     auto raw = Database::Open(path);
     ASSERT_TRUE(raw.ok());
-    ASSERT_TRUE((*raw)->Exec(SchemaMigrations()[0]).ok());
+    ASSERT_TRUE((*raw)->Exec((*raw)->SchemaSql(SchemaMigrations()[0])).ok());
     ASSERT_TRUE((*raw)
                     ->Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
                            "INSERT INTO meta VALUES('schema_version', '1');"
@@ -335,7 +349,7 @@ TEST(LogDbTest, MigratesAVersionOneFileKeepingItsJobs) {
 
 TEST(LogDbTest, AgentsUpsert) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   AgentRow a{"a1", "x86", "llvm", "8 cores", "0.1.0", 100, 100, 0};
   ASSERT_TRUE(db->UpsertAgent(a).ok());
   ASSERT_TRUE(db->UpsertAgent({"a0", "arm", "llvm -mtriple=aarch64", "", "0.1.0", 5, 5, 0}).ok());
@@ -358,7 +372,7 @@ TEST(LogDbTest, AgentsUpsert) {
 
 TEST(LogDbTest, ArtifactMetadata) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   std::string sha(64, 'b');
   EXPECT_FALSE(db->GetArtifact(sha)->has_value());
   ASSERT_TRUE(db->AddArtifact({sha, 1234, "module", "j1", 77}).ok());
@@ -388,7 +402,7 @@ void ExpectSameRecord(const RecordRow& a, const RecordRow& b) {
 
 TEST(LogDbTest, ExportImportRoundTrip) {
   TempDir dir;
-  auto src = OpenOrDie(dir.File("src.db"));
+  auto src = OpenOrDie(dir.DbUrl("src.db"));
   ASSERT_TRUE(src->UpsertWorkload({"wk1", "conv2d", "conv2d(\"x\"\n,1)", 1.5e9}).ok());
   RecordRow r1 = Record("t=1", 1.0 / 3.0);
   r1.unix_ms = 1700000000123;
@@ -402,13 +416,13 @@ TEST(LogDbTest, ExportImportRoundTrip) {
   std::string text = jsonl.str();
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
 
-  auto dst = OpenOrDie(dir.File("dst.db"));
+  auto dst = OpenOrDie(dir.DbUrl("dst.db"));
   std::stringstream in1(text);
   auto added = dst->ImportJsonl(in1);
   ASSERT_TRUE(added.ok()) << added.status();
   EXPECT_EQ(*added, 2);
   auto w = dst->GetWorkload("wk1");
-  ASSERT_TRUE(w.ok() && w->has_value());
+  ASSERT_TRUE(w.ok() && w->has_value()) << w.status();
   EXPECT_EQ((*w)->canonical, "conv2d(\"x\"\n,1)");
   EXPECT_EQ((*w)->flops, 1.5e9);
   auto src_rows = src->QueryRecords("", "", 0);
@@ -435,7 +449,7 @@ TEST(LogDbTest, ExportImportRoundTrip) {
 // and compiler version stay, and a record two farms both hold is merged.
 TEST(LogDbTest, ProvenanceTravelsWithTheRecords) {
   TempDir dir;
-  auto a = OpenOrDie(dir.File("site-a.db"));
+  auto a = OpenOrDie(dir.DbUrl("site-a.db"));
   ASSERT_TRUE(a->UpsertWorkload({"wk1", "dense", "dense", 1}).ok());
   RecordRow mine = Record("t=1", 1e-3);
   mine.target = "opencl -device=H100";
@@ -445,7 +459,7 @@ TEST(LogDbTest, ProvenanceTravelsWithTheRecords) {
   ASSERT_TRUE(a->ExportJsonl(from_a, "site-a").ok());
   EXPECT_NE(from_a.str().find("\"farm\":\"site-a\""), std::string::npos) << from_a.str();
 
-  auto b = OpenOrDie(dir.File("site-b.db"));
+  auto b = OpenOrDie(dir.DbUrl("site-b.db"));
   ASSERT_TRUE(b->UpsertWorkload({"wk1", "dense", "dense", 1}).ok());
   ASSERT_TRUE(b->AddRecord(Record("t=2", 2e-3)).ok());  // site b's own
   std::stringstream in(from_a.str());
@@ -474,7 +488,7 @@ TEST(LogDbTest, ProvenanceTravelsWithTheRecords) {
   const size_t at = old_line.find(",\"farm\":\"site-a\"");
   ASSERT_NE(at, std::string::npos);
   old_line.erase(at, std::string(",\"farm\":\"site-a\"").size());
-  auto c = OpenOrDie(dir.File("site-c.db"));
+  auto c = OpenOrDie(dir.DbUrl("site-c.db"));
   std::stringstream legacy(old_line);
   ASSERT_EQ(*c->ImportJsonl(legacy, "archive-2025"), 1);
   EXPECT_EQ((*c->QueryRecords("", "", 0))[0].farm, "archive-2025");
@@ -482,7 +496,7 @@ TEST(LogDbTest, ProvenanceTravelsWithTheRecords) {
 
 TEST(LogDbTest, MalformedLineFailsWithLineNumberAndChangesNothing) {
   TempDir dir;
-  auto src = OpenOrDie(dir.File("src.db"));
+  auto src = OpenOrDie(dir.DbUrl("src.db"));
   ASSERT_TRUE(src->UpsertWorkload({"wk1", "dense", "dense", 1}).ok());
   ASSERT_TRUE(src->AddRecord(Record("t=1", 1e-3)).ok());
   ASSERT_TRUE(src->AddRecord(Record("t=2", 2e-3)).ok());
@@ -493,7 +507,7 @@ TEST(LogDbTest, MalformedLineFailsWithLineNumberAndChangesNothing) {
   while (std::getline(out, line)) lines.push_back(line);
   ASSERT_EQ(lines.size(), 2u);
 
-  auto dst = OpenOrDie(dir.File("dst.db"));
+  auto dst = OpenOrDie(dir.DbUrl("dst.db"));
   std::stringstream bad(lines[0] + "\n\n" + lines[1] +
                         "\n{\"workload\": {\"key\": \"x\"}, oops}\n");
   auto result = dst->ImportJsonl(bad);
@@ -528,7 +542,7 @@ TEST(LogDbTest, MalformedLineFailsWithLineNumberAndChangesNothing) {
 
 TEST(LogDbTest, ConcurrentWritersFromThreads) {
   TempDir dir;
-  auto db = OpenOrDie(dir.File("log.db"));
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {

@@ -1,8 +1,9 @@
-#include "storage/sqlite.h"
-
+// The SQL engines (storage/database.h): DatabaseTest and MigrationTest run on
+// both engines (the `pg.` ctest entries on PostgreSQL), SqliteTest on SQLite.
 #include <gtest/gtest.h>
 
 #include "base/check.h"
+#include "storage/database.h"
 #include "storage/migrations.h"
 #include "test_util.h"
 
@@ -11,11 +12,14 @@ namespace {
 
 using testing::TempDir;
 
-TEST(SqliteTest, TypedBindsRoundTrip) {
+TEST(DatabaseTest, TypedBindsRoundTrip) {
   TempDir dir;
-  auto db = Database::Open(dir.File("t.db"));
+  auto db = Database::Open(dir.DbUrl("t.db"));
   ASSERT_TRUE(db.ok()) << db.status();
-  ASSERT_TRUE((*db)->Exec("CREATE TABLE t(i INTEGER, d REAL, s TEXT, b BLOB, n TEXT)").ok());
+  ASSERT_TRUE(
+      (*db)
+          ->Exec((*db)->SchemaSql("CREATE TABLE t(i INTEGER, d REAL, s TEXT, b BLOB, n TEXT)"))
+          .ok());
   auto ins = (*db)->Prepare("INSERT INTO t VALUES(?,?,?,?,?)");
   ASSERT_TRUE(ins.ok()) << ins.status();
   std::string blob("a\0b", 3);
@@ -25,7 +29,7 @@ TEST(SqliteTest, TypedBindsRoundTrip) {
   ASSERT_TRUE(ins->BindBlob(4, blob).ok());
   ASSERT_TRUE(ins->BindNull(5).ok());
   ASSERT_TRUE(ins->Run().ok());
-  EXPECT_EQ((*db)->LastInsertRowId(), 1);
+  EXPECT_EQ((*db)->Changes(), 1);
 
   auto sel = (*db)->Prepare("SELECT i, d, s, b, n FROM t");
   ASSERT_TRUE(sel.ok());
@@ -46,9 +50,9 @@ TEST(SqliteTest, TypedBindsRoundTrip) {
   ASSERT_TRUE(again.ok() && *again);
 }
 
-TEST(SqliteTest, EmptyViewBindsEmptyTextNotNull) {
+TEST(DatabaseTest, EmptyViewBindsEmptyTextNotNull) {
   TempDir dir;
-  auto db = Database::Open(dir.File("t.db"));
+  auto db = Database::Open(dir.DbUrl("t.db"));
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE((*db)->Exec("CREATE TABLE t(s TEXT NOT NULL)").ok());
   auto ins = (*db)->Prepare("INSERT INTO t VALUES(?)");
@@ -63,7 +67,7 @@ TEST(SqliteTest, EmptyViewBindsEmptyTextNotNull) {
 
 TEST(SqliteTest, UsesWalAndForeignKeys) {
   TempDir dir;
-  auto db = Database::Open(dir.File("t.db"));
+  auto db = Database::Open(dir.DbUrl("t.db"));
   ASSERT_TRUE(db.ok());
   auto mode = (*db)->Prepare("PRAGMA journal_mode");
   ASSERT_TRUE(mode.ok());
@@ -77,7 +81,7 @@ TEST(SqliteTest, UsesWalAndForeignKeys) {
 
 TEST(SqliteTest, ErrorsCarrySqliteMessage) {
   TempDir dir;
-  auto db = Database::Open(dir.File("t.db"));
+  auto db = Database::Open(dir.DbUrl("t.db"));
   ASSERT_TRUE(db.ok());
   auto bad = (*db)->Prepare("SELECT * FROM no_such_table");
   ASSERT_FALSE(bad.ok());
@@ -93,16 +97,58 @@ TEST(SqliteTest, OpenFailsInMissingFolder) {
   EXPECT_FALSE(db.ok());
 }
 
-int64_t CountRows(Database& db) {
-  auto st = db.Prepare("SELECT COUNT(*) FROM t");
+int64_t CountRows(Database& db, const std::string& table = "t") {
+  auto st = db.Prepare("SELECT COUNT(*) FROM " + table);
   KILN_CHECK(st.ok());
   KILN_CHECK(*st->Step());
   return st->ColumnInt64(0);
 }
 
-TEST(SqliteTest, TransactionRollsBackUnlessCommitted) {
+TEST(DatabaseTest, QuestionMarksInQuotesAreNotParameters) {
   TempDir dir;
-  auto db = Database::Open(dir.File("t.db"));
+  auto db = Database::Open(dir.DbUrl("t.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->Exec("CREATE TABLE t(s TEXT NOT NULL, n INTEGER NOT NULL)").ok());
+  auto ins = (*db)->Prepare("INSERT INTO t VALUES('what?', ?2), (?1, ?2)");
+  ASSERT_TRUE(ins.ok()) << ins.status();
+  ASSERT_TRUE(ins->BindText(1, "x").ok());
+  ASSERT_TRUE(ins->BindInt64(2, 7).ok());
+  ASSERT_TRUE(ins->Run().ok());
+  EXPECT_EQ((*db)->Changes(), 2);
+  auto sel = (*db)->Prepare("SELECT n FROM t WHERE s = 'what?' AND n = ?");
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  ASSERT_TRUE(sel->BindInt64(1, 7).ok());
+  auto row = sel->Step();
+  ASSERT_TRUE(row.ok() && *row) << row.status();
+  EXPECT_EQ(sel->ColumnInt64(0), 7);
+}
+
+TEST(DatabaseTest, ConstraintViolationIsFailedPrecondition) {
+  TempDir dir;
+  auto db = Database::Open(dir.DbUrl("t.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->Exec("CREATE TABLE t(k TEXT PRIMARY KEY)").ok());
+  ASSERT_TRUE((*db)->Exec("INSERT INTO t VALUES('a')").ok());
+  auto ins = (*db)->Prepare("INSERT INTO t VALUES(?)");
+  ASSERT_TRUE(ins.ok());
+  ASSERT_TRUE(ins->BindText(1, "a").ok());
+  absl::Status s = ins->Run();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  // The connection goes on working.
+  EXPECT_EQ(CountRows(**db, "t"), 1);
+}
+
+TEST(PostgresTest, UnreachableServerIsUnavailableAndHidesThePassword) {
+  auto db = Database::Open("postgresql://kiln:s3cret@127.0.0.1:1/kiln?connect_timeout=2");
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kUnavailable) << db.status();
+  EXPECT_EQ(db.status().message().find("s3cret"), std::string::npos) << db.status();
+  EXPECT_NE(db.status().message().find("127.0.0.1"), std::string::npos) << db.status();
+}
+
+TEST(DatabaseTest, TransactionRollsBackUnlessCommitted) {
+  TempDir dir;
+  auto db = Database::Open(dir.DbUrl("t.db"));
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE((*db)->Exec("CREATE TABLE t(x INTEGER)").ok());
   {
@@ -122,7 +168,7 @@ TEST(SqliteTest, TransactionRollsBackUnlessCommitted) {
 
 TEST(MigrationTest, AppliesMissingStepsInOrder) {
   TempDir dir;
-  auto db = Database::Open(dir.File("m.db"));
+  auto db = Database::Open(dir.DbUrl("m.db"));
   ASSERT_TRUE(db.ok());
   std::vector<std::string> ladder = {"CREATE TABLE a(x INTEGER);"};
   ASSERT_TRUE(MigrateSchema(**db, ladder).ok());
@@ -138,7 +184,7 @@ TEST(MigrationTest, AppliesMissingStepsInOrder) {
 
 TEST(MigrationTest, FailingStepRollsBackThatStepOnly) {
   TempDir dir;
-  auto db = Database::Open(dir.File("m.db"));
+  auto db = Database::Open(dir.DbUrl("m.db"));
   ASSERT_TRUE(db.ok());
   std::vector<std::string> ladder = {"CREATE TABLE a(x INTEGER);",
                                      "CREATE TABLE b(x INTEGER); CREATE TABLE a(x INTEGER);"};

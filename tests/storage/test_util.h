@@ -1,12 +1,47 @@
 #pragma once
-// A temporary folder removed at the end of a test.
+// A temporary folder removed at the end of a test, and the databases a test
+// opens: SQLite files in the folder, or, when the suite runs against
+// PostgreSQL (KILN_TEST_ENGINE=postgresql; ctest's `pg.` tests), fresh
+// databases on the server at KILN_TEST_POSTGRES (scripts/test starts one),
+// dropped at the end of the test.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 
+#include "storage/database.h"
+
 namespace kiln::storage::testing {
+
+// Whether this run is the PostgreSQL one, and the server's URI without a
+// database name ("" when none is configured).
+inline bool OnPostgres() {
+  const char* engine = std::getenv("KILN_TEST_ENGINE");
+  return engine != nullptr && std::string(engine) == "postgresql";
+}
+inline std::string PostgresServer() {
+  const char* url = std::getenv("KILN_TEST_POSTGRES");
+  return url != nullptr ? url : "";
+}
+
+// The PostgreSQL run skips every test, visibly, without a server (a skip
+// in the environment prints no "[  SKIPPED ]" line, which is what ctest
+// looks for: printed here).
+class EngineEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (OnPostgres() && PostgresServer().empty()) {
+      std::printf(
+          "[  SKIPPED ] KILN_TEST_POSTGRES is not set: no PostgreSQL server for this "
+          "run (scripts/test starts one)\n");
+      GTEST_SKIP();
+    }
+  }
+};
 
 class TempDir {
  public:
@@ -18,12 +53,38 @@ class TempDir {
   ~TempDir() {
     std::error_code ec;
     if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+    if (databases_.empty()) return;
+    auto admin = Database::Open(PostgresServer() + "/postgres");
+    if (!admin.ok()) return;
+    for (const auto& [name, db] : databases_) {
+      (void)(*admin)->Exec("DROP DATABASE IF EXISTS " + db + " WITH (FORCE)");
+    }
   }
   const std::string& path() const { return path_; }
   std::string File(const std::string& name) const { return path_ + "/" + name; }
 
+  // The database a test knows as `name`: the same one each time it asks.
+  std::string DbUrl(const std::string& name) {
+    if (!OnPostgres()) return File(name);
+    auto it = databases_.find(name);
+    if (it == databases_.end()) {
+      std::string db = "kiln_test_" + std::to_string(::getpid()) + "_" +
+                       std::to_string(databases_.size()) + "_" + path_.substr(path_.size() - 6);
+      for (char& c : db) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_';
+      auto admin = Database::Open(PostgresServer() + "/postgres");
+      EXPECT_TRUE(admin.ok()) << admin.status();
+      if (admin.ok()) {
+        absl::Status s = (*admin)->Exec("CREATE DATABASE " + db);
+        EXPECT_TRUE(s.ok()) << s;
+      }
+      it = databases_.emplace(name, db).first;
+    }
+    return PostgresServer() + "/" + it->second;
+  }
+
  private:
   std::string path_;
+  std::map<std::string, std::string> databases_;  // name -> PostgreSQL database
 };
 
 }  // namespace kiln::storage::testing
