@@ -107,39 +107,7 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   return st.ColumnInt64(0);
 }
 
-}  // namespace rows
-
-namespace {
-
-using rows::InsertRecord;
-using rows::IsKnown;
-using rows::kRecordColumns;
-using rows::ReadRecord;
-using rows::ValidateRecord;
-
-// LIMIT for "no limit" (SQLite's -1 is an error on PostgreSQL).
-constexpr int64_t kNoLimit = INT64_MAX;
-
-constexpr char kJobColumns[] =
-    "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
-    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner";
-constexpr char kTokenColumns[] = "id, \"user\", role, hash, created_unix_ms, revoked_unix_ms";
-constexpr char kAgentColumns[] =
-    "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
-    "last_seen_unix_ms, results";
-
-// "'queued', 'tuning', 'compiling'": the states of a job that runs again, as
-// SQL text.
-const std::string& UnfinishedStatesSql() {
-  static const std::string* text = [] {
-    auto* out = new std::string;
-    for (JobState s : kJobStates) {
-      if (!IsFinal(s)) *out += StrCat(out->empty() ? "'" : ", '", JobStateName(s), "'");
-    }
-    return out;
-  }();
-  return *text;
-}
+// ------------------------------------------------------------------ job rows
 
 absl::StatusOr<JobRow> ReadJob(const Statement& st) {
   JobRow row;
@@ -166,6 +134,51 @@ absl::StatusOr<JobRow> ReadJob(const Statement& st) {
   row.owner = st.ColumnText(14);
   return row;
 }
+
+// "'queued', 'tuning', 'compiling'": the states of a job that runs again, as
+// SQL text.
+const std::string& UnfinishedStatesSql() {
+  static const std::string* text = [] {
+    auto* out = new std::string;
+    for (JobState s : kJobStates) {
+      if (!IsFinal(s)) *out += StrCat(out->empty() ? "'" : ", '", JobStateName(s), "'");
+    }
+    return out;
+  }();
+  return *text;
+}
+
+absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st) {
+  std::vector<JobRow> out;
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) return out;
+    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadJob(st));
+    out.push_back(std::move(row));
+  }
+}
+
+}  // namespace rows
+
+namespace {
+
+using rows::CollectJobs;
+using rows::InsertRecord;
+using rows::IsKnown;
+using rows::kJobColumns;
+using rows::kRecordColumns;
+using rows::ReadJob;
+using rows::ReadRecord;
+using rows::UnfinishedStatesSql;
+using rows::ValidateRecord;
+
+// LIMIT for "no limit" (SQLite's -1 is an error on PostgreSQL).
+constexpr int64_t kNoLimit = INT64_MAX;
+
+constexpr char kTokenColumns[] = "id, \"user\", role, hash, created_unix_ms, revoked_unix_ms";
+constexpr char kAgentColumns[] =
+    "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
+    "last_seen_unix_ms, results";
 
 TokenRow ReadToken(const Statement& st) {
   TokenRow row;
@@ -197,16 +210,6 @@ absl::StatusOr<std::vector<RecordRow>> CollectRecords(Statement& st) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) return out;
     KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadRecord(st));
-    out.push_back(std::move(row));
-  }
-}
-
-absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st) {
-  std::vector<JobRow> out;
-  while (true) {
-    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-    if (!has_row) return out;
-    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadJob(st));
     out.push_back(std::move(row));
   }
 }

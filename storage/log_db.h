@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -115,6 +116,23 @@ struct ArtifactRow {
   int64_t created_unix_ms = 0;
 };
 
+// A batch relayed between trackers sharing one database: published by the
+// tracker that runs its job (owner), leased to the tracker of an agent that
+// measures it (holder), its results left for the owner. `work` and `results`
+// are the tracker's JSON; state "queued", "leased" or "done".
+struct BatchRow {
+  std::string id;
+  std::string job_id;
+  std::string device_key;
+  std::string owner;
+  std::string holder;
+  std::string state;
+  std::string work;
+  std::string results;
+  int64_t lease_until_ms = 0;
+  int64_t created_unix_ms = 0;
+};
+
 class LogDb {
  public:
   // Opens (or creates) the database and migrates it to the current schema.
@@ -166,6 +184,45 @@ class LogDb {
   absl::StatusOr<std::vector<JobRow>> ListJobs();  // newest first
   absl::StatusOr<std::vector<JobRow>> UnfinishedJobs();
 
+  // Several trackers on one database (PostgreSQL; each tracker's id is its
+  // own). ClaimJobs: unfinished jobs no tracker holds (or whose tracker's
+  // lease ran out before now_ms) become `tracker`'s until until_ms, each to
+  // exactly one tracker (row locks skipped, not waited for); returns them.
+  absl::StatusOr<std::vector<JobRow>> ClaimJobs(const std::string& tracker, int64_t now_ms,
+                                                int64_t until_ms);
+  // Extends the leases of `tracker`'s unfinished jobs to until_ms; returns
+  // them, each with whether another tracker was asked to cancel it.
+  absl::StatusOr<std::vector<std::pair<std::string, bool>>> RenewJobLeases(
+      const std::string& tracker, int64_t until_ms);
+  // Marks a job to be cancelled by the tracker that runs it; NOT_FOUND for
+  // an unknown job.
+  absl::Status RequestCancel(const std::string& job_id);
+  // Gives a job to `tracker` (it was submitted there); until_ms: its lease.
+  absl::Status HoldJob(const std::string& job_id, const std::string& tracker, int64_t until_ms);
+
+  // Relayed batches (see BatchRow).
+  absl::Status PublishBatch(const BatchRow& row);
+  // The oldest queued batch of this key published by another tracker,
+  // leased to `holder` until until_ms; nullopt when there is none.
+  absl::StatusOr<std::optional<BatchRow>> ClaimBatch(const std::string& device_key,
+                                                     const std::string& holder, int64_t until_ms);
+  // The holder's results; false when the batch is no longer its own (its
+  // lease ran out and it was requeued or withdrawn).
+  absl::StatusOr<bool> FinishBatch(const std::string& id, const std::string& holder,
+                                   const std::string& results);
+  // The owner's finished batches, removed from the table.
+  absl::StatusOr<std::vector<BatchRow>> TakeFinishedBatches(const std::string& owner);
+  // Removes a batch its owner published if nobody leased it yet: true then.
+  absl::StatusOr<bool> WithdrawBatch(const std::string& id);
+  // Queued batches by device key, of every owner but `except_owner`.
+  absl::StatusOr<std::map<std::string, int64_t>> QueuedBatchesByKey(
+      const std::string& except_owner);
+  // Leased batches whose lease ran out before now_ms go back to the queue;
+  // returns how many.
+  absl::StatusOr<int64_t> RequeueExpiredBatches(int64_t now_ms);
+  // Drops every relayed batch of a job (its new tracker starts afresh).
+  absl::Status DropBatchesOfJob(const std::string& job_id);
+
   // Tokens. AddToken returns the new id (ALREADY_EXISTS for a hash stored
   // before); RevokeToken: NOT_FOUND for an unknown id.
   absl::StatusOr<int64_t> AddToken(const TokenRow& row);
@@ -204,6 +261,8 @@ class LogDb {
 
  private:
   explicit LogDb(std::unique_ptr<Database> db);
+  // " FOR UPDATE SKIP LOCKED" on PostgreSQL; "" on SQLite (one writer).
+  const char* SkipLocked() const;
   std::mutex mu_;
   std::unique_ptr<Database> db_;
 };

@@ -107,6 +107,30 @@ CREATE TABLE tokens (
       R"sql(
 ALTER TABLE records ADD COLUMN farm TEXT NOT NULL DEFAULT '';
 )sql",
+      // 4 -> 5: several trackers on one database (PostgreSQL). Which
+      // tracker runs each job until when (its lease, renewed while it
+      // lives), a cancel asked of a tracker that does not run the job, and
+      // batches relayed between trackers: published by the job's tracker
+      // (owner), measured by an agent of another (holder).
+      R"sql(
+ALTER TABLE jobs ADD COLUMN tracker_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN lease_until_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE batches (
+  id TEXT PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  device_key TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  holder TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL,
+  work TEXT NOT NULL,
+  results TEXT NOT NULL DEFAULT '',
+  lease_until_ms INTEGER NOT NULL DEFAULT 0,
+  created_unix_ms INTEGER NOT NULL
+);
+CREATE INDEX batches_by_key ON batches(device_key, state);
+CREATE INDEX batches_by_owner ON batches(owner, state);
+)sql",
   };
   return kLadder;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// What storage's sources share about record rows (log_db.cc, and the JSON
-// lines import and export in log_db_jsonl.cc): the columns a record is read
+// What storage's sources share about record and job rows (log_db.cc, the JSON
+// lines import and export in log_db_jsonl.cc, the farm's tables in
+// log_db_farm.cc): the columns a record is read
 // with, its costs as text, its checks, reading and inserting one, and the
 // status macros. Private to storage/.
 
@@ -33,6 +34,17 @@ inline constexpr char kRecordColumns[] =
     "compiler_version, agent_id, job_id, unix_ms, farm";
 // Columns of kRecordColumns (a query's further columns start here).
 inline constexpr int kRecordColumnCount = 13;
+
+inline constexpr char kJobColumns[] =
+    "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
+    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner";
+// "'queued', 'tuning', 'compiling'": the states of a job that runs again, as
+// SQL text.
+const std::string& UnfinishedStatesSql();
+// A row selected with kJobColumns; DATA_LOSS for text no kiln wrote.
+absl::StatusOr<JobRow> ReadJob(const Statement& st);
+// Every row of a statement that selected kJobColumns.
+absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st);
 
 // Whether a value is one of its enum's (not a cast from a stray number).
 bool IsKnown(ErrorKind kind);

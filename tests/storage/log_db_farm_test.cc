@@ -1,0 +1,175 @@
+// Several trackers on one log database: job leases and relayed batches
+// (storage/log_db_farm.cc). Every test opens one connection per tracker, as
+// separate tracker processes would; on PostgreSQL (the pg.* tests) the
+// concurrent claims exercise its row locks.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "storage/log_db.h"
+#include "test_util.h"
+
+namespace kiln::storage {
+namespace {
+
+using testing::TempDir;
+
+std::unique_ptr<LogDb> Open(const std::string& url) {
+  auto db = LogDb::Open(url);
+  EXPECT_TRUE(db.ok()) << db.status();
+  return db.ok() ? std::move(*db) : nullptr;
+}
+
+JobRow NewJob(const std::string& id, JobState state = JobState::kTuning) {
+  JobRow j;
+  j.id = id;
+  j.model_name = "m";
+  j.model_sha256 = std::string(64, 'a');
+  j.device_key = "x86";
+  j.target = "llvm";
+  j.state = state;
+  j.trials = 10;
+  j.options_json = "{}";
+  j.created_unix_ms = 1;
+  j.updated_unix_ms = 1;
+  return j;
+}
+
+std::set<std::string> Ids(const std::vector<JobRow>& jobs) {
+  std::set<std::string> out;
+  for (const JobRow& j : jobs) out.insert(j.id);
+  return out;
+}
+
+TEST(LogDbFarmTest, EachJobIsHeldByOneTrackerUntilItsLeaseRunsOut) {
+  TempDir dir;
+  const std::string url = dir.DbUrl("farm.db");
+  auto a = Open(url);
+  auto b = Open(url);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->CreateJob(NewJob("j1")).ok());
+  ASSERT_TRUE(a->CreateJob(NewJob("j2", JobState::kQueued)).ok());
+  ASSERT_TRUE(a->CreateJob(NewJob("done", JobState::kCompleted)).ok());
+  ASSERT_TRUE(a->HoldJob("j2", "tracker-b", 5000).ok());
+
+  // Unheld unfinished jobs go to the first tracker that asks; j2 is b's.
+  auto claimed = a->ClaimJobs("tracker-a", 1000, 2000);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  EXPECT_EQ(Ids(*claimed), std::set<std::string>{"j1"});
+  EXPECT_TRUE(b->ClaimJobs("tracker-b", 1000, 2000)->empty());
+  // Renewals: each tracker keeps its own.
+  auto renewed = a->RenewJobLeases("tracker-a", 3000);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  ASSERT_EQ(renewed->size(), 1u);
+  EXPECT_EQ((*renewed)[0].first, "j1");
+  EXPECT_FALSE((*renewed)[0].second);
+  // Tracker a stops renewing: after its lease, b takes j1 over.
+  EXPECT_TRUE(b->ClaimJobs("tracker-b", 2999, 9000)->empty());
+  EXPECT_EQ(Ids(*b->ClaimJobs("tracker-b", 3001, 9000)), std::set<std::string>{"j1"});
+  EXPECT_TRUE(a->RenewJobLeases("tracker-a", 9000)->empty());
+  // A cancel asked anywhere reaches the tracker that runs the job.
+  ASSERT_TRUE(a->RequestCancel("j1").ok());
+  EXPECT_EQ(a->RequestCancel("nope").code(), absl::StatusCode::kNotFound);
+  auto b_jobs = b->RenewJobLeases("tracker-b", 9500);
+  ASSERT_TRUE(b_jobs.ok());
+  std::map<std::string, bool> cancel(b_jobs->begin(), b_jobs->end());
+  EXPECT_EQ(cancel, (std::map<std::string, bool>{{"j1", true}, {"j2", false}}));
+}
+
+TEST(LogDbFarmTest, RelayedBatchGoesToOneOtherTrackerAndBackToItsOwner) {
+  TempDir dir;
+  const std::string url = dir.DbUrl("farm.db");
+  auto owner = Open(url);
+  auto b = Open(url);
+  auto c = Open(url);
+  ASSERT_TRUE(owner && b && c);
+  BatchRow row;
+  row.id = "A/b-1";
+  row.job_id = "j1";
+  row.device_key = "x86";
+  row.owner = "A";
+  row.work = R"({"candidates":[]})";
+  row.created_unix_ms = 10;
+  ASSERT_TRUE(owner->PublishBatch(row).ok());
+  EXPECT_EQ(owner->PublishBatch(BatchRow{}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*b->QueuedBatchesByKey("B")), (std::map<std::string, int64_t>{{"x86", 1}}));
+  EXPECT_TRUE(owner->QueuedBatchesByKey("A")->empty());
+
+  // Not to its own owner, not for another key, and to one tracker only.
+  EXPECT_FALSE(owner->ClaimBatch("x86", "A", 100)->has_value());
+  EXPECT_FALSE(b->ClaimBatch("arm", "B", 100)->has_value());
+  auto got = b->ClaimBatch("x86", "B", 100);
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
+  EXPECT_EQ((*got)->work, row.work);
+  EXPECT_EQ((*got)->state, "leased");
+  EXPECT_FALSE(c->ClaimBatch("x86", "C", 100)->has_value());
+  EXPECT_FALSE(*owner->WithdrawBatch("A/b-1"));  // leased: no longer the owner's to take back
+
+  // B's lease runs out: C gets it, and B's late results are refused.
+  EXPECT_EQ(*c->RequeueExpiredBatches(50), 0);
+  EXPECT_EQ(*c->RequeueExpiredBatches(101), 1);
+  ASSERT_TRUE(c->ClaimBatch("x86", "C", 500)->has_value());
+  EXPECT_FALSE(*b->FinishBatch("A/b-1", "B", "late"));
+  EXPECT_TRUE(owner->TakeFinishedBatches("A")->empty());
+  EXPECT_TRUE(*c->FinishBatch("A/b-1", "C", R"([{"ok":1}])"));
+  auto done = owner->TakeFinishedBatches("A");
+  ASSERT_TRUE(done.ok() && done->size() == 1u) << done.status();
+  EXPECT_EQ((*done)[0].results, R"([{"ok":1}])");
+  EXPECT_EQ((*done)[0].holder, "C");
+  EXPECT_TRUE(owner->TakeFinishedBatches("A")->empty());  // taken once
+
+  // A queued batch can be withdrawn; a job's batches can be dropped.
+  row.id = "A/b-2";
+  ASSERT_TRUE(owner->PublishBatch(row).ok());
+  EXPECT_TRUE(*owner->WithdrawBatch("A/b-2"));
+  row.id = "A/b-3";
+  ASSERT_TRUE(owner->PublishBatch(row).ok());
+  ASSERT_TRUE(owner->DropBatchesOfJob("j1").ok());
+  EXPECT_FALSE(b->ClaimBatch("x86", "B", 100)->has_value());
+}
+
+TEST(LogDbFarmTest, ConcurrentClaimsGiveEachBatchToExactlyOneTracker) {
+  TempDir dir;
+  const std::string url = dir.DbUrl("farm.db");
+  auto owner = Open(url);
+  ASSERT_TRUE(owner);
+  constexpr int kBatches = 40;
+  for (int i = 0; i < kBatches; ++i) {
+    BatchRow row;
+    row.id = "A/b-" + std::to_string(i);
+    row.job_id = "j";
+    row.device_key = "x86";
+    row.owner = "A";
+    row.work = "{}";
+    row.created_unix_ms = i;
+    ASSERT_TRUE(owner->PublishBatch(row).ok());
+  }
+  constexpr int kTrackers = 4;
+  std::vector<std::vector<std::string>> got(kTrackers);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kTrackers; ++t) {
+    threads.emplace_back([&, t] {
+      auto db = Open(url);
+      if (!db) return;
+      const std::string me = "T" + std::to_string(t);
+      while (true) {
+        auto b = db->ClaimBatch("x86", me, 1000);
+        if (!b.ok()) {
+          ADD_FAILURE() << b.status();
+          return;
+        }
+        if (!b->has_value()) return;
+        got[t].push_back((*b)->id);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::multiset<std::string> all;
+  for (const auto& ids : got) all.insert(ids.begin(), ids.end());
+  EXPECT_EQ(all.size(), static_cast<size_t>(kBatches));
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), static_cast<size_t>(kBatches));
+}
+
+}  // namespace
+}  // namespace kiln::storage
