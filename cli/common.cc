@@ -10,6 +10,7 @@
 #include <memory>
 #include <ostream>
 
+#include "base/net.h"
 #include "base/pem.h"
 #include "base/str.h"
 #include "storage/vocabulary.h"
@@ -123,8 +124,12 @@ std::unique_ptr<kiln::v1::Tracker::Stub> ConnectTracker(const std::string& addre
     ssl.pem_root_certs = *pem;
     credentials = grpc::SslCredentials(ssl);
   }
+  // Several trackers of one farm ("HOST:PORT,HOST:PORT"): the channel fails
+  // over along the list.
+  const std::vector<std::string> trackers = SplitAddresses(address);
+  if (trackers.size() > 1) channel_args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, trackers[0]);
   std::shared_ptr<grpc::Channel> channel = grpc::experimental::CreateCustomChannelWithInterceptors(
-      address, credentials, channel_args, std::move(interceptors));
+      ChannelTarget(address), credentials, channel_args, std::move(interceptors));
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + env.connect_timeout)) {
     *env.err << "kiln: tracker " << address << " does not answer"
              << (env.tls_ca.empty() ? ""

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "base/net.h"
 #include "base/str.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -67,7 +68,10 @@ AgentSession::AgentSession(AgentOptions options, CandidateMeasurer measurer)
     ssl.pem_private_key = options_.tls_key_pem;
     credentials = grpc::SslCredentials(ssl);
   }
-  channel_ = grpc::CreateCustomChannel(options_.tracker, credentials, args);
+  // Several trackers of one farm: the channel fails over along the list.
+  const std::vector<std::string> trackers = SplitAddresses(options_.tracker);
+  if (trackers.size() > 1) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, trackers[0]);
+  channel_ = grpc::CreateCustomChannel(ChannelTarget(options_.tracker), credentials, args);
 }
 
 AgentSession::~AgentSession() { Stop(); }

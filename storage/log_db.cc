@@ -368,9 +368,10 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
     return absl::InvalidArgumentError(StrCat("unknown job state ", static_cast<int>(row.state)));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  KILN_STORAGE_ASSIGN_OR_RETURN(st, db_->Prepare(StrCat("INSERT INTO jobs(", kJobColumns,
-                                                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-                                                        "ON CONFLICT DO NOTHING")));
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare(StrCat("INSERT INTO jobs(", kJobColumns, ", tracker_id, lease_until_ms",
+                              ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                              "ON CONFLICT DO NOTHING")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
@@ -386,6 +387,8 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.updated_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(14, row.tuning_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(15, row.owner));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(16, row.tracker_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(17, row.lease_until_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() == 0) {
     return absl::AlreadyExistsError(StrCat("job '", row.id, "' already exists"));

@@ -67,6 +67,11 @@ struct JobRow {
   int64_t updated_unix_ms = 0;
   int64_t tuning_ms = 0;  // wall-clock time spent tuning so far
   std::string owner;      // the submitting user ("" without authentication); never updated
+  // Several trackers on one database: the tracker that runs the job, until
+  // when (its lease). Written by CreateJob; then only ClaimJobs moves them
+  // (RenewJobLeases extends the lease); not read back into rows.
+  std::string tracker_id;
+  int64_t lease_until_ms = 0;
 };
 
 // A bearer token: who it is (user name and role: "user", "agent" or
@@ -197,8 +202,6 @@ class LogDb {
   // Marks a job to be cancelled by the tracker that runs it; NOT_FOUND for
   // an unknown job.
   absl::Status RequestCancel(const std::string& job_id);
-  // Gives a job to `tracker` (it was submitted there); until_ms: its lease.
-  absl::Status HoldJob(const std::string& job_id, const std::string& tracker, int64_t until_ms);
 
   // Relayed batches (see BatchRow).
   absl::Status PublishBatch(const BatchRow& row);
@@ -206,6 +209,9 @@ class LogDb {
   // leased to `holder` until until_ms; nullopt when there is none.
   absl::StatusOr<std::optional<BatchRow>> ClaimBatch(const std::string& device_key,
                                                      const std::string& holder, int64_t until_ms);
+  // Sets the lease of a batch `holder` holds; false when it holds it no more.
+  absl::StatusOr<bool> SetBatchLease(const std::string& id, const std::string& holder,
+                                     int64_t until_ms);
   // The holder's results; false when the batch is no longer its own (its
   // lease ran out and it was requeued or withdrawn).
   absl::StatusOr<bool> FinishBatch(const std::string& id, const std::string& holder,

@@ -82,19 +82,6 @@ absl::Status LogDb::RequestCancel(const std::string& job_id) {
   return absl::OkStatus();
 }
 
-absl::Status LogDb::HoldJob(const std::string& job_id, const std::string& tracker,
-                            int64_t until_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
-  KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare("UPDATE jobs SET tracker_id = ?, lease_until_ms = ? WHERE id = ?"));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, tracker));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, until_ms));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, job_id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
-  if (db_->Changes() == 0) return absl::NotFoundError(StrCat("no job '", job_id, "'"));
-  return absl::OkStatus();
-}
-
 // --------------------------------------------------------- relayed batches
 
 absl::Status LogDb::PublishBatch(const BatchRow& row) {
@@ -130,6 +117,19 @@ absl::StatusOr<std::optional<BatchRow>> LogDb::ClaimBatch(const std::string& dev
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return std::optional<BatchRow>();
   return std::optional<BatchRow>(ReadBatch(st));
+}
+
+absl::StatusOr<bool> LogDb::SetBatchLease(const std::string& id, const std::string& holder,
+                                          int64_t until_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("UPDATE batches SET lease_until_ms = ? WHERE id = ? AND holder = ? AND "
+                       "state = 'leased'"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(1, until_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, holder));
+  KILN_STORAGE_RETURN_IF_ERROR(st.Run());
+  return db_->Changes() > 0;
 }
 
 absl::StatusOr<bool> LogDb::FinishBatch(const std::string& id, const std::string& holder,

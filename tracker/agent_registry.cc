@@ -201,7 +201,13 @@ int AgentRegistry::ConnectedCount(const std::string& device_key) const {
   for (const auto& [id, slot] : agents_) {
     n += slot.info.connected && slot.info.device_key == device_key;
   }
-  return n;
+  auto remote = remote_.find(device_key);
+  return n + (remote == remote_.end() ? 0 : remote->second.count);
+}
+
+void AgentRegistry::SetRemote(std::map<std::string, Remote> remote) {
+  std::lock_guard<std::mutex> lock(mu_);
+  remote_ = std::move(remote);
 }
 
 std::optional<AgentInfo> AgentRegistry::Get(const std::string& agent_id) const {
@@ -221,6 +227,10 @@ std::optional<std::string> AgentRegistry::TargetForKey(const std::string& device
         (a.connected == best->connected && a.last_seen_unix_ms > best->last_seen_unix_ms)) {
       best = &a;
     }
+  }
+  if (best == nullptr || !best->connected) {
+    auto remote = remote_.find(device_key);
+    if (remote != remote_.end() && !remote->second.target.empty()) return remote->second.target;
   }
   if (best == nullptr) return std::nullopt;
   return best->target;

@@ -84,13 +84,23 @@ class AgentRegistry {
   std::vector<std::string> Silent(int64_t max_silence_ms) const;
 
   std::vector<AgentInfo> List() const;
+  // Connected agents of the key: this tracker's, and those of the other
+  // trackers on the same database (SetRemote).
   int ConnectedCount(const std::string& device_key) const;
+  // Agents of other trackers on the same database, by key: how many, and
+  // the target of one (tracker/relay.h sets them).
+  struct Remote {
+    int count = 0;
+    std::string target;
+  };
+  void SetRemote(std::map<std::string, Remote> remote);
   std::optional<AgentInfo> Get(const std::string& agent_id) const;
   // The target of an agent with this key: a connected one first, else the
   // most recently seen one.
   std::optional<std::string> TargetForKey(const std::string& device_key) const;
 
  private:
+  std::map<std::string, Remote> remote_;
   struct Slot {
     AgentInfo info;
     uint64_t session = 0;

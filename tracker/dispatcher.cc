@@ -489,6 +489,12 @@ std::map<std::string, size_t> Dispatcher::QueuedByKey() const {
   return out;
 }
 
+size_t Dispatcher::WaitingRequests(const std::string& device_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = requests_.find(device_key);
+  return it == requests_.end() ? 0 : it->second.size();
+}
+
 size_t Dispatcher::QueuedLocked(const std::map<std::string, JobQueue>& jobs) {
   size_t n = 0;
   for (const auto& [job, jq] : jobs) n += jq.batches.size();

@@ -72,7 +72,12 @@ JobManager::JobManager(storage::LogDb* db, storage::ArtifactStore* store, AgentR
 JobManager::~JobManager() { Stop(); }
 
 void JobManager::Stop() {
-  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  leases_cv_.notify_all();
+  if (leases_thread_.joinable()) leases_thread_.join();
   std::vector<std::shared_ptr<Job>> jobs;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -297,6 +302,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   job->row.options_json = OptionsToJson(stored);
   job->row.created_unix_ms = now;
   job->row.updated_unix_ms = now;
+  job->row.tracker_id = options_.tracker_id;
+  if (!options_.tracker_id.empty()) job->row.lease_until_ms = now + options_.job_lease_ms;
   if (absl::Status st = db_->CreateJob(job->row); !st.ok()) return st;
   job->target = *target;
   int num_tasks = static_cast<int>(model->Tasks().size());
@@ -367,36 +374,86 @@ size_t JobManager::JobsInMemory() {
 }
 
 absl::Status JobManager::Start() {
+  if (!options_.tracker_id.empty()) {
+    if (absl::Status s = ClaimAndResume(); !s.ok()) return s;
+    leases_thread_ = std::thread([this] { HoldJobs(); });
+    return absl::OkStatus();
+  }
   auto rows = db_->UnfinishedJobs();
   if (!rows.ok()) return rows.status();
+  for (const auto& row : *rows) Resume(row);
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::ClaimAndResume() {
+  const int64_t now = clock_->NowMs();
+  auto rows = db_->ClaimJobs(options_.tracker_id, now, now + options_.job_lease_ms);
+  if (!rows.ok()) return rows.status();
   for (const auto& row : *rows) {
-    auto job = std::make_shared<Job>();
-    job->row = row;
-    auto stored = OptionsFromJson(row.options_json, options_.default_timing);
-    if (stored.ok()) {
-      job->timing = stored->timing;
-      job->strategy = stored->strategy;
-      job->budget_s = stored->budget_s;
-      job->early_stopping = stored->early_stopping;
-      job->deadline_unix_ms = stored->deadline_unix_ms;
-      job->priority = stored->priority;
-      auto target = compiler::Target::Parse(row.target);
-      job->import = ImportOptionsOf(*stored, *store_, options_.max_elements,
-                                    target.ok() ? *target : compiler::Target::Host());
-    } else {
-      // The job fails when it cannot load its model with these options.
-      Log()->warn("job {}: unreadable options: {}", row.id, stored.status().ToString());
-      job->timing = options_.default_timing;
-    }
-    Log()->info("resuming job {} (state {})", row.id, storage::JobStateName(row.state));
-    {
-      std::lock_guard<std::mutex> lock(job->mu);
-      job->events.push_back(
-          {clock_->NowMs(), StrCat("job ", row.id, " resumed"), SnapshotLocked(*job)});
-    }
-    Launch(job);
+    // Batches its last tracker relayed are that tracker's; their results
+    // would reach nobody.
+    if (absl::Status s = db_->DropBatchesOfJob(row.id); !s.ok()) return s;
+    Log()->info("job {}: taken over by tracker {}", row.id, options_.tracker_id);
+    Resume(row);
   }
   return absl::OkStatus();
+}
+
+void JobManager::HoldJobs() {
+  const auto period = std::chrono::milliseconds(std::max<int64_t>(options_.job_lease_ms / 3, 1));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    leases_cv_.wait_for(lock, period, [&] { return stopping_.load(); });
+    if (stopping_) break;
+    lock.unlock();
+    auto held = db_->RenewJobLeases(options_.tracker_id, clock_->NowMs() + options_.job_lease_ms);
+    if (!held.ok()) {
+      Log()->warn("renewing job leases: {}", held.status().ToString());
+    } else {
+      for (const auto& [id, cancel] : *held) {
+        if (!cancel) continue;
+        auto job = Find(id);
+        bool running = false;
+        if (job) {
+          std::lock_guard<std::mutex> job_lock(job->mu);
+          running = !job->cancelled;
+        }
+        if (running) (void)Cancel(id);
+      }
+      if (absl::Status s = ClaimAndResume(); !s.ok()) {
+        Log()->warn("claiming jobs: {}", s.ToString());
+      }
+    }
+    lock.lock();
+  }
+}
+
+void JobManager::Resume(const storage::JobRow& row) {
+  auto job = std::make_shared<Job>();
+  job->row = row;
+  auto stored = OptionsFromJson(row.options_json, options_.default_timing);
+  if (stored.ok()) {
+    job->timing = stored->timing;
+    job->strategy = stored->strategy;
+    job->budget_s = stored->budget_s;
+    job->early_stopping = stored->early_stopping;
+    job->deadline_unix_ms = stored->deadline_unix_ms;
+    job->priority = stored->priority;
+    auto target = compiler::Target::Parse(row.target);
+    job->import = ImportOptionsOf(*stored, *store_, options_.max_elements,
+                                  target.ok() ? *target : compiler::Target::Host());
+  } else {
+    // The job fails when it cannot load its model with these options.
+    Log()->warn("job {}: unreadable options: {}", row.id, stored.status().ToString());
+    job->timing = options_.default_timing;
+  }
+  Log()->info("resuming job {} (state {})", row.id, storage::JobStateName(row.state));
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    job->events.push_back(
+        {clock_->NowMs(), StrCat("job ", row.id, " resumed"), SnapshotLocked(*job)});
+  }
+  Launch(job);
 }
 
 absl::StatusOr<std::unique_ptr<ModelUpload>> JobManager::NewUpload() {
@@ -596,7 +653,15 @@ absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
 
 absl::StatusOr<JobStatus> JobManager::Cancel(const std::string& job_id) {
   auto job = Find(job_id);
-  if (!job) return Get(job_id);  // not running here: nothing to cancel
+  if (!job) {
+    // Not running here: another tracker's (several on one database) is
+    // asked through the database; otherwise there is nothing to cancel.
+    auto status = Get(job_id);
+    if (status.ok() && !status->Finished() && !options_.tracker_id.empty()) {
+      if (absl::Status s = db_->RequestCancel(job_id); !s.ok()) return s;
+    }
+    return status;
+  }
   {
     std::lock_guard<std::mutex> lock(job->mu);
     if (storage::IsFinal(job->row.state)) {
@@ -635,10 +700,22 @@ absl::StatusOr<std::vector<JobEventEntry>> JobManager::WaitEvents(
   *finished = false;
   auto job = Find(job_id);
   if (!job) {
-    // Not running in this process: one event with the stored state.
+    // Not running in this process: one event with the stored state (and,
+    // while another tracker runs it, one per wait until it ends).
     auto status = Get(job_id);
     if (!status.ok()) return status.status();
-    *finished = true;
+    if (!options_.tracker_id.empty() && !status->Finished() && *next > 0) {
+      std::this_thread::sleep_for(
+          std::min<std::chrono::milliseconds>(max_wait, std::chrono::milliseconds(1000)));
+      status = Get(job_id);
+      if (!status.ok()) return status.status();
+      ++*next;
+      *finished = status->Finished();
+      return std::vector<JobEventEntry>{
+          {status->row.updated_unix_ms,
+           StrCat("job ", job_id, " is ", storage::JobStateName(status->row.state)), *status}};
+    }
+    *finished = options_.tracker_id.empty() || status->Finished();
     if (*next > 0) return std::vector<JobEventEntry>{};
     *next = 1;
     return std::vector<JobEventEntry>{

@@ -63,6 +63,14 @@ struct JobManagerOptions {
   // at once starve the agents' sessions of CPU and the machine of memory);
   // 0: half the machine's cores, at least one. The others wait, "compiling".
   int max_concurrent_compiles = 0;
+  // Several trackers on one database (PostgreSQL): this tracker's id, unique
+  // among them. Set, the manager runs only the jobs it holds: those
+  // submitted here and those it claims (unheld, or their tracker's lease ran
+  // out: it died), renewing its leases every job_lease_ms / 3; a cancel of a
+  // job another tracker runs is passed to it through the database. Empty
+  // (one tracker): every unfinished job is resumed on Start.
+  std::string tracker_id;
+  int64_t job_lease_ms = 15000;
 };
 
 struct SubmitRequest {
@@ -124,7 +132,8 @@ class JobManager {
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
 
-  // Resumes every unfinished job of the database.
+  // Resumes every unfinished job of the database (with a tracker_id: the
+  // jobs it claims, and starts claiming and renewing).
   absl::Status Start();
   // Stops all job threads; unfinished jobs stay unfinished in the database.
   void Stop();
@@ -155,6 +164,14 @@ class JobManager {
   std::shared_ptr<Job> Find(const std::string& job_id);
   absl::StatusOr<std::string> NewJobId();
   void Launch(std::shared_ptr<Job> job);
+  // Runs a stored unfinished job again from its records.
+  void Resume(const storage::JobRow& row);
+  // With a tracker_id: claims jobs no live tracker holds, renews this
+  // tracker's leases and passes on cancels asked elsewhere, until Stop.
+  void HoldJobs();
+  absl::Status ClaimAndResume();
+  std::thread leases_thread_;
+  std::condition_variable leases_cv_;
   int UnfinishedJobsOf(const std::string& owner);
   void Run(std::shared_ptr<Job> job);
   absl::Status Tune(Job& job);

@@ -1,6 +1,7 @@
 #include "tracker/server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -426,6 +427,21 @@ TrackerServer::TrackerServer(TrackerOptions options) : options_(std::move(option
 
 TrackerServer::~TrackerServer() { Stop(); }
 
+namespace {
+
+// A tracker's id among those sharing one database: host, process and a
+// random part (a restarted tracker is a new one).
+std::string NewTrackerId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "tracker");
+  std::random_device rd;
+  char tail[16];
+  std::snprintf(tail, sizeof tail, "%06x", rd() & 0xffffff);
+  return StrCat(host, "-", getpid(), "-", tail);
+}
+
+}  // namespace
+
 absl::StatusOr<int> TrackerServer::Start() {
   KILN_CHECK(server_ == nullptr) << "TrackerServer started twice";
   if (options_.db_path.empty()) return absl::InvalidArgumentError("--db is required");
@@ -459,6 +475,14 @@ absl::StatusOr<int> TrackerServer::Start() {
   dispatcher_ = std::make_unique<Dispatcher>(&clock_, dopts);
   JobManagerOptions jopts = options_.jobs;
   jopts.db_path = options_.db_path;
+  // On PostgreSQL any number of trackers may share the database: each holds
+  // the jobs it runs by lease and relays batches to the others' agents.
+  const bool shared =
+      options_.db_path.starts_with("postgresql://") || options_.db_path.starts_with("postgres://");
+  if (shared && jopts.tracker_id.empty()) jopts.tracker_id = NewTrackerId();
+  if (!jopts.tracker_id.empty()) {
+    Log()->info("tracker {}: one of the trackers sharing this database", jopts.tracker_id);
+  }
   jopts.artifacts_dir = options_.artifacts_dir;
   jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
                                        &clock_, jopts);
@@ -498,6 +522,12 @@ absl::StatusOr<int> TrackerServer::Start() {
     Stop();
     return st;
   }
+  if (!jopts.tracker_id.empty()) {
+    RelayOptions ropts;
+    ropts.tracker_id = jopts.tracker_id;
+    relay_ = std::make_unique<Relay>(db_.get(), dispatcher_.get(), agents_.get(), &clock_, ropts);
+    relay_->Start();
+  }
   if (!options_.http_listen.empty()) {
     http_ = std::make_unique<HttpServer>(
         HttpDeps{jobs_.get(), agents_.get(), dispatcher_.get(), &metrics_, auth_.get(), &clock_});
@@ -528,6 +558,7 @@ void TrackerServer::Stop() {
   if (stopping_.exchange(true)) return;
   if (http_) http_->Stop();
   if (agent_service_) agent_service_->Stop();
+  if (relay_) relay_->Stop();
   if (dispatcher_) dispatcher_->Wake();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (jobs_) jobs_->Stop();

@@ -19,6 +19,7 @@
 #include "tracker/http.h"
 #include "tracker/job_manager.h"
 #include "tracker/metrics.h"
+#include "tracker/relay.h"
 
 namespace grpc {
 class Server;
@@ -79,6 +80,7 @@ class TrackerServer {
   std::unique_ptr<AgentRegistry> agents_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<Relay> relay_;  // several trackers on one database
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<grpc::Service> tracker_service_;
   std::unique_ptr<AgentSessions> agent_service_;

@@ -46,6 +46,11 @@ constexpr const char* kUsage =
     "                    [--user-weight NAME=WEIGHT]...   (fair shares; default 1)\n"
     "                    [--http HOST:PORT [--http-port-file FILE]]   (status page, "
     "/metrics)\n"
+    "                    [--tracker-id ID] [--job-lease-ms N]   (several trackers on one "
+    "PostgreSQL\n"
+    "                    database: this one's name, default host-pid-random; how long its "
+    "jobs stay\n"
+    "                    its own after it stops answering, default 15000)\n"
     "       kiln-tracker tokens create --db DB --user NAME [--role user|agent|admin]\n"
     "       kiln-tracker tokens list --db DB\n"
     "       kiln-tracker tokens revoke --db DB ID\n"
@@ -199,13 +204,28 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  auto flags = kiln::ParseFlags(
-      args,
-      {"--listen", "--db", "--artifacts", "--port-file", "--token", "--lease-timeout-ms",
-       "--max-model-bytes", "--max-elements", "--compile-timeout-s", "--compile-memory",
-       "--max-concurrent-compiles", "--max-jobs-per-user", "--tls-cert", "--tls-key",
-       "--tls-client-ca", "--user-weight", "--http", "--http-port-file"},
-      {"--require-auth", "--allow-anonymous"});
+  auto flags = kiln::ParseFlags(args,
+                                {"--listen",
+                                 "--db",
+                                 "--artifacts",
+                                 "--port-file",
+                                 "--token",
+                                 "--lease-timeout-ms",
+                                 "--max-model-bytes",
+                                 "--max-elements",
+                                 "--compile-timeout-s",
+                                 "--compile-memory",
+                                 "--max-concurrent-compiles",
+                                 "--max-jobs-per-user",
+                                 "--tls-cert",
+                                 "--tls-key",
+                                 "--tls-client-ca",
+                                 "--user-weight",
+                                 "--http",
+                                 "--http-port-file",
+                                 "--tracker-id",
+                                 "--job-lease-ms"},
+                                {"--require-auth", "--allow-anonymous"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
                                  : std::string(flags.status().message());
@@ -242,6 +262,15 @@ int main(int argc, char** argv) {
   if (!http_port_file.empty() && options.http_listen.empty()) {
     std::fprintf(stderr, "kiln-tracker: --http-port-file needs --http\n");
     return 2;
+  }
+  options.jobs.tracker_id = flags->Get("--tracker-id");
+  if (flags->Has("--job-lease-ms")) {
+    int64_t ms = 0;
+    if (!kiln::ParseInt64(flags->Get("--job-lease-ms"), &ms) || ms < 300 || ms > 3600000) {
+      std::fprintf(stderr, "kiln-tracker: --job-lease-ms must be in 300..3600000\n");
+      return 2;
+    }
+    options.jobs.job_lease_ms = ms;
   }
   if (flags->Has("--lease-timeout-ms")) {
     int64_t ms = 0;

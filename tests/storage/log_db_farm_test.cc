@@ -49,9 +49,11 @@ TEST(LogDbFarmTest, EachJobIsHeldByOneTrackerUntilItsLeaseRunsOut) {
   auto b = Open(url);
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(a->CreateJob(NewJob("j1")).ok());
-  ASSERT_TRUE(a->CreateJob(NewJob("j2", JobState::kQueued)).ok());
+  JobRow j2 = NewJob("j2", JobState::kQueued);  // submitted to tracker b
+  j2.tracker_id = "tracker-b";
+  j2.lease_until_ms = 5000;
+  ASSERT_TRUE(a->CreateJob(j2).ok());
   ASSERT_TRUE(a->CreateJob(NewJob("done", JobState::kCompleted)).ok());
-  ASSERT_TRUE(a->HoldJob("j2", "tracker-b", 5000).ok());
 
   // Unheld unfinished jobs go to the first tracker that asks; j2 is b's.
   auto claimed = a->ClaimJobs("tracker-a", 1000, 2000);
@@ -107,6 +109,8 @@ TEST(LogDbFarmTest, RelayedBatchGoesToOneOtherTrackerAndBackToItsOwner) {
   EXPECT_FALSE(*owner->WithdrawBatch("A/b-1"));  // leased: no longer the owner's to take back
 
   // B's lease runs out: C gets it, and B's late results are refused.
+  EXPECT_FALSE(*c->SetBatchLease("A/b-1", "C", 100));  // not C's
+  EXPECT_TRUE(*b->SetBatchLease("A/b-1", "B", 100));
   EXPECT_EQ(*c->RequeueExpiredBatches(50), 0);
   EXPECT_EQ(*c->RequeueExpiredBatches(101), 1);
   ASSERT_TRUE(c->ClaimBatch("x86", "C", 500)->has_value());

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Several trackers, one farm (issue 11): three kiln-tracker processes share
+one PostgreSQL database and one artifact folder; agents and the client are
+spread across them (each takes the three addresses, its own first).
+
+- A job submitted to one tracker is visible from the others, and agents
+  connected to the other trackers measure its batches (relayed through the
+  database).
+- The tracker that runs the job is killed with SIGKILL mid-job: another
+  takes the job over within the job lease, the agents and the client fail
+  over along their address lists, the job completes, the artifact fetched
+  from a surviving tracker runs, and every trial is recorded exactly once.
+
+Needs a PostgreSQL server: KILN_TEST_POSTGRES=postgresql://USER@HOST:PORT
+(scripts/test starts one); skipped without.
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+from e2e_test import build_cnn
+from farm import Farm
+
+ARGS = None
+KEY = "multi-cpu"
+SERVER = os.environ.get("KILN_TEST_POSTGRES", "")
+
+
+def psql(url, sql):
+    r = subprocess.run(["psql", url, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError(f"psql: {r.stderr}")
+    return [line.split("|") for line in r.stdout.splitlines() if line]
+
+
+@unittest.skipUnless(SERVER, "KILN_TEST_POSTGRES is not set: no PostgreSQL server")
+class MultiTracker(unittest.TestCase):
+    def setUp(self):
+        self.tmpdir = tempfile.TemporaryDirectory(prefix="kiln-multi-")
+        self.tmp = self.tmpdir.name
+        self.farm = Farm(self.tmp, ARGS.bin_dir)
+        self.dbname = f"kiln_multi_{os.getpid()}"
+        psql(f"{SERVER}/postgres", f"DROP DATABASE IF EXISTS {self.dbname}")
+        psql(f"{SERVER}/postgres", f"CREATE DATABASE {self.dbname}")
+        self.url = f"{SERVER}/{self.dbname}"
+        self.model = os.path.join(self.tmp, "cnn.onnx")
+        build_cnn(self.model)
+
+    def tearDown(self):
+        self.farm.stop()
+        psql(f"{SERVER}/postgres", f"DROP DATABASE IF EXISTS {self.dbname} WITH (FORCE)")
+        self.tmpdir.cleanup()
+
+    def start_tracker(self, i):
+        port_file = os.path.join(self.tmp, f"port{i}")
+        proc = self.farm.start(
+            [f"{ARGS.bin_dir}/tracker/kiln-tracker", "--listen", "127.0.0.1:0", "--port-file",
+             port_file, "--db", self.url, "--artifacts", os.path.join(self.tmp, "artifacts"),
+             "--tracker-id", f"tracker-{i}", "--job-lease-ms", "3000"], f"tracker{i}.log")
+        deadline = time.time() + 30
+        port = ""
+        while not port:
+            self.assertIsNone(proc.poll(), self.farm.log(f"tracker{i}.log"))
+            self.assertLess(time.time(), deadline, "tracker did not start")
+            time.sleep(0.05)
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    port = f.read().strip()
+        return proc, "127.0.0.1:" + port
+
+    def kiln(self, *args):
+        r = self.farm.kiln(*args)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def job_state(self, job, trackers):
+        out = self.kiln("job", job, "--tracker", trackers)
+        return next((l.split()[1] for l in out.splitlines() if l.startswith("state")), ""), out
+
+    def logs(self):
+        return "".join(f"--- {n}\n" + self.farm.log(n) for n in sorted(os.listdir(self.tmp))
+                       if n.endswith(".log"))
+
+    def test_kill_the_jobs_tracker_and_the_job_completes_through_the_others(self):
+        trackers = [self.start_tracker(i) for i in range(3)]
+        addrs = [a for _, a in trackers]
+        rotated = lambda i: ",".join(addrs[i:] + addrs[:i])  # noqa: E731
+        for i in range(3):  # agent i prefers tracker i
+            self.farm.start([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker", rotated(i),
+                             "--key", KEY, "--id", f"agent-{i}"], f"agent{i}.log")
+        everyone = rotated(0)
+        deadline = time.time() + 60
+        while "agent-1" not in self.kiln("devices", "--tracker", addrs[1]):
+            self.assertLess(time.time(), deadline, self.logs())
+            time.sleep(0.2)
+
+        trials = 96
+        out = self.kiln("tune", self.model, "--tracker", everyone, "--key", KEY, "--trials",
+                        str(trials))
+        job = out.splitlines()[0].strip()
+        # Visible from every tracker.
+        for a in addrs:
+            self.assertIn(job, self.kiln("jobs", "--tracker", a))
+        (owner,), = psql(self.url, f"SELECT tracker_id FROM jobs WHERE id = '{job}'")
+        self.assertEqual(owner, "tracker-0")
+
+        # Agents of the other trackers measure the job's batches too.
+        deadline = time.time() + 120
+        while True:
+            agents = {a for (a,) in psql(self.url, "SELECT DISTINCT agent_id FROM records WHERE "
+                                         f"job_id = '{job}'")}
+            if len(agents) >= 2 and len(psql(self.url, "SELECT id FROM records WHERE job_id = "
+                                             f"'{job}'")) >= 10:
+                break
+            self.assertLess(time.time(), deadline, f"records by {agents}\n" + self.logs())
+            time.sleep(0.1)
+
+        # Kill the job's tracker mid-job.
+        state, out = self.job_state(job, everyone)
+        self.assertEqual(state, "tuning", out)
+        trackers[0][0].send_signal(signal.SIGKILL)
+        trackers[0][0].wait(timeout=10)
+        killed_at = time.time()
+
+        # Another tracker takes the job over within the lease.
+        survivors = rotated(1)
+        deadline = time.time() + 60
+        while True:
+            (owner,), = psql(self.url, f"SELECT tracker_id FROM jobs WHERE id = '{job}'")
+            if owner != "tracker-0":
+                break
+            self.assertLess(time.time(), deadline, self.logs())
+            time.sleep(0.1)
+        self.assertIn(owner, ("tracker-1", "tracker-2"))
+        taken_over_s = time.time() - killed_at
+        self.assertLess(taken_over_s, 15)
+        print(f"job {job}: tracker-0 killed, taken over by {owner} after {taken_over_s:.1f} s",
+              flush=True)
+
+        deadline = time.time() + 600
+        while True:
+            state, out = self.job_state(job, everyone)  # fails over past the dead tracker
+            if state in ("completed", "failed", "cancelled"):
+                break
+            self.assertLess(time.time(), deadline, out + self.logs())
+            time.sleep(0.5)
+        self.assertEqual(state, "completed", out + self.logs())
+        by_agent = psql(self.url, "SELECT agent_id, COUNT(*) FROM records WHERE job_id = "
+                        f"'{job}' GROUP BY agent_id ORDER BY agent_id")
+        print(f"records by agent: {by_agent}", flush=True)
+
+        # Every trial recorded exactly once: one record per trial, and no
+        # config with two final records.
+        (total,), = psql(self.url, f"SELECT COUNT(*) FROM records WHERE job_id = '{job}'")
+        self.assertEqual(int(total), trials, self.logs())
+        twice = psql(self.url, "SELECT workload_key, config, COUNT(*) FROM records WHERE job_id = "
+                     f"'{job}' AND error_kind NOT IN ('timeout', 'agent_lost', 'invalid_cost', "
+                     "'wrong_result') GROUP BY workload_key, config HAVING COUNT(*) > 1")
+        self.assertEqual(twice, [])
+
+        # The artifact, fetched through the survivors, runs.
+        art = os.path.join(self.tmp, "cnn.kiln")
+        self.kiln("fetch", job, "--tracker", survivors, "-o", art)
+        x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)
+        np.save(os.path.join(self.tmp, "x.npy"), x)
+        out = os.path.join(self.tmp, "out")
+        r = subprocess.run([f"{ARGS.bin_dir}/deploy/kiln-run", art, "--input",
+                            f"data={self.tmp}/x.npy", "--output-dir", out],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out, "output_0.pb")))
+        ref = ort.InferenceSession(self.model, providers=["CPUExecutionProvider"]).run(
+            None, {"data": x})[0]
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest)

@@ -1,0 +1,268 @@
+#include "tracker/relay.h"
+
+#include "base/str.h"
+#include "nlohmann/json.hpp"
+#include "tracker/rpc.h"
+
+namespace kiln::tracker {
+
+using nlohmann::json;
+using rpc::Log;
+
+std::string WorkToJson(const MeasureWork& work) {
+  json candidates = json::array();
+  for (const MeasureCandidate& c : work.candidates) {
+    candidates.push_back({{"id", c.candidate_id}, {"config", compiler::CanonicalConfig(c.config)}});
+  }
+  const TimingOptions& t = work.timing;
+  return json{{"job_id", work.job_id},
+              {"device_key", work.device_key},
+              {"workload_key", work.workload_key},
+              {"workload_op", work.workload_op},
+              {"workload_canonical", work.workload_canonical},
+              {"workload_flops", work.workload_flops},
+              {"target", work.target},
+              {"user", work.user},
+              {"priority", work.priority},
+              {"timing",
+               {{"number", t.number},
+                {"repeat", t.repeat},
+                {"min_repeat_ms", t.min_repeat_ms},
+                {"cooldown_ms", t.cooldown_ms},
+                {"flush_cache", t.flush_cache},
+                {"timeout_ms", t.timeout_ms},
+                {"stop_above_s", t.stop_above_s}}},
+              {"candidates", std::move(candidates)}}
+      .dump();
+}
+
+absl::StatusOr<MeasureWork> WorkFromJson(const std::string& text) {
+  try {
+    const json j = json::parse(text);
+    MeasureWork w;
+    w.job_id = j.at("job_id").get<std::string>();
+    w.device_key = j.at("device_key").get<std::string>();
+    w.workload_key = j.at("workload_key").get<std::string>();
+    w.workload_op = j.at("workload_op").get<std::string>();
+    w.workload_canonical = j.at("workload_canonical").get<std::string>();
+    w.workload_flops = j.at("workload_flops").get<double>();
+    w.target = j.at("target").get<std::string>();
+    w.user = j.at("user").get<std::string>();
+    w.priority = j.at("priority").get<int32_t>();
+    const json& t = j.at("timing");
+    w.timing.number = t.at("number").get<int32_t>();
+    w.timing.repeat = t.at("repeat").get<int32_t>();
+    w.timing.min_repeat_ms = t.at("min_repeat_ms").get<int32_t>();
+    w.timing.cooldown_ms = t.at("cooldown_ms").get<int32_t>();
+    w.timing.flush_cache = t.at("flush_cache").get<bool>();
+    w.timing.timeout_ms = t.at("timeout_ms").get<int32_t>();
+    w.timing.stop_above_s = t.at("stop_above_s").get<double>();
+    for (const json& c : j.at("candidates")) {
+      auto config = compiler::ParseConfig(c.at("config").get<std::string>());
+      if (!config.ok()) return config.status();
+      w.candidates.push_back({c.at("id").get<std::string>(), *std::move(config)});
+    }
+    return w;
+  } catch (const json::exception& e) {
+    return absl::DataLossError(StrCat("relayed batch: ", e.what()));
+  }
+}
+
+std::string OutcomesToJson(const std::vector<MeasureOutcome>& outcomes) {
+  json out = json::array();
+  for (const MeasureOutcome& o : outcomes) {
+    out.push_back({{"candidate_id", o.candidate_id},
+                   {"error_kind", storage::ErrorKindName(o.error_kind)},
+                   {"error_message", o.error_message},
+                   {"costs_s", o.costs_s},
+                   {"build_s", o.build_s},
+                   {"cut_short", o.cut_short},
+                   {"agent_id", o.agent_id}});
+  }
+  return out.dump();
+}
+
+absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& text) {
+  try {
+    std::vector<MeasureOutcome> out;
+    for (const json& j : json::parse(text)) {
+      MeasureOutcome o;
+      o.candidate_id = j.at("candidate_id").get<std::string>();
+      auto kind = storage::ParseErrorKind(j.at("error_kind").get<std::string>());
+      if (!kind.has_value()) return absl::DataLossError("relayed results: unknown error kind");
+      o.error_kind = *kind;
+      o.error_message = j.at("error_message").get<std::string>();
+      o.costs_s = j.at("costs_s").get<std::vector<double>>();
+      o.build_s = j.at("build_s").get<double>();
+      o.cut_short = j.at("cut_short").get<bool>();
+      o.agent_id = j.at("agent_id").get<std::string>();
+      out.push_back(std::move(o));
+    }
+    return out;
+  } catch (const json::exception& e) {
+    return absl::DataLossError(StrCat("relayed results: ", e.what()));
+  }
+}
+
+Relay::Relay(storage::LogDb* db, Dispatcher* dispatcher, AgentRegistry* agents, const Clock* clock,
+             RelayOptions options)
+    : db_(db), dispatcher_(dispatcher), agents_(agents), clock_(clock), options_(options) {}
+
+Relay::~Relay() { Stop(); }
+
+void Relay::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Relay::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Relay::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    Step();
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms), [&] { return stopping_; });
+  }
+}
+
+void Relay::Step() {
+  CollectResults();
+  TakeBack();
+  Publish();
+  Claim();
+  const int64_t now = clock_->NowMs();
+  if (now - last_housekeeping_ms_ >= 1000) {
+    last_housekeeping_ms_ = now;
+    if (auto n = db_->RequeueExpiredBatches(now); n.ok() && *n > 0) {
+      Log()->warn(
+          "relay: {} relayed batches whose tracker stopped answering went back to the queue", *n);
+    }
+    CountRemoteAgents();
+  }
+}
+
+void Relay::CollectResults() {
+  if (published_.empty()) return;
+  auto done = db_->TakeFinishedBatches(options_.tracker_id);
+  if (!done.ok()) {
+    Log()->warn("relay: reading results: {}", done.status().ToString());
+    return;
+  }
+  for (const storage::BatchRow& row : *done) {
+    auto it = published_.find(row.id);
+    if (it == published_.end()) continue;  // published before a restart of this tracker
+    auto outcomes = OutcomesFromJson(row.results);
+    if (!outcomes.ok()) {
+      Log()->warn("relay: batch {}: {}", row.id, outcomes.status().ToString());
+      dispatcher_->ReleaseAgent(it->second.holder);  // measured again here
+    } else if (!dispatcher_->Complete(it->second.local_batch, it->second.holder,
+                                      *std::move(outcomes))) {
+      Log()->info("relay: results of batch {} (tracker {}) came after its lease ended", row.id,
+                  row.holder);
+    }
+    published_.erase(it);
+  }
+}
+
+void Relay::TakeBack() {
+  for (auto it = published_.begin(); it != published_.end();) {
+    if (dispatcher_->WaitingRequests(it->second.device_key) == 0) {
+      ++it;
+      continue;
+    }
+    auto withdrawn = db_->WithdrawBatch(it->first);
+    if (withdrawn.ok() && *withdrawn) {
+      dispatcher_->ReleaseAgent(it->second.holder);  // back at the front of the queue here
+      it = published_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Relay::Publish() {
+  std::map<std::string, size_t> unclaimed;
+  for (const auto& [id, p] : published_) ++unclaimed[p.device_key];
+  for (const auto& [key, queued] : dispatcher_->QueuedByKey()) {
+    if (queued == 0 || dispatcher_->WaitingRequests(key) > 0) continue;
+    if (unclaimed[key] >= kMaxPublishedPerKey) continue;
+    const std::string holder = HolderOf(StrCat("relay:", options_.tracker_id), ++next_holder_);
+    std::optional<Lease> lease = dispatcher_->TryLease(holder, key);
+    if (!lease.has_value()) continue;
+    storage::BatchRow row;
+    row.id = StrCat(options_.tracker_id, "/", lease->work.batch_id);
+    row.job_id = lease->work.job_id;
+    row.device_key = key;
+    row.owner = options_.tracker_id;
+    row.work = WorkToJson(lease->work);
+    row.created_unix_ms = clock_->NowMs();
+    if (absl::Status s = db_->PublishBatch(row); !s.ok()) {
+      Log()->warn("relay: publishing batch {}: {}", row.id, s.ToString());
+      dispatcher_->ReleaseAgent(holder);
+      continue;
+    }
+    published_[row.id] = {holder, lease->work.batch_id, key};
+  }
+}
+
+void Relay::Claim() {
+  auto queued = db_->QueuedBatchesByKey(options_.tracker_id);
+  if (!queued.ok()) return;
+  const std::map<std::string, size_t> local = dispatcher_->QueuedByKey();
+  for (const auto& [key, n] : *queued) {
+    if (n == 0 || dispatcher_->WaitingRequests(key) == 0) continue;
+    auto here = local.find(key);
+    if (here != local.end() && here->second > 0) continue;  // this tracker's own work first
+    // Claimed for a while, then for as long as a lease of its work lasts
+    // here; past it the batch goes back to the table's queue.
+    auto row = db_->ClaimBatch(key, options_.tracker_id, clock_->NowMs() + kClaimMs);
+    if (!row.ok() || !row->has_value()) continue;
+    auto work = WorkFromJson((*row)->work);
+    if (!work.ok()) {
+      Log()->warn("relay: batch {}: {}", (*row)->id, work.status().ToString());
+      continue;
+    }
+    (void)db_->SetBatchLease((*row)->id, options_.tracker_id,
+                             clock_->NowMs() + dispatcher_->LeaseTimeoutMs(*work));
+    const std::string id = (*row)->id;
+    const std::string me = options_.tracker_id;
+    storage::LogDb* db = db_;
+    dispatcher_->Submit(*std::move(work),
+                        [db, id, me](const MeasureWork&, std::vector<MeasureOutcome> outcomes) {
+                          auto ok = db->FinishBatch(id, me, OutcomesToJson(outcomes));
+                          if (!ok.ok() || !*ok) {
+                            Log()->info(
+                                "relay: results of batch {} were not taken (its lease "
+                                "ended)",
+                                id);
+                          }
+                        });
+  }
+}
+
+void Relay::CountRemoteAgents() {
+  auto rows = db_->ListAgents();
+  if (!rows.ok()) return;
+  std::map<std::string, int> local;
+  for (const AgentInfo& a : agents_->List()) local[a.device_key] += a.connected;
+  const int64_t since = clock_->NowMs() - options_.agent_seen_ms;
+  std::map<std::string, AgentRegistry::Remote> remote;
+  for (const storage::AgentRow& r : *rows) {
+    if (r.last_seen_unix_ms < since) continue;
+    AgentRegistry::Remote& k = remote[r.device_key];
+    ++k.count;
+    if (k.target.empty()) k.target = r.target;
+  }
+  for (auto& [key, r] : remote) r.count = std::max(0, r.count - local[key]);
+  agents_->SetRemote(std::move(remote));
+}
+
+}  // namespace kiln::tracker

@@ -1,0 +1,93 @@
+#pragma once
+// Several trackers on one database (PostgreSQL): the relay moves batches
+// between them, so that a job runs on one tracker while agents connected to
+// any tracker measure it.
+//
+// - Out: when this tracker has batches queued for a device key and none of
+//   its agents of that key is waiting for work, the relay leases one batch
+//   from its dispatcher (as a holder of its own) and publishes it in the
+//   database's batch table (at most kMaxPublishedPerKey unclaimed per key).
+//   A published batch nobody claimed goes back to the local queue when a
+//   local agent of the key asks for work.
+// - In: when an agent here is waiting and nothing is queued here for its key,
+//   the relay claims another tracker's batch of that key (row locks skipped:
+//   one tracker gets it), queues it here, and writes the agent's results back.
+// - Back: the results of this tracker's published batches complete their
+//   local leases, so the job's records are written once, by its tracker.
+//
+// The relay also counts the other trackers' agents (from the agents table)
+// for the registry, so that jobs here size their parallelism to the farm.
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "storage/log_db.h"
+#include "tracker/agent_registry.h"
+#include "tracker/clock.h"
+#include "tracker/dispatcher.h"
+
+namespace kiln::tracker {
+
+// A batch's work and its results as the JSON text of the batch table.
+std::string WorkToJson(const MeasureWork& work);
+absl::StatusOr<MeasureWork> WorkFromJson(const std::string& text);
+std::string OutcomesToJson(const std::vector<MeasureOutcome>& outcomes);
+absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& text);
+
+struct RelayOptions {
+  std::string tracker_id;
+  int64_t poll_ms = 20;  // how often the relay looks at the queues
+  // Agents seen (persisted heartbeat) this recently count as connected.
+  int64_t agent_seen_ms = 75000;
+};
+
+class Relay {
+ public:
+  static constexpr size_t kMaxPublishedPerKey = 2;
+  // A claimed batch's first lease in the table, until its work is read.
+  static constexpr int64_t kClaimMs = 60000;
+
+  Relay(storage::LogDb* db, Dispatcher* dispatcher, AgentRegistry* agents, const Clock* clock,
+        RelayOptions options);
+  ~Relay();  // Stop()
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  void Start();
+  void Stop();
+  // One round of the loop (tests call it directly).
+  void Step();
+
+ private:
+  void Loop();
+  void Publish();
+  void TakeBack();
+  void Claim();
+  void CollectResults();
+  void CountRemoteAgents();
+
+  struct Published {
+    std::string holder;       // this relay's dispatcher holder for the batch
+    std::string local_batch;  // the dispatcher's batch id
+    std::string device_key;
+  };
+  storage::LogDb* db_;
+  Dispatcher* dispatcher_;
+  AgentRegistry* agents_;
+  const Clock* clock_;
+  RelayOptions options_;
+  std::map<std::string, Published> published_;  // by batch table id
+  uint64_t next_holder_ = 0;
+  int64_t last_housekeeping_ms_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace kiln::tracker
