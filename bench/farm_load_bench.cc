@@ -1,4 +1,4 @@
-// Farm load (issue 8): one real kiln-tracker (a child process on loopback
+// Farm load (issues 8 and 11): a real kiln-tracker (a child process on loopback
 // with its own database), --agents fake agents in this process that answer
 // every batch at once with made-up costs, and --jobs concurrent jobs with
 // distinct models (random search: the farm's plumbing is measured, not a cost
@@ -22,8 +22,15 @@
 // per batch before it answers, to offer less than the tracker can serve and
 // see what it adds to each result then.
 //
+// With --postgres (a server's URI without a database: scripts/pg-scratch
+// starts one) the same load runs, in the same invocation, on a fresh
+// PostgreSQL database with one tracker and with three trackers sharing it
+// (agents spread over them, jobs submitted to the first), and the table puts
+// the three side by side.
+//
 //   build/bench/farm_load_bench [--agents 200] [--jobs 20] [--seconds 30]
 //       [--warmup 5] [--agent-ms 0] [--tracker-bin build/tracker/kiln-tracker]
+//       [--postgres postgresql://kiln@127.0.0.1:PORT]
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -52,6 +59,7 @@
 #include "kiln/v1/agent.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "onnx/onnx_pb.h"
+#include "storage/database.h"
 #include "storage/log_db.h"
 
 namespace {
@@ -213,85 +221,105 @@ int Fail(const std::string& why) {
   return 1;
 }
 
-}  // namespace
+struct LoadConfig {
+  std::string tracker_bin;
+  std::string db;  // "" : a SQLite file in the run's folder; else a PostgreSQL URI
+  int trackers = 1;
+  int64_t agents = 200, jobs = 20, seconds = 30, warmup = 5, agent_ms = 0;
+};
 
-int main(int argc, char** argv) {
-  auto flags = kiln::ParseFlags(
-      std::vector<std::string>(argv + 1, argv + argc),
-      {"--agents", "--jobs", "--seconds", "--warmup", "--agent-ms", "--tracker-bin"});
-  int64_t agents_n = 200, jobs_n = 20, seconds = 30, warmup = 5, agent_ms = 0;
-  if (!flags.ok() || !flags->positional.empty() ||
-      (flags->Has("--agents") && !kiln::ParseInt64(flags->Get("--agents"), &agents_n)) ||
-      (flags->Has("--jobs") && !kiln::ParseInt64(flags->Get("--jobs"), &jobs_n)) ||
-      (flags->Has("--seconds") && !kiln::ParseInt64(flags->Get("--seconds"), &seconds)) ||
-      (flags->Has("--warmup") && !kiln::ParseInt64(flags->Get("--warmup"), &warmup)) ||
-      (flags->Has("--agent-ms") && !kiln::ParseInt64(flags->Get("--agent-ms"), &agent_ms)) ||
-      agents_n < 1 || jobs_n < 1 || seconds < 1 || warmup < 0 || agent_ms < 0) {
-    std::fprintf(stderr,
-                 "usage: farm_load_bench [--agents N] [--jobs N] [--seconds S] [--warmup S] "
-                 "[--agent-ms MS] [--tracker-bin PATH]\n");
-    return 2;
-  }
-  std::string tracker_bin = flags->Get(
-      "--tracker-bin",
-      (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "tracker" / "kiln-tracker")
-          .string());
+struct LoadFigures {
+  double per_s = 0, p50 = 0, p90 = 0, p99 = 0, closed_loop = 0, cpu = 0;
+  double rss_start = 0, rss_end = 0, rss_max = 0, window = 0;
+  int64_t records = -1, total = 0;
+};
 
-  // The tracker, on its own database in a temporary folder.
+// One run: the trackers (child processes on one database), the fake agents
+// spread over them, the jobs submitted to the first.
+absl::StatusOr<LoadFigures> RunLoad(const LoadConfig& cfg) {
   std::string tmpl = (fs::temp_directory_path() / "kiln-farm-load-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) return Fail("mkdtemp failed");
+  if (::mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("mkdtemp failed");
   const fs::path dir = tmpl;
-  const std::string port_file = (dir / "port").string(), db = (dir / "kiln.db").string();
-  std::vector<std::string> args = {tracker_bin,
-                                   "--listen",
-                                   "127.0.0.1:0",
-                                   "--port-file",
-                                   port_file,
-                                   "--db",
-                                   db,
-                                   "--artifacts",
-                                   (dir / "artifacts").string(),
-                                   "--max-jobs-per-user",
-                                   std::to_string(jobs_n)};
-  std::vector<char*> argv_c;
-  for (auto& a : args) argv_c.push_back(a.data());
-  argv_c.push_back(nullptr);
-  const std::string log = (dir / "tracker.log").string();
-  pid_t tracker = ::fork();
-  if (tracker == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
+  const std::string db = cfg.db.empty() ? (dir / "kiln.db").string() : cfg.db;
+  std::vector<pid_t> trackers;
+  std::vector<std::string> addrs;
+  // Ends the trackers (before any return from here on, with the agents).
+  auto stop_trackers = [&] {
+    for (pid_t t : trackers) ::kill(t, SIGTERM);
+    for (pid_t t : trackers) {
+      int status = 0;
+      ::waitpid(t, &status, 0);
     }
-    ::execv(tracker_bin.c_str(), argv_c.data());
-    ::_exit(127);
+  };
+  for (int t = 0; t < cfg.trackers; ++t) {
+    const std::string port_file = (dir / kiln::StrCat("port", t)).string();
+    std::vector<std::string> args = {cfg.tracker_bin,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--port-file",
+                                     port_file,
+                                     "--db",
+                                     db,
+                                     "--artifacts",
+                                     (dir / "artifacts").string(),
+                                     "--max-jobs-per-user",
+                                     std::to_string(cfg.jobs)};
+    std::vector<char*> argv_c;
+    for (auto& a : args) argv_c.push_back(a.data());
+    argv_c.push_back(nullptr);
+    const std::string log = (dir / kiln::StrCat("tracker", t, ".log")).string();
+    pid_t tracker = ::fork();
+    if (tracker == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::execv(cfg.tracker_bin.c_str(), argv_c.data());
+      ::_exit(127);
+    }
+    trackers.push_back(tracker);
+    std::string port;
+    for (int i = 0; i < 600 && port.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::ifstream(port_file) >> port;
+    }
+    if (port.empty()) {
+      stop_trackers();
+      return absl::UnavailableError("a tracker did not start (see " + log + ")");
+    }
+    addrs.push_back("127.0.0.1:" + port);
   }
-  std::string port;
-  for (int i = 0; i < 600 && port.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::ifstream(port_file) >> port;
-  }
-  if (port.empty()) return Fail("the tracker did not start (see " + log + ")");
-  const std::string addr = "127.0.0.1:" + port;
 
-  // Agents spread over channels of 25 streams each (their own connections).
+  // Agents spread over channels of 25 streams each (their own connections),
+  // the channels over the trackers.
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<Agent>> agents;
   std::atomic<bool> counting{false};
-  for (int64_t i = 0; i < agents_n; ++i) {
+  std::atomic<bool> stop{false};
+  std::thread heartbeats;
+  auto shut_down = [&] {
+    stop = true;
+    if (heartbeats.joinable()) heartbeats.join();
+    for (auto& a : agents) a->Stop();
+    stop_trackers();
+  };
+  for (int64_t i = 0; i < cfg.agents; ++i) {
     if (i % 25 == 0) {
       grpc::ChannelArguments ch;
       ch.SetInt("kiln.load.channel", static_cast<int>(i / 25));  // distinct connections
-      channels.push_back(grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), ch));
+      channels.push_back(grpc::CreateCustomChannel(addrs[(i / 25) % addrs.size()],
+                                                   grpc::InsecureChannelCredentials(), ch));
     }
     agents.push_back(std::make_unique<Agent>(channels.back(), static_cast<int>(i)));
-    if (!agents.back()->Connect()) return Fail(kiln::StrCat("agent ", i, " was not welcomed"));
-    agents.back()->Serve(&counting, std::chrono::milliseconds(agent_ms));
+    if (!agents.back()->Connect()) {
+      shut_down();
+      return absl::UnavailableError(kiln::StrCat("agent ", i, " was not welcomed"));
+    }
+    agents.back()->Serve(&counting, std::chrono::milliseconds(cfg.agent_ms));
   }
-  std::atomic<bool> stop{false};
-  std::thread heartbeats([&] {
+  heartbeats = std::thread([&] {
     while (!stop.load()) {
       for (auto& a : agents) a->Heartbeat();
       for (int i = 0; i < 10 && !stop.load(); ++i) {
@@ -300,20 +328,10 @@ int main(int argc, char** argv) {
     }
   });
 
-  // Ends the agents and the tracker (before any return from here on).
-  auto shut_down = [&] {
-    stop = true;
-    if (heartbeats.joinable()) heartbeats.join();
-    for (auto& a : agents) a->Stop();
-    ::kill(tracker, SIGTERM);
-    int status = 0;
-    ::waitpid(tracker, &status, 0);
-  };
-
   // The jobs.
   auto tracker_stub = pb::Tracker::NewStub(channels.front());
   std::vector<std::string> job_ids;
-  for (int64_t j = 0; j < jobs_n; ++j) {
+  for (int64_t j = 0; j < cfg.jobs; ++j) {
     const std::string model = Model(static_cast<int>(j));
     pb::UploadModelResponse uploaded;
     {
@@ -328,7 +346,7 @@ int main(int argc, char** argv) {
       grpc::Status st = writer->Finish();
       if (!st.ok()) {
         shut_down();
-        return Fail("upload: " + st.error_message());
+        return absl::InternalError("upload: " + st.error_message());
       }
     }
     grpc::ClientContext ctx;
@@ -342,23 +360,36 @@ int main(int argc, char** argv) {
     grpc::Status st = tracker_stub->SubmitJob(&ctx, req, &resp);
     if (!st.ok()) {
       shut_down();
-      return Fail("submit: " + st.error_message());
+      return absl::InternalError("submit: " + st.error_message());
     }
     job_ids.push_back(resp.job_id());
   }
 
-  std::this_thread::sleep_for(std::chrono::seconds(warmup));
-  const double rss_start = RssMb(tracker), cpu_start = CpuSeconds(tracker);
+  auto rss = [&] {
+    double sum = 0;
+    for (pid_t t : trackers) sum += RssMb(t);
+    return sum;
+  };
+  auto cpu_s = [&] {
+    double sum = 0;
+    for (pid_t t : trackers) sum += CpuSeconds(t);
+    return sum;
+  };
+  std::this_thread::sleep_for(std::chrono::seconds(cfg.warmup));
+  LoadFigures f;
+  f.rss_start = rss();
+  const double cpu_start = cpu_s();
   counting = true;
   const auto t0 = Clock::now();
-  double rss_max = rss_start;
-  while (Clock::now() - t0 < std::chrono::seconds(seconds)) {
+  f.rss_max = f.rss_start;
+  while (Clock::now() - t0 < std::chrono::seconds(cfg.seconds)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    rss_max = std::max(rss_max, RssMb(tracker));
+    f.rss_max = std::max(f.rss_max, rss());
   }
   counting = false;
-  const double window = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double rss_end = RssMb(tracker), cpu = CpuSeconds(tracker) - cpu_start;
+  f.window = std::chrono::duration<double>(Clock::now() - t0).count();
+  f.rss_end = rss();
+  f.cpu = (cpu_s() - cpu_start) / f.window;
 
   for (const auto& id : job_ids) {
     grpc::ClientContext ctx;
@@ -368,49 +399,133 @@ int main(int argc, char** argv) {
     tracker_stub->CancelJob(&ctx, req, &out);
   }
   shut_down();
-  int64_t answered = 0, total = 0;
+  int64_t answered = 0;
   std::vector<double> added;
   for (auto& a : agents) {
     answered += a->answered_;
-    total += a->total_;
+    f.total += a->total_;
     added.insert(added.end(), a->added_ms_.begin(), a->added_ms_.end());
   }
-  int64_t records = -1;
   if (auto log_db = kiln::storage::LogDb::Open(db); log_db.ok()) {
     if (auto rows = (*log_db)->QueryRecords("", "", 0); rows.ok()) {
-      records = static_cast<int64_t>(rows->size());
+      f.records = static_cast<int64_t>(rows->size());
     }
   }
   std::sort(added.begin(), added.end());
   auto pct = [&](double p) {
     return added.empty() ? 0.0 : added[static_cast<size_t>(p * (added.size() - 1))];
   };
-  std::printf(
-      "farm load: one kiln-tracker, %lld fake agents answering %s, %lld jobs "
-      "(random search), %.1f s measured after %lld s of warm-up, on %u cores\n",
-      static_cast<long long>(agents_n),
-      agent_ms > 0 ? kiln::StrCat("after ", agent_ms, " ms").c_str() : "at once",
-      static_cast<long long>(jobs_n), window, static_cast<long long>(warmup),
-      std::thread::hardware_concurrency());
-  std::printf("%-22s %12s %12s\n", "figure", "kiln", "target");
-  std::printf("%-22s %12.0f %12s\n", "measurements_per_s=", answered / window, ">= 5000");
-  std::printf("%-22s %12.2f %12s\n", "p50_added_ms=", pct(0.5), "");
-  std::printf("%-22s %12.2f %12s\n", "p90_added_ms=", pct(0.9), "");
-  std::printf("%-22s %12.2f %12s\n", "p99_added_ms=", pct(0.99), "<= 10");
-  // Every agent's turn when all of them wait on a saturated tracker.
+  f.per_s = answered / f.window;
+  f.p50 = pct(0.5);
+  f.p90 = pct(0.9);
+  f.p99 = pct(0.99);
+  // Every agent's turn when all of them wait on a saturated farm.
   const double batches = added.empty() ? 0 : static_cast<double>(answered) / added.size();
-  std::printf("%-22s %12.2f %12s\n", "closed_loop_ms=",
-              answered > 0 ? 1000.0 * agents_n * batches / (answered / window) - agent_ms : 0.0,
-              "");
-  std::printf("%-22s %12.2f %12s\n", "tracker_cpu_cores=", cpu / window, "");
-  std::printf("%-22s %5.0f -> %4.0f %12s\n", "tracker_rss_mb=", rss_start, rss_end, "flat");
-  std::printf("%-22s %12.0f\n", "tracker_rss_max_mb=", rss_max);
-  std::printf("%-22s %12lld %s\n", "records=", static_cast<long long>(records),
-              kiln::StrCat("(agents answered ", total,
-                           " candidates in all; the jobs were "
-                           "cancelled with batches in flight)")
-                  .c_str());
+  f.closed_loop = answered > 0 ? 1000.0 * cfg.agents * batches / f.per_s - cfg.agent_ms : 0.0;
   std::error_code ec;
   fs::remove_all(dir, ec);
+  return f;
+}
+
+// A fresh database on the PostgreSQL server at `server` (URI without a
+// database name) for one run; its URI.
+absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& server, int run) {
+  auto admin = kiln::storage::Database::Open(server + "/postgres");
+  if (!admin.ok()) return admin.status();
+  const std::string name = kiln::StrCat("kiln_farm_load_", ::getpid(), "_", run);
+  if (absl::Status s = (*admin)->Exec("DROP DATABASE IF EXISTS " + name); !s.ok()) return s;
+  if (absl::Status s = (*admin)->Exec("CREATE DATABASE " + name); !s.ok()) return s;
+  return server + "/" + name;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto flags = kiln::ParseFlags(
+      std::vector<std::string>(argv + 1, argv + argc),
+      {"--agents", "--jobs", "--seconds", "--warmup", "--agent-ms", "--tracker-bin", "--postgres"});
+  LoadConfig cfg;
+  if (!flags.ok() || !flags->positional.empty() ||
+      (flags->Has("--agents") && !kiln::ParseInt64(flags->Get("--agents"), &cfg.agents)) ||
+      (flags->Has("--jobs") && !kiln::ParseInt64(flags->Get("--jobs"), &cfg.jobs)) ||
+      (flags->Has("--seconds") && !kiln::ParseInt64(flags->Get("--seconds"), &cfg.seconds)) ||
+      (flags->Has("--warmup") && !kiln::ParseInt64(flags->Get("--warmup"), &cfg.warmup)) ||
+      (flags->Has("--agent-ms") && !kiln::ParseInt64(flags->Get("--agent-ms"), &cfg.agent_ms)) ||
+      cfg.agents < 1 || cfg.jobs < 1 || cfg.seconds < 1 || cfg.warmup < 0 || cfg.agent_ms < 0) {
+    std::fprintf(stderr,
+                 "usage: farm_load_bench [--agents N] [--jobs N] [--seconds S] [--warmup S] "
+                 "[--agent-ms MS] [--tracker-bin PATH] [--postgres postgresql://USER@HOST:PORT]\n");
+    return 2;
+  }
+  cfg.tracker_bin = flags->Get(
+      "--tracker-bin",
+      (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "tracker" / "kiln-tracker")
+          .string());
+  const std::string postgres = flags->Get("--postgres");
+
+  // SQLite with one tracker; with --postgres, PostgreSQL with one and with
+  // three trackers too, in this run.
+  struct Row {
+    std::string name;
+    LoadFigures f;
+  };
+  std::vector<Row> rows;
+  std::vector<std::pair<std::string, LoadConfig>> runs = {{"SQLite, 1 tracker", cfg}};
+  if (!postgres.empty()) {
+    for (int n : {1, 3}) {
+      LoadConfig pg = cfg;
+      pg.trackers = n;
+      auto url = FreshPostgresDatabase(postgres, n);
+      if (!url.ok()) return Fail("PostgreSQL: " + url.status().ToString());
+      pg.db = *url;
+      runs.push_back({kiln::StrCat("PostgreSQL, ", n, n == 1 ? " tracker" : " trackers"), pg});
+    }
+  }
+  for (const auto& [name, run] : runs) {
+    auto f = RunLoad(run);
+    if (!f.ok()) return Fail(name + ": " + f.status().ToString());
+    rows.push_back({name, *f});
+  }
+  std::printf(
+      "farm load: %lld fake agents answering %s, %lld jobs (random search), %lld s measured "
+      "after %lld s of warm-up, on %u cores\n",
+      static_cast<long long>(cfg.agents),
+      cfg.agent_ms > 0 ? kiln::StrCat("after ", cfg.agent_ms, " ms").c_str() : "at once",
+      static_cast<long long>(cfg.jobs), static_cast<long long>(cfg.seconds),
+      static_cast<long long>(cfg.warmup), std::thread::hardware_concurrency());
+  std::printf("%-22s", "figure");
+  for (const Row& r : rows) std::printf(" %22s", r.name.c_str());
+  std::printf(" %10s\n", "target");
+  auto line = [&](const char* name, auto get, const char* fmt, const char* target) {
+    std::printf("%-22s", name);
+    for (const Row& r : rows) std::printf(fmt, get(r.f));
+    std::printf(" %10s\n", target);
+  };
+  line(
+      "measurements_per_s=", [](const LoadFigures& f) { return f.per_s; }, " %22.0f", ">= 5000");
+  line(
+      "p50_added_ms=", [](const LoadFigures& f) { return f.p50; }, " %22.2f", "");
+  line(
+      "p90_added_ms=", [](const LoadFigures& f) { return f.p90; }, " %22.2f", "");
+  line(
+      "p99_added_ms=", [](const LoadFigures& f) { return f.p99; }, " %22.2f", "<= 10");
+  line(
+      "closed_loop_ms=", [](const LoadFigures& f) { return f.closed_loop; }, " %22.2f", "");
+  line(
+      "tracker_cpu_cores=", [](const LoadFigures& f) { return f.cpu; }, " %22.2f", "");
+  line(
+      "tracker_rss_mb_start=", [](const LoadFigures& f) { return f.rss_start; }, " %22.0f", "");
+  line(
+      "tracker_rss_mb_end=", [](const LoadFigures& f) { return f.rss_end; }, " %22.0f", "flat");
+  line(
+      "records=", [](const LoadFigures& f) { return static_cast<double>(f.records); }, " %22.0f",
+      "");
+  line(
+      "candidates_answered=", [](const LoadFigures& f) { return static_cast<double>(f.total); },
+      " %22.0f", "");
+  std::printf(
+      "(records: rows in the log database at the end; the jobs were cancelled with batches in "
+      "flight, so a few answered candidates have none. With several trackers the tracker "
+      "figures are their sum.)\n");
   return 0;
 }
