@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -53,6 +54,9 @@ struct JobManager::Job {
   std::deque<JobEventEntry> events;
   size_t first_event = 0;
   bool cancelled = false;
+  // Another tracker holds the job now (this one's lease ran out while it
+  // stalled): the job thread stops and writes nothing more.
+  bool abandoned = false;
   FarmMeasurer* measurer = nullptr;  // while tuning
   std::thread thread;
   std::atomic<int64_t> ended_ms{0};  // when Run returned (0: running)
@@ -103,6 +107,7 @@ JobStatus JobManager::SnapshotLocked(const Job& job) {
 }
 
 void JobManager::EventLocked(Job& job, const std::string& message, bool progress_only) {
+  if (job.abandoned) return;  // the row is another tracker's now
   job.row.updated_unix_ms = clock_->NowMs();
   // A progress event changes counters the records restore after a crash:
   // its row is written at most every kPersistProgressEveryMs.
@@ -410,6 +415,7 @@ void JobManager::HoldJobs() {
     if (!held.ok()) {
       Log()->warn("renewing job leases: {}", held.status().ToString());
     } else {
+      Abandon(*held);
       for (const auto& [id, cancel] : *held) {
         if (!cancel) continue;
         auto job = Find(id);
@@ -425,6 +431,30 @@ void JobManager::HoldJobs() {
       }
     }
     lock.lock();
+  }
+}
+
+void JobManager::Abandon(const std::vector<std::pair<std::string, bool>>& held) {
+  std::set<std::string> ids;
+  for (const auto& [id, cancel] : held) ids.insert(id);
+  std::vector<std::shared_ptr<Job>> lost;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : jobs_) {
+      if (job->ended_ms.load() == 0 && !ids.count(id)) lost.push_back(job);
+    }
+  }
+  for (const auto& job : lost) {
+    std::lock_guard<std::mutex> lock(job->mu);
+    // Ended here, or its row was written final here: nothing to give up.
+    if (storage::IsFinal(job->row.state) || job->abandoned) continue;
+    Log()->error(
+        "job {}: this tracker's lease ran out and another tracker holds it now; "
+        "stopping it here",
+        job->row.id);
+    job->abandoned = true;
+    if (job->measurer) job->measurer->Interrupt();
+    job->cv.notify_all();
   }
 }
 
@@ -487,14 +517,18 @@ void JobManager::Run(std::shared_ptr<Job> job) {
       job->target = *target;
     }
   }
+  auto abandoned = [&] {
+    std::lock_guard<std::mutex> lock(job->mu);
+    return job->abandoned;
+  };
   if (st.ok()) st = Tune(*job);
-  if (stopping_) return;  // the job stays unfinished and resumes next start
+  if (stopping_ || abandoned()) return;  // the job stays unfinished and resumes next start
   {
     std::lock_guard<std::mutex> lock(job->mu);
     if (job->cancelled) return;
   }
   if (st.ok()) st = Compile(*job);
-  if (stopping_) return;
+  if (stopping_ || abandoned()) return;
   if (!st.ok()) {
     dispatcher_->CancelJob(job->row.id);
     std::string error =
@@ -535,7 +569,7 @@ absl::Status JobManager::Tune(Job& job) {
   {
     std::lock_guard<std::mutex> lock(job.mu);
     job.measurer = &measurer;
-    if (job.cancelled || stopping_) measurer.Interrupt();
+    if (job.cancelled || job.abandoned || stopping_) measurer.Interrupt();
   }
   tuner::TunerOptions options;
   options.job_id = job.row.id;
@@ -559,7 +593,7 @@ absl::Status JobManager::Tune(Job& job) {
   std::lock_guard<std::mutex> lock(job.mu);
   job.measurer = nullptr;
   // Interrupted: cancelled, or stopping (the job resumes at the next start).
-  if (st.code() == absl::StatusCode::kCancelled && (job.cancelled || stopping_)) {
+  if (st.code() == absl::StatusCode::kCancelled && (job.cancelled || job.abandoned || stopping_)) {
     return absl::OkStatus();
   }
   return st;

@@ -170,6 +170,9 @@ class JobManager {
   // tracker's leases and passes on cancels asked elsewhere, until Stop.
   void HoldJobs();
   absl::Status ClaimAndResume();
+  // Stops, without writing, running jobs missing from `held` (the jobs the
+  // database says this tracker holds): another tracker has taken them over.
+  void Abandon(const std::vector<std::pair<std::string, bool>>& held);
   std::thread leases_thread_;
   std::condition_variable leases_cv_;
   int UnfinishedJobsOf(const std::string& owner);

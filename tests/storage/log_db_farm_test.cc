@@ -13,13 +13,8 @@
 namespace kiln::storage {
 namespace {
 
+using testing::OpenOrDie;
 using testing::TempDir;
-
-std::unique_ptr<LogDb> Open(const std::string& url) {
-  auto db = LogDb::Open(url);
-  EXPECT_TRUE(db.ok()) << db.status();
-  return db.ok() ? std::move(*db) : nullptr;
-}
 
 JobRow NewJob(const std::string& id, JobState state = JobState::kTuning) {
   JobRow j;
@@ -45,8 +40,8 @@ std::set<std::string> Ids(const std::vector<JobRow>& jobs) {
 TEST(LogDbFarmTest, EachJobIsHeldByOneTrackerUntilItsLeaseRunsOut) {
   TempDir dir;
   const std::string url = dir.DbUrl("farm.db");
-  auto a = Open(url);
-  auto b = Open(url);
+  auto a = OpenOrDie(url);
+  auto b = OpenOrDie(url);
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(a->CreateJob(NewJob("j1")).ok());
   JobRow j2 = NewJob("j2", JobState::kQueued);  // submitted to tracker b
@@ -82,9 +77,9 @@ TEST(LogDbFarmTest, EachJobIsHeldByOneTrackerUntilItsLeaseRunsOut) {
 TEST(LogDbFarmTest, RelayedBatchGoesToOneOtherTrackerAndBackToItsOwner) {
   TempDir dir;
   const std::string url = dir.DbUrl("farm.db");
-  auto owner = Open(url);
-  auto b = Open(url);
-  auto c = Open(url);
+  auto owner = OpenOrDie(url);
+  auto b = OpenOrDie(url);
+  auto c = OpenOrDie(url);
   ASSERT_TRUE(owner && b && c);
   BatchRow row;
   row.id = "A/b-1";
@@ -136,7 +131,7 @@ TEST(LogDbFarmTest, RelayedBatchGoesToOneOtherTrackerAndBackToItsOwner) {
 TEST(LogDbFarmTest, ConcurrentClaimsGiveEachBatchToExactlyOneTracker) {
   TempDir dir;
   const std::string url = dir.DbUrl("farm.db");
-  auto owner = Open(url);
+  auto owner = OpenOrDie(url);
   ASSERT_TRUE(owner);
   constexpr int kBatches = 40;
   for (int i = 0; i < kBatches; ++i) {
@@ -154,7 +149,7 @@ TEST(LogDbFarmTest, ConcurrentClaimsGiveEachBatchToExactlyOneTracker) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kTrackers; ++t) {
     threads.emplace_back([&, t] {
-      auto db = Open(url);
+      auto db = OpenOrDie(url);
       if (!db) return;
       const std::string me = "T" + std::to_string(t);
       while (true) {

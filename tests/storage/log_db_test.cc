@@ -14,13 +14,8 @@
 namespace kiln::storage {
 namespace {
 
+using testing::OpenOrDie;
 using testing::TempDir;
-
-std::unique_ptr<LogDb> OpenOrDie(const std::string& path) {
-  auto db = LogDb::Open(path);
-  EXPECT_TRUE(db.ok()) << db.status();
-  return db.ok() ? std::move(*db) : nullptr;
-}
 
 RecordRow Record(const std::string& config, double mean, ErrorKind error_kind = ErrorKind::kNone) {
   RecordRow r;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "storage/database.h"
+#include "storage/log_db.h"
 
 namespace kiln::storage::testing {
 
@@ -86,5 +87,12 @@ class TempDir {
   std::string path_;
   std::map<std::string, std::string> databases_;  // name -> PostgreSQL database
 };
+
+// The log database at `url`, or null (and a test failure).
+inline std::unique_ptr<LogDb> OpenOrDie(const std::string& url) {
+  auto db = LogDb::Open(url);
+  EXPECT_TRUE(db.ok()) << db.status();
+  return db.ok() ? std::move(*db) : nullptr;
+}
 
 }  // namespace kiln::storage::testing
