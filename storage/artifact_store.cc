@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "storage/log_db.h"
+#include "storage/s3.h"
 
 namespace kiln::storage {
 
@@ -93,9 +94,10 @@ absl::StatusOr<BlobWriter::Stored> BlobWriter::Commit(std::string_view expected_
                                       " bytes received hash to ", out.sha256, ", not ",
                                       expected_sha256));
   }
-  if (store_->Contains(out.sha256)) {
+  if (store_->HasLocal(out.sha256)) {
     Discard();
     out.already_stored = true;
+    if (absl::Status s = store_->Upload(out.sha256, out.size); !s.ok()) return s;
     return out;
   }
   if (::fsync(fd_) != 0) {
@@ -121,13 +123,27 @@ absl::StatusOr<BlobWriter::Stored> BlobWriter::Commit(std::string_view expected_
   tmp_path_.clear();
   // Make the rename itself durable.
   if (absl::Status s = FsyncPath(shard, O_RDONLY | O_DIRECTORY); !s.ok()) return s;
+  if (absl::Status s = store_->Upload(out.sha256, out.size); !s.ok()) return s;
   return out;
 }
 
 // ---------------------------------------------------------- ArtifactStore
 
-absl::StatusOr<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::string& dir) {
-  if (dir.empty()) return absl::InvalidArgumentError("artifact store folder is empty");
+absl::StatusOr<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::string& spec) {
+  if (spec.empty()) return absl::InvalidArgumentError("artifact store folder is empty");
+  std::unique_ptr<S3Client> remote;
+  std::string dir = spec;
+  if (spec.starts_with("s3://")) {
+    auto loc = ParseS3Url(spec);
+    if (!loc.ok()) return loc.status();
+    remote = std::make_unique<S3Client>(*std::move(loc));
+    const char* cache = std::getenv("KILN_ARTIFACT_CACHE");
+    dir = cache != nullptr && *cache != '\0'
+              ? std::string(cache)
+              : (std::filesystem::temp_directory_path() /
+                 StrCat("kiln-artifacts-", Sha256Hex(spec).substr(0, 12)))
+                    .string();
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir + "/.tmp", ec);
   if (ec) {
@@ -138,22 +154,95 @@ absl::StatusOr<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::st
     return absl::FailedPreconditionError(StrCat("'", dir, "' is not a folder"));
   }
   RemoveDeadTemporaries(dir + "/.tmp");
-  return std::unique_ptr<ArtifactStore>(new ArtifactStore(dir));
+  std::unique_ptr<ArtifactStore> store(new ArtifactStore(dir));
+  if (remote != nullptr) {
+    store->remote_ = std::move(remote);
+    store->remote_url_ = spec;
+  }
+  return store;
 }
+
+ArtifactStore::ArtifactStore(std::string dir) : dir_(std::move(dir)) {}
+ArtifactStore::~ArtifactStore() = default;
 
 std::string ArtifactStore::PathOf(const std::string& sha256) const {
   return StrCat(dir_, "/", sha256.substr(0, 2), "/", sha256);
 }
 
-bool ArtifactStore::Contains(const std::string& sha256) const {
+bool ArtifactStore::HasLocal(const std::string& sha256) const {
   std::error_code ec;
   return IsSha256Hex(sha256) && std::filesystem::is_regular_file(PathOf(sha256), ec);
 }
 
-absl::StatusOr<int64_t> ArtifactStore::SizeOf(const std::string& sha256) const {
-  if (!Contains(sha256)) return absl::NotFoundError(StrCat("no stored file ", sha256));
+bool ArtifactStore::Contains(const std::string& sha256) const {
+  return HasLocal(sha256) || (remote_ != nullptr && IsSha256Hex(sha256) && Fetch(sha256).ok());
+}
+
+absl::StatusOr<std::string> ArtifactStore::LocalPath(const std::string& sha256) const {
+  if (!IsSha256Hex(sha256)) {
+    return absl::InvalidArgumentError(StrCat("'", sha256, "' is not a SHA-256"));
+  }
+  if (!HasLocal(sha256)) {
+    if (remote_ == nullptr) return absl::NotFoundError(StrCat("no stored file ", sha256));
+    if (absl::Status s = Fetch(sha256); !s.ok()) return s;
+  }
+  return PathOf(sha256);
+}
+
+// An object's key under the prefix: sharded like the folder.
+static std::string ObjectKey(const std::string& sha256) {
+  return StrCat(sha256.substr(0, 2), "/", sha256);
+}
+
+absl::Status ArtifactStore::Upload(const std::string& sha256, int64_t size) const {
+  if (remote_ == nullptr) return absl::OkStatus();
+  auto there = remote_->Head(ObjectKey(sha256));
+  if (!there.ok()) return there.status();
+  if (there->has_value() && **there == size) return absl::OkStatus();
+  absl::Status s = remote_->PutFile(ObjectKey(sha256), PathOf(sha256), sha256, size);
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        StrCat("storing ", sha256, " in ", remote_url_, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ArtifactStore::Fetch(const std::string& sha256) const {
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp = StrCat(dir_, "/.tmp/", ::getpid(), "-fetch-", counter++);
+  struct Remove {
+    const std::string& path;
+    ~Remove() { ::unlink(path.c_str()); }
+  } remove{tmp};
+  if (absl::Status s = remote_->GetToFile(ObjectKey(sha256), tmp); !s.ok()) {
+    if (s.code() == absl::StatusCode::kNotFound) {
+      return absl::NotFoundError(StrCat("no stored file ", sha256, " (", remote_url_, ")"));
+    }
+    return s;
+  }
+  // The checksum of every download is verified before the file is used.
+  Sha256Hasher hasher;
+  std::ifstream in(tmp, std::ios::binary);
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    hasher.Update(std::string_view(buf, static_cast<size_t>(in.gcount())));
+  }
+  if (hasher.HexDigest() != sha256) {
+    return absl::DataLossError(
+        StrCat("artifact ", sha256, " in ", remote_url_, " is corrupt (checksum mismatch)"));
+  }
+  const std::string shard = StrCat(dir_, "/", sha256.substr(0, 2));
   std::error_code ec;
-  auto size = std::filesystem::file_size(PathOf(sha256), ec);
+  std::filesystem::create_directories(shard, ec);
+  if (::rename(tmp.c_str(), PathOf(sha256).c_str()) != 0) return ErrnoError("rename", tmp);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ArtifactStore::SizeOf(const std::string& sha256) const {
+  auto path = LocalPath(sha256);
+  if (!path.ok()) return path.status();
+  std::error_code ec;
+  auto size = std::filesystem::file_size(*path, ec);
   if (ec) return absl::InternalError(StrCat("cannot stat ", sha256, ": ", ec.message()));
   return static_cast<int64_t>(size);
 }
@@ -174,7 +263,7 @@ absl::StatusOr<std::unique_ptr<BlobWriter>> ArtifactStore::NewWriter() const {
 
 absl::StatusOr<std::string> ArtifactStore::Put(std::string_view bytes) {
   std::string sha = Sha256Hex(bytes);
-  if (Contains(sha)) return sha;  // same bytes, same name: nothing to do
+  if (HasLocal(sha) && remote_ == nullptr) return sha;  // same bytes, same name: nothing to do
   auto writer = NewWriter();
   if (!writer.ok()) return writer.status();
   if (absl::Status s = (*writer)->Append(bytes); !s.ok()) return s;
@@ -188,8 +277,9 @@ absl::StatusOr<std::string> ArtifactStore::Get(const std::string& sha256) const 
     return absl::InvalidArgumentError(
         StrCat("'", sha256, "' is not a SHA-256 (64 lowercase hex digits)"));
   }
-  std::string path = PathOf(sha256);
-  std::ifstream in(path, std::ios::binary);
+  auto path = LocalPath(sha256);
+  if (!path.ok()) return absl::NotFoundError(StrCat("no artifact ", sha256));
+  std::ifstream in(*path, std::ios::binary);
   if (!in) return absl::NotFoundError(StrCat("no artifact ", sha256));
   std::ostringstream buf;
   buf << in.rdbuf();

@@ -322,27 +322,48 @@ class BlobWriter {
   Sha256Hasher hasher_;
 };
 
+class S3Client;  // storage/s3.h
+
 // Content-addressed files under one folder: <dir>/<sha[0:2]>/<sha256>.
 // Writes go to a temporary file under <dir>/.tmp that is renamed into place,
 // so a crash never leaves a partial file under its final name; temporaries of
 // processes that died are removed by Open.
+//
+// On an object store ("s3://BUCKET[/PREFIX]", storage/s3.h) the folder is a
+// local cache: every committed file is uploaded to <PREFIX>/<sha[0:2]>/<sha256>
+// (unless the bucket has it), and a file missing here is downloaded, its
+// checksum verified, before it is read. Several trackers on several hosts
+// share one bucket.
 class ArtifactStore {
  public:
-  static absl::StatusOr<std::unique_ptr<ArtifactStore>> Open(const std::string& dir);
+  // `spec`: a folder, or an s3:// URL (cache folder: KILN_ARTIFACT_CACHE, else
+  // one under the temporary directory named after the URL).
+  static absl::StatusOr<std::unique_ptr<ArtifactStore>> Open(const std::string& spec);
+  ~ArtifactStore();
   // Stores the bytes; returns their SHA-256 (hex).
   absl::StatusOr<std::string> Put(std::string_view bytes);
   // Starts storing a file whose bytes come in pieces.
   absl::StatusOr<std::unique_ptr<BlobWriter>> NewWriter() const;
   absl::StatusOr<std::string> Get(const std::string& sha256) const;  // NOT_FOUND
+  // Where the file is (or would be) in the local folder.
   std::string PathOf(const std::string& sha256) const;
+  // PathOf, after downloading the file from the object store if needed.
+  absl::StatusOr<std::string> LocalPath(const std::string& sha256) const;
   bool Contains(const std::string& sha256) const;
   // The stored file's size; NOT_FOUND when it is not stored.
   absl::StatusOr<int64_t> SizeOf(const std::string& sha256) const;
 
  private:
   friend class BlobWriter;
-  explicit ArtifactStore(std::string dir) : dir_(std::move(dir)) {}
+  explicit ArtifactStore(std::string dir);
+  bool HasLocal(const std::string& sha256) const;
+  // Downloads a file the folder lacks (object store only).
+  absl::Status Fetch(const std::string& sha256) const;
+  // Uploads a committed file the bucket lacks (object store only).
+  absl::Status Upload(const std::string& sha256, int64_t size) const;
   std::string dir_;
+  std::unique_ptr<S3Client> remote_;
+  std::string remote_url_;
 };
 
 // SHA-256 of bytes, lowercase hex. (Also used for model hashes.)

@@ -36,10 +36,12 @@ absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const com
 absl::StatusOr<compiler::Model> LoadStoredModel(const storage::ArtifactStore& store,
                                                 const std::string& model_sha256,
                                                 const compiler::ImportOptions& options) {
-  if (!store.Contains(model_sha256)) {
-    return absl::NotFoundError(StrCat("model ", model_sha256, " is not in the store"));
+  auto path = store.LocalPath(model_sha256);
+  if (!path.ok()) {
+    return absl::NotFoundError(
+        StrCat("model ", model_sha256, " is not in the store (", path.status().message(), ")"));
   }
-  auto model = compiler::Model::FromOnnxFile(store.PathOf(model_sha256), options);
+  auto model = compiler::Model::FromOnnxFile(*path, options);
   if (!model.ok()) return model.status();
   if (model->source_sha256() != model_sha256) {
     return absl::DataLossError(StrCat("stored model ", model_sha256, " is corrupt"));

@@ -104,7 +104,9 @@ compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::A
   import.plan_layouts = !target.is_gpu();
   import.input_shapes = o.input_shapes;
   for (const auto& [location, sha] : o.external_data) {
-    import.external_files[location] = store.PathOf(sha);
+    // Downloaded first from an object store (a missing file fails the import).
+    auto path = store.LocalPath(sha);
+    import.external_files[location] = path.ok() ? *path : store.PathOf(sha);
   }
   return import;
 }

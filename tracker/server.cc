@@ -353,11 +353,17 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     // Read from disk in chunks (an artifact may be hundreds of megabytes),
     // hashed on the way: a file that no longer matches its name is DATA_LOSS.
     const std::string& want = s->row.artifact_sha256;
-    std::ifstream in(store_->PathOf(want), std::ios::binary);
+    // (From an object store it is downloaded first, its checksum verified:
+    // a corrupt object is DATA_LOSS, an unreachable store UNAVAILABLE.)
     auto total = store_->SizeOf(want);
-    if (!in || !total.ok()) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, StrCat("no artifact ", want));
+    if (!total.ok()) {
+      Log()->error("fetch of job {}: {}", req->job_id(), total.status().ToString());
+      return ToGrpc(total.status().code() == absl::StatusCode::kNotFound
+                        ? absl::NotFoundError(StrCat("no artifact ", want))
+                        : total.status());
     }
+    std::ifstream in(store_->PathOf(want), std::ios::binary);
+    if (!in) return grpc::Status(grpc::StatusCode::NOT_FOUND, StrCat("no artifact ", want));
     constexpr size_t kChunk = 1 << 20;
     storage::Sha256Hasher hasher;
     std::string buf;

@@ -23,7 +23,9 @@ ALLOWED = {
     # are optional: GPU devices build the C source the compiler emits.
     "compiler": {"compiler", "base", "deploy", "llvm", "onnx", "google/protobuf", "openssl", "CL",
                  "cuda.h"},
-    "storage": {"storage", "base", "sqlite3.h", "openssl", "nlohmann"},
+    # The log database on SQLite or PostgreSQL (libpq); artifacts on an S3
+    # object store over HTTP (cpp-httplib).
+    "storage": {"storage", "base", "sqlite3.h", "libpq-fe.h", "openssl", "nlohmann", "httplib.h"},
     # From deploy/: the thread pool's parallel-for (parallel.h).
     "tuner": {"tuner", "compiler", "storage", "base", "deploy", "xgboost"},
     "tracker": {"tracker", "tuner", "compiler", "storage", "base", "kiln/v1", "grpcpp", "spdlog",
@@ -35,7 +37,8 @@ ALLOWED = {
 }
 # Includes that belong to a component (or a forbidden third party).
 KNOWN = set(ALLOWED) | {"nlohmann", "llvm", "onnx", "kiln/v1", "grpcpp", "grpc", "google/protobuf",
-                        "sqlite3.h", "xgboost", "spdlog", "CL", "cuda.h", "openssl", "httplib.h"}
+                        "sqlite3.h", "libpq-fe.h", "xgboost", "spdlog", "CL", "cuda.h", "openssl",
+                        "httplib.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 
