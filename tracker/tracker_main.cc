@@ -55,7 +55,9 @@ constexpr const char* kUsage =
     "       kiln-tracker tokens list --db DB\n"
     "       kiln-tracker tokens revoke --db DB ID\n"
     "DB: the log database, a SQLite file (PATH or sqlite:PATH) or a PostgreSQL\n"
-    "    server's database (postgresql://USER@HOST:PORT/NAME, shared by several trackers)\n";
+    "    server's database (postgresql://USER@HOST:PORT/NAME, shared by several trackers)\n"
+    "DIR: the artifact store, a folder or an S3 bucket (s3://BUCKET/PREFIX; KILN_S3_ENDPOINT,\n"
+    "    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION; cache: KILN_ARTIFACT_CACHE)\n";
 
 // "4G", "512M", "100000": bytes, with binary suffixes.
 bool ParseBytes(std::string text, int64_t* out) {
