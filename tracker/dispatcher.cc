@@ -489,6 +489,17 @@ std::map<std::string, size_t> Dispatcher::QueuedByKey() const {
   return out;
 }
 
+bool Dispatcher::KeepLease(const std::string& batch_id, const std::string& holder) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = batches_.find(batch_id);
+  if (it == batches_.end() || it->second.agent_id != holder) return false;
+  Entry& e = it->second;
+  deadlines_.erase(e.deadline_it);
+  e.deadline_ms = std::numeric_limits<int64_t>::max();
+  e.deadline_it = deadlines_.emplace(e.deadline_ms, batch_id);
+  return true;
+}
+
 size_t Dispatcher::WaitingRequests(const std::string& device_key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = requests_.find(device_key);

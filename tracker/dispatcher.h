@@ -200,6 +200,11 @@ class Dispatcher {
 
   int64_t LeaseTimeoutMs(const MeasureWork& work) const;
 
+  // The lease of this batch by `holder` never expires (the relay's, while
+  // another tracker measures the batch: tracker/relay.h ends it itself).
+  // False when the holder does not hold it.
+  bool KeepLease(const std::string& batch_id, const std::string& holder);
+
  private:
   // The parts of a split batch: their results gather here; the batch's
   // callback runs when the last part is in.

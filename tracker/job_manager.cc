@@ -444,6 +444,7 @@ void JobManager::Abandon(const std::vector<std::pair<std::string, bool>>& held) 
       if (job->ended_ms.load() == 0 && !ids.count(id)) lost.push_back(job);
     }
   }
+  std::vector<std::string> given_up;
   for (const auto& job : lost) {
     std::lock_guard<std::mutex> lock(job->mu);
     // Ended here, or its row was written final here: nothing to give up.
@@ -455,7 +456,9 @@ void JobManager::Abandon(const std::vector<std::pair<std::string, bool>>& held) 
     job->abandoned = true;
     if (job->measurer) job->measurer->Interrupt();
     job->cv.notify_all();
+    given_up.push_back(job->row.id);
   }
+  for (const std::string& id : given_up) dispatcher_->CancelJob(id);  // its batches too
 }
 
 void JobManager::Resume(const storage::JobRow& row) {

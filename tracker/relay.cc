@@ -146,6 +146,18 @@ void Relay::Step() {
           "relay: {} relayed batches whose tracker stopped answering went back to the queue", *n);
     }
     CountRemoteAgents();
+    RenewClaims(now);
+  }
+}
+
+void Relay::RenewClaims(int64_t now) {
+  std::map<std::string, int64_t> claimed;
+  {
+    std::lock_guard<std::mutex> lock(claims_->mu);
+    claimed = claims_->leases;
+  }
+  for (const auto& [id, lease_ms] : claimed) {
+    (void)db_->SetBatchLease(id, options_.tracker_id, now + lease_ms);
   }
 }
 
@@ -174,6 +186,12 @@ void Relay::CollectResults() {
 
 void Relay::TakeBack() {
   for (auto it = published_.begin(); it != published_.end();) {
+    if (dispatcher_->InFlight(it->second.holder) == 0) {
+      // Its job ended here (cancelled, failed, given up): nobody wants it.
+      (void)db_->WithdrawBatch(it->first);
+      it = published_.erase(it);
+      continue;
+    }
     if (dispatcher_->WaitingRequests(it->second.device_key) == 0) {
       ++it;
       continue;
@@ -197,6 +215,10 @@ void Relay::Publish() {
     const std::string holder = HolderOf(StrCat("relay:", options_.tracker_id), ++next_holder_);
     std::optional<Lease> lease = dispatcher_->TryLease(holder, key);
     if (!lease.has_value()) continue;
+    // Held here until its results come back, it is taken back, or its job
+    // ends: a remote agent may take longer than a lease here lasts, and an
+    // expiry here would measure the batch twice.
+    dispatcher_->KeepLease(lease->work.batch_id, holder);
     storage::BatchRow row;
     row.id = StrCat(options_.tracker_id, "/", lease->work.batch_id);
     row.job_id = lease->work.job_id;
@@ -230,21 +252,31 @@ void Relay::Claim() {
       Log()->warn("relay: batch {}: {}", (*row)->id, work.status().ToString());
       continue;
     }
-    (void)db_->SetBatchLease((*row)->id, options_.tracker_id,
-                             clock_->NowMs() + dispatcher_->LeaseTimeoutMs(*work));
+    // Renewed every second while it is measured here (RenewClaims).
+    const int64_t lease_ms = dispatcher_->LeaseTimeoutMs(*work);
+    (void)db_->SetBatchLease((*row)->id, options_.tracker_id, clock_->NowMs() + lease_ms);
+    {
+      std::lock_guard<std::mutex> lock(claims_->mu);
+      claims_->leases[(*row)->id] = lease_ms;
+    }
     const std::string id = (*row)->id;
     const std::string me = options_.tracker_id;
     storage::LogDb* db = db_;
-    dispatcher_->Submit(*std::move(work),
-                        [db, id, me](const MeasureWork&, std::vector<MeasureOutcome> outcomes) {
-                          auto ok = db->FinishBatch(id, me, OutcomesToJson(outcomes));
-                          if (!ok.ok() || !*ok) {
-                            Log()->info(
-                                "relay: results of batch {} were not taken (its lease "
-                                "ended)",
-                                id);
-                          }
-                        });
+    dispatcher_->Submit(
+        *std::move(work),
+        [claims = claims_, db, id, me](const MeasureWork&, std::vector<MeasureOutcome> outcomes) {
+          {
+            std::lock_guard<std::mutex> lock(claims->mu);
+            claims->leases.erase(id);
+          }
+          auto ok = db->FinishBatch(id, me, OutcomesToJson(outcomes));
+          if (!ok.ok() || !*ok) {
+            Log()->info(
+                "relay: results of batch {} were not taken (its lease "
+                "ended)",
+                id);
+          }
+        });
   }
 }
 

@@ -8,10 +8,14 @@
 //   from its dispatcher (as a holder of its own) and publishes it in the
 //   database's batch table (at most kMaxPublishedPerKey unclaimed per key).
 //   A published batch nobody claimed goes back to the local queue when a
-//   local agent of the key asks for work.
+//   local agent of the key asks for work. Its lease here does not expire
+//   (Dispatcher::KeepLease): the table's lease of the tracker that claimed it
+//   does, and then the batch goes to another tracker, so no batch is
+//   measured here and elsewhere at once.
 // - In: when an agent here is waiting and nothing is queued here for its key,
 //   the relay claims another tracker's batch of that key (row locks skipped:
-//   one tracker gets it), queues it here, and writes the agent's results back.
+//   one tracker gets it), queues it here, and writes the agent's results back;
+//   it renews the table's lease of the batch while it is measured here.
 // - Back: the results of this tracker's published batches complete their
 //   local leases, so the job's records are written once, by its tracker.
 //
@@ -21,6 +25,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -70,6 +75,8 @@ class Relay {
   void Claim();
   void CollectResults();
   void CountRemoteAgents();
+  // Extends the table's leases of the batches measured here.
+  void RenewClaims(int64_t now);
 
   struct Published {
     std::string holder;       // this relay's dispatcher holder for the batch
@@ -82,6 +89,13 @@ class Relay {
   const Clock* clock_;
   RelayOptions options_;
   std::map<std::string, Published> published_;  // by batch table id
+  // Other trackers' batches measured here: table id -> lease length (shared
+  // with the dispatcher's callbacks, which may outlive the relay).
+  struct Claims {
+    std::mutex mu;
+    std::map<std::string, int64_t> leases;
+  };
+  std::shared_ptr<Claims> claims_ = std::make_shared<Claims>();
   uint64_t next_holder_ = 0;
   int64_t last_housekeeping_ms_ = 0;
   std::mutex mu_;

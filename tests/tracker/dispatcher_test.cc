@@ -126,6 +126,33 @@ TEST(DispatcherTest, ExpiredLeaseGoesBackToFrontAndLateResultIsIgnored) {
   EXPECT_EQ(next->work.batch_id, b2);
 }
 
+TEST(DispatcherTest, AKeptLeaseNeverExpiresAndEndsLikeAnyOther) {
+  FakeClock clock;
+  DispatcherOptions opts;
+  opts.lease_timeout_ms = 1000;
+  Dispatcher d(&clock, opts);
+  Sink sink;
+  std::string b1 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  auto l1 = d.TryLease("relay#1", "cpu");
+  ASSERT_TRUE(l1.has_value());
+  EXPECT_FALSE(d.KeepLease(b1, "someone-else#1"));
+  EXPECT_FALSE(d.KeepLease("no-such-batch", "relay#1"));
+  ASSERT_TRUE(d.KeepLease(b1, "relay#1"));
+  clock.Advance(1000 * 1000);
+  EXPECT_EQ(d.ExpireLeases(), 0);
+  EXPECT_EQ(d.InFlight("relay#1"), 1);
+  EXPECT_TRUE(d.Complete(b1, "relay#1", Results(l1->work, 2.0)));
+  EXPECT_EQ(sink.calls, 1);
+  // Or it goes back to the queue when its holder lets it go.
+  std::string b2 = d.Submit(Work("j", "cpu", 1), sink.Callback());
+  ASSERT_TRUE(d.TryLease("relay#2", "cpu").has_value());
+  ASSERT_TRUE(d.KeepLease(b2, "relay#2"));
+  EXPECT_EQ(d.ReleaseAgent("relay#2"), 1);
+  auto again = d.TryLease("a1", "cpu");
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->work.batch_id, b2);
+}
+
 TEST(DispatcherTest, DroppedAgentLeasesAreRequeuedImmediately) {
   FakeClock clock;
   Dispatcher d(&clock);
