@@ -205,6 +205,12 @@ int AgentRegistry::ConnectedCount(const std::string& device_key) const {
   return n + (remote == remote_.end() ? 0 : remote->second.count);
 }
 
+int AgentRegistry::RemoteCount(const std::string& device_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto remote = remote_.find(device_key);
+  return remote == remote_.end() ? 0 : remote->second.count;
+}
+
 void AgentRegistry::SetRemote(std::map<std::string, Remote> remote) {
   std::lock_guard<std::mutex> lock(mu_);
   remote_ = std::move(remote);

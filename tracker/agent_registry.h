@@ -94,6 +94,8 @@ class AgentRegistry {
     std::string target;
   };
   void SetRemote(std::map<std::string, Remote> remote);
+  // Agents of the key connected to other trackers.
+  int RemoteCount(const std::string& device_key) const;
   std::optional<AgentInfo> Get(const std::string& agent_id) const;
   // The target of an agent with this key: a connected one first, else the
   // most recently seen one.

@@ -165,7 +165,7 @@ void Relay::CollectResults() {
   if (published_.empty()) return;
   auto done = db_->TakeFinishedBatches(options_.tracker_id);
   if (!done.ok()) {
-    Log()->warn("relay: reading results: {}", done.status().ToString());
+    WarnNowAndThen(StrCat("relay: reading results: ", done.status().ToString()));
     return;
   }
   for (const storage::BatchRow& row : *done) {
@@ -206,11 +206,19 @@ void Relay::TakeBack() {
   }
 }
 
+void Relay::WarnNowAndThen(const std::string& message) {
+  const int64_t now = clock_->NowMs();
+  if (now - last_warning_ms_ < kWarnEveryMs) return;
+  last_warning_ms_ = now;
+  Log()->warn("{} (the relay logs this at most every {} s)", message, kWarnEveryMs / 1000);
+}
+
 void Relay::Publish() {
   std::map<std::string, size_t> unclaimed;
   for (const auto& [id, p] : published_) ++unclaimed[p.device_key];
   for (const auto& [key, queued] : dispatcher_->QueuedByKey()) {
     if (queued == 0 || dispatcher_->WaitingRequests(key) > 0) continue;
+    if (agents_->RemoteCount(key) == 0) continue;  // no other tracker's agent would take it
     if (unclaimed[key] >= kMaxPublishedPerKey) continue;
     const std::string holder = HolderOf(StrCat("relay:", options_.tracker_id), ++next_holder_);
     std::optional<Lease> lease = dispatcher_->TryLease(holder, key);
@@ -227,7 +235,7 @@ void Relay::Publish() {
     row.work = WorkToJson(lease->work);
     row.created_unix_ms = clock_->NowMs();
     if (absl::Status s = db_->PublishBatch(row); !s.ok()) {
-      Log()->warn("relay: publishing batch {}: {}", row.id, s.ToString());
+      WarnNowAndThen(StrCat("relay: publishing batch ", row.id, ": ", s.ToString()));
       dispatcher_->ReleaseAgent(holder);
       continue;
     }
@@ -237,7 +245,10 @@ void Relay::Publish() {
 
 void Relay::Claim() {
   auto queued = db_->QueuedBatchesByKey(options_.tracker_id);
-  if (!queued.ok()) return;
+  if (!queued.ok()) {
+    WarnNowAndThen(StrCat("relay: reading the batch table: ", queued.status().ToString()));
+    return;
+  }
   const std::map<std::string, size_t> local = dispatcher_->QueuedByKey();
   for (const auto& [key, n] : *queued) {
     if (n == 0 || dispatcher_->WaitingRequests(key) == 0) continue;

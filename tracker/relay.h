@@ -7,8 +7,9 @@
 //   its agents of that key is waiting for work, the relay leases one batch
 //   from its dispatcher (as a holder of its own) and publishes it in the
 //   database's batch table (at most kMaxPublishedPerKey unclaimed per key).
-//   A published batch nobody claimed goes back to the local queue when a
-//   local agent of the key asks for work. Its lease here does not expire
+//   Only while other trackers have agents of the key (a lone tracker on
+//   PostgreSQL publishes nothing). A published batch nobody claimed goes back to the local queue
+//   when a local agent of the key asks for work. Its lease here does not expire
 //   (Dispatcher::KeepLease): the table's lease of the tracker that claimed it
 //   does, and then the batch goes to another tracker, so no batch is
 //   measured here and elsewhere at once.
@@ -77,6 +78,11 @@ class Relay {
   void CountRemoteAgents();
   // Extends the table's leases of the batches measured here.
   void RenewClaims(int64_t now);
+  // A warning, unless one was logged less than kWarnEveryMs ago (a database
+  // that is down would otherwise fill the log every poll).
+  void WarnNowAndThen(const std::string& message);
+  static constexpr int64_t kWarnEveryMs = 5000;
+  int64_t last_warning_ms_ = -kWarnEveryMs;
 
   struct Published {
     std::string holder;       // this relay's dispatcher holder for the batch

@@ -11,6 +11,11 @@ spread across them (each takes the three addresses, its own first).
   over along their address lists, the job completes, the artifact fetched
   from a surviving tracker runs, and every trial is recorded exactly once.
 
+- The PostgreSQL server restarts mid-job (fast shutdown: every connection
+  cut): the tracker reconnects, the job completes with every trial recorded
+  once, and the tracker lived through it. (Needs the server's folder,
+  KILN_TEST_POSTGRES_DIR, to restart it with scripts/pg-scratch.)
+
 Needs a PostgreSQL server: KILN_TEST_POSTGRES=postgresql://USER@HOST:PORT
 (scripts/test starts one); skipped without.
 """
@@ -34,6 +39,8 @@ from farm import Farm
 ARGS = None
 KEY = "multi-cpu"
 SERVER = os.environ.get("KILN_TEST_POSTGRES", "")
+SERVER_DIR = os.environ.get("KILN_TEST_POSTGRES_DIR", "")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def psql(url, sql):
@@ -92,6 +99,51 @@ class MultiTracker(unittest.TestCase):
         return "".join(f"--- {n}\n" + self.farm.log(n) for n in sorted(os.listdir(self.tmp))
                        if n.endswith(".log"))
 
+    def records(self, job):
+        (n,), = psql(self.url, f"SELECT COUNT(*) FROM records WHERE job_id = '{job}'")
+        return int(n)
+
+    def assert_every_trial_once(self, job, trials):
+        """One record per trial, and no config with two final records."""
+        self.assertEqual(self.records(job), trials, self.logs())
+        twice = psql(self.url, "SELECT workload_key, config, COUNT(*) FROM records WHERE job_id = "
+                     f"'{job}' AND error_kind NOT IN ('timeout', 'agent_lost', 'invalid_cost', "
+                     "'wrong_result') GROUP BY workload_key, config HAVING COUNT(*) > 1")
+        self.assertEqual(twice, [])
+
+    def wait_ended(self, job, trackers):
+        deadline = time.time() + 600
+        while True:
+            state, out = self.job_state(job, trackers)
+            if state in ("completed", "failed", "cancelled"):
+                return state, out
+            self.assertLess(time.time(), deadline, out + self.logs())
+            time.sleep(0.5)
+
+    @unittest.skipUnless(SERVER_DIR, "KILN_TEST_POSTGRES_DIR is not set: cannot restart the server")
+    def test_the_database_restarts_mid_job(self):
+        tracker, addr = self.start_tracker(0)
+        self.farm.start([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker", addr, "--key",
+                         KEY, "--id", "agent-0"], "agent0.log")
+        deadline = time.time() + 60
+        while "agent-0" not in self.kiln("devices", "--tracker", addr):
+            self.assertLess(time.time(), deadline, self.logs())
+            time.sleep(0.2)
+        trials = 96
+        job = self.kiln("tune", self.model, "--tracker", addr, "--key", KEY, "--trials",
+                        str(trials)).splitlines()[0].strip()
+        deadline = time.time() + 120
+        while self.records(job) < 10:
+            self.assertLess(time.time(), deadline, self.logs())
+            time.sleep(0.1)
+        r = subprocess.run([os.path.join(ROOT, "scripts", "pg-scratch"), "restart", SERVER_DIR],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        state, out = self.wait_ended(job, addr)
+        self.assertEqual(state, "completed", out + self.logs())
+        self.assertIsNone(tracker.poll(), "the tracker died")
+        self.assert_every_trial_once(job, trials)
+
     def test_kill_the_jobs_tracker_and_the_job_completes_through_the_others(self):
         trackers = [self.start_tracker(i) for i in range(3)]
         addrs = [a for _, a in trackers]
@@ -148,26 +200,12 @@ class MultiTracker(unittest.TestCase):
         print(f"job {job}: tracker-0 killed, taken over by {owner} after {taken_over_s:.1f} s",
               flush=True)
 
-        deadline = time.time() + 600
-        while True:
-            state, out = self.job_state(job, everyone)  # fails over past the dead tracker
-            if state in ("completed", "failed", "cancelled"):
-                break
-            self.assertLess(time.time(), deadline, out + self.logs())
-            time.sleep(0.5)
+        state, out = self.wait_ended(job, everyone)  # fails over past the dead tracker
         self.assertEqual(state, "completed", out + self.logs())
         by_agent = psql(self.url, "SELECT agent_id, COUNT(*) FROM records WHERE job_id = "
                         f"'{job}' GROUP BY agent_id ORDER BY agent_id")
         print(f"records by agent: {by_agent}", flush=True)
-
-        # Every trial recorded exactly once: one record per trial, and no
-        # config with two final records.
-        (total,), = psql(self.url, f"SELECT COUNT(*) FROM records WHERE job_id = '{job}'")
-        self.assertEqual(int(total), trials, self.logs())
-        twice = psql(self.url, "SELECT workload_key, config, COUNT(*) FROM records WHERE job_id = "
-                     f"'{job}' AND error_kind NOT IN ('timeout', 'agent_lost', 'invalid_cost', "
-                     "'wrong_result') GROUP BY workload_key, config HAVING COUNT(*) > 1")
-        self.assertEqual(twice, [])
+        self.assert_every_trial_once(job, trials)
 
         # The artifact, fetched through the survivors, runs.
         art = os.path.join(self.tmp, "cnn.kiln")
