@@ -2,6 +2,7 @@
 the farm. Every gRPC error surfaces as kiln.KilnError(code, message)."""
 import hashlib
 import os
+import socket
 import time
 
 import grpc
@@ -135,9 +136,30 @@ def _job_dict(j):
             "tuning_s": j.tuning_s, "created_unix_ms": j.created_unix_ms}
 
 
+def _channel_target(address):
+    """HOST:PORT as given; "HOST:PORT,HOST:PORT,..." (several trackers of one
+    farm) as one "ipv4:" target, names resolved here, along which gRPC's
+    pick_first fails over, as the kiln CLI does. The first address only when
+    a name has no IPv4 address."""
+    parts = [a for a in address.split(",") if a]
+    if len(parts) <= 1:
+        return address, None
+    resolved = []
+    for part in parts:
+        host, _, port = part.rpartition(":")
+        try:
+            ip = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+        except (socket.gaierror, IndexError):
+            return parts[0], None
+        resolved.append(f"{ip}:{port}")
+    return "ipv4:" + ",".join(resolved), parts[0]
+
+
 class Client:
     """A connection to a kiln tracker. `address` defaults to $KILN_TRACKER,
-    `token` to $KILN_TOKEN; `tls_ca` (a PEM file) makes the channel TLS."""
+    `token` to $KILN_TOKEN; `tls_ca` (a PEM file) makes the channel TLS.
+    Several trackers of one farm: "HOST:PORT,HOST:PORT,..." (the first that
+    answers serves; the client moves on when it goes away)."""
 
     def __init__(self, address=None, token=None, tls_ca=None):
         address = address or os.environ.get("KILN_TRACKER")
@@ -145,12 +167,15 @@ class Client:
             raise KilnError("INVALID_ARGUMENT", "no tracker address (pass one or set KILN_TRACKER)")
         token = token if token is not None else os.environ.get("KILN_TOKEN")
         options = [("grpc.max_receive_message_length", 16 << 20)]
+        target, authority = _channel_target(address)
+        if authority:
+            options.append(("grpc.default_authority", authority))
         if tls_ca:
             with open(tls_ca, "rb") as f:
                 creds = grpc.ssl_channel_credentials(root_certificates=f.read())
-            self._channel = grpc.secure_channel(address, creds, options=options)
+            self._channel = grpc.secure_channel(target, creds, options=options)
         else:
-            self._channel = grpc.insecure_channel(address, options=options)
+            self._channel = grpc.insecure_channel(target, options=options)
         self._stub = tracker_pb2_grpc.TrackerStub(self._channel)
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         self.address = address

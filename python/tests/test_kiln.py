@@ -159,6 +159,15 @@ def test_a_model_of_several_chunks_uploads_whole(farm):
     assert client.upload(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def test_several_trackers_fail_over_past_a_dead_one(farm):
+    addr, client, tmp = farm
+    with socket.socket() as s:  # a port nobody listens on, listed first
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    with kiln.Client(f"{dead},{addr}") as c:
+        assert isinstance(c.jobs(), list)
+
+
 def test_environment_names_the_tracker(farm, monkeypatch):
     addr, client, tmp = farm
     monkeypatch.setenv("KILN_TRACKER", addr)
