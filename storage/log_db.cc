@@ -271,11 +271,24 @@ absl::StatusOr<int64_t> LogDb::AddRecord(const RecordRow& row) {
   return InsertRecord(*db_, row);
 }
 
-absl::Status LogDb::AddRecords(const std::vector<RecordRow>& rows) {
+absl::Status LogDb::AddRecords(const std::vector<RecordRow>& rows, const std::string& holder) {
   for (const RecordRow& row : rows) KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(row));
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(*db_);
   KILN_STORAGE_RETURN_IF_ERROR(tx.status());
+  if (!holder.empty() && !rows.empty()) {
+    // The fence: the job's row, locked until the records are in, names this
+    // tracker (a claim by another waits for it, or skips the job).
+    KILN_STORAGE_ASSIGN_OR_RETURN(
+        held, db_->Prepare(StrCat("SELECT tracker_id FROM jobs WHERE id = ?", ForUpdate())));
+    KILN_STORAGE_RETURN_IF_ERROR(held.BindText(1, rows.front().job_id));
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, held.Step());
+    if (!has_row || held.ColumnText(0) != holder) {
+      return absl::AbortedError(StrCat("job ", rows.front().job_id, " is held by ",
+                                       has_row ? "tracker '" + held.ColumnText(0) + "'" : "nobody",
+                                       " now, not '", holder, "': its records are not stored"));
+    }
+  }
   for (const RecordRow& row : rows) {
     KILN_STORAGE_ASSIGN_OR_RETURN(id, InsertRecord(*db_, row));
     (void)id;

@@ -160,7 +160,10 @@ class LogDb {
   absl::StatusOr<int64_t> AddRecord(const RecordRow& row);
   // All of them in one transaction (a batch's results: one commit, not one
   // per record); none is stored when one is invalid.
-  absl::Status AddRecords(const std::vector<RecordRow>& rows);
+  // With a `holder` (several trackers on one database), they are stored only
+  // while that tracker holds their job (the first record's): ABORTED, and
+  // nothing stored, once another tracker has taken the job over.
+  absl::Status AddRecords(const std::vector<RecordRow>& rows, const std::string& holder = "");
   // The successful record with the lowest mean cost, if any.
   absl::StatusOr<std::optional<RecordRow>> BestRecord(const std::string& workload_key,
                                                       const std::string& target);
@@ -267,8 +270,10 @@ class LogDb {
 
  private:
   explicit LogDb(std::unique_ptr<Database> db);
-  // " FOR UPDATE SKIP LOCKED" on PostgreSQL; "" on SQLite (one writer).
+  // " FOR UPDATE SKIP LOCKED" / " FOR UPDATE" on PostgreSQL; "" on SQLite
+  // (its write transactions exclude each other already).
   const char* SkipLocked() const;
+  const char* ForUpdate() const;
   std::mutex mu_;
   std::unique_ptr<Database> db_;
 };

@@ -37,6 +37,10 @@ const char* LogDb::SkipLocked() const {
   return db_->engine() == Database::Engine::kPostgres ? " FOR UPDATE SKIP LOCKED" : "";
 }
 
+const char* LogDb::ForUpdate() const {
+  return db_->engine() == Database::Engine::kPostgres ? " FOR UPDATE" : "";
+}
+
 // -------------------------------------------------------------- job leases
 
 absl::StatusOr<std::vector<JobRow>> LogDb::ClaimJobs(const std::string& tracker, int64_t now_ms,

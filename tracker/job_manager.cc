@@ -56,7 +56,8 @@ struct JobManager::Job {
   bool cancelled = false;
   // Another tracker holds the job now (this one's lease ran out while it
   // stalled): the job thread stops and writes nothing more.
-  bool abandoned = false;
+  std::atomic<bool> abandoned{false};
+  uint64_t launch_seq = 0;           // JobManager::launches_ when it was launched
   FarmMeasurer* measurer = nullptr;  // while tuning
   std::thread thread;
   std::atomic<int64_t> ended_ms{0};  // when Run returned (0: running)
@@ -143,7 +144,10 @@ void JobManager::SetState(Job& job, storage::JobState state, const std::string& 
 std::shared_ptr<JobManager::Job> JobManager::Find(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job_id);
-  return it == jobs_.end() ? nullptr : it->second;
+  // A job given up to another tracker answers from its row, like one that
+  // never ran here.
+  if (it == jobs_.end() || it->second->abandoned.load()) return nullptr;
+  return it->second;
 }
 
 absl::StatusOr<std::string> JobManager::NewJobId() {
@@ -356,10 +360,16 @@ void JobManager::Launch(std::shared_ptr<Job> job) {
         ++it;
       }
     }
+    // The same job again (given up to another tracker once, claimed back
+    // now): its old entry leaves, its thread joined below.
+    if (auto old = jobs_.find(job->row.id); old != jobs_.end()) {
+      evicted.push_back(std::move(old->second));
+    }
+    job->launch_seq = ++launches_;
     jobs_[job->row.id] = job;
   }
   for (auto& old : evicted) {
-    if (old->thread.joinable()) old->thread.join();  // it has returned
+    if (old->thread.joinable()) old->thread.join();  // it has returned (or is returning)
   }
   job->thread = std::thread([this, job] {
     // Below the agents' sessions: a result's turnaround (read it, lease the
@@ -410,12 +420,15 @@ void JobManager::HoldJobs() {
   while (!stopping_) {
     leases_cv_.wait_for(lock, period, [&] { return stopping_.load(); });
     if (stopping_) break;
+    // Jobs launched after this point may be missing from the answer (their
+    // rows were written after it was read): Abandon leaves them alone.
+    const uint64_t launched = launches_;
     lock.unlock();
     auto held = db_->RenewJobLeases(options_.tracker_id, clock_->NowMs() + options_.job_lease_ms);
     if (!held.ok()) {
       Log()->warn("renewing job leases: {}", held.status().ToString());
     } else {
-      Abandon(*held);
+      Abandon(*held, launched);
       for (const auto& [id, cancel] : *held) {
         if (!cancel) continue;
         auto job = Find(id);
@@ -434,14 +447,16 @@ void JobManager::HoldJobs() {
   }
 }
 
-void JobManager::Abandon(const std::vector<std::pair<std::string, bool>>& held) {
+void JobManager::Abandon(const std::vector<std::pair<std::string, bool>>& held, uint64_t launched) {
   std::set<std::string> ids;
   for (const auto& [id, cancel] : held) ids.insert(id);
   std::vector<std::shared_ptr<Job>> lost;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, job] : jobs_) {
-      if (job->ended_ms.load() == 0 && !ids.count(id)) lost.push_back(job);
+      if (job->ended_ms.load() == 0 && job->launch_seq <= launched && !ids.count(id)) {
+        lost.push_back(job);
+      }
     }
   }
   std::vector<std::string> given_up;
@@ -522,10 +537,14 @@ void JobManager::Run(std::shared_ptr<Job> job) {
   }
   auto abandoned = [&] {
     std::lock_guard<std::mutex> lock(job->mu);
-    return job->abandoned;
+    return job->abandoned.load();
   };
   if (st.ok()) st = Tune(*job);
-  if (stopping_ || abandoned()) return;  // the job stays unfinished and resumes next start
+  if (abandoned()) {
+    dispatcher_->CancelJob(job->row.id);  // another tracker runs it now
+    return;
+  }
+  if (stopping_) return;  // the job stays unfinished and resumes next start
   {
     std::lock_guard<std::mutex> lock(job->mu);
     if (job->cancelled) return;
@@ -583,6 +602,7 @@ absl::Status JobManager::Tune(Job& job) {
   options.batch_size = options_.batch_size;
   options.early_stopping = job.early_stopping;
   options.compiler_version = options_.compiler_version;
+  options.record_holder = options_.tracker_id;
   // No run of a candidate lasts longer than the agent lets one candidate run.
   if (job.timing.timeout_ms > 0) options.max_cost_s = job.timing.timeout_ms / 1000.0;
   tuner::Tuner tuner(db_, &measurer, job.target, std::move(tasks), std::move(options));
@@ -595,6 +615,12 @@ absl::Status JobManager::Tune(Job& job) {
   });
   std::lock_guard<std::mutex> lock(job.mu);
   job.measurer = nullptr;
+  // Another tracker took the job over (its records were refused): give it up.
+  if (st.code() == absl::StatusCode::kAborted && !options_.tracker_id.empty()) {
+    Log()->error("job {}: {}; stopping it here", job.row.id, std::string(st.message()));
+    job.abandoned = true;  // Run drops its batches
+    return absl::OkStatus();
+  }
   // Interrupted: cancelled, or stopping (the job resumes at the next start).
   if (st.code() == absl::StatusCode::kCancelled && (job.cancelled || job.abandoned || stopping_)) {
     return absl::OkStatus();

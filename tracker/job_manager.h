@@ -172,7 +172,9 @@ class JobManager {
   absl::Status ClaimAndResume();
   // Stops, without writing, running jobs missing from `held` (the jobs the
   // database says this tracker holds): another tracker has taken them over.
-  void Abandon(const std::vector<std::pair<std::string, bool>>& held);
+  // Only jobs launched before `launched` (launches_ when `held` was asked).
+  void Abandon(const std::vector<std::pair<std::string, bool>>& held, uint64_t launched);
+  uint64_t launches_ = 0;  // guarded by mu_
   std::thread leases_thread_;
   std::condition_variable leases_cv_;
   int UnfinishedJobsOf(const std::string& owner);

@@ -358,7 +358,7 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
     records.push_back(std::move(rec));
   }
   // The batch's records in one transaction, then the bookkeeping.
-  if (absl::Status st = db_->AddRecords(records); !st.ok()) return st;
+  if (absl::Status st = db_->AddRecords(records, options_.record_holder); !st.ok()) return st;
   for (const storage::RecordRow& rec : records) {
     run.in_flight.erase(rec.config);
     AddToHistory(rec, run.history);

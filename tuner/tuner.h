@@ -38,7 +38,10 @@ struct TuningTask {
 };
 
 struct TunerOptions {
-  std::string job_id;            // written into every record; seeds the search
+  std::string job_id;  // written into every record; seeds the search
+  // Several trackers on one database: the tracker that must hold the job for
+  // its records to be stored (storage::LogDb::AddRecords); "" for none.
+  std::string record_holder;
   std::string strategy = "xgb";  // tuner::kSearchStrategies
   int trials = 0;                // measurements over all tasks
   double budget_s = 0;           // wall-clock budget of tuning (0: none)

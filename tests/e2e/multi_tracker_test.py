@@ -11,6 +11,10 @@ spread across them (each takes the three addresses, its own first).
   over along their address lists, the job completes, the artifact fetched
   from a surviving tracker runs, and every trial is recorded exactly once.
 
+- The job's tracker stalls (SIGSTOP) past its job lease: another takes the
+  job over; when the first continues, its records are refused (the job's row
+  names the new tracker) and it gives the job up; the job completes with
+  every trial recorded once.
 - The PostgreSQL server restarts mid-job (fast shutdown: every connection
   cut): the tracker reconnects, the job completes with every trial recorded
   once, and the tracker lived through it. (Needs the server's folder,
@@ -69,12 +73,12 @@ class MultiTracker(unittest.TestCase):
         psql(f"{SERVER}/postgres", f"DROP DATABASE IF EXISTS {self.dbname} WITH (FORCE)")
         self.tmpdir.cleanup()
 
-    def start_tracker(self, i):
+    def start_tracker(self, i, lease_ms=3000):
         port_file = os.path.join(self.tmp, f"port{i}")
         proc = self.farm.start(
             [f"{ARGS.bin_dir}/tracker/kiln-tracker", "--listen", "127.0.0.1:0", "--port-file",
              port_file, "--db", self.url, "--artifacts", os.path.join(self.tmp, "artifacts"),
-             "--tracker-id", f"tracker-{i}", "--job-lease-ms", "3000"], f"tracker{i}.log")
+             "--tracker-id", f"tracker-{i}", "--job-lease-ms", str(lease_ms)], f"tracker{i}.log")
         deadline = time.time() + 30
         port = ""
         while not port:
@@ -119,6 +123,41 @@ class MultiTracker(unittest.TestCase):
                 return state, out
             self.assertLess(time.time(), deadline, out + self.logs())
             time.sleep(0.5)
+
+    def test_a_stalled_tracker_gives_its_job_up(self):
+        trackers = [self.start_tracker(i, lease_ms=1500) for i in range(2)]
+        addrs = [a for _, a in trackers]
+        both = ",".join(addrs)
+        for i in range(2):  # both agents on tracker 1: they go on while tracker 0 is stopped
+            self.farm.start([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker", addrs[1],
+                             "--key", KEY, "--id", f"agent-{i}"], f"agent{i}.log")
+        deadline = time.time() + 60
+        while "agent-1" not in self.kiln("devices", "--tracker", addrs[1]):
+            self.assertLess(time.time(), deadline, self.logs())
+            time.sleep(0.2)
+        trials = 160
+        (target,), = psql(self.url, "SELECT target FROM agents WHERE id = 'agent-1'")
+        job = self.kiln("tune", self.model, "--tracker", addrs[0], "--key", KEY, "--trials",
+                        str(trials), "--target", target).splitlines()[0].strip()
+        deadline = time.time() + 120
+        while self.records(job) < 20:
+            self.assertLess(time.time(), deadline, self.logs())
+            time.sleep(0.1)
+        trackers[0][0].send_signal(signal.SIGSTOP)
+        deadline = time.time() + 60
+        while psql(self.url, f"SELECT tracker_id FROM jobs WHERE id = '{job}'") != [["tracker-1"]]:
+            self.assertLess(time.time(), deadline, self.logs())
+            time.sleep(0.1)
+        time.sleep(1)  # tracker 1 runs the job for a while
+        trackers[0][0].send_signal(signal.SIGCONT)
+        state, out = self.wait_ended(job, both)
+        self.assertEqual(state, "completed", out + self.logs())
+        self.assert_every_trial_once(job, trials)
+        deadline = time.time() + 30
+        while "stopping it here" not in self.farm.log("tracker0.log"):
+            self.assertLess(time.time(), deadline, self.logs())
+            time.sleep(0.2)
+        self.assertIsNone(trackers[0][0].poll(), "tracker 0 died")
 
     @unittest.skipUnless(SERVER_DIR, "KILN_TEST_POSTGRES_DIR is not set: cannot restart the server")
     def test_the_database_restarts_mid_job(self):

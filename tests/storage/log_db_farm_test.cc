@@ -74,6 +74,41 @@ TEST(LogDbFarmTest, EachJobIsHeldByOneTrackerUntilItsLeaseRunsOut) {
   EXPECT_EQ(cancel, (std::map<std::string, bool>{{"j1", true}, {"j2", false}}));
 }
 
+TEST(LogDbFarmTest, RecordsAreStoredOnlyWhileTheirTrackerHoldsTheJob) {
+  TempDir dir;
+  const std::string url = dir.DbUrl("farm.db");
+  auto a = OpenOrDie(url);
+  auto b = OpenOrDie(url);
+  ASSERT_TRUE(a && b);
+  JobRow job = NewJob("j1");
+  job.tracker_id = "tracker-a";
+  job.lease_until_ms = 1000;
+  ASSERT_TRUE(a->CreateJob(job).ok());
+  RecordRow r;
+  r.workload_key = "wk";
+  r.target = "llvm";
+  r.config = "t=1";
+  r.costs_s = {1e-3};
+  r.mean_cost_s = 1e-3;
+  r.compiler_version = "0.1.0";
+  r.agent_id = "agent";
+  r.job_id = "j1";
+  ASSERT_TRUE(a->AddRecords({r}, "tracker-a").ok());
+  // Tracker b takes the job over: a's records are refused from then on.
+  ASSERT_EQ(b->ClaimJobs("tracker-b", 1001, 9000)->size(), 1u);
+  r.config = "t=2";
+  absl::Status refused = a->AddRecords({r}, "tracker-a");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kAborted) << refused;
+  EXPECT_NE(refused.message().find("tracker-b"), std::string::npos) << refused;
+  EXPECT_EQ(*a->CountRecords("j1"), 1);
+  EXPECT_TRUE(b->AddRecords({r}, "tracker-b").ok());
+  r.config = "t=3";
+  EXPECT_TRUE(a->AddRecords({r}).ok());  // no fence (one tracker)
+  EXPECT_EQ(*a->CountRecords("j1"), 3);
+  r.job_id = "unknown";
+  EXPECT_EQ(a->AddRecords({r}, "tracker-a").code(), absl::StatusCode::kAborted);
+}
+
 TEST(LogDbFarmTest, RelayedBatchGoesToOneOtherTrackerAndBackToItsOwner) {
   TempDir dir;
   const std::string url = dir.DbUrl("farm.db");
