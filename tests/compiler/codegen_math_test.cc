@@ -2,7 +2,6 @@
 // special values, NaN and infinity tests, C library calls resolved in the JIT
 // and in shared objects, every intrinsic compiled for AArch64, and bad calls
 // failing cleanly.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include "tests/compiler/codegen_types.h"
@@ -351,22 +350,14 @@ TEST(ModuleBuilder, LibmCallsResolveInJitAndSharedObject) {
       {"k_libm", {{K::kInput, 0, 0}, {K::kOutput, 0, 0}, {K::kOutput, 1, 0}, {K::kOutput, 2, 0}}});
   auto so = codegen::BuildSharedObjectFromFuncs({f}, plan, Target::Host());
   ASSERT_TRUE(so.ok()) << so.status();
-  std::string path = ::testing::TempDir() + "/kiln_codegen_test_libm.so";
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(so->data(), static_cast<std::streamsize>(so->size()));
-  }
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  using Entry = int32_t (*)(void* const*, void* const*, const uint8_t*, uint8_t*);
-  auto entry = reinterpret_cast<Entry>(dlsym(h, "kiln_main"));
-  ASSERT_NE(entry, nullptr);
+  test_util::LoadedModule module(*so, "kiln_codegen_test_libm");
+  ASSERT_NE(module.entry, nullptr);
+  auto entry = module.entry;
   std::vector<float> e(n), ta(n), as(n);
   void* ins[] = {in.data()};
   void* outs[] = {e.data(), ta.data(), as.data()};
   ASSERT_EQ(entry(ins, outs, nullptr, nullptr), 0);
   check(e, ta, as);
-  dlclose(h);
 }
 
 }  // namespace

@@ -246,17 +246,10 @@ TEST(ModuleBuilder, SharedObjectRunsEntryPlan) {
             "\x7f"
             "ELF");
 
-  std::string path = ::testing::TempDir() + "/kiln_codegen_test_module.so";
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(so->data(), static_cast<std::streamsize>(so->size()));
-  }
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  using Entry = int32_t (*)(void* const*, void* const*, const uint8_t*, uint8_t*);
-  auto entry = reinterpret_cast<Entry>(dlsym(h, "kiln_main"));
-  ASSERT_NE(entry, nullptr);
-  EXPECT_NE(dlsym(h, "k_relu"), nullptr);  // kernels are exported too
+  test_util::LoadedModule module(*so, "kiln_codegen_test_module");
+  ASSERT_NE(module.entry, nullptr);
+  auto entry = module.entry;
+  EXPECT_NE(dlsym(module.handle, "k_relu"), nullptr);  // kernels are exported too
 
   std::vector<float> xin(n), out(n, -1.0f);
   alignas(64) static uint8_t weights[64 + 40 * 4];
@@ -272,7 +265,6 @@ TEST(ModuleBuilder, SharedObjectRunsEntryPlan) {
   ASSERT_EQ(entry(ins, outs, weights, workspace), 0);
   for (int64_t k = 0; k < n; ++k)
     EXPECT_FLOAT_EQ(out[k], std::max(xin[k] * 2.0f + 0.5f, 0.0f)) << k;
-  dlclose(h);
 }
 
 TEST(ModuleBuilder, RejectsBadPlan) {

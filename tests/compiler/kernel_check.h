@@ -1,9 +1,11 @@
 #pragma once
 // Shared by the compiler tests: a JIT-built kernel against the naive
 // reference implementation on seeded random inputs.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 
 #include "compiler/codegen/jit.h"
@@ -23,6 +25,31 @@ inline codegen::KernelFn Jit(const ir::PrimFunc& f, std::unique_ptr<codegen::Jit
   *keep = std::move(*m);
   return fn.ok() ? *fn : nullptr;
 }
+
+// A module's shared object (codegen::BuildSharedObjectFromFuncs) written to
+// a temporary file and loaded; closed on destruction. `handle` is null (and
+// the test failed) when it did not load.
+struct LoadedModule {
+  using Entry = int32_t (*)(void* const*, void* const*, const uint8_t*, uint8_t*);
+  LoadedModule(const std::string& so, const std::string& name) {
+    const std::string path = ::testing::TempDir() + "/" + name + ".so";
+    {
+      std::ofstream out(path, std::ios::binary);
+      out.write(so.data(), static_cast<std::streamsize>(so.size()));
+    }
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(handle, nullptr) << dlerror();
+    if (handle != nullptr) entry = reinterpret_cast<Entry>(dlsym(handle, "kiln_main"));
+    EXPECT_NE(entry, nullptr);
+  }
+  ~LoadedModule() {
+    if (handle != nullptr) dlclose(handle);
+  }
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+  void* handle = nullptr;
+  Entry entry = nullptr;
+};
 
 // Workloads the code generator tests share.
 inline Workload EltwiseReluWorkload() {
