@@ -150,6 +150,9 @@ class LogDb {
   LogDb& operator=(const LogDb&) = delete;
 
   static int CurrentSchemaVersion();
+  // Whether several trackers may share this database (PostgreSQL: yes;
+  // SQLite: one tracker).
+  bool SharedByTrackers() const;
   absl::StatusOr<int> SchemaVersion();
 
   // Workloads.

@@ -33,13 +33,13 @@ BatchRow ReadBatch(const Statement& st) {
 
 }  // namespace
 
+bool LogDb::SharedByTrackers() const { return db_->engine() == Database::Engine::kPostgres; }
+
 const char* LogDb::SkipLocked() const {
-  return db_->engine() == Database::Engine::kPostgres ? " FOR UPDATE SKIP LOCKED" : "";
+  return SharedByTrackers() ? " FOR UPDATE SKIP LOCKED" : "";
 }
 
-const char* LogDb::ForUpdate() const {
-  return db_->engine() == Database::Engine::kPostgres ? " FOR UPDATE" : "";
-}
+const char* LogDb::ForUpdate() const { return SharedByTrackers() ? " FOR UPDATE" : ""; }
 
 // -------------------------------------------------------------- job leases
 

@@ -500,10 +500,13 @@ bool Dispatcher::KeepLease(const std::string& batch_id, const std::string& holde
   return true;
 }
 
-size_t Dispatcher::WaitingRequests(const std::string& device_key) const {
+std::map<std::string, size_t> Dispatcher::WaitingByKey() const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = requests_.find(device_key);
-  return it == requests_.end() ? 0 : it->second.size();
+  std::map<std::string, size_t> out;
+  for (const auto& [key, requests] : requests_) {
+    if (!requests.empty()) out[key] = requests.size();
+  }
+  return out;
 }
 
 size_t Dispatcher::QueuedLocked(const std::map<std::string, JobQueue>& jobs) {

@@ -192,8 +192,8 @@ class Dispatcher {
   size_t QueuedCount(const std::string& device_key) const;
   // Queued batches of every key that has a queue.
   std::map<std::string, size_t> QueuedByKey() const;
-  // Lease requests waiting for a batch of this key (idle agents' sessions).
-  size_t WaitingRequests(const std::string& device_key) const;
+  // Lease requests waiting for a batch (idle agents' sessions), by key.
+  std::map<std::string, size_t> WaitingByKey() const;
   // Drops every pending lease request (their callbacks get nullopt) and
   // wakes every WaitLease (e.g. on shutdown).
   void Wake();

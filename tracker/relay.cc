@@ -1,5 +1,7 @@
 #include "tracker/relay.h"
 
+#include <algorithm>
+
 #include "base/str.h"
 #include "nlohmann/json.hpp"
 #include "tracker/rpc.h"
@@ -135,9 +137,11 @@ void Relay::Loop() {
 
 void Relay::Step() {
   CollectResults();
-  TakeBack();
-  Publish();
-  Claim();
+  // The local queues and idle agents once per round (memory only).
+  const Queues q{dispatcher_->QueuedByKey(), dispatcher_->WaitingByKey()};
+  TakeBack(q);
+  Publish(q);
+  Claim(q);
   const int64_t now = clock_->NowMs();
   if (now - last_housekeeping_ms_ >= 1000) {
     last_housekeeping_ms_ = now;
@@ -184,7 +188,7 @@ void Relay::CollectResults() {
   }
 }
 
-void Relay::TakeBack() {
+void Relay::TakeBack(const Queues& q) {
   for (auto it = published_.begin(); it != published_.end();) {
     if (dispatcher_->InFlight(it->second.holder) == 0) {
       // Its job ended here (cancelled, failed, given up): nobody wants it.
@@ -192,7 +196,7 @@ void Relay::TakeBack() {
       it = published_.erase(it);
       continue;
     }
-    if (dispatcher_->WaitingRequests(it->second.device_key) == 0) {
+    if (q.Waiting(it->second.device_key) == 0) {
       ++it;
       continue;
     }
@@ -213,11 +217,11 @@ void Relay::WarnNowAndThen(const std::string& message) {
   Log()->warn("{} (the relay logs this at most every {} s)", message, kWarnEveryMs / 1000);
 }
 
-void Relay::Publish() {
+void Relay::Publish(const Queues& q) {
   std::map<std::string, size_t> unclaimed;
   for (const auto& [id, p] : published_) ++unclaimed[p.device_key];
-  for (const auto& [key, queued] : dispatcher_->QueuedByKey()) {
-    if (queued == 0 || dispatcher_->WaitingRequests(key) > 0) continue;
+  for (const auto& [key, queued] : q.queued) {
+    if (queued == 0 || q.Waiting(key) > 0) continue;
     if (agents_->RemoteCount(key) == 0) continue;  // no other tracker's agent would take it
     if (unclaimed[key] >= kMaxPublishedPerKey) continue;
     const std::string holder = HolderOf(StrCat("relay:", options_.tracker_id), ++next_holder_);
@@ -243,17 +247,21 @@ void Relay::Publish() {
   }
 }
 
-void Relay::Claim() {
+void Relay::Claim(const Queues& q) {
+  // Only keys with an idle agent here and nothing of this tracker's own to
+  // give it: the table is not read otherwise.
+  auto idle = [&](const std::string& key) { return q.Waiting(key) > 0 && q.Queued(key) == 0; };
+  if (std::none_of(q.waiting.begin(), q.waiting.end(),
+                   [&](const auto& kv) { return idle(kv.first); })) {
+    return;
+  }
   auto queued = db_->QueuedBatchesByKey(options_.tracker_id);
   if (!queued.ok()) {
     WarnNowAndThen(StrCat("relay: reading the batch table: ", queued.status().ToString()));
     return;
   }
-  const std::map<std::string, size_t> local = dispatcher_->QueuedByKey();
   for (const auto& [key, n] : *queued) {
-    if (n == 0 || dispatcher_->WaitingRequests(key) == 0) continue;
-    auto here = local.find(key);
-    if (here != local.end() && here->second > 0) continue;  // this tracker's own work first
+    if (n == 0 || !idle(key)) continue;
     // Claimed for a while, then for as long as a lease of its work lasts
     // here; past it the batch goes back to the table's queue.
     auto row = db_->ClaimBatch(key, options_.tracker_id, clock_->NowMs() + kClaimMs);

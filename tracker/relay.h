@@ -71,9 +71,20 @@ class Relay {
 
  private:
   void Loop();
-  void Publish();
-  void TakeBack();
-  void Claim();
+  // This tracker's queued batches and waiting lease requests, by device key.
+  struct Queues {
+    std::map<std::string, size_t> queued;
+    std::map<std::string, size_t> waiting;
+    size_t Queued(const std::string& key) const { return Get(queued, key); }
+    size_t Waiting(const std::string& key) const { return Get(waiting, key); }
+    static size_t Get(const std::map<std::string, size_t>& m, const std::string& key) {
+      auto it = m.find(key);
+      return it == m.end() ? 0 : it->second;
+    }
+  };
+  void Publish(const Queues& q);
+  void TakeBack(const Queues& q);
+  void Claim(const Queues& q);
   void CollectResults();
   void CountRemoteAgents();
   // Extends the table's leases of the batches measured here.

@@ -483,8 +483,7 @@ absl::StatusOr<int> TrackerServer::Start() {
   jopts.db_path = options_.db_path;
   // On PostgreSQL any number of trackers may share the database: each holds
   // the jobs it runs by lease and relays batches to the others' agents.
-  const bool shared =
-      options_.db_path.starts_with("postgresql://") || options_.db_path.starts_with("postgres://");
+  const bool shared = db_->SharedByTrackers();
   if (shared && jopts.tracker_id.empty()) jopts.tracker_id = NewTrackerId();
   if (!jopts.tracker_id.empty()) {
     Log()->info("tracker {}: one of the trackers sharing this database", jopts.tracker_id);

@@ -15,20 +15,18 @@ namespace {
 
 using testing::OpenOrDie;
 using testing::TempDir;
+using testing::TestJob;
 
-JobRow NewJob(const std::string& id, JobState state = JobState::kTuning) {
-  JobRow j;
-  j.id = id;
-  j.model_name = "m";
-  j.model_sha256 = std::string(64, 'a');
-  j.device_key = "x86";
-  j.target = "llvm";
-  j.state = state;
-  j.trials = 10;
-  j.options_json = "{}";
-  j.created_unix_ms = 1;
-  j.updated_unix_ms = 1;
-  return j;
+// A batch tracker "A" publishes for key "x86".
+BatchRow Batch(const std::string& id, const std::string& job, int64_t created) {
+  BatchRow row;
+  row.id = id;
+  row.job_id = job;
+  row.device_key = "x86";
+  row.owner = "A";
+  row.work = R"({"candidates":[]})";
+  row.created_unix_ms = created;
+  return row;
 }
 
 std::set<std::string> Ids(const std::vector<JobRow>& jobs) {
@@ -43,12 +41,12 @@ TEST(LogDbFarmTest, EachJobIsHeldByOneTrackerUntilItsLeaseRunsOut) {
   auto a = OpenOrDie(url);
   auto b = OpenOrDie(url);
   ASSERT_TRUE(a && b);
-  ASSERT_TRUE(a->CreateJob(NewJob("j1")).ok());
-  JobRow j2 = NewJob("j2", JobState::kQueued);  // submitted to tracker b
+  ASSERT_TRUE(a->CreateJob(TestJob("j1", 1, JobState::kTuning)).ok());
+  JobRow j2 = TestJob("j2", 1);  // submitted to tracker b
   j2.tracker_id = "tracker-b";
   j2.lease_until_ms = 5000;
   ASSERT_TRUE(a->CreateJob(j2).ok());
-  ASSERT_TRUE(a->CreateJob(NewJob("done", JobState::kCompleted)).ok());
+  ASSERT_TRUE(a->CreateJob(TestJob("done", 1, JobState::kCompleted)).ok());
 
   // Unheld unfinished jobs go to the first tracker that asks; j2 is b's.
   auto claimed = a->ClaimJobs("tracker-a", 1000, 2000);
@@ -80,7 +78,7 @@ TEST(LogDbFarmTest, RecordsAreStoredOnlyWhileTheirTrackerHoldsTheJob) {
   auto a = OpenOrDie(url);
   auto b = OpenOrDie(url);
   ASSERT_TRUE(a && b);
-  JobRow job = NewJob("j1");
+  JobRow job = TestJob("j1", 1, JobState::kTuning);
   job.tracker_id = "tracker-a";
   job.lease_until_ms = 1000;
   ASSERT_TRUE(a->CreateJob(job).ok());
@@ -116,13 +114,7 @@ TEST(LogDbFarmTest, RelayedBatchGoesToOneOtherTrackerAndBackToItsOwner) {
   auto b = OpenOrDie(url);
   auto c = OpenOrDie(url);
   ASSERT_TRUE(owner && b && c);
-  BatchRow row;
-  row.id = "A/b-1";
-  row.job_id = "j1";
-  row.device_key = "x86";
-  row.owner = "A";
-  row.work = R"({"candidates":[]})";
-  row.created_unix_ms = 10;
+  BatchRow row = Batch("A/b-1", "j1", 10);
   ASSERT_TRUE(owner->PublishBatch(row).ok());
   EXPECT_EQ(owner->PublishBatch(BatchRow{}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*b->QueuedBatchesByKey("B")), (std::map<std::string, int64_t>{{"x86", 1}}));
@@ -170,14 +162,7 @@ TEST(LogDbFarmTest, ConcurrentClaimsGiveEachBatchToExactlyOneTracker) {
   ASSERT_TRUE(owner);
   constexpr int kBatches = 40;
   for (int i = 0; i < kBatches; ++i) {
-    BatchRow row;
-    row.id = "A/b-" + std::to_string(i);
-    row.job_id = "j";
-    row.device_key = "x86";
-    row.owner = "A";
-    row.work = "{}";
-    row.created_unix_ms = i;
-    ASSERT_TRUE(owner->PublishBatch(row).ok());
+    ASSERT_TRUE(owner->PublishBatch(Batch("A/b-" + std::to_string(i), "j", i)).ok());
   }
   constexpr int kTrackers = 4;
   std::vector<std::vector<std::string>> got(kTrackers);

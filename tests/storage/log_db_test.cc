@@ -16,6 +16,7 @@ namespace {
 
 using testing::OpenOrDie;
 using testing::TempDir;
+using testing::TestJob;
 
 RecordRow Record(const std::string& config, double mean, ErrorKind error_kind = ErrorKind::kNone) {
   RecordRow r;
@@ -170,31 +171,16 @@ TEST(LogDbTest, MeasuredConfigsPerCompilerVersion) {
   EXPECT_TRUE(db->MeasuredConfigs("wk2", "llvm -mcpu=skylake", "0.1.0")->empty());
 }
 
-JobRow Job(const std::string& id, int64_t created, JobState state = JobState::kQueued) {
-  JobRow j;
-  j.id = id;
-  j.model_name = "resnet";
-  j.model_sha256 = std::string(64, 'a');
-  j.device_key = "x86";
-  j.target = "llvm";
-  j.state = state;
-  j.trials = 100;
-  j.options_json = R"({"number":3})";
-  j.created_unix_ms = created;
-  j.updated_unix_ms = created;
-  return j;
-}
-
 TEST(LogDbTest, JobsCrud) {
   TempDir dir;
   auto db = OpenOrDie(dir.DbUrl("log.db"));
-  ASSERT_TRUE(db->CreateJob(Job("j1", 10)).ok());
-  ASSERT_TRUE(db->CreateJob(Job("j2", 20, JobState::kCompleted)).ok());
-  ASSERT_TRUE(db->CreateJob(Job("j3", 30, JobState::kTuning)).ok());
-  absl::Status dup = db->CreateJob(Job("j1", 40));
+  ASSERT_TRUE(db->CreateJob(TestJob("j1", 10)).ok());
+  ASSERT_TRUE(db->CreateJob(TestJob("j2", 20, JobState::kCompleted)).ok());
+  ASSERT_TRUE(db->CreateJob(TestJob("j3", 30, JobState::kTuning)).ok());
+  absl::Status dup = db->CreateJob(TestJob("j1", 40));
   EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
 
-  JobRow j = Job("j1", 999, JobState::kTuning);
+  JobRow j = TestJob("j1", 999, JobState::kTuning);
   j.trials_done = 42;
   j.error = "";
   j.updated_unix_ms = 50;
@@ -210,7 +196,7 @@ TEST(LogDbTest, JobsCrud) {
   EXPECT_EQ((*got)->updated_unix_ms, 50);
   EXPECT_EQ((*got)->tuning_ms, 1234);
 
-  EXPECT_EQ(db->UpdateJob(Job("nope", 1)).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(db->UpdateJob(TestJob("nope", 1)).code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(db->GetJob("nope")->has_value());
 
   auto list = db->ListJobs();
@@ -231,12 +217,12 @@ TEST(LogDbTest, StatesAndErrorKindsAreStoredByName) {
   std::string path = dir.DbUrl("log.db");
   {
     auto db = OpenOrDie(path);
-    ASSERT_TRUE(db->CreateJob(Job("j1", 10, JobState::kCompiling)).ok());
+    ASSERT_TRUE(db->CreateJob(TestJob("j1", 10, JobState::kCompiling)).ok());
     ASSERT_TRUE(db->AddRecord(Record("t=1", 0, ErrorKind::kAgentLost)).ok());
     // Values outside the enums are refused before anything is written.
-    absl::Status bad_job = db->CreateJob(Job("j2", 20, static_cast<JobState>(0)));
+    absl::Status bad_job = db->CreateJob(TestJob("j2", 20, static_cast<JobState>(0)));
     EXPECT_EQ(bad_job.code(), absl::StatusCode::kInvalidArgument) << bad_job;
-    absl::Status bad_update = db->UpdateJob(Job("j1", 10, static_cast<JobState>(42)));
+    absl::Status bad_update = db->UpdateJob(TestJob("j1", 10, static_cast<JobState>(42)));
     EXPECT_EQ(bad_update.code(), absl::StatusCode::kInvalidArgument) << bad_update;
     EXPECT_EQ((*db->GetJob("j1"))->state, JobState::kCompiling);
     EXPECT_FALSE(db->GetJob("j2")->has_value());
@@ -260,7 +246,7 @@ TEST(LogDbTest, UnknownNamesInTheFileAreDataLoss) {
   std::string path = dir.DbUrl("log.db");
   {
     auto db = OpenOrDie(path);
-    ASSERT_TRUE(db->CreateJob(Job("j1", 10)).ok());
+    ASSERT_TRUE(db->CreateJob(TestJob("j1", 10)).ok());
     ASSERT_TRUE(db->AddRecord(Record("t=1", 1e-3)).ok());
   }
   {

@@ -88,6 +88,22 @@ class TempDir {
   std::map<std::string, std::string> databases_;  // name -> PostgreSQL database
 };
 
+// A job row with every field filled.
+inline JobRow TestJob(const std::string& id, int64_t created, JobState state = JobState::kQueued) {
+  JobRow j;
+  j.id = id;
+  j.model_name = "resnet";
+  j.model_sha256 = std::string(64, 'a');
+  j.device_key = "x86";
+  j.target = "llvm";
+  j.state = state;
+  j.trials = 100;
+  j.options_json = R"({"number":3})";
+  j.created_unix_ms = created;
+  j.updated_unix_ms = created;
+  return j;
+}
+
 // The log database at `url`, or null (and a test failure).
 inline std::unique_ptr<LogDb> OpenOrDie(const std::string& url) {
   auto db = LogDb::Open(url);
