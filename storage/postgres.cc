@@ -4,8 +4,11 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <regex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -76,8 +79,8 @@ class PostgresDatabase;
 
 class PostgresStatement final : public StatementImpl {
  public:
-  PostgresStatement(PostgresDatabase* db, std::string name, int params)
-      : db_(db), name_(std::move(name)), values_(params), null_(params, 1), binary_(params, 0) {}
+  PostgresStatement(PostgresDatabase* db, std::string sql, int params)
+      : db_(db), sql_(std::move(sql)), values_(params), null_(params, 1), binary_(params, 0) {}
   ~PostgresStatement() override { PQclear(res_); }
 
   absl::Status BindInt64(int index, int64_t value) override {
@@ -148,7 +151,7 @@ class PostgresStatement final : public StatementImpl {
     return absl::OkStatus();
   }
   PostgresDatabase* db_;
-  std::string name_;
+  std::string sql_;  // prepared on the database's session (again after a reconnect)
   std::vector<std::string> values_;
   std::vector<char> null_;
   std::vector<int> binary_;
@@ -164,27 +167,19 @@ class PostgresDatabase final : public Database {
   Engine engine() const override { return Engine::kPostgres; }
 
   absl::Status Exec(const std::string& sql) override {
-    Reconnect();
-    PGresult* res = PQexec(conn_, sql.c_str());
-    absl::Status s = Done(res, "exec");
-    PQclear(res);
-    return s;
+    return Retrying([&]() -> absl::Status {
+      PGresult* res = PQexec(conn_, sql.c_str());
+      absl::Status s = Done(res, "exec");
+      PQclear(res);
+      return s;
+    });
   }
 
   absl::StatusOr<Statement> Prepare(std::string_view sql) override {
     Reconnect();
-    auto it = prepared_.find(std::string(sql));
-    if (it == prepared_.end()) {
-      int params = 0;
-      const std::string text = Placeholders(sql, &params);
-      std::string name = StrCat("kiln_", prepared_.size() + 1);
-      PGresult* res = PQprepare(conn_, name.c_str(), text.c_str(), params, nullptr);
-      absl::Status s = Done(res, StrCat("prepare '", sql, "'"));
-      PQclear(res);
-      if (!s.ok()) return s;
-      it = prepared_.emplace(std::string(sql), Prepared{std::move(name), params}).first;
-    }
-    return Statement(std::make_unique<PostgresStatement>(this, it->second.name, it->second.params));
+    auto prepared = Prepared(std::string(sql));
+    if (!prepared.ok()) return prepared.status();
+    return Statement(std::make_unique<PostgresStatement>(this, std::string(sql), prepared->params));
   }
 
   int64_t Changes() const override { return changes_; }
@@ -205,8 +200,9 @@ class PostgresDatabase final : public Database {
     return out;
   }
 
-  // Runs a prepared statement; the result is the caller's.
-  absl::StatusOr<PGresult*> Execute(const std::string& name, const std::vector<std::string>& values,
+  // Runs the statement prepared from `sql` (again, on a new session); the
+  // result is the caller's.
+  absl::StatusOr<PGresult*> Execute(const std::string& sql, const std::vector<std::string>& values,
                                     const std::vector<char>& null, const std::vector<int>& binary) {
     const int n = static_cast<int>(values.size());
     std::vector<const char*> ptrs(n);
@@ -215,12 +211,20 @@ class PostgresDatabase final : public Database {
       ptrs[i] = null[i] ? nullptr : values[i].data();
       lengths[i] = static_cast<int>(values[i].size());
     }
-    PGresult* res = PQexecPrepared(conn_, name.c_str(), n, ptrs.data(), lengths.data(),
-                                   binary.data(), /*resultFormat=*/0);
-    if (absl::Status s = Done(res, "step"); !s.ok()) {
-      PQclear(res);
-      return s;
-    }
+    PGresult* res = nullptr;
+    absl::Status s = Retrying([&]() -> absl::Status {
+      auto prepared = Prepared(sql);
+      if (!prepared.ok()) return prepared.status();
+      res = PQexecPrepared(conn_, prepared->name.c_str(), n, ptrs.data(), lengths.data(),
+                           binary.data(), /*resultFormat=*/0);
+      absl::Status done = Done(res, "step");
+      if (!done.ok()) {
+        PQclear(res);
+        res = nullptr;
+      }
+      return done;
+    });
+    if (!s.ok()) return s;
     return res;
   }
 
@@ -234,25 +238,64 @@ class PostgresDatabase final : public Database {
     return absl::OkStatus();
   }
   // After the server went away: a new session (its prepared statements are
-  // gone). The call that saw the loss has failed UNAVAILABLE already.
+  // gone), tried for up to kReconnectMs while the server comes back.
   void Reconnect() {
     if (PQstatus(conn_) == CONNECTION_OK) return;
-    PQreset(conn_);
     prepared_.clear();
+    auto wait = std::chrono::milliseconds(100);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReconnectMs);
+    while (true) {
+      PQreset(conn_);
+      if (PQstatus(conn_) == CONNECTION_OK || std::chrono::steady_clock::now() >= give_up) return;
+      std::this_thread::sleep_for(wait);
+      wait = std::min(wait * 2, std::chrono::milliseconds(1000));
+    }
   }
 
-  struct Prepared {
+  // Runs `attempt`; when it failed because the connection was lost and it
+  // began outside a transaction (BEGIN, or a statement on its own), runs it
+  // once more on a new session. Inside a transaction the loss fails the
+  // call: the transaction is gone. (A statement whose reply was lost may
+  // have been applied: kiln's statements on their own are upserts, updates
+  // and reads; records are written in transactions.)
+  absl::Status Retrying(const std::function<absl::Status()>& attempt) {
+    Reconnect();
+    const bool outside = PQtransactionStatus(conn_) == PQTRANS_IDLE;
+    absl::Status s = attempt();
+    if (s.ok() || !outside || PQstatus(conn_) == CONNECTION_OK) return s;
+    Reconnect();
+    if (PQstatus(conn_) != CONNECTION_OK) return s;
+    return attempt();
+  }
+
+  struct PreparedStatement {
     std::string name;
     int params;
   };
+  // The statement prepared from `sql` on this session.
+  absl::StatusOr<PreparedStatement> Prepared(const std::string& sql) {
+    auto it = prepared_.find(sql);
+    if (it != prepared_.end()) return it->second;
+    int params = 0;
+    const std::string text = Placeholders(sql, &params);
+    std::string name = StrCat("kiln_", ++statements_);
+    PGresult* res = PQprepare(conn_, name.c_str(), text.c_str(), params, nullptr);
+    absl::Status s = Done(res, StrCat("prepare '", sql, "'"));
+    PQclear(res);
+    if (!s.ok()) return s;
+    return prepared_.emplace(sql, PreparedStatement{std::move(name), params}).first->second;
+  }
+
+  static constexpr int64_t kReconnectMs = 15000;
+  uint64_t statements_ = 0;  // names kiln_N, unique per session
   PGconn* conn_;
-  std::unordered_map<std::string, Prepared> prepared_;
+  std::unordered_map<std::string, PreparedStatement> prepared_;
   int64_t changes_ = 0;
 };
 
 absl::StatusOr<bool> PostgresStatement::Step() {
   if (res_ == nullptr) {
-    absl::StatusOr<PGresult*> res = db_->Execute(name_, values_, null_, binary_);
+    absl::StatusOr<PGresult*> res = db_->Execute(sql_, values_, null_, binary_);
     if (!res.ok()) return res.status();
     res_ = *res;
     row_ = -1;
