@@ -44,9 +44,14 @@ int64_t InputRows(const Workload& w, int64_t rows) {
   return (rows - 1) * w.Ints("stride")[0] + (w.Int("R") - 1) * w.Ints("dilation")[0] + 1;
 }
 
-// Bytes of the packed input rows of `rows` output rows.
-int64_t DpackBytes(const Workload& w, int64_t rows) {
-  return 4 * w.Int("C") * InputRows(w, rows) * PaddedExtent(w).second;
+// Bytes of the packed input rows of `rows` output rows, as many columns as
+// the register tiles of `rn` pixels read: a partial last tile reads past the
+// last output pixel (clamped), and its columns are packed too.
+int64_t DpackBytes(const Workload& w, int64_t rows, int64_t rn) {
+  const int64_t tiled = (w.Int("OW") + rn - 1) / rn * rn;
+  const int64_t columns =
+      (tiled - 1) * w.Ints("stride")[1] + (w.Int("S") - 1) * w.Ints("dilation")[1] + 1;
+  return 4 * w.Int("C") * InputRows(w, rows) * columns;
 }
 
 // The convolution reads its input as is (pack_data=0) only where no padding
@@ -180,7 +185,7 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
                  "or more output-channel blocks"));
     }
   }
-  const int64_t dbytes = DpackBytes(w, c.at("rows"));
+  const int64_t dbytes = DpackBytes(w, c.at("rows"), rn);
   if (c.at("pack_data") && dbytes > kMaxScratchBytes) {
     return absl::InvalidArgumentError(
         StrCat("conv2d NCHWc: the packed input rows of ", c.at("rows"), " output rows (", dbytes,
@@ -211,26 +216,6 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
   c["par_rows"] = 0;
   c["cin"] = 0;
   if (!NchwcEligible(w, t)) return c;
-  // The most output rows whose input rows stay in about half an L2:
-  // weights are read once per block of rows. A small image (the 7x7 layers)
-  // is one block when its whole input fits an L2: its weights, megabytes,
-  // are then streamed once instead of once per row.
-  const int64_t row_bytes = c["pack_data"] ? 0 : 4 * w.Int("C") * w.Int("W");
-  for (int64_t r : choices("rows")) {
-    int64_t bytes = c["pack_data"] ? DpackBytes(w, r) : row_bytes * InputRows(w, r);
-    const bool whole = r == choices("rows").back() && InputRows(w, r) >= w.Int("H");
-    if (bytes <= (whole ? 512 : 256) * 1024) c["rows"] = r;
-  }
-  // Every block of rows streams all the weights: where they outweigh the
-  // whole image's input rows, one block, if its packed rows fit the scratch
-  // limit (ResNet-50's 1024->2048 14x14 stride-2 1x1 layer: 8 MB of weights
-  // read 7 times at one row per block; 2.28 -> 1.37 ms).
-  const int64_t all_rows = choices("rows").back();
-  const int64_t in_bytes =
-      c["pack_data"] ? DpackBytes(w, all_rows) : row_bytes * InputRows(w, all_rows);
-  if (WeightsOutweighInput(w) && (!c["pack_data"] || in_bytes <= kMaxScratchBytes)) {
-    c["rows"] = all_rows;
-  }
   // The tile with the most useful accumulators: vectors per step, discounted
   // by the partial last tile's waste; ties to the wider channel block.
   const int64_t OW = w.Int("OW");
@@ -246,6 +231,26 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
         c["reg_n"] = rn;
       }
     }
+  }
+  // The most output rows whose input rows stay in about half an L2:
+  // weights are read once per block of rows. A small image (the 7x7 layers)
+  // is one block when its whole input fits an L2: its weights, megabytes,
+  // are then streamed once instead of once per row.
+  const int64_t row_bytes = c["pack_data"] ? 0 : 4 * w.Int("C") * w.Int("W");
+  for (int64_t r : choices("rows")) {
+    int64_t bytes = c["pack_data"] ? DpackBytes(w, r, c["reg_n"]) : row_bytes * InputRows(w, r);
+    const bool whole = r == choices("rows").back() && InputRows(w, r) >= w.Int("H");
+    if (bytes <= (whole ? 512 : 256) * 1024) c["rows"] = r;
+  }
+  // Every block of rows streams all the weights: where they outweigh the
+  // whole image's input rows, one block, if its packed rows fit the scratch
+  // limit (ResNet-50's 1024->2048 14x14 stride-2 1x1 layer: 8 MB of weights
+  // read 7 times at one row per block; 2.28 -> 1.37 ms).
+  const int64_t all_rows = choices("rows").back();
+  const int64_t in_bytes =
+      c["pack_data"] ? DpackBytes(w, all_rows, c["reg_n"]) : row_bytes * InputRows(w, all_rows);
+  if (WeightsOutweighInput(w) && (!c["pack_data"] || in_bytes <= kMaxScratchBytes)) {
+    c["rows"] = all_rows;
   }
   // Input channels per step: at most 256 weight floats (1 KiB) per kernel
   // tap, i.e. 16 channels with 16-wide blocks and 8 with 32-wide ones.
