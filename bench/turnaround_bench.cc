@@ -3,13 +3,18 @@
 //
 //   build ms: lowering plus JIT of one candidate (compiler::BuildJit), the
 //     issue's target is a median of at most 25 ms;
+//   --phases: where the build time goes, per phase (medians over every
+//     candidate): kiln's lowering (kernel and weight packs), LLVM IR
+//     emission, LLVM's middle end (OptimizeModule), and instruction
+//     selection to register allocation (an object file, as the JIT does), with
+//     the instruction counts before and after the middle end;
 //   measure s: the agent's whole per-candidate work (MeasureCandidate: build,
 //     verify against the reference, time with the farm's default policy),
 //     summed over the candidates, without and with the early stop the
 //     tracker asks for once a task has a best cost (stop_above_s = 3x the
 //     default config's cost, the baseline of this table).
 //
-// Usage: turnaround_bench [--candidates N] [--only SUBSTR] [--build-only] [--nchw]
+// Usage: turnaround_bench [--candidates N] [--only SUBSTR] [--build-only] [--phases] [--nchw]
 // N random valid configs per shape (default 16) plus the default config.
 #include <algorithm>
 #include <chrono>
@@ -20,9 +25,16 @@
 
 #include "base/str.h"
 #include "bench/shapes.h"
+#include "compiler/codegen/llvm_codegen.h"
 #include "compiler/kernel.h"
+#include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
 #include "device_agent/measure.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
 
 namespace {
 
@@ -44,12 +56,62 @@ kiln::v1::Config ToProto(const Config& c) {
   return out;
 }
 
+size_t Instructions(const llvm::Module& m) {
+  size_t n = 0;
+  for (const llvm::Function& f : m) n += f.getInstructionCount();
+  return n;
+}
+
+// One candidate's build, phase by phase: seconds of lowering, emission,
+// middle end and code generation, then the instructions before and after
+// the middle end. False when a phase fails.
+bool TimePhases(const kiln::compiler::Workload& w, const Config& c,
+                const kiln::compiler::Target& target, std::vector<double>* out) {
+  namespace cg = kiln::compiler::codegen;
+  Clock::time_point t0 = Clock::now();
+  auto f = kiln::compiler::LowerWorkload(w, c, target, "kiln_kernel", {});
+  auto packed = kiln::compiler::PackedInputsOf(w, c, target);
+  if (!f.ok() || !packed.ok()) return false;
+  std::vector<kiln::ir::PrimFunc> funcs = {*f};
+  for (const auto& p : *packed) {
+    auto pf = kiln::compiler::LowerPack(w, c, target, p.input, kiln::StrCat("kiln_pack", p.input),
+                                        {});
+    if (!pf.ok()) return false;
+    funcs.push_back(*pf);
+  }
+  const double lower = Seconds(t0);
+  auto tm = cg::CreateTargetMachine(target, /*pic=*/false);
+  if (!tm.ok()) return false;
+  llvm::LLVMContext ctx;
+  t0 = Clock::now();
+  auto mod = cg::NewModule(ctx, "kiln", **tm);
+  for (const auto& fn : funcs) {
+    if (!cg::EmitKernel(fn, mod.get()).ok()) return false;
+  }
+  const double emit = Seconds(t0);
+  const size_t before = Instructions(*mod);
+  t0 = Clock::now();
+  if (!cg::OptimizeModule(mod.get(), tm->get()).ok()) return false;
+  const double opt = Seconds(t0);
+  const size_t after = Instructions(*mod);
+  t0 = Clock::now();
+  llvm::SmallVector<char, 0> obj;
+  llvm::raw_svector_ostream os(obj);
+  llvm::legacy::PassManager pm;
+  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) return false;
+  pm.run(*mod);
+  const double codegen = Seconds(t0);
+  *out = {lower, emit, opt, codegen, static_cast<double>(before), static_cast<double>(after)};
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int candidates = 16;
   std::string only;
   bool build_only = false;
+  bool phases = false;
   bool nchw = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -60,10 +122,12 @@ int main(int argc, char** argv) {
       only = argv[++i];
     } else if (a == "--build-only") {
       build_only = true;
+    } else if (a == "--phases") {
+      phases = build_only = true;
     } else if (a == "--nchw") {
       nchw = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--candidates N] [--only SUBSTR] [--build-only] [--nchw]\n",
+      std::fprintf(stderr, "usage: %s [--candidates N] [--only SUBSTR] [--build-only] [--phases] [--nchw]\n",
                    argv[0]);
       return 2;
     }
@@ -75,10 +139,17 @@ int main(int argc, char** argv) {
       "%d random valid configs per shape plus the default; measure = build + verify + time "
       "(repeat 3, min_repeat_ms 10); early stop at 3x the default's cost\n\n",
       candidates);
-  std::printf(
-      "| shape | build median ms | build p90 ms | build max ms | measure s | with early stop s | "
-      "cut short |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  if (phases) {
+    std::printf(
+        "| shape | lower ms | emit ms | middle end ms | codegen ms | instructions emitted | after "
+        "middle end |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  } else {
+    std::printf(
+        "| shape | build median ms | build p90 ms | build max ms | measure s | with early stop s "
+        "| cut short |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  }
   std::vector<double> all_builds;
+  std::vector<std::vector<double>> all_phases(6);
   double total_full = 0, total_stop = 0;
   for (const kiln::bench::Shape& s : kiln::bench::kShapes) {
     if (!only.empty() && s.name.find(only) == std::string::npos) continue;
@@ -92,6 +163,24 @@ int main(int argc, char** argv) {
          ++attempt) {
       Config c = kiln::bench::RandomConfig(*knobs, rng);
       if (kiln::compiler::ValidateConfig(w, target, c).ok()) configs.push_back(c);
+    }
+    if (phases) {
+      std::vector<std::vector<double>> shape_phases(6);
+      for (const Config& c : configs) {
+        std::vector<double> p;
+        if (!TimePhases(w, c, target, &p)) continue;
+        for (size_t i = 0; i < p.size(); ++i) {
+          shape_phases[i].push_back(p[i]);
+          all_phases[i].push_back(p[i]);
+        }
+      }
+      if (shape_phases[0].empty()) continue;
+      std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f |\n", s.name.c_str(),
+                  Percentile(shape_phases[0], 0.5) * 1e3, Percentile(shape_phases[1], 0.5) * 1e3,
+                  Percentile(shape_phases[2], 0.5) * 1e3, Percentile(shape_phases[3], 0.5) * 1e3,
+                  Percentile(shape_phases[4], 0.5), Percentile(shape_phases[5], 0.5));
+      std::fflush(stdout);
+      continue;
     }
     std::vector<double> builds;
     for (const Config& c : configs) {
@@ -135,6 +224,17 @@ int main(int argc, char** argv) {
                 Percentile(builds, 0.5) * 1e3, Percentile(builds, 0.9) * 1e3,
                 Percentile(builds, 1.0) * 1e3, full, stopped, cut, configs.size() - 1);
     std::fflush(stdout);
+  }
+  if (phases) {
+    if (all_phases[0].empty()) return 1;
+    std::printf(
+        "\nmedians over %zu candidates: lowering %.1f ms, emission %.1f ms, middle end %.1f ms, "
+        "code generation %.1f ms; %.0f instructions emitted, %.0f after the middle end\n",
+        all_phases[0].size(), Percentile(all_phases[0], 0.5) * 1e3,
+        Percentile(all_phases[1], 0.5) * 1e3, Percentile(all_phases[2], 0.5) * 1e3,
+        Percentile(all_phases[3], 0.5) * 1e3, Percentile(all_phases[4], 0.5),
+        Percentile(all_phases[5], 0.5));
+    return 0;
   }
   if (all_builds.empty()) return 1;
   std::printf(
