@@ -74,8 +74,8 @@ bool TimePhases(const kiln::compiler::Workload& w, const Config& c,
   if (!f.ok() || !packed.ok()) return false;
   std::vector<kiln::ir::PrimFunc> funcs = {*f};
   for (const auto& p : *packed) {
-    auto pf = kiln::compiler::LowerPack(w, c, target, p.input, kiln::StrCat("kiln_pack", p.input),
-                                        {});
+    auto pf =
+        kiln::compiler::LowerPack(w, c, target, p.input, kiln::StrCat("kiln_pack", p.input), {});
     if (!pf.ok()) return false;
     funcs.push_back(*pf);
   }
@@ -127,8 +127,9 @@ int main(int argc, char** argv) {
     } else if (a == "--nchw") {
       nchw = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--candidates N] [--only SUBSTR] [--build-only] [--phases] [--nchw]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr, "usage: %s [--candidates N] [--only SUBSTR] [--build-only] [--phases] [--nchw]\n",
+          argv[0]);
       return 2;
     }
   }
