@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -62,47 +63,52 @@ size_t Instructions(const llvm::Module& m) {
   return n;
 }
 
-// One candidate's build, phase by phase: seconds of lowering, emission,
-// middle end and code generation, then the instructions before and after
-// the middle end. False when a phase fails.
-bool TimePhases(const kiln::compiler::Workload& w, const Config& c,
-                const kiln::compiler::Target& target, std::vector<double>* out) {
+// One candidate's build, phase by phase (seconds), and the LLVM
+// instructions before and after the middle end.
+struct Phases {
+  double lower = 0, emit = 0, middle = 0, codegen = 0, emitted = 0, optimized = 0;
+};
+
+// The phases of one candidate's build; nullopt when a phase fails.
+std::optional<Phases> TimePhases(const kiln::compiler::Workload& w, const Config& c,
+                                 const kiln::compiler::Target& target) {
   namespace cg = kiln::compiler::codegen;
+  Phases p;
   Clock::time_point t0 = Clock::now();
-  auto f = kiln::compiler::LowerWorkload(w, c, target, "kiln_kernel", {});
-  auto packed = kiln::compiler::PackedInputsOf(w, c, target);
-  if (!f.ok() || !packed.ok()) return false;
-  std::vector<kiln::ir::PrimFunc> funcs = {*f};
-  for (const auto& p : *packed) {
-    auto pf =
-        kiln::compiler::LowerPack(w, c, target, p.input, kiln::StrCat("kiln_pack", p.input), {});
-    if (!pf.ok()) return false;
-    funcs.push_back(*pf);
-  }
-  const double lower = Seconds(t0);
+  auto funcs = kiln::compiler::LowerKernel(w, c, target, "kiln_kernel");
+  if (!funcs.ok()) return std::nullopt;
+  p.lower = Seconds(t0);
   auto tm = cg::CreateTargetMachine(target, /*pic=*/false);
-  if (!tm.ok()) return false;
+  if (!tm.ok()) return std::nullopt;
   llvm::LLVMContext ctx;
   t0 = Clock::now();
   auto mod = cg::NewModule(ctx, "kiln", **tm);
-  for (const auto& fn : funcs) {
-    if (!cg::EmitKernel(fn, mod.get()).ok()) return false;
+  for (const auto& fn : *funcs) {
+    if (!cg::EmitKernel(fn, mod.get()).ok()) return std::nullopt;
   }
-  const double emit = Seconds(t0);
-  const size_t before = Instructions(*mod);
+  p.emit = Seconds(t0);
+  p.emitted = static_cast<double>(Instructions(*mod));
   t0 = Clock::now();
-  if (!cg::OptimizeModule(mod.get(), tm->get()).ok()) return false;
-  const double opt = Seconds(t0);
-  const size_t after = Instructions(*mod);
+  if (!cg::OptimizeModule(mod.get(), tm->get()).ok()) return std::nullopt;
+  p.middle = Seconds(t0);
+  p.optimized = static_cast<double>(Instructions(*mod));
   t0 = Clock::now();
   llvm::SmallVector<char, 0> obj;
   llvm::raw_svector_ostream os(obj);
   llvm::legacy::PassManager pm;
-  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) return false;
+  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    return std::nullopt;
+  }
   pm.run(*mod);
-  const double codegen = Seconds(t0);
-  *out = {lower, emit, opt, codegen, static_cast<double>(before), static_cast<double>(after)};
-  return true;
+  p.codegen = Seconds(t0);
+  return p;
+}
+
+// The median of one field over `all`.
+double Median(const std::vector<Phases>& all, double Phases::*field) {
+  std::vector<double> v;
+  for (const Phases& p : all) v.push_back(p.*field);
+  return Percentile(v, 0.5);
 }
 
 }  // namespace
@@ -150,7 +156,7 @@ int main(int argc, char** argv) {
         "| cut short |\n|---|---:|---:|---:|---:|---:|---:|\n");
   }
   std::vector<double> all_builds;
-  std::vector<std::vector<double>> all_phases(6);
+  std::vector<Phases> all_phases;
   double total_full = 0, total_stop = 0;
   for (const kiln::bench::Shape& s : kiln::bench::kShapes) {
     if (!only.empty() && s.name.find(only) == std::string::npos) continue;
@@ -166,20 +172,17 @@ int main(int argc, char** argv) {
       if (kiln::compiler::ValidateConfig(w, target, c).ok()) configs.push_back(c);
     }
     if (phases) {
-      std::vector<std::vector<double>> shape_phases(6);
+      std::vector<Phases> shape_phases;
       for (const Config& c : configs) {
-        std::vector<double> p;
-        if (!TimePhases(w, c, target, &p)) continue;
-        for (size_t i = 0; i < p.size(); ++i) {
-          shape_phases[i].push_back(p[i]);
-          all_phases[i].push_back(p[i]);
-        }
+        if (auto p = TimePhases(w, c, target)) shape_phases.push_back(*p);
       }
-      if (shape_phases[0].empty()) continue;
-      std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f |\n", s.name.c_str(),
-                  Percentile(shape_phases[0], 0.5) * 1e3, Percentile(shape_phases[1], 0.5) * 1e3,
-                  Percentile(shape_phases[2], 0.5) * 1e3, Percentile(shape_phases[3], 0.5) * 1e3,
-                  Percentile(shape_phases[4], 0.5), Percentile(shape_phases[5], 0.5));
+      if (shape_phases.empty()) continue;
+      all_phases.insert(all_phases.end(), shape_phases.begin(), shape_phases.end());
+      std::printf(
+          "| %s | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f |\n", s.name.c_str(),
+          Median(shape_phases, &Phases::lower) * 1e3, Median(shape_phases, &Phases::emit) * 1e3,
+          Median(shape_phases, &Phases::middle) * 1e3, Median(shape_phases, &Phases::codegen) * 1e3,
+          Median(shape_phases, &Phases::emitted), Median(shape_phases, &Phases::optimized));
       std::fflush(stdout);
       continue;
     }
@@ -227,14 +230,14 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (phases) {
-    if (all_phases[0].empty()) return 1;
+    if (all_phases.empty()) return 1;
     std::printf(
         "\nmedians over %zu candidates: lowering %.1f ms, emission %.1f ms, middle end %.1f ms, "
         "code generation %.1f ms; %.0f instructions emitted, %.0f after the middle end\n",
-        all_phases[0].size(), Percentile(all_phases[0], 0.5) * 1e3,
-        Percentile(all_phases[1], 0.5) * 1e3, Percentile(all_phases[2], 0.5) * 1e3,
-        Percentile(all_phases[3], 0.5) * 1e3, Percentile(all_phases[4], 0.5),
-        Percentile(all_phases[5], 0.5));
+        all_phases.size(), Median(all_phases, &Phases::lower) * 1e3,
+        Median(all_phases, &Phases::emit) * 1e3, Median(all_phases, &Phases::middle) * 1e3,
+        Median(all_phases, &Phases::codegen) * 1e3, Median(all_phases, &Phases::emitted),
+        Median(all_phases, &Phases::optimized));
     return 0;
   }
   if (all_builds.empty()) return 1;

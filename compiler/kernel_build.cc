@@ -36,28 +36,21 @@ absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, co
                                                     const Target& target,
                                                     const LowerOptions& options) {
   const std::string name = "kiln_kernel";
-  absl::StatusOr<ir::PrimFunc> func = LowerWorkload(workload, config, target, name, options);
-  if (!func.ok()) return func.status();
-  auto packed = PackedInputsOf(workload, config, target);
-  if (!packed.ok()) return packed.status();
-  std::vector<ir::PrimFunc> funcs = {*func};
-  for (const PackedInput& p : *packed) {
-    auto f = LowerPack(workload, config, target, p.input, StrCat("kiln_pack", p.input), options);
-    if (!f.ok()) return f.status();
-    funcs.push_back(*std::move(f));
-  }
-  auto module = codegen::JitCompile(std::move(funcs), target);
+  std::vector<PackedInput> packed;
+  auto funcs = LowerKernel(workload, config, target, name, options, &packed);
+  if (!funcs.ok()) return funcs.status();
+  auto module = codegen::JitCompile(*std::move(funcs), target);
   if (!module.ok()) return module.status();
   auto fn = (*module)->Lookup(name);
   if (!fn.ok()) return fn.status();
   std::vector<codegen::KernelFn> packs;
-  for (const PackedInput& p : *packed) {
+  for (const PackedInput& p : packed) {
     auto f = (*module)->Lookup(StrCat("kiln_pack", p.input));
     if (!f.ok()) return f.status();
     packs.push_back(*f);
   }
   return std::unique_ptr<JitKernel>(
-      new OrcJitKernel(std::move(*module), *fn, *std::move(packed), std::move(packs)));
+      new OrcJitKernel(std::move(*module), *fn, std::move(packed), std::move(packs)));
 }
 
 absl::StatusOr<std::vector<uint8_t>> PackConstant(const Workload& workload, const Config& config,

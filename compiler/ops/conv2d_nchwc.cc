@@ -44,11 +44,15 @@ int64_t InputRows(const Workload& w, int64_t rows) {
   return (rows - 1) * w.Ints("stride")[0] + (w.Int("R") - 1) * w.Ints("dilation")[0] + 1;
 }
 
+// Output pixels a row's register tiles of `rn` pixels cover: a partial
+// last tile runs past the row.
+int64_t TiledWidth(const Workload& w, int64_t rn) { return (w.Int("OW") + rn - 1) / rn * rn; }
+
 // Bytes of the packed input rows of `rows` output rows, as many columns as
-// the register tiles of `rn` pixels read: a partial last tile reads past the
-// last output pixel (clamped), and its columns are packed too.
+// the register tiles of `rn` pixels read: the columns past the last output
+// pixel (clamped) are packed too.
 int64_t DpackBytes(const Workload& w, int64_t rows, int64_t rn) {
-  const int64_t tiled = (w.Int("OW") + rn - 1) / rn * rn;
+  const int64_t tiled = TiledWidth(w, rn);
   const int64_t columns =
       (tiled - 1) * w.Ints("stride")[1] + (w.Int("S") - 1) * w.Ints("dilation")[1] + 1;
   return 4 * w.Int("C") * InputRows(w, rows) * columns;
@@ -223,7 +227,7 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
   for (int64_t kb : choices("kb")) {
     for (int64_t rn : choices("reg_n")) {
       if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
-      double waste = static_cast<double>((OW + rn - 1) / rn * rn) / static_cast<double>(OW);
+      double waste = static_cast<double>(TiledWidth(w, rn)) / static_cast<double>(OW);
       double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
       if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > c["kb"])) {
         best = score;

@@ -101,4 +101,23 @@ absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const
   return absl::NotFoundError(StrCat(w.op, ": input ", input, " is not packed"));
 }
 
+absl::StatusOr<std::vector<ir::PrimFunc>> LowerKernel(const Workload& workload,
+                                                      const Config& config, const Target& target,
+                                                      const std::string& kernel_name,
+                                                      const LowerOptions& options,
+                                                      std::vector<PackedInput>* packed) {
+  absl::StatusOr<ir::PrimFunc> func = LowerWorkload(workload, config, target, kernel_name, options);
+  if (!func.ok()) return func.status();
+  auto inputs = PackedInputsOf(workload, config, target);
+  if (!inputs.ok()) return inputs.status();
+  std::vector<ir::PrimFunc> funcs = {*std::move(func)};
+  for (const PackedInput& p : *inputs) {
+    auto f = LowerPack(workload, config, target, p.input, StrCat("kiln_pack", p.input), options);
+    if (!f.ok()) return f.status();
+    funcs.push_back(*std::move(f));
+  }
+  if (packed != nullptr) *packed = *std::move(inputs);
+  return funcs;
+}
+
 }  // namespace kiln::compiler

@@ -29,4 +29,13 @@ absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const
                                        int input, const std::string& func_name,
                                        const LowerOptions& opts);
 
+// What BuildJit compiles: the kernel `kernel_name` (LowerWorkload), then
+// "kiln_pack<input>" for each packed input (LowerPack); the packed inputs in
+// `packed` when it is not null.
+absl::StatusOr<std::vector<ir::PrimFunc>> LowerKernel(const Workload& workload,
+                                                      const Config& config, const Target& target,
+                                                      const std::string& kernel_name,
+                                                      const LowerOptions& options = {},
+                                                      std::vector<PackedInput>* packed = nullptr);
+
 }  // namespace kiln::compiler
