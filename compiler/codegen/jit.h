@@ -33,7 +33,7 @@ class JitModule {
 
 // Compiles `funcs` (each with the kernel calling convention) for `target`,
 // which must be the host (same architecture and OS); other targets give
-// INVALID_ARGUMENT. Runs the O3 pipeline first.
+// INVALID_ARGUMENT. Runs the middle end (OptimizeModule) first.
 absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> funcs,
                                                       const Target& target);
 

@@ -83,7 +83,9 @@ std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::strin
 // multi-dimensional access, an unknown intrinsic, a non-constant Allocate).
 absl::Status EmitKernel(const ir::PrimFunc& func, llvm::Module* module);
 
-// Verifies the module, then runs LLVM's O3 pipeline for the machine.
+// Verifies the module, then runs the middle end for kernels (SROA, EarlyCSE,
+// InstCombine, LICM, the loop and SLP vectorizers; KILN_LLVM_PIPELINE
+// replaces it, e.g. "default<O3>").
 absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm);
 
 // Textual LLVM IR of `funcs` compiled for `target`, optionally optimized
