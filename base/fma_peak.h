@@ -5,6 +5,8 @@
 // so that `kiln job` can show a task's GFLOP/s against it, and
 // bench/model_profile_bench draws its roofline with it.
 
+#include <time.h>
+
 #include <cstdint>
 #include <numeric>
 
@@ -62,6 +64,21 @@ inline double Flops(int64_t iters, float* sink) {
   (void)iters;
   (void)sink;
   return 0;
+}
+
+// The probe's rate on the calling thread, in GFLOP/s of the thread's own CPU
+// time (0 when the host has no FMA this probe knows). CPU time, not wall
+// time: a thread the OS preempts for another process does not count the
+// wait, while two threads sharing one core's FMA units (SMT siblings) each
+// see half of it, which is what the core can do.
+inline double GflopsOnThisThread(int64_t iters, float* sink) {
+  timespec a{}, b{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  const double flops = Flops(iters, sink);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  const double s =
+      static_cast<double>(b.tv_sec - a.tv_sec) + 1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec);
+  return s > 0 ? flops / s * 1e-9 : 0;
 }
 
 }  // namespace kiln::fma_peak
