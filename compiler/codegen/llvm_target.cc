@@ -3,6 +3,7 @@
 // optimization pipeline, and textual IR for tests and --dump-ir.
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -129,12 +130,14 @@ absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm) {
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
+  // These shape only LLVM's own default<On> pipelines, which
+  // KILN_LLVM_PIPELINE may name: with the vectorizers on and the unroller off
+  // (templates unroll what their knobs say; LLVM's unroller on top made no
+  // kernel faster and took a third of the build), default<O3> is the O3
+  // that kKernelPipeline replaced, the baseline of its comparisons.
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
-  // Templates unroll what they mean to unroll (their unroll knobs); LLVM's
-  // unroller on top made no kernel measurably faster and took a third of
-  // each candidate's build time (bench/turnaround_bench).
   pto.LoopUnrolling = false;
   llvm::PassBuilder pb(tm, pto);
   pb.registerModuleAnalyses(mam);
@@ -143,9 +146,12 @@ absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm) {
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   // KILN_LLVM_PIPELINE replaces the pipeline (opt's syntax, e.g.
-  // "default<O3>"), for compiler engineers comparing pipelines.
-  const char* text = std::getenv("KILN_LLVM_PIPELINE");
-  if (text == nullptr || *text == 0) text = kKernelPipeline;
+  // "default<O3>"), for compiler engineers comparing pipelines; read once,
+  // like KILN_LLVM_OPTIONS.
+  static const std::string text = [] {
+    const char* env = std::getenv("KILN_LLVM_PIPELINE");
+    return std::string(env != nullptr && *env != 0 ? env : kKernelPipeline);
+  }();
   llvm::ModulePassManager mpm;
   if (llvm::Error e = pb.parsePassPipeline(mpm, text)) {
     return absl::InvalidArgumentError(
