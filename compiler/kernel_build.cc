@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, co
   if (!fn.ok()) return fn.status();
   std::vector<codegen::KernelFn> packs;
   for (const PackedInput& p : packed) {
-    auto f = (*module)->Lookup(StrCat("kiln_pack", p.input));
+    auto f = (*module)->Lookup(PackFunctionName(p.input));
     if (!f.ok()) return f.status();
     packs.push_back(*f);
   }

@@ -6,7 +6,7 @@
 #include <unordered_set>
 
 #include "base/str.h"
-#include "compiler/codegen/fast_math.h"
+#include "compiler/codegen/llvm_intrinsics.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower/ir_util.h"
@@ -550,41 +550,6 @@ class CodeGen {
 
   // A call of the C library's `f32` / `f64` (float / double -> same) on
   // every lane of `x` (float16 goes through float).
-  llvm::Value* LibmCall(const char* f32, const char* f64, llvm::Value* x, DataType t) {
-    bool dbl = t.bits == 64;
-    llvm::Type* et = dbl ? llvm::Type::getDoubleTy(ctx_) : llvm::Type::getFloatTy(ctx_);
-    llvm::FunctionCallee fn =
-        mod_->getOrInsertFunction(dbl ? f64 : f32, llvm::FunctionType::get(et, {et}, false));
-    if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
-      f->setDoesNotThrow();
-      f->setWillReturn();
-      f->setDoesNotAccessMemory();
-    }
-    llvm::Type* lane_ty = TypeOf(t.Element());
-    auto one = [&](llvm::Value* s) {
-      llvm::Value* r = b_.CreateCall(fn, {b_.CreateFPCast(s, et)});
-      return b_.CreateFPCast(r, lane_ty);
-    };
-    if (t.lanes == 1) return one(x);
-    llvm::Value* out = llvm::PoisonValue::get(TypeOf(t));
-    for (int i = 0; i < t.lanes; ++i)
-      out = b_.CreateInsertElement(out, one(b_.CreateExtractElement(x, i)), i);
-    return out;
-  }
-
-  // A function of float32 (float16 through float32) inline and vectorized
-  // (`fast`, fast_math.h); of float64 through LLVM's intrinsic `id`.
-  llvm::Value* ViaFloat32(llvm::Value* x, DataType t,
-                          llvm::Value* (*fast)(llvm::IRBuilderBase&, llvm::Value*),
-                          llvm::Intrinsic::ID id) {
-    if (t.bits == 64) return b_.CreateUnaryIntrinsic(id, x);
-    llvm::Type* fty = TypeOf(DataType::Float32().WithLanes(t.lanes));
-    return b_.CreateFPCast(fast(b_, b_.CreateFPCast(x, fty)), TypeOf(t));
-  }
-  llvm::Value* Exp(llvm::Value* x, DataType t) {
-    return ViaFloat32(x, t, FastExp, llvm::Intrinsic::exp);
-  }
-
   llvm::Value* EmitCall(const CallNode* n) {
     const std::string& name = n->name;
     DataType t = n->dtype;
@@ -645,103 +610,18 @@ class CodeGen {
       return CastValue(r, DataType::Bool().WithLanes(t.lanes), t);
     }
 
-    // Integer (and bool) operations.
-    if (t.is_integer() || t.is_bool()) {
-      static const std::unordered_map<std::string, int> kIntOps = {
-          {"abs", 1},    {"bitand", 2}, {"bitor", 2}, {"bitxor", 2},
-          {"bitnot", 1}, {"shl", 2},    {"shr", 2},
-      };
-      auto it = kIntOps.find(name);
-      if (it == kIntOps.end()) {
-        Fail(StrCat("unknown intrinsic '", name, "' for type ", ToString(t)));
-        return poison;
-      }
-      if (!arity(it->second) || !same_type_args()) return poison;
-      llvm::Value* a = args[0];
-      if (name == "abs") {
-        if (!t.is_int()) return a;
-        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b_.getFalse());
-      }
-      if (name == "bitnot") return b_.CreateNot(a);
-      llvm::Value* b = args[1];
-      if (name == "bitand") return b_.CreateAnd(a, b);
-      if (name == "bitor") return b_.CreateOr(a, b);
-      if (name == "bitxor") return b_.CreateXor(a, b);
-      // Shifts by the second operand, taken as unsigned. Shifting by the
-      // width or more gives 0 (shl, logical shr) or the sign (arithmetic shr)
-      // rather than poison.
-      int bits = t.is_bool() ? 1 : t.bits;
-      llvm::Value* maxsh = llvm::ConstantInt::get(ty, bits - 1);
-      llvm::Value* sh = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b, maxsh);
-      if (name == "shr" && t.is_int()) return b_.CreateAShr(a, sh);
-      llvm::Value* r = name == "shl" ? b_.CreateShl(a, sh) : b_.CreateLShr(a, sh);
-      return b_.CreateSelect(b_.CreateICmpUGT(b, maxsh), llvm::Constant::getNullValue(ty), r);
-    }
-
-    if (!t.is_float()) {
+    if (!t.is_integer() && !t.is_bool() && !t.is_float()) {
       Fail(StrCat("intrinsic ", name, " of type ", ToString(t)));
       return poison;
     }
-    struct FloatOp {
-      llvm::Intrinsic::ID id;
-      size_t arity;
-    };
-    static const std::unordered_map<std::string, FloatOp> kFloatOps = {
-        {"exp", {llvm::Intrinsic::exp, 1}},
-        {"exp2", {llvm::Intrinsic::exp2, 1}},
-        {"log", {llvm::Intrinsic::log, 1}},
-        {"log2", {llvm::Intrinsic::log2, 1}},
-        {"log10", {llvm::Intrinsic::log10, 1}},
-        {"sqrt", {llvm::Intrinsic::sqrt, 1}},
-        {"fabs", {llvm::Intrinsic::fabs, 1}},
-        {"abs", {llvm::Intrinsic::fabs, 1}},
-        {"floor", {llvm::Intrinsic::floor, 1}},
-        {"ceil", {llvm::Intrinsic::ceil, 1}},
-        {"trunc", {llvm::Intrinsic::trunc, 1}},
-        {"round", {llvm::Intrinsic::round, 1}},
-        {"roundeven", {llvm::Intrinsic::roundeven, 1}},
-        {"sin", {llvm::Intrinsic::sin, 1}},
-        {"cos", {llvm::Intrinsic::cos, 1}},
-        {"tan", {llvm::Intrinsic::tan, 1}},
-        {"asin", {llvm::Intrinsic::asin, 1}},
-        {"acos", {llvm::Intrinsic::acos, 1}},
-        {"atan", {llvm::Intrinsic::atan, 1}},
-        {"sinh", {llvm::Intrinsic::sinh, 1}},
-        {"cosh", {llvm::Intrinsic::cosh, 1}},
-        {"tanh", {llvm::Intrinsic::tanh, 1}},
-        {"pow", {llvm::Intrinsic::pow, 2}},
-        {"fmax", {llvm::Intrinsic::maxnum, 2}},
-        {"fmin", {llvm::Intrinsic::minnum, 2}},
-        {"fmaximum", {llvm::Intrinsic::maximum, 2}},
-        {"fminimum", {llvm::Intrinsic::minimum, 2}},
-        {"fma", {llvm::Intrinsic::fma, 3}},
-        // Not LLVM intrinsics: emitted below.
-        {"fmod", {llvm::Intrinsic::not_intrinsic, 2}},
-        {"erf", {llvm::Intrinsic::not_intrinsic, 1}},
-        {"sigmoid", {llvm::Intrinsic::not_intrinsic, 1}},
-        {"asinh", {llvm::Intrinsic::not_intrinsic, 1}},
-        {"acosh", {llvm::Intrinsic::not_intrinsic, 1}},
-        {"atanh", {llvm::Intrinsic::not_intrinsic, 1}},
-    };
-    auto it = kFloatOps.find(name);
-    if (it == kFloatOps.end()) {
-      Fail(StrCat("unknown intrinsic '", name, "'"));
+    std::optional<size_t> k = IntrinsicArity(name, t);
+    if (!k.has_value()) {
+      Fail(t.is_float() ? StrCat("unknown intrinsic '", name, "'")
+                        : StrCat("unknown intrinsic '", name, "' for type ", ToString(t)));
       return poison;
     }
-    if (!arity(it->second.arity) || !same_type_args()) return poison;
-    llvm::Value* x = args[0];
-    if (name == "exp") return Exp(x, t);
-    if (name == "tanh") return ViaFloat32(x, t, FastTanh, llvm::Intrinsic::tanh);
-    if (name == "sigmoid") {  // 1 / (1 + exp(-x))
-      llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
-      return b_.CreateFDiv(one, b_.CreateFAdd(one, Exp(b_.CreateFNeg(x), t)));
-    }
-    if (name == "fmod") return b_.CreateFRem(x, args[1]);  // C fmod: sign of x
-    if (name == "erf") return LibmCall("erff", "erf", x, t);
-    if (name == "asinh") return LibmCall("asinhf", "asinh", x, t);
-    if (name == "acosh") return LibmCall("acoshf", "acosh", x, t);
-    if (name == "atanh") return LibmCall("atanhf", "atanh", x, t);
-    return b_.CreateIntrinsic(it->second.id, {ty}, args);
+    if (!arity(*k) || !same_type_args()) return poison;
+    return EmitIntrinsic(b_, mod_, name, t, args);
   }
 
   // ----- statements

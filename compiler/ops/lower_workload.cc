@@ -101,6 +101,8 @@ absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const
   return absl::NotFoundError(StrCat(w.op, ": input ", input, " is not packed"));
 }
 
+std::string PackFunctionName(int input) { return StrCat("kiln_pack", input); }
+
 absl::StatusOr<std::vector<ir::PrimFunc>> LowerKernel(const Workload& workload,
                                                       const Config& config, const Target& target,
                                                       const std::string& kernel_name,
@@ -112,7 +114,7 @@ absl::StatusOr<std::vector<ir::PrimFunc>> LowerKernel(const Workload& workload,
   if (!inputs.ok()) return inputs.status();
   std::vector<ir::PrimFunc> funcs = {*std::move(func)};
   for (const PackedInput& p : *inputs) {
-    auto f = LowerPack(workload, config, target, p.input, StrCat("kiln_pack", p.input), options);
+    auto f = LowerPack(workload, config, target, p.input, PackFunctionName(p.input), options);
     if (!f.ok()) return f.status();
     funcs.push_back(*std::move(f));
   }

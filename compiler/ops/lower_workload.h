@@ -29,9 +29,13 @@ absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const
                                        int input, const std::string& func_name,
                                        const LowerOptions& opts);
 
+// The name LowerKernel gives the layout transform of packed input `input`:
+// "kiln_pack<input>".
+std::string PackFunctionName(int input);
+
 // What BuildJit compiles: the kernel `kernel_name` (LowerWorkload), then
-// "kiln_pack<input>" for each packed input (LowerPack); the packed inputs in
-// `packed` when it is not null.
+// PackFunctionName(input) for each packed input (LowerPack); the packed
+// inputs in `packed` when it is not null.
 absl::StatusOr<std::vector<ir::PrimFunc>> LowerKernel(const Workload& workload,
                                                       const Config& config, const Target& target,
                                                       const std::string& kernel_name,

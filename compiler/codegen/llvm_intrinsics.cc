@@ -1,0 +1,170 @@
+#include "compiler/codegen/llvm_intrinsics.h"
+
+#include <unordered_map>
+
+#include "compiler/codegen/fast_math.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Module.h"
+
+namespace kiln::compiler::codegen {
+
+using ir::DataType;
+
+namespace {
+
+const std::unordered_map<std::string, size_t>& IntOps() {
+  static const std::unordered_map<std::string, size_t> ops = {
+      {"abs", 1}, {"bitand", 2}, {"bitor", 2}, {"bitxor", 2}, {"bitnot", 1}, {"shl", 2}, {"shr", 2},
+  };
+  return ops;
+}
+
+struct FloatOp {
+  llvm::Intrinsic::ID id;
+  size_t arity;
+};
+
+const std::unordered_map<std::string, FloatOp>& FloatOps() {
+  static const std::unordered_map<std::string, FloatOp> ops = {
+      {"exp", {llvm::Intrinsic::exp, 1}},
+      {"exp2", {llvm::Intrinsic::exp2, 1}},
+      {"log", {llvm::Intrinsic::log, 1}},
+      {"log2", {llvm::Intrinsic::log2, 1}},
+      {"log10", {llvm::Intrinsic::log10, 1}},
+      {"sqrt", {llvm::Intrinsic::sqrt, 1}},
+      {"fabs", {llvm::Intrinsic::fabs, 1}},
+      {"abs", {llvm::Intrinsic::fabs, 1}},
+      {"floor", {llvm::Intrinsic::floor, 1}},
+      {"ceil", {llvm::Intrinsic::ceil, 1}},
+      {"trunc", {llvm::Intrinsic::trunc, 1}},
+      {"round", {llvm::Intrinsic::round, 1}},
+      {"roundeven", {llvm::Intrinsic::roundeven, 1}},
+      {"sin", {llvm::Intrinsic::sin, 1}},
+      {"cos", {llvm::Intrinsic::cos, 1}},
+      {"tan", {llvm::Intrinsic::tan, 1}},
+      {"asin", {llvm::Intrinsic::asin, 1}},
+      {"acos", {llvm::Intrinsic::acos, 1}},
+      {"atan", {llvm::Intrinsic::atan, 1}},
+      {"sinh", {llvm::Intrinsic::sinh, 1}},
+      {"cosh", {llvm::Intrinsic::cosh, 1}},
+      {"tanh", {llvm::Intrinsic::tanh, 1}},
+      {"pow", {llvm::Intrinsic::pow, 2}},
+      {"fmax", {llvm::Intrinsic::maxnum, 2}},
+      {"fmin", {llvm::Intrinsic::minnum, 2}},
+      {"fmaximum", {llvm::Intrinsic::maximum, 2}},
+      {"fminimum", {llvm::Intrinsic::minimum, 2}},
+      {"fma", {llvm::Intrinsic::fma, 3}},
+      // Not LLVM intrinsics: emitted in EmitFloat.
+      {"fmod", {llvm::Intrinsic::not_intrinsic, 2}},
+      {"erf", {llvm::Intrinsic::not_intrinsic, 1}},
+      {"sigmoid", {llvm::Intrinsic::not_intrinsic, 1}},
+      {"asinh", {llvm::Intrinsic::not_intrinsic, 1}},
+      {"acosh", {llvm::Intrinsic::not_intrinsic, 1}},
+      {"atanh", {llvm::Intrinsic::not_intrinsic, 1}},
+  };
+  return ops;
+}
+
+// A libm function of one argument (`f32` for float32 and float16, `f64`
+// for float64), called once per lane.
+llvm::Value* LibmCall(llvm::IRBuilderBase& b, llvm::Module* module, const char* f32,
+                      const char* f64, llvm::Value* x, DataType t) {
+  const bool dbl = t.bits == 64;
+  llvm::Type* et = dbl ? b.getDoubleTy() : b.getFloatTy();
+  llvm::FunctionCallee fn =
+      module->getOrInsertFunction(dbl ? f64 : f32, llvm::FunctionType::get(et, {et}, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+    f->setDoesNotThrow();
+    f->setWillReturn();
+    f->setDoesNotAccessMemory();
+  }
+  llvm::Type* lane_ty = x->getType()->getScalarType();
+  auto one = [&](llvm::Value* s) {
+    llvm::Value* r = b.CreateCall(fn, {b.CreateFPCast(s, et)});
+    return b.CreateFPCast(r, lane_ty);
+  };
+  if (t.lanes == 1) return one(x);
+  llvm::Value* out = llvm::PoisonValue::get(x->getType());
+  for (int i = 0; i < t.lanes; ++i) {
+    out = b.CreateInsertElement(out, one(b.CreateExtractElement(x, i)), i);
+  }
+  return out;
+}
+
+// A function of float32 (float16 through float32) inline and vectorized
+// (`fast`, fast_math.h); of float64 through LLVM's intrinsic `id`.
+llvm::Value* ViaFloat32(llvm::IRBuilderBase& b, llvm::Value* x, DataType t,
+                        llvm::Value* (*fast)(llvm::IRBuilderBase&, llvm::Value*),
+                        llvm::Intrinsic::ID id) {
+  if (t.bits == 64) return b.CreateUnaryIntrinsic(id, x);
+  llvm::Type* fty = b.getFloatTy();
+  if (t.lanes > 1) fty = llvm::FixedVectorType::get(fty, t.lanes);
+  return b.CreateFPCast(fast(b, b.CreateFPCast(x, fty)), x->getType());
+}
+
+llvm::Value* Exp(llvm::IRBuilderBase& b, llvm::Value* x, DataType t) {
+  return ViaFloat32(b, x, t, FastExp, llvm::Intrinsic::exp);
+}
+
+llvm::Value* EmitInteger(llvm::IRBuilderBase& b, const std::string& name, DataType t,
+                         const std::vector<llvm::Value*>& args) {
+  llvm::Value* a = args[0];
+  llvm::Type* ty = a->getType();
+  if (name == "abs") {
+    if (!t.is_int()) return a;
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b.getFalse());
+  }
+  if (name == "bitnot") return b.CreateNot(a);
+  llvm::Value* v = args[1];
+  if (name == "bitand") return b.CreateAnd(a, v);
+  if (name == "bitor") return b.CreateOr(a, v);
+  if (name == "bitxor") return b.CreateXor(a, v);
+  // Shifts by the second operand, taken as unsigned. Shifting by the width
+  // or more gives 0 (shl, logical shr) or the sign (arithmetic shr) rather
+  // than poison.
+  const int bits = t.is_bool() ? 1 : t.bits;
+  llvm::Value* maxsh = llvm::ConstantInt::get(ty, bits - 1);
+  llvm::Value* sh = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, v, maxsh);
+  if (name == "shr" && t.is_int()) return b.CreateAShr(a, sh);
+  llvm::Value* r = name == "shl" ? b.CreateShl(a, sh) : b.CreateLShr(a, sh);
+  return b.CreateSelect(b.CreateICmpUGT(v, maxsh), llvm::Constant::getNullValue(ty), r);
+}
+
+llvm::Value* EmitFloat(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+                       DataType t, const std::vector<llvm::Value*>& args) {
+  llvm::Value* x = args[0];
+  llvm::Type* ty = x->getType();
+  if (name == "exp") return Exp(b, x, t);
+  if (name == "tanh") return ViaFloat32(b, x, t, FastTanh, llvm::Intrinsic::tanh);
+  if (name == "sigmoid") {  // 1 / (1 + exp(-x))
+    llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
+    return b.CreateFDiv(one, b.CreateFAdd(one, Exp(b, b.CreateFNeg(x), t)));
+  }
+  if (name == "fmod") return b.CreateFRem(x, args[1]);  // C fmod: sign of x
+  if (name == "erf") return LibmCall(b, module, "erff", "erf", x, t);
+  if (name == "asinh") return LibmCall(b, module, "asinhf", "asinh", x, t);
+  if (name == "acosh") return LibmCall(b, module, "acoshf", "acosh", x, t);
+  if (name == "atanh") return LibmCall(b, module, "atanhf", "atanh", x, t);
+  return b.CreateIntrinsic(FloatOps().at(name).id, {ty}, args);
+}
+
+}  // namespace
+
+std::optional<size_t> IntrinsicArity(const std::string& name, DataType t) {
+  if (t.is_integer() || t.is_bool()) {
+    auto it = IntOps().find(name);
+    if (it != IntOps().end()) return it->second;
+  } else if (t.is_float()) {
+    auto it = FloatOps().find(name);
+    if (it != FloatOps().end()) return it->second.arity;
+  }
+  return std::nullopt;
+}
+
+llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+                           DataType t, const std::vector<llvm::Value*>& args) {
+  return t.is_float() ? EmitFloat(b, module, name, t, args) : EmitInteger(b, name, t, args);
+}
+
+}  // namespace kiln::compiler::codegen

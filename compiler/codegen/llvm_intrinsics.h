@@ -1,0 +1,32 @@
+#pragma once
+// kiln's intrinsic calls (the names of ir::CallNode: "exp", "shl", "erf", ...)
+// as LLVM IR: which names exist for a type and with how many arguments, and
+// the instructions of one call whose arguments the caller has checked.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/ir.h"
+
+namespace llvm {
+class IRBuilderBase;
+class Module;
+class Value;
+}  // namespace llvm
+
+namespace kiln::compiler::codegen {
+
+// The number of arguments of intrinsic `name` returning an integer or bool
+// (the integer table) or a float (the float table) of type `t`; nullopt when
+// the table of t's kind has no such name, or t is neither.
+std::optional<size_t> IntrinsicArity(const std::string& name, ir::DataType t);
+
+// Emits intrinsic `name` of type `t` at b's insertion point in `module`.
+// IntrinsicArity(name, t) must be args.size(), and every argument must be of
+// the call's LLVM type (scalars splatted to t's lanes).
+llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+                           ir::DataType t, const std::vector<llvm::Value*>& args);
+
+}  // namespace kiln::compiler::codegen
