@@ -22,6 +22,10 @@
 
 namespace kiln::compiler {
 
+namespace codegen {
+struct BuildTimes;
+}  // namespace codegen
+
 struct LowerOptions {
   bool dump_ir = false;  // print the IR after every lowering pass to stderr
   // Stop after storage flattening, before any simplification: loops keep
@@ -72,9 +76,12 @@ class JitKernel {
   virtual int32_t Pack(size_t k, const void* src, void* dst) const = 0;
 };
 
+// Lowers (workload, config) for `target` and JIT-compiles it. `times`, if
+// given, receives where the build's time went (codegen::BuildTimes).
 absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, const Config& config,
                                                     const Target& target,
-                                                    const LowerOptions& options = {});
+                                                    const LowerOptions& options = {},
+                                                    codegen::BuildTimes* times = nullptr);
 
 // Packs `data`, input `input` of the workload in its declared layout, as the
 // kernel of (workload, config) for `target` takes it (PackedInput). Any

@@ -1,5 +1,6 @@
 // BuildJit: lower a workload with its config, then JIT-compile it.
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -34,12 +35,17 @@ class OrcJitKernel : public JitKernel {
 
 absl::StatusOr<std::unique_ptr<JitKernel>> BuildJit(const Workload& workload, const Config& config,
                                                     const Target& target,
-                                                    const LowerOptions& options) {
+                                                    const LowerOptions& options,
+                                                    codegen::BuildTimes* times) {
   const std::string name = "kiln_kernel";
   std::vector<PackedInput> packed;
+  const auto start = std::chrono::steady_clock::now();
   auto funcs = LowerKernel(workload, config, target, name, options, &packed);
   if (!funcs.ok()) return funcs.status();
-  auto module = codegen::JitCompile(*std::move(funcs), target);
+  if (times != nullptr) {
+    times->lower = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  auto module = codegen::JitCompile(*std::move(funcs), target, times);
   if (!module.ok()) return module.status();
   auto fn = (*module)->Lookup(name);
   if (!fn.ok()) return fn.status();

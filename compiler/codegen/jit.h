@@ -31,10 +31,23 @@ class JitModule {
   std::unique_ptr<Impl> impl_;
 };
 
+// Where one build's time went, in seconds, and its size in LLVM
+// instructions before and after the middle end (bench/turnaround_bench).
+struct BuildTimes {
+  double lower = 0;    // kiln's lowering (BuildJit)
+  double emit = 0;     // LLVM IR emission
+  double middle = 0;   // the middle end (OptimizeModule)
+  double codegen = 0;  // instruction selection to the object file
+  double link = 0;     // loading and linking the object (ORC)
+  int64_t emitted = 0, optimized = 0;
+};
+
 // Compiles `funcs` (each with the kernel calling convention) for `target`,
 // which must be the host (same architecture and OS); other targets give
-// INVALID_ARGUMENT. Runs the middle end (OptimizeModule) first.
+// INVALID_ARGUMENT. Runs the middle end (OptimizeModule) first. `times`, if
+// given, receives the phases' times.
 absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> funcs,
-                                                      const Target& target);
+                                                      const Target& target,
+                                                      BuildTimes* times = nullptr);
 
 }  // namespace kiln::compiler::codegen

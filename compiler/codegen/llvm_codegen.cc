@@ -69,7 +69,7 @@ class CodeGen {
     auto* impl_ty = llvm::FunctionType::get(i32_, ptypes, false);
     auto* impl =
         llvm::Function::Create(impl_ty, llvm::Function::InternalLinkage, f.name + ".impl", mod_);
-    impl->addFnAttr(llvm::Attribute::AlwaysInline);
+    impl->addFnAttr(llvm::Attribute::NoInline);
     impl->addFnAttr(llvm::Attribute::NoUnwind);
     SetTargetAttrs(impl);
     for (size_t i = 0; i < f.params.size(); ++i) {
@@ -741,8 +741,8 @@ class CodeGen {
   }
 
   // Outlines the loop body into `void <name>.par<N>(i64 i, ptr ctx)`, which
-  // unpacks the captured values from ctx and calls an always-inlined
-  // `<name>.par<N>.impl` whose buffer pointers are noalias.
+  // unpacks the captured values from ctx and calls
+  // `<name>.par<N>.impl`, whose buffer pointers are noalias.
   void EmitParallelFor(const ForNode* n) {
     RefCollector refs;
     refs.VisitStmt(n->body);
@@ -782,7 +782,7 @@ class CodeGen {
     auto* impl = llvm::Function::Create(
         llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), impl_params, false),
         llvm::Function::InternalLinkage, fname + ".impl", mod_);
-    impl->addFnAttr(llvm::Attribute::AlwaysInline);
+    impl->addFnAttr(llvm::Attribute::NoInline);
     impl->addFnAttr(llvm::Attribute::NoUnwind);
     size_t buf_arg0 = 2 + cap_vars.size();
     for (size_t k = 0; k < cap_bufs.size(); ++k) {

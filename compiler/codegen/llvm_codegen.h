@@ -3,8 +3,9 @@
 //
 // Every PrimFunc becomes `extern "C" int32_t <name>(void* const* args)`: a
 // thin wrapper that loads each buffer pointer from `args` and calls an
-// internal, always-inlined `<name>.impl` whose pointer parameters are
-// `noalias` (inlining turns that into alias scopes). Vector expressions
+// internal `<name>.impl` whose pointer parameters are `noalias`. The call is
+// kept (noinline): inlining cloned every kernel body, a third of the middle
+// end's time, to save one call per kernel run. Vector expressions
 // (lanes > 1) become LLVM vector types: a Ramp index of stride 1 is a
 // contiguous vector load/store, a load of constant stride 2-4 one masked wide
 // load and a shuffle, other vector indices a gather/scatter.
@@ -73,6 +74,29 @@ void InitializeLlvm();
 // objects). INVALID_ARGUMENT for a triple LLVM does not know.
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const Target& target,
                                                                          bool pic);
+
+// A target machine lent from a per-process pool, returned when the lease
+// ends. Creating one is a large share of a small kernel's build (its
+// subtarget builds the instruction-selection and legalization tables on
+// first use), so tuning candidates reuse them. A machine serves one thread
+// at a time, which the lease guarantees.
+class TargetMachineLease {
+ public:
+  TargetMachineLease(std::string key, std::unique_ptr<llvm::TargetMachine> tm);
+  TargetMachineLease(TargetMachineLease&& other) noexcept;
+  TargetMachineLease& operator=(TargetMachineLease&&) = delete;
+  TargetMachineLease(const TargetMachineLease&) = delete;
+  ~TargetMachineLease();
+  llvm::TargetMachine& operator*() const { return *tm_; }
+  llvm::TargetMachine* get() const { return tm_.get(); }
+
+ private:
+  std::string key_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+};
+
+// CreateTargetMachine's machine, from the pool when one is free.
+absl::StatusOr<TargetMachineLease> LeaseTargetMachine(const Target& target, bool pic);
 
 // An empty module with the machine's triple and data layout.
 std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::string& name,

@@ -2,6 +2,7 @@
 // machines for any triple (the host's CPU features read from LLVM), the
 // optimization pipeline, and textual IR for tests and --dump-ir.
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -13,7 +14,9 @@
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PassInstrumentation.h"
 #include "llvm/IR/PassManager.h"
+#include "llvm/IR/PassTimingInfo.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -91,6 +94,47 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const T
   return tm;
 }
 
+namespace {
+
+// Idle target machines by target and relocation model; at most
+// kIdleMachinesPerKey each (more only while more threads build at once).
+constexpr size_t kIdleMachinesPerKey = 4;
+std::mutex pool_mu;
+std::map<std::string, std::vector<std::unique_ptr<llvm::TargetMachine>>>& Pool() {
+  static auto* pool = new std::map<std::string, std::vector<std::unique_ptr<llvm::TargetMachine>>>;
+  return *pool;
+}
+
+}  // namespace
+
+TargetMachineLease::TargetMachineLease(std::string key, std::unique_ptr<llvm::TargetMachine> tm)
+    : key_(std::move(key)), tm_(std::move(tm)) {}
+
+TargetMachineLease::TargetMachineLease(TargetMachineLease&& other) noexcept = default;
+
+TargetMachineLease::~TargetMachineLease() {
+  if (tm_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(pool_mu);
+  auto& idle = Pool()[key_];
+  if (idle.size() < kIdleMachinesPerKey) idle.push_back(std::move(tm_));
+}
+
+absl::StatusOr<TargetMachineLease> LeaseTargetMachine(const Target& target, bool pic) {
+  std::string key = StrCat(target.Spec(), pic ? " pic" : " static");
+  {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    auto& idle = Pool()[key];
+    if (!idle.empty()) {
+      std::unique_ptr<llvm::TargetMachine> tm = std::move(idle.back());
+      idle.pop_back();
+      return TargetMachineLease(std::move(key), std::move(tm));
+    }
+  }
+  auto tm = CreateTargetMachine(target, pic);
+  if (!tm.ok()) return tm.status();
+  return TargetMachineLease(std::move(key), *std::move(tm));
+}
+
 std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::string& name,
                                         llvm::TargetMachine& tm) {
   auto m = std::make_unique<llvm::Module>(name, ctx);
@@ -107,15 +151,18 @@ namespace {
 // buffers. What is left is promoting the accumulators to registers (SROA),
 // cleaning up the address arithmetic (EarlyCSE, InstCombine), hoisting
 // invariants out of the loops (LICM), and vectorizing the loops no template
-// vectorized (the loop and SLP vectorizers; the loop vectorizer skips loops
-// that already hold vector code). Measured on the AVX2 EPYC: the middle end
-// of a tuning candidate 24-27 -> 11-12 ms median (bench/turnaround_bench
-// --phases), ResNet-50, MobileNetV2 and the BERT layer within noise of O3
-// at 1 and 2 threads (docs/results.md, session ten).
+// vectorized (the loop vectorizer skips loops that already hold vector
+// code). Measured on the AVX2 EPYC: the middle end of a tuning candidate
+// 24-27 -> 11-12 ms median (bench/turnaround_bench --phases), ResNet-50,
+// MobileNetV2 and the BERT layer within noise of O3 at 1 and 2 threads
+// (docs/results.md, session ten). The SLP vectorizer is left out (session
+// eleven): it changed the code of 1 of 64 tuning candidates (an index
+// computation of the matrix-vector kernel) and cost 5 % of their builds'
+// instructions, spent looking at the templates' broadcasts.
 constexpr char kKernelPipeline[] =
-    "always-inline,function(sroa<modify-cfg>,early-cse<memssa>,"
+    "function(sroa<modify-cfg>,early-cse<memssa>,"
     "instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(loop-rotate,licm),"
-    "loop-vectorize,slp-vectorizer,instcombine<no-verify-fixpoint>,simplifycfg)";
+    "loop-vectorize,instcombine<no-verify-fixpoint>,simplifycfg)";
 
 }  // namespace
 
@@ -139,7 +186,17 @@ absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm) {
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
   pto.LoopUnrolling = false;
-  llvm::PassBuilder pb(tm, pto);
+  // With LLVM's -time-passes (KILN_LLVM_OPTIONS), the middle end's passes
+  // are timed too, summed over the process and reported at exit (a
+  // diagnostic for one thread at a time).
+  llvm::PassInstrumentationCallbacks pic;
+  if (llvm::TimePassesIsEnabled) {
+    static auto* timing = new llvm::TimePassesHandler(/*Enabled=*/true);
+    static const int report_at_exit = std::atexit([] { timing->print(); });
+    (void)report_at_exit;
+    timing->registerCallbacks(pic);
+  }
+  llvm::PassBuilder pb(tm, pto, std::nullopt, &pic);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
