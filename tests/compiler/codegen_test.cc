@@ -55,6 +55,45 @@ TEST(Codegen, VectorAddWithRampLoads) {
   for (int i = 0; i < 64; ++i) EXPECT_FLOAT_EQ(c[i], a[i] + b[i]) << i;
 }
 
+// out[i] = in[i] * k: a kernel named "scale" for each k.
+PrimFunc Scale(float k) {
+  Buffer in("in", DataType::Float32(), {IntImm(8)});
+  Buffer out("out", DataType::Float32(), {IntImm(8)});
+  Var i("i");
+  Stmt body = For(i, 0, 8, ForKind::kSerial, Store(out, Load(in, {i}) * FloatImm(k), {i}));
+  return PrimFunc{"scale", {in, out}, body};
+}
+
+// Every JitModule is a library of its own in the process's one JIT: modules
+// that define the same names coexist, each runs its own code, and freeing
+// one (which removes its library) leaves the others working.
+TEST(Codegen, JitModulesWithTheSameNamesCoexist) {
+  auto two = codegen::JitCompile({Scale(2.0f)}, Target::Host());
+  auto three = codegen::JitCompile({Scale(3.0f)}, Target::Host());
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_TRUE(three.ok()) << three.status();
+  auto run = [](const codegen::JitModule& m) {
+    auto fn = m.Lookup("scale");
+    EXPECT_TRUE(fn.ok()) << fn.status();
+    std::vector<float> in(8, 1.5f), out(8, 0.0f);
+    void* args[] = {in.data(), out.data()};
+    if (!fn.ok() || (*fn)(args) != 0) return -1.0f;
+    return out[7];
+  };
+  EXPECT_FLOAT_EQ(run(**two), 3.0f);
+  EXPECT_FLOAT_EQ(run(**three), 4.5f);
+  two->reset();
+  EXPECT_FLOAT_EQ(run(**three), 4.5f);
+  // Building and freeing many modules reuses the pooled target machines.
+  for (int k = 0; k < 20; ++k) {
+    auto m = codegen::JitCompile({Scale(static_cast<float>(k))}, Target::Host());
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_FLOAT_EQ(run(**m), 1.5f * static_cast<float>(k));
+  }
+  EXPECT_FLOAT_EQ(run(**three), 4.5f);
+  EXPECT_EQ((*three)->Lookup("missing").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(Codegen, LlvmIrHasVectorTypesAndNoalias) {
   auto text = codegen::EmitLlvmIrText({VectorAdd(64)}, Target::Host(), /*optimize=*/false);
   ASSERT_TRUE(text.ok()) << text.status();
