@@ -28,6 +28,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -42,12 +43,8 @@
 #include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
 #include "device_agent/measure.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/Module.h"
 #include "llvm/IR/PassTimingInfo.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Target/TargetMachine.h"
 
 namespace {
 
@@ -131,12 +128,17 @@ int main(int argc, char** argv) {
     } else if (a == "--dump-ir" && i + 1 < argc) {
       dump_dir = argv[++i];
       phases = build_only = true;
+      std::error_code ec;
+      std::filesystem::create_directories(dump_dir, ec);
+      if (ec) {
+        std::fprintf(stderr, "--dump-ir %s: %s\n", dump_dir.c_str(), ec.message().c_str());
+        return 2;
+      }
     } else {
       std::fprintf(
           stderr,
           "usage: %s [--candidates N] [--builds R] [--only SUBSTR] [--build-only] [--phases] "
-          "[--nchw] "
-          "[--dump-ir DIR]\n",
+          "[--nchw] [--dump-ir DIR]\n",
           argv[0]);
       return 2;
     }

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 
 #include "absl/status/status.h"
 #include "base/str.h"
@@ -32,31 +31,39 @@ std::string ErrorText(llvm::Error e) { return llvm::toString(std::move(e)); }
 // session's set-up on every build. Never destroyed: modules may outlive any
 // static destructor order.
 absl::StatusOr<llvm::orc::LLJIT*> ProcessJit() {
-  static std::mutex mu;
-  static llvm::orc::LLJIT* jit = nullptr;
-  static absl::Status error;
-  std::lock_guard<std::mutex> lock(mu);
-  if (jit != nullptr || !error.ok()) {
-    if (jit == nullptr) return error;
-    return jit;
-  }
-  // No platform: kernels have no static initializers, and the generic
-  // platform would add a support module to every library created.
-  auto built =
-      llvm::orc::LLJITBuilder().setPlatformSetUp(llvm::orc::setUpInactivePlatform).create();
-  if (!built) {
-    error = absl::InternalError(StrCat("creating the JIT: ", ErrorText(built.takeError())));
-    return error;
-  }
-  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*built)->getDataLayout().getGlobalPrefix());
-  if (!gen) {
-    error = absl::InternalError(StrCat("JIT process symbols: ", ErrorText(gen.takeError())));
-    return error;
-  }
-  (*built)->getMainJITDylib().addGenerator(std::move(*gen));
-  jit = built->release();
+  static const absl::StatusOr<llvm::orc::LLJIT*> jit = []() -> absl::StatusOr<llvm::orc::LLJIT*> {
+    // No platform: kernels have no static initializers, and the generic
+    // platform would add a support module to every library created.
+    auto built =
+        llvm::orc::LLJITBuilder().setPlatformSetUp(llvm::orc::setUpInactivePlatform).create();
+    if (!built) {
+      return absl::InternalError(StrCat("creating the JIT: ", ErrorText(built.takeError())));
+    }
+    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        (*built)->getDataLayout().getGlobalPrefix());
+    if (!gen) {
+      return absl::InternalError(StrCat("JIT process symbols: ", ErrorText(gen.takeError())));
+    }
+    (*built)->getMainJITDylib().addGenerator(std::move(*gen));
+    return built->release();
+  }();
   return jit;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds since `t`, restarting `t`.
+double Lap(Clock::time_point& t) {
+  Clock::time_point now = Clock::now();
+  double s = std::chrono::duration<double>(now - t).count();
+  t = now;
+  return s;
+}
+
+int64_t Instructions(const llvm::Module& m) {
+  int64_t n = 0;
+  for (const llvm::Function& f : m) n += f.getInstructionCount();
+  return n;
 }
 
 }  // namespace
@@ -89,26 +96,6 @@ absl::StatusOr<KernelFn> JitModule::Lookup(const std::string& name) const {
   }
   return sym->toPtr<KernelFn>();
 }
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Seconds since `t`, restarting `t`.
-double Lap(Clock::time_point& t) {
-  Clock::time_point now = Clock::now();
-  double s = std::chrono::duration<double>(now - t).count();
-  t = now;
-  return s;
-}
-
-int64_t Instructions(const llvm::Module& m) {
-  int64_t n = 0;
-  for (const llvm::Function& f : m) n += f.getInstructionCount();
-  return n;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> funcs,
                                                       const Target& target, BuildTimes* times) {
