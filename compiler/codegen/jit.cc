@@ -9,11 +9,9 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/SmallVectorMemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -126,15 +124,8 @@ absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> 
   if (absl::Status s = OptimizeModule(mod.get(), tm->get()); !s.ok()) return s;
   t.middle = Lap(lap);
   if (times != nullptr) t.optimized = Instructions(*mod);
-  llvm::SmallVector<char, 0> object;
-  {
-    llvm::raw_svector_ostream os(object);
-    llvm::legacy::PassManager pm;
-    if (tm->get()->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
-      return absl::InternalError(StrCat("LLVM cannot emit object code for ", target.Spec()));
-    }
-    pm.run(*mod);
-  }
+  auto object = EmitObject(mod.get(), **tm);
+  if (!object.ok()) return object.status();
   t.codegen = Lap(lap);
 
   static std::atomic<uint64_t> next_id{0};
@@ -149,9 +140,8 @@ absl::StatusOr<std::unique_ptr<JitModule>> JitCompile(std::vector<ir::PrimFunc> 
   // Symbols the module does not define resolve from the process (the main
   // library's generator): kiln_parallel_for, libm.
   dylib->addToLinkOrder((*jit)->getMainJITDylib());
-  if (llvm::Error e = (*jit)->addObjectFile(*dylib, std::make_unique<llvm::SmallVectorMemoryBuffer>(
-                                                        std::move(object), name,
-                                                        /*RequiresNullTerminator=*/false))) {
+  if (llvm::Error e =
+          (*jit)->addObjectFile(*dylib, llvm::MemoryBuffer::getMemBufferCopy(*object, name))) {
     return absl::InternalError(StrCat("adding the module to the JIT: ", ErrorText(std::move(e))));
   }
   auto module = std::make_unique<JitModule>(std::move(impl));

@@ -35,7 +35,7 @@ class JitModule {
 // instructions before and after the middle end (bench/turnaround_bench).
 struct BuildTimes {
   double lower = 0;    // kiln's lowering (BuildJit)
-  double emit = 0;     // LLVM IR emission
+  double emit = 0;     // a target machine (pooled) and LLVM IR emission
   double middle = 0;   // the middle end (OptimizeModule)
   double codegen = 0;  // instruction selection to the object file
   double link = 0;     // loading and linking the object (ORC)

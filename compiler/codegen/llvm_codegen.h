@@ -112,6 +112,9 @@ absl::Status EmitKernel(const ir::PrimFunc& func, llvm::Module* module);
 // replaces it, e.g. "default<O3>").
 absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm);
 
+// The module compiled to an object file by `tm` (its target's machine code).
+absl::StatusOr<std::string> EmitObject(llvm::Module* module, llvm::TargetMachine& tm);
+
 // Textual LLVM IR of `funcs` compiled for `target`, optionally optimized
 // (for tests and --dump-ir).
 absl::StatusOr<std::string> EmitLlvmIrText(const std::vector<ir::PrimFunc>& funcs,

@@ -13,6 +13,7 @@
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassInstrumentation.h"
 #include "llvm/IR/PassManager.h"
@@ -216,6 +217,18 @@ absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm) {
   }
   mpm.run(*module, mam);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> EmitObject(llvm::Module* module, llvm::TargetMachine& tm) {
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    return absl::InternalError(
+        StrCat("LLVM cannot emit object files for ", tm.getTargetTriple().str()));
+  }
+  pm.run(*module);
+  return std::string(buf.begin(), buf.end());
 }
 
 absl::StatusOr<std::string> EmitLlvmIrText(const std::vector<PrimFunc>& funcs, const Target& target,

@@ -13,12 +13,9 @@
 #include "base/str.h"
 #include "compiler/codegen/llvm_codegen.h"
 #include "compiler/ops/lower_workload.h"
-#include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -143,14 +140,7 @@ absl::StatusOr<std::string> EmitObjectFile(const std::vector<ir::PrimFunc>& kern
   }
   if (absl::Status s = EmitEntry(plan, arity, mod.get()); !s.ok()) return s;
   if (absl::Status s = OptimizeModule(mod.get(), tm->get()); !s.ok()) return s;
-  llvm::SmallVector<char, 0> buf;
-  llvm::raw_svector_ostream os(buf);
-  llvm::legacy::PassManager pm;
-  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
-    return absl::InternalError(StrCat("LLVM cannot emit object files for ", target.Spec()));
-  }
-  pm.run(*mod);
-  return std::string(buf.begin(), buf.end());
+  return EmitObject(mod.get(), **tm);
 }
 
 absl::StatusOr<std::string> LinkSharedObject(const std::string& object, const Target& target) {
