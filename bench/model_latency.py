@@ -2,47 +2,104 @@
 """Model latency of kiln artifacts against onnxruntime, in the same run.
 
   bench/model_latency.py --model M.onnx --artifact LABEL=PATH [...]
-                         [--repeat N] [--warmup K] [--threads T] [--bin-dir DIR]
+                         [--repeat N] [--warmup K] [--block B] [--threads T]
+                         [--bin-dir DIR]
 
-Every artifact is run with kiln-run (its own timer, C++); the baseline is
-onnxruntime's CPU execution provider on the same model and input, with the
-same thread count, timed around session.run (so it carries a few microseconds
-of Python call overhead per run). Prints a table of medians and ratios, and
-checks every kiln output against onnxruntime (max abs error).
+Both sides are timed in-process the same way, around one call with its
+inputs and outputs bound ahead (neither converts arrays per run): the
+baseline is onnxruntime's CPU execution provider with all graph
+optimizations (run_with_iobinding), in a worker process of its own so that
+its spinning thread pool never shares a process with kiln's; every artifact
+is loaded with kiln.Module (libkiln_runtime.so's C API, Module.runner) in
+this one. Both use T threads. Every output is checked against onnxruntime
+(max abs error).
+
+The runs are interleaved in blocks of B: B runs of onnxruntime, then B of
+each artifact, and again, N runs of each in all; the side not running waits
+on a pipe, and each block starts once onnxruntime's threads have stopped
+spinning. A shared machine's slow spells (this project's VMs move by
+15-30 % from one second to the next) then slow every side alike, where
+timing each side's N runs in one go compared a slow minute with a fast one.
+Each block gives one ratio of medians (onnxruntime / kiln); the table gives
+the median of those ratios and the range of their middle half, beside the
+median latencies.
 """
 import argparse
+import multiprocessing
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 import onnx
-import onnxruntime as ort
-from onnx import numpy_helper
 
 
-def kiln_median(kiln_run, artifact, feeds, outdir, repeat, warmup, threads):
-    args = [kiln_run, artifact, "--output-dir", outdir, "--repeat", str(repeat),
-            "--warmup", str(warmup)]
-    for name, path in feeds.items():
-        args += ["--input", f"{name}={path}"]
-    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
-    r = subprocess.run(args, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.exit(f"kiln-run failed on {artifact}:\n{r.stderr}")
-    last = r.stdout.strip().splitlines()[-1]
-    assert last.startswith("median_ms="), last
-    return float(last.split("=", 1)[1])
+def timed(run, n):
+    """Milliseconds of each of n calls of run()."""
+    t = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        run()
+        t.append((time.perf_counter() - t0) * 1e3)
+    return t
+
+
+def cpu_ns(pid):
+    """CPU time (ns) of all of pid's threads so far."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def wait_quiet(pid, window_s=0.005, limit_s=2.0):
+    """Waits until pid's threads used under 5 % of a CPU over `window_s`:
+    onnxruntime's pool threads spin for tens of milliseconds after a run,
+    which slowed the next module's block by up to 40 % at 2 threads."""
+    end = time.monotonic() + limit_s
+    before = cpu_ns(pid)
+    while time.monotonic() < end:
+        time.sleep(window_s)
+        now = cpu_ns(pid)
+        if now - before < 0.05 * window_s * 1e9:
+            return
+        before = now
+
+
+def ort_worker(conn, model, inputs, threads, warmup):
+    """onnxruntime in its own process: sends its version and reference
+    outputs, then the times of each block of runs asked for (None ends)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    ref = sess.run(None, inputs)
+    io = sess.io_binding()
+    for name, x in inputs.items():
+        io.bind_cpu_input(name, x)
+    for o in sess.get_outputs():
+        io.bind_output(o.name)
+    run = lambda: sess.run_with_iobinding(io)  # noqa: E731
+    timed(run, warmup)
+    conn.send((ort.__version__, ref))
+    while (n := conn.recv()) is not None:
+        conn.send(timed(run, n))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--artifact", action="append", required=True, help="LABEL=PATH")
-    ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=200, help="timed runs of each module")
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--block", type=int, default=10, help="runs of one module in a row")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--bin-dir", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--seed", type=int, default=0)
@@ -51,8 +108,7 @@ def main():
     model = onnx.load(a.model)
     inits = {t.name for t in model.graph.initializer}
     rng = np.random.default_rng(a.seed)
-    tmp = tempfile.mkdtemp(prefix="kiln-bench-")
-    inputs, feeds = {}, {}
+    inputs = {}
     for vi in model.graph.input:
         if vi.name in inits:
             continue
@@ -63,41 +119,66 @@ def main():
         else:  # masks, ids: small non-negative integers
             x = rng.integers(0, 2, shape).astype(dtype)
         inputs[vi.name] = x
-        feeds[vi.name] = os.path.join(tmp, f"{vi.name}.npy")
-        np.save(feeds[vi.name], x)
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = a.threads
-    so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
-    ref = sess.run(None, inputs)
-    for _ in range(a.warmup):
-        sess.run(None, inputs)
-    times = []
-    for _ in range(a.repeat):
-        t0 = time.perf_counter()
-        sess.run(None, inputs)
-        times.append((time.perf_counter() - t0) * 1e3)
-    ort_ms = float(np.median(times))
+    # The worker is forked before kiln's runtime (and its threads) is loaded.
+    ctx = multiprocessing.get_context("fork")
+    conn, child = ctx.Pipe()
+    worker = ctx.Process(target=ort_worker, args=(child, a.model, inputs, a.threads, a.warmup),
+                         daemon=True)
+    worker.start()
+    ort_version, ref = conn.recv()
 
-    kiln_run = os.path.join(a.bin_dir, "deploy", "kiln-run")
-    rows, worst = [], 0.0
+    os.environ["KILN_NUM_THREADS"] = str(a.threads)  # read when the runtime's pool starts
+    os.environ.setdefault("KILN_RUNTIME", os.path.join(a.bin_dir, "deploy", "libkiln_runtime.so"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    from kiln.runtime import Module
+
+    labels = ["onnxruntime"]
+    def ort_block(n):
+        conn.send(n)
+        t = conn.recv()
+        wait_quiet(worker.pid)
+        return t
+
+    blocks_of = {"onnxruntime": ort_block}
+    errs = {}
     for spec in a.artifact:
         label, path = spec.split("=", 1)
-        outdir = os.path.join(tmp, f"out-{label}")
-        ms = kiln_median(kiln_run, path, feeds, outdir, a.repeat, a.warmup, a.threads)
-        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(outdir, "output_0.pb")))
-        err = float(np.max(np.abs(got - ref[0])))
-        worst = max(worst, err)
-        rows.append((f"kiln {label}", ms, err))
+        m = Module(path)
+        run, outputs = m.runner({name: inputs[name] for name, _, _ in m.inputs})
+        run()
+        got = next(iter(outputs.values()))
+        errs[label] = float(np.max(np.abs(got - ref[0])))
+        timed(run, a.warmup)
+        labels.append(label)
+        blocks_of[label] = lambda n, run=run: timed(run, n)
 
-    print(f"model {os.path.basename(a.model)}, {a.threads} threads, median of {a.repeat} runs")
+    block = max(1, min(a.block, a.repeat))
+    times = {label: [] for label in labels}
+    blocks = {label: [] for label in labels}
+    for _ in range(max(1, a.repeat // block)):
+        for label in labels:
+            t = blocks_of[label](block)
+            times[label] += t
+            blocks[label].append(float(np.median(t)))
+    conn.send(None)
+    worker.join()
+
+    n = len(times["onnxruntime"])
+    print(f"model {os.path.basename(a.model)}, {a.threads} threads, {n} runs of each module "
+          f"in blocks of {block}, interleaved")
     print()
-    print("| module | median latency (ms) | speed vs onnxruntime | max abs err vs onnxruntime |")
-    print("|---|---:|---:|---:|")
-    print(f"| onnxruntime {ort.__version__} (baseline) | {ort_ms:.4f} | 1.00x | - |")
-    for label, ms, err in rows:
-        print(f"| {label} | {ms:.4f} | {ort_ms / ms:.2f}x | {err:.1e} |")
+    print("| module | median latency (ms) | speed vs onnxruntime (median of blocks) | "
+          "middle half of blocks | max abs err vs onnxruntime |")
+    print("|---|---:|---:|---|---:|")
+    print(f"| onnxruntime {ort_version} (baseline) | {np.median(times['onnxruntime']):.4f} "
+          f"| 1.00x | | - |")
+    for label in labels[1:]:
+        ratios = np.array(blocks["onnxruntime"]) / np.array(blocks[label])
+        q1, q3 = np.percentile(ratios, [25, 75])
+        print(f"| kiln {label} | {np.median(times[label]):.4f} | {np.median(ratios):.2f}x | "
+              f"{q1:.2f}-{q3:.2f}x | {errs[label]:.1e} |")
+    worst = max(errs.values())
     if worst > 1e-3:
         sys.exit(f"kiln output differs from onnxruntime by {worst}")
 

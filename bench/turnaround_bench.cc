@@ -17,12 +17,14 @@
 //   --dump-ir DIR: with --phases, each candidate's emitted (unoptimized) LLVM
 //     IR goes to DIR/<shape>.<n>.ll, for opt/llc -time-passes.
 //
+//   --each: with --phases, one line per candidate (its config and phases).
+//
 //   --builds R: each candidate is built R times and its fastest build (each
 //     phase's fastest with --phases) counts: this VM's neighbours add tens
 //     of milliseconds to a build now and then.
 //
 // Usage: turnaround_bench [--candidates N] [--builds R] [--only SUBSTR] [--build-only]
-//                         [--phases] [--nchw] [--dump-ir DIR]
+//                         [--phases] [--each] [--nchw] [--dump-ir DIR]
 // N random valid configs per shape (default 16) plus the default config.
 #include <algorithm>
 #include <cctype>
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
   bool build_only = false;
   bool phases = false;
   bool nchw = false;
+  bool each = false;
   std::string dump_dir;
   int builds_per = 1;
   for (int i = 1; i < argc; ++i) {
@@ -123,6 +126,8 @@ int main(int argc, char** argv) {
       build_only = true;
     } else if (a == "--phases") {
       phases = build_only = true;
+    } else if (a == "--each") {
+      each = phases = build_only = true;
     } else if (a == "--nchw") {
       nchw = true;
     } else if (a == "--dump-ir" && i + 1 < argc) {
@@ -138,7 +143,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--candidates N] [--builds R] [--only SUBSTR] [--build-only] [--phases] "
-          "[--nchw] [--dump-ir DIR]\n",
+          "[--each] [--nchw] [--dump-ir DIR]\n",
           argv[0]);
       return 2;
     }
@@ -201,7 +206,16 @@ int main(int argc, char** argv) {
             (*fastest).*f = std::min((*fastest).*f, (*p).*f);
           }
         }
-        if (fastest) shape_phases.push_back(*fastest);
+        if (!fastest) continue;
+        shape_phases.push_back(*fastest);
+        if (each) {
+          const Phases& p = *fastest;
+          std::printf("|   %zu %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f |\n", i,
+                      kiln::compiler::CanonicalConfig(configs[i]).c_str(), p.lower * 1e3,
+                      p.emit * 1e3, p.middle * 1e3, p.codegen * 1e3, p.link * 1e3,
+                      (p.lower + p.emit + p.middle + p.codegen + p.link) * 1e3, p.emitted,
+                      p.optimized);
+        }
       }
       if (shape_phases.empty()) continue;
       all_phases.insert(all_phases.end(), shape_phases.begin(), shape_phases.end());

@@ -64,14 +64,13 @@ class CodeGen {
 
   absl::Status EmitKernel(const PrimFunc& f) {
     name_ = f.name;
+    slp_vectorize_ = f.slp_vectorize;
     // impl: int32 (ptr noalias, ...)
     std::vector<llvm::Type*> ptypes(f.params.size(), ptr_);
     auto* impl_ty = llvm::FunctionType::get(i32_, ptypes, false);
     auto* impl =
         llvm::Function::Create(impl_ty, llvm::Function::InternalLinkage, f.name + ".impl", mod_);
-    impl->addFnAttr(llvm::Attribute::NoInline);
-    impl->addFnAttr(llvm::Attribute::NoUnwind);
-    SetTargetAttrs(impl);
+    MarkImpl(impl);
     for (size_t i = 0; i < f.params.size(); ++i) {
       impl->addParamAttr(i, llvm::Attribute::NoAlias);
       impl->addParamAttr(i, llvm::Attribute::NoCapture);
@@ -87,7 +86,6 @@ class CodeGen {
     auto* wrap_ty = llvm::FunctionType::get(i32_, {ptr_}, false);
     auto* wrap = llvm::Function::Create(wrap_ty, llvm::Function::ExternalLinkage, f.name, mod_);
     wrap->addFnAttr(llvm::Attribute::NoUnwind);
-    SetTargetAttrs(wrap);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", wrap));
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < f.params.size(); ++i) {
@@ -104,9 +102,15 @@ class CodeGen {
     if (status_.ok()) status_ = absl::InvalidArgumentError(StrCat("codegen of ", name_, ": ", msg));
   }
 
-  void SetTargetAttrs(llvm::Function* f) {
-    // The module's target machine decides cpu/features; nothing per function.
-    (void)f;
+  // A function holding a kernel's code (the kernel's or a parallel body's
+  // .impl): called, not inlined (noalias parameters carry the same alias
+  // information, and the inliner cloned every body); marked for the SLP
+  // vectorizer when the kernel asks for it. The module's target machine
+  // decides cpu and features, nothing is set per function.
+  void MarkImpl(llvm::Function* f) {
+    f->addFnAttr(llvm::Attribute::NoInline);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    if (slp_vectorize_) f->addFnAttr(kSlpVectorizeAttribute);
   }
 
   llvm::Type* TypeOf(DataType t) {
@@ -782,8 +786,7 @@ class CodeGen {
     auto* impl = llvm::Function::Create(
         llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), impl_params, false),
         llvm::Function::InternalLinkage, fname + ".impl", mod_);
-    impl->addFnAttr(llvm::Attribute::NoInline);
-    impl->addFnAttr(llvm::Attribute::NoUnwind);
+    MarkImpl(impl);
     size_t buf_arg0 = 2 + cap_vars.size();
     for (size_t k = 0; k < cap_bufs.size(); ++k) {
       impl->addParamAttr(buf_arg0 + k, llvm::Attribute::NoAlias);
@@ -847,6 +850,7 @@ class CodeGen {
   llvm::PointerType* ptr_;
   llvm::Function* fn_ = nullptr;
   std::string name_;
+  bool slp_vectorize_ = false;  // PrimFunc::slp_vectorize of the kernel being emitted
   std::unordered_map<const VarNode*, llvm::Value*> vars_;
   std::unordered_map<const BufferNode*, llvm::Value*> bufs_;
   int parallel_depth_ = 0;

@@ -107,9 +107,14 @@ std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::strin
 // multi-dimensional access, an unknown intrinsic, a non-constant Allocate).
 absl::Status EmitKernel(const ir::PrimFunc& func, llvm::Module* module);
 
+// The function attribute that asks the middle end for LLVM's SLP vectorizer
+// (ir::PrimFunc::slp_vectorize), set on the functions holding the kernel's code.
+inline constexpr char kSlpVectorizeAttribute[] = "kiln-slp-vectorize";
+
 // Verifies the module, then runs the middle end for kernels (SROA, EarlyCSE,
-// InstCombine, LICM, the loop and SLP vectorizers; KILN_LLVM_PIPELINE
-// replaces it, e.g. "default<O3>").
+// InstCombine, LICM, the loop vectorizer, and the SLP vectorizer on the
+// functions marked with kSlpVectorizeAttribute; KILN_LLVM_PIPELINE replaces
+// it, e.g. "default<O3>", where "kiln-slp" names that marked-only SLP pass).
 absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm);
 
 // The module compiled to an object file by `tm` (its target's machine code).

@@ -28,6 +28,7 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Vectorize/SLPVectorizer.h"
 
 namespace kiln::compiler::codegen {
 
@@ -156,14 +157,23 @@ namespace {
 // code). Measured on the AVX2 EPYC: the middle end of a tuning candidate
 // 24-27 -> 11-12 ms median (bench/turnaround_bench --phases), ResNet-50,
 // MobileNetV2 and the BERT layer within noise of O3 at 1 and 2 threads
-// (docs/results.md, session ten). The SLP vectorizer is left out (session
-// eleven): it changed the code of 1 of 64 tuning candidates (an index
-// computation of the matrix-vector kernel) and cost 5 % of their builds'
-// instructions, spent looking at the templates' broadcasts.
+// (docs/results.md, session ten). The SLP vectorizer runs only on the
+// kernels whose templates ask for it (kiln-slp, kSlpVectorizeAttribute):
+// on the others it changed the code of 1 of 64 tuning candidates and cost
+// 5 % of their builds' instructions (session eleven), while the NCHWc
+// convolutions that write NCHW need it for their stores (session twelve).
 constexpr char kKernelPipeline[] =
     "function(sroa<modify-cfg>,early-cse<memssa>,"
     "instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(loop-rotate,licm),"
-    "loop-vectorize,instcombine<no-verify-fixpoint>,simplifycfg)";
+    "loop-vectorize,kiln-slp,instcombine<no-verify-fixpoint>,simplifycfg)";
+
+// LLVM's SLP vectorizer on the functions marked kSlpVectorizeAttribute only.
+struct MarkedSlpVectorizer : llvm::PassInfoMixin<MarkedSlpVectorizer> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& fam) {
+    if (!f.hasFnAttribute(kSlpVectorizeAttribute)) return llvm::PreservedAnalyses::all();
+    return llvm::SLPVectorizerPass().run(f, fam);
+  }
+};
 
 }  // namespace
 
@@ -203,6 +213,12 @@ absl::Status OptimizeModule(llvm::Module* module, llvm::TargetMachine* tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.registerPipelineParsingCallback([](llvm::StringRef name, llvm::FunctionPassManager& fpm,
+                                        llvm::ArrayRef<llvm::PassBuilder::PipelineElement>) {
+    if (name != "kiln-slp") return false;
+    fpm.addPass(MarkedSlpVectorizer());
+    return true;
+  });
   // KILN_LLVM_PIPELINE replaces the pipeline (opt's syntax, e.g.
   // "default<O3>"), for compiler engineers comparing pipelines; read once,
   // like KILN_LLVM_OPTIONS.

@@ -446,6 +446,10 @@ struct PrimFunc {
   std::string name;
   std::vector<Buffer> params;
   Stmt body;
+  // The code generator runs LLVM's SLP vectorizer on this kernel: its
+  // template unrolls a register tile into scalar stores that only SLP
+  // turns into vector stores (ops::Built::slp_vectorize).
+  bool slp_vectorize = false;
 };
 
 // ---------------------------------------------------------------------------

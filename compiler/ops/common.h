@@ -31,6 +31,12 @@ struct Built {
     te::Tensor packed;
   };
   std::vector<Pack> packs;
+  // The schedule unrolls a register tile into scalar stores (a transpose,
+  // e.g. channel vectors written to NCHW) that LLVM's SLP vectorizer turns
+  // into vector stores, 1.5x faster on MobileNetV2's expand layers. Off
+  // elsewhere: SLP finds nothing in the other templates' code and costs 5 %
+  // of a build (docs/results.md, session twelve).
+  bool slp_vectorize = false;
 
   // args = the op's inputs (undefined ones, e.g. an absent bias, skipped),
   // then the epilogue operands, then the output.

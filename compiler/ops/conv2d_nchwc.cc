@@ -328,8 +328,10 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
     s.Vectorize(out, kv);
   } else {
     // Unrolled, so that the accumulator tile is read at constant offsets and
-    // stays in registers (a vector store here would scatter along K).
+    // stays in registers (a vector store here would scatter along K); SLP
+    // turns the stores of a channel's reg_n pixels into vector stores.
     s.Unroll(out, kv);
+    b.slp_vectorize = true;
   }
   s.Unroll(out, owi);
   if (cfg.at("parallel")) s.Parallel(out, cfg.at("par_rows") ? oho : Ko >= 2 ? ko : ohi);

@@ -74,7 +74,9 @@ absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, c
   if (!built.ok()) return built.status();
   LowerOptions options = opts;
   if (t.is_gpu()) options.vectorize = false;  // threads, not SIMD lanes
-  return lower::Lower(*built->schedule, built->args, func_name, options);
+  auto func = lower::Lower(*built->schedule, built->args, func_name, options);
+  if (func.ok()) func->slp_vectorize = built->slp_vectorize;
+  return func;
 }
 
 absl::StatusOr<std::vector<PackedInput>> PackedInputsOf(const Workload& w, const Config& c,

@@ -1,5 +1,6 @@
 """The Python package against a real kiln-tracker and kiln-agent on loopback
 (KILN_BIN_DIR: the build folder; KILN_RUNTIME: its libkiln_runtime.so)."""
+import gc
 import os
 import socket
 import subprocess
@@ -74,6 +75,14 @@ def test_tune_wait_fetch_run_matches_onnxruntime(farm, capsys):
     ref = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"]).run(None, {"data": x})
     out_name = onnx.load(MODEL).graph.output[0].name
     np.testing.assert_allclose(got[out_name], ref[0], rtol=1e-4, atol=1e-4)
+    # A runner outlives the Module object it came from, and runs into the
+    # same output arrays each time.
+    run, outs = kiln.Module(art).runner({"data": x})
+    gc.collect()
+    for _ in range(2):
+        outs[out_name].fill(0)
+        run()
+        np.testing.assert_allclose(outs[out_name], ref[0], rtol=1e-4, atol=1e-4)
     # The farm as the client sees it.
     assert job.id in [j["id"] for j in client.jobs()]
     assert [d["id"] for d in client.devices()] == ["py-0"]

@@ -102,6 +102,41 @@ TEST(Codegen, LlvmIrHasVectorTypesAndNoalias) {
   EXPECT_NE(text->find("define i32 @vadd(ptr"), std::string::npos);
 }
 
+// C[k] = A[k] * B[k] for k < 8 as eight scalar statements: LLVM's SLP
+// vectorizer makes them one vector multiply, but only in a kernel that asks
+// for it (PrimFunc::slp_vectorize); either way the kernel computes C.
+TEST(Codegen, SlpVectorizerRunsOnlyWhereTheKernelAsks) {
+  Buffer a("A", DataType::Float32(), {IntImm(8)});
+  Buffer b("B", DataType::Float32(), {IntImm(8)});
+  Buffer c("C", DataType::Float32(), {IntImm(8)});
+  std::vector<Stmt> stores;
+  for (int64_t k = 0; k < 8; ++k) {
+    stores.push_back(Store(c, Load(a, {IntImm(k)}) * Load(b, {IntImm(k)}), {IntImm(k)}));
+  }
+  PrimFunc f{"unrolled", {a, b, c}, Seq(stores)};
+  for (bool slp : {false, true}) {
+    SCOPED_TRACE(slp ? "slp" : "no slp");
+    f.slp_vectorize = slp;
+    auto text = codegen::EmitLlvmIrText({f}, Target::Host(), /*optimize=*/true);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(text->find("fmul contract <") != std::string::npos, slp) << *text;
+    EXPECT_EQ(text->find(codegen::kSlpVectorizeAttribute) != std::string::npos, slp);
+
+    auto m = codegen::JitCompile({f}, Target::Host());
+    ASSERT_TRUE(m.ok()) << m.status();
+    auto fn = (*m)->Lookup("unrolled");
+    ASSERT_TRUE(fn.ok()) << fn.status();
+    std::vector<float> av(8), bv(8), cv(8, 0.0f);
+    for (int k = 0; k < 8; ++k) {
+      av[k] = 0.5f * static_cast<float>(k) - 1.0f;
+      bv[k] = 3.0f - static_cast<float>(k);
+    }
+    void* args[] = {av.data(), bv.data(), cv.data()};
+    ASSERT_EQ((*fn)(args), 0);
+    for (int k = 0; k < 8; ++k) EXPECT_EQ(cv[k], av[k] * bv[k]) << k;
+  }
+}
+
 // Out[i] = sum_k X[i*K + k] * W[k]: a reduction through a scalar scratch.
 TEST(Codegen, ReductionLoopWithScratch) {
   const int64_t M = 5, K = 37;
