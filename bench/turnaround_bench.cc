@@ -213,8 +213,8 @@ int main(int argc, char** argv) {
           std::printf("|   %zu %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f |\n", i,
                       kiln::compiler::CanonicalConfig(configs[i]).c_str(), p.lower * 1e3,
                       p.emit * 1e3, p.middle * 1e3, p.codegen * 1e3, p.link * 1e3,
-                      (p.lower + p.emit + p.middle + p.codegen + p.link) * 1e3, p.emitted,
-                      p.optimized);
+                      (p.lower + p.emit + p.middle + p.codegen + p.link) * 1e3,
+                      static_cast<double>(p.emitted), static_cast<double>(p.optimized));
         }
       }
       if (shape_phases.empty()) continue;
