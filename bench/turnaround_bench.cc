@@ -19,12 +19,19 @@
 //
 //   --each: with --phases, one line per candidate (its config and phases).
 //
+//   --db LOG.db: instead of random configs of the shapes above, the
+//     candidates a tuning run built: N records of the log database (this
+//     host's target, every k-th so that they span the run), each workload
+//     and config as it was measured, built and timed the same way; a table
+//     per operator. Random valid configs include many that the cost model
+//     never proposes (the largest unrolls); these are the ones it did.
+//
 //   --builds R: each candidate is built R times and its fastest build (each
 //     phase's fastest with --phases) counts: this VM's neighbours add tens
 //     of milliseconds to a build now and then.
 //
 // Usage: turnaround_bench [--candidates N] [--builds R] [--only SUBSTR] [--build-only]
-//                         [--phases] [--each] [--nchw] [--dump-ir DIR]
+//                         [--phases] [--each] [--nchw] [--dump-ir DIR] [--db LOG.db]
 // N random valid configs per shape (default 16) plus the default config.
 #include <algorithm>
 #include <cctype>
@@ -32,6 +39,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -47,6 +55,7 @@
 #include "device_agent/measure.h"
 #include "llvm/IR/PassTimingInfo.h"
 #include "llvm/Support/raw_ostream.h"
+#include "storage/log_db.h"
 
 namespace {
 
@@ -102,6 +111,73 @@ double MedianTotal(const std::vector<Phases>& all) {
   return Percentile(v, 0.5);
 }
 
+// --db: builds N of the log database's records for `target`, spread over
+// the run, and prints the median build per operator and over all.
+int TimeLoggedCandidates(const std::string& db_path, int n, int builds_per,
+                         const kiln::compiler::Target& target) {
+  if (!std::filesystem::exists(db_path)) {
+    std::fprintf(stderr, "%s: no such log database\n", db_path.c_str());
+    return 2;
+  }
+  auto db = kiln::storage::LogDb::Open(db_path);
+  if (!db.ok()) {
+    std::fprintf(stderr, "%s: %s\n", db_path.c_str(), std::string(db.status().message()).c_str());
+    return 2;
+  }
+  auto records = (*db)->QueryRecords("", target.Spec(), 0);
+  if (!records.ok() || records->empty()) {
+    std::fprintf(stderr, "%s: no records for %s\n", db_path.c_str(), target.Spec().c_str());
+    return 1;
+  }
+  const size_t step = std::max<size_t>(1, records->size() / static_cast<size_t>(n));
+  std::printf("%zu of the %zu records of %s (every %zu-th), each built %d time(s)\n\n",
+              (records->size() + step - 1) / step, records->size(), db_path.c_str(), step,
+              builds_per);
+  std::map<std::string, std::vector<double>> by_op;
+  std::vector<double> all;
+  int failed = 0;
+  for (size_t i = 0; i < records->size(); i += step) {
+    const kiln::storage::RecordRow& r = (*records)[i];
+    auto row = (*db)->GetWorkload(r.workload_key);
+    auto config = kiln::compiler::ParseConfig(r.config);
+    if (!row.ok() || !*row || !config.ok()) {
+      ++failed;
+      continue;
+    }
+    auto w = kiln::compiler::Workload::Parse((*row)->canonical);
+    if (!w.ok()) {
+      ++failed;
+      continue;
+    }
+    double fastest = -1;
+    for (int b = 0; b < builds_per; ++b) {
+      Clock::time_point t0 = Clock::now();
+      if (!kiln::compiler::BuildJit(*w, *config, target).ok()) break;
+      const double t = Seconds(t0);
+      fastest = fastest < 0 ? t : std::min(fastest, t);
+    }
+    if (fastest < 0) {
+      ++failed;  // a record of a failed measurement, or of another compiler version
+      continue;
+    }
+    by_op[w->op].push_back(fastest);
+    all.push_back(fastest);
+  }
+  if (all.empty()) return 1;
+  std::printf(
+      "| operator | candidates | build median ms | build p90 ms | build max ms |\n"
+      "|---|---:|---:|---:|---:|\n");
+  for (const auto& [op, v] : by_op) {
+    std::printf("| %s | %zu | %.1f | %.1f | %.1f |\n", op.c_str(), v.size(),
+                Percentile(v, 0.5) * 1e3, Percentile(v, 0.9) * 1e3, Percentile(v, 1.0) * 1e3);
+  }
+  std::printf(
+      "\nbuild (lowering + JIT) over %zu logged candidates: median %.1f ms, p90 %.1f ms "
+      "(target: median <= 25 ms); %d record(s) not built\n",
+      all.size(), Percentile(all, 0.5) * 1e3, Percentile(all, 0.9) * 1e3, failed);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,6 +188,7 @@ int main(int argc, char** argv) {
   bool nchw = false;
   bool each = false;
   std::string dump_dir;
+  std::string db_path;
   int builds_per = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -128,6 +205,8 @@ int main(int argc, char** argv) {
       phases = build_only = true;
     } else if (a == "--each") {
       each = phases = build_only = true;
+    } else if (a == "--db" && i + 1 < argc) {
+      db_path = argv[++i];
     } else if (a == "--nchw") {
       nchw = true;
     } else if (a == "--dump-ir" && i + 1 < argc) {
@@ -143,7 +222,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--candidates N] [--builds R] [--only SUBSTR] [--build-only] [--phases] "
-          "[--each] [--nchw] [--dump-ir DIR]\n",
+          "[--each] [--nchw] [--dump-ir DIR] [--db LOG.db]\n",
           argv[0]);
       return 2;
     }
@@ -151,6 +230,7 @@ int main(int argc, char** argv) {
   const kiln::compiler::Target target = kiln::compiler::Target::Host();
   std::printf("# turnaround_bench\n\nhost: %s; target: %s\n",
               kiln::compiler::DescribeHostHardware().c_str(), target.Spec().c_str());
+  if (!db_path.empty()) return TimeLoggedCandidates(db_path, candidates, builds_per, target);
   std::printf(
       "%d random valid configs per shape plus the default, each built %d time(s) (the fastest "
       "counts); measure = build + verify + time (repeat 3, min_repeat_ms 10); early stop at 3x "

@@ -65,6 +65,7 @@ class CodeGen {
   absl::Status EmitKernel(const PrimFunc& f) {
     name_ = f.name;
     slp_vectorize_ = f.slp_vectorize;
+    run_once_ = f.run_once;
     // impl: int32 (ptr noalias, ...)
     std::vector<llvm::Type*> ptypes(f.params.size(), ptr_);
     auto* impl_ty = llvm::FunctionType::get(i32_, ptypes, false);
@@ -105,12 +106,14 @@ class CodeGen {
   // A function holding a kernel's code (the kernel's or a parallel body's
   // .impl): called, not inlined (noalias parameters carry the same alias
   // information, and the inliner cloned every body); marked for the SLP
-  // vectorizer when the kernel asks for it. The module's target machine
-  // decides cpu and features, nothing is set per function.
+  // vectorizer when the kernel asks for it, left unoptimized when it runs
+  // once (PrimFunc::run_once). The module's target machine decides cpu and
+  // features, nothing is set per function.
   void MarkImpl(llvm::Function* f) {
     f->addFnAttr(llvm::Attribute::NoInline);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     if (slp_vectorize_) f->addFnAttr(kSlpVectorizeAttribute);
+    if (run_once_) f->addFnAttr(llvm::Attribute::OptimizeNone);
   }
 
   llvm::Type* TypeOf(DataType t) {
@@ -851,6 +854,7 @@ class CodeGen {
   llvm::Function* fn_ = nullptr;
   std::string name_;
   bool slp_vectorize_ = false;  // PrimFunc::slp_vectorize of the kernel being emitted
+  bool run_once_ = false;       // and its PrimFunc::run_once
   std::unordered_map<const VarNode*, llvm::Value*> vars_;
   std::unordered_map<const BufferNode*, llvm::Value*> bufs_;
   int parallel_depth_ = 0;

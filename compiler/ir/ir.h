@@ -450,6 +450,10 @@ struct PrimFunc {
   // template unrolls a register tile into scalar stores that only SLP
   // turns into vector stores (ops::Built::slp_vectorize).
   bool slp_vectorize = false;
+  // Runs once per set of weights (a weight pack, ahead of the kernel's
+  // calls): compiled for build speed, not run speed (LLVM's optnone: no
+  // middle end, no loop strength reduction, fast instruction selection).
+  bool run_once = false;
 };
 
 // ---------------------------------------------------------------------------

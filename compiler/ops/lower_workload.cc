@@ -98,7 +98,9 @@ absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const
   for (const ops::Built::Pack& p : built->packs) {
     if (p.input != input) continue;
     te::Schedule s({p.packed});
-    return lower::Lower(s, {p.source, p.packed}, func_name, opts);
+    auto func = lower::Lower(s, {p.source, p.packed}, func_name, opts);
+    if (func.ok()) func->run_once = true;
+    return func;
   }
   return absl::NotFoundError(StrCat(w.op, ": input ", input, " is not packed"));
 }
