@@ -111,6 +111,21 @@ double MedianTotal(const std::vector<Phases>& all) {
   return Percentile(v, 0.5);
 }
 
+// Seconds of the fastest of `builds` builds (BuildJit) of (w, c): this VM's
+// neighbours add tens of milliseconds to a build now and then. nullopt when
+// the build fails.
+std::optional<double> FastestBuild(const kiln::compiler::Workload& w, const Config& c,
+                                   const kiln::compiler::Target& target, int builds) {
+  std::optional<double> fastest;
+  for (int b = 0; b < builds; ++b) {
+    Clock::time_point t0 = Clock::now();
+    if (!kiln::compiler::BuildJit(w, c, target).ok()) return std::nullopt;
+    const double t = Seconds(t0);
+    fastest = fastest ? std::min(*fastest, t) : t;
+  }
+  return fastest;
+}
+
 // --db: builds N of the log database's records for `target`, spread over
 // the run, and prints the median build per operator and over all.
 int TimeLoggedCandidates(const std::string& db_path, int n, int builds_per,
@@ -149,19 +164,13 @@ int TimeLoggedCandidates(const std::string& db_path, int n, int builds_per,
       ++failed;
       continue;
     }
-    double fastest = -1;
-    for (int b = 0; b < builds_per; ++b) {
-      Clock::time_point t0 = Clock::now();
-      if (!kiln::compiler::BuildJit(*w, *config, target).ok()) break;
-      const double t = Seconds(t0);
-      fastest = fastest < 0 ? t : std::min(fastest, t);
-    }
-    if (fastest < 0) {
+    std::optional<double> fastest = FastestBuild(*w, *config, target, builds_per);
+    if (!fastest) {
       ++failed;  // a record of a failed measurement, or of another compiler version
       continue;
     }
-    by_op[w->op].push_back(fastest);
-    all.push_back(fastest);
+    by_op[w->op].push_back(*fastest);
+    all.push_back(*fastest);
   }
   if (all.empty()) return 1;
   std::printf(
@@ -310,17 +319,7 @@ int main(int argc, char** argv) {
     }
     std::vector<double> builds;
     for (const Config& c : configs) {
-      // The fastest of `builds_per` builds of the candidate: this VM's
-      // neighbours add tens of milliseconds to a build now and then.
-      double fastest = -1;
-      for (int r = 0; r < builds_per; ++r) {
-        Clock::time_point t0 = Clock::now();
-        auto k = kiln::compiler::BuildJit(w, c, target);
-        if (!k.ok()) break;
-        const double t = Seconds(t0);
-        fastest = fastest < 0 ? t : std::min(fastest, t);
-      }
-      if (fastest >= 0) builds.push_back(fastest);
+      if (std::optional<double> t = FastestBuild(w, c, target, builds_per)) builds.push_back(*t);
     }
     if (builds.empty()) continue;
     all_builds.insert(all_builds.end(), builds.begin(), builds.end());
