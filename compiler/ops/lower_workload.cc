@@ -68,34 +68,33 @@ absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Co
 }
 }  // namespace ops
 
-absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, const Target& t,
-                                           const std::string& func_name, const LowerOptions& opts) {
-  auto built = ops::BuildTemplate(w, t, c);
-  if (!built.ok()) return built.status();
+namespace {
+
+// The kernel, its packed inputs and their packs, each from one built template
+// (building it validates the config and creates the schedule: LowerKernel
+// builds it once for all three).
+absl::StatusOr<ir::PrimFunc> LowerBuiltKernel(const ops::Built& built, const Target& t,
+                                              const std::string& func_name,
+                                              const LowerOptions& opts) {
   LowerOptions options = opts;
   if (t.is_gpu()) options.vectorize = false;  // threads, not SIMD lanes
-  auto func = lower::Lower(*built->schedule, built->args, func_name, options);
-  if (func.ok()) func->slp_vectorize = built->slp_vectorize;
+  auto func = lower::Lower(*built.schedule, built.args, func_name, options);
+  if (func.ok()) func->slp_vectorize = built.slp_vectorize;
   return func;
 }
 
-absl::StatusOr<std::vector<PackedInput>> PackedInputsOf(const Workload& w, const Config& c,
-                                                        const Target& t) {
-  auto built = ops::BuildTemplate(w, t, c);
-  if (!built.ok()) return built.status();
+std::vector<PackedInput> PackedInputsOfBuilt(const ops::Built& built) {
   std::vector<PackedInput> out;
-  for (const ops::Built::Pack& p : built->packs) {
+  for (const ops::Built::Pack& p : built.packs) {
     out.push_back({p.input, p.packed->shape, ops::FromIrType(p.packed.buffer()->dtype)});
   }
   return out;
 }
 
-absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const Target& t,
-                                       int input, const std::string& func_name,
-                                       const LowerOptions& opts) {
-  auto built = ops::BuildTemplate(w, t, c);
-  if (!built.ok()) return built.status();
-  for (const ops::Built::Pack& p : built->packs) {
+absl::StatusOr<ir::PrimFunc> LowerBuiltPack(const ops::Built& built, const Workload& w, int input,
+                                            const std::string& func_name,
+                                            const LowerOptions& opts) {
+  for (const ops::Built::Pack& p : built.packs) {
     if (p.input != input) continue;
     te::Schedule s({p.packed});
     auto func = lower::Lower(s, {p.source, p.packed}, func_name, opts);
@@ -105,6 +104,30 @@ absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const
   return absl::NotFoundError(StrCat(w.op, ": input ", input, " is not packed"));
 }
 
+}  // namespace
+
+absl::StatusOr<ir::PrimFunc> LowerWorkload(const Workload& w, const Config& c, const Target& t,
+                                           const std::string& func_name, const LowerOptions& opts) {
+  auto built = ops::BuildTemplate(w, t, c);
+  if (!built.ok()) return built.status();
+  return LowerBuiltKernel(*built, t, func_name, opts);
+}
+
+absl::StatusOr<std::vector<PackedInput>> PackedInputsOf(const Workload& w, const Config& c,
+                                                        const Target& t) {
+  auto built = ops::BuildTemplate(w, t, c);
+  if (!built.ok()) return built.status();
+  return PackedInputsOfBuilt(*built);
+}
+
+absl::StatusOr<ir::PrimFunc> LowerPack(const Workload& w, const Config& c, const Target& t,
+                                       int input, const std::string& func_name,
+                                       const LowerOptions& opts) {
+  auto built = ops::BuildTemplate(w, t, c);
+  if (!built.ok()) return built.status();
+  return LowerBuiltPack(*built, w, input, func_name, opts);
+}
+
 std::string PackFunctionName(int input) { return StrCat("kiln_pack", input); }
 
 absl::StatusOr<std::vector<ir::PrimFunc>> LowerKernel(const Workload& workload,
@@ -112,17 +135,18 @@ absl::StatusOr<std::vector<ir::PrimFunc>> LowerKernel(const Workload& workload,
                                                       const std::string& kernel_name,
                                                       const LowerOptions& options,
                                                       std::vector<PackedInput>* packed) {
-  absl::StatusOr<ir::PrimFunc> func = LowerWorkload(workload, config, target, kernel_name, options);
+  auto built = ops::BuildTemplate(workload, target, config);
+  if (!built.ok()) return built.status();
+  absl::StatusOr<ir::PrimFunc> func = LowerBuiltKernel(*built, target, kernel_name, options);
   if (!func.ok()) return func.status();
-  auto inputs = PackedInputsOf(workload, config, target);
-  if (!inputs.ok()) return inputs.status();
+  std::vector<PackedInput> inputs = PackedInputsOfBuilt(*built);
   std::vector<ir::PrimFunc> funcs = {*std::move(func)};
-  for (const PackedInput& p : *inputs) {
-    auto f = LowerPack(workload, config, target, p.input, PackFunctionName(p.input), options);
+  for (const PackedInput& p : inputs) {
+    auto f = LowerBuiltPack(*built, workload, p.input, PackFunctionName(p.input), options);
     if (!f.ok()) return f.status();
     funcs.push_back(*std::move(f));
   }
-  if (packed != nullptr) *packed = *std::move(inputs);
+  if (packed != nullptr) *packed = std::move(inputs);
   return funcs;
 }
 
