@@ -17,7 +17,8 @@
 //   --dump-ir DIR: with --phases, each candidate's emitted (unoptimized) LLVM
 //     IR goes to DIR/<shape>.<n>.ll, for opt/llc -time-passes.
 //
-//   --each: with --phases, one line per candidate (its config and phases).
+//   --each: with --phases, one line per candidate (its config and phases);
+//     with --db, one line per record (its build time, workload and config).
 //
 //   --db LOG.db: instead of random configs of the shapes above, the
 //     candidates a tuning run built: N records of the log database (this
@@ -129,7 +130,7 @@ std::optional<double> FastestBuild(const kiln::compiler::Workload& w, const Conf
 // --db: builds N of the log database's records for `target`, spread over
 // the run, and prints the median build per operator and over all.
 int TimeLoggedCandidates(const std::string& db_path, int n, int builds_per,
-                         const kiln::compiler::Target& target) {
+                         const kiln::compiler::Target& target, bool each) {
   if (!std::filesystem::exists(db_path)) {
     std::fprintf(stderr, "%s: no such log database\n", db_path.c_str());
     return 2;
@@ -171,6 +172,10 @@ int TimeLoggedCandidates(const std::string& db_path, int n, int builds_per,
     }
     by_op[w->op].push_back(*fastest);
     all.push_back(*fastest);
+    if (each) {
+      std::printf("%.1f ms  %s  %s\n", *fastest * 1e3, (*row)->canonical.c_str(),
+                  kiln::compiler::CanonicalConfig(*config).c_str());
+    }
   }
   if (all.empty()) return 1;
   std::printf(
@@ -239,7 +244,7 @@ int main(int argc, char** argv) {
   const kiln::compiler::Target target = kiln::compiler::Target::Host();
   std::printf("# turnaround_bench\n\nhost: %s; target: %s\n",
               kiln::compiler::DescribeHostHardware().c_str(), target.Spec().c_str());
-  if (!db_path.empty()) return TimeLoggedCandidates(db_path, candidates, builds_per, target);
+  if (!db_path.empty()) return TimeLoggedCandidates(db_path, candidates, builds_per, target, each);
   std::printf(
       "%d random valid configs per shape plus the default, each built %d time(s) (the fastest "
       "counts); measure = build + verify + time (repeat 3, min_repeat_ms 10); early stop at 3x "
