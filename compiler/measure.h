@@ -5,10 +5,12 @@
 // and the benchmarks run it directly.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "compiler/config.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
@@ -42,10 +44,34 @@ struct Measurement {
   bool cut_short = false;  // timed once: slower than stop_above_s
 };
 
+class JitKernel;
+
+// A CPU candidate built ahead of its measurement (PrebuildJit): the kernel,
+// or why it did not build, and the build's wall time.
+struct Prebuilt {
+  std::unique_ptr<JitKernel> kernel;
+  absl::Status status;
+  double build_s = 0;
+  Prebuilt();
+  ~Prebuilt();
+  Prebuilt(Prebuilt&&) noexcept;
+  Prebuilt& operator=(Prebuilt&&) noexcept;
+};
+
+// Builds the configs of one workload for a CPU `target` on up to `threads`
+// threads (0: one per core), so that a batch's builds use every core while
+// its timings (Measure) still run one at a time on a quiet machine. One
+// entry per config, in order; a config that ValidateConfig rejects is not
+// built (its entry says why, and Measure reports it as INVALID_CONFIG).
+std::vector<Prebuilt> PrebuildJit(const Workload& workload, const std::vector<Config>& configs,
+                                  const Target& target, int threads = 0);
+
 // Measures one config of a workload on `target` (which must be the host's
 // or compatible with it). Never fails as a call: errors are typed in the
-// result. `seed` seeds the random inputs.
+// result. `seed` seeds the random inputs. `prebuilt` (a CPU target only):
+// the candidate's kernel from PrebuildJit, used instead of building it here
+// (an empty Prebuilt is ignored).
 Measurement Measure(const Workload& workload, const Config& config, const MeasurePolicy& policy,
-                    const Target& target, uint64_t seed = 42);
+                    const Target& target, uint64_t seed = 42, Prebuilt* prebuilt = nullptr);
 
 }  // namespace kiln::compiler

@@ -75,10 +75,29 @@ ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy) {
   return t;
 }
 
+std::vector<compiler::Prebuilt> PrebuildCandidates(const std::string& workload_canonical,
+                                                   const std::vector<kiln::v1::Config>& configs,
+                                                   const compiler::Target& target) {
+  std::vector<compiler::Prebuilt> built(configs.size());
+  absl::StatusOr<compiler::Workload> workload = compiler::Workload::Parse(workload_canonical);
+  if (!workload.ok() || target.is_gpu()) return built;
+  std::vector<compiler::Config> parsed;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (absl::StatusOr<compiler::Config> c = ConfigFromProto(configs[i]); c.ok()) {
+      parsed.push_back(*std::move(c));
+      where.push_back(i);
+    }
+  }
+  std::vector<compiler::Prebuilt> some = compiler::PrebuildJit(*workload, parsed, target);
+  for (size_t j = 0; j < some.size(); ++j) built[where[j]] = std::move(some[j]);
+  return built;
+}
+
 MeasureResult MeasureCandidate(const std::string& workload_canonical,
                                const kiln::v1::Config& config_proto,
                                const kiln::v1::TimingPolicy& policy, const compiler::Target& target,
-                               uint64_t seed) {
+                               uint64_t seed, compiler::Prebuilt* prebuilt) {
   absl::StatusOr<compiler::Workload> workload = compiler::Workload::Parse(workload_canonical);
   if (!workload.ok()) {
     return Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
@@ -90,7 +109,7 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
                  std::string(config.status().message()));
   }
   const compiler::MeasurePolicy timing = ResolveTiming(policy);
-  compiler::Measurement m = compiler::Measure(*workload, *config, timing, target, seed);
+  compiler::Measurement m = compiler::Measure(*workload, *config, timing, target, seed, prebuilt);
   MeasureResult result = Error(KindOf(m.error), std::move(m.message));
   result.set_build_s(m.build_s);
   result.set_cut_short(m.cut_short);

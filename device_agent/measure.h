@@ -4,6 +4,7 @@
 // (sandbox.h) runs this in a child process.
 
 #include <string>
+#include <vector>
 
 #include "compiler/measure.h"
 #include "compiler/target.h"
@@ -23,10 +24,20 @@ ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy);
 // Measures one candidate. Never fails as a call: errors are typed in the
 // result (INVALID_CONFIG, COMPILE, RUNTIME, WRONG_RESULT). `target` is the
 // target to build for. `seed` seeds the random inputs.
+// `prebuilt`: the candidate's kernel from PrebuildCandidates, if it was built
+// ahead.
 kiln::v1::MeasureResult MeasureCandidate(const std::string& workload_canonical,
                                          const kiln::v1::Config& config,
                                          const kiln::v1::TimingPolicy& policy,
-                                         const compiler::Target& target, uint64_t seed = 42);
+                                         const compiler::Target& target, uint64_t seed = 42,
+                                         compiler::Prebuilt* prebuilt = nullptr);
+
+// compiler::PrebuildJit for candidates in the protocol's terms (a CPU target;
+// one entry per config, empty where the workload or config does not parse:
+// MeasureCandidate then reports why).
+std::vector<compiler::Prebuilt> PrebuildCandidates(const std::string& workload_canonical,
+                                                   const std::vector<kiln::v1::Config>& configs,
+                                                   const compiler::Target& target);
 
 // "SIGSEGV (Segmentation fault)".
 std::string SignalName(int sig);

@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -92,6 +94,9 @@ absl::Status ReadFrame(int fd, std::string* bytes) {
 
 int RunMeasureWorker(int in_fd, int out_fd) {
   const compiler::Target host = compiler::Target::Host();
+  // Kernels built ahead for the batch being measured, by candidate id.
+  std::string ahead_batch;
+  std::map<std::string, compiler::Prebuilt> ahead;
   std::string bytes;
   while (true) {
     absl::Status s = ReadFrame(in_fd, &bytes);
@@ -102,7 +107,7 @@ int RunMeasureWorker(int in_fd, int out_fd) {
     }
     kiln::v1::MeasureBatch batch;
     kiln::v1::MeasureResult result;
-    if (!batch.ParseFromString(bytes) || batch.candidates_size() != 1) {
+    if (!batch.ParseFromString(bytes) || batch.candidates_size() < 1) {
       result =
           ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, "worker received a malformed request");
     } else {
@@ -124,7 +129,33 @@ int RunMeasureWorker(int in_fd, int out_fd) {
         }
       }
       if (target_ok) {
-        result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(), target);
+        if (batch.batch_id() != ahead_batch) {
+          ahead.clear();
+          ahead_batch = batch.batch_id();
+        }
+        compiler::Prebuilt mine;
+        if (auto it = ahead.find(c.candidate_id()); it != ahead.end()) {
+          mine = std::move(it->second);
+          ahead.erase(it);
+        } else if (batch.candidates_size() > 1 && !target.is_gpu()) {
+          // This candidate and the ones after it are built together, on
+          // every core; each is then timed alone.
+          std::vector<kiln::v1::Config> configs;
+          for (const kiln::v1::Candidate& k : batch.candidates()) {
+            if (Matches("KILN_TEST_CRASH_BUILD", k.candidate_id())) std::abort();
+            configs.push_back(k.config());
+          }
+          std::vector<compiler::Prebuilt> built =
+              PrebuildCandidates(batch.workload().canonical(), configs, target);
+          mine = std::move(built[0]);
+          for (size_t i = 1; i < built.size(); ++i) {
+            ahead[batch.candidates(static_cast<int>(i)).candidate_id()] = std::move(built[i]);
+          }
+        } else if (Matches("KILN_TEST_CRASH_BUILD", c.candidate_id())) {
+          std::abort();
+        }
+        result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(), target,
+                                  42, &mine);
       }
       // A faulty board, for fault tests: every output differs from the
       // reference (what the verification reports).
@@ -213,6 +244,22 @@ std::string Sandbox::Reap(bool kill) {
 }
 
 kiln::v1::MeasureResult Sandbox::Measure(const kiln::v1::MeasureBatch& batch, int index) {
+  // The worker builds a window of candidates at a time, two per core.
+  static const int window = 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int ahead = std::min(batch.candidates_size() - index - 1, window - 1);
+  kiln::v1::MeasureResult r = MeasureIn(batch, index, ahead);
+  if (ahead > 0 && pid_ <= 0 &&
+      (r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_RUNTIME ||
+       r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_TIMEOUT)) {
+    // The worker ended while it may also have been building the candidates
+    // after this one: measured again alone, what happens is its own.
+    r = MeasureIn(batch, index, 0);
+  }
+  return r;
+}
+
+kiln::v1::MeasureResult Sandbox::MeasureIn(const kiln::v1::MeasureBatch& batch, int index,
+                                           int ahead) {
   const kiln::v1::Candidate& candidate = batch.candidates(index);
   auto finish = [&](kiln::v1::MeasureResult r) {
     r.set_candidate_id(candidate.candidate_id());
@@ -229,7 +276,7 @@ kiln::v1::MeasureResult Sandbox::Measure(const kiln::v1::MeasureBatch& batch, in
   *request.mutable_target() = batch.target();
   *request.mutable_timing() = batch.timing();
   request.set_batch_id(batch.batch_id());
-  *request.add_candidates() = candidate;
+  for (int i = index; i <= index + ahead; ++i) *request.add_candidates() = batch.candidates(i);
 
   if (absl::Status s = WriteFrame(to_worker_, request.SerializeAsString()); !s.ok()) {
     std::string how = Reap(/*kill=*/true);

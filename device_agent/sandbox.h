@@ -6,10 +6,16 @@
 // normally /proc/self/exe) started with the hidden flag `--measure-worker`.
 // Parent and worker talk over two pipes (worker stdin = requests, worker fd 3
 // = replies) with length-prefixed serialized protos: a request is a
-// MeasureBatch holding a single candidate, a reply a MeasureResult.
+// MeasureBatch whose first candidate is the one to measure, a reply its
+// MeasureResult. The request also carries the batch's next candidates (a
+// window of two per core): a worker that has not built the first builds them
+// all together, on every core, and keeps the kernels for the requests that
+// follow; each candidate is still verified and timed alone.
 //
 // Test hooks (read by the worker): KILN_TEST_CRASH_WORKER=<candidate id>
-// makes the worker abort on that candidate, KILN_TEST_HANG_WORKER=<candidate
+// makes the worker abort on that candidate, KILN_TEST_CRASH_BUILD=<candidate
+// id> abort when it builds that candidate (also ahead, for another's
+// request), KILN_TEST_HANG_WORKER=<candidate
 // id> makes it sleep forever; KILN_TEST_LIE_COSTS=<number> (e.g. nan, -1)
 // replaces every cost it measured with that number.
 
@@ -34,7 +40,10 @@ class Sandbox {
   // Measures candidate `index` of `batch` in the worker, enforcing the
   // batch's timeout_ms (default 10 s). On timeout the worker is killed and
   // the result is TIMEOUT; when the worker dies the result is RUNTIME naming
-  // the signal. The next call starts a fresh worker. Never fails as a call.
+  // the signal. The next call starts a fresh worker. A worker that ended
+  // while it was also given the next candidates to build is asked again
+  // with this candidate alone, so that a timeout or crash is its own. Never
+  // fails as a call.
   kiln::v1::MeasureResult Measure(const kiln::v1::MeasureBatch& batch, int index);
 
   // Kills the worker, if any.
@@ -43,6 +52,8 @@ class Sandbox {
 
  private:
   absl::Status Start();
+  // One request: candidate `index` and the `ahead` candidates after it.
+  kiln::v1::MeasureResult MeasureIn(const kiln::v1::MeasureBatch& batch, int index, int ahead);
   // Kills (if `kill`) and reaps the worker; returns how it ended, in words.
   std::string Reap(bool kill);
 

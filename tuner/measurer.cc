@@ -54,11 +54,17 @@ absl::StatusOr<std::pair<uint64_t, std::vector<MeasureResult>>> LocalMeasurer::W
   // Parallel kernels resolve kiln_parallel_for from libkiln_runtime.so; this
   // reference keeps the library linked into every binary that measures.
   static const int threads [[maybe_unused]] = kiln_num_threads();
+  // The batch's CPU kernels are built first, on every core; then each is
+  // verified and timed alone.
+  std::vector<compiler::Prebuilt> built;
+  if (!target_.is_gpu()) built = compiler::PrebuildJit(batch.workload, batch.configs, target_);
   std::vector<MeasureResult> results;
-  for (const compiler::Config& config : batch.configs) {
+  for (size_t i = 0; i < batch.configs.size(); ++i) {
     compiler::MeasurePolicy policy = policy_;
     policy.stop_above_s = batch.stop_above_s;
-    compiler::Measurement m = compiler::Measure(batch.workload, config, policy, target_);
+    compiler::Measurement m = compiler::Measure(batch.workload, batch.configs[i], policy, target_,
+                                                42, built.empty() ? nullptr : &built[i]);
+    if (!built.empty()) built[i] = compiler::Prebuilt();  // its kernel is no longer needed
     MeasureResult r;
     r.error_kind = ErrorKindOf(m.error);
     r.error_message = std::move(m.message);

@@ -132,6 +132,32 @@ TEST(Measure, AlternatingWorkloadsAreVerifiedAgainstTheirOwnReference) {
   }
 }
 
+// Kernels built ahead (on every core) measure as the ones built in place;
+// a config that does not parse is left to MeasureCandidate to report.
+TEST(Measure, PrebuiltCandidatesMeasureLikeTheOthers) {
+  compiler::Workload w = Conv();
+  kiln::v1::Config bad;
+  bad.set_canonical("not a config");
+  std::vector<kiln::v1::Config> configs = {DefaultConfigProto(w), bad, DefaultConfigProto(w)};
+  std::vector<compiler::Prebuilt> built =
+      PrebuildCandidates(w.Canonical(), configs, compiler::Target::Host());
+  ASSERT_EQ(built.size(), 3u);
+  EXPECT_NE(built[0].kernel, nullptr);
+  EXPECT_EQ(built[1].kernel, nullptr);
+  EXPECT_GT(built[2].build_s, 0);
+  for (int i : {0, 2}) {
+    kiln::v1::MeasureResult r = MeasureCandidate(w.Canonical(), configs[i], Quick(),
+                                                 compiler::Target::Host(), 42, &built[i]);
+    ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+    EXPECT_EQ(r.costs_s_size(), 3);
+    EXPECT_GE(r.build_s(), built[i].build_s);
+    EXPECT_EQ(built[i].kernel, nullptr);  // taken by the measurement
+  }
+  kiln::v1::MeasureResult r =
+      MeasureCandidate(w.Canonical(), bad, Quick(), compiler::Target::Host(), 42, &built[1]);
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG);
+}
+
 TEST(Measure, InvalidConfig) {
   compiler::Workload w = Relu();
   kiln::v1::Config config;

@@ -94,6 +94,42 @@ TEST_F(Sandbox, CrashingWorkerBecomesRuntimeErrorAndWorkContinues) {
   unsetenv("KILN_TEST_CRASH_WORKER");
 }
 
+// A batch's candidates are built a window at a time by one worker, and each
+// is still measured on its own.
+TEST_F(Sandbox, CandidatesBuiltAheadAreEachMeasured) {
+  kiln::agent::Sandbox sandbox(AgentBinary());
+  kiln::v1::MeasureBatch batch = ReluBatch({"c0", "c1", "c2", "c3", "c4", "c5"});
+  pid_t worker = 0;
+  for (int i = 0; i < batch.candidates_size(); ++i) {
+    kiln::v1::MeasureResult r = sandbox.Measure(batch, i);
+    EXPECT_EQ(r.candidate_id(), batch.candidates(i).candidate_id());
+    ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+    EXPECT_EQ(r.costs_s_size(), 2);
+    EXPECT_GT(r.build_s(), 0) << "the build time of a kernel built ahead is its own";
+    if (i == 0) worker = sandbox.worker_pid();
+    EXPECT_EQ(sandbox.worker_pid(), worker);
+  }
+}
+
+// A worker that crashes while building the candidates after the one it
+// measures does not blame that one: it is measured again alone, and the
+// crash lands on the candidate that causes it.
+TEST_F(Sandbox, ACrashBuildingAheadIsTheCrashingCandidatesOwn) {
+  setenv("KILN_TEST_CRASH_BUILD", "c-crash", 1);
+  kiln::agent::Sandbox sandbox(AgentBinary());
+  kiln::v1::MeasureBatch batch = ReluBatch({"c-ok1", "c-crash", "c-ok2"});
+  kiln::v1::MeasureResult r0 = sandbox.Measure(batch, 0);
+  EXPECT_EQ(r0.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r0.error_message();
+  EXPECT_EQ(r0.costs_s_size(), 2);
+  kiln::v1::MeasureResult r1 = sandbox.Measure(batch, 1);
+  EXPECT_EQ(r1.candidate_id(), "c-crash");
+  EXPECT_EQ(r1.error_kind(), kiln::v1::MEASURE_ERROR_KIND_RUNTIME);
+  EXPECT_THAT(r1.error_message(), HasSubstr("SIGABRT"));
+  kiln::v1::MeasureResult r2 = sandbox.Measure(batch, 2);
+  EXPECT_EQ(r2.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r2.error_message();
+  unsetenv("KILN_TEST_CRASH_BUILD");
+}
+
 TEST_F(Sandbox, HangingWorkerTimesOut) {
   setenv("KILN_TEST_HANG_WORKER", "c-hang", 1);
   kiln::agent::Sandbox sandbox(AgentBinary());
