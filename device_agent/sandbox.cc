@@ -246,7 +246,11 @@ std::string Sandbox::Reap(bool kill) {
 kiln::v1::MeasureResult Sandbox::Measure(const kiln::v1::MeasureBatch& batch, int index) {
   // The worker builds a window of candidates at a time, two per core.
   static const int window = 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int ahead = std::min(batch.candidates_size() - index - 1, window - 1);
+  // GPU kernels are built by the device's driver, one at a time.
+  const bool gpu =
+      !batch.target().spec().empty() &&
+      compiler::Target::Parse(batch.target().spec()).value_or(compiler::Target::Host()).is_gpu();
+  const int ahead = gpu ? 0 : std::min(batch.candidates_size() - index - 1, window - 1);
   kiln::v1::MeasureResult r = MeasureIn(batch, index, ahead);
   if (ahead > 0 && pid_ <= 0 &&
       (r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_RUNTIME ||
