@@ -155,8 +155,6 @@ std::vector<Prebuilt> PrebuildJit(const Workload& workload, const std::vector<Co
   auto work = [&] {
     for (size_t i = next.fetch_add(1); i < configs.size(); i = next.fetch_add(1)) {
       Prebuilt& b = built[i];
-      b.status = ValidateConfig(workload, target, configs[i]);
-      if (!b.status.ok()) continue;
       Clock::time_point start = Clock::now();
       absl::StatusOr<std::unique_ptr<JitKernel>> kernel = BuildJit(workload, configs[i], target);
       b.build_s = Seconds(Clock::now() - start);
@@ -204,10 +202,14 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
     }
     time_runs = *std::move(built);
   } else {
-    absl::StatusOr<std::unique_ptr<JitKernel>> kernel =
-        prebuilt == nullptr ? BuildJit(workload, config, target)
-        : prebuilt->kernel ? absl::StatusOr<std::unique_ptr<JitKernel>>(std::move(prebuilt->kernel))
-                           : absl::StatusOr<std::unique_ptr<JitKernel>>(prebuilt->status);
+    absl::StatusOr<std::unique_ptr<JitKernel>> kernel = absl::UnknownError("not built");
+    if (prebuilt == nullptr) {
+      kernel = BuildJit(workload, config, target);
+    } else if (prebuilt->kernel != nullptr) {
+      kernel = std::move(prebuilt->kernel);
+    } else {
+      kernel = prebuilt->status;
+    }
     if (!kernel.ok()) {
       return Error(MeasureError::kCompile, std::string(kernel.status().message()),
                    prebuilt_s + Seconds(Clock::now() - build_start));

@@ -61,8 +61,8 @@ struct Prebuilt {
 // Builds the configs of one workload for a CPU `target` on up to `threads`
 // threads (0: one per core), so that a batch's builds use every core while
 // its timings (Measure) still run one at a time on a quiet machine. One
-// entry per config, in order; a config that ValidateConfig rejects is not
-// built (its entry says why, and Measure reports it as INVALID_CONFIG).
+// entry per config, in order; an invalid config fails its build at once
+// (BuildJit validates), and Measure reports it as INVALID_CONFIG.
 std::vector<Prebuilt> PrebuildJit(const Workload& workload, const std::vector<Config>& configs,
                                   const Target& target, int threads = 0);
 
