@@ -211,8 +211,8 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
-  if (c.at("layout") != 1 && (c.at("par_rows") || c.at("cin"))) {
-    return absl::InvalidArgumentError("conv2d: par_rows=1 and cin > 0 need layout=1");
+  if (c.at("layout") != 1 && (c.at("par_rows") || c.at("cin") || c.at("fold") != 1)) {
+    return absl::InvalidArgumentError("conv2d: par_rows=1, cin > 0 and fold > 1 need layout=1");
   }
   if (Blocked(w) && (c.at("layout") == 0 || c.at("layout") == 3)) {
     return absl::InvalidArgumentError(
@@ -292,6 +292,7 @@ Config Default(const Workload& w, const Target& t) {
     Config g = c;
     g["layout"] = layout;
     g["par_rows"] = 0;
+    g["fold"] = 1;
     g["parallel"] = w.Flops() > min_flops ? 1 : 0;
     if (Check(w, t, g).ok()) c = g;
   };

@@ -409,6 +409,71 @@ TEST(OpsNumeric, NchwcConvEveryBlockingMatchesReference) {
   }
 }
 
+// conv2d NCHWc with folded rows (fold): a 1x1, stride-1, unpadded layer's
+// image read as OH / fold rows of OW * fold pixels, its register tiles
+// running across the rows; with NCHW and blocked data and output, a
+// residual operand (folded with the image) and a per-channel one (not).
+TEST(OpsNumeric, NchwcFoldedRowsMatchReference) {
+  Target host = Target::Host();
+  const int64_t b = kChannelBlock;
+  int built = 0;
+  for (int64_t H : {7, 14}) {
+    for (int64_t ib : {int64_t{0}, b}) {
+      for (int64_t ob : {int64_t{0}, b}) {
+        Workload w = SquareConv(1, 2 * b, H, H, 2 * b, 1, 1, 0, 0, 1, 1);
+        w.ints["in_block"] = {ib};
+        w.ints["out_block"] = {ob};
+        w.epilogue = {EpilogueOp{EpilogueKind::kAdd, BlockedShape({1, 2 * b, H, H}, ob)},
+                      EpilogueOp{EpilogueKind::kMul, BlockedShape({1, 2 * b, 1, 1}, ob)},
+                      EpilogueOp{EpilogueKind::kRelu, {}}};
+        const std::string what = w.Canonical();
+        auto choices = ChoicesOf(w, host);
+        const std::vector<int64_t> folds =
+            H == 7 ? std::vector<int64_t>{1, 7} : std::vector<int64_t>{1, 2, 7};
+        EXPECT_EQ(choices["fold"], folds) << what;
+        Config c = *DefaultConfig(w, host);
+        c["layout"] = 1;
+        for (int64_t fold : choices["fold"]) {
+          for (int64_t rn : choices["reg_n"]) {
+            for (int64_t rows : {fold, H}) {
+              c["fold"] = fold;
+              c["reg_n"] = rn;
+              c["rows"] = rows;
+              c["parallel"] = 1;
+              c["par_rows"] = H / rows >= 2;
+              if (!ValidateConfig(w, host, c).ok()) continue;
+              ++built;
+              ExpectMatchesReference(w, c, what + " " + CanonicalConfig(c));
+            }
+          }
+        }
+        // Rows that are not whole folds.
+        c["fold"] = 7;
+        c["rows"] = 2;
+        c["par_rows"] = 0;
+        EXPECT_FALSE(ValidateConfig(w, host, c).ok()) << what;
+      }
+    }
+  }
+  EXPECT_GT(built, 8);
+  // Nothing to fold: a 3x3 layer, a strided one, a padded one, and an
+  // operand broadcast along the rows (it would need a per-row index).
+  Workload three = SquareConv(1, b, 7, 7, b, 3, 1, 1, 1, 1, 1);
+  Workload strided = SquareConv(1, b, 14, 14, b, 1, 2, 0, 0, 1, 1);
+  Workload padded = SquareConv(1, b, 7, 7, b, 1, 1, 1, 1, 1, 1);
+  Workload per_row = SquareConv(1, b, 7, 7, b, 1, 1, 0, 0, 1, 1);
+  per_row.epilogue = {EpilogueOp{EpilogueKind::kAdd, {1, b, 7, 1}}};
+  for (const Workload& w : {three, strided, padded, per_row}) {
+    EXPECT_EQ(ChoicesOf(w, host)["fold"], std::vector<int64_t>{1}) << w.Canonical();
+    Config c = *DefaultConfig(w, host);
+    EXPECT_EQ(c.at("fold"), 1) << w.Canonical();
+    c["layout"] = 1;
+    c["fold"] = 7;
+    c["rows"] = w.Int("OH");
+    EXPECT_FALSE(ValidateConfig(w, host, c).ok()) << w.Canonical();
+  }
+}
+
 // conv2d NCHWc with input-channel cache blocking (cin): the accumulators of
 // a block of rows computed cin input channels at a time, every tile in
 // turn; with and without padding, blocked or NCHW data, partial tiles.
@@ -426,6 +491,7 @@ TEST(OpsNumeric, NchwcInputChannelChunksMatchReference) {
       const std::string what = w.Canonical();
       Config c = *DefaultConfig(w, host);
       c["layout"] = 1;
+      c["fold"] = 1;  // rows of 7 pixels
       auto choices = ChoicesOf(w, host);
       ASSERT_EQ(choices["cin"], (std::vector<int64_t>{0, 32})) << what;
       for (int64_t rn : {int64_t{4}, wide}) {
