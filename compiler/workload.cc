@@ -271,11 +271,11 @@ absl::Status CheckBlocks(const Workload& w, const char* out_channels) {
   const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
   if (w.op != "conv2d" || (ib == 0 && ob == 0)) return absl::OkStatus();
   const bool ungrouped = w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0;
-  const bool depthwise = IsDepthwiseConv(w) && ib == ob;
+  const bool depthwise = IsDepthwiseConv(w) && (ib == ob || ob == 0);
   if (!ungrouped && !depthwise) {
     return absl::InvalidArgumentError(
         "conv2d: channel blocks need an ungrouped layer with K a multiple of the block, or a "
-        "depthwise one with its data and output both blocked");
+        "depthwise one with its data blocked");
   }
   return absl::OkStatus();
 }

@@ -354,15 +354,15 @@ void PlanLayouts(Graph& g) {
         if (blockable && k == 0) {
           const Workload& w = n.workload;
           ok = w.op == "pool2d" || (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) ||
-               (IsDepthwiseConv(w) && blocked[n.output]);
+               IsDepthwiseConv(w);
         } else if (blockable && k >= n_op) {
           ok = blocked[n.output];  // an operand of the output's shape
         }
         if (!ok) unblock(v);
       }
       if (!blockable || !blocked[n.output]) continue;
-      // A depthwise conv reads blocks into blocks; epilogue operands are read
-      // in the output's layout.
+      // A depthwise conv writes blocks only from blocks; epilogue operands
+      // are read in the output's layout.
       if (IsDepthwiseConv(n.workload) && !blocked[n.inputs[0]]) unblock(n.output);
       for (size_t k = n_op; k < n.inputs.size(); ++k) {
         if (!blocked[n.inputs[k]]) unblock(n.output);

@@ -28,9 +28,9 @@ void EliminateDeadNodes(Graph& graph);
 // value is blocked when its producer can write blocks (conv2d, ungrouped or
 // depthwise, or pool2d, on a multiple of 16 channels, whose epilogue
 // operands all have the output's shape) and every consumer can read them (a
-// conv2d's or pool2d's data, an ungrouped conv2d with K a multiple of 16; a
-// depthwise conv2d only into a blocked output; an epilogue operand only of a
-// blocked output); never a graph output. Everywhere else the layouts meet
+// conv2d's or pool2d's data, an ungrouped conv2d with K a multiple of 16 or
+// a depthwise conv2d, which writes blocks only from blocks; an epilogue
+// operand only of a blocked output); never a graph output. Everywhere else the layouts meet
 // inside a kernel: a conv that reads NCHW packs it as it always did, one
 // that writes NCHW for an NCHW consumer writes it in its epilogue, so no
 // transform runs as a kernel of its own. The nodes' in_block / out_block and

@@ -208,6 +208,35 @@ TEST(Layouts, AConsumerWithoutBlocksKeepsItsInputNchw) {
   EXPECT_EQ(g.values[g.nodes[2].output].shape, (std::vector<int64_t>{1, 1, 8, 8, 16}));
 }
 
+// A depthwise conv reads its producer's blocks whatever its consumer reads:
+// before a conv with 24 output channels (MobileNetV2's projections) it
+// writes NCHW from blocks, so the expanding conv before it writes blocks.
+TEST(Layouts, ADepthwiseConvWritesNchwFromBlocks) {
+  OnnxBuilder b;
+  b.Input("x", {1, 16, 8, 8});
+  b.Init("we", {32, 16, 1, 1}, Ramp(512, 0.3f, 0));
+  b.Init("wd", {32, 1, 3, 3}, Ramp(288, 0.2f, 0));
+  b.Init("wp", {24, 32, 1, 1}, Ramp(768, 0.4f, 0));
+  b.Node("Conv", {"x", "we"}, {"e"});
+  auto* dw = b.Node("Conv", {"e", "wd"}, {"d"});
+  OnnxBuilder::Int(dw, "group", 32);
+  OnnxBuilder::Ints(dw, "pads", {1, 1, 1, 1});
+  b.Node("Conv", {"d", "wp"}, {"y"});
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  ASSERT_EQ(g.nodes.size(), 3u);
+  auto blocks = [&](int i) {
+    const Workload& w = g.nodes[i].workload;
+    return std::make_pair(w.IntOr("in_block", 0), w.IntOr("out_block", 0));
+  };
+  EXPECT_EQ(blocks(0), std::make_pair(int64_t{0}, int64_t{16}));
+  EXPECT_EQ(blocks(1), std::make_pair(int64_t{16}, int64_t{0}));
+  EXPECT_EQ(blocks(2), std::make_pair(int64_t{0}, int64_t{0}));
+  EXPECT_EQ(g.values[g.nodes[1].output].shape, (std::vector<int64_t>{1, 32, 8, 8}));
+}
+
 TEST(Views, ReshapeAliasesItsProducer) {
   OnnxBuilder b;
   b.Input("x", {1, 3, 8, 8});

@@ -672,12 +672,20 @@ TEST(OpsNumeric, BlockedLayoutsMatchReference) {
       cases.push_back(gap);
     }
   }
+  // Depthwise from blocks into blocks, and into NCHW (for a consumer that
+  // reads NCHW) with a residual operand in NCHW.
   for (int64_t stride : {1, 2}) {
-    Workload dw = SquareConv(1, 2 * b, 11, 11, 2 * b, 3, stride, 1, 1, 1, 2 * b);
-    dw.ints["in_block"] = {b};
-    dw.ints["out_block"] = {b};
-    dw.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
-    cases.push_back(dw);
+    for (int64_t ob : {b, int64_t{0}}) {
+      Workload dw = SquareConv(1, 2 * b, 11, 11, 2 * b, 3, stride, 1, 1, 1, 2 * b);
+      dw.ints["in_block"] = {b};
+      dw.ints["out_block"] = {ob};
+      dw.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
+      if (ob == 0) {
+        const int64_t OH = dw.Int("OH");
+        dw.epilogue.push_back(EpilogueOp{EpilogueKind::kAdd, {1, 2 * b, OH, OH}});
+      }
+      cases.push_back(dw);
+    }
   }
   std::map<int64_t, int> layouts;
   for (const Workload& w : cases) {
@@ -702,7 +710,7 @@ TEST(OpsNumeric, BlockedLayoutsMatchReference) {
   // Blocks no template reads or writes are refused with the workload, not
   // left to the templates: another block size, a block that does not divide
   // the channels, a grouped layer, K not a multiple of the block, a
-  // depthwise layer blocked one way only.
+  // depthwise layer writing blocks from NCHW data.
   for (const char* bad :
        {"conv2d(C=32;H=8;K=32;N=1;OH=8;OW=8;R=1;S=1;W=8;bias=0;dilation=1,1;groups=1;in_block=8;"
         "pad=0,0,0,0;stride=1,1)",
@@ -712,8 +720,8 @@ TEST(OpsNumeric, BlockedLayoutsMatchReference) {
         "pad=0,0,0,0;stride=1,1)",
         "conv2d(C=32;H=8;K=24;N=1;OH=8;OW=8;R=1;S=1;W=8;bias=0;dilation=1,1;groups=1;in_block=16;"
         "pad=0,0,0,0;stride=1,1)",
-        "conv2d(C=32;H=8;K=32;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=0;dilation=1,1;groups=32;in_block=16;"
-        "pad=1,1,1,1;stride=1,1)",
+        "conv2d(C=32;H=8;K=32;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=0;dilation=1,1;groups=32;"
+        "out_block=16;pad=1,1,1,1;stride=1,1)",
         "pool2d(C=24;H=9;N=1;OH=5;OW=5;W=9;dilation=1,1;kernel=3,3;kind=0;out_block=16;pad=1,1,1,"
         "1;stride=2,2)"}) {
     auto w = Workload::Parse(bad);
