@@ -30,12 +30,12 @@ void EliminateDeadNodes(Graph& graph);
 // operands all have the output's shape) and every consumer can read them (a
 // conv2d's or pool2d's data, an ungrouped conv2d with K a multiple of 16 or
 // a depthwise conv2d, which writes blocks only from blocks; an epilogue
-// operand only of a blocked output); never a graph output. Everywhere else the layouts meet
-// inside a kernel: a conv that reads NCHW packs it as it always did, one
-// that writes NCHW for an NCHW consumer writes it in its epilogue, so no
-// transform runs as a kernel of its own. The nodes' in_block / out_block and
-// the values' shapes (now [N, C/16, H, W, 16]) say the result; the weights
-// are packed at compile time as before.
+// operand only of a blocked output); never a graph output. Everywhere else
+// the layouts meet inside a kernel: a conv that reads NCHW packs it as it
+// always did, one that writes NCHW for an NCHW consumer writes it in its
+// epilogue, so no transform runs as a kernel of its own. The nodes'
+// in_block / out_block and the values' shapes (now [N, C/16, H, W, 16]) say
+// the result; the weights are packed at compile time as before.
 void PlanLayouts(Graph& graph);
 
 // plan_layouts=false leaves every value in its ONNX layout (GPU targets).

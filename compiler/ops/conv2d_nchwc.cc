@@ -217,14 +217,15 @@ std::optional<std::pair<Workload, Config>> Folded(const Workload& w, const Confi
 
 absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
   if (const int64_t fold = c.at("fold"); fold > 1) {
-    if (!Foldable(w) || w.Int("OH") % fold != 0 || c.at("rows") % fold != 0 || !FoldRows(w, fold)) {
+    auto folded = Foldable(w) && w.Int("OH") % fold == 0 && c.at("rows") % fold == 0 ? Folded(w, c)
+                                                                                     : std::nullopt;
+    if (!folded) {
       return absl::InvalidArgumentError(
           StrCat("conv2d NCHWc: fold=", fold, " needs a 1x1, stride-1, unpadded layer, fold ",
                  "dividing OH (", w.Int("OH"), ") and rows (", c.at("rows"),
                  "), and epilogue operands of whole images"));
     }
-    auto [v, fc] = *Folded(w, c);
-    return NchwcCheck(v, t, fc);
+    return NchwcCheck(folded->first, t, folded->second);
   }
   const int64_t kb = c.at("kb"), cb = c.at("cb"), rn = c.at("reg_n");
   const int64_t C = w.Int("C");
