@@ -177,6 +177,11 @@ TEST(Tasks, IdenticalGroupsShareOneTask) {
   EXPECT_EQ(m->Tasks()[0].occurrences, 2);
 }
 
+// A node's (in_block, out_block).
+std::pair<int64_t, int64_t> BlocksOf(const Workload& w) {
+  return {w.IntOr("in_block", 0), w.IntOr("out_block", 0)};
+}
+
 // PlanLayouts keeps NCHW where a consumer cannot read blocks: a conv whose
 // 24 output channels no NCHWc template covers reads its input as NCHW, so
 // its producer writes NCHW; the other conv's blocks stay.
@@ -196,10 +201,7 @@ TEST(Layouts, AConsumerWithoutBlocksKeepsItsInputNchw) {
   ASSERT_TRUE(m.ok()) << m.status();
   const Graph& g = m->graph();
   ASSERT_EQ(g.nodes.size(), 4u);
-  auto blocks = [&](int i) {
-    const Workload& w = g.nodes[i].workload;
-    return std::make_pair(w.IntOr("in_block", 0), w.IntOr("out_block", 0));
-  };
+  auto blocks = [&](int i) { return BlocksOf(g.nodes[i].workload); };
   EXPECT_EQ(blocks(0), std::make_pair(int64_t{0}, int64_t{0}));  // a: read by the K=24 conv
   EXPECT_EQ(blocks(1), std::make_pair(int64_t{0}, int64_t{0}));  // y1: a graph output
   EXPECT_EQ(blocks(2), std::make_pair(int64_t{0}, int64_t{16}));
@@ -227,10 +229,7 @@ TEST(Layouts, ADepthwiseConvWritesNchwFromBlocks) {
   ASSERT_TRUE(m.ok()) << m.status();
   const Graph& g = m->graph();
   ASSERT_EQ(g.nodes.size(), 3u);
-  auto blocks = [&](int i) {
-    const Workload& w = g.nodes[i].workload;
-    return std::make_pair(w.IntOr("in_block", 0), w.IntOr("out_block", 0));
-  };
+  auto blocks = [&](int i) { return BlocksOf(g.nodes[i].workload); };
   EXPECT_EQ(blocks(0), std::make_pair(int64_t{0}, int64_t{16}));
   EXPECT_EQ(blocks(1), std::make_pair(int64_t{16}, int64_t{0}));
   EXPECT_EQ(blocks(2), std::make_pair(int64_t{0}, int64_t{0}));
