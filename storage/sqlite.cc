@@ -16,6 +16,10 @@ namespace kiln::storage {
 
 namespace {
 
+// How long a connection waits on another's lock (SQLite's busy handler,
+// and OpenSqlite's retries of the switch to WAL).
+constexpr int kBusyTimeoutMs = 5000;
+
 absl::Status SqliteError(sqlite3* db, int rc, std::string_view what) {
   std::string msg = StrCat(what, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   switch (rc & 0xff) {
@@ -198,7 +202,7 @@ absl::StatusOr<std::unique_ptr<Database>> OpenSqlite(const std::string& path) {
     return status;
   }
   auto db = std::make_unique<SqliteDatabase>(raw);
-  sqlite3_busy_timeout(raw, 5000);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
   sqlite3_extended_result_codes(raw, 1);
   // journal_mode returns a row; Exec ignores it. An in-memory DB stays "memory".
   // Switching a fresh file to WAL takes an exclusive lock, and SQLite answers
@@ -209,7 +213,7 @@ absl::StatusOr<std::unique_ptr<Database>> OpenSqlite(const std::string& path) {
   for (int waited_ms = 0;; waited_ms += 5) {
     absl::Status s = db->Exec("PRAGMA journal_mode=WAL");
     if (s.ok()) break;
-    if (!absl::IsUnavailable(s) || waited_ms >= 5000) return s;
+    if (!absl::IsUnavailable(s) || waited_ms >= kBusyTimeoutMs) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (absl::Status s = db->Exec("PRAGMA foreign_keys=ON"); !s.ok()) return s;

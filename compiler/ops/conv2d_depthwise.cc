@@ -25,7 +25,6 @@
 //   out[n][cb][oh][ow][v]  = epilogue(conv[n][cb][oh][ow][v] + bias[cb*16 + v])
 //   out[n][c][oh][ow]      = epilogue(conv[n][c/16][oh][ow][c%16] + bias[c])   (NCHW)
 #include <algorithm>
-#include <tuple>
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -138,37 +137,26 @@ absl::StatusOr<Built> BuildDepthwiseBlocked(const Workload& w, const Config& cfg
     return te::Sum(prow({i[0], i[1], h, x, i[4]}) * wpack({i[1], IntImm(0), ry.var, rx.var, i[4]}),
                    {ry, rx});
   });
-  const bool nchw_out = w.IntOr("out_block", 0) == 0;
-  te::Tensor out;
-  if (nchw_out) {
-    out = te::Compute("out", {N, C, OH, OW}, [&](const std::vector<Var>& i) {
-      Expr y = conv({i[0], FloorDiv(i[1], IntImm(b)), i[2], i[3], FloorMod(i[1], IntImm(b))});
-      if (bias.defined()) y = y + bias({i[1]});
-      return ApplyEpilogue(w, y, i, eps);
-    });
-  } else {
-    out = te::Compute("out", {N, Cb, OH, OW, b}, [&](const std::vector<Var>& i) {
-      Expr y = conv({i[0], i[1], i[2], i[3], i[4]});
-      if (bias.defined()) y = y + bias({i[1] * IntImm(b) + i[4]});
-      return ApplyEpilogue(w, y, i, eps);
-    });
-  }
+  // The output in the same blocks, or (no out_block) as NCHW.
+  te::Tensor out = ChannelTiledOutput(
+      w, b, bias, eps,
+      [&](const Var& n, const Expr& cb, const Expr& v, const Var& oh, const Var& ow) {
+        return conv({n, cb, oh, ow, v});
+      });
   Built bt;
   bt.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *bt.schedule;
-  te::IterVar n = s.Axis(out, 0), cb = s.Axis(out, 1), oh = s.Axis(out, 2), v;
+  auto [cb, km, v] = SplitChannelTiles(s, out, w, b);
+  te::IterVar n = s.Axis(out, 0), oh = s.Axis(out, 2);
   auto [owo, owi] = s.Split(out, s.Axis(out, 3), cfg.at("dw_ow"));
-  if (nchw_out) {
-    std::tie(cb, v) = s.Split(out, cb, b);
-    s.Reorder(out, {n, cb, oh, owo, owi, v});
-    // The tile stays in registers; SLP makes each channel's pixel stores a
-    // vector.
+  s.Reorder(out, {n, cb, oh, owo, owi, v});
+  if (w.IntOr("out_block", 0) > 0) {
+    s.Vectorize(out, v);
+  } else {
+    // NCHW: the tile stays in registers; SLP makes each channel's pixel
+    // stores a vector.
     s.Unroll(out, v);
     bt.slp_vectorize = true;
-  } else {
-    v = s.Axis(out, 4);
-    s.Reorder(out, {n, cb, oh, owo, owi, v});
-    s.Vectorize(out, v);
   }
   s.Unroll(out, owi);
   if (cfg.at("parallel")) s.Parallel(out, cb);

@@ -45,9 +45,10 @@ int64_t InputRows(const Workload& w, int64_t rows) {
   return (rows - 1) * w.Ints("stride")[0] + (w.Int("R") - 1) * w.Ints("dilation")[0] + 1;
 }
 
-// Output pixels a row's register tiles of `rn` pixels cover: a partial
-// last tile runs past the row.
-int64_t TiledWidth(const Workload& w, int64_t rn) { return (w.Int("OW") + rn - 1) / rn * rn; }
+// Pixels that register tiles of `rn` pixels cover in a row of `width`: a
+// partial last tile runs past the row.
+int64_t TiledWidth(int64_t width, int64_t rn) { return (width + rn - 1) / rn * rn; }
+int64_t TiledWidth(const Workload& w, int64_t rn) { return TiledWidth(w.Int("OW"), rn); }
 
 // Bytes of the packed input rows of `rows` output rows, as many columns as
 // the register tiles of `rn` pixels read: the columns past the last output
@@ -304,7 +305,7 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
       for (int64_t rn : choices("reg_n")) {
         if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
         const double waste =
-            static_cast<double>((width + rn - 1) / rn * rn) / static_cast<double>(width);
+            static_cast<double>(TiledWidth(width, rn)) / static_cast<double>(width);
         double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
         if (score > best + 1e-9 ||
             (std::fabs(score - best) < 1e-9 && fold == c["fold"] && kb > c["kb"])) {
