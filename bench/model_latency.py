@@ -59,7 +59,8 @@ def cpu_ns(pid):
 def wait_quiet(pid, window_s=0.005, limit_s=2.0):
     """Waits until pid's threads used under 5 % of a CPU over `window_s`:
     onnxruntime's pool threads spin for tens of milliseconds after a run,
-    which slowed the next module's block by up to 40 % at 2 threads."""
+    which slowed the next module's block by up to 40 % at 2 threads (kiln's
+    spin for a millisecond)."""
     end = time.monotonic() + limit_s
     before = cpu_ns(pid)
     while time.monotonic() < end:
@@ -140,6 +141,11 @@ def main():
         wait_quiet(worker.pid)
         return t
 
+    def kiln_block(run, n):
+        t = timed(run, n)
+        wait_quiet(os.getpid())  # kiln's pool threads spin too (KILN_SPIN_US)
+        return t
+
     blocks_of = {"onnxruntime": ort_block}
     errs = {}
     for spec in a.artifact:
@@ -151,7 +157,7 @@ def main():
         errs[label] = float(np.max(np.abs(got - ref[0])))
         timed(run, a.warmup)
         labels.append(label)
-        blocks_of[label] = lambda n, run=run: timed(run, n)
+        blocks_of[label] = lambda n, run=run: kiln_block(run, n)
 
     block = max(1, min(a.block, a.repeat))
     times = {label: [] for label in labels}

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -30,6 +31,17 @@ TEST(ParallelFor, ManyBackToBackLoops) {
   Counts c(37);
   for (int r = 0; r < 2000; ++r) kiln_parallel_for(37, CountBody, &c);
   for (int i = 0; i < 37; ++i) EXPECT_EQ(c.hits[i].load(), 2000) << i;
+}
+
+TEST(ParallelFor, LoopsAfterTheWorkersHaveGoneToSleep) {
+  // Idle workers spin for KILN_SPIN_US (1 ms by default) and then sleep:
+  // loops 3 ms apart each find them asleep and must wake them.
+  Counts c(64);
+  for (int r = 0; r < 20; ++r) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    kiln_parallel_for(64, CountBody, &c);
+  }
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(c.hits[i].load(), 20) << i;
 }
 
 TEST(ParallelFor, NumThreadsIsPositive) { EXPECT_GE(kiln_num_threads(), 1); }
