@@ -48,6 +48,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpus.h"
 #include "base/str.h"
 #include "bench/shapes.h"
 #include "compiler/codegen/jit.h"
@@ -403,9 +404,8 @@ int main(int argc, char** argv) {
       total_full, total_stop, total_stop > 0 ? total_full / total_stop : 0);
   std::printf(
       "builds per candidate, all shapes (total wall / candidates): %.1f ms one at a time, %.1f ms "
-      "as a batch on %u threads (PrebuildJit, as the measurers build)\n",
+      "as a batch on %d threads (PrebuildJit, as the measurers build)\n",
       serial_total_s / static_cast<double>(batch_candidates) * 1e3,
-      batch_total_s / static_cast<double>(batch_candidates) * 1e3,
-      std::max(1u, std::thread::hardware_concurrency()));
+      batch_total_s / static_cast<double>(batch_candidates) * 1e3, kiln::UsableCpus());
   return 0;
 }

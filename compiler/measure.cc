@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "base/cpus.h"
 #include "base/str.h"
 #include "compiler/codegen/c_source.h"
 #include "compiler/codegen/cuda.h"
@@ -149,7 +150,7 @@ Prebuilt& Prebuilt::operator=(Prebuilt&&) noexcept = default;
 std::vector<Prebuilt> PrebuildJit(const Workload& workload, const std::vector<Config>& configs,
                                   const Target& target, int threads) {
   std::vector<Prebuilt> built(configs.size());
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = UsableCpus();
   threads = std::min<int>(threads, static_cast<int>(configs.size()));
   std::atomic<size_t> next{0};
   auto work = [&] {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "absl/status/status.h"
+#include "base/cpus.h"
 #include "base/str.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
@@ -127,8 +127,8 @@ std::string DescribeHostHardware() {
   for (const char* f : {"avx512f", "avx2", "fma", "neon"}) {
     if (features.lookup(f)) simd.push_back(f);
   }
-  return StrCat(llvm::sys::getHostCPUName().str(), ", ", std::thread::hardware_concurrency(),
-                " threads, ", simd.empty() ? "no simd" : StrJoin(simd, "+"));
+  return StrCat(llvm::sys::getHostCPUName().str(), ", ", UsableCpus(), " threads, ",
+                simd.empty() ? "no simd" : StrJoin(simd, "+"));
 }
 
 }  // namespace kiln::compiler

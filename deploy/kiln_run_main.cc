@@ -55,8 +55,8 @@ constexpr char kUsage[] =
     "                     CPU artifact (the default)\n"
     "  --help             this text\n"
     "\n"
-    "Threads: KILN_NUM_THREADS (default: all hardware threads); idle threads spin\n"
-    "KILN_SPIN_US microseconds (default 1000) before they sleep.\n";
+    "Threads: KILN_NUM_THREADS (default: the CPUs of the process's affinity mask);\n"
+    "idle threads spin KILN_SPIN_US microseconds (default 1000) before they sleep.\n";
 
 int Fail(int code, const std::string& msg) {
   std::fprintf(stderr, "kiln-run: %s\n", msg.c_str());

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpus.h"
 #include "deploy/parallel.h"
 
 namespace kiln::deploy {
@@ -36,8 +37,7 @@ int ThreadCountFromEnv() {
     long v = std::strtol(env, &end, 10);
     if (end != nullptr && *end == '\0' && v >= 1) return static_cast<int>(std::min(v, 1024L));
   }
-  unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(std::min(hw, 1024u));
+  return std::min(UsableCpus(), 1024);
 }
 
 inline void CpuRelax() {
@@ -189,11 +189,13 @@ std::atomic<Pool*> g_pool{nullptr};
 std::atomic<int> g_threads{0};
 
 // A forked child has none of the parent's workers: give it a fresh pool
-// (the parent's is leaked in the child). Creation is locked across fork.
+// (the parent's is leaked in the child), sized again when first used.
+// Creation is locked across fork.
 void AtForkPrepare() { g_create_mu.lock(); }
 void AtForkParent() { g_create_mu.unlock(); }
 void AtForkChild() {
   g_pool.store(nullptr, std::memory_order_relaxed);
+  g_threads.store(0, std::memory_order_relaxed);  // counted again: the child's affinity
   new (&g_create_mu) std::mutex();
 }
 const int g_atfork_registered [[maybe_unused]] =

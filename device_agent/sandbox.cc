@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpus.h"
 #include "base/str.h"
 #include "compiler/target.h"
 #include "device_agent/measure.h"
@@ -245,7 +246,7 @@ std::string Sandbox::Reap(bool kill) {
 
 kiln::v1::MeasureResult Sandbox::Measure(const kiln::v1::MeasureBatch& batch, int index) {
   // The worker builds a window of candidates at a time, two per core.
-  static const int window = 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  static const int window = 2 * UsableCpus();
   // GPU kernels are built by the device's driver, one at a time.
   const bool gpu =
       !batch.target().spec().empty() &&

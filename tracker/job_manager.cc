@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/cpus.h"
 #include "base/str.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
@@ -630,7 +631,7 @@ absl::Status JobManager::Tune(Job& job) {
 
 bool JobManager::AcquireCompileSlot(Job& job) {
   int slots = options_.max_concurrent_compiles;
-  if (slots <= 0) slots = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
+  if (slots <= 0) slots = std::max(1, UsableCpus() / 2);
   std::unique_lock<std::mutex> lock(compile_mu_);
   auto cancelled = [&] {
     std::lock_guard<std::mutex> job_lock(job.mu);

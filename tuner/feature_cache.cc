@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/cpus.h"
 #include "compiler/kernel.h"
 #include "tuner/features.h"
 
@@ -63,7 +64,7 @@ std::vector<const std::optional<CandidateFeatures>*> FeatureCache::GetMany(
       todo.emplace_back(normals[i], *std::move(normal));
     }
   }
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = static_cast<unsigned>(UsableCpus());
   threads = static_cast<unsigned>(
       std::min<size_t>(threads, (todo.size() + kMinParallel - 1) / kMinParallel));
   std::vector<std::optional<CandidateFeatures>> out(todo.size());

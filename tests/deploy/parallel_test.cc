@@ -1,10 +1,12 @@
 #include "deploy/parallel.h"
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -93,6 +95,37 @@ TEST(ParallelFor, SafeFromManyThreadsAtOnce) {
     for (int i = 0; i < kN; ++i) ASSERT_EQ(counts[t]->hits[i].load(), kRounds) << t << " " << i;
     delete counts[t];
   }
+}
+
+TEST(ParallelFor, ThreadsFollowTheCpuAffinity) {
+  if (std::getenv("KILN_NUM_THREADS") != nullptr) GTEST_SKIP() << "KILN_NUM_THREADS is set";
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+  EXPECT_EQ(kiln_num_threads(), CPU_COUNT(&mask));
+  // A child pinned to one of those CPUs (as `taskset -c N` pins a process)
+  // runs its loops on one thread, not one per CPU of the machine.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);
+    int first = 0;
+    while (!CPU_ISSET(first, &mask)) ++first;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) _exit(2);
+    if (kiln_num_threads() != 1) _exit(3);
+    Counts c(100);
+    kiln_parallel_for(100, CountBody, &c);
+    for (int i = 0; i < 100; ++i) {
+      if (c.hits[i].load() != 1) _exit(4);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "child died with signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: kiln_num_threads() was not 1 on one CPU";
 }
 
 TEST(ParallelFor, WorksInAForkedChild) {
