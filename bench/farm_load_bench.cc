@@ -53,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpus.h"
 #include "base/flags.h"
 #include "base/str.h"
 #include "compiler/target.h"
@@ -488,11 +489,11 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "farm load: %lld fake agents answering %s, %lld jobs (random search), %lld s measured "
-      "after %lld s of warm-up, on %u cores\n",
+      "after %lld s of warm-up, on %d cores\n",
       static_cast<long long>(cfg.agents),
       cfg.agent_ms > 0 ? kiln::StrCat("after ", cfg.agent_ms, " ms").c_str() : "at once",
       static_cast<long long>(cfg.jobs), static_cast<long long>(cfg.seconds),
-      static_cast<long long>(cfg.warmup), std::thread::hardware_concurrency());
+      static_cast<long long>(cfg.warmup), kiln::UsableCpus());
   std::printf("%-22s", "figure");
   for (const Row& r : rows) std::printf(" %22s", r.name.c_str());
   std::printf(" %10s\n", "target");

@@ -101,7 +101,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=200, help="timed runs of each module")
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--block", type=int, default=10, help="runs of one module in a row")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--bin-dir", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()

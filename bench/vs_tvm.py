@@ -154,7 +154,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", default="64,200")
     ap.add_argument("--only", default=",".join(MODELS))
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--bin-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "..", "build"))
     ap.add_argument("--work", default=None, help="keep the work directories here")
