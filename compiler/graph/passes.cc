@@ -146,46 +146,103 @@ absl::Status FoldConstants(Graph& g) {
   return absl::OkStatus();
 }
 
-void FuseEpilogues(Graph& g) {
+namespace {
+
+// The eltwise `w` on its shape with the leading dims dropped down to `rank`
+// (its input's and operands' too): nullopt unless every dropped dim is 1.
+std::optional<Workload> DropLeadingOnes(const Workload& w, size_t rank) {
+  Workload r = w;
+  for (const char* key : {"shape", "in_shape"}) {
+    const Shape& s = w.Ints(key);
+    if (s.size() < rank) return std::nullopt;
+    const size_t drop = s.size() - rank;
+    for (size_t d = 0; d < drop; ++d) {
+      if (s[d] != 1) return std::nullopt;
+    }
+    r.ints[key] = Shape(s.begin() + static_cast<std::ptrdiff_t>(drop), s.end());
+  }
+  const size_t full = w.Ints("shape").size();
+  for (EpilogueOp& e : r.epilogue) {
+    if (!e.HasOperand()) continue;
+    const Shape s = PadTo(e.operand_shape, full);
+    const size_t drop = full - rank;
+    for (size_t d = 0; d < drop; ++d) {
+      if (s[d] != 1) return std::nullopt;
+    }
+    e.operand_shape = Shape(s.begin() + static_cast<std::ptrdiff_t>(drop), s.end());
+  }
+  return r;
+}
+
+}  // namespace
+
+namespace {
+
+// One pass of FuseEpilogues; whether it fused anything.
+bool FuseEpiloguesOnce(Graph& g) {
+  bool fused = false;
   std::vector<bool> dead(g.nodes.size(), false);
+  // A view moved to run after the fused node at that index.
+  std::vector<std::optional<Node>> view_after(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (dead[i] || !IsAnchor(g.nodes[i])) continue;
     const int v = g.nodes[i].output;
     if (g.IsOutput(v)) continue;
     std::vector<int> consumers = g.Consumers(v);
     if (consumers.size() != 1) continue;
-    const int c = consumers[0];
+    int c = consumers[0];
+    auto sig = g.nodes[i].workload.Signature();
+    KILN_CHECK(sig.ok()) << sig.status().ToString();
+    const Shape out_shape = sig->output.shape;
+    // A MatMul's kernel writes [M,N] and a view gives it the ONNX shape
+    // [1,M,N]: an eltwise after the view that only adds leading 1s is fused
+    // on the kernel's shape, and the view then follows the fused node.
+    int view = -1;
+    std::optional<Workload> reshaped;
+    if (g.nodes[c].kind == NodeKind::kView) {
+      const int x = g.nodes[c].output;
+      std::vector<int> xc = g.Consumers(x);
+      if (g.IsOutput(x) || xc.size() != 1 || g.nodes[xc[0]].kind != NodeKind::kCompute ||
+          g.nodes[xc[0]].workload.op != "eltwise" || g.nodes[xc[0]].inputs[0] != x) {
+        continue;
+      }
+      reshaped = DropLeadingOnes(g.nodes[xc[0]].workload, out_shape.size());
+      if (!reshaped || reshaped->Ints("shape") != out_shape) continue;
+      view = c;
+      c = xc[0];
+    }
     Node& cn = g.nodes[c];
     if (cn.kind != NodeKind::kCompute || cn.workload.op != "eltwise") continue;
-    auto sig = g.nodes[i].workload.Signature();
-    auto csig = cn.workload.Signature();
-    KILN_CHECK(sig.ok() && csig.ok()) << sig.status().ToString() << csig.status().ToString();
-    const Shape out_shape = sig->output.shape;
-    if (cn.workload.Ints("shape") != out_shape) continue;
+    const Workload& ew = reshaped ? *reshaped : cn.workload;
+    auto csig = ew.Signature();
+    KILN_CHECK(csig.ok()) << csig.status().ToString();
+    if (ew.Ints("shape") != out_shape) continue;
+    const int fused_in = view >= 0 ? g.nodes[view].output : v;
     int reads = 0;
-    for (int in : cn.inputs) reads += in == v;
+    for (int in : cn.inputs) reads += in == fused_in;
     if (reads != 1) continue;
-    std::vector<EpilogueOp> epi = cn.workload.epilogue;
+    std::vector<EpilogueOp> epi = ew.epilogue;
     std::vector<int> operands(cn.inputs.begin() + 1, cn.inputs.end());
     std::vector<DType> operand_dtypes;
     for (size_t k = 1; k < csig->inputs.size(); ++k)
       operand_dtypes.push_back(csig->inputs[k].dtype);
-    if (cn.inputs[0] == v) {
-      if (cn.workload.Ints("in_shape") != out_shape) continue;
+    if (cn.inputs[0] == fused_in) {
+      if (ew.Ints("in_shape") != out_shape) continue;
     } else {
       // v is the first epilogue operand: swap it with the main input.
       if (epi.empty() || !epi[0].HasOperand() || cn.inputs[1] != v ||
           epi[0].operand_shape != out_shape || csig->inputs[0].dtype != csig->inputs[1].dtype) {
         continue;
       }
-      epi[0].operand_shape = PadTo(cn.workload.Ints("in_shape"), out_shape.size());
+      epi[0].operand_shape = PadTo(ew.Ints("in_shape"), out_shape.size());
       // fn(in, v) keeps its argument order with v as the running value.
       if (epi[0].kind == EpilogueKind::kBinary) epi[0].reversed = !epi[0].reversed;
       operands[0] = cn.inputs[0];
       operand_dtypes[0] = csig->inputs[0].dtype;
     }
     // The eltwise input takes the anchor's output as it is: same dtype.
-    if (sig->output.dtype != (cn.inputs[0] == v ? csig->inputs[0].dtype : csig->inputs[1].dtype)) {
+    if (sig->output.dtype !=
+        (cn.inputs[0] == fused_in ? csig->inputs[0].dtype : csig->inputs[1].dtype)) {
       continue;
     }
     Node merged = std::move(g.nodes[i]);
@@ -198,15 +255,40 @@ void FuseEpilogues(Graph& g) {
     for (int o : operands) merged.inputs.push_back(o);
     merged.output = cn.output;
     merged.name = StrCat(merged.name, "+", cn.name);
+    if (view >= 0) {
+      // The fused node writes the kernel's shape; the view, moved after it,
+      // gives the eltwise's output its ONNX shape as before.
+      Value y = g.values[cn.output];
+      y.name = StrCat(y.name, ":", merged.name);
+      y.shape = out_shape;
+      merged.output = g.AddValue(std::move(y));
+      Node moved = std::move(g.nodes[view]);
+      moved.inputs[0] = merged.output;
+      moved.output = cn.output;
+      view_after[c] = std::move(moved);
+      dead[view] = true;
+    }
     // The fused group runs where its last member ran: every operand is ready.
     g.nodes[c] = std::move(merged);
     dead[i] = true;
+    fused = true;
   }
   std::vector<Node> kept;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+    if (view_after[i]) kept.push_back(*std::move(view_after[i]));
   }
   g.nodes = std::move(kept);
+  return fused;
+}
+
+}  // namespace
+
+// Passes until nothing fuses: a fused node whose view moved after it is
+// seen again in the next pass.
+void FuseEpilogues(Graph& g) {
+  while (FuseEpiloguesOnce(g)) {
+  }
 }
 
 namespace {

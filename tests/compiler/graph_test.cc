@@ -100,6 +100,47 @@ TEST(Fusion, NoFusionIntoAGraphOutputOrSharedTensor) {
   EXPECT_EQ(m->Tasks()[1].workload.Canonical(), "eltwise(in_shape=1,4,8,8;shape=1,4,8,8)|relu");
 }
 
+// A MatMul of [1,4,8] x [8,6] is a [4,6] dense whose output a view reshapes
+// to [1,4,6]: the bias and residual Adds after the view join the dense on its
+// own shape, the view then gives the fused output its ONNX shape, and the
+// fused graph computes what the unfused one does.
+TEST(Fusion, MatMulEpilogueJoinsThroughItsView) {
+  OnnxBuilder b;
+  b.Input("x", {1, 4, 8});
+  b.Input("r", {1, 4, 6});
+  b.Init("w", {8, 6}, Ramp(48, 0.37f, 0));
+  b.Init("bias", {6}, {0.1f, -0.2f, 0.3f, -0.4f, 0.5f, -0.6f});
+  b.Node("MatMul", {"x", "w"}, {"m"});
+  b.Node("Add", {"m", "bias"}, {"a"});
+  b.Node("Add", {"a", "r"}, {"s"});
+  b.Node("Relu", {"s"}, {"y"});
+  b.Output("y");
+  auto bytes = b.Bytes();
+  auto raw = ImportOnnx(bytes);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  std::vector<float> x = Ramp(32, 0.13f, 0.1f), r = Ramp(24, 0.29f, -0.2f);
+  auto expected = testing::EvaluateGraph(**raw, {x, r});
+
+  auto m = Model::FromOnnx(bytes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  ASSERT_EQ(m->Tasks().size(), 1u);
+  EXPECT_EQ(m->Tasks()[0].workload.Canonical(),
+            "dense(K=8;M=4;N=6;batch=1;batch_a=0;batch_b=0;bias=0;transA=0;transB=0)"
+            "|add:1,6|add:4,6|relu");
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[1].kind, NodeKind::kView);
+  EXPECT_EQ(g.nodes[1].inputs[0], g.nodes[0].output);
+  EXPECT_THAT(g.values[g.nodes[0].output].shape, ElementsAre(4, 6));
+  EXPECT_EQ(g.nodes[1].output, g.outputs[0]);
+  EXPECT_THAT(g.values[g.outputs[0]].shape, ElementsAre(1, 4, 6));
+  auto got = testing::EvaluateGraph(g, {x, r});
+  const auto& want = expected.at((*raw)->outputs[0]);
+  const auto& have = got.at(g.outputs[0]);
+  ASSERT_EQ(want.size(), have.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], have[i], 1e-4) << i;
+}
+
 // FuseInjective: an elementwise Exp feeding a Transpose feeding a ReduceSum
 // run inside the reduction's kernel (the Exp as the Transpose's prologue);
 // the group's key covers the producers, and the fused kernel computes what
