@@ -12,10 +12,12 @@ const std::vector<Command>& Commands() {
       {"tune",
        "tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC] "
        "[--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N] "
-       "[--deadline DURATION] [--priority N] [--candidate-timeout DURATION] [--flush-cache] "
+       "[--deadline DURATION] [--priority N] [--candidate-timeout DURATION] "
+       "[--flush-cache | --no-flush-cache] "
        "[--input-shape NAME=DIMS]... [--wait]\n"
        "       kiln tune MODEL --local --db DB -o PATH --trials N [--strategy S] "
-       "[--budget DURATION] [--early-stopping N] [--flush-cache] [--input-shape NAME=DIMS]...",
+       "[--budget DURATION] [--early-stopping N] [--flush-cache | --no-flush-cache] "
+       "[--input-shape NAME=DIMS]...",
        "submit an ONNX model for tuning (prints the job id), or tune it on this machine", RunTune},
       {"jobs", "jobs --tracker ADDR", "list the tracker's jobs", RunJobs},
       {"job", "job JOB --tracker ADDR", "show one job and its tasks", RunJob},

@@ -379,6 +379,28 @@ TEST_F(CliWithTracker, TunePrintsJobIdFirst) {
   EXPECT_EQ(service_.last_submit.budget_s(), 0);
 }
 
+// A model of more than 16 MiB of weights (here 17 MiB, inline or as external
+// data) is timed with the caches flushed unless --no-flush-cache says not to.
+TEST_F(CliWithTracker, TuneFlushesTheCachesForAModelOfManyWeights) {
+  const size_t big = (size_t{17} << 20);
+  std::string model = WriteFile("big.onnx", OnnxModel("", big));
+  CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "8"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(service_.last_submit.timing().flush_cache());
+  EXPECT_THAT(r.err, HasSubstr("with the caches flushed"));
+  r = Kiln(
+      {"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "8", "--no-flush-cache"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(service_.last_submit.timing().flush_cache());
+  EXPECT_THAT(r.err, Not(HasSubstr("with the caches flushed")));
+  // The weights in a file beside the model count too.
+  WriteFile("w.bin", std::string(big, '\0'));
+  std::string external = WriteFile("ext.onnx", OnnxModel("w.bin"));
+  r = Kiln({"tune", external, "--tracker", addr_, "--key", "cpu", "--trials", "8"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(service_.last_submit.timing().flush_cache());
+}
+
 TEST_F(CliWithTracker, TuneSendsStrategyBudgetAndEarlyStopping) {
   std::string model = WriteFile("m.onnx", OnnxModel());
   CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24",
@@ -391,6 +413,10 @@ TEST_F(CliWithTracker, TuneSendsStrategyBudgetAndEarlyStopping) {
   r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--flush-cache"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(service_.last_submit.timing().flush_cache());
+  r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--flush-cache",
+            "--no-flush-cache"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("contradict"));
   for (const char* bad : {"soon", "-5m", "10x", "1h30", ""}) {
     r = Kiln(
         {"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--budget", bad});
