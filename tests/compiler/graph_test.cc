@@ -23,6 +23,15 @@ std::vector<float> Ramp(int n, float scale, float offset) {
   return v;
 }
 
+// The first output of `fused` on `inputs` is that of the unfused graph.
+void ExpectSameOutput(const Graph& unfused, const Graph& fused,
+                      const std::vector<std::vector<float>>& inputs) {
+  auto want = testing::EvaluateGraph(unfused, inputs).at(unfused.outputs[0]);
+  auto have = testing::EvaluateGraph(fused, inputs).at(fused.outputs[0]);
+  ASSERT_EQ(want.size(), have.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], have[i], 1e-4) << i;
+}
+
 const char* kConv =
     "conv2d(C=3;H=8;K=4;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=1;dilation=1,1;groups=1;"
     "pad=1,1,1,1;stride=1,1)";
@@ -67,7 +76,6 @@ TEST(Fusion, ResidualAddAndReluJoinTheSecondConv) {
   auto raw = ImportOnnx(bytes);
   ASSERT_TRUE(raw.ok()) << raw.status();
   std::vector<float> x = Ramp(192, 0.11f, 0.2f);
-  auto expected = testing::EvaluateGraph(**raw, {x});
 
   auto m = Model::FromOnnx(bytes);
   ASSERT_TRUE(m.ok()) << m.status();
@@ -77,11 +85,7 @@ TEST(Fusion, ResidualAddAndReluJoinTheSecondConv) {
             "conv2d(C=4;H=8;K=4;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=1;dilation=1,1;groups=1;"
             "pad=1,1,1,1;stride=1,1)|add:1,4,8,8|add:1,4,1,1|relu");
   EXPECT_EQ(g.values[g.nodes[1].inputs[3]].name, "r1");
-  auto got = testing::EvaluateGraph(g, {x});
-  const auto& want = expected.at((*raw)->outputs[0]);
-  const auto& have = got.at(g.outputs[0]);
-  ASSERT_EQ(want.size(), have.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], have[i], 1e-4) << i;
+  ExpectSameOutput(**raw, g, {x});
 }
 
 TEST(Fusion, NoFusionIntoAGraphOutputOrSharedTensor) {
@@ -119,7 +123,6 @@ TEST(Fusion, MatMulEpilogueJoinsThroughItsView) {
   auto raw = ImportOnnx(bytes);
   ASSERT_TRUE(raw.ok()) << raw.status();
   std::vector<float> x = Ramp(32, 0.13f, 0.1f), r = Ramp(24, 0.29f, -0.2f);
-  auto expected = testing::EvaluateGraph(**raw, {x, r});
 
   auto m = Model::FromOnnx(bytes);
   ASSERT_TRUE(m.ok()) << m.status();
@@ -134,11 +137,7 @@ TEST(Fusion, MatMulEpilogueJoinsThroughItsView) {
   EXPECT_THAT(g.values[g.nodes[0].output].shape, ElementsAre(4, 6));
   EXPECT_EQ(g.nodes[1].output, g.outputs[0]);
   EXPECT_THAT(g.values[g.outputs[0]].shape, ElementsAre(1, 4, 6));
-  auto got = testing::EvaluateGraph(g, {x, r});
-  const auto& want = expected.at((*raw)->outputs[0]);
-  const auto& have = got.at(g.outputs[0]);
-  ASSERT_EQ(want.size(), have.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], have[i], 1e-4) << i;
+  ExpectSameOutput(**raw, g, {x, r});
 }
 
 // FuseInjective: an elementwise Exp feeding a Transpose feeding a ReduceSum

@@ -97,6 +97,20 @@ TEST(ParallelFor, SafeFromManyThreadsAtOnce) {
   }
 }
 
+// Runs body in a forked child (alarm(20): a hang becomes SIGALRM, not a
+// stuck test); the child's exit status, or -signal when it died of one.
+int RunInChild(int (*body)(void*), void* ctx) {
+  pid_t pid = fork();
+  if (pid < 0) return -1000;
+  if (pid == 0) {
+    alarm(20);
+    _exit(body(ctx));
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1001;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
 TEST(ParallelFor, ThreadsFollowTheCpuAffinity) {
   if (std::getenv("KILN_NUM_THREADS") != nullptr) GTEST_SKIP() << "KILN_NUM_THREADS is set";
   cpu_set_t mask;
@@ -104,28 +118,25 @@ TEST(ParallelFor, ThreadsFollowTheCpuAffinity) {
   EXPECT_EQ(kiln_num_threads(), CPU_COUNT(&mask));
   // A child pinned to one of those CPUs (as `taskset -c N` pins a process)
   // runs its loops on one thread, not one per CPU of the machine.
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    alarm(20);
-    int first = 0;
-    while (!CPU_ISSET(first, &mask)) ++first;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    if (sched_setaffinity(0, sizeof(one), &one) != 0) _exit(2);
-    if (kiln_num_threads() != 1) _exit(3);
-    Counts c(100);
-    kiln_parallel_for(100, CountBody, &c);
-    for (int i = 0; i < 100; ++i) {
-      if (c.hits[i].load() != 1) _exit(4);
-    }
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "child died with signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: kiln_num_threads() was not 1 on one CPU";
+  const int code = RunInChild(
+      [](void* m) {
+        const cpu_set_t& mask = *static_cast<cpu_set_t*>(m);
+        int first = 0;
+        while (!CPU_ISSET(first, &mask)) ++first;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        if (sched_setaffinity(0, sizeof(one), &one) != 0) return 2;
+        if (kiln_num_threads() != 1) return 3;
+        Counts c(100);
+        kiln_parallel_for(100, CountBody, &c);
+        for (int i = 0; i < 100; ++i) {
+          if (c.hits[i].load() != 1) return 4;
+        }
+        return 0;
+      },
+      &mask);
+  EXPECT_EQ(code, 0) << "3: kiln_num_threads() was not 1 on one CPU";
 }
 
 TEST(ParallelFor, WorksInAForkedChild) {
@@ -133,21 +144,17 @@ TEST(ParallelFor, WorksInAForkedChild) {
   // must get a working pool of its own instead of waiting for them forever.
   Counts warm(100);
   kiln_parallel_for(100, CountBody, &warm);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    alarm(20);  // a hang becomes SIGALRM, not a stuck test
-    Counts c(1000);
-    for (int r = 0; r < 50; ++r) kiln_parallel_for(1000, CountBody, &c);
-    for (int i = 0; i < 1000; ++i) {
-      if (c.hits[i].load() != 50) _exit(3);
-    }
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "child died with signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const int code = RunInChild(
+      [](void*) {
+        Counts c(1000);
+        for (int r = 0; r < 50; ++r) kiln_parallel_for(1000, CountBody, &c);
+        for (int i = 0; i < 1000; ++i) {
+          if (c.hits[i].load() != 50) return 3;
+        }
+        return 0;
+      },
+      nullptr);
+  EXPECT_EQ(code, 0);
 }
 
 }  // namespace
