@@ -11,6 +11,10 @@ from kiln.errors import JobFailed, KilnError
 from kiln.v1 import common_pb2, tracker_pb2, tracker_pb2_grpc
 
 CHUNK = 1 << 20  # bytes per upload message, as the CLI sends
+# Models larger than this are tuned with the caches flushed unless told
+# otherwise, as `kiln tune` does (their weights do not stay in the caches
+# inside the model; timed hot, the tuner picks configs that lose there).
+FLUSH_CACHE_MODEL_BYTES = 16 << 20
 _FINAL = {"completed", "failed", "cancelled"}
 
 
@@ -214,17 +218,23 @@ class Client:
         return r.sha256
 
     def tune(self, model, key, trials=64, strategy="", budget=0.0, target="",
-             input_shapes=None, priority=0):
+             input_shapes=None, priority=0, flush_cache=None):
         """Uploads `model` (an ONNX file) and submits a tuning job for the
         agents of `key`: `trials` measurements, `strategy` ("xgb", "ga",
         "random", "grid"; "" for the tracker's default), `budget` seconds of
         tuning at most (0: none), `input_shapes` {name: [dims]} for symbolic
-        dimensions. Returns the Job."""
+        dimensions, `flush_cache` whether every run of a candidate starts
+        with the caches flushed (None: when the model file is larger than
+        16 MiB, as `kiln tune` decides). Returns the Job."""
+        if flush_cache is None:
+            flush_cache = os.path.getsize(model) > FLUSH_CACHE_MODEL_BYTES
         sha = self.upload(model)
         req = tracker_pb2.SubmitJobRequest(
             model_name=os.path.basename(model), model_sha256=sha, device_key=key, trials=trials,
             strategy=strategy, budget_s=budget, priority=priority,
             target=common_pb2.Target(spec=target))
+        if flush_cache:
+            req.timing.flush_cache = True
         for name, dims in (input_shapes or {}).items():
             req.input_shapes.add(name=name, dims=list(dims))
         r = _call(self._stub.SubmitJob, req, metadata=self._metadata)

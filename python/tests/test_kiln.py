@@ -187,3 +187,36 @@ def test_environment_names_the_tracker(farm, monkeypatch):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
+
+
+def test_tune_flushes_the_caches_for_a_large_model(tmp_path):
+    """Above 16 MiB a job's candidates are timed with the caches flushed
+    unless flush_cache=False says not to (the requests as sent, through a
+    stand-in for the tracker's stub)."""
+    from kiln.v1 import tracker_pb2
+    sent = []
+
+    class Stub:
+        def UploadModel(self, chunks, metadata=None):
+            for _ in chunks:
+                pass
+            return tracker_pb2.UploadModelResponse(sha256="0" * 64)
+
+        def SubmitJob(self, request, metadata=None):
+            sent.append(request)
+            return tracker_pb2.SubmitJobResponse(job_id="job-000000000001")
+
+    client = kiln.Client("127.0.0.1:1")
+    client._stub = Stub()
+    small, big = tmp_path / "small.onnx", tmp_path / "big.onnx"
+    small.write_bytes(b"\0" * 1000)
+    big.write_bytes(b"\0" * (17 << 20))
+    client.tune(str(small), key=KEY)
+    assert not sent[-1].timing.flush_cache
+    client.tune(str(big), key=KEY)
+    assert sent[-1].timing.flush_cache
+    client.tune(str(big), key=KEY, flush_cache=False)
+    assert not sent[-1].timing.flush_cache
+    client.tune(str(small), key=KEY, flush_cache=True)
+    assert sent[-1].timing.flush_cache
+    client.close()
