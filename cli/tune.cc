@@ -87,28 +87,43 @@ struct TuneFlags {
 // 32 MB-L3 EPYC; MobileNetV2, 14 MB, tunes as well hot).
 constexpr int64_t kFlushCacheModelBytes = int64_t{16} << 20;
 
-// Bytes of the model file and the external data files it names.
-int64_t ModelBytes(const std::string& path) {
-  std::error_code ec;
-  int64_t total = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  if (ec) return 0;
+// The external data files the model names: {location, path}, each from the
+// model's own folder only. An error's message is what the CLI prints.
+using DataFiles = std::vector<std::pair<std::string, std::string>>;
+absl::StatusOr<DataFiles> ExternalDataFiles(const std::string& path) {
   auto locations = compiler::ExternalDataLocations(path);
-  if (!locations.ok()) return total;
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  for (const std::string& location : *locations) {
-    auto file = compiler::ResolveExternalData(dir.empty() ? "." : dir + "/", location);
-    if (!file.ok()) continue;
-    const auto n = std::filesystem::file_size(*file, ec);
-    if (!ec) total += static_cast<int64_t>(n);
+  if (!locations.ok()) {
+    const absl::Status& st = locations.status();
+    return absl::Status(st.code(), StrCat(absl::StatusCodeToString(st.code()), ": ", st.message()));
   }
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  DataFiles files;
+  for (const std::string& location : *locations) {
+    auto file = compiler::ResolveExternalData(dir, location);
+    if (!file.ok()) return file.status();
+    files.emplace_back(location, *file);
+  }
+  return files;
+}
+
+// Bytes of the model file and its external data files.
+int64_t ModelBytes(const std::string& path, const DataFiles& files) {
+  int64_t total = 0;
+  std::error_code ec;
+  auto add = [&](const std::string& file) {
+    const auto n = std::filesystem::file_size(file, ec);
+    if (!ec) total += static_cast<int64_t>(n);
+  };
+  add(path);
+  for (const auto& [location, file] : files) add(file);
   return total;
 }
 
 // Whether candidates are timed with the caches flushed; says so when the
-// model's size decided it.
-bool FlushCache(const TuneFlags& flags, const std::string& path, const CliEnv& env) {
+// model's size (ModelBytes) decided it.
+bool FlushCache(const TuneFlags& flags, int64_t bytes, const CliEnv& env) {
   if (flags.flush_cache >= 0) return flags.flush_cache == 1;
-  const int64_t bytes = ModelBytes(path);
   if (bytes <= kFlushCacheModelBytes) return false;
   char mb[32];
   std::snprintf(mb, sizeof(mb), "%.1f", static_cast<double>(bytes) / 1e6);
@@ -198,7 +213,8 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
   compiler::MeasurePolicy policy;
   policy.repeat = 3;
   policy.min_repeat_ms = 5;
-  policy.flush_cache = FlushCache(flags, path, env);
+  auto files = ExternalDataFiles(path);  // the import has read them: an error cannot be new
+  policy.flush_cache = FlushCache(flags, ModelBytes(path, files.ok() ? *files : DataFiles{}), env);
   tuner::LocalMeasurer measurer(target, policy);
   *env.err << "kiln: tuning " << path << " on this machine (" << target.Spec() << ") as "
            << options.job_id << ": " << tasks.size() << " tasks, " << flags.trials
@@ -315,27 +331,14 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
     return Fail(self, StrCat("cannot read model file '", path, "'"), env);
   }
   // External data: the files the model names, from its own folder only.
-  auto locations = compiler::ExternalDataLocations(path);
-  if (!locations.ok()) {
-    return Fail(self,
-                StrCat(absl::StatusCodeToString(locations.status().code()), ": ",
-                       locations.status().message()),
-                env);
-  }
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  std::vector<std::pair<std::string, std::string>> data_files;  // location, path
-  for (const std::string& location : *locations) {
-    auto file = compiler::ResolveExternalData(dir, location);
-    if (!file.ok()) return Fail(self, std::string(file.status().message()), env);
-    data_files.emplace_back(location, *file);
-  }
+  auto data_files = ExternalDataFiles(path);
+  if (!data_files.ok()) return Fail(self, std::string(data_files.status().message()), env);
 
   const std::string address = args->Get("--tracker");
   std::unique_ptr<kiln::v1::Tracker::Stub> stub = ConnectTracker(address, env);
   if (!stub) return 1;
 
-  for (const auto& [location, file] : data_files) {
+  for (const auto& [location, file] : *data_files) {
     auto sha = Upload(stub.get(), file);
     if (!sha.ok()) {
       return Fail(self,
@@ -356,6 +359,7 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
                 env);
   }
   request.set_model_sha256(*model_sha);
+  const size_t slash = path.find_last_of('/');
   std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   request.set_model_name(name);
   if (args->values.count("--target")) request.mutable_target()->set_spec(args->Get("--target"));
@@ -366,7 +370,9 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   request.set_early_stopping(flags->early_stopping);
   request.set_deadline_s(deadline_s);
   request.set_priority(static_cast<int32_t>(priority));
-  if (FlushCache(*flags, path, env)) request.mutable_timing()->set_flush_cache(true);
+  if (FlushCache(*flags, ModelBytes(path, *data_files), env)) {
+    request.mutable_timing()->set_flush_cache(true);
+  }
   if (candidate_timeout_ms > 0) request.mutable_timing()->set_timeout_ms(candidate_timeout_ms);
   kiln::v1::SubmitJobResponse response;
   {

@@ -1,5 +1,6 @@
 #include "compiler/graph/passes.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/check.h"
@@ -148,35 +149,36 @@ absl::Status FoldConstants(Graph& g) {
 
 namespace {
 
+// `s` (padded to `full` dims) without its first full - rank dims: nullopt
+// unless each of them is 1.
+std::optional<Shape> DropLeadingOnes(const Shape& s, size_t full, size_t rank) {
+  if (s.size() > full || rank > full) return std::nullopt;
+  const Shape p = PadTo(s, full);
+  const auto drop = static_cast<std::ptrdiff_t>(full - rank);
+  if (std::any_of(p.begin(), p.begin() + drop, [](int64_t d) { return d != 1; })) {
+    return std::nullopt;
+  }
+  return Shape(p.begin() + drop, p.end());
+}
+
 // The eltwise `w` on its shape with the leading dims dropped down to `rank`
 // (its input's and operands' too): nullopt unless every dropped dim is 1.
 std::optional<Workload> DropLeadingOnes(const Workload& w, size_t rank) {
   Workload r = w;
-  for (const char* key : {"shape", "in_shape"}) {
-    const Shape& s = w.Ints(key);
-    if (s.size() < rank) return std::nullopt;
-    const size_t drop = s.size() - rank;
-    for (size_t d = 0; d < drop; ++d) {
-      if (s[d] != 1) return std::nullopt;
-    }
-    r.ints[key] = Shape(s.begin() + static_cast<std::ptrdiff_t>(drop), s.end());
-  }
   const size_t full = w.Ints("shape").size();
+  for (const char* key : {"shape", "in_shape"}) {
+    auto s = DropLeadingOnes(w.Ints(key), full, rank);
+    if (!s) return std::nullopt;
+    r.ints[key] = *s;
+  }
   for (EpilogueOp& e : r.epilogue) {
     if (!e.HasOperand()) continue;
-    const Shape s = PadTo(e.operand_shape, full);
-    const size_t drop = full - rank;
-    for (size_t d = 0; d < drop; ++d) {
-      if (s[d] != 1) return std::nullopt;
-    }
-    e.operand_shape = Shape(s.begin() + static_cast<std::ptrdiff_t>(drop), s.end());
+    auto s = DropLeadingOnes(e.operand_shape, full, rank);
+    if (!s) return std::nullopt;
+    e.operand_shape = *s;
   }
   return r;
 }
-
-}  // namespace
-
-namespace {
 
 // One pass of FuseEpilogues; whether it fused anything.
 bool FuseEpiloguesOnce(Graph& g) {
