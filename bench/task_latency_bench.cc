@@ -4,12 +4,15 @@
 // way. Outputs are checked against the reference (max abs error).
 //
 // Usage: task_latency_bench MODEL.onnx [--repeat N] [--random K] [--task I [--config CONFIG]]
-// [--dump-ir]
+// [--flush] [--dump-ir]
 //   --repeat N  timed samples per kernel (default 50); the median is reported
 //   --random K  also time K random valid configs per task and report the best
 //               one (a cheap stand-in for tuning; default 0)
 //   --task I    only task I; with --config, time CONFIG ("k=v;k=v") instead of
 //               the default config
+//   --flush     time each run with the kernel's buffers flushed from the caches
+//               first, as `kiln tune --flush-cache` does (a kernel's cost in a
+//               model whose weights outgrow the caches)
 //   --dump-ir   print the IR after every lowering pass to stderr
 #include <algorithm>
 #include <chrono>
@@ -25,6 +28,7 @@
 #include "bench/bench_util.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
+#include "compiler/measure.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
@@ -39,6 +43,7 @@ using kiln::compiler::MakeKernelBuffers;
 using kiln::compiler::Workload;
 
 bool g_dump_ir = false;
+bool g_flush = false;
 
 // Median seconds of the kernel built with `config`; negative on failure.
 double TimeConfig(const Workload& w, const Config& config, const kiln::compiler::Target& target,
@@ -47,6 +52,19 @@ double TimeConfig(const Workload& w, const Config& config, const kiln::compiler:
   if (!kernel.ok()) {
     *error = std::string(kernel.status().message());
     return -1;
+  }
+  if (g_flush) {
+    kiln::compiler::Prebuilt prebuilt;
+    prebuilt.kernel = *std::move(kernel);
+    kiln::compiler::MeasurePolicy policy{.repeat = repeat, .flush_cache = true};
+    kiln::compiler::Measurement m =
+        kiln::compiler::Measure(w, config, policy, target, 42, &prebuilt);
+    if (m.error != kiln::compiler::MeasureError::kNone || m.costs_s.empty()) {
+      *error = m.message;
+      return -1;
+    }
+    std::sort(m.costs_s.begin(), m.costs_s.end());
+    return m.costs_s[m.costs_s.size() / 2];
   }
   const kiln::compiler::JitKernel& k = **kernel;
   if (auto s = kiln::compiler::PackKernelInputs(k, b); !s.ok()) {
@@ -74,6 +92,8 @@ int main(int argc, char** argv) {
       only = static_cast<int>(v);
     } else if (a == "--dump-ir") {
       g_dump_ir = true;
+    } else if (a == "--flush") {
+      g_flush = true;
     } else if (a == "--config" && i + 1 < argc) {
       config_text = argv[++i];
     } else if ((a == "--repeat" || a == "--random") && i + 1 < argc) {

@@ -18,13 +18,15 @@ std::string FormatFloat(double v) {
 }
 
 std::string EpilogueText(const EpilogueOp& e) {
+  // A tap's operand is "@N" in place of a shape.
+  const std::string operand = e.IsTap() ? StrCat("@", e.tap) : StrJoin(e.operand_shape, ",");
   switch (e.kind) {
     case EpilogueKind::kRelu:
       return "relu";
     case EpilogueKind::kAdd:
-      return StrCat("add:", StrJoin(e.operand_shape, ","));
+      return StrCat("add:", operand);
     case EpilogueKind::kMul:
-      return StrCat("mul:", StrJoin(e.operand_shape, ","));
+      return StrCat("mul:", operand);
     case EpilogueKind::kUnary: {
       std::string out = StrCat("u:", e.fn);
       if (!e.params.empty()) {
@@ -35,7 +37,7 @@ std::string EpilogueText(const EpilogueOp& e) {
       return out;
     }
     case EpilogueKind::kBinary:
-      return StrCat(e.reversed ? "br:" : "b:", e.fn, ":", StrJoin(e.operand_shape, ","));
+      return StrCat(e.reversed ? "br:" : "b:", e.fn, ":", operand);
   }
   return "?";
 }
@@ -133,6 +135,28 @@ std::string Workload::Key() const {
   return StrCat(op, "-", buf);
 }
 
+namespace {
+
+// An epilogue op's operand, the `index`th op's: a shape, or "@N" for the
+// chain's value entering op N (N <= index).
+absl::Status ParseOperand(std::string_view text, size_t index, EpilogueOp* e) {
+  if (!text.empty() && text[0] == '@') {
+    int64_t tap = 0;
+    if (!ParseInt64(text.substr(1), &tap) || tap < 0 || static_cast<size_t>(tap) > index) {
+      return absl::InvalidArgumentError(
+          StrCat("epilogue op ", index, " taps '", text, "': not an earlier point of its chain"));
+    }
+    e->tap = tap;
+    return absl::OkStatus();
+  }
+  auto shape = ParseIntList(text);
+  if (!shape.ok()) return shape.status();
+  e->operand_shape = *std::move(shape);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
   size_t open = canonical.find('(');
   size_t close = canonical.find(')');
@@ -217,9 +241,7 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
         } else {
           e.kind = EpilogueKind::kBinary;
           e.reversed = name == "br";
-          auto shape = ParseIntList(fields[2]);
-          if (!shape.ok()) return shape.status();
-          e.operand_shape = *std::move(shape);
+          if (auto s = ParseOperand(fields[2], w.epilogue.size(), &e); !s.ok()) return s;
         }
       } else if (name == "relu") {
         e.kind = EpilogueKind::kRelu;
@@ -228,9 +250,10 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
         if (part.find(':') == std::string_view::npos) {
           return absl::InvalidArgumentError(StrCat("epilogue '", part, "' lacks a shape"));
         }
-        auto shape = ParseIntList(part.substr(part.find(':') + 1));
-        if (!shape.ok()) return shape.status();
-        e.operand_shape = *std::move(shape);
+        if (auto s = ParseOperand(part.substr(part.find(':') + 1), w.epilogue.size(), &e);
+            !s.ok()) {
+          return s;
+        }
       } else {
         return absl::InvalidArgumentError(StrCat("unknown epilogue op '", name, "'"));
       }
@@ -396,7 +419,13 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     sig.inputs.insert(sig.inputs.begin() + p.input, args.begin(), args.end());
   }
   int idx = 0;
-  for (const EpilogueOp& e : epilogue) {
+  for (size_t j = 0; j < epilogue.size(); ++j) {
+    const EpilogueOp& e = epilogue[j];
+    if (e.IsTap() && (static_cast<size_t>(e.tap) > j || e.kind == EpilogueKind::kRelu ||
+                      e.kind == EpilogueKind::kUnary)) {
+      return absl::InvalidArgumentError(
+          StrCat("workload ", op, ": epilogue op ", j, " taps op ", e.tap, " of its chain"));
+    }
     if (!e.HasOperand()) continue;
     if (auto s = CheckBroadcastable(e.operand_shape, sig.output.shape, "epilogue operand");
         !s.ok()) {

@@ -74,8 +74,15 @@ struct EpilogueOp {
   std::string fn;                      // unary/binary: the function's name
   std::vector<double> params;          // unary: its parameters
   bool reversed = false;               // binary: y = fn(operand, y)
+  // add/mul/binary: >= 0 when the operand is not a tensor but the chain's own
+  // value as it entered op `tap` of this epilogue (`mul:@0` in text), as in
+  // GELU's x * f(x): the op then reads no buffer.
+  int64_t tap = -1;
   bool operator==(const EpilogueOp&) const = default;
-  bool HasOperand() const { return kind != EpilogueKind::kRelu && kind != EpilogueKind::kUnary; }
+  bool IsTap() const { return tap >= 0; }
+  bool HasOperand() const {
+    return !IsTap() && kind != EpilogueKind::kRelu && kind != EpilogueKind::kUnary;
+  }
 };
 
 struct TensorSpec {

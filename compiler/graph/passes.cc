@@ -180,6 +180,13 @@ std::optional<Workload> DropLeadingOnes(const Workload& w, size_t rank) {
   return r;
 }
 
+// Whether `n` is an eltwise whose chain starts from its input as it is (no
+// broadcast): a consumer's operand reading that input can tap the chain.
+bool TapsItsInput(const Node& n) {
+  return n.workload.op == "eltwise" && n.workload.prologue.empty() &&
+         n.workload.Ints("in_shape") == n.workload.Ints("shape");
+}
+
 // One pass of FuseEpilogues; whether it fused anything.
 bool FuseEpiloguesOnce(Graph& g) {
   bool fused = false;
@@ -220,9 +227,6 @@ bool FuseEpiloguesOnce(Graph& g) {
     KILN_CHECK(csig.ok()) << csig.status().ToString();
     if (ew.Ints("shape") != out_shape) continue;
     const int fused_in = view >= 0 ? g.nodes[view].output : v;
-    int reads = 0;
-    for (int in : cn.inputs) reads += in == fused_in;
-    if (reads != 1) continue;
     std::vector<EpilogueOp> epi = ew.epilogue;
     std::vector<int> operands(cn.inputs.begin() + 1, cn.inputs.end());
     std::vector<DType> operand_dtypes;
@@ -231,8 +235,13 @@ bool FuseEpiloguesOnce(Graph& g) {
     if (cn.inputs[0] == fused_in) {
       if (ew.Ints("in_shape") != out_shape) continue;
     } else {
-      // v is the first epilogue operand: swap it with the main input.
-      if (epi.empty() || !epi[0].HasOperand() || cn.inputs[1] != v ||
+      // v is the first epilogue operand: swap it with the main input. A tap
+      // of the value entering the eltwise's first op would then read v.
+      int reads = 0;
+      for (int in : cn.inputs) reads += in == fused_in;
+      const bool taps_input =
+          std::any_of(epi.begin(), epi.end(), [](const EpilogueOp& e) { return e.tap == 0; });
+      if (reads != 1 || taps_input || epi.empty() || !epi[0].HasOperand() || cn.inputs[1] != v ||
           epi[0].operand_shape != out_shape || csig->inputs[0].dtype != csig->inputs[1].dtype) {
         continue;
       }
@@ -242,6 +251,36 @@ bool FuseEpiloguesOnce(Graph& g) {
       operands[0] = cn.inputs[0];
       operand_dtypes[0] = csig->inputs[0].dtype;
     }
+    // The eltwise's ops go after the anchor's: their taps move up by as many.
+    const auto base = static_cast<int64_t>(g.nodes[i].workload.epilogue.size());
+    for (EpilogueOp& e : epi) e.tap += e.IsTap() ? base : 0;
+    // An operand that is a value the fused chain already holds becomes a tap,
+    // as in GELU's x * f(x): the anchor's output (the value entering the
+    // eltwise's ops), or an eltwise anchor's own input (the value entering
+    // its first op). The tap reads the chain's value where the operand read
+    // the anchor's stored output: the same for float32.
+    const int anchor_in = TapsItsInput(g.nodes[i]) ? g.nodes[i].inputs[0] : -1;
+    bool tappable = true;
+    std::vector<int> kept;
+    std::vector<DType> kept_dtypes;
+    size_t k = 0;
+    for (EpilogueOp& e : epi) {
+      if (!e.HasOperand()) continue;
+      const int in = operands[k];
+      const DType dtype = operand_dtypes[k++];
+      if (in == fused_in || in == anchor_in) {
+        tappable = tappable && e.operand_shape == out_shape &&
+                   (in == anchor_in || sig->output.dtype == DType::kFloat32);
+        e.tap = in == fused_in ? base : 0;
+        e.operand_shape.clear();
+        continue;
+      }
+      kept.push_back(in);
+      kept_dtypes.push_back(dtype);
+    }
+    if (!tappable) continue;
+    operands = std::move(kept);
+    operand_dtypes = std::move(kept_dtypes);
     // The eltwise input takes the anchor's output as it is: same dtype.
     if (sig->output.dtype !=
         (cn.inputs[0] == fused_in ? csig->inputs[0].dtype : csig->inputs[1].dtype)) {

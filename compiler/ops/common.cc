@@ -130,7 +130,9 @@ Expr ApplyEpilogue(const Workload& w, Expr y, const std::vector<Var>& idx,
                    const std::vector<te::Tensor>& operands, absl::Status* error) {
   size_t next = 0;
   absl::Status status;
+  std::vector<Expr> entering;  // the chain's value entering each op (taps read it)
   for (const EpilogueOp& e : w.epilogue) {
+    entering.push_back(y);
     if (e.kind == EpilogueKind::kRelu || e.kind == EpilogueKind::kUnary) {
       auto r = e.kind == EpilogueKind::kRelu ? UnaryFn("relu", y, {}) : UnaryFn(e.fn, y, e.params);
       if (!r.ok()) {
@@ -140,8 +142,13 @@ Expr ApplyEpilogue(const Workload& w, Expr y, const std::vector<Var>& idx,
       y = *r;
       continue;
     }
-    const te::Tensor& t = operands[next++];
-    Expr v = Promote(t(BroadcastIndex(t->shape, idx)));
+    Expr v;
+    if (e.IsTap()) {
+      v = entering[static_cast<size_t>(e.tap)];
+    } else {
+      const te::Tensor& t = operands[next++];
+      v = Promote(t(BroadcastIndex(t->shape, idx)));
+    }
     if (e.kind == EpilogueKind::kBinary) {
       auto r = e.reversed ? BinaryFn(e.fn, v, y) : BinaryFn(e.fn, y, v);
       if (!r.ok()) {

@@ -285,8 +285,9 @@ absl::Status RunReference(const Workload& workload, std::span<const void* const>
   bool classic = workload.op == "conv2d" || workload.op == "dense" || workload.op == "pool2d" ||
                  workload.op == "pool3d";
   for (const EpilogueOp& e : workload.epilogue) {
-    classic = classic && (e.kind == EpilogueKind::kRelu || e.kind == EpilogueKind::kAdd ||
-                          e.kind == EpilogueKind::kMul);
+    classic = classic && !e.IsTap() &&
+              (e.kind == EpilogueKind::kRelu || e.kind == EpilogueKind::kAdd ||
+               e.kind == EpilogueKind::kMul);
   }
   classic = classic && !workload.ints.count("dtypes");
   if (!classic) return InterpretWorkload(workload, raw_inputs, raw_output);

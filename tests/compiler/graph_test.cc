@@ -140,6 +140,58 @@ TEST(Fusion, MatMulEpilogueJoinsThroughItsView) {
   ExpectSameOutput(**raw, g, {x, r});
 }
 
+// GELU after a MatMul and its bias, as BERT's feed-forward layer has it:
+// x * (1 + erf(x / sqrt 2)) * 0.5 reads x twice. The erf chain joins the dense,
+// and the Mul's second read of x becomes a tap of the chain (`mul:@1`, the
+// value after the bias) instead of an operand, so the whole GELU runs in the
+// dense's epilogue; with the Mul's operands either way round. The fused
+// kernel, compiled and run, computes what the unfused graph does.
+TEST(Fusion, GeluJoinsTheMatMulByTappingItsOwnValue) {
+  for (bool x_first : {true, false}) {
+    SCOPED_TRACE(x_first ? "Mul(x, cdf)" : "Mul(cdf, x)");
+    OnnxBuilder b;
+    b.Input("x", {1, 4, 8});
+    b.Init("w", {8, 6}, Ramp(48, 0.37f, 0));
+    b.Init("bias", {6}, {0.1f, -0.2f, 0.3f, -0.4f, 0.5f, -0.6f});
+    b.Init("sqrt2", {}, {1.4142135f});
+    b.Init("one", {}, {1.0f});
+    b.Init("half", {}, {0.5f});
+    b.Node("MatMul", {"x", "w"}, {"m"});
+    b.Node("Add", {"m", "bias"}, {"h"});
+    b.Node("Div", {"h", "sqrt2"}, {"d"});
+    b.Node("Erf", {"d"}, {"e"});
+    b.Node("Add", {"e", "one"}, {"cdf"});
+    b.Node("Mul",
+           x_first ? std::vector<std::string>{"h", "cdf"} : std::vector<std::string>{"cdf", "h"},
+           {"g"});
+    b.Node("Mul", {"g", "half"}, {"y"});
+    b.Output("y");
+    auto bytes = b.Bytes();
+    auto raw = ImportOnnx(bytes);
+    ASSERT_TRUE(raw.ok()) << raw.status();
+    auto m = Model::FromOnnx(bytes);
+    ASSERT_TRUE(m.ok()) << m.status();
+    ASSERT_EQ(m->Tasks().size(), 1u);
+    const Workload& w = m->Tasks()[0].workload;
+    EXPECT_EQ(w.op, "dense");
+    EXPECT_THAT(w.Canonical(), ::testing::HasSubstr("|mul:@1|"));
+    auto parsed = Workload::Parse(w.Canonical());
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, w);
+    auto sig = w.Signature();
+    ASSERT_TRUE(sig.ok()) << sig.status();
+    EXPECT_EQ(sig->inputs.size(), 6u);  // A, B, and bias, sqrt2, one, half: x is not read again
+    std::vector<float> x = Ramp(32, 0.13f, 0.1f);
+    ExpectSameOutput(**raw, m->graph(), {x});
+    auto want = testing::EvaluateGraph(**raw, {x}).at((*raw)->outputs[0]);
+    auto module = testing::CompileAndLoad(*m);
+    ASSERT_TRUE(module.ok()) << module.status();
+    std::vector<float> y(want.size(), -1.0f);
+    ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5f) << i;
+  }
+}
+
 // FuseInjective: an elementwise Exp feeding a Transpose feeding a ReduceSum
 // run inside the reduction's kernel (the Exp as the Transpose's prologue);
 // the group's key covers the producers, and the fused kernel computes what

@@ -237,6 +237,36 @@ TEST(OpsNumeric, DefaultAndRandomConfigsMatchReference) {
   }
 }
 
+// Epilogue taps (`mul:@N`: the chain's own value entering op N as the
+// operand, as a fused GELU's x * f(x) has it) on every template that takes an
+// epilogue: the dense, a 1x1 conv (direct, NCHWc or GEMM by config) and an
+// eltwise. Taps read no buffer; malformed taps are refused.
+TEST(OpsNumeric, EpilogueTapsMatchReference) {
+  Target host = Target::Host();
+  std::mt19937 rng(7);
+  for (const char* s :
+       {"dense(K=19;M=7;N=13;bias=1;bias_shape=1,13;transA=0;transB=1)|add:1,13|u:erf|mul:@1|"
+        "mul:@0",
+        "conv2d(C=8;H=6;K=16;N=1;OH=6;OW=6;R=1;S=1;W=6;bias=1;dilation=1,1;groups=1;"
+        "pad=0,0,0,0;stride=1,1)|relu|mul:@0|b:sub:@1",
+        "eltwise(in_shape=2,4,3,11;shape=2,4,3,11)|u:erf|add:2,1,3,11|br:sub:@0"}) {
+    Workload w = Parse(s);
+    EXPECT_EQ(w.Canonical(), s);
+    auto sig = w.Signature();
+    ASSERT_TRUE(sig.ok()) << sig.status();
+    for (const TensorSpec& in : sig->inputs) EXPECT_NE(in.name, "ep1") << s;  // one operand at most
+    ExpectMatchesReference(w, *DefaultConfig(w, host), s);
+    EXPECT_GT(CheckRandomConfigs(w, host, rng, 30, 4, s), 0) << s;
+  }
+  for (const char* bad :
+       {"eltwise(in_shape=4;shape=4)|u:erf|mul:@2", "eltwise(in_shape=4;shape=4)|mul:@-1",
+        "eltwise(in_shape=4;shape=4)|mul:@x", "eltwise(in_shape=4;shape=4)|u:erf:@0"}) {
+    auto w = Workload::Parse(bad);
+    ASSERT_FALSE(w.ok()) << bad;
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(OpsNumeric, TailTilesMatchReference) {
   Target host = Target::Host();
   // tile_k=4 over K=5, tile_oh=4 over OH=9, tile_ow=lanes over OW=9: all tails.
