@@ -25,7 +25,13 @@ using namespace generic_internal;
 // ---------------------------------------------------------------------------
 // Reductions
 
-absl::StatusOr<te::Tensor> ReduceOp(const Workload& w, const std::vector<te::Tensor>& in) {
+// A reduction; with lanes > 1 (the template's rvec knob), its input's
+// contiguous last axis, which it must reduce, runs in vector lanes: a
+// `rpartial` stage reduces x[..., ko*lanes + l] over ko (and the other
+// reduced axes) into `lanes` partial results per output element, and the
+// output reduces those (as the dense template's vec_k does).
+absl::StatusOr<te::Tensor> ReduceCompute(const Workload& w, const std::vector<te::Tensor>& in,
+                                         int64_t lanes) {
   const te::Tensor& x = in.at(0);
   const Shape& xs = x->shape;
   const Shape& axes = w.Ints("axes");
@@ -47,42 +53,86 @@ absl::StatusOr<te::Tensor> ReduceOp(const Workload& w, const std::vector<te::Ten
   if (out.empty()) out = {1};
   if (out != w.Ints("shape")) return Bad(w, "output shape does not match the reduction");
   if (kind < 0 || kind > 3 || pre < 0 || pre > 2) return Bad(w, "bad kind/pre");
+  const bool split = lanes > 1;
+  const size_t last = xs.size() - 1;
+  if (split && (xs.empty() || !reduced[last] || xs[last] < lanes)) {
+    return Bad(w, StrCat("rvec=", lanes, " needs the input's last axis reduced and that long"));
+  }
+  const int64_t chunks = split ? (xs[last] + lanes - 1) / lanes : 0;
   std::vector<IterRange> raxes;
   for (size_t d = 0; d < xs.size(); ++d) {
-    if (reduced[d]) raxes.push_back(te::ReduceAxis(xs[d], StrCat("r", d)));
+    if (!reduced[d]) continue;
+    raxes.push_back(te::ReduceAxis(split && d == last ? chunks : xs[d], StrCat("r", d)));
   }
   DataType ct = Promote(x(std::vector<Expr>(xs.size(), IntImm(0)))).dtype();
   if (ct.is_bool()) ct = DataType::UInt(8);  // max/min/sum of bools as 0/1 bytes
+  const Expr identity = kind == 0   ? Const(ct, 0)
+                        : kind == 1 ? Lowest(ct)
+                        : kind == 2 ? Highest(ct)
+                                    : Const(ct, 1);
+  auto reduce = [&](Expr v, const std::vector<IterRange>& over) {
+    static constexpr ReduceKind kKinds[] = {ReduceKind::kSum, ReduceKind::kMax, ReduceKind::kMin,
+                                            ReduceKind::kProd};
+    return Reduce(kKinds[kind], v, over, identity);
+  };
+  // The element at output index o (the lane l when split), pre applied.
+  auto element = [&](const std::vector<Var>& o, const Var* l) {
+    std::vector<Expr> idx;
+    size_t oi = 0, ri = 0;
+    Expr in_range;
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (!reduced[d]) {
+        idx.push_back(Expr(o[oi++]));
+        continue;
+      }
+      Expr r = raxes[ri++].var;
+      if (keep) ++oi;
+      if (l != nullptr && d == last) {
+        r = r * IntImm(lanes) + *l;
+        if (xs[last] % lanes != 0) {
+          in_range = r < IntImm(xs[last]);
+          r = Min(r, IntImm(xs[last] - 1));
+        }
+      }
+      idx.push_back(r);
+    }
+    Expr v = Promote(x(idx));
+    if (v.dtype() != ct) v = Cast(ct, v);
+    if (pre == 1) v = *UnaryFn("abs", v, {});
+    if (pre == 2) v = v * v;
+    return in_range.defined() ? Select(in_range, v, identity) : v;
+  };
+  if (!split) {
+    return te::Compute(
+        "red", out,
+        [&](const std::vector<Var>& o) {
+          Expr v = element(o, nullptr);
+          return raxes.empty() ? v : reduce(v, raxes);
+        },
+        ct);
+  }
+  Shape pshape = out;
+  pshape.push_back(lanes);
+  te::Tensor partial = te::Compute(
+      "rpartial", pshape,
+      [&](const std::vector<Var>& p) {
+        std::vector<Var> o(p.begin(), p.end() - 1);
+        return reduce(element(o, &p.back()), raxes);
+      },
+      ct);
+  IterRange rl = te::ReduceAxis(lanes, "rl");
   return te::Compute(
       "red", out,
       [&](const std::vector<Var>& o) {
-        std::vector<Expr> idx;
-        size_t oi = 0, ri = 0;
-        for (size_t d = 0; d < xs.size(); ++d) {
-          if (reduced[d]) {
-            idx.push_back(raxes[ri++].var);
-            if (keep) ++oi;
-          } else {
-            idx.push_back(xs.size() == 0 ? Expr(IntImm(0)) : Expr(o[oi++]));
-          }
-        }
-        Expr v = Promote(x(idx));
-        if (v.dtype() != ct) v = Cast(ct, v);
-        if (pre == 1) v = *UnaryFn("abs", v, {});
-        if (pre == 2) v = v * v;
-        if (raxes.empty()) return v;
-        switch (kind) {
-          case 0:
-            return Reduce(ReduceKind::kSum, v, raxes, Const(ct, 0));
-          case 1:
-            return Reduce(ReduceKind::kMax, v, raxes, Lowest(ct));
-          case 2:
-            return Reduce(ReduceKind::kMin, v, raxes, Highest(ct));
-          default:
-            return Reduce(ReduceKind::kProd, v, raxes, Const(ct, 1));
-        }
+        std::vector<Expr> pi(o.begin(), o.end());
+        pi.push_back(rl.var);
+        return reduce(partial(pi), {rl});
       },
       ct);
+}
+
+absl::StatusOr<te::Tensor> ReduceOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  return ReduceCompute(w, in, 1);
 }
 
 absl::StatusOr<te::Tensor> ArgReduceOp(const Workload& w, const std::vector<te::Tensor>& in) {
@@ -532,12 +582,46 @@ bool Vectorizable(const Workload& w) {
   return op && op->pattern == Pattern::kInjective;
 }
 
+// The length of a float32 reduce's contiguous last input axis when it
+// reduces that axis (0 otherwise): what its rvec knob runs in vector lanes.
+int64_t ReducedLastAxis(const Workload& w) {
+  if (w.op != "reduce" || !w.ints.count("in0") || w.ints.count("dtypes")) return 0;
+  const Shape& xs = w.Ints("in0");
+  const Shape& axes = w.Ints("axes");
+  const auto last = static_cast<int64_t>(xs.size()) - 1;
+  return !xs.empty() && std::count(axes.begin(), axes.end(), last) ? xs.back() : 0;
+}
+
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
-  return OutputLoopKnobs(w.Ints("shape"), t, Vectorizable(w));
+  std::vector<Knob> k = OutputLoopKnobs(w.Ints("shape"), t, Vectorizable(w));
+  // rvec: a reduction along the contiguous last axis in that many lanes
+  // (1: one element at a time).
+  const int64_t n = ReducedLastAxis(w), lanes = t.NativeVectorLanes();
+  if (lanes > 1 && n >= lanes) {
+    k.push_back({"rvec", {1}});
+    for (int64_t m = 1; m <= 4 && lanes * m <= n; m *= 2) k.back().choices.push_back(lanes * m);
+  }
+  return k;
 }
 
 Config Default(const Workload& w, const Target& t) {
-  return OutputLoopDefault(w.Ints("shape"), t, Vectorizable(w));
+  Config c = OutputLoopDefault(w.Ints("shape"), t, Vectorizable(w));
+  const std::vector<Knob> k = Knobs(w, t);
+  if (k.back().name == "rvec") {
+    // Two vectors of partial results: two independent chains of adds (or
+    // maxes) per element. The BERT layer's softmax and layer norm row
+    // reductions, one element at a time and serial: 90-142 us each at one
+    // thread; in lanes and parallel: 8-42 us (task_latency_bench).
+    c["rvec"] = Pick(k.back().choices, 2 * t.NativeVectorLanes());
+  }
+  if (w.op == "reduce" && k[1].choices.size() > 1) {
+    // In parallel when the work is large, not the output: a row reduction
+    // writes one value per row.
+    int64_t work = 1;
+    for (int64_t d : w.Ints("in0")) work *= d;
+    if (work >= 65536) c["parallel"] = 1;
+  }
+  return c;
 }
 
 absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }
@@ -546,7 +630,8 @@ absl::Status Check(const Workload&, const Target&, const Config&) { return absl:
 // prologue) computed from its kernel arguments `args` (every input, output
 // excluded): prologues first, computed in place of their op inputs, then the
 // op, then its epilogue and the cast to the output dtype.
-absl::StatusOr<te::Tensor> OpTensor(const Workload& w, const std::vector<te::Tensor>& args) {
+absl::StatusOr<te::Tensor> OpTensor(const Workload& w, const std::vector<te::Tensor>& args,
+                                    int64_t reduce_lanes = 1) {
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
   const bool eltwise = w.op == "eltwise";
@@ -579,7 +664,8 @@ absl::StatusOr<te::Tensor> OpTensor(const Workload& w, const std::vector<te::Ten
         [&](const std::vector<Var>& o) { return x(BroadcastIndex(x->shape, o)); },
         x.buffer()->dtype);
   } else {
-    auto c = op->compute(w, op_in);
+    auto c = w.op == "reduce" && reduce_lanes > 1 ? ReduceCompute(w, op_in, reduce_lanes)
+                                                  : op->compute(w, op_in);
     if (!c.ok()) return c.status();
     core = *c;
   }
@@ -598,13 +684,13 @@ absl::StatusOr<te::Tensor> OpTensor(const Workload& w, const std::vector<te::Ten
 }
 
 // The op's computes over its kernel arguments, unscheduled (b.args set).
-absl::StatusOr<Built> Computes(const Workload& w) {
+absl::StatusOr<Built> Computes(const Workload& w, int64_t reduce_lanes = 1) {
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
   std::vector<te::Tensor> args;
   for (size_t i = 0; i < sig->inputs.size(); ++i)
     args.push_back(TypedPlaceholder(w, i, sig->inputs[i].name));
-  auto made = OpTensor(w, args);
+  auto made = OpTensor(w, args, reduce_lanes);
   if (!made.ok()) return made.status();
   te::Tensor out = *made;
   size_t n_eps = 0;
@@ -618,7 +704,7 @@ absl::StatusOr<Built> Computes(const Workload& w) {
 }
 
 absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
-  auto built = Computes(w);
+  auto built = Computes(w, c.count("rvec") ? c.at("rvec") : 1);
   if (!built.ok()) return built.status();
   Built b = *std::move(built);
   const te::Tensor out = b.args.back();
@@ -635,6 +721,18 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
       s.ComputeAt(st.tensor, out, s.Axis(out, rank - 1));
       attached = true;
     }
+  }
+  // rvec: the partial results' lanes innermost, one vector per step of the
+  // reduction.
+  for (const te::Stage& st : std::vector<te::Stage>(s.stages())) {
+    if (st.name() != "rpartial") continue;
+    std::vector<te::IterVar> order;
+    for (size_t r = 0; r < st.tensor->reduce_axes.size(); ++r) {
+      order.push_back(s.ReduceAxisOf(st.tensor, static_cast<int>(r)));
+    }
+    order.push_back(s.Axis(st.tensor, static_cast<int>(st.tensor->shape.size()) - 1));
+    s.Reorder(st.tensor, order);
+    s.Vectorize(st.tensor, order.back());
   }
   int64_t vec = c.at("vec");
   if (vec > 1 && !attached && out->reduce_axes.empty()) {

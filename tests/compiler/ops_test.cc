@@ -267,6 +267,45 @@ TEST(OpsNumeric, EpilogueTapsMatchReference) {
   }
 }
 
+// rvec: a reduction along the input's contiguous last axis in vector lanes
+// (a partial stage of `rvec` lanes per output element, then the lanes
+// reduced), for every kind (sum, max, min, prod) and pre (none, abs,
+// square), a last axis that the lanes do not divide, several reduced axes,
+// keep=0 and an epilogue; every rvec choice, alone and in parallel, against
+// the one-element-at-a-time reference.
+TEST(OpsNumeric, ReductionsInVectorLanesMatchReference) {
+  Target host = Target::Host();
+  int checked = 0;
+  for (const std::string shape :
+       {"axes=2;in0=2,3,37;keep=1;shape=2,3,1", "axes=1,2;in0=4,5,64;keep=0;shape=4"}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      for (int pre = 0; pre < 3; ++pre) {
+        for (const char* epilogue : {"", "|u:scale:0.5,1"}) {
+          const std::string text =
+              StrCat("reduce(", shape, ";kind=", kind, ";pre=", pre, ")", epilogue);
+          Workload w = Parse(text);
+          auto knobs = *KnobsOf(w, host);
+          ASSERT_EQ(knobs.back().name, "rvec") << text;
+          EXPECT_GT(DefaultConfig(w, host)->at("rvec"), 1) << text;
+          for (int64_t lanes : knobs.back().choices) {
+            for (int64_t parallel : knobs[1].choices) {
+              Config c = *DefaultConfig(w, host);
+              c["rvec"] = lanes;
+              c["parallel"] = parallel;
+              ExpectMatchesReference(w, c, text);
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+  // Not offered where the last axis is kept.
+  auto knobs = *KnobsOf(Parse("reduce(axes=1;in0=4,64,8;keep=1;kind=0;pre=0;shape=4,1,8)"), host);
+  for (const Knob& k : knobs) EXPECT_NE(k.name, "rvec");
+}
+
 TEST(OpsNumeric, TailTilesMatchReference) {
   Target host = Target::Host();
   // tile_k=4 over K=5, tile_oh=4 over OH=9, tile_ow=lanes over OW=9: all tails.
