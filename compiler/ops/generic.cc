@@ -592,8 +592,30 @@ int64_t ReducedLastAxis(const Workload& w) {
   return !xs.empty() && std::count(axes.begin(), axes.end(), last) ? xs.back() : 0;
 }
 
+// The output axis to which a transpose moves its input's contiguous last
+// axis, when that is not the output's last axis (-1 otherwise): the axis
+// tr_tile tiles.
+int MovedLastAxis(const Workload& w) {
+  if (w.op != "transpose" || !w.ints.count("perm")) return -1;
+  const Shape& perm = w.Ints("perm");
+  const auto last = static_cast<int64_t>(perm.size()) - 1;
+  for (size_t d = 0; d + 1 < perm.size(); ++d) {
+    if (perm[d] == last) return static_cast<int>(d);
+  }
+  return -1;
+}
+
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   std::vector<Knob> k = OutputLoopKnobs(w.Ints("shape"), t, Vectorizable(w));
+  // tr_tile: a transpose that moves the input's last axis copies tiles of
+  // that many of its elements (contiguous reads) for each element of the
+  // output's last axis, innermost (0: along the output's last axis).
+  if (int p = MovedLastAxis(w); p >= 0 && w.Ints("shape")[p] >= 8) {
+    k.push_back({"tr_tile", {0}});
+    for (int64_t tile : {8, 16, 32}) {
+      if (tile <= w.Ints("shape")[p]) k.back().choices.push_back(tile);
+    }
+  }
   // rvec: a reduction along the contiguous last axis in that many lanes
   // (1: one element at a time).
   const int64_t n = ReducedLastAxis(w), lanes = t.NativeVectorLanes();
@@ -614,6 +636,14 @@ Config Default(const Workload& w, const Target& t) {
     // thread; in lanes and parallel: 8-42 us (task_latency_bench).
     c["rvec"] = Pick(k.back().choices, 2 * t.NativeVectorLanes());
   }
+  if (k.back().name == "tr_tile") {
+    // The BERT layer's K transpose, [128 x 768] -> [768 x 128], took
+    // 143-158 us along the output's rows (reads 3 KB apart, which share few
+    // L1 sets) and 49-54 us in tiles of 8 (16: 37-62, 32: 39-63;
+    // task_latency_bench, one thread, three rounds).
+    c["tr_tile"] = Pick(k.back().choices, 8);
+    c["vec"] = 1;
+  }
   if (w.op == "reduce" && k[1].choices.size() > 1) {
     // In parallel when the work is large, not the output: a row reduction
     // writes one value per row.
@@ -624,7 +654,12 @@ Config Default(const Workload& w, const Target& t) {
   return c;
 }
 
-absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }
+absl::Status Check(const Workload&, const Target&, const Config& c) {
+  if (c.count("tr_tile") && c.at("tr_tile") > 0 && c.at("vec") > 1) {
+    return absl::InvalidArgumentError("transpose: tr_tile > 0 copies along another axis than vec");
+  }
+  return absl::OkStatus();
+}
 
 // The output of workload `w` (a generic op, or eltwise when `w` is a
 // prologue) computed from its kernel arguments `args` (every input, output
@@ -733,6 +768,21 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     order.push_back(s.Axis(st.tensor, static_cast<int>(st.tensor->shape.size()) - 1));
     s.Reorder(st.tensor, order);
     s.Vectorize(st.tensor, order.back());
+  }
+  if (const int64_t tile = c.count("tr_tile") ? c.at("tr_tile") : 0; tile > 0) {
+    // [.., po, pi, .., last] -> [.., po, .., last, pi]: each element of the
+    // output's last axis copies `tile` contiguous input elements; in
+    // parallel over the axes before po (or po itself).
+    const int p = MovedLastAxis(w);
+    te::IterVar last = s.Axis(out, rank - 1);
+    auto [po, pi] = s.Split(out, s.Axis(out, p), tile);
+    s.Reorder(out, {last, pi});
+    if (c.at("parallel")) {
+      te::IterVar outer = p > 0 ? s.Axis(out, 0) : po;
+      for (int d = 1; d < p; ++d) outer = s.Fuse(out, outer, s.Axis(out, d));
+      s.Parallel(out, outer);
+    }
+    return b;
   }
   int64_t vec = c.at("vec");
   if (vec > 1 && !attached && out->reduce_axes.empty()) {

@@ -306,6 +306,38 @@ TEST(OpsNumeric, ReductionsInVectorLanesMatchReference) {
   for (const Knob& k : knobs) EXPECT_NE(k.name, "rvec");
 }
 
+// tr_tile: a transpose that moves its input's last axis copies tiles along
+// it, whole and partial (extent 20 in tiles of 8 and 16), in parallel or not,
+// with a prologue-free and an epilogue-bearing output, against the reference.
+TEST(OpsNumeric, TransposeTilesMatchReference) {
+  Target host = Target::Host();
+  int checked = 0;
+  for (const char* text : {"transpose(in0=3,5,20;perm=0,2,1;shape=3,20,5)",
+                           "transpose(in0=2,6,3,20;perm=0,2,3,1;shape=2,3,20,6)|u:exp",
+                           "transpose(in0=9,20;perm=1,0;shape=20,9)"}) {
+    Workload w = Parse(text);
+    auto knobs = *KnobsOf(w, host);
+    ASSERT_EQ(knobs.back().name, "tr_tile") << text;
+    EXPECT_GT(DefaultConfig(w, host)->at("tr_tile"), 0) << text;
+    for (int64_t tile : knobs.back().choices) {
+      for (int64_t parallel : knobs[1].choices) {
+        Config c = *DefaultConfig(w, host);
+        c["tr_tile"] = tile;
+        c["parallel"] = parallel;
+        ExpectMatchesReference(w, c, text);
+        ++checked;
+      }
+    }
+    Config both = *DefaultConfig(w, host);
+    both["vec"] = knobs[0].choices.back();
+    if (both["vec"] > 1) EXPECT_FALSE(ValidateConfig(w, host, both).ok()) << text;
+  }
+  EXPECT_GE(checked, 12);
+  // Not offered where the last axis stays last.
+  auto kept = *KnobsOf(Parse("transpose(in0=4,6,16;perm=1,0,2;shape=6,4,16)"), host);
+  for (const Knob& k : kept) EXPECT_NE(k.name, "tr_tile");
+}
+
 TEST(OpsNumeric, TailTilesMatchReference) {
   Target host = Target::Host();
   // tile_k=4 over K=5, tile_oh=4 over OH=9, tile_ow=lanes over OW=9: all tails.
