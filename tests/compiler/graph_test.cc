@@ -32,6 +32,13 @@ void ExpectSameOutput(const Graph& unfused, const Graph& fused,
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], have[i], 1e-4) << i;
 }
 
+// A fused group's canonical string parses back to the same workload.
+void ExpectParsesBack(const Workload& w) {
+  auto parsed = Workload::Parse(w.Canonical());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, w);
+}
+
 const char* kConv =
     "conv2d(C=3;H=8;K=4;N=1;OH=8;OW=8;R=3;S=3;W=8;bias=1;dilation=1,1;groups=1;"
     "pad=1,1,1,1;stride=1,1)";
@@ -175,9 +182,7 @@ TEST(Fusion, GeluJoinsTheMatMulByTappingItsOwnValue) {
     const Workload& w = m->Tasks()[0].workload;
     EXPECT_EQ(w.op, "dense");
     EXPECT_THAT(w.Canonical(), ::testing::HasSubstr("|mul:@1|"));
-    auto parsed = Workload::Parse(w.Canonical());
-    ASSERT_TRUE(parsed.ok()) << parsed.status();
-    EXPECT_EQ(*parsed, w);
+    ExpectParsesBack(w);
     auto sig = w.Signature();
     ASSERT_TRUE(sig.ok()) << sig.status();
     EXPECT_EQ(sig->inputs.size(), 6u);  // A, B, and bias, sqrt2, one, half: x is not read again
@@ -214,9 +219,7 @@ TEST(Fusion, InjectiveProducersJoinTheirReductionConsumer) {
   ASSERT_EQ(w.prologue[0].op.prologue.size(), 1u);
   EXPECT_EQ(w.prologue[0].op.prologue[0].op.op, "eltwise");
   EXPECT_THAT(w.Canonical(), ::testing::HasSubstr("|<0:transpose("));
-  auto parsed = Workload::Parse(w.Canonical());
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(*parsed, w);
+  ExpectParsesBack(w);
   auto sig = w.Signature();
   ASSERT_TRUE(sig.ok()) << sig.status();
   ASSERT_EQ(sig->inputs.size(), 1u);  // the transpose's input, x

@@ -267,6 +267,28 @@ TEST(OpsNumeric, EpilogueTapsMatchReference) {
   }
 }
 
+// Checks the configs of `w` that take each choice of its last knob, `name`
+// (which the default sets to more than 0), alone and in parallel, against the
+// reference; how many.
+int CheckEveryChoice(const Workload& w, const std::string& name, const std::string& what) {
+  Target host = Target::Host();
+  auto knobs = *KnobsOf(w, host);
+  EXPECT_EQ(knobs.back().name, name) << what;
+  if (knobs.back().name != name) return 0;
+  EXPECT_GT(DefaultConfig(w, host)->at(name), 0) << what;
+  int checked = 0;
+  for (int64_t choice : knobs.back().choices) {
+    for (int64_t parallel : knobs[1].choices) {
+      Config c = *DefaultConfig(w, host);
+      c[name] = choice;
+      c["parallel"] = parallel;
+      ExpectMatchesReference(w, c, what);
+      ++checked;
+    }
+  }
+  return checked;
+}
+
 // rvec: a reduction along the input's contiguous last axis in vector lanes
 // (a partial stage of `rvec` lanes per output element, then the lanes
 // reduced), for every kind (sum, max, min, prod) and pre (none, abs,
@@ -283,19 +305,7 @@ TEST(OpsNumeric, ReductionsInVectorLanesMatchReference) {
         for (const char* epilogue : {"", "|u:scale:0.5,1"}) {
           const std::string text =
               StrCat("reduce(", shape, ";kind=", kind, ";pre=", pre, ")", epilogue);
-          Workload w = Parse(text);
-          auto knobs = *KnobsOf(w, host);
-          ASSERT_EQ(knobs.back().name, "rvec") << text;
-          EXPECT_GT(DefaultConfig(w, host)->at("rvec"), 1) << text;
-          for (int64_t lanes : knobs.back().choices) {
-            for (int64_t parallel : knobs[1].choices) {
-              Config c = *DefaultConfig(w, host);
-              c["rvec"] = lanes;
-              c["parallel"] = parallel;
-              ExpectMatchesReference(w, c, text);
-              ++checked;
-            }
-          }
+          checked += CheckEveryChoice(Parse(text), "rvec", text);
         }
       }
     }
@@ -316,18 +326,8 @@ TEST(OpsNumeric, TransposeTilesMatchReference) {
                            "transpose(in0=2,6,3,20;perm=0,2,3,1;shape=2,3,20,6)|u:exp",
                            "transpose(in0=9,20;perm=1,0;shape=20,9)"}) {
     Workload w = Parse(text);
+    checked += CheckEveryChoice(w, "tr_tile", text);
     auto knobs = *KnobsOf(w, host);
-    ASSERT_EQ(knobs.back().name, "tr_tile") << text;
-    EXPECT_GT(DefaultConfig(w, host)->at("tr_tile"), 0) << text;
-    for (int64_t tile : knobs.back().choices) {
-      for (int64_t parallel : knobs[1].choices) {
-        Config c = *DefaultConfig(w, host);
-        c["tr_tile"] = tile;
-        c["parallel"] = parallel;
-        ExpectMatchesReference(w, c, text);
-        ++checked;
-      }
-    }
     Config both = *DefaultConfig(w, host);
     both["vec"] = knobs[0].choices.back();
     if (both["vec"] > 1) EXPECT_FALSE(ValidateConfig(w, host, both).ok()) << text;
