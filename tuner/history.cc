@@ -48,8 +48,24 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& 
   if (!top.ok()) return top.status();
   for (const storage::RecordRow& r : *top) {
     auto config = compiler::ParseConfig(r.config);
-    if (config.ok() && compiler::ValidateConfig(w, target, *config).ok()) return *config;
-    if (skipped != nullptr) ++*skipped;
+    if (!config.ok() || !compiler::ValidateConfig(w, target, *config).ok()) {
+      if (skipped != nullptr) ++*skipped;
+      continue;
+    }
+    // The template's default, when it was timed too and the fastest record
+    // is not clearly faster than the default's fastest.
+    auto fallback = compiler::DefaultConfig(w, target);
+    if (!fallback.ok() || *fallback == *config) return *config;
+    auto records = db.QueryRecords(w.Key(), target.Spec(), 0);
+    if (!records.ok()) return records.status();
+    const std::string canonical = compiler::CanonicalConfig(*fallback);
+    double default_s = std::numeric_limits<double>::infinity();
+    for (const storage::RecordRow& d : *records) {
+      if (d.config == canonical && d.error_kind == storage::ErrorKind::kNone && d.mean_cost_s > 0) {
+        default_s = std::min(default_s, d.mean_cost_s);
+      }
+    }
+    return r.mean_cost_s < default_s * (1 - kDefaultMargin) ? *config : *fallback;
   }
   return std::optional<compiler::Config>();
 }

@@ -59,7 +59,14 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
 // or an imported log may lack knobs the template has since gained, or name
 // choices it no longer offers. nullopt when none is usable (the default
 // config then serves); `skipped` counts the unusable records passed over.
+// The template's default config instead when it was timed too and that
+// fastest record is not at least kDefaultMargin faster than the default's
+// fastest: one timing on a shared machine moves by 10-30 %, and the fastest
+// of hundreds of near-equal configs is then often only the luckiest (the
+// BERT layer's two big MatMuls, tuned 2-3 % "faster" than the default, ran
+// 7-12 % slower in the model: docs/results.md, session sixteen).
 inline constexpr int kBestCandidates = 16;
+inline constexpr double kDefaultMargin = 0.05;
 absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
                                                                 const compiler::Workload& w,
                                                                 const compiler::Target& target,

@@ -91,6 +91,32 @@ TEST_F(HistoryTest, BestValidConfigPassesOverConfigsTheTemplateRejects) {
   EXPECT_EQ(skipped, 0);
 }
 
+// A tuned config replaces a timed default only when it is at least
+// kDefaultMargin faster: 3 % faster keeps the default, 10 % faster wins; with
+// no record of the default, the fastest record serves.
+TEST_F(HistoryTest, BestValidConfigKeepsTheDefaultUnlessClearlyBeaten) {
+  compiler::Target t = compiler::Target::Host();
+  compiler::Config def = *compiler::DefaultConfig(Dense(32), t);
+  compiler::Config near = def, far = def;
+  near["unroll_k"] = 1 - near["unroll_k"];
+  far["tile_k"] = 1;
+  ASSERT_TRUE(compiler::ValidateConfig(Dense(32), t, near).ok());
+  ASSERT_TRUE(compiler::ValidateConfig(Dense(32), t, far).ok());
+  Add(Dense(32), t.Spec(), near, 0.97e-3);
+  auto alone = BestValidConfig(*db_, Dense(32), t);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(**alone, near);  // the default never timed
+  Add(Dense(32), t.Spec(), def, 1.2e-3);
+  Add(Dense(32), t.Spec(), def, 1.0e-3);  // the default's fastest counts
+  auto kept = BestValidConfig(*db_, Dense(32), t);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(**kept, def);
+  Add(Dense(32), t.Spec(), far, 0.9e-3);
+  auto beaten = BestValidConfig(*db_, Dense(32), t);
+  ASSERT_TRUE(beaten.ok()) << beaten.status();
+  EXPECT_EQ(**beaten, far);
+}
+
 TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
   compiler::Target t = compiler::Target::Host();
   compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
