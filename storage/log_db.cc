@@ -297,25 +297,28 @@ absl::Status LogDb::AddRecords(const std::vector<RecordRow>& rows, const std::st
 }
 
 absl::StatusOr<std::optional<RecordRow>> LogDb::BestRecord(const std::string& workload_key,
-                                                           const std::string& target) {
-  KILN_STORAGE_ASSIGN_OR_RETURN(top, TopK(workload_key, target, 1));
+                                                           const std::string& target,
+                                                           const std::string& config) {
+  KILN_STORAGE_ASSIGN_OR_RETURN(top, TopK(workload_key, target, 1, config));
   if (top.empty()) return std::optional<RecordRow>();
   return std::optional<RecordRow>(std::move(top.front()));
 }
 
 absl::StatusOr<std::vector<RecordRow>> LogDb::TopK(const std::string& workload_key,
-                                                   const std::string& target, int k) {
+                                                   const std::string& target, int k,
+                                                   const std::string& config) {
   if (k <= 0) return std::vector<RecordRow>();
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
-                              " FROM records WHERE workload_key = ? AND target = ? "
-                              "AND error_kind = '",
+                              " FROM records WHERE workload_key = ?1 AND target = ?2 "
+                              "AND (?4 = '' OR config = ?4) AND error_kind = '",
                               ErrorKindName(ErrorKind::kNone),
-                              "' ORDER BY mean_cost_s ASC, id ASC LIMIT ?")));
+                              "' ORDER BY mean_cost_s ASC, id ASC LIMIT ?3")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, k));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, config));
   return CollectRecords(st);
 }
 

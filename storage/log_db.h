@@ -167,11 +167,14 @@ class LogDb {
   // while that tracker holds their job (the first record's): ABORTED, and
   // nothing stored, once another tracker has taken the job over.
   absl::Status AddRecords(const std::vector<RecordRow>& rows, const std::string& holder = "");
-  // The successful record with the lowest mean cost, if any.
+  // The successful record with the lowest mean cost, if any; of one
+  // canonical config only when `config` is not empty.
   absl::StatusOr<std::optional<RecordRow>> BestRecord(const std::string& workload_key,
-                                                      const std::string& target);
+                                                      const std::string& target,
+                                                      const std::string& config = "");
   absl::StatusOr<std::vector<RecordRow>> TopK(const std::string& workload_key,
-                                              const std::string& target, int k);
+                                              const std::string& target, int k,
+                                              const std::string& config = "");
   // Empty key / target match everything; newest first; limit <= 0: no limit;
   // the first `offset` matches skipped (paging).
   absl::StatusOr<std::vector<RecordRow>> QueryRecords(const std::string& workload_key,

@@ -56,16 +56,11 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& 
     // is not clearly faster than the default's fastest.
     auto fallback = compiler::DefaultConfig(w, target);
     if (!fallback.ok() || *fallback == *config) return *config;
-    auto records = db.QueryRecords(w.Key(), target.Spec(), 0);
-    if (!records.ok()) return records.status();
-    const std::string canonical = compiler::CanonicalConfig(*fallback);
-    double default_s = std::numeric_limits<double>::infinity();
-    for (const storage::RecordRow& d : *records) {
-      if (d.config == canonical && d.error_kind == storage::ErrorKind::kNone && d.mean_cost_s > 0) {
-        default_s = std::min(default_s, d.mean_cost_s);
-      }
-    }
-    return r.mean_cost_s < default_s * (1 - kDefaultMargin) ? *config : *fallback;
+    auto timed = db.BestRecord(w.Key(), target.Spec(), compiler::CanonicalConfig(*fallback));
+    if (!timed.ok()) return timed.status();
+    const bool beaten =
+        !timed->has_value() || r.mean_cost_s < (*timed)->mean_cost_s * (1 - kDefaultMargin);
+    return beaten ? *config : *fallback;
   }
   return std::optional<compiler::Config>();
 }

@@ -71,7 +71,7 @@ const OpTemplate* GpuConv2dTemplate();
 // pool2d / pool3d on a GPU: one output element per thread (pool.cc).
 const OpTemplate* GpuPoolTemplate();
 // The generic operators on a GPU: one output element per thread
-// (generic.cc); nullptr for an unknown name.
+// (generic_template.cc); nullptr for an unknown name.
 const OpTemplate* GpuGenericTemplate(const std::string& op);
 // pool2d and pool3d (the spatial rank comes from the workload op).
 const OpTemplate* PoolTemplate();

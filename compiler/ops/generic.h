@@ -1,6 +1,6 @@
 #pragma once
 // Generic tensor operators: one compute definition each in the tensor IR,
-// scheduled by one template (compiler/ops/generic.cc) chosen by the op's
+// scheduled by one template (compiler/ops/generic_template.cc) chosen by the op's
 // pattern. A workload of a generic op has inputs in0, in1, ... (their
 // shapes), the output `shape`, optional `dtypes`, and the attributes below.
 //

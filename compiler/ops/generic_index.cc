@@ -1,5 +1,5 @@
 // Generic operators addressed by index tensors: gather_nd, scatter (elements
-// and ND, with reductions) and topk. Compute definitions only; generic.cc
+// and ND, with reductions) and topk. Compute definitions only; generic_template.cc
 // schedules them. Scatters are written as gathers over the updates (each
 // output element looks for the updates aimed at it), so every kernel writes
 // each output element once, in parallel, without atomics.

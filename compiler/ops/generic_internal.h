@@ -35,6 +35,11 @@ inline ir::Expr Const(ir::DataType t, double v) {
 // v converted to type t; v itself when it already is.
 inline ir::Expr To(ir::DataType t, ir::Expr v) { return v.dtype() == t ? v : ir::Cast(t, v); }
 
+// A reduce workload's output; with lanes > 1, along its input's last axis
+// in that many vector lanes (generic_template.cc's rvec).
+absl::StatusOr<te::Tensor> ReduceCompute(const Workload& w, const std::vector<te::Tensor>& in,
+                                         int64_t lanes);
+
 // The lowest and highest values of type t (infinities for floats).
 ir::Expr Lowest(ir::DataType t);
 ir::Expr Highest(ir::DataType t);

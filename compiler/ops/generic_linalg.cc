@@ -1,7 +1,7 @@
 // Generic operators with reductions over windows and contractions: matmul
 // (any dtype, zero points), conv (N-D, groups, dilation, transposed, zero
 // points), window pooling (max, Lp, argmax), einsum, LRN, and the
-// quantization steps. Their compute definitions only; generic.cc schedules
+// quantization steps. Their compute definitions only; generic_template.cc schedules
 // them. These are the operators the classic float32 templates (dense,
 // conv2d, pool) do not cover: integer arithmetic, transposed convolution,
 // N-D windows.

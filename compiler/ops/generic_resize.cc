@@ -1,5 +1,5 @@
 // The generic resize op (Resize/Upsample): its compute definition only;
-// generic.cc schedules it.
+// generic_template.cc schedules it.
 #include <cmath>
 
 #include "compiler/ops/generic_internal.h"

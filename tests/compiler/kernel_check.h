@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "compiler/codegen/jit.h"
@@ -97,6 +98,22 @@ inline void ExpectMatchesReference(const Workload& w, const Config& c, const std
   EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-4, 1e-4,
                            &detail))
       << what << " config " << CanonicalConfig(c) << ": " << detail;
+}
+
+// Checks up to `want` random valid configs (of `attempts` drawn) of w
+// against the reference; returns how many were valid.
+inline int CheckRandomConfigs(const Workload& w, const Target& host, std::mt19937& rng,
+                              int attempts, int want, const std::string& what) {
+  auto knobs = *KnobsOf(w, host);
+  int tried = 0;
+  for (int attempt = 0; attempt < attempts && tried < want; ++attempt) {
+    Config c;
+    for (const Knob& k : knobs) c[k.name] = k.choices[rng() % k.choices.size()];
+    if (!ValidateConfig(w, host, c).ok()) continue;
+    ++tried;
+    ExpectMatchesReference(w, c, what);
+  }
+  return tried;
 }
 
 }  // namespace kiln::compiler::test_util

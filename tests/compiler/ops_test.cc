@@ -209,23 +209,8 @@ TEST(OpsLower, DenseDefaultIsVectorizedWithLocalAccumulator) {
 
 // ---- numeric checks against the reference
 
+using test_util::CheckRandomConfigs;
 using test_util::ExpectMatchesReference;
-
-// Checks up to `want` random valid configs (of `attempts` drawn) of w
-// against the reference; returns how many were valid.
-int CheckRandomConfigs(const Workload& w, const Target& host, std::mt19937& rng, int attempts,
-                       int want, const std::string& what) {
-  auto knobs = *KnobsOf(w, host);
-  int tried = 0;
-  for (int attempt = 0; attempt < attempts && tried < want; ++attempt) {
-    Config c;
-    for (const Knob& k : knobs) c[k.name] = k.choices[rng() % k.choices.size()];
-    if (!ValidateConfig(w, host, c).ok()) continue;
-    ++tried;
-    ExpectMatchesReference(w, c, what);
-  }
-  return tried;
-}
 
 TEST(OpsNumeric, DefaultAndRandomConfigsMatchReference) {
   Target host = Target::Host();
@@ -235,107 +220,6 @@ TEST(OpsNumeric, DefaultAndRandomConfigsMatchReference) {
     ExpectMatchesReference(w, *DefaultConfig(w, host), s);
     EXPECT_GT(CheckRandomConfigs(w, host, rng, 40, 5, s), 0) << s;
   }
-}
-
-// Epilogue taps (`mul:@N`: the chain's own value entering op N as the
-// operand, as a fused GELU's x * f(x) has it) on every template that takes an
-// epilogue: the dense, a 1x1 conv (direct, NCHWc or GEMM by config) and an
-// eltwise. Taps read no buffer; malformed taps are refused.
-TEST(OpsNumeric, EpilogueTapsMatchReference) {
-  Target host = Target::Host();
-  std::mt19937 rng(7);
-  for (const char* s :
-       {"dense(K=19;M=7;N=13;bias=1;bias_shape=1,13;transA=0;transB=1)|add:1,13|u:erf|mul:@1|"
-        "mul:@0",
-        "conv2d(C=8;H=6;K=16;N=1;OH=6;OW=6;R=1;S=1;W=6;bias=1;dilation=1,1;groups=1;"
-        "pad=0,0,0,0;stride=1,1)|relu|mul:@0|b:sub:@1",
-        "eltwise(in_shape=2,4,3,11;shape=2,4,3,11)|u:erf|add:2,1,3,11|br:sub:@0"}) {
-    Workload w = Parse(s);
-    EXPECT_EQ(w.Canonical(), s);
-    auto sig = w.Signature();
-    ASSERT_TRUE(sig.ok()) << sig.status();
-    for (const TensorSpec& in : sig->inputs) EXPECT_NE(in.name, "ep1") << s;  // one operand at most
-    ExpectMatchesReference(w, *DefaultConfig(w, host), s);
-    EXPECT_GT(CheckRandomConfigs(w, host, rng, 30, 4, s), 0) << s;
-  }
-  for (const char* bad :
-       {"eltwise(in_shape=4;shape=4)|u:erf|mul:@2", "eltwise(in_shape=4;shape=4)|mul:@-1",
-        "eltwise(in_shape=4;shape=4)|mul:@x", "eltwise(in_shape=4;shape=4)|u:erf:@0"}) {
-    auto w = Workload::Parse(bad);
-    ASSERT_FALSE(w.ok()) << bad;
-    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-  }
-}
-
-// Checks the configs of `w` that take each choice of its last knob, `name`
-// (which the default sets to more than 0), alone and in parallel, against the
-// reference; how many.
-int CheckEveryChoice(const Workload& w, const std::string& name, const std::string& what) {
-  Target host = Target::Host();
-  auto knobs = *KnobsOf(w, host);
-  EXPECT_EQ(knobs.back().name, name) << what;
-  if (knobs.back().name != name) return 0;
-  EXPECT_GT(DefaultConfig(w, host)->at(name), 0) << what;
-  int checked = 0;
-  for (int64_t choice : knobs.back().choices) {
-    for (int64_t parallel : knobs[1].choices) {
-      Config c = *DefaultConfig(w, host);
-      c[name] = choice;
-      c["parallel"] = parallel;
-      ExpectMatchesReference(w, c, what);
-      ++checked;
-    }
-  }
-  return checked;
-}
-
-// rvec: a reduction along the input's contiguous last axis in vector lanes
-// (a partial stage of `rvec` lanes per output element, then the lanes
-// reduced), for every kind (sum, max, min, prod) and pre (none, abs,
-// square), a last axis that the lanes do not divide, several reduced axes,
-// keep=0 and an epilogue; every rvec choice, alone and in parallel, against
-// the one-element-at-a-time reference.
-TEST(OpsNumeric, ReductionsInVectorLanesMatchReference) {
-  Target host = Target::Host();
-  int checked = 0;
-  for (const std::string shape :
-       {"axes=2;in0=2,3,37;keep=1;shape=2,3,1", "axes=1,2;in0=4,5,64;keep=0;shape=4"}) {
-    for (int kind = 0; kind < 4; ++kind) {
-      for (int pre = 0; pre < 3; ++pre) {
-        for (const char* epilogue : {"", "|u:scale:0.5,1"}) {
-          const std::string text =
-              StrCat("reduce(", shape, ";kind=", kind, ";pre=", pre, ")", epilogue);
-          checked += CheckEveryChoice(Parse(text), "rvec", text);
-        }
-      }
-    }
-  }
-  EXPECT_GT(checked, 100);
-  // Not offered where the last axis is kept.
-  auto knobs = *KnobsOf(Parse("reduce(axes=1;in0=4,64,8;keep=1;kind=0;pre=0;shape=4,1,8)"), host);
-  for (const Knob& k : knobs) EXPECT_NE(k.name, "rvec");
-}
-
-// tr_tile: a transpose that moves its input's last axis copies tiles along
-// it, whole and partial (extent 20 in tiles of 8 and 16), in parallel or not,
-// with a prologue-free and an epilogue-bearing output, against the reference.
-TEST(OpsNumeric, TransposeTilesMatchReference) {
-  Target host = Target::Host();
-  int checked = 0;
-  for (const char* text : {"transpose(in0=3,5,20;perm=0,2,1;shape=3,20,5)",
-                           "transpose(in0=2,6,3,20;perm=0,2,3,1;shape=2,3,20,6)|u:exp",
-                           "transpose(in0=9,20;perm=1,0;shape=20,9)"}) {
-    Workload w = Parse(text);
-    checked += CheckEveryChoice(w, "tr_tile", text);
-    auto knobs = *KnobsOf(w, host);
-    Config both = *DefaultConfig(w, host);
-    both["vec"] = knobs[0].choices.back();
-    if (both["vec"] > 1) EXPECT_FALSE(ValidateConfig(w, host, both).ok()) << text;
-  }
-  EXPECT_GE(checked, 12);
-  // Not offered where the last axis stays last.
-  auto kept = *KnobsOf(Parse("transpose(in0=4,6,16;perm=1,0,2;shape=6,4,16)"), host);
-  for (const Knob& k : kept) EXPECT_NE(k.name, "tr_tile");
 }
 
 TEST(OpsNumeric, TailTilesMatchReference) {

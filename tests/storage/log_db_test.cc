@@ -141,6 +141,14 @@ TEST(LogDbTest, BestRecordPicksLowestSuccessful) {
   EXPECT_EQ((*page)[0].id, (*job)[4].id);
   EXPECT_EQ(*db->CountRecords("job-1"), 6);
   EXPECT_EQ(*db->CountRecords("job-2"), 0);
+  // One config's best only: its fastest success, none for a failed one.
+  ASSERT_TRUE(db->AddRecord(Record("t=3", 1.5e-3)).ok());
+  auto of3 = db->BestRecord("wk1", "llvm -mcpu=skylake", "t=3");
+  ASSERT_TRUE(of3.ok() && of3->has_value()) << of3.status();
+  EXPECT_EQ((*of3)->mean_cost_s, 1.5e-3);
+  auto of4 = db->BestRecord("wk1", "llvm -mcpu=skylake", "t=4");
+  ASSERT_TRUE(of4.ok()) << of4.status();
+  EXPECT_FALSE(of4->has_value());
 }
 
 TEST(LogDbTest, RejectsInvalidRecord) {
