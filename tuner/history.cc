@@ -5,6 +5,9 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "compiler/kernel.h"
 #include "tuner/feature_cache.h"
@@ -39,30 +42,74 @@ void AddToHistory(const storage::RecordRow& record, TaskHistory& history) {
   history.results.push_back(*std::move(result));
 }
 
+absl::StatusOr<ConfigCost> CostOfConfig(storage::LogDb& db, const std::string& workload_key,
+                                        const std::string& target, const std::string& canonical) {
+  ConfigCost cost;
+  if (canonical.empty()) return cost;  // TopK reads "" as any config
+  auto records = db.TopK(workload_key, target, kMaxConfigRecords, canonical);
+  if (!records.ok()) return records.status();
+  const size_t n = records->size();
+  if (n == 0) return cost;
+  // TopK returns them fastest first.
+  cost.records = static_cast<int>(n);
+  cost.fastest_s = records->front().mean_cost_s;
+  cost.median_s = n % 2 == 1
+                      ? (*records)[n / 2].mean_cost_s
+                      : ((*records)[n / 2 - 1].mean_cost_s + (*records)[n / 2].mean_cost_s) / 2;
+  return cost;
+}
+
 absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
                                                                 const compiler::Workload& w,
                                                                 const compiler::Target& target,
                                                                 int* skipped) {
   if (skipped != nullptr) *skipped = 0;
-  auto top = db.TopK(w.Key(), target.Spec(), kBestCandidates);
+  const std::string key = w.Key(), spec = target.Spec();
+  auto top = db.TopK(key, spec, kBestCandidates);
   if (!top.ok()) return top.status();
+  auto fallback = compiler::DefaultConfig(w, target);
+  const std::string default_canonical =
+      fallback.ok() ? compiler::CanonicalConfig(*fallback) : std::string();
+  // The usable configs among the fastest records, fastest first, each once.
+  struct Candidate {
+    compiler::Config config;
+    ConfigCost cost;
+  };
+  std::vector<Candidate> candidates;
+  std::set<std::string> seen;
+  bool confirmed = false;  // a config other than the default timed again
   for (const storage::RecordRow& r : *top) {
     auto config = compiler::ParseConfig(r.config);
     if (!config.ok() || !compiler::ValidateConfig(w, target, *config).ok()) {
-      if (skipped != nullptr) ++*skipped;
+      if (skipped != nullptr && candidates.empty()) ++*skipped;
       continue;
     }
-    // The template's default, when it was timed too and the fastest record
-    // is not clearly faster than the default's fastest.
-    auto fallback = compiler::DefaultConfig(w, target);
-    if (!fallback.ok() || *fallback == *config) return *config;
-    auto timed = db.BestRecord(w.Key(), target.Spec(), compiler::CanonicalConfig(*fallback));
-    if (!timed.ok()) return timed.status();
-    const bool beaten =
-        !timed->has_value() || r.mean_cost_s < (*timed)->mean_cost_s * (1 - kDefaultMargin);
-    return beaten ? *config : *fallback;
+    if (!seen.insert(r.config).second) continue;
+    auto cost = CostOfConfig(db, key, spec, r.config);
+    if (!cost.ok()) return cost.status();
+    if (r.config != default_canonical && cost->records >= 2) confirmed = true;
+    candidates.push_back({*std::move(config), *cost});
   }
-  return std::optional<compiler::Config>();
+  // Unconfirmed: the fastest record. Confirmed: the lowest median of the
+  // confirmed configs.
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates) {
+    if (!confirmed) {
+      best = &c;
+      break;
+    }
+    if (c.cost.records >= 2 && (best == nullptr || c.cost.median_s < best->cost.median_s))
+      best = &c;
+  }
+  if (best == nullptr) return std::optional<compiler::Config>();
+  if (!fallback.ok() || *fallback == best->config) return best->config;
+  // The template's default unless clearly beaten.
+  auto timed = CostOfConfig(db, key, spec, default_canonical);
+  if (!timed.ok()) return timed.status();
+  if (timed->records == 0) return best->config;
+  const double mine = confirmed ? best->cost.median_s : best->cost.fastest_s;
+  const double theirs = confirmed ? timed->median_s : timed->fastest_s;
+  return mine < theirs * (1 - kDefaultMargin) ? best->config : *fallback;
 }
 
 absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,

@@ -65,12 +65,29 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
 // of hundreds of near-equal configs is then often only the luckiest (the
 // BERT layer's two big MatMuls, tuned 2-3 % "faster" than the default, ran
 // 7-12 % slower in the model: docs/results.md, session sixteen).
+//
+// Once the tuner has confirmed configs (timed them again beside the
+// default: Tuner, kConfirmRounds), the candidates are the confirmed ones,
+// at least two successful records each, ranked by the median of their
+// records' costs, and the default is judged by its median too: a config
+// that was only lucky once no longer wins on that one timing.
 inline constexpr int kBestCandidates = 16;
 inline constexpr double kDefaultMargin = 0.05;
 absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
                                                                 const compiler::Workload& w,
                                                                 const compiler::Target& target,
                                                                 int* skipped = nullptr);
+
+// What the log says a config costs: its successful records (at most
+// kMaxConfigRecords, the fastest), their fastest and median mean cost.
+inline constexpr int kMaxConfigRecords = 64;
+struct ConfigCost {
+  int records = 0;  // 0: never ran successfully
+  double fastest_s = 0;
+  double median_s = 0;
+};
+absl::StatusOr<ConfigCost> CostOfConfig(storage::LogDb& db, const std::string& workload_key,
+                                        const std::string& target, const std::string& canonical);
 
 // Adds one record's outcome to a history (what LoadTaskHistory does per record).
 void AddToHistory(const storage::RecordRow& record, TaskHistory& history);

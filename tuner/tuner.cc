@@ -128,6 +128,7 @@ struct Tuner::TaskRun {
 
 struct Tuner::Flight {
   size_t task = 0;
+  bool confirm = false;  // settled configs timed again (Confirm)
   std::vector<compiler::Config> configs;
   std::vector<std::string> canonical;
 };
@@ -367,6 +368,11 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
     if (rec.error_kind != storage::ErrorKind::kNone) ++p.errors;
   }
   p.best_cost_s = run.history.best_cost_s;
+  if (flight.confirm) {
+    // Settled configs: their history and the strategy have them already.
+    return StrCat(TaskName(flight.task), ": timed its ", flight.configs.size() - 1,
+                  " fastest configs again beside the default");
+  }
   // The new results go to the strategy, not into the task's memory.
   run.search->Update(run.history.results);
   run.history.results.clear();
@@ -402,14 +408,19 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
   progress(Snapshot(StrCat("tuning ", runs_.size(), " tasks: ", trials_done_, "/", options_.trials,
                            " trials done")));
 
+  // What the search leaves for confirming.
+  const bool confirm = options_.trials >= kConfirmMinTrials;
+  const int reserve = confirm ? static_cast<int>(options_.trials * kConfirmShare) : 0;
+  const double search_budget_s =
+      confirm ? options_.budget_s * (1 - kConfirmShare) : options_.budget_s;
   std::map<uint64_t, Flight> flights;
   int outstanding = 0;
   std::string end = "trial budget spent";
   while (true) {
     while (static_cast<int>(flights.size()) < std::max(1, measurer_->Parallelism())) {
-      const int left = options_.trials - trials_done_ - outstanding;
+      const int left = options_.trials - reserve - trials_done_ - outstanding;
       if (left <= 0) break;
-      if (options_.budget_s > 0 && TuningSeconds() >= options_.budget_s) {
+      if (options_.budget_s > 0 && TuningSeconds() >= search_budget_s) {
         end = "time budget spent";
         break;
       }
@@ -457,6 +468,9 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
     if (!message.ok()) return message.status();
     progress(Snapshot(*std::move(message)));
   }
+  if (confirm) {
+    if (absl::Status st = Confirm(progress); !st.ok()) return st;
+  }
   for (TaskRun& run : runs_) {
     if (run.progress.state == "tuning" || run.progress.state == "waiting") {
       run.progress.state = "done";
@@ -464,6 +478,92 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
   }
   progress(Snapshot(StrCat("tuning finished (", end, "): ", trials_done_, " trials in ",
                            static_cast<int64_t>(TuningSeconds()), " s")));
+  return absl::OkStatus();
+}
+
+// Task i's confirming batch: its kConfirmTop fastest configs that are not
+// the template's default and that the template accepts, after the default
+// when it ran; nullopt when there is nothing to confirm (the default is the
+// fastest, or every config has had its rounds: a resumed job). `rounds`:
+// how many times the batch is still to be timed.
+absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int* rounds) {
+  const TaskRun& run = runs_[i];
+  auto top = db_->TopK(run.key, target_spec_, kBestCandidates);
+  if (!top.ok()) return top.status();
+  auto d = compiler::DefaultConfig(run.workload, target_);
+  const std::string default_canonical = d.ok() ? compiler::CanonicalConfig(*d) : std::string();
+  Flight flight;
+  flight.task = i;
+  flight.confirm = true;
+  if (d.ok()) {
+    auto timed = CostOfConfig(*db_, run.key, target_spec_, default_canonical);
+    if (!timed.ok()) return timed.status();
+    if (timed->records > 0) {
+      flight.configs.push_back(*d);
+      flight.canonical.push_back(default_canonical);
+    }
+  }
+  const size_t others = flight.configs.size();
+  for (const storage::RecordRow& r : *top) {
+    if (flight.configs.size() - others >= static_cast<size_t>(kConfirmTop)) break;
+    if (r.config == default_canonical || std::find(flight.canonical.begin(), flight.canonical.end(),
+                                                   r.config) != flight.canonical.end()) {
+      continue;
+    }
+    auto config = compiler::ParseConfig(r.config);
+    if (!config.ok() || !compiler::ValidateConfig(run.workload, target_, *config).ok()) {
+      continue;
+    }
+    flight.configs.push_back(*std::move(config));
+    flight.canonical.push_back(r.config);
+  }
+  if (flight.configs.size() == others) return std::optional<Flight>();
+  // Each config's first record was the search's; the rounds come on top.
+  int fewest = kMaxConfigRecords;
+  for (const std::string& c : flight.canonical) {
+    auto cost = CostOfConfig(*db_, run.key, target_spec_, c);
+    if (!cost.ok()) return cost.status();
+    fewest = std::min(fewest, cost->records);
+  }
+  *rounds = kConfirmRounds + 1 - fewest;
+  if (*rounds <= 0) return std::optional<Flight>();
+  return std::optional<Flight>(std::move(flight));
+}
+
+// Times each task's fastest configs again beside its default (kConfirmTop,
+// kConfirmRounds), largest share of the estimated latency first, while
+// trials and time are left.
+absl::Status Tuner::Confirm(const ProgressFn& progress) {
+  std::vector<size_t> order(runs_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto share = [&](size_t i) {
+    return runs_[i].progress.occurrences * runs_[i].progress.best_cost_s;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return share(a) > share(b); });
+  for (size_t i : order) {
+    int rounds = 0;
+    auto flight = ConfirmFlight(i, &rounds);
+    if (!flight.ok()) return flight.status();
+    if (!flight->has_value()) continue;
+    for (int r = 0; r < rounds; ++r) {
+      const int size = static_cast<int>((*flight)->configs.size());
+      if (options_.trials - trials_done_ < size) return absl::OkStatus();
+      if (options_.budget_s > 0 && TuningSeconds() >= options_.budget_s) return absl::OkStatus();
+      MeasureBatch batch;
+      batch.workload = runs_[i].workload;
+      batch.configs = (*flight)->configs;
+      const uint64_t ticket = measurer_->Submit(std::move(batch));
+      auto measured = measurer_->WaitAny();
+      if (!measured.ok()) return measured.status();
+      if (measured->first != ticket) {
+        return absl::InternalError(StrCat("the measurer returned unknown batch ", measured->first));
+      }
+      auto message = Absorb(**flight, measured->second);
+      if (!message.ok()) return message.status();
+      progress(Snapshot(StrCat(*message, " (round ", r + 1, " of ", rounds, ")")));
+    }
+  }
   return absl::OkStatus();
 }
 

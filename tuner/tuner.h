@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,21 @@ namespace kiln::tuner {
 // best cost so far is not timed to the end (its one run is its cost): it
 // cannot become the best, and a cost model only needs its rank.
 inline constexpr double kStopAboveBest = 3.0;
+
+// Confirmation. The fastest of hundreds of near-equal timings on a shared
+// machine is often only the luckiest. So at the end of a run each task's
+// kConfirmTop fastest configs other than the template's default are timed
+// again beside the default, kConfirmRounds times (each batch times the
+// default and them in turn, so that a slow spell of the machine hits them
+// alike), and compile ranks them by the median of their records
+// (BestValidConfig, tuner/history.h). Runs of kConfirmMinTrials trials or
+// more keep kConfirmShare of their trials and of their time budget for it;
+// the tasks are confirmed largest share of the model's estimated latency
+// first, while that lasts. The confirming measurements count as trials.
+inline constexpr int kConfirmTop = 2;
+inline constexpr int kConfirmRounds = 3;
+inline constexpr int kConfirmMinTrials = 100;
+inline constexpr double kConfirmShare = 0.1;
 
 struct TuningTask {
   compiler::Workload workload;
@@ -101,6 +117,8 @@ class Tuner {
   absl::StatusOr<Flight> Propose(size_t task, int want);
   absl::StatusOr<std::string> Absorb(const Flight& flight,
                                      const std::vector<MeasureResult>& results);
+  absl::Status Confirm(const ProgressFn& progress);
+  absl::StatusOr<std::optional<Flight>> ConfirmFlight(size_t task, int* rounds);
   double TuningSeconds() const;
   TunerProgress Snapshot(std::string message) const;
   std::string TaskName(size_t task) const;

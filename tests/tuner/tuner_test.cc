@@ -42,7 +42,11 @@ class FakeMeasurer : public Measurer {
   std::function<std::string(const std::string& canonical, int attempt)> outcome;
   int stop_after_batches = -1;  // WaitAny returns CANCELLED after this many
   std::function<void()> on_batch;
+  // Overrides the synthetic cost: from the config, its attempt and the
+  // order in which configs were first measured (0 for the first).
+  std::function<double(const std::string& canonical, int attempt, int order)> cost;
   std::map<std::string, int> attempts;  // canonical -> measurements
+  std::map<std::string, int> order;     // canonical -> first measured as n-th
   int batches = 0;
 
   int Parallelism() override { return parallelism; }
@@ -60,11 +64,12 @@ class FakeMeasurer : public Measurer {
     for (const auto& c : batch.configs) {
       const std::string canonical = compiler::CanonicalConfig(c);
       const int attempt = ++attempts[canonical];
+      const int first = order.emplace(canonical, static_cast<int>(order.size())).first->second;
       MeasureResult r;
       r.agent_id = "fake";
       std::string kind = outcome ? outcome(canonical, attempt) : "";
       if (kind.empty()) {
-        r.costs_s = {SyntheticCost(batch.workload, c)};
+        r.costs_s = {cost ? cost(canonical, attempt, first) : SyntheticCost(batch.workload, c)};
       } else if (kind == "nan" || kind == "negative" || kind == "huge") {
         r.costs_s = {kind == "nan" ? std::nan("") : kind == "negative" ? -1e-3 : 1e6};
       } else {
@@ -314,6 +319,56 @@ TEST_F(TunerTest, EarlyStoppingEndsATaskThatStopsImproving) {
   EXPECT_LT(events.back().trials_done, 400);
   // It stopped 16-23 trials after the last 1% gain.
   EXPECT_NE(events.back().message.find("every task has stopped"), std::string::npos);
+}
+
+// A config only lucky once loses to one truly faster once both are timed
+// again beside the default: the run keeps a tenth of its trials for it, and
+// compile (BestValidConfig) ranks the confirmed configs by their median.
+TEST_F(TunerTest, ConfirmsTheFastestConfigsBesideTheDefault) {
+  FakeMeasurer m;
+  m.parallelism = 1;
+  std::string lucky, fast;
+  m.cost = [&](const std::string& canonical, int attempt, int order) {
+    if (order == 0) return 1.0e-3;  // the default, measured first
+    if (order == 1) {
+      lucky = canonical;
+      return attempt == 1 ? 0.8e-3 : 1.2e-3;
+    }
+    if (order == 2) {
+      fast = canonical;
+      return 0.9e-3;
+    }
+    return 1.1e-3 + 1e-6 * static_cast<double>(order % 50);
+  };
+  std::vector<TunerProgress> events;
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options("random", 120));
+  ASSERT_TRUE(tuner.Run([&](const TunerProgress& p) { events.push_back(p); }).ok());
+  const std::string def = compiler::CanonicalConfig(*compiler::DefaultConfig(Dense(32), target_));
+  ASSERT_FALSE(lucky.empty());
+  ASSERT_FALSE(fast.empty());
+  auto records = Records();
+  // The search spent 108 trials; then 3 rounds of the default and the two
+  // fastest, in turn.
+  ASSERT_EQ(records.size(), 108u + 3 * 3);
+  for (size_t i = 108; i < records.size(); ++i) {
+    const std::string& want = (i - 108) % 3 == 0 ? def : (i - 108) % 3 == 1 ? lucky : fast;
+    EXPECT_EQ(records[i].config, want) << "record " << i;
+  }
+  EXPECT_EQ(m.attempts[def], 4);
+  EXPECT_EQ(m.attempts[lucky], 4);
+  EXPECT_EQ(m.attempts[fast], 4);
+  EXPECT_EQ(events.back().trials_done, 117);
+  EXPECT_NE(events[events.size() - 2].message.find("again beside the default"), std::string::npos);
+  auto best = BestValidConfig(*db_, Dense(32), target_);
+  ASSERT_TRUE(best.ok()) << best.status();
+  ASSERT_TRUE(best->has_value());
+  EXPECT_EQ(compiler::CanonicalConfig(**best), fast);
+
+  // Run again (a resumed job): every config has had its rounds.
+  FakeMeasurer again;
+  Tuner resumed(db_.get(), &again, target_, {{Dense(32), 1}}, Options("random", 120));
+  ASSERT_TRUE(resumed.Run([](const TunerProgress&) {}).ok());
+  EXPECT_EQ(again.attempts[def] + again.attempts[lucky] + again.attempts[fast], 0);
 }
 
 TEST_F(TunerTest, UnknownStrategyIsInvalidArgument) {
