@@ -102,14 +102,16 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& 
       best = &c;
   }
   if (best == nullptr) return std::optional<compiler::Config>();
-  if (!fallback.ok() || *fallback == best->config) return best->config;
+  if (!fallback.ok()) return best->config;
+  if (*fallback == best->config) return std::optional<compiler::Config>();
   // The template's default unless clearly beaten.
   auto timed = CostOfConfig(db, key, spec, default_canonical);
   if (!timed.ok()) return timed.status();
   if (timed->records == 0) return best->config;
   const double mine = confirmed ? best->cost.median_s : best->cost.fastest_s;
   const double theirs = confirmed ? timed->median_s : timed->fastest_s;
-  return mine < theirs * (1 - kDefaultMargin) ? best->config : *fallback;
+  if (mine < theirs * (1 - kDefaultMargin)) return best->config;
+  return std::optional<compiler::Config>();
 }
 
 absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,

@@ -57,14 +57,14 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
 // The config of the fastest record of `w` on `target` that today's template
 // accepts, among its kBestCandidates fastest: records of an older compiler
 // or an imported log may lack knobs the template has since gained, or name
-// choices it no longer offers. nullopt when none is usable (the default
-// config then serves); `skipped` counts the unusable records passed over.
-// The template's default config instead when it was timed too and that
-// fastest record is not at least kDefaultMargin faster than the default's
-// fastest: one timing on a shared machine moves by 10-30 %, and the fastest
-// of hundreds of near-equal configs is then often only the luckiest (the
-// BERT layer's two big MatMuls, tuned 2-3 % "faster" than the default, ran
-// 7-12 % slower in the model: docs/results.md, session sixteen).
+// choices it no longer offers (`skipped` counts the unusable records passed
+// over). nullopt when the template's default config serves: no record is
+// usable, the default is the fastest, or it was timed and that fastest
+// record is not at least kDefaultMargin faster than the default's fastest.
+// One timing on a shared machine moves by 10-30 %, and the fastest of
+// hundreds of near-equal configs is then often only the luckiest (the BERT
+// layer's two big MatMuls, tuned 2-3 % "faster" than the default, ran 7-12 %
+// slower in the model: docs/results.md, session sixteen).
 //
 // Once the tuner has confirmed configs (timed them again beside the
 // default: Tuner, kConfirmRounds), the candidates are the confirmed ones,
