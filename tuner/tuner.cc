@@ -128,7 +128,8 @@ struct Tuner::TaskRun {
 
 struct Tuner::Flight {
   size_t task = 0;
-  bool confirm = false;  // settled configs timed again (Confirm)
+  bool confirm = false;       // settled configs timed again (Confirm)
+  bool with_default = false;  // of them, the first is the template's default
   std::vector<compiler::Config> configs;
   std::vector<std::string> canonical;
 };
@@ -370,8 +371,9 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
   p.best_cost_s = run.history.best_cost_s;
   if (flight.confirm) {
     // Settled configs: their history and the strategy have them already.
-    return StrCat(TaskName(flight.task), ": timed its ", flight.configs.size() - 1,
-                  " fastest configs again beside the default");
+    const size_t tuned = flight.configs.size() - (flight.with_default ? 1 : 0);
+    return StrCat(TaskName(flight.task), ": timed its ", tuned, " fastest configs again",
+                  flight.with_default ? " beside the default" : "");
   }
   // The new results go to the strategy, not into the task's memory.
   run.search->Update(run.history.results);
@@ -499,6 +501,7 @@ absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int*
     auto timed = CostOfConfig(*db_, run.key, target_spec_, default_canonical);
     if (!timed.ok()) return timed.status();
     if (timed->records > 0) {
+      flight.with_default = true;
       flight.configs.push_back(*d);
       flight.canonical.push_back(default_canonical);
     }
