@@ -6,6 +6,23 @@
 
 namespace kiln::tracker {
 
+bool IsLoopbackPeer(std::string_view peer) {
+  if (peer.starts_with("unix:") || peer.starts_with("unix-abstract:")) return true;
+  if (peer.starts_with("ipv4:")) return peer.substr(5).starts_with("127.");
+  if (peer.starts_with("ipv6:")) {
+    std::string_view a = peer.substr(5);
+    for (std::string_view open : {"[", "%5B", "%5b"}) {
+      if (a.starts_with(open)) {
+        a.remove_prefix(open.size());
+        break;
+      }
+    }
+    return a.starts_with("::1]") || a.starts_with("::1%5D") || a.starts_with("::1%5d") ||
+           a.starts_with("::ffff:127.");
+  }
+  return false;
+}
+
 AgentRegistry::AgentRegistry(storage::LogDb* db, const Clock* clock, HealthOptions health)
     : db_(db), clock_(clock), health_(health) {
   KILN_CHECK(clock_ != nullptr) << "AgentRegistry needs a clock";
@@ -75,6 +92,7 @@ absl::StatusOr<uint64_t> AgentRegistry::Connect(const AgentInfo& hello) {
   info.hardware = hello.hardware;
   info.peak_gflops = hello.peak_gflops;
   info.compiler_version = hello.compiler_version;
+  info.on_tracker_host = hello.on_tracker_host;
   info.connected = true;
   if (info.first_seen_unix_ms == 0) info.first_seen_unix_ms = now;
   info.last_seen_unix_ms = now;
@@ -203,6 +221,15 @@ int AgentRegistry::ConnectedCount(const std::string& device_key) const {
   }
   auto remote = remote_.find(device_key);
   return n + (remote == remote_.end() ? 0 : remote->second.count);
+}
+
+int AgentRegistry::OnTrackerHostCount(const std::string& device_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [id, slot] : agents_) {
+    n += slot.info.connected && slot.info.on_tracker_host && slot.info.device_key == device_key;
+  }
+  return n;
 }
 
 int AgentRegistry::RemoteCount(const std::string& device_key) const {

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,7 +42,14 @@ struct AgentInfo {
   int64_t quarantined_until_unix_ms = 0;  // 0: never quarantined
   std::string quarantine_reason;
   double peak_gflops = 0;  // the agent's hello (not persisted: every hello says it)
+  // Connected over loopback or a Unix socket: it shares the tracker's CPUs
+  // (not persisted: every session says it).
+  bool on_tracker_host = false;
 };
+
+// Whether a gRPC peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000", "unix:...")
+// is this machine: a loopback address or a Unix socket.
+bool IsLoopbackPeer(std::string_view peer);
 
 struct HealthOptions {
   int max_consecutive_failures = 16;  // two batches of 8 without one success
@@ -87,6 +95,8 @@ class AgentRegistry {
   // Connected agents of the key: this tracker's, and those of the other
   // trackers on the same database (SetRemote).
   int ConnectedCount(const std::string& device_key) const;
+  // Of them, this tracker's that share its CPUs (AgentInfo::on_tracker_host).
+  int OnTrackerHostCount(const std::string& device_key) const;
   // Agents of other trackers on the same database, by key: how many, and
   // the target of one (tracker/relay.h sets them).
   struct Remote {

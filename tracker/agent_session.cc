@@ -254,6 +254,7 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
   info.hardware = hello.hardware();
   info.peak_gflops = hello.peak_gflops();
   info.compiler_version = hello.compiler_version();
+  info.on_tracker_host = IsLoopbackPeer(ctx_->peer());
   auto session = owner_->agents_->Connect(info);
   if (!session.ok()) {
     End(rpc::ToGrpc(session.status()));

@@ -147,6 +147,41 @@ TEST(AgentRegistryTest, RepeatedFailuresQuarantineAnAgentForAWhile) {
   EXPECT_FALSE(reg.Quarantined("unknown"));
 }
 
+// An agent that connects over loopback or a Unix socket shares the
+// tracker's CPUs; the farm then gives it one batch at a time.
+TEST(AgentRegistryTest, CountsTheAgentsOnTheTrackersOwnMachine) {
+  EXPECT_TRUE(IsLoopbackPeer("ipv4:127.0.0.1:40562"));
+  EXPECT_TRUE(IsLoopbackPeer("ipv4:127.0.1.1:5000"));
+  EXPECT_TRUE(IsLoopbackPeer("ipv6:[::1]:5000"));
+  EXPECT_TRUE(IsLoopbackPeer("ipv6:%5B::1%5D:5000"));
+  EXPECT_TRUE(IsLoopbackPeer("ipv6:[::ffff:127.0.0.1]:5000"));
+  EXPECT_TRUE(IsLoopbackPeer("unix:/tmp/kiln.sock"));
+  EXPECT_FALSE(IsLoopbackPeer("ipv4:10.0.0.7:40562"));
+  EXPECT_FALSE(IsLoopbackPeer("ipv4:128.0.0.1:40562"));
+  EXPECT_FALSE(IsLoopbackPeer("ipv6:[::12]:5000"));
+  EXPECT_FALSE(IsLoopbackPeer("ipv6:[2001:db8::1]:5000"));
+  EXPECT_FALSE(IsLoopbackPeer(""));
+
+  FakeClock clock(1000);
+  AgentRegistry reg(nullptr, &clock);
+  AgentInfo here = Hello("here", "cpu", "llvm");
+  here.on_tracker_host = true;
+  ASSERT_TRUE(reg.Connect(here).ok());
+  ASSERT_TRUE(reg.Connect(Hello("there", "cpu", "llvm")).ok());
+  auto other_key = Hello("gpu-here", "gpu", "cuda");
+  other_key.on_tracker_host = true;
+  auto s = reg.Connect(other_key);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(reg.ConnectedCount("cpu"), 2);
+  EXPECT_EQ(reg.OnTrackerHostCount("cpu"), 1);
+  EXPECT_EQ(reg.OnTrackerHostCount("gpu"), 1);
+  reg.Disconnect("gpu-here", *s);
+  EXPECT_EQ(reg.OnTrackerHostCount("gpu"), 0);
+  // A reconnect from elsewhere says so.
+  ASSERT_TRUE(reg.Connect(Hello("here", "cpu", "llvm")).ok());
+  EXPECT_EQ(reg.OnTrackerHostCount("cpu"), 0);
+}
+
 TEST(AgentRegistryTest, RejectsEmptyIdentity) {
   FakeClock clock;
   AgentRegistry reg(nullptr, &clock);
