@@ -482,6 +482,21 @@ size_t Dispatcher::QueuedCount(const std::string& device_key) const {
   return q == queues_.end() ? 0 : QueuedLocked(q->second);
 }
 
+bool Dispatcher::OtherJobsHaveWork(const std::string& device_key, const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto q = queues_.find(device_key); q != queues_.end()) {
+    for (const auto& [job, queue] : q->second) {
+      if (job != job_id && !queue.batches.empty()) return true;
+    }
+  }
+  for (const auto& [id, e] : batches_) {
+    if (!e.agent_id.empty() && e.work.device_key == device_key && e.work.job_id != job_id) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::map<std::string, size_t> Dispatcher::QueuedByKey() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, size_t> out;

@@ -190,6 +190,9 @@ class Dispatcher {
   // pace known yet, no limit).
   int PacedCandidates(const std::string& agent_id) const;
   size_t QueuedCount(const std::string& device_key) const;
+  // Whether a job other than `job_id` has batches of this key queued or
+  // leased.
+  bool OtherJobsHaveWork(const std::string& device_key, const std::string& job_id) const;
   // Queued batches of every key that has a queue.
   std::map<std::string, size_t> QueuedByKey() const;
   // Lease requests waiting for a batch (idle agents' sessions), by key.

@@ -23,14 +23,18 @@ FarmMeasurer::~FarmMeasurer() { Interrupt(); }
 // A batch in flight and one queued per agent of the key: the dispatcher gives
 // each job its fair share at every lease only if the job has a batch queued
 // then (one with nothing queued is passed over). An agent on the tracker's
-// own machine gets one at a time: the next batch is proposed (XGBoost
-// trained, a search run) while the agent times the last one, and on shared
-// cores that slowed its parallel candidates 1.3x in the median and up to 4x
-// (MobileNetV2 in scripts/demo: the defaults, timed first, lost to any
-// serial config, and the tuned model ran slower than the untuned one).
+// own machine gets one at a time while no other job shares its key: the next
+// batch is proposed (XGBoost trained, a search run) while the agent times
+// the last one, and on shared cores that slowed its parallel candidates 1.3x
+// in the median and up to 4x (MobileNetV2 in scripts/demo: the defaults,
+// timed first, lost to any serial config, and the tuned model ran slower
+// than the untuned one). With other jobs, fair shares need the queued batch
+// (and their proposals run beside the timing anyway).
 int FarmMeasurer::Parallelism() {
   const int agents = agents_->ConnectedCount(job_.device_key);
-  return std::max(1, 2 * agents - agents_->OnTrackerHostCount(job_.device_key));
+  int here = agents_->OnTrackerHostCount(job_.device_key);
+  if (here > 0 && dispatcher_->OtherJobsHaveWork(job_.device_key, job_.job_id)) here = 0;
+  return std::max(1, 2 * agents - here);
 }
 
 uint64_t FarmMeasurer::Submit(tuner::MeasureBatch batch) {

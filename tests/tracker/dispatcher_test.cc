@@ -69,6 +69,31 @@ TEST(DispatcherTest, LeasesInFifoOrderPerKeyWithDeadline) {
   EXPECT_EQ(d.QueuedCount("arm"), 1u);
 }
 
+// What a job's FarmMeasurer asks before it keeps an agent on the tracker's
+// machine to one batch at a time: whether another job has work on the key,
+// queued or leased.
+TEST(DispatcherTest, TellsWhetherOtherJobsHaveWorkOnAKey) {
+  FakeClock clock;
+  Dispatcher d(&clock, {});
+  Sink sink;
+  d.Submit(Work("j", "cpu", 1), sink.Callback());
+  d.Submit(Work("k", "arm", 1), sink.Callback());
+  EXPECT_FALSE(d.OtherJobsHaveWork("cpu", "j"));
+  EXPECT_TRUE(d.OtherJobsHaveWork("cpu", "k"));
+  d.Submit(Work("k", "cpu", 1), sink.Callback());
+  EXPECT_TRUE(d.OtherJobsHaveWork("cpu", "j"));
+  // Leased, k's batch still counts; completed, it does not.
+  auto first = d.TryLease("a1", "cpu");
+  auto second = d.TryLease("a2", "cpu");
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  const bool k_first = first->work.job_id == "k";
+  const auto& k_lease = k_first ? *first : *second;
+  EXPECT_TRUE(d.OtherJobsHaveWork("cpu", "j"));
+  ASSERT_TRUE(
+      d.Complete(k_lease.work.batch_id, k_first ? "a1" : "a2", Results(k_lease.work, 1e-3)));
+  EXPECT_FALSE(d.OtherJobsHaveWork("cpu", "j"));
+}
+
 TEST(DispatcherTest, FixedLeaseTimeoutOverrides) {
   FakeClock clock;
   DispatcherOptions opts;
