@@ -485,8 +485,9 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
 
 // Task i's confirming batch: its kConfirmTop fastest configs that are not
 // the template's default and that the template accepts, after the default
-// when it ran; nullopt when there is nothing to confirm (the default is the
-// fastest, or every config has had its rounds: a resumed job). `rounds`:
+// when it ran (also when the default's record is the fastest: that one can
+// be the lucky timing); nullopt when there is nothing to confirm (no other
+// config ran, or every config has had its rounds: a resumed job). `rounds`:
 // how many times the batch is still to be timed.
 absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int* rounds) {
   const TaskRun& run = runs_[i];
