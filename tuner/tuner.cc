@@ -403,34 +403,28 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
   return message;
 }
 
-absl::Status Tuner::Run(const ProgressFn& progress) {
-  if (absl::Status st = CheckSearchName(options_.strategy); !st.ok()) return st;
-  start_s_ = options_.now_s();
-  if (absl::Status st = LoadTasks(); !st.ok()) return st;
-  progress(Snapshot(StrCat("tuning ", runs_.size(), " tasks: ", trials_done_, "/", options_.trials,
-                           " trials done")));
-
-  // What the search leaves for confirming.
-  const bool confirm = options_.trials >= kConfirmMinTrials;
-  const int reserve = confirm ? static_cast<int>(options_.trials * kConfirmShare) : 0;
-  const double search_budget_s =
-      confirm ? options_.budget_s * (1 - kConfirmShare) : options_.budget_s;
+// The search: batches proposed by the task scheduler and the tasks'
+// strategies, as many in flight as the measurer takes, until all but `reserve` trials are
+// spent, the clock reads `budget_s` (0: no limit), or every task stopped;
+// `end` says which.
+absl::Status Tuner::Search(const ProgressFn& progress, int reserve, double budget_s,
+                           std::string* end) {
   std::map<uint64_t, Flight> flights;
   int outstanding = 0;
-  std::string end = "trial budget spent";
+  *end = "trial budget spent";
   while (true) {
     while (static_cast<int>(flights.size()) < std::max(1, measurer_->Parallelism())) {
       const int left = options_.trials - reserve - trials_done_ - outstanding;
       if (left <= 0) break;
-      if (options_.budget_s > 0 && TuningSeconds() >= search_budget_s) {
-        end = "time budget spent";
+      if (options_.budget_s > 0 && TuningSeconds() >= budget_s) {
+        *end = "time budget spent";
         break;
       }
       std::vector<int> pending(runs_.size(), 0);
       for (const auto& [ticket, f] : flights) pending[f.task] += static_cast<int>(f.configs.size());
       std::optional<size_t> next = scheduler_->Next(pending);
       if (!next) {
-        end = "every task has stopped";
+        *end = "every task has stopped";
         break;
       }
       // With few trials per task, smaller batches, so that every task gets some.
@@ -470,9 +464,27 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
     if (!message.ok()) return message.status();
     progress(Snapshot(*std::move(message)));
   }
-  if (confirm) {
-    if (absl::Status st = Confirm(progress); !st.ok()) return st;
-  }
+  return absl::OkStatus();
+}
+
+absl::Status Tuner::Run(const ProgressFn& progress) {
+  if (absl::Status st = CheckSearchName(options_.strategy); !st.ok()) return st;
+  start_s_ = options_.now_s();
+  if (absl::Status st = LoadTasks(); !st.ok()) return st;
+  progress(Snapshot(StrCat("tuning ", runs_.size(), " tasks: ", trials_done_, "/", options_.trials,
+                           " trials done")));
+
+  // What the search leaves for confirming; what the confirmation leaves
+  // (fewer tasks to confirm, or fewer trials than a batch) goes back to it.
+  const bool confirm = options_.trials >= kConfirmMinTrials;
+  const int reserve = confirm ? static_cast<int>(options_.trials * kConfirmShare) : 0;
+  std::string end;
+  absl::Status st =
+      Search(progress, reserve,
+             confirm ? options_.budget_s * (1 - kConfirmShare) : options_.budget_s, &end);
+  if (st.ok() && confirm) st = Confirm(progress);
+  if (st.ok() && confirm) st = Search(progress, 0, options_.budget_s, &end);
+  if (!st.ok()) return st;
   for (TaskRun& run : runs_) {
     if (run.progress.state == "tuning" || run.progress.state == "waiting") {
       run.progress.state = "done";

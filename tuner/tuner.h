@@ -117,6 +117,7 @@ class Tuner {
   absl::StatusOr<Flight> Propose(size_t task, int want);
   absl::StatusOr<std::string> Absorb(const Flight& flight,
                                      const std::vector<MeasureResult>& results);
+  absl::Status Search(const ProgressFn& progress, int reserve, double budget_s, std::string* end);
   absl::Status Confirm(const ProgressFn& progress);
   absl::StatusOr<std::optional<Flight>> ConfirmFlight(size_t task, int* rounds);
   double TuningSeconds() const;
