@@ -510,10 +510,14 @@ absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int*
   Flight flight;
   flight.task = i;
   flight.confirm = true;
+  // Each config's first record was the search's; the rounds come on top of
+  // the fewest records of the batch's configs.
+  int fewest = kMaxConfigRecords;
   if (d.ok()) {
     auto timed = CostOfConfig(*db_, run.key, target_spec_, default_canonical);
     if (!timed.ok()) return timed.status();
     if (timed->records > 0) {
+      fewest = timed->records;
       flight.with_default = true;
       flight.configs.push_back(*d);
       flight.canonical.push_back(default_canonical);
@@ -534,10 +538,8 @@ absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int*
     flight.canonical.push_back(r.config);
   }
   if (flight.configs.size() == others) return std::optional<Flight>();
-  // Each config's first record was the search's; the rounds come on top.
-  int fewest = kMaxConfigRecords;
-  for (const std::string& c : flight.canonical) {
-    auto cost = CostOfConfig(*db_, run.key, target_spec_, c);
+  for (size_t c = others; c < flight.canonical.size(); ++c) {
+    auto cost = CostOfConfig(*db_, run.key, target_spec_, flight.canonical[c]);
     if (!cost.ok()) return cost.status();
     fewest = std::min(fewest, cost->records);
   }

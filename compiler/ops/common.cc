@@ -63,6 +63,12 @@ std::vector<Knob> GpuThreadKnobs(const std::vector<int64_t>& shape) {
   return {{"threads", UpTo({32, 64, 128, 256, 512}, n)}};
 }
 
+void ParallelOverAxes(te::Schedule& s, const te::Tensor& out, int n) {
+  te::IterVar outer = s.Axis(out, 0);
+  for (int d = 1; d < n; ++d) outer = s.Fuse(out, outer, s.Axis(out, d));
+  s.Parallel(out, outer);
+}
+
 Config GpuThreadDefault(const std::vector<int64_t>& shape) {
   return {{"threads", Pick(GpuThreadKnobs(shape)[0].choices, 256)}};
 }

@@ -90,6 +90,9 @@ absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Co
 std::vector<Knob> OutputLoopKnobs(const std::vector<int64_t>& shape, const Target& t,
                                   bool vectorizable);
 Config OutputLoopDefault(const std::vector<int64_t>& shape, const Target& t, bool vectorizable);
+// The `parallel` knob's schedule: the output's axes [0, n) fused into one
+// loop that runs in parallel (n >= 1).
+void ParallelOverAxes(te::Schedule& s, const te::Tensor& out, int n);
 
 // GPU templates of one output element per thread: knob `threads` (threads
 // per block, up to the element count) and its default (256 or fewer).

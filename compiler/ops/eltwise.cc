@@ -60,12 +60,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     auto [o, i] = s.Split(out, last, vec);
     s.Vectorize(out, i);
   }
-  if (c.at("parallel") && rank > 1) {
-    te::IterVar outer = s.Axis(out, 0);
-    for (size_t d = 1; d + 1 < rank; ++d)
-      outer = s.Fuse(out, outer, s.Axis(out, static_cast<int>(d)));
-    s.Parallel(out, outer);
-  }
+  if (c.at("parallel") && rank > 1) ParallelOverAxes(s, out, static_cast<int>(rank) - 1);
   return b;
 }
 

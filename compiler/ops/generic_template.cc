@@ -227,9 +227,11 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     auto [po, pi] = s.Split(out, s.Axis(out, p), tile);
     s.Reorder(out, {last, pi});
     if (c.at("parallel")) {
-      te::IterVar outer = p > 0 ? s.Axis(out, 0) : po;
-      for (int d = 1; d < p; ++d) outer = s.Fuse(out, outer, s.Axis(out, d));
-      s.Parallel(out, outer);
+      if (p > 0) {
+        ParallelOverAxes(s, out, p);
+      } else {
+        s.Parallel(out, po);
+      }
     }
     return b;
   }
@@ -238,11 +240,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     auto [o, i] = s.Split(out, s.Axis(out, rank - 1), vec);
     s.Vectorize(out, i);
   }
-  if (c.at("parallel") && rank > 1) {
-    te::IterVar outer = s.Axis(out, 0);
-    for (int d = 1; d + 1 < rank; ++d) outer = s.Fuse(out, outer, s.Axis(out, d));
-    s.Parallel(out, outer);
-  }
+  if (c.at("parallel") && rank > 1) ParallelOverAxes(s, out, rank - 1);
   return b;
 }
 
