@@ -87,8 +87,12 @@ bool WeightsOutweighInput(const Workload& w);
 void NchwcParallelDefault(const Workload& w, const std::vector<int64_t>& row_choices, Config& c);
 
 // layout=2 (conv2d_depthwise.cc): groups = C = K. Knob dw_ow (output pixels
-// per vector accumulator tile; a single 0 choice when not eligible).
+// per vector accumulator tile; a single 0 choice when not eligible), and
+// par_rows, shared with NCHWc.
 bool DepthwiseEligible(const Workload& w);
+// Blocked (in_block) with two or more output rows: par_rows=1 may split
+// the rows among the threads instead of the channel blocks.
+bool DepthwiseRowsEligible(const Workload& w);
 std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t);
 absl::Status DepthwiseCheck(const Workload& w, const Config& c);
 Config DepthwiseDefault(const Workload& w, const Target& t);

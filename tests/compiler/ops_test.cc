@@ -619,6 +619,47 @@ TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
   }
 }
 
+// par_rows=1 on a blocked depthwise layer: the threads share out its output
+// rows instead of its channel blocks (the default from 28 rows, as the 1x1
+// layers beside it split theirs), into blocks and into NCHW.
+TEST(OpsNumeric, BlockedDepthwiseSharesOutRows) {
+  Target host = Target::Host();
+  const int64_t b = kChannelBlock;
+  for (int64_t ob : {b, int64_t{0}}) {
+    for (int64_t stride : {1, 2}) {
+      Workload w = SquareConv(1, 2 * b, 56, 56, 2 * b, 3, stride, 1, 1, 1, 2 * b);
+      w.ints["in_block"] = {b};
+      w.ints["out_block"] = {ob};
+      w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
+      const std::string what = w.Canonical();
+      Config def = *DefaultConfig(w, host);
+      ASSERT_EQ(def.at("layout"), 2) << what;
+      EXPECT_EQ(def.at("parallel"), 1) << what;
+      EXPECT_EQ(def.at("par_rows"), 1) << what;
+      for (int64_t rows : {0, 1}) {
+        Config c = def;
+        c["par_rows"] = rows;
+        ASSERT_TRUE(ValidateConfig(w, host, c).ok()) << what;
+        ExpectMatchesReference(w, c, what);
+      }
+      Config serial = def;
+      serial["parallel"] = 0;
+      EXPECT_FALSE(ValidateConfig(w, host, serial).ok()) << what;
+    }
+  }
+  // 14 rows: the channel blocks, as before.
+  Workload small = SquareConv(1, 2 * b, 14, 14, 2 * b, 3, 1, 1, 1, 1, 2 * b);
+  small.ints["in_block"] = {b};
+  small.ints["out_block"] = {b};
+  EXPECT_EQ(DefaultConfig(small, host)->at("par_rows"), 0);
+  // NCHW data: each thread pads whole channels; no rows to share out.
+  Workload nchw = SquareConv(1, 2 * b, 56, 56, 2 * b, 3, 1, 1, 1, 1, 2 * b);
+  Config c = *DefaultConfig(nchw, host);
+  ASSERT_EQ(c.at("layout"), 2);
+  c["par_rows"] = 1;
+  EXPECT_FALSE(ValidateConfig(nchw, host, c).ok());
+}
+
 // Channel blocks (in_block / out_block, the layout pass's NCHW[16]c): the
 // NCHWc, Winograd and depthwise templates and pool2d, with every pairing of
 // blocked and NCHW data and output, a residual operand in the output's
