@@ -203,14 +203,7 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // Never empty (a target whose vectors are wider than a block): NCHWc,
   // which its check then refuses with the reason.
   if (k.back().choices.empty()) k.back().choices.push_back(1);
-  for (Knob& n : NchwcKnobs(w, t)) {
-    // par_rows also splits a blocked depthwise layer's output rows.
-    if (n.name == "par_rows" && DepthwiseRowsEligible(w)) {
-      k.push_back(ReadUnder({"par_rows", {0, 1}}, {1, 2}));
-      continue;
-    }
-    k.push_back(ReadUnder(std::move(n), {1}));
-  }
+  for (Knob& n : NchwcKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {1}));
   for (Knob& n : DepthwiseKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {2}));
   for (Knob& n : GemmKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {3}));
   for (Knob& n : WinogradKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {4}));
@@ -218,11 +211,8 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
-  if (c.at("layout") != 1 && (c.at("cin") || c.at("fold") != 1)) {
-    return absl::InvalidArgumentError("conv2d: cin > 0 and fold > 1 need layout=1");
-  }
-  if (c.at("par_rows") && c.at("layout") != 1 && c.at("layout") != 2) {
-    return absl::InvalidArgumentError("conv2d: par_rows=1 needs layout=1 or 2");
+  if (c.at("layout") != 1 && (c.at("par_rows") || c.at("cin") || c.at("fold") != 1)) {
+    return absl::InvalidArgumentError("conv2d: par_rows=1, cin > 0 and fold > 1 need layout=1");
   }
   if (Blocked(w) && (c.at("layout") == 0 || c.at("layout") == 3)) {
     return absl::InvalidArgumentError(
@@ -323,15 +313,6 @@ Config Default(const Workload& w, const Target& t) {
   // Depthwise layers in parallel over channels from 0.2 MFLOP: MobileNetV2's
   // 14x14 and 7x7 ones (0.5-1.4 MFLOP) ran 1.8-1.9x faster at 2 threads.
   if (DepthwiseEligible(w)) prefer(2, 2e5);
-  // Blocked depthwise layers of 28 rows or more share out their rows, as
-  // the 1x1 layers beside them do (NCHWc's par_rows, the GEMM's pixel
-  // panels): each thread then reads the rows it wrote, from its own core's
-  // cache. MobileNetV2 at 2 threads: 3.04 -> 2.89 ms in the model, the
-  // same at 1 thread; splitting the 14x14 and 7x7 layers' rows too was
-  // slower than this (2.82 against 2.74 ms).
-  if (c["layout"] == 2 && c["parallel"] && DepthwiseRowsEligible(w) && w.Int("OH") >= 28) {
-    c["par_rows"] = 1;
-  }
   return c;
 }
 

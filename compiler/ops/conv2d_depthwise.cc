@@ -69,18 +69,13 @@ std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t) {
   return {k};
 }
 
-bool DepthwiseRowsEligible(const Workload& w) {
-  return DepthwiseEligible(w) && w.IntOr("in_block", 0) > 0 && w.Int("OH") >= 2;
+bool DepthwiseSplitsRows(const Workload& w) {
+  return DepthwiseEligible(w) && w.IntOr("in_block", 0) > 0 && w.Int("OH") >= 28;
 }
 
 absl::Status DepthwiseCheck(const Workload& w, const Config& c) {
   if (!DepthwiseEligible(w)) {
     return absl::InvalidArgumentError("conv2d: layout=2 (depthwise) needs groups = C = K");
-  }
-  if (c.at("par_rows") && (!c.at("parallel") || !DepthwiseRowsEligible(w))) {
-    return absl::InvalidArgumentError(
-        "conv2d depthwise: par_rows=1 needs parallel=1, channel blocks (in_block) and two or "
-        "more output rows");
   }
   if (w.IntOr("in_block", 0) == 0 && ChannelScratchBytes(w) > kMaxScratchBytes) {
     return absl::InvalidArgumentError(StrCat("conv2d depthwise: one padded channel (",
@@ -158,9 +153,9 @@ absl::StatusOr<Built> BuildDepthwiseBlocked(const Workload& w, const Config& cfg
   auto [cb, km, v] = SplitChannelTiles(s, out, w, b);
   te::IterVar n = s.Axis(out, 0), oh = s.Axis(out, 2);
   auto [owo, owi] = s.Split(out, s.Axis(out, 3), cfg.at("dw_ow"));
-  // par_rows=1: the threads share out the output rows, every channel block
-  // of each, instead of the channel blocks.
-  const bool rows = cfg.at("parallel") && cfg.at("par_rows");
+  // In parallel, the threads share out the output rows (every channel block
+  // of each) where DepthwiseSplitsRows, else the channel blocks.
+  const bool rows = cfg.at("parallel") && DepthwiseSplitsRows(w);
   if (rows) {
     s.Reorder(out, {n, oh, cb, owo, owi, v});
   } else {

@@ -619,45 +619,43 @@ TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
   }
 }
 
-// par_rows=1 on a blocked depthwise layer: the threads share out its output
-// rows instead of its channel blocks (the default from 28 rows, as the 1x1
-// layers beside it split theirs), into blocks and into NCHW.
-TEST(OpsNumeric, BlockedDepthwiseSharesOutRows) {
+// A blocked depthwise layer of 28 rows or more shares out its output rows
+// among the threads (the loop run in parallel is the rows', 56 here); a
+// smaller one, or NCHW data, its channels (2 blocks, 32 channels). Both
+// match the reference, into blocks and into NCHW.
+TEST(OpsNumeric, BlockedDepthwiseSharesOutRowsFrom28) {
   Target host = Target::Host();
   const int64_t b = kChannelBlock;
+  auto parallel_extent = [&](const Workload& w, const Config& c) -> std::string {
+    auto f = LowerWorkload(w, c, host, "k", {});
+    if (!f.ok()) return f.status().ToString();
+    const std::string text = ToText(*f);
+    const size_t at = text.find(") parallel");
+    if (at == std::string::npos) return "serial";
+    return text.substr(text.rfind(", ", at) + 2, at - text.rfind(", ", at) - 2);
+  };
   for (int64_t ob : {b, int64_t{0}}) {
     for (int64_t stride : {1, 2}) {
-      Workload w = SquareConv(1, 2 * b, 56, 56, 2 * b, 3, stride, 1, 1, 1, 2 * b);
-      w.ints["in_block"] = {b};
-      w.ints["out_block"] = {ob};
-      w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
-      const std::string what = w.Canonical();
-      Config def = *DefaultConfig(w, host);
-      ASSERT_EQ(def.at("layout"), 2) << what;
-      EXPECT_EQ(def.at("parallel"), 1) << what;
-      EXPECT_EQ(def.at("par_rows"), 1) << what;
-      for (int64_t rows : {0, 1}) {
-        Config c = def;
-        c["par_rows"] = rows;
-        ASSERT_TRUE(ValidateConfig(w, host, c).ok()) << what;
+      for (int64_t h : {112, 14}) {
+        Workload w = SquareConv(1, 2 * b, h, h, 2 * b, 3, stride, 1, 1, 1, 2 * b);
+        w.ints["in_block"] = {b};
+        w.ints["out_block"] = {ob};
+        w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
+        const std::string what = w.Canonical();
+        Config c = *DefaultConfig(w, host);
+        ASSERT_EQ(c.at("layout"), 2) << what;
+        c["parallel"] = 1;
+        EXPECT_EQ(parallel_extent(w, c), w.Int("OH") >= 28 ? std::to_string(w.Int("OH")) : "2")
+            << what;
         ExpectMatchesReference(w, c, what);
       }
-      Config serial = def;
-      serial["parallel"] = 0;
-      EXPECT_FALSE(ValidateConfig(w, host, serial).ok()) << what;
     }
   }
-  // 14 rows: the channel blocks, as before.
-  Workload small = SquareConv(1, 2 * b, 14, 14, 2 * b, 3, 1, 1, 1, 1, 2 * b);
-  small.ints["in_block"] = {b};
-  small.ints["out_block"] = {b};
-  EXPECT_EQ(DefaultConfig(small, host)->at("par_rows"), 0);
-  // NCHW data: each thread pads whole channels; no rows to share out.
   Workload nchw = SquareConv(1, 2 * b, 56, 56, 2 * b, 3, 1, 1, 1, 1, 2 * b);
   Config c = *DefaultConfig(nchw, host);
   ASSERT_EQ(c.at("layout"), 2);
-  c["par_rows"] = 1;
-  EXPECT_FALSE(ValidateConfig(nchw, host, c).ok());
+  c["parallel"] = 1;
+  EXPECT_EQ(parallel_extent(nchw, c), "32");
 }
 
 // Channel blocks (in_block / out_block, the layout pass's NCHW[16]c): the
