@@ -6,6 +6,10 @@
 // outside the timed loop, and only the primitive's execution is timed, as a
 // framework that keeps oneDNN's blocked layouts end to end would run it.
 // Ratios are oneDNN time / kiln time (higher is better for kiln; 1.0 ties).
+// Where Debian's OpenBLAS is installed (libopenblas-dev), the MatMul shapes
+// are also timed against its cblas_sgemm (cblas_sgemv for one row), on as
+// many threads as oneDNN; it prints the core OpenBLAS detected, which
+// OPENBLAS_CORETYPE overrides (Debian's build mis-detects some CPUs).
 //
 // kiln's convolutions run as the layout pass runs them inside a network:
 // data and output in NCHW[16]c wherever the channels allow (the stem reads
@@ -24,6 +28,9 @@
 #include <cstdlib>
 #include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
+#ifdef KILN_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 #include <random>
 #include <string>
 #include <vector>
@@ -109,6 +116,31 @@ double OneDnnSeconds(const Shape& s, int repeat) {
       repeat, 2e-3);
 }
 
+#ifdef KILN_HAVE_OPENBLAS
+// OpenBLAS's time for a MatMul shape (M x K times K x N, row-major): one
+// cblas_sgemm call, or cblas_sgemv for a single row, as a framework calls it.
+double OpenBlasSeconds(const Shape& s, int repeat) {
+  const int M = static_cast<int>(s.a), N = static_cast<int>(s.b), K = static_cast<int>(s.c);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(static_cast<size_t>(M) * K), b(static_cast<size_t>(K) * N),
+      c(static_cast<size_t>(M) * N);
+  for (float& v : a) v = u(rng);
+  for (float& v : b) v = u(rng);
+  return kiln::bench::MedianSeconds(
+      [&] {
+        if (M == 1) {
+          cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, b.data(), N, a.data(), 1, 0.0f,
+                      c.data(), 1);
+        } else {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a.data(), K,
+                      b.data(), N, 0.0f, c.data(), N);
+        }
+      },
+      repeat, 2e-3);
+}
+#endif
+
 // kiln's kernel time with `c`; negative when it does not build. The first
 // build also checks the output against the reference.
 bool g_dump_ir = false;
@@ -174,16 +206,33 @@ int main(int argc, char** argv) {
   std::printf(
       "baseline: oneDNN primitive on its own layouts (format any), weights reordered "
       "once; ratio = oneDNN time / kiln time\n");
+#ifdef KILN_HAVE_OPENBLAS
+  openblas_set_num_threads(omp != nullptr && std::atoi(omp) > 0 ? std::atoi(omp)
+                                                                : kiln_num_threads());
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::printf(
+      "MatMul also against OpenBLAS (cblas_sgemm, cblas_sgemv for one row): core %s (%s), %d "
+      "threads; ratio = OpenBLAS time / kiln time\n",
+      openblas_get_corename(),
+      coretype ? "OPENBLAS_CORETYPE" : "detected; OPENBLAS_CORETYPE overrides",
+      openblas_get_num_threads());
+  constexpr bool kOpenBlas = true;
+#else
+  constexpr bool kOpenBlas = false;
+#endif
   std::printf("kiln convolutions: %s\n\n",
               nchw ? "NCHW data and output (--nchw)"
                    : "data and output in NCHW[16]c where the layout pass keeps them");
   std::printf("| shape | GFLOP | oneDNN ms | kiln default ms | ratio | max err |");
+  if (kOpenBlas) std::printf(" OpenBLAS ms | ratio |");
   if (trials > 0) std::printf(" best of %d ms | ratio | tuning s | best config |", trials);
   std::printf("\n|---|---:|---:|---:|---:|---:|");
+  if (kOpenBlas) std::printf("---:|---:|");
   if (trials > 0) std::printf("---:|---:|---:|---|");
   std::printf("\n");
   double log_default = 0, log_best = 0, worst_default = 1e9, worst_best = 1e9;
-  int n = 0;
+  int n = 0, n_blas = 0;
+  double log_blas = 0, worst_blas = 1e9;
   for (const Shape& s : kShapes) {
     if (!only.empty() && s.name.find(only) == std::string::npos) continue;
     Workload w = KilnWorkload(s, !nchw);
@@ -206,6 +255,17 @@ int main(int argc, char** argv) {
                 t_dnnl * 1e3, t_def * 1e3, r_def, err);
     log_default += std::log(r_def);
     worst_default = std::min(worst_default, r_def);
+#ifdef KILN_HAVE_OPENBLAS
+    if (s.conv) {
+      std::printf(" - | - |");
+    } else {
+      const double r_blas = OpenBlasSeconds(s, repeat) / t_def;
+      std::printf(" %.3f | %.2f |", r_blas * t_def * 1e3, r_blas);
+      log_blas += std::log(r_blas);
+      worst_blas = std::min(worst_blas, r_blas);
+      ++n_blas;
+    }
+#endif
     double best = t_def;
     if (trials > 0) {
       auto knobs = kiln::compiler::KnobsOf(w, target);
@@ -240,5 +300,9 @@ int main(int argc, char** argv) {
   if (trials > 0)
     std::printf(", best of %d %.2f (worst %.2f)", trials, std::exp(log_best / n), worst_best);
   std::printf("; target >= 0.9, none below 0.7\n");
+  if (n_blas > 0) {
+    std::printf("geometric mean of OpenBLAS/kiln (MatMul, default configs): %.2f (worst %.2f)\n",
+                std::exp(log_blas / n_blas), worst_blas);
+  }
   return 0;
 }
