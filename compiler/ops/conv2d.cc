@@ -284,6 +284,9 @@ Config Default(const Workload& w, const Target& t) {
     for (const Knob& kn : k) {
       if (kn.name == "rows") NchwcParallelDefault(w, kn.choices, n);
     }
+    // Input-channel blocks only where their accumulators fit (rows may have
+    // changed).
+    if (n["cin"] && !Check(w, t, n).ok()) n["cin"] = 0;
     if (Check(w, t, n).ok()) c = n;
   }
   // Another layout in place of the one so far, if it accepts the config;
@@ -292,6 +295,7 @@ Config Default(const Workload& w, const Target& t) {
     Config g = c;
     g["layout"] = layout;
     g["par_rows"] = 0;
+    g["cin"] = 0;
     g["fold"] = 1;
     g["parallel"] = w.Flops() > min_flops ? 1 : 0;
     if (Check(w, t, g).ok()) c = g;

@@ -619,6 +619,39 @@ TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
   }
 }
 
+// NCHWc's default blocks input channels by 32 (cin) on images 14 pixels
+// wide or less whose weights reach 512 KiB (ResNet-50's 14x14 and 7x7
+// layers), so that each pixel tile reads a chunk's weights from L1; not on
+// small weights (MobileNetV2's 14x14 1x1 layers) nor wider images. With it,
+// the defaults match the reference.
+TEST(OpsNumeric, SmallImagesWithLargeWeightsBlockInputChannels) {
+  Target host = Target::Host();
+  struct Case {
+    const char* workload;
+    int64_t cin;
+  };
+  for (Case c :
+       {Case{"conv2d(C=512;H=7;K=512;N=1;OH=7;OW=7;R=3;S=3;W=7;bias=1;dilation=1,1;groups=1;"
+             "in_block=16;out_block=16;pad=1,1,1,1;stride=1,1)|relu",
+             32},
+        Case{"conv2d(C=1024;H=14;K=256;N=1;OH=14;OW=14;R=1;S=1;W=14;bias=1;dilation=1,1;"
+             "groups=1;in_block=16;out_block=16;pad=0,0,0,0;stride=1,1)|relu",
+             32},
+        Case{"conv2d(C=64;H=14;K=384;N=1;OH=14;OW=14;R=1;S=1;W=14;bias=1;dilation=1,1;groups=1;"
+             "in_block=16;out_block=16;pad=0,0,0,0;stride=1,1)|u:clip:0,6",
+             0},
+        Case{"conv2d(C=128;H=28;K=512;N=1;OH=28;OW=28;R=1;S=1;W=28;bias=1;dilation=1,1;"
+             "groups=1;in_block=16;out_block=16;pad=0,0,0,0;stride=1,1)",
+             0}}) {
+    Workload w = Parse(c.workload);
+    Config def = *DefaultConfig(w, host);
+    ASSERT_EQ(def.at("layout"), 1) << c.workload;
+    EXPECT_EQ(def.at("cin"), c.cin) << c.workload << " " << CanonicalConfig(def);
+    ASSERT_TRUE(ValidateConfig(w, host, def).ok()) << c.workload;
+    ExpectMatchesReference(w, def, c.workload);
+  }
+}
+
 // A blocked depthwise layer of 28 rows or more shares out its output rows
 // among the threads (the loop run in parallel is the rows', 56 here); a
 // smaller one, or NCHW data, its channels (2 blocks, 32 channels). Both
