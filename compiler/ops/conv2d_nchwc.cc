@@ -348,9 +348,10 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
   // Small images with large weights: input-channel blocks of 32, so that a
   // chunk's weights are read from L1 by every pixel tile of the rows instead
   // of all the weights from L2 or memory once per tile. ResNet-50 (every
-  // layer of 14x14 and 7x7, 1-9 MB of weights each): 50.1 -> 47.6 ms at 1
-  // thread, 27.4 -> 25.8 ms at 2; MobileNetV2's 7x7 layers of 0.5 MB or more
-  // too, not its 14x14 ones (slower at 2 threads with them).
+  // layer of 14x14 and 7x7, 1-9 MB of weights each) on an AVX-512 Xeon:
+  // 50.6 -> 49.5 ms at 1 thread, 28.6 -> 27.4 ms at 2; MobileNetV2's 7x7
+  // layers of 0.5 MB or more too (3-5 %), not its 14x14 ones (slower at 2
+  // threads with them).
   const int64_t weight_bytes = 4 * w.Int("K") * w.Int("C") * w.Int("R") * w.Int("S");
   const auto cins = choices("cin");
   if (OW <= 14 && weight_bytes >= 512 * 1024 && c["cb"] > 0 && 32 % c["cb"] == 0 &&
