@@ -259,8 +259,8 @@ int main(int argc, char** argv) {
     if (s.conv) {
       std::printf(" - | - |");
     } else {
-      const double r_blas = OpenBlasSeconds(s, repeat) / t_def;
-      std::printf(" %.3f | %.2f |", r_blas * t_def * 1e3, r_blas);
+      const double t_blas = OpenBlasSeconds(s, repeat), r_blas = t_blas / t_def;
+      std::printf(" %.3f | %.2f |", t_blas * 1e3, r_blas);
       log_blas += std::log(r_blas);
       worst_blas = std::min(worst_blas, r_blas);
       ++n_blas;

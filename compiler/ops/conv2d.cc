@@ -265,6 +265,13 @@ Config Default(const Workload& w, const Target& t) {
   c["unroll_acc"] = 1;
   c["layout"] = 0;
   for (const auto& [name, v] : NchwcDefault(w, t, k)) c[name] = v;
+  // NCHWc's row split, input-channel chunks and folded rows, which every
+  // other layout refuses.
+  auto nchwc_off = [](Config& g) {
+    g["par_rows"] = 0;
+    g["cin"] = 0;
+    g["fold"] = 1;
+  };
   c["pad_stage"] = k[6].choices.back();
   if (c["pad_stage"] && !Check(w, t, c).ok()) c["pad_stage"] = 0;
   // Parallel only when each of 2+ threads gets 2+ iterations of real work.
@@ -289,14 +296,13 @@ Config Default(const Workload& w, const Target& t) {
     if (n["cin"] && !Check(w, t, n).ok()) n["cin"] = 0;
     if (Check(w, t, n).ok()) c = n;
   }
+  if (c["layout"] != 1) nchwc_off(c);
   // Another layout in place of the one so far, if it accepts the config;
   // parallel from `min_flops`.
   auto prefer = [&](int64_t layout, double min_flops) {
     Config g = c;
     g["layout"] = layout;
-    g["par_rows"] = 0;
-    g["cin"] = 0;
-    g["fold"] = 1;
+    nchwc_off(g);
     g["parallel"] = w.Flops() > min_flops ? 1 : 0;
     if (Check(w, t, g).ok()) c = g;
   };

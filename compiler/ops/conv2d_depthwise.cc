@@ -154,13 +154,11 @@ absl::StatusOr<Built> BuildDepthwiseBlocked(const Workload& w, const Config& cfg
   te::IterVar n = s.Axis(out, 0), oh = s.Axis(out, 2);
   auto [owo, owi] = s.Split(out, s.Axis(out, 3), cfg.at("dw_ow"));
   // In parallel, the threads share out the output rows (every channel block
-  // of each) where DepthwiseSplitsRows, else the channel blocks.
+  // of each) where DepthwiseSplitsRows, else the channel blocks; the padded
+  // input rows are copied inside the shared-out loop.
   const bool rows = cfg.at("parallel") && DepthwiseSplitsRows(w);
-  if (rows) {
-    s.Reorder(out, {n, oh, cb, owo, owi, v});
-  } else {
-    s.Reorder(out, {n, cb, oh, owo, owi, v});
-  }
+  const te::IterVar shared = rows ? oh : cb, inner = rows ? cb : oh;
+  s.Reorder(out, {n, shared, inner, owo, owi, v});
   if (w.IntOr("out_block", 0) > 0) {
     s.Vectorize(out, v);
   } else {
@@ -170,8 +168,8 @@ absl::StatusOr<Built> BuildDepthwiseBlocked(const Workload& w, const Config& cfg
     bt.slp_vectorize = true;
   }
   s.Unroll(out, owi);
-  if (cfg.at("parallel")) s.Parallel(out, rows ? oh : cb);
-  s.ComputeAt(prow, out, rows ? cb : oh);
+  if (cfg.at("parallel")) s.Parallel(out, shared);
+  s.ComputeAt(prow, out, inner);
   s.Vectorize(prow, s.Axis(prow, 4));
   s.ComputeAt(conv, out, owo);
   te::IterVar cy = s.ReduceAxisOf(conv, 0), cx = s.ReduceAxisOf(conv, 1);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "compiler/codegen/jit.h"
 #include "compiler/ir/ir.h"
@@ -15,6 +16,13 @@
 #include "compiler/target.h"
 
 namespace kiln::compiler::test_util {
+
+// `s` as a workload; a test failure naming it when it does not parse.
+inline Workload ParseWorkload(const std::string& s) {
+  auto w = Workload::Parse(s);
+  EXPECT_TRUE(w.ok()) << s << ": " << w.status();
+  return w.ok() ? *std::move(w) : Workload{};
+}
 
 // `f` compiled for the host by the JIT (kept alive by *keep): its entry.
 inline codegen::KernelFn Jit(const ir::PrimFunc& f, std::unique_ptr<codegen::JitModule>* keep) {

@@ -17,15 +17,11 @@
 namespace kiln::compiler {
 namespace {
 
+using test_util::ParseWorkload;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::OnnxBuilder;
-
-Workload Parse(const std::string& s) {
-  auto w = Workload::Parse(s);
-  EXPECT_TRUE(w.ok()) << s << ": " << w.status();
-  return *w;
-}
 
 std::vector<float> Iota(int64_t n, float start) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -44,7 +40,7 @@ std::vector<float> Ref(const Workload& w, const std::vector<float>& x) {
 }
 
 TEST(Pool3dWorkload, SignatureFlopsAndParse) {
-  Workload w = Parse(
+  Workload w = ParseWorkload(
       "pool3d(C=3;D=4;H=5;N=2;OD=3;OH=4;OW=5;W=6;count_include_pad=0;dilation=1,1,1;kernel=2,2,3;"
       "kind=1;pad=0,0,1,0,0,1;stride=1,1,1)|relu");
   auto sig = w.Signature();
@@ -53,7 +49,7 @@ TEST(Pool3dWorkload, SignatureFlopsAndParse) {
   EXPECT_THAT(sig->inputs[0].shape, ElementsAre(2, 3, 4, 5, 6));
   EXPECT_THAT(sig->output.shape, ElementsAre(2, 3, 3, 4, 5));
   EXPECT_DOUBLE_EQ(w.Flops(), 2.0 * 3 * 3 * 4 * 5 * (12 + 1));
-  EXPECT_EQ(Parse(w.Canonical()), w);
+  EXPECT_EQ(ParseWorkload(w.Canonical()), w);
   auto bad = Workload::Parse(
       "pool3d(C=1;D=2;H=2;N=1;OD=1;OH=1;OW=1;W=2;dilation=1,1;kernel=2,2,2;kind=0;pad=0,0,0,0,0,0;"
       "stride=1,1,1)");
@@ -65,18 +61,20 @@ TEST(Pool3dReference, HandComputed) {
   std::vector<float> x = Iota(18, 0.f);
   std::string shape =
       "C=1;D=2;H=3;N=1;OD=1;OH=2;OW=2;W=3;dilation=1,1,1;kernel=2,2,2;pad=0,0,0,0,0,0;stride=1,1,1";
-  EXPECT_THAT(Ref(Parse("pool3d(" + shape + ";kind=0)"), x), ElementsAre(13, 14, 16, 17));
-  EXPECT_THAT(Ref(Parse("pool3d(" + shape + ";kind=1)"), x), ElementsAre(6.5, 7.5, 9.5, 10.5));
+  EXPECT_THAT(Ref(ParseWorkload("pool3d(" + shape + ";kind=0)"), x), ElementsAre(13, 14, 16, 17));
+  EXPECT_THAT(Ref(ParseWorkload("pool3d(" + shape + ";kind=1)"), x),
+              ElementsAre(6.5, 7.5, 9.5, 10.5));
 
   // 2x2x2 input 1..8, 2x2x2 windows at stride 2 with one element of padding
   // everywhere: every window holds exactly one input element.
   std::vector<float> y = Iota(8, 1.f);
   std::string padded =
       "C=1;D=2;H=2;N=1;OD=2;OH=2;OW=2;W=2;dilation=1,1,1;kernel=2,2,2;pad=1,1,1,1,1,1;stride=2,2,2";
-  EXPECT_THAT(Ref(Parse("pool3d(" + padded + ";kind=0)"), y), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
-  EXPECT_THAT(Ref(Parse("pool3d(" + padded + ";count_include_pad=0;kind=1)"), y),
+  EXPECT_THAT(Ref(ParseWorkload("pool3d(" + padded + ";kind=0)"), y),
               ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
-  EXPECT_THAT(Ref(Parse("pool3d(" + padded + ";count_include_pad=1;kind=1)"), y),
+  EXPECT_THAT(Ref(ParseWorkload("pool3d(" + padded + ";count_include_pad=0;kind=1)"), y),
+              ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+  EXPECT_THAT(Ref(ParseWorkload("pool3d(" + padded + ";count_include_pad=1;kind=1)"), y),
               ElementsAre(0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1));
 
   // Ceil mode: 3x3x3 input, 2-windows at stride 2 -> 2 outputs per dim; the
@@ -86,13 +84,13 @@ TEST(Pool3dReference, HandComputed) {
   std::vector<float> z = Iota(27, 0.f);
   std::string ceil =
       "C=1;D=3;H=3;N=1;OD=2;OH=2;OW=2;W=3;dilation=1,1,1;kernel=2,2,2;pad=0,0,0,0,0,0;stride=2,2,2";
-  auto zmax = Ref(Parse("pool3d(" + ceil + ";kind=0)"), z);
+  auto zmax = Ref(ParseWorkload("pool3d(" + ceil + ";kind=0)"), z);
   EXPECT_THAT(zmax, ElementsAre(13, 14, 16, 17, 22, 23, 25, 26));
-  auto zex = Ref(Parse("pool3d(" + ceil + ";count_include_pad=0;kind=1)"), z);
+  auto zex = Ref(ParseWorkload("pool3d(" + ceil + ";count_include_pad=0;kind=1)"), z);
   EXPECT_FLOAT_EQ(zex[0], 6.5f);
   EXPECT_FLOAT_EQ(zex[1], (2 + 5 + 11 + 14) / 4.f);
   EXPECT_FLOAT_EQ(zex[7], 26.f);
-  auto zin = Ref(Parse("pool3d(" + ceil + ";count_include_pad=1;kind=1)"), z);
+  auto zin = Ref(ParseWorkload("pool3d(" + ceil + ";count_include_pad=1;kind=1)"), z);
   EXPECT_FLOAT_EQ(zin[0], 6.5f);
   EXPECT_FLOAT_EQ(zin[1], (2 + 5 + 11 + 14) / 4.f);
   EXPECT_FLOAT_EQ(zin[7], 26.f);
@@ -103,9 +101,9 @@ TEST(Pool3dReference, HandComputed) {
   for (int i = 0; i < 64; ++i) d[i] = static_cast<float>(i % 16 + 1);
   std::string dil =
       "C=1;D=4;H=4;N=1;OD=2;OH=2;OW=2;W=4;dilation=2,2,2;kernel=2,2,2;pad=0,0,0,0,0,0;stride=1,1,1";
-  EXPECT_THAT(Ref(Parse("pool3d(" + dil + ";kind=0)"), d),
+  EXPECT_THAT(Ref(ParseWorkload("pool3d(" + dil + ";kind=0)"), d),
               ElementsAre(11, 12, 15, 16, 11, 12, 15, 16));
-  EXPECT_THAT(Ref(Parse("pool3d(" + dil + ";count_include_pad=0;kind=1)"), d),
+  EXPECT_THAT(Ref(ParseWorkload("pool3d(" + dil + ";count_include_pad=0;kind=1)"), d),
               ElementsAre(6, 7, 10, 11, 6, 7, 10, 11));
 }
 
@@ -153,7 +151,7 @@ TEST(Pool3dNumeric, DefaultAndRandomConfigsMatchReference) {
   std::mt19937 rng(5);
   for (const char* s : {kMaxPad, kAvgPadExclusive, kAvgPadInclusive, kAvgCeilInclusive,
                         kAvgCeilExclusive, kMaxInBounds, kMaxWidthPad, kGlobalAvg}) {
-    Workload w = Parse(s);
+    Workload w = ParseWorkload(s);
     auto def = DefaultConfig(w, host);
     ASSERT_TRUE(def.ok()) << s << ": " << def.status();
     ASSERT_TRUE(ValidateConfig(w, host, *def).ok()) << s;
@@ -185,7 +183,7 @@ TEST(Pool3dNumeric, DefaultAndRandomConfigsMatchReference) {
 TEST(Pool3dKnobs, ParallelLoopAndValidation) {
   Target host = Target::Host();
   // N=1, C=1: the parallel loop is the output depth.
-  Workload w = Parse(kMaxInBounds);
+  Workload w = ParseWorkload(kMaxInBounds);
   auto knobs = *KnobsOf(w, host);
   ASSERT_EQ(knobs[1].name, "parallel");
   EXPECT_THAT(knobs[1].choices, ElementsAre(0, 1));
@@ -193,7 +191,7 @@ TEST(Pool3dKnobs, ParallelLoopAndValidation) {
   c["parallel"] = 1;
   ExpectMatchesReference(w, c, "pool3d parallel over OD");
   // Nothing to parallelize.
-  Workload one = Parse(
+  Workload one = ParseWorkload(
       "pool3d(C=1;D=2;H=2;N=1;OD=1;OH=1;OW=1;W=2;dilation=1,1,1;kernel=2,2,2;kind=0;pad=0,0,0,0,0,"
       "0;"
       "stride=1,1,1)");

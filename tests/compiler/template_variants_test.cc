@@ -13,14 +13,10 @@
 namespace kiln::compiler {
 namespace {
 
+using test_util::ParseWorkload;
+
 using test_util::CheckRandomConfigs;
 using test_util::ExpectMatchesReference;
-
-Workload Parse(const std::string& s) {
-  auto w = Workload::Parse(s);
-  EXPECT_TRUE(w.ok()) << w.status();
-  return *w;
-}
 
 // Epilogue taps (`mul:@N`: the chain's own value entering op N as the
 // operand, as a fused GELU's x * f(x) has it) on every template that takes an
@@ -35,7 +31,7 @@ TEST(OpsNumeric, EpilogueTapsMatchReference) {
         "conv2d(C=8;H=6;K=16;N=1;OH=6;OW=6;R=1;S=1;W=6;bias=1;dilation=1,1;groups=1;"
         "pad=0,0,0,0;stride=1,1)|relu|mul:@0|b:sub:@1",
         "eltwise(in_shape=2,4,3,11;shape=2,4,3,11)|u:erf|add:2,1,3,11|br:sub:@0"}) {
-    Workload w = Parse(s);
+    Workload w = ParseWorkload(s);
     EXPECT_EQ(w.Canonical(), s);
     auto sig = w.Signature();
     ASSERT_TRUE(sig.ok()) << sig.status();
@@ -90,14 +86,15 @@ TEST(OpsNumeric, ReductionsInVectorLanesMatchReference) {
         for (const char* epilogue : {"", "|u:scale:0.5,1"}) {
           const std::string text =
               StrCat("reduce(", shape, ";kind=", kind, ";pre=", pre, ")", epilogue);
-          checked += CheckEveryChoice(Parse(text), "rvec", text);
+          checked += CheckEveryChoice(ParseWorkload(text), "rvec", text);
         }
       }
     }
   }
   EXPECT_GT(checked, 100);
   // Not offered where the last axis is kept.
-  auto knobs = *KnobsOf(Parse("reduce(axes=1;in0=4,64,8;keep=1;kind=0;pre=0;shape=4,1,8)"), host);
+  auto knobs =
+      *KnobsOf(ParseWorkload("reduce(axes=1;in0=4,64,8;keep=1;kind=0;pre=0;shape=4,1,8)"), host);
   for (const Knob& k : knobs) EXPECT_NE(k.name, "rvec");
 }
 
@@ -110,7 +107,7 @@ TEST(OpsNumeric, TransposeTilesMatchReference) {
   for (const char* text : {"transpose(in0=3,5,20;perm=0,2,1;shape=3,20,5)",
                            "transpose(in0=2,6,3,20;perm=0,2,3,1;shape=2,3,20,6)|u:exp",
                            "transpose(in0=9,20;perm=1,0;shape=20,9)"}) {
-    Workload w = Parse(text);
+    Workload w = ParseWorkload(text);
     checked += CheckEveryChoice(w, "tr_tile", text);
     auto knobs = *KnobsOf(w, host);
     Config both = *DefaultConfig(w, host);
@@ -119,7 +116,7 @@ TEST(OpsNumeric, TransposeTilesMatchReference) {
   }
   EXPECT_GE(checked, 12);
   // Not offered where the last axis stays last.
-  auto kept = *KnobsOf(Parse("transpose(in0=4,6,16;perm=1,0,2;shape=6,4,16)"), host);
+  auto kept = *KnobsOf(ParseWorkload("transpose(in0=4,6,16;perm=1,0,2;shape=6,4,16)"), host);
   for (const Knob& k : kept) EXPECT_NE(k.name, "tr_tile");
 }
 
