@@ -128,4 +128,86 @@ inline std::string FormatSeconds(double seconds) {
   return buf;
 }
 
+// The length of the UTF-8 sequence at the start of `s` (1 to 4), or 0 where
+// it is not valid UTF-8 (overlong forms, surrogates and code points past
+// U+10FFFF are not).
+inline size_t Utf8SequenceLength(std::string_view s) {
+  if (s.empty()) return 0;
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  uint32_t cp = 0;
+  if ((c & 0xe0) == 0xc0) {
+    n = 2, cp = c & 0x1f;
+  } else if ((c & 0xf0) == 0xe0) {
+    n = 3, cp = c & 0x0f;
+  } else if ((c & 0xf8) == 0xf0) {
+    n = 4, cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (s.size() < n) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if ((b(i) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i) & 0x3f);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
+// The code point of a valid sequence of `n` bytes (Utf8SequenceLength).
+inline uint32_t Utf8CodePoint(std::string_view s, size_t n) {
+  static constexpr unsigned char kLead[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+  uint32_t cp = static_cast<unsigned char>(s[0]) & kLead[n];
+  for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[i]) & 0x3f);
+  return cp;
+}
+
+// Control characters: C0, DEL, C1, and the bidirectional overrides and
+// isolates that reorder what a terminal or page shows.
+inline bool IsControlCodePoint(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+// Valid UTF-8 with no control characters (Utf8SequenceLength,
+// IsControlCodePoint): what names and keys from users must be.
+inline bool IsPrintableUtf8(std::string_view s) {
+  while (!s.empty()) {
+    const size_t n = Utf8SequenceLength(s);
+    if (n == 0 || IsControlCodePoint(Utf8CodePoint(s, n))) return false;
+    s.remove_prefix(n);
+  }
+  return true;
+}
+
+// `s` as printable text for a log line or a terminal: control characters and
+// bytes that are not UTF-8 as \xNN (a control code point of several bytes as
+// \u{NNNN}), a backslash doubled, everything else as it is. Strings from
+// users pass through here before they reach a log or a terminal.
+inline std::string Printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[16];
+  while (!s.empty()) {
+    size_t n = Utf8SequenceLength(s);
+    if (n == 0) {
+      std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned char>(s[0]));
+      out += buf;
+      n = 1;
+    } else if (const uint32_t cp = Utf8CodePoint(s, n); IsControlCodePoint(cp)) {
+      std::snprintf(buf, sizeof(buf), cp < 0x80 ? "\\x%02x" : "\\u{%04x}", cp);
+      out += buf;
+    } else if (s[0] == '\\') {
+      out += "\\\\";
+    } else {
+      out.append(s.data(), n);
+    }
+    s.remove_prefix(n);
+  }
+  return out;
+}
+
 }  // namespace kiln

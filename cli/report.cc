@@ -135,16 +135,27 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-// gnuplot's single-quoted strings: a quote is doubled.
-std::string Quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
+// A title in a data file's header line, which gnuplot reads as data
+// (`title columnheader(1)`): one line, no double quote to end it early, and
+// a backslash doubled (gnuplot reads escapes there).
+std::string HeaderTitle(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else {
+      out += c == '"' || (c >= 0 && c < 0x20) ? '\'' : c;
+    }
+  }
+  return out + "\"";
 }
 
-// Runs `gnuplot script`; its messages go to our stderr.
-absl::Status RunGnuplot(const std::string& script) {
-  std::vector<std::string> args = {"gnuplot", script};
+// Runs `gnuplot -c script args...`; its messages go to our stderr. The
+// script reads every string that is not kiln's own (the job's and model's
+// names, the paths) as ARG1, ARG2, ...: values, never parsed as commands.
+absl::Status RunGnuplot(const std::string& script, const std::vector<std::string>& script_args) {
+  std::vector<std::string> args = {"gnuplot", "-c", script};
+  args.insert(args.end(), script_args.begin(), script_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -171,10 +182,12 @@ absl::Status Plot(const ReportData& d, const std::string& dir, const std::string
   std::vector<std::ofstream> files;
   for (size_t i = 0; i < d.tasks.size(); ++i) {
     files.emplace_back(StrCat(dir, "/task", i, ".dat"));
-    files.back() << "# trial seconds gflops\n";
+    // The first line titles the task's curve (columnheader(1)).
+    files.back() << HeaderTitle(StrCat(i + 1, " ", d.tasks[i].op, " x", d.tasks[i].occurrences))
+                 << " seconds gflops\n";
   }
   std::ofstream model(StrCat(dir, "/model.dat"));
-  model << "# trial seconds latency_ms\n";
+  model << "trial seconds latency_ms\n";
   std::vector<double> best(d.tasks.size(), 0);
   std::vector<int> trials(d.tasks.size(), 0);
   std::vector<bool> has_points(d.tasks.size(), false);
@@ -213,28 +226,28 @@ absl::Status Plot(const ReportData& d, const std::string& dir, const std::string
   model.close();
   if (!model) return absl::InternalError(StrCat("cannot write the plot's data in ", dir));
 
+  // The script holds no string from the job or the log: the output path is
+  // ARG1, the title ARG2, the data folder ARG3 (RunGnuplot), the curves'
+  // titles are the data files' header lines.
   std::ofstream gp(StrCat(dir, "/report.gp"));
   gp << (png ? "set terminal pngcairo size 1400,1000 noenhanced font 'sans,10'\n"
              : "set terminal svg size 1400,1000 dynamic noenhanced font 'sans,10' "
                "background rgb 'white'\n")
-     << "set output " << Quoted(out) << "\n"
-     << "set multiplot layout 2,2 title "
-     << Quoted(StrCat("kiln tuning report: ", d.job_id,
-                      d.model_name.empty() ? "" : StrCat(" (", d.model_name, ")")))
-     << "\nset grid\nset key outside right top font ',8'\n";
+     << "set output ARG1\n"
+     << "set multiplot layout 2,2 title ARG2\n"
+     << "set grid\nset key outside right top font ',8'\n";
   // gnuplot refuses a plot without points: an empty panel says so instead.
   auto empty_panel = [&](const std::string& why) {
-    gp << "set xrange [0:1]\nset yrange [0:1]\nset label 1 " << Quoted(why)
-       << " at 0.5,0.5 center\nplot NaN notitle\nunset label 1\nset autoscale\n";
+    gp << "set xrange [0:1]\nset yrange [0:1]\nset label 1 '" << why
+       << "' at 0.5,0.5 center\nplot NaN notitle\nunset label 1\nset autoscale\n";
   };
   auto task_plot = [&](int x_column, const std::string& xlabel) {
-    gp << "set xlabel " << Quoted(xlabel) << "\nset ylabel 'best GFLOP/s'\n";
+    gp << "set xlabel '" << xlabel << "'\nset ylabel 'best GFLOP/s'\n";
     std::string plots;
     for (size_t i = 0; i < d.tasks.size(); ++i) {
       if (!has_points[i]) continue;
-      plots += StrCat(plots.empty() ? "" : ", ", Quoted(StrCat(dir, "/task", i, ".dat")), " using ",
-                      x_column, ":3 with steps title ",
-                      Quoted(StrCat(i + 1, " ", d.tasks[i].op, " x", d.tasks[i].occurrences)));
+      plots += StrCat(plots.empty() ? "" : ", ", "ARG3.'/task", i, ".dat' using ", x_column,
+                      ":3 with steps title columnheader(1)");
     }
     if (plots.empty()) {
       empty_panel("no task has a measured cost");
@@ -247,10 +260,9 @@ absl::Status Plot(const ReportData& d, const std::string& dir, const std::string
   gp << "set key off\nset ylabel 'end-to-end estimate (ms)'\n";
   for (const auto& [column, xlabel] :
        {std::pair<int, const char*>{1, "trials of the job"}, {2, "wall time (s)"}}) {
-    gp << "set xlabel " << Quoted(xlabel) << "\n";
+    gp << "set xlabel '" << xlabel << "'\n";
     if (model_points) {
-      gp << "plot " << Quoted(StrCat(dir, "/model.dat")) << " using " << column
-         << ":3 with steps lw 2\n";
+      gp << "plot ARG3.'/model.dat' using " << column << ":3 with steps lw 2\n";
     } else {
       empty_panel("not every task has a measured cost");
     }
@@ -258,7 +270,11 @@ absl::Status Plot(const ReportData& d, const std::string& dir, const std::string
   gp << "unset multiplot\n";
   gp.close();
   if (!gp) return absl::InternalError(StrCat("cannot write the plot's script in ", dir));
-  return RunGnuplot(StrCat(dir, "/report.gp"));
+  return RunGnuplot(StrCat(dir, "/report.gp"),
+                    {out,
+                     StrCat("kiln tuning report: ", d.job_id,
+                            d.model_name.empty() ? "" : StrCat(" (", d.model_name, ")")),
+                     dir});
 }
 
 void PrintSummary(const ReportData& d, std::ostream& out) {
@@ -348,6 +364,11 @@ int RunReport(const Command& self, const std::vector<std::string>& argv, const C
         self, StrCat(absl::StatusCodeToString(data.status().code()), ": ", data.status().message()),
         env);
   }
+  // Names from the tracker or the log are data: printable text before they
+  // reach the terminal or the plot.
+  data->job_id = Printable(data->job_id);
+  data->model_name = Printable(data->model_name);
+  for (ReportTask& t : data->tasks) t.op = Printable(t.op);
   IndexRecords(*data);
   PrintSummary(*data, *env.out);
   char tmpl[] = "/tmp/kiln-report-XXXXXX";

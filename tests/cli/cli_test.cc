@@ -714,5 +714,51 @@ TEST_F(CliWithTracker, TuneLocalMeasuresRecordsAndCompiles) {
   EXPECT_THAT(r.err, HasSubstr("the plot is an .svg or a .png file"));
 }
 
+// A model name and an op from the log reach the plot and the terminal as
+// data: a name that would be gnuplot commands (a newline, then system(...))
+// runs nothing, and the terminal gets printable text.
+TEST_F(CliWithTracker, ReportTreatsNamesAsData) {
+  const std::string db = (dir_ / "hostile.db").string();
+  const std::filesystem::path pwned = dir_ / "pwned";
+  const std::string attack = "x'\nsystem(\"touch " + pwned.string() + "\")\n`touch " +
+                             pwned.string() + "`\x1b[2J";
+  {
+    auto log = storage::LogDb::Open(db);
+    ASSERT_TRUE(log.ok()) << log.status();
+    ASSERT_TRUE((*log)->UpsertWorkload({"wk1", "conv2d\"\n" + attack, "canonical", 1e9}).ok());
+    storage::JobRow job;
+    job.id = "job-1";
+    job.model_name = attack;
+    job.target = "llvm";
+    ASSERT_TRUE((*log)->CreateJob(job).ok());
+    ASSERT_TRUE((*log)->SetJobTasks("job-1", {{"wk1", 2}}).ok());
+    std::vector<storage::RecordRow> rows;
+    for (int i = 0; i < 3; ++i) {
+      storage::RecordRow r;
+      r.workload_key = "wk1";
+      r.target = "llvm";
+      r.config = "c" + std::to_string(i);
+      r.costs_s = {1e-3 / (i + 1)};
+      r.mean_cost_s = 1e-3 / (i + 1);
+      r.job_id = "job-1";
+      r.unix_ms = 1000 + i;
+      rows.push_back(r);
+    }
+    ASSERT_TRUE((*log)->AddRecords(rows).ok());
+  }
+  const std::string svg = (dir_ / "hostile.svg").string();
+  CliRun r = Kiln({"report", "job-1", "--db", db, "-o", svg});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(pwned));
+  EXPECT_THAT(r.out, HasSubstr("job job-1 (x'\\x0asystem("));
+  EXPECT_THAT(r.out, Not(HasSubstr("\x1b")));
+  std::ifstream in(svg);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  EXPECT_NE(text.find("job-1 (x'\\x0asystem("), std::string::npos) << "the title, escaped";
+  EXPECT_NE(text.find("1 conv2d'\\x0ax'"), std::string::npos) << "the curve's title, escaped";
+  EXPECT_NE(text.find("end-to-end estimate (ms)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln::cli
