@@ -71,7 +71,7 @@ std::string StatusCodeName(grpc::StatusCode code) {
 
 int RpcFail(const Command& cmd, const grpc::Status& status, const CliEnv& env) {
   *env.err << "kiln: " << cmd.name << ": " << StatusCodeName(status.error_code()) << ": "
-           << status.error_message() << "\n";
+           << Printable(status.error_message()) << "\n";
   return 1;
 }
 

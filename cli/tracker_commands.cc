@@ -66,7 +66,7 @@ int RunJobs(const Command& self, const std::vector<std::string>& argv, const Cli
   if (!status.ok()) return RpcFail(self, status, env);
   std::vector<std::vector<std::string>> rows = {{"ID", "MODEL", "KEY", "STATE", "TRIALS"}};
   for (const kiln::v1::Job& j : response.jobs()) {
-    rows.push_back({j.job_id(), j.model_name(), j.device_key(), JobStateName(j.state()),
+    rows.push_back({j.job_id(), Printable(j.model_name()), Printable(j.device_key()), JobStateName(j.state()),
                     StrCat(j.trials_done(), "/", j.trials())});
   }
   PrintTable(*env.out, rows);
@@ -97,16 +97,16 @@ int RunJob(const Command& self, const std::vector<std::string>& argv, const CliE
   }
   std::ostream& out = *env.out;
   out << "job       " << j.job_id() << "\n"
-      << "model     " << j.model_name() << "\n"
-      << "key       " << j.device_key() << "\n"
-      << "target    " << (j.target().spec().empty() ? "-" : j.target().spec()) << "\n"
+      << "model     " << Printable(j.model_name()) << "\n"
+      << "key       " << Printable(j.device_key()) << "\n"
+      << "target    " << (j.target().spec().empty() ? "-" : Printable(j.target().spec())) << "\n"
       << "state     " << JobStateName(j.state()) << "\n"
       << "trials    " << j.trials_done() << "/" << j.trials() << "\n"
       << "tuning    " << FormatDuration(j.tuning_s())
       << (j.budget_s() > 0 ? StrCat(" of ", FormatDuration(j.budget_s())) : std::string()) << "\n"
       << "created   " << FormatTime(j.created_unix_ms()) << "\n"
       << "updated   " << FormatTime(j.updated_unix_ms()) << "\n";
-  if (!j.error().empty()) out << "error     " << j.error() << "\n";
+  if (!j.error().empty()) out << "error     " << Printable(j.error()) << "\n";
   if (!j.artifact_sha256().empty()) out << "artifact  " << j.artifact_sha256() << "\n";
   if (peak > 0) {
     char buf[64];
@@ -172,10 +172,10 @@ int RunDevices(const Command& self, const std::vector<std::string>& argv, const 
     std::string state = a.connected() ? "connected" : "gone";
     if (a.quarantined_until_unix_ms() > 0) {
       state = StrCat("quarantined until ", FormatTime(a.quarantined_until_unix_ms()), " (",
-                     a.quarantine_reason(), ")");
+                     Printable(a.quarantine_reason()), ")");
     }
-    rows.push_back({a.agent_id(), a.device_key(), state, StrCat(a.in_flight()), StrCat(a.results()),
-                    FormatTime(a.last_seen_unix_ms()), a.target().spec(), a.hardware()});
+    rows.push_back({Printable(a.agent_id()), Printable(a.device_key()), state, StrCat(a.in_flight()), StrCat(a.results()),
+                    FormatTime(a.last_seen_unix_ms()), Printable(a.target().spec()), Printable(a.hardware())});
   }
   PrintTable(*env.out, rows);
   return 0;

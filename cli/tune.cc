@@ -406,7 +406,7 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
       drawn_lines = static_cast<size_t>(std::count(block.begin(), block.end(), '\n'));
     } else {
       *env.out << ProgressLine(JobStateName(j.state()), j.trials_done(), j.trials(), j.tuning_s(),
-                               j.budget_s(), event.message())
+                               j.budget_s(), Printable(event.message()))
                << std::endl;
     }
     last = event.job();

@@ -4,9 +4,11 @@
 #include <deque>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "base/names.h"
 #include "base/str.h"
 #include "compiler/target.h"
 #include "tracker/rpc.h"
@@ -212,22 +214,36 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
   // Identity: with a bearer token, the token's user is the agent's id
   // (whatever the Hello says); without one (a tracker that allows it), the
   // Hello's id, after the legacy shared secret when one is set.
+  // (Nothing the Hello says is logged before its token is checked.)
   auto caller = owner_->auth_->Authenticate(rpc::Authorization(ctx_));
   if (!caller.ok()) {
-    Log()->warn("agent '{}' from {}: {}", hello.agent_id(), ctx_->peer(),
+    Log()->warn("agent session from {}: {}", Printable(ctx_->peer()),
                 std::string(caller.status().message()));
     End(rpc::ToGrpc(caller.status()));
     return false;
   }
-  if (!caller->role.empty() && caller->role != "agent" && caller->role != "admin") {
+  // An agent's token only: an admin's token names a person, and what an
+  // agent reports becomes every user's starting point.
+  if (!caller->role.empty() && caller->role != "agent") {
     return refuse(grpc::StatusCode::PERMISSION_DENIED,
                   StrCat("token ", caller->token_id, " is a ", caller->role,
                          "'s, not an agent's (kiln-tracker tokens create --role agent)"));
   }
   if (caller->role.empty() && !options.token.empty() &&
       !ConstantTimeEquals(hello.token(), options.token)) {
-    Log()->warn("agent '{}' from {}: wrong token", hello.agent_id(), ctx_->peer());
+    Log()->warn("agent session from {}: wrong token", Printable(ctx_->peer()));
     return refuse(grpc::StatusCode::UNAUTHENTICATED, "wrong or missing agent token");
+  }
+  for (const auto& [what, value, max] :
+       {std::tuple<const char*, const std::string&, size_t>{"agent_id", hello.agent_id(),
+                                                            kMaxNameBytes},
+        {"device_key", hello.device_key(), kMaxNameBytes},
+        {"target", hello.target().spec(), kMaxSpecBytes},
+        {"hardware", hello.hardware(), kMaxSpecBytes},
+        {"compiler_version", hello.compiler_version(), kMaxNameBytes}}) {
+    if (absl::Status st = CheckName(StrCat("Hello's ", what), value, max); !st.ok()) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(st.message()));
+    }
   }
   if (hello.compiler_version() != KILN_VERSION) {
     return refuse(grpc::StatusCode::FAILED_PRECONDITION,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 
+#include "base/names.h"
 #include "base/str.h"
 #include "nlohmann/json.hpp"
 
@@ -133,7 +134,7 @@ std::string HttpServer::StateJson(const Caller& viewer) const {
       }
       const int n = std::max<int>(1, static_cast<int>(j.tasks.size()));
       jobs.push_back({{"id", j.row.id},
-                      {"model", j.row.model_name},
+                      {"model", ShownName(j.row.model_name)},
                       {"key", j.row.device_key},
                       {"target", j.row.target},
                       {"owner", j.row.owner},

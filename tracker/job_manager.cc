@@ -14,6 +14,7 @@
 
 #include "base/check.h"
 #include "base/cpus.h"
+#include "base/names.h"
 #include "base/str.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
@@ -171,7 +172,30 @@ absl::StatusOr<std::string> JobManager::NewJobId() {
   return absl::InternalError("could not find a free job id");
 }
 
+namespace {
+
+// Every string of a request is bounded and printable (base/names.h) before
+// anything reads it.
+absl::Status CheckSubmitNames(const SubmitRequest& req) {
+  if (absl::Status st = CheckName("model_name", req.model_name); !st.ok()) return st;
+  if (absl::Status st = CheckName("device_key", req.device_key); !st.ok()) return st;
+  if (absl::Status st = CheckName("target", req.target, kMaxSpecBytes); !st.ok()) return st;
+  if (absl::Status st = CheckName("strategy", req.strategy); !st.ok()) return st;
+  for (const auto& [location, sha] : req.external_data) {
+    if (absl::Status st = CheckName("an external data file's location", location); !st.ok()) {
+      return st;
+    }
+  }
+  for (const auto& [input, shape] : req.input_shapes) {
+    if (absl::Status st = CheckName("an input shape's input name", input); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
+  if (absl::Status st = CheckSubmitNames(req); !st.ok()) return st;
   if (req.device_key.empty()) return absl::InvalidArgumentError("device_key is empty");
   if (req.trials < 1 || req.trials > options_.max_trials) {
     return absl::InvalidArgumentError(

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/names.h"
 #include "base/net.h"
 #include "base/pem.h"
 #include "base/str.h"
@@ -67,8 +68,8 @@ void FillJob(const JobStatus& s, pb::Job* out) {
   const storage::JobRow& r = s.row;
   out->set_job_id(r.id);
   out->set_owner(r.owner);
-  out->set_model_name(r.model_name);
-  out->set_device_key(r.device_key);
+  out->set_model_name(ShownName(r.model_name));
+  out->set_device_key(ShownName(r.device_key));
   out->mutable_target()->set_spec(r.target);
   out->set_state(rpc::JobStateToProto(r.state));
   out->set_trials(r.trials);

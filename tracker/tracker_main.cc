@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/flags.h"
+#include "base/names.h"
 #include "base/str.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -141,6 +142,9 @@ int Tokens(const std::vector<std::string>& args) {
   if (verb == "create") {
     if (!flags->positional.empty()) return fail("create takes no positional argument");
     if (!flags->Has("--user")) return fail("--user is required");
+    if (absl::Status st = kiln::CheckName("--user", flags->Get("--user")); !st.ok()) {
+      return fail(std::string(st.message()));
+    }
     auto secret = kiln::tracker::NewTokenSecret();
     if (!secret.ok()) return fail(secret.status().ToString());
     kiln::storage::TokenRow row;

@@ -7,8 +7,13 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
+
+#include "base/names.h"
 
 #include "kiln/v1/agent.grpc.pb.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "tests/storage/test_util.h"
 #include "tests/tracker/test_models.h"
@@ -166,6 +171,13 @@ class RequireAuthTest : public ::testing::Test {
   }
   // A job of `token`'s user (it stays queued: no agent serves its key).
   std::string Submit(const std::string& token) {
+    pb::SubmitJobResponse resp;
+    grpc::Status st = SubmitNamed(token, "model", &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.job_id();
+  }
+  grpc::Status SubmitNamed(const std::string& token, const std::string& model_name,
+                           pb::SubmitJobResponse* resp) {
     std::string model = testing::ConvReluModel();
     pb::UploadModelResponse uploaded;
     {
@@ -188,10 +200,8 @@ class RequireAuthTest : public ::testing::Test {
     req.set_device_key("nobody-serves-this");
     req.mutable_target()->set_spec("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic");
     req.set_trials(8);
-    pb::SubmitJobResponse resp;
-    grpc::Status st = tracker_->SubmitJob(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return resp.job_id();
+    req.set_model_name(model_name);
+    return tracker_->SubmitJob(&ctx, req, resp);
   }
 
   storage::testing::TempDir dir_;
@@ -268,13 +278,14 @@ TEST_F(RequireAuthTest, UsersSeeTheirOwnJobsOnlyAndAdminsSeeAll) {
 }
 
 // Opens an agent session with `token`: the first reply's status.
-grpc::Status Hello(pb::AgentSession::Stub& stub, const std::string& token, const std::string& id) {
+grpc::Status Hello(pb::AgentSession::Stub& stub, const std::string& token, const std::string& id,
+                   const std::string& key = "k") {
   grpc::ClientContext ctx;
   if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
   auto stream = stub.Session(&ctx);
   pb::AgentMessage hello;
   hello.mutable_hello()->set_agent_id(id);
-  hello.mutable_hello()->set_device_key("k");
+  hello.mutable_hello()->set_device_key(key);
   hello.mutable_hello()->mutable_target()->set_spec(
       "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic");
   hello.mutable_hello()->set_compiler_version(KILN_VERSION);
@@ -292,6 +303,8 @@ TEST_F(RequireAuthTest, AgentsNeedAnAgentTokenAndAreNamedByIt) {
   auto stub = pb::AgentSession::NewStub(channel_);
   EXPECT_EQ(Hello(*stub, "", "x").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Hello(*stub, ana_, "x").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // An admin is a person, not an agent.
+  EXPECT_EQ(Hello(*stub, admin_, "x").error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(Hello(*stub, agent_, "claims-to-be-someone-else").ok());
   grpc::ClientContext ctx;
   As(ctx, admin_);
@@ -299,6 +312,66 @@ TEST_F(RequireAuthTest, AgentsNeedAnAgentTokenAndAreNamedByIt) {
   ASSERT_TRUE(tracker_->ListAgents(&ctx, {}, &agents).ok());
   ASSERT_EQ(agents.agents_size(), 1);
   EXPECT_EQ(agents.agents(0).agent_id(), "board-7");
+}
+
+// Names are bounded printable text: a huge name or one with a newline or a
+// terminal escape is refused before anything stores it, and a Hello's
+// claims reach no log line before its token is checked.
+TEST_F(RequireAuthTest, NamesAreBoundedPrintableText) {
+  pb::SubmitJobResponse resp;
+  grpc::Status st = SubmitNamed(ana_, std::string(5 << 20, 'n'), &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "model_name is 5242880 bytes; at most 256 are allowed");
+  // (Bytes that are not UTF-8 never reach the tracker: protobuf refuses them
+  // in a string field.)
+  for (const std::string bad : {"a\nINFO forged line", "a\x1b[2Jb", "a\u202eb"}) {
+    st = SubmitNamed(ana_, bad, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(st.error_message(), "model_name must be printable UTF-8 (no control characters)");
+  }
+  EXPECT_TRUE(SubmitNamed(ana_, "résnet-50 (int8) ✓", &resp).ok());
+  EXPECT_TRUE(SubmitNamed(ana_, std::string(256, 'n'), &resp).ok());
+  pb::ListJobsResponse list;
+  ASSERT_TRUE(ListJobs(admin_, &list).ok());
+  EXPECT_EQ(list.jobs_size(), 2);
+
+  auto stub = pb::AgentSession::NewStub(channel_);
+  st = Hello(*stub, agent_, "x", "key\nwith a newline");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "Hello's device_key must be printable UTF-8 (no control characters)");
+  st = Hello(*stub, agent_, "x", std::string(300, 'k'));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(RequireAuthTest, AnUnauthenticatedHelloWritesNothingItClaimsToTheLog) {
+  std::ostringstream log_text;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text);
+  auto previous = spdlog::get("tracker");
+  spdlog::drop("tracker");
+  spdlog::register_logger(std::make_shared<spdlog::logger>("tracker", sink));
+  auto stub = pb::AgentSession::NewStub(channel_);
+  EXPECT_EQ(Hello(*stub, "kiln_wrong", "a\n[error] forged: tracker compromised").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  spdlog::drop("tracker");
+  if (previous) spdlog::register_logger(previous);
+  EXPECT_NE(log_text.str().find("agent session from"), std::string::npos) << log_text.str();
+  EXPECT_EQ(log_text.str().find("forged"), std::string::npos) << log_text.str();
+}
+
+TEST(NamesTest, PrintableEscapesControlsAndBrokenUtf8) {
+  EXPECT_EQ(Printable("plain ✓ text"), "plain ✓ text");
+  EXPECT_EQ(Printable("a\nb\x1b[2J\\"), "a\\x0ab\\x1b[2J\\\\");
+  EXPECT_EQ(Printable("\xff\xc3"), "\\xff\\xc3");
+  EXPECT_EQ(Printable("\xc2\x85"), "\\u{0085}");   // C1 NEL
+  EXPECT_EQ(Printable("\u202e"), "\\u{202e}");     // right-to-left override
+  EXPECT_EQ(Printable("\xe0\x80\xaf"), "\\xe0\\x80\\xaf");  // overlong
+  EXPECT_TRUE(IsPrintableUtf8("名前 résumé"));
+  EXPECT_FALSE(IsPrintableUtf8("\xed\xa0\x80"));  // a surrogate
+  EXPECT_FALSE(IsPrintableUtf8(std::string("a\0b", 3)));
+  EXPECT_EQ(ShownName(std::string(300, 'x')), std::string(256, 'x') + "...");
+  EXPECT_EQ(ShownName("a\nb"), "a\\x0ab");
+  EXPECT_TRUE(CheckName("n", std::string(256, 'x')).ok());
+  EXPECT_EQ(CheckName("n", std::string(257, 'x')).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
