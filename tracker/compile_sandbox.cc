@@ -66,7 +66,7 @@ absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
   auto target = compiler::Target::Parse((*row)->target);
   if (!target.ok()) return target.status();
   auto model = LoadStoredModel(**store, (*row)->model_sha256,
-                               ImportOptionsOf(*stored, **store, max_elements, *target));
+                               ImportOptionsOf(*stored, **store, (*row)->model_sha256, max_elements, *target));
   if (!model.ok()) return model.status();
   if (const char* crash = std::getenv("KILN_TEST_CRASH_COMPILE"); crash && *crash == '1') {
     std::abort();

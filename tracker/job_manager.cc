@@ -205,12 +205,28 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
     return absl::InvalidArgumentError(
         "no model: upload it first (UploadModel) and name it by its model_sha256");
   }
-  if (int running = UnfinishedJobsOf(req.owner); running >= options_.max_jobs_per_user) {
-    return absl::ResourceExhaustedError(
-        StrCat(req.owner.empty() ? "anonymous callers have " : req.owner + " has ", running,
-               " unfinished jobs, the most this tracker runs for one user (kiln-tracker "
-               "--max-jobs-per-user); wait for one to end or cancel one"));
+  // The submission holds one of its user's job slots while it is checked and
+  // imported, so that concurrent submissions cannot pass the check together.
+  {
+    std::lock_guard<std::mutex> lock(submit_mu_);
+    const int running = RunningJobsOf(req.owner) + submitting_[req.owner];
+    if (running >= options_.max_jobs_per_user) {
+      return absl::ResourceExhaustedError(
+          StrCat(req.owner.empty() ? "anonymous callers have " : req.owner + " has ", running,
+                 " running jobs (cancelled ones count until they have stopped), the most this "
+                 "tracker runs for one user (kiln-tracker --max-jobs-per-user); wait for one to "
+                 "end or cancel one"));
+    }
+    ++submitting_[req.owner];
   }
+  struct SubmitSlot {
+    JobManager* jm;
+    const std::string& owner;
+    ~SubmitSlot() {
+      std::lock_guard<std::mutex> lock(jm->submit_mu_);
+      if (--jm->submitting_[owner] == 0) jm->submitting_.erase(owner);
+    }
+  } slot{this, req.owner};
   StoredOptions stored;
   if (!req.strategy.empty()) stored.strategy = req.strategy;
   if (!std::isfinite(req.budget_s) || req.budget_s < 0) {
@@ -277,7 +293,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
     return absl::InvalidArgumentError(
         StrCat("bad target '", spec, "': ", std::string(target.status().message())));
   }
-  compiler::ImportOptions import = ImportOptionsOf(stored, *store_, options_.max_elements, *target);
+  compiler::ImportOptions import = ImportOptionsOf(stored, *store_, req.model_sha256, options_.max_elements, *target);
   auto model = LoadStoredModel(*store_, req.model_sha256, import);
   if (!model.ok()) {
     absl::StatusCode code = model.status().code();
@@ -355,7 +371,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   return SubmitResult{*id, num_tasks};
 }
 
-int JobManager::UnfinishedJobsOf(const std::string& owner) {
+int JobManager::RunningJobsOf(const std::string& owner) {
   std::vector<std::shared_ptr<Job>> jobs;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -364,7 +380,8 @@ int JobManager::UnfinishedJobsOf(const std::string& owner) {
   int n = 0;
   for (const auto& job : jobs) {
     std::lock_guard<std::mutex> lock(job->mu);
-    n += job->row.owner == owner && !storage::IsFinal(job->row.state);
+    n += job->row.owner == owner &&
+         (!storage::IsFinal(job->row.state) || job->ended_ms.load() == 0);
   }
   return n;
 }
@@ -513,7 +530,7 @@ void JobManager::Resume(const storage::JobRow& row) {
     job->deadline_unix_ms = stored->deadline_unix_ms;
     job->priority = stored->priority;
     auto target = compiler::Target::Parse(row.target);
-    job->import = ImportOptionsOf(*stored, *store_, options_.max_elements,
+    job->import = ImportOptionsOf(*stored, *store_, row.model_sha256, options_.max_elements,
                                   target.ok() ? *target : compiler::Target::Host());
   } else {
     // The job fails when it cannot load its model with these options.
@@ -628,6 +645,12 @@ absl::Status JobManager::Tune(Job& job) {
   options.early_stopping = job.early_stopping;
   options.compiler_version = options_.compiler_version;
   options.record_holder = options_.tracker_id;
+  // A cancelled job's thread ends at the tuner's next check, not at its next
+  // measurement.
+  options.stop = [this, &job] {
+    std::lock_guard<std::mutex> lock(job.mu);
+    return job.cancelled || job.abandoned.load() || stopping_.load();
+  };
   // No run of a candidate lasts longer than the agent lets one candidate run.
   if (job.timing.timeout_ms > 0) options.max_cost_s = job.timing.timeout_ms / 1000.0;
   tuner::Tuner tuner(db_, &measurer, job.target, std::move(tasks), std::move(options));

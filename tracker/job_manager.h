@@ -42,7 +42,9 @@ struct JobManagerOptions {
   // --max-elements; compiler::ImportOptions::max_elements, capped at 2^32).
   int64_t max_elements = int64_t{1} << 32;
   int32_t max_trials = 100000;
-  // Unfinished jobs one user (or all anonymous callers together) may have.
+  // Jobs one user (or all anonymous callers together) may have running:
+  // unfinished ones, cancelled ones whose thread has not returned yet, and
+  // submissions being imported.
   int max_jobs_per_user = 16;
   // Progress events kept in memory per job (WatchJob), the newest.
   size_t max_events_kept = 1000;
@@ -177,7 +179,8 @@ class JobManager {
   uint64_t launches_ = 0;  // guarded by mu_
   std::thread leases_thread_;
   std::condition_variable leases_cv_;
-  int UnfinishedJobsOf(const std::string& owner);
+  // The jobs of `owner` that count against max_jobs_per_user.
+  int RunningJobsOf(const std::string& owner);
   void Run(std::shared_ptr<Job> job);
   absl::Status Tune(Job& job);
   absl::Status Compile(Job& job);
@@ -208,6 +211,10 @@ class JobManager {
 
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;
+  // Submissions being checked and imported, per owner (guarded by
+  // submit_mu_, which is taken before mu_).
+  std::mutex submit_mu_;
+  std::map<std::string, int> submitting_;
   std::atomic<bool> stopping_{false};
   uint64_t id_counter_ = 0;
 };

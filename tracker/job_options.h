@@ -39,7 +39,18 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
 // The import options of a stored job. External data comes from the uploaded
 // files only: the tracker never opens a path an uploaded model names.
 // Layouts are planned for CPU targets only (ImportOptions::plan_layouts).
+// The constants the import may compute are bounded by the model's stored
+// size (FoldedBytesBudget): a tiny model cannot take the tracker's memory.
 compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::ArtifactStore& store,
-                                        int64_t max_elements, const compiler::Target& target);
+                                        const std::string& model_sha256, int64_t max_elements,
+                                        const compiler::Target& target);
+
+// ImportOptions::max_folded_bytes for a model of `model_bytes` (its file and
+// external data): 64 MiB, and 8 bytes more for each byte of the model (a
+// quantized weight dequantized and transposed at compile time is 8 times
+// its int8 bytes).
+inline int64_t FoldedBytesBudget(int64_t model_bytes) {
+  return (int64_t{64} << 20) + 8 * model_bytes;
+}
 
 }  // namespace kiln::tracker

@@ -168,6 +168,11 @@ std::string Tuner::TaskName(size_t i) const {
   return StrCat("task ", i + 1, "/", runs_.size(), " (", runs_[i].workload.op, ")");
 }
 
+absl::Status Tuner::CheckStop() const {
+  if (options_.stop && options_.stop()) return absl::CancelledError("tuning was stopped");
+  return absl::OkStatus();
+}
+
 absl::Status Tuner::LoadTasks() {
   // Each task's history, and what this job measured of it before.
   runs_ = std::vector<TaskRun>(tasks_.size());
@@ -175,6 +180,7 @@ absl::Status Tuner::LoadTasks() {
   std::map<std::string, size_t> task_of;
   std::vector<storage::JobTaskRow> task_rows;
   for (size_t i = 0; i < tasks_.size(); ++i) {
+    if (absl::Status st = CheckStop(); !st.ok()) return st;
     TaskRun& run = runs_[i];
     run.workload = tasks_[i].workload;
     run.key = run.workload.Key();
@@ -414,6 +420,7 @@ absl::Status Tuner::Search(const ProgressFn& progress, int reserve, double budge
   *end = "trial budget spent";
   while (true) {
     while (static_cast<int>(flights.size()) < std::max(1, measurer_->Parallelism())) {
+      if (absl::Status st = CheckStop(); !st.ok()) return st;
       const int left = options_.trials - reserve - trials_done_ - outstanding;
       if (left <= 0) break;
       if (options_.budget_s > 0 && TuningSeconds() >= budget_s) {
@@ -565,6 +572,7 @@ absl::Status Tuner::Confirm(const ProgressFn& progress) {
     if (!flight.ok()) return flight.status();
     if (!flight->has_value()) continue;
     for (int r = 0; r < rounds; ++r) {
+      if (absl::Status st = CheckStop(); !st.ok()) return st;
       const int size = static_cast<int>((*flight)->configs.size());
       if (options_.trials - trials_done_ < size) return absl::OkStatus();
       if (options_.budget_s > 0 && TuningSeconds() >= options_.budget_s) return absl::OkStatus();

@@ -72,6 +72,10 @@ struct TunerOptions {
   double max_cost_s = 0;
   // Where the time comes from (seconds; a steady clock unless set).
   std::function<double()> now_s;
+  // True when tuning must end now (the job was cancelled, the tracker is
+  // stopping): Run returns CANCELLED at its next check, before each task is
+  // loaded and each batch proposed, not only when a measurement returns.
+  std::function<bool()> stop;
 };
 
 // One task as the user sees it.
@@ -113,6 +117,8 @@ class Tuner {
   struct Flight;   // a batch being measured
 
   absl::Status LoadTasks();
+  // CANCELLED when TunerOptions::stop says so.
+  absl::Status CheckStop() const;
   absl::Status StartTask(size_t task);
   absl::StatusOr<Flight> Propose(size_t task, int want);
   absl::StatusOr<std::string> Absorb(const Flight& flight,

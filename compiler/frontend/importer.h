@@ -265,6 +265,11 @@ class Importer {
   // The most elements any value may have (options_.max_elements, capped).
   int64_t max_elements_ = options_.max_elements > 0 ? std::min(options_.max_elements, kMaxElements)
                                                     : kMaxElements;
+  // The bytes of constants the import has computed so far
+  // (ImportOptions::max_folded_bytes), and the check before `bytes` more
+  // are allocated.
+  int64_t folded_bytes_ = 0;
+  absl::Status CheckFoldBudget(int64_t bytes) const;
   // The first attribute type error of the node being imported.
   mutable absl::Status attr_error_;
 };

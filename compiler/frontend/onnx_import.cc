@@ -347,6 +347,9 @@ absl::Status Importer::AddCompute(const onnx::NodeProto& node, Workload w, std::
     if (!CheckedElements(V(out).shape, kMaxFoldElements)) {
       return Unimplemented(node, "folding a constant of more than 2^26 elements");
     }
+    if (auto s = CheckFoldBudget(V(out).NumElements() * DTypeBytes(V(out).dtype)); !s.ok()) {
+      return s;
+    }
     return FoldNode(*g_, n);
   }
   g_->nodes.push_back(std::move(n));

@@ -34,6 +34,13 @@ struct ImportOptions {
   // and every value the importer infers. A model above it is refused with
   // INVALID_ARGUMENT naming the input, tensor or node. Capped at 2^32.
   int64_t max_elements = int64_t{1} << 32;
+  // The most bytes of constants the import may compute (folded nodes,
+  // ConstantOfShape, Range, views of constants; not the model's own
+  // initializers and Constant nodes): a model above it is refused with
+  // INVALID_ARGUMENT naming the node, before the node's data is allocated.
+  // A few bytes of ONNX can ask for gigabytes here; a service importing
+  // untrusted models sets it from the model's size.
+  int64_t max_folded_bytes = int64_t{4} << 30;
   // Channel-blocked layouts for the CPU's convolutions (PlanLayouts); off
   // for a GPU target (Target::is_gpu), whose templates read NCHW.
   bool plan_layouts = true;

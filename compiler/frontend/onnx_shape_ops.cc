@@ -56,6 +56,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       dtype = *d;
       one = *b;
     }
+    if (auto s = CheckFoldBudget(n * DTypeBytes(dtype)); !s.ok()) return s;
     int v = NewValue(node, 0, *shape, dtype);
     std::vector<uint8_t> bytes(static_cast<size_t>(n * DTypeBytes(dtype)));
     for (int64_t i = 0; i < n; ++i)
@@ -75,6 +76,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       return absl::InvalidArgumentError(StrCat("node '", Name(node), "': range too long"));
     }
     int64_t n = static_cast<int64_t>(cnt);
+    if (auto s = CheckFoldBudget(n * DTypeBytes(dtype)); !s.ok()) return s;
     int v = NewValue(node, 0, {n}, dtype);
     std::vector<uint8_t> bytes(static_cast<size_t>(n * DTypeBytes(dtype)));
     for (int64_t i = 0; i < n; ++i) {

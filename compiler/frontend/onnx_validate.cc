@@ -281,6 +281,14 @@ static const std::unordered_map<std::string, bool>& RankOneOps() {
   return *ops;
 }
 
+absl::Status Importer::CheckFoldBudget(int64_t bytes) const {
+  if (bytes <= options_.max_folded_bytes - folded_bytes_) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat("the constants computed at compile time would come to ", folded_bytes_ + bytes,
+             " bytes, more than the ", options_.max_folded_bytes,
+             " this import allows (ImportOptions::max_folded_bytes)"));
+}
+
 absl::Status Importer::ImportChecked(const onnx::NodeProto& node) {
   const size_t first = g_->values.size();
   attr_error_ = absl::OkStatus();
@@ -305,6 +313,12 @@ absl::Status Importer::ImportChecked(const onnx::NodeProto& node) {
       s = absl::InvalidArgumentError(
           StrCat("value '", val.name, "' would have shape [", StrJoin(val.shape, ","),
                  "]: a negative dimension or more than ", max_elements_, " elements"));
+    }
+    // Computed constants count against the model's budget (a Constant
+    // node's data is the model's own).
+    if (s.ok() && val.IsConstant() && node.op_type() != "Constant") {
+      s = CheckFoldBudget(static_cast<int64_t>(val.bytes->size()));
+      folded_bytes_ += static_cast<int64_t>(val.bytes->size());
     }
   }
   if (s.ok()) return s;

@@ -3,6 +3,7 @@
 // that names the node, input, tensor or attribute at fault.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <functional>
 
@@ -278,6 +279,51 @@ TEST(OnnxMalformed, ElementLimitIsConfigurable) {
                  HasSubstr("input 'x' is too large"));
   options.max_elements = 256;
   EXPECT_TRUE(ImportOnnx(ConvRelu().Bytes(), options).ok());
+}
+
+// Two ConstantOfShape nodes of float64 `dims` (each value 1.0), added: a
+// few hundred bytes of ONNX whose import computes three constants.
+OnnxBuilder FoldedConstants(const std::vector<int64_t>& dims) {
+  OnnxBuilder b;
+  b.Input("x", {1});
+  b.InitInt64("shape", {static_cast<int64_t>(dims.size())}, dims);
+  for (const char* name : {"c1", "c2"}) {
+    auto* n = b.Node("ConstantOfShape", {"shape"}, {name}, name);
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::DOUBLE);
+    a->mutable_t()->add_dims(1);
+    a->mutable_t()->add_double_data(1.0);
+  }
+  b.Node("Add", {"c1", "c2"}, {"y"}, "add");
+  b.Output("y");
+  return b;
+}
+
+// The security review's 319-byte model took a gigabyte of the tracker: the
+// import's computed constants have a total budget, checked before each is
+// allocated.
+TEST(OnnxMalformed, ComputedConstantsHaveABudget) {
+  ImportOptions options;
+  options.max_folded_bytes = 20 << 10;
+  // 8 KiB each: the third constant (the Add, folded) passes the budget.
+  EXPECT_REFUSED(ImportOnnx(FoldedConstants({1024}).Bytes(), options), kInvalidArgument,
+                 HasSubstr("node 'add' (Add)"), HasSubstr("would come to 24576 bytes"),
+                 HasSubstr("more than the 20480"));
+  options.max_folded_bytes = 24 << 10;
+  EXPECT_TRUE(ImportOnnx(FoldedConstants({1024}).Bytes(), options).ok());
+
+  // 2^26 float64 elements (512 MiB) each: refused before any is allocated.
+  const std::string tiny = FoldedConstants({8192, 8192}).Bytes();
+  EXPECT_LT(tiny.size(), 400u);
+  options.max_folded_bytes = 64 << 20;
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  EXPECT_REFUSED(ImportOnnx(tiny, options), kInvalidArgument, HasSubstr("node 'c1'"),
+                 HasSubstr("would come to 536870912 bytes"));
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 << 10) << "KiB of peak memory grown";
 }
 
 // Found by the fuzzer: a scalar where the operator indexes the data's shape

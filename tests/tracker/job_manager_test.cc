@@ -1,6 +1,7 @@
 #include "tracker/job_manager.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <set>
@@ -81,6 +82,21 @@ class JobManagerTest : public ::testing::Test {
     r.device_key = "cpu";
     r.trials = 8;
     return r;
+  }
+
+  // Submit, again while the owner's slots are taken (RESOURCE_EXHAUSTED),
+  // until `within` has passed.
+  absl::StatusOr<SubmitResult> SubmitWithin(const SubmitRequest& req,
+                                            std::chrono::milliseconds within) {
+    const auto until = std::chrono::steady_clock::now() + within;
+    while (true) {
+      absl::StatusOr<SubmitResult> r = jobs_->Submit(req);
+      if (r.status().code() != absl::StatusCode::kResourceExhausted ||
+          std::chrono::steady_clock::now() >= until) {
+        return r;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
 
   // Nothing was stored: no job row, no file but the uploaded models.
@@ -259,18 +275,82 @@ TEST_F(JobManagerTest, AUserHasAtMostTheLimitOfUnfinishedJobs) {
   ASSERT_TRUE(jobs_->Submit(req).ok());
   auto third = jobs_->Submit(req);
   EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(third.status().message().find("ana has 2 unfinished jobs"), std::string::npos)
+  EXPECT_NE(third.status().message().find("ana has 2 running jobs"), std::string::npos)
       << third.status();
   req.owner = "bo";
   EXPECT_TRUE(jobs_->Submit(req).ok());
-  // A finished job no longer counts.
+  // A cancelled job no longer counts once its thread has stopped.
   ASSERT_TRUE(jobs_->Cancel(first->job_id).ok());
   req.owner = "ana";
-  auto again = jobs_->Submit(req);
+  absl::StatusOr<SubmitResult> again = SubmitWithin(req, std::chrono::seconds(10));
   ASSERT_TRUE(again.ok()) << again.status();
   auto row = db_->GetJob(again->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->owner, "ana");
+}
+
+// A few hundred bytes of ONNX cannot make the tracker compute gigabytes of
+// constants: the import's budget follows the model's size.
+TEST_F(JobManagerTest, ATinyModelCannotTakeTheTrackersMemory) {
+  const std::string bomb = testing::FoldBombModel();
+  EXPECT_LT(bomb.size(), 400u);
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  auto r = jobs_->Submit(Request(bomb));
+  getrusage(RUSAGE_SELF, &after);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(r.status().message().find("constants computed at compile time would come to"),
+            std::string::npos)
+      << r.status();
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 100 << 10) << "KiB of peak memory grown";
+  ExpectNothingStored();
+}
+
+size_t ThreadsOfThisProcess() {
+  return static_cast<size_t>(std::distance(fs::directory_iterator("/proc/self/task"),
+                                           fs::directory_iterator()));
+}
+
+// The security review's storm: 200 submit-then-cancel calls left hundreds of
+// threads tuning for cancelled jobs. A cancelled job counts against its
+// user's limit until its thread has stopped, and it stops at once.
+TEST_F(JobManagerTest, SubmitAndCancelStormsStayWithinTheUsersLimit) {
+  JobManagerOptions options;
+  options.max_jobs_per_user = 3;
+  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
+                                       &clock_, options);
+  SubmitRequest req = Request(testing::ConvReluModel());
+  req.owner = "mallory";
+  const size_t baseline = ThreadsOfThisProcess();
+  size_t most = baseline;
+  int refused = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto r = jobs_->Submit(req);
+    if (!r.ok()) {
+      ASSERT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+      ++refused;
+      continue;
+    }
+    ASSERT_TRUE(jobs_->Cancel(r->job_id).ok());
+    most = std::max(most, ThreadsOfThisProcess());
+  }
+  EXPECT_LE(most, baseline + 3) << "threads beyond the user's 3 jobs";
+  // Another user is served all along.
+  SubmitRequest other = req;
+  other.owner = "bo";
+  auto bo = jobs_->Submit(other);
+  ASSERT_TRUE(bo.ok()) << bo.status();
+  ASSERT_TRUE(jobs_->Cancel(bo->job_id).ok());
+  // Every thread stops: mallory gets 3 slots back.
+  std::vector<std::string> held;
+  for (int i = 0; i < 3; ++i) {
+    auto r = SubmitWithin(req, std::chrono::seconds(10));
+    ASSERT_TRUE(r.ok()) << r.status() << " (" << refused << " refused in the storm)";
+    held.push_back(r->job_id);
+  }
+  EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kResourceExhausted);
+  for (const std::string& id : held) ASSERT_TRUE(jobs_->Cancel(id).ok());
 }
 
 TEST_F(JobManagerTest, OnlyTheNewestEventsAreKeptAndWatchersSkipAhead) {

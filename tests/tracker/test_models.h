@@ -95,4 +95,54 @@ inline std::string UnsupportedOpModel() {
   return m.SerializeAsString();
 }
 
+// The security review's tiny model: x[8192,8192] + (two ConstantOfShape
+// nodes of 2^26 float64 ones, added), a few hundred bytes of ONNX whose
+// constants folded would take 1.5 GB.
+inline std::string FoldBombModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("fold_bomb");
+  AddTensorInfo(g->add_input(), "x", {8192, 8192});
+  AddTensorInfo(g->add_output(), "y", {8192, 8192});
+  onnx::TensorProto* shape = g->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(8192);
+  shape->add_int64_data(8192);
+  for (const char* name : {"c1", "c2"}) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type("ConstantOfShape");
+    n->add_input("shape");
+    n->add_output(name);
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::DOUBLE);
+    a->mutable_t()->add_dims(1);
+    a->mutable_t()->add_double_data(1.0);
+  }
+  onnx::NodeProto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("c1");
+  add->add_input("c2");
+  add->add_output("c");
+  onnx::NodeProto* cast = g->add_node();
+  cast->set_op_type("Cast");
+  cast->add_input("c");
+  cast->add_output("cf");
+  onnx::AttributeProto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  onnx::NodeProto* out = g->add_node();
+  out->set_op_type("Add");
+  out->add_input("x");
+  out->add_input("cf");
+  out->add_output("y");
+  return m.SerializeAsString();
+}
+
 }  // namespace kiln::tracker::testing
