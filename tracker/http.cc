@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <map>
+#include <set>
+#include <string>
 
 #include "base/names.h"
 #include "base/str.h"
@@ -119,9 +121,11 @@ std::string HttpServer::StateJson(const Caller& viewer) const {
                        {"quarantine_reason", a.quarantine_reason}});
   }
   json jobs = json::array();
+  std::set<std::string> job_keys;  // of the jobs the viewer sees
   if (auto list = deps_.jobs->List(); list.ok()) {
     for (const JobStatus& j : *list) {
       if (!viewer.MaySee(j.row.owner)) continue;
+      job_keys.insert(j.row.device_key);
       json tasks = json::array();
       for (const TaskStatus& t : j.tasks) {
         tasks.push_back({{"op", t.op},
@@ -148,8 +152,12 @@ std::string HttpServer::StateJson(const Caller& viewer) const {
                       {"tasks", tasks}});
     }
   }
+  // Queues by key follow the jobs' rule: a key only another user's job
+  // names is that user's business (the farm's agents are everyone's).
   json queues = json::object();
-  for (const auto& [key, n] : deps_.dispatcher->QueuedByKey()) queues[key] = n;
+  for (const auto& [key, n] : deps_.dispatcher->QueuedByKey()) {
+    if (viewer.admin() || job_keys.count(key) > 0) queues[key] = n;
+  }
   return json{{"devices", devices},
               {"jobs", jobs},
               {"queues", queues},
@@ -237,6 +245,12 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
       res.set_content(std::string(c.status().message()) + "\n", "text/plain");
       return std::nullopt;
     }
+    // An agent's token measures; it reads nothing of the farm (as over gRPC).
+    if (c->role == "agent") {
+      res.status = 403;
+      res.set_content("an agent's token cannot read the farm's state\n", "text/plain");
+      return std::nullopt;
+    }
     return *c;
   };
   s.Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -257,8 +271,18 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
           }
           res.set_content(*curve, "application/json");
         });
+  // Every user's job counts and keys: for admins (or anyone, on a tracker
+  // that does not require tokens).
   s.Get("/metrics", [this, caller](const httplib::Request& req, httplib::Response& res) {
-    if (caller(req, res)) res.set_content(MetricsText(), "text/plain; version=0.0.4");
+    auto c = caller(req, res);
+    if (!c) return;
+    if (!c->role.empty() && !c->admin()) {
+      res.status = 403;
+      res.set_content("/metrics is for an admin's token (kiln-tracker tokens create --role admin)\n",
+                      "text/plain");
+      return;
+    }
+    res.set_content(MetricsText(), "text/plain; version=0.0.4");
   });
   int bound = port == 0
                   ? s.bind_to_any_port(host)

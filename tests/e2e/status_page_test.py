@@ -142,6 +142,13 @@ class StatusPage(unittest.TestCase):
             with self.assertRaises(urllib.error.HTTPError) as e:
                 self.get("/metrics", token)
             self.assertEqual(e.exception.code, 401)
+        # Every user's counts are an admin's to read; an agent's token reads
+        # nothing of the farm.
+        for path, token in (("/metrics", "ana"), ("/metrics", "board-1"),
+                            ("/api/state", "board-1")):
+            with self.assertRaises(urllib.error.HTTPError) as e:
+                self.get(path, self.tokens[token])
+            self.assertEqual(e.exception.code, 403, (path, token))
 
     def test_2_state_shows_each_user_their_own_jobs(self):
         _, _, text = self.get("/api/state", self.tokens["ana"])
