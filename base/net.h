@@ -10,14 +10,24 @@
 
 namespace kiln {
 
-// Whether HOST:PORT (or [V6]:PORT) names this machine only: 127.0.0.0/8,
-// ::1 or localhost.
-inline bool IsLoopbackAddress(std::string_view address) {
-  std::string_view host = address.substr(0, address.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
+// Whether HOST:PORT (or [V6]:PORT), or every one of "HOST:PORT,HOST:PORT"
+// (several trackers of one farm), names this machine only: 127.0.0.0/8, ::1
+// or localhost.
+inline bool IsLoopbackAddress(std::string_view addresses) {
+  bool any = false;
+  while (!addresses.empty()) {
+    const size_t comma = addresses.find(',');
+    std::string_view address = addresses.substr(0, comma);
+    addresses.remove_prefix(comma == std::string_view::npos ? addresses.size() : comma + 1);
+    if (address.empty()) continue;
+    std::string_view host = address.substr(0, address.rfind(':'));
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    if (host != "localhost" && host != "::1" && host.substr(0, 4) != "127.") return false;
+    any = true;
   }
-  return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
+  return any;
 }
 
 // "HOST:PORT[,HOST:PORT...]" split at the commas.

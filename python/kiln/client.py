@@ -93,9 +93,16 @@ class Job:
                             f"job {self.id} {last['state']}: {last['error'] or 'no artifact'}")
         return last
 
-    def fetch(self, path):
+    def fetch(self, path, insecure=False):
         """Downloads the job's artifact to `path`, checking its SHA-256
-        (DATA_LOSS when it differs: nothing is left at `path`)."""
+        (DATA_LOSS when it differs: nothing is left at `path`). An artifact
+        is native code: from another machine it comes over TLS (the Client's
+        `tls_ca`), unless `insecure` says otherwise, as `kiln fetch` does."""
+        if not self._client._tls and not _all_loopback(self._client.address) and not insecure:
+            raise KilnError("FAILED_PRECONDITION",
+                            f"refusing to fetch native code from {self._client.address} over an "
+                            "unencrypted connection (anyone on the way could replace it and its "
+                            "checksum): pass tls_ca to the Client, or insecure=True")
         digest = hashlib.sha256()
         expected = ""
         tmp = f"{path}.part"
@@ -140,6 +147,19 @@ def _job_dict(j):
             "tuning_s": j.tuning_s, "created_unix_ms": j.created_unix_ms}
 
 
+def _all_loopback(address):
+    """Whether every HOST:PORT of "HOST:PORT[,HOST:PORT...]" names this
+    machine only (127.0.0.0/8, ::1, localhost)."""
+    parts = [a for a in address.split(",") if a]
+    for part in parts:
+        host = part.rpartition(":")[0]
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if not (host == "localhost" or host == "::1" or host.startswith("127.")):
+            return False
+    return bool(parts)
+
+
 def _channel_target(address):
     """HOST:PORT as given; "HOST:PORT,HOST:PORT,..." (several trackers of one
     farm) as one "ipv4:" target, names resolved here, along which gRPC's
@@ -180,6 +200,7 @@ class Client:
             self._channel = grpc.secure_channel(target, creds, options=options)
         else:
             self._channel = grpc.insecure_channel(target, options=options)
+        self._tls = bool(tls_ca)
         self._stub = tracker_pb2_grpc.TrackerStub(self._channel)
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
         self.address = address

@@ -220,3 +220,15 @@ def test_tune_flushes_the_caches_for_a_large_model(tmp_path):
     client.tune(str(small), key=KEY, flush_cache=True)
     assert sent[-1].timing.flush_cache
     client.close()
+
+
+def test_fetch_over_plaintext_from_another_machine_is_refused(tmp_path):
+    # Nothing is dialled: the refusal comes first (an artifact is native code).
+    for address in ("farm.example:7070", "127.0.0.1:7070,farm.example:7070"):
+        client = kiln.Client(address, token="kiln_x")
+        with pytest.raises(kiln.KilnError) as e:
+            client.job("job-1").fetch(str(tmp_path / "m.kiln"))
+        assert e.value.code == "FAILED_PRECONDITION"
+        assert "refusing to fetch native code" in str(e.value)
+        assert not (tmp_path / "m.kiln.part").exists()
+        client.close()

@@ -165,6 +165,10 @@ TEST(Cli, FetchOverPlaintextFromAnotherMachineIsRefused) {
                                "unencrypted connection"));
   EXPECT_THAT(r.err, HasSubstr("--tls-ca"));
   EXPECT_FALSE(std::filesystem::exists("m.kiln.part"));
+  // Several trackers: loopback only when every one is.
+  r = Kiln({"fetch", "job-1", "--tracker", "127.0.0.1:7070,farm.example:7070", "-o", "m.kiln"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("refusing to fetch native code"));
 }
 
 TEST(Cli, BadTrialsAndUnknownFlag) {
