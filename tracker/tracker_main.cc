@@ -26,6 +26,7 @@
 #include "spdlog/spdlog.h"
 #include "tracker/auth.h"
 #include "tracker/compile_sandbox.h"
+#include "tracker/log_format.h"
 #include "tracker/server.h"
 
 namespace {
@@ -199,7 +200,8 @@ int main(int argc, char** argv) {
     return Tokens(std::vector<std::string>(argv + 2, argv + argc));
   }
   auto log = spdlog::stderr_color_mt("tracker");
-  log->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [tracker] [%l] %v");
+  log->set_formatter(std::make_unique<kiln::tracker::PrintableFormatter>(
+      "[%Y-%m-%d %H:%M:%S.%e] [tracker] [%l] %v"));
 
   kiln::tracker::TrackerOptions options;
   options.listen = "";

@@ -17,6 +17,7 @@
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "tests/storage/test_util.h"
 #include "tests/tracker/test_models.h"
+#include "tracker/log_format.h"
 #include "tracker/server.h"
 
 namespace kiln::tracker {
@@ -356,6 +357,15 @@ TEST_F(RequireAuthTest, AnUnauthenticatedHelloWritesNothingItClaimsToTheLog) {
   if (previous) spdlog::register_logger(previous);
   EXPECT_NE(log_text.str().find("agent session from"), std::string::npos) << log_text.str();
   EXPECT_EQ(log_text.str().find("forged"), std::string::npos) << log_text.str();
+}
+
+TEST(NamesTest, LogLinesStayOneLine) {
+  std::ostringstream text;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text);
+  sink->set_formatter(std::make_unique<PrintableFormatter>("[%l] %v"));
+  spdlog::logger log("t", sink);
+  log.warn("SubmitJob rejected: node '{}' is bad", "x\n[error] forged\x1b[31m");
+  EXPECT_EQ(text.str(), "[warning] SubmitJob rejected: node 'x\\x0a[error] forged\\x1b[31m' is bad\n");
 }
 
 TEST(NamesTest, PrintableEscapesControlsAndBrokenUtf8) {
