@@ -217,7 +217,7 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
   // (Nothing the Hello says is logged before its token is checked.)
   auto caller = owner_->auth_->Authenticate(rpc::Authorization(ctx_));
   if (!caller.ok()) {
-    Log()->warn("agent session from {}: {}", Printable(ctx_->peer()),
+    Log()->warn("agent session from {}: {}", ctx_->peer(),
                 std::string(caller.status().message()));
     End(rpc::ToGrpc(caller.status()));
     return false;
@@ -231,7 +231,7 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
   }
   if (caller->role.empty() && !options.token.empty() &&
       !ConstantTimeEquals(hello.token(), options.token)) {
-    Log()->warn("agent session from {}: wrong token", Printable(ctx_->peer()));
+    Log()->warn("agent session from {}: wrong token", ctx_->peer());
     return refuse(grpc::StatusCode::UNAUTHENTICATED, "wrong or missing agent token");
   }
   for (const auto& [what, value, max] :
