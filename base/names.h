@@ -32,13 +32,17 @@ inline constexpr size_t kMaxSpecBytes = 1024;
   return absl::OkStatus();
 }
 
-// A stored name as a reply or a page shows it: printable, and cut to
-// kMaxNameBytes ("..." after a cut). For rows written before names were
-// checked (CheckName), so that no old row can make a reply fail.
+// A name as a reply, a page or a request shows it: printable (Printable),
+// and at most kMaxNameBytes ("..." ends a cut). For rows written before
+// names were checked (CheckName), so that no old row can make a reply fail,
+// and for names a client derives (a file's name).
 inline std::string ShownName(std::string_view value) {
   if (value.size() <= kMaxNameBytes && IsPrintableUtf8(value)) return std::string(value);
-  std::string shown = Printable(value.substr(0, kMaxNameBytes));
-  return value.size() > kMaxNameBytes ? shown + "..." : shown;
+  std::string shown = Printable(value.substr(0, 4 * kMaxNameBytes));
+  if (shown.size() <= kMaxNameBytes && value.size() <= 4 * kMaxNameBytes) return shown;
+  size_t cut = kMaxNameBytes - 3;
+  while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xc0) == 0x80) --cut;
+  return shown.substr(0, cut) + "...";
 }
 
 }  // namespace kiln

@@ -16,6 +16,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/names.h"
 #include "base/str.h"
 #include "cli/common.h"
 #include "compiler/frontend/external_data.h"
@@ -360,7 +361,8 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   }
   request.set_model_sha256(*model_sha);
   const size_t slash = path.find_last_of('/');
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // The file's name, as the tracker takes names: printable, bounded.
+  const std::string name = ShownName(slash == std::string::npos ? path : path.substr(slash + 1));
   request.set_model_name(name);
   if (args->values.count("--target")) request.mutable_target()->set_spec(args->Get("--target"));
   request.set_device_key(args->Get("--key"));

@@ -147,6 +147,16 @@ def _job_dict(j):
             "tuning_s": j.tuning_s, "created_unix_ms": j.created_unix_ms}
 
 
+def _shown_name(name):
+    """The file's name as the tracker takes names: printable UTF-8 of at
+    most 256 bytes (control characters as '?', "..." ending a cut)."""
+    name = "".join(c if c.isprintable() else "?" for c in name)
+    data = name.encode("utf-8", "replace")
+    if len(data) <= 256:
+        return name
+    return data[:253].decode("utf-8", "ignore") + "..."
+
+
 def _all_loopback(address):
     """Whether every HOST:PORT of "HOST:PORT[,HOST:PORT...]" names this
     machine only (127.0.0.0/8, ::1, localhost)."""
@@ -251,7 +261,7 @@ class Client:
             flush_cache = os.path.getsize(model) > FLUSH_CACHE_MODEL_BYTES
         sha = self.upload(model)
         req = tracker_pb2.SubmitJobRequest(
-            model_name=os.path.basename(model), model_sha256=sha, device_key=key, trials=trials,
+            model_name=_shown_name(os.path.basename(model)), model_sha256=sha, device_key=key, trials=trials,
             strategy=strategy, budget_s=budget, priority=priority,
             target=common_pb2.Target(spec=target))
         if flush_cache:

@@ -378,7 +378,12 @@ TEST(NamesTest, PrintableEscapesControlsAndBrokenUtf8) {
   EXPECT_TRUE(IsPrintableUtf8("名前 résumé"));
   EXPECT_FALSE(IsPrintableUtf8("\xed\xa0\x80"));  // a surrogate
   EXPECT_FALSE(IsPrintableUtf8(std::string("a\0b", 3)));
-  EXPECT_EQ(ShownName(std::string(300, 'x')), std::string(256, 'x') + "...");
+  EXPECT_EQ(ShownName(std::string(300, 'x')), std::string(253, 'x') + "...");
+  EXPECT_TRUE(CheckName("n", ShownName(std::string(200, '\n'))).ok());
+  EXPECT_TRUE(CheckName("n", ShownName(std::string(100, 'x') + std::string(100, 'e') + "\xc3\xa9")).ok());
+  std::string accents;
+  for (int i = 0; i < 200; ++i) accents += "\xc3\xa9";  // 400 bytes of é
+  EXPECT_TRUE(CheckName("n", ShownName(accents)).ok()) << ShownName(accents);
   EXPECT_EQ(ShownName("a\nb"), "a\\x0ab");
   EXPECT_TRUE(CheckName("n", std::string(256, 'x')).ok());
   EXPECT_EQ(CheckName("n", std::string(257, 'x')).code(), absl::StatusCode::kInvalidArgument);
