@@ -666,9 +666,27 @@ absl::Status JobManager::Compile(Job& job) {
                                      options_.artifacts_dir, job.row.id, limits);
     if (!compiled.ok()) return compiled.status();
     module = *std::move(compiled);
+    if (options_.signing_key) {
+      // The worker never holds the key: it is signed here, from the store
+      // (the unsigned file stays there, unreferenced).
+      auto bytes = store_->Get(module.sha256);
+      if (!bytes.ok()) return bytes.status();
+      if (absl::Status st = compiler::SignArtifact(&*bytes, *options_.signing_key); !st.ok()) {
+        return absl::Status(st.code(), StrCat("signing the artifact: ", st.message()));
+      }
+      auto sha = store_->Put(*bytes);
+      if (!sha.ok()) return sha.status();
+      module.sha256 = *sha;
+      module.size = static_cast<int64_t>(bytes->size());
+    }
   } else {
     auto bytes = CompileWithBestRecords(*db_, *job.model, job.target, &module.report);
     if (!bytes.ok()) return bytes.status();
+    if (options_.signing_key) {
+      if (absl::Status st = compiler::SignArtifact(&*bytes, *options_.signing_key); !st.ok()) {
+        return absl::Status(st.code(), StrCat("signing the artifact: ", st.message()));
+      }
+    }
     auto sha = store_->Put(*bytes);
     if (!sha.ok()) return sha.status();
     module.sha256 = *sha;
