@@ -105,9 +105,9 @@ class ArtifactMutation : public ::testing::Test {
     WriteFile(*dir_ + "/trusted.pem", key->PublicKeyPem());
     std::vector<float> x(3 * 32 * 32);
     for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.01f);
-    ASSERT_TRUE(deploy::WriteTensorProtoFile(*dir_ + "/x.pb",
-                                             deploy::MakeTensor("data", {1, 3, 32, 32}, x))
-                    .ok());
+    ASSERT_TRUE(
+        deploy::WriteTensorProtoFile(*dir_ + "/x.pb", deploy::MakeTensor("data", {1, 3, 32, 32}, x))
+            .ok());
   }
   static void TearDownTestSuite() {
     std::error_code ec;
@@ -308,8 +308,8 @@ TEST_F(ArtifactMutation, FiveHundredMutationsAreRefusedOrHarmless) {
       // space after the weights, its table entry pointing there.
       std::string bytes = art;
       const size_t manifest_offset = static_cast<size_t>(manifest.data() - art.data());
-      std::fill(bytes.begin() + manifest_offset,
-                bytes.begin() + manifest_offset + manifest.size(), '\0');
+      std::fill(bytes.begin() + manifest_offset, bytes.begin() + manifest_offset + manifest.size(),
+                '\0');
       bytes.resize((bytes.size() + 63) / 64 * 64, '\0');
       const uint64_t new_offset = bytes.size();
       bytes += edited;

@@ -159,9 +159,9 @@ TEST(ManifestText, BadLinesAreNamed) {
   EXPECT_THAT(err("kiln-artifact 1\n"), HasSubstr("unsupported manifest version 1"));
   EXPECT_THAT(err("kiln-artifact 2\nentry f\nsection weights sha256 abc\n"),
               HasSubstr("64 lowercase hex digits"));
-  EXPECT_THAT(err("kiln-artifact 2\nentry f\nsection manifest sha256 " + std::string(64, 'a') +
-                  "\n"),
-              HasSubstr("the manifest's digest is in the header"));
+  EXPECT_THAT(
+      err("kiln-artifact 2\nentry f\nsection manifest sha256 " + std::string(64, 'a') + "\n"),
+      HasSubstr("the manifest's digest is in the header"));
   EXPECT_THAT(err("kiln-artifact 2\nentry f\nsection w sha256 " + std::string(64, 'a') +
                   "\nsection w sha256 " + std::string(64, 'b') + "\n"),
               HasSubstr("listed twice"));

@@ -115,9 +115,8 @@ TEST_F(ArtifactTrust, AlteredSectionIsDataLoss) {
 TEST_F(ArtifactTrust, SectionsOutsideTheManifestOrMissingAreDataLoss) {
   // A section the manifest does not list (added after the digests).
   std::string manifest = testing::Manifest(kN);
-  std::string bytes = testing::PackArtifact({{"manifest", manifest},
-                                             {"module.so", *so_},
-                                             {"weights", testing::Weights(kN)}});
+  std::string bytes = testing::PackArtifact(
+      {{"manifest", manifest}, {"module.so", *so_}, {"weights", testing::Weights(kN)}});
   std::string with_extra = testing::PackArtifact(
       {{"manifest", std::string(ParseContainer(bytes)->sections.at("manifest"))},
        {"module.so", *so_},
@@ -177,11 +176,10 @@ TEST_F(ArtifactTrust, UnsignedHeaderFieldsMustBeZero) {
 // contract, compiled into the code, refuses it before anything runs.
 TEST_F(ArtifactTrust, ManifestThatDisagreesWithTheCodeIsRefused) {
   const std::string half = std::to_string(kN / 2);
-  for (const auto& [from, to] :
-       std::vector<std::pair<std::string, std::string>>{
-           {"output out float32 2x" + half, "output out float32 1x" + half},   // smaller output
-           {"input data float32 2x" + half, "input data float32 1x" + half},   // smaller input
-           {"workspace_bytes 256", "workspace_bytes 64"},                      // smaller workspace
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"output out float32 2x" + half, "output out float32 1x" + half},  // smaller output
+           {"input data float32 2x" + half, "input data float32 1x" + half},  // smaller input
+           {"workspace_bytes 256", "workspace_bytes 64"},                     // smaller workspace
            {"output out float32 2x" + half, "output out int8 2x" + half}}) {  // other dtype
     std::string manifest = testing::Manifest(kN);
     manifest.replace(manifest.find(from), from.size(), to);
@@ -194,10 +192,10 @@ TEST_F(ArtifactTrust, ManifestThatDisagreesWithTheCodeIsRefused) {
   // Code that declares no contract at all.
   std::string src = *dir_ + "/nocontract.c", so = *dir_ + "/nocontract.so";
   testing::WriteFile(src, testing::kModuleSource);
-  ASSERT_EQ(std::system(("cc -shared -fPIC -O2 -DN=" + std::to_string(kN) + " -o " + so + " " +
-                         src)
-                            .c_str()),
-            0);
+  ASSERT_EQ(
+      std::system(
+          ("cc -shared -fPIC -O2 -DN=" + std::to_string(kN) + " -o " + so + " " + src).c_str()),
+      0);
   auto bare = Module::LoadBytes(testing::PackArtifact({{"manifest", testing::Manifest(kN)},
                                                        {"module.so", testing::ReadFile(so)},
                                                        {"weights", testing::Weights(kN)}}));

@@ -80,7 +80,8 @@ inline std::string PackArtifact(std::vector<std::pair<std::string, std::string>>
     for (auto& [name, data] : sections) {
       if (name != "manifest") continue;
       for (const auto& [other, bytes] : sections) {
-        if (other != "manifest") data += "section " + other + " sha256 " + Hex(Sha256(bytes)) + "\n";
+        if (other != "manifest")
+          data += "section " + other + " sha256 " + Hex(Sha256(bytes)) + "\n";
       }
     }
   }
