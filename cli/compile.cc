@@ -94,17 +94,15 @@ int CompileToFile(const Command& self, const std::string& model_path, const comp
   if (ec) return Fail(self, StrCat("cannot write '", path, "': ", ec.message()), env);
   *env.out << "compiled " << model_path << " for " << spec << ": " << report.kernels << " kernels, "
            << report.tuned_kernels << " tuned, " << report.kernels - report.tuned_kernels
-           << " default -> " << path << " (" << artifact->size() << " bytes" << signed_by
-           << ")\n";
+           << " default -> " << path << " (" << artifact->size() << " bytes" << signed_by << ")\n";
   return 0;
 }
 
 int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args =
-      ParseFlags(argv,
-                 {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements",
-                  "--signing-key"},
-                 {"--dump-ir"});
+  absl::StatusOr<Args> args = ParseFlags(
+      argv,
+      {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements", "--signing-key"},
+      {"--dump-ir"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--db")) return UsageError(self, "missing --db", env);

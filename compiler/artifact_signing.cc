@@ -92,8 +92,7 @@ absl::StatusOr<SigningKey> SigningKey::Load(const std::string& path) {
   if ((st.st_mode & 077) != 0) {
     return absl::PermissionDeniedError(
         StrCat("the signing key '", path, "' may be read by others than its owner (mode 0",
-               (st.st_mode >> 6) & 7, (st.st_mode >> 3) & 7, st.st_mode & 7,
-               "): chmod 600 it"));
+               (st.st_mode >> 6) & 7, (st.st_mode >> 3) & 7, st.st_mode & 7, "): chmod 600 it"));
   }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
@@ -137,8 +136,8 @@ absl::StatusOr<SigningKey> SigningKey::LoadOrCreate(const std::string& path, boo
         StrCat("cannot create the signing key '", path, "': ", std::strerror(errno)));
   }
   const std::string pem = key->PrivateKeyPem();
-  const bool written = ::write(fd, pem.data(), pem.size()) == static_cast<ssize_t>(pem.size()) &&
-                       ::fsync(fd) == 0;
+  const bool written =
+      ::write(fd, pem.data(), pem.size()) == static_cast<ssize_t>(pem.size()) && ::fsync(fd) == 0;
   ::close(fd);
   if (!written) {
     ::unlink(tmp.c_str());
@@ -181,8 +180,8 @@ std::string SigningKey::PrivateKeyPem() const {
 std::string SigningKey::PublicKeyRaw() const {
   std::string raw(32, '\0');
   size_t len = raw.size();
-  KILN_CHECK(EVP_PKEY_get_raw_public_key(
-                 key_->pkey, reinterpret_cast<unsigned char*>(raw.data()), &len) == 1 &&
+  KILN_CHECK(EVP_PKEY_get_raw_public_key(key_->pkey, reinterpret_cast<unsigned char*>(raw.data()),
+                                         &len) == 1 &&
              len == 32)
       << OpenSslError();
   return raw;
@@ -196,11 +195,11 @@ std::string SigningKey::Sign(std::string_view message) const {
   std::string sig(64, '\0');
   size_t len = sig.size();
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  KILN_CHECK(ctx != nullptr && EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, key_->pkey) == 1 &&
-             EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()), &len,
-                            reinterpret_cast<const unsigned char*>(message.data()),
-                            message.size()) == 1 &&
-             len == 64)
+  KILN_CHECK(
+      ctx != nullptr && EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, key_->pkey) == 1 &&
+      EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()), &len,
+                     reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1 &&
+      len == 64)
       << "Ed25519 signing failed: " << OpenSslError();
   EVP_MD_CTX_free(ctx);
   return sig;
@@ -212,9 +211,8 @@ absl::Status SignArtifact(std::string* artifact, const SigningKey& key) {
     return absl::InvalidArgumentError("not a kiln artifact: bad magic");
   }
   if (const uint32_t version = ReadU32(bytes.data() + 8); version != 2) {
-    return absl::InvalidArgumentError(
-        StrCat("cannot sign an artifact of format version ", version,
-               " (only version 2 carries digests): recompile it"));
+    return absl::InvalidArgumentError(StrCat("cannot sign an artifact of format version ", version,
+                                             " (only version 2 carries digests): recompile it"));
   }
   if (bytes.size() < kHeaderBytes) return absl::DataLossError("truncated artifact header");
   const uint32_t count = ReadU32(bytes.data() + 12);

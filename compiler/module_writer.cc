@@ -113,9 +113,9 @@ std::string WriteContainer(std::string manifest, const std::vector<Section>& sec
   }
   std::string records;
   for (size_t i = 0; i < sections.size(); ++i) {
-    records += StrCat("section ", sections[i].name, " sha256 ",
-                      Sha256Hex(std::string_view(out).substr(offsets[i], sections[i].Size())),
-                      "\n");
+    records +=
+        StrCat("section ", sections[i].name, " sha256 ",
+               Sha256Hex(std::string_view(out).substr(offsets[i], sections[i].Size())), "\n");
   }
   KILN_CHECK(records.size() == manifest.size() - manifest_base) << "digest records changed size";
   std::memcpy(out.data() + manifest_offset + manifest_base, records.data(), records.size());

@@ -5,13 +5,12 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -228,8 +227,7 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
   }
   if (scheme == static_cast<uint32_t>(SignatureScheme::kNone)) {
     if (!all_zero(key) || !all_zero(signature)) {
-      return absl::DataLossError(
-          "corrupt artifact: unsigned, but its signature block is not zero");
+      return absl::DataLossError("corrupt artifact: unsigned, but its signature block is not zero");
     }
   } else if (scheme == static_cast<uint32_t>(SignatureScheme::kEd25519)) {
     c.scheme = SignatureScheme::kEd25519;
@@ -276,14 +274,14 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
   uint64_t end = 0;
   for (const auto& [b, e] : covered) {
     if (b > end && !all_zero(bytes.substr(end, b - end))) {
-      return absl::DataLossError(
-          StrCat("corrupt artifact: bytes ", end, "..", b, " belong to no section and are not zero"));
+      return absl::DataLossError(StrCat("corrupt artifact: bytes ", end, "..", b,
+                                        " belong to no section and are not zero"));
     }
     end = std::max(end, e);
   }
   if (end < file_size && (file_size - end >= kAlign || !all_zero(bytes.substr(end)))) {
-    return absl::DataLossError(StrCat("corrupt artifact: ", file_size - end,
-                                      " bytes past the end of its last section"));
+    return absl::DataLossError(
+        StrCat("corrupt artifact: ", file_size - end, " bytes past the end of its last section"));
   }
   // The code: a shared object (CPU), or device source and its launch plan
   // (GPU).
@@ -319,8 +317,8 @@ absl::StatusOr<std::string> ParseTrustKey(std::string_view pem) {
   }
   std::string raw(32, '\0');
   size_t len = raw.size();
-  const int ok = EVP_PKEY_get_raw_public_key(pkey, reinterpret_cast<unsigned char*>(raw.data()),
-                                             &len);
+  const int ok =
+      EVP_PKEY_get_raw_public_key(pkey, reinterpret_cast<unsigned char*>(raw.data()), &len);
   EVP_PKEY_free(pkey);
   if (ok != 1 || len != 32) return absl::InvalidArgumentError("cannot read the trust key");
   return raw;
@@ -394,8 +392,8 @@ absl::Status VerifySectionDigests(const Container& c, const Manifest& m) {
 }
 
 std::string IoContract(const Manifest& m) {
-  std::string out = StrCat("workspace_bytes ", m.workspace_bytes, "\nweights_bytes ",
-                           m.weights_bytes, "\n");
+  std::string out =
+      StrCat("workspace_bytes ", m.workspace_bytes, "\nweights_bytes ", m.weights_bytes, "\n");
   for (const auto* list : {&m.inputs, &m.outputs}) {
     for (const TensorInfo& t : *list) {
       out += StrCat(list == &m.inputs ? "input " : "output ", t.name, " ", DTypeName(t.dtype), " ",
@@ -623,8 +621,8 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
   const std::string io_symbol = StrCat(m->manifest_.entry, "_io");
   const char* io = static_cast<const char*>(dlsym(m->dl_handle_, io_symbol.c_str()));
   if (io == nullptr) {
-    return absl::DataLossError(StrCat("module.so does not export '", io_symbol,
-                                      "', the buffers its entry point takes"));
+    return absl::DataLossError(
+        StrCat("module.so does not export '", io_symbol, "', the buffers its entry point takes"));
   }
   const std::string want = IoContract(m->manifest_);
   if (std::strncmp(io, want.c_str(), want.size() + 1) != 0) {

@@ -143,8 +143,7 @@ int Keys(const std::vector<std::string>& args) {
     std::fprintf(stderr, "kiln-tracker keys: %s\n", key.status().ToString().c_str());
     return 1;
   }
-  std::fprintf(stderr,
-               "%s signing key %s (%s); its public key, for kiln-run --trust-key FILE:\n",
+  std::fprintf(stderr, "%s signing key %s (%s); its public key, for kiln-run --trust-key FILE:\n",
                created ? "made the" : "the", path.c_str(), key->Fingerprint().c_str());
   std::printf("%s", key->PublicKeyPem().c_str());
   return 0;
@@ -392,8 +391,9 @@ int main(int argc, char** argv) {
   // The key that signs every job's artifact, made on first start.
   const std::string key_path = SigningKeyPath(flags->Get("--signing-key"), options.db_path);
   if (key_path.empty()) {
-    log->warn("artifacts are not signed: a PostgreSQL database needs --signing-key FILE (the "
-              "same key file for every tracker on it)");
+    log->warn(
+        "artifacts are not signed: a PostgreSQL database needs --signing-key FILE (the "
+        "same key file for every tracker on it)");
   } else {
     bool created = false;
     auto key = kiln::compiler::SigningKey::LoadOrCreate(key_path, &created);
@@ -403,8 +403,7 @@ int main(int argc, char** argv) {
     }
     log->info("{} signing key {} ({}); kiln-tracker keys prints its public key",
               created ? "made the" : "artifacts are signed with", key_path, key->Fingerprint());
-    options.jobs.signing_key =
-        std::make_shared<const kiln::compiler::SigningKey>(*std::move(key));
+    options.jobs.signing_key = std::make_shared<const kiln::compiler::SigningKey>(*std::move(key));
   }
 
   // Block the stop signals in every thread; the main thread waits for them.
