@@ -346,5 +346,61 @@ TEST_F(ArtifactMutation, FiveHundredMutationsAreRefusedOrHarmless) {
   EXPECT_EQ(harmless, tally["extend with short zeros"].runs);
 }
 
+// The tracker's key on disk: made 0600, read back the same; a key others
+// may read, or a file that holds none, is refused.
+TEST(SigningKeyFile, MadeOnceOwnerOnlyAndReadBack) {
+  char tmpl[] = "/tmp/kiln-key-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string path = dir + "/state/key.pem";
+  bool created = false;
+  auto made = SigningKey::LoadOrCreate(path, &created);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_TRUE(created);
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((dir + "/state").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  auto again = SigningKey::LoadOrCreate(path, &created);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(created);
+  EXPECT_EQ(again->PublicKeyRaw(), made->PublicKeyRaw());
+  EXPECT_THAT(made->PublicKeyPem(), ::testing::StartsWith("-----BEGIN PUBLIC KEY-----"));
+  EXPECT_THAT(made->Fingerprint(), ::testing::MatchesRegex("SHA256:[0-9a-f]{16}"));
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto readable = SigningKey::Load(path);
+  EXPECT_EQ(readable.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(readable.status().message(), HasSubstr("mode 0644"));
+  WriteFile(dir + "/not-a-key.pem", "hello");
+  ASSERT_EQ(::chmod((dir + "/not-a-key.pem").c_str(), 0600), 0);
+  EXPECT_EQ(SigningKey::Load(dir + "/not-a-key.pem").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SigningKey::Load(dir + "/none.pem").status().code(), absl::StatusCode::kNotFound);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+// SignArtifact signs only an intact format-2 artifact, as the runtime
+// would load it; signing again with another key replaces the signature.
+TEST_F(ArtifactMutation, SignArtifactChecksWhatItSigns) {
+  auto key = SigningKey::Generate();
+  ASSERT_TRUE(key.ok());
+  std::string altered = *unsigned_;
+  altered[altered.size() - 10] ^= 1;  // in the weights
+  absl::Status st = SignArtifact(&altered, *key);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(st.message(), HasSubstr("section 'weights'"));
+  std::string v1 = *unsigned_;
+  v1[8] = 1;
+  EXPECT_EQ(SignArtifact(&v1, *key).code(), absl::StatusCode::kInvalidArgument);
+  std::string resigned = *signed_;
+  ASSERT_TRUE(SignArtifact(&resigned, *key).ok());
+  deploy::LoadOptions trusted;
+  trusted.trust_key = key->PublicKeyPem();
+  auto m = deploy::Module::LoadBytes(resigned, trusted);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->signer(), key->Fingerprint());
+}
+
 }  // namespace
 }  // namespace kiln::compiler
