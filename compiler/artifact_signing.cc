@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -205,45 +207,73 @@ std::string SigningKey::Sign(std::string_view message) const {
   return sig;
 }
 
-absl::Status SignArtifact(std::string* artifact, const SigningKey& key) {
-  const std::string_view bytes = *artifact;
-  if (bytes.size() < 16 || bytes.substr(0, 8) != "KILNART1") {
+namespace {
+
+// Reads `size` bytes at `offset` of the artifact into `out`; false on error.
+using ReadAt = std::function<bool(uint64_t offset, uint64_t size, char* out)>;
+
+// The signature block (header bytes 48..152) for an artifact of `file_size`
+// bytes read through `read`, after checking its container and digests; at
+// most a MiB of it is held at a time.
+absl::StatusOr<std::string> SignatureBlock(const ReadAt& read, uint64_t file_size,
+                                           const SigningKey& key) {
+  auto bytes_at = [&](uint64_t offset, uint64_t size) -> absl::StatusOr<std::string> {
+    if (offset > file_size || size > file_size - offset) {
+      return absl::DataLossError("truncated artifact");
+    }
+    std::string out(size, '\0');
+    if (!read(offset, size, out.data())) return absl::DataLossError("cannot read the artifact");
+    return out;
+  };
+  absl::StatusOr<std::string> header = bytes_at(0, std::min<uint64_t>(file_size, kHeaderBytes));
+  if (!header.ok()) return header.status();
+  if (header->size() < 16 || header->substr(0, 8) != "KILNART1") {
     return absl::InvalidArgumentError("not a kiln artifact: bad magic");
   }
-  if (const uint32_t version = ReadU32(bytes.data() + 8); version != 2) {
+  if (const uint32_t version = ReadU32(header->data() + 8); version != 2) {
     return absl::InvalidArgumentError(StrCat("cannot sign an artifact of format version ", version,
                                              " (only version 2 carries digests): recompile it"));
   }
-  if (bytes.size() < kHeaderBytes) return absl::DataLossError("truncated artifact header");
-  const uint32_t count = ReadU32(bytes.data() + 12);
-  std::map<std::string, std::string_view> sections;
+  if (header->size() < kHeaderBytes) return absl::DataLossError("truncated artifact header");
+  const uint32_t count = ReadU32(header->data() + 12);
+  if (count > 1024) return absl::DataLossError(StrCat("section count ", count));
+  struct Place {
+    uint64_t offset, size;
+  };
+  std::map<std::string, Place> sections;
   uint64_t pos = kHeaderBytes;
   for (uint32_t s = 0; s < count; ++s) {
-    if (bytes.size() - pos < 4) return absl::DataLossError("truncated section table");
-    const uint32_t len = ReadU32(bytes.data() + pos);
-    pos += 4;
-    if (bytes.size() - pos < uint64_t{len} + 16) {
-      return absl::DataLossError("truncated section table");
-    }
-    std::string name(bytes.substr(pos, len));
-    const uint64_t offset = ReadU64(bytes.data() + pos + len);
-    const uint64_t size = ReadU64(bytes.data() + pos + len + 8);
-    pos += len + 16;
-    if (offset > bytes.size() || size > bytes.size() - offset) {
+    absl::StatusOr<std::string> len_bytes = bytes_at(pos, 4);
+    if (!len_bytes.ok()) return absl::DataLossError("truncated section table");
+    const uint32_t len = ReadU32(len_bytes->data());
+    absl::StatusOr<std::string> entry = bytes_at(pos + 4, uint64_t{len} + 16);
+    if (!entry.ok()) return absl::DataLossError("truncated section table");
+    std::string name = entry->substr(0, len);
+    const Place place{ReadU64(entry->data() + len), ReadU64(entry->data() + len + 8)};
+    pos += 4 + uint64_t{len} + 16;
+    if (place.offset > file_size || place.size > file_size - place.offset) {
       return absl::DataLossError(StrCat("section '", name, "' runs past the end of the file"));
     }
-    if (!sections.emplace(name, bytes.substr(offset, size)).second) {
+    if (!sections.emplace(name, place).second) {
       return absl::DataLossError(StrCat("duplicate section '", name, "'"));
     }
   }
-  auto manifest = sections.find("manifest");
-  if (manifest == sections.end()) return absl::DataLossError("the artifact has no manifest");
-  const std::string digest = Sha256(manifest->second);
-  if (digest != bytes.substr(16, 32)) {
+  auto manifest_place = sections.find("manifest");
+  if (manifest_place == sections.end()) {
+    return absl::DataLossError("the artifact has no manifest");
+  }
+  if (manifest_place->second.size > (64 << 20)) {
+    return absl::DataLossError("the manifest is larger than 64 MiB");
+  }
+  absl::StatusOr<std::string> manifest =
+      bytes_at(manifest_place->second.offset, manifest_place->second.size);
+  if (!manifest.ok()) return manifest.status();
+  const std::string digest = Sha256(*manifest);
+  if (digest != header->substr(16, 32)) {
     return absl::DataLossError("the manifest does not hash to the header's digest");
   }
   std::map<std::string, std::string> listed;  // name -> hex
-  for (std::string_view line : StrSplit(manifest->second, '\n')) {
+  for (std::string_view line : StrSplit(*manifest, '\n')) {
     if (line.substr(0, 8) != "section ") continue;
     std::vector<std::string_view> f = StrSplit(line.substr(8), ' ');
     if (f.size() != 3 || f[1] != "sha256") {
@@ -251,10 +281,27 @@ absl::Status SignArtifact(std::string* artifact, const SigningKey& key) {
     }
     listed.emplace(std::string(f[0]), std::string(f[2]));
   }
-  for (const auto& [name, data] : sections) {
+  std::string chunk;
+  for (const auto& [name, place] : sections) {
     if (name == "manifest") continue;
     auto it = listed.find(name);
-    if (it == listed.end() || it->second != Hex(Sha256(data))) {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    KILN_CHECK(ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1)
+        << "EVP_DigestInit";
+    bool read_ok = true;
+    for (uint64_t done = 0; done < place.size && read_ok;) {
+      const uint64_t n = std::min<uint64_t>(place.size - done, 1 << 20);
+      chunk.resize(n);
+      read_ok = read(place.offset + done, n, chunk.data());
+      if (read_ok) EVP_DigestUpdate(ctx, chunk.data(), n);
+      done += n;
+    }
+    std::string md(32, '\0');
+    unsigned int md_len = 0;
+    EVP_DigestFinal_ex(ctx, reinterpret_cast<unsigned char*>(md.data()), &md_len);
+    EVP_MD_CTX_free(ctx);
+    if (!read_ok) return absl::DataLossError("cannot read the artifact");
+    if (it == listed.end() || it->second != Hex(md)) {
       return absl::DataLossError(
           StrCat("section '", name, "' does not match its digest in the manifest"));
     }
@@ -262,13 +309,67 @@ absl::Status SignArtifact(std::string* artifact, const SigningKey& key) {
   if (listed.size() + 1 != sections.size()) {
     return absl::DataLossError("the manifest lists a section the file does not have");
   }
-  const std::string signature = key.Sign(StrCat(std::string_view(kSignaturePrefix, 8), digest));
+  std::string block(kHeaderBytes - 48, '\0');
+  block[0] = 1;  // scheme: Ed25519 (u32, little-endian); then 4 reserved bytes
   const std::string raw = key.PublicKeyRaw();
-  char* header = artifact->data();
-  header[48] = 1;  // scheme: Ed25519 (u32, little-endian)
-  std::memset(header + 49, 0, 7);
-  std::memcpy(header + 56, raw.data(), 32);
-  std::memcpy(header + 88, signature.data(), 64);
+  const std::string signature = key.Sign(StrCat(std::string_view(kSignaturePrefix, 8), digest));
+  std::memcpy(block.data() + 8, raw.data(), 32);
+  std::memcpy(block.data() + 40, signature.data(), 64);
+  return block;
+}
+
+}  // namespace
+
+absl::Status SignArtifact(std::string* artifact, const SigningKey& key) {
+  const std::string_view bytes = *artifact;
+  absl::StatusOr<std::string> block = SignatureBlock(
+      [&](uint64_t offset, uint64_t size, char* out) {
+        std::memcpy(out, bytes.data() + offset, size);
+        return true;
+      },
+      bytes.size(), key);
+  if (!block.ok()) return block.status();
+  artifact->replace(48, block->size(), *block);
+  return absl::OkStatus();
+}
+
+absl::Status SignArtifactFile(const std::string& path, const SigningKey& key,
+                              const std::function<absl::Status(std::string_view)>& write) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(StrCat("cannot open '", path, "': ", std::strerror(errno)));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return absl::InternalError(StrCat("cannot stat '", path, "'"));
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  const ReadAt read = [fd](uint64_t offset, uint64_t size, char* out) {
+    while (size > 0) {
+      const ssize_t n = ::pread(fd, out, size, static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      out += n;
+      offset += static_cast<uint64_t>(n);
+      size -= static_cast<uint64_t>(n);
+    }
+    return true;
+  };
+  absl::StatusOr<std::string> block = SignatureBlock(read, file_size, key);
+  if (!block.ok()) return block.status();
+  // The header with its signature block, then the rest as it is.
+  std::string chunk(48, '\0');
+  if (!read(0, 48, chunk.data())) return absl::DataLossError("cannot read the artifact");
+  if (absl::Status st = write(chunk + *block); !st.ok()) return st;
+  for (uint64_t done = kHeaderBytes; done < file_size;) {
+    const uint64_t n = std::min<uint64_t>(file_size - done, 1 << 20);
+    chunk.resize(n);
+    if (!read(done, n, chunk.data())) return absl::DataLossError("cannot read the artifact");
+    if (absl::Status st = write(chunk); !st.ok()) return st;
+    done += n;
+  }
   return absl::OkStatus();
 }
 

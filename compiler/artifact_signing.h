@@ -4,6 +4,7 @@
 // runtime does and writes the signature of its manifest digest into its
 // header. The runtime (deploy/artifact.cc) verifies; the two share no code,
 // only the format page.
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,5 +46,11 @@ class SigningKey {
 // digest and every section's, then signs it with `key` in place (a signature
 // already there is replaced). DATA_LOSS / INVALID_ARGUMENT on a bad artifact.
 absl::Status SignArtifact(std::string* artifact, const SigningKey& key);
+
+// As SignArtifact, for the artifact in the file at `path`, holding at most a
+// MiB of it at a time: checks it, then passes the signed artifact's bytes to
+// `write`, in order, in pieces (the file itself is left as it is).
+absl::Status SignArtifactFile(const std::string& path, const SigningKey& key,
+                              const std::function<absl::Status(std::string_view)>& write);
 
 }  // namespace kiln::compiler

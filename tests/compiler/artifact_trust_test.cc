@@ -402,5 +402,41 @@ TEST_F(ArtifactMutation, SignArtifactChecksWhatItSigns) {
   EXPECT_EQ((*m)->signer(), key->Fingerprint());
 }
 
+// The tracker signs a worker's artifact from its file, a MiB at a time: the
+// same bytes as signing it in memory (Ed25519 is deterministic), written in
+// pieces; an altered file is refused before anything is written.
+TEST_F(ArtifactMutation, SignArtifactFileStreamsTheSameBytes) {
+  auto key = SigningKey::Generate();
+  ASSERT_TRUE(key.ok());
+  const std::string path = *dir_ + "/to-sign.kiln";
+  WriteFile(path, *unsigned_);
+  std::string streamed;
+  int pieces = 0;
+  ASSERT_TRUE(SignArtifactFile(path, *key, [&](std::string_view b) {
+                ++pieces;
+                streamed += b;
+                return absl::OkStatus();
+              }).ok());
+  std::string in_memory = *unsigned_;
+  ASSERT_TRUE(SignArtifact(&in_memory, *key).ok());
+  EXPECT_EQ(streamed, in_memory);
+  EXPECT_GE(pieces, 2);
+  EXPECT_EQ(ReadFile(path), *unsigned_);  // left as it was
+  std::string altered = *unsigned_;
+  altered[altered.size() / 2] ^= 1;
+  WriteFile(path, altered);
+  std::string none;
+  absl::Status st = SignArtifactFile(path, *key, [&](std::string_view b) {
+    none += b;
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(SignArtifactFile(*dir_ + "/absent.kiln", *key,
+                             [](std::string_view) { return absl::OkStatus(); })
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace kiln::compiler
