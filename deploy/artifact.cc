@@ -269,6 +269,12 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
     }
     covered.emplace_back(offset, offset + size);
   }
+  for (const auto& [b, e] : covered) {
+    if (b < pos && e > b) {
+      return absl::DataLossError(
+          StrCat("corrupt artifact: a section at offset ", b, " overlaps the header"));
+    }
+  }
   covered.emplace_back(0, pos);  // the header and the section table
   std::sort(covered.begin(), covered.end());
   uint64_t end = 0;

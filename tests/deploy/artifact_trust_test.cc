@@ -155,6 +155,15 @@ TEST_F(ArtifactTrust, PaddingAndTrailingBytesMustBeZero) {
   ASSERT_FALSE(extended.ok());
   EXPECT_EQ(extended.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(extended.status().message(), HasSubstr("past the end of its last section"));
+  // A section pointed at the header.
+  std::string overlapping = good;
+  const size_t entry = overlapping.find(std::string("\x07\0\0\0weights", 11));
+  ASSERT_NE(entry, std::string::npos);
+  overlapping.replace(entry + 11, 8, std::string(8, '\0'));
+  auto over = Module::LoadBytes(overlapping);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(over.status().message(), HasSubstr("overlaps the header"));
   // Truncated by one byte.
   auto cut = Module::LoadBytes(good.substr(0, good.size() - 1));
   ASSERT_FALSE(cut.ok());
