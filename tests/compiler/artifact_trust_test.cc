@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
@@ -118,13 +119,15 @@ class ArtifactMutation : public ::testing::Test {
   }
   // Writes `bytes` and runs kiln-run on it (with the trust key when
   // `trusted`); the child's fate and its output's bytes.
-  static Child Run(std::string_view bytes, bool trusted, std::string* output) {
+  static Child Run(std::string_view bytes, bool trusted, std::string* output,
+                   const std::vector<std::string>& extra = {}) {
     const std::string path = *dir_ + "/m.kiln", out_dir = *dir_ + "/out";
     WriteFile(path, bytes);
     std::error_code ec;
     std::filesystem::remove(out_dir + "/output_0.pb", ec);
     std::vector<std::string> args = {path, "--input", "data=" + *dir_ + "/x.pb", "--output-dir",
                                      out_dir};
+    args.insert(args.end(), extra.begin(), extra.end());
     if (trusted) {
       args.push_back("--trust-key");
       args.push_back(*dir_ + "/trusted.pem");
@@ -186,35 +189,34 @@ TEST_F(ArtifactMutation, OriginalsRunAndAgree) {
   EXPECT_THAT(u2.err, HasSubstr("UNAUTHENTICATED"));
 }
 
-TEST_F(ArtifactMutation, FiveHundredMutationsAreRefusedOrHarmless) {
-  const auto start = std::chrono::steady_clock::now();
-  std::string reference;
-  ASSERT_EQ(Run(*unsigned_, false, &reference).exit_code, 0);
-  ASSERT_FALSE(reference.empty());
-  std::mt19937_64 rng(20261128);
-  auto pick = [&](size_t lo, size_t hi) {  // [lo, hi)
-    return std::uniform_int_distribution<size_t>(lo, hi - 1)(rng);
-  };
-  struct Tally {
-    int runs = 0, refused = 0, harmless = 0;
-  };
-  std::map<std::string, Tally> tally;  // by kind/region
-  std::vector<std::string> failures;
-  int total = 0;
-  auto check = [&](const std::string& what, const std::string& bytes, bool trusted) {
-    ++total;
+// A campaign's bookkeeping: each mutated artifact is run (by `run`), and its
+// fate is sorted: refused cleanly (exit 2, "kiln-run: " and a status on
+// stderr), harmless (exit 0, the reference output byte for byte), or a
+// failure (a signal, a wrong answer, any other exit).
+class Campaign {
+ public:
+  using RunFn = std::function<Child(const std::string& bytes, bool trusted, std::string* out)>;
+  Campaign(RunFn run, std::string reference, uint64_t seed)
+      : run_(std::move(run)), reference_(std::move(reference)), rng_(seed) {}
+
+  size_t Pick(size_t lo, size_t hi) {  // [lo, hi)
+    return std::uniform_int_distribution<size_t>(lo, hi - 1)(rng_);
+  }
+
+  void Check(const std::string& what, const std::string& bytes, bool trusted) {
+    ++total_;
     std::string out;
-    Child c = Run(bytes, trusted, &out);
-    Tally& t = tally[what.substr(0, what.find(" @"))];
+    Child c = run_(bytes, trusted, &out);
+    Tally& t = tally_[what.substr(0, what.find(" @"))];
     ++t.runs;
     const std::string label = StrCat(what, trusted ? " (trust key)" : "");
     if (c.signaled) {
-      failures.push_back(StrCat(label, ": killed by signal ", c.signal));
+      failures_.push_back(StrCat(label, ": killed by signal ", c.signal));
     } else if (c.exit_code == 0) {
-      if (out == reference) {
+      if (out == reference_) {
         ++t.harmless;
       } else {
-        failures.push_back(StrCat(label, ": exit 0 with a different output"));
+        failures_.push_back(StrCat(label, ": exit 0 with a different output"));
       }
     } else if (c.exit_code == 2 && c.err.rfind("kiln-run: ", 0) == 0 &&
                (c.err.find("DATA_LOSS") != std::string::npos ||
@@ -222,66 +224,185 @@ TEST_F(ArtifactMutation, FiveHundredMutationsAreRefusedOrHarmless) {
                 c.err.find("UNAUTHENTICATED") != std::string::npos)) {
       ++t.refused;
     } else {
-      failures.push_back(StrCat(label, ": exit ", c.exit_code, ", stderr: ", c.err));
+      failures_.push_back(StrCat(label, ": exit ", c.exit_code, ", stderr: ", c.err));
     }
-  };
-  // Alternate between the unsigned artifact run without a key and the
-  // signed one run with its key.
-  int turn = 0;
-  auto next = [&]() -> std::pair<const std::string*, bool> {
-    const bool s = (turn++ % 2) == 1;
-    return {s ? signed_ : unsigned_, s};
-  };
-  // Bit flips: 50 in each region (header, section table, manifest,
-  // module.so, weights, padding) = 300.
-  for (const std::string region :
-       {"header", "section table", "manifest", "module.so", "weights", "padding"}) {
-    for (int i = 0; i < 50; ++i) {
-      auto [art, trusted] = next();
-      size_t at;
-      if (region == "padding") {
-        const std::vector<size_t> pad = PaddingBytes(*art);
-        ASSERT_FALSE(pad.empty());
-        at = pad[pick(0, pad.size())];
-      } else {
-        const auto range = Regions(*art).at(region);
-        at = pick(range.first, range.second);
+  }
+
+  // Random mutations of `unsigned_art` (run without a key) and `signed_art`
+  // (run with its key), in turn: `flips` bit flips in each of `regions`
+  // (sections, "header", "section table", "padding"), `truncations` cuts
+  // inside each region but padding, and `extensions` tails: half random
+  // bytes (1 byte to 8 KiB), a quarter zeros shorter than the 64-byte
+  // alignment (padding a writer could leave: harmless), a quarter zeros of
+  // 64 bytes or more.
+  void RandomMutations(const std::string& unsigned_art, const std::string& signed_art,
+                       const std::vector<std::string>& regions, int flips, int truncations,
+                       int extensions) {
+    int turn = 0;
+    auto next = [&]() -> std::pair<const std::string*, bool> {
+      const bool s = (turn++ % 2) == 1;
+      return {s ? &signed_art : &unsigned_art, s};
+    };
+    for (const std::string& region : regions) {
+      for (int i = 0; i < flips; ++i) {
+        auto [art, trusted] = next();
+        size_t at;
+        if (region == "padding") {
+          const std::vector<size_t> pad = PaddingBytes(*art);
+          ASSERT_FALSE(pad.empty());
+          at = pad[Pick(0, pad.size())];
+        } else {
+          const auto range = Regions(*art).at(region);
+          at = Pick(range.first, range.second);
+        }
+        std::string bytes = *art;
+        bytes[at] = static_cast<char>(bytes[at] ^ (1 << Pick(0, 8)));
+        Check(StrCat("flip ", region, " @", at), bytes, trusted);
       }
-      std::string bytes = *art;
-      bytes[at] = static_cast<char>(bytes[at] ^ (1 << pick(0, 8)));
-      check(StrCat("flip ", region, " @", at), bytes, trusted);
     }
-  }
-  // Truncations: 20 in each of the five regions with data = 100.
-  for (const std::string region : {"header", "section table", "manifest", "module.so", "weights"}) {
-    for (int i = 0; i < 20; ++i) {
+    for (const std::string& region : regions) {
+      if (region == "padding") continue;
+      for (int i = 0; i < truncations; ++i) {
+        auto [art, trusted] = next();
+        const auto range = Regions(*art).at(region);
+        const size_t at = Pick(range.first, range.second);
+        Check(StrCat("truncate in ", region, " @", at), art->substr(0, at), trusted);
+      }
+    }
+    for (int i = 0; i < extensions; ++i) {
       auto [art, trusted] = next();
-      const auto range = Regions(*art).at(region);
-      const size_t at = pick(range.first, range.second);
-      check(StrCat("truncate in ", region, " @", at), art->substr(0, at), trusted);
-    }
-  }
-  // Extensions: 40 of random bytes (1 byte to 8 KiB), 20 of zeros shorter
-  // than the 64-byte alignment (padding a writer could leave: harmless), 20
-  // of zeros of 64 bytes or more = 80.
-  for (int i = 0; i < 80; ++i) {
-    auto [art, trusted] = next();
-    std::string tail;
-    if (i < 40) {
-      tail.resize(pick(1, 8193));
-      for (char& ch : tail) ch = static_cast<char>(pick(0, 256));
-      if (tail.find_first_not_of('\0') == std::string::npos) tail[0] = 1;
-      check(StrCat("extend with random bytes @", tail.size()), *art + tail, trusted);
-    } else {
-      tail.assign(i < 60 ? pick(1, 64) : pick(64, 4097), '\0');
-      check(StrCat(i < 60 ? "extend with short zeros" : "extend with zeros", " @", tail.size()),
+      std::string tail;
+      if (i < extensions / 2) {
+        tail.resize(Pick(1, 8193));
+        for (char& ch : tail) ch = static_cast<char>(Pick(0, 256));
+        if (tail.find_first_not_of('\0') == std::string::npos) tail[0] = 1;
+        Check(StrCat("extend with random bytes @", tail.size()), *art + tail, trusted);
+      } else {
+        const bool short_tail = i < extensions * 3 / 4;
+        tail.assign(short_tail ? Pick(1, 64) : Pick(64, 4097), '\0');
+        Check(
+            StrCat(short_tail ? "extend with short zeros" : "extend with zeros", " @", tail.size()),
             *art + tail, trusted);
+      }
     }
   }
-  // Manifests edited and their digest redone (the header's, and the
-  // signature left as it was): a smaller output or input, a smaller
-  // workspace, another entry, another weights size. Refused by the I/O
-  // contract without a key, by the signature with one. 10 x 2 = 20.
+
+  // Prints the tally; checks that there are `expected_total` mutations, no
+  // failure, and that only the short zero extensions ran.
+  void Expect(int expected_total, double seconds) {
+    std::string summary;
+    int refused = 0, harmless = 0;
+    for (const auto& [kind, t] : tally_) {
+      summary += StrCat("  ", kind, ": ", t.runs, " runs, ", t.refused, " refused, ", t.harmless,
+                        " harmless\n");
+      refused += t.refused;
+      harmless += t.harmless;
+    }
+    std::printf("%d mutations in %.1f s: %d refused, %d harmless, %zu failures\n%s", total_,
+                seconds, refused, harmless, failures_.size(), summary.c_str());
+    EXPECT_EQ(total_, expected_total);
+    EXPECT_THAT(failures_, ::testing::IsEmpty());
+    EXPECT_EQ(harmless, tally_["extend with short zeros"].runs);
+  }
+
+ private:
+  struct Tally {
+    int runs = 0, refused = 0, harmless = 0;
+  };
+  RunFn run_;
+  std::string reference_;
+  std::mt19937_64 rng_;
+  std::map<std::string, Tally> tally_;  // by kind and region
+  std::vector<std::string> failures_;
+  int total_ = 0;
+};
+
+// `section`'s bytes replaced by `edited` (moved to the end of the file, its
+// table entry pointing there, the old place zeroed) and, when it is the
+// manifest, the header's digest redone; otherwise the manifest's record of
+// it redone too. The signature block is left as it was.
+std::string Redigest(const std::string& art, const std::string& section,
+                     const std::string& edited) {
+  auto sha = [](std::string_view b) {
+    std::string d(32, '\0');
+    unsigned int len = 0;
+    EVP_Digest(b.data(), b.size(), reinterpret_cast<unsigned char*>(d.data()), &len, EVP_sha256(),
+               nullptr);
+    return d;
+  };
+  auto hex = [](std::string_view raw) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out;
+    for (char ch : raw) {
+      out += kDigits[static_cast<uint8_t>(ch) >> 4];
+      out += kDigits[static_cast<uint8_t>(ch) & 15];
+    }
+    return out;
+  };
+  auto move = [](std::string bytes, const std::string& name, const std::string& data) {
+    auto c = deploy::ParseContainer(bytes);
+    EXPECT_TRUE(c.ok()) << c.status();
+    std::string_view old = c->sections.at(name);
+    const size_t old_offset = static_cast<size_t>(old.data() - bytes.data()), old_size = old.size();
+    std::fill(bytes.begin() + old_offset, bytes.begin() + old_offset + old_size, '\0');
+    bytes.resize((bytes.size() + 63) / 64 * 64, '\0');
+    const uint64_t offset = bytes.size();
+    bytes += data;
+    std::string key(4, '\0');
+    key[0] = static_cast<char>(name.size());
+    key += name;
+    const size_t entry = bytes.find(key, deploy::kArtifactHeaderBytes);
+    EXPECT_NE(entry, std::string::npos) << name;
+    for (int k = 0; k < 8; ++k) {
+      bytes[entry + key.size() + k] = static_cast<char>((offset >> (8 * k)) & 0xff);
+      bytes[entry + key.size() + 8 + k] = static_cast<char>((data.size() >> (8 * k)) & 0xff);
+    }
+    return bytes;
+  };
+  std::string bytes = art;
+  std::string manifest;
+  if (section == "manifest") {
+    manifest = edited;
+  } else {
+    bytes = move(bytes, section, edited);
+    auto c = deploy::ParseContainer(art);
+    manifest = std::string(c->sections.at("manifest"));
+    const std::string record = StrCat("section ", section, " sha256 ");
+    const size_t at = manifest.find(record);
+    EXPECT_NE(at, std::string::npos) << section;
+    manifest.replace(at + record.size(), 64, hex(sha(edited)));
+  }
+  bytes = move(bytes, "manifest", manifest);
+  bytes.replace(16, 32, sha(manifest));
+  return bytes;
+}
+
+// Whether an edited artifact's digests hold: the edit is then caught by
+// something else than a digest (the I/O contract, the signature).
+void ExpectDigestsHold(const std::string& bytes) {
+  auto c = deploy::ParseContainer(bytes);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(deploy::VerifyManifestDigest(*c).ok());
+  auto m = deploy::ParseManifest(c->sections.at("manifest"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(deploy::VerifySectionDigests(*c, *m).ok());
+}
+
+TEST_F(ArtifactMutation, FiveHundredMutationsAreRefusedOrHarmless) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string reference;
+  ASSERT_EQ(Run(*unsigned_, false, &reference).exit_code, 0);
+  ASSERT_FALSE(reference.empty());
+  Campaign campaign([](const std::string& b, bool t, std::string* out) { return Run(b, t, out); },
+                    reference, 20261128);
+  // 6 regions x 50 flips, 5 x 20 truncations, 80 extensions = 480.
+  campaign.RandomMutations(
+      *unsigned_, *signed_,
+      {"header", "section table", "manifest", "module.so", "weights", "padding"}, 50, 20, 80);
+  // Manifests edited and their digest redone (the signature left as it
+  // was): a smaller output or input, a smaller workspace, another entry,
+  // another weights size, another dtype. Refused by the I/O contract
+  // without a key, by the signature with one. 10 x 2 = 20.
   const std::vector<std::pair<std::string, std::string>> edits = {
       {"output logits float32 1x10", "output logits float32 1x5"},
       {"output logits float32 1x10", "output logits float32 1x1"},
@@ -299,51 +420,84 @@ TEST_F(ArtifactMutation, FiveHundredMutationsAreRefusedOrHarmless) {
       const std::string& art = trusted ? *signed_ : *unsigned_;
       auto c = deploy::ParseContainer(art);
       ASSERT_TRUE(c.ok());
-      std::string_view manifest = c->sections.at("manifest");
+      std::string manifest(c->sections.at("manifest"));
       const size_t at = manifest.find(from);
       ASSERT_NE(at, std::string::npos) << from;
-      std::string edited(manifest);
-      edited.replace(at, from.size(), to);
-      // Same length or not, rebuild: the manifest goes last, in the
-      // space after the weights, its table entry pointing there.
-      std::string bytes = art;
-      const size_t manifest_offset = static_cast<size_t>(manifest.data() - art.data());
-      std::fill(bytes.begin() + manifest_offset, bytes.begin() + manifest_offset + manifest.size(),
-                '\0');
-      bytes.resize((bytes.size() + 63) / 64 * 64, '\0');
-      const uint64_t new_offset = bytes.size();
-      bytes += edited;
-      // The table entry of "manifest": name length 8, then the name.
-      const size_t entry = bytes.find(std::string("\x08\0\0\0manifest", 12));
-      ASSERT_NE(entry, std::string::npos);
-      for (int k = 0; k < 8; ++k) {
-        bytes[entry + 12 + k] = static_cast<char>((new_offset >> (8 * k)) & 0xff);
-        bytes[entry + 20 + k] = static_cast<char>((edited.size() >> (8 * k)) & 0xff);
-      }
-      std::string digest(32, '\0');
-      unsigned int len = 0;
-      EVP_Digest(edited.data(), edited.size(), reinterpret_cast<unsigned char*>(digest.data()),
-                 &len, EVP_sha256(), nullptr);
-      bytes.replace(16, 32, digest);
-      check(StrCat("redigested manifest edit @", to), bytes, trusted);
+      manifest.replace(at, from.size(), to);
+      const std::string edited = Redigest(art, "manifest", manifest);
+      ExpectDigestsHold(edited);
+      campaign.Check(StrCat("redigested manifest edit @", to), edited, trusted);
     }
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::string summary;
-  int refused = 0, harmless = 0;
-  for (const auto& [kind, t] : tally) {
-    summary += StrCat("  ", kind, ": ", t.runs, " runs, ", t.refused, " refused, ", t.harmless,
-                      " harmless\n");
-    refused += t.refused;
-    harmless += t.harmless;
+  campaign.Expect(500,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// The same on the small CNN compiled for OpenCL (its device code and launch
+// plan in place of module.so), run on the first OpenCL device (PoCL on a
+// CPU); skipped, visibly, without one. A launch plan edited with its digests
+// redone is refused by the signature (the runtime checks a plan's offsets
+// against its buffers, but cannot check a kernel against its grid): only
+// the trust key stops that edit.
+TEST_F(ArtifactMutation, OpenClArtifactMutationsAreRefusedOrHarmless) {
+  const auto start = std::chrono::steady_clock::now();
+  ImportOptions import;
+  import.plan_layouts = false;  // NCHW[x]c is a CPU plan
+  auto model = Model::FromOnnxFile(kSmallCnn, import);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto target = Target::Parse("opencl");
+  ASSERT_TRUE(target.ok()) << target.status();
+  auto art = CompileModel(*model, *target, nullptr, {}, nullptr);
+  ASSERT_TRUE(art.ok()) << art.status();
+  auto key = SigningKey::Generate();
+  ASSERT_TRUE(key.ok());
+  std::string signed_art = *art;
+  ASSERT_TRUE(SignArtifact(&signed_art, *key).ok());
+  const std::string key_file = *dir_ + "/opencl-trusted.pem";
+  WriteFile(key_file, key->PublicKeyPem());
+  auto run = [&](const std::string& bytes, bool trusted, std::string* out) {
+    return Run(bytes, false, out,
+               trusted ? std::vector<std::string>{"--device", "opencl:0", "--trust-key", key_file}
+                       : std::vector<std::string>{"--device", "opencl:0"});
+  };
+  std::string reference;
+  Child first = run(*art, false, &reference);
+  if (first.exit_code != 0) {
+#ifdef KILN_TEST_EXPECT_OPENCL
+    FAIL() << "kiln-run on the OpenCL artifact: " << first.err;
+#else
+    GTEST_SKIP() << "no OpenCL device: " << first.err;
+#endif
   }
-  std::printf("%d mutations in %.1f s: %d refused, %d harmless, %zu failures\n%s", total, seconds,
-              refused, harmless, failures.size(), summary.c_str());
-  EXPECT_EQ(total, 500);
-  EXPECT_THAT(failures, ::testing::IsEmpty());
-  // Only the short zero extensions may run (nothing else is uncovered).
-  EXPECT_EQ(harmless, tally["extend with short zeros"].runs);
+  Campaign campaign(run, reference, 7);
+  // 7 regions x 10 flips, 6 x 3 truncations, 8 extensions = 96.
+  campaign.RandomMutations(
+      *art, signed_art,
+      {"header", "section table", "manifest", "device.cl", "launch", "weights", "padding"}, 10, 3,
+      8);
+  // A launch plan and a kernel's source edited, digests redone: 2 x 2.
+  auto c = deploy::ParseContainer(signed_art);
+  ASSERT_TRUE(c.ok());
+  std::string launch(c->sections.at("launch")), source(c->sections.at("device.cl"));
+  const size_t call = launch.find("call ");
+  ASSERT_NE(call, std::string::npos);
+  const size_t grid = launch.find(' ', launch.find(' ', call) + 1);  // after the kernel's name
+  launch.insert(grid + 1, "4");  // a larger grid: 8 blocks become 48
+  const size_t body = source.find('{');
+  ASSERT_NE(body, std::string::npos);
+  source.insert(body + 1, " return;");
+  for (const auto& [section, edited] : std::vector<std::pair<std::string, std::string>>{
+           {"launch", launch}, {"device.cl", source}}) {
+    const std::string resigned = Redigest(signed_art, section, edited),
+                      unsigned_edit = Redigest(*art, section, edited);
+    ExpectDigestsHold(resigned);
+    ExpectDigestsHold(unsigned_edit);
+    campaign.Check(StrCat("redigested ", section, " edit"), resigned, true);
+    // The unsigned artifact, with the same edit, through the trust key too.
+    campaign.Check(StrCat("redigested ", section, " edit, unsigned"), unsigned_edit, true);
+  }
+  campaign.Expect(100,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 // The tracker's key on disk: made 0600, read back the same; a key others
