@@ -198,8 +198,8 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
   if (version == 1) {
     return absl::InvalidArgumentError(
         "artifact format version 1 carries no digests and no signature, and this runtime "
-        "(format version 2) does not load it: recompile the model (kiln compile, or fetch the "
-        "job's artifact again from an upgraded tracker)");
+        "(format version 2) does not load it: recompile the model with this kiln (kiln compile "
+        "from the log, or submit the job again to an upgraded tracker)");
   }
   if (version != kArtifactVersion) {
     return absl::InvalidArgumentError(StrCat("unsupported artifact format version ", version,
