@@ -72,7 +72,7 @@ absl::StatusOr<compiler::ImportOptions> ImportOptionsFromArgs(const Args& args);
 // artifact to `path` (atomically); prints one line. Returns the exit code.
 int CompileToFile(const Command& self, const std::string& model_path, const compiler::Model& model,
                   const compiler::Target& target, storage::LogDb& db, const std::string& path,
-                  bool dump_ir, const CliEnv& env);
+                  bool dump_ir, const CliEnv& env, const std::string& signing_key = "");
 
 // Subcommands (one function each).
 int RunTune(const Command& self, const std::vector<std::string>& args, const CliEnv& env);

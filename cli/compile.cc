@@ -1,5 +1,5 @@
 // kiln compile MODEL --db DB -o PATH [--target SPEC] [--input-shape NAME=DIMS]...
-//              [--max-elements N]
+//              [--max-elements N] [--signing-key FILE]
 // [--dump-ir]: a local compile with the best records of a log database. A
 // model saved with external data finds its files beside it.
 #include <filesystem>
@@ -9,6 +9,7 @@
 
 #include "base/str.h"
 #include "cli/common.h"
+#include "compiler/artifact_signing.h"
 #include "compiler/config.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
@@ -40,7 +41,7 @@ absl::StatusOr<compiler::ImportOptions> ImportOptionsFromArgs(const Args& args) 
 
 int CompileToFile(const Command& self, const std::string& model_path, const compiler::Model& model,
                   const compiler::Target& target, storage::LogDb& db, const std::string& path,
-                  bool dump_ir, const CliEnv& env) {
+                  bool dump_ir, const CliEnv& env, const std::string& signing_key) {
   const std::string spec = target.Spec();
   absl::Status lookup_error;
   compiler::ConfigLookup lookup =
@@ -68,6 +69,15 @@ int CompileToFile(const Command& self, const std::string& model_path, const comp
     return Fail(self, StrCat("reading the log database: ", lookup_error.message()), env);
   }
   if (!artifact.ok()) return Fail(self, std::string(artifact.status().message()), env);
+  std::string signed_by;
+  if (!signing_key.empty()) {
+    absl::StatusOr<compiler::SigningKey> key = compiler::SigningKey::Load(signing_key);
+    if (!key.ok()) return Fail(self, std::string(key.status().message()), env);
+    if (absl::Status st = compiler::SignArtifact(&*artifact, *key); !st.ok()) {
+      return Fail(self, StrCat("signing the artifact: ", st.message()), env);
+    }
+    signed_by = StrCat(", signed by ", key->Fingerprint());
+  }
 
   const std::string part = path + ".part";
   {
@@ -84,14 +94,15 @@ int CompileToFile(const Command& self, const std::string& model_path, const comp
   if (ec) return Fail(self, StrCat("cannot write '", path, "': ", ec.message()), env);
   *env.out << "compiled " << model_path << " for " << spec << ": " << report.kernels << " kernels, "
            << report.tuned_kernels << " tuned, " << report.kernels - report.tuned_kernels
-           << " default -> " << path << " (" << artifact->size() << " bytes)\n";
+           << " default -> " << path << " (" << artifact->size() << " bytes" << signed_by << ")\n";
   return 0;
 }
 
 int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args =
-      ParseFlags(argv, {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements"},
-                 {"--dump-ir"});
+  absl::StatusOr<Args> args = ParseFlags(
+      argv,
+      {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements", "--signing-key"},
+      {"--dump-ir"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--db")) return UsageError(self, "missing --db", env);
@@ -113,7 +124,7 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
   absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args->Get("--db"));
   if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
   return CompileToFile(self, args->positional[0], *model, target, **db, path,
-                       args->bools.count("--dump-ir") > 0, env);
+                       args->bools.count("--dump-ir") > 0, env, args->Get("--signing-key"));
 }
 
 }  // namespace kiln::cli

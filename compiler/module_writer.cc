@@ -1,6 +1,8 @@
 // CompileModel: fused groups -> kernels, memory plan, entry plan, shared
 // object, and the artifact container of docs/artifact-format.md.
 
+#include <openssl/evp.h>
+
 #include <cstring>
 #include <functional>
 #include <map>
@@ -22,6 +24,8 @@
 
 namespace kiln::compiler {
 namespace {
+
+constexpr size_t kHeaderBytes = 152;  // docs/artifact-format.md
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   return shape.empty() ? std::string("scalar") : StrJoin(shape, "x");
@@ -45,11 +49,37 @@ struct Section {
   uint64_t Size() const { return fill ? size : data.size(); }
 };
 
-std::string WriteContainer(const std::vector<Section>& sections) {
-  size_t header = 16;
+std::string Sha256Hex(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) == 1)
+      << "EVP_Digest failed";
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex += kDigits[md[i] >> 4];
+    hex += kDigits[md[i] & 15];
+  }
+  return hex;
+}
+
+// The container of docs/artifact-format.md (version 2): the manifest
+// (`manifest`, completed here with a `section NAME sha256 HEX` record for
+// every other section), then `sections`; the manifest's SHA-256 in the
+// header; unsigned (compiler::SignArtifact signs it).
+std::string WriteContainer(std::string manifest, const std::vector<Section>& sections) {
+  // The digest records have a fixed length: the manifest's place is decided
+  // before the digests are known, and they are written into it at the end.
+  const size_t manifest_base = manifest.size();
+  for (const Section& s : sections) {
+    manifest += StrCat("section ", s.name, " sha256 ", std::string(64, '0'), "\n");
+  }
+  size_t header = kHeaderBytes + 4 + std::string_view("manifest").size() + 16;
   for (const Section& s : sections) header += 4 + s.name.size() + 16;
   std::vector<uint64_t> offsets;
   uint64_t pos = AlignUp(static_cast<int64_t>(header));
+  const uint64_t manifest_offset = pos;
+  pos = AlignUp(static_cast<int64_t>(pos + manifest.size()));
   for (const Section& s : sections) {
     offsets.push_back(pos);
     pos = AlignUp(static_cast<int64_t>(pos + s.Size()));
@@ -57,14 +87,21 @@ std::string WriteContainer(const std::vector<Section>& sections) {
   std::string out;
   out.reserve(pos);
   out = "KILNART1";
-  PutU32(out, 1);
-  PutU32(out, static_cast<uint32_t>(sections.size()));
+  PutU32(out, 2);
+  PutU32(out, static_cast<uint32_t>(sections.size() + 1));
+  out.resize(kHeaderBytes, '\0');  // manifest digest (below), no signature
+  auto put_entry = [&](std::string_view name, uint64_t offset, uint64_t size) {
+    PutU32(out, static_cast<uint32_t>(name.size()));
+    out += name;
+    PutU64(out, offset);
+    PutU64(out, size);
+  };
+  put_entry("manifest", manifest_offset, manifest.size());
   for (size_t i = 0; i < sections.size(); ++i) {
-    PutU32(out, static_cast<uint32_t>(sections[i].name.size()));
-    out += sections[i].name;
-    PutU64(out, offsets[i]);
-    PutU64(out, sections[i].Size());
+    put_entry(sections[i].name, offsets[i], sections[i].Size());
   }
+  out.resize(manifest_offset, '\0');
+  out += manifest;
   for (size_t i = 0; i < sections.size(); ++i) {
     out.resize(offsets[i], '\0');
     if (sections[i].fill) {
@@ -74,6 +111,20 @@ std::string WriteContainer(const std::vector<Section>& sections) {
       out += sections[i].data;
     }
   }
+  std::string records;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    records +=
+        StrCat("section ", sections[i].name, " sha256 ",
+               Sha256Hex(std::string_view(out).substr(offsets[i], sections[i].Size())), "\n");
+  }
+  KILN_CHECK(records.size() == manifest.size() - manifest_base) << "digest records changed size";
+  std::memcpy(out.data() + manifest_offset + manifest_base, records.data(), records.size());
+  unsigned int len = 0;
+  KILN_CHECK(EVP_Digest(out.data() + manifest_offset, manifest.size(),
+                        reinterpret_cast<unsigned char*>(out.data() + 16), &len, EVP_sha256(),
+                        nullptr) == 1 &&
+             len == 32)
+      << "EVP_Digest failed";
   return out;
 }
 
@@ -264,6 +315,20 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     plan.calls.push_back(std::move(call));
     kernels.push_back(std::move(def));
   }
+  // The buffers the entry point takes, as the manifest describes them: the
+  // runtime refuses a manifest that does not say the same
+  // (docs/artifact-format.md, "Entry point").
+  std::string io_lines;
+  for (int v : g.inputs) {
+    io_lines += StrCat("input ", g.values[v].name, " ", DTypeName(g.values[v].dtype), " ",
+                       ShapeText(g.values[v].shape), "\n");
+  }
+  for (int v : g.outputs) {
+    io_lines += StrCat("output ", g.values[v].name, " ", DTypeName(g.values[v].dtype), " ",
+                       ShapeText(g.values[v].shape), "\n");
+  }
+  plan.io =
+      StrCat("workspace_bytes ", mem.total_bytes, "\nweights_bytes ", weights_size, "\n", io_lines);
   // The code: a shared object with the entry point (CPU), or the device
   // program and its launch plan (GPU).
   std::vector<Section> code;
@@ -287,7 +352,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     code = {{"module.so", so_bytes}};
   }
 
-  std::string manifest = "kiln-artifact 1\n";
+  std::string manifest = "kiln-artifact 2\n";
   manifest += StrCat("target ", target.Spec(), "\n");
   manifest += StrCat("compiler_version ", KILN_VERSION, "\n");
   manifest += StrCat("model_sha256 ", model.source_sha256(), "\n");
@@ -296,14 +361,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
   manifest += StrCat("weights_bytes ", weights_size, "\n");
   manifest += StrCat("kernels ", kernels.size(), "\n");
   manifest += StrCat("tuned_kernels ", tuned, "\n");
-  for (int v : g.inputs) {
-    manifest += StrCat("input ", g.values[v].name, " ", DTypeName(g.values[v].dtype), " ",
-                       ShapeText(g.values[v].shape), "\n");
-  }
-  for (int v : g.outputs) {
-    manifest += StrCat("output ", g.values[v].name, " ", DTypeName(g.values[v].dtype), " ",
-                       ShapeText(g.values[v].shape), "\n");
-  }
+  manifest += io_lines;
   if (report) {
     report->kernels = static_cast<int>(kernels.size());
     report->tuned_kernels = tuned;
@@ -317,10 +375,9 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
       std::memcpy(dst + packed_offsets[i], packed_consts[i].data(), packed_consts[i].size());
     }
   };
-  std::vector<Section> sections = {{"manifest", manifest}};
-  sections.insert(sections.end(), code.begin(), code.end());
+  std::vector<Section> sections = code;
   sections.push_back({"weights", {}, static_cast<uint64_t>(weights_size), fill_weights});
-  return WriteContainer(sections);
+  return WriteContainer(std::move(manifest), sections);
 }
 
 }  // namespace kiln::compiler

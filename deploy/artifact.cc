@@ -5,9 +5,14 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +44,33 @@ uint64_t ReadU64(const char* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
   return v;
+}
+
+// SHA-256 of bytes: 32 raw bytes.
+std::string Sha256(std::string_view bytes) {
+  std::string md(32, '\0');
+  unsigned int len = 0;
+  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), reinterpret_cast<unsigned char*>(md.data()),
+                        &len, EVP_sha256(), nullptr) == 1 &&
+             len == 32)
+      << "EVP_Digest(SHA-256) failed";
+  return md;
+}
+
+std::string Hex(std::string_view raw) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (char ch : raw) {
+    out += kDigits[static_cast<uint8_t>(ch) >> 4];
+    out += kDigits[static_cast<uint8_t>(ch) & 15];
+  }
+  return out;
+}
+
+bool IsHex64(std::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char ch) {
+           return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+         });
 }
 
 // "float32, uint8, ...": every name ParseDType knows.
@@ -163,17 +195,50 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
         StrCat("truncated artifact: header needs 16 bytes, file has ", file_size));
   }
   const uint32_t version = ReadU32(bytes.data() + 8);
+  if (version == 1) {
+    return absl::InvalidArgumentError(
+        "artifact format version 1 carries no digests and no signature, and this runtime "
+        "(format version 2) does not load it: recompile the model with this kiln (kiln compile "
+        "from the log, or submit the job again to an upgraded tracker)");
+  }
   if (version != kArtifactVersion) {
     return absl::InvalidArgumentError(StrCat("unsupported artifact format version ", version,
                                              " (this runtime reads version ", kArtifactVersion,
                                              ")"));
+  }
+  if (file_size < kArtifactHeaderBytes) {
+    return absl::DataLossError(StrCat("truncated artifact: header needs ", kArtifactHeaderBytes,
+                                      " bytes, file has ", file_size));
   }
   const uint32_t count = ReadU32(bytes.data() + 12);
   if (count > kMaxSections) {
     return absl::DataLossError(StrCat("corrupt artifact: section count ", count));
   }
   Container c;
-  uint64_t pos = 16;
+  c.manifest_sha256 = std::string(bytes.substr(16, 32));
+  const uint32_t scheme = ReadU32(bytes.data() + 48);
+  const uint32_t reserved = ReadU32(bytes.data() + 52);
+  std::string_view key = bytes.substr(56, 32), signature = bytes.substr(88, 64);
+  const auto all_zero = [](std::string_view v) {
+    return std::all_of(v.begin(), v.end(), [](char ch) { return ch == 0; });
+  };
+  if (reserved != 0) {
+    return absl::DataLossError(StrCat("corrupt artifact: reserved header field is ", reserved));
+  }
+  if (scheme == static_cast<uint32_t>(SignatureScheme::kNone)) {
+    if (!all_zero(key) || !all_zero(signature)) {
+      return absl::DataLossError("corrupt artifact: unsigned, but its signature block is not zero");
+    }
+  } else if (scheme == static_cast<uint32_t>(SignatureScheme::kEd25519)) {
+    c.scheme = SignatureScheme::kEd25519;
+    c.signer_key = std::string(key);
+    c.signature = std::string(signature);
+  } else {
+    return absl::DataLossError(StrCat("corrupt artifact: unknown signature scheme ", scheme));
+  }
+  // Every byte of the file: the header, a section, or zero padding.
+  std::vector<std::pair<uint64_t, uint64_t>> covered;  // [begin, end)
+  uint64_t pos = kArtifactHeaderBytes;
   for (uint32_t s = 0; s < count; ++s) {
     if (file_size - pos < 4) {
       return absl::DataLossError(StrCat("truncated artifact: section header ", s, " of ", count,
@@ -200,19 +265,148 @@ absl::StatusOr<Container> ParseContainer(std::string_view bytes) {
                                         " is not a multiple of 64"));
     }
     if (!c.sections.emplace(name, bytes.substr(offset, size)).second) {
-      return absl::InvalidArgumentError(StrCat("corrupt artifact: duplicate section '", name, "'"));
+      return absl::DataLossError(StrCat("corrupt artifact: duplicate section '", name, "'"));
     }
+    covered.emplace_back(offset, offset + size);
+  }
+  for (const auto& [b, e] : covered) {
+    if (b < pos && e > b) {
+      return absl::DataLossError(
+          StrCat("corrupt artifact: a section at offset ", b, " overlaps the header"));
+    }
+  }
+  covered.emplace_back(0, pos);  // the header and the section table
+  std::sort(covered.begin(), covered.end());
+  uint64_t end = 0;
+  for (const auto& [b, e] : covered) {
+    if (b > end && !all_zero(bytes.substr(end, b - end))) {
+      return absl::DataLossError(StrCat("corrupt artifact: bytes ", end, "..", b,
+                                        " belong to no section and are not zero"));
+    }
+    end = std::max(end, e);
+  }
+  if (end < file_size && (file_size - end >= kAlign || !all_zero(bytes.substr(end)))) {
+    return absl::DataLossError(
+        StrCat("corrupt artifact: ", file_size - end, " bytes past the end of its last section"));
   }
   // The code: a shared object (CPU), or device source and its launch plan
   // (GPU).
   const bool device = c.sections.count("device.cl") > 0 || c.sections.count("device.ptx") > 0;
   for (const char* required : {"manifest", device ? "launch" : "module.so", "weights"}) {
     if (c.sections.find(required) == c.sections.end()) {
-      return absl::InvalidArgumentError(
-          StrCat("invalid artifact: missing section '", required, "'"));
+      return absl::DataLossError(StrCat("invalid artifact: missing section '", required, "'"));
     }
   }
   return c;
+}
+
+absl::Status VerifyManifestDigest(const Container& c) {
+  const std::string digest = Sha256(c.sections.at("manifest"));
+  if (digest != c.manifest_sha256) {
+    return absl::DataLossError(StrCat("altered or damaged artifact: the manifest's SHA-256 is ",
+                                      Hex(digest), ", its header says ", Hex(c.manifest_sha256)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ParseTrustKey(std::string_view pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return absl::ResourceExhaustedError("cannot read the trust key");
+  EVP_PKEY* pkey = PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  ERR_clear_error();
+  if (pkey == nullptr || EVP_PKEY_id(pkey) != EVP_PKEY_ED25519) {
+    EVP_PKEY_free(pkey);
+    return absl::InvalidArgumentError(
+        "the trust key is not an Ed25519 public key in PEM (\"-----BEGIN PUBLIC KEY-----\"; "
+        "kiln-tracker keys prints the tracker's)");
+  }
+  std::string raw(32, '\0');
+  size_t len = raw.size();
+  const int ok =
+      EVP_PKEY_get_raw_public_key(pkey, reinterpret_cast<unsigned char*>(raw.data()), &len);
+  EVP_PKEY_free(pkey);
+  if (ok != 1 || len != 32) return absl::InvalidArgumentError("cannot read the trust key");
+  return raw;
+}
+
+std::string KeyFingerprint(std::string_view raw_key) {
+  return StrCat("SHA256:", Hex(Sha256(raw_key)).substr(0, 16));
+}
+
+absl::Status VerifySignature(const Container& c, std::string_view trust_key) {
+  std::string trusted;
+  if (!trust_key.empty()) {
+    absl::StatusOr<std::string> raw = ParseTrustKey(trust_key);
+    if (!raw.ok()) return raw.status();
+    trusted = *std::move(raw);
+  }
+  if (c.scheme == SignatureScheme::kNone) {
+    if (trusted.empty()) return absl::OkStatus();
+    return absl::UnauthenticatedError(StrCat("the artifact is not signed, and a trust key (",
+                                             KeyFingerprint(trusted), ") requires a signature"));
+  }
+  if (!trusted.empty() && c.signer_key != trusted) {
+    return absl::UnauthenticatedError(StrCat("the artifact is signed by key ",
+                                             KeyFingerprint(c.signer_key),
+                                             ", not by the trusted key ", KeyFingerprint(trusted)));
+  }
+  EVP_PKEY* pkey = EVP_PKEY_new_raw_public_key(
+      EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(c.signer_key.data()),
+      c.signer_key.size());
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  const std::string message = StrCat(std::string_view(kSignaturePrefix, 8), c.manifest_sha256);
+  const bool good =
+      pkey != nullptr && ctx != nullptr &&
+      EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, pkey) == 1 &&
+      EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(c.signature.data()),
+                       c.signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
+                       message.size()) == 1;
+  EVP_MD_CTX_free(ctx);
+  EVP_PKEY_free(pkey);
+  ERR_clear_error();
+  if (!good) {
+    return absl::UnauthenticatedError(StrCat("altered artifact: its signature by key ",
+                                             KeyFingerprint(c.signer_key),
+                                             " does not match its manifest digest"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifySectionDigests(const Container& c, const Manifest& m) {
+  for (const auto& [name, data] : c.sections) {
+    if (name == "manifest") continue;
+    auto it = m.section_sha256.find(name);
+    if (it == m.section_sha256.end()) {
+      return absl::DataLossError(
+          StrCat("altered artifact: section '", name, "' has no digest in the manifest"));
+    }
+    const std::string digest = Hex(Sha256(data));
+    if (digest != it->second) {
+      return absl::DataLossError(StrCat("altered or damaged artifact: section '", name,
+                                        "' has SHA-256 ", digest, ", its manifest says ",
+                                        it->second));
+    }
+  }
+  for (const auto& [name, hex] : m.section_sha256) {
+    if (c.sections.count(name) == 0) {
+      return absl::DataLossError(
+          StrCat("altered artifact: the manifest lists section '", name, "', the file has none"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string IoContract(const Manifest& m) {
+  std::string out =
+      StrCat("workspace_bytes ", m.workspace_bytes, "\nweights_bytes ", m.weights_bytes, "\n");
+  for (const auto* list : {&m.inputs, &m.outputs}) {
+    for (const TensorInfo& t : *list) {
+      out += StrCat(list == &m.inputs ? "input " : "output ", t.name, " ", DTypeName(t.dtype), " ",
+                    ShapeToString(t.shape), "\n");
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<Manifest> ParseManifest(std::string_view text) {
@@ -268,6 +462,15 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text) {
       if (absl::Status s = int_value(&iv); !s.ok()) return s;
       if (iv > std::numeric_limits<int>::max()) return bad("count too large");
       (key == "kernels" ? m.kernels : m.tuned_kernels) = static_cast<int>(iv);
+    } else if (key == "section") {
+      std::vector<std::string_view> f = StrSplit(value, ' ');
+      if (f.size() != 3 || f[0].empty() || f[1] != "sha256" || !IsHex64(f[2])) {
+        return bad("expected \"<section> sha256 <64 lowercase hex digits>\"");
+      }
+      if (f[0] == "manifest") return bad("the manifest's digest is in the header");
+      if (!m.section_sha256.emplace(std::string(f[0]), std::string(f[2])).second) {
+        return bad(StrCat("section '", f[0], "' listed twice"));
+      }
     } else if (key == "input" || key == "output") {
       std::vector<std::string_view> f = StrSplit(value, ' ');
       if (f.size() != 3 || f[0].empty()) return bad("expected \"<name> <dtype> <shape>\"");
@@ -283,7 +486,7 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text) {
       }
       (key == "input" ? m.inputs : m.outputs).push_back(std::move(info));
     }
-    // Unknown keys are ignored (forward compatibility within version 1).
+    // Unknown keys are ignored (forward compatibility within a version).
   }
   if (!saw_header) return absl::InvalidArgumentError("manifest is empty");
   if (m.entry.empty()) return absl::InvalidArgumentError("manifest has no 'entry' record");
@@ -323,10 +526,18 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadFile(const std::string& path
 
 absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes,
                                                           const LoadOptions& options) {
+  // Nothing of the file is parsed beyond its container before the manifest's
+  // digest and the signature over it are checked, nor mapped or loaded
+  // before every section's digest is.
   absl::StatusOr<Container> c = ParseContainer(bytes);
   if (!c.ok()) return c.status();
+  if (absl::Status s = VerifyManifestDigest(*c); !s.ok()) return s;
+  if (absl::Status s = VerifySignature(*c, options.trust_key); !s.ok()) return s;
   absl::StatusOr<Manifest> manifest = ParseManifest(c->sections.at("manifest"));
   if (!manifest.ok()) return manifest.status();
+  if (absl::Status s = VerifySectionDigests(*c, *manifest); !s.ok()) return s;
+  const std::string signer =
+      c->scheme == SignatureScheme::kNone ? std::string() : KeyFingerprint(c->signer_key);
   std::string_view weights = c->sections.at("weights");
   if (absl::Status s = CheckBufferSizes(*manifest); !s.ok()) return s;
   if (static_cast<uint64_t>(manifest->weights_bytes) > weights.size()) {
@@ -349,6 +560,7 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
     if (!program.ok()) return program.status();
     std::unique_ptr<Module> m(new Module());
     m->manifest_ = *std::move(manifest);
+    m->signer_ = signer;
     m->device_ = *std::move(program);
     return m;
   }
@@ -361,6 +573,7 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
   MakeRuntimeSymbolsGlobal();
   std::unique_ptr<Module> m(new Module());
   m->manifest_ = *std::move(manifest);
+  m->signer_ = signer;
 
   // Write the shared object where dlopen can find it: an anonymous memfd
   // (nothing on disk; kept open while loaded, since glibc matches loaded
@@ -409,6 +622,20 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
         StrCat("module.so does not export the entry point '", m->manifest_.entry, "'"));
   }
   m->entry_ = reinterpret_cast<EntryFn>(sym);
+  // The buffers the code was compiled for: the manifest must promise no
+  // smaller ones (nor other shapes or dtypes) than the entry point uses.
+  const std::string io_symbol = StrCat(m->manifest_.entry, "_io");
+  const char* io = static_cast<const char*>(dlsym(m->dl_handle_, io_symbol.c_str()));
+  if (io == nullptr) {
+    return absl::DataLossError(
+        StrCat("module.so does not export '", io_symbol, "', the buffers its entry point takes"));
+  }
+  const std::string want = IoContract(m->manifest_);
+  if (std::strncmp(io, want.c_str(), want.size() + 1) != 0) {
+    return absl::DataLossError(
+        StrCat("the manifest does not match the code: its entry point takes\n",
+               std::string(io, strnlen(io, 4096)), "the manifest says\n", want));
+  }
 
   m->weights_.reset(AllocAligned(weights.size()));
   m->workspace_.reset(AllocAligned(static_cast<size_t>(m->manifest_.workspace_bytes)));

@@ -11,11 +11,13 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/flags.h"
+#include "base/pem.h"
 #include "base/str.h"
 #include "deploy/artifact.h"
 #include "deploy/parallel.h"
@@ -34,6 +36,7 @@ constexpr int kExitBadInput = 2;
 constexpr char kUsage[] =
     "usage: kiln-run ARTIFACT --input NAME=FILE [--input NAME=FILE ...] --output-dir DIR\n"
     "                [--repeat N] [--warmup K] [--profile] [--device DEV]\n"
+    "                [--trust-key FILE]\n"
     "\n"
     "Loads a kiln artifact, runs it once on the given inputs and writes\n"
     "DIR/output_0.pb, DIR/output_1.pb, ... (ONNX TensorProto of each output's dtype).\n"
@@ -53,6 +56,10 @@ constexpr char kUsage[] =
     "                     kiln-agent --list-devices numbers them; default: the\n"
     "                     device its target names, else the first); cpu for a\n"
     "                     CPU artifact (the default)\n"
+    "  --trust-key FILE   load only an artifact signed by this key (a PEM Ed25519\n"
+    "                     public key: kiln-tracker keys prints the tracker's);\n"
+    "                     without it an artifact's digests are checked, and a\n"
+    "                     signature it carries, but none is required\n"
     "  --help             this text\n"
     "\n"
     "Threads: KILN_NUM_THREADS (default: the CPUs of the process's affinity mask);\n"
@@ -111,6 +118,7 @@ struct Args {
   int64_t warmup = 1;
   bool profile = false;
   std::string device;
+  std::string trust_key;  // file
 };
 
 // Returns -1 to continue, else an exit code.
@@ -123,11 +131,16 @@ int ParseArgs(int argc, char** argv, Args* args) {
     }
   }
   absl::StatusOr<kiln::ParsedFlags> flags = kiln::ParseFlags(
-      argv_list, {"--input", "--output-dir", "--repeat", "--warmup", "--device"}, {"--profile"});
+      argv_list, {"--input", "--output-dir", "--repeat", "--warmup", "--device", "--trust-key"},
+      {"--profile"});
   if (!flags.ok()) return Fail(kExitBadInput, StrCat(flags.status().message(), "\n", kUsage));
   args->inputs = flags->All("--input");
   args->output_dir = flags->Get("--output-dir");
   args->device = flags->Get("--device");
+  args->trust_key = flags->Get("--trust-key");
+  if (flags->Has("--trust-key") && args->trust_key.empty()) {
+    return Fail(kExitBadInput, "--trust-key takes a file");
+  }
   for (const char* flag : {"--repeat", "--warmup"}) {
     if (!flags->Has(flag)) continue;
     int64_t n = 0;
@@ -159,11 +172,20 @@ int Main(int argc, char** argv) {
 
   kiln::deploy::LoadOptions load;
   load.device = args.device;
+  if (!args.trust_key.empty()) {
+    std::optional<std::string> pem = kiln::ReadPem(args.trust_key);
+    if (!pem) {
+      return Fail(kExitBadInput, StrCat("--trust-key '", args.trust_key,
+                                        "': cannot read a PEM public key from it"));
+    }
+    load.trust_key = *std::move(pem);
+  }
   auto loaded = kiln::deploy::Module::LoadFile(args.artifact, load);
   if (!loaded.ok()) {
     absl::StatusCode code = loaded.status().code();
     bool bad_file = code == absl::StatusCode::kInvalidArgument ||
-                    code == absl::StatusCode::kDataLoss || code == absl::StatusCode::kNotFound;
+                    code == absl::StatusCode::kDataLoss || code == absl::StatusCode::kNotFound ||
+                    code == absl::StatusCode::kUnauthenticated;
     return Fail(bad_file ? kExitBadInput : kExitRuntime, loaded.status().ToString());
   }
   kiln::deploy::Module& module = **loaded;

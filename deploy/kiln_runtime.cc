@@ -45,6 +45,11 @@ int kiln_module_load(const char* path, kiln_module** out, char* errbuf, size_t e
 
 int kiln_module_load_on(const char* path, const char* device, kiln_module** out, char* errbuf,
                         size_t errlen) {
+  return kiln_module_load_trusted(path, device, nullptr, out, errbuf, errlen);
+}
+
+int kiln_module_load_trusted(const char* path, const char* device, const char* trust_key,
+                             kiln_module** out, char* errbuf, size_t errlen) {
   if (out == nullptr || path == nullptr) {
     CopyError("kiln_module_load: path and out must not be NULL", errbuf, errlen);
     return -1;
@@ -52,6 +57,7 @@ int kiln_module_load_on(const char* path, const char* device, kiln_module** out,
   *out = nullptr;
   kiln::deploy::LoadOptions options;
   if (device != nullptr) options.device = device;
+  if (trust_key != nullptr) options.trust_key = trust_key;
   auto m = kiln::deploy::Module::LoadFile(path, options);
   if (!m.ok()) {
     CopyError(m.status().ToString(), errbuf, errlen);

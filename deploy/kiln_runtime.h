@@ -19,6 +19,12 @@ int kiln_module_load(const char* path, kiln_module** out, char* errbuf, size_t e
  * the device its target names, else the first). */
 int kiln_module_load_on(const char* path, const char* device, kiln_module** out, char* errbuf,
                         size_t errlen);
+/* As kiln_module_load_on, loading only an artifact signed by trust_key: the
+ * text of a PEM Ed25519 public key ("-----BEGIN PUBLIC KEY-----", what
+ * `kiln-tracker keys` prints). A NULL or empty trust_key requires no
+ * signature. Every load checks the artifact's digests first. */
+int kiln_module_load_trusted(const char* path, const char* device, const char* trust_key,
+                             kiln_module** out, char* errbuf, size_t errlen);
 void kiln_module_free(kiln_module* module);
 
 int kiln_module_num_inputs(const kiln_module* module);

@@ -3,6 +3,7 @@
 // or SQLite here; see deploy/kiln_runtime.h for the C API.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,6 +47,8 @@ struct Manifest {
   int tuned_kernels = 0;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
+  // `section NAME sha256 HEX`: every section but the manifest.
+  std::map<std::string, std::string> section_sha256;
 };
 
 struct LoadOptions {
@@ -53,16 +56,25 @@ struct LoadOptions {
   // numbers the devices), or "" for the device its target names, else the
   // first. A CPU artifact runs on the CPU ("" or "cpu").
   std::string device;
+  // A PEM Ed25519 public key ("-----BEGIN PUBLIC KEY-----"): when set, only
+  // an artifact signed by this key loads (UNAUTHENTICATED otherwise). Digests
+  // are checked either way.
+  std::string trust_key;
 };
 
 class DeviceProgram;
 
 class Module {
  public:
-  // Reads and checks the container, loads the shared object and resolves
-  // the entry point (CPU), or builds the device program on its device
-  // (GPU; deploy/device.h). INVALID_ARGUMENT / DATA_LOSS with a message on
-  // a bad file; UNAVAILABLE / NOT_FOUND when the device is not there.
+  // Reads and checks the container: the manifest's digest, the signature
+  // (against options.trust_key when given), every section's digest, and,
+  // after loading the shared object, that its entry point's I/O contract
+  // matches the manifest; all before anything of the file is mapped or run.
+  // Then resolves the entry point (CPU), or builds the device program on its
+  // device (GPU; deploy/device.h). INVALID_ARGUMENT / DATA_LOSS with a
+  // message on a bad file (DATA_LOSS: altered or damaged), UNAUTHENTICATED
+  // when a trust key is given and the signature is missing or not its;
+  // UNAVAILABLE / NOT_FOUND when the device is not there.
   static absl::StatusOr<std::unique_ptr<Module>> LoadFile(const std::string& path,
                                                           const LoadOptions& options = {});
   static absl::StatusOr<std::unique_ptr<Module>> LoadBytes(std::string_view bytes,
@@ -70,6 +82,9 @@ class Module {
   ~Module();
 
   const Manifest& manifest() const { return manifest_; }
+  // The fingerprint of the key that signed the artifact (KeyFingerprint in
+  // deploy/artifact.h), or "" when it is unsigned.
+  const std::string& signer() const { return signer_; }
 
   // Runs the model once. inputs/outputs follow the manifest's order; each is
   // a dense row-major buffer of its manifest dtype and shape (the caller has
@@ -84,6 +99,7 @@ class Module {
  private:
   Module() = default;
   Manifest manifest_;
+  std::string signer_;
   std::unique_ptr<DeviceProgram> device_;  // GPU artifacts
   void* dl_handle_ = nullptr;
   std::string so_path_;

@@ -713,9 +713,33 @@ absl::Status JobManager::Compile(Job& job) {
                                      options_.artifacts_dir, job.row.id, limits);
     if (!compiled.ok()) return compiled.status();
     module = *std::move(compiled);
+    if (options_.signing_key) {
+      // The worker never holds the key: its artifact is signed here,
+      // streamed from the store into a new file (the unsigned one stays
+      // there, unreferenced), never held whole in the tracker's memory.
+      auto path = store_->LocalPath(module.sha256);
+      if (!path.ok()) return path.status();
+      auto writer = store_->NewWriter();
+      if (!writer.ok()) return writer.status();
+      if (absl::Status st =
+              compiler::SignArtifactFile(*path, *options_.signing_key,
+                                         [&](std::string_view b) { return (*writer)->Append(b); });
+          !st.ok()) {
+        return absl::Status(st.code(), StrCat("signing the artifact: ", st.message()));
+      }
+      auto stored = (*writer)->Commit();
+      if (!stored.ok()) return stored.status();
+      module.sha256 = stored->sha256;
+      module.size = stored->size;
+    }
   } else {
     auto bytes = CompileWithBestRecords(*db_, *job.model, job.target, &module.report);
     if (!bytes.ok()) return bytes.status();
+    if (options_.signing_key) {
+      if (absl::Status st = compiler::SignArtifact(&*bytes, *options_.signing_key); !st.ok()) {
+        return absl::Status(st.code(), StrCat("signing the artifact: ", st.message()));
+      }
+    }
     auto sha = store_->Put(*bytes);
     if (!sha.ok()) return sha.status();
     module.sha256 = *sha;

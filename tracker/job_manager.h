@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compiler/artifact_signing.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
 #include "storage/log_db.h"
@@ -73,6 +74,10 @@ struct JobManagerOptions {
   // (one tracker): every unfinished job is resumed on Start.
   std::string tracker_id;
   int64_t job_lease_ms = 15000;
+  // The tracker's key (kiln-tracker keys): every job's artifact is signed
+  // with it before it is recorded (compiler/artifact_signing.h). Unset
+  // (unit tests, or no key configured): artifacts are stored unsigned.
+  std::shared_ptr<const compiler::SigningKey> signing_key;
 };
 
 struct SubmitRequest {

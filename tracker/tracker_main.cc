@@ -6,6 +6,8 @@
 // kiln-tracker tokens create --db DB --user NAME [--role user|agent|admin]
 // kiln-tracker tokens list --db DB
 // kiln-tracker tokens revoke --db DB ID
+// kiln-tracker keys (--db DB | --signing-key FILE): makes the signing key
+// if absent, prints its public key.
 // kiln-tracker compile-worker ...: a job's final compile, in the child
 // process the tracker starts for it (tracker/compile_sandbox.h).
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include "base/flags.h"
 #include "base/names.h"
 #include "base/str.h"
+#include "compiler/artifact_signing.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "tracker/auth.h"
@@ -53,6 +56,12 @@ constexpr const char* kUsage =
     "                    database: this one's name, default host-pid-random; how long its "
     "jobs stay\n"
     "                    its own after it stops answering, default 15000)\n"
+    "                    [--signing-key FILE]   (Ed25519 key that signs every artifact; "
+    "default:\n"
+    "                    tracker-signing-key.pem beside a SQLite DB, made if absent)\n"
+    "       kiln-tracker keys (--db DB | --signing-key FILE)   (makes the key if absent, "
+    "prints its\n"
+    "                    public key: what kiln-run --trust-key takes)\n"
     "       kiln-tracker tokens create --db DB --user NAME [--role user|agent|admin]\n"
     "       kiln-tracker tokens list --db DB\n"
     "       kiln-tracker tokens revoke --db DB ID\n"
@@ -102,7 +111,45 @@ bool WritePortFile(const std::string& path, int port) {
   return !ec;
 }
 
+// The signing key's file: --signing-key, else beside a SQLite database;
+// "" for a PostgreSQL database without --signing-key.
+std::string SigningKeyPath(const std::string& flag, const std::string& db) {
+  if (!flag.empty()) return flag;
+  std::string path = db;
+  if (path.rfind("postgresql://", 0) == 0 || path.rfind("postgres://", 0) == 0) return "";
+  if (path.rfind("sqlite:", 0) == 0) path = path.substr(7);
+  if (path.empty()) return "";
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return (parent / "tracker-signing-key.pem").string();
+}
+
 }  // namespace
+
+// `kiln-tracker keys (--db DB | --signing-key FILE)`: makes the tracker's
+// signing key if there is none, prints its public key (PEM) on stdout.
+int Keys(const std::vector<std::string>& args) {
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "kiln-tracker keys: %s\n%s", why.c_str(), kUsage);
+    return 2;
+  };
+  auto flags = kiln::ParseFlags(args, {"--db", "--signing-key"});
+  if (!flags.ok()) return fail(std::string(flags.status().message()));
+  if (!flags->positional.empty()) {
+    return fail(kiln::StrCat("unexpected argument '", flags->positional[0], "'"));
+  }
+  const std::string path = SigningKeyPath(flags->Get("--signing-key"), flags->Get("--db"));
+  if (path.empty()) return fail("--signing-key FILE is required (or --db with a SQLite file)");
+  bool created = false;
+  auto key = kiln::compiler::SigningKey::LoadOrCreate(path, &created);
+  if (!key.ok()) {
+    std::fprintf(stderr, "kiln-tracker keys: %s\n", key.status().ToString().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "%s signing key %s (%s); its public key, for kiln-run --trust-key FILE:\n",
+               created ? "made the" : "the", path.c_str(), key->Fingerprint().c_str());
+  std::printf("%s", key->PublicKeyPem().c_str());
+  return 0;
+}
 
 // `kiln-tracker compile-worker --db DB --artifacts DIR --job ID
 // --max-elements N`, started by the tracker itself.
@@ -199,6 +246,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "tokens") {
     return Tokens(std::vector<std::string>(argv + 2, argv + argc));
   }
+  if (argc > 1 && std::string(argv[1]) == "keys") {
+    return Keys(std::vector<std::string>(argv + 2, argv + argc));
+  }
   auto log = spdlog::stderr_color_mt("tracker");
   log->set_formatter(std::make_unique<kiln::tracker::PrintableFormatter>(
       "[%Y-%m-%d %H:%M:%S.%e] [tracker] [%l] %v"));
@@ -232,7 +282,8 @@ int main(int argc, char** argv) {
                                  "--http",
                                  "--http-port-file",
                                  "--tracker-id",
-                                 "--job-lease-ms"},
+                                 "--job-lease-ms",
+                                 "--signing-key"},
                                 {"--require-auth", "--allow-anonymous"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
@@ -341,6 +392,24 @@ int main(int argc, char** argv) {
   if (options.listen.empty() || options.db_path.empty() || options.artifacts_dir.empty()) {
     std::fprintf(stderr, "kiln-tracker: --listen, --db and --artifacts are required\n%s", kUsage);
     return 2;
+  }
+
+  // The key that signs every job's artifact, made on first start.
+  const std::string key_path = SigningKeyPath(flags->Get("--signing-key"), options.db_path);
+  if (key_path.empty()) {
+    log->warn(
+        "artifacts are not signed: a PostgreSQL database needs --signing-key FILE (the "
+        "same key file for every tracker on it)");
+  } else {
+    bool created = false;
+    auto key = kiln::compiler::SigningKey::LoadOrCreate(key_path, &created);
+    if (!key.ok()) {
+      log->error("signing key: {}", key.status().ToString());
+      return 1;
+    }
+    log->info("{} signing key {} ({}); kiln-tracker keys prints its public key",
+              created ? "made the" : "artifacts are signed with", key_path, key->Fingerprint());
+    options.jobs.signing_key = std::make_shared<const kiln::compiler::SigningKey>(*std::move(key));
   }
 
   // Block the stop signals in every thread; the main thread waits for them.

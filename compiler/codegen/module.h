@@ -43,6 +43,11 @@ struct KernelCall {
 struct EntryPlan {
   std::string name = "kiln_main";
   std::vector<KernelCall> calls;
+  // When not empty: exported as the NUL-terminated constant `<name>_io`, the
+  // buffers the entry point takes as the manifest says them (its
+  // workspace_bytes, weights_bytes, input and output records), which the
+  // runtime compares with the artifact's manifest.
+  std::string io;
 };
 
 // Whether entry call number `index` names a kernel of `arity` (kernel name

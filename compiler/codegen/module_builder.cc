@@ -13,6 +13,8 @@
 #include "base/str.h"
 #include "compiler/codegen/llvm_codegen.h"
 #include "compiler/ops/lower_workload.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -99,6 +101,13 @@ absl::Status EmitEntry(const EntryPlan& plan, const std::unordered_map<std::stri
     b.SetInsertPoint(next);
   }
   b.CreateRet(llvm::ConstantInt::get(i32, 0));
+  if (!plan.io.empty()) {
+    llvm::Constant* text = llvm::ConstantDataArray::getString(ctx, plan.io, /*AddNull=*/true);
+    auto* io = new llvm::GlobalVariable(*mod, text->getType(), /*isConstant=*/true,
+                                        llvm::GlobalValue::ExternalLinkage, text,
+                                        StrCat(plan.name, "_io"));
+    io->setAlignment(llvm::Align(1));
+  }
   return absl::OkStatus();
 }
 

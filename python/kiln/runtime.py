@@ -31,6 +31,9 @@ def _library():
     vp, cp, i64 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64
     lib.kiln_module_load_on.argtypes = [cp, cp, ctypes.POINTER(vp), cp, ctypes.c_size_t]
     lib.kiln_module_load_on.restype = ctypes.c_int
+    lib.kiln_module_load_trusted.argtypes = [cp, cp, cp, ctypes.POINTER(vp), cp,
+                                             ctypes.c_size_t]
+    lib.kiln_module_load_trusted.restype = ctypes.c_int
     lib.kiln_module_free.argtypes = [vp]
     for side in ("input", "output"):
         getattr(lib, f"kiln_module_num_{side}s").argtypes = [vp]
@@ -52,18 +55,39 @@ def _library():
 class Module:
     """A loaded artifact. `inputs` / `outputs`: [(name, shape, dtype)] in the
     model's order. `device`: where a GPU artifact runs ("opencl:N",
-    "cuda:N"; None: the device its target names, else the first)."""
+    "cuda:N"; None: the device its target names, else the first).
+    `trust_key`: the tracker's public key (`kiln-tracker keys`), as a PEM
+    file's path or its text (str or bytes); given, only an artifact it signed
+    loads (KilnError UNAUTHENTICATED otherwise). The artifact's digests are
+    checked either way (KilnError DATA_LOSS for an altered file)."""
 
-    def __init__(self, path, device=None):
+    def __init__(self, path, device=None, trust_key=None):
         lib = _library()
         handle = ctypes.c_void_p()
         err = ctypes.create_string_buffer(4096)
         if not os.path.exists(path):
             raise KilnError("NOT_FOUND", f"no artifact at {path}")
-        rc = lib.kiln_module_load_on(path.encode(), device.encode() if device else None,
-                                     ctypes.byref(handle), err, len(err))
+        key = None
+        if trust_key is not None:
+            if isinstance(trust_key, str) and "-----BEGIN" not in trust_key:
+                try:
+                    with open(trust_key, "rb") as f:
+                        trust_key = f.read()
+                except OSError as e:
+                    raise KilnError("NOT_FOUND", f"cannot read the trust key {trust_key}: "
+                                                 f"{e.strerror}") from None
+            key = trust_key.encode() if isinstance(trust_key, str) else bytes(trust_key)
+            if not key:
+                raise KilnError("INVALID_ARGUMENT", "the trust key is empty")
+        rc = lib.kiln_module_load_trusted(path.encode(), device.encode() if device else None,
+                                          key, ctypes.byref(handle), err, len(err))
         if rc != 0:
-            raise KilnError("INVALID_ARGUMENT", err.value.decode(errors="replace"))
+            # "DATA_LOSS: ...": the runtime's status code, then its message.
+            text = err.value.decode(errors="replace")
+            code, sep, message = text.partition(": ")
+            if not (sep and code.isupper() and code.replace("_", "").isalpha()):
+                code, message = "INVALID_ARGUMENT", text
+            raise KilnError(code, message)
         self._lib = lib
         self._h = handle
         self.path = path

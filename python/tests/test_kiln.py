@@ -117,6 +117,39 @@ def test_module_checks_inputs(farm):
         kiln.Module(str(bad))
 
 
+def test_module_verifies_the_trackers_signature(farm):
+    addr, client, tmp = farm
+    job = client.tune(MODEL, key=KEY, trials=4)
+    job.wait(progress=False)
+    art = job.fetch(str(tmp / "signed.kiln"))
+    keys = subprocess.run([f"{BIN}/tracker/kiln-tracker", "keys", "--db", str(tmp / "kiln.db")],
+                          capture_output=True, text=True)
+    assert keys.returncode == 0, keys.stderr
+    pub = tmp / "tracker.pub"
+    pub.write_text(keys.stdout)
+    x = np.zeros((1, 3, 32, 32), np.float32)
+    want = kiln.Module(art).run({"data": x})
+    for trust in (str(pub), keys.stdout, keys.stdout.encode()):  # a path, or the PEM itself
+        got = kiln.Module(art, trust_key=trust).run({"data": x})
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name])
+    other = subprocess.run([f"{BIN}/tracker/kiln-tracker", "keys", "--signing-key",
+                            str(tmp / "other-key.pem")], capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    with pytest.raises(kiln.KilnError, match="not by the trusted key") as e:
+        kiln.Module(art, trust_key=other.stdout)
+    assert e.value.code == "UNAUTHENTICATED"
+    # One weight byte changed: refused whether or not a key is given.
+    data = bytearray(open(art, "rb").read())
+    data[-100] ^= 1
+    altered = tmp / "altered.kiln"
+    altered.write_bytes(bytes(data))
+    for trust in (None, keys.stdout):
+        with pytest.raises(kiln.KilnError, match="section 'weights'") as e:
+            kiln.Module(str(altered), trust_key=trust)
+        assert e.value.code == "DATA_LOSS"
+
+
 def test_errors_carry_the_grpc_status(farm):
     addr, client, tmp = farm
     with pytest.raises(kiln.KilnError) as e:

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "base/str.h"
 #include "cli/common.h"
+#include "compiler/artifact_signing.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -600,6 +602,27 @@ TEST_F(CliWithTracker, CompileSpecializesInputShapesAndReadsExternalData) {
   r = Kiln({"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x4"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(out));
+  // Signed with a key of one's own: the header names it (scheme 1, then
+  // its public key); a key file that is not one is refused.
+  bool created = false;
+  const std::string key_path = (dir_ / "own-key.pem").string();
+  auto key = compiler::SigningKey::LoadOrCreate(key_path, &created);
+  ASSERT_TRUE(key.ok()) << key.status();
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x4", "--signing-key",
+            key_path});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("signed by " + key->Fingerprint()));
+  {
+    std::ifstream in(out, std::ios::binary);
+    std::string art((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GE(art.size(), 152u);
+    EXPECT_EQ(art[48], 1);
+    EXPECT_EQ(art.substr(56, 32), key->PublicKeyRaw());
+  }
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x4", "--signing-key",
+            (dir_ / "no-such-key.pem").string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no signing key at"));
   // The element limit is the user's setting: [3,4] has 12 elements.
   r = Kiln(
       {"compile", model, "--db", db, "-o", out, "--input-shape", "x=3x4", "--max-elements", "8"});

@@ -36,10 +36,20 @@ TEST(Container, BadMagic) {
 }
 
 TEST(Container, UnknownVersion) {
-  absl::StatusOr<Container> c = ParseContainer(testing::PackArtifact(Sections("x"), 2));
+  absl::StatusOr<Container> c = ParseContainer(testing::PackArtifact(Sections("x"), 3));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(c.status().message(), HasSubstr("version 2"));
+  EXPECT_THAT(c.status().message(), HasSubstr("version 3"));
+}
+
+// Version 1 had no digests: refused, saying to recompile.
+TEST(Container, VersionOneIsRefusedWithAdvice) {
+  absl::StatusOr<Container> c =
+      ParseContainer(testing::PackArtifact(Sections("x"), 1, /*digests=*/false));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("version 1 carries no digests"));
+  EXPECT_THAT(c.status().message(), HasSubstr("recompile"));
 }
 
 TEST(Container, TruncatedSection) {
@@ -50,7 +60,7 @@ TEST(Container, TruncatedSection) {
   EXPECT_THAT(c.status().message(), HasSubstr("section 'weights'"));
   EXPECT_THAT(c.status().message(), HasSubstr("runs past the end of the file"));
   // Cut inside the section headers.
-  absl::StatusOr<Container> h = ParseContainer(bytes.substr(0, 30));
+  absl::StatusOr<Container> h = ParseContainer(bytes.substr(0, 170));
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(h.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(h.status().message(), HasSubstr("section header"));
@@ -60,7 +70,7 @@ TEST(Container, MissingSection) {
   absl::StatusOr<Container> c = ParseContainer(
       testing::PackArtifact({{"manifest", testing::Manifest(kN)}, {"weights", "abcd"}}));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(c.status().message(), HasSubstr("missing section 'module.so'"));
 }
 
@@ -68,13 +78,16 @@ TEST(Container, ParsesSections) {
   absl::StatusOr<Container> c = ParseContainer(testing::PackArtifact(Sections("SO")));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sections.at("module.so"), "SO");
-  EXPECT_EQ(c->sections.at("manifest"), testing::Manifest(kN));
+  EXPECT_EQ(c->sections.at("manifest").substr(0, testing::Manifest(kN).size()),
+            testing::Manifest(kN));
+  EXPECT_EQ(c->manifest_sha256, testing::Sha256(c->sections.at("manifest")));
+  EXPECT_EQ(c->scheme, SignatureScheme::kNone);
   EXPECT_EQ(c->sections.at("weights").size(), kN * 4u);
 }
 
 TEST(ManifestText, ParsesEveryField) {
   absl::StatusOr<Manifest> m = ParseManifest(
-      "kiln-artifact 1\n"
+      "kiln-artifact 2\n"
       "target llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512\n"
       "compiler_version 0.1.0\nmodel_sha256 3f5a\nentry kiln_main\n"
       "workspace_bytes 131072\nweights_bytes 52736\nkernels 5\ntuned_kernels 3\n"
@@ -82,7 +95,7 @@ TEST(ManifestText, ParsesEveryField) {
       "input data float32 1x3x32x32\ninput s float32 scalar\ninput ids int64 2x7\n"
       "output logits float32 1x10\noutput mask bool 1x10\n");
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->format_version, 1);
+  EXPECT_EQ(m->format_version, 2);
   EXPECT_EQ(m->target, "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512");
   EXPECT_EQ(m->compiler_version, "0.1.0");
   EXPECT_EQ(m->model_sha256, "3f5a");
@@ -113,7 +126,7 @@ TEST(ManifestText, EveryDTypeNameIsAccepted) {
     std::optional<DType> d = DTypeFromOnnx(code);
     if (!d) continue;
     std::string name = DTypeName(*d);
-    absl::StatusOr<Manifest> m = ParseManifest("kiln-artifact 1\nentry f\ninput x " + name +
+    absl::StatusOr<Manifest> m = ParseManifest("kiln-artifact 2\nentry f\ninput x " + name +
                                                " 2x3\noutput y " + name + " 3\n");
     ASSERT_TRUE(m.ok()) << name << ": " << m.status();
     EXPECT_EQ(m->inputs[0].dtype, *d) << name;
@@ -129,23 +142,31 @@ TEST(ManifestText, BadLinesAreNamed) {
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(m.status().message());
   };
-  EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x float32 1xQ\n"), HasSubstr("manifest line 3"));
-  EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x float32 1xQ\n"), HasSubstr("bad shape '1xQ'"));
-  EXPECT_THAT(err("kiln-artifact 1\nentry f\nworkspace_bytes lots\n"),
+  EXPECT_THAT(err("kiln-artifact 2\nentry f\ninput x float32 1xQ\n"), HasSubstr("manifest line 3"));
+  EXPECT_THAT(err("kiln-artifact 2\nentry f\ninput x float32 1xQ\n"), HasSubstr("bad shape '1xQ'"));
+  EXPECT_THAT(err("kiln-artifact 2\nentry f\nworkspace_bytes lots\n"),
               HasSubstr("manifest line 3"));
   for (std::string dtype : {"int9", "float8e8m0", "string", "float", "FLOAT32", "f4"}) {
-    std::string e = err("kiln-artifact 1\nentry f\noutput y " + dtype + " 4\n");
+    std::string e = err("kiln-artifact 2\nentry f\noutput y " + dtype + " 4\n");
     EXPECT_THAT(e, HasSubstr("manifest line 3"));
     EXPECT_THAT(e, HasSubstr("unknown dtype '" + dtype + "'"));
     EXPECT_THAT(e, HasSubstr("expected one of float32, uint8, int8,"));
     EXPECT_THAT(e, HasSubstr("bool"));
   }
-  EXPECT_THAT(err("kiln-artifact 1\nentry f\ninput x int64 4611686018427387904\n"),
+  EXPECT_THAT(err("kiln-artifact 2\nentry f\ninput x int64 4611686018427387904\n"),
               HasSubstr("bad shape"));  // 2^62 elements: more bytes than an int64 holds
-  EXPECT_THAT(err("kiln-artifact 1\nentry f\noutput y float32\n"), HasSubstr("manifest line 3"));
-  EXPECT_THAT(err("kiln-artifact 2\n"), HasSubstr("unsupported manifest version 2"));
+  EXPECT_THAT(err("kiln-artifact 2\nentry f\noutput y float32\n"), HasSubstr("manifest line 3"));
+  EXPECT_THAT(err("kiln-artifact 1\n"), HasSubstr("unsupported manifest version 1"));
+  EXPECT_THAT(err("kiln-artifact 2\nentry f\nsection weights sha256 abc\n"),
+              HasSubstr("64 lowercase hex digits"));
+  EXPECT_THAT(
+      err("kiln-artifact 2\nentry f\nsection manifest sha256 " + std::string(64, 'a') + "\n"),
+      HasSubstr("the manifest's digest is in the header"));
+  EXPECT_THAT(err("kiln-artifact 2\nentry f\nsection w sha256 " + std::string(64, 'a') +
+                  "\nsection w sha256 " + std::string(64, 'b') + "\n"),
+              HasSubstr("listed twice"));
   EXPECT_THAT(err("hello\n"), HasSubstr("manifest line 1"));
-  EXPECT_THAT(err("kiln-artifact 1\noutput y float32 4\n"), HasSubstr("no 'entry'"));
+  EXPECT_THAT(err("kiln-artifact 2\noutput y float32 4\n"), HasSubstr("no 'entry'"));
 }
 
 class LoadedModule : public ::testing::Test {

@@ -128,6 +128,34 @@ class EndToEnd(unittest.TestCase):
         ref = ort.InferenceSession(self.model, providers=["CPUExecutionProvider"]).run(
             None, {"data": x})[0]
         np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4)
+        # Signed by the tracker's key, made beside its database on first
+        # start: `kiln-tracker keys` prints its public key, which kiln-run
+        # takes as the trust key; another key is refused.
+        keys = subprocess.run([f"{ARGS.bin_dir}/tracker/kiln-tracker", "keys", "--db",
+                               self.farm.db], capture_output=True, text=True)
+        self.assertEqual(keys.returncode, 0, keys.stderr)
+        self.assertTrue(keys.stdout.startswith("-----BEGIN PUBLIC KEY-----"), keys.stdout)
+        key_file = os.path.join(os.path.dirname(self.farm.db), "tracker-signing-key.pem")
+        self.assertEqual(os.stat(key_file).st_mode & 0o777, 0o600)
+        trusted = os.path.join(self.tmp, "tracker.pub")
+        with open(trusted, "w") as f:
+            f.write(keys.stdout)
+        run = [f"{ARGS.bin_dir}/deploy/kiln-run", art, "--input", f"data={self.tmp}/x.npy",
+               "--output-dir", os.path.join(self.tmp, "out-trusted")]
+        r = subprocess.run(run + ["--trust-key", trusted], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        other = subprocess.run([f"{ARGS.bin_dir}/tracker/kiln-tracker", "keys", "--signing-key",
+                                os.path.join(self.tmp, "other", "key.pem")],
+                               capture_output=True, text=True)
+        self.assertEqual(other.returncode, 0, other.stderr)
+        self.assertIn("made the signing key", other.stderr)
+        other_pub = os.path.join(self.tmp, "other.pub")
+        with open(other_pub, "w") as f:
+            f.write(other.stdout)
+        r = subprocess.run(run + ["--trust-key", other_pub], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("UNAUTHENTICATED", r.stderr)
+        self.assertIn("not by the trusted key", r.stderr)
 
     def test_2_not_onnx_is_rejected_and_stores_nothing(self):
         bad = os.path.join(self.tmp, "bad.onnx")

@@ -16,7 +16,8 @@ ALLOWED = {
     "base": {"base"},
     # OpenCL's header only for its types: the runtime loads the ICD loader
     # with dlopen (deploy/opencl_device.cc) and links no GPU library.
-    "deploy": {"deploy", "base", "CL"},
+    # OpenSSL's libcrypto: the artifact's digests and signature.
+    "deploy": {"deploy", "base", "CL", "openssl"},
     # onnx_proto is protobuf: the frontend streams large models through
     # protobuf's io (CodedInputStream) to parse them as they are read. From
     # deploy/: the artifact's dtype codes (dtype.h). OpenCL (and later CUDA)

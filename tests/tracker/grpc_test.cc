@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "base/str.h"
+#include "compiler/artifact_signing.h"
+#include "deploy/runtime.h"
 #include "kiln/v1/agent.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "storage/log_db.h"
@@ -119,6 +121,10 @@ class TrackerGrpcTest : public ::testing::Test {
     opts.token = token_;
     if (heartbeat_ms_ > 0) opts.heartbeat_interval_ms = heartbeat_ms_;
     if (max_model_bytes_ > 0) opts.jobs.max_model_bytes = max_model_bytes_;
+    auto key = compiler::SigningKey::Generate();
+    ASSERT_TRUE(key.ok()) << key.status();
+    signing_key_ = std::make_shared<const compiler::SigningKey>(*std::move(key));
+    opts.jobs.signing_key = signing_key_;
     server_ = std::make_unique<TrackerServer>(opts);
     auto port = server_->Start();
     ASSERT_TRUE(port.ok()) << port.status();
@@ -213,6 +219,7 @@ class TrackerGrpcTest : public ::testing::Test {
   int32_t heartbeat_ms_ = 0;     // 0: the tracker's default
   int64_t max_model_bytes_ = 0;  // 0: the tracker's default
   fs::path dir_;
+  std::shared_ptr<const compiler::SigningKey> signing_key_;
   std::unique_ptr<TrackerServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::Tracker::Stub> tracker_;
@@ -456,6 +463,19 @@ TEST_F(TrackerGrpcTest, JobCompletesAndArtifactIsFetched) {
   EXPECT_EQ(total, static_cast<int64_t>(data.size()));
   EXPECT_EQ(sha, storage::Sha256Hex(data));
   EXPECT_EQ(sha, last.artifact_sha256());
+  // Signed by the tracker's key: it loads with that key as the trust key,
+  // not with another one.
+  deploy::LoadOptions trusted;
+  trusted.trust_key = signing_key_->PublicKeyPem();
+  auto module = deploy::Module::LoadBytes(data, trusted);
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_EQ((*module)->signer(), signing_key_->Fingerprint());
+  auto other = compiler::SigningKey::Generate();
+  ASSERT_TRUE(other.ok());
+  deploy::LoadOptions other_trust;
+  other_trust.trust_key = other->PublicKeyPem();
+  EXPECT_EQ(deploy::Module::LoadBytes(data, other_trust).status().code(),
+            absl::StatusCode::kUnauthenticated);
   agent.Stop();
 }
 
