@@ -196,24 +196,29 @@ class DeadlineStream final : public httplib::Stream {
     deadline_ = deadline;
     budget_ = byte_budget;
   }
+  // Whether a read or write failed (deadline, budget, error): httplib
+  // answers a request it could not read with a 400 whose failed write it
+  // ignores, and would wait for the next request; the connection ends.
+  bool failed() const { return failed_; }
   // Waits at most `wait` for the first byte of the next request.
   bool WaitForRequest(std::chrono::milliseconds wait) {
     if (begin_ < end_) return true;
     return Poll(POLLIN, std::min(deadline_, SteadyClock::now() + wait));
   }
 
-  bool is_readable() const override { return begin_ < end_ || Poll(POLLIN, deadline_); }
-  bool is_writable() const override { return Poll(POLLOUT, deadline_); }
+  bool is_readable() const override { return begin_ < end_ || Check(Poll(POLLIN, deadline_)); }
+  bool is_writable() const override { return Check(Poll(POLLOUT, deadline_)); }
 
   ssize_t read(char* ptr, size_t size) override {
     if (size == 0) return 0;
     if (begin_ == end_) {
-      if (budget_ <= 0 || !Poll(POLLIN, deadline_)) return -1;
+      if (budget_ <= 0 || !Poll(POLLIN, deadline_)) return Fail();
       ssize_t n;
       do {
         n = ::recv(sock_, buf_, sizeof buf_, 0);
       } while (n < 0 && errno == EINTR);
-      if (n <= 0) return n;
+      if (n < 0) return Fail();
+      if (n == 0) return 0;
       begin_ = 0;
       end_ = static_cast<size_t>(n);
       budget_ -= n;
@@ -225,12 +230,12 @@ class DeadlineStream final : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (!Poll(POLLOUT, deadline_)) return -1;
+    if (!Poll(POLLOUT, deadline_)) return Fail();
     ssize_t n;
     do {
       n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
-    return n;
+    return n < 0 ? Fail() : n;
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -242,6 +247,14 @@ class DeadlineStream final : public httplib::Stream {
   socket_t socket() const override { return sock_; }
 
  private:
+  ssize_t Fail() const {
+    failed_ = true;
+    return -1;
+  }
+  bool Check(bool ok) const {
+    if (!ok) failed_ = true;
+    return ok;
+  }
   // Until `until`: whether the socket became ready for `events`.
   bool Poll(short events, SteadyClock::time_point until) const {
     while (true) {
@@ -276,6 +289,7 @@ class DeadlineStream final : public httplib::Stream {
   const int sock_;
   SteadyClock::time_point deadline_ = SteadyClock::now();
   int64_t budget_ = 0;
+  mutable bool failed_ = false;
   char buf_[4096];
   size_t begin_ = 0, end_ = 0;
 };
@@ -338,7 +352,7 @@ class BoundedHttpServer final : public httplib::Server {
                                                       limits_.request_timeout_ms),
                                           static_cast<int64_t>(kMaxBodyBytes) + 4096);
                            });
-      if (!ok || closed) break;
+      if (!ok || closed || stream.failed()) break;
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
