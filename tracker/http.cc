@@ -314,6 +314,7 @@ class BoundedHttpServer final : public httplib::Server {
   // Ends every connection being served (Stop).
   void CloseAll() {
     std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
     for (int sock : open_) ::shutdown(sock, SHUT_RDWR);
   }
   int Open() const {
@@ -335,6 +336,11 @@ class BoundedHttpServer final : public httplib::Server {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) {  // accepted as the server stopped
+        ::shutdown(sock, SHUT_RDWR);
+        ::close(sock);
+        return false;
+      }
       open_.insert(sock);
     }
     DeadlineStream stream(sock);
@@ -367,6 +373,7 @@ class BoundedHttpServer final : public httplib::Server {
   std::atomic<int64_t> refused_{0};
   mutable std::mutex mu_;
   std::set<int> open_;
+  bool closing_ = false;
 };
 
 HttpServer::HttpServer(HttpDeps deps) : deps_(deps) {}
