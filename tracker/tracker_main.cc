@@ -52,6 +52,10 @@ constexpr const char* kUsage =
     "64)\n"
     "                    [--http-header-timeout-ms N]   (a request's headers; default 10000)\n"
     "                    [--http-request-timeout-ms N]   (a whole request; default 30000)\n"
+    "                    [--http-keep-alive-ms N]   (an idle connection; default 5000)\n"
+    "                    [--keepalive-time-ms N] [--keepalive-timeout-ms N]   (pings to gRPC "
+    "clients:\n"
+    "                    a vanished client's streams end; defaults 30000, 10000)\n"
     "                    [--max-watches-per-user N] [--max-watches N]   (open WatchJob "
     "streams;\n"
     "                    defaults 16 and 128)\n"
@@ -249,6 +253,9 @@ int main(int argc, char** argv) {
                                  "--http-max-connections",
                                  "--http-header-timeout-ms",
                                  "--http-request-timeout-ms",
+                                 "--http-keep-alive-ms",
+                                 "--keepalive-time-ms",
+                                 "--keepalive-timeout-ms",
                                  "--max-watches-per-user",
                                  "--max-watches",
                                  "--max-uploads-per-user",
@@ -368,6 +375,12 @@ int main(int argc, char** argv) {
        [&](int64_t v) { options.http_limits.header_timeout_ms = v; }},
       {"--http-request-timeout-ms", 100, 3600000,
        [&](int64_t v) { options.http_limits.request_timeout_ms = v; }},
+      {"--http-keep-alive-ms", 100, 3600000,
+       [&](int64_t v) { options.http_limits.keep_alive_ms = v; }},
+      {"--keepalive-time-ms", 1000, 86400000,
+       [&](int64_t v) { options.keepalive_time_ms = static_cast<int>(v); }},
+      {"--keepalive-timeout-ms", 1000, 3600000,
+       [&](int64_t v) { options.keepalive_timeout_ms = static_cast<int>(v); }},
       {"--max-watches-per-user", 1, 100000,
        [&](int64_t v) { options.watch_limits.per_user = static_cast<int>(v); }},
       {"--max-watches", 1, 100000,
