@@ -565,6 +565,9 @@ absl::StatusOr<int> TrackerServer::Start() {
   // without closing its connection end (and free their threads).
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_time_ms);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options_.keepalive_timeout_ms);
+  // Also on a stream that sends nothing for long (a watch of a queued job):
+  // by default only two pings go out without data.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);
   builder.SetMaxSendMessageSize(options_.max_receive_bytes);
   builder.RegisterService(tracker_service_.get());

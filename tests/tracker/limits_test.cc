@@ -373,6 +373,92 @@ TEST_F(LimitsTest, WatchStreamsAreCappedPerUserAndInAllAndEndWithTheirClient) {
   }
 }
 
+// A TCP relay on loopback between one client and the tracker that can go
+// silent: it then forwards nothing either way and keeps both sockets open,
+// as a client whose host vanished (no FIN, no reset).
+class SilentableRelay {
+ public:
+  explicit SilentableRelay(int upstream_port) : upstream_port_(upstream_port) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len);
+    ::listen(listen_fd_, 4);
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~SilentableRelay() {
+    done_ = true;
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
+    for (int fd : {listen_fd_, client_, upstream_}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  int port() const { return port_; }
+  void GoSilent() { silent_ = true; }
+
+ private:
+  void Run() {
+    client_ = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client_ < 0) return;
+    upstream_ = Connect(upstream_port_);
+    char buf[16384];
+    while (!done_) {
+      if (silent_) {
+        std::this_thread::sleep_for(milliseconds(20));
+        continue;
+      }
+      pollfd p[2] = {{client_, POLLIN, 0}, {upstream_, POLLIN, 0}};
+      if (::poll(p, 2, 20) <= 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t n = ::recv(p[i].fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n <= 0) return;
+        ::send(i == 0 ? upstream_ : client_, buf, static_cast<size_t>(n), MSG_NOSIGNAL);
+      }
+    }
+  }
+  const int upstream_port_;
+  int listen_fd_ = -1, client_ = -1, upstream_ = -1;
+  int port_ = 0;
+  std::atomic<bool> silent_{false}, done_{false};
+  std::thread thread_;
+};
+
+// A watcher whose host vanished (its connection silent, never closed) has
+// its stream ended by the tracker's keepalive pings, and its place freed.
+TEST_F(LimitsTest, AWatchOfAVanishedClientEndsAtTheKeepalive) {
+  opts_.keepalive_time_ms = 1000;
+  opts_.keepalive_timeout_ms = 1000;
+  Start();
+  pb::SubmitJobResponse job;
+  ASSERT_TRUE(Submit(ana_, testing::ConvReluModel(), &job).ok());
+  SilentableRelay relay(server_->port());
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(relay.port()),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = pb::Tracker::NewStub(channel);
+  grpc::ClientContext ctx;
+  As(ctx, ana_);
+  pb::WatchJobRequest req;
+  req.set_job_id(job.job_id());
+  auto reader = stub->WatchJob(&ctx, req);
+  pb::JobEvent ev;
+  ASSERT_TRUE(reader->Read(&ev));  // the job's first event: the stream is open
+  ASSERT_EQ(server_->watches()->OpenOf("ana"), 1);
+  std::this_thread::sleep_for(milliseconds(3000));  // idle: the pings go on without data
+  ASSERT_EQ(server_->watches()->OpenOf("ana"), 1);
+  const auto t0 = SteadyClock::now();
+  relay.GoSilent();
+  EXPECT_TRUE(Eventually([&] { return server_->watches()->OpenOf("ana") == 0; },
+                         milliseconds(8000)));
+  EXPECT_LT(SecondsSince(t0), 4.0);  // a ping unanswered for 1 s, within 1 s + 1 s
+  ctx.TryCancel();
+}
+
 TEST_F(LimitsTest, StalledUploadIsCancelledItsFileRemovedAndUploadsAreCappedPerUser) {
   opts_.upload_limits = StreamLimits{2, 10, 1000};
   Start();
