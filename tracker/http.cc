@@ -230,12 +230,20 @@ class DeadlineStream final : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (!Poll(POLLOUT, deadline_)) return Fail();
-    ssize_t n;
-    do {
-      n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n < 0 ? Fail() : n;
+    // All of it or nothing, by the deadline: httplib writes a response's
+    // headers and body with one call each, and a blocking send to a client
+    // that does not read would not return.
+    size_t sent = 0;
+    while (sent < size) {
+      if (!Poll(POLLOUT, deadline_)) return Fail();
+      const ssize_t n = ::send(sock_, ptr + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+        return Fail();
+      }
+      sent += static_cast<size_t>(n);
+    }
+    return static_cast<ssize_t>(sent);
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
