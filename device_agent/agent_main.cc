@@ -125,11 +125,20 @@ bool ParseBytes(std::string text, int64_t* out) {
   int shift = 0;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
-      default: break;
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        break;
     }
   }
   if (shift > 0) text.pop_back();
@@ -158,10 +167,10 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  auto parsed = kiln::ParseFlags(
-      args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target", "--device",
-             "--workers-timeout-ms", "--max-batch", "--worker-memory", "--tls-ca", "--tls-cert",
-             "--tls-key"});
+  auto parsed =
+      kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target",
+                              "--device", "--workers-timeout-ms", "--max-batch", "--worker-memory",
+                              "--tls-ca", "--tls-cert", "--tls-key"});
   if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
   if (!parsed->positional.empty()) {
     return Usage(kiln::StrCat("unexpected argument '", parsed->positional[0], "'"));

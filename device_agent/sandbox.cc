@@ -165,14 +165,14 @@ int RunMeasureWorker(int in_fd, int out_fd) {
           // space (kiln-agent --worker-memory); what was allocated is freed.
           struct rlimit lim {};
           ::getrlimit(RLIMIT_AS, &lim);
-          result = ErrorResult(
-              kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-              lim.rlim_cur == RLIM_INFINITY
-                  ? std::string("out of memory measuring the candidate")
-                  : StrCat("out of memory: the candidate's tensors do not fit in the "
-                           "measurement worker's address-space limit of ",
-                           static_cast<int64_t>(lim.rlim_cur >> 20),
-                           " MiB (kiln-agent --worker-memory)"));
+          result =
+              ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                          lim.rlim_cur == RLIM_INFINITY
+                              ? std::string("out of memory measuring the candidate")
+                              : StrCat("out of memory: the candidate's tensors do not fit in the "
+                                       "measurement worker's address-space limit of ",
+                                       static_cast<int64_t>(lim.rlim_cur >> 20),
+                                       " MiB (kiln-agent --worker-memory)"));
         }
       }
       // A faulty board, for fault tests: every output differs from the

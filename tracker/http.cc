@@ -358,14 +358,13 @@ class BoundedHttpServer final : public httplib::Server {
       stream.Limit(start + std::chrono::milliseconds(limits_.header_timeout_ms), kMaxHeaderBytes);
       if (!stream.WaitForRequest(std::chrono::milliseconds(limits_.keep_alive_ms))) break;
       bool closed = false;
-      ok = process_request(stream, i + 1 == kMaxRequestsPerConnection, closed,
-                           [&](httplib::Request&) {
-                             // The headers are in: the body and the response
-                             // have until the request's deadline.
-                             stream.Limit(start + std::chrono::milliseconds(
-                                                      limits_.request_timeout_ms),
-                                          static_cast<int64_t>(kMaxBodyBytes) + 4096);
-                           });
+      ok = process_request(
+          stream, i + 1 == kMaxRequestsPerConnection, closed, [&](httplib::Request&) {
+            // The headers are in: the body and the response
+            // have until the request's deadline.
+            stream.Limit(start + std::chrono::milliseconds(limits_.request_timeout_ms),
+                         static_cast<int64_t>(kMaxBodyBytes) + 4096);
+          });
       if (!ok || closed || stream.failed()) break;
     }
     {

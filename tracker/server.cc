@@ -126,8 +126,8 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     int64_t charged = 0;
     auto refuse = [&](const absl::Status& st) {
       models_->Refund(caller->user, charged);
-      Log()->info("UploadModel of {} rejected after {} bytes: {}", caller->user,
-                  (*upload)->size(), st.ToString());
+      Log()->info("UploadModel of {} rejected after {} bytes: {}", caller->user, (*upload)->size(),
+                  st.ToString());
       return ToGrpc(st);  // the partial file goes with the upload
     };
     pb::ModelChunk chunk;
@@ -141,9 +141,9 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       if (!st.ok()) return refuse(st);
     }
     if ((*slot)->idle_cancelled()) {
-      return refuse(absl::DeadlineExceededError(StrCat(
-          "no chunk came for ", uploads_->limits().idle_timeout_ms / 1000,
-          " s: the upload was cancelled (kiln-tracker --upload-idle-timeout-s)")));
+      return refuse(absl::DeadlineExceededError(
+          StrCat("no chunk came for ", uploads_->limits().idle_timeout_ms / 1000,
+                 " s: the upload was cancelled (kiln-tracker --upload-idle-timeout-s)")));
     }
     if (ctx->IsCancelled()) return refuse(absl::CancelledError("the client cancelled the upload"));
     auto stored = (*upload)->Finish();
@@ -531,10 +531,10 @@ absl::StatusOr<int> TrackerServer::Start() {
   auth_ = std::make_unique<Authenticator>(db_.get(), options_.require_auth);
   watches_ = std::make_unique<StreamLimiter>("WatchJob streams", "--max-watches-per-user",
                                              "--max-watches", options_.watch_limits, &clock_);
-  uploads_ = std::make_unique<StreamLimiter>("uploads", "--max-uploads-per-user",
-                                             "--max-uploads", options_.upload_limits, &clock_);
-  uploaded_models_ = std::make_unique<UploadedModels>(db_.get(), store_.get(), &clock_,
-                                                      options_.uploaded_models);
+  uploads_ = std::make_unique<StreamLimiter>("uploads", "--max-uploads-per-user", "--max-uploads",
+                                             options_.upload_limits, &clock_);
+  uploaded_models_ =
+      std::make_unique<UploadedModels>(db_.get(), store_.get(), &clock_, options_.uploaded_models);
   // Uploads no job used, left by earlier runs.
   if (auto n = uploaded_models_->Collect(); !n.ok()) {
     Log()->warn("cannot collect unused models: {}", n.status().ToString());

@@ -30,9 +30,9 @@ absl::StatusOr<std::unique_ptr<StreamLimiter::Slot>> StreamLimiter::Acquire(
                "); close one first"));
   }
   if (limits_.total > 0 && static_cast<int>(open_.size()) >= limits_.total) {
-    return absl::ResourceExhaustedError(
-        StrCat("the tracker holds ", open_.size(), " open ", what_,
-               ", the most it allows (kiln-tracker ", total_flag_, "); try again later"));
+    return absl::ResourceExhaustedError(StrCat("the tracker holds ", open_.size(), " open ", what_,
+                                               ", the most it allows (kiln-tracker ", total_flag_,
+                                               "); try again later"));
   }
   const uint64_t id = next_id_++;
   open_[id] = Entry{user, clock_->NowMs(), std::move(cancel), false};

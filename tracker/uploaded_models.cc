@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "base/str.h"
-#include "tracker/job_options.h"
 #include "spdlog/spdlog.h"
+#include "tracker/job_options.h"
 
 namespace kiln::tracker {
 namespace {
@@ -35,8 +35,8 @@ absl::Status UploadedModels::Charge(const std::string& user, int64_t bytes) {
   const int64_t held = u.Total();
   if (options_.quota_bytes > 0 && held + bytes > options_.quota_bytes) {
     return absl::ResourceExhaustedError(StrCat(
-        user.empty() ? "anonymous callers' " : user + "'s ", "uploads that no job uses yet (",
-        held, " bytes) and this one would pass the quota of ", options_.quota_bytes,
+        user.empty() ? "anonymous callers' " : user + "'s ", "uploads that no job uses yet (", held,
+        " bytes) and this one would pass the quota of ", options_.quota_bytes,
         " bytes per user (kiln-tracker --upload-quota-bytes); submit a job with the models "
         "uploaded, or wait until unused ones are collected (--model-grace-s)"));
   }
@@ -113,8 +113,8 @@ absl::StatusOr<int> UploadedModels::Collect() {
     }
     if (absl::Status st = db_->DeleteArtifact(row.sha256); !st.ok()) return st;
     collected.insert(row.sha256);
-    Log()->info("collected model {} ({} bytes): no job used it in {} s", row.sha256,
-                     row.size, options_.grace_ms / 1000);
+    Log()->info("collected model {} ({} bytes): no job used it in {} s", row.sha256, row.size,
+                options_.grace_ms / 1000);
   }
   if (!collected.empty()) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -268,8 +268,8 @@ TEST_F(HttpLimitsTest, SlowlorisNeitherHoldsAWorkerNorDelaysMetrics) {
     ::close(fds[i]);
   }
   EXPECT_EQ(answered.find("200 OK"), std::string::npos) << answered;
-  EXPECT_TRUE(Eventually([&] { return server_->http()->OpenConnections() == 0; },
-                         milliseconds(2000)));
+  EXPECT_TRUE(
+      Eventually([&] { return server_->http()->OpenConnections() == 0; }, milliseconds(2000)));
 }
 
 TEST_F(HttpLimitsTest, ConnectionsBeyondTheCapAreRefusedAtOnce) {
@@ -283,8 +283,8 @@ TEST_F(HttpLimitsTest, ConnectionsBeyondTheCapAreRefusedAtOnce) {
   // Four connections that send nothing hold the four places.
   std::vector<int> idle;
   for (int i = 0; i < 4; ++i) idle.push_back(Connect(http_port_));
-  ASSERT_TRUE(Eventually([&] { return server_->http()->OpenConnections() == 4; },
-                         milliseconds(2000)));
+  ASSERT_TRUE(
+      Eventually([&] { return server_->http()->OpenConnections() == 4; }, milliseconds(2000)));
   // Twenty more are answered 503 and closed at once: no queue, no thread.
   for (int i = 0; i < 20; ++i) {
     int fd = Connect(http_port_);
@@ -332,8 +332,8 @@ TEST_F(LimitsTest, WatchStreamsAreCappedPerUserAndInAllAndEndWithTheirClient) {
   const int threads_before = Threads();
   std::vector<std::unique_ptr<Watch>> ana, bo;
   for (int i = 0; i < 3; ++i) ana.push_back(open(ana_, ana_job.job_id()));
-  ASSERT_TRUE(Eventually([&] { return server_->watches()->OpenOf("ana") == 3; },
-                         milliseconds(5000)));
+  ASSERT_TRUE(
+      Eventually([&] { return server_->watches()->OpenOf("ana") == 3; }, milliseconds(5000)));
   // Ana's fourth: RESOURCE_EXHAUSTED, naming the flag.
   auto fourth = open(ana_, ana_job.job_id());
   pb::JobEvent ev;
@@ -358,13 +358,13 @@ TEST_F(LimitsTest, WatchStreamsAreCappedPerUserAndInAllAndEndWithTheirClient) {
   // Clients that go away free their places within a wait (250 ms).
   const auto t0 = SteadyClock::now();
   for (auto& w : ana) w->ctx.TryCancel();
-  EXPECT_TRUE(Eventually([&] { return server_->watches()->OpenOf("ana") == 0; },
-                         milliseconds(2000)));
+  EXPECT_TRUE(
+      Eventually([&] { return server_->watches()->OpenOf("ana") == 0; }, milliseconds(2000)));
   EXPECT_LT(SecondsSince(t0), 1.0);
   for (auto& w : ana) w->reader->Finish();
   auto again = open(ana_, ana_job.job_id());
-  ASSERT_TRUE(Eventually([&] { return server_->watches()->OpenOf("ana") == 1; },
-                         milliseconds(5000)));
+  ASSERT_TRUE(
+      Eventually([&] { return server_->watches()->OpenOf("ana") == 1; }, milliseconds(5000)));
   again->ctx.TryCancel();
   again->reader->Finish();
   for (auto& w : bo) {
@@ -453,8 +453,8 @@ TEST_F(LimitsTest, AWatchOfAVanishedClientEndsAtTheKeepalive) {
   ASSERT_EQ(server_->watches()->OpenOf("ana"), 1);
   const auto t0 = SteadyClock::now();
   relay.GoSilent();
-  EXPECT_TRUE(Eventually([&] { return server_->watches()->OpenOf("ana") == 0; },
-                         milliseconds(8000)));
+  EXPECT_TRUE(
+      Eventually([&] { return server_->watches()->OpenOf("ana") == 0; }, milliseconds(8000)));
   EXPECT_LT(SecondsSince(t0), 4.0);  // a ping unanswered for 1 s, within 1 s + 1 s
   ctx.TryCancel();
 }
