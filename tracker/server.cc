@@ -142,8 +142,8 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     }
     if ((*slot)->idle_cancelled()) {
       return refuse(absl::DeadlineExceededError(
-          StrCat("no chunk came for ", uploads_->limits().idle_timeout_ms / 1000,
-                 " s: the upload was cancelled (kiln-tracker --upload-idle-timeout-s)")));
+          StrCat("no chunk came for ", uploads_->limits().idle_timeout_ms,
+                 " ms: the upload was cancelled (kiln-tracker --upload-idle-timeout-ms)")));
     }
     if (ctx->IsCancelled()) return refuse(absl::CancelledError("the client cancelled the upload"));
     auto stored = (*upload)->Finish();
