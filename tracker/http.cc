@@ -330,6 +330,12 @@ class BoundedHttpServer final : public httplib::Server {
     return static_cast<int>(open_.size());
   }
   int64_t Refused() const { return refused_.load(); }
+  // httplib (as built) listens with a backlog of 5: a burst of connections
+  // overflows it and the next client's SYN is dropped, retried after a
+  // second. Listening again on the bound socket widens it.
+  void WidenBacklog() {
+    if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, SOMAXCONN);
+  }
 
  private:
   bool process_and_close_socket(socket_t sock) override {
@@ -549,6 +555,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   if (bound <= 0) {
     return absl::UnavailableError(StrCat("cannot listen on ", listen, " for HTTP"));
   }
+  server_->WidenBacklog();
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   return bound;
 }

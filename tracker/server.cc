@@ -121,23 +121,19 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     // the user's quota until a job uses the model.
     auto slot = uploads_->Acquire(caller->user, [ctx] { ctx->TryCancel(); });
     if (!slot.ok()) return ToGrpc(slot.status());
-    auto upload = jobs_->NewUpload();
-    if (!upload.ok()) return ToGrpc(upload.status());
-    int64_t charged = 0;
+    auto begun = jobs_->NewUpload();
+    if (!begun.ok()) return ToGrpc(begun.status());
+    ChargedUpload upload(*std::move(begun), models_, caller->user);
     auto refuse = [&](const absl::Status& st) {
-      models_->Refund(caller->user, charged);
-      Log()->info("UploadModel of {} rejected after {} bytes: {}", caller->user, (*upload)->size(),
+      Log()->info("UploadModel of {} rejected after {} bytes: {}", caller->user, upload.size(),
                   st.ToString());
-      return ToGrpc(st);  // the partial file goes with the upload
+      return ToGrpc(st);  // the partial file goes with the upload, its bytes leave the quota
     };
     pb::ModelChunk chunk;
     while (reader->Read(&chunk)) {
       (*slot)->Touch();
-      const auto bytes = static_cast<int64_t>(chunk.data().size());
-      if (absl::Status st = models_->Charge(caller->user, bytes); !st.ok()) return refuse(st);
-      charged += bytes;
       absl::Status st =
-          (*upload)->Add(chunk.data(), chunk.offset(), chunk.total_size(), chunk.sha256());
+          upload.Add(chunk.data(), chunk.offset(), chunk.total_size(), chunk.sha256());
       if (!st.ok()) return refuse(st);
     }
     if ((*slot)->idle_cancelled()) {
@@ -146,9 +142,8 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
                  " ms: the upload was cancelled (kiln-tracker --upload-idle-timeout-ms)")));
     }
     if (ctx->IsCancelled()) return refuse(absl::CancelledError("the client cancelled the upload"));
-    auto stored = (*upload)->Finish();
+    auto stored = upload.Finish();
     if (!stored.ok()) return refuse(stored.status());
-    models_->Stored(caller->user, stored->sha256, stored->size, charged);
     Log()->info("model {} uploaded ({} bytes{})", stored->sha256, stored->size,
                 stored->already_stored ? ", already stored" : "");
     resp->set_sha256(stored->sha256);

@@ -125,4 +125,24 @@ absl::StatusOr<int> UploadedModels::Collect() {
   return static_cast<int>(collected.size());
 }
 
+ChargedUpload::~ChargedUpload() {
+  if (!finished_) models_->Refund(user_, charged_);
+}
+
+absl::Status ChargedUpload::Add(std::string_view data, int64_t offset, int64_t total_size,
+                                std::string_view sha256) {
+  const auto bytes = static_cast<int64_t>(data.size());
+  if (absl::Status st = models_->Charge(user_, bytes); !st.ok()) return st;
+  charged_ += bytes;
+  return upload_->Add(data, offset, total_size, sha256);
+}
+
+absl::StatusOr<storage::BlobWriter::Stored> ChargedUpload::Finish() {
+  auto stored = upload_->Finish();
+  if (!stored.ok()) return stored.status();
+  models_->Stored(user_, stored->sha256, stored->size, charged_);
+  finished_ = true;
+  return stored;
+}
+
 }  // namespace kiln::tracker

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "storage/log_db.h"
 #include "tracker/clock.h"
+#include "tracker/model_upload.h"
 
 namespace kiln::tracker {
 
@@ -71,6 +72,33 @@ class UploadedModels {
   mutable std::mutex mu_;
   std::map<std::string, UserBytes> users_;
   std::mutex collect_mu_;  // one collection at a time
+};
+
+// An upload of one user, its bytes charged to the user's quota as they
+// arrive (RESOURCE_EXHAUSTED past it); a finished upload's bytes stay
+// charged as an unused model, an unfinished one's are refunded when it is
+// destroyed (with its partial file).
+class ChargedUpload {
+ public:
+  ChargedUpload(std::unique_ptr<ModelUpload> upload, UploadedModels* models, std::string user)
+      : upload_(std::move(upload)), models_(models), user_(std::move(user)) {}
+  ~ChargedUpload();
+  ChargedUpload(const ChargedUpload&) = delete;
+  ChargedUpload& operator=(const ChargedUpload&) = delete;
+
+  // ModelUpload::Add, after charging the chunk's bytes.
+  absl::Status Add(std::string_view data, int64_t offset, int64_t total_size,
+                   std::string_view sha256);
+  // ModelUpload::Finish; the stored model then counts as the user's.
+  absl::StatusOr<storage::BlobWriter::Stored> Finish();
+  int64_t size() const { return upload_->size(); }
+
+ private:
+  std::unique_ptr<ModelUpload> upload_;
+  UploadedModels* models_;
+  std::string user_;
+  int64_t charged_ = 0;
+  bool finished_ = false;
 };
 
 }  // namespace kiln::tracker
