@@ -1,7 +1,7 @@
 // kiln-agent: a measurement agent that dials out to the tracker.
 //   kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE]
 //              [--token T] [--device cpu|opencl:N|cuda:N] [--target SPEC]
-//              [--workers-timeout-ms N] [--max-batch N]
+//              [--workers-timeout-ms N] [--max-batch N] [--worker-memory N[K|M|G]]
 // --device opencl:N measures on OpenCL device N of --list-devices (its
 // target: "opencl -device=NAME"), --device cuda:N on CUDA device N (its
 // target: "cuda -arch=sm_XY -device=NAME"; NVRTC and the driver are loaded
@@ -38,6 +38,9 @@ namespace {
 constexpr char kUsage[] =
     "usage: kiln-agent --tracker HOST:PORT --key KEY [--id ID] [--token-file FILE] [--token T] "
     "[--device cpu|opencl:N|cuda:N] [--target SPEC] [--workers-timeout-ms N] [--max-batch N]\n"
+    "                  [--worker-memory N[K|M|G]|0]   (the measurement worker's address space;\n"
+    "                  default half the memory (at least 4G) + 256M per core; 0: none;\n"
+    "                  none by default for --device cuda:N)\n"
     "                  [--tls-ca PEM [--tls-cert PEM --tls-key PEM]]\n"
     "       kiln-agent --list-devices\n";
 
@@ -117,6 +120,34 @@ std::optional<size_t> DeviceIndex(const std::string& device, const char* prefix,
   return static_cast<size_t>(n);
 }
 
+// "8G", "512M", "100000": bytes, with binary suffixes.
+bool ParseBytes(std::string text, int64_t* out) {
+  int shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        break;
+    }
+  }
+  if (shift > 0) text.pop_back();
+  int64_t v = 0;
+  if (!kiln::ParseInt64(text, &v) || v <= 0 || v > (INT64_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
+
 int Usage(const std::string& message) {
   std::fprintf(stderr, "kiln-agent: %s\n%s", message.c_str(), kUsage);
   return 2;
@@ -136,9 +167,10 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  auto parsed = kiln::ParseFlags(
-      args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target", "--device",
-             "--workers-timeout-ms", "--max-batch", "--tls-ca", "--tls-cert", "--tls-key"});
+  auto parsed =
+      kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target",
+                              "--device", "--workers-timeout-ms", "--max-batch", "--worker-memory",
+                              "--tls-ca", "--tls-cert", "--tls-key"});
   if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
   if (!parsed->positional.empty()) {
     return Usage(kiln::StrCat("unexpected argument '", parsed->positional[0], "'"));
@@ -247,7 +279,17 @@ int main(int argc, char** argv) {
   }
   options.max_batch = static_cast<int>(max_batch);
 
-  kiln::agent::Sandbox sandbox("/proc/self/exe");
+  // The worker's address space: bounded, so that an oversized tensor fails
+  // its allocation (an error record) instead of exhausting the board. CUDA
+  // reserves address space for the whole device and host memory, so a CUDA
+  // agent has no limit unless one is given.
+  int64_t worker_memory = device.starts_with("cuda:") ? 0 : kiln::agent::DefaultWorkerMemoryBytes();
+  if (flags.count("--worker-memory") && flags["--worker-memory"] != "0" &&
+      !ParseBytes(flags["--worker-memory"], &worker_memory)) {
+    return Usage("--worker-memory must be a size (e.g. 8G, 512M) or 0 for none");
+  }
+  if (flags.count("--worker-memory") && flags["--worker-memory"] == "0") worker_memory = 0;
+  kiln::agent::Sandbox sandbox("/proc/self/exe", worker_memory);
   kiln::agent::AgentSession session(options, [&](const kiln::v1::MeasureBatch& batch, int index) {
     if (default_timeout_ms > 0 && batch.timing().timeout_ms() <= 0) {
       kiln::v1::MeasureBatch copy = batch;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -155,8 +157,23 @@ int RunMeasureWorker(int in_fd, int out_fd) {
         } else if (Matches("KILN_TEST_CRASH_BUILD", c.candidate_id())) {
           std::abort();
         }
-        result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(), target,
-                                  42, &mine);
+        try {
+          result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(),
+                                    target, 42, &mine);
+        } catch (const std::bad_alloc&) {
+          // Its buffers (or its build) do not fit in the worker's address
+          // space (kiln-agent --worker-memory); what was allocated is freed.
+          struct rlimit lim {};
+          ::getrlimit(RLIMIT_AS, &lim);
+          result =
+              ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                          lim.rlim_cur == RLIM_INFINITY
+                              ? std::string("out of memory measuring the candidate")
+                              : StrCat("out of memory: the candidate's tensors do not fit in the "
+                                       "measurement worker's address-space limit of ",
+                                       static_cast<int64_t>(lim.rlim_cur >> 20),
+                                       " MiB (kiln-agent --worker-memory)"));
+        }
       }
       // A faulty board, for fault tests: every output differs from the
       // reference (what the verification reports).
@@ -176,7 +193,16 @@ int RunMeasureWorker(int in_fd, int out_fd) {
   }
 }
 
-Sandbox::Sandbox(std::string worker_binary) : binary_(std::move(worker_binary)) {
+int64_t DefaultWorkerMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const int64_t physical = pages > 0 && page > 0 ? int64_t{pages} * page : 0;
+  return std::max<int64_t>(int64_t{4} << 30, physical / 2) +
+         int64_t{UsableCpus()} * (int64_t{256} << 20);
+}
+
+Sandbox::Sandbox(std::string worker_binary, int64_t memory_bytes)
+    : binary_(std::move(worker_binary)), memory_bytes_(memory_bytes) {
   // A worker that dies makes writes to its pipe fail with EPIPE, not kill us.
   ::signal(SIGPIPE, SIG_IGN);
 }
@@ -202,6 +228,8 @@ absl::Status Sandbox::Start() {
   std::string flag = "--measure-worker";
   std::vector<char*> argv = {binary_.data(), flag.data(), nullptr};
   pid_t parent = ::getpid();
+  struct rlimit memory {};
+  memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(memory_bytes_);
   pid_t pid = ::fork();
   if (pid < 0) {
     for (int fd : {req[0], req[1], rep[0], rep[1]}) ::close(fd);
@@ -210,6 +238,7 @@ absl::Status Sandbox::Start() {
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    if (memory_bytes_ > 0 && ::setrlimit(RLIMIT_AS, &memory) != 0) ::_exit(127);
     // dup2 clears O_CLOEXEC on the new descriptors.
     if (::dup2(req[0], 0) < 0 || ::dup2(rep[1], 3) < 0) ::_exit(127);
     ::execve(binary_.c_str(), argv.data(), environ);

@@ -18,6 +18,11 @@
 // request), KILN_TEST_HANG_WORKER=<candidate
 // id> makes it sleep forever; KILN_TEST_LIE_COSTS=<number> (e.g. nan, -1)
 // replaces every cost it measured with that number.
+//
+// The worker's address space is limited (setrlimit RLIMIT_AS, kiln-agent
+// --worker-memory): a candidate whose tensors do not fit fails to allocate
+// and becomes a RUNTIME error record naming the limit, instead of taking
+// the board's memory (and the agent with it) in an out-of-memory kill.
 
 #include <sys/types.h>
 
@@ -32,7 +37,8 @@ namespace kiln::agent {
 class Sandbox {
  public:
   // `worker_binary` must accept `--measure-worker` (see RunMeasureWorker).
-  explicit Sandbox(std::string worker_binary);
+  // `memory_bytes` > 0: the worker's address-space limit (RLIMIT_AS).
+  explicit Sandbox(std::string worker_binary, int64_t memory_bytes = 0);
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -58,10 +64,17 @@ class Sandbox {
   std::string Reap(bool kill);
 
   std::string binary_;
+  int64_t memory_bytes_ = 0;
   pid_t pid_ = -1;
   int to_worker_ = -1;
   int from_worker_ = -1;
 };
+
+// The default address-space limit of a measurement worker: half of this
+// machine's memory (at least 4 GiB), plus 256 MiB per core for the thread
+// stacks and allocator arenas of its parallel builds (address space
+// reserved, not memory used). ResNet-50's largest task needs far less.
+int64_t DefaultWorkerMemoryBytes();
 
 // The worker's main loop: reads requests from `in_fd`, measures each with
 // MeasureCandidate (for the batch's target, or the host when it is empty),

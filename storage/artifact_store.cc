@@ -178,6 +178,18 @@ bool ArtifactStore::Contains(const std::string& sha256) const {
   return HasLocal(sha256) || (remote_ != nullptr && IsSha256Hex(sha256) && Fetch(sha256).ok());
 }
 
+absl::Status ArtifactStore::Remove(const std::string& sha256) const {
+  if (!IsSha256Hex(sha256)) {
+    return absl::InvalidArgumentError(StrCat("'", sha256, "' is not a SHA-256"));
+  }
+  std::error_code ec;
+  if (!std::filesystem::remove(PathOf(sha256), ec)) {
+    if (ec) return absl::InternalError(StrCat("cannot remove ", sha256, ": ", ec.message()));
+    return absl::NotFoundError(StrCat("no stored file ", sha256));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ArtifactStore::LocalPath(const std::string& sha256) const {
   if (!IsSha256Hex(sha256)) {
     return absl::InvalidArgumentError(StrCat("'", sha256, "' is not a SHA-256"));

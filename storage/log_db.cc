@@ -666,6 +666,33 @@ absl::Status LogDb::AddArtifact(const ArtifactRow& row) {
   return st.Run();
 }
 
+absl::StatusOr<std::vector<ArtifactRow>> LogDb::ListArtifacts(const std::string& kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(
+      st, db_->Prepare("SELECT sha256, size, kind, job_id, created_unix_ms FROM artifacts "
+                       "WHERE kind = ? ORDER BY created_unix_ms ASC, sha256 ASC"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, kind));
+  std::vector<ArtifactRow> out;
+  while (true) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+    if (!has_row) return out;
+    ArtifactRow row;
+    row.sha256 = st.ColumnText(0);
+    row.size = st.ColumnInt64(1);
+    row.kind = st.ColumnText(2);
+    row.job_id = st.ColumnText(3);
+    row.created_unix_ms = st.ColumnInt64(4);
+    out.push_back(std::move(row));
+  }
+}
+
+absl::Status LogDb::DeleteArtifact(const std::string& sha256) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KILN_STORAGE_ASSIGN_OR_RETURN(st, db_->Prepare("DELETE FROM artifacts WHERE sha256 = ?"));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, sha256));
+  return st.Run();
+}
+
 absl::StatusOr<std::optional<ArtifactRow>> LogDb::GetArtifact(const std::string& sha256) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(

@@ -261,6 +261,10 @@ class LogDb {
   // Artifact metadata (the bytes are in ArtifactStore).
   absl::Status AddArtifact(const ArtifactRow& row);
   absl::StatusOr<std::optional<ArtifactRow>> GetArtifact(const std::string& sha256);
+  // The artifacts of one kind ("model", "module"), oldest first.
+  absl::StatusOr<std::vector<ArtifactRow>> ListArtifacts(const std::string& kind);
+  // Forgets an artifact's metadata (the bytes are the store's: Remove).
+  absl::Status DeleteArtifact(const std::string& sha256);
 
   // JSON lines: one {"workload":..., "target":..., "config":..., ...,
   // "farm":...} object per record, workloads included so an import into an
@@ -361,6 +365,9 @@ class ArtifactStore {
   // PathOf, after downloading the file from the object store if needed.
   absl::StatusOr<std::string> LocalPath(const std::string& sha256) const;
   bool Contains(const std::string& sha256) const;
+  // Removes the file from the folder (NOT_FOUND when it is not there). On
+  // an object store only the local copy goes: the bucket's object stays.
+  absl::Status Remove(const std::string& sha256) const;
   // The stored file's size; NOT_FOUND when it is not stored.
   absl::StatusOr<int64_t> SizeOf(const std::string& sha256) const;
 

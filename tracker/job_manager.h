@@ -39,9 +39,12 @@ struct JobManagerOptions {
   // The most bytes an uploaded model may have (with its external data files,
   // for a job); the operator's setting (kiln-tracker --max-model-bytes).
   int64_t max_model_bytes = int64_t{4} << 30;
-  // The most elements any one tensor of a model may have (kiln-tracker
-  // --max-elements; compiler::ImportOptions::max_elements, capped at 2^32).
-  int64_t max_elements = int64_t{1} << 32;
+  // The most elements any one tensor of a model may have, its inputs and
+  // every intermediate value (kiln-tracker --max-elements;
+  // compiler::ImportOptions::max_elements, capped at 2^32). 2^28: 1 GiB of
+  // float32, more than any tensor of the models people tune (VGG's largest
+  // weight has 2^26.6) and little enough for an agent to allocate a few.
+  int64_t max_elements = int64_t{1} << 28;
   int32_t max_trials = 100000;
   // Jobs one user (or all anonymous callers together) may have running:
   // unfinished ones, cancelled ones whose thread has not returned yet, and

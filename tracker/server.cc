@@ -101,29 +101,50 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
  public:
   TrackerServiceImpl(JobManager* jobs, AgentRegistry* agents, storage::LogDb* db,
                      storage::ArtifactStore* store, const Authenticator* auth,
+                     StreamLimiter* watches, StreamLimiter* uploads, UploadedModels* models,
                      const std::atomic<bool>* stopping)
-      : jobs_(jobs), agents_(agents), db_(db), store_(store), auth_(auth), stopping_(stopping) {}
+      : jobs_(jobs),
+        agents_(agents),
+        db_(db),
+        store_(store),
+        auth_(auth),
+        watches_(watches),
+        uploads_(uploads),
+        models_(models),
+        stopping_(stopping) {}
 
   grpc::Status UploadModel(grpc::ServerContext* ctx, grpc::ServerReader<pb::ModelChunk>* reader,
                            pb::UploadModelResponse* resp) override {
     auto caller = CallerOf(ctx);
     if (!caller.ok()) return ToGrpc(caller.status());
-    auto upload = jobs_->NewUpload();
-    if (!upload.ok()) return ToGrpc(upload.status());
+    // A place among the open uploads (per user, in all), cancelled when no
+    // chunk comes for the idle timeout; the upload's bytes count against
+    // the user's quota until a job uses the model.
+    auto slot = uploads_->Acquire(caller->user, [ctx] { ctx->TryCancel(); });
+    if (!slot.ok()) return ToGrpc(slot.status());
+    auto begun = jobs_->NewUpload();
+    if (!begun.ok()) return ToGrpc(begun.status());
+    ChargedUpload upload(*std::move(begun), models_, caller->user);
+    auto refuse = [&](const absl::Status& st) {
+      Log()->info("UploadModel of {} rejected after {} bytes: {}", caller->user, upload.size(),
+                  st.ToString());
+      return ToGrpc(st);  // the partial file goes with the upload, its bytes leave the quota
+    };
     pb::ModelChunk chunk;
     while (reader->Read(&chunk)) {
+      (*slot)->Touch();
       absl::Status st =
-          (*upload)->Add(chunk.data(), chunk.offset(), chunk.total_size(), chunk.sha256());
-      if (!st.ok()) {
-        Log()->info("UploadModel rejected after {} bytes: {}", (*upload)->size(), st.ToString());
-        return ToGrpc(st);  // the partial file goes with the upload
-      }
+          upload.Add(chunk.data(), chunk.offset(), chunk.total_size(), chunk.sha256());
+      if (!st.ok()) return refuse(st);
     }
-    auto stored = (*upload)->Finish();
-    if (!stored.ok()) {
-      Log()->info("UploadModel rejected: {}", stored.status().ToString());
-      return ToGrpc(stored.status());
+    if ((*slot)->idle_cancelled()) {
+      return refuse(absl::DeadlineExceededError(
+          StrCat("no chunk came for ", uploads_->limits().idle_timeout_ms,
+                 " ms: the upload was cancelled (kiln-tracker --upload-idle-timeout-ms)")));
     }
+    if (ctx->IsCancelled()) return refuse(absl::CancelledError("the client cancelled the upload"));
+    auto stored = upload.Finish();
+    if (!stored.ok()) return refuse(stored.status());
     Log()->info("model {} uploaded ({} bytes{})", stored->sha256, stored->size,
                 stored->already_stored ? ", already stored" : "");
     resp->set_sha256(stored->sha256);
@@ -190,7 +211,14 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
 
   grpc::Status WatchJob(grpc::ServerContext* ctx, const pb::WatchJobRequest* req,
                         grpc::ServerWriter<pb::JobEvent>* writer) override {
+    auto caller = CallerOf(ctx);
+    if (!caller.ok()) return ToGrpc(caller.status());
     if (auto s = VisibleJob(ctx, req->job_id()); !s.ok()) return ToGrpc(s.status());
+    // Each open watch holds a server thread: a bounded number per user and
+    // in all. A client that goes away cancels the call, seen within one
+    // wait below (250 ms); one whose host vanished, after the keepalive.
+    auto slot = watches_->Acquire(caller->user, nullptr);
+    if (!slot.ok()) return ToGrpc(slot.status());
     size_t next = 0;
     while (!ctx->IsCancelled() && !stopping_->load()) {
       bool finished = false;
@@ -425,6 +453,9 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
   storage::LogDb* db_;
   storage::ArtifactStore* store_;
   const Authenticator* auth_;
+  StreamLimiter* watches_;
+  StreamLimiter* uploads_;
+  UploadedModels* models_;
   const std::atomic<bool>* stopping_;
 };
 
@@ -494,8 +525,19 @@ absl::StatusOr<int> TrackerServer::Start() {
                                        &clock_, jopts);
 
   auth_ = std::make_unique<Authenticator>(db_.get(), options_.require_auth);
-  tracker_service_ = std::make_unique<TrackerServiceImpl>(jobs_.get(), agents_.get(), db_.get(),
-                                                          store_.get(), auth_.get(), &stopping_);
+  watches_ = std::make_unique<StreamLimiter>("WatchJob streams", "--max-watches-per-user",
+                                             "--max-watches", options_.watch_limits, &clock_);
+  uploads_ = std::make_unique<StreamLimiter>("uploads", "--max-uploads-per-user", "--max-uploads",
+                                             options_.upload_limits, &clock_);
+  uploaded_models_ =
+      std::make_unique<UploadedModels>(db_.get(), store_.get(), &clock_, options_.uploaded_models);
+  // Uploads no job used, left by earlier runs.
+  if (auto n = uploaded_models_->Collect(); !n.ok()) {
+    Log()->warn("cannot collect unused models: {}", n.status().ToString());
+  }
+  tracker_service_ = std::make_unique<TrackerServiceImpl>(
+      jobs_.get(), agents_.get(), db_.get(), store_.get(), auth_.get(), watches_.get(),
+      uploads_.get(), uploaded_models_.get(), &stopping_);
   AgentSessionOptions sopts;
   sopts.require_certificate = !options_.tls_client_ca.empty();
   sopts.token = options_.token;
@@ -515,6 +557,13 @@ absl::StatusOr<int> TrackerServer::Start() {
   // GOAWAY.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // The tracker pings its clients too: streams of a client that vanished
+  // without closing its connection end (and free their threads).
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_time_ms);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options_.keepalive_timeout_ms);
+  // Also on a stream that sends nothing for long (a watch of a queued job):
+  // by default only two pings go out without data.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);
   builder.SetMaxSendMessageSize(options_.max_receive_bytes);
   builder.RegisterService(tracker_service_.get());
@@ -535,8 +584,9 @@ absl::StatusOr<int> TrackerServer::Start() {
     relay_->Start();
   }
   if (!options_.http_listen.empty()) {
-    http_ = std::make_unique<HttpServer>(
-        HttpDeps{jobs_.get(), agents_.get(), dispatcher_.get(), &metrics_, auth_.get(), &clock_});
+    http_ = std::make_unique<HttpServer>(HttpDeps{jobs_.get(), agents_.get(), dispatcher_.get(),
+                                                  &metrics_, auth_.get(), &clock_,
+                                                  options_.http_limits});
     auto http_port = http_->Start(options_.http_listen);
     if (!http_port.ok()) {
       Stop();
@@ -545,7 +595,18 @@ absl::StatusOr<int> TrackerServer::Start() {
     http_port_ = *http_port;
   }
   reaper_ = std::thread([this] {
+    int64_t last_gc_ms = clock_.NowMs();
     for (int tick = 0; !stopping_; ++tick) {
+      // Uploads that stopped sending chunks are cancelled (their handler
+      // then removes the partial file).
+      if (int n = uploads_->CancelIdle(); n > 0) Log()->info("{} idle uploads cancelled", n);
+      if (options_.model_gc_interval_ms > 0 &&
+          clock_.NowMs() - last_gc_ms >= options_.model_gc_interval_ms) {
+        last_gc_ms = clock_.NowMs();
+        if (auto n = uploaded_models_->Collect(); !n.ok()) {
+          Log()->warn("cannot collect unused models: {}", n.status().ToString());
+        }
+      }
       if (tick % 5 == 0) {
         int n = dispatcher_->ExpireLeases();
         if (n > 0) Log()->warn("{} leases expired and were requeued", n);

@@ -20,6 +20,8 @@
 #include "tracker/job_manager.h"
 #include "tracker/metrics.h"
 #include "tracker/relay.h"
+#include "tracker/stream_limits.h"
+#include "tracker/uploaded_models.h"
 
 namespace grpc {
 class Server;
@@ -54,6 +56,22 @@ struct TrackerOptions {
   JobManagerOptions jobs;
   // host:port of the status page and /metrics (tracker/http.h); "" for none.
   std::string http_listen;
+  HttpLimits http_limits;
+  // Open WatchJob streams (each holds a server thread): per user, in all.
+  StreamLimits watch_limits{16, 128, 0};
+  // Open UploadModel streams: per user, in all; one that receives no chunk
+  // for idle_timeout_ms is cancelled and its partial file removed.
+  StreamLimits upload_limits{4, 32, 60 * 1000};
+  // Uploaded models no job uses: the per-user quota and the grace period
+  // before they are collected (tracker/uploaded_models.h); collected at
+  // startup and every model_gc_interval_ms.
+  UploadedModelsOptions uploaded_models{int64_t{8} << 30, 60 * 60 * 1000};
+  int64_t model_gc_interval_ms = 10 * 60 * 1000;
+  // Server-side HTTP/2 keepalive pings: a client that went away without
+  // closing (host gone, cable cut) has its streams ended after
+  // keepalive_time_ms + keepalive_timeout_ms.
+  int keepalive_time_ms = 30000;
+  int keepalive_timeout_ms = 10000;
 };
 
 class TrackerServer {
@@ -71,6 +89,11 @@ class TrackerServer {
   int port() const { return port_; }
   int http_port() const { return http_port_; }
   JobManager* jobs() { return jobs_.get(); }
+  // For tests: the stream limiters, the uploaded models, the HTTP server.
+  StreamLimiter* watches() { return watches_.get(); }
+  StreamLimiter* uploads() { return uploads_.get(); }
+  UploadedModels* uploaded_models() { return uploaded_models_.get(); }
+  HttpServer* http() { return http_.get(); }
 
  private:
   TrackerOptions options_;
@@ -82,6 +105,9 @@ class TrackerServer {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Relay> relay_;  // several trackers on one database
   std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<StreamLimiter> watches_;
+  std::unique_ptr<StreamLimiter> uploads_;
+  std::unique_ptr<UploadedModels> uploaded_models_;
   std::unique_ptr<grpc::Service> tracker_service_;
   std::unique_ptr<AgentSessions> agent_service_;
   std::unique_ptr<grpc::Server> server_;

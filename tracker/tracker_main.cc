@@ -2,7 +2,7 @@
 //              [--token TOKEN] [--lease-timeout-ms N] [--max-model-bytes N]
 //              [--max-elements N] [--compile-timeout-s S] [--compile-memory N]
 //              [--max-concurrent-compiles N] [--http HOST:PORT [--http-port-file FILE]]
-//              [--require-auth | --allow-anonymous]
+//              [--require-auth | --allow-anonymous] [limits: see --help]
 // kiln-tracker tokens create --db DB --user NAME [--role user|agent|admin]
 // kiln-tracker tokens list --db DB
 // kiln-tracker tokens revoke --db DB ID
@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,9 @@ constexpr const char* kUsage =
     "loopback)\n"
     "                    [--port-file FILE] [--token TOKEN] [--lease-timeout-ms N]\n"
     "                    [--max-model-bytes N[K|M|G]]   (default 4G)\n"
-    "                    [--max-elements N]   (most elements of one tensor; default and "
-    "cap 2^32)\n"
+    "                    [--max-elements N]   (most elements of one tensor, inputs and "
+    "intermediates;\n"
+    "                    default 2^28, at most 2^32)\n"
     "                    [--compile-timeout-s S]   (a job's final compile; default 1800)\n"
     "                    [--compile-memory N[K|M|G]]   (its address space; default 16G)\n"
     "                    [--max-concurrent-compiles N]   (final compiles at once; default "
@@ -51,6 +53,27 @@ constexpr const char* kUsage =
     "                    [--user-weight NAME=WEIGHT]...   (fair shares; default 1)\n"
     "                    [--http HOST:PORT [--http-port-file FILE]]   (status page, "
     "/metrics)\n"
+    "                    [--http-max-connections N]   (served at once; more get 503; default "
+    "64)\n"
+    "                    [--http-header-timeout-ms N]   (a request's headers; default 10000)\n"
+    "                    [--http-request-timeout-ms N]   (a whole request; default 30000)\n"
+    "                    [--http-keep-alive-ms N]   (an idle connection; default 5000)\n"
+    "                    [--keepalive-time-ms N] [--keepalive-timeout-ms N]   (pings to gRPC "
+    "clients:\n"
+    "                    a vanished client's streams end; defaults 30000, 10000)\n"
+    "                    [--max-watches-per-user N] [--max-watches N]   (open WatchJob "
+    "streams;\n"
+    "                    defaults 16 and 128)\n"
+    "                    [--max-uploads-per-user N] [--max-uploads N]   (open uploads; "
+    "defaults 4, 32)\n"
+    "                    [--upload-idle-timeout-ms N]   (an upload sending nothing is "
+    "cancelled;\n"
+    "                    default 60000)\n"
+    "                    [--upload-quota-bytes N[K|M|G]]   (a user's uploads no job uses; "
+    "default 8G)\n"
+    "                    [--model-grace-s S] [--model-gc-interval-s S]   (unused uploads are "
+    "deleted\n"
+    "                    after S, checked at startup and every S; defaults 3600, 600)\n"
     "                    [--tracker-id ID] [--job-lease-ms N]   (several trackers on one "
     "PostgreSQL\n"
     "                    database: this one's name, default host-pid-random; how long its "
@@ -283,7 +306,21 @@ int main(int argc, char** argv) {
                                  "--http-port-file",
                                  "--tracker-id",
                                  "--job-lease-ms",
-                                 "--signing-key"},
+                                 "--signing-key",
+                                 "--http-max-connections",
+                                 "--http-header-timeout-ms",
+                                 "--http-request-timeout-ms",
+                                 "--http-keep-alive-ms",
+                                 "--keepalive-time-ms",
+                                 "--keepalive-timeout-ms",
+                                 "--max-watches-per-user",
+                                 "--max-watches",
+                                 "--max-uploads-per-user",
+                                 "--max-uploads",
+                                 "--upload-idle-timeout-ms",
+                                 "--upload-quota-bytes",
+                                 "--model-grace-s",
+                                 "--model-gc-interval-s"},
                                 {"--require-auth", "--allow-anonymous"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
@@ -380,6 +417,62 @@ int main(int argc, char** argv) {
   if (flags->Has("--compile-memory") &&
       !ParseBytes(flags->Get("--compile-memory"), &options.jobs.compile_limits.memory_bytes)) {
     std::fprintf(stderr, "kiln-tracker: --compile-memory must be a positive size (e.g. 16G)\n");
+    return 2;
+  }
+  // Bounds on what clients may hold (docs/operator-guide.md, "Limits").
+  struct IntFlag {
+    const char* name;
+    int64_t lo, hi;
+    std::function<void(int64_t)> set;
+  };
+  const std::vector<IntFlag> bounds = {
+      {"--http-max-connections", 1, 10000,
+       [&](int64_t v) { options.http_limits.max_connections = static_cast<int>(v); }},
+      {"--http-header-timeout-ms", 100, 3600000,
+       [&](int64_t v) { options.http_limits.header_timeout_ms = v; }},
+      {"--http-request-timeout-ms", 100, 3600000,
+       [&](int64_t v) { options.http_limits.request_timeout_ms = v; }},
+      {"--http-keep-alive-ms", 100, 3600000,
+       [&](int64_t v) { options.http_limits.keep_alive_ms = v; }},
+      {"--keepalive-time-ms", 1000, 86400000,
+       [&](int64_t v) { options.keepalive_time_ms = static_cast<int>(v); }},
+      {"--keepalive-timeout-ms", 1000, 3600000,
+       [&](int64_t v) { options.keepalive_timeout_ms = static_cast<int>(v); }},
+      {"--max-watches-per-user", 1, 100000,
+       [&](int64_t v) { options.watch_limits.per_user = static_cast<int>(v); }},
+      {"--max-watches", 1, 100000,
+       [&](int64_t v) { options.watch_limits.total = static_cast<int>(v); }},
+      {"--max-uploads-per-user", 1, 100000,
+       [&](int64_t v) { options.upload_limits.per_user = static_cast<int>(v); }},
+      {"--max-uploads", 1, 100000,
+       [&](int64_t v) { options.upload_limits.total = static_cast<int>(v); }},
+      {"--upload-idle-timeout-ms", 100, 86400000,
+       [&](int64_t v) { options.upload_limits.idle_timeout_ms = v; }},
+      {"--model-grace-s", 0, 366 * 86400,
+       [&](int64_t v) { options.uploaded_models.grace_ms = v * 1000; }},
+      {"--model-gc-interval-s", 1, 366 * 86400,
+       [&](int64_t v) { options.model_gc_interval_ms = v * 1000; }},
+  };
+  for (const IntFlag& f : bounds) {
+    if (!flags->Has(f.name)) continue;
+    int64_t v = 0;
+    if (!kiln::ParseInt64(flags->Get(f.name), &v) || v < f.lo || v > f.hi) {
+      std::fprintf(stderr, "kiln-tracker: %s must be in %lld..%lld\n", f.name,
+                   static_cast<long long>(f.lo), static_cast<long long>(f.hi));
+      return 2;
+    }
+    f.set(v);
+  }
+  if (options.http_limits.request_timeout_ms < options.http_limits.header_timeout_ms) {
+    std::fprintf(stderr,
+                 "kiln-tracker: --http-request-timeout-ms must be at least "
+                 "--http-header-timeout-ms\n");
+    return 2;
+  }
+  if (flags->Has("--upload-quota-bytes") &&
+      !ParseBytes(flags->Get("--upload-quota-bytes"), &options.uploaded_models.quota_bytes)) {
+    std::fprintf(stderr,
+                 "kiln-tracker: --upload-quota-bytes must be a positive size (e.g. 8G, 512M)\n");
     return 2;
   }
   // The final compile runs in a child process of this binary.

@@ -47,11 +47,12 @@ class Sandbox : public ::testing::Test {
   }
 };
 
-kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeout_ms = 0) {
+kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeout_ms = 0,
+                                 std::vector<int64_t> shape = {1, 4, 8, 8}) {
   compiler::Workload w;
   w.op = "eltwise";
-  w.ints["shape"] = {1, 4, 8, 8};
-  w.ints["in_shape"] = {1, 4, 8, 8};
+  w.ints["shape"] = shape;
+  w.ints["in_shape"] = shape;
   w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
   absl::StatusOr<compiler::Config> c = compiler::DefaultConfig(w, compiler::Target::Host());
   EXPECT_TRUE(c.ok()) << c.status();
@@ -150,6 +151,26 @@ TEST_F(Sandbox, InvalidConfigThroughTheWorker) {
   kiln::v1::MeasureResult r = sandbox.Measure(batch, 0);
   EXPECT_EQ(r.candidate_id(), "c-bad");
   EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG);
+}
+
+// Issue 39, finding 6: under the worker's address-space limit (kiln-agent
+// --worker-memory), a candidate whose tensors do not fit is a RUNTIME error
+// record naming the limit, not an out-of-memory kill of the board; the
+// worker goes on measuring.
+TEST_F(Sandbox, AnOversizedTensorIsAnErrorRecordUnderTheMemoryLimit) {
+  kiln::agent::Sandbox sandbox(AgentBinary(), int64_t{2} << 30);
+  // 2^30 float32 elements in, as many out: 8 GiB.
+  kiln::v1::MeasureBatch big = ReluBatch({"c-big"}, 0, {1, 1 << 14, 1 << 8, 1 << 8});
+  kiln::v1::MeasureResult r = sandbox.Measure(big, 0);
+  EXPECT_EQ(r.candidate_id(), "c-big");
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_RUNTIME) << r.error_message();
+  EXPECT_THAT(r.error_message(), HasSubstr("out of memory"));
+  EXPECT_THAT(r.error_message(), HasSubstr("2048 MiB (kiln-agent --worker-memory)"));
+  const pid_t worker = sandbox.worker_pid();
+  EXPECT_GT(worker, 0);
+  kiln::v1::MeasureResult ok = sandbox.Measure(ReluBatch({"c-ok"}), 0);
+  EXPECT_EQ(ok.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << ok.error_message();
+  EXPECT_EQ(sandbox.worker_pid(), worker);  // the same worker: it survived
 }
 
 TEST(SandboxNoWorker, MissingWorkerBinaryIsARuntimeError) {

@@ -50,6 +50,20 @@ TEST(ArtifactStoreTest, UnknownShaIsNotFound) {
   EXPECT_EQ((*store)->Get("../../etc/passwd").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ArtifactStoreTest, RemoveDeletesTheFileOnly) {
+  TempDir dir;
+  auto store = ArtifactStore::Open(dir.path());
+  ASSERT_TRUE(store.ok());
+  auto kept = (*store)->Put("kept");
+  auto gone = (*store)->Put("gone");
+  ASSERT_TRUE(kept.ok() && gone.ok());
+  ASSERT_TRUE((*store)->Remove(*gone).ok());
+  EXPECT_FALSE((*store)->Contains(*gone));
+  EXPECT_TRUE((*store)->Contains(*kept));
+  EXPECT_EQ((*store)->Remove(*gone).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*store)->Remove("../../etc/passwd").code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ArtifactStoreTest, CorruptFileIsDataLoss) {
   TempDir dir;
   auto store = ArtifactStore::Open(dir.path());

@@ -374,6 +374,30 @@ TEST(LogDbTest, ArtifactMetadata) {
   EXPECT_EQ((*got)->created_unix_ms, 77);
 }
 
+// Listing by kind (oldest first) and deleting: the tracker's collection of
+// uploaded models no job uses.
+TEST(LogDbTest, ArtifactsListedByKindAndDeleted) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
+  const std::string a(64, 'a'), b(64, 'b'), c(64, 'c');
+  ASSERT_TRUE(db->AddArtifact({b, 2, "model", "", 20}).ok());
+  ASSERT_TRUE(db->AddArtifact({a, 1, "model", "j1", 10}).ok());
+  ASSERT_TRUE(db->AddArtifact({c, 3, "module", "j1", 5}).ok());
+  auto models = db->ListArtifacts("model");
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 2u);
+  EXPECT_EQ((*models)[0].sha256, a);
+  EXPECT_EQ((*models)[1].sha256, b);
+  EXPECT_EQ((*models)[1].size, 2);
+  ASSERT_TRUE(db->DeleteArtifact(a).ok());
+  ASSERT_TRUE(db->DeleteArtifact(a).ok());  // gone already: no error
+  models = db->ListArtifacts("model");
+  ASSERT_TRUE(models.ok());
+  ASSERT_EQ(models->size(), 1u);
+  EXPECT_EQ((*models)[0].sha256, b);
+  EXPECT_TRUE(db->GetArtifact(c)->has_value());
+}
+
 void ExpectSameRecord(const RecordRow& a, const RecordRow& b) {
   EXPECT_EQ(a.workload_key, b.workload_key);
   EXPECT_EQ(a.target, b.target);
