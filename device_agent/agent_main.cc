@@ -298,9 +298,10 @@ int main(int argc, char** argv) {
     }
     return sandbox.Measure(batch, index);
   });
-  std::fprintf(stderr, "kiln-agent %s: id %s, key %s, target %s, tracker %s\n", KILN_VERSION,
-               options.agent_id.c_str(), options.device_key.c_str(), options.target_spec.c_str(),
-               options.tracker.c_str());
+  std::fprintf(stderr, "kiln-agent %s: id %s, key %s, target %s, tracker %s, worker memory %s\n",
+               KILN_VERSION, options.agent_id.c_str(), options.device_key.c_str(),
+               options.target_spec.c_str(), options.tracker.c_str(),
+               worker_memory > 0 ? kiln::StrCat(worker_memory >> 20, " MiB").c_str() : "unlimited");
   absl::Status s = session.Run();
   if (!s.ok()) {
     std::fprintf(stderr, "kiln-agent: %s\n", std::string(s.message()).c_str());
