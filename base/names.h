@@ -22,8 +22,8 @@ inline constexpr size_t kMaxSpecBytes = 1024;
 [[nodiscard]] inline absl::Status CheckName(std::string_view what, std::string_view value,
                                             size_t max_bytes = kMaxNameBytes) {
   if (value.size() > max_bytes) {
-    return absl::InvalidArgumentError(StrCat(what, " is ", value.size(), " bytes; at most ",
-                                             max_bytes, " are allowed"));
+    return absl::InvalidArgumentError(
+        StrCat(what, " is ", value.size(), " bytes; at most ", max_bytes, " are allowed"));
   }
   if (!IsPrintableUtf8(value)) {
     return absl::InvalidArgumentError(

@@ -66,8 +66,8 @@ int RunJobs(const Command& self, const std::vector<std::string>& argv, const Cli
   if (!status.ok()) return RpcFail(self, status, env);
   std::vector<std::vector<std::string>> rows = {{"ID", "MODEL", "KEY", "STATE", "TRIALS"}};
   for (const kiln::v1::Job& j : response.jobs()) {
-    rows.push_back({j.job_id(), Printable(j.model_name()), Printable(j.device_key()), JobStateName(j.state()),
-                    StrCat(j.trials_done(), "/", j.trials())});
+    rows.push_back({j.job_id(), Printable(j.model_name()), Printable(j.device_key()),
+                    JobStateName(j.state()), StrCat(j.trials_done(), "/", j.trials())});
   }
   PrintTable(*env.out, rows);
   return 0;
@@ -174,8 +174,9 @@ int RunDevices(const Command& self, const std::vector<std::string>& argv, const 
       state = StrCat("quarantined until ", FormatTime(a.quarantined_until_unix_ms()), " (",
                      Printable(a.quarantine_reason()), ")");
     }
-    rows.push_back({Printable(a.agent_id()), Printable(a.device_key()), state, StrCat(a.in_flight()), StrCat(a.results()),
-                    FormatTime(a.last_seen_unix_ms()), Printable(a.target().spec()), Printable(a.hardware())});
+    rows.push_back({Printable(a.agent_id()), Printable(a.device_key()), state,
+                    StrCat(a.in_flight()), StrCat(a.results()), FormatTime(a.last_seen_unix_ms()),
+                    Printable(a.target().spec()), Printable(a.hardware())});
   }
   PrintTable(*env.out, rows);
   return 0;

@@ -217,8 +217,7 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
   // (Nothing the Hello says is logged before its token is checked.)
   auto caller = owner_->auth_->Authenticate(rpc::Authorization(ctx_));
   if (!caller.ok()) {
-    Log()->warn("agent session from {}: {}", ctx_->peer(),
-                std::string(caller.status().message()));
+    Log()->warn("agent session from {}: {}", ctx_->peer(), std::string(caller.status().message()));
     End(rpc::ToGrpc(caller.status()));
     return false;
   }

@@ -65,8 +65,9 @@ absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
   if (!stored.ok()) return stored.status();
   auto target = compiler::Target::Parse((*row)->target);
   if (!target.ok()) return target.status();
-  auto model = LoadStoredModel(**store, (*row)->model_sha256,
-                               ImportOptionsOf(*stored, **store, (*row)->model_sha256, max_elements, *target));
+  auto model = LoadStoredModel(
+      **store, (*row)->model_sha256,
+      ImportOptionsOf(*stored, **store, (*row)->model_sha256, max_elements, *target));
   if (!model.ok()) return model.status();
   if (const char* crash = std::getenv("KILN_TEST_CRASH_COMPILE"); crash && *crash == '1') {
     std::abort();

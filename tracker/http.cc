@@ -567,8 +567,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     if (!c) return;
     if (!c->role.empty() && !c->admin()) {
       res.status = 403;
-      res.set_content("/metrics is for an admin's token (kiln-tracker tokens create --role admin)\n",
-                      "text/plain");
+      res.set_content(
+          "/metrics is for an admin's token (kiln-tracker tokens create --role admin)\n",
+          "text/plain");
       return;
     }
     res.set_content(MetricsText(), "text/plain; version=0.0.4");

@@ -293,7 +293,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
     return absl::InvalidArgumentError(
         StrCat("bad target '", spec, "': ", std::string(target.status().message())));
   }
-  compiler::ImportOptions import = ImportOptionsOf(stored, *store_, req.model_sha256, options_.max_elements, *target);
+  compiler::ImportOptions import =
+      ImportOptionsOf(stored, *store_, req.model_sha256, options_.max_elements, *target);
   auto model = LoadStoredModel(*store_, req.model_sha256, import);
   if (!model.ok()) {
     absl::StatusCode code = model.status().code();
@@ -380,8 +381,8 @@ int JobManager::RunningJobsOf(const std::string& owner) {
   int n = 0;
   for (const auto& job : jobs) {
     std::lock_guard<std::mutex> lock(job->mu);
-    n += job->row.owner == owner &&
-         (!storage::IsFinal(job->row.state) || job->ended_ms.load() == 0);
+    n +=
+        job->row.owner == owner && (!storage::IsFinal(job->row.state) || job->ended_ms.load() == 0);
   }
   return n;
 }

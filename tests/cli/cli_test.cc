@@ -747,8 +747,8 @@ TEST_F(CliWithTracker, TuneLocalMeasuresRecordsAndCompiles) {
 TEST_F(CliWithTracker, ReportTreatsNamesAsData) {
   const std::string db = (dir_ / "hostile.db").string();
   const std::filesystem::path pwned = dir_ / "pwned";
-  const std::string attack = "x'\nsystem(\"touch " + pwned.string() + "\")\n`touch " +
-                             pwned.string() + "`\x1b[2J";
+  const std::string attack =
+      "x'\nsystem(\"touch " + pwned.string() + "\")\n`touch " + pwned.string() + "`\x1b[2J";
   {
     auto log = storage::LogDb::Open(db);
     ASSERT_TRUE(log.ok()) << log.status();

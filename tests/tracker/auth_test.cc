@@ -10,11 +10,10 @@
 #include <sstream>
 
 #include "base/names.h"
-
 #include "kiln/v1/agent.grpc.pb.h"
+#include "kiln/v1/tracker.grpc.pb.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
-#include "kiln/v1/tracker.grpc.pb.h"
 #include "tests/storage/test_util.h"
 #include "tests/tracker/test_models.h"
 #include "tracker/log_format.h"
@@ -339,7 +338,8 @@ TEST_F(RequireAuthTest, NamesAreBoundedPrintableText) {
   auto stub = pb::AgentSession::NewStub(channel_);
   st = Hello(*stub, agent_, "x", "key\nwith a newline");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(st.error_message(), "Hello's device_key must be printable UTF-8 (no control characters)");
+  EXPECT_EQ(st.error_message(),
+            "Hello's device_key must be printable UTF-8 (no control characters)");
   st = Hello(*stub, agent_, "x", std::string(300, 'k'));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
@@ -365,22 +365,24 @@ TEST(NamesTest, LogLinesStayOneLine) {
   sink->set_formatter(std::make_unique<PrintableFormatter>("[%l] %v"));
   spdlog::logger log("t", sink);
   log.warn("SubmitJob rejected: node '{}' is bad", "x\n[error] forged\x1b[31m");
-  EXPECT_EQ(text.str(), "[warning] SubmitJob rejected: node 'x\\x0a[error] forged\\x1b[31m' is bad\n");
+  EXPECT_EQ(text.str(),
+            "[warning] SubmitJob rejected: node 'x\\x0a[error] forged\\x1b[31m' is bad\n");
 }
 
 TEST(NamesTest, PrintableEscapesControlsAndBrokenUtf8) {
   EXPECT_EQ(Printable("plain ✓ text"), "plain ✓ text");
   EXPECT_EQ(Printable("a\nb\x1b[2J\\"), "a\\x0ab\\x1b[2J\\\\");
   EXPECT_EQ(Printable("\xff\xc3"), "\\xff\\xc3");
-  EXPECT_EQ(Printable("\xc2\x85"), "\\u{0085}");   // C1 NEL
-  EXPECT_EQ(Printable("\u202e"), "\\u{202e}");     // right-to-left override
+  EXPECT_EQ(Printable("\xc2\x85"), "\\u{0085}");            // C1 NEL
+  EXPECT_EQ(Printable("\u202e"), "\\u{202e}");              // right-to-left override
   EXPECT_EQ(Printable("\xe0\x80\xaf"), "\\xe0\\x80\\xaf");  // overlong
   EXPECT_TRUE(IsPrintableUtf8("名前 résumé"));
   EXPECT_FALSE(IsPrintableUtf8("\xed\xa0\x80"));  // a surrogate
   EXPECT_FALSE(IsPrintableUtf8(std::string("a\0b", 3)));
   EXPECT_EQ(ShownName(std::string(300, 'x')), std::string(253, 'x') + "...");
   EXPECT_TRUE(CheckName("n", ShownName(std::string(200, '\n'))).ok());
-  EXPECT_TRUE(CheckName("n", ShownName(std::string(100, 'x') + std::string(100, 'e') + "\xc3\xa9")).ok());
+  EXPECT_TRUE(
+      CheckName("n", ShownName(std::string(100, 'x') + std::string(100, 'e') + "\xc3\xa9")).ok());
   std::string accents;
   for (int i = 0; i < 200; ++i) accents += "\xc3\xa9";  // 400 bytes of é
   EXPECT_TRUE(CheckName("n", ShownName(accents)).ok()) << ShownName(accents);

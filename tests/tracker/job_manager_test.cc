@@ -308,8 +308,8 @@ TEST_F(JobManagerTest, ATinyModelCannotTakeTheTrackersMemory) {
 }
 
 size_t ThreadsOfThisProcess() {
-  return static_cast<size_t>(std::distance(fs::directory_iterator("/proc/self/task"),
-                                           fs::directory_iterator()));
+  return static_cast<size_t>(
+      std::distance(fs::directory_iterator("/proc/self/task"), fs::directory_iterator()));
 }
 
 // The security review's storm: 200 submit-then-cancel calls left hundreds of
