@@ -6,6 +6,7 @@
 // Value flags take "--name VALUE" or "--name=VALUE" and may repeat (every
 // occurrence is kept, Get returns the last); bool flags take no value;
 // anything not starting with '-' is positional, as is everything after "--".
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -72,6 +73,35 @@ inline absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& ar
     }
   }
   return out;
+}
+
+// "4G", "512M", "100000": a positive number of bytes, with an optional
+// binary suffix K, M, G or T; false on anything else or on overflow.
+inline bool ParseBytes(std::string text, int64_t* out) {
+  int shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        break;
+    }
+  }
+  if (shift > 0) text.pop_back();
+  int64_t v = 0;
+  if (!ParseInt64(text, &v) || v <= 0 || v > (INT64_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
 }
 
 }  // namespace kiln

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/bytes.h"
 #include "base/check.h"
 #include "base/str.h"
 
@@ -28,17 +29,6 @@ namespace {
 constexpr size_t kHeaderBytes = 152;
 constexpr char kSignaturePrefix[] = "KILNSIG2";
 
-uint32_t ReadU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint64_t ReadU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-
 std::string Sha256(std::string_view bytes) {
   std::string md(32, '\0');
   unsigned int len = 0;
@@ -46,16 +36,6 @@ std::string Sha256(std::string_view bytes) {
                         &len, EVP_sha256(), nullptr) == 1)
       << "EVP_Digest failed";
   return md;
-}
-
-std::string Hex(std::string_view raw) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : raw) {
-    out += kDigits[static_cast<uint8_t>(ch) >> 4];
-    out += kDigits[static_cast<uint8_t>(ch) & 15];
-  }
-  return out;
 }
 
 std::string OpenSslError() {

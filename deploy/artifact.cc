@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "base/bytes.h"
 #include "base/check.h"
 #include "base/str.h"
 #include "deploy/device.h"
@@ -34,18 +35,6 @@ namespace {
 constexpr uint32_t kMaxSections = 1024;
 constexpr size_t kAlign = 64;
 
-uint32_t ReadU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-
-uint64_t ReadU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-
 // SHA-256 of bytes: 32 raw bytes.
 std::string Sha256(std::string_view bytes) {
   std::string md(32, '\0');
@@ -55,16 +44,6 @@ std::string Sha256(std::string_view bytes) {
              len == 32)
       << "EVP_Digest(SHA-256) failed";
   return md;
-}
-
-std::string Hex(std::string_view raw) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : raw) {
-    out += kDigits[static_cast<uint8_t>(ch) >> 4];
-    out += kDigits[static_cast<uint8_t>(ch) & 15];
-  }
-  return out;
 }
 
 bool IsHex64(std::string_view text) {

@@ -120,34 +120,6 @@ std::optional<size_t> DeviceIndex(const std::string& device, const char* prefix,
   return static_cast<size_t>(n);
 }
 
-// "8G", "512M", "100000": bytes, with binary suffixes.
-bool ParseBytes(std::string text, int64_t* out) {
-  int shift = 0;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'K':
-        shift = 10;
-        break;
-      case 'M':
-        shift = 20;
-        break;
-      case 'G':
-        shift = 30;
-        break;
-      case 'T':
-        shift = 40;
-        break;
-      default:
-        break;
-    }
-  }
-  if (shift > 0) text.pop_back();
-  int64_t v = 0;
-  if (!kiln::ParseInt64(text, &v) || v <= 0 || v > (INT64_MAX >> shift)) return false;
-  *out = v << shift;
-  return true;
-}
-
 int Usage(const std::string& message) {
   std::fprintf(stderr, "kiln-agent: %s\n%s", message.c_str(), kUsage);
   return 2;
@@ -285,7 +257,7 @@ int main(int argc, char** argv) {
   // agent has no limit unless one is given.
   int64_t worker_memory = device.starts_with("cuda:") ? 0 : kiln::agent::DefaultWorkerMemoryBytes();
   if (flags.count("--worker-memory") && flags["--worker-memory"] != "0" &&
-      !ParseBytes(flags["--worker-memory"], &worker_memory)) {
+      !kiln::ParseBytes(flags["--worker-memory"], &worker_memory)) {
     return Usage("--worker-memory must be a size (e.g. 8G, 512M) or 0 for none");
   }
   if (flags.count("--worker-memory") && flags["--worker-memory"] == "0") worker_memory = 0;

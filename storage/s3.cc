@@ -6,6 +6,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "base/bytes.h"
 #include "base/str.h"
 #include "httplib.h"
 #include "storage/log_db.h"
@@ -27,16 +28,6 @@ std::string Hmac(std::string_view key, std::string_view data) {
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &n);
   return std::string(reinterpret_cast<char*>(out), n);
-}
-
-std::string Hex(std::string_view bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
 }
 
 // S3's URI encoding of a path: unreserved characters and '/' stay.

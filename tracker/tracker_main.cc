@@ -93,34 +93,6 @@ constexpr const char* kUsage =
     "DIR: the artifact store, a folder or an S3 bucket (s3://BUCKET/PREFIX; KILN_S3_ENDPOINT,\n"
     "    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION; cache: KILN_ARTIFACT_CACHE)\n";
 
-// "4G", "512M", "100000": bytes, with binary suffixes.
-bool ParseBytes(std::string text, int64_t* out) {
-  int shift = 0;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'K':
-        shift = 10;
-        break;
-      case 'M':
-        shift = 20;
-        break;
-      case 'G':
-        shift = 30;
-        break;
-      case 'T':
-        shift = 40;
-        break;
-      default:
-        break;
-    }
-  }
-  if (shift > 0) text.pop_back();
-  int64_t v = 0;
-  if (!kiln::ParseInt64(text, &v) || v <= 0 || v > (INT64_MAX >> shift)) return false;
-  *out = v << shift;
-  return true;
-}
-
 bool WritePortFile(const std::string& path, int port) {
   std::string tmp = path + ".tmp";
   {
@@ -377,7 +349,7 @@ int main(int argc, char** argv) {
     options.lease_timeout_ms = ms;
   }
   if (flags->Has("--max-model-bytes") &&
-      !ParseBytes(flags->Get("--max-model-bytes"), &options.jobs.max_model_bytes)) {
+      !kiln::ParseBytes(flags->Get("--max-model-bytes"), &options.jobs.max_model_bytes)) {
     std::fprintf(stderr,
                  "kiln-tracker: --max-model-bytes must be a positive size (e.g. 4G, 512M)\n");
     return 2;
@@ -415,7 +387,8 @@ int main(int argc, char** argv) {
     options.jobs.max_concurrent_compiles = static_cast<int>(n);
   }
   if (flags->Has("--compile-memory") &&
-      !ParseBytes(flags->Get("--compile-memory"), &options.jobs.compile_limits.memory_bytes)) {
+      !kiln::ParseBytes(flags->Get("--compile-memory"),
+                        &options.jobs.compile_limits.memory_bytes)) {
     std::fprintf(stderr, "kiln-tracker: --compile-memory must be a positive size (e.g. 16G)\n");
     return 2;
   }
@@ -470,7 +443,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (flags->Has("--upload-quota-bytes") &&
-      !ParseBytes(flags->Get("--upload-quota-bytes"), &options.uploaded_models.quota_bytes)) {
+      !kiln::ParseBytes(flags->Get("--upload-quota-bytes"), &options.uploaded_models.quota_bytes)) {
     std::fprintf(stderr,
                  "kiln-tracker: --upload-quota-bytes must be a positive size (e.g. 8G, 512M)\n");
     return 2;

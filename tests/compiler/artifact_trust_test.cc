@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "base/bytes.h"
 #include "base/str.h"
 #include "compiler/artifact_signing.h"
 #include "compiler/model.h"
@@ -330,15 +331,6 @@ std::string Redigest(const std::string& art, const std::string& section,
                nullptr);
     return d;
   };
-  auto hex = [](std::string_view raw) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string out;
-    for (char ch : raw) {
-      out += kDigits[static_cast<uint8_t>(ch) >> 4];
-      out += kDigits[static_cast<uint8_t>(ch) & 15];
-    }
-    return out;
-  };
   auto move = [](std::string bytes, const std::string& name, const std::string& data) {
     auto c = deploy::ParseContainer(bytes);
     EXPECT_TRUE(c.ok()) << c.status();
@@ -370,7 +362,7 @@ std::string Redigest(const std::string& art, const std::string& section,
     const std::string record = StrCat("section ", section, " sha256 ");
     const size_t at = manifest.find(record);
     EXPECT_NE(at, std::string::npos) << section;
-    manifest.replace(at + record.size(), 64, hex(sha(edited)));
+    manifest.replace(at + record.size(), 64, Hex(sha(edited)));
   }
   bytes = move(bytes, "manifest", manifest);
   bytes.replace(16, 32, sha(manifest));

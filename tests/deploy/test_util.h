@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/bytes.h"
 #include "deploy/dtype.h"
 
 namespace kiln::deploy::testing {
@@ -58,16 +59,6 @@ inline std::string Sha256(std::string_view bytes) {
   EVP_Digest(bytes.data(), bytes.size(), reinterpret_cast<unsigned char*>(md.data()), &len,
              EVP_sha256(), nullptr);
   return md;
-}
-
-inline std::string Hex(std::string_view raw) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : raw) {
-    out += kDigits[static_cast<uint8_t>(ch) >> 4];
-    out += kDigits[static_cast<uint8_t>(ch) & 15];
-  }
-  return out;
 }
 
 // Packs sections into a container (format version 2 unless `version` says

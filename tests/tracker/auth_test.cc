@@ -16,6 +16,7 @@
 #include "spdlog/spdlog.h"
 #include "tests/storage/test_util.h"
 #include "tests/tracker/test_models.h"
+#include "tests/tracker/test_tokens.h"
 #include "tracker/log_format.h"
 #include "tracker/server.h"
 
@@ -24,21 +25,7 @@ namespace {
 
 namespace pb = ::kiln::v1;
 
-// A token of `user` with `role` stored in `db`; returns its secret.
-std::string AddToken(storage::LogDb& db, const std::string& user, const std::string& role,
-                     int64_t* id = nullptr) {
-  auto secret = NewTokenSecret();
-  EXPECT_TRUE(secret.ok()) << secret.status();
-  storage::TokenRow row;
-  row.user = user;
-  row.role = role;
-  row.hash = TokenHash(*secret);
-  row.created_unix_ms = 1;
-  auto added = db.AddToken(row);
-  EXPECT_TRUE(added.ok()) << added.status();
-  if (id != nullptr) *id = added.ok() ? *added : 0;
-  return *secret;
-}
+using testing::AddToken;
 
 TEST(AuthTest, SecretsAreRandomAndOnlyTheirHashIsStored) {
   std::set<std::string> seen;

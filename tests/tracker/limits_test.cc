@@ -23,6 +23,7 @@
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "tests/storage/test_util.h"
 #include "tests/tracker/test_models.h"
+#include "tests/tracker/test_tokens.h"
 #include "tracker/auth.h"
 #include "tracker/server.h"
 
@@ -36,18 +37,7 @@ using std::chrono::milliseconds;
 
 constexpr const char* kTarget = "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic";
 
-std::string AddToken(storage::LogDb& db, const std::string& user, const std::string& role) {
-  auto secret = NewTokenSecret();
-  EXPECT_TRUE(secret.ok()) << secret.status();
-  storage::TokenRow row;
-  row.user = user;
-  row.role = role;
-  row.hash = TokenHash(*secret);
-  row.created_unix_ms = 1;
-  auto added = db.AddToken(row);
-  EXPECT_TRUE(added.ok()) << added.status();
-  return *secret;
-}
+using testing::AddToken;
 
 // Threads of this process (the tracker runs in it).
 int Threads() {
