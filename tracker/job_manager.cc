@@ -299,7 +299,12 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   if (!model.ok()) {
     absl::StatusCode code = model.status().code();
     if (code != absl::StatusCode::kUnimplemented) code = absl::StatusCode::kInvalidArgument;
-    return absl::Status(code, std::string(model.status().message()));
+    std::string message(model.status().message());
+    // A tensor past this tracker's bound: say which flag sets it.
+    if (message.find(StrCat(options_.max_elements, " elements")) != std::string::npos) {
+      message += " (this tracker's bound: kiln-tracker --max-elements)";
+    }
+    return absl::Status(code, message);
   }
   // Every task must have a schedule template before anything is stored.
   for (const auto& task : model->Tasks()) {

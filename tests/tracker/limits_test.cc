@@ -569,6 +569,9 @@ TEST_F(LimitsTest, TensorsPastTheBoundAreInvalidArgumentAtSubmit) {
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
     EXPECT_NE(st.error_message().find("268435456 elements"), std::string::npos)
         << st.error_message();
+    EXPECT_NE(st.error_message().find("(this tracker's bound: kiln-tracker --max-elements)"),
+              std::string::npos)
+        << st.error_message();
   }
   grpc::ClientContext ctx;
   As(ctx, ana_);
