@@ -5,6 +5,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,21 +23,13 @@
 #include "base/bytes.h"
 #include "base/check.h"
 #include "base/str.h"
+#include "compiler/sha256.h"
 
 namespace kiln::compiler {
 namespace {
 
 constexpr size_t kHeaderBytes = 152;
 constexpr char kSignaturePrefix[] = "KILNSIG2";
-
-std::string Sha256(std::string_view bytes) {
-  std::string md(32, '\0');
-  unsigned int len = 0;
-  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), reinterpret_cast<unsigned char*>(md.data()),
-                        &len, EVP_sha256(), nullptr) == 1)
-      << "EVP_Digest failed";
-  return md;
-}
 
 std::string OpenSslError() {
   unsigned long e = ERR_get_error();
@@ -137,9 +130,12 @@ absl::StatusOr<SigningKey> SigningKey::LoadOrCreate(const std::string& path, boo
   return key;
 }
 
-std::string SigningKey::PublicKeyPem() const {
+namespace {
+
+// What `write` puts in a memory BIO, as text (a PEM block).
+std::string PemOf(const std::function<int(BIO*)>& write) {
   BIO* bio = BIO_new(BIO_s_mem());
-  KILN_CHECK(bio != nullptr && PEM_write_bio_PUBKEY(bio, key_->pkey) == 1) << OpenSslError();
+  KILN_CHECK(bio != nullptr && write(bio) == 1) << OpenSslError();
   char* data = nullptr;
   const long n = BIO_get_mem_data(bio, &data);
   std::string out(data, static_cast<size_t>(n));
@@ -147,16 +143,16 @@ std::string SigningKey::PublicKeyPem() const {
   return out;
 }
 
+}  // namespace
+
+std::string SigningKey::PublicKeyPem() const {
+  return PemOf([&](BIO* bio) { return PEM_write_bio_PUBKEY(bio, key_->pkey); });
+}
+
 std::string SigningKey::PrivateKeyPem() const {
-  BIO* bio = BIO_new(BIO_s_mem());
-  KILN_CHECK(bio != nullptr &&
-             PEM_write_bio_PrivateKey(bio, key_->pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1)
-      << OpenSslError();
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(bio, &data);
-  std::string out(data, static_cast<size_t>(n));
-  BIO_free(bio);
-  return out;
+  return PemOf([&](BIO* bio) {
+    return PEM_write_bio_PrivateKey(bio, key_->pkey, nullptr, nullptr, 0, nullptr, nullptr);
+  });
 }
 
 std::string SigningKey::PublicKeyRaw() const {
@@ -189,71 +185,54 @@ std::string SigningKey::Sign(std::string_view message) const {
 
 namespace {
 
-// Reads `size` bytes at `offset` of the artifact into `out`; false on error.
-using ReadAt = std::function<bool(uint64_t offset, uint64_t size, char* out)>;
-
-// The signature block (header bytes 48..152) for an artifact of `file_size`
-// bytes read through `read`, after checking its container and digests; at
-// most a MiB of it is held at a time.
-absl::StatusOr<std::string> SignatureBlock(const ReadAt& read, uint64_t file_size,
-                                           const SigningKey& key) {
-  auto bytes_at = [&](uint64_t offset, uint64_t size) -> absl::StatusOr<std::string> {
+// The signature block (header bytes 48..152) for `bytes`, an artifact,
+// after checking its container and digests.
+absl::StatusOr<std::string> SignatureBlock(std::string_view bytes, const SigningKey& key) {
+  const uint64_t file_size = bytes.size();
+  auto bytes_at = [&](uint64_t offset, uint64_t size) -> absl::StatusOr<std::string_view> {
     if (offset > file_size || size > file_size - offset) {
       return absl::DataLossError("truncated artifact");
     }
-    std::string out(size, '\0');
-    if (!read(offset, size, out.data())) return absl::DataLossError("cannot read the artifact");
-    return out;
+    return bytes.substr(offset, size);
   };
-  absl::StatusOr<std::string> header = bytes_at(0, std::min<uint64_t>(file_size, kHeaderBytes));
-  if (!header.ok()) return header.status();
-  if (header->size() < 16 || header->substr(0, 8) != "KILNART1") {
+  const std::string_view header = bytes.substr(0, kHeaderBytes);
+  if (header.size() < 16 || header.substr(0, 8) != "KILNART1") {
     return absl::InvalidArgumentError("not a kiln artifact: bad magic");
   }
-  if (const uint32_t version = ReadU32(header->data() + 8); version != 2) {
+  if (const uint32_t version = ReadU32(header.data() + 8); version != 2) {
     return absl::InvalidArgumentError(StrCat("cannot sign an artifact of format version ", version,
                                              " (only version 2 carries digests): recompile it"));
   }
-  if (header->size() < kHeaderBytes) return absl::DataLossError("truncated artifact header");
-  const uint32_t count = ReadU32(header->data() + 12);
+  if (header.size() < kHeaderBytes) return absl::DataLossError("truncated artifact header");
+  const uint32_t count = ReadU32(header.data() + 12);
   if (count > 1024) return absl::DataLossError(StrCat("section count ", count));
-  struct Place {
-    uint64_t offset, size;
-  };
-  std::map<std::string, Place> sections;
+  std::map<std::string, std::string_view> sections;
   uint64_t pos = kHeaderBytes;
   for (uint32_t s = 0; s < count; ++s) {
-    absl::StatusOr<std::string> len_bytes = bytes_at(pos, 4);
+    absl::StatusOr<std::string_view> len_bytes = bytes_at(pos, 4);
     if (!len_bytes.ok()) return absl::DataLossError("truncated section table");
     const uint32_t len = ReadU32(len_bytes->data());
-    absl::StatusOr<std::string> entry = bytes_at(pos + 4, uint64_t{len} + 16);
+    absl::StatusOr<std::string_view> entry = bytes_at(pos + 4, uint64_t{len} + 16);
     if (!entry.ok()) return absl::DataLossError("truncated section table");
-    std::string name = entry->substr(0, len);
-    const Place place{ReadU64(entry->data() + len), ReadU64(entry->data() + len + 8)};
+    std::string name(entry->substr(0, len));
     pos += 4 + uint64_t{len} + 16;
-    if (place.offset > file_size || place.size > file_size - place.offset) {
+    absl::StatusOr<std::string_view> data =
+        bytes_at(ReadU64(entry->data() + len), ReadU64(entry->data() + len + 8));
+    if (!data.ok()) {
       return absl::DataLossError(StrCat("section '", name, "' runs past the end of the file"));
     }
-    if (!sections.emplace(name, place).second) {
+    if (!sections.emplace(name, *data).second) {
       return absl::DataLossError(StrCat("duplicate section '", name, "'"));
     }
   }
-  auto manifest_place = sections.find("manifest");
-  if (manifest_place == sections.end()) {
-    return absl::DataLossError("the artifact has no manifest");
-  }
-  if (manifest_place->second.size > (64 << 20)) {
-    return absl::DataLossError("the manifest is larger than 64 MiB");
-  }
-  absl::StatusOr<std::string> manifest =
-      bytes_at(manifest_place->second.offset, manifest_place->second.size);
-  if (!manifest.ok()) return manifest.status();
-  const std::string digest = Sha256(*manifest);
-  if (digest != header->substr(16, 32)) {
+  auto manifest = sections.find("manifest");
+  if (manifest == sections.end()) return absl::DataLossError("the artifact has no manifest");
+  const std::string digest = Sha256(manifest->second);
+  if (digest != header.substr(16, 32)) {
     return absl::DataLossError("the manifest does not hash to the header's digest");
   }
   std::map<std::string, std::string> listed;  // name -> hex
-  for (std::string_view line : StrSplit(*manifest, '\n')) {
+  for (std::string_view line : StrSplit(manifest->second, '\n')) {
     if (line.substr(0, 8) != "section ") continue;
     std::vector<std::string_view> f = StrSplit(line.substr(8), ' ');
     if (f.size() != 3 || f[1] != "sha256") {
@@ -261,27 +240,10 @@ absl::StatusOr<std::string> SignatureBlock(const ReadAt& read, uint64_t file_siz
     }
     listed.emplace(std::string(f[0]), std::string(f[2]));
   }
-  std::string chunk;
-  for (const auto& [name, place] : sections) {
+  for (const auto& [name, data] : sections) {
     if (name == "manifest") continue;
     auto it = listed.find(name);
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    KILN_CHECK(ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1)
-        << "EVP_DigestInit";
-    bool read_ok = true;
-    for (uint64_t done = 0; done < place.size && read_ok;) {
-      const uint64_t n = std::min<uint64_t>(place.size - done, 1 << 20);
-      chunk.resize(n);
-      read_ok = read(place.offset + done, n, chunk.data());
-      if (read_ok) EVP_DigestUpdate(ctx, chunk.data(), n);
-      done += n;
-    }
-    std::string md(32, '\0');
-    unsigned int md_len = 0;
-    EVP_DigestFinal_ex(ctx, reinterpret_cast<unsigned char*>(md.data()), &md_len);
-    EVP_MD_CTX_free(ctx);
-    if (!read_ok) return absl::DataLossError("cannot read the artifact");
-    if (it == listed.end() || it->second != Hex(md)) {
+    if (it == listed.end() || it->second != Hex(Sha256(data))) {
       return absl::DataLossError(
           StrCat("section '", name, "' does not match its digest in the manifest"));
     }
@@ -301,13 +263,7 @@ absl::StatusOr<std::string> SignatureBlock(const ReadAt& read, uint64_t file_siz
 }  // namespace
 
 absl::Status SignArtifact(std::string* artifact, const SigningKey& key) {
-  const std::string_view bytes = *artifact;
-  absl::StatusOr<std::string> block = SignatureBlock(
-      [&](uint64_t offset, uint64_t size, char* out) {
-        std::memcpy(out, bytes.data() + offset, size);
-        return true;
-      },
-      bytes.size(), key);
+  absl::StatusOr<std::string> block = SignatureBlock(*artifact, key);
   if (!block.ok()) return block.status();
   artifact->replace(48, block->size(), *block);
   return absl::OkStatus();
@@ -319,36 +275,31 @@ absl::Status SignArtifactFile(const std::string& path, const SigningKey& key,
   if (fd < 0) {
     return absl::NotFoundError(StrCat("cannot open '", path, "': ", std::strerror(errno)));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) != 0) return absl::InternalError(StrCat("cannot stat '", path, "'"));
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-  const ReadAt read = [fd](uint64_t offset, uint64_t size, char* out) {
-    while (size > 0) {
-      const ssize_t n = ::pread(fd, out, size, static_cast<off_t>(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      out += n;
-      offset += static_cast<uint64_t>(n);
-      size -= static_cast<uint64_t>(n);
+  const bool stated = ::fstat(fd, &st) == 0;
+  const size_t size = stated ? static_cast<size_t>(st.st_size) : 0;
+  // Mapped, not read: the file's pages stay the page cache's, so a large
+  // artifact is never copied into the signer's memory.
+  void* map = stated && size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  ::close(fd);
+  if (!stated) return absl::InternalError(StrCat("cannot stat '", path, "'"));
+  if (map == MAP_FAILED) {
+    return absl::InternalError(StrCat("cannot map '", path, "': ", std::strerror(errno)));
+  }
+  struct Unmap {
+    void* p;
+    size_t n;
+    ~Unmap() {
+      if (p != nullptr) ::munmap(p, n);
     }
-    return true;
-  };
-  absl::StatusOr<std::string> block = SignatureBlock(read, file_size, key);
+  } unmap{map, size};
+  const std::string_view bytes(static_cast<const char*>(map), size);
+  absl::StatusOr<std::string> block = SignatureBlock(bytes, key);
   if (!block.ok()) return block.status();
   // The header with its signature block, then the rest as it is.
-  std::string chunk(48, '\0');
-  if (!read(0, 48, chunk.data())) return absl::DataLossError("cannot read the artifact");
-  if (absl::Status st = write(chunk + *block); !st.ok()) return st;
-  for (uint64_t done = kHeaderBytes; done < file_size;) {
-    const uint64_t n = std::min<uint64_t>(file_size - done, 1 << 20);
-    chunk.resize(n);
-    if (!read(done, n, chunk.data())) return absl::DataLossError("cannot read the artifact");
-    if (absl::Status st = write(chunk); !st.ok()) return st;
-    done += n;
+  if (absl::Status st = write(StrCat(bytes.substr(0, 48), *block)); !st.ok()) return st;
+  for (size_t done = kHeaderBytes; done < size; done += 1 << 20) {
+    if (absl::Status st = write(bytes.substr(done, 1 << 20)); !st.ok()) return st;
   }
   return absl::OkStatus();
 }

@@ -47,9 +47,10 @@ class SigningKey {
 // already there is replaced). DATA_LOSS / INVALID_ARGUMENT on a bad artifact.
 absl::Status SignArtifact(std::string* artifact, const SigningKey& key);
 
-// As SignArtifact, for the artifact in the file at `path`, holding at most a
-// MiB of it at a time: checks it, then passes the signed artifact's bytes to
-// `write`, in order, in pieces (the file itself is left as it is).
+// As SignArtifact, for the artifact in the file at `path`, mapped rather
+// than read into memory: checks it, then passes the signed artifact's bytes
+// to `write`, in order, in pieces of at most a MiB (the file itself is left
+// as it is).
 absl::Status SignArtifactFile(const std::string& path, const SigningKey& key,
                               const std::function<absl::Status(std::string_view)>& write);
 

@@ -8,33 +8,16 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/bytes.h"
 #include "base/check.h"
 #include "base/str.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/passes.h"
+#include "compiler/sha256.h"
 
 namespace kiln::compiler {
 namespace {
-
-// Lower-case hex of a digest.
-std::string Hex(const unsigned char* md, unsigned int len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
-
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) == 1)
-      << "EVP_Digest failed";
-  return Hex(md, len);
-}
 
 // SHA-256 (hex) of a file, read in pieces.
 absl::StatusOr<std::string> FileSha256Hex(const std::string& path) {
@@ -55,7 +38,7 @@ absl::StatusOr<std::string> FileSha256Hex(const std::string& path) {
   EVP_DigestFinal_ex(ctx, md, &len);
   EVP_MD_CTX_free(ctx);
   if (n < 0) return absl::DataLossError(StrCat("reading model file '", path, "' failed"));
-  return Hex(md, len);
+  return Hex(std::string_view(reinterpret_cast<const char*>(md), len));
 }
 
 }  // namespace
@@ -64,7 +47,7 @@ absl::StatusOr<Model> Model::FromOnnx(std::string_view model_bytes, const Import
   auto graph = ImportOnnx(model_bytes, options);
   if (!graph.ok()) return graph.status();
   if (auto s = RunGraphPasses(**graph, options.plan_layouts); !s.ok()) return s;
-  return Model(*std::move(graph), Sha256Hex(model_bytes));
+  return Model(*std::move(graph), Hex(Sha256(model_bytes)));
 }
 
 absl::StatusOr<Model> Model::FromOnnxFile(const std::string& path, const ImportOptions& options) {

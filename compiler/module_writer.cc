@@ -1,14 +1,13 @@
 // CompileModel: fused groups -> kernels, memory plan, entry plan, shared
 // object, and the artifact container of docs/artifact-format.md.
 
-#include <openssl/evp.h>
-
 #include <cstring>
 #include <functional>
 #include <map>
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "base/bytes.h"
 #include "base/check.h"
 #include "base/str.h"
 #include "compiler/codegen/module.h"
@@ -17,6 +16,7 @@
 #include "compiler/graph/passes.h"
 #include "compiler/model.h"
 #include "compiler/ops/lower_workload.h"
+#include "compiler/sha256.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"
@@ -48,20 +48,6 @@ struct Section {
   std::function<void(char*)> fill;
   uint64_t Size() const { return fill ? size : data.size(); }
 };
-
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) == 1)
-      << "EVP_Digest failed";
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += kDigits[md[i] >> 4];
-    hex += kDigits[md[i] & 15];
-  }
-  return hex;
-}
 
 // The container of docs/artifact-format.md (version 2): the manifest
 // (`manifest`, completed here with a `section NAME sha256 HEX` record for
@@ -115,16 +101,12 @@ std::string WriteContainer(std::string manifest, const std::vector<Section>& sec
   for (size_t i = 0; i < sections.size(); ++i) {
     records +=
         StrCat("section ", sections[i].name, " sha256 ",
-               Sha256Hex(std::string_view(out).substr(offsets[i], sections[i].Size())), "\n");
+               Hex(Sha256(std::string_view(out).substr(offsets[i], sections[i].Size()))), "\n");
   }
   KILN_CHECK(records.size() == manifest.size() - manifest_base) << "digest records changed size";
   std::memcpy(out.data() + manifest_offset + manifest_base, records.data(), records.size());
-  unsigned int len = 0;
-  KILN_CHECK(EVP_Digest(out.data() + manifest_offset, manifest.size(),
-                        reinterpret_cast<unsigned char*>(out.data() + 16), &len, EVP_sha256(),
-                        nullptr) == 1 &&
-             len == 32)
-      << "EVP_Digest failed";
+  const std::string digest = Sha256(std::string_view(out).substr(manifest_offset, manifest.size()));
+  std::memcpy(out.data() + 16, digest.data(), digest.size());
   return out;
 }
 

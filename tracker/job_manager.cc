@@ -720,9 +720,9 @@ absl::Status JobManager::Compile(Job& job) {
     if (!compiled.ok()) return compiled.status();
     module = *std::move(compiled);
     if (options_.signing_key) {
-      // The worker never holds the key: its artifact is signed here,
-      // streamed from the store into a new file (the unsigned one stays
-      // there, unreferenced), never held whole in the tracker's memory.
+      // The worker never holds the key: its artifact is signed here, mapped
+      // from the store and written into a new file (the unsigned one stays
+      // there, unreferenced), never copied whole into the tracker's memory.
       auto path = store_->LocalPath(module.sha256);
       if (!path.ok()) return path.status();
       auto writer = store_->NewWriter();
