@@ -256,11 +256,14 @@ int main(int argc, char** argv) {
   // reserves address space for the whole device and host memory, so a CUDA
   // agent has no limit unless one is given.
   int64_t worker_memory = device.starts_with("cuda:") ? 0 : kiln::agent::DefaultWorkerMemoryBytes();
-  if (flags.count("--worker-memory") && flags["--worker-memory"] != "0" &&
-      !kiln::ParseBytes(flags["--worker-memory"], &worker_memory)) {
-    return Usage("--worker-memory must be a size (e.g. 8G, 512M) or 0 for none");
+  if (flags.count("--worker-memory")) {
+    const std::string& given = flags["--worker-memory"];
+    if (given == "0") {
+      worker_memory = 0;
+    } else if (!kiln::ParseBytes(given, &worker_memory)) {
+      return Usage("--worker-memory must be a size (e.g. 8G, 512M) or 0 for none");
+    }
   }
-  if (flags.count("--worker-memory") && flags["--worker-memory"] == "0") worker_memory = 0;
   kiln::agent::Sandbox sandbox("/proc/self/exe", worker_memory);
   kiln::agent::AgentSession session(options, [&](const kiln::v1::MeasureBatch& batch, int index) {
     if (default_timeout_ms > 0 && batch.timing().timeout_ms() <= 0) {

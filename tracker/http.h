@@ -12,20 +12,13 @@
 //                              counters and the farm's gauges)
 //
 // When the tracker requires tokens, every path but / needs one (an
-// `Authorization: Bearer` header, or `?token=` for a browser): a user sees
-// their own jobs, an admin all of them; devices and metrics are aggregate
-// and need any valid token. 401 otherwise.
+// `Authorization: Bearer` header, or `?token=` for a browser), 401 otherwise:
+// a user sees their own jobs, the farm's agents and the queues of their own
+// jobs' keys, an admin all of it; /metrics (every user's counts) is an
+// admin's, 403 for others; an agent's token gets 403 everywhere.
 //
-// Bounded (HttpLimits): each connection is served by its own thread, at most
-// max_connections at once; a connection beyond them is answered 503 and
-// closed at once, never queued. A request's line and headers must have
-// arrived within header_timeout_ms of when the server began waiting for it,
-// and the whole request (body and response included) within
-// request_timeout_ms: a client that trickles bytes (slowloris) loses its
-// connection at the deadline, not at the next 5 s read timeout, so it holds
-// a thread for a bounded time and the other connections are served
-// meanwhile. A connection idle between requests is closed after
-// keep_alive_ms; requests carry at most 64 KiB of headers and 64 KiB of body.
+// Served by BoundedHttpServer (tracker/bounded_http.h): a thread per
+// connection up to a cap, deadlines per request, not per read.
 
 #include <memory>
 #include <string>
@@ -34,23 +27,13 @@
 #include "absl/status/statusor.h"
 #include "tracker/agent_registry.h"
 #include "tracker/auth.h"
+#include "tracker/bounded_http.h"
 #include "tracker/clock.h"
 #include "tracker/dispatcher.h"
 #include "tracker/job_manager.h"
 #include "tracker/metrics.h"
 
 namespace kiln::tracker {
-class BoundedHttpServer;  // http.cc
-}
-
-namespace kiln::tracker {
-
-struct HttpLimits {
-  int max_connections = 64;            // kiln-tracker --http-max-connections
-  int64_t header_timeout_ms = 10000;   // --http-header-timeout-ms
-  int64_t request_timeout_ms = 30000;  // --http-request-timeout-ms
-  int64_t keep_alive_ms = 5000;        // idle wait for a connection's next request
-};
 
 struct HttpDeps {
   JobManager* jobs;

@@ -18,21 +18,13 @@
 #include "base/str.h"
 #include "compiler/config.h"
 #include "compiler/kernel.h"
-#include "spdlog/spdlog.h"
 #include "tracker/farm_measurer.h"
 #include "tracker/job_options.h"
+#include "tracker/log.h"
 #include "tuner/history.h"
 #include "tuner/search.h"
 
 namespace kiln::tracker {
-namespace {
-
-std::shared_ptr<spdlog::logger> Log() {
-  auto log = spdlog::get("tracker");
-  return log ? log : spdlog::default_logger();
-}
-
-}  // namespace
 
 struct JobManager::Job {
   std::mutex mu;

@@ -13,17 +13,14 @@
 #include "compiler/config.h"
 #include "kiln/v1/agent.pb.h"
 #include "kiln/v1/tracker.pb.h"
-#include "spdlog/spdlog.h"
 #include "storage/vocabulary.h"
+#include "tracker/log.h"
 
 namespace kiln::tracker::rpc {
 
 namespace pb = ::kiln::v1;
 
-inline std::shared_ptr<spdlog::logger> Log() {
-  auto log = spdlog::get("tracker");
-  return log ? log : spdlog::default_logger();
-}
+using ::kiln::tracker::Log;  // tracker/log.h
 
 inline grpc::Status ToGrpc(const absl::Status& st) {
   if (st.ok()) return grpc::Status::OK;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@
 #include "spdlog/spdlog.h"
 #include "tracker/auth.h"
 #include "tracker/compile_sandbox.h"
-#include "tracker/log_format.h"
+#include "tracker/log.h"
 #include "tracker/server.h"
 
 namespace {
@@ -257,43 +258,66 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  auto flags = kiln::ParseFlags(args,
-                                {"--listen",
-                                 "--db",
-                                 "--artifacts",
-                                 "--port-file",
-                                 "--token",
-                                 "--lease-timeout-ms",
-                                 "--max-model-bytes",
-                                 "--max-elements",
-                                 "--compile-timeout-s",
-                                 "--compile-memory",
-                                 "--max-concurrent-compiles",
-                                 "--max-jobs-per-user",
-                                 "--tls-cert",
-                                 "--tls-key",
-                                 "--tls-client-ca",
-                                 "--user-weight",
-                                 "--http",
-                                 "--http-port-file",
-                                 "--tracker-id",
-                                 "--job-lease-ms",
-                                 "--signing-key",
-                                 "--http-max-connections",
-                                 "--http-header-timeout-ms",
-                                 "--http-request-timeout-ms",
-                                 "--http-keep-alive-ms",
-                                 "--keepalive-time-ms",
-                                 "--keepalive-timeout-ms",
-                                 "--max-watches-per-user",
-                                 "--max-watches",
-                                 "--max-uploads-per-user",
-                                 "--max-uploads",
-                                 "--upload-idle-timeout-ms",
-                                 "--upload-quota-bytes",
-                                 "--model-grace-s",
-                                 "--model-gc-interval-s"},
-                                {"--require-auth", "--allow-anonymous"});
+  // Bounds on what clients may hold (docs/operator-guide.md, "Limits").
+  struct IntFlag {
+    const char* name;
+    int64_t lo, hi;
+    std::function<void(int64_t)> set;
+  };
+  const std::vector<IntFlag> bounds = {
+      {"--http-max-connections", 1, 10000,
+       [&](int64_t v) { options.http_limits.max_connections = static_cast<int>(v); }},
+      {"--http-header-timeout-ms", 100, 3600000,
+       [&](int64_t v) { options.http_limits.header_timeout_ms = v; }},
+      {"--http-request-timeout-ms", 100, 3600000,
+       [&](int64_t v) { options.http_limits.request_timeout_ms = v; }},
+      {"--http-keep-alive-ms", 100, 3600000,
+       [&](int64_t v) { options.http_limits.keep_alive_ms = v; }},
+      {"--keepalive-time-ms", 1000, 86400000,
+       [&](int64_t v) { options.keepalive_time_ms = static_cast<int>(v); }},
+      {"--keepalive-timeout-ms", 1000, 3600000,
+       [&](int64_t v) { options.keepalive_timeout_ms = static_cast<int>(v); }},
+      {"--max-watches-per-user", 1, 100000,
+       [&](int64_t v) { options.watch_limits.per_user = static_cast<int>(v); }},
+      {"--max-watches", 1, 100000,
+       [&](int64_t v) { options.watch_limits.total = static_cast<int>(v); }},
+      {"--max-uploads-per-user", 1, 100000,
+       [&](int64_t v) { options.upload_limits.per_user = static_cast<int>(v); }},
+      {"--max-uploads", 1, 100000,
+       [&](int64_t v) { options.upload_limits.total = static_cast<int>(v); }},
+      {"--upload-idle-timeout-ms", 100, 86400000,
+       [&](int64_t v) { options.upload_limits.idle_timeout_ms = v; }},
+      {"--model-grace-s", 0, 366 * 86400,
+       [&](int64_t v) { options.uploaded_models.grace_ms = v * 1000; }},
+      {"--model-gc-interval-s", 1, 366 * 86400,
+       [&](int64_t v) { options.model_gc_interval_ms = v * 1000; }},
+  };
+  std::set<std::string> value_flags = {
+      "--listen",
+      "--db",
+      "--artifacts",
+      "--port-file",
+      "--token",
+      "--lease-timeout-ms",
+      "--max-model-bytes",
+      "--max-elements",
+      "--compile-timeout-s",
+      "--compile-memory",
+      "--max-concurrent-compiles",
+      "--max-jobs-per-user",
+      "--tls-cert",
+      "--tls-key",
+      "--tls-client-ca",
+      "--user-weight",
+      "--http",
+      "--http-port-file",
+      "--tracker-id",
+      "--job-lease-ms",
+      "--signing-key",
+      "--upload-quota-bytes",
+  };
+  for (const IntFlag& f : bounds) value_flags.insert(f.name);
+  auto flags = kiln::ParseFlags(args, value_flags, {"--require-auth", "--allow-anonymous"});
   if (!flags.ok() || !flags->positional.empty()) {
     std::string why = flags.ok() ? kiln::StrCat("unexpected argument '", flags->positional[0], "'")
                                  : std::string(flags.status().message());
@@ -392,40 +416,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kiln-tracker: --compile-memory must be a positive size (e.g. 16G)\n");
     return 2;
   }
-  // Bounds on what clients may hold (docs/operator-guide.md, "Limits").
-  struct IntFlag {
-    const char* name;
-    int64_t lo, hi;
-    std::function<void(int64_t)> set;
-  };
-  const std::vector<IntFlag> bounds = {
-      {"--http-max-connections", 1, 10000,
-       [&](int64_t v) { options.http_limits.max_connections = static_cast<int>(v); }},
-      {"--http-header-timeout-ms", 100, 3600000,
-       [&](int64_t v) { options.http_limits.header_timeout_ms = v; }},
-      {"--http-request-timeout-ms", 100, 3600000,
-       [&](int64_t v) { options.http_limits.request_timeout_ms = v; }},
-      {"--http-keep-alive-ms", 100, 3600000,
-       [&](int64_t v) { options.http_limits.keep_alive_ms = v; }},
-      {"--keepalive-time-ms", 1000, 86400000,
-       [&](int64_t v) { options.keepalive_time_ms = static_cast<int>(v); }},
-      {"--keepalive-timeout-ms", 1000, 3600000,
-       [&](int64_t v) { options.keepalive_timeout_ms = static_cast<int>(v); }},
-      {"--max-watches-per-user", 1, 100000,
-       [&](int64_t v) { options.watch_limits.per_user = static_cast<int>(v); }},
-      {"--max-watches", 1, 100000,
-       [&](int64_t v) { options.watch_limits.total = static_cast<int>(v); }},
-      {"--max-uploads-per-user", 1, 100000,
-       [&](int64_t v) { options.upload_limits.per_user = static_cast<int>(v); }},
-      {"--max-uploads", 1, 100000,
-       [&](int64_t v) { options.upload_limits.total = static_cast<int>(v); }},
-      {"--upload-idle-timeout-ms", 100, 86400000,
-       [&](int64_t v) { options.upload_limits.idle_timeout_ms = v; }},
-      {"--model-grace-s", 0, 366 * 86400,
-       [&](int64_t v) { options.uploaded_models.grace_ms = v * 1000; }},
-      {"--model-gc-interval-s", 1, 366 * 86400,
-       [&](int64_t v) { options.model_gc_interval_ms = v * 1000; }},
-  };
   for (const IntFlag& f : bounds) {
     if (!flags->Has(f.name)) continue;
     int64_t v = 0;

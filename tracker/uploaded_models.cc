@@ -6,19 +6,10 @@
 #include <utility>
 
 #include "base/str.h"
-#include "spdlog/spdlog.h"
 #include "tracker/job_options.h"
+#include "tracker/log.h"
 
 namespace kiln::tracker {
-namespace {
-
-std::shared_ptr<spdlog::logger> Log() {
-  auto log = spdlog::get("tracker");
-  return log ? log : spdlog::default_logger();
-}
-
-}  // namespace
-
 UploadedModels::UploadedModels(storage::LogDb* db, storage::ArtifactStore* store,
                                const Clock* clock, UploadedModelsOptions options)
     : db_(db), store_(store), clock_(clock), options_(options) {}

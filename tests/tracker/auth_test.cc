@@ -17,7 +17,7 @@
 #include "tests/storage/test_util.h"
 #include "tests/tracker/test_models.h"
 #include "tests/tracker/test_tokens.h"
-#include "tracker/log_format.h"
+#include "tracker/log.h"
 #include "tracker/server.h"
 
 namespace kiln::tracker {

@@ -1,16 +1,23 @@
 #pragma once
-// The tracker's log lines stay one line each, whatever a user put in a
-// string that reaches one (an ONNX node's name in an import error, a file
-// location): the message's control characters are escaped (base/str.h:
-// Printable) before spdlog's pattern lays it out.
+// The tracker's logger ("tracker", set up by kiln-tracker; spdlog's default
+// one in tests), and its formatter: log lines stay one line each, whatever a
+// user put in a string that reaches one (an ONNX node's name in an import
+// error, a file location): the message's control characters are escaped
+// (base/str.h: Printable) before spdlog's pattern lays it out.
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "base/str.h"
 #include "spdlog/pattern_formatter.h"
+#include "spdlog/spdlog.h"
 
 namespace kiln::tracker {
+
+inline std::shared_ptr<spdlog::logger> Log() {
+  auto log = spdlog::get("tracker");
+  return log ? log : spdlog::default_logger();
+}
 
 class PrintableFormatter final : public spdlog::formatter {
  public:
