@@ -7,7 +7,6 @@
 // nothing covers, give exactly the original output: no signal, no wrong
 // answer.
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +27,7 @@
 #include "base/str.h"
 #include "compiler/artifact_signing.h"
 #include "compiler/model.h"
+#include "compiler/sha256.h"
 #include "compiler/target.h"
 #include "deploy/artifact.h"
 #include "deploy/runtime.h"
@@ -324,13 +324,6 @@ class Campaign {
 // it redone too. The signature block is left as it was.
 std::string Redigest(const std::string& art, const std::string& section,
                      const std::string& edited) {
-  auto sha = [](std::string_view b) {
-    std::string d(32, '\0');
-    unsigned int len = 0;
-    EVP_Digest(b.data(), b.size(), reinterpret_cast<unsigned char*>(d.data()), &len, EVP_sha256(),
-               nullptr);
-    return d;
-  };
   auto move = [](std::string bytes, const std::string& name, const std::string& data) {
     auto c = deploy::ParseContainer(bytes);
     EXPECT_TRUE(c.ok()) << c.status();
@@ -362,10 +355,10 @@ std::string Redigest(const std::string& art, const std::string& section,
     const std::string record = StrCat("section ", section, " sha256 ");
     const size_t at = manifest.find(record);
     EXPECT_NE(at, std::string::npos) << section;
-    manifest.replace(at + record.size(), 64, Hex(sha(edited)));
+    manifest.replace(at + record.size(), 64, Hex(Sha256(edited)));
   }
   bytes = move(bytes, "manifest", manifest);
-  bytes.replace(16, 32, sha(manifest));
+  bytes.replace(16, 32, Sha256(manifest));
   return bytes;
 }
 
