@@ -3,6 +3,8 @@
 
   bench/gpu_bench.py --bin-dir BUILD [--device cuda:0] [--suite matmul,conv,resnet50]
                      [--matmul-trials N] [--conv-trials N] [--resnet-trials N]
+                     [--matmul-sizes 1024,4096] [--conv-layers 64x56,128x28,...]
+                     [--tune-timeout S] [--seed-db FILE] [--save-db FILE]
 
 Starts a kiln-tracker and one `kiln-agent --device DEVICE` on this machine,
 tunes each case through them (the farm's timing policy; CUDA events on a
@@ -13,10 +15,16 @@ CUDA device), and prints one table against the baseline timed here:
            timed with CUDA events.
   conv     ResNet-18's 3x3 stride-1 convolutions (batch 1): kiln's best kernel
            against torch.nn.functional.conv2d (cuDNN, TF32 off).
-  resnet50 ResNet-50 batch 1 (tests/models/make_models.py, random weights):
-           the fetched artifact run with `kiln-run --device DEVICE` (inputs
-           and outputs copied every run) against PyTorch eager fp32 on the
-           same graph (torchvision's resnet50 when importable).
+  resnet50 ResNet-50 batch 1 (tests/models/make_models.py, random weights),
+           compiled untuned (`kiln compile`) and with the farm's tuning log
+           after a job of --resnet-trials, each run with `kiln-run --device
+           DEVICE` (inputs and outputs copied every run) against PyTorch
+           eager fp32 on the same graph (torchvision's resnet50).
+
+A job still running after --tune-timeout seconds is cancelled and what it
+measured so far counts. --seed-db starts the tracker on a copy of an
+earlier run's log (the tuning goes on from there); --save-db keeps this
+run's log.
 
 Targets on an H100 (issue 9): MatMul 4096^3 >= 0.7x cuBLAS fp32; ResNet-50
 batch 1 faster than PyTorch eager fp32 (4.9 ms), tuned with <= 2,000 trials.
@@ -27,6 +35,7 @@ its timings say nothing of a GPU.
 """
 import argparse
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -101,11 +110,17 @@ class Bench:
         self.args = args
         self.tmp = tmp
         self.farm = Farm(tmp, args.bin_dir)
+        if args.seed_db:
+            shutil.copyfile(args.seed_db, self.farm.db)
         self.farm.start_tracker(extra=["--max-jobs-per-user", "100"])
         self.farm.start([f"{args.bin_dir}/device_agent/kiln-agent", "--tracker", self.farm.addr,
                          "--key", KEY, "--id", "gpu-0", "--device", args.device], "agent0.log")
         devices = self.farm.wait_devices(KEY)
         self.device_line = next((l for l in devices.splitlines() if KEY in l), "?")
+        listed = subprocess.run([f"{args.bin_dir}/device_agent/kiln-agent", "--list-devices"],
+                                capture_output=True, text=True).stdout
+        line = next(l for l in listed.splitlines() if l.startswith(f"{args.device}:"))
+        self.target = line.rsplit("(target ", 1)[1].rstrip(")")
         self.rows = []
 
     def tune(self, model, trials):
@@ -115,9 +130,14 @@ class Bench:
         if r.returncode != 0:
             sys.exit(f"kiln tune {model} failed:\n{r.stdout}{r.stderr}")
         job = r.stdout.splitlines()[0].strip()
-        out, state = self.farm.wait_job(job, timeout=24 * 3600)
-        if state != "completed":
-            sys.exit(f"job {job} ended {state}:\n{out}\n{self.farm.log('tracker.log')}")
+        out, state = self.farm.wait_job(job, timeout=self.args.tune_timeout)
+        if state not in ("completed", "failed", "cancelled"):
+            print(f"job {job} still {state or 'running'} after {self.args.tune_timeout} s: "
+                  "cancelled; its records so far count", flush=True)
+            self.farm.kiln("cancel", job, "--tracker", self.farm.addr)
+            out, state = self.farm.wait_job(job, timeout=60)
+        if state == "failed":
+            sys.exit(f"job {job} failed:\n{out}\n{self.farm.log('tracker.log')}")
         return job, time.monotonic() - t0
 
     def best_kernel_ms(self, job):
@@ -130,7 +150,7 @@ class Bench:
         self.rows.append((case, kiln_ms, base_ms, base_name, trials, tune_s))
 
     def matmul(self, torch):
-        for n in (1024, 4096):
+        for n in (int(v) for v in self.args.matmul_sizes.split(",")):
             path = os.path.join(self.tmp, f"mm{n}.onnx")
             matmul_model(path, n)
             job, tune_s = self.tune(path, self.args.matmul_trials)
@@ -143,7 +163,8 @@ class Bench:
                      "cuBLAS", self.args.matmul_trials, tune_s)
 
     def conv(self, torch):
-        for c, hw in RESNET18_3X3:
+        for c, hw in (tuple(int(v) for v in l.split("x"))
+                      for l in self.args.conv_layers.split(",")):
             path = os.path.join(self.tmp, f"conv{c}.onnx")
             conv_model(path, c, hw)
             job, tune_s = self.tune(path, self.args.conv_trials)
@@ -155,17 +176,8 @@ class Bench:
             self.add(f"conv 3x3 {c}ch {hw}x{hw} (kernel)", self.best_kernel_ms(job), base,
                      "cuDNN", self.args.conv_trials, tune_s)
 
-    def resnet50(self, torch):
-        import make_models
-        case = make_models.MODELS["resnet50"]()
-        path = os.path.join(self.tmp, "resnet50.onnx")
-        onnx.save(case.model, path)
-        job, tune_s = self.tune(path, self.args.resnet_trials)
-        art = os.path.join(self.tmp, "resnet50.kiln")
-        r = self.farm.kiln("fetch", job, "--tracker", self.farm.addr, "-o", art)
-        if r.returncode != 0:
-            sys.exit(f"kiln fetch failed:\n{r.stderr}")
-        (name, x), = case.feeds.items()
+    def run_ms(self, art, name, x):
+        """kiln-run's median over 50 runs of the artifact on the device."""
         np.save(os.path.join(self.tmp, "x.npy"), x)
         r = subprocess.run([f"{self.args.bin_dir}/deploy/kiln-run", art, "--device",
                             self.args.device, "--input", f"{name}={self.tmp}/x.npy",
@@ -173,19 +185,38 @@ class Bench:
                             "--warmup", "10"], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"kiln-run failed:\n{r.stderr}")
-        kiln_ms = float(r.stdout.strip().splitlines()[-1].split("=", 1)[1])
+        return float(r.stdout.strip().splitlines()[-1].split("=", 1)[1])
+
+    def compile(self, path, art, db):
+        t0 = time.monotonic()
+        r = self.farm.kiln("compile", path, "--db", db, "-o", art, "--target", self.target)
+        if r.returncode != 0:
+            sys.exit(f"kiln compile failed:\n{r.stderr}")
+        return time.monotonic() - t0
+
+    def resnet50(self, torch):
+        import make_models
+        case = make_models.MODELS["resnet50"]()
+        path = os.path.join(self.tmp, "resnet50.onnx")
+        onnx.save(case.model, path)
+        (name, x), = case.feeds.items()
         base, base_name = float("nan"), "PyTorch eager"
         if torch:
-            try:
-                import torchvision
-                model = torchvision.models.resnet50().cuda().eval()
-                xt = torch.from_numpy(x).cuda()
-                with torch.no_grad():
-                    base = cuda_event_ms(torch, lambda: model(xt))
-            except ImportError:
-                base_name = "PyTorch eager (no torchvision here)"
-        self.add("ResNet-50 batch 1 (end to end)", kiln_ms, base, base_name,
-                 self.args.resnet_trials, tune_s)
+            import torchvision
+            model = torchvision.models.resnet50().cuda().eval()
+            xt = torch.from_numpy(x).cuda()
+            with torch.no_grad():
+                base = cuda_event_ms(torch, lambda: model(xt))
+        untuned = os.path.join(self.tmp, "resnet50-untuned.kiln")
+        compile_s = self.compile(path, untuned, os.path.join(self.tmp, "empty.db"))
+        self.add("ResNet-50 batch 1 untuned (end to end)", self.run_ms(untuned, name, x), base,
+                 base_name, 0, compile_s)
+        if self.args.resnet_trials > 0:
+            job, tune_s = self.tune(path, self.args.resnet_trials)
+            tuned = os.path.join(self.tmp, "resnet50-tuned.kiln")
+            self.compile(path, tuned, self.farm.db)
+            self.add("ResNet-50 batch 1 tuned (end to end)", self.run_ms(tuned, name, x), base,
+                     base_name, self.args.resnet_trials, tune_s)
 
     def print_table(self, why_no_baseline):
         print(f"\nagent: {self.device_line.strip()}")
@@ -208,6 +239,11 @@ def main():
     p.add_argument("--matmul-trials", type=int, default=300)
     p.add_argument("--conv-trials", type=int, default=200)
     p.add_argument("--resnet-trials", type=int, default=2000)
+    p.add_argument("--matmul-sizes", default="1024,4096")
+    p.add_argument("--conv-layers", default=",".join(f"{c}x{hw}" for c, hw in RESNET18_3X3))
+    p.add_argument("--tune-timeout", type=float, default=24 * 3600)
+    p.add_argument("--seed-db")
+    p.add_argument("--save-db")
     args = p.parse_args()
     listed = subprocess.run([f"{args.bin_dir}/device_agent/kiln-agent", "--list-devices"],
                             capture_output=True, text=True).stdout
@@ -219,10 +255,18 @@ def main():
         bench = Bench(args, tmp)
         try:
             for part in args.suite.split(","):
-                getattr(bench, part)(torch)
+                try:
+                    getattr(bench, part)(torch)
+                except (SystemExit, Exception) as e:  # the other parts still run
+                    print(f"{part}: {type(e).__name__}: {e}", flush=True)
         finally:
             bench.farm.stop()
-        bench.print_table(why)
+            bench.print_table(why)
+            if args.save_db:  # the log, and beside it the farm's logs
+                shutil.copyfile(bench.farm.db, args.save_db)
+                for log in ("tracker.log", "agent0.log"):
+                    shutil.copyfile(os.path.join(tmp, log), os.path.join(
+                        os.path.dirname(os.path.abspath(args.save_db)), "bench-" + log))
     return 0
 
 
