@@ -89,7 +89,7 @@ if [[ $steps == *bench* ]]; then
   note "== bench/gpu_bench.py, $(elapsed) s in"
   seed=()
   [ -n "${GPU_CHECK_SEED_DB:-}" ] && seed=(--seed-db "$GPU_CHECK_SEED_DB")
-  timeout "${GPU_CHECK_BENCH_S:-200}" python3 bench/gpu_bench.py --bin-dir "$bindir" \
+  timeout -s INT -k 20 "${GPU_CHECK_BENCH_S:-200}" python3 bench/gpu_bench.py --bin-dir "$bindir" \
     --device cuda:0 --suite matmul,conv,resnet50 --matmul-sizes 4096 --conv-layers 64x56 \
     --matmul-trials "${GPU_CHECK_MATMUL_TRIALS:-64}" --conv-trials "${GPU_CHECK_CONV_TRIALS:-32}" \
     --resnet-trials "${GPU_CHECK_RESNET_TRIALS:-64}" --tune-timeout "${GPU_CHECK_TUNE_S:-40}" \
