@@ -116,29 +116,36 @@ class Bench:
         self.farm.start([f"{args.bin_dir}/device_agent/kiln-agent", "--tracker", self.farm.addr,
                          "--key", KEY, "--id", "gpu-0", "--device", args.device], "agent0.log")
         devices = self.farm.wait_devices(KEY)
-        self.device_line = next((l for l in devices.splitlines() if KEY in l), "?")
+        self.device_line = next((l for l in devices.splitlines() if KEY in l and "connected" in l),
+                                "?")
         listed = subprocess.run([f"{args.bin_dir}/device_agent/kiln-agent", "--list-devices"],
                                 capture_output=True, text=True).stdout
         line = next(l for l in listed.splitlines() if l.startswith(f"{args.device}:"))
         self.target = line.rsplit("(target ", 1)[1].rstrip(")")
         self.rows = []
 
-    def tune(self, model, trials):
+    def tune(self, model, trials, timeout=None):
         t0 = time.monotonic()
         r = self.farm.kiln("tune", model, "--tracker", self.farm.addr, "--key", KEY,
                            "--trials", str(trials))
         if r.returncode != 0:
             sys.exit(f"kiln tune {model} failed:\n{r.stdout}{r.stderr}")
         job = r.stdout.splitlines()[0].strip()
-        out, state = self.farm.wait_job(job, timeout=self.args.tune_timeout)
+        timeout = timeout or self.args.tune_timeout
+        out, state = self.farm.wait_job(job, timeout=timeout)
         if state not in ("completed", "failed", "cancelled"):
-            print(f"job {job} still {state or 'running'} after {self.args.tune_timeout} s: "
+            print(f"job {job} still {state or 'running'} after {timeout} s: "
                   "cancelled; its records so far count", flush=True)
             self.farm.kiln("cancel", job, "--tracker", self.farm.addr)
             out, state = self.farm.wait_job(job, timeout=60)
         if state == "failed":
             sys.exit(f"job {job} failed:\n{out}\n{self.farm.log('tracker.log')}")
         return job, time.monotonic() - t0
+
+    def measured(self, job):
+        """The job's candidates measured (the trials it spent)."""
+        with sqlite3.connect(self.farm.db) as c:
+            return c.execute("SELECT COUNT(*) FROM records WHERE job_id = ?", (job,)).fetchone()[0]
 
     def best_kernel_ms(self, job):
         with sqlite3.connect(self.farm.db) as c:
@@ -160,7 +167,7 @@ class Bench:
                 b = torch.randn(n, n, device="cuda")
                 base = cuda_event_ms(torch, lambda: torch.matmul(a, b))
             self.add(f"MatMul {n}^3 fp32 (kernel)", self.best_kernel_ms(job), base,
-                     "cuBLAS", self.args.matmul_trials, tune_s)
+                     "cuBLAS", self.measured(job), tune_s)
 
     def conv(self, torch):
         for c, hw in (tuple(int(v) for v in l.split("x"))
@@ -174,7 +181,7 @@ class Bench:
                 w = torch.randn(c, c, 3, 3, device="cuda")
                 base = cuda_event_ms(torch, lambda: torch.nn.functional.conv2d(x, w, padding=1))
             self.add(f"conv 3x3 {c}ch {hw}x{hw} (kernel)", self.best_kernel_ms(job), base,
-                     "cuDNN", self.args.conv_trials, tune_s)
+                     "cuDNN", self.measured(job), tune_s)
 
     def run_ms(self, art, name, x):
         """kiln-run's median over 50 runs of the artifact on the device."""
@@ -212,17 +219,21 @@ class Bench:
         self.add("ResNet-50 batch 1 untuned (end to end)", self.run_ms(untuned, name, x), base,
                  base_name, 0, compile_s)
         if self.args.resnet_trials > 0:
-            job, tune_s = self.tune(path, self.args.resnet_trials)
+            job, tune_s = self.tune(path, self.args.resnet_trials, self.args.resnet_tune_timeout)
+            with sqlite3.connect(self.farm.db) as c:  # this run's and any seeded log's
+                trials = c.execute("SELECT COUNT(*) FROM records WHERE target = ? AND "
+                                   "workload_key IN (SELECT workload_key FROM job_tasks WHERE "
+                                   "job_id = ?)", (self.target, job)).fetchone()[0]
             tuned = os.path.join(self.tmp, "resnet50-tuned.kiln")
             self.compile(path, tuned, self.farm.db)
             self.add("ResNet-50 batch 1 tuned (end to end)", self.run_ms(tuned, name, x), base,
-                     base_name, self.args.resnet_trials, tune_s)
+                     base_name, trials, tune_s)
 
     def print_table(self, why_no_baseline):
         print(f"\nagent: {self.device_line.strip()}")
         if why_no_baseline:
             print(f"baseline: none ({why_no_baseline})")
-        print("\n| case | kiln ms | baseline | baseline ms | kiln / baseline speed | trials "
+        print("\n| case | kiln ms | baseline | baseline ms | kiln / baseline speed | trials measured "
               "| tuning s |")
         print("|---|---:|---|---:|---:|---:|---:|")
         for case, k, b, name, trials, tune_s in self.rows:
@@ -242,6 +253,7 @@ def main():
     p.add_argument("--matmul-sizes", default="1024,4096")
     p.add_argument("--conv-layers", default=",".join(f"{c}x{hw}" for c, hw in RESNET18_3X3))
     p.add_argument("--tune-timeout", type=float, default=24 * 3600)
+    p.add_argument("--resnet-tune-timeout", type=float)
     p.add_argument("--seed-db")
     p.add_argument("--save-db")
     args = p.parse_args()

@@ -90,7 +90,8 @@ if [[ $steps == *bench* ]]; then
   seed=()
   [ -n "${GPU_CHECK_SEED_DB:-}" ] && seed=(--seed-db "$GPU_CHECK_SEED_DB")
   timeout -s INT -k 20 "${GPU_CHECK_BENCH_S:-200}" python3 bench/gpu_bench.py --bin-dir "$bindir" \
-    --device cuda:0 --suite matmul,conv,resnet50 --matmul-sizes 4096 --conv-layers 64x56 \
+    --device cuda:0 --suite "${GPU_CHECK_SUITE:-matmul,conv,resnet50}" --matmul-sizes 4096 \
+    --conv-layers 64x56 --resnet-tune-timeout "${GPU_CHECK_RESNET_TUNE_S:-40}" \
     --matmul-trials "${GPU_CHECK_MATMUL_TRIALS:-64}" --conv-trials "${GPU_CHECK_CONV_TRIALS:-32}" \
     --resnet-trials "${GPU_CHECK_RESNET_TRIALS:-64}" --tune-timeout "${GPU_CHECK_TUNE_S:-40}" \
     --save-db "$out/tuning.db" "${seed[@]}" >"$out/bench.log" 2>&1

@@ -120,6 +120,38 @@ TEST(ReferenceDense, BatchedWithSharedB) {
   EXPECT_THAT(RunRef(w, {{1, 2, 3, 4}, {1, 0, 0, 1, 2, 0, 0, 2}}), ElementsAre(1, 2, 6, 8));
 }
 
+// Big enough to be verified by rows across threads: every layout against
+// the plain triple loop, element for element.
+TEST(ReferenceDense, LargeInRowsMatchesThePlainLoop) {
+  const int64_t M = 37, N = 301, K = 1603, batch = 2;
+  std::vector<float> a(batch * M * K), b(batch * K * N);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 23) - 11;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 19) - 9;
+  for (int64_t ta : {0, 1}) {
+    for (int64_t tb : {0, 1}) {
+      Workload w = Dense(M, N, K, ta, tb);
+      w.ints["batch"] = {batch};
+      w.ints["batch_a"] = {1};
+      w.ints["batch_b"] = {1};
+      std::vector<float> got = RunRef(w, {a, b});
+      ASSERT_EQ(got.size(), static_cast<size_t>(batch * M * N));
+      for (int64_t bi = 0; bi < batch; ++bi) {
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t n = 0; n < N; ++n) {
+            double want = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              want += static_cast<double>(a[bi * M * K + (ta ? k * M + m : m * K + k)]) *
+                      b[bi * K * N + (tb ? n * K + k : k * N + n)];
+            }
+            ASSERT_EQ(got[(bi * M + m) * N + n], static_cast<float>(want))
+                << "ta " << ta << " tb " << tb << " at " << bi << "," << m << "," << n;
+          }
+        }
+      }
+    }
+  }
+}
+
 Workload Pool(int64_t H, int64_t k, int64_t stride, int64_t pad, int64_t kind, int64_t cip,
               int64_t OH) {
   Workload w;

@@ -173,6 +173,32 @@ TEST_F(Sandbox, AnOversizedTensorIsAnErrorRecordUnderTheMemoryLimit) {
   EXPECT_EQ(sandbox.worker_pid(), worker);  // the same worker: it survived
 }
 
+// A large MatMul is verified against the reference inside the farm's
+// default per-candidate limit (20 s): on the first GPU run, MatMul 4096^3
+// timed out in verification, candidate after candidate, since each timeout
+// restarts the worker and its cached reference with it.
+TEST_F(Sandbox, ALargeMatMulIsVerifiedWithinTheFarmsTimeLimit) {
+  compiler::Workload w;
+  w.op = "dense";
+  const int64_t n = 2048;
+  w.ints = {{"M", {n}},    {"N", {n}},     {"K", {n}},       {"transA", {0}}, {"transB", {0}},
+            {"bias", {0}}, {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}};
+  absl::StatusOr<compiler::Config> c = compiler::DefaultConfig(w, compiler::Target::Host());
+  ASSERT_TRUE(c.ok()) << c.status();
+  kiln::v1::MeasureBatch batch;
+  batch.set_batch_id("big");
+  batch.mutable_workload()->set_canonical(w.Canonical());
+  batch.mutable_workload()->set_key(w.Key());
+  batch.mutable_timing()->set_repeat(1);
+  batch.mutable_timing()->set_timeout_ms(20000);
+  kiln::v1::Candidate* cand = batch.add_candidates();
+  cand->set_candidate_id("c0");
+  cand->mutable_config()->set_canonical(compiler::CanonicalConfig(*c));
+  kiln::agent::Sandbox sandbox(AgentBinary());
+  kiln::v1::MeasureResult r = sandbox.Measure(batch, 0);
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+}
+
 TEST(SandboxNoWorker, MissingWorkerBinaryIsARuntimeError) {
   kiln::agent::Sandbox sandbox("/nonexistent/kiln-agent");
   kiln::v1::MeasureResult r = sandbox.Measure(ReluBatch({"c"}), 0);
