@@ -115,9 +115,15 @@ class Bench:
         self.farm.start_tracker(extra=["--max-jobs-per-user", "100"])
         self.farm.start([f"{args.bin_dir}/device_agent/kiln-agent", "--tracker", self.farm.addr,
                          "--key", KEY, "--id", "gpu-0", "--device", args.device], "agent0.log")
-        devices = self.farm.wait_devices(KEY)
-        self.device_line = next((l for l in devices.splitlines() if KEY in l and "connected" in l),
-                                "?")
+        deadline = time.time() + 30  # a seeded log lists earlier agents too: wait for ours
+        while True:
+            devices = self.farm.wait_devices(KEY)
+            self.device_line = next(
+                (l for l in devices.splitlines() if KEY in l and " connected " in l), None)
+            if self.device_line or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.device_line = self.device_line or "?"
         listed = subprocess.run([f"{args.bin_dir}/device_agent/kiln-agent", "--list-devices"],
                                 capture_output=True, text=True).stdout
         line = next(l for l in listed.splitlines() if l.startswith(f"{args.device}:"))
@@ -274,8 +280,9 @@ def main():
         finally:
             bench.farm.stop()
             bench.print_table(why)
-            if args.save_db:  # the log, and beside it the farm's logs
-                shutil.copyfile(bench.farm.db, args.save_db)
+            if args.save_db:  # the log (through SQLite: its WAL too), and the farm's logs
+                with sqlite3.connect(bench.farm.db) as src, sqlite3.connect(args.save_db) as dst:
+                    src.backup(dst)
                 for log in ("tracker.log", "agent0.log"):
                     shutil.copyfile(os.path.join(tmp, log), os.path.join(
                         os.path.dirname(os.path.abspath(args.save_db)), "bench-" + log))

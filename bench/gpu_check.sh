@@ -18,8 +18,10 @@
 #      device against onnxruntime on the CPU), several at a time.
 #
 # Logs go under $OUT (or ./gpu-check-out); the tuning log of step 3 is kept
-# there as tuning.db, and GPU_CHECK_SEED_DB=FILE starts step 3 from one
-# (so a later run continues the tuning). Step budgets in seconds:
+# there as tuning.db. Step 3 starts from GPU_CHECK_SEED_DB (default
+# bench/logs/h100-gpu-check.db, the log the H100 runs so far have made), so
+# that each run goes on tuning where the last stopped: copy $OUT/tuning.db
+# back over it and commit it. GPU_CHECK_SEED_DB= (empty) starts afresh. Step budgets in seconds:
 # GPU_CHECK_TESTS_S, GPU_CHECK_BENCH_S, GPU_CHECK_MODELS_S; trial budgets:
 # GPU_CHECK_MATMUL_TRIALS, GPU_CHECK_CONV_TRIALS, GPU_CHECK_RESNET_TRIALS.
 # GPU_CHECK_STEPS picks steps (default "env,tests,models,bench").
@@ -88,7 +90,8 @@ fi
 if [[ $steps == *bench* ]]; then
   note "== bench/gpu_bench.py, $(elapsed) s in"
   seed=()
-  [ -n "${GPU_CHECK_SEED_DB:-}" ] && seed=(--seed-db "$GPU_CHECK_SEED_DB")
+  seed_db=${GPU_CHECK_SEED_DB-bench/logs/h100-gpu-check.db}
+  [ -n "$seed_db" ] && [ -f "$seed_db" ] && seed=(--seed-db "$seed_db")
   timeout -s INT -k 20 "${GPU_CHECK_BENCH_S:-200}" python3 bench/gpu_bench.py --bin-dir "$bindir" \
     --device cuda:0 --suite "${GPU_CHECK_SUITE:-matmul,conv,resnet50}" --matmul-sizes 4096 \
     --conv-layers 64x56 --resnet-tune-timeout "${GPU_CHECK_RESNET_TUNE_S:-40}" \
