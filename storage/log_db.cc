@@ -81,6 +81,7 @@ absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
   row.job_id = st.ColumnText(10);
   row.unix_ms = st.ColumnInt64(11);
   row.farm = st.ColumnText(12);
+  row.owner = st.ColumnText(13);
   return row;
 }
 
@@ -89,7 +90,7 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db.Prepare("INSERT INTO records(workload_key, target, config, error_kind, "
                      "error_message, costs_s, mean_cost_s, compiler_version, agent_id, job_id, "
-                     "unix_ms, farm) VALUES(?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"));
+                     "unix_ms, farm, owner) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
@@ -102,9 +103,14 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.job_id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(11, row.unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(12, row.farm));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(13, row.owner));
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return absl::InternalError("INSERT ... RETURNING gave no id");
   return st.ColumnInt64(0);
+}
+
+std::string ScopeSql(int all_param, int user_param) {
+  return StrCat("(?", all_param, " = 1 OR owner = '' OR owner = ?", user_param, ")");
 }
 
 // ------------------------------------------------------------------ job rows
@@ -175,7 +181,14 @@ using rows::ValidateRecord;
 // LIMIT for "no limit" (SQLite's -1 is an error on PostgreSQL).
 constexpr int64_t kNoLimit = INT64_MAX;
 
-constexpr char kTokenColumns[] = "id, \"user\", role, hash, created_unix_ms, revoked_unix_ms";
+// Binds a RecordScope to the parameters of rows::ScopeSql(all_param, user_param).
+absl::Status BindScope(Statement& st, int all_param, int user_param, const RecordScope& scope) {
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(all_param, scope.all ? 1 : 0));
+  return st.BindText(user_param, scope.user);
+}
+
+constexpr char kTokenColumns[] =
+    "id, \"user\", role, hash, created_unix_ms, revoked_unix_ms, owner";
 constexpr char kAgentColumns[] =
     "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
     "last_seen_unix_ms, results";
@@ -188,6 +201,7 @@ TokenRow ReadToken(const Statement& st) {
   row.hash = st.ColumnText(3);
   row.created_unix_ms = st.ColumnInt64(4);
   row.revoked_unix_ms = st.ColumnInt64(5);
+  row.owner = st.ColumnText(6);
   return row;
 }
 
@@ -298,56 +312,66 @@ absl::Status LogDb::AddRecords(const std::vector<RecordRow>& rows, const std::st
 
 absl::StatusOr<std::optional<RecordRow>> LogDb::BestRecord(const std::string& workload_key,
                                                            const std::string& target,
-                                                           const std::string& config) {
-  KILN_STORAGE_ASSIGN_OR_RETURN(top, TopK(workload_key, target, 1, config));
+                                                           const std::string& config,
+                                                           const RecordScope& scope) {
+  KILN_STORAGE_ASSIGN_OR_RETURN(top, TopK(workload_key, target, 1, config, scope));
   if (top.empty()) return std::optional<RecordRow>();
   return std::optional<RecordRow>(std::move(top.front()));
 }
 
 absl::StatusOr<std::vector<RecordRow>> LogDb::TopK(const std::string& workload_key,
                                                    const std::string& target, int k,
-                                                   const std::string& config) {
+                                                   const std::string& config,
+                                                   const RecordScope& scope) {
   if (k <= 0) return std::vector<RecordRow>();
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
                               " FROM records WHERE workload_key = ?1 AND target = ?2 "
-                              "AND (?4 = '' OR config = ?4) AND error_kind = '",
+                              "AND (?4 = '' OR config = ?4) AND ",
+                              rows::ScopeSql(5, 6), " AND error_kind = '",
                               ErrorKindName(ErrorKind::kNone),
                               "' ORDER BY mean_cost_s ASC, id ASC LIMIT ?3")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, k));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, config));
+  KILN_STORAGE_RETURN_IF_ERROR(BindScope(st, 5, 6, scope));
   return CollectRecords(st);
 }
 
 absl::StatusOr<std::vector<RecordRow>> LogDb::QueryRecords(const std::string& workload_key,
                                                            const std::string& target, int limit,
-                                                           int64_t offset) {
+                                                           int64_t offset,
+                                                           const RecordScope& scope) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db_->Prepare(StrCat("SELECT ", kRecordColumns,
                               " FROM records WHERE (?1 = '' OR workload_key = ?1) "
-                              "AND (?2 = '' OR target = ?2) "
-                              "ORDER BY unix_ms DESC, id DESC LIMIT ?3 OFFSET ?4")));
+                              "AND (?2 = '' OR target = ?2) AND ",
+                              rows::ScopeSql(5, 6),
+                              " ORDER BY unix_ms DESC, id DESC LIMIT ?3 OFFSET ?4")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, limit <= 0 ? kNoLimit : limit));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, std::max<int64_t>(offset, 0)));
+  KILN_STORAGE_RETURN_IF_ERROR(BindScope(st, 5, 6, scope));
   return CollectRecords(st);
 }
 
 absl::StatusOr<std::set<std::string>> LogDb::MeasuredConfigs(const std::string& workload_key,
                                                              const std::string& target,
-                                                             const std::string& compiler_version) {
+                                                             const std::string& compiler_version,
+                                                             const RecordScope& scope) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare("SELECT DISTINCT config FROM records WHERE workload_key = ? AND "
-                       "target = ? AND compiler_version = ?"));
+      st, db_->Prepare(StrCat("SELECT DISTINCT config FROM records WHERE workload_key = ?1 AND "
+                              "target = ?2 AND compiler_version = ?3 AND ",
+                              rows::ScopeSql(4, 5))));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, compiler_version));
+  KILN_STORAGE_RETURN_IF_ERROR(BindScope(st, 4, 5, scope));
   std::set<std::string> out;
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
@@ -480,14 +504,18 @@ absl::StatusOr<int64_t> LogDb::AddToken(const TokenRow& row) {
         StrCat("unknown role '", row.role, "' (user, agent or admin)"));
   }
   if (!IsSha256Hex(row.hash)) return absl::InvalidArgumentError("a token hash is a SHA-256");
+  if (!row.owner.empty() && row.role != "agent") {
+    return absl::InvalidArgumentError("only an agent's token has an owner");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, db_->Prepare("INSERT INTO tokens(\"user\", role, hash, created_unix_ms) "
-                       "VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id"));
+      st, db_->Prepare("INSERT INTO tokens(\"user\", role, hash, created_unix_ms, owner) "
+                       "VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.user));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.role));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.hash));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, row.created_unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.owner));
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return absl::AlreadyExistsError("this token is stored already");
   return st.ColumnInt64(0);

@@ -49,6 +49,20 @@ struct RecordRow {
   // The farm that measured it: "" for this database's own; an imported
   // record keeps the name its export gave (kiln records export --farm).
   std::string farm;
+  // The user who runs the agent that measured it ("" for the farm's own
+  // agents, and for any agent of a key the farm shares): see RecordScope.
+  std::string owner;
+};
+
+// Whose measurements a query reads. A job of user U starts from, and is
+// compiled with, the farm's records (owner "") and U's own agents' only:
+// what one user's agent reports never becomes another user's config. The
+// default reads all (a local log, `kiln compile`, an admin's listing).
+struct RecordScope {
+  bool all = true;
+  std::string user;
+  static RecordScope All() { return {}; }
+  static RecordScope Of(std::string user) { return {false, std::move(user)}; }
 };
 
 struct JobRow {
@@ -76,10 +90,14 @@ struct JobRow {
 
 // A bearer token: who it is (user name and role: "user", "agent" or
 // "admin") and the SHA-256 of its secret; the secret itself is never stored.
+// An agent's token may name its owner, the user who runs the agent: that
+// agent measures only its owner's jobs and its records seed only theirs
+// (unless the farm shares its key: kiln-tracker --shared-keys).
 struct TokenRow {
   int64_t id = 0;
   std::string user;
   std::string role;
+  std::string owner;  // agent tokens only; "" for the farm's own agents
   std::string hash;
   int64_t created_unix_ms = 0;
   int64_t revoked_unix_ms = 0;  // 0: valid
@@ -169,22 +187,27 @@ class LogDb {
   absl::Status AddRecords(const std::vector<RecordRow>& rows, const std::string& holder = "");
   // The successful record with the lowest mean cost, if any; of one
   // canonical config only when `config` is not empty.
+  // Each reads the records of `scope` only.
   absl::StatusOr<std::optional<RecordRow>> BestRecord(const std::string& workload_key,
                                                       const std::string& target,
-                                                      const std::string& config = "");
+                                                      const std::string& config = "",
+                                                      const RecordScope& scope = {});
   absl::StatusOr<std::vector<RecordRow>> TopK(const std::string& workload_key,
                                               const std::string& target, int k,
-                                              const std::string& config = "");
+                                              const std::string& config = "",
+                                              const RecordScope& scope = {});
   // Empty key / target match everything; newest first; limit <= 0: no limit;
   // the first `offset` matches skipped (paging).
   absl::StatusOr<std::vector<RecordRow>> QueryRecords(const std::string& workload_key,
                                                       const std::string& target, int limit,
-                                                      int64_t offset = 0);
+                                                      int64_t offset = 0,
+                                                      const RecordScope& scope = {});
   // Canonical configs already measured (successfully or not) for this
   // workload, target and compiler version: the tuner never measures them again.
   absl::StatusOr<std::set<std::string>> MeasuredConfigs(const std::string& workload_key,
                                                         const std::string& target,
-                                                        const std::string& compiler_version);
+                                                        const std::string& compiler_version,
+                                                        const RecordScope& scope = {});
   absl::StatusOr<int64_t> CountRecords(const std::string& job_id);
   // The records a job stored, in measurement order (limit <= 0: all; the
   // first `offset` skipped).

@@ -101,6 +101,10 @@ absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
     KILN_STORAGE_ASSIGN_OR_RETURN(farm, text(json, "farm"));
     r.farm = farm;
   }
+  if (json.contains("owner")) {  // absent in exports before schema 6
+    KILN_STORAGE_ASSIGN_OR_RETURN(owner, text(json, "owner"));
+    r.owner = owner;
+  }
   KILN_STORAGE_ASSIGN_OR_RETURN(costs, Member(json, "costs_s", T::array));
   for (const nlohmann::json& c : *costs) {
     if (!c.is_number()) return absl::InvalidArgumentError("\"costs_s\" holds a non-number");
@@ -149,7 +153,8 @@ absl::Status LogDb::ExportJsonl(std::ostream& out, const std::string& farm) {
                                  {"agent_id", r.agent_id},
                                  {"job_id", r.job_id},
                                  {"unix_ms", r.unix_ms},
-                                 {"farm", r.farm.empty() ? farm : r.farm}};
+                                 {"farm", r.farm.empty() ? farm : r.farm},
+                                 {"owner", r.owner}};
     // Invalid UTF-8 in a message is replaced rather than failing the export.
     out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     if (!out) return absl::DataLossError("writing the JSON lines export failed");

@@ -131,6 +131,13 @@ CREATE TABLE batches (
 CREATE INDEX batches_by_key ON batches(device_key, state);
 CREATE INDEX batches_by_owner ON batches(owner, state);
 )sql",
+      // 5 -> 6: trust. An agent token may name the user who runs the agent
+      // (its owner); each record keeps the owner of the agent that measured
+      // it ("" for the farm's own agents and for keys the farm shares).
+      R"sql(
+ALTER TABLE tokens ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE records ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kLadder;
 }

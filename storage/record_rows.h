@@ -31,9 +31,12 @@ namespace kiln::storage::rows {
 
 inline constexpr char kRecordColumns[] =
     "id, workload_key, target, config, error_kind, error_message, costs_s, mean_cost_s, "
-    "compiler_version, agent_id, job_id, unix_ms, farm";
+    "compiler_version, agent_id, job_id, unix_ms, farm, owner";
 // Columns of kRecordColumns (a query's further columns start here).
-inline constexpr int kRecordColumnCount = 13;
+inline constexpr int kRecordColumnCount = 14;
+// The SQL condition of a RecordScope whose `all` and `user` are bound to
+// parameters ?A and ?U (as numbered in the query).
+std::string ScopeSql(int all_param, int user_param);
 
 inline constexpr char kJobColumns[] =
     "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "

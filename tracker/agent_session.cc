@@ -79,6 +79,9 @@ class AgentSessions::Peer : public std::enable_shared_from_this<Peer> {
   // Set by the Hello (in the reactor's reads only).
   bool welcomed_ = false;
   std::string agent_id_, key_, target_, holder_;
+  // The user whose jobs alone this agent measures and whose its results are
+  // (its token's owner, on a key the farm does not share); "" the farm's.
+  std::string runs_for_;
   uint64_t registry_session_ = 0;
   int max_batch_ = 0;
   // The lease.
@@ -176,6 +179,7 @@ void AgentSessions::Peer::Done() {
     if (it != owner_->sessions_.end() && it->second.get() == this) owner_->sessions_.erase(it);
   }
   const int expired = owner_->dispatcher_->ReleaseAgent(holder_);
+  if (!runs_for_.empty()) owner_->dispatcher_->ServeOnly(holder_, std::nullopt);
   owner_->agents_->Disconnect(agent_id_, registry_session_);
   Log()->info("agent '{}' disconnected ({} leases returned to the queue)", agent_id_, expired);
 }
@@ -282,6 +286,10 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
   // Leases belong to this session, not to the agent id: when an older
   // session of the same agent ends, it returns its own leases only.
   holder_ = HolderOf(agent_id_, registry_session_);
+  if (!caller->owner.empty() && !options.Shared(key_)) {
+    runs_for_ = caller->owner;
+    owner_->dispatcher_->ServeOnly(holder_, runs_for_);
+  }
   // The most candidates the agent takes at once (0: no limit); larger
   // batches are split for it.
   max_batch_ = std::max(0, hello.max_batch());
@@ -296,8 +304,10 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
     Log()->warn("agent '{}' connected again: ending its previous session", agent_id_);
     previous->Abort();
   }
-  Log()->info("agent '{}' connected from {}: key {}, target '{}', {}", agent_id_, ctx_->peer(),
-              key_, target_, info.hardware);
+  Log()->info(
+      "agent '{}' connected from {}: key {}, target '{}', {}{}", agent_id_, ctx_->peer(), key_,
+      target_, info.hardware,
+      runs_for_.empty() ? "" : StrCat("; run by ", runs_for_, ", measures their jobs only"));
   pb::TrackerMessage welcome;
   welcome.mutable_welcome()->set_session_id(StrCat(agent_id_, "-", registry_session_));
   welcome.mutable_welcome()->set_heartbeat_interval_ms(owner_->options_.heartbeat_interval_ms);
@@ -317,7 +327,8 @@ void AgentSessions::Peer::Result(const pb::BatchResult& r) {
     o.costs_s.assign(m.costs_s().begin(), m.costs_s().end());
     o.build_s = m.build_s();
     o.cut_short = m.cut_short();
-    o.agent_id = agent_id_;  // the session knows who measured it
+    o.agent_id = agent_id_;  // the session knows who measured it, and for whom
+    o.agent_owner = runs_for_;
     // What an agent reports is checked here, once: an impossible cost is
     // that agent's error (the config is measured again).
     if (o.error_kind == ErrorKind::kNone) {

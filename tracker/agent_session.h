@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "kiln/v1/agent.grpc.pb.h"
@@ -34,6 +35,13 @@ struct AgentSessionOptions {
   bool require_certificate = false;
   std::string token;  // the legacy shared secret ("": none)
   int32_t heartbeat_interval_ms = 2000;
+  // Keys whose agents the farm shares (kiln-tracker --shared-keys; "*": all):
+  // there an agent its owner runs measures anyone's batches, and what it
+  // measures is everyone's. Elsewhere such an agent serves its owner only.
+  std::set<std::string> shared_keys;
+  bool Shared(const std::string& key) const {
+    return shared_keys.count("*") > 0 || shared_keys.count(key) > 0;
+  }
 };
 
 class AgentSessions final : public kiln::v1::AgentSession::CallbackService {

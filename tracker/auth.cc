@@ -64,7 +64,7 @@ absl::StatusOr<Caller> Authenticator::Authenticate(std::string_view authorizatio
   if ((*row)->revoked_unix_ms != 0) {
     return absl::UnauthenticatedError(StrCat("token ", (*row)->id, " was revoked"));
   }
-  return Caller{(*row)->user, (*row)->role, (*row)->id};
+  return Caller{(*row)->user, (*row)->role, (*row)->id, (*row)->owner};
 }
 
 }  // namespace kiln::tracker

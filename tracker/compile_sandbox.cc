@@ -24,10 +24,11 @@ namespace kiln::tracker {
 
 absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const compiler::Model& model,
                                                    const compiler::Target& target,
+                                                   const storage::RecordScope& scope,
                                                    compiler::CompileReport* report) {
   compiler::ConfigLookup lookup =
-      [&db, &target](const compiler::Workload& w) -> std::optional<compiler::Config> {
-    auto best = tuner::BestValidConfig(db, w, target);
+      [&db, &target, &scope](const compiler::Workload& w) -> std::optional<compiler::Config> {
+    auto best = tuner::BestValidConfig(db, w, target, nullptr, scope);
     return best.ok() ? *best : std::nullopt;
   };
   return compiler::CompileModel(model, target, lookup, {}, report);
@@ -73,7 +74,8 @@ absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
     std::abort();
   }
   CompiledModule out;
-  auto bytes = CompileWithBestRecords(**db, *model, *target, &out.report);
+  auto bytes = CompileWithBestRecords(**db, *model, *target,
+                                      storage::RecordScope::Of((*row)->owner), &out.report);
   if (!bytes.ok()) return bytes.status();
   auto sha = (*store)->Put(*bytes);
   if (!sha.ok()) return sha.status();

@@ -37,9 +37,12 @@ struct CompiledModule {
 };
 
 // The model of a job with the best valid config of each workload in `db` for
-// `target` (the default config where there is none); the module's bytes.
+// `target` among the records of `scope` (the job's user's: a config some
+// other user's agent reported never compiles into their module); the default
+// config where there is none; the module's bytes.
 absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const compiler::Model& model,
                                                    const compiler::Target& target,
+                                                   const storage::RecordScope& scope,
                                                    compiler::CompileReport* report);
 
 // Loads a stored model and checks that its bytes still hash to their name.

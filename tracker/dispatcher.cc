@@ -128,7 +128,8 @@ bool Dispatcher::CancelRequest(uint64_t request_id) {
 }
 
 Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
-                                                 const std::string& target) {
+                                                 const std::string& target,
+                                                 const std::string* only_user) {
   auto key = queues_.find(device_key);
   if (key == queues_.end()) return nullptr;
   auto& users = user_pass_[device_key];
@@ -148,6 +149,7 @@ Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
   for (auto& [job, q] : key->second) {
     if (q.batches.empty()) continue;
     if (!(target.empty() || q.target.empty() || q.target == target)) continue;
+    if (only_user != nullptr && q.user != *only_user) continue;
     double& user = users.try_emplace(q.user, user_floor).first->second;
     double& pass = job_pass_.try_emplace(job, job_floor).first->second;
     user = std::max(user, user_floor);
@@ -164,7 +166,9 @@ Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
 std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
                                              const std::string& device_key,
                                              const std::string& target, int max_candidates) {
-  JobQueue* next = LeasableLocked(device_key, target);
+  auto only = serves_only_.find(agent_id);
+  JobQueue* next =
+      LeasableLocked(device_key, target, only == serves_only_.end() ? nullptr : &only->second);
   if (next == nullptr) return std::nullopt;
   std::string id = next->batches.front();
   next->batches.pop_front();
@@ -409,6 +413,15 @@ int Dispatcher::ExpireLeases() {
   }
   RunCallbacks(std::move(finished));
   return n;
+}
+
+void Dispatcher::ServeOnly(const std::string& agent_id, std::optional<std::string> user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (user.has_value()) {
+    serves_only_[agent_id] = *std::move(user);
+  } else {
+    serves_only_.erase(agent_id);
+  }
 }
 
 int Dispatcher::ReleaseAgent(const std::string& agent_id) {

@@ -94,6 +94,9 @@ struct MeasureOutcome {
   double build_s = 0;
   bool cut_short = false;  // timed once: above the batch's stop_above_s
   std::string agent_id;
+  // Whose the result is: the user who runs the agent, or "" (the farm's own
+  // agents, any agent of a shared key). Set by the tracker, never the agent.
+  std::string agent_owner;
 };
 
 // Called once per batch, outside the dispatcher's lock, with the accepted
@@ -178,6 +181,10 @@ class Dispatcher {
   int ExpireLeases();
   // Expires every lease of this agent now (its stream dropped).
   int ReleaseAgent(const std::string& agent_id);
+  // An agent that measures one user's batches only (an agent its owner runs,
+  // on a key the farm does not share): its leases skip every other user's
+  // jobs. nullopt: any batch of its key again (its session is over).
+  void ServeOnly(const std::string& agent_id, std::optional<std::string> user);
   // Drops queued and leased batches of a job; their callbacks never run.
   // Returns the ids of batches that were leased; TakeCancelled gives them to
   // their holders (to tell agents to stop).
@@ -255,7 +262,8 @@ class Dispatcher {
   };
   // The job whose front batch an agent of `target` takes next (nullptr:
   // none); a choice over the key's jobs, not its batches.
-  JobQueue* LeasableLocked(const std::string& device_key, const std::string& target);
+  JobQueue* LeasableLocked(const std::string& device_key, const std::string& target,
+                           const std::string* only_user = nullptr);
   // Requeues (or gives up on) one leased batch; appends given-up batches.
   void ExpireLocked(const std::string& batch_id, Finished* finished);
   // Expires the given leased batches, oldest submission ending up in front.
@@ -303,6 +311,8 @@ class Dispatcher {
   // Stride scheduling: candidates leased so far over the weight, per device
   // key and user, and per job.
   std::map<std::string, std::map<std::string, double>> user_pass_;
+  // Agents (holders) that serve one user only (ServeOnly).
+  std::map<std::string, std::string> serves_only_;
   std::map<std::string, double> job_pass_;
   // Seconds per candidate of each agent (not holder: it outlives sessions),
   // a moving average over its completed leases.

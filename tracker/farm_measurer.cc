@@ -132,6 +132,7 @@ absl::StatusOr<std::pair<uint64_t, std::vector<tuner::MeasureResult>>> FarmMeasu
     r.costs_s = std::move(o.costs_s);
     r.cut_short = o.cut_short;
     r.agent_id = o.agent_id;
+    r.owner = o.agent_owner;
     if (!o.agent_id.empty()) per_agent[o.agent_id]++;
   }
   for (const auto& [agent, count] : per_agent) agents_->AddResults(agent, count);

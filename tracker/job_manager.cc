@@ -643,6 +643,7 @@ absl::Status JobManager::Tune(Job& job) {
   options.early_stopping = job.early_stopping;
   options.compiler_version = options_.compiler_version;
   options.record_holder = options_.tracker_id;
+  options.record_scope = storage::RecordScope::Of(job.row.owner);
   // A cancelled job's thread ends at the tuner's next check, not at its next
   // measurement.
   options.stop = [this, &job] {
@@ -731,7 +732,8 @@ absl::Status JobManager::Compile(Job& job) {
       module.size = stored->size;
     }
   } else {
-    auto bytes = CompileWithBestRecords(*db_, *job.model, job.target, &module.report);
+    auto bytes = CompileWithBestRecords(*db_, *job.model, job.target,
+                                        storage::RecordScope::Of(job.row.owner), &module.report);
     if (!bytes.ok()) return bytes.status();
     if (options_.signing_key) {
       if (absl::Status st = compiler::SignArtifact(&*bytes, *options_.signing_key); !st.ok()) {

@@ -79,7 +79,8 @@ std::string OutcomesToJson(const std::vector<MeasureOutcome>& outcomes) {
                    {"costs_s", o.costs_s},
                    {"build_s", o.build_s},
                    {"cut_short", o.cut_short},
-                   {"agent_id", o.agent_id}});
+                   {"agent_id", o.agent_id},
+                   {"agent_owner", o.agent_owner}});
   }
   return out.dump();
 }
@@ -98,6 +99,7 @@ absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& 
       o.build_s = j.at("build_s").get<double>();
       o.cut_short = j.at("cut_short").get<bool>();
       o.agent_id = j.at("agent_id").get<std::string>();
+      o.agent_owner = j.value("agent_owner", std::string());
       out.push_back(std::move(o));
     }
     return out;

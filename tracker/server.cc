@@ -542,6 +542,7 @@ absl::StatusOr<int> TrackerServer::Start() {
   sopts.require_certificate = !options_.tls_client_ca.empty();
   sopts.token = options_.token;
   sopts.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  sopts.shared_keys = options_.shared_keys;
   agent_service_ =
       std::make_unique<AgentSessions>(agents_.get(), dispatcher_.get(), auth_.get(), sopts);
   grpc::ServerBuilder builder;

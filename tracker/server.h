@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -49,6 +50,8 @@ struct TrackerOptions {
   int64_t lease_timeout_ms = 0;  // > 0: fixed lease duration
   // Fair-share weights of users on every key (default 1).
   std::map<std::string, double> user_weights;
+  // Keys whose user-run agents serve everyone (AgentSessionOptions).
+  std::set<std::string> shared_keys;
   int32_t heartbeat_interval_ms = 2000;
   // The largest gRPC message accepted: models arrive in chunks (UploadModel),
   // so no message needs to be large.

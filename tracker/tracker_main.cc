@@ -4,6 +4,7 @@
 //              [--max-concurrent-compiles N] [--http HOST:PORT [--http-port-file FILE]]
 //              [--require-auth | --allow-anonymous] [limits: see --help]
 // kiln-tracker tokens create --db DB --user NAME [--role user|agent|admin]
+//                            [--owner USER]   (an agent run by USER)
 // kiln-tracker tokens list --db DB
 // kiln-tracker tokens revoke --db DB ID
 // kiln-tracker keys (--db DB | --signing-key FILE): makes the signing key
@@ -52,6 +53,10 @@ constexpr const char* kUsage =
     "                    [--max-jobs-per-user N]   (unfinished jobs of one user; default 16)\n"
     "                    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]\n"
     "                    [--user-weight NAME=WEIGHT]...   (fair shares; default 1)\n"
+    "                    [--shared-keys KEY[,KEY...]|*]   (keys on which an agent a user "
+    "runs\n"
+    "                    (tokens create --owner) measures anyone's jobs for everyone; "
+    "default none)\n"
     "                    [--http HOST:PORT [--http-port-file FILE]]   (status page, "
     "/metrics)\n"
     "                    [--http-max-connections N]   (served at once; more get 503; default "
@@ -87,6 +92,8 @@ constexpr const char* kUsage =
     "prints its\n"
     "                    public key: what kiln-run --trust-key takes)\n"
     "       kiln-tracker tokens create --db DB --user NAME [--role user|agent|admin]\n"
+    "                    [--owner USER]   (an agent USER runs: it measures USER's jobs "
+    "only)\n"
     "       kiln-tracker tokens list --db DB\n"
     "       kiln-tracker tokens revoke --db DB ID\n"
     "DB: the log database, a SQLite file (PATH or sqlite:PATH) or a PostgreSQL\n"
@@ -172,7 +179,7 @@ int Tokens(const std::vector<std::string>& args) {
   if (args.empty()) return fail("create, list or revoke?");
   const std::string verb = args[0];
   auto flags = kiln::ParseFlags(std::vector<std::string>(args.begin() + 1, args.end()),
-                                {"--db", "--user", "--role"});
+                                {"--db", "--user", "--role", "--owner"});
   if (!flags.ok()) return fail(std::string(flags.status().message()));
   if (!flags->Has("--db")) return fail("--db is required");
   auto db = kiln::storage::LogDb::Open(flags->Get("--db"));
@@ -194,6 +201,13 @@ int Tokens(const std::vector<std::string>& args) {
     kiln::storage::TokenRow row;
     row.user = flags->Get("--user");
     row.role = flags->Has("--role") ? flags->Get("--role") : "user";
+    if (flags->Has("--owner")) {
+      if (row.role != "agent") return fail("--owner names who runs an agent: with --role agent");
+      if (absl::Status st = kiln::CheckName("--owner", flags->Get("--owner")); !st.ok()) {
+        return fail(std::string(st.message()));
+      }
+      row.owner = flags->Get("--owner");
+    }
     row.hash = kiln::tracker::TokenHash(*secret);
     row.created_unix_ms = now;
     auto id = (*db)->AddToken(row);
@@ -201,8 +215,9 @@ int Tokens(const std::vector<std::string>& args) {
       std::fprintf(stderr, "kiln-tracker tokens: %s\n", id.status().ToString().c_str());
       return 1;
     }
-    std::fprintf(stderr, "token %lld for %s (%s); it is shown this once, store it now:\n",
-                 static_cast<long long>(*id), row.user.c_str(), row.role.c_str());
+    std::fprintf(stderr, "token %lld for %s (%s%s); it is shown this once, store it now:\n",
+                 static_cast<long long>(*id), row.user.c_str(), row.role.c_str(),
+                 row.owner.empty() ? "" : (", run by " + row.owner).c_str());
     std::printf("%s\n", secret->c_str());
     return 0;
   }
@@ -212,10 +227,12 @@ int Tokens(const std::vector<std::string>& args) {
       std::fprintf(stderr, "kiln-tracker tokens: %s\n", rows.status().ToString().c_str());
       return 1;
     }
-    std::printf("%-6s %-20s %-6s %-14s %s\n", "ID", "USER", "ROLE", "CREATED_MS", "STATE");
+    std::printf("%-6s %-20s %-6s %-20s %-14s %s\n", "ID", "USER", "ROLE", "OWNER", "CREATED_MS",
+                "STATE");
     for (const auto& t : *rows) {
-      std::printf("%-6lld %-20s %-6s %-14lld %s\n", static_cast<long long>(t.id), t.user.c_str(),
-                  t.role.c_str(), static_cast<long long>(t.created_unix_ms),
+      std::printf("%-6lld %-20s %-6s %-20s %-14lld %s\n", static_cast<long long>(t.id),
+                  t.user.c_str(), t.role.c_str(), t.owner.empty() ? "-" : t.owner.c_str(),
+                  static_cast<long long>(t.created_unix_ms),
                   t.revoked_unix_ms ? "revoked" : "valid");
     }
     return 0;
@@ -309,6 +326,7 @@ int main(int argc, char** argv) {
       "--tls-key",
       "--tls-client-ca",
       "--user-weight",
+      "--shared-keys",
       "--http",
       "--http-port-file",
       "--tracker-id",
@@ -338,6 +356,17 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.user_weights[uw.substr(0, eq)] = w;
+  }
+  for (const std::string& list : flags->All("--shared-keys")) {
+    for (std::string_view piece : kiln::StrSplit(list, ',')) {
+      const std::string key(piece);
+      if (absl::Status st = kiln::CheckName("--shared-keys", key); !st.ok() || key.empty()) {
+        std::fprintf(stderr, "kiln-tracker: --shared-keys takes KEY[,KEY...] or *, not '%s'\n",
+                     list.c_str());
+        return 2;
+      }
+      options.shared_keys.insert(key);
+    }
   }
   options.tls_cert = flags->Get("--tls-cert");
   options.tls_key = flags->Get("--tls-key");

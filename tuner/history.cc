@@ -43,10 +43,11 @@ void AddToHistory(const storage::RecordRow& record, TaskHistory& history) {
 }
 
 absl::StatusOr<ConfigCost> CostOfConfig(storage::LogDb& db, const std::string& workload_key,
-                                        const std::string& target, const std::string& canonical) {
+                                        const std::string& target, const std::string& canonical,
+                                        const storage::RecordScope& scope) {
   ConfigCost cost;
   if (canonical.empty()) return cost;  // TopK reads "" as any config
-  auto records = db.TopK(workload_key, target, kMaxConfigRecords, canonical);
+  auto records = db.TopK(workload_key, target, kMaxConfigRecords, canonical, scope);
   if (!records.ok()) return records.status();
   const size_t n = records->size();
   if (n == 0) return cost;
@@ -62,10 +63,11 @@ absl::StatusOr<ConfigCost> CostOfConfig(storage::LogDb& db, const std::string& w
 absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
                                                                 const compiler::Workload& w,
                                                                 const compiler::Target& target,
-                                                                int* skipped) {
+                                                                int* skipped,
+                                                                const storage::RecordScope& scope) {
   if (skipped != nullptr) *skipped = 0;
   const std::string key = w.Key(), spec = target.Spec();
-  auto top = db.TopK(key, spec, kBestCandidates);
+  auto top = db.TopK(key, spec, kBestCandidates, "", scope);
   if (!top.ok()) return top.status();
   auto fallback = compiler::DefaultConfig(w, target);
   const std::string default_canonical =
@@ -85,7 +87,7 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& 
       continue;
     }
     if (!seen.insert(r.config).second) continue;
-    auto cost = CostOfConfig(db, key, spec, r.config);
+    auto cost = CostOfConfig(db, key, spec, r.config, scope);
     if (!cost.ok()) return cost.status();
     if (r.config != default_canonical && cost->records >= 2) confirmed = true;
     candidates.push_back({*std::move(config), *cost});
@@ -105,7 +107,7 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& 
   if (!fallback.ok()) return best->config;
   if (*fallback == best->config) return std::optional<compiler::Config>();
   // The template's default unless clearly beaten.
-  auto timed = CostOfConfig(db, key, spec, default_canonical);
+  auto timed = CostOfConfig(db, key, spec, default_canonical, scope);
   if (!timed.ok()) return timed.status();
   if (timed->records == 0) return best->config;
   const double mine = confirmed ? best->cost.median_s : best->cost.fastest_s;
@@ -116,8 +118,9 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& 
 
 absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,
                                             const std::string& target,
-                                            const std::string& compiler_version) {
-  auto records = db.QueryRecords(workload_key, target, 0);
+                                            const std::string& compiler_version,
+                                            const storage::RecordScope& scope) {
+  auto records = db.QueryRecords(workload_key, target, 0, 0, scope);
   if (!records.ok()) return records.status();
   TaskHistory history;
   for (auto it = records->rbegin(); it != records->rend(); ++it) {
@@ -128,8 +131,9 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
 
 absl::StatusOr<TrainingSet> PriorFromLog(storage::LogDb& db, const compiler::Workload& workload,
                                          const compiler::Target& target,
-                                         const std::string& compiler_version, size_t max_rows) {
-  auto records = db.QueryRecords("", "", kPriorScan);
+                                         const std::string& compiler_version, size_t max_rows,
+                                         const storage::RecordScope& scope) {
+  auto records = db.QueryRecords("", "", kPriorScan, 0, scope);
   if (!records.ok()) return records.status();
   const std::string own_key = workload.Key();
   // (workload key, target) -> records, and each key's workload when it is of

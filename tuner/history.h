@@ -50,9 +50,12 @@ struct TaskHistory {
 };
 
 // The history of `workload_key` from its records.
+// Each function here reads the records of `scope` only (storage::RecordScope:
+// a job reads the farm's and its user's).
 absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,
                                             const std::string& target,
-                                            const std::string& compiler_version);
+                                            const std::string& compiler_version,
+                                            const storage::RecordScope& scope = {});
 
 // The config of the fastest record of `w` on `target` that today's template
 // accepts, among its kBestCandidates fastest: records of an older compiler
@@ -73,10 +76,9 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
 // that was only lucky once no longer wins on that one timing.
 inline constexpr int kBestCandidates = 16;
 inline constexpr double kDefaultMargin = 0.05;
-absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
-                                                                const compiler::Workload& w,
-                                                                const compiler::Target& target,
-                                                                int* skipped = nullptr);
+absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(
+    storage::LogDb& db, const compiler::Workload& w, const compiler::Target& target,
+    int* skipped = nullptr, const storage::RecordScope& scope = {});
 
 // What the log says a config costs: its successful records (at most
 // kMaxConfigRecords, the fastest), their fastest and median mean cost.
@@ -87,7 +89,8 @@ struct ConfigCost {
   double median_s = 0;
 };
 absl::StatusOr<ConfigCost> CostOfConfig(storage::LogDb& db, const std::string& workload_key,
-                                        const std::string& target, const std::string& canonical);
+                                        const std::string& target, const std::string& canonical,
+                                        const storage::RecordScope& scope = {});
 
 // Adds one record's outcome to a history (what LoadTaskHistory does per record).
 void AddToHistory(const storage::RecordRow& record, TaskHistory& history);
@@ -100,6 +103,7 @@ void AddToHistory(const storage::RecordRow& record, TaskHistory& history);
 absl::StatusOr<TrainingSet> PriorFromLog(storage::LogDb& db, const compiler::Workload& workload,
                                          const compiler::Target& target,
                                          const std::string& compiler_version,
-                                         size_t max_rows = 2000);
+                                         size_t max_rows = 2000,
+                                         const storage::RecordScope& scope = {});
 
 }  // namespace kiln::tuner

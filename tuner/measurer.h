@@ -35,6 +35,7 @@ struct MeasureResult {
   std::vector<double> costs_s;
   bool cut_short = false;
   std::string agent_id;  // who measured it
+  std::string owner;     // who runs that agent ("" the farm): storage::RecordScope
 };
 
 // OK when every cost is a finite, positive duration of at most max_cost_s

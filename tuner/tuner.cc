@@ -189,7 +189,8 @@ absl::Status Tuner::LoadTasks() {
     if (absl::Status st = db_->UpsertWorkload(w); !st.ok()) return st;
     task_of[run.key] = i;
     task_rows.push_back({run.key, tasks_[i].occurrences});
-    auto history = LoadTaskHistory(*db_, run.key, target_spec_, options_.compiler_version);
+    auto history = LoadTaskHistory(*db_, run.key, target_spec_, options_.compiler_version,
+                                   options_.record_scope);
     if (!history.ok()) return history.status();
     run.history = *std::move(history);
     TaskProgress& p = run.progress;
@@ -240,7 +241,7 @@ absl::Status Tuner::StartTask(size_t i) {
   if (options_.strategy == "xgb") {
     // Transfer learning. Read when the task starts, not once per job: the
     // job's own earlier tasks are among the records.
-    auto prior = PriorFromLog(*db_, run.workload, target_, version);
+    auto prior = PriorFromLog(*db_, run.workload, target_, version, 2000, options_.record_scope);
     if (!prior.ok()) return prior.status();
     context.prior = *std::move(prior);
   }
@@ -344,6 +345,7 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
     } else {
       const MeasureResult& r = results[c];
       rec.agent_id = r.agent_id;
+      rec.owner = r.owner;
       rec.error_kind = r.error_kind;
       rec.error_message = r.error_message;
       if (r.cut_short && rec.error_message.empty()) {
@@ -510,7 +512,7 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
 // how many times the batch is still to be timed.
 absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int* rounds) {
   const TaskRun& run = runs_[i];
-  auto top = db_->TopK(run.key, target_spec_, kBestCandidates);
+  auto top = db_->TopK(run.key, target_spec_, kBestCandidates, "", options_.record_scope);
   if (!top.ok()) return top.status();
   auto d = compiler::DefaultConfig(run.workload, target_);
   const std::string default_canonical = d.ok() ? compiler::CanonicalConfig(*d) : std::string();
@@ -521,7 +523,8 @@ absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int*
   // the fewest records of the batch's configs.
   int fewest = kMaxConfigRecords;
   if (d.ok()) {
-    auto timed = CostOfConfig(*db_, run.key, target_spec_, default_canonical);
+    auto timed =
+        CostOfConfig(*db_, run.key, target_spec_, default_canonical, options_.record_scope);
     if (!timed.ok()) return timed.status();
     if (timed->records > 0) {
       fewest = timed->records;
@@ -546,7 +549,8 @@ absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int*
   }
   if (flight.configs.size() == others) return std::optional<Flight>();
   for (size_t c = others; c < flight.canonical.size(); ++c) {
-    auto cost = CostOfConfig(*db_, run.key, target_spec_, flight.canonical[c]);
+    auto cost =
+        CostOfConfig(*db_, run.key, target_spec_, flight.canonical[c], options_.record_scope);
     if (!cost.ok()) return cost.status();
     fewest = std::min(fewest, cost->records);
   }

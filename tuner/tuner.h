@@ -58,6 +58,9 @@ struct TunerOptions {
   // Several trackers on one database: the tracker that must hold the job for
   // its records to be stored (storage::LogDb::AddRecords); "" for none.
   std::string record_holder;
+  // Whose records the job reads: its history, the prior for its cost
+  // model, the configs it skips as measured, its winners (RecordScope).
+  storage::RecordScope record_scope;
   std::string strategy = "xgb";  // tuner::kSearchStrategies
   int trials = 0;                // measurements over all tasks
   double budget_s = 0;           // wall-clock budget of tuning (0: none)

@@ -151,6 +151,58 @@ TEST(LogDbTest, BestRecordPicksLowestSuccessful) {
   EXPECT_FALSE(of4->has_value());
 }
 
+// Records keep the owner of the agent that measured them; a scoped query
+// reads the farm's ("") and that user's only.
+TEST(LogDbTest, ScopedQueriesReadTheFarmsAndTheUsersRecordsOnly) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
+  RecordRow farm = Record("farm", 2.0), alice = Record("alice", 1.0), bob = Record("bob", 0.5);
+  alice.owner = "alice";
+  bob.owner = "bob";
+  RecordRow bob_failed = Record("bob-failed", 0, ErrorKind::kRuntime);
+  bob_failed.owner = "bob";
+  ASSERT_TRUE(db->AddRecords({farm, alice, bob, bob_failed}).ok());
+  auto configs = [](const std::vector<RecordRow>& rows) {
+    std::set<std::string> out;
+    for (const RecordRow& r : rows) out.insert(r.config);
+    return out;
+  };
+  const std::string t = farm.target;
+  EXPECT_EQ(db->BestRecord("wk1", t, "", RecordScope::Of("alice"))->value().config, "alice");
+  EXPECT_EQ(db->BestRecord("wk1", t, "", RecordScope::Of("carol"))->value().config, "farm");
+  EXPECT_EQ(db->BestRecord("wk1", t)->value().config, "bob");  // all
+  EXPECT_EQ(configs(*db->TopK("wk1", t, 10, "", RecordScope::Of("alice"))),
+            (std::set<std::string>{"farm", "alice"}));
+  EXPECT_EQ(configs(*db->QueryRecords("", "", 0, 0, RecordScope::Of("alice"))),
+            (std::set<std::string>{"farm", "alice"}));
+  EXPECT_EQ(*db->MeasuredConfigs("wk1", t, "0.1.0", RecordScope::Of("alice")),
+            (std::set<std::string>{"farm", "alice"}));
+  EXPECT_EQ(*db->MeasuredConfigs("wk1", t, "0.1.0"),
+            (std::set<std::string>{"farm", "alice", "bob", "bob-failed"}));
+  auto rows = db->QueryRecords("", "", 0);
+  ASSERT_TRUE(rows.ok());
+  for (const RecordRow& r : *rows) {
+    EXPECT_EQ(r.owner, r.config == "farm" ? "" : r.config.substr(0, r.config.find('-')));
+  }
+}
+
+TEST(LogDbTest, OnlyAnAgentsTokenHasAnOwner) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
+  TokenRow t;
+  t.user = "rpi-7";
+  t.role = "agent";
+  t.owner = "alice";
+  t.hash = std::string(64, 'a');
+  ASSERT_TRUE(db->AddToken(t).ok());
+  auto back = db->TokenByHash(t.hash);
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->owner, "alice");
+  t.role = "user";
+  t.hash = std::string(64, 'b');
+  EXPECT_EQ(db->AddToken(t).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(LogDbTest, RejectsInvalidRecord) {
   TempDir dir;
   auto db = OpenOrDie(dir.DbUrl("log.db"));
@@ -411,6 +463,7 @@ void ExpectSameRecord(const RecordRow& a, const RecordRow& b) {
   EXPECT_EQ(a.job_id, b.job_id);
   EXPECT_EQ(a.unix_ms, b.unix_ms);
   EXPECT_EQ(a.farm, b.farm);
+  EXPECT_EQ(a.owner, b.owner);
 }
 
 TEST(LogDbTest, ExportImportRoundTrip) {
@@ -419,6 +472,7 @@ TEST(LogDbTest, ExportImportRoundTrip) {
   ASSERT_TRUE(src->UpsertWorkload({"wk1", "conv2d", "conv2d(\"x\"\n,1)", 1.5e9}).ok());
   RecordRow r1 = Record("t=1", 1.0 / 3.0);
   r1.unix_ms = 1700000000123;
+  r1.owner = "alice";
   RecordRow r2 = Record("t=2", 0, ErrorKind::kWrongResult);
   r2.error_message = "max abs diff 0.5 \"quoted\"\tand\\ \x01 ünïcode";
   ASSERT_TRUE(src->AddRecord(r1).ok());

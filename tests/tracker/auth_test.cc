@@ -5,9 +5,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "base/names.h"
 #include "kiln/v1/agent.grpc.pb.h"
@@ -126,6 +129,7 @@ class RequireAuthTest : public ::testing::Test {
       ana_ = AddToken(**db, "ana", "user", &ana_id_);
       bo_ = AddToken(**db, "bo", "user");
       agent_ = AddToken(**db, "board-7", "agent");
+      anas_agent_ = AddToken(**db, "anas-board", "agent", nullptr, "ana");
     }
     TrackerOptions opts;
     opts.listen = "127.0.0.1:0";
@@ -164,7 +168,8 @@ class RequireAuthTest : public ::testing::Test {
     return resp.job_id();
   }
   grpc::Status SubmitNamed(const std::string& token, const std::string& model_name,
-                           pb::SubmitJobResponse* resp) {
+                           pb::SubmitJobResponse* resp,
+                           const std::string& key = "nobody-serves-this") {
     std::string model = testing::ConvReluModel();
     pb::UploadModelResponse uploaded;
     {
@@ -184,7 +189,7 @@ class RequireAuthTest : public ::testing::Test {
     As(ctx, token);
     pb::SubmitJobRequest req;
     req.set_model_sha256(uploaded.sha256());
-    req.set_device_key("nobody-serves-this");
+    req.set_device_key(key);
     req.mutable_target()->set_spec("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic");
     req.set_trials(8);
     req.set_model_name(model_name);
@@ -192,7 +197,7 @@ class RequireAuthTest : public ::testing::Test {
   }
 
   storage::testing::TempDir dir_;
-  std::string admin_, ana_, bo_, agent_;
+  std::string admin_, ana_, bo_, agent_, anas_agent_;
   int64_t ana_id_ = 0;
   std::unique_ptr<TrackerServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -299,6 +304,109 @@ TEST_F(RequireAuthTest, AgentsNeedAnAgentTokenAndAreNamedByIt) {
   ASSERT_TRUE(tracker_->ListAgents(&ctx, {}, &agents).ok());
   ASSERT_EQ(agents.agents_size(), 1);
   EXPECT_EQ(agents.agents(0).agent_id(), "board-7");
+}
+
+// An agent with `token` on key "k" that answers every batch with `cost_s`
+// for every candidate, until Stop.
+class ScriptedAgent {
+ public:
+  ScriptedAgent(const std::shared_ptr<grpc::Channel>& channel, const std::string& token,
+                double cost_s)
+      : stub_(pb::AgentSession::NewStub(channel)) {
+    ctx_.AddMetadata("authorization", "Bearer " + token);
+    stream_ = stub_->Session(&ctx_);
+    pb::AgentMessage hello;
+    hello.mutable_hello()->set_agent_id("x");
+    hello.mutable_hello()->set_device_key("k");
+    hello.mutable_hello()->mutable_target()->set_spec(
+        "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic");
+    hello.mutable_hello()->set_compiler_version(KILN_VERSION);
+    stream_->Write(hello);
+    pb::TrackerMessage reply;
+    welcomed_ = stream_->Read(&reply) && reply.has_welcome();
+    thread_ = std::thread([this, cost_s] {
+      pb::TrackerMessage msg;
+      while (welcomed_ && stream_->Read(&msg)) {
+        if (!msg.has_measure_batch()) continue;
+        pb::AgentMessage out;
+        out.mutable_batch_result()->set_batch_id(msg.measure_batch().batch_id());
+        for (const auto& c : msg.measure_batch().candidates()) {
+          auto* m = out.mutable_batch_result()->add_results();
+          m->set_candidate_id(c.candidate_id());
+          m->set_error_kind(pb::MEASURE_ERROR_KIND_NONE);
+          m->add_costs_s(cost_s);
+          m->add_costs_s(cost_s);
+        }
+        ++batches_;
+        if (!stream_->Write(out)) break;
+      }
+    });
+  }
+  ~ScriptedAgent() {
+    ctx_.TryCancel();
+    thread_.join();
+    stream_->Finish();
+  }
+  bool welcomed_ = false;
+  std::atomic<int> batches_{0};
+
+ private:
+  std::unique_ptr<pb::AgentSession::Stub> stub_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::AgentMessage, pb::TrackerMessage>> stream_;
+  std::thread thread_;
+};
+
+// An agent a user runs (tokens create --owner) measures that user's jobs
+// only, and what it reports seeds and compiles into that user's jobs only:
+// ana's board claims every config runs in 0.1 us; bo's job, measured by the
+// farm's agent, never sees those claims (its tasks' best costs are the farm
+// agent's), while ana's job does.
+TEST_F(RequireAuthTest, AnAgentAUserRunsMeasuresAndSeedsTheirJobsOnly) {
+  ScriptedAgent anas(channel_, anas_agent_, 1e-7);
+  ASSERT_TRUE(anas.welcomed_);
+  pb::SubmitJobResponse bos_job, anas_job;
+  ASSERT_TRUE(SubmitNamed(bo_, "m", &bos_job, "k").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(anas.batches_.load(), 0) << "ana's board measured bo's job";
+  ASSERT_TRUE(SubmitNamed(ana_, "m", &anas_job, "k").ok());
+  auto wait_done = [&](const std::string& token, const std::string& id) {
+    pb::Job job;
+    for (int i = 0; i < 600; ++i) {
+      grpc::ClientContext ctx;
+      As(ctx, token);
+      pb::GetJobRequest req;
+      req.set_job_id(id);
+      EXPECT_TRUE(tracker_->GetJob(&ctx, req, &job).ok());
+      if (job.state() == pb::JOB_STATE_COMPLETED || job.state() == pb::JOB_STATE_FAILED) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return job;
+  };
+  pb::Job ana_done = wait_done(ana_, anas_job.job_id());
+  ASSERT_EQ(ana_done.state(), pb::JOB_STATE_COMPLETED) << ana_done.error();
+  EXPECT_GT(anas.batches_.load(), 0);
+  ScriptedAgent farm(channel_, agent_, 1e-3);
+  ASSERT_TRUE(farm.welcomed_);
+  pb::Job bo_done = wait_done(bo_, bos_job.job_id());
+  ASSERT_EQ(bo_done.state(), pb::JOB_STATE_COMPLETED) << bo_done.error();
+  ASSERT_GT(ana_done.tasks_size(), 0);
+  ASSERT_EQ(bo_done.tasks_size(), ana_done.tasks_size());
+  for (int i = 0; i < bo_done.tasks_size(); ++i) {
+    EXPECT_DOUBLE_EQ(ana_done.tasks(i).best_cost_s(), 1e-7);
+    EXPECT_DOUBLE_EQ(bo_done.tasks(i).best_cost_s(), 1e-3);
+  }
+  // The log keeps who measured what: ana's board's records are hers.
+  auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+  ASSERT_TRUE(db.ok());
+  auto rows = (*db)->QueryRecords("", "", 0);
+  ASSERT_TRUE(rows.ok());
+  int owned = 0;
+  for (const auto& r : *rows) {
+    EXPECT_EQ(r.owner, r.job_id == anas_job.job_id() ? "ana" : "") << r.job_id;
+    owned += r.owner == "ana";
+  }
+  EXPECT_GT(owned, 0);
 }
 
 // Names are bounded printable text: a huge name or one with a newline or a
