@@ -131,11 +131,17 @@ class RequireAuthTest : public ::testing::Test {
       agent_ = AddToken(**db, "board-7", "agent");
       anas_agent_ = AddToken(**db, "anas-board", "agent", nullptr, "ana");
     }
+    StartTracker();
+  }
+  // (Again) a tracker on the test's database; `shared_keys`: --shared-keys.
+  void StartTracker(std::set<std::string> shared_keys = {}) {
+    server_.reset();
     TrackerOptions opts;
     opts.listen = "127.0.0.1:0";
     opts.db_path = dir_.File("kiln.db");
     opts.artifacts_dir = dir_.File("artifacts");
     opts.require_auth = true;
+    opts.shared_keys = std::move(shared_keys);
     server_ = std::make_unique<TrackerServer>(opts);
     auto port = server_->Start();
     ASSERT_TRUE(port.ok()) << port.status();
@@ -194,6 +200,21 @@ class RequireAuthTest : public ::testing::Test {
     req.set_trials(8);
     req.set_model_name(model_name);
     return tracker_->SubmitJob(&ctx, req, resp);
+  }
+
+  // The job once it has ended (or as it is after 30 s).
+  pb::Job WaitDone(const std::string& token, const std::string& id) {
+    pb::Job job;
+    for (int i = 0; i < 600; ++i) {
+      grpc::ClientContext ctx;
+      As(ctx, token);
+      pb::GetJobRequest req;
+      req.set_job_id(id);
+      EXPECT_TRUE(tracker_->GetJob(&ctx, req, &job).ok());
+      if (job.state() == pb::JOB_STATE_COMPLETED || job.state() == pb::JOB_STATE_FAILED) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return job;
   }
 
   storage::testing::TempDir dir_;
@@ -370,25 +391,12 @@ TEST_F(RequireAuthTest, AnAgentAUserRunsMeasuresAndSeedsTheirJobsOnly) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(anas.batches_.load(), 0) << "ana's board measured bo's job";
   ASSERT_TRUE(SubmitNamed(ana_, "m", &anas_job, "k").ok());
-  auto wait_done = [&](const std::string& token, const std::string& id) {
-    pb::Job job;
-    for (int i = 0; i < 600; ++i) {
-      grpc::ClientContext ctx;
-      As(ctx, token);
-      pb::GetJobRequest req;
-      req.set_job_id(id);
-      EXPECT_TRUE(tracker_->GetJob(&ctx, req, &job).ok());
-      if (job.state() == pb::JOB_STATE_COMPLETED || job.state() == pb::JOB_STATE_FAILED) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return job;
-  };
-  pb::Job ana_done = wait_done(ana_, anas_job.job_id());
+  pb::Job ana_done = WaitDone(ana_, anas_job.job_id());
   ASSERT_EQ(ana_done.state(), pb::JOB_STATE_COMPLETED) << ana_done.error();
   EXPECT_GT(anas.batches_.load(), 0);
   ScriptedAgent farm(channel_, agent_, 1e-3);
   ASSERT_TRUE(farm.welcomed_);
-  pb::Job bo_done = wait_done(bo_, bos_job.job_id());
+  pb::Job bo_done = WaitDone(bo_, bos_job.job_id());
   ASSERT_EQ(bo_done.state(), pb::JOB_STATE_COMPLETED) << bo_done.error();
   ASSERT_GT(ana_done.tasks_size(), 0);
   ASSERT_EQ(bo_done.tasks_size(), ana_done.tasks_size());
@@ -407,6 +415,24 @@ TEST_F(RequireAuthTest, AnAgentAUserRunsMeasuresAndSeedsTheirJobsOnly) {
     owned += r.owner == "ana";
   }
   EXPECT_GT(owned, 0);
+}
+
+// On a key the farm shares (--shared-keys), an agent a user runs measures
+// anyone's jobs, and its records are everyone's.
+TEST_F(RequireAuthTest, OnASharedKeyAUsersAgentServesEveryone) {
+  StartTracker({"k"});
+  ScriptedAgent anas(channel_, anas_agent_, 1e-3);
+  ASSERT_TRUE(anas.welcomed_);
+  pb::SubmitJobResponse bos_job;
+  ASSERT_TRUE(SubmitNamed(bo_, "m", &bos_job, "k").ok());
+  pb::Job done = WaitDone(bo_, bos_job.job_id());
+  ASSERT_EQ(done.state(), pb::JOB_STATE_COMPLETED) << done.error();
+  auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+  ASSERT_TRUE(db.ok());
+  auto rows = (*db)->QueryRecords("", "", 0);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_FALSE(rows->empty());
+  for (const auto& r : *rows) EXPECT_EQ(r.owner, "");
 }
 
 // Names are bounded printable text: a huge name or one with a newline or a
