@@ -178,15 +178,30 @@ bool ArtifactStore::Contains(const std::string& sha256) const {
   return HasLocal(sha256) || (remote_ != nullptr && IsSha256Hex(sha256) && Fetch(sha256).ok());
 }
 
+// An object's key under the prefix: sharded like the folder.
+static std::string ObjectKey(const std::string& sha256) {
+  return StrCat(sha256.substr(0, 2), "/", sha256);
+}
+
 absl::Status ArtifactStore::Remove(const std::string& sha256) const {
   if (!IsSha256Hex(sha256)) {
     return absl::InvalidArgumentError(StrCat("'", sha256, "' is not a SHA-256"));
   }
   std::error_code ec;
-  if (!std::filesystem::remove(PathOf(sha256), ec)) {
-    if (ec) return absl::InternalError(StrCat("cannot remove ", sha256, ": ", ec.message()));
-    return absl::NotFoundError(StrCat("no stored file ", sha256));
+  const bool local = std::filesystem::remove(PathOf(sha256), ec);
+  if (ec) return absl::InternalError(StrCat("cannot remove ", sha256, ": ", ec.message()));
+  if (remote_ != nullptr) {
+    auto there = remote_->Head(ObjectKey(sha256));
+    if (!there.ok()) return there.status();
+    if (there->has_value()) {
+      if (absl::Status s = remote_->Delete(ObjectKey(sha256)); !s.ok()) {
+        return absl::Status(s.code(),
+                            StrCat("removing ", sha256, " from ", remote_url_, ": ", s.message()));
+      }
+      return absl::OkStatus();
+    }
   }
+  if (!local) return absl::NotFoundError(StrCat("no stored file ", sha256));
   return absl::OkStatus();
 }
 
@@ -199,11 +214,6 @@ absl::StatusOr<std::string> ArtifactStore::LocalPath(const std::string& sha256) 
     if (absl::Status s = Fetch(sha256); !s.ok()) return s;
   }
   return PathOf(sha256);
-}
-
-// An object's key under the prefix: sharded like the folder.
-static std::string ObjectKey(const std::string& sha256) {
-  return StrCat(sha256.substr(0, 2), "/", sha256);
 }
 
 absl::Status ArtifactStore::Upload(const std::string& sha256, int64_t size) const {

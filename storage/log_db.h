@@ -388,8 +388,8 @@ class ArtifactStore {
   // PathOf, after downloading the file from the object store if needed.
   absl::StatusOr<std::string> LocalPath(const std::string& sha256) const;
   bool Contains(const std::string& sha256) const;
-  // Removes the file from the folder (NOT_FOUND when it is not there). On
-  // an object store only the local copy goes: the bucket's object stays.
+  // Removes the file from the folder and, on an object store, the bucket's
+  // object too (NOT_FOUND when it was in neither).
   absl::Status Remove(const std::string& sha256) const;
   // The stored file's size; NOT_FOUND when it is not stored.
   absl::StatusOr<int64_t> SizeOf(const std::string& sha256) const;

@@ -175,6 +175,16 @@ absl::Status S3Client::PutFile(const std::string& key, const std::string& path,
   return absl::OkStatus();
 }
 
+absl::Status S3Client::Delete(const std::string& key) const {
+  const std::string path = PathOf(key);
+  httplib::Headers headers;
+  for (const auto& [k, v] : SignedHeaders("DELETE", path, kEmptySha256)) headers.emplace(k, v);
+  auto cli = MakeClient(loc_);
+  auto res = cli.Delete(path, headers);
+  if (!res || (res->status != 204 && res->status != 200)) return HttpError(res, "DELETE", key);
+  return absl::OkStatus();
+}
+
 absl::Status S3Client::GetToFile(const std::string& key, const std::string& path) const {
   const std::string url_path = PathOf(key);
   httplib::Headers headers;

@@ -48,6 +48,8 @@ class S3Client {
                        const std::string& sha256_hex, int64_t size) const;
   // Downloads an object into a file; NOT_FOUND when there is none.
   absl::Status GetToFile(const std::string& key, const std::string& path) const;
+  // Deletes an object (S3 answers a missing one as deleted too).
+  absl::Status Delete(const std::string& key) const;
 
   const S3Location& location() const { return loc_; }
 

@@ -11,6 +11,8 @@ S3 REST API over HTTP; MinIO is neither in Debian nor on PyPI as a server).
   fetched bytes are the module's.
 - A module whose object in the bucket was replaced by other bytes is refused
   (DATA_LOSS, "corrupt") by a tracker that has to download it.
+- An upload no job uses is collected from the bucket, not only from the
+  tracker's local copy.
 (moto's server does not check request signatures; the signing is checked
 against AWS's published example in tests/storage/s3_test.cc.)
 """
@@ -21,6 +23,7 @@ import socket
 import sqlite3
 import sys
 import tempfile
+import time
 import unittest
 
 from e2e_test import build_cnn
@@ -81,6 +84,29 @@ class S3Artifacts(unittest.TestCase):
         out = os.path.join(self.tmp, name)
         r = self.farm.kiln("fetch", job, "--tracker", self.farm.addr, "-o", out)
         return r, out
+
+    def bucket_keys(self):
+        listed = self.s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX + "/")
+        return {o["Key"] for o in listed.get("Contents", [])}
+
+    def test_an_unused_upload_is_collected_from_the_bucket_too(self):
+        # The upload goes in; the submit is refused (a key past 256 bytes),
+        # so no job uses the model, and the collector (grace 3 s, every 1 s)
+        # deletes its object from the bucket, not just the local copy.
+        self.tracker = self.farm.start_tracker(
+            env=self.env("cache-gc"), extra=["--model-grace-s", "3", "--model-gc-interval-s", "1"])
+        r = self.farm.kiln("tune", self.model, "--tracker", self.farm.addr, "--key", "k" * 300,
+                           "--trials", "8")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        with open(self.model, "rb") as f:
+            sha = hashlib.sha256(f.read()).hexdigest()
+        key = f"{PREFIX}/{sha[:2]}/{sha}"
+        self.assertIn(key, self.bucket_keys())  # uploaded, inside its grace
+        deadline = time.time() + 30
+        while key in self.bucket_keys() and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertNotIn(key, self.bucket_keys(), self.farm.log("tracker.log"))
+        self.assertIn(f"collected model {sha}", self.farm.log("tracker.log"))
 
     def test_modules_live_in_the_bucket_and_are_checked_on_the_way_back(self):
         self.tracker = self.farm.start_tracker(env=self.env("cache-a"))
