@@ -115,15 +115,9 @@ class Bench:
         self.farm.start_tracker(extra=["--max-jobs-per-user", "100"])
         self.farm.start([f"{args.bin_dir}/device_agent/kiln-agent", "--tracker", self.farm.addr,
                          "--key", KEY, "--id", "gpu-0", "--device", args.device], "agent0.log")
-        deadline = time.time() + 30  # a seeded log lists earlier agents too: wait for ours
-        while True:
-            devices = self.farm.wait_devices(KEY)
-            self.device_line = next(
-                (l for l in devices.splitlines() if KEY in l and " connected " in l), None)
-            if self.device_line or time.time() > deadline:
-                break
-            time.sleep(0.2)
-        self.device_line = self.device_line or "?"
+        devices = self.farm.wait_devices(KEY)
+        self.device_line = next(
+            (l for l in devices.splitlines() if KEY in l and " gone " not in l), "?")
         listed = subprocess.run([f"{args.bin_dir}/device_agent/kiln-agent", "--list-devices"],
                                 capture_output=True, text=True).stdout
         line = next(l for l in listed.splitlines() if l.startswith(f"{args.device}:"))

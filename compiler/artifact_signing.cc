@@ -23,7 +23,7 @@
 #include "base/bytes.h"
 #include "base/check.h"
 #include "base/str.h"
-#include "compiler/sha256.h"
+#include "deploy/sha256.h"
 
 namespace kiln::compiler {
 namespace {
@@ -165,9 +165,7 @@ std::string SigningKey::PublicKeyRaw() const {
   return raw;
 }
 
-std::string SigningKey::Fingerprint() const {
-  return StrCat("SHA256:", Hex(Sha256(PublicKeyRaw())).substr(0, 16));
-}
+std::string SigningKey::Fingerprint() const { return deploy::KeyFingerprint(PublicKeyRaw()); }
 
 std::string SigningKey::Sign(std::string_view message) const {
   std::string sig(64, '\0');
@@ -227,7 +225,7 @@ absl::StatusOr<std::string> SignatureBlock(std::string_view bytes, const Signing
   }
   auto manifest = sections.find("manifest");
   if (manifest == sections.end()) return absl::DataLossError("the artifact has no manifest");
-  const std::string digest = Sha256(manifest->second);
+  const std::string digest = deploy::Sha256(manifest->second);
   if (digest != header.substr(16, 32)) {
     return absl::DataLossError("the manifest does not hash to the header's digest");
   }
@@ -243,7 +241,7 @@ absl::StatusOr<std::string> SignatureBlock(std::string_view bytes, const Signing
   for (const auto& [name, data] : sections) {
     if (name == "manifest") continue;
     auto it = listed.find(name);
-    if (it == listed.end() || it->second != Hex(Sha256(data))) {
+    if (it == listed.end() || it->second != Hex(deploy::Sha256(data))) {
       return absl::DataLossError(
           StrCat("section '", name, "' does not match its digest in the manifest"));
     }

@@ -14,7 +14,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/passes.h"
-#include "compiler/sha256.h"
+#include "deploy/sha256.h"
 
 namespace kiln::compiler {
 namespace {
@@ -47,7 +47,7 @@ absl::StatusOr<Model> Model::FromOnnx(std::string_view model_bytes, const Import
   auto graph = ImportOnnx(model_bytes, options);
   if (!graph.ok()) return graph.status();
   if (auto s = RunGraphPasses(**graph, options.plan_layouts); !s.ok()) return s;
-  return Model(*std::move(graph), Hex(Sha256(model_bytes)));
+  return Model(*std::move(graph), Hex(deploy::Sha256(model_bytes)));
 }
 
 absl::StatusOr<Model> Model::FromOnnxFile(const std::string& path, const ImportOptions& options) {

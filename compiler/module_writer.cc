@@ -16,7 +16,7 @@
 #include "compiler/graph/passes.h"
 #include "compiler/model.h"
 #include "compiler/ops/lower_workload.h"
-#include "compiler/sha256.h"
+#include "deploy/sha256.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"
@@ -99,13 +99,14 @@ std::string WriteContainer(std::string manifest, const std::vector<Section>& sec
   }
   std::string records;
   for (size_t i = 0; i < sections.size(); ++i) {
-    records +=
-        StrCat("section ", sections[i].name, " sha256 ",
-               Hex(Sha256(std::string_view(out).substr(offsets[i], sections[i].Size()))), "\n");
+    records += StrCat(
+        "section ", sections[i].name, " sha256 ",
+        Hex(deploy::Sha256(std::string_view(out).substr(offsets[i], sections[i].Size()))), "\n");
   }
   KILN_CHECK(records.size() == manifest.size() - manifest_base) << "digest records changed size";
   std::memcpy(out.data() + manifest_offset + manifest_base, records.data(), records.size());
-  const std::string digest = Sha256(std::string_view(out).substr(manifest_offset, manifest.size()));
+  const std::string digest =
+      deploy::Sha256(std::string_view(out).substr(manifest_offset, manifest.size()));
   std::memcpy(out.data() + 16, digest.data(), digest.size());
   return out;
 }

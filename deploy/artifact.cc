@@ -28,23 +28,13 @@
 #include "deploy/device.h"
 #include "deploy/memory.h"
 #include "deploy/parallel.h"
+#include "deploy/sha256.h"
 
 namespace kiln::deploy {
 namespace {
 
 constexpr uint32_t kMaxSections = 1024;
 constexpr size_t kAlign = 64;
-
-// SHA-256 of bytes: 32 raw bytes.
-std::string Sha256(std::string_view bytes) {
-  std::string md(32, '\0');
-  unsigned int len = 0;
-  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), reinterpret_cast<unsigned char*>(md.data()),
-                        &len, EVP_sha256(), nullptr) == 1 &&
-             len == 32)
-      << "EVP_Digest(SHA-256) failed";
-  return md;
-}
 
 bool IsHex64(std::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char ch) {
@@ -307,10 +297,6 @@ absl::StatusOr<std::string> ParseTrustKey(std::string_view pem) {
   EVP_PKEY_free(pkey);
   if (ok != 1 || len != 32) return absl::InvalidArgumentError("cannot read the trust key");
   return raw;
-}
-
-std::string KeyFingerprint(std::string_view raw_key) {
-  return StrCat("SHA256:", Hex(Sha256(raw_key)).substr(0, 16));
 }
 
 absl::Status VerifySignature(const Container& c, std::string_view trust_key) {

@@ -49,9 +49,6 @@ absl::Status VerifySectionDigests(const Container& c, const Manifest& m);
 
 // The raw 32 bytes of an Ed25519 public key in PEM; INVALID_ARGUMENT.
 absl::StatusOr<std::string> ParseTrustKey(std::string_view pem);
-// "SHA256:<first 16 hex digits of the SHA-256 of the raw key>": how kiln
-// names a signing key in messages.
-std::string KeyFingerprint(std::string_view raw_key);
 
 // What the CPU entry point's `<entry>_io` string must say for a manifest:
 // its workspace and weights sizes and its input and output records, one a

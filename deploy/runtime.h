@@ -83,7 +83,7 @@ class Module {
 
   const Manifest& manifest() const { return manifest_; }
   // The fingerprint of the key that signed the artifact (KeyFingerprint in
-  // deploy/artifact.h), or "" when it is unsigned.
+  // deploy/sha256.h), or "" when it is unsigned.
   const std::string& signer() const { return signer_; }
 
   // Runs the model once. inputs/outputs follow the manifest's order; each is

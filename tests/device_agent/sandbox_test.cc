@@ -47,13 +47,9 @@ class Sandbox : public ::testing::Test {
   }
 };
 
-kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeout_ms = 0,
-                                 std::vector<int64_t> shape = {1, 4, 8, 8}) {
-  compiler::Workload w;
-  w.op = "eltwise";
-  w.ints["shape"] = shape;
-  w.ints["in_shape"] = shape;
-  w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
+// A batch of `w`'s default config under the candidate ids `ids`.
+kiln::v1::MeasureBatch BatchOf(const compiler::Workload& w, const std::vector<std::string>& ids,
+                               int timeout_ms) {
   absl::StatusOr<compiler::Config> c = compiler::DefaultConfig(w, compiler::Target::Host());
   EXPECT_TRUE(c.ok()) << c.status();
   kiln::v1::MeasureBatch batch;
@@ -69,6 +65,16 @@ kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeou
     if (c.ok()) cand->mutable_config()->set_canonical(compiler::CanonicalConfig(*c));
   }
   return batch;
+}
+
+kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeout_ms = 0,
+                                 std::vector<int64_t> shape = {1, 4, 8, 8}) {
+  compiler::Workload w;
+  w.op = "eltwise";
+  w.ints["shape"] = shape;
+  w.ints["in_shape"] = shape;
+  w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
+  return BatchOf(w, ids, timeout_ms);
 }
 
 TEST_F(Sandbox, CrashingWorkerBecomesRuntimeErrorAndWorkContinues) {
@@ -183,17 +189,8 @@ TEST_F(Sandbox, ALargeMatMulIsVerifiedWithinTheFarmsTimeLimit) {
   const int64_t n = 2048;
   w.ints = {{"M", {n}},    {"N", {n}},     {"K", {n}},       {"transA", {0}}, {"transB", {0}},
             {"bias", {0}}, {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}};
-  absl::StatusOr<compiler::Config> c = compiler::DefaultConfig(w, compiler::Target::Host());
-  ASSERT_TRUE(c.ok()) << c.status();
-  kiln::v1::MeasureBatch batch;
-  batch.set_batch_id("big");
-  batch.mutable_workload()->set_canonical(w.Canonical());
-  batch.mutable_workload()->set_key(w.Key());
+  kiln::v1::MeasureBatch batch = BatchOf(w, {"c0"}, 20000);
   batch.mutable_timing()->set_repeat(1);
-  batch.mutable_timing()->set_timeout_ms(20000);
-  kiln::v1::Candidate* cand = batch.add_candidates();
-  cand->set_candidate_id("c0");
-  cand->mutable_config()->set_canonical(compiler::CanonicalConfig(*c));
   kiln::agent::Sandbox sandbox(AgentBinary());
   kiln::v1::MeasureResult r = sandbox.Measure(batch, 0);
   EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();

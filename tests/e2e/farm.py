@@ -89,11 +89,13 @@ class Farm:
                               timeout=timeout)
 
     def wait_devices(self, key, n=1):
-        """Waits until `kiln devices` lists n agents of `key`; returns its output."""
+        """Waits until `kiln devices` lists n agents of `key` that are not gone
+        (a log the farm starts from lists its earlier agents too); returns its
+        output."""
         deadline = time.time() + 30
         while time.time() < deadline:
             out = self.kiln("devices", "--tracker", self.addr).stdout
-            if out.count(key) >= n:
+            if sum(key in l and " gone " not in l for l in out.splitlines()) >= n:
                 return out
             time.sleep(0.2)
         raise RuntimeError("agents did not register:\n" + self.log("agent0.log"))

@@ -178,19 +178,8 @@ class RequireAuthTest : public ::testing::Test {
                            const std::string& key = "nobody-serves-this") {
     std::string model = testing::ConvReluModel();
     pb::UploadModelResponse uploaded;
-    {
-      grpc::ClientContext ctx;
-      As(ctx, token);
-      auto writer = tracker_->UploadModel(&ctx, &uploaded);
-      pb::ModelChunk c;
-      c.set_data(model);
-      c.set_total_size(static_cast<int64_t>(model.size()));
-      c.set_sha256(storage::Sha256Hex(model));
-      writer->Write(c);
-      writer->WritesDone();
-      grpc::Status st = writer->Finish();
-      EXPECT_TRUE(st.ok()) << st.error_message();
-    }
+    grpc::Status up = testing::UploadAs(*tracker_, token, model, &uploaded);
+    EXPECT_TRUE(up.ok()) << up.error_message();
     grpc::ClientContext ctx;
     As(ctx, token);
     pb::SubmitJobRequest req;

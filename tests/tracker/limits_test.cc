@@ -121,17 +121,7 @@ class LimitsTest : public ::testing::Test {
   }
   grpc::Status Upload(const std::string& token, const std::string& bytes,
                       pb::UploadModelResponse* resp = nullptr) {
-    grpc::ClientContext ctx;
-    As(ctx, token);
-    pb::UploadModelResponse ignored;
-    auto writer = tracker_->UploadModel(&ctx, resp ? resp : &ignored);
-    pb::ModelChunk c;
-    c.set_data(bytes);
-    c.set_total_size(static_cast<int64_t>(bytes.size()));
-    c.set_sha256(storage::Sha256Hex(bytes));
-    writer->Write(c);
-    writer->WritesDone();
-    return writer->Finish();
+    return testing::UploadAs(*tracker_, token, bytes, resp);
   }
   grpc::Status Submit(const std::string& token, const std::string& model_bytes,
                       pb::SubmitJobResponse* out = nullptr) {

@@ -1,10 +1,13 @@
 #pragma once
-// Tokens for the tracker tests that require authentication.
+// Tokens for the tracker tests that require authentication, and calls made
+// with them.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 
+#include "kiln/v1/tracker.grpc.pb.h"
 #include "storage/log_db.h"
 #include "tracker/auth.h"
 
@@ -26,6 +29,23 @@ inline std::string AddToken(storage::LogDb& db, const std::string& user, const s
   EXPECT_TRUE(added.ok()) << added.status();
   if (id != nullptr) *id = added.ok() ? *added : 0;
   return *secret;
+}
+
+// Uploads `bytes` in one chunk (UploadModel) as `token`'s user ("": none).
+inline grpc::Status UploadAs(kiln::v1::Tracker::Stub& tracker, const std::string& token,
+                             const std::string& bytes,
+                             kiln::v1::UploadModelResponse* resp = nullptr) {
+  grpc::ClientContext ctx;
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  kiln::v1::UploadModelResponse ignored;
+  auto writer = tracker.UploadModel(&ctx, resp ? resp : &ignored);
+  kiln::v1::ModelChunk c;
+  c.set_data(bytes);
+  c.set_total_size(static_cast<int64_t>(bytes.size()));
+  c.set_sha256(storage::Sha256Hex(bytes));
+  writer->Write(c);
+  writer->WritesDone();
+  return writer->Finish();
 }
 
 }  // namespace kiln::tracker::testing

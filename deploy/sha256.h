@@ -1,0 +1,34 @@
+#pragma once
+// SHA-256 through OpenSSL's libcrypto, header-only so that the runtime and the
+// compiler (which links libcrypto, not the runtime) share one: the artifact's
+// section and manifest digests, a model's source hash, a key's fingerprint.
+// base/bytes.h's Hex writes a digest as text.
+#include <openssl/evp.h>
+
+#include <string>
+#include <string_view>
+
+#include "base/bytes.h"
+#include "base/check.h"
+#include "base/str.h"
+
+namespace kiln::deploy {
+
+// The 32 raw bytes of the SHA-256 of `bytes`.
+inline std::string Sha256(std::string_view bytes) {
+  std::string md(32, '\0');
+  unsigned int len = 0;
+  KILN_CHECK(EVP_Digest(bytes.data(), bytes.size(), reinterpret_cast<unsigned char*>(md.data()),
+                        &len, EVP_sha256(), nullptr) == 1 &&
+             len == 32)
+      << "EVP_Digest(SHA-256) failed";
+  return md;
+}
+
+// "SHA256:<first 16 hex digits of the SHA-256 of the raw key>": how kiln
+// names a signing key in messages.
+inline std::string KeyFingerprint(std::string_view raw_key) {
+  return StrCat("SHA256:", Hex(Sha256(raw_key)).substr(0, 16));
+}
+
+}  // namespace kiln::deploy
