@@ -61,7 +61,6 @@ struct RecordRow {
 struct RecordScope {
   bool all = true;
   std::string user;
-  static RecordScope All() { return {}; }
   static RecordScope Of(std::string user) { return {false, std::move(user)}; }
 };
 

@@ -5,15 +5,14 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/cpus.h"
 #include "base/str.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/interpret.h"
+#include "deploy/parallel.h"
 
 namespace kiln::compiler {
 namespace {
@@ -169,16 +168,21 @@ void Dense(const Workload& w, const KernelSignature& sig, std::span<const float*
       }
     }
   };
-  const int64_t total = batch * M;
-  // Threads only where the work pays for them.
-  const int64_t threads = std::clamp<int64_t>(total * N * K / (int64_t{1} << 24), 1,
-                                              std::min<int64_t>(UsableCpus(), total));
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < threads; ++t) {
-    pool.emplace_back(rows, total * t / threads, total * (t + 1) / threads);
-  }
-  rows(0, total / threads);
-  for (std::thread& t : pool) t.join();
+  // On the runtime's thread pool, in as many chunks as the work pays for.
+  struct Chunks {
+    decltype(rows)* body;
+    int64_t total, n;
+  } chunks{&rows, batch * M, 0};
+  if (chunks.total == 0) return;
+  chunks.n = std::clamp<int64_t>(chunks.total * N * K / (int64_t{1} << 24), 1,
+                                 std::min<int64_t>(kiln_num_threads(), chunks.total));
+  kiln_parallel_for(
+      chunks.n,
+      [](int64_t i, void* ctx) {
+        auto* c = static_cast<Chunks*>(ctx);
+        (*c->body)(c->total * i / c->n, c->total * (i + 1) / c->n);
+      },
+      &chunks);
 }
 
 // ONNX 2-D and 3-D pooling (pool2d runs as pool3d with a depth of 1: kernel,
