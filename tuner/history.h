@@ -67,7 +67,7 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
 // One timing on a shared machine moves by 10-30 %, and the fastest of
 // hundreds of near-equal configs is then often only the luckiest (the BERT
 // layer's two big MatMuls, tuned 2-3 % "faster" than the default, ran 7-12 %
-// slower in the model: docs/results.md, session sixteen).
+// slower in the model: git history of docs/results.md, session sixteen).
 //
 // Once the tuner has confirmed configs (timed them again beside the
 // default: Tuner, kConfirmRounds), the candidates are the confirmed ones,

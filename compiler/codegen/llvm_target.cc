@@ -157,7 +157,7 @@ namespace {
 // code). Measured on the AVX2 EPYC: the middle end of a tuning candidate
 // 24-27 -> 11-12 ms median (bench/turnaround_bench --phases), ResNet-50,
 // MobileNetV2 and the BERT layer within noise of O3 at 1 and 2 threads
-// (docs/results.md, session ten). The SLP vectorizer runs only on the
+// (git history of docs/results.md, session ten). The SLP vectorizer runs only on the
 // kernels whose templates ask for it (kiln-slp, kSlpVectorizeAttribute):
 // on the others it changed the code of 1 of 64 tuning candidates and cost
 // 5 % of their builds' instructions (session eleven), while the NCHWc

@@ -35,7 +35,7 @@ struct Built {
   // e.g. channel vectors written to NCHW) that LLVM's SLP vectorizer turns
   // into vector stores, 1.5x faster on MobileNetV2's expand layers. Off
   // elsewhere: SLP finds nothing in the other templates' code and costs 5 %
-  // of a build (docs/results.md, session twelve).
+  // of a build (git history of docs/results.md, session twelve).
   bool slp_vectorize = false;
 
   // args = the op's inputs (undefined ones, e.g. an absent bias, skipped),
