@@ -11,12 +11,15 @@
 // secret shared by all agents.
 //   kiln-agent --list-devices   (the CPU and the OpenCL devices this board has)
 // `--workers-timeout-ms` is the per-candidate time limit used when a batch's
-// timing policy leaves timeout_ms unset.
+// timing policy leaves timeout_ms unset. Whole-model batches (a job's
+// end-to-end check) send the model's files first: --max-model-bytes bounds
+// each, and they live in a temporary folder for the session.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -41,6 +44,8 @@ constexpr char kUsage[] =
     "                  [--worker-memory N[K|M|G]|0]   (the measurement worker's address space;\n"
     "                  default half the memory (at least 4G) + 256M per core; 0: none;\n"
     "                  none by default for --device cuda:N)\n"
+    "                  [--max-model-bytes N[K|M|G]]   (the largest model file a whole-model\n"
+    "                  batch may send; default 4G)\n"
     "                  [--tls-ca PEM [--tls-cert PEM --tls-key PEM]]\n"
     "       kiln-agent --list-devices\n";
 
@@ -129,7 +134,7 @@ int Usage(const std::string& message) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--measure-worker") == 0) {
-    return kiln::agent::RunMeasureWorker(0, 3);
+    return kiln::agent::RunMeasureWorker(0, 3, argc >= 3 ? argv[2] : "");
   }
   std::vector<std::string> args(argv + 1, argv + argc);
   for (const std::string& a : args) {
@@ -142,7 +147,7 @@ int main(int argc, char** argv) {
   auto parsed =
       kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target",
                               "--device", "--workers-timeout-ms", "--max-batch", "--worker-memory",
-                              "--tls-ca", "--tls-cert", "--tls-key"});
+                              "--max-model-bytes", "--tls-ca", "--tls-cert", "--tls-key"});
   if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
   if (!parsed->positional.empty()) {
     return Usage(kiln::StrCat("unexpected argument '", parsed->positional[0], "'"));
@@ -264,15 +269,27 @@ int main(int argc, char** argv) {
       return Usage("--worker-memory must be a size (e.g. 8G, 512M) or 0 for none");
     }
   }
-  kiln::agent::Sandbox sandbox("/proc/self/exe", worker_memory);
-  kiln::agent::AgentSession session(options, [&](const kiln::v1::MeasureBatch& batch, int index) {
+  if (flags.count("--max-model-bytes") &&
+      (!kiln::ParseBytes(flags["--max-model-bytes"], &options.max_model_bytes) ||
+       options.max_model_bytes <= 0)) {
+    return Usage("--max-model-bytes must be a size (e.g. 2G)");
+  }
+  options.files_dir = kiln::StrCat(std::filesystem::temp_directory_path().string(),
+                                   "/kiln-agent-", ::getpid(), "-files");
+  kiln::agent::Sandbox sandbox("/proc/self/exe", worker_memory, options.files_dir);
+  auto with_timeout = [&](const kiln::v1::MeasureBatch& batch) {
+    kiln::v1::MeasureBatch copy = batch;
     if (default_timeout_ms > 0 && batch.timing().timeout_ms() <= 0) {
-      kiln::v1::MeasureBatch copy = batch;
       copy.mutable_timing()->set_timeout_ms(static_cast<int32_t>(default_timeout_ms));
-      return sandbox.Measure(copy, index);
     }
-    return sandbox.Measure(batch, index);
-  });
+    return copy;
+  };
+  kiln::agent::AgentSession session(
+      options,
+      [&](const kiln::v1::MeasureBatch& batch, int index) {
+        return sandbox.Measure(with_timeout(batch), index);
+      },
+      [&](const kiln::v1::MeasureBatch& batch) { return sandbox.MeasureModel(with_timeout(batch)); });
   std::fprintf(stderr, "kiln-agent %s: id %s, key %s, target %s, tracker %s, worker memory %s\n",
                KILN_VERSION, options.agent_id.c_str(), options.device_key.c_str(),
                options.target_spec.c_str(), options.tracker.c_str(),

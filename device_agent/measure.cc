@@ -24,15 +24,6 @@ MeasureResult Error(MeasureErrorKind kind, std::string message) {
   return r;
 }
 
-absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config) {
-  if (!config.knobs().empty()) {
-    compiler::Config c;
-    for (const auto& [name, value] : config.knobs()) c[name] = value;
-    return c;
-  }
-  return compiler::ParseConfig(config.canonical());
-}
-
 MeasureErrorKind KindOf(compiler::MeasureError error) {
   switch (error) {
     case compiler::MeasureError::kNone:
@@ -50,6 +41,15 @@ MeasureErrorKind KindOf(compiler::MeasureError error) {
 }
 
 }  // namespace
+
+absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config) {
+  if (!config.knobs().empty()) {
+    compiler::Config c;
+    for (const auto& [name, value] : config.knobs()) c[name] = value;
+    return c;
+  }
+  return compiler::ParseConfig(config.canonical());
+}
 
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);

@@ -39,6 +39,9 @@ std::vector<compiler::Prebuilt> PrebuildCandidates(const std::string& workload_c
                                                    const std::vector<kiln::v1::Config>& configs,
                                                    const compiler::Target& target);
 
+// A config from the protocol: its knobs, or else its canonical text.
+absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config);
+
 // "SIGSEGV (Segmentation fault)".
 std::string SignalName(int sig);
 

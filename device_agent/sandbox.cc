@@ -22,6 +22,7 @@
 #include "base/str.h"
 #include "compiler/target.h"
 #include "device_agent/measure.h"
+#include "device_agent/model_measure.h"
 
 extern char** environ;
 
@@ -95,7 +96,7 @@ absl::Status ReadFrame(int fd, std::string* bytes) {
   return absl::OkStatus();
 }
 
-int RunMeasureWorker(int in_fd, int out_fd) {
+int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir) {
   const compiler::Target host = compiler::Target::Host();
   // Kernels built ahead for the batch being measured, by candidate id.
   std::string ahead_batch;
@@ -110,7 +111,17 @@ int RunMeasureWorker(int in_fd, int out_fd) {
     }
     kiln::v1::MeasureBatch batch;
     kiln::v1::MeasureResult result;
-    if (!batch.ParseFromString(bytes) || batch.candidates_size() < 1) {
+    if (batch.ParseFromString(bytes) && batch.has_model()) {
+      compiler::Target target = host;
+      if (!batch.target().spec().empty()) {
+        target = compiler::Target::Parse(batch.target().spec()).value_or(host);
+      }
+      for (const kiln::v1::MeasureResult& r : MeasureModelVariants(batch, files_dir, target)) {
+        if (absl::Status w = WriteFrame(out_fd, r.SerializeAsString()); !w.ok()) return 1;
+      }
+      continue;
+    }
+    if (batch.candidates_size() < 1 || batch.has_model()) {
       result =
           ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, "worker received a malformed request");
     } else {
@@ -201,8 +212,10 @@ int64_t DefaultWorkerMemoryBytes() {
          int64_t{UsableCpus()} * (int64_t{256} << 20);
 }
 
-Sandbox::Sandbox(std::string worker_binary, int64_t memory_bytes)
-    : binary_(std::move(worker_binary)), memory_bytes_(memory_bytes) {
+Sandbox::Sandbox(std::string worker_binary, int64_t memory_bytes, std::string files_dir)
+    : binary_(std::move(worker_binary)),
+      memory_bytes_(memory_bytes),
+      files_dir_(std::move(files_dir)) {
   // A worker that dies makes writes to its pipe fail with EPIPE, not kill us.
   ::signal(SIGPIPE, SIG_IGN);
 }
@@ -213,7 +226,7 @@ void Sandbox::Stop() {
   if (pid_ > 0) Reap(/*kill=*/true);
 }
 
-absl::Status Sandbox::Start() {
+absl::Status Sandbox::Start(int threads) {
   int req[2], rep[2];
   if (::pipe2(req, O_CLOEXEC) != 0) {
     return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
@@ -226,7 +239,17 @@ absl::Status Sandbox::Start() {
   // Everything the child needs is prepared before fork: after fork only
   // async-signal-safe calls are allowed (the parent runs gRPC threads).
   std::string flag = "--measure-worker";
-  std::vector<char*> argv = {binary_.data(), flag.data(), nullptr};
+  std::vector<char*> argv = {binary_.data(), flag.data(), files_dir_.data(), nullptr};
+  // The environment, with the kernels' thread count when one is asked for.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (threads > 0 && std::strncmp(*e, "KILN_NUM_THREADS=", 17) == 0) continue;
+    env_strings.emplace_back(*e);
+  }
+  if (threads > 0) env_strings.push_back(StrCat("KILN_NUM_THREADS=", threads));
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t parent = ::getpid();
   struct rlimit memory {};
   memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(memory_bytes_);
@@ -241,12 +264,13 @@ absl::Status Sandbox::Start() {
     if (memory_bytes_ > 0 && ::setrlimit(RLIMIT_AS, &memory) != 0) ::_exit(127);
     // dup2 clears O_CLOEXEC on the new descriptors.
     if (::dup2(req[0], 0) < 0 || ::dup2(rep[1], 3) < 0) ::_exit(127);
-    ::execve(binary_.c_str(), argv.data(), environ);
+    ::execve(binary_.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(req[0]);
   ::close(rep[1]);
   pid_ = pid;
+  threads_ = threads;
   to_worker_ = req[1];
   from_worker_ = rep[0];
   return absl::OkStatus();
@@ -299,11 +323,9 @@ kiln::v1::MeasureResult Sandbox::MeasureIn(const kiln::v1::MeasureBatch& batch, 
     r.set_candidate_id(candidate.candidate_id());
     return r;
   };
-  if (pid_ <= 0) {
-    if (absl::Status s = Start(); !s.ok()) {
-      return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-                                StrCat("cannot start the measurement worker: ", s.message())));
-    }
+  if (absl::Status s = Ready(batch); !s.ok()) {
+    return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                              StrCat("cannot start the measurement worker: ", s.message())));
   }
   kiln::v1::MeasureBatch request;
   *request.mutable_workload() = batch.workload();
@@ -319,14 +341,25 @@ kiln::v1::MeasureResult Sandbox::MeasureIn(const kiln::v1::MeasureBatch& batch, 
   }
 
   const int timeout_ms = ResolveTiming(batch.timing()).timeout_ms;
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  return finish(Reply(Clock::now() + std::chrono::milliseconds(timeout_ms), timeout_ms,
+                      "candidate took longer than"));
+}
+
+absl::Status Sandbox::Ready(const kiln::v1::MeasureBatch& batch) {
+  const int threads = std::max(0, batch.timing().threads());
+  if (pid_ > 0 && threads != threads_) Reap(/*kill=*/true);
+  return pid_ > 0 ? absl::OkStatus() : Start(threads);
+}
+
+kiln::v1::MeasureResult Sandbox::Reply(Clock::time_point deadline, int timeout_ms,
+                                       const char* what) {
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       Reap(/*kill=*/true);
-      return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_TIMEOUT,
-                                StrCat("candidate took longer than ", timeout_ms,
-                                       " ms (build + verify + time); worker killed")));
+      return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_TIMEOUT,
+                         StrCat(what, " ", timeout_ms,
+                                " ms (build + verify + time); worker killed"));
     }
     pollfd p{from_worker_, POLLIN, 0};
     int n = ::poll(&p, 1, static_cast<int>(left.count()));
@@ -334,8 +367,8 @@ kiln::v1::MeasureResult Sandbox::MeasureIn(const kiln::v1::MeasureBatch& batch, 
     if (n > 0) break;
     if (n < 0) {
       Reap(/*kill=*/true);
-      return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-                                StrCat("poll: ", std::strerror(errno))));
+      return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                         StrCat("poll: ", std::strerror(errno)));
     }
   }
   // The reply has started (or the worker closed the pipe by dying). A reply
@@ -345,12 +378,42 @@ kiln::v1::MeasureResult Sandbox::MeasureIn(const kiln::v1::MeasureBatch& batch, 
   kiln::v1::MeasureResult result;
   if (!s.ok() || !result.ParseFromString(bytes)) {
     std::string how = Reap(/*kill=*/true);
-    return finish(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-                              how.starts_with("killed by")
-                                  ? StrCat("kernel crashed the measurement worker: ", how)
-                                  : StrCat("measurement worker died: ", how)));
+    return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                       how.starts_with("killed by")
+                           ? StrCat("kernel crashed the measurement worker: ", how)
+                           : StrCat("measurement worker died: ", how));
   }
-  return finish(std::move(result));
+  return result;
 }
+
+std::vector<kiln::v1::MeasureResult> Sandbox::MeasureModel(const kiln::v1::MeasureBatch& batch) {
+  std::vector<kiln::v1::MeasureResult> results;
+  auto fail_rest = [&](const kiln::v1::MeasureResult& error) {
+    while (results.size() < static_cast<size_t>(batch.candidates_size())) {
+      results.push_back(error);
+      results.back().set_candidate_id(batch.candidates(static_cast<int>(results.size()) - 1)
+                                          .candidate_id());
+    }
+    return results;
+  };
+  if (absl::Status s = Ready(batch); !s.ok()) {
+    return fail_rest(ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                                 StrCat("cannot start the measurement worker: ", s.message())));
+  }
+  if (absl::Status s = WriteFrame(to_worker_, batch.SerializeAsString()); !s.ok()) {
+    std::string how = Reap(/*kill=*/true);
+    return fail_rest(
+        ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, StrCat("measurement worker ", how)));
+  }
+  const int timeout_ms = ResolveTiming(batch.timing()).timeout_ms;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (results.size() < static_cast<size_t>(batch.candidates_size())) {
+    kiln::v1::MeasureResult r = Reply(deadline, timeout_ms, "the model's variants took longer than");
+    if (pid_ <= 0) return fail_rest(r);  // the worker ended: the rest share its error
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
 
 }  // namespace kiln::agent

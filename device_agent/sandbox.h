@@ -26,7 +26,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "kiln/v1/agent.pb.h"
@@ -38,7 +40,10 @@ class Sandbox {
  public:
   // `worker_binary` must accept `--measure-worker` (see RunMeasureWorker).
   // `memory_bytes` > 0: the worker's address-space limit (RLIMIT_AS).
-  explicit Sandbox(std::string worker_binary, int64_t memory_bytes = 0);
+  // `files_dir`: where the session keeps whole-model batches' files
+  // (FileStore), passed to the worker.
+  explicit Sandbox(std::string worker_binary, int64_t memory_bytes = 0,
+                   std::string files_dir = "");
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -52,12 +57,25 @@ class Sandbox {
   // fails as a call.
   kiln::v1::MeasureResult Measure(const kiln::v1::MeasureBatch& batch, int index);
 
+  // A whole-model batch (batch.model set; model_measure.h): every variant in
+  // one request to the worker, one result per candidate, the batch's
+  // timeout_ms over them all. The model's files are in `files_dir` (below).
+  std::vector<kiln::v1::MeasureResult> MeasureModel(const kiln::v1::MeasureBatch& batch);
+
   // Kills the worker, if any.
   void Stop();
   pid_t worker_pid() const { return pid_; }
 
  private:
-  absl::Status Start();
+  // Starts a worker whose kernels run on `threads` threads (KILN_NUM_THREADS;
+  // 0: the agent's own setting).
+  absl::Status Start(int threads);
+  // A worker running with the batch's threads (a new one when they differ).
+  absl::Status Ready(const kiln::v1::MeasureBatch& batch);
+  // Waits for the worker's next reply until `deadline`; TIMEOUT or RUNTIME
+  // results (the worker reaped) when it does not come.
+  kiln::v1::MeasureResult Reply(std::chrono::steady_clock::time_point deadline, int timeout_ms,
+                                const char* what);
   // One request: candidate `index` and the `ahead` candidates after it.
   kiln::v1::MeasureResult MeasureIn(const kiln::v1::MeasureBatch& batch, int index, int ahead);
   // Kills (if `kill`) and reaps the worker; returns how it ended, in words.
@@ -65,7 +83,9 @@ class Sandbox {
 
   std::string binary_;
   int64_t memory_bytes_ = 0;
+  std::string files_dir_;
   pid_t pid_ = -1;
+  int threads_ = 0;  // the running worker's KILN_NUM_THREADS (0: inherited)
   int to_worker_ = -1;
   int from_worker_ = -1;
 };
@@ -78,8 +98,11 @@ int64_t DefaultWorkerMemoryBytes();
 
 // The worker's main loop: reads requests from `in_fd`, measures each with
 // MeasureCandidate (for the batch's target, or the host when it is empty),
-// writes replies to `out_fd`. Returns the process exit code (0 on EOF).
-int RunMeasureWorker(int in_fd, int out_fd);
+// writes replies to `out_fd`; a whole-model request is answered with one
+// reply per candidate (MeasureModelVariants, reading the model's files from
+// `files_dir`: `kiln-agent --measure-worker FILES_DIR`). Returns the process
+// exit code (0 on EOF).
+int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir = "");
 
 // Length-prefixed message framing over file descriptors (4-byte little-endian
 // length, then the bytes). Exposed for tests.

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <deque>
+#include <filesystem>
 #include <set>
 #include <thread>
 
 #include "base/net.h"
 #include "base/str.h"
+#include "device_agent/file_store.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -46,8 +48,15 @@ std::string DefaultAgentId() {
   return StrCat(host, "-", ::getpid());
 }
 
-AgentSession::AgentSession(AgentOptions options, CandidateMeasurer measurer)
-    : options_(std::move(options)), measurer_(std::move(measurer)) {
+AgentSession::AgentSession(AgentOptions options, CandidateMeasurer measurer,
+                           ModelMeasurer model_measurer)
+    : options_(std::move(options)),
+      measurer_(std::move(measurer)),
+      model_measurer_(std::move(model_measurer)) {
+  if (options_.files_dir.empty()) {
+    options_.files_dir = StrCat(std::filesystem::temp_directory_path().string(), "/kiln-agent-",
+                                ::getpid(), "-files");
+  }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
@@ -162,8 +171,10 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
               options_.tracker, options_.agent_id, options_.device_key, msg.welcome().session_id(),
               interval_ms);
 
+  // The files of whole-model batches, for this session.
+  FileStore files(options_.files_dir, options_.max_model_bytes);
   // State shared by the reader (this thread), the heartbeat thread and the
-  // measuring thread.
+  // measuring thread (`files` too: under state_mu).
   std::mutex state_mu;
   std::condition_variable state_cv;
   bool session_over = false;
@@ -191,6 +202,33 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
     }
   });
 
+  // A whole-model batch: its files must have come whole and checked.
+  auto measure_model = [&](const kiln::v1::MeasureBatch& batch) {
+    std::string missing;
+    {
+      std::lock_guard<std::mutex> lock(state_mu);
+      if (!files.Has(batch.model().model_sha256())) missing = batch.model().model_sha256();
+      for (const kiln::v1::ExternalFile& f : batch.model().external_data()) {
+        if (!files.Has(f.sha256())) missing = f.sha256();
+      }
+    }
+    std::vector<kiln::v1::MeasureResult> results;
+    if (missing.empty() && model_measurer_) {
+      results = model_measurer_(batch);
+    } else {
+      kiln::v1::MeasureResult error;
+      error.set_error_kind(kiln::v1::MEASURE_ERROR_KIND_RUNTIME);
+      error.set_error_message(
+          model_measurer_ ? StrCat("the model's file ", missing, " did not arrive whole")
+                          : std::string("this agent does not measure whole models"));
+      results.assign(static_cast<size_t>(batch.candidates_size()), error);
+    }
+    results.resize(static_cast<size_t>(batch.candidates_size()));
+    for (int i = 0; i < batch.candidates_size(); ++i) {
+      results[static_cast<size_t>(i)].set_candidate_id(batch.candidates(i).candidate_id());
+    }
+    return results;
+  };
   std::thread measurer([&] {
     while (true) {
       kiln::v1::MeasureBatch batch;
@@ -209,7 +247,16 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
       kiln::v1::BatchResult* result = reply.mutable_batch_result();
       result->set_batch_id(batch.batch_id());
       bool dropped = false;
-      for (int i = 0; i < batch.candidates_size(); ++i) {
+      if (batch.has_model()) {
+        for (kiln::v1::MeasureResult& r : measure_model(batch)) {
+          r.set_agent_id(options_.agent_id);
+          *result->add_results() = std::move(r);
+        }
+        in_flight.fetch_sub(batch.candidates_size());
+        dropped = is_cancelled();
+      }
+      for (int i = batch.has_model() ? batch.candidates_size() : 0; i < batch.candidates_size();
+           ++i) {
         if (is_cancelled()) {
           dropped = true;
           break;
@@ -221,7 +268,9 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
         in_flight.fetch_sub(1);
       }
       if (dropped) {
-        in_flight.fetch_sub(batch.candidates_size() - result->results_size());
+        in_flight.fetch_sub(
+            std::max(0, batch.candidates_size() - result->results_size() -
+                            (batch.has_model() ? batch.candidates_size() : 0)));
         Log()->info("batch {} cancelled after {}/{} candidates", batch.batch_id(),
                     result->results_size(), batch.candidates_size());
         continue;
@@ -235,7 +284,15 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
   });
 
   while (stream->Read(&msg)) {
-    if (msg.has_measure_batch()) {
+    if (msg.has_file_part()) {
+      std::lock_guard<std::mutex> lock(state_mu);
+      if (absl::Status s = files.Add(msg.file_part()); !s.ok()) {
+        Log()->warn("file from the tracker refused: {}", std::string(s.message()));
+      } else if (msg.file_part().last()) {
+        Log()->info("received file {} ({} bytes)", msg.file_part().sha256(),
+                    msg.file_part().total_size());
+      }
+    } else if (msg.has_measure_batch()) {
       Log()->info("batch {}: {} candidates of {}", msg.measure_batch().batch_id(),
                   msg.measure_batch().candidates_size(), msg.measure_batch().workload().key());
       std::lock_guard<std::mutex> lock(state_mu);

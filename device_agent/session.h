@@ -41,6 +41,10 @@ struct AgentOptions {
   double peak_gflops = 0;  // measured at start (base/fma_peak.h); 0: not known
   std::string compiler_version;
   int max_batch = 0;
+  // Where whole-model batches' files are kept during a session (FileStore),
+  // and the largest such file accepted.
+  std::string files_dir;
+  int64_t max_model_bytes = int64_t{4} << 30;
   std::chrono::milliseconds initial_backoff{250};
   std::chrono::milliseconds max_backoff{5000};
 };
@@ -52,9 +56,17 @@ std::string DefaultAgentId();
 using CandidateMeasurer =
     std::function<kiln::v1::MeasureResult(const kiln::v1::MeasureBatch& batch, int index)>;
 
+// Measures every variant of a whole-model batch (Sandbox::MeasureModel in
+// production), its files already in options.files_dir; one result per
+// candidate.
+using ModelMeasurer =
+    std::function<std::vector<kiln::v1::MeasureResult>(const kiln::v1::MeasureBatch& batch)>;
+
 class AgentSession {
  public:
-  AgentSession(AgentOptions options, CandidateMeasurer measurer);
+  // Without a model measurer, whole-model batches are answered with errors.
+  AgentSession(AgentOptions options, CandidateMeasurer measurer,
+               ModelMeasurer model_measurer = nullptr);
   ~AgentSession();
   AgentSession(const AgentSession&) = delete;
   AgentSession& operator=(const AgentSession&) = delete;
@@ -77,6 +89,7 @@ class AgentSession {
 
   AgentOptions options_;
   CandidateMeasurer measurer_;
+  ModelMeasurer model_measurer_;
   std::shared_ptr<grpc::Channel> channel_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;  // guards context_, and backs stop_cv_

@@ -45,12 +45,4 @@ compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::A
                                         const std::string& model_sha256, int64_t max_elements,
                                         const compiler::Target& target);
 
-// ImportOptions::max_folded_bytes for a model of `model_bytes` (its file and
-// external data): 64 MiB, and 8 bytes more for each byte of the model (a
-// quantized weight dequantized and transposed at compile time is 8 times
-// its int8 bytes).
-inline int64_t FoldedBytesBudget(int64_t model_bytes) {
-  return (int64_t{64} << 20) + 8 * model_bytes;
-}
-
 }  // namespace kiln::tracker

@@ -46,6 +46,14 @@ struct ImportOptions {
   bool plan_layouts = true;
 };
 
+// ImportOptions::max_folded_bytes for a model of `model_bytes` (its file and
+// external data): 64 MiB, and 8 bytes more for each byte of the model (a
+// quantized weight dequantized and transposed at compile time is 8 times
+// its int8 bytes).
+inline int64_t FoldedBytesBudget(int64_t model_bytes) {
+  return (int64_t{64} << 20) + 8 * model_bytes;
+}
+
 absl::StatusOr<std::unique_ptr<Graph>> ImportOnnx(std::string_view model_bytes,
                                                   const ImportOptions& options = {});
 // Parses the file as it is read, so the model's bytes are not held twice.
