@@ -151,6 +151,42 @@ std::string JobStateName(kiln::v1::JobState state) {
 
 std::string FormatCost(double seconds) { return seconds > 0 ? FormatSeconds(seconds) : "-"; }
 
+void PrintEndToEnd(std::ostream& out, const kiln::v1::EndToEnd& e) {
+  if (e.curve_size() == 0 && e.note().empty()) return;
+  auto latency = [](const kiln::v1::ModelLatency& l) {
+    return StrCat(FormatCost(l.median_s()), " (middle half ", FormatCost(l.p25_s()), " to ",
+                  FormatCost(l.p75_s()), ", ", l.rounds(), " rounds)");
+  };
+  auto ratio = [](double untuned, double tuned) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.3fx", tuned > 0 ? untuned / tuned : 0.0);
+    return std::string(buf);
+  };
+  out << "\nend to end, the whole model on the board ("
+      << (e.threads() > 0 ? StrCat(e.threads(), e.threads() == 1 ? " thread" : " threads")
+                        : std::string("the board's threads"))
+      << "):\n";
+  if (e.has_untuned() && e.untuned().rounds() > 0) {
+    out << "  untuned   " << latency(e.untuned()) << "\n"
+        << "  tuned     " << latency(e.tuned()) << "  "
+        << ratio(e.untuned().median_s(), e.tuned().median_s()) << " the untuned\n"
+        << "  returned  "
+        << (e.returned_tuned() ? "the tuned module" : "the defaults' module (untuned)") << "; "
+        << e.tasks_tuned() << " tasks tuned, " << e.tasks_reverted()
+        << " reverted to their default inside the model\n";
+  }
+  if (!e.note().empty()) out << "  " << Printable(e.note()) << "\n";
+  if (e.curve_size() > 0) {
+    std::vector<std::vector<std::string>> rows = {{"  TRIALS", "UNTUNED", "TUNED", "SPEED-UP"}};
+    for (const kiln::v1::EndToEndPoint& p : e.curve()) {
+      rows.push_back({StrCat("  ", p.trials()), FormatCost(p.untuned().median_s()),
+                      FormatCost(p.tuned().median_s()),
+                      ratio(p.untuned().median_s(), p.tuned().median_s())});
+    }
+    PrintTable(out, rows);
+  }
+}
+
 absl::StatusOr<double> ParseDuration(const std::string& text) {
   auto bad = [&] {
     return absl::InvalidArgumentError(

@@ -50,6 +50,11 @@ std::string JobStateName(kiln::v1::JobState state);
 // Seconds as a short human value: "0.123 ms", "1.5 s".
 std::string FormatCost(double seconds);
 
+// A job's whole model measured on the board (Job.end_to_end): the untuned
+// and tuned latency, what the job returned and why, and the curve of
+// latency against trials. Nothing when the job has none.
+void PrintEndToEnd(std::ostream& out, const kiln::v1::EndToEnd& e);
+
 // Rows of cells as left-aligned columns.
 void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
 

@@ -3,7 +3,8 @@
 // task's trials and against wall time; for the model, the end-to-end latency
 // estimate (sum over tasks of occurrences x best cost) against the job's
 // trials and wall time. The plot is drawn by gnuplot; the table goes to
-// stdout.
+// stdout, with (from a tracker) the model's latency measured end to end on
+// the board against trials, untuned and tuned.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +48,8 @@ struct ReportData {
   std::string model_name;
   std::vector<ReportTask> tasks;
   std::vector<ReportRecord> records;  // in measurement order
+  // The whole model as the board measured it (from the tracker only).
+  kiln::v1::EndToEnd end_to_end;
 };
 
 absl::StatusOr<ReportData> FromTracker(kiln::v1::Tracker::Stub& stub, const std::string& job_id) {
@@ -63,6 +66,7 @@ absl::StatusOr<ReportData> FromTracker(kiln::v1::Tracker::Stub& stub, const std:
     }
   }
   d.model_name = job.model_name();
+  d.end_to_end = job.end_to_end();
   for (const auto& t : job.tasks()) {
     d.tasks.push_back({t.workload().key(), t.workload().op(), t.workload().flops(),
                        std::max(1, t.occurrences()), t.best_cost_s()});
@@ -324,6 +328,7 @@ void PrintSummary(const ReportData& d, std::ostream& out) {
   } else {
     out << "\nend-to-end estimate: not every task has a measured cost yet\n";
   }
+  PrintEndToEnd(out, d.end_to_end);
 }
 
 }  // namespace

@@ -143,6 +143,7 @@ int RunJob(const Command& self, const std::vector<std::string>& argv, const CliE
     }
     PrintTable(out, rows);
   }
+  PrintEndToEnd(out, j.end_to_end());
   return 0;
 }
 

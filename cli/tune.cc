@@ -1,7 +1,11 @@
 // kiln tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC]
 //   [--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N]
 //   [--candidate-timeout DURATION] [--flush-cache | --no-flush-cache]
-//   [--input-shape NAME=DIMS]... [--wait]
+//   [--threads N] [--no-end-to-end] [--input-shape NAME=DIMS]... [--wait]
+// --threads: the threads the model will run on (the agent times candidates
+// and the whole model at that count; default: the board's cores).
+// --no-end-to-end: skip the whole-model check after the search (the job
+// then returns each task's best record, unconfirmed inside the model).
 // Uploads the model (and the external data files it names, from its own
 // folder) in chunks, then submits the job naming them by digest.
 //
@@ -277,8 +281,8 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
       ParseFlags(argv,
                  {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy",
                   "--budget", "--early-stopping", "--db", "-o", "--max-elements", "--deadline",
-                  "--priority", "--candidate-timeout"},
-                 {"--wait", "--local", "--flush-cache", "--no-flush-cache"});
+                  "--priority", "--candidate-timeout", "--threads"},
+                 {"--wait", "--local", "--flush-cache", "--no-flush-cache", "--no-end-to-end"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--trials")) return UsageError(self, "missing --trials", env);
@@ -310,6 +314,11 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
       return UsageError(self, "--candidate-timeout must be a duration from 1s to 1h", env);
     }
     candidate_timeout_ms = static_cast<int32_t>(*timeout * 1000);
+  }
+  int64_t threads = 0;
+  if (args->values.count("--threads") &&
+      (!ParseInt64(args->Get("--threads"), &threads) || threads < 1 || threads > 4096)) {
+    return UsageError(self, "--threads must be an integer in 1..4096", env);
   }
   for (const char* local_only : {"--db", "-o", "--max-elements"}) {
     if (args->values.count(local_only)) {
@@ -376,6 +385,8 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
     request.mutable_timing()->set_flush_cache(true);
   }
   if (candidate_timeout_ms > 0) request.mutable_timing()->set_timeout_ms(candidate_timeout_ms);
+  request.mutable_timing()->set_threads(static_cast<int32_t>(threads));
+  request.set_skip_end_to_end(args->bools.count("--no-end-to-end") > 0);
   kiln::v1::SubmitJobResponse response;
   {
     grpc::ClientContext ctx;

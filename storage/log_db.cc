@@ -138,6 +138,7 @@ absl::StatusOr<JobRow> ReadJob(const Statement& st) {
   row.updated_unix_ms = st.ColumnInt64(12);
   row.tuning_ms = st.ColumnInt64(13);
   row.owner = st.ColumnText(14);
+  row.end_to_end_json = st.ColumnText(15);
   return row;
 }
 
@@ -410,7 +411,7 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
   std::lock_guard<std::mutex> lock(mu_);
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db_->Prepare(StrCat("INSERT INTO jobs(", kJobColumns, ", tracker_id, lease_until_ms",
-                              ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                              ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                               "ON CONFLICT DO NOTHING")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
@@ -427,8 +428,9 @@ absl::Status LogDb::CreateJob(const JobRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.updated_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(14, row.tuning_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(15, row.owner));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(16, row.tracker_id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(17, row.lease_until_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(16, row.end_to_end_json));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(17, row.tracker_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(18, row.lease_until_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() == 0) {
     return absl::AlreadyExistsError(StrCat("job '", row.id, "' already exists"));
@@ -446,7 +448,7 @@ absl::Status LogDb::UpdateJob(const JobRow& row) {
       st, db_->Prepare("UPDATE jobs SET model_name = ?2, model_sha256 = ?3, device_key = ?4, "
                        "target = ?5, state = ?6, trials = ?7, trials_done = ?8, "
                        "options_json = ?9, error = ?10, artifact_sha256 = ?11, "
-                       "updated_unix_ms = ?12, tuning_ms = ?13 WHERE id = ?1"));
+                       "updated_unix_ms = ?12, tuning_ms = ?13, end_to_end = ?14 WHERE id = ?1"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
@@ -460,6 +462,7 @@ absl::Status LogDb::UpdateJob(const JobRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.artifact_sha256));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(12, row.updated_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.tuning_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(14, row.end_to_end_json));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   if (db_->Changes() == 0) return absl::NotFoundError(StrCat("no job '", row.id, "'"));
   return absl::OkStatus();

@@ -80,6 +80,9 @@ struct JobRow {
   int64_t updated_unix_ms = 0;
   int64_t tuning_ms = 0;  // wall-clock time spent tuning so far
   std::string owner;      // the submitting user ("" without authentication); never updated
+  // What the job measured of its whole model on the board (JSON written by
+  // tracker/end_to_end.h; "" until it has).
+  std::string end_to_end_json;
   // Several trackers on one database: the tracker that runs the job, until
   // when (its lease). Written by CreateJob; then only ClaimJobs moves them
   // (RenewJobLeases extends the lease); not read back into rows.

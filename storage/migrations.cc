@@ -138,6 +138,12 @@ CREATE INDEX batches_by_owner ON batches(owner, state);
 ALTER TABLE tokens ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE records ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 )sql",
+      // 6 -> 7: tuning confirmed end to end. What a job measured of its
+      // whole model on the board (the curve, the per-task choices it made
+      // inside the model and what it returned), as JSON.
+      R"sql(
+ALTER TABLE jobs ADD COLUMN end_to_end TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kLadder;
 }

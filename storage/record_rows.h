@@ -40,7 +40,8 @@ std::string ScopeSql(int all_param, int user_param);
 
 inline constexpr char kJobColumns[] =
     "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
-    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner";
+    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner, "
+    "end_to_end";
 // "'queued', 'tuning', 'compiling'": the states of a job that runs again, as
 // SQL text.
 const std::string& UnfinishedStatesSql();

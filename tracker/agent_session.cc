@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -68,6 +69,8 @@ class AgentSessions::Peer : public std::enable_shared_from_this<Peer> {
   void Result(const pb::BatchResult& r);
   void RequestNextLease();
   void OnLease(std::optional<Lease> lease);
+  // The files of a whole-model batch, in FileParts, those not sent yet.
+  void SendFiles(const ModelWork& model);
 
   AgentSessions* owner_;
   std::mutex mu_;
@@ -89,7 +92,13 @@ class AgentSessions::Peer : public std::enable_shared_from_this<Peer> {
   uint64_t request_id_ = 0;    // a pending RequestLease
   bool requesting_ = false;    // a RequestLease call under way
   uint64_t leases_received_ = 0;
+  std::set<std::string> files_sent_;  // whole-model batches' files, this session
 };
+
+// The parts whole-model batches' files are sent in, and the most kernel
+// costs one variant's result may carry.
+constexpr size_t kFilePartBytes = size_t{4} << 20;
+constexpr size_t kMaxKernelCosts = 100000;
 
 // ------------------------------------------------------------------ Reactor
 
@@ -332,10 +341,21 @@ void AgentSessions::Peer::Result(const pb::BatchResult& r) {
     // What an agent reports is checked here, once: an impossible cost is
     // that agent's error (the config is measured again).
     if (o.error_kind == ErrorKind::kNone) {
-      if (absl::Status st = tuner::CheckCosts(o.costs_s); !st.ok()) {
+      std::vector<double> kernel_costs;
+      for (const pb::KernelCost& k : m.kernel_costs()) {
+        o.kernel_costs_s[k.workload_key()] = k.cost_s();
+        kernel_costs.push_back(k.cost_s());
+      }
+      absl::Status st = tuner::CheckCosts(o.costs_s);
+      if (st.ok() && !kernel_costs.empty()) st = tuner::CheckCosts(kernel_costs);
+      if (st.ok() && o.kernel_costs_s.size() > kMaxKernelCosts) {
+        st = absl::InvalidArgumentError(StrCat("more than ", kMaxKernelCosts, " kernel costs"));
+      }
+      if (!st.ok()) {
         o.error_kind = ErrorKind::kInvalidCost;
         o.error_message = std::string(st.message());
         o.costs_s.clear();
+        o.kernel_costs_s.clear();
         ++invalid_costs;
       }
     }
@@ -415,9 +435,10 @@ void AgentSessions::Peer::OnLease(std::optional<Lease> lease) {
     owner_->dispatcher_->ReleaseAgent(holder_);
     return;
   }
+  const MeasureWork& w = lease->work;
+  if (w.model.has_value()) SendFiles(*w.model);
   pb::TrackerMessage msg;
   pb::MeasureBatch* b = msg.mutable_measure_batch();
-  const MeasureWork& w = lease->work;
   b->set_batch_id(w.batch_id);
   b->mutable_workload()->set_key(w.workload_key);
   b->mutable_workload()->set_op(w.workload_op);
@@ -432,16 +453,68 @@ void AgentSessions::Peer::OnLease(std::optional<Lease> lease) {
   t->set_flush_cache(w.timing.flush_cache);
   t->set_timeout_ms(w.timing.timeout_ms);
   t->set_stop_above_s(w.timing.stop_above_s);
+  t->set_threads(w.timing.threads);
   for (const auto& c : w.candidates) {
     pb::Candidate* pc = b->add_candidates();
     pc->set_candidate_id(c.candidate_id);
-    rpc::FillConfig(c.config, pc->mutable_config());
+    if (!w.model.has_value()) rpc::FillConfig(c.config, pc->mutable_config());
+    for (const auto& [key, config] : c.task_configs) {
+      pb::TaskConfig* tc = pc->add_task_configs();
+      tc->set_workload_key(key);
+      rpc::FillConfig(config, tc->mutable_config());
+    }
+  }
+  if (w.model.has_value()) {
+    pb::ModelSpec* spec = b->mutable_model();
+    for (const ModelFile& f : w.model->files) {
+      if (f.location.empty()) {
+        spec->set_model_sha256(f.sha256);
+      } else {
+        pb::ExternalFile* e = spec->add_external_data();
+        e->set_location(f.location);
+        e->set_sha256(f.sha256);
+      }
+    }
+    for (const auto& [name, dims] : w.model->input_shapes) {
+      pb::ModelInputShape* in = spec->add_input_shapes();
+      in->set_name(name);
+      for (int64_t d : dims) in->add_dims(d);
+    }
+    b->clear_workload();
   }
   b->set_lease_deadline_unix_ms(lease->deadline_ms);
   owner_->agents_->SetInFlight(agent_id_, 1);
   Log()->debug("leased {} ({} candidates of {}) to '{}'", w.batch_id, w.candidates.size(),
                w.workload_key, agent_id_);
   Send(std::move(msg));
+}
+
+void AgentSessions::Peer::SendFiles(const ModelWork& model) {
+  for (const ModelFile& f : model.files) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!files_sent_.insert(f.sha256).second) continue;  // once per session
+    }
+    std::ifstream in(f.path, std::ios::binary);
+    int64_t offset = 0;
+    std::string chunk(kFilePartBytes, '\0');
+    // An empty file is one (last) part; a file that cannot be read ends
+    // short, and the agent refuses it (its variants fail with that reason).
+    do {
+      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      const int64_t n = in ? static_cast<int64_t>(chunk.size()) : in.gcount();
+      pb::TrackerMessage part;
+      pb::FilePart* p = part.mutable_file_part();
+      p->set_sha256(f.sha256);
+      p->set_total_size(f.size);
+      p->set_offset(offset);
+      p->set_data(chunk.data(), static_cast<size_t>(n));
+      offset += n;
+      p->set_last(!in || offset >= f.size);
+      Send(std::move(part));
+      if (p->last()) break;
+    } while (true);
+  }
 }
 
 void AgentSessions::Peer::Poll() {

@@ -25,13 +25,21 @@ namespace kiln::tracker {
 absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const compiler::Model& model,
                                                    const compiler::Target& target,
                                                    const storage::RecordScope& scope,
-                                                   compiler::CompileReport* report) {
-  compiler::ConfigLookup lookup =
-      [&db, &target, &scope](const compiler::Workload& w) -> std::optional<compiler::Config> {
+                                                   compiler::CompileReport* report,
+                                                   const ModelChoices& choices) {
+  compiler::ConfigLookup lookup = [&db, &target, &scope, &choices](
+                                      const compiler::Workload& w) -> std::optional<compiler::Config> {
+    if (auto chosen = choices.find(w.Key()); chosen != choices.end()) return chosen->second;
     auto best = tuner::BestValidConfig(db, w, target, nullptr, scope);
     return best.ok() ? *best : std::nullopt;
   };
   return compiler::CompileModel(model, target, lookup, {}, report);
+}
+
+absl::StatusOr<ModelChoices> ChoicesOfJob(const storage::JobRow& row) {
+  auto report = EndToEndFromJson(row.end_to_end_json);
+  if (!report.ok()) return report.status();
+  return ChoicesOf(*report);
 }
 
 absl::StatusOr<compiler::Model> LoadStoredModel(const storage::ArtifactStore& store,
@@ -74,8 +82,10 @@ absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
     std::abort();
   }
   CompiledModule out;
+  auto choices = ChoicesOfJob(**row);
+  if (!choices.ok()) return choices.status();
   auto bytes = CompileWithBestRecords(**db, *model, *target,
-                                      storage::RecordScope::Of((*row)->owner), &out.report);
+                                      storage::RecordScope::Of((*row)->owner), &out.report, *choices);
   if (!bytes.ok()) return bytes.status();
   auto sha = (*store)->Put(*bytes);
   if (!sha.ok()) return sha.status();

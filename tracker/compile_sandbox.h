@@ -19,6 +19,7 @@
 #include "compiler/model.h"
 #include "compiler/target.h"
 #include "storage/log_db.h"
+#include "tracker/end_to_end.h"
 
 namespace kiln::tracker {
 
@@ -39,11 +40,16 @@ struct CompiledModule {
 // The model of a job with the best valid config of each workload in `db` for
 // `target` among the records of `scope` (the job's user's: a config some
 // other user's agent reported never compiles into their module); the default
-// config where there is none; the module's bytes.
+// config where there is none; the module's bytes. The tasks `choices` names
+// (what the job chose inside the model: end_to_end.h) take that config.
 absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const compiler::Model& model,
                                                    const compiler::Target& target,
                                                    const storage::RecordScope& scope,
-                                                   compiler::CompileReport* report);
+                                                   compiler::CompileReport* report,
+                                                   const ModelChoices& choices = {});
+
+// The choices a job's row holds (empty when it made none).
+absl::StatusOr<ModelChoices> ChoicesOfJob(const storage::JobRow& row);
 
 // Loads a stored model and checks that its bytes still hash to their name.
 absl::StatusOr<compiler::Model> LoadStoredModel(const storage::ArtifactStore& store,

@@ -129,7 +129,7 @@ bool Dispatcher::CancelRequest(uint64_t request_id) {
 
 Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
                                                  const std::string& target,
-                                                 const std::string* only_user) {
+                                                 const std::string* only_user, bool whole_models) {
   auto key = queues_.find(device_key);
   if (key == queues_.end()) return nullptr;
   auto& users = user_pass_[device_key];
@@ -150,6 +150,7 @@ Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
     if (q.batches.empty()) continue;
     if (!(target.empty() || q.target.empty() || q.target == target)) continue;
     if (only_user != nullptr && q.user != *only_user) continue;
+    if (!whole_models && batches_.at(q.batches.front()).work.model.has_value()) continue;
     double& user = users.try_emplace(q.user, user_floor).first->second;
     double& pass = job_pass_.try_emplace(job, job_floor).first->second;
     user = std::max(user, user_floor);
@@ -165,10 +166,11 @@ Dispatcher::JobQueue* Dispatcher::LeasableLocked(const std::string& device_key,
 
 std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
                                              const std::string& device_key,
-                                             const std::string& target, int max_candidates) {
+                                             const std::string& target, int max_candidates,
+                                             bool whole_models) {
   auto only = serves_only_.find(agent_id);
-  JobQueue* next =
-      LeasableLocked(device_key, target, only == serves_only_.end() ? nullptr : &only->second);
+  JobQueue* next = LeasableLocked(
+      device_key, target, only == serves_only_.end() ? nullptr : &only->second, whole_models);
   if (next == nullptr) return std::nullopt;
   std::string id = next->batches.front();
   next->batches.pop_front();
@@ -176,7 +178,9 @@ std::optional<Lease> Dispatcher::LeaseLocked(const std::string& agent_id,
   KILN_CHECK(it != batches_.end()) << "queued batch " << id << " has no entry";
   int limit = PacedCandidatesLocked(AgentOfHolder(agent_id));
   if (max_candidates > 0 && (limit == 0 || max_candidates < limit)) limit = max_candidates;
-  if (limit > 0 && it->second.work.candidates.size() > static_cast<size_t>(limit)) {
+  // A whole model's variants are timed together, interleaved: never split.
+  if (limit > 0 && !it->second.work.model.has_value() &&
+      it->second.work.candidates.size() > static_cast<size_t>(limit)) {
     SplitLocked(id, static_cast<size_t>(limit));
   }
   Entry& e = it->second;
@@ -256,13 +260,13 @@ int Dispatcher::PacedCandidatesLocked(const std::string& agent_id) const {
 
 std::optional<Lease> Dispatcher::TryLease(const std::string& agent_id,
                                           const std::string& device_key, const std::string& target,
-                                          int max_candidates) {
+                                          int max_candidates, bool whole_models) {
   ExpireLeasesNowAndThen();
   Finished finished;
   std::optional<Lease> lease;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    lease = LeaseLocked(agent_id, device_key, target, max_candidates);
+    lease = LeaseLocked(agent_id, device_key, target, max_candidates, whole_models);
     ServeRequestsLocked(device_key, &finished);  // a split may have queued a part
   }
   RunCallbacks(std::move(finished));
@@ -320,11 +324,14 @@ bool Dispatcher::Complete(const std::string& batch_id, const std::string& agent_
     EndLeaseLocked(it->second);
     entry = std::move(it->second);
     batches_.erase(it);
-    // The agent's pace, from this lease.
-    const double n = static_cast<double>(std::max<size_t>(entry.work.candidates.size(), 1));
-    const double pace = static_cast<double>(clock_->NowMs() - entry.leased_ms) / 1000.0 / n;
-    auto [p, fresh] = pace_s_.try_emplace(AgentOfHolder(agent_id), pace);
-    if (!fresh) p->second = (1 - kPaceWeight) * p->second + kPaceWeight * pace;
+    // The agent's pace, from this lease (a whole model's variants are not
+    // the candidates it paces).
+    if (!entry.work.model.has_value()) {
+      const double n = static_cast<double>(std::max<size_t>(entry.work.candidates.size(), 1));
+      const double pace = static_cast<double>(clock_->NowMs() - entry.leased_ms) / 1000.0 / n;
+      auto [p, fresh] = pace_s_.try_emplace(AgentOfHolder(agent_id), pace);
+      if (!fresh) p->second = (1 - kPaceWeight) * p->second + kPaceWeight * pace;
+    }
   }
   for (auto& r : results) {
     if (r.agent_id.empty()) r.agent_id = agent_id;

@@ -62,11 +62,30 @@ struct TimingOptions {
   // Set per batch from the task's best cost (never by the user): a candidate
   // slower than this is timed once, not to the end (0: off).
   double stop_above_s = 0;
+  // The threads kernels run on as the user deploys them (0: the agent's
+  // default).
+  int32_t threads = 0;
 };
 
 struct MeasureCandidate {
   std::string candidate_id;
   compiler::Config config;
+  // A whole-model batch's variant: the configs of the tasks that do not use
+  // their default, by workload key.
+  std::map<std::string, compiler::Config> task_configs;
+};
+
+// The model a whole-model batch runs (agent.proto's ModelSpec): its files,
+// sent to the agent before the batch, and its input shapes.
+struct ModelFile {
+  std::string sha256;
+  std::string location;  // "" for the ONNX file; else as its tensors name it
+  std::string path;      // on this tracker's disk
+  int64_t size = 0;
+};
+struct ModelWork {
+  std::vector<ModelFile> files;  // the ONNX file first
+  std::map<std::string, std::vector<int64_t>> input_shapes;
 };
 
 // One unit of work for one agent: candidates of one workload.
@@ -83,6 +102,9 @@ struct MeasureWork {
   int32_t priority = 0;  // higher goes first
   TimingOptions timing;
   std::vector<MeasureCandidate> candidates;
+  // Set: a whole-model batch (no workload; each candidate a variant of the
+  // model). Never split between agents, nor relayed to another tracker.
+  std::optional<ModelWork> model;
 };
 
 // The outcome of one candidate.
@@ -94,6 +116,9 @@ struct MeasureOutcome {
   double build_s = 0;
   bool cut_short = false;  // timed once: above the batch's stop_above_s
   std::string agent_id;
+  // A whole-model variant: each task's kernel time per model run, by
+  // workload key.
+  std::map<std::string, double> kernel_costs_s;
   // Whose the result is: the user who runs the agent, or "" (the farm's own
   // agents, any agent of a shared key). Set by the tracker, never the agent.
   std::string agent_owner;
@@ -153,8 +178,11 @@ class Dispatcher {
   // there is none. Expires overdue leases first (at most every 0.1 s).
   // At most max_candidates candidates (0: no limit) and what the agent's pace
   // allows: a larger batch is split.
+  // `whole_models` false: whole-model batches are skipped (the relay, which
+  // does not carry a model's files to another tracker).
   std::optional<Lease> TryLease(const std::string& agent_id, const std::string& device_key,
-                                const std::string& target = "", int max_candidates = 0);
+                                const std::string& target = "", int max_candidates = 0,
+                                bool whole_models = true);
   // The next lease of this holder, as TryLease would give it, handed to
   // `callback` when a batch is there (at once, on this thread, when one is
   // queued now). Returns the request's id (0 when served at once).
@@ -250,7 +278,8 @@ class Dispatcher {
   };
 
   std::optional<Lease> LeaseLocked(const std::string& agent_id, const std::string& device_key,
-                                   const std::string& target, int max_candidates);
+                                   const std::string& target, int max_candidates,
+                                   bool whole_models = true);
   int PacedCandidatesLocked(const std::string& agent_id) const;
   // The queued batches of one job, oldest first (a requeued batch goes back
   // to the front), and what the choice between jobs reads.
@@ -263,7 +292,7 @@ class Dispatcher {
   // The job whose front batch an agent of `target` takes next (nullptr:
   // none); a choice over the key's jobs, not its batches.
   JobQueue* LeasableLocked(const std::string& device_key, const std::string& target,
-                           const std::string* only_user = nullptr);
+                           const std::string* only_user = nullptr, bool whole_models = true);
   // Requeues (or gives up on) one leased batch; appends given-up batches.
   void ExpireLocked(const std::string& batch_id, Finished* finished);
   // Expires the given leased batches, oldest submission ending up in front.

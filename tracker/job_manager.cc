@@ -41,6 +41,11 @@ struct JobManager::Job {
   int early_stopping = 0;
   int64_t deadline_unix_ms = 0;  // 0: none
   int32_t priority = 0;
+  bool skip_end_to_end = false;
+  std::map<std::string, std::string> external_data;  // location -> sha256
+  // Where the end-to-end curve is (end_to_end.h): the next fraction of the
+  // budget at which the best configs so far run beside the defaults.
+  double next_checkpoint = 0.25;
   std::optional<compiler::Model> model;
   compiler::Target target;
   // The newest events (at most JobManagerOptions::max_events_kept), the
@@ -240,6 +245,10 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
         StrCat("the priority must be in -100..100, got ", req.priority));
   }
   stored.priority = req.priority;
+  if (req.timing.threads < 0 || req.timing.threads > 4096) {
+    return absl::InvalidArgumentError(
+        StrCat("threads must be 0 (the agent's default) to 4096, got ", req.timing.threads));
+  }
   if (req.deadline_s > 0) {
     stored.deadline_unix_ms = clock_->NowMs() + static_cast<int64_t>(req.deadline_s * 1000);
   }
@@ -337,6 +346,8 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   job->early_stopping = stored.early_stopping;
   job->deadline_unix_ms = stored.deadline_unix_ms;
   job->priority = stored.priority;
+  job->skip_end_to_end = stored.skip_end_to_end = req.skip_end_to_end;
+  job->external_data = stored.external_data;
   job->import = std::move(import);
   stored.timing = job->timing;
   job->row.id = *id;
@@ -527,6 +538,8 @@ void JobManager::Resume(const storage::JobRow& row) {
     job->early_stopping = stored->early_stopping;
     job->deadline_unix_ms = stored->deadline_unix_ms;
     job->priority = stored->priority;
+    job->skip_end_to_end = stored->skip_end_to_end;
+    job->external_data = stored->external_data;
     auto target = compiler::Target::Parse(row.target);
     job->import = ImportOptionsOf(*stored, *store_, row.model_sha256, options_.max_elements,
                                   target.ok() ? *target : compiler::Target::Host());
@@ -585,6 +598,12 @@ void JobManager::Run(std::shared_ptr<Job> job) {
     return;
   }
   if (stopping_) return;  // the job stays unfinished and resumes next start
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (job->cancelled) return;
+  }
+  if (st.ok() && !job->skip_end_to_end) CheckEndToEnd(*job);
+  if (stopping_ || abandoned()) return;
   {
     std::lock_guard<std::mutex> lock(job->mu);
     if (job->cancelled) return;
@@ -654,11 +673,19 @@ absl::Status JobManager::Tune(Job& job) {
   if (job.timing.timeout_ms > 0) options.max_cost_s = job.timing.timeout_ms / 1000.0;
   tuner::Tuner tuner(db_, &measurer, job.target, std::move(tasks), std::move(options));
   absl::Status st = tuner.Run([&](const tuner::TunerProgress& p) {
-    std::lock_guard<std::mutex> lock(job.mu);
-    job.tasks = p.tasks;
-    job.row.trials_done = p.trials_done;
-    job.row.tuning_ms = static_cast<int64_t>(p.tuning_s * 1000);
-    EventLocked(job, p.message, /*progress_only=*/true);
+    double done = 0;
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      job.tasks = p.tasks;
+      job.row.trials_done = p.trials_done;
+      job.row.tuning_ms = static_cast<int64_t>(p.tuning_s * 1000);
+      EventLocked(job, p.message, /*progress_only=*/true);
+      if (job.row.trials > 0) done = static_cast<double>(p.trials_done) / job.row.trials;
+      if (job.budget_s > 0) done = std::max(done, p.tuning_s / job.budget_s);
+      if (job.skip_end_to_end || done < job.next_checkpoint || done >= 1) return;
+      while (job.next_checkpoint <= done) job.next_checkpoint += 0.25;
+    }
+    MeasureCheckpoint(job, p.trials_done);
   });
   std::lock_guard<std::mutex> lock(job.mu);
   job.measurer = nullptr;
@@ -673,6 +700,121 @@ absl::Status JobManager::Tune(Job& job) {
     return absl::OkStatus();
   }
   return st;
+}
+
+absl::StatusOr<FarmRunnerOptions> JobManager::RunnerOptions(Job& job) {
+  FarmRunnerOptions o;
+  o.dispatcher = dispatcher_;
+  o.clock = clock_;
+  o.job.job_id = job.row.id;
+  o.job.device_key = job.row.device_key;
+  o.job.target = job.row.target;
+  o.job.user = job.row.owner;
+  o.job.priority = job.priority;
+  o.job.timing = job.timing;
+  o.deadline_unix_ms = job.deadline_unix_ms;
+  o.stop = [this, &job] {
+    std::lock_guard<std::mutex> lock(job.mu);
+    return job.cancelled || job.abandoned.load() || stopping_.load();
+  };
+  auto file = [&](const std::string& sha, const std::string& location) -> absl::Status {
+    auto path = store_->LocalPath(sha);
+    if (!path.ok()) return path.status();
+    auto size = store_->SizeOf(sha);
+    if (!size.ok()) return size.status();
+    o.model.files.push_back({sha, location, *path, *size});
+    return absl::OkStatus();
+  };
+  if (absl::Status s = file(job.row.model_sha256, ""); !s.ok()) return s;
+  for (const auto& [location, sha] : job.external_data) {
+    if (absl::Status s = file(sha, location); !s.ok()) return s;
+  }
+  o.model.input_shapes = job.import.input_shapes;
+  return o;
+}
+
+void JobManager::SaveEndToEnd(Job& job, const EndToEndReport& report, const std::string& event) {
+  std::lock_guard<std::mutex> lock(job.mu);
+  job.row.end_to_end_json = EndToEndToJson(report);
+  EventLocked(job, event);
+}
+
+void JobManager::MeasureCheckpoint(Job& job, int32_t trials) {
+  auto options = RunnerOptions(job);
+  auto report = [&] {
+    std::lock_guard<std::mutex> lock(job.mu);
+    return EndToEndFromJson(job.row.end_to_end_json);
+  }();
+  if (!options.ok() || !report.ok()) return;
+  auto tasks = InModelTasks(*db_, *job.model, job.target, 1, storage::RecordScope::Of(job.row.owner));
+  if (!tasks.ok()) return;
+  options->rounds = kCheckpointRounds;
+  const std::vector<tuner::ModelVariant> variants = {
+      tuner::ModelVariant(tasks->size(), 0), tuner::BestSoFar(*tasks)};
+  auto timed = FarmVariantRunner(&*tasks, *std::move(options))(variants);
+  if (!timed.ok() || (*timed)[0].costs_s.empty() || (*timed)[1].costs_s.empty()) {
+    Log()->info("job {}: end-to-end checkpoint at {} trials not measured: {}", job.row.id, trials,
+                timed.ok() ? (*timed)[0].error + (*timed)[1].error : timed.status().ToString());
+    return;
+  }
+  EndToEndPoint point{trials, tuner::StatsOf((*timed)[0].costs_s),
+                      tuner::StatsOf((*timed)[1].costs_s)};
+  report->curve.push_back(point);
+  report->threads = job.timing.threads;
+  SaveEndToEnd(job, *report,
+               StrCat("end to end on the board after ", trials, " trials: best so far ",
+                      FormatSeconds(point.tuned.median_s), ", defaults ",
+                      FormatSeconds(point.untuned.median_s)));
+}
+
+void JobManager::CheckEndToEnd(Job& job) {
+  auto report = [&] {
+    std::lock_guard<std::mutex> lock(job.mu);
+    return EndToEndFromJson(job.row.end_to_end_json);
+  }();
+  if (!report.ok()) report = EndToEndReport{};
+  if (report->decided) return;  // a resumed job that had decided before
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    EventLocked(job, "measuring the model end to end on the board: tuned configs against defaults");
+  }
+  report->threads = job.timing.threads;
+  auto options = RunnerOptions(job);
+  auto tasks = InModelTasks(*db_, *job.model, job.target, tuner::InModelOptions{}.max_options,
+                            storage::RecordScope::Of(job.row.owner));
+  absl::StatusOr<tuner::InModelResult> result =
+      !options.ok() ? absl::StatusOr<tuner::InModelResult>(options.status())
+      : !tasks.ok() ? absl::StatusOr<tuner::InModelResult>(tasks.status())
+                    : tuner::ChooseInModel(*tasks, FarmVariantRunner(&*tasks, *options));
+  if (!result.ok()) {
+    // The job still completes, with the best records, as without the check.
+    report->note = StrCat("the end-to-end check did not run (", result.status().ToString(),
+                          "): the module uses each task's best record");
+    SaveEndToEnd(job, *report, report->note);
+    return;
+  }
+  report->decided = true;
+  report->untuned = result->untuned;
+  report->tuned = result->tuned;
+  report->returned_tuned = result->returned_tuned;
+  report->beyond_noise = result->beyond_noise;
+  report->tasks_tuned = result->tasks_tuned;
+  report->tasks_reverted = result->tasks_reverted;
+  report->note = result->note;
+  int32_t trials = 0;
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    trials = job.row.trials_done;
+  }
+  report->curve.push_back({trials, result->untuned, result->tuned});
+  for (size_t t = 0; t < tasks->size(); ++t) {
+    const auto& option = (*tasks)[t].options[static_cast<size_t>(result->chosen[t])];
+    report->choices[(*tasks)[t].workload_key] =
+        option.has_value() ? compiler::CanonicalConfig(*option) : "";
+  }
+  SaveEndToEnd(job, *report,
+               StrCat(result->note, " (", result->tasks_tuned, " tasks tuned, ",
+                      result->tasks_reverted, " reverted inside the model)"));
 }
 
 bool JobManager::AcquireCompileSlot(Job& job) {
@@ -732,8 +874,14 @@ absl::Status JobManager::Compile(Job& job) {
       module.size = stored->size;
     }
   } else {
+    absl::StatusOr<ModelChoices> choices = [&] {
+      std::lock_guard<std::mutex> lock(job.mu);
+      return ChoicesOfJob(job.row);
+    }();
+    if (!choices.ok()) return choices.status();
     auto bytes = CompileWithBestRecords(*db_, *job.model, job.target,
-                                        storage::RecordScope::Of(job.row.owner), &module.report);
+                                        storage::RecordScope::Of(job.row.owner), &module.report,
+                                        *choices);
     if (!bytes.ok()) return bytes.status();
     if (options_.signing_key) {
       if (absl::Status st = compiler::SignArtifact(&*bytes, *options_.signing_key); !st.ok()) {

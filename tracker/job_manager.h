@@ -30,6 +30,7 @@
 #include "tracker/clock.h"
 #include "tracker/compile_sandbox.h"
 #include "tracker/dispatcher.h"
+#include "tracker/end_to_end.h"
 #include "tracker/model_upload.h"
 #include "tuner/tuner.h"
 
@@ -101,6 +102,8 @@ struct SubmitRequest {
   int32_t priority = 0;        // on the key's agents, higher first (-100..100)
   // Fields <= 0 take the defaults (flush_cache is taken as given).
   TimingOptions timing{0, 0, 0, 0, false, 0};
+  // No whole-model check after the search (tracker/end_to_end.h).
+  bool skip_end_to_end = false;
 };
 
 struct SubmitResult {
@@ -191,6 +194,14 @@ class JobManager {
   int RunningJobsOf(const std::string& owner);
   void Run(std::shared_ptr<Job> job);
   absl::Status Tune(Job& job);
+  // The whole model on the board (end_to_end.h): a point of the curve
+  // during the search, and the final check that decides which configs the
+  // module uses. Neither fails the job: what went wrong is in its report.
+  static constexpr int32_t kCheckpointRounds = 7;
+  absl::StatusOr<FarmRunnerOptions> RunnerOptions(Job& job);
+  void MeasureCheckpoint(Job& job, int32_t trials);
+  void CheckEndToEnd(Job& job);
+  void SaveEndToEnd(Job& job, const EndToEndReport& report, const std::string& event);
   absl::Status Compile(Job& job);
   // Persists the row and appends an event (with a snapshot); job.mu held.
   // Records an event (and writes the job's row; a progress-only event at

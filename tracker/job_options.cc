@@ -30,6 +30,8 @@ std::string OptionsToJson(const StoredOptions& o) {
   if (o.early_stopping > 0) j["early_stopping"] = o.early_stopping;
   if (o.deadline_unix_ms > 0) j["deadline_unix_ms"] = o.deadline_unix_ms;
   if (o.priority != 0) j["priority"] = o.priority;
+  if (t.threads > 0) j["threads"] = t.threads;
+  if (o.skip_end_to_end) j["skip_end_to_end"] = true;
   if (!o.input_shapes.empty()) j["input_shapes"] = o.input_shapes;
   if (!o.external_data.empty()) j["external_data"] = o.external_data;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -74,6 +76,8 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
   get("early_stopping", &o.early_stopping);
   get("deadline_unix_ms", &o.deadline_unix_ms);
   get("priority", &o.priority);
+  get("threads", &o.timing.threads);
+  get("skip_end_to_end", &o.skip_end_to_end);
   if (!bad.ok()) return bad;
   if (auto it = doc.find("input_shapes"); it != doc.end()) {
     if (!it->is_object()) return absl::DataLossError("job options: bad input_shapes");

@@ -24,6 +24,7 @@ struct StoredOptions {
   int32_t early_stopping = 0;                        // trials without gain; 0: off
   int64_t deadline_unix_ms = 0;                      // the job fails past it; 0: none
   int32_t priority = 0;                              // Dispatcher: higher goes first
+  bool skip_end_to_end = false;                      // no whole-model check (end_to_end.h)
 };
 
 // `t` with its unset (<= 0) fields taken from `d`.

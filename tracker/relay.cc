@@ -33,7 +33,8 @@ std::string WorkToJson(const MeasureWork& work) {
                 {"cooldown_ms", t.cooldown_ms},
                 {"flush_cache", t.flush_cache},
                 {"timeout_ms", t.timeout_ms},
-                {"stop_above_s", t.stop_above_s}}},
+                {"stop_above_s", t.stop_above_s},
+                {"threads", t.threads}}},
               {"candidates", std::move(candidates)}}
       .dump();
 }
@@ -59,10 +60,11 @@ absl::StatusOr<MeasureWork> WorkFromJson(const std::string& text) {
     w.timing.flush_cache = t.at("flush_cache").get<bool>();
     w.timing.timeout_ms = t.at("timeout_ms").get<int32_t>();
     w.timing.stop_above_s = t.at("stop_above_s").get<double>();
+    w.timing.threads = t.value("threads", 0);  // absent: relayed by an older tracker
     for (const json& c : j.at("candidates")) {
       auto config = compiler::ParseConfig(c.at("config").get<std::string>());
       if (!config.ok()) return config.status();
-      w.candidates.push_back({c.at("id").get<std::string>(), *std::move(config)});
+      w.candidates.push_back({c.at("id").get<std::string>(), *std::move(config), {}});
     }
     return w;
   } catch (const json::exception& e) {
@@ -227,7 +229,7 @@ void Relay::Publish(const Queues& q) {
     if (agents_->RemoteCount(key) == 0) continue;  // no other tracker's agent would take it
     if (unclaimed[key] >= kMaxPublishedPerKey) continue;
     const std::string holder = HolderOf(StrCat("relay:", options_.tracker_id), ++next_holder_);
-    std::optional<Lease> lease = dispatcher_->TryLease(holder, key);
+    std::optional<Lease> lease = dispatcher_->TryLease(holder, key, "", 0, /*whole_models=*/false);
     if (!lease.has_value()) continue;
     // Held here until its results come back, it is taken back, or its job
     // ends: a remote agent may take longer than a lease here lasts, and an

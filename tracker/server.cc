@@ -23,6 +23,7 @@
 #include "spdlog/spdlog.h"
 #include "storage/log_db.h"
 #include "storage/vocabulary.h"
+#include "tracker/end_to_end.h"
 #include "tracker/rpc.h"
 
 namespace kiln::tracker {
@@ -64,6 +65,31 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerTls(const Tracker
   return grpc::SslServerCredentials(ssl);
 }
 
+void FillLatency(const tuner::LatencyStats& s, pb::ModelLatency* out) {
+  out->set_median_s(s.median_s);
+  out->set_p25_s(s.p25_s);
+  out->set_p75_s(s.p75_s);
+  out->set_rounds(s.rounds);
+}
+
+void FillEndToEnd(const EndToEndReport& r, pb::EndToEnd* out) {
+  for (const EndToEndPoint& p : r.curve) {
+    pb::EndToEndPoint* point = out->add_curve();
+    point->set_trials(p.trials);
+    FillLatency(p.untuned, point->mutable_untuned());
+    FillLatency(p.tuned, point->mutable_tuned());
+  }
+  if (r.decided) {
+    FillLatency(r.untuned, out->mutable_untuned());
+    FillLatency(r.tuned, out->mutable_tuned());
+  }
+  out->set_returned_tuned(r.returned_tuned);
+  out->set_note(r.note);
+  out->set_tasks_reverted(r.tasks_reverted);
+  out->set_tasks_tuned(r.tasks_tuned);
+  out->set_threads(r.threads);
+}
+
 void FillJob(const JobStatus& s, pb::Job* out) {
   const storage::JobRow& r = s.row;
   out->set_job_id(r.id);
@@ -89,6 +115,9 @@ void FillJob(const JobStatus& s, pb::Job* out) {
   out->set_tuning_s(static_cast<double>(r.tuning_ms) / 1000.0);
   out->set_budget_s(s.budget_s);
   out->set_estimated_latency_s(s.EstimatedLatencyS());
+  if (auto e2e = EndToEndFromJson(r.end_to_end_json); e2e.ok() && !r.end_to_end_json.empty()) {
+    FillEndToEnd(*e2e, out->mutable_end_to_end());
+  }
   out->set_error(r.error);
   out->set_artifact_sha256(r.artifact_sha256);
   out->set_created_unix_ms(r.created_unix_ms);
@@ -191,6 +220,8 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     r.timing.cooldown_ms = t.cooldown_ms();
     r.timing.flush_cache = t.flush_cache();
     r.timing.timeout_ms = t.timeout_ms();
+    r.timing.threads = t.threads();
+    r.skip_end_to_end = req->skip_end_to_end();
     auto result = jobs_->Submit(r);
     if (!result.ok()) {
       Log()->info("SubmitJob rejected: {}", result.status().ToString());

@@ -60,26 +60,27 @@ absl::StatusOr<ConfigCost> CostOfConfig(storage::LogDb& db, const std::string& w
   return cost;
 }
 
-absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
-                                                                const compiler::Workload& w,
-                                                                const compiler::Target& target,
-                                                                int* skipped,
-                                                                const storage::RecordScope& scope) {
+namespace {
+
+// The usable configs among the fastest records of `w`, fastest first, each
+// once, with what the log says they cost; `confirmed` when a config other
+// than the default was timed again (at least two records).
+struct Usable {
+  compiler::Config config;
+  ConfigCost cost;
+};
+absl::StatusOr<std::vector<Usable>> UsableConfigs(storage::LogDb& db, const compiler::Workload& w,
+                                                  const compiler::Target& target,
+                                                  const std::string& default_canonical,
+                                                  int* skipped, const storage::RecordScope& scope,
+                                                  bool* confirmed) {
   if (skipped != nullptr) *skipped = 0;
+  *confirmed = false;
   const std::string key = w.Key(), spec = target.Spec();
   auto top = db.TopK(key, spec, kBestCandidates, "", scope);
   if (!top.ok()) return top.status();
-  auto fallback = compiler::DefaultConfig(w, target);
-  const std::string default_canonical =
-      fallback.ok() ? compiler::CanonicalConfig(*fallback) : std::string();
-  // The usable configs among the fastest records, fastest first, each once.
-  struct Candidate {
-    compiler::Config config;
-    ConfigCost cost;
-  };
-  std::vector<Candidate> candidates;
+  std::vector<Usable> candidates;
   std::set<std::string> seen;
-  bool confirmed = false;  // a config other than the default timed again
   for (const storage::RecordRow& r : *top) {
     auto config = compiler::ParseConfig(r.config);
     if (!config.ok() || !compiler::ValidateConfig(w, target, *config).ok()) {
@@ -89,9 +90,55 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& 
     if (!seen.insert(r.config).second) continue;
     auto cost = CostOfConfig(db, key, spec, r.config, scope);
     if (!cost.ok()) return cost.status();
-    if (r.config != default_canonical && cost->records >= 2) confirmed = true;
+    if (r.config != default_canonical && cost->records >= 2) *confirmed = true;
     candidates.push_back({*std::move(config), *cost});
   }
+  return candidates;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
+                                                          const compiler::Workload& w,
+                                                          const compiler::Target& target, int k,
+                                                          const storage::RecordScope& scope) {
+  auto fallback = compiler::DefaultConfig(w, target);
+  const std::string default_canonical =
+      fallback.ok() ? compiler::CanonicalConfig(*fallback) : std::string();
+  bool confirmed = false;
+  auto usable = UsableConfigs(db, w, target, default_canonical, nullptr, scope, &confirmed);
+  if (!usable.ok()) return usable.status();
+  std::vector<Usable> others;
+  for (Usable& u : *usable) {
+    if (compiler::CanonicalConfig(u.config) == default_canonical) continue;
+    if (confirmed && u.cost.records < 2) continue;
+    others.push_back(std::move(u));
+  }
+  std::stable_sort(others.begin(), others.end(), [&](const Usable& a, const Usable& b) {
+    return confirmed ? a.cost.median_s < b.cost.median_s : a.cost.fastest_s < b.cost.fastest_s;
+  });
+  std::vector<compiler::Config> out;
+  for (Usable& u : others) {
+    if (static_cast<int>(out.size()) >= k) break;
+    out.push_back(std::move(u.config));
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
+                                                                const compiler::Workload& w,
+                                                                const compiler::Target& target,
+                                                                int* skipped,
+                                                                const storage::RecordScope& scope) {
+  const std::string key = w.Key(), spec = target.Spec();
+  auto fallback = compiler::DefaultConfig(w, target);
+  const std::string default_canonical =
+      fallback.ok() ? compiler::CanonicalConfig(*fallback) : std::string();
+  bool confirmed = false;
+  auto usable = UsableConfigs(db, w, target, default_canonical, skipped, scope, &confirmed);
+  if (!usable.ok()) return usable.status();
+  using Candidate = Usable;
+  const std::vector<Candidate>& candidates = *usable;
   // Unconfirmed: the fastest record. Confirmed: the lowest median of the
   // confirmed configs.
   const Candidate* best = nullptr;

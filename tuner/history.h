@@ -80,6 +80,16 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(
     storage::LogDb& db, const compiler::Workload& w, const compiler::Target& target,
     int* skipped = nullptr, const storage::RecordScope& scope = {});
 
+// Up to `k` usable configs of `w` other than the default, the fastest first
+// by what the log says (the medians of confirmed configs when the tuner has
+// confirmed some, as BestValidConfig ranks them): the options a job tries
+// inside the model (tracker/end_to_end.h), where BestValidConfig's margin
+// over the default no longer decides.
+absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
+                                                          const compiler::Workload& w,
+                                                          const compiler::Target& target, int k,
+                                                          const storage::RecordScope& scope = {});
+
 // What the log says a config costs: its successful records (at most
 // kMaxConfigRecords, the fastest), their fastest and median mean cost.
 inline constexpr int kMaxConfigRecords = 64;

@@ -1,0 +1,90 @@
+#pragma once
+// Tuning confirmed inside the model (what TensorRT does with its tactics):
+// kernels timed alone find their weights in the caches and their inputs hot,
+// which inside the model they do not, so a config that won alone can lose
+// in the model. After the search, the job builds variants of the whole
+// model, has the board run them end to end, interleaved, with each task's
+// kernel time inside the runs (the kernel profile), and decides from that:
+//
+// 1. Round one: the defaults (variant 0) and, for k = 1..K, the variant
+//    whose every task uses its k-th tuned option (its last where it has
+//    fewer). Each task's option is then judged by the task's own time inside
+//    the model: an option is kept only when it is at least `min_gain` faster
+//    there than the default; otherwise the task is reverted to its default.
+// 2. The mix of those per-task choices, when it is not a variant already
+//    run, runs in round two beside the defaults and round one's fastest.
+// 3. The job returns the fastest variant of the last round by its median;
+//    whether a tuned variant is faster than the defaults beyond noise is
+//    judged from the rounds' paired ratios (each round times every variant
+//    back to back): beyond noise when three rounds in four or more favour it
+//    (the lower quartile of defaults / tuned above 1).
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/config.h"
+
+namespace kiln::tuner {
+
+// One task of the model: its options, [0] the template's default (nullopt),
+// then tuned configs, the most promising first.
+struct InModelTask {
+  std::string workload_key;
+  std::vector<std::optional<compiler::Config>> options;
+};
+
+// A module to build: the option each task uses, by index into its options.
+using ModelVariant = std::vector<int>;
+
+// What the board measured for one variant: the model's time per run in each
+// round, and each task's kernels' time per run (by workload key). An error
+// (costs empty) when it did not build, run or compute the same outputs.
+struct VariantTiming {
+  std::vector<double> costs_s;
+  std::map<std::string, double> kernel_costs_s;
+  std::string error;
+};
+
+// Runs the variants interleaved on the board; one timing per variant.
+using VariantRunner =
+    std::function<absl::StatusOr<std::vector<VariantTiming>>(const std::vector<ModelVariant>&)>;
+
+struct LatencyStats {
+  double median_s = 0;
+  double p25_s = 0;
+  double p75_s = 0;
+  int rounds = 0;
+};
+LatencyStats StatsOf(std::vector<double> costs_s);
+
+struct InModelOptions {
+  int max_options = 3;     // tuned options per task tried (K)
+  double min_gain = 0.01;  // a tuned option's lead inside the model over the default
+};
+
+struct InModelResult {
+  ModelVariant chosen;       // what the job returns
+  LatencyStats untuned;      // the defaults, in the last round
+  LatencyStats tuned;        // the fastest tuned variant of the last round
+  bool returned_tuned = false;
+  bool beyond_noise = false;  // the tuned variant's lead over the defaults
+  int tasks_tuned = 0;        // tasks whose returned option is tuned
+  int tasks_reverted = 0;     // tasks with tuned options whose default won inside the model
+  std::string note;           // what was decided and why, in words
+};
+
+// FAILED_PRECONDITION when the defaults' variant itself fails on the board
+// (nothing to compare with); the runner's own errors as they come.
+absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& tasks,
+                                            const VariantRunner& run,
+                                            const InModelOptions& options = {});
+
+// The variant of each task's first tuned option (its default where it has
+// none): the best configs so far, as the end-to-end curve measures them.
+ModelVariant BestSoFar(const std::vector<InModelTask>& tasks);
+
+}  // namespace kiln::tuner
