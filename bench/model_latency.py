@@ -3,7 +3,7 @@
 
   bench/model_latency.py --model M.onnx --artifact LABEL=PATH [...]
                          [--repeat N] [--warmup K] [--block B] [--threads T]
-                         [--bin-dir DIR]
+                         [--bin-dir DIR] [--json OUT]
 
 Both sides are timed in-process the same way, around one call with its
 inputs and outputs bound ahead (neither converts arrays per run): the
@@ -22,7 +22,8 @@ spinning. A shared machine's slow spells (this project's VMs move by
 timing each side's N runs in one go compared a slow minute with a fast one.
 Each block gives one ratio of medians (onnxruntime / kiln); the table gives
 the median of those ratios and the range of their middle half, beside the
-median latencies.
+median latencies. --json writes each module's median latency and its
+blocks' medians (bench/tuning_pays.py compares two artifacts with them).
 """
 import argparse
 import multiprocessing
@@ -104,6 +105,7 @@ def main():
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--bin-dir", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", help="write the medians and the blocks' medians here")
     a = ap.parse_args()
 
     model = onnx.load(a.model)
@@ -184,6 +186,12 @@ def main():
         q1, q3 = np.percentile(ratios, [25, 75])
         print(f"| kiln {label} | {np.median(times[label]):.4f} | {np.median(ratios):.2f}x | "
               f"{q1:.2f}-{q3:.2f}x | {errs[label]:.1e} |")
+    if a.json:
+        import json
+        with open(a.json, "w") as f:
+            json.dump({label: {"median_ms": float(np.median(times[label])),
+                               "blocks_ms": blocks[label],
+                               "max_abs_err": errs.get(label, 0.0)} for label in labels}, f)
     worst = max(errs.values())
     if worst > 1e-3:
         sys.exit(f"kiln output differs from onnxruntime by {worst}")

@@ -164,7 +164,7 @@ void PrintEndToEnd(std::ostream& out, const kiln::v1::EndToEnd& e) {
   };
   out << "\nend to end, the whole model on the board ("
       << (e.threads() > 0 ? StrCat(e.threads(), e.threads() == 1 ? " thread" : " threads")
-                        : std::string("the board's threads"))
+                          : std::string("the board's threads"))
       << "):\n";
   if (e.has_untuned() && e.untuned().rounds() > 0) {
     out << "  untuned   " << latency(e.untuned()) << "\n"

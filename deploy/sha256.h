@@ -25,6 +25,34 @@ inline std::string Sha256(std::string_view bytes) {
   return md;
 }
 
+// SHA-256 of bytes that come in pieces (a file read a megabyte at a time).
+class Sha256Stream {
+ public:
+  Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
+    KILN_CHECK(ctx_ != nullptr && EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) == 1)
+        << "EVP_DigestInit(SHA-256) failed";
+  }
+  ~Sha256Stream() { EVP_MD_CTX_free(ctx_); }
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  void Update(std::string_view bytes) {
+    KILN_CHECK(EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()) == 1)
+        << "EVP_DigestUpdate(SHA-256) failed";
+  }
+  // The 32 raw bytes; call once.
+  std::string Digest() {
+    std::string md(32, '\0');
+    unsigned int len = 0;
+    KILN_CHECK(EVP_DigestFinal_ex(ctx_, reinterpret_cast<unsigned char*>(md.data()), &len) == 1 &&
+               len == 32)
+        << "EVP_DigestFinal(SHA-256) failed";
+    return md;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
 // "SHA256:<first 16 hex digits of the SHA-256 of the raw key>": how kiln
 // names a signing key in messages.
 inline std::string KeyFingerprint(std::string_view raw_key) {

@@ -274,8 +274,8 @@ int main(int argc, char** argv) {
        options.max_model_bytes <= 0)) {
     return Usage("--max-model-bytes must be a size (e.g. 2G)");
   }
-  options.files_dir = kiln::StrCat(std::filesystem::temp_directory_path().string(),
-                                   "/kiln-agent-", ::getpid(), "-files");
+  options.files_dir = kiln::StrCat(std::filesystem::temp_directory_path().string(), "/kiln-agent-",
+                                   ::getpid(), "-files");
   kiln::agent::Sandbox sandbox("/proc/self/exe", worker_memory, options.files_dir);
   auto with_timeout = [&](const kiln::v1::MeasureBatch& batch) {
     kiln::v1::MeasureBatch copy = batch;
@@ -289,7 +289,9 @@ int main(int argc, char** argv) {
       [&](const kiln::v1::MeasureBatch& batch, int index) {
         return sandbox.Measure(with_timeout(batch), index);
       },
-      [&](const kiln::v1::MeasureBatch& batch) { return sandbox.MeasureModel(with_timeout(batch)); });
+      [&](const kiln::v1::MeasureBatch& batch) {
+        return sandbox.MeasureModel(with_timeout(batch));
+      });
   std::fprintf(stderr, "kiln-agent %s: id %s, key %s, target %s, tracker %s, worker memory %s\n",
                KILN_VERSION, options.agent_id.c_str(), options.device_key.c_str(),
                options.target_spec.c_str(), options.tracker.c_str(),

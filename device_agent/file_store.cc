@@ -1,7 +1,5 @@
 #include "device_agent/file_store.h"
 
-#include <openssl/evp.h>
-
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -9,6 +7,7 @@
 
 #include "base/bytes.h"
 #include "base/str.h"
+#include "deploy/sha256.h"
 
 namespace kiln::agent {
 namespace {
@@ -25,19 +24,13 @@ bool IsDigestName(const std::string& s) {
 std::string FileSha256(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return "";
+  deploy::Sha256Stream hash;
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), in.gcount()) != 1) return "";
+    hash.Update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
   }
-  std::string md(32, '\0');
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), reinterpret_cast<unsigned char*>(md.data()), &len) != 1) {
-    return "";
-  }
-  return Hex(md);
+  return Hex(hash.Digest());
 }
 
 }  // namespace
@@ -69,9 +62,9 @@ absl::Status FileStore::Add(const kiln::v1::FilePart& part) {
   }
   if (part.total_size() < 0 || part.total_size() > max_file_bytes_) {
     Drop(sha);
-    return absl::InvalidArgumentError(StrCat("file ", sha, " of ", part.total_size(),
-                                             " bytes is above this agent's limit of ",
-                                             max_file_bytes_, " bytes (kiln-agent --max-model-bytes)"));
+    return absl::InvalidArgumentError(
+        StrCat("file ", sha, " of ", part.total_size(), " bytes is above this agent's limit of ",
+               max_file_bytes_, " bytes (kiln-agent --max-model-bytes)"));
   }
   if (part.offset() == 0) Drop(sha);  // a new transfer of it starts over
   Partial& p = partial_[sha];
@@ -79,9 +72,9 @@ absl::Status FileStore::Add(const kiln::v1::FilePart& part) {
   const int64_t end = part.offset() + static_cast<int64_t>(part.data().size());
   if (part.offset() != p.written || part.total_size() != p.total || end > p.total) {
     Drop(sha);
-    return absl::InvalidArgumentError(
-        StrCat("file ", sha, ": part at offset ", part.offset(), " (", part.data().size(),
-               " bytes) does not follow the ", p.written, " bytes of ", p.total, " received"));
+    return absl::InvalidArgumentError(StrCat("file ", sha, ": part at offset ", part.offset(), " (",
+                                             part.data().size(), " bytes) does not follow the ",
+                                             p.written, " bytes of ", p.total, " received"));
   }
   const std::string partial_path = StrCat(dir_, "/", sha, ".part");
   {

@@ -70,8 +70,8 @@ std::string Compare(const deploy::TensorInfo& t, const std::vector<uint8_t>& wan
     for (int64_t i = 0; i < n; ++i) {
       const double d = std::fabs(double{a[i]} - double{b[i]});
       if (!(d <= tol)) {
-        return StrCat("output '", t.name, "' differs from the first variant's at element ", i,
-                      " (", b[i], " against ", a[i], ")");
+        return StrCat("output '", t.name, "' differs from the first variant's at element ", i, " (",
+                      b[i], " against ", a[i], ")");
       }
     }
     return "";
@@ -155,7 +155,8 @@ std::vector<MeasureResult> MeasureModelVariants(const kiln::v1::MeasureBatch& ba
     };
     absl::StatusOr<std::string> bytes = compiler::CompileModel(*model, target, lookup);
     if (!bytes.ok()) {
-      var.result = Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE, std::string(bytes.status().message()));
+      var.result =
+          Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE, std::string(bytes.status().message()));
       continue;
     }
     absl::StatusOr<std::unique_ptr<deploy::Module>> loaded = deploy::Module::LoadBytes(*bytes);
@@ -211,8 +212,8 @@ std::vector<MeasureResult> MeasureModelVariants(const kiln::v1::MeasureBatch& ba
   }
   int number = timing.number;
   if (number <= 0) {
-    number = std::max(1, static_cast<int>(std::ceil(timing.min_repeat_ms / 1000.0 /
-                                                    std::max(slowest_s, 1e-6))));
+    number = std::max(
+        1, static_cast<int>(std::ceil(timing.min_repeat_ms / 1000.0 / std::max(slowest_s, 1e-6))));
   }
   auto block = [&](Variant& var) {
     const Clock::time_point t0 = Clock::now();

@@ -357,9 +357,9 @@ kiln::v1::MeasureResult Sandbox::Reply(Clock::time_point deadline, int timeout_m
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       Reap(/*kill=*/true);
-      return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_TIMEOUT,
-                         StrCat(what, " ", timeout_ms,
-                                " ms (build + verify + time); worker killed"));
+      return ErrorResult(
+          kiln::v1::MEASURE_ERROR_KIND_TIMEOUT,
+          StrCat(what, " ", timeout_ms, " ms (build + verify + time); worker killed"));
     }
     pollfd p{from_worker_, POLLIN, 0};
     int n = ::poll(&p, 1, static_cast<int>(left.count()));
@@ -391,8 +391,8 @@ std::vector<kiln::v1::MeasureResult> Sandbox::MeasureModel(const kiln::v1::Measu
   auto fail_rest = [&](const kiln::v1::MeasureResult& error) {
     while (results.size() < static_cast<size_t>(batch.candidates_size())) {
       results.push_back(error);
-      results.back().set_candidate_id(batch.candidates(static_cast<int>(results.size()) - 1)
-                                          .candidate_id());
+      results.back().set_candidate_id(
+          batch.candidates(static_cast<int>(results.size()) - 1).candidate_id());
     }
     return results;
   };
@@ -408,12 +408,12 @@ std::vector<kiln::v1::MeasureResult> Sandbox::MeasureModel(const kiln::v1::Measu
   const int timeout_ms = ResolveTiming(batch.timing()).timeout_ms;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   while (results.size() < static_cast<size_t>(batch.candidates_size())) {
-    kiln::v1::MeasureResult r = Reply(deadline, timeout_ms, "the model's variants took longer than");
+    kiln::v1::MeasureResult r =
+        Reply(deadline, timeout_ms, "the model's variants took longer than");
     if (pid_ <= 0) return fail_rest(r);  // the worker ended: the rest share its error
     results.push_back(std::move(r));
   }
   return results;
 }
-
 
 }  // namespace kiln::agent

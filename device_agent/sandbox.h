@@ -42,8 +42,7 @@ class Sandbox {
   // `memory_bytes` > 0: the worker's address-space limit (RLIMIT_AS).
   // `files_dir`: where the session keeps whole-model batches' files
   // (FileStore), passed to the worker.
-  explicit Sandbox(std::string worker_binary, int64_t memory_bytes = 0,
-                   std::string files_dir = "");
+  explicit Sandbox(std::string worker_binary, int64_t memory_bytes = 0, std::string files_dir = "");
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;

@@ -218,9 +218,9 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
     } else {
       kiln::v1::MeasureResult error;
       error.set_error_kind(kiln::v1::MEASURE_ERROR_KIND_RUNTIME);
-      error.set_error_message(
-          model_measurer_ ? StrCat("the model's file ", missing, " did not arrive whole")
-                          : std::string("this agent does not measure whole models"));
+      error.set_error_message(model_measurer_
+                                  ? StrCat("the model's file ", missing, " did not arrive whole")
+                                  : std::string("this agent does not measure whole models"));
       results.assign(static_cast<size_t>(batch.candidates_size()), error);
     }
     results.resize(static_cast<size_t>(batch.candidates_size()));
@@ -268,9 +268,8 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
         in_flight.fetch_sub(1);
       }
       if (dropped) {
-        in_flight.fetch_sub(
-            std::max(0, batch.candidates_size() - result->results_size() -
-                            (batch.has_model() ? batch.candidates_size() : 0)));
+        in_flight.fetch_sub(std::max(0, batch.candidates_size() - result->results_size() -
+                                            (batch.has_model() ? batch.candidates_size() : 0)));
         Log()->info("batch {} cancelled after {}/{} candidates", batch.batch_id(),
                     result->results_size(), batch.candidates_size());
         continue;

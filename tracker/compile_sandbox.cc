@@ -27,8 +27,9 @@ absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const com
                                                    const storage::RecordScope& scope,
                                                    compiler::CompileReport* report,
                                                    const ModelChoices& choices) {
-  compiler::ConfigLookup lookup = [&db, &target, &scope, &choices](
-                                      const compiler::Workload& w) -> std::optional<compiler::Config> {
+  compiler::ConfigLookup lookup =
+      [&db, &target, &scope,
+       &choices](const compiler::Workload& w) -> std::optional<compiler::Config> {
     if (auto chosen = choices.find(w.Key()); chosen != choices.end()) return chosen->second;
     auto best = tuner::BestValidConfig(db, w, target, nullptr, scope);
     return best.ok() ? *best : std::nullopt;
@@ -84,8 +85,8 @@ absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
   CompiledModule out;
   auto choices = ChoicesOfJob(**row);
   if (!choices.ok()) return choices.status();
-  auto bytes = CompileWithBestRecords(**db, *model, *target,
-                                      storage::RecordScope::Of((*row)->owner), &out.report, *choices);
+  auto bytes = CompileWithBestRecords(
+      **db, *model, *target, storage::RecordScope::Of((*row)->owner), &out.report, *choices);
   if (!bytes.ok()) return bytes.status();
   auto sha = (*store)->Put(*bytes);
   if (!sha.ok()) return sha.status();

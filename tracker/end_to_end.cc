@@ -116,10 +116,9 @@ absl::StatusOr<ModelChoices> ChoicesOf(const EndToEndReport& report) {
 }
 
 absl::StatusOr<std::vector<tuner::InModelTask>> InModelTasks(storage::LogDb& db,
-                                                              const compiler::Model& model,
-                                                              const compiler::Target& target,
-                                                              int k,
-                                                              const storage::RecordScope& scope) {
+                                                             const compiler::Model& model,
+                                                             const compiler::Target& target, int k,
+                                                             const storage::RecordScope& scope) {
   std::vector<tuner::InModelTask> tasks;
   for (const compiler::Task& t : model.Tasks()) {
     tuner::InModelTask task;
@@ -163,12 +162,12 @@ tuner::VariantRunner FarmVariantRunner(const std::vector<tuner::InModelTask>* ta
       std::optional<std::vector<MeasureOutcome>> results;
     };
     auto state = std::make_shared<State>();
-    o.dispatcher->Submit(std::move(work), [state](const MeasureWork&,
-                                                  std::vector<MeasureOutcome> results) {
-      std::lock_guard<std::mutex> lock(state->mu);
-      state->results = std::move(results);
-      state->cv.notify_all();
-    });
+    o.dispatcher->Submit(std::move(work),
+                         [state](const MeasureWork&, std::vector<MeasureOutcome> results) {
+                           std::lock_guard<std::mutex> lock(state->mu);
+                           state->results = std::move(results);
+                           state->cv.notify_all();
+                         });
     const int64_t start_ms = o.clock->NowMs();
     std::unique_lock<std::mutex> lock(state->mu);
     while (!state->results.has_value()) {
@@ -180,8 +179,8 @@ tuner::VariantRunner FarmVariantRunner(const std::vector<tuner::InModelTask>* ta
         stop = absl::DeadlineExceededError("the job's deadline passed");
       } else if (o.clock->NowMs() - start_ms > o.max_wait_ms) {
         stop = absl::UnavailableError(StrCat("no agent of key '", o.job.device_key,
-                                             "' measured the model within ",
-                                             o.max_wait_ms / 1000, " s"));
+                                             "' measured the model within ", o.max_wait_ms / 1000,
+                                             " s"));
       }
       if (!stop.ok()) {
         o.dispatcher->CancelJob(o.job.job_id);

@@ -65,10 +65,9 @@ absl::StatusOr<ModelChoices> ChoicesOf(const EndToEndReport& report);
 // Each task's options for tuner::ChooseInModel: the default, then up to
 // `k` tuned configs from the log (tuner::TunedConfigs), of `scope`.
 absl::StatusOr<std::vector<tuner::InModelTask>> InModelTasks(storage::LogDb& db,
-                                                              const compiler::Model& model,
-                                                              const compiler::Target& target,
-                                                              int k,
-                                                              const storage::RecordScope& scope);
+                                                             const compiler::Model& model,
+                                                             const compiler::Target& target, int k,
+                                                             const storage::RecordScope& scope);
 
 struct FarmRunnerOptions {
   Dispatcher* dispatcher = nullptr;

@@ -746,11 +746,12 @@ void JobManager::MeasureCheckpoint(Job& job, int32_t trials) {
     return EndToEndFromJson(job.row.end_to_end_json);
   }();
   if (!options.ok() || !report.ok()) return;
-  auto tasks = InModelTasks(*db_, *job.model, job.target, 1, storage::RecordScope::Of(job.row.owner));
+  auto tasks =
+      InModelTasks(*db_, *job.model, job.target, 1, storage::RecordScope::Of(job.row.owner));
   if (!tasks.ok()) return;
   options->rounds = kCheckpointRounds;
-  const std::vector<tuner::ModelVariant> variants = {
-      tuner::ModelVariant(tasks->size(), 0), tuner::BestSoFar(*tasks)};
+  const std::vector<tuner::ModelVariant> variants = {tuner::ModelVariant(tasks->size(), 0),
+                                                     tuner::BestSoFar(*tasks)};
   auto timed = FarmVariantRunner(&*tasks, *std::move(options))(variants);
   if (!timed.ok() || (*timed)[0].costs_s.empty() || (*timed)[1].costs_s.empty()) {
     Log()->info("job {}: end-to-end checkpoint at {} trials not measured: {}", job.row.id, trials,
@@ -879,9 +880,9 @@ absl::Status JobManager::Compile(Job& job) {
       return ChoicesOfJob(job.row);
     }();
     if (!choices.ok()) return choices.status();
-    auto bytes = CompileWithBestRecords(*db_, *job.model, job.target,
-                                        storage::RecordScope::Of(job.row.owner), &module.report,
-                                        *choices);
+    auto bytes =
+        CompileWithBestRecords(*db_, *job.model, job.target,
+                               storage::RecordScope::Of(job.row.owner), &module.report, *choices);
     if (!bytes.ok()) return bytes.status();
     if (options_.signing_key) {
       if (absl::Status st = compiler::SignArtifact(&*bytes, *options_.signing_key); !st.ok()) {

@@ -99,9 +99,9 @@ absl::StatusOr<std::vector<Usable>> UsableConfigs(storage::LogDb& db, const comp
 }  // namespace
 
 absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
-                                                          const compiler::Workload& w,
-                                                          const compiler::Target& target, int k,
-                                                          const storage::RecordScope& scope) {
+                                                           const compiler::Workload& w,
+                                                           const compiler::Target& target, int k,
+                                                           const storage::RecordScope& scope) {
   auto fallback = compiler::DefaultConfig(w, target);
   const std::string default_canonical =
       fallback.ok() ? compiler::CanonicalConfig(*fallback) : std::string();

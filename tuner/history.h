@@ -86,9 +86,9 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(
 // inside the model (tracker/end_to_end.h), where BestValidConfig's margin
 // over the default no longer decides.
 absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
-                                                          const compiler::Workload& w,
-                                                          const compiler::Target& target, int k,
-                                                          const storage::RecordScope& scope = {});
+                                                           const compiler::Workload& w,
+                                                           const compiler::Target& target, int k,
+                                                           const storage::RecordScope& scope = {});
 
 // What the log says a config costs: its successful records (at most
 // kMaxConfigRecords, the fastest), their fastest and median mean cost.

@@ -55,7 +55,8 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
   for (int k = 0; k <= k_max; ++k) {
     ModelVariant v;
     for (const InModelTask& t : tasks) {
-      v.push_back(std::min(k, std::min(options.max_options, static_cast<int>(t.options.size()) - 1)));
+      v.push_back(
+          std::min(k, std::min(options.max_options, static_cast<int>(t.options.size()) - 1)));
     }
     round1.push_back(std::move(v));
   }
@@ -133,8 +134,8 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
   size_t best_tuned = 0;
   for (size_t v = 1; v < last.size(); ++v) {
     if (!Ok(last_timed[v]) || last[v] == last[0]) continue;
-    if (best_tuned == 0 ||
-        StatsOf(last_timed[v].costs_s).median_s < StatsOf(last_timed[best_tuned].costs_s).median_s) {
+    if (best_tuned == 0 || StatsOf(last_timed[v].costs_s).median_s <
+                               StatsOf(last_timed[best_tuned].costs_s).median_s) {
       best_tuned = v;
     }
   }
@@ -149,24 +150,27 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
   const std::vector<double>& tuned = last_timed[best_tuned].costs_s;
   result.tuned = StatsOf(tuned);
   std::vector<double> ratios;
-  for (size_t i = 0; i < std::min(base.size(), tuned.size()); ++i) ratios.push_back(base[i] / tuned[i]);
-  const double q25 = Quantile(ratios, 0.25), q50 = Quantile(ratios, 0.5), q75 = Quantile(ratios, 0.75);
+  for (size_t i = 0; i < std::min(base.size(), tuned.size()); ++i)
+    ratios.push_back(base[i] / tuned[i]);
+  const double q25 = Quantile(ratios, 0.25), q50 = Quantile(ratios, 0.5),
+               q75 = Quantile(ratios, 0.75);
   result.beyond_noise = q25 > 1.0;
   const std::string figures =
-      StrCat("tuned ", FormatSeconds(result.tuned.median_s), ", defaults ", FormatSeconds(result.untuned.median_s),
-             " (speed-up ", Ratio(q50), ", middle half of the rounds ", Ratio(q25), "-",
-             Ratio(q75), ")");
+      StrCat("tuned ", FormatSeconds(result.tuned.median_s), ", defaults ",
+             FormatSeconds(result.untuned.median_s), " (speed-up ", Ratio(q50),
+             ", middle half of the rounds ", Ratio(q25), "-", Ratio(q75), ")");
   if (result.tuned.median_s < result.untuned.median_s) {
     result.chosen = last[best_tuned];
     result.returned_tuned = true;
-    result.note = result.beyond_noise
-                      ? StrCat("the tuned module is faster on the board: ", figures)
-                      : StrCat("the tuned module is not faster than the defaults beyond noise: ",
-                               figures, "; the faster (tuned) module is returned");
+    result.note =
+        result.beyond_noise
+            ? StrCat("the tuned module is faster on the board: ", figures)
+            : StrCat("the tuned module is not faster than the defaults beyond noise: ", figures,
+                     "; the faster (tuned) module is returned");
   } else {
     result.chosen = last[0];
-    result.note = StrCat("tuning did not pay on the board: ", figures,
-                         "; the defaults' module is returned");
+    result.note =
+        StrCat("tuning did not pay on the board: ", figures, "; the defaults' module is returned");
   }
   for (size_t t = 0; t < tasks.size(); ++t) {
     if (result.chosen[t] != 0) ++result.tasks_tuned;

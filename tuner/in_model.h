@@ -67,9 +67,9 @@ struct InModelOptions {
 };
 
 struct InModelResult {
-  ModelVariant chosen;       // what the job returns
-  LatencyStats untuned;      // the defaults, in the last round
-  LatencyStats tuned;        // the fastest tuned variant of the last round
+  ModelVariant chosen;   // what the job returns
+  LatencyStats untuned;  // the defaults, in the last round
+  LatencyStats tuned;    // the fastest tuned variant of the last round
   bool returned_tuned = false;
   bool beyond_noise = false;  // the tuned variant's lead over the defaults
   int tasks_tuned = 0;        // tasks whose returned option is tuned

@@ -136,6 +136,23 @@ class Job:
                                metadata=self._client._metadata))
 
 
+def _latency_dict(l):
+    return {"median_ms": l.median_s * 1e3, "p25_ms": l.p25_s * 1e3, "p75_ms": l.p75_s * 1e3,
+            "rounds": l.rounds}
+
+
+def _end_to_end_dict(e):
+    """The whole model as the board measured it (empty before the job has)."""
+    if not e.curve and not e.note:
+        return {}
+    return {"untuned": _latency_dict(e.untuned), "tuned": _latency_dict(e.tuned),
+            "returned_tuned": e.returned_tuned, "note": e.note,
+            "tasks_tuned": e.tasks_tuned, "tasks_reverted": e.tasks_reverted,
+            "threads": e.threads,
+            "curve": [{"trials": p.trials, "untuned": _latency_dict(p.untuned),
+                       "tuned": _latency_dict(p.tuned)} for p in e.curve]}
+
+
 def _job_dict(j):
     tasks = [{"workload": t.workload.key, "op": t.workload.op, "trials": t.trials_done,
               "errors": t.errors, "best_cost_s": t.best_cost_s, "runs": t.occurrences,
@@ -144,7 +161,8 @@ def _job_dict(j):
             "state": _state_name(j.state), "trials": j.trials, "trials_done": j.trials_done,
             "tasks": tasks, "best_latency_ms": j.estimated_latency_s * 1e3, "error": j.error,
             "artifact_sha256": j.artifact_sha256, "owner": j.owner,
-            "tuning_s": j.tuning_s, "created_unix_ms": j.created_unix_ms}
+            "tuning_s": j.tuning_s, "created_unix_ms": j.created_unix_ms,
+            "end_to_end": _end_to_end_dict(j.end_to_end)}
 
 
 def _shown_name(name):
@@ -249,14 +267,17 @@ class Client:
         return r.sha256
 
     def tune(self, model, key, trials=64, strategy="", budget=0.0, target="",
-             input_shapes=None, priority=0, flush_cache=None):
+             input_shapes=None, priority=0, flush_cache=None, threads=0, end_to_end=True):
         """Uploads `model` (an ONNX file) and submits a tuning job for the
         agents of `key`: `trials` measurements, `strategy` ("xgb", "ga",
         "random", "grid"; "" for the tracker's default), `budget` seconds of
         tuning at most (0: none), `input_shapes` {name: [dims]} for symbolic
         dimensions, `flush_cache` whether every run of a candidate starts
         with the caches flushed (None: when the model file is larger than
-        16 MiB, as `kiln tune` decides). Returns the Job."""
+        16 MiB, as `kiln tune` decides), `threads` the threads the model will
+        run on (0: the board's cores), `end_to_end` whether the job confirms
+        its configs by running the whole model on the board (Job info's
+        "end_to_end"). Returns the Job."""
         if flush_cache is None:
             flush_cache = os.path.getsize(model) > FLUSH_CACHE_MODEL_BYTES
         sha = self.upload(model)
@@ -266,6 +287,8 @@ class Client:
             target=common_pb2.Target(spec=target))
         if flush_cache:
             req.timing.flush_cache = True
+        req.timing.threads = threads
+        req.skip_end_to_end = not end_to_end
         for name, dims in (input_shapes or {}).items():
             req.input_shapes.add(name=name, dims=list(dims))
         r = _call(self._stub.SubmitJob, req, metadata=self._metadata)

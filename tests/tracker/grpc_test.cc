@@ -62,9 +62,15 @@ class FakeAgent {
     thread_ = std::thread([this] {
       pb::TrackerMessage msg;
       while (stream_->Read(&msg)) {
+        if (msg.has_file_part()) file_bytes_ += static_cast<int64_t>(msg.file_part().data().size());
         if (!msg.has_measure_batch()) continue;
         const auto& b = msg.measure_batch();
-        largest_batch_ = std::max(largest_batch_.load(), b.candidates_size());
+        // A whole model's variants are one batch whatever max_batch says.
+        if (b.has_model()) {
+          ++model_batches_;
+        } else {
+          largest_batch_ = std::max(largest_batch_.load(), b.candidates_size());
+        }
         pb::AgentMessage out;
         auto* r = out.mutable_batch_result();
         r->set_batch_id(b.batch_id());
@@ -95,6 +101,8 @@ class FakeAgent {
   pb::Welcome welcome_;
   std::atomic<int> batches_{0};
   std::atomic<int> largest_batch_{0};
+  std::atomic<int> model_batches_{0};
+  std::atomic<int64_t> file_bytes_{0};
   int max_batch_ = 0;  // what the Hello says (0: no limit)
 
  private:
@@ -490,6 +498,9 @@ TEST_F(TrackerGrpcTest, AnAgentGetsNoMoreCandidatesAtOnceThanItsMaxBatch) {
   ASSERT_EQ(last.state(), pb::JOB_STATE_COMPLETED) << last.error();
   EXPECT_GT(agent.largest_batch_.load(), 0);
   EXPECT_LE(agent.largest_batch_.load(), 3);
+  // The job's end-to-end check: the model's file, once, and its batches.
+  EXPECT_GE(agent.model_batches_.load(), 1);
+  EXPECT_EQ(agent.file_bytes_.load(), static_cast<int64_t>(testing::ConvReluModel().size()));
   // Every trial of the split batches is recorded once.
   pb::QueryRecordsResponse records = RecordsOf(submitted.job_id());
   EXPECT_EQ(records.records_size(), last.trials_done());

@@ -420,7 +420,8 @@ TEST_F(JobManagerTest, AJobNoAgentServesSaysSoAndFailsAtItsDeadline) {
 
 TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   SubmitRequest req = Request(testing::ConvReluModel());
-  req.trials = 32;  // more than one batch
+  req.trials = 32;             // more than one batch
+  req.skip_end_to_end = true;  // the search's batches only
   auto r = jobs_->Submit(req);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->job_id.rfind("job-", 0), 0u);
@@ -594,6 +595,100 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
   EXPECT_EQ(again->tasks[0].trials_done, *count);
   EXPECT_DOUBLE_EQ(again->tasks[0].best_cost_s, 1e-3);
   EXPECT_FALSE(again->tasks[0].canonical.empty());
+}
+
+// Plays an agent whose whole-model runs say the model is `tuned_factor`
+// times as slow with tuned configs as with its defaults (each task's kernels
+// likewise); candidates alone all cost 1 ms. Counts the model batches.
+JobStatus ServeModelUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std::string& job,
+                                  double tuned_factor, int* model_batches) {
+  size_t next = 0;
+  bool finished = false;
+  JobStatus last;
+  for (int i = 0; i < 4000 && !finished; ++i) {
+    if (auto lease = dispatcher->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(5))) {
+      std::vector<MeasureOutcome> results = Measured(lease->work, {1e-3});
+      if (lease->work.model.has_value()) {
+        ++*model_batches;
+        EXPECT_FALSE(lease->work.model->files.empty());
+        EXPECT_TRUE(fs::exists(lease->work.model->files[0].path));
+        for (size_t c = 0; c < results.size(); ++c) {
+          const auto& configs = lease->work.candidates[c].task_configs;
+          const double f = configs.empty() ? 1.0 : tuned_factor;
+          results[c].costs_s = {2e-3 * f, 2.1e-3 * f, 1.9e-3 * f, 2e-3 * f, 2e-3 * f};
+          auto status = jobs->Get(job);
+          if (!status.ok()) break;
+          for (const auto& t : status->tasks) results[c].kernel_costs_s[t.workload_key] = 1e-3 * f;
+        }
+      }
+      dispatcher->Complete(lease->work.batch_id, "a1", results);
+    }
+    auto events = jobs->WaitEvents(job, &next, std::chrono::milliseconds(5), &finished);
+    if (!events.ok()) break;
+    for (const auto& e : *events) last = e.job;
+  }
+  return last;
+}
+
+// Tuned configs that lose inside the model: the job returns the defaults'
+// module, and its row says why (kept across a restart for kiln job).
+TEST_F(JobManagerTest, WhenTuningLosesOnTheBoardTheJobReturnsTheDefaults) {
+  auto req = Request(testing::ConvReluModel());
+  req.trials = 16;
+  auto r = jobs_->Submit(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int model_batches = 0;
+  JobStatus last =
+      ServeModelUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id, 1.3, &model_batches);
+  ASSERT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
+  EXPECT_GE(model_batches, 2) << "checkpoints of the curve, then the final check";
+  auto e2e = EndToEndFromJson(last.row.end_to_end_json);
+  ASSERT_TRUE(e2e.ok()) << e2e.status();
+  EXPECT_TRUE(e2e->decided);
+  EXPECT_FALSE(e2e->returned_tuned);
+  EXPECT_EQ(e2e->tasks_reverted, 1);
+  EXPECT_NE(e2e->note.find("tuning did not pay"), std::string::npos) << e2e->note;
+  EXPECT_NEAR(e2e->untuned.median_s, 2e-3, 1e-9);
+  EXPECT_NEAR(e2e->tuned.median_s, 2.6e-3, 1e-9);
+  ASSERT_FALSE(e2e->curve.empty());
+  EXPECT_EQ(e2e->curve.back().trials, last.row.trials_done);
+  ASSERT_EQ(e2e->choices.size(), 1u);
+  EXPECT_EQ(e2e->choices.begin()->second, "") << "the default config";
+  // The module was compiled with the defaults.
+  auto events = db_->GetJob(r->job_id);
+  ASSERT_TRUE(events.ok() && events->has_value());
+  auto choices = ChoicesOfJob(**events);
+  ASSERT_TRUE(choices.ok());
+  EXPECT_FALSE(choices->begin()->second.has_value());
+}
+
+// Tuned configs that win inside the model are kept; the skip flag skips it.
+TEST_F(JobManagerTest, WhenTuningPaysOnTheBoardTheTunedModuleIsReturned) {
+  auto req = Request(testing::ConvReluModel());
+  req.trials = 16;
+  auto r = jobs_->Submit(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int model_batches = 0;
+  JobStatus last =
+      ServeModelUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id, 0.8, &model_batches);
+  ASSERT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
+  auto e2e = EndToEndFromJson(last.row.end_to_end_json);
+  ASSERT_TRUE(e2e.ok()) << e2e.status();
+  EXPECT_TRUE(e2e->returned_tuned);
+  EXPECT_TRUE(e2e->beyond_noise);
+  EXPECT_EQ(e2e->tasks_tuned, 1);
+  ASSERT_EQ(e2e->choices.size(), 1u);
+  EXPECT_NE(e2e->choices.begin()->second, "");
+
+  req.skip_end_to_end = true;
+  auto skipped = jobs_->Submit(req);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  model_batches = 0;
+  last =
+      ServeModelUntilFinished(dispatcher_.get(), jobs_.get(), skipped->job_id, 0.8, &model_batches);
+  ASSERT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
+  EXPECT_EQ(model_batches, 0);
+  EXPECT_EQ(last.row.end_to_end_json, "");
 }
 
 // Input shapes and external data files travel with the job: a restarted
