@@ -51,7 +51,6 @@ KEY = "bench-cpu"
 def job_info(bin_dir, farm, job):
     """The job as the Python client reads it (end_to_end included)."""
     sys.path.insert(0, os.path.join(bin_dir, "python-site"))
-    sys.path.insert(0, os.path.join(ROOT, "python"))
     import kiln
     with kiln.Client(farm.addr) as c:
         return c.job(job).info()

@@ -808,6 +808,10 @@ void JobManager::CheckEndToEnd(Job& job) {
     trials = job.row.trials_done;
   }
   report->curve.push_back({trials, result->untuned, result->tuned});
+  // Which of its options each task returns (0 its default, k its k-th
+  // fastest alone): how far down the isolated ranking the model's winners are.
+  Log()->info("job {}: options chosen inside the model, per task: {}", job.row.id,
+              StrJoin(result->chosen, " "));
   for (size_t t = 0; t < tasks->size(); ++t) {
     const auto& option = (*tasks)[t].options[static_cast<size_t>(result->chosen[t])];
     report->choices[(*tasks)[t].workload_key] =

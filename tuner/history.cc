@@ -111,11 +111,14 @@ absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
   std::vector<Usable> others;
   for (Usable& u : *usable) {
     if (compiler::CanonicalConfig(u.config) == default_canonical) continue;
-    if (confirmed && u.cost.records < 2) continue;
     others.push_back(std::move(u));
   }
+  // Confirmed configs first, by their median; then the others by their
+  // fastest record.
   std::stable_sort(others.begin(), others.end(), [&](const Usable& a, const Usable& b) {
-    return confirmed ? a.cost.median_s < b.cost.median_s : a.cost.fastest_s < b.cost.fastest_s;
+    const bool ca = confirmed && a.cost.records >= 2, cb = confirmed && b.cost.records >= 2;
+    if (ca != cb) return ca;
+    return ca ? a.cost.median_s < b.cost.median_s : a.cost.fastest_s < b.cost.fastest_s;
   });
   std::vector<compiler::Config> out;
   for (Usable& u : others) {

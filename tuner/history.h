@@ -80,11 +80,11 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(
     storage::LogDb& db, const compiler::Workload& w, const compiler::Target& target,
     int* skipped = nullptr, const storage::RecordScope& scope = {});
 
-// Up to `k` usable configs of `w` other than the default, the fastest first
-// by what the log says (the medians of confirmed configs when the tuner has
-// confirmed some, as BestValidConfig ranks them): the options a job tries
-// inside the model (tracker/end_to_end.h), where BestValidConfig's margin
-// over the default no longer decides.
+// Up to `k` usable configs of `w` other than the default, the most
+// promising first by what the log says (the confirmed ones by their median,
+// as BestValidConfig ranks them, then the others by their fastest record):
+// the options a job tries inside the model (tracker/end_to_end.h), where
+// BestValidConfig's margin over the default no longer decides.
 absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
                                                            const compiler::Workload& w,
                                                            const compiler::Target& target, int k,

@@ -62,7 +62,7 @@ struct LatencyStats {
 LatencyStats StatsOf(std::vector<double> costs_s);
 
 struct InModelOptions {
-  int max_options = 3;     // tuned options per task tried (K)
+  int max_options = 8;     // tuned options per task tried (K)
   double min_gain = 0.01;  // a tuned option's lead inside the model over the default
 };
 

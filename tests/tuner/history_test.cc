@@ -154,6 +154,31 @@ TEST_F(HistoryTest, BestValidConfigRanksConfirmedConfigsByTheirMedian) {
   EXPECT_FALSE(kept->has_value());  // the default
 }
 
+// The options a job tries inside the model: every usable config but the
+// default, confirmed ones first by their median, then the rest by their
+// fastest record, at most k; even when none beats the default alone.
+TEST_F(HistoryTest, TunedConfigsAreTheConfirmedThenTheFastestButNeverTheDefault) {
+  compiler::Target t = compiler::Target::Host();
+  compiler::Config def = *compiler::DefaultConfig(Dense(32), t);
+  compiler::Config a = def, b = def, c = def, bad = def;
+  a["unroll_k"] = 1 - a["unroll_k"];
+  b["tile_k"] = 1;
+  c["tile_k"] = 4;
+  bad["no_such_knob"] = 1;
+  for (const auto& x : {a, b, c}) ASSERT_TRUE(compiler::ValidateConfig(Dense(32), t, x).ok());
+  for (double cost : {0.5e-3, 0.6e-3}) Add(Dense(32), t.Spec(), def, cost);
+  Add(Dense(32), t.Spec(), bad, 0.1e-3);
+  Add(Dense(32), t.Spec(), c, 0.7e-3);  // fastest alone, never confirmed
+  for (double cost : {0.9e-3, 0.95e-3}) Add(Dense(32), t.Spec(), a, cost);
+  for (double cost : {0.8e-3, 0.85e-3}) Add(Dense(32), t.Spec(), b, cost);
+  auto all = TunedConfigs(*db_, Dense(32), t, 8);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(*all, (std::vector<compiler::Config>{b, a, c}));
+  auto two = TunedConfigs(*db_, Dense(32), t, 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(*two, (std::vector<compiler::Config>{b, a}));
+}
+
 TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
   compiler::Target t = compiler::Target::Host();
   compiler::Config c = *compiler::DefaultConfig(Dense(32), t);
