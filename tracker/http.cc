@@ -11,6 +11,7 @@
 #include "base/names.h"
 #include "base/str.h"
 #include "nlohmann/json.hpp"
+#include "tracker/end_to_end.h"
 
 namespace kiln::tracker {
 namespace {
@@ -59,7 +60,7 @@ async function refresh() {
   document.querySelector('#jobs tbody').innerHTML = st.jobs.map(j => `<tr class="job${j.id == selected ? ' sel' : ''}" data-id="${esc(j.id)}">
     <td>${esc(j.id)}</td><td>${esc(j.model)}</td><td>${esc(j.key)}</td><td>${esc(j.owner || '-')}</td>
     <td class="${j.state == 'failed' ? 'bad' : j.state == 'completed' ? 'ok' : 'warn'}">${esc(j.state)}</td>
-    <td>${j.trials_done} / ${j.trials}</td><td>${ms(j.best_latency_ms)}</td><td>${j.tasks.map(t =>
+    <td>${j.trials_done} / ${j.trials}</td><td>${ms(j.best_latency_ms)}${j.end_to_end.tuned_ms ? `<div title="${esc(j.end_to_end.note)}">on the board: ${ms(j.end_to_end.returned_tuned ? j.end_to_end.tuned_ms : j.end_to_end.untuned_ms)} (untuned ${ms(j.end_to_end.untuned_ms)})</div>` : ''}</td><td>${j.tasks.map(t =>
       `<div title="${esc(t.state)}">${esc(t.op)} <span class="bar"><span style="width:${Math.min(100, 100 * t.trials / Math.max(1, j.trials_per_task))}%"></span></span>
        ${t.trials} trials, ${ms(t.best_ms)}${t.errors ? ', <span class=bad>' + t.errors + ' errors</span>' : ''}</div>`).join('')}</td></tr>`).join('');
   for (const tr of document.querySelectorAll('tr.job')) tr.onclick = () => { selected = tr.dataset.id; refresh(); };
@@ -138,6 +139,14 @@ std::string HttpServer::StateJson(const Caller& viewer) const {
                          {"state", t.state}});
       }
       const int n = std::max<int>(1, static_cast<int>(j.tasks.size()));
+      // The whole model as the board measured it (end_to_end.h), once decided.
+      json board = json::object();
+      if (auto e2e = EndToEndFromJson(j.row.end_to_end_json); e2e.ok() && e2e->decided) {
+        board = {{"untuned_ms", e2e->untuned.median_s * 1e3},
+                 {"tuned_ms", e2e->tuned.median_s * 1e3},
+                 {"returned_tuned", e2e->returned_tuned},
+                 {"note", e2e->note}};
+      }
       jobs.push_back({{"id", j.row.id},
                       {"model", ShownName(j.row.model_name)},
                       {"key", j.row.device_key},
@@ -148,6 +157,7 @@ std::string HttpServer::StateJson(const Caller& viewer) const {
                       {"trials_done", j.row.trials_done},
                       {"trials_per_task", (j.row.trials + n - 1) / n},
                       {"best_latency_ms", j.EstimatedLatencyS() * 1e3},
+                      {"end_to_end", board},
                       {"error", j.row.error},
                       {"created_unix_ms", j.row.created_unix_ms},
                       {"tasks", tasks}});

@@ -114,6 +114,12 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"job {job} (", r.stdout)
         self.assertIn("end-to-end estimate (sum of runs x cost)", r.stdout)
+        # The job ran its whole model on an agent after the search: untuned
+        # against tuned, what it returned and why, and the curve.
+        self.assertIn("end to end, the whole model on the board", r.stdout)
+        self.assertRegex(r.stdout, r"returned  the (tuned module|defaults' module \(untuned\))")
+        self.assertRegex(r.stdout, r"TRIALS +UNTUNED +TUNED +SPEED-UP")
+        self.assertRegex(r.stdout, r"\n +24 +[0-9.]+ (us|ms) +[0-9.]+ (us|ms) +[0-9.]+x")
         with open(svg) as f:
             self.assertIn("conv2d x1", f.read())
         x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)

@@ -158,6 +158,11 @@ class StatusPage(unittest.TestCase):
         self.assertEqual(job["state"], "completed")
         self.assertEqual(job["trials_done"], ARGS.trials)
         self.assertGreater(job["best_latency_ms"], 0)
+        # The whole model as the board measured it after the search.
+        board = job["end_to_end"]
+        self.assertGreater(board["untuned_ms"], 0, job)
+        self.assertGreater(board["tuned_ms"], 0, job)
+        self.assertIn("returned_tuned", board)
         self.assertTrue(all(t["best_ms"] > 0 for t in job["tasks"]), job["tasks"])
         self.assertEqual([d["id"] for d in state["devices"]], ["board-1"])
         self.assertEqual(state["devices"][0]["health"], "healthy")
