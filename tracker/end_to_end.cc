@@ -169,6 +169,7 @@ tuner::VariantRunner FarmVariantRunner(const std::vector<tuner::InModelTask>* ta
                            state->cv.notify_all();
                          });
     const int64_t start_ms = o.clock->NowMs();
+    int64_t agent_seen_ms = start_ms;
     std::unique_lock<std::mutex> lock(state->mu);
     while (!state->results.has_value()) {
       lock.unlock();
@@ -177,6 +178,11 @@ tuner::VariantRunner FarmVariantRunner(const std::vector<tuner::InModelTask>* ta
         stop = absl::CancelledError("the job stopped");
       } else if (o.deadline_unix_ms > 0 && o.clock->NowMs() > o.deadline_unix_ms) {
         stop = absl::DeadlineExceededError("the job's deadline passed");
+      } else if (o.agent_here && !o.agent_here() &&
+                 o.clock->NowMs() - agent_seen_ms > o.no_agent_ms) {
+        stop = absl::UnavailableError(
+            StrCat("no agent of key '", o.job.device_key, "' is connected to this tracker (",
+                   "a whole model is measured by this tracker's own agents)"));
       } else if (o.clock->NowMs() - start_ms > o.max_wait_ms) {
         stop = absl::UnavailableError(StrCat("no agent of key '", o.job.device_key,
                                              "' measured the model within ", o.max_wait_ms / 1000,
@@ -186,6 +192,7 @@ tuner::VariantRunner FarmVariantRunner(const std::vector<tuner::InModelTask>* ta
         o.dispatcher->CancelJob(o.job.job_id);
         return stop;
       }
+      if (o.agent_here && o.agent_here()) agent_seen_ms = o.clock->NowMs();
       lock.lock();
       state->cv.wait_for(lock, std::chrono::milliseconds(200));
     }

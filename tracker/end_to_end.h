@@ -82,6 +82,11 @@ struct FarmRunnerOptions {
   int64_t max_wait_ms = 900000;  // for a result, queueing included (UNAVAILABLE past it)
   int64_t deadline_unix_ms = 0;  // the job's (DEADLINE_EXCEEDED past it); 0: none
   std::function<bool()> stop;    // CANCELLED when it says so (polled)
+  // Whether an agent of the key is connected to this tracker (whole-model
+  // batches are not relayed): UNAVAILABLE once none has been for
+  // no_agent_ms. Unset: not checked.
+  std::function<bool()> agent_here;
+  int64_t no_agent_ms = 60000;
 };
 
 // Runs variants of `tasks`' model as one whole-model batch on the farm and

@@ -713,6 +713,9 @@ absl::StatusOr<FarmRunnerOptions> JobManager::RunnerOptions(Job& job) {
   o.job.priority = job.priority;
   o.job.timing = job.timing;
   o.deadline_unix_ms = job.deadline_unix_ms;
+  o.agent_here = [this, key = job.row.device_key] {
+    return agents_->ConnectedCount(key) > agents_->RemoteCount(key);
+  };
   o.stop = [this, &job] {
     std::lock_guard<std::mutex> lock(job.mu);
     return job.cancelled || job.abandoned.load() || stopping_.load();
