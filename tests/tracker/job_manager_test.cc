@@ -519,21 +519,43 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   EXPECT_EQ((*stored)->state, storage::JobState::kCancelled);
 }
 
-// Plays the agent: answers every batch of `dispatcher` until `job` ends.
-JobStatus ServeUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std::string& job) {
+// Plays an agent whose whole-model runs say the model is `tuned_factor`
+// times as slow with tuned configs as with its defaults (each task's kernels
+// likewise); candidates alone all cost 1 ms. Counts the model batches.
+JobStatus ServeModelUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std::string& job,
+                                  double tuned_factor, int* model_batches) {
   size_t next = 0;
   bool finished = false;
   JobStatus last;
-  for (int i = 0; i < 2000 && !finished; ++i) {
+  for (int i = 0; i < 4000 && !finished; ++i) {
     if (auto lease = dispatcher->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(5))) {
       std::vector<MeasureOutcome> results = Measured(lease->work, {1e-3});
+      if (lease->work.model.has_value()) {
+        ++*model_batches;
+        EXPECT_FALSE(lease->work.model->files.empty());
+        EXPECT_TRUE(fs::exists(lease->work.model->files[0].path));
+        for (size_t c = 0; c < results.size(); ++c) {
+          const auto& configs = lease->work.candidates[c].task_configs;
+          const double f = configs.empty() ? 1.0 : tuned_factor;
+          results[c].costs_s = {2e-3 * f, 2.1e-3 * f, 1.9e-3 * f, 2e-3 * f, 2e-3 * f};
+          auto status = jobs->Get(job);
+          if (!status.ok()) break;
+          for (const auto& t : status->tasks) results[c].kernel_costs_s[t.workload_key] = 1e-3 * f;
+        }
+      }
       dispatcher->Complete(lease->work.batch_id, "a1", results);
     }
     auto events = jobs->WaitEvents(job, &next, std::chrono::milliseconds(5), &finished);
     if (!events.ok()) break;
-    if (!events->empty()) last = events->back().job;
+    for (const auto& e : *events) last = e.job;
   }
   return last;
+}
+
+// Plays the agent: answers every batch of `dispatcher` until `job` ends.
+JobStatus ServeUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std::string& job) {
+  int model_batches = 0;
+  return ServeModelUntilFinished(dispatcher, jobs, job, 1.0, &model_batches);
 }
 
 TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
@@ -595,39 +617,6 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
   EXPECT_EQ(again->tasks[0].trials_done, *count);
   EXPECT_DOUBLE_EQ(again->tasks[0].best_cost_s, 1e-3);
   EXPECT_FALSE(again->tasks[0].canonical.empty());
-}
-
-// Plays an agent whose whole-model runs say the model is `tuned_factor`
-// times as slow with tuned configs as with its defaults (each task's kernels
-// likewise); candidates alone all cost 1 ms. Counts the model batches.
-JobStatus ServeModelUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std::string& job,
-                                  double tuned_factor, int* model_batches) {
-  size_t next = 0;
-  bool finished = false;
-  JobStatus last;
-  for (int i = 0; i < 4000 && !finished; ++i) {
-    if (auto lease = dispatcher->WaitLease("a1", "cpu", 1, std::chrono::milliseconds(5))) {
-      std::vector<MeasureOutcome> results = Measured(lease->work, {1e-3});
-      if (lease->work.model.has_value()) {
-        ++*model_batches;
-        EXPECT_FALSE(lease->work.model->files.empty());
-        EXPECT_TRUE(fs::exists(lease->work.model->files[0].path));
-        for (size_t c = 0; c < results.size(); ++c) {
-          const auto& configs = lease->work.candidates[c].task_configs;
-          const double f = configs.empty() ? 1.0 : tuned_factor;
-          results[c].costs_s = {2e-3 * f, 2.1e-3 * f, 1.9e-3 * f, 2e-3 * f, 2e-3 * f};
-          auto status = jobs->Get(job);
-          if (!status.ok()) break;
-          for (const auto& t : status->tasks) results[c].kernel_costs_s[t.workload_key] = 1e-3 * f;
-        }
-      }
-      dispatcher->Complete(lease->work.batch_id, "a1", results);
-    }
-    auto events = jobs->WaitEvents(job, &next, std::chrono::milliseconds(5), &finished);
-    if (!events.ok()) break;
-    for (const auto& e : *events) last = e.job;
-  }
-  return last;
 }
 
 // Tuned configs that lose inside the model: the job returns the defaults'
