@@ -247,7 +247,7 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
       kiln::v1::BatchResult* result = reply.mutable_batch_result();
       result->set_batch_id(batch.batch_id());
       bool dropped = false;
-      if (batch.has_model()) {
+      if (batch.has_model()) {  // every variant at once, interleaved
         for (kiln::v1::MeasureResult& r : measure_model(batch)) {
           r.set_agent_id(options_.agent_id);
           *result->add_results() = std::move(r);
@@ -255,8 +255,7 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
         in_flight.fetch_sub(batch.candidates_size());
         dropped = is_cancelled();
       }
-      for (int i = batch.has_model() ? batch.candidates_size() : 0; i < batch.candidates_size();
-           ++i) {
+      for (int i = result->results_size(); i < batch.candidates_size(); ++i) {
         if (is_cancelled()) {
           dropped = true;
           break;
@@ -268,8 +267,7 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
         in_flight.fetch_sub(1);
       }
       if (dropped) {
-        in_flight.fetch_sub(std::max(0, batch.candidates_size() - result->results_size() -
-                                            (batch.has_model() ? batch.candidates_size() : 0)));
+        in_flight.fetch_sub(batch.candidates_size() - result->results_size());
         Log()->info("batch {} cancelled after {}/{} candidates", batch.batch_id(),
                     result->results_size(), batch.candidates_size());
         continue;

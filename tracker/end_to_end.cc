@@ -132,6 +132,46 @@ absl::StatusOr<std::vector<tuner::InModelTask>> InModelTasks(storage::LogDb& db,
   return tasks;
 }
 
+void RecordDecision(const tuner::InModelResult& result,
+                    const std::vector<tuner::InModelTask>& tasks, int32_t trials,
+                    EndToEndReport* report) {
+  report->decided = true;
+  report->untuned = result.untuned;
+  report->tuned = result.tuned;
+  report->returned_tuned = result.returned_tuned;
+  report->beyond_noise = result.beyond_noise;
+  report->tasks_tuned = result.tasks_tuned;
+  report->tasks_reverted = result.tasks_reverted;
+  report->note = result.note;
+  report->curve.push_back({trials, result.untuned, result.tuned});
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const auto& option = tasks[t].options[static_cast<size_t>(result.chosen[t])];
+    report->choices[tasks[t].workload_key] =
+        option.has_value() ? compiler::CanonicalConfig(*option) : "";
+  }
+}
+
+absl::StatusOr<ModelWork> ModelWorkOf(
+    const storage::ArtifactStore& store, const std::string& model_sha256,
+    const std::map<std::string, std::string>& external_data,
+    const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  ModelWork work;
+  auto add = [&](const std::string& sha, const std::string& location) -> absl::Status {
+    auto path = store.LocalPath(sha);
+    if (!path.ok()) return path.status();
+    auto size = store.SizeOf(sha);
+    if (!size.ok()) return size.status();
+    work.files.push_back({sha, location, *path, *size});
+    return absl::OkStatus();
+  };
+  if (absl::Status s = add(model_sha256, ""); !s.ok()) return s;
+  for (const auto& [location, sha] : external_data) {
+    if (absl::Status s = add(sha, location); !s.ok()) return s;
+  }
+  work.input_shapes = input_shapes;
+  return work;
+}
+
 tuner::VariantRunner FarmVariantRunner(const std::vector<tuner::InModelTask>* tasks,
                                        FarmRunnerOptions o) {
   return [tasks, o](const std::vector<tuner::ModelVariant>& variants)

@@ -69,6 +69,20 @@ absl::StatusOr<std::vector<tuner::InModelTask>> InModelTasks(storage::LogDb& db,
                                                              const compiler::Target& target, int k,
                                                              const storage::RecordScope& scope);
 
+// The decision of the final check into the report: its figures, the
+// choices the compile builds, the curve's last point (after `trials`).
+void RecordDecision(const tuner::InModelResult& result,
+                    const std::vector<tuner::InModelTask>& tasks, int32_t trials,
+                    EndToEndReport* report);
+
+// A stored model's files (the ONNX file first, then its external data,
+// location -> sha256) as a whole-model batch sends them, with its input
+// shapes. NOT_FOUND for a file the store does not have.
+absl::StatusOr<ModelWork> ModelWorkOf(
+    const storage::ArtifactStore& store, const std::string& model_sha256,
+    const std::map<std::string, std::string>& external_data,
+    const std::map<std::string, std::vector<int64_t>>& input_shapes);
+
 struct FarmRunnerOptions {
   Dispatcher* dispatcher = nullptr;
   const Clock* clock = nullptr;

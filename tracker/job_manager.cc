@@ -720,20 +720,16 @@ absl::StatusOr<FarmRunnerOptions> JobManager::RunnerOptions(Job& job) {
     std::lock_guard<std::mutex> lock(job.mu);
     return job.cancelled || job.abandoned.load() || stopping_.load();
   };
-  auto file = [&](const std::string& sha, const std::string& location) -> absl::Status {
-    auto path = store_->LocalPath(sha);
-    if (!path.ok()) return path.status();
-    auto size = store_->SizeOf(sha);
-    if (!size.ok()) return size.status();
-    o.model.files.push_back({sha, location, *path, *size});
-    return absl::OkStatus();
-  };
-  if (absl::Status s = file(job.row.model_sha256, ""); !s.ok()) return s;
-  for (const auto& [location, sha] : job.external_data) {
-    if (absl::Status s = file(sha, location); !s.ok()) return s;
-  }
-  o.model.input_shapes = job.import.input_shapes;
+  auto model =
+      ModelWorkOf(*store_, job.row.model_sha256, job.external_data, job.import.input_shapes);
+  if (!model.ok()) return model.status();
+  o.model = *std::move(model);
   return o;
+}
+
+absl::StatusOr<EndToEndReport> JobManager::LoadEndToEnd(Job& job) {
+  std::lock_guard<std::mutex> lock(job.mu);
+  return EndToEndFromJson(job.row.end_to_end_json);
 }
 
 void JobManager::SaveEndToEnd(Job& job, const EndToEndReport& report, const std::string& event) {
@@ -744,10 +740,7 @@ void JobManager::SaveEndToEnd(Job& job, const EndToEndReport& report, const std:
 
 void JobManager::MeasureCheckpoint(Job& job, int32_t trials) {
   auto options = RunnerOptions(job);
-  auto report = [&] {
-    std::lock_guard<std::mutex> lock(job.mu);
-    return EndToEndFromJson(job.row.end_to_end_json);
-  }();
+  auto report = LoadEndToEnd(job);
   if (!options.ok() || !report.ok()) return;
   auto tasks =
       InModelTasks(*db_, *job.model, job.target, 1, storage::RecordScope::Of(job.row.owner));
@@ -772,10 +765,7 @@ void JobManager::MeasureCheckpoint(Job& job, int32_t trials) {
 }
 
 void JobManager::CheckEndToEnd(Job& job) {
-  auto report = [&] {
-    std::lock_guard<std::mutex> lock(job.mu);
-    return EndToEndFromJson(job.row.end_to_end_json);
-  }();
+  auto report = LoadEndToEnd(job);
   if (!report.ok()) report = EndToEndReport{};
   if (report->decided) return;  // a resumed job that had decided before
   {
@@ -797,29 +787,16 @@ void JobManager::CheckEndToEnd(Job& job) {
     SaveEndToEnd(job, *report, report->note);
     return;
   }
-  report->decided = true;
-  report->untuned = result->untuned;
-  report->tuned = result->tuned;
-  report->returned_tuned = result->returned_tuned;
-  report->beyond_noise = result->beyond_noise;
-  report->tasks_tuned = result->tasks_tuned;
-  report->tasks_reverted = result->tasks_reverted;
-  report->note = result->note;
   int32_t trials = 0;
   {
     std::lock_guard<std::mutex> lock(job.mu);
     trials = job.row.trials_done;
   }
-  report->curve.push_back({trials, result->untuned, result->tuned});
+  RecordDecision(*result, *tasks, trials, &*report);
   // Which of its options each task returns (0 its default, k its k-th
   // fastest alone): how far down the isolated ranking the model's winners are.
   Log()->info("job {}: options chosen inside the model, per task: {}", job.row.id,
               StrJoin(result->chosen, " "));
-  for (size_t t = 0; t < tasks->size(); ++t) {
-    const auto& option = (*tasks)[t].options[static_cast<size_t>(result->chosen[t])];
-    report->choices[(*tasks)[t].workload_key] =
-        option.has_value() ? compiler::CanonicalConfig(*option) : "";
-  }
   SaveEndToEnd(job, *report,
                StrCat(result->note, " (", result->tasks_tuned, " tasks tuned, ",
                       result->tasks_reverted, " reverted inside the model)"));

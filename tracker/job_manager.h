@@ -201,6 +201,7 @@ class JobManager {
   absl::StatusOr<FarmRunnerOptions> RunnerOptions(Job& job);
   void MeasureCheckpoint(Job& job, int32_t trials);
   void CheckEndToEnd(Job& job);
+  absl::StatusOr<EndToEndReport> LoadEndToEnd(Job& job);
   void SaveEndToEnd(Job& job, const EndToEndReport& report, const std::string& event);
   absl::Status Compile(Job& job);
   // Persists the row and appends an event (with a snapshot); job.mu held.

@@ -26,6 +26,8 @@ std::string Ratio(double r) {
 
 bool Ok(const VariantTiming& t) { return t.error.empty() && !t.costs_s.empty(); }
 
+double Median(const VariantTiming& t) { return Quantile(t.costs_s, 0.5); }
+
 }  // namespace
 
 LatencyStats StatsOf(std::vector<double> costs_s) {
@@ -46,29 +48,35 @@ ModelVariant BestSoFar(const std::vector<InModelTask>& tasks) {
 absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& tasks,
                                             const VariantRunner& run,
                                             const InModelOptions& options) {
+  // A task's last option tried.
+  auto last_option = [&](const InModelTask& t) {
+    return std::min(options.max_options, static_cast<int>(t.options.size()) - 1);
+  };
+  // One round on the board; the defaults (variant 0) must run.
+  auto run_round =
+      [&](const std::vector<ModelVariant>& variants) -> absl::StatusOr<std::vector<VariantTiming>> {
+    auto timed = run(variants);
+    if (!timed.ok()) return timed.status();
+    if (timed->size() != variants.size()) {
+      return absl::InternalError("the board answered a different number of variants");
+    }
+    if (!Ok((*timed)[0])) {
+      return absl::FailedPreconditionError(
+          StrCat("the model with its default configs failed on the board: ", (*timed)[0].error));
+    }
+    return timed;
+  };
   int k_max = 0;
-  for (const InModelTask& t : tasks) {
-    k_max = std::max(k_max, std::min(options.max_options, static_cast<int>(t.options.size()) - 1));
-  }
+  for (const InModelTask& t : tasks) k_max = std::max(k_max, last_option(t));
   // Round one: the defaults, then the k-th options of every task.
   std::vector<ModelVariant> round1;
   for (int k = 0; k <= k_max; ++k) {
     ModelVariant v;
-    for (const InModelTask& t : tasks) {
-      v.push_back(
-          std::min(k, std::min(options.max_options, static_cast<int>(t.options.size()) - 1)));
-    }
+    for (const InModelTask& t : tasks) v.push_back(std::min(k, last_option(t)));
     round1.push_back(std::move(v));
   }
-  auto timed1 = run(round1);
+  auto timed1 = run_round(round1);
   if (!timed1.ok()) return timed1.status();
-  if (timed1->size() != round1.size()) {
-    return absl::InternalError("the board answered a different number of variants");
-  }
-  if (!Ok((*timed1)[0])) {
-    return absl::FailedPreconditionError(
-        StrCat("the model with its default configs failed on the board: ", (*timed1)[0].error));
-  }
 
   // Each task's choice, by its own time inside the model.
   InModelResult result;
@@ -109,22 +117,14 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
   if (std::find(round1.begin(), round1.end(), mix) == round1.end()) {
     size_t fastest = 0;
     for (size_t v = 1; v < round1.size(); ++v) {
-      if (Ok((*timed1)[v]) &&
-          StatsOf((*timed1)[v].costs_s).median_s < StatsOf((*timed1)[fastest].costs_s).median_s) {
+      if (Ok((*timed1)[v]) && Median((*timed1)[v]) < Median((*timed1)[fastest])) {
         fastest = v;
       }
     }
     last = {round1[0], mix};
     if (fastest != 0) last.push_back(round1[fastest]);
-    auto timed2 = run(last);
+    auto timed2 = run_round(last);
     if (!timed2.ok()) return timed2.status();
-    if (timed2->size() != last.size()) {
-      return absl::InternalError("the board answered a different number of variants");
-    }
-    if (!Ok((*timed2)[0])) {
-      return absl::FailedPreconditionError(
-          StrCat("the model with its default configs failed on the board: ", (*timed2)[0].error));
-    }
     last_timed = *std::move(timed2);
   }
 
@@ -134,8 +134,7 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
   size_t best_tuned = 0;
   for (size_t v = 1; v < last.size(); ++v) {
     if (!Ok(last_timed[v]) || last[v] == last[0]) continue;
-    if (best_tuned == 0 || StatsOf(last_timed[v].costs_s).median_s <
-                               StatsOf(last_timed[best_tuned].costs_s).median_s) {
+    if (best_tuned == 0 || Median(last_timed[v]) < Median(last_timed[best_tuned])) {
       best_tuned = v;
     }
   }

@@ -619,16 +619,24 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
   EXPECT_FALSE(again->tasks[0].canonical.empty());
 }
 
+// Submits `req` and plays a board on which tuned variants run
+// `tuned_factor` times as long as the defaults, until the job ends.
+JobStatus SubmitAndServe(JobManager* jobs, Dispatcher* dispatcher, const SubmitRequest& req,
+                         double tuned_factor, int* model_batches) {
+  auto r = jobs->Submit(req);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  *model_batches = 0;
+  return ServeModelUntilFinished(dispatcher, jobs, r->job_id, tuned_factor, model_batches);
+}
+
 // Tuned configs that lose inside the model: the job returns the defaults'
 // module, and its row says why (kept across a restart for kiln job).
 TEST_F(JobManagerTest, WhenTuningLosesOnTheBoardTheJobReturnsTheDefaults) {
   auto req = Request(testing::ConvReluModel());
   req.trials = 16;
-  auto r = jobs_->Submit(req);
-  ASSERT_TRUE(r.ok()) << r.status();
   int model_batches = 0;
-  JobStatus last =
-      ServeModelUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id, 1.3, &model_batches);
+  JobStatus last = SubmitAndServe(jobs_.get(), dispatcher_.get(), req, 1.3, &model_batches);
   ASSERT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
   EXPECT_GE(model_batches, 2) << "checkpoints of the curve, then the final check";
   auto e2e = EndToEndFromJson(last.row.end_to_end_json);
@@ -644,7 +652,7 @@ TEST_F(JobManagerTest, WhenTuningLosesOnTheBoardTheJobReturnsTheDefaults) {
   ASSERT_EQ(e2e->choices.size(), 1u);
   EXPECT_EQ(e2e->choices.begin()->second, "") << "the default config";
   // The module was compiled with the defaults.
-  auto events = db_->GetJob(r->job_id);
+  auto events = db_->GetJob(last.row.id);
   ASSERT_TRUE(events.ok() && events->has_value());
   auto choices = ChoicesOfJob(**events);
   ASSERT_TRUE(choices.ok());
@@ -655,11 +663,8 @@ TEST_F(JobManagerTest, WhenTuningLosesOnTheBoardTheJobReturnsTheDefaults) {
 TEST_F(JobManagerTest, WhenTuningPaysOnTheBoardTheTunedModuleIsReturned) {
   auto req = Request(testing::ConvReluModel());
   req.trials = 16;
-  auto r = jobs_->Submit(req);
-  ASSERT_TRUE(r.ok()) << r.status();
   int model_batches = 0;
-  JobStatus last =
-      ServeModelUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id, 0.8, &model_batches);
+  JobStatus last = SubmitAndServe(jobs_.get(), dispatcher_.get(), req, 0.8, &model_batches);
   ASSERT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
   auto e2e = EndToEndFromJson(last.row.end_to_end_json);
   ASSERT_TRUE(e2e.ok()) << e2e.status();
@@ -670,11 +675,7 @@ TEST_F(JobManagerTest, WhenTuningPaysOnTheBoardTheTunedModuleIsReturned) {
   EXPECT_NE(e2e->choices.begin()->second, "");
 
   req.skip_end_to_end = true;
-  auto skipped = jobs_->Submit(req);
-  ASSERT_TRUE(skipped.ok()) << skipped.status();
-  model_batches = 0;
-  last =
-      ServeModelUntilFinished(dispatcher_.get(), jobs_.get(), skipped->job_id, 0.8, &model_batches);
+  last = SubmitAndServe(jobs_.get(), dispatcher_.get(), req, 0.8, &model_batches);
   ASSERT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
   EXPECT_EQ(model_batches, 0);
   EXPECT_EQ(last.row.end_to_end_json, "");
