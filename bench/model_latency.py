@@ -3,7 +3,7 @@
 
   bench/model_latency.py --model M.onnx --artifact LABEL=PATH [...]
                          [--repeat N] [--warmup K] [--block B] [--threads T]
-                         [--bin-dir DIR] [--json OUT]
+                         [--openvino] [--tolerance E] [--bin-dir DIR] [--json OUT]
 
 Both sides are timed in-process the same way, around one call with its
 inputs and outputs bound ahead (neither converts arrays per run): the
@@ -24,6 +24,14 @@ Each block gives one ratio of medians (onnxruntime / kiln); the table gives
 the median of those ratios and the range of their middle half, beside the
 median latencies. --json writes each module's median latency and its
 blocks' medians (bench/tuning_pays.py compares two artifacts with them).
+
+--openvino adds OpenVINO (pip `openvino`, CPU plugin, latency hint, one
+stream, T threads, INFERENCE_PRECISION_HINT f32 set explicitly: its default
+is bf16 on CPUs that have it) as a second baseline in a worker process of its
+own, timed in the same interleaved blocks; every module then also gets its
+speed against OpenVINO. --tolerance is the largest max abs error against
+onnxruntime that passes (default 1e-3; a quantized model's outputs differ
+by quantization steps).
 """
 import argparse
 import multiprocessing
@@ -95,6 +103,26 @@ def ort_worker(conn, model, inputs, threads, warmup):
         conn.send(timed(run, n))
 
 
+def ov_worker(conn, model, inputs, threads, warmup):
+    """OpenVINO in its own process, as ort_worker."""
+    import openvino as ov
+
+    core = ov.Core()
+    compiled = core.compile_model(model, "CPU", {
+        "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_PRECISION_HINT": "f32"})
+    req = compiled.create_infer_request()
+    for name, x in inputs.items():
+        req.set_tensor(name, ov.Tensor(x))
+    req.infer()
+    ref = [req.get_output_tensor(i).data.copy() for i in range(len(compiled.outputs))]
+    run = req.infer
+    timed(run, warmup)
+    conn.send((ov.__version__, ref))
+    while (n := conn.recv()) is not None:
+        conn.send(timed(run, n))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -106,6 +134,8 @@ def main():
     ap.add_argument("--bin-dir", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the medians and the blocks' medians here")
+    ap.add_argument("--openvino", action="store_true", help="OpenVINO as a second baseline")
+    ap.add_argument("--tolerance", type=float, default=1e-3)
     a = ap.parse_args()
 
     model = onnx.load(a.model)
@@ -123,24 +153,31 @@ def main():
             x = rng.integers(0, 2, shape).astype(dtype)
         inputs[vi.name] = x
 
-    # The worker is forked before kiln's runtime (and its threads) is loaded.
+    # The workers are forked before kiln's runtime (and its threads) is loaded.
     ctx = multiprocessing.get_context("fork")
-    conn, child = ctx.Pipe()
-    worker = ctx.Process(target=ort_worker, args=(child, a.model, inputs, a.threads, a.warmup),
-                         daemon=True)
-    worker.start()
-    ort_version, ref = conn.recv()
+    workers = {}
+    for label, fn in [("onnxruntime", ort_worker)] + ([("openvino", ov_worker)] if a.openvino
+                                                     else []):
+        conn, child = ctx.Pipe()
+        proc = ctx.Process(target=fn, args=(child, a.model, inputs, a.threads, a.warmup),
+                           daemon=True)
+        proc.start()
+        version, out = conn.recv()
+        workers[label] = (conn, proc, version, out)
+    ref = workers["onnxruntime"][3]
 
     os.environ["KILN_NUM_THREADS"] = str(a.threads)  # read when the runtime's pool starts
     os.environ.setdefault("KILN_RUNTIME", os.path.join(a.bin_dir, "deploy", "libkiln_runtime.so"))
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     from kiln.runtime import Module
 
-    labels = ["onnxruntime"]
-    def ort_block(n):
+    labels = list(workers)
+
+    def worker_block(label, n):
+        conn, proc = workers[label][:2]
         conn.send(n)
         t = conn.recv()
-        wait_quiet(worker.pid)
+        wait_quiet(proc.pid)
         return t
 
     def kiln_block(run, n):
@@ -148,8 +185,9 @@ def main():
         wait_quiet(os.getpid())  # kiln's pool threads spin too (KILN_SPIN_US)
         return t
 
-    blocks_of = {"onnxruntime": ort_block}
-    errs = {}
+    blocks_of = {label: lambda n, label=label: worker_block(label, n) for label in workers}
+    errs = {label: float(np.max(np.abs(out[0] - ref[0]))) for label, (_, _, _, out) in
+            workers.items() if label != "onnxruntime"}
     for spec in a.artifact:
         label, path = spec.split("=", 1)
         m = Module(path)
@@ -169,31 +207,39 @@ def main():
             t = blocks_of[label](block)
             times[label] += t
             blocks[label].append(float(np.median(t)))
-    conn.send(None)
-    worker.join()
+    for conn, proc, _, _ in workers.values():
+        conn.send(None)
+        proc.join()
 
     n = len(times["onnxruntime"])
     print(f"model {os.path.basename(a.model)}, {a.threads} threads, {n} runs of each module "
           f"in blocks of {block}, interleaved")
     print()
+    ov = "openvino" in workers
     print("| module | median latency (ms) | speed vs onnxruntime (median of blocks) | "
-          "middle half of blocks | max abs err vs onnxruntime |")
-    print("|---|---:|---:|---|---:|")
-    print(f"| onnxruntime {ort_version} (baseline) | {np.median(times['onnxruntime']):.4f} "
-          f"| 1.00x | | - |")
-    for label in labels[1:]:
+          "middle half of blocks |" + (" speed vs OpenVINO |" if ov else "") +
+          " max abs err vs onnxruntime |")
+    print("|---|---:|---:|---|" + ("---:|" if ov else "") + "---:|")
+
+    def speed(base, label):
+        return np.median(np.array(blocks[base]) / np.array(blocks[label]))
+
+    for label in labels:
         ratios = np.array(blocks["onnxruntime"]) / np.array(blocks[label])
         q1, q3 = np.percentile(ratios, [25, 75])
-        print(f"| kiln {label} | {np.median(times[label]):.4f} | {np.median(ratios):.2f}x | "
-              f"{q1:.2f}-{q3:.2f}x | {errs[label]:.1e} |")
+        name = (f"{label} {workers[label][2]}" + (" (baseline)" if label == "onnxruntime" else "")
+                if label in workers else f"kiln {label}")
+        err = f" {errs[label]:.1e} |" if label in errs else " - |"
+        print(f"| {name} | {np.median(times[label]):.4f} | {np.median(ratios):.2f}x | "
+              f"{q1:.2f}-{q3:.2f}x |" + (f" {speed('openvino', label):.2f}x |" if ov else "") + err)
     if a.json:
         import json
         with open(a.json, "w") as f:
             json.dump({label: {"median_ms": float(np.median(times[label])),
                                "blocks_ms": blocks[label],
                                "max_abs_err": errs.get(label, 0.0)} for label in labels}, f)
-    worst = max(errs.values())
-    if worst > 1e-3:
+    worst = max(e for label, e in errs.items() if label not in workers)
+    if worst > a.tolerance:
         sys.exit(f"kiln output differs from onnxruntime by {worst}")
 
 

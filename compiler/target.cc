@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "base/cpus.h"
@@ -92,29 +94,29 @@ Target Target::Host() {
   return t;
 }
 
+bool Target::HasFeature(std::string_view f) const {
+  if (is_gpu()) return false;
+  if (Contains(attrs, StrCat("-", f))) return false;
+  if (Contains(attrs, StrCat("+", f))) return true;
+  if (!StartsWith(triple, "x86_64") && !StartsWith(triple, "i686")) return false;
+  // Asked for every candidate a template builds: LLVM's CPU table is read
+  // once per cpu.
+  static std::mutex mu;
+  static auto* known = new std::map<std::string, std::vector<std::string>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, added] = known->emplace(cpu, std::vector<std::string>());
+  if (added) {
+    llvm::SmallVector<llvm::StringRef, 64> features;
+    llvm::X86::getFeaturesForCPU(cpu, features, /*NeedPlus=*/false);
+    for (llvm::StringRef x : features) it->second.push_back(x.str());
+  }
+  return std::find(it->second.begin(), it->second.end(), f) != it->second.end();
+}
+
 int Target::NativeVectorLanes() const {
   if (is_gpu()) return 1;  // a thread's values are scalars
-  if (StartsWith(triple, "aarch64")) return 4;
   if (!StartsWith(triple, "x86_64") && !StartsWith(triple, "i686")) return 4;
-  // Asked for every candidate a template builds: LLVM's CPU table is read
-  // once per (cpu, attrs).
-  static std::mutex mu;
-  static auto* known = new std::map<std::pair<std::string, std::string>, int>();
-  std::lock_guard<std::mutex> lock(mu);
-  auto [it, added] = known->emplace(std::make_pair(cpu, attrs), 0);
-  if (!added) return it->second;
-  // The CPU's features as LLVM knows them (any x86 name, host or not), then
-  // -mattr's explicit +/- features.
-  llvm::SmallVector<llvm::StringRef, 64> features;
-  llvm::X86::getFeaturesForCPU(cpu, features, /*NeedPlus=*/false);
-  auto has = [&](std::string_view f) {
-    if (Contains(attrs, StrCat("-", f))) return false;
-    if (Contains(attrs, StrCat("+", f))) return true;
-    return std::find(features.begin(), features.end(), llvm::StringRef(f.data(), f.size())) !=
-           features.end();
-  };
-  it->second = has("avx512f") ? 16 : has("avx") ? 8 : 4;
-  return it->second;
+  return HasFeature("avx512f") ? 16 : HasFeature("avx") ? 8 : 4;
 }
 
 int Target::NumVectorRegisters() const {

@@ -33,6 +33,10 @@ struct Target {
   static absl::StatusOr<Target> Parse(std::string_view spec);
   // The machine this process runs on, as LLVM detects it.
   static Target Host();
+  // Whether the target's CPU has LLVM feature `f` ("avx512vnni", "dotprod"):
+  // the CPU's features as LLVM's tables know them (x86), then -mattr's
+  // explicit +f / -f.
+  bool HasFeature(std::string_view f) const;
   // Vector width in float32 lanes this target prefers (16 for AVX-512, ...).
   int NativeVectorLanes() const;
   // Architectural vector registers: 32 with AVX-512 or on AArch64, else 16.

@@ -325,6 +325,18 @@ class CodeGen {
   }
 
   llvm::Value* EmitBinary(const BinaryNode* n) {
+    // acc + dot4(x, y): one instruction that accumulates (vpdpbusd).
+    if (n->kind == ExprKind::kAdd && n->dtype.is_int() && n->dtype.bits == 32) {
+      for (const auto& [acc, call] : {std::pair{n->a, n->b}, std::pair{n->b, n->a}}) {
+        const auto* c = call.as<CallNode>();
+        if (c == nullptr || (c->name != "dot4" && c->name != "dot4_vnni") || c->args.size() != 2 ||
+            c->args[0].dtype() != n->dtype || c->args[1].dtype() != n->dtype) {
+          continue;
+        }
+        llvm::Value* x = EmitExpr(acc);
+        return EmitDot4(b_, mod_, c->name, n->dtype, x, EmitExpr(c->args[0]), EmitExpr(c->args[1]));
+      }
+    }
     llvm::Value* a = EmitExpr(n->a);
     llvm::Value* b = EmitExpr(n->b);
     DataType t = n->a.dtype();

@@ -3,9 +3,12 @@
 #include <unordered_map>
 
 #include "compiler/codegen/fast_math.h"
+#include "llvm/Analysis/VectorUtils.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Module.h"
+#include "llvm/TargetParser/Triple.h"
 
 namespace kiln::compiler::codegen {
 
@@ -15,7 +18,8 @@ namespace {
 
 const std::unordered_map<std::string, size_t>& IntOps() {
   static const std::unordered_map<std::string, size_t> ops = {
-      {"abs", 1}, {"bitand", 2}, {"bitor", 2}, {"bitxor", 2}, {"bitnot", 1}, {"shl", 2}, {"shr", 2},
+      {"abs", 1}, {"bitand", 2}, {"bitor", 2}, {"bitxor", 2},    {"bitnot", 1},
+      {"shl", 2}, {"shr", 2},    {"dot4", 2},  {"dot4_vnni", 2},
   };
   return ops;
 }
@@ -107,10 +111,70 @@ llvm::Value* Exp(llvm::IRBuilderBase& b, llvm::Value* x, DataType t) {
   return ViaFloat32(b, x, t, FastExp, llvm::Intrinsic::exp);
 }
 
-llvm::Value* EmitInteger(llvm::IRBuilderBase& b, const std::string& name, DataType t,
-                         const std::vector<llvm::Value*>& args) {
+// dot4 as plain instructions: each lane's four bytes widened (a's
+// unsigned, b's signed), multiplied, and the four products summed.
+llvm::Value* Dot4Generic(llvm::IRBuilderBase& b, llvm::Value* acc, llvm::Value* a, llvm::Value* v,
+                         int lanes) {
+  auto* bytes = llvm::FixedVectorType::get(b.getInt8Ty(), 4 * lanes);
+  auto* wide = llvm::FixedVectorType::get(b.getInt32Ty(), 4 * lanes);
+  llvm::Value* p = b.CreateMul(b.CreateZExt(b.CreateBitCast(a, bytes), wide),
+                               b.CreateSExt(b.CreateBitCast(v, bytes), wide));
+  if (lanes == 1) return b.CreateAdd(acc, b.CreateAddReduce(p));
+  llvm::Value* sum = acc;
+  for (int j = 0; j < 4; ++j) {
+    std::vector<int> pick;
+    for (int l = 0; l < lanes; ++l) pick.push_back(4 * l + j);
+    sum = b.CreateAdd(sum, b.CreateShuffleVector(p, pick));
+  }
+  return sum;
+}
+
+}  // namespace
+
+llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+                      DataType t, llvm::Value* acc, llvm::Value* a, llvm::Value* v) {
+  const int lanes = t.lanes;
+  if (name != "dot4_vnni" || lanes == 1 || !llvm::Triple(module->getTargetTriple()).isX86()) {
+    return Dot4Generic(b, acc, a, v, lanes);
+  }
+  // Lanes that no register width divides (a 7-pixel row): widened to the
+  // next multiple of 4, 8 or 16 with poison lanes, then narrowed back.
+  const int wide = lanes < 4 ? 4 : lanes < 8 ? 8 : (lanes + 15) / 16 * 16;
+  if (lanes % 4 != 0 && wide != lanes) {
+    std::vector<int> grow, shrink;
+    for (int l = 0; l < wide; ++l) grow.push_back(l < lanes ? l : -1);
+    for (int l = 0; l < lanes; ++l) shrink.push_back(l);
+    llvm::Value* r = EmitDot4(b, module, name, t.WithLanes(wide), b.CreateShuffleVector(acc, grow),
+                              b.CreateShuffleVector(a, grow), b.CreateShuffleVector(v, grow));
+    return b.CreateShuffleVector(r, shrink);
+  }
+  const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : 4;
+  // vpdpbusd on `chunk` lanes at a time (512, 256 or 128 bits).
+  const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                 : chunk == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                              : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+  auto part = [&](llvm::Value* x, int first) {
+    if (chunk == lanes) return x;
+    std::vector<int> pick;
+    for (int l = 0; l < chunk; ++l) pick.push_back(first + l);
+    return b.CreateShuffleVector(x, pick);
+  };
+  std::vector<llvm::Value*> parts;
+  for (int first = 0; first < lanes; first += chunk) {
+    parts.push_back(b.CreateIntrinsic(id, {}, {part(acc, first), part(a, first), part(v, first)}));
+  }
+  return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts);
+}
+
+namespace {
+
+llvm::Value* EmitInteger(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+                         DataType t, const std::vector<llvm::Value*>& args) {
   llvm::Value* a = args[0];
   llvm::Type* ty = a->getType();
+  if (name == "dot4" || name == "dot4_vnni") {
+    return EmitDot4(b, module, name, t, llvm::Constant::getNullValue(ty), a, args[1]);
+  }
   if (name == "abs") {
     if (!t.is_int()) return a;
     return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b.getFalse());
@@ -164,7 +228,7 @@ std::optional<size_t> IntrinsicArity(const std::string& name, DataType t) {
 
 llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
                            DataType t, const std::vector<llvm::Value*>& args) {
-  return t.is_float() ? EmitFloat(b, module, name, t, args) : EmitInteger(b, name, t, args);
+  return t.is_float() ? EmitFloat(b, module, name, t, args) : EmitInteger(b, module, name, t, args);
 }
 
 }  // namespace kiln::compiler::codegen

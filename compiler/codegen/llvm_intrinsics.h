@@ -29,4 +29,13 @@ std::optional<size_t> IntrinsicArity(const std::string& name, ir::DataType t);
 llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
                            ir::DataType t, const std::vector<llvm::Value*>& args);
 
+// dot4(a, b) / dot4_vnni(a, b) on int32 lanes plus `acc`: each lane's four
+// bytes of a (unsigned) times those of b (signed), summed, added to acc (no
+// saturation). dot4_vnni is one vpdpbusd per 512, 256 or 128 bits of a lane
+// count that is a multiple of 4 (the template asks for it only where the
+// CPU has AVX512-VNNI or AVX-VNNI); otherwise, and for dot4, widening
+// multiplies. The code generator emits acc + dot4(...) as one call.
+llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+                      ir::DataType t, llvm::Value* acc, llvm::Value* a, llvm::Value* v);
+
 }  // namespace kiln::compiler::codegen

@@ -187,9 +187,37 @@ class Importer {
   absl::Status ImportLinalg(const onnx::NodeProto& node, bool* handled);
   absl::Status ImportIndexing(const onnx::NodeProto& node, bool* handled);
   absl::Status ImportEinsum(const onnx::NodeProto& node);
+  // A constant int8 copy of b - bzp for a constant b and zero point (one, or
+  // one per index of b's `axis`), when every element fits in int8; -1
+  // otherwise.
+  int ShiftedInt8(int b, int bzp, size_t axis);
   // (a - azp) @ (b - bzp) in int32, with MatMul's rank rules.
   absl::StatusOr<int> IntegerMatMul(const onnx::NodeProto& node, int a, int b, int azp, int bzp,
                                     int out = -1);
+  // QuantizeLinear / DequantizeLinear between float32 and 8-bit integers
+  // (per tensor or along `axis`; zp -1: none) as eltwise ops, which fuse
+  // into the epilogue of the op before them: cast(round(x / s) + zp) and
+  // (cast(x) - zp) * s.
+  absl::StatusOr<int> AffineQuantize(const onnx::NodeProto& node, int x, int s, int zp, DType to,
+                                     int64_t axis, int out = -1);
+  absl::StatusOr<int> AffineDequantize(const onnx::NodeProto& node, int x, int s, int zp,
+                                       int64_t axis, int out = -1);
+  // DequantizeLinear(QuantizeLinear(x)) of a per-tensor scale s and constant
+  // zero point z in float: clip(round(x / s), lo - z, hi - z) * s, lo and hi
+  // the 8-bit range; -1 when the value q is not such a round trip.
+  absl::StatusOr<int> FakeQuantize(const onnx::NodeProto& node, int q, int s, int zp, int out);
+  // A 2-D Conv (one group, no dilation) of dequantized 8-bit values by
+  // dequantized constant weights, as an integer convolution of the 8-bit
+  // values (generic conv, zp=2: matmul_int8.cc's sibling conv_int8.cc) whose
+  // int32 result is scaled by x's scale times each channel's weight scale
+  // (and the bias added) in float: the float convolution of the dequantized
+  // values, computed in integers. false when the pattern does not hold.
+  absl::StatusOr<bool> QuantizedConv(const onnx::NodeProto& node, int x, int wt, int bias,
+                                     const Shape& stride, const Shape& pads, const Shape& dilation,
+                                     int64_t groups, const Shape& out);
+  // A per-axis parameter p of n > 1 elements reshaped to [n, 1, ...], to
+  // broadcast along `axis` of a rank-`rank` value; p itself otherwise.
+  absl::StatusOr<int> AlongAxis(const onnx::NodeProto& node, int p, size_t rank, int64_t axis);
   // Normalizes a possibly negative axis; INVALID_ARGUMENT when out of range.
   absl::StatusOr<int64_t> NormAxis(const onnx::NodeProto& node, int64_t axis, size_t rank) const;
   absl::Status Unimplemented(const onnx::NodeProto& node, const std::string& what) const {
@@ -261,6 +289,23 @@ class Importer {
   const ImportOptions& options_;
   std::unique_ptr<Graph> g_;
   std::unordered_map<std::string, int> by_name_;
+  // The 8-bit values AffineQuantize made, by value: what they quantize, so
+  // that a DequantizeLinear of one with the same scale and zero point
+  // computes the round trip in float (FakeQuantize).
+  struct Quantized {
+    int x, s, zp;
+    DType to;
+  };
+  std::unordered_map<int, Quantized> quantized_;
+  // The float values DequantizeLinear made (8-bit q, scale, zero point or
+  // -1, axis), so that a Conv of them can compute in integers
+  // (QuantizedConv).
+  struct Dequantized {
+    int q, s, zp;
+    int64_t axis;
+  };
+  std::unordered_map<int, Dequantized> dequantized_;
+  bool integer_convs_ = true;  // QuantizedConv may apply (Run decides)
   int64_t opset_ = 0;
   // The most elements any value may have (options_.max_elements, capped).
   int64_t max_elements_ = options_.max_elements > 0 ? std::min(options_.max_elements, kMaxElements)

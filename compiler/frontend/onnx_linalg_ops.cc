@@ -21,7 +21,141 @@ Shape SpatialDims(const Shape& s) {
   return Shape(s.begin() + std::min<size_t>(2, s.size()), s.end());
 }
 
+// Whether a (de)quantization between float32 and `q` is the plain affine
+// map that AffineQuantize / AffineDequantize write as eltwise ops: 8-bit
+// integers, a float32 scale, no blocks.
+bool ByteAffine(DType q, DType scale, const std::map<std::string, std::vector<int64_t>>& attrs) {
+  return (q == DType::kUInt8 || q == DType::kInt8) && scale == DType::kFloat32 &&
+         attrs.at("block")[0] == 0;
+}
+
 }  // namespace
+
+absl::StatusOr<int> Importer::AlongAxis(const onnx::NodeProto& node, int p, size_t rank,
+                                        int64_t axis) {
+  if (V(p).NumElements() <= 1 || rank == 0) return p;
+  Shape sh(rank - axis, 1);
+  sh[0] = V(p).NumElements();
+  return Reshaped(node, p, sh);
+}
+
+absl::StatusOr<int> Importer::AffineQuantize(const onnx::NodeProto& node, int x, int s, int zp,
+                                             DType to, int64_t axis, int out) {
+  auto along = [&](int p) { return AlongAxis(node, p, V(x).shape.size(), axis); };
+  auto sa = along(s);
+  if (!sa.ok()) return sa;
+  auto q = BinaryOp(node, x, *sa, "div");
+  if (q.ok()) q = Unary(node, *q, "round");
+  if (q.ok() && zp >= 0) {
+    auto zf = Unary(node, zp, "cast", {double(DType::kFloat32)});
+    if (zf.ok()) zf = along(*zf);
+    q = zf.ok() ? BinaryOp(node, *q, *zf, "add") : zf;
+  }
+  if (!q.ok()) return q;
+  // The cast saturates to the integer type's range.
+  q = Unary(node, *q, "cast", {double(to)}, out);
+  if (q.ok()) quantized_[*q] = {x, s, zp, to};
+  return q;
+}
+
+absl::StatusOr<int> Importer::FakeQuantize(const onnx::NodeProto& node, int q, int s, int zp,
+                                           int out) {
+  auto it = quantized_.find(q);
+  if (it == quantized_.end()) return -1;
+  const Quantized& f = it->second;
+  if (f.s != s || f.zp != zp || V(s).NumElements() != 1) return -1;
+  double z = 0;
+  if (zp >= 0) {
+    auto zs = ConstDoubles(node, 2);
+    if (!zs.ok() || zs->size() != 1) return -1;
+    z = (*zs)[0];
+  }
+  const double lo = f.to == DType::kUInt8 ? 0 : -128, hi = f.to == DType::kUInt8 ? 255 : 127;
+  auto r = BinaryOp(node, f.x, s, "div");
+  if (r.ok()) r = Unary(node, *r, "round");
+  if (r.ok()) r = Unary(node, *r, "clip", {lo - z, hi - z});
+  if (!r.ok()) return r;
+  return BinaryOp(node, *r, s, "mul", out);
+}
+
+absl::StatusOr<int> Importer::AffineDequantize(const onnx::NodeProto& node, int x, int s, int zp,
+                                               int64_t axis, int out) {
+  auto along = [&](int p) { return AlongAxis(node, p, V(x).shape.size(), axis); };
+  auto f = Unary(node, x, "cast", {double(DType::kFloat32)});
+  if (f.ok() && zp >= 0) {
+    auto zf = Unary(node, zp, "cast", {double(DType::kFloat32)});
+    if (zf.ok()) zf = along(*zf);
+    f = zf.ok() ? BinaryOp(node, *f, *zf, "sub") : zf;
+  }
+  auto sa = f.ok() ? along(s) : f;
+  if (!sa.ok()) return sa;
+  return BinaryOp(node, *f, *sa, "mul", out);
+}
+
+int Importer::ShiftedInt8(int b, int bzp, size_t axis) {
+  const Value &bv = V(b), &zv = V(bzp);
+  if (!bv.IsConstant() || !zv.IsConstant() || axis >= bv.shape.size()) return -1;
+  const int64_t n = bv.shape[axis], per = zv.NumElements();
+  if (per != 1 && per != n) return -1;
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < bv.shape.size(); ++d) inner *= bv.shape[d];
+  const std::vector<int64_t> b_ints = bv.ToInt64s(), z = zv.ToInt64s();
+  std::vector<uint8_t> bytes(b_ints.size());
+  for (size_t i = 0; i < b_ints.size(); ++i) {
+    const int64_t v = b_ints[i] - z[per == 1 ? 0 : (static_cast<int64_t>(i) / inner) % n];
+    if (v < -128 || v > 127) return -1;
+    bytes[i] = static_cast<uint8_t>(static_cast<int8_t>(v));
+  }
+  return ConstValue(bv.name, bv.shape, DType::kInt8, std::move(bytes));
+}
+
+absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x, int wt, int bias,
+                                             const Shape& stride, const Shape& pads,
+                                             const Shape& dilation, int64_t groups,
+                                             const Shape& out) {
+  auto dx = dequantized_.find(x), dw = dequantized_.find(wt);
+  if (!integer_convs_ || dx == dequantized_.end() || dw == dequantized_.end()) return false;
+  const Dequantized &qx = dx->second, &qw = dw->second;
+  const DType xd = V(qx.q).dtype;
+  if (groups != 1 || dilation != Shape{1, 1} || out.size() != 4 ||
+      (xd != DType::kUInt8 && xd != DType::kInt8) || V(qx.q).shape.size() != 4 ||
+      !V(qx.s).IsConstant() || V(qx.s).NumElements() != 1 ||
+      (qx.zp >= 0 && V(qx.zp).NumElements() != 1) || !V(qw.q).IsConstant() ||
+      !V(qw.s).IsConstant() || (V(qw.s).NumElements() != 1 && qw.axis != 0)) {
+    return false;
+  }
+  const std::string name = Name(node);
+  const int w8 = ShiftedInt8(qw.q, qw.zp >= 0 ? qw.zp : Scalar(name, V(qw.q).dtype, 0), 0);
+  if (w8 < 0) return false;
+  const int xzp = qx.zp >= 0 ? qx.zp : Scalar(name, xd, 0);
+  auto acc = Generic(node, "conv", {qx.q, w8, xzp}, out, DType::kInt32,
+                     {{"strides", stride},
+                      {"dilations", dilation},
+                      {"pads", {pads[0], pads[1]}},
+                      {"group", {1}},
+                      {"transposed", {0}},
+                      {"zp", {2}}});
+  if (!acc.ok()) return acc.status();
+  // x's scale times each output channel's weight scale, as [K, 1, 1].
+  const int64_t K = out[1];
+  const float sx = V(qx.s).ToFloats()[0];
+  const std::vector<float> sw = V(qw.s).ToFloats();
+  std::vector<float> f(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) f[k] = sx * sw[sw.size() == 1 ? 0 : k];
+  Value fv;
+  fv.name = StrCat(name, ":scale", g_->values.size());
+  fv.shape = {K, 1, 1};
+  fv.SetFloats(f);
+  const int factor = g_->AddValue(std::move(fv));
+  auto y = Unary(node, *acc, "cast", {double(DType::kFloat32)});
+  if (y.ok()) y = BinaryOp(node, *y, factor, "mul", bias < 0 ? 0 : -1);
+  if (y.ok() && bias >= 0) {
+    auto b = Reshaped(node, bias, {K, 1, 1});
+    y = b.ok() ? BinaryOp(node, *y, *b, "add", 0) : b;
+  }
+  if (!y.ok()) return y.status();
+  return true;
+}
 
 absl::StatusOr<int> Importer::IntegerMatMul(const onnx::NodeProto& node, int a, int b, int azp,
                                             int bzp, int out_index) {
@@ -46,7 +180,16 @@ absl::StatusOr<int> Importer::IntegerMatMul(const onnx::NodeProto& node, int a, 
   if (!a1) final_shape.push_back(out[out.size() - 2]);
   if (!b1) final_shape.push_back(out.back());
   const bool same = final_shape == out;
-  auto r = Generic(node, "matmul", {*pa, *pb, azp, bzp}, out, DType::kInt32, {{"zp", {1}}},
+  // A constant B shifted by its constant zero point into int8 (what integer
+  // dot-product instructions multiply; exact while every b - zp fits):
+  // then only A's zero point is left (zp=2, compiler/ops/matmul_int8.cc).
+  std::vector<int> inputs = {*pa, *pb, azp, bzp};
+  int64_t zp_mode = 1;
+  if (auto shifted = ShiftedInt8(*pb, bzp, V(*pb).shape.size() - 1); shifted >= 0) {
+    inputs = {*pa, shifted, azp};
+    zp_mode = 2;
+  }
+  auto r = Generic(node, "matmul", inputs, out, DType::kInt32, {{"zp", {zp_mode}}},
                    same ? out_index : -1);
   if (!r.ok() || same) return r;
   return Reshaped(node, *r, final_shape, out_index);
@@ -118,6 +261,13 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       if (!IsQuantType(V(*x).dtype)) {
         return Unimplemented(node, StrCat("dequantizing ", DtypeName(int(V(*x).dtype))));
       }
+      if (ByteAffine(V(*x).dtype, V(*s).dtype, attrs)) {
+        const int zp = inputs.size() > 2 ? inputs[2] : -1;
+        auto y = FakeQuantize(node, *x, *s, zp, 0);
+        if (y.ok() && *y < 0) y = AffineDequantize(node, *x, *s, zp, *axis, 0);
+        if (y.ok()) dequantized_[*y] = {*x, *s, zp, *axis};
+        return done(y);
+      }
       return done(Generic(node, "dequantize", inputs, xs, V(*s).dtype, attrs, 0));
     }
     DType yt = DType::kUInt8;
@@ -130,6 +280,9 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     }
     if (!IsQuantType(yt)) return Unimplemented(node, StrCat("quantizing to ", DtypeName(int(yt))));
     if (IsStorageFloat(yt)) attrs["saturate"] = {AttrInt(node, "saturate", 1)};
+    if (V(*x).dtype == DType::kFloat32 && ByteAffine(yt, V(*s).dtype, attrs)) {
+      return done(AffineQuantize(node, *x, *s, inputs.size() > 2 ? inputs[2] : -1, yt, *axis, 0));
+    }
     return done(Generic(node, "quantize", inputs, xs, yt, attrs, 0));
   }
   if (op == "DynamicQuantizeLinear") {
@@ -164,8 +317,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!zr.ok()) return zr.status();
     auto zp = Unary(node, *zr, "cast", {double(DType::kUInt8)}, 2);
     if (!zp.ok()) return zp.status();
-    return done(Generic(node, "quantize", {*x, *scale, *zp}, V(*x).shape, DType::kUInt8,
-                        {{"axis", {0}}, {"block", {0}}}, 0));
+    return done(AffineQuantize(node, *x, *scale, *zp, DType::kUInt8, 0, 0));
   }
   if (op == "MatMulInteger" || op == "QLinearMatMul") {
     const bool q = op == "QLinearMatMul";
@@ -279,9 +431,13 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (integer) {
       auto xzp = zero_point(2, V(*x).dtype), wzp = zero_point(q ? 5 : 3, V(*wt).dtype);
       if (!xzp.ok() || !wzp.ok()) return !xzp.ok() ? xzp.status() : wzp.status();
+      // Constant weights shifted by their zero point into int8 (zp=2: the
+      // input's zero point only), as IntegerMatMul does.
+      const int shifted = transposed ? -1 : ShiftedInt8(*wt, *wzp, 0);
+      if (shifted >= 0) inputs[1] = shifted;
       inputs.push_back(*xzp);
-      inputs.push_back(*wzp);
-      attrs["zp"] = {1};
+      if (shifted < 0) inputs.push_back(*wzp);
+      attrs["zp"] = {shifted >= 0 ? 2 : 1};
     }
     if (!integer) return done(Generic(node, "conv", inputs, out, V(*x).dtype, attrs, 0));
     auto acc = Generic(node, "conv", inputs, out, DType::kInt32, attrs, q ? -1 : 0);

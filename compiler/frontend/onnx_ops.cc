@@ -113,6 +113,12 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
     }
     inputs.push_back(*b);
   }
+  Shape out = {xs[0], ws[0], ohw[0], ohw[1]};
+  if (!one_d) {
+    auto q =
+        QuantizedConv(node, *x, *wt, bias ? inputs[2] : -1, stride, pads, dilation, groups, out);
+    if (!q.ok() || *q) return q.status();
+  }
   Workload w;
   w.op = "conv2d";
   w.ints = {{"N", {xs[0]}},         {"C", {xs[1]}},       {"H", {xs[2]}},
@@ -120,7 +126,6 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
             {"S", {ws[3]}},         {"stride", stride},   {"pad", pads},
             {"dilation", dilation}, {"groups", {groups}}, {"bias", {bias ? 1 : 0}},
             {"OH", {ohw[0]}},       {"OW", {ohw[1]}}};
-  Shape out = {xs[0], ws[0], ohw[0], ohw[1]};
   if (one_d) out.erase(out.begin() + 2);  // same layout as the 2-D kernel's output
   if (auto st = AddCompute(node, std::move(w), inputs, NewValue(node, 0, out)); !st.ok()) return st;
   return absl::OkStatus();

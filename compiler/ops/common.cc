@@ -175,4 +175,25 @@ Expr ApplyEpilogue(const Workload& w, Expr y, const std::vector<Var>& idx,
   return y.dtype() == out ? y : Cast(out, y);
 }
 
+ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte) {
+  using namespace ir;
+  const DataType i32 = DataType::Int32();
+  Expr v;
+  for (int j = 0; j < 4; ++j) {
+    Expr b = Call(i32, "bitand", {Cast(i32, byte(j)), IntImm(255, i32)});
+    if (j > 0) b = Call(i32, "shl", {b, IntImm(8 * j, i32)});
+    v = j == 0 ? b : Call(i32, "bitor", {v, b});
+  }
+  return v;
+}
+
+ir::Expr FlipBytes(ir::Expr packed) {
+  const ir::DataType i32 = ir::DataType::Int32();
+  return ir::Call(i32, "bitxor", {packed, ir::IntImm(static_cast<int32_t>(0x80808080u), i32)});
+}
+
+const char* Dot4Intrinsic(const Target& t) {
+  return t.HasFeature("avx512vnni") || t.HasFeature("avxvnni") ? "dot4_vnni" : "dot4";
+}
+
 }  // namespace kiln::compiler::ops

@@ -16,6 +16,7 @@
 #include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
+#include "compiler/ops/elementwise.h"
 
 namespace kiln::compiler::ops {
 namespace {
@@ -54,12 +55,14 @@ std::pair<int64_t, int64_t> PaddedExtent(const Workload& w) {
 
 te::Tensor ConvOutput(const Workload& w, const te::Tensor& conv, const te::Tensor& bias,
                       const std::vector<te::Tensor>& eps) {
-  return te::Compute("out", {w.Int("N"), w.Int("K"), w.Int("OH"), w.Int("OW")},
-                     [&](const std::vector<Var>& i) {
-                       Expr y = conv({i[0], i[1], i[2], i[3]});
-                       if (bias.defined()) y = y + bias({i[1]});
-                       return ApplyEpilogue(w, y, i, eps);
-                     });
+  return te::Compute(
+      "out", {w.Int("N"), w.Int("K"), w.Int("OH"), w.Int("OW")},
+      [&](const std::vector<Var>& i) {
+        Expr y = conv({i[0], i[1], i[2], i[3]});
+        if (bias.defined()) y = y + bias({i[1]});
+        return ApplyEpilogue(w, y, i, eps);
+      },
+      IrType(OutputDType(w)));
 }
 
 Expr PaddedLoad(const Workload& w, const Expr& h_pad, const Expr& x_pad,
@@ -78,19 +81,25 @@ te::Tensor ChannelTiledOutput(
   const int64_t N = w.Int("N"), K = w.Int("K"), OH = w.Int("OH"), OW = w.Int("OW");
   const int64_t ob = w.IntOr("out_block", 0);
   if (ob == 0) {
-    return te::Compute("out", {N, K, OH, OW}, [&](const std::vector<Var>& i) {
-      Expr y = src(i[0], FloorDiv(i[1], IntImm(kb)), FloorMod(i[1], IntImm(kb)), i[2], i[3]);
-      if (bias.defined()) y = y + bias({i[1]});
-      return ApplyEpilogue(w, y, i, eps);
-    });
+    return te::Compute(
+        "out", {N, K, OH, OW},
+        [&](const std::vector<Var>& i) {
+          Expr y = src(i[0], FloorDiv(i[1], IntImm(kb)), FloorMod(i[1], IntImm(kb)), i[2], i[3]);
+          if (bias.defined()) y = y + bias({i[1]});
+          return ApplyEpilogue(w, y, i, eps);
+        },
+        IrType(OutputDType(w)));
   }
   const int64_t m = kb / ob;  // blocks per tile
-  return te::Compute("out", {N, K / ob, OH, OW, ob}, [&](const std::vector<Var>& i) {
-    Expr y = src(i[0], FloorDiv(i[1], IntImm(m)), FloorMod(i[1], IntImm(m)) * IntImm(ob) + i[4],
-                 i[2], i[3]);
-    if (bias.defined()) y = y + bias({i[1] * IntImm(ob) + i[4]});
-    return ApplyEpilogue(w, y, i, eps);
-  });
+  return te::Compute(
+      "out", {N, K / ob, OH, OW, ob},
+      [&](const std::vector<Var>& i) {
+        Expr y = src(i[0], FloorDiv(i[1], IntImm(m)), FloorMod(i[1], IntImm(m)) * IntImm(ob) + i[4],
+                     i[2], i[3]);
+        if (bias.defined()) y = y + bias({i[1] * IntImm(ob) + i[4]});
+        return ApplyEpilogue(w, y, i, eps);
+      },
+      IrType(OutputDType(w)));
 }
 
 ChannelTileAxes SplitChannelTiles(te::Schedule& s, const te::Tensor& out, const Workload& w,

@@ -20,6 +20,7 @@
 #include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/conv2d_internal.h"
+#include "compiler/ops/elementwise.h"
 
 namespace kiln::compiler::ops {
 
@@ -159,11 +160,14 @@ absl::StatusOr<Built> BuildGemm(const Workload& w, const Target& t, const Config
   te::Tensor conv = te::Compute("conv", {N, Ko, gm, P}, [&](const std::vector<Var>& i) {
     return te::Sum(data({i[0], rc.var, i[3]}) * wpack({i[1], rc.var, i[2]}), {rc});
   });
-  te::Tensor out = te::Compute("out", {N, K, P}, [&](const std::vector<Var>& i) {
-    Expr y = conv({i[0], FloorDiv(i[1], IntImm(gm)), FloorMod(i[1], IntImm(gm)), i[2]});
-    if (bias.defined()) y = y + bias({i[1]});
-    return ApplyEpilogue(w, y, i, eps);
-  });
+  te::Tensor out = te::Compute(
+      "out", {N, K, P},
+      [&](const std::vector<Var>& i) {
+        Expr y = conv({i[0], FloorDiv(i[1], IntImm(gm)), FloorMod(i[1], IntImm(gm)), i[2]});
+        if (bias.defined()) y = y + bias({i[1]});
+        return ApplyEpilogue(w, y, i, eps);
+      },
+      IrType(OutputDType(w)));
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;

@@ -11,6 +11,7 @@
 #include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/dense_internal.h"
+#include "compiler/ops/elementwise.h"
 
 namespace kiln::compiler::ops {
 using namespace ir;
@@ -47,16 +48,19 @@ te::Tensor DenseAcc(const Workload& w, const te::Tensor& A, const te::Tensor& B,
 te::Tensor DenseOut(const Workload& w, const te::Tensor& acc, const te::Tensor& C,
                     const std::vector<te::Tensor>& eps, const std::vector<int64_t>& out_shape) {
   const double alpha = w.FloatOr("alpha", 1.0), beta = w.FloatOr("beta", 1.0);
-  return te::Compute("out", out_shape, [&](const std::vector<Var>& i) {
-    std::vector<Expr> ii(i.begin(), i.end());
-    Expr y = acc(ii);
-    if (alpha != 1.0) y = y * FloatImm(alpha);
-    if (C.defined()) {
-      Expr cv = C(BroadcastIndex(C->shape, i));
-      y = y + (beta != 1.0 ? cv * FloatImm(beta) : cv);
-    }
-    return ApplyEpilogue(w, y, i, eps);
-  });
+  return te::Compute(
+      "out", out_shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> ii(i.begin(), i.end());
+        Expr y = acc(ii);
+        if (alpha != 1.0) y = y * FloatImm(alpha);
+        if (C.defined()) {
+          Expr cv = C(BroadcastIndex(C->shape, i));
+          y = y + (beta != 1.0 ? cv * FloatImm(beta) : cv);
+        }
+        return ApplyEpilogue(w, y, i, eps);
+      },
+      IrType(OutputDType(w)));
 }
 
 namespace {

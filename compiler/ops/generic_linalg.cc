@@ -33,11 +33,14 @@ Expr PerChannel(const te::Tensor& p, Expr c) {
 
 // matmul: in0 A [..., M, K], in1 B [..., K, N], both of the output's rank
 // (batch dims 1 broadcast); with zp=1, in2 a_zero_point ([1] or [M]) and in3
-// b_zero_point ([1] or [N]) are subtracted first. Accumulates in the
-// output's compute type.
+// b_zero_point ([1] or [N]) are subtracted first; with zp=2 only A's (B
+// already shifted). Accumulates in the output's compute type, in int32 with
+// zero points (ONNX's integer matmuls, whatever epilogue follows).
 absl::StatusOr<te::Tensor> MatMulOp(const Workload& w, const std::vector<te::Tensor>& in) {
-  const bool zp = w.IntOr("zp", 0) != 0;
-  if (in.size() != (zp ? 4u : 2u)) return Bad(w, "needs A, B (and two zero points with zp=1)");
+  const int64_t zp = w.IntOr("zp", 0);
+  if (zp < 0 || zp > 2 || in.size() != std::vector<size_t>{2, 4, 3}[zp]) {
+    return Bad(w, "needs A, B (and two zero points with zp=1, A's with zp=2)");
+  }
   const te::Tensor &a = in[0], &b = in[1];
   const Shape& out = w.Ints("shape");
   const size_t r = out.size();
@@ -51,7 +54,7 @@ absl::StatusOr<te::Tensor> MatMulOp(const Workload& w, const std::vector<te::Ten
   }
   auto act = AccType(w);
   if (!act.ok()) return act.status();
-  const DataType ct = *act;
+  const DataType ct = zp ? DataType::Int32() : *act;
   return te::Compute(
       "matmul", out,
       [&](const std::vector<Var>& o) {
@@ -66,10 +69,8 @@ absl::StatusOr<te::Tensor> MatMulOp(const Workload& w, const std::vector<te::Ten
         ib.push_back(k.var);
         ib.push_back(o[r - 1]);
         Expr av = To(ct, Promote(a(ia))), bv = To(ct, Promote(b(ib)));
-        if (zp) {
-          av = av - To(ct, Promote(PerChannel(in[2], o[r - 2])));
-          bv = bv - To(ct, Promote(PerChannel(in[3], o[r - 1])));
-        }
+        if (zp) av = av - To(ct, Promote(PerChannel(in[2], o[r - 2])));
+        if (zp == 1) bv = bv - To(ct, Promote(PerChannel(in[3], o[r - 1])));
         return Reduce(ReduceKind::kSum, av * bv, {k}, Const(ct, 0));
       },
       ct);
@@ -77,12 +78,16 @@ absl::StatusOr<te::Tensor> MatMulOp(const Workload& w, const std::vector<te::Ten
 
 // conv: in0 X [N, C, s...], in1 W ([M, C/group, k...], or [C, M/group, k...]
 // when transposed), then in2 bias [M] when has_bias, then x_zero_point [1]
-// and w_zero_point ([1] or [M]) when zp. Attributes strides, dilations,
+// and w_zero_point ([1] or [M]) when zp=1, x_zero_point only when zp=2 (the
+// weights shifted already); int32 accumulation with zero points. Attributes strides, dilations,
 // pads (the begins, one per spatial dim), group, transposed (0/1).
 absl::StatusOr<te::Tensor> ConvOp(const Workload& w, const std::vector<te::Tensor>& in) {
-  const bool has_bias = w.IntOr("has_bias", 0) != 0, zp = w.IntOr("zp", 0) != 0;
+  const bool has_bias = w.IntOr("has_bias", 0) != 0;
+  const int64_t zp = w.IntOr("zp", 0);
   const bool transposed = w.IntOr("transposed", 0) != 0;
-  if (in.size() != 2u + has_bias + 2u * zp) return Bad(w, "wrong number of inputs");
+  if (zp < 0 || zp > 2 || in.size() != 2u + has_bias + std::vector<size_t>{0, 2, 1}[zp]) {
+    return Bad(w, "wrong number of inputs");
+  }
   const te::Tensor &x = in[0], &wt = in[1];
   const Shape& xs = x->shape;
   const Shape& ws = wt->shape;
@@ -108,7 +113,7 @@ absl::StatusOr<te::Tensor> ConvOp(const Workload& w, const std::vector<te::Tenso
   if (has_bias && in[2]->shape != Shape{M}) return Bad(w, "bias must be [M]");
   auto act = AccType(w);
   if (!act.ok()) return act.status();
-  const DataType ct = *act;
+  const DataType ct = zp ? DataType::Int32() : *act;
   te::Tensor acc = te::Compute(
       "conv", out,
       [&](const std::vector<Var>& o) {
@@ -143,11 +148,9 @@ absl::StatusOr<te::Tensor> ConvOp(const Workload& w, const std::vector<te::Tenso
           xi.push_back(Clamp(i, 0, xs[2 + d] - 1));
         }
         Expr xv = To(ct, Promote(x(xi))), wv = To(ct, Promote(wt(wi)));
-        if (zp) {
-          const size_t z = 2 + has_bias;
-          xv = xv - To(ct, Promote(PerChannel(in[z], IntImm(0))));
-          wv = wv - To(ct, Promote(PerChannel(in[z + 1], m)));
-        }
+        const size_t z = 2 + has_bias;
+        if (zp) xv = xv - To(ct, Promote(PerChannel(in[z], IntImm(0))));
+        if (zp == 1) wv = wv - To(ct, Promote(PerChannel(in[z + 1], m)));
         return Reduce(ReduceKind::kSum, Select(inside, xv * wv, Const(ct, 0)), red, Const(ct, 0));
       },
       ct);

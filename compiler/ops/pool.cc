@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "compiler/ops/common.h"
+#include "compiler/ops/elementwise.h"
 
 namespace kiln::compiler::ops {
 namespace {
@@ -177,42 +178,45 @@ absl::StatusOr<Built> Computes(const Workload& w, te::Tensor* pool_out) {
     if (ok.defined()) v = Select(ok, v, FloatImm(0.0));
     return te::Sum(v, r);
   });
-  te::Tensor out = te::Compute("out", out_shape, [&](const std::vector<Var>& i) {
-    Expr y = pool(std::vector<Expr>(i.begin(), i.end()));
-    if (!is_max) {
-      Expr cnt;
-      if (include_pad) {
-        // The window's taps inside the padded input: the whole window, except
-        // for ceil-mode windows that run past the end padding (ONNX's
-        // reference, onnxruntime and PyTorch; ONNX 1.17's test data for
-        // averagepool_3d_*_ceil_mode_is_True still divides by the whole window).
-        Expr n;
-        for (int d = 0; d < rank; ++d) {
-          const int64_t padded = in[d] + pad[d] + pad[r_n + d];
-          Expr nd = (outs[d] - 1) * st[d] + (ks[d] - 1) * dil[d] >= padded
-                        ? ValidCount(i[d + 2] * IntImm(st[d]), ks[d], dil[d], padded)
-                        : IntImm(ks[d]);
-          n = n.defined() ? n * nd : nd;
+  te::Tensor out = te::Compute(
+      "out", out_shape,
+      [&](const std::vector<Var>& i) {
+        Expr y = pool(std::vector<Expr>(i.begin(), i.end()));
+        if (!is_max) {
+          Expr cnt;
+          if (include_pad) {
+            // The window's taps inside the padded input: the whole window, except
+            // for ceil-mode windows that run past the end padding (ONNX's
+            // reference, onnxruntime and PyTorch; ONNX 1.17's test data for
+            // averagepool_3d_*_ceil_mode_is_True still divides by the whole window).
+            Expr n;
+            for (int d = 0; d < rank; ++d) {
+              const int64_t padded = in[d] + pad[d] + pad[r_n + d];
+              Expr nd = (outs[d] - 1) * st[d] + (ks[d] - 1) * dil[d] >= padded
+                            ? ValidCount(i[d + 2] * IntImm(st[d]), ks[d], dil[d], padded)
+                            : IntImm(ks[d]);
+              n = n.defined() ? n * nd : nd;
+            }
+            cnt = Cast(DataType::Float32(), n);
+          } else if (!any_guard) {
+            int64_t whole = 1;
+            for (int d = 0; d < rank; ++d) whole *= ks[d];
+            cnt = FloatImm(static_cast<double>(whole));
+          } else {
+            Expr n;
+            for (int d = 0; d < rank; ++d) {
+              Expr nd = guard[d] ? ValidCount(i[d + 2] * IntImm(st[d]) - IntImm(pad[d]), ks[d],
+                                              dil[d], in[d])
+                                 : IntImm(ks[d]);
+              n = n.defined() ? n * nd : nd;
+            }
+            cnt = Cast(DataType::Float32(), Max(n, IntImm(1)));
+          }
+          y = y / cnt;
         }
-        cnt = Cast(DataType::Float32(), n);
-      } else if (!any_guard) {
-        int64_t whole = 1;
-        for (int d = 0; d < rank; ++d) whole *= ks[d];
-        cnt = FloatImm(static_cast<double>(whole));
-      } else {
-        Expr n;
-        for (int d = 0; d < rank; ++d) {
-          Expr nd =
-              guard[d] ? ValidCount(i[d + 2] * IntImm(st[d]) - IntImm(pad[d]), ks[d], dil[d], in[d])
-                       : IntImm(ks[d]);
-          n = n.defined() ? n * nd : nd;
-        }
-        cnt = Cast(DataType::Float32(), Max(n, IntImm(1)));
-      }
-      y = y / cnt;
-    }
-    return ApplyEpilogue(w, y, i, eps);
-  });
+        return ApplyEpilogue(w, y, i, eps);
+      },
+      IrType(OutputDType(w)));
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   b.SetArgs({data}, eps, out);

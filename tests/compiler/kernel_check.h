@@ -90,11 +90,12 @@ inline Workload Conv2dBiasAddReluWorkload() {
   return w;
 }
 
+// `target`: the host's CPU, perhaps with features taken away (-mattr).
 inline void ExpectMatchesReference(const Workload& w, const Config& c, const std::string& what,
-                                   uint64_t seed = 7) {
+                                   uint64_t seed = 7, const Target& target = Target::Host()) {
   auto sig = w.Signature();
   ASSERT_TRUE(sig.ok()) << what << ": " << sig.status();
-  auto kernel = BuildJit(w, c, Target::Host());
+  auto kernel = BuildJit(w, c, target);
   ASSERT_TRUE(kernel.ok()) << what << " " << CanonicalConfig(c) << ": " << kernel.status();
   KernelBuffers b = MakeKernelBuffers(*sig, seed, 12345.f);
   ASSERT_TRUE(PackKernelInputs(**kernel, b).ok());

@@ -8,6 +8,7 @@
 
 #include "base/str.h"
 #include "compiler/kernel.h"
+#include "compiler/ops/common.h"
 #include "tests/compiler/kernel_check.h"
 
 namespace kiln::compiler {
@@ -118,6 +119,100 @@ TEST(OpsNumeric, TransposeTilesMatchReference) {
   // Not offered where the last axis stays last.
   auto kept = *KnobsOf(ParseWorkload("transpose(in0=4,6,16;perm=1,0,2;shape=6,4,16)"), host);
   for (const Knob& k : kept) EXPECT_NE(k.name, "tr_tile");
+}
+
+// The int8 conv (conv_int8.cc: packed 4-channel groups, dot4 along output
+// columns): uint8 and int8 x with a random zero point (the padding's value),
+// channels that 4 does not divide, 3x3 padded, stride 2, 1x1 and 7x7, a
+// float epilogue; every tile and random configs, exactly against the
+// reference, with and without VNNI.
+TEST(OpsNumeric, Int8ConvMatchesReferenceExactly) {
+  Target host = Target::Host();
+  Target plain = host;
+  plain.attrs = "-avx512vnni,-avxvnni";
+  std::mt19937 rng(13);
+  int checked = 0;
+  for (const char* s :
+       {"conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,5,9,10;in1=8,5,3,3;in2=1;pads=1,1;"
+        "shape=1,8,9,10;strides=1,1;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=3,3,3,6;group=1;in0=1,8,11,11;in1=12,8,3,3;in2=1;pads=1,1;"
+        "shape=1,12,6,6;strides=2,2;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=2,16,7,7;in1=20,16,1,1;in2=1;pads=0,0;"
+        "shape=2,20,7,7;strides=1,1;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=2,3,2,1;group=1;in0=1,3,20,20;in1=16,3,7,7;in2=1;"
+        "pads=3,3;shape=1,16,10,10;strides=2,2;transposed=0;zp=2)|u:cast:1|u:scale:0.25,1"}) {
+    Workload w = ParseWorkload(s);
+    ASSERT_TRUE(ops::Int8Conv(w)) << s;
+    ExpectMatchesReference(w, *DefaultConfig(w, host), s);
+    ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
+    const std::vector<Knob> knobs = *KnobsOf(w, host);
+    for (const Knob& k : knobs) {
+      if (k.name != "tile_p" && k.name != "tile_k") continue;
+      for (int64_t v : k.choices) {
+        Config c = *DefaultConfig(w, host);
+        c[k.name] = v;
+        if (!ValidateConfig(w, host, c).ok()) continue;
+        ExpectMatchesReference(w, c, s);
+        ++checked;
+      }
+    }
+    checked += CheckRandomConfigs(w, host, rng, 40, 4, s);
+  }
+  EXPECT_GT(checked, 20);
+  for (const char* s :
+       {"conv(dilations=1,1;dtypes=2,3,2,3,6;group=1;in0=1,5,9,10;in1=8,5,3,3;in2=1;in3=1;"
+        "pads=1,1;shape=1,8,9,10;strides=1,1;transposed=0;zp=1)",
+        "conv(dilations=2,2;dtypes=2,3,2,6;group=1;in0=1,5,9,10;in1=8,5,3,3;in2=1;pads=2,2;"
+        "shape=1,8,9,10;strides=1,1;transposed=0;zp=2)"}) {
+    EXPECT_FALSE(ops::Int8Conv(ParseWorkload(s))) << s;
+  }
+}
+
+// The int8 matmul (matmul_int8.cc: dot4 products of packed bytes, vpdpbusd
+// where the host has VNNI): uint8 and int8 A over the whole byte range with
+// a random zero point, K and N that the 4-byte groups and the vector panels
+// do not divide, a batch dim of 1 and a float epilogue (the dequantizing
+// cast and scale it takes in a model), every tile_n and tile_k and random
+// configs, exactly against the reference (int32 out).
+TEST(OpsNumeric, Int8MatMulMatchesReferenceExactly) {
+  Target host = Target::Host();
+  std::mt19937 rng(11);
+  int checked = 0;
+  // dtypes: A, B (int8), A's zero point, out (ONNX codes: 2 uint8, 3 int8,
+  // 6 int32, 1 float32).
+  for (const char* s :
+       {"matmul(dtypes=2,3,2,6;in0=7,37;in1=37,45;in2=1;shape=7,45;zp=2)",
+        "matmul(dtypes=3,3,3,6;in0=1,13,64;in1=1,64,16;in2=1;shape=1,13,16;zp=2)",
+        "matmul(dtypes=2,3,2,6;in0=1,130;in1=130,70;in2=1;shape=1,70;zp=2)",
+        "matmul(dtypes=2,3,2,1;in0=9,24;in1=24,33;in2=1;shape=9,33;zp=2)|u:cast:1|u:scale:0.5,0"}) {
+    Workload w = ParseWorkload(s);
+    ASSERT_TRUE(ops::Int8MatMul(w)) << s;
+    ExpectMatchesReference(w, *DefaultConfig(w, host), s);
+    auto knobs = *KnobsOf(w, host);
+    for (const Knob& k : knobs) {
+      if (k.name != "tile_n" && k.name != "tile_k") continue;
+      for (int64_t v : k.choices) {
+        Config c = *DefaultConfig(w, host);
+        c[k.name] = v;
+        if (!ValidateConfig(w, host, c).ok()) continue;
+        ExpectMatchesReference(w, c, s);
+        ++checked;
+      }
+    }
+    checked += CheckRandomConfigs(w, host, rng, 40, 6, s);
+    // Without VNNI: the same sums by widening multiplies.
+    Target plain = host;
+    plain.attrs = "-avx512vnni,-avxvnni";
+    ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
+  }
+  EXPECT_GT(checked, 20);
+  // Not taken: both zero points (B not shifted), an int8 B with a batch, a
+  // per-row zero point of A.
+  for (const char* s : {"matmul(dtypes=2,3,2,3,6;in0=7,37;in1=37,45;in2=1;in3=1;shape=7,45;zp=1)",
+                        "matmul(dtypes=2,3,2,6;in0=2,7,37;in1=2,37,45;in2=1;shape=2,7,45;zp=2)",
+                        "matmul(dtypes=2,3,2,6;in0=7,37;in1=37,45;in2=7;shape=7,45;zp=2)"}) {
+    EXPECT_FALSE(ops::Int8MatMul(ParseWorkload(s))) << s;
+  }
 }
 
 }  // namespace

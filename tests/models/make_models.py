@@ -25,9 +25,11 @@ from onnx import TensorProto, helper, numpy_helper
 class Case:
     model: onnx.ModelProto
     feeds: dict
-    # Tolerances relative to the output's scale (max |reference|).
+    # Tolerances relative to the output's scale (max |reference|), or
+    # absolute (abs_tol: a quantized output's steps), whichever is larger.
     rtol: float = 1e-3
     atol: float = 1e-4
+    abs_tol: float = 0.0
     # The model onnxruntime runs for the expected outputs (default: model).
     reference: onnx.ModelProto = None
 
@@ -1223,13 +1225,91 @@ def int_numerics():
     return Case(m, {"x": x})
 
 
+# ------------------------------------------------ quantized as users do it
+
+
+class _Calibration:
+    """onnxruntime's CalibrationDataReader protocol: 8 seeded inputs shaped
+    like the model's float feeds."""
+
+    def __init__(self, feeds, n=8):
+        rng = np.random.default_rng(7)
+        self.batches = [{k: rng.standard_normal(v.shape).astype(np.float32)
+                         if v.dtype == np.float32 else v for k, v in feeds.items()}
+                        for _ in range(n)]
+
+    def get_next(self):
+        return self.batches.pop() if self.batches else None
+
+    def rewind(self):
+        pass
+
+
+def quantize(case, dynamic):
+    """`case` quantized by onnxruntime's own tool (pip onnxruntime), as its
+    documentation has users do it: quant_pre_process (shape inference, graph
+    optimizations: batch norms folded), then quantize_dynamic (int8 weights,
+    DynamicQuantizeLinear + MatMulInteger) or quantize_static (QDQ,
+    per-channel int8 weights, uint8 activations, MinMax-calibrated on 8
+    seeded inputs). The model onnxruntime runs as the reference is the
+    quantized one itself."""
+    import tempfile
+    from onnxruntime.quantization import (QuantFormat, QuantType, quant_pre_process,
+                                          quantize_dynamic, quantize_static)
+    with tempfile.TemporaryDirectory(prefix="kiln-quantize-") as tmp:
+        fp, pre, q = (os.path.join(tmp, f) for f in ("f.onnx", "pre.onnx", "q.onnx"))
+        onnx.save(case.model, fp)
+        quant_pre_process(fp, pre)
+        if dynamic:
+            quantize_dynamic(pre, q, weight_type=QuantType.QInt8)
+        else:
+            quantize_static(pre, q, _Calibration(case.feeds), quant_format=QuantFormat.QDQ,
+                            per_channel=True, activation_type=QuantType.QUInt8,
+                            weight_type=QuantType.QInt8)
+        return onnx.load(q)
+
+
+def output_step(model):
+    """The quantization step of the model's first output when a
+    DequantizeLinear with a constant scale writes it."""
+    inits = {t.name: t for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "DequantizeLinear" and n.output[0] == model.graph.output[0].name:
+            return float(numpy_helper.to_array(inits[n.input[1]]))
+    return None
+
+
+def resnet18_int8():
+    """ResNet-18 statically quantized (QDQ): integer convolutions
+    (compiler/ops/conv_int8.cc) from the dequantized activations and
+    weights. Within 2 output steps of onnxruntime (its own runs with and
+    without graph optimizations differ by up to 2 on ResNet-50)."""
+    m = quantize(resnet18(), dynamic=False)
+    return Case(m, resnet18().feeds, rtol=0, atol=0, abs_tol=2.01 * output_step(m))
+
+
+def mobilenet_v2_int8():
+    """MobileNetV2 statically quantized (QDQ): depthwise layers, so every
+    quantize/dequantize pair is computed in float in the epilogue before it.
+    Within 8 output steps (onnxruntime's own two runs differ by 6)."""
+    m = quantize(mobilenet_v2(), dynamic=False)
+    return Case(m, mobilenet_v2().feeds, rtol=0, atol=0, abs_tol=8.01 * output_step(m))
+
+
+def bert_layer_int8():
+    """The BERT-base layer dynamically quantized: its weight MatMuls are
+    integer matmuls (compiler/ops/matmul_int8.cc), exact; the float parts
+    around them move the dynamically quantized inputs by a step at times."""
+    return Case(quantize(bert_layer(), dynamic=True), bert_layer().feeds, rtol=0, atol=3e-3)
+
+
 MODELS = {f.__name__: f for f in [
     resnet50, resnet18, mobilenet_v2, squeezenet, densenet_blocks, inception_blocks, bert_layer,
     gpt2_block, opset6, opset9, opset11, opset13, legacy_pytorch, dynamo_style,
     dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6,
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
     odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
-    unet_decoder, qdq_int8]}
+    unet_decoder, qdq_int8, resnet18_int8, mobilenet_v2_int8, bert_layer_int8]}
 
 
 def main():

@@ -124,7 +124,8 @@ class ModelTest(unittest.TestCase):
                     scale = float(np.max(np.abs(want))) if want.size else 1.0
                     scale = scale if scale > 0 else 1.0
                     err = np.abs(got.astype(np.float64) - want.astype(np.float64))
-                    bound = case.atol * scale + case.rtol * np.abs(want)
+                    bound = np.maximum(case.atol * scale + case.rtol * np.abs(want),
+                                       case.abs_tol)
                     bad = int(np.sum(~(err <= bound)))
                     worst = float(np.max(err / scale)) if err.size else 0.0
                     print(f"  {out_name} {list(want.shape)}: scale {scale:.3g}, "

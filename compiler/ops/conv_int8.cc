@@ -1,0 +1,233 @@
+// The generic 2-D convolution of 8-bit integers with integer dot-product
+// instructions: ONNX ConvInteger and QLinearConv with constant weights, and
+// the Conv of a QDQ graph's dequantized values (compiler/frontend/
+// onnx_linalg_ops.cc: op "conv", zp=2, the weights already shifted into
+// int8, one group, no dilation, no bias). out[n][k][oh][ow] = sum_{c,r,s}
+// (x[n][c][ih][iw] - xz) * w[k][c][r][s], exactly, in int32.
+//
+// The input is packed per call (stage xpack, in parallel over channel
+// groups): 4 channels per int32 (byte j = channel 4c4 + j; the padding and
+// the channels past C hold xz, whose products the correction removes; top
+// bits flipped for int8 x: x + 128 as uint8, xz alike), zero-padded, and
+// split by stride phase: phase (a, b) holds padded pixels (y*sh + a,
+// x*sw + b) as one flat row-major image of width PW2 = ceil(PW / sw). Output
+// pixel (oh, ow) is then p = oh * PW2 + ow in every phase, and tap (r, s)
+// reads phase (r % sh, s % sw) at p + (r / sh) * PW2 + s / sw: contiguous in
+// p for any stride, so the output's pixels are computed PW2 to a row (the
+// PW2 - OW columns past the edge are computed and dropped) in whole vectors:
+//
+//   D[n][k][p] = sum_{c4,r,s} dot4(xpack[n][c4][phase(r,s)][p + off(r,s)],
+//                                  wpack[(c4*R + r)*S + s][k])
+//   out        = epilogue(D[n][k][oh*PW2 + ow] - xz' * wsum[k])
+//
+// dot4 as in matmul_int8.cc: vpdpbusd where the target has VNNI, the
+// activations the unsigned operand (a vector of pixels), one output
+// channel's 4 weight bytes broadcast. The weights are packed once
+// (Built::packs) as [C4 * R * S + 1][K] int32, the last row each channel's
+// weight sum. Schedule: per tile of tile_k channels, D over all pixels in
+// register tiles of tile_k x tile_p (vectorized) accumulators over the
+// (c4, r, s) loops, then the output rows with the epilogue.
+#include "base/str.h"
+#include "compiler/ops/common.h"
+#include "compiler/ops/elementwise.h"
+
+namespace kiln::compiler::ops {
+using namespace ir;
+
+namespace {
+
+struct Dims {
+  int64_t N, C, H, W, K, R, S, OH, OW, C4, sh, sw, ph, pw;
+  int64_t PW2;  // the width of a phase image
+};
+
+Dims DimsOf(const Workload& w) {
+  auto sig = w.Signature();
+  const auto& x = sig->inputs[0].shape;
+  const auto& wt = sig->inputs[1].shape;
+  const auto& o = sig->output.shape;
+  const auto& st = w.Ints("strides");
+  const auto& pads = w.Ints("pads");
+  Dims d{x[0], x[1],           x[2],  x[3],  wt[0],   wt[2],   wt[3], o[2],
+         o[3], (x[1] + 3) / 4, st[0], st[1], pads[0], pads[1], 0};
+  const int64_t PW = (d.OW - 1) * d.sw + d.S;
+  d.PW2 = (PW + d.sw - 1) / d.sw;
+  return d;
+}
+
+std::vector<Knob> Knobs(const Workload& w, const Target& t) {
+  const Dims d = DimsOf(w);
+  const int64_t L = t.NativeVectorLanes(), pixels = d.OH * d.PW2;
+  std::vector<Knob> k;
+  k.push_back({"tile_k", UpTo({1, 2, 4, 6, 8, 12, 16}, d.K)});
+  k.push_back({"tile_p", {L}});
+  for (int64_t v = 2; v <= 4 && (v - 1) * L < pixels; ++v) k.back().choices.push_back(v * L);
+  k.push_back({"unroll_s", d.S > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}});
+  k.push_back({"parallel", {0}});
+  if (d.N * d.K > 1) k.back().choices.push_back(1);
+  return k;
+}
+
+absl::Status Check(const Workload& w, const Target&, const Config& c) {
+  const Dims d = DimsOf(w);
+  if (c.at("parallel") && d.N * ((d.K + c.at("tile_k") - 1) / c.at("tile_k")) < 2) {
+    return absl::InvalidArgumentError(
+        "conv int8: parallel=1 but tile_k leaves a single channel tile");
+  }
+  return absl::OkStatus();
+}
+
+Config Default(const Workload& w, const Target& t) {
+  const Dims d = DimsOf(w);
+  auto k = Knobs(w, t);
+  const int64_t lanes = t.NativeVectorLanes();
+  Config c;
+  c["tile_p"] = Pick(k[1].choices, 4 * lanes);
+  // About 24 accumulators (AVX-512's 32 registers; 12 of 16).
+  c["tile_k"] =
+      Pick(k[0].choices, (t.NumVectorRegisters() >= 32 ? 24 : 12) / (c["tile_p"] / lanes));
+  c["unroll_s"] = d.S > 1 && d.S <= 3 ? 1 : 0;
+  c["parallel"] = 0;
+  if (k[3].choices.size() > 1 && d.K * d.OH * d.OW * d.C * d.R * d.S >= (1 << 18)) {
+    c["parallel"] = 1;
+    if (!Check(w, t, c).ok()) c["parallel"] = 0;
+  }
+  return c;
+}
+
+absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c) {
+  const Dims d = DimsOf(w);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  const DataType i32 = DataType::Int32();
+  const bool signed_x = sig->inputs[0].dtype == DType::kInt8;
+  te::Tensor X = TypedPlaceholder(w, 0, "X");
+  te::Tensor Wt = TypedPlaceholder(w, 1, "W");
+  te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
+  auto eps = EpilogueOperands(w);
+  const Expr xz = XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0)));
+  const int64_t tk = c.at("tile_k"), tp = c.at("tile_p");
+  // Pixels computed (whole tiles), and the phase images' rows they read.
+  const int64_t P = (d.OH * d.PW2 + tp - 1) / tp * tp;
+  const int64_t reach = (d.R - 1) / d.sh * d.PW2 + (d.S - 1) / d.sw;
+  const int64_t flat = (P + reach + d.PW2 - 1) / d.PW2 * d.PW2;
+  // Packed weights: row (c4 * R + r) * S + s, the last row the sums.
+  const int64_t rows = d.C4 * d.R * d.S;
+  IterRange sc = te::ReduceAxis(d.C, "sc"), sr = te::ReduceAxis(d.R, "sr"),
+            ss = te::ReduceAxis(d.S, "ss");
+  te::Tensor wsum = te::Compute(
+      "wsum", {d.K},
+      [&](const std::vector<Var>& i) {
+        return te::Sum(Cast(i32, Wt({i[0], sc.var, sr.var, ss.var})), {sc, sr, ss});
+      },
+      i32);
+  te::Tensor Wp_of = te::Compute(
+      "wpack", {rows + 1, d.K},
+      [&](const std::vector<Var>& i) {
+        Expr row = Min(i[0], IntImm(rows - 1));
+        Expr c4 = FloorDiv(row, IntImm(d.R * d.S));
+        Expr r = FloorMod(FloorDiv(row, IntImm(d.S)), IntImm(d.R)), s = FloorMod(row, IntImm(d.S));
+        Expr bytes = PackBytes4([&](int j) {
+          Expr ch = c4 * IntImm(4) + IntImm(j);
+          return Select(ch < IntImm(d.C), Wt({i[1], Min(ch, IntImm(d.C - 1)), r, s}),
+                        Cast(Wt.buffer()->dtype, IntImm(0)));
+        });
+        return Select(i[0] < IntImm(rows), bytes, wsum({i[1]}));
+      },
+      i32);
+  te::Tensor Wp = te::Placeholder("W_packed", Wp_of->shape, i32);
+  // The input: 4 channels per int32, padded with xz, by stride phase.
+  te::Tensor xp = te::Compute(
+      "xpack", {d.N, d.C4, d.sh * d.sw, flat},
+      [&](const std::vector<Var>& i) {
+        Expr a = FloorDiv(i[2], IntImm(d.sw)), b = FloorMod(i[2], IntImm(d.sw));
+        Expr ih = FloorDiv(i[3], IntImm(d.PW2)) * IntImm(d.sh) + a - IntImm(d.ph);
+        Expr iw = FloorMod(i[3], IntImm(d.PW2)) * IntImm(d.sw) + b - IntImm(d.pw);
+        Expr inside = ih >= IntImm(0) && ih < IntImm(d.H) && iw >= IntImm(0) && iw < IntImm(d.W);
+        Expr v = PackBytes4([&](int j) {
+          Expr ch = i[1] * IntImm(4) + IntImm(j);
+          Expr x = X({i[0], Min(ch, IntImm(d.C - 1)), Min(Max(ih, IntImm(0)), IntImm(d.H - 1)),
+                      Min(Max(iw, IntImm(0)), IntImm(d.W - 1))});
+          return Select(inside && ch < IntImm(d.C), x, xz);
+        });
+        return signed_x ? FlipBytes(v) : v;
+      },
+      i32);
+  const char* dot = Dot4Intrinsic(t);
+  IterRange rc = te::ReduceAxis(d.C4, "rc"), rr = te::ReduceAxis(d.R, "rr"),
+            rs = te::ReduceAxis(d.S, "rs");
+  te::Tensor acc = te::Compute(
+      "acc", {d.N, d.K, P},
+      [&](const std::vector<Var>& i) {
+        Expr phase = FloorMod(rr.var, IntImm(d.sh)) * IntImm(d.sw) + FloorMod(rs.var, IntImm(d.sw));
+        Expr at =
+            i[2] + FloorDiv(rr.var, IntImm(d.sh)) * IntImm(d.PW2) + FloorDiv(rs.var, IntImm(d.sw));
+        Expr row = (rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var;
+        return te::Sum(Call(i32, dot, {xp({i[0], rc.var, phase, at}), Wp({row, i[1]})}),
+                       {rc, rr, rs});
+      },
+      i32);
+  // D: acc tile by tile (each tile's accumulators registers, stored once).
+  te::Tensor D = te::Compute(
+      "D", {d.N, d.K, P},
+      [&](const std::vector<Var>& i) {
+        return acc({i[0], i[1], i[2]});
+      },
+      i32);
+  Expr z = Cast(i32, xz);
+  if (signed_x) z = z + IntImm(128, i32);
+  te::Tensor out = te::Compute(
+      "out", sig->output.shape,
+      [&](const std::vector<Var>& i) {
+        Expr y = D({i[0], i[1], i[2] * IntImm(d.PW2) + i[3]}) - z * Wp({IntImm(rows), i[1]});
+        return ApplyEpilogue(w, y, i, eps);
+      },
+      IrType(sig->output.dtype));
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  if (c.at("parallel") && d.C4 > 1) s.Parallel(xp, s.Axis(xp, 1));
+  auto [ko, ki] = s.Split(out, s.Axis(out, 1), tk);
+  s.Reorder(out, {ko, ki});
+  te::IterVar ow = s.Axis(out, 3);
+  if (d.OW > 4 * t.NativeVectorLanes()) ow = s.Split(out, ow, t.NativeVectorLanes()).second;
+  s.Vectorize(out, ow);
+  if (c.at("parallel")) s.Parallel(out, d.N > 1 ? s.Axis(out, 0) : ko);
+  s.ComputeAt(D, out, ko);
+  // D by pixel tiles; each tile's accumulators over the reduction inside.
+  auto [po, pi] = s.Split(D, s.Axis(D, 2), tp);
+  s.Reorder(D, {po, s.Axis(D, 1), pi});
+  s.Vectorize(D, pi);
+  s.ComputeAt(acc, D, po);
+  te::IterVar ak = s.Axis(acc, 1), ap = s.Axis(acc, 2);
+  te::IterVar c4 = s.ReduceAxisOf(acc, 0), r = s.ReduceAxisOf(acc, 1), sx = s.ReduceAxisOf(acc, 2);
+  s.Reorder(acc, {c4, r, sx, ak, ap});
+  s.Vectorize(acc, ap);
+  if (tk > 1) s.Unroll(acc, ak);
+  if (c.at("unroll_s")) s.Unroll(acc, sx);
+  b.SetArgs({X, Wp, XZ}, eps, out);
+  b.packs.push_back({1, Wt, Wp_of});
+  return b;
+}
+
+}  // namespace
+
+bool Int8Conv(const Workload& w) {
+  if (w.op != "conv" || w.IntOr("zp", 0) != 2 || w.IntOr("transposed", 0) != 0 ||
+      w.IntOr("group", 1) != 1 || w.IntOr("has_bias", 0) != 0 || !w.prologue.empty() ||
+      !w.ints.count("dilations") || w.Ints("dilations") != std::vector<int64_t>{1, 1}) {
+    return false;
+  }
+  auto sig = w.Signature();
+  if (!sig.ok() || sig->inputs.size() < 3) return false;
+  const auto& x = sig->inputs[0];
+  return (x.dtype == DType::kUInt8 || x.dtype == DType::kInt8) && x.shape.size() == 4 &&
+         sig->inputs[1].dtype == DType::kInt8 && sig->inputs[2].NumElements() == 1;
+}
+
+const OpTemplate* Int8ConvTemplate() {
+  static const OpTemplate t{Knobs, Default, Check, Build};
+  return &t;
+}
+
+}  // namespace kiln::compiler::ops
