@@ -41,7 +41,8 @@ struct StoreInfo {
   }
 };
 
-// Float arithmetic and the loads of a stored value.
+// Float arithmetic, integer dot products (dot4: four multiply-adds of bytes
+// per lane) and the loads of a stored value.
 class ValueScan : public ExprVisitor {
  public:
   double ops = 0;
@@ -54,6 +55,7 @@ class ValueScan : public ExprVisitor {
   }
   void VisitCall(const CallNode* op) override {
     if (op->dtype.is_float()) ops += op->dtype.lanes;
+    if (op->name == "dot4" || op->name == "dot4_vnni") ops += 8.0 * op->dtype.lanes;
     ExprVisitor::VisitCall(op);
   }
   void VisitBufferLoad(const BufferLoadNode* op) override {

@@ -115,6 +115,19 @@ TEST(FeaturesTest, ConfigsOfOneTemplateGiveDifferentFeatures) {
   EXPECT_NE(*f1, *f2);
 }
 
+// An int8 matmul (integer dot products, 4 byte multiply-adds a lane) counts
+// its multiply-adds as the float kernels count theirs, and its byte-wide
+// loads by their width.
+TEST(FeaturesTest, Int8MatMulCountsItsDotProducts) {
+  compiler::Target t = compiler::Target::Host();
+  auto w = compiler::Workload::Parse(
+      "matmul(dtypes=2,3,2,6;in0=64,256;in1=256,128;in2=1;shape=64,128;zp=2)");
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto f = ExtractFeatures(*w, t, *compiler::DefaultConfig(*w, t));
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_GT((*f)[0], L(2.0 * 64 * 128 * 256) - 0.5f);
+}
+
 TEST(FeaturesTest, InvalidConfigIsAnError) {
   compiler::Target t = compiler::Target::Host();
   compiler::Workload w = Conv();
