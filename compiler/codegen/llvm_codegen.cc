@@ -1,5 +1,6 @@
 #include "compiler/codegen/llvm_codegen.h"
 
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <unordered_map>
@@ -431,6 +432,22 @@ class CodeGen {
         return from_unsigned ? b_.CreateUIToFP(v, ty) : b_.CreateSIToFP(v, ty);
     }
     if (to.is_integer()) {
+      if (from.is_float() && to.lanes > 1 && to.bits <= 16) {
+        // A vector to 8 or 16 bits: x86 expands fptosi.sat/fptoui.sat of
+        // vectors lane by lane (a quantize's epilogue ran 5x slower), so
+        // NaN -> 0, clamped to the range (exact in any float type), then
+        // through int32.
+        llvm::Type* ft = v->getType();
+        llvm::Value* zero = llvm::Constant::getNullValue(ft);
+        const double lo = to.is_uint() ? 0.0 : -std::ldexp(1.0, to.bits - 1);
+        const double hi =
+            to.is_uint() ? std::ldexp(1.0, to.bits) - 1 : std::ldexp(1.0, to.bits - 1) - 1;
+        llvm::Value* x = b_.CreateSelect(b_.CreateFCmpUNO(v, v), zero, v);
+        x = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, llvm::ConstantFP::get(ft, lo));
+        x = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, llvm::ConstantFP::get(ft, hi));
+        llvm::Type* i32v = llvm::FixedVectorType::get(i32_, to.lanes);
+        return b_.CreateTrunc(b_.CreateFPToSI(x, i32v), ty);
+      }
       if (from.is_float()) {
         return b_.CreateIntrinsic(
             to.is_uint() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,

@@ -25,6 +25,8 @@
 // stores zero-extend. Integer division by zero gives 0 and INT_MIN / -1
 // gives INT_MIN (a divisor that is not a safe constant is guarded). Casts:
 // fpext/fptrunc, saturating fptosi/fptoui (truncation toward zero, NaN -> 0),
+// (vectors to 8 and 16 bits: NaN -> 0, clamped in float, then through
+// int32, since x86 expands the saturating intrinsics lane by lane),
 // sitofp/uitofp, sext from signed and zext from unsigned or bool sources,
 // trunc; anything -> bool is `!= 0`.
 // Intrinsic calls (ir::Call) on floats (float32 exp, tanh and sigmoid inline,

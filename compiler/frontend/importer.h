@@ -215,6 +215,10 @@ class Importer {
   absl::StatusOr<bool> QuantizedConv(const onnx::NodeProto& node, int x, int wt, int bias,
                                      const Shape& stride, const Shape& pads, const Shape& dilation,
                                      int64_t groups, const Shape& out);
+  // Add of two dequantized 8-bit values of one shape (per-tensor scales):
+  // the generic qadd of the 8-bit values (a residual add reads bytes, not
+  // the floats they stand for); false when the pattern does not hold.
+  absl::StatusOr<bool> QuantizedAdd(const onnx::NodeProto& node, int a, int b);
   // A per-axis parameter p of n > 1 elements reshaped to [n, 1, ...], to
   // broadcast along `axis` of a rank-`rank` value; p itself otherwise.
   absl::StatusOr<int> AlongAxis(const onnx::NodeProto& node, int p, size_t rank, int64_t axis);

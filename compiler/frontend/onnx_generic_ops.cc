@@ -379,6 +379,10 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       if (!r.ok()) return r.status();
       yv = *r;
     }
+    if (op == "Add") {
+      auto q = QuantizedAdd(node, *x, yv);
+      if (!q.ok() || *q) return q.status();
+    }
     return done(BinaryOp(node, *x, yv, b.fn, 0));
   }
   if (op == "Mod") {

@@ -157,6 +157,30 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
   return true;
 }
 
+absl::StatusOr<bool> Importer::QuantizedAdd(const onnx::NodeProto& node, int a, int b) {
+  auto da = dequantized_.find(a), db = dequantized_.find(b);
+  if (!integer_convs_ || da == dequantized_.end() || db == dequantized_.end() ||
+      V(a).shape != V(b).shape) {
+    return false;
+  }
+  std::vector<int> inputs;
+  for (const Dequantized* d : {&da->second, &db->second}) {
+    const DType qd = V(d->q).dtype;
+    if ((qd != DType::kUInt8 && qd != DType::kInt8) || V(d->s).NumElements() != 1 ||
+        (d->zp >= 0 && V(d->zp).NumElements() != 1)) {
+      return false;
+    }
+    inputs.push_back(d->q);
+  }
+  for (const Dequantized* d : {&da->second, &db->second}) {
+    inputs.push_back(d->s);
+    inputs.push_back(d->zp >= 0 ? d->zp : Scalar(Name(node), V(d->q).dtype, 0));
+  }
+  auto y = Generic(node, "qadd", inputs, V(a).shape, DType::kFloat32, {}, 0);
+  if (!y.ok()) return y.status();
+  return true;
+}
+
 absl::StatusOr<int> Importer::IntegerMatMul(const onnx::NodeProto& node, int a, int b, int azp,
                                             int bzp, int out_index) {
   Shape as = V(a).shape, bs = V(b).shape;

@@ -288,10 +288,10 @@ bool FuseEpiloguesOnce(Graph& g) {
     }
     // A generic op computes in its output's dtype (a quantize's integers):
     // an epilogue may not change that dtype, but for an integer matmul's or
-    // convolution's (int32 by definition).
+    // convolution's (int32 by definition) and qadd's (float32).
     const Workload& aw = g.nodes[i].workload;
     if (csig->output.dtype != sig->output.dtype && ops::FindGenericOp(aw.op) &&
-        !((aw.op == "matmul" || aw.op == "conv") && aw.IntOr("zp", 0) != 0)) {
+        !((aw.op == "matmul" || aw.op == "conv") && aw.IntOr("zp", 0) != 0) && aw.op != "qadd") {
       continue;
     }
     Node merged = std::move(g.nodes[i]);

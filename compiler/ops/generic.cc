@@ -572,6 +572,7 @@ const GenericOp kOps[] = {
     {"lrn", Pattern::kReduction, LrnOp},
     {"quantize", Pattern::kInjective, QuantizeOp},
     {"dequantize", Pattern::kInjective, DequantizeOp},
+    {"qadd", Pattern::kInjective, QAddOp},
 };
 
 }  // namespace

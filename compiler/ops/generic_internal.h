@@ -69,6 +69,7 @@ absl::StatusOr<te::Tensor> EinsumOp(const Workload& w, const std::vector<te::Ten
 absl::StatusOr<te::Tensor> LrnOp(const Workload& w, const std::vector<te::Tensor>& in);
 absl::StatusOr<te::Tensor> QuantizeOp(const Workload& w, const std::vector<te::Tensor>& in);
 absl::StatusOr<te::Tensor> DequantizeOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> QAddOp(const Workload& w, const std::vector<te::Tensor>& in);
 // generic_resize.cc.
 absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Tensor>& in);
 // The operators of generic_index.cc.

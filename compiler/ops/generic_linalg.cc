@@ -453,4 +453,26 @@ absl::StatusOr<te::Tensor> DequantizeOp(const Workload& w, const std::vector<te:
   return y;
 }
 
+// qadd: in0 a, in1 b (8-bit integers of one shape), then a's scale and
+// zero point, b's ([1] or scalars): the sum of their dequantized values in
+// float32, (a - za) * sa + (b - zb) * sb (a QDQ graph's residual add, reading
+// the bytes its inputs are stored in).
+absl::StatusOr<te::Tensor> QAddOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  if (in.size() != 6 || in[0]->shape != in[1]->shape || in[0]->shape != w.Ints("shape")) {
+    return Bad(w, "needs a, b of the output's shape and their scales and zero points");
+  }
+  const DataType f32 = DataType::Float32();
+  auto one = [&](const te::Tensor& p) {
+    return To(f32, Promote(p(std::vector<Expr>(p->shape.size(), IntImm(0)))));
+  };
+  return te::Compute(
+      "qadd", in[0]->shape,
+      [&](const std::vector<Var>& o) {
+        Expr a = (To(f32, Promote(in[0](AsExprs(o)))) - one(in[3])) * one(in[2]);
+        Expr b = (To(f32, Promote(in[1](AsExprs(o)))) - one(in[5])) * one(in[4]);
+        return a + b;
+      },
+      f32);
+}
+
 }  // namespace kiln::compiler::ops::generic_internal

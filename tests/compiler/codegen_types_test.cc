@@ -267,6 +267,14 @@ TEST(CodegenTypes, CastsBetweenAllTypeClasses) {
   CheckCast<float, int8_t>(f32, i8, {100.7f, -128.9f, 1000.f, -1000.f}, {100, -128, 127, -128});
   CheckCast<double, int64_t>(f64, i64, {-9.0e15, 3.99, -3.99}, {-9000000000000000LL, 3, -3});
   CheckCast<float, uint8_t>(f32, u8, {255.9f, 0.9f, -5.f, 300.f}, {255, 0, 0, 255});
+  // To 8 and 16 bits (a quantize's store): NaN, infinities and -0.5 too,
+  // on the vector path that clamps in float before converting.
+  CheckCast<float, int8_t>(f32, i8, {nan, inf, -inf, -0.5f, 126.99f, -127.5f},
+                           {0, 127, -128, 0, 126, -127});
+  CheckCast<float, uint8_t>(f32, u8, {nan, inf, -inf, 254.5f}, {0, 255, 0, 254});
+  CheckCast<float, int16_t>(f32, i16, {nan, 1e6f, -1e6f, -300.7f}, {0, 32767, -32768, -300});
+  CheckCast<float, uint16_t>(f32, u16, {nan, 1e6f, -1.f, 65535.f}, {0, 65535, 0, 65535});
+  CheckCast<double, uint8_t>(f64, u8, {std::nan(""), 1e300, 17.9}, {0, 255, 17});
   CheckCast<float, uint32_t>(f32, u32, {3.0e9f, 7.5f}, {3000000000u, 7u});
   CheckCast<double, uint64_t>(f64, u64, {1.8e19, 42.0}, {18000000000000000000ull, 42ull});
   // int -> float: signed and unsigned sources.
