@@ -493,6 +493,14 @@ double Workload::Flops() const {
     per = static_cast<double>(Ints("kernel")[0] * Ints("kernel")[1]);
   } else if (op == "pool3d") {
     per = static_cast<double>(Ints("kernel")[0] * Ints("kernel")[1] * Ints("kernel")[2]);
+  } else if (op == "matmul" && sig->inputs.size() >= 2 && !sig->inputs[0].shape.empty()) {
+    per = 2.0 * static_cast<double>(sig->inputs[0].shape.back());  // 2K
+  } else if (op == "conv" && sig->inputs.size() >= 2 && IntOr("transposed", 0) == 0) {
+    // 2 x the weight's elements per output channel: C/group x kernel.
+    const auto& ws = sig->inputs[1].shape;
+    double taps = 1;
+    for (size_t d = 1; d < ws.size(); ++d) taps *= static_cast<double>(ws[d]);
+    per = 2.0 * taps;
   }
   return out * (per + static_cast<double>(epilogue.size()));
 }

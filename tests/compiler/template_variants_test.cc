@@ -159,6 +159,12 @@ TEST(OpsNumeric, Int8ConvMatchesReferenceExactly) {
     checked += CheckRandomConfigs(w, host, rng, 40, 4, s);
   }
   EXPECT_GT(checked, 20);
+  // Their flops (the tuner's GFLOP/s): 2 per multiply-add of the direct form.
+  EXPECT_DOUBLE_EQ(ParseWorkload("conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,5,9,10;"
+                                 "in1=8,5,3,3;in2=1;pads=1,1;shape=1,8,9,10;strides=1,1;"
+                                 "transposed=0;zp=2)")
+                       .Flops(),
+                   8 * 9 * 10 * 2.0 * 5 * 3 * 3);
   for (const char* s :
        {"conv(dilations=1,1;dtypes=2,3,2,3,6;group=1;in0=1,5,9,10;in1=8,5,3,3;in2=1;in3=1;"
         "pads=1,1;shape=1,8,9,10;strides=1,1;transposed=0;zp=1)",
@@ -206,6 +212,9 @@ TEST(OpsNumeric, Int8MatMulMatchesReferenceExactly) {
     ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
   }
   EXPECT_GT(checked, 20);
+  EXPECT_DOUBLE_EQ(
+      ParseWorkload("matmul(dtypes=2,3,2,6;in0=7,37;in1=37,45;in2=1;shape=7,45;zp=2)").Flops(),
+      7 * 45 * 2.0 * 37);
   // Not taken: both zero points (B not shifted), an int8 B with a batch, a
   // per-row zero point of A.
   for (const char* s : {"matmul(dtypes=2,3,2,3,6;in0=7,37;in1=37,45;in2=1;in3=1;shape=7,45;zp=1)",
