@@ -226,6 +226,69 @@ TEST_P(Aarch64, TransformerKernelsMatchTheReference) {
   ExpectMatchesReference(*m, in, RunOnAarch64(*m, target_, in, loader_));
 }
 
+// The int8 templates: ConvInteger (3x3, padded, uint8 input quantized from
+// float, constant int8 weights: conv_int8.cc) and DynamicQuantizeLinear +
+// MatMulInteger (matmul_int8.cc), their int32 results cast to float; dot4
+// by widening multiplies on AArch64. Integer outputs, exactly onnxruntime's
+// (1.32 on this model: some elements and the sums of each output and of its
+// magnitudes; the float reference evaluator cannot hold bytes).
+TEST_P(Aarch64, Int8TemplatesMatchTheReference) {
+  testing::OnnxBuilder b(13);
+  b.Input("x", {1, 8, 10, 10});
+  b.Input("y", {12, 40});
+  auto ints = [](int64_t n, float f) {
+    std::vector<float> v = Wave(n, f);
+    for (float& e : v) e = std::round(e * 100.f);
+    return v;
+  };
+  b.Init("xs", {}, {0.05f});
+  b.Init("f128", {}, {128.f});
+  b.Init("f0", {}, {0.f});
+  b.Init("wf", {16, 8, 3, 3}, ints(16 * 8 * 9, 0.41f));
+  b.Init("bf", {40, 24}, ints(40 * 24, 0.29f));
+  testing::OnnxBuilder::Int(b.Node("Cast", {"f128"}, {"xz"}), "to", onnx::TensorProto::UINT8);
+  testing::OnnxBuilder::Int(b.Node("Cast", {"f0"}, {"wz"}), "to", onnx::TensorProto::INT8);
+  testing::OnnxBuilder::Int(b.Node("Cast", {"wf"}, {"w8"}), "to", onnx::TensorProto::INT8);
+  testing::OnnxBuilder::Int(b.Node("Cast", {"bf"}, {"b8"}), "to", onnx::TensorProto::INT8);
+  b.Node("QuantizeLinear", {"x", "xs", "xz"}, {"qx"});
+  testing::OnnxBuilder::Ints(b.Node("ConvInteger", {"qx", "w8", "xz", "wz"}, {"ci"}), "pads",
+                             {1, 1, 1, 1});
+  testing::OnnxBuilder::Int(b.Node("Cast", {"ci"}, {"c"}), "to", onnx::TensorProto::FLOAT);
+  b.Node("DynamicQuantizeLinear", {"y"}, {"qy", "ys", "yz"});
+  b.Node("MatMulInteger", {"qy", "b8", "yz", "wz"}, {"mi"});
+  testing::OnnxBuilder::Int(b.Node("Cast", {"mi"}, {"m"}), "to", onnx::TensorProto::FLOAT);
+  b.Output("c");
+  b.Output("m");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  int int8 = 0;
+  for (const Node& n : m->graph().nodes) {
+    if (n.kind == NodeKind::kCompute) int8 += n.workload.IntOr("zp", 0) == 2;
+  }
+  EXPECT_EQ(int8, 2);  // both on the int8 templates
+  std::vector<std::vector<float>> in = {Wave(8 * 10 * 10, 0.05f), Wave(12 * 40, 0.09f)};
+  auto out = RunOnAarch64(*m, target_, in, loader_);
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].size(), 1600u);
+  ASSERT_EQ(out[1].size(), 288u);
+  const std::vector<std::pair<size_t, float>> conv = {
+      {0, 3931}, {1, 6394}, {2, 6738}, {799, 5521}, {1599, -3942}};
+  const std::vector<std::pair<size_t, float>> mm = {
+      {0, -2266}, {1, -5453}, {2, -7657}, {287, 14320}};
+  for (const auto& [i, v] : conv) EXPECT_EQ(out[0][i], v) << "conv [" << i << "]";
+  for (const auto& [i, v] : mm) EXPECT_EQ(out[1][i], v) << "matmul [" << i << "]";
+  auto sums = [](const std::vector<float>& v) {
+    double s = 0, a = 0;
+    for (float e : v) {
+      s += e;
+      a += std::fabs(e);
+    }
+    return std::make_pair(s, a);
+  };
+  EXPECT_EQ(sums(out[0]), std::make_pair(-95989.0, 9232725.0));
+  EXPECT_EQ(sums(out[1]), std::make_pair(12049.0, 3165761.0));
+}
+
 INSTANTIATE_TEST_SUITE_P(Cores, Aarch64, ::testing::Values("cortex-a72", "neoverse-v1"));
 
 }  // namespace
