@@ -24,9 +24,12 @@
 // activations the unsigned operand (a vector of pixels), one output
 // channel's 4 weight bytes broadcast. The weights are packed once
 // (Built::packs) as [C4 * R * S + 1][K] int32, the last row each channel's
-// weight sum. Schedule: per tile of tile_k channels, D over all pixels in
-// register tiles of tile_k x tile_p (vectorized) accumulators over the
-// (c4, r, s) loops, then the output rows with the epilogue.
+// weight sum. Schedule: per tile of tile_k channels and block of output
+// rows (all of them where D's scratch stays under 768 KiB), D over the block's pixels in register
+// tiles of tile_k x tile_p (vectorized) accumulators over the (c4, r, s)
+// loops, then the block's output rows with the epilogue.
+#include <algorithm>
+
 #include "base/str.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/elementwise.h"
@@ -82,7 +85,7 @@ Config Default(const Workload& w, const Target& t) {
   auto k = Knobs(w, t);
   const int64_t lanes = t.NativeVectorLanes();
   Config c;
-  c["tile_p"] = Pick(k[1].choices, 4 * lanes);
+  c["tile_p"] = Pick(k[1].choices, 2 * lanes);
   // About 24 accumulators (AVX-512's 32 registers; 12 of 16).
   c["tile_k"] =
       Pick(k[0].choices, (t.NumVectorRegisters() >= 32 ? 24 : 12) / (c["tile_p"] / lanes));
@@ -187,13 +190,19 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *b.schedule;
   if (c.at("parallel") && d.C4 > 1) s.Parallel(xp, s.Axis(xp, 1));
+  // Output rows in blocks whose D (tile_k channels x the block's pixels)
+  // stays under 768 KiB, so the scratch is bounded whatever the image. All
+  // rows at once where they fit: blocks whose pixels the tiles do not divide
+  // ran ResNet-50 15% slower.
+  const int64_t rb = std::clamp<int64_t>((int64_t{3} << 16) / (tk * d.PW2), 1, d.OH);
   auto [ko, ki] = s.Split(out, s.Axis(out, 1), tk);
-  s.Reorder(out, {ko, ki});
+  auto [oho, ohi] = s.Split(out, s.Axis(out, 2), rb);
+  s.Reorder(out, {ko, oho, ki, ohi});
   te::IterVar ow = s.Axis(out, 3);
   if (d.OW > 4 * t.NativeVectorLanes()) ow = s.Split(out, ow, t.NativeVectorLanes()).second;
   s.Vectorize(out, ow);
   if (c.at("parallel")) s.Parallel(out, d.N > 1 ? s.Axis(out, 0) : ko);
-  s.ComputeAt(D, out, ko);
+  s.ComputeAt(D, out, oho);
   // D by pixel tiles; each tile's accumulators over the reduction inside.
   auto [po, pi] = s.Split(D, s.Axis(D, 2), tp);
   s.Reorder(D, {po, s.Axis(D, 1), pi});

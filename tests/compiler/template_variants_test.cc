@@ -159,6 +159,12 @@ TEST(OpsNumeric, Int8ConvMatchesReferenceExactly) {
     checked += CheckRandomConfigs(w, host, rng, 40, 4, s);
   }
   EXPECT_GT(checked, 20);
+  // A large image: D computed in blocks of rows (its scratch bounded), the
+  // last block partial.
+  ExpectMatchesReference(
+      ParseWorkload("conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,4,160,160;in1=16,4,3,3;in2=1;"
+                    "pads=1,1;shape=1,16,160,160;strides=1,1;transposed=0;zp=2)"),
+      {{"tile_k", 8}, {"tile_p", 32}, {"unroll_s", 1}, {"parallel", 1}}, "large image");
   // Their flops (the tuner's GFLOP/s): 2 per multiply-add of the direct form.
   EXPECT_DOUBLE_EQ(ParseWorkload("conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,5,9,10;"
                                  "in1=8,5,3,3;in2=1;pads=1,1;shape=1,8,9,10;strides=1,1;"
