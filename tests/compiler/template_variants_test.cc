@@ -3,6 +3,7 @@
 // lanes (rvec) and tiled transposes (tr_tile).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -121,6 +122,27 @@ TEST(OpsNumeric, TransposeTilesMatchReference) {
   for (const Knob& k : kept) EXPECT_NE(k.name, "tr_tile");
 }
 
+// The default config of `w`, then each choice of each knob in `names` on
+// it (where valid), against the reference; how many configs beyond the
+// default.
+int CheckTiles(const Workload& w, const std::vector<std::string>& names, const std::string& what) {
+  Target host = Target::Host();
+  ExpectMatchesReference(w, *DefaultConfig(w, host), what);
+  int checked = 0;
+  const std::vector<Knob> knobs = *KnobsOf(w, host);
+  for (const Knob& k : knobs) {
+    if (std::find(names.begin(), names.end(), k.name) == names.end()) continue;
+    for (int64_t v : k.choices) {
+      Config c = *DefaultConfig(w, host);
+      c[k.name] = v;
+      if (!ValidateConfig(w, host, c).ok()) continue;
+      ExpectMatchesReference(w, c, what);
+      ++checked;
+    }
+  }
+  return checked;
+}
+
 // The int8 conv (conv_int8.cc: packed 4-channel groups, dot4 along output
 // columns): uint8 and int8 x with a random zero point (the padding's value),
 // channels that 4 does not divide, 3x3 padded, stride 2, 1x1 and 7x7, a
@@ -143,19 +165,8 @@ TEST(OpsNumeric, Int8ConvMatchesReferenceExactly) {
         "pads=3,3;shape=1,16,10,10;strides=2,2;transposed=0;zp=2)|u:cast:1|u:scale:0.25,1"}) {
     Workload w = ParseWorkload(s);
     ASSERT_TRUE(ops::Int8Conv(w)) << s;
-    ExpectMatchesReference(w, *DefaultConfig(w, host), s);
     ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
-    const std::vector<Knob> knobs = *KnobsOf(w, host);
-    for (const Knob& k : knobs) {
-      if (k.name != "tile_p" && k.name != "tile_k") continue;
-      for (int64_t v : k.choices) {
-        Config c = *DefaultConfig(w, host);
-        c[k.name] = v;
-        if (!ValidateConfig(w, host, c).ok()) continue;
-        ExpectMatchesReference(w, c, s);
-        ++checked;
-      }
-    }
+    checked += CheckTiles(w, {"tile_p", "tile_k"}, s);
     checked += CheckRandomConfigs(w, host, rng, 40, 4, s);
   }
   EXPECT_GT(checked, 20);
@@ -199,18 +210,7 @@ TEST(OpsNumeric, Int8MatMulMatchesReferenceExactly) {
         "matmul(dtypes=2,3,2,1;in0=9,24;in1=24,33;in2=1;shape=9,33;zp=2)|u:cast:1|u:scale:0.5,0"}) {
     Workload w = ParseWorkload(s);
     ASSERT_TRUE(ops::Int8MatMul(w)) << s;
-    ExpectMatchesReference(w, *DefaultConfig(w, host), s);
-    auto knobs = *KnobsOf(w, host);
-    for (const Knob& k : knobs) {
-      if (k.name != "tile_n" && k.name != "tile_k") continue;
-      for (int64_t v : k.choices) {
-        Config c = *DefaultConfig(w, host);
-        c[k.name] = v;
-        if (!ValidateConfig(w, host, c).ok()) continue;
-        ExpectMatchesReference(w, c, s);
-        ++checked;
-      }
-    }
+    checked += CheckTiles(w, {"tile_n", "tile_k"}, s);
     checked += CheckRandomConfigs(w, host, rng, 40, 6, s);
     // Without VNNI: the same sums by widening multiplies.
     Target plain = host;

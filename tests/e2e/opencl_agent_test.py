@@ -108,7 +108,7 @@ class OpenClAgent(unittest.TestCase):
     def test_2_the_model_suite_is_tuned_fetched_and_run(self):
         sys.path.insert(0, os.path.join(ARGS.source_dir, "tests", "models"))
         import make_models  # noqa: E402
-        from models_test import reference  # noqa: E402
+        from models_test import mismatches, reference  # noqa: E402
         names = ARGS.models.split(",") if ARGS.models else list(make_models.MODELS)
         jobs = {}
         cases = {}
@@ -136,10 +136,7 @@ class OpenClAgent(unittest.TestCase):
                     if not np.issubdtype(w.dtype, np.floating):
                         np.testing.assert_array_equal(g, w, err_msg=f"{name}/{out_name}")
                         continue
-                    scale = float(np.max(np.abs(w))) if w.size else 1.0
-                    scale = scale if scale > 0 else 1.0
-                    err = np.abs(g.astype(np.float64) - w.astype(np.float64))
-                    bad = int(np.sum(~(err <= case.atol * scale + case.rtol * np.abs(w))))
+                    bad = mismatches(case, g, w)[0]
                     self.assertEqual(bad, 0, f"{name}/{out_name}: {bad} of {w.size} differ")
                 print(f"{name}: tuned ({ARGS.trials} trials), fetched, run on opencl:0, matches "
                       f"onnxruntime ({time.monotonic() - t0:.0f} s)", flush=True)
