@@ -3,7 +3,10 @@
 same quantized file, in the same run.
 
   bench/int8_latency.py [--bin-dir BUILD] [--models resnet50,mobilenet_v2,bert_layer]
-                        [--threads 1,2] [--repeat N] [--work DIR]
+                        [--threads 1,2] [--repeat N] [--work DIR] [--install]
+
+--install pip-installs OpenVINO first (the baseline; onnxruntime comes with
+scripts/install-python-deps).
 
 Each model (tests/models/make_models.py, seeded) is quantized as users do it,
 with onnxruntime's own tool (bench/quantize_models.py: static QDQ with
@@ -43,7 +46,14 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--repeat", type=int, default=100)
     ap.add_argument("--work", help="keep the models and artifacts here")
+    ap.add_argument("--install", action="store_true", help="pip-install openvino first")
     a = ap.parse_args()
+    if a.install:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "openvino"], check=True)
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        sys.exit("OpenVINO is not installed: run with --install, or pip install openvino")
     work = a.work or tempfile.mkdtemp(prefix="kiln-int8-")
     os.makedirs(work, exist_ok=True)
     kiln = os.path.join(a.bin_dir, "cli", "kiln")
