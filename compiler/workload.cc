@@ -1,5 +1,6 @@
 #include "compiler/workload.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -267,6 +268,10 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
 bool IsDepthwiseConv(const Workload& w) {
   return w.op == "conv2d" && w.Int("groups") > 1 && w.Int("groups") == w.Int("C") &&
          w.Int("K") == w.Int("C");
+}
+
+bool OneElement(const std::vector<int64_t>& shape) {
+  return std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d == 1; });
 }
 
 std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t b) {

@@ -110,6 +110,9 @@ inline constexpr int64_t kChannelBlock = 16;
 // The shape of an NCHW tensor stored in channel blocks of b: [N, C/b, H, W,
 // b] (C a multiple of b); the shape itself for b = 0.
 std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t b);
+// A shape of one element (every dim 1, or none): an epilogue operand that
+// reads the same in every layout (a quantization's scale or zero point).
+bool OneElement(const std::vector<int64_t>& shape);
 
 struct Workload {
   std::string op;

@@ -309,7 +309,9 @@ class Importer {
     int64_t axis;
   };
   std::unordered_map<int, Dequantized> dequantized_;
-  bool integer_convs_ = true;  // QuantizedConv may apply (Run decides)
+  // QuantizedConv and QuantizedAdd may apply (Run decides: not in a network
+  // with quantized grouped convolutions, which compute in float).
+  bool integer_cnn_ = true;
   int64_t opset_ = 0;
   // The most elements any value may have (options_.max_elements, capped).
   int64_t max_elements_ = options_.max_elements > 0 ? std::min(options_.max_elements, kMaxElements)

@@ -408,10 +408,10 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
     // Imported: the proto's copy of the data is no longer needed.
     std::string().swap(*t->mutable_raw_data());
   }
-  // Integer convolutions where no quantized grouped (depthwise) Conv sits
-  // among them: those compute in float (no int8 depthwise template yet), and
-  // a network that alternates the two (MobileNetV2) ran 2x slower mixed than
-  // all in float, each side converting the other's layout.
+  // Integer convolutions (and adds of their bytes) where no quantized
+  // grouped (depthwise) Conv sits among them: those compute in float (no int8 depthwise template
+  // yet), and a network that alternates the two (MobileNetV2) ran 2x slower mixed than all in
+  // float, each side converting the other's layout.
   std::unordered_set<std::string> dequantized;
   for (const auto& node : graph.node()) {
     if (node.op_type() == "DequantizeLinear" && node.output_size() > 0) {
@@ -421,7 +421,7 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
   for (const auto& node : graph.node()) {
     if (node.op_type() == "Conv" && AttrInt(node, "group", 1) != 1 && node.input_size() > 0 &&
         dequantized.count(node.input(0))) {
-      integer_convs_ = false;
+      integer_cnn_ = false;
     }
   }
   for (int i : *order) {

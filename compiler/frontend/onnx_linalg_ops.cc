@@ -114,7 +114,7 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
                                              const Shape& dilation, int64_t groups,
                                              const Shape& out) {
   auto dx = dequantized_.find(x), dw = dequantized_.find(wt);
-  if (!integer_convs_ || dx == dequantized_.end() || dw == dequantized_.end()) return false;
+  if (!integer_cnn_ || dx == dequantized_.end() || dw == dequantized_.end()) return false;
   const Dequantized &qx = dx->second, &qw = dw->second;
   const DType xd = V(qx.q).dtype;
   if (groups != 1 || dilation != Shape{1, 1} || out.size() != 4 ||
@@ -159,7 +159,7 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
 
 absl::StatusOr<bool> Importer::QuantizedAdd(const onnx::NodeProto& node, int a, int b) {
   auto da = dequantized_.find(a), db = dequantized_.find(b);
-  if (!integer_convs_ || da == dequantized_.end() || db == dequantized_.end() ||
+  if (!integer_cnn_ || da == dequantized_.end() || db == dequantized_.end() ||
       V(a).shape != V(b).shape) {
     return false;
   }

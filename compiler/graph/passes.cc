@@ -286,12 +286,12 @@ bool FuseEpiloguesOnce(Graph& g) {
         (cn.inputs[0] == fused_in ? csig->inputs[0].dtype : csig->inputs[1].dtype)) {
       continue;
     }
-    // A generic op computes in its output's dtype (a quantize's integers):
-    // an epilogue may not change that dtype, but for an integer matmul's or
-    // convolution's (int32 by definition) and qadd's (float32).
+    // A generic op computes in its output's dtype (a quantize's integers)
+    // unless it has a compute type of its own: only then may an epilogue
+    // change that dtype.
     const Workload& aw = g.nodes[i].workload;
     if (csig->output.dtype != sig->output.dtype && ops::FindGenericOp(aw.op) &&
-        !((aw.op == "matmul" || aw.op == "conv") && aw.IntOr("zp", 0) != 0) && aw.op != "qadd") {
+        !ops::HasOwnComputeType(aw)) {
       continue;
     }
     Node merged = std::move(g.nodes[i]);
@@ -437,12 +437,6 @@ size_t OpInputs(const Node& n) {
   return n.inputs.size() - operands;
 }
 
-// A shape of one element: an epilogue operand that reads the same in every
-// layout (a quantization's scale or zero point).
-bool Scalar(const std::vector<int64_t>& shape) {
-  return std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d == 1; });
-}
-
 // A float32 conv2d (ungrouped or depthwise) or pool2d without prologues.
 bool BlockableOp(const Node& n) {
   if (n.kind != NodeKind::kCompute || !n.workload.prologue.empty() ||
@@ -463,7 +457,8 @@ bool CanWriteBlocks(const Graph& g, const Node& n) {
     return false;
   }
   for (const EpilogueOp& e : n.workload.epilogue) {
-    if (e.HasOperand() && e.operand_shape != out.shape && !Scalar(e.operand_shape)) return false;
+    if (e.HasOperand() && e.operand_shape != out.shape && !OneElement(e.operand_shape))
+      return false;
   }
   return true;
 }
@@ -502,7 +497,7 @@ void PlanLayouts(Graph& g) {
       // are read in the output's layout.
       if (IsDepthwiseConv(n.workload) && !blocked[n.inputs[0]]) unblock(n.output);
       for (size_t k = n_op; k < n.inputs.size(); ++k) {
-        if (!blocked[n.inputs[k]] && !Scalar(g.values[n.inputs[k]].shape)) unblock(n.output);
+        if (!blocked[n.inputs[k]] && !OneElement(g.values[n.inputs[k]].shape)) unblock(n.output);
       }
     }
   }
@@ -514,8 +509,8 @@ void PlanLayouts(Graph& g) {
     w.ints["out_block"] = {kChannelBlock};
     for (EpilogueOp& e : w.epilogue) {
       if (!e.HasOperand()) continue;
-      e.operand_shape = Scalar(e.operand_shape) ? std::vector<int64_t>(5, 1)
-                                                : BlockedShape(e.operand_shape, kChannelBlock);
+      e.operand_shape = OneElement(e.operand_shape) ? std::vector<int64_t>(5, 1)
+                                                    : BlockedShape(e.operand_shape, kChannelBlock);
     }
   }
   for (size_t v = 0; v < g.values.size(); ++v) {

@@ -192,6 +192,13 @@ ir::Expr FlipBytes(ir::Expr packed) {
   return ir::Call(i32, "bitxor", {packed, ir::IntImm(static_cast<int32_t>(0x80808080u), i32)});
 }
 
+ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input) {
+  const ir::DataType i32 = ir::DataType::Int32();
+  ir::Expr z =
+      ir::Cast(i32, zero_point(std::vector<ir::Expr>(zero_point->shape.size(), ir::IntImm(0))));
+  return signed_input ? z + ir::IntImm(128, i32) : z;
+}
+
 const char* Dot4Intrinsic(const Target& t) {
   return t.HasFeature("avx512vnni") || t.HasFeature("avxvnni") ? "dot4_vnni" : "dot4";
 }

@@ -77,16 +77,19 @@ const OpTemplate* GpuGenericTemplate(const std::string& op);
 // pool2d and pool3d (the spatial rank comes from the workload op).
 const OpTemplate* PoolTemplate();
 const OpTemplate* EltwiseTemplate();
-// The generic matmul of uint8/int8 A by int8 B with A's zero point only
-// (zp=2), no batch and no prologue: integer dot products (matmul_int8.cc).
 // Pieces of the int8 templates: the int32 of 4 bytes (byte j, an 8-bit
 // integer, in bits 8j .. 8j+7: what one 32-bit load of them gives); those
-// bytes with their top bits flipped (int8 + 128 as uint8); the dot-product
+// bytes with their top bits flipped (int8 + 128 as uint8); an 8-bit input's
+// zero point (a one-element tensor) as the unsigned operand's, in int32
+// (+ 128 for an int8 input, whose bytes are flipped); the dot-product
 // intrinsic for target t (dot4_vnni where it has AVX512-VNNI or AVX-VNNI,
 // else dot4; codegen/llvm_intrinsics.h).
 ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte);
 ir::Expr FlipBytes(ir::Expr packed);
+ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input);
 const char* Dot4Intrinsic(const Target& t);
+// The generic matmul of uint8/int8 A by int8 B with A's zero point only
+// (zp=2), no batch and no prologue: integer dot products (matmul_int8.cc).
 bool Int8MatMul(const Workload& w);
 const OpTemplate* Int8MatMulTemplate();
 // The generic 2-D conv of uint8/int8 x by int8 weights with x's zero point

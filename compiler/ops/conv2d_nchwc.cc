@@ -91,7 +91,7 @@ std::optional<Workload> FoldRows(const Workload& w, int64_t fold) {
   for (EpilogueOp& e : v.epilogue) {
     if (!e.HasOperand()) continue;
     std::vector<int64_t>& shape = e.operand_shape;
-    if (std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d == 1; })) continue;
+    if (OneElement(shape)) continue;
     if (shape.size() < 4) return std::nullopt;
     if (shape[2] == 1 && shape[3] == 1) continue;
     if (shape[2] != w.Int("OH") || shape[3] != w.Int("OW")) return std::nullopt;

@@ -25,9 +25,10 @@
 // channel's 4 weight bytes broadcast. The weights are packed once
 // (Built::packs) as [C4 * R * S + 1][K] int32, the last row each channel's
 // weight sum. Schedule: per tile of tile_k channels and block of output
-// rows (all of them where D's scratch stays under 768 KiB), D over the block's pixels in register
-// tiles of tile_k x tile_p (vectorized) accumulators over the (c4, r, s)
-// loops, then the block's output rows with the epilogue.
+// rows (all of them where D's scratch stays under 768 KiB), D over the
+// block's pixels in register tiles of tile_k x tile_p (vectorized)
+// accumulators over the (c4, r, s) loops, then the block's output rows with
+// the epilogue.
 #include <algorithm>
 
 #include "base/str.h"
@@ -177,8 +178,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         return acc({i[0], i[1], i[2]});
       },
       i32);
-  Expr z = Cast(i32, xz);
-  if (signed_x) z = z + IntImm(128, i32);
+  const Expr z = UnsignedZeroPoint(XZ, signed_x);
   te::Tensor out = te::Compute(
       "out", sig->output.shape,
       [&](const std::vector<Var>& i) {

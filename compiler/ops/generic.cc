@@ -602,4 +602,8 @@ const GenericOp* FindGenericOp(const std::string& name) {
   return nullptr;
 }
 
+bool HasOwnComputeType(const Workload& w) {
+  return w.op == "qadd" || ((w.op == "matmul" || w.op == "conv") && w.IntOr("zp", 0) != 0);
+}
+
 }  // namespace kiln::compiler::ops

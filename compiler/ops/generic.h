@@ -81,5 +81,10 @@ struct GenericOp {
 
 // nullptr for an op name that is not a generic operator.
 const GenericOp* FindGenericOp(const std::string& name);
+// Whether generic workload w computes in a type of its own, whatever its
+// kernel's output dtype (so an epilogue may convert it): the integer matmul
+// and conv with zero points (int32, as ONNX defines them) and qadd (float32).
+// Every other generic op computes in its output's dtype.
+bool HasOwnComputeType(const Workload& w);
 
 }  // namespace kiln::compiler::ops

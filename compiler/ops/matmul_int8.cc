@@ -44,12 +44,9 @@ Dims DimsOf(const Workload& w) {
   return {a[r - 2], b[r - 1], a[r - 1], (a[r - 1] + 3) / 4, r};
 }
 
-// The lanes of one int32 vector register.
-int64_t Lanes(const Target& t) { return t.NativeVectorLanes(); }
-
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
-  const int64_t L = Lanes(t);
+  const int64_t L = t.NativeVectorLanes();
   std::vector<Knob> k;
   k.push_back({"tile_m", UpTo({1, 2, 4, 6, 8, 12}, d.M)});
   // Columns per tile: whole vectors (a last partial panel is zero-padded).
@@ -81,7 +78,7 @@ Config Default(const Workload& w, const Target& t) {
   Config c;
   // 6 rows x 4 vectors: 24 accumulators beside 4 B vectors and a broadcast
   // in 32 registers (AVX-512); half the columns with 16 registers.
-  c["tile_n"] = Pick(k[1].choices, (t.NumVectorRegisters() >= 32 ? 4 : 2) * Lanes(t));
+  c["tile_n"] = Pick(k[1].choices, (t.NumVectorRegisters() >= 32 ? 4 : 2) * t.NativeVectorLanes());
   c["tile_m"] = Pick(k[0].choices, 6);
   c["tile_k"] = Pick(k[2].choices, 4);
   c["n_outer"] = d.N > d.M ? 1 : 0;
@@ -152,9 +149,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         return te::Sum(Call(i32, dot, {a4(i[0], rk.var), bv}), {rk});
       },
       i32);
-  // az' (the zero point as uint8: + 128 for int8) times the column sum.
-  Expr az = Cast(i32, AZ(std::vector<Expr>(AZ->shape.size(), IntImm(0))));
-  if (signed_a) az = az + IntImm(128, i32);
+  // az' (the zero point as uint8) times the column sum.
+  const Expr az = UnsignedZeroPoint(AZ, signed_a);
   const std::vector<int64_t>& out_shape = sig->output.shape;
   te::Tensor out = te::Compute(
       "out", out_shape,

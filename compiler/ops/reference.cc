@@ -293,11 +293,10 @@ absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> i
     ins.insert(ins.end(), inputs.begin() + static_cast<ptrdiff_t>(n_op), inputs.end());
     return InterpretWorkload(e, ins, output);
   }
-  // The template's computes, interpreted: the op's definition. The int8
-  // matmul's and conv's templates pack bytes and multiply them in groups of
-  // four, so the generic op's compute stands in for them.
-  if (ops::Int8MatMul(w) || ops::Int8Conv(w)) {
-    const ops::OpTemplate* generic = ops::GenericTemplate(w.op);
+  // The op's computes, interpreted: its definition. A generic op's by the
+  // generic template whatever template schedules it (the int8 matmul's and
+  // conv's own pack bytes and multiply them in groups of four).
+  if (const ops::OpTemplate* generic = ops::GenericTemplate(w.op)) {
     auto built = generic->build(w, Target::Host(), generic->default_config(w, Target::Host()));
     if (!built.ok()) return built.status();
     return ops::Interpret(built->args, inputs, output);
