@@ -1284,23 +1284,26 @@ def resnet18_int8():
     (compiler/ops/conv_int8.cc) from the dequantized activations and
     weights. Within 2 output steps of onnxruntime (its own runs with and
     without graph optimizations differ by up to 2 on ResNet-50)."""
-    m = quantize(resnet18(), dynamic=False)
-    return Case(m, resnet18().feeds, rtol=0, atol=0, abs_tol=2.01 * output_step(m))
+    f = resnet18()
+    m = quantize(f, dynamic=False)
+    return Case(m, f.feeds, rtol=0, atol=0, abs_tol=2.01 * output_step(m))
 
 
 def mobilenet_v2_int8():
     """MobileNetV2 statically quantized (QDQ): depthwise layers, so every
     quantize/dequantize pair is computed in float in the epilogue before it.
     Within 8 output steps (onnxruntime's own two runs differ by 6)."""
-    m = quantize(mobilenet_v2(), dynamic=False)
-    return Case(m, mobilenet_v2().feeds, rtol=0, atol=0, abs_tol=8.01 * output_step(m))
+    f = mobilenet_v2()
+    m = quantize(f, dynamic=False)
+    return Case(m, f.feeds, rtol=0, atol=0, abs_tol=8.01 * output_step(m))
 
 
 def bert_layer_int8():
     """The BERT-base layer dynamically quantized: its weight MatMuls are
     integer matmuls (compiler/ops/matmul_int8.cc), exact; the float parts
     around them move the dynamically quantized inputs by a step at times."""
-    return Case(quantize(bert_layer(), dynamic=True), bert_layer().feeds, rtol=0, atol=3e-3)
+    f = bert_layer()
+    return Case(quantize(f, dynamic=True), f.feeds, rtol=0, atol=3e-3)
 
 
 MODELS = {f.__name__: f for f in [
