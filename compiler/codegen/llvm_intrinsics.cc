@@ -140,7 +140,7 @@ llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::s
   // Lanes that no register width divides (a 7-pixel row): widened to the
   // next multiple of 4, 8 or 16 with poison lanes, then narrowed back.
   const int wide = lanes < 4 ? 4 : lanes < 8 ? 8 : (lanes + 15) / 16 * 16;
-  if (lanes % 4 != 0 && wide != lanes) {
+  if (lanes % 4 != 0) {
     std::vector<int> grow, shrink;
     for (int l = 0; l < wide; ++l) grow.push_back(l < lanes ? l : -1);
     for (int l = 0; l < lanes; ++l) shrink.push_back(l);
