@@ -63,6 +63,37 @@ std::vector<Knob> GpuThreadKnobs(const std::vector<int64_t>& shape) {
   return {{"threads", UpTo({32, 64, 128, 256, 512}, n)}};
 }
 
+std::optional<Workload> FlatElementwise(const Workload& w, const std::vector<std::string>& inputs) {
+  if (!w.prologue.empty()) return std::nullopt;
+  const std::vector<int64_t>& shape = w.Ints("shape");
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  int64_t cols = 0;
+  for (int64_t c = 4096; c >= 256; c -= 64) {
+    if (total % c == 0 && total / c >= 2) {
+      cols = c;
+      break;
+    }
+  }
+  if (cols == 0) return std::nullopt;
+  const std::vector<int64_t> flat = {total / cols, cols};
+  // A shape of the output's, or of one element: now of the flat rank.
+  auto refit = [&](std::vector<int64_t>& s) {
+    if (s != shape && !OneElement(s)) return false;
+    s = s == shape ? flat : std::vector<int64_t>{1, 1};
+    return true;
+  };
+  Workload v = w;
+  for (const std::string& key : inputs) {
+    if (!v.ints.count(key) || !refit(v.ints[key])) return std::nullopt;
+  }
+  for (EpilogueOp& e : v.epilogue) {
+    if (e.HasOperand() && !refit(e.operand_shape)) return std::nullopt;
+  }
+  v.ints["shape"] = flat;
+  return v;
+}
+
 void ParallelOverAxes(te::Schedule& s, const te::Tensor& out, int n) {
   te::IterVar outer = s.Axis(out, 0);
   for (int d = 1; d < n; ++d) outer = s.Fuse(out, outer, s.Axis(out, d));

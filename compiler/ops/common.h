@@ -1,4 +1,6 @@
 #pragma once
+
+#include <optional>
 // Shared pieces of the operator templates (internal to compiler/ops).
 
 #include <cstdint>
@@ -110,6 +112,15 @@ absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Co
 std::vector<Knob> OutputLoopKnobs(const std::vector<int64_t>& shape, const Target& t,
                                   bool vectorizable);
 Config OutputLoopDefault(const std::vector<int64_t>& shape, const Target& t, bool vectorizable);
+// An elementwise kernel's workload w as one over [rows, cols]: its output,
+// its inputs named by `inputs` (ints keys of shapes) and its epilogue
+// operands each either of the output's shape, all contiguous alike, or one
+// element, so that the loops run along rows of `cols` elements (a multiple
+// of 64; up to 4096) instead of the tensor's last axis (7 elements in a 7x7
+// image: a vector and a parallel task per 7 elements). The kernel's
+// arguments are the same buffers. nullopt where some operand is neither, w
+// has prologues, or its size has no such divisor.
+std::optional<Workload> FlatElementwise(const Workload& w, const std::vector<std::string>& inputs);
 // The `parallel` knob's schedule: the output's axes [0, n) fused into one
 // loop that runs in parallel (n >= 1).
 void ParallelOverAxes(te::Schedule& s, const te::Tensor& out, int n);

@@ -141,12 +141,16 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
       i32);
   te::Tensor Wp = te::Placeholder("W_packed", Wp_of->shape, i32);
   // The input: 4 channels per int32, padded with xz, by stride phase.
+  // Stored as rows of PW2 (so that the pack's conditions compare one loop
+  // variable with constants, which PartitionSelects splits off: the
+  // interior rows copy without selects or clamps, and vectorize) and read
+  // as the flat row-major image, row 0 with the flat index.
   te::Tensor xp = te::Compute(
-      "xpack", {d.N, d.C4, d.sh * d.sw, flat},
+      "xpack", {d.N, d.C4, d.sh * d.sw, flat / d.PW2, d.PW2},
       [&](const std::vector<Var>& i) {
         Expr a = FloorDiv(i[2], IntImm(d.sw)), b = FloorMod(i[2], IntImm(d.sw));
-        Expr ih = FloorDiv(i[3], IntImm(d.PW2)) * IntImm(d.sh) + a - IntImm(d.ph);
-        Expr iw = FloorMod(i[3], IntImm(d.PW2)) * IntImm(d.sw) + b - IntImm(d.pw);
+        Expr ih = i[3] * IntImm(d.sh) + a - IntImm(d.ph);
+        Expr iw = i[4] * IntImm(d.sw) + b - IntImm(d.pw);
         Expr inside = ih >= IntImm(0) && ih < IntImm(d.H) && iw >= IntImm(0) && iw < IntImm(d.W);
         Expr v = PackBytes4([&](int j) {
           Expr ch = i[1] * IntImm(4) + IntImm(j);
@@ -167,7 +171,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         Expr at =
             i[2] + FloorDiv(rr.var, IntImm(d.sh)) * IntImm(d.PW2) + FloorDiv(rs.var, IntImm(d.sw));
         Expr row = (rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var;
-        return te::Sum(Call(i32, dot, {xp({i[0], rc.var, phase, at}), Wp({row, i[1]})}),
+        return te::Sum(Call(i32, dot, {xp({i[0], rc.var, phase, IntImm(0), at}), Wp({row, i[1]})}),
                        {rc, rr, rs});
       },
       i32);

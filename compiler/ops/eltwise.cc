@@ -10,12 +10,19 @@ namespace kiln::compiler::ops {
 namespace {
 using namespace ir;
 
+// The CPU loops: over rows of the flattened tensor where the input is not
+// broadcast (FlatElementwise).
+Workload Loops(const Workload& w) {
+  auto flat = FlatElementwise(w, {"in_shape"});
+  return flat ? *std::move(flat) : w;
+}
+
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
-  return OutputLoopKnobs(w.Ints("shape"), t, true);
+  return OutputLoopKnobs(Loops(w).Ints("shape"), t, true);
 }
 
 Config Default(const Workload& w, const Target& t) {
-  return OutputLoopDefault(w.Ints("shape"), t, true);
+  return OutputLoopDefault(Loops(w).Ints("shape"), t, true);
 }
 
 absl::Status Check(const Workload&, const Target&, const Config&) { return absl::OkStatus(); }
@@ -48,7 +55,7 @@ absl::StatusOr<Built> Computes(const Workload& w, std::vector<int64_t>& shape) {
 
 absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   std::vector<int64_t> shape;
-  auto built = Computes(w, shape);
+  auto built = Computes(Loops(w), shape);
   if (!built.ok()) return built.status();
   Built b = *std::move(built);
   te::Schedule& s = *b.schedule;

@@ -572,7 +572,7 @@ const GenericOp kOps[] = {
     {"lrn", Pattern::kReduction, LrnOp},
     {"quantize", Pattern::kInjective, QuantizeOp},
     {"dequantize", Pattern::kInjective, DequantizeOp},
-    {"qadd", Pattern::kInjective, QAddOp},
+    {"qadd", Pattern::kInjective, QAddOp, /*elementwise=*/true},
 };
 
 }  // namespace

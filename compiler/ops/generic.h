@@ -77,6 +77,10 @@ struct GenericOp {
   // The op's output from its input placeholders (may create intermediate
   // computes); INVALID_ARGUMENT for attributes that do not fit the shapes.
   absl::StatusOr<te::Tensor> (*compute)(const Workload& w, const std::vector<te::Tensor>& in);
+  // Every output element reads its inputs of the output's shape at its own
+  // index (and the others whole): the CPU loops may run over the tensors
+  // flattened (FlatElementwise).
+  bool elementwise = false;
 };
 
 // nullptr for an op name that is not a generic operator.

@@ -54,7 +54,19 @@ int MovedLastAxis(const Workload& w) {
   return -1;
 }
 
-std::vector<Knob> Knobs(const Workload& w, const Target& t) {
+// The CPU loops of an elementwise op: over rows of the flattened tensors
+// (FlatElementwise).
+Workload Loops(const Workload& w) {
+  const GenericOp* op = FindGenericOp(w.op);
+  if (!op || !op->elementwise) return w;
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < NumOpInputs(w); ++i) inputs.push_back(StrCat("in", i));
+  auto flat = FlatElementwise(w, inputs);
+  return flat ? *std::move(flat) : w;
+}
+
+std::vector<Knob> Knobs(const Workload& wl, const Target& t) {
+  const Workload w = Loops(wl);
   std::vector<Knob> k = OutputLoopKnobs(w.Ints("shape"), t, Vectorizable(w));
   // tr_tile: a transpose that moves the input's last axis copies tiles of
   // that many of its elements (contiguous reads) for each element of the
@@ -75,7 +87,8 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   return k;
 }
 
-Config Default(const Workload& w, const Target& t) {
+Config Default(const Workload& wl, const Target& t) {
+  const Workload w = Loops(wl);
   Config c = OutputLoopDefault(w.Ints("shape"), t, Vectorizable(w));
   const std::vector<Knob> k = Knobs(w, t);
   if (k.back().name == "rvec") {
@@ -187,7 +200,8 @@ absl::StatusOr<Built> Computes(const Workload& w, int64_t reduce_lanes = 1) {
   return b;
 }
 
-absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
+absl::StatusOr<Built> Build(const Workload& wl, const Target&, const Config& c) {
+  const Workload w = Loops(wl);
   auto built = Computes(w, c.count("rvec") ? c.at("rvec") : 1);
   if (!built.ok()) return built.status();
   Built b = *std::move(built);

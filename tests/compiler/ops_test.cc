@@ -10,6 +10,7 @@
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/kernel.h"
+#include "compiler/ops/common.h"
 #include "compiler/ops/lower_workload.h"
 #include "tests/compiler/kernel_check.h"
 
@@ -255,6 +256,56 @@ TEST(OpsLower, PaddedConvInnerLoopIsVectorized) {
   } v;
   v.VisitStmt(f->body);
   EXPECT_GE(v.vector_stores, 3) << ir::ToText(*f);  // init, update, output
+}
+
+// The int8 conv's input pack (conv_int8.cc) stored as rows whose padding
+// conditions PartitionSelects splits off: the interior rows copy without
+// selects (LLVM vectorizes them), the border stores the zero point.
+TEST(OpsLower, Int8ConvPackInteriorHasNoSelects) {
+  Workload w = ParseWorkload(
+      "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,16,14,14;in1=16,16,3,3;in2=1;pads=1,1;"
+      "shape=1,16,14,14;strides=1,1;transposed=0;zp=2)");
+  auto f = LowerWorkload(w, *DefaultConfig(w, Avx2()), Avx2(), "k", {});
+  ASSERT_TRUE(f.ok()) << f.status();
+  struct V : ir::StmtVisitor {
+    int plain = 0, selected = 0;
+    void VisitBufferStore(const ir::BufferStoreNode* op) override {
+      if (op->buffer->name == "xpack") {
+        struct S : ir::ExprVisitor {
+          bool found = false;
+          void VisitSelect(const ir::SelectNode* n) override {
+            found = true;
+            ExprVisitor::VisitSelect(n);
+          }
+        } sel;
+        sel.VisitExpr(op->value);
+        ++(sel.found ? selected : plain);
+      }
+      StmtVisitor::VisitBufferStore(op);
+    }
+  } v;
+  v.VisitStmt(f->body);
+  EXPECT_GE(v.plain, 3) << ir::ToText(*f);
+  EXPECT_EQ(v.selected, 0) << ir::ToText(*f);
+}
+
+// Elementwise kernels over tensors of short rows (ResNet-50's 7x7 residual
+// adds) loop over the flattened tensor in whole vectors; a broadcast input
+// keeps the output's last axis.
+TEST(OpsKnobs, ElementwiseLoopsRunOverTheFlattenedTensor) {
+  Workload q = ParseWorkload(
+      "qadd(dtypes=2,2,1,2,1,2,1;in0=1,2048,7,7;in1=1,2048,7,7;in2=1;in3=1;in4=1;in5=1;"
+      "shape=1,2048,7,7)");
+  auto flat = ops::FlatElementwise(q, {"in0", "in1", "in2", "in3", "in4", "in5"});
+  ASSERT_TRUE(flat.has_value());
+  EXPECT_EQ(flat->Ints("shape"), (std::vector<int64_t>{28, 3584}));
+  EXPECT_EQ(flat->Ints("in2"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(DefaultConfig(q, Avx2())->at("vec"), 8);
+  Workload e = ParseWorkload("eltwise(in_shape=1,64,7,7;shape=1,64,7,7)|add:1,64,1,1|relu");
+  EXPECT_FALSE(ops::FlatElementwise(e, {"in_shape"}).has_value());  // a per-channel operand
+  EXPECT_EQ(DefaultConfig(e, Avx2())->at("vec"), 7);
+  Workload r = ParseWorkload("eltwise(in_shape=1,64,7,7;shape=1,64,7,7)|add:1,1,1,1|relu");
+  EXPECT_EQ(ops::FlatElementwise(r, {"in_shape"})->Ints("shape"), (std::vector<int64_t>{7, 448}));
 }
 
 }  // namespace
