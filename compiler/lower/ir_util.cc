@@ -115,9 +115,38 @@ void Accumulate(const Expr& e, int64_t scale, LinearForm* f) {
 }
 }  // namespace
 
+namespace {
+// m * c * floordiv(x, m) + c * floormod(x, m) is c * x: the indices of a
+// fused loop (fused / extent, fused % extent) flattened back into a row-major
+// address are the fused variable again, a contiguous run that vectorizes.
+bool FoldDivModPair(LinearForm* f) {
+  for (size_t i = 0; i < f->terms.size(); ++i) {
+    const auto* d = f->terms[i].first.as<FloorDivNode>();
+    auto m = d ? AsConstInt(d->b) : std::nullopt;
+    if (!m || *m <= 0) continue;
+    for (size_t j = 0; j < f->terms.size(); ++j) {
+      const auto* r = f->terms[j].first.as<FloorModNode>();
+      const int64_t c = f->terms[j].second;
+      if (!r || f->terms[i].second != c * *m || AsConstInt(r->b) != m ||
+          !StructuralEqual(r->a, d->a)) {
+        continue;
+      }
+      const Expr x = d->a;
+      f->terms.erase(f->terms.begin() + static_cast<ptrdiff_t>(std::max(i, j)));
+      f->terms.erase(f->terms.begin() + static_cast<ptrdiff_t>(std::min(i, j)));
+      Accumulate(x, c, f);
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 LinearForm ToLinear(const Expr& e) {
   LinearForm f;
   Accumulate(e, 1, &f);
+  while (FoldDivModPair(&f)) {
+  }
   return f;
 }
 

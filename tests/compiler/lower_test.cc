@@ -33,6 +33,15 @@ TEST(Simplify, Rules) {
   EXPECT_EQ(ToText(Simplify(x < IntImm(4), r)), ToText(IntImm(1, DataType::Bool())));
   EXPECT_EQ(ToText(Simplify(FloorDiv(y * IntImm(4) + x, IntImm(4)), r)), "y");
   EXPECT_EQ(ToText(Simplify(FloorMod(y * IntImm(4) + x, IntImm(4)), r)), "x");
+  // A fused loop's indices flattened back: m * (f / m) + f % m is f, also
+  // scaled and beside other terms; other pairs are left alone.
+  Expr f = x + y * IntImm(16);
+  EXPECT_EQ(ToText(Simplify(FloorDiv(f, IntImm(56)) * IntImm(56) + FloorMod(f, IntImm(56)))),
+            ToText(Simplify(f)));
+  EXPECT_EQ(ToText(Simplify(IntImm(7) + FloorDiv(x, IntImm(14)) * IntImm(28) +
+                            FloorMod(x, IntImm(14)) * IntImm(2))),
+            "x*2 + 7");
+  EXPECT_NE(ToText(Simplify(FloorDiv(x, IntImm(14)) * IntImm(13) + FloorMod(x, IntImm(14)))), "x");
 }
 
 TEST(Simplify, LoopsOfExtentOneAndZero) {
