@@ -409,20 +409,29 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
     std::string().swap(*t->mutable_raw_data());
   }
   // Integer convolutions (and adds of their bytes) where no quantized
-  // grouped (depthwise) Conv sits among them: those compute in float (no int8 depthwise template
-  // yet), and a network that alternates the two (MobileNetV2) ran 2x slower mixed than all in
-  // float, each side converting the other's layout.
-  std::unordered_set<std::string> dequantized;
+  // grouped Conv other than a depthwise one sits among them: those compute
+  // in float, and a network that alternates the two (MobileNetV2 before its
+  // depthwise layers were integer) ran 2x slower mixed than all in float,
+  // each side converting the other's layout.
+  std::unordered_map<std::string, std::string> dequantized;  // output -> quantized input
   for (const auto& node : graph.node()) {
-    if (node.op_type() == "DequantizeLinear" && node.output_size() > 0) {
-      dequantized.insert(node.output(0));
+    if (node.op_type() == "DequantizeLinear" && node.output_size() > 0 && node.input_size() > 0) {
+      dequantized[node.output(0)] = node.input(0);
     }
   }
+  std::unordered_map<std::string, const onnx::TensorProto*> weights;
+  for (const auto& t : graph.initializer()) weights[t.name()] = &t;
   for (const auto& node : graph.node()) {
-    if (node.op_type() == "Conv" && AttrInt(node, "group", 1) != 1 && node.input_size() > 0 &&
-        dequantized.count(node.input(0))) {
-      integer_cnn_ = false;
+    const int64_t groups = AttrInt(node, "group", 1);
+    if (node.op_type() != "Conv" || groups == 1 || node.input_size() < 2 ||
+        !dequantized.count(node.input(0))) {
+      continue;
     }
+    auto dw = dequantized.find(node.input(1));
+    auto t = dw == dequantized.end() ? weights.end() : weights.find(dw->second);
+    const bool depthwise = t != weights.end() && t->second->dims_size() == 4 &&
+                           t->second->dims(0) == groups && t->second->dims(1) == 1;
+    if (!depthwise) integer_cnn_ = false;
   }
   for (int i : *order) {
     if (auto s = ImportChecked(graph.node(i)); !s.ok()) return s;

@@ -117,7 +117,11 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
   if (!integer_cnn_ || dx == dequantized_.end() || dw == dequantized_.end()) return false;
   const Dequantized &qx = dx->second, &qw = dw->second;
   const DType xd = V(qx.q).dtype;
-  if (groups != 1 || dilation != Shape{1, 1} || out.size() != 4 ||
+  // One group, or one per channel (depthwise: weights [K, 1, R, S], K = C).
+  const Shape& ws = V(qw.q).shape;
+  const bool depthwise = ws.size() == 4 && ws[1] == 1 && groups == ws[0] &&
+                         V(qx.q).shape.size() == 4 && V(qx.q).shape[1] == groups;
+  if ((groups != 1 && !depthwise) || dilation != Shape{1, 1} || out.size() != 4 ||
       (xd != DType::kUInt8 && xd != DType::kInt8) || V(qx.q).shape.size() != 4 ||
       !V(qx.s).IsConstant() || V(qx.s).NumElements() != 1 ||
       (qx.zp >= 0 && V(qx.zp).NumElements() != 1) || !V(qw.q).IsConstant() ||
@@ -132,7 +136,7 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
                      {{"strides", stride},
                       {"dilations", dilation},
                       {"pads", {pads[0], pads[1]}},
-                      {"group", {1}},
+                      {"group", {groups}},
                       {"transposed", {0}},
                       {"zp", {2}}});
   if (!acc.ok()) return acc.status();

@@ -98,6 +98,11 @@ const OpTemplate* Int8MatMulTemplate();
 // only (zp=2), one group, no dilation, no bias (conv_int8.cc).
 bool Int8Conv(const Workload& w);
 const OpTemplate* Int8ConvTemplate();
+// The generic depthwise conv (group = C = K, weights [C, 1, R, S]) of
+// uint8/int8 x by int8 weights with x's zero point only (zp=2), no
+// dilation, no bias (conv_int8_depthwise.cc).
+bool Int8DepthwiseConv(const Workload& w);
+const OpTemplate* Int8DepthwiseConvTemplate();
 // Every other op: the generic operators of compiler/ops/generic.h; nullptr
 // for an unknown name.
 const OpTemplate* GenericTemplate(const std::string& op);

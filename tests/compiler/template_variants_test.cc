@@ -191,6 +191,34 @@ TEST(OpsNumeric, Int8ConvMatchesReferenceExactly) {
   }
 }
 
+// The int8 depthwise conv (conv_int8_depthwise.cc: exact sums in float32
+// lanes): uint8 and int8 x with a random zero point (the padding's value),
+// 3x3 padded at stride 1 and 2, 5x5, rows narrower than a vector and wider
+// ones with a partial last vector, a float epilogue that starts with the
+// conversion and an int32 output without one; every config, exactly against
+// the reference.
+TEST(OpsNumeric, Int8DepthwiseConvMatchesReferenceExactly) {
+  std::mt19937 rng(17);
+  int checked = 0;
+  for (const char* s :
+       {"conv(dilations=1,1;dtypes=2,3,2,6;group=6;in0=1,6,9,10;in1=6,1,3,3;in2=1;pads=1,1;"
+        "shape=1,6,9,10;strides=1,1;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=3,3,3,6;group=8;in0=2,8,23,21;in1=8,1,3,3;in2=1;pads=1,1;"
+        "shape=2,8,12,11;strides=2,2;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=2,3,2,1;group=5;in0=1,5,20,37;in1=5,1,5,5;in2=1;pads=2,2;"
+        "shape=1,5,20,37;strides=1,1;transposed=0;zp=2)|u:cast:1|u:scale:0.25,1"}) {
+    Workload w = ParseWorkload(s);
+    ASSERT_TRUE(ops::Int8DepthwiseConv(w)) << s;
+    ASSERT_FALSE(ops::Int8Conv(w)) << s;
+    checked += CheckRandomConfigs(w, Target::Host(), rng, 8, 4, s);
+  }
+  EXPECT_GT(checked, 6);
+  // A multiplier of 2 (K = 2C) is not depthwise.
+  EXPECT_FALSE(ops::Int8DepthwiseConv(
+      ParseWorkload("conv(dilations=1,1;dtypes=2,3,2,6;group=4;in0=1,4,9,10;in1=8,1,3,3;in2=1;"
+                    "pads=1,1;shape=1,8,9,10;strides=1,1;transposed=0;zp=2)")));
+}
+
 // The int8 matmul (matmul_int8.cc: dot4 products of packed bytes, vpdpbusd
 // where the host has VNNI): uint8 and int8 A over the whole byte range with
 // a random zero point, K and N that the 4-byte groups and the vector panels

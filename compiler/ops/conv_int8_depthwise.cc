@@ -1,0 +1,180 @@
+// The depthwise 2-D convolution of 8-bit integers: the Conv of a QDQ graph
+// whose groups are its channels (compiler/frontend/onnx_linalg_ops.cc: op
+// "conv", zp=2, group = C = K, the weights already shifted into int8, no
+// dilation, no bias). out[n][c][oh][ow] = sum_{r,s} (x[n][c][ih][iw] - xz) *
+// w[c][0][r][s], exactly, in int32.
+//
+// A depthwise layer does R*S multiply-adds per output value, too few for
+// the 4-byte dot products of conv_int8.cc, and it is bound by memory. It
+// computes in float32 lanes, exactly: every product is an integer of at most
+// 255 * 128 in magnitude, and a sum of fewer than 2^24 / (255 * 128) = 513
+// of them is an integer below 2^24, which float32 holds exactly (Check
+// refuses larger kernels).
+//
+//   xpad[n][c][y][x] = float(x[n][c][y - ph][x - pw] - xz)   (0 in the padding)
+//   out[n][c][oh][ow] = epilogue(sum_{r,s} xpad[n][c][oh*sh + r][ow*sw + s]
+//                                          * wf[c][r*S + s])
+//
+// wf: the weights as float32, packed once (Built::packs). Schedule: per
+// channel (in parallel), its padded plane (rows PartitionSelects splits into
+// border and interior), then the output rows in vectors along ow with the
+// R*S taps unrolled (stride-2 reads: one wide load and a shuffle).
+#include <algorithm>
+
+#include "base/str.h"
+#include "compiler/ops/common.h"
+#include "compiler/ops/elementwise.h"
+
+namespace kiln::compiler::ops {
+using namespace ir;
+
+namespace {
+
+struct Dims {
+  int64_t N, C, H, W, R, S, OH, OW, sh, sw, ph, pw;
+};
+
+Dims DimsOf(const Workload& w) {
+  auto sig = w.Signature();
+  const auto& x = sig->inputs[0].shape;
+  const auto& wt = sig->inputs[1].shape;
+  const auto& o = sig->output.shape;
+  const auto& st = w.Ints("strides");
+  const auto& pads = w.Ints("pads");
+  return {x[0], x[1], x[2], x[3], wt[2], wt[3], o[2], o[3], st[0], st[1], pads[0], pads[1]};
+}
+
+// Lanes per vector along ow: the native width, or the row where it is
+// narrower.
+int64_t Lanes(const Dims& d, const Target& t) {
+  return std::min<int64_t>(t.NativeVectorLanes(), d.OW);
+}
+
+std::vector<Knob> Knobs(const Workload& w, const Target&) {
+  const Dims d = DimsOf(w);
+  std::vector<Knob> k;
+  k.push_back({"unroll_taps", {0, 1}});
+  k.push_back({"parallel", {0}});
+  if (d.N * d.C > 1) k.back().choices.push_back(1);
+  return k;
+}
+
+absl::Status Check(const Workload& w, const Target&, const Config&) {
+  const Dims d = DimsOf(w);
+  if (d.R * d.S >= 513) {
+    return absl::InvalidArgumentError(
+        StrCat("depthwise conv int8: a ", d.R, "x", d.S,
+               " kernel's sums may exceed float32's exact integers (at most 512 taps)"));
+  }
+  return absl::OkStatus();
+}
+
+Config Default(const Workload& w, const Target& t) {
+  const Dims d = DimsOf(w);
+  Config c;
+  c["unroll_taps"] = d.R * d.S <= 25 ? 1 : 0;
+  c["parallel"] = Knobs(w, t)[1].choices.size() > 1 && d.C * d.OH * d.OW >= 16384 ? 1 : 0;
+  return c;
+}
+
+absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c) {
+  if (auto s = Check(w, t, c); !s.ok()) return s;
+  const Dims d = DimsOf(w);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  const DataType f32 = DataType::Float32();
+  te::Tensor X = TypedPlaceholder(w, 0, "X");
+  te::Tensor Wt = TypedPlaceholder(w, 1, "W");
+  te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
+  auto eps = EpilogueOperands(w);
+  const Expr xz = Cast(f32, XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0))));
+  te::Tensor wf_of = te::Compute(
+      "wpack", {d.C, d.R * d.S},
+      [&](const std::vector<Var>& i) {
+        return Cast(
+            f32, Wt({i[0], IntImm(0), FloorDiv(i[1], IntImm(d.S)), FloorMod(i[1], IntImm(d.S))}));
+      },
+      f32);
+  te::Tensor wf = te::Placeholder("W_packed", wf_of->shape, f32);
+  // The padded plane, as wide as whole vectors of output columns read.
+  const int64_t L = Lanes(d, t), tiles = (d.OW + L - 1) / L;
+  const int64_t PH = (d.OH - 1) * d.sh + d.R, PW = (tiles * L - 1) * d.sw + d.S;
+  te::Tensor xpad = te::Compute(
+      "xpad", {d.N, d.C, PH, PW},
+      [&](const std::vector<Var>& i) {
+        Expr ih = i[2] - IntImm(d.ph), iw = i[3] - IntImm(d.pw);
+        Expr inside = ih >= IntImm(0) && ih < IntImm(d.H) && iw >= IntImm(0) && iw < IntImm(d.W);
+        Expr x = X({i[0], i[1], Min(Max(ih, IntImm(0)), IntImm(d.H - 1)),
+                    Min(Max(iw, IntImm(0)), IntImm(d.W - 1))});
+        return Select(inside, Cast(f32, x) - xz, FloatImm(0.0, f32));
+      },
+      f32);
+  IterRange rr = te::ReduceAxis(d.R, "rr"), rs = te::ReduceAxis(d.S, "rs");
+  te::Tensor acc = te::Compute(
+      "acc", {d.N, d.C, d.OH, tiles * L},
+      [&](const std::vector<Var>& i) {
+        Expr tap = xpad({i[0], i[1], i[2] * IntImm(d.sh) + rr.var, i[3] * IntImm(d.sw) + rs.var});
+        return te::Sum(tap * wf({i[1], rr.var * IntImm(d.S) + rs.var}), {rr, rs});
+      },
+      f32);
+  // The sums are whole numbers: an epilogue that starts by converting them
+  // to float32 (a QDQ graph's) takes them as they are (the float -> int32
+  // conversion saturates, which x86 does one lane at a time).
+  const bool to_float = !w.epilogue.empty() && w.epilogue[0].kind == EpilogueKind::kUnary &&
+                        w.epilogue[0].fn == "cast" && w.epilogue[0].params.size() == 1 &&
+                        static_cast<DType>(w.epilogue[0].params[0]) == DType::kFloat32;
+  te::Tensor out = te::Compute(
+      "out", sig->output.shape,
+      [&](const std::vector<Var>& i) {
+        Expr sum = acc({i[0], i[1], i[2], i[3]});
+        return ApplyEpilogue(w, to_float ? sum : Cast(DataType::Int32(), sum), i, eps);
+      },
+      IrType(sig->output.dtype));
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  te::IterVar nc = s.Fuse(out, s.Axis(out, 0), s.Axis(out, 1));
+  te::IterVar oh = s.Axis(out, 2);
+  auto [owo, owi] = s.Split(out, s.Axis(out, 3), L);
+  s.Vectorize(out, owi);
+  if (c.at("parallel")) s.Parallel(out, nc);
+  s.ComputeAt(xpad, out, nc);
+  s.ComputeAt(acc, out, owo);
+  te::IterVar a_ow = s.Axis(acc, 3);
+  te::IterVar a_r = s.ReduceAxisOf(acc, 0), a_s = s.ReduceAxisOf(acc, 1);
+  s.Reorder(acc, {a_r, a_s, a_ow});
+  s.Vectorize(acc, a_ow);
+  if (c.at("unroll_taps")) {
+    s.Unroll(acc, a_r);
+    s.Unroll(acc, a_s);
+  }
+  (void)oh;
+  b.SetArgs({X, wf, XZ}, eps, out);
+  b.packs.push_back({1, Wt, wf_of});
+  return b;
+}
+
+}  // namespace
+
+bool Int8DepthwiseConv(const Workload& w) {
+  if (w.op != "conv" || w.IntOr("zp", 0) != 2 || w.IntOr("transposed", 0) != 0 ||
+      w.IntOr("has_bias", 0) != 0 || !w.prologue.empty() || !w.ints.count("dilations") ||
+      w.Ints("dilations") != std::vector<int64_t>{1, 1}) {
+    return false;
+  }
+  auto sig = w.Signature();
+  if (!sig.ok() || sig->inputs.size() < 3) return false;
+  const auto& x = sig->inputs[0];
+  const auto& wt = sig->inputs[1];
+  return (x.dtype == DType::kUInt8 || x.dtype == DType::kInt8) && x.shape.size() == 4 &&
+         wt.dtype == DType::kInt8 && wt.shape.size() == 4 && wt.shape[1] == 1 &&
+         w.IntOr("group", 1) == x.shape[1] && wt.shape[0] == x.shape[1] &&
+         sig->inputs[2].NumElements() == 1;
+}
+
+const OpTemplate* Int8DepthwiseConvTemplate() {
+  static const OpTemplate t{Knobs, Default, Check, Build};
+  return &t;
+}
+
+}  // namespace kiln::compiler::ops
