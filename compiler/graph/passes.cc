@@ -518,11 +518,59 @@ void PlanLayouts(Graph& g) {
   }
 }
 
+void FoldRequantScales(Graph& g) {
+  for (Node& n : g.nodes) {
+    if (n.kind != NodeKind::kCompute) continue;
+    std::vector<EpilogueOp>& ep = n.workload.epilogue;
+    // The input index of each epilogue op's operand (-1: none).
+    std::vector<int> operand(ep.size(), -1);
+    int next = static_cast<int>(OpInputs(n));
+    for (size_t i = 0; i < ep.size(); ++i) {
+      if (ep[i].HasOperand()) operand[i] = next++;
+    }
+    auto constant = [&](size_t i) -> const Value* {
+      if (operand[i] < 0) return nullptr;
+      const Value& v = g.values[n.inputs[static_cast<size_t>(operand[i])]];
+      return v.IsConstant() && v.dtype == DType::kFloat32 ? &v : nullptr;
+    };
+    for (size_t i = 0; i < ep.size(); ++i) {
+      if (ep[i].kind != EpilogueKind::kMul || !constant(i)) continue;
+      size_t j = i + 1;
+      const bool add = j < ep.size() && ep[j].kind == EpilogueKind::kAdd && constant(j);
+      if (add) ++j;
+      if (j < ep.size() && ep[j].kind == EpilogueKind::kRelu) ++j;
+      if (j + 1 >= ep.size() || ep[j].kind != EpilogueKind::kBinary || ep[j].fn != "div" ||
+          ep[j].reversed || !constant(j) || constant(j)->NumElements() != 1 ||
+          ep[j + 1].kind != EpilogueKind::kUnary || ep[j + 1].fn != "round") {
+        continue;
+      }
+      const float s = constant(j)->ToFloats()[0];
+      if (!(s > 0) || !std::isfinite(s)) continue;
+      for (size_t k : add ? std::vector<size_t>{i, i + 1} : std::vector<size_t>{i}) {
+        Value v = *constant(k);
+        std::vector<float> f = v.ToFloats();
+        for (float& x : f) x /= s;
+        v.SetFloats(f);
+        v.name += ":requant";
+        n.inputs[static_cast<size_t>(operand[k])] = g.AddValue(std::move(v));
+      }
+      n.inputs.erase(n.inputs.begin() + operand[j]);
+      if (auto d = n.workload.ints.find("dtypes"); d != n.workload.ints.end()) {
+        d->second.erase(d->second.begin() + operand[j]);  // one per kernel argument
+      }
+      ep.erase(ep.begin() + static_cast<ptrdiff_t>(j));
+      KILN_CHECK(n.workload.Signature().ok()) << n.workload.Canonical();
+      break;
+    }
+  }
+}
+
 absl::Status RunGraphPasses(Graph& graph, bool plan_layouts) {
   if (auto s = FoldBatchNorms(graph); !s.ok()) return s;
   if (auto s = FoldConstants(graph); !s.ok()) return s;
   EliminateDeadNodes(graph);
   FuseEpilogues(graph);
+  FoldRequantScales(graph);
   FuseInjective(graph);
   if (plan_layouts) PlanLayouts(graph);
   return absl::OkStatus();

@@ -15,6 +15,13 @@ absl::Status FoldConstants(Graph& graph);
 absl::Status FoldNode(Graph& graph, const Node& node);
 // Fuses Relu/Add/Mul chains into the epilogue of the preceding anchor.
 void FuseEpilogues(Graph& graph);
+// Requantization in one multiply: an epilogue that scales by constants and
+// then quantizes, y * a (+ b) (relu) / s then round (the Conv of a QDQ graph
+// and its QuantizeLinear), scales by a / s (and adds b / s) instead, s a
+// positive constant scalar: onnxruntime's fused requantization, and a
+// division less per output (vdivps: a third of an int8 1x1 layer's
+// epilogue). Rounding may differ from the division's at ties (one step).
+void FoldRequantScales(Graph& graph);
 // TVM's FuseOps for the generic operators: an injective producer (eltwise or
 // an injective generic op) whose only consumer is an injective or reduction
 // generic op is computed inside the consumer's kernel (Workload::prologue),

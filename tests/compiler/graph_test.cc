@@ -95,6 +95,56 @@ TEST(Fusion, ResidualAddAndReluJoinTheSecondConv) {
   ExpectSameOutput(**raw, g, {x});
 }
 
+// A QDQ Conv + Relu + QuantizeLinear: the requantization's division by the
+// output scale folds into the per-channel scale and the bias
+// (FoldRequantScales), within one output step of the graph as imported.
+TEST(Fusion, RequantizationIsOneMultiply) {
+  OnnxBuilder b;
+  b.Input("x", {1, 4, 6, 6});
+  b.Init("sx", {}, {0.05f});
+  b.InitInts("zx", {}, onnx::TensorProto::UINT8, {128});
+  std::vector<int32_t> w(8 * 4 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 37) % 255) - 127;
+  b.InitInts("w", {8, 4, 3, 3}, onnx::TensorProto::INT8, w);
+  b.Init("ws", {8}, {0.01f, 0.02f, 0.015f, 0.03f, 0.01f, 0.005f, 0.02f, 0.025f});
+  b.InitInts("wz", {8}, onnx::TensorProto::INT8, std::vector<int32_t>(8, 0));
+  b.Init("wd_b", {8}, Ramp(8, 0.9f, 0.1f));
+  b.Init("sy", {}, {0.1f});
+  b.InitInts("zy", {}, onnx::TensorProto::UINT8, {0});
+  b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"q"});
+  b.Node("DequantizeLinear", {"q", "sx", "zx"}, {"xd"});
+  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}), "axis", 0);
+  AddConv(b, "xd", "c", "wd");
+  b.Node("Relu", {"c"}, {"r"});
+  b.Node("QuantizeLinear", {"r", "sy", "zy"}, {"yq"});
+  b.Node("DequantizeLinear", {"yq", "sy", "zy"}, {"y"});
+  b.Output("y");
+  auto bytes = b.Bytes();
+  auto raw = ImportOnnx(bytes);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  auto m = Model::FromOnnx(bytes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  bool conv = false;
+  for (const Node& n : m->graph().nodes) {
+    if (n.workload.op != "conv") continue;
+    conv = true;
+    const std::string c = n.workload.Canonical();
+    EXPECT_EQ(c.find("div"), std::string::npos) << c;
+    EXPECT_NE(c.find("relu"), std::string::npos) << c;
+  }
+  EXPECT_TRUE(conv);
+  std::vector<float> x = Ramp(144, 0.37f, 0.3f);
+  auto want = testing::EvaluateGraph(**raw, {x}).at((*raw)->outputs[0]);
+  auto have = testing::EvaluateGraph(m->graph(), {x}).at(m->graph().outputs[0]);
+  ASSERT_EQ(want.size(), have.size());
+  int steps = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(want[i], have[i], 0.1001) << i;
+    steps += std::fabs(want[i] - have[i]) > 1e-6 ? 1 : 0;
+  }
+  EXPECT_LE(steps, 2);
+}
+
 TEST(Fusion, NoFusionIntoAGraphOutputOrSharedTensor) {
   OnnxBuilder b;
   b.Input("x", {1, 3, 8, 8});

@@ -57,6 +57,16 @@ class OnnxBuilder {
     for (int64_t d : shape) t->add_dims(d);
     for (int64_t v : data) t->add_int64_data(v);
   }
+  // An integer initializer of ONNX element type `type` (int8, uint8, int32:
+  // stored in int32_data).
+  void InitInts(const std::string& name, const std::vector<int64_t>& shape, int type,
+                const std::vector<int32_t>& data) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : shape) t->add_dims(d);
+    for (int32_t v : data) t->add_int32_data(v);
+  }
   onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& inputs,
                         const std::vector<std::string>& outputs, const std::string& name = "") {
     auto* n = model_.mutable_graph()->add_node();
