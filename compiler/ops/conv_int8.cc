@@ -20,6 +20,9 @@
 //                                  wpack[(c4*R + r)*S + s][k])
 //   out        = epilogue(D[n][k][oh*PW2 + ow] - xz' * wsum[k])
 //
+// (D is the accumulators' tiles; where PW2 = OW, a 1 x 1 column kernel at
+// unit stride, the epilogue reads them directly.)
+//
 // dot4 as in matmul_int8.cc: vpdpbusd where the target has VNNI, the
 // activations the unsigned operand (a vector of pixels), one output
 // channel's 4 weight bytes broadcast. The weights are packed once
@@ -175,60 +178,80 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
                        {rc, rr, rs});
       },
       i32);
-  // D: acc tile by tile (each tile's accumulators registers, stored once).
-  te::Tensor D = te::Compute(
-      "D", {d.N, d.K, P},
-      [&](const std::vector<Var>& i) {
-        return acc({i[0], i[1], i[2]});
-      },
-      i32);
   const Expr z = UnsignedZeroPoint(XZ, signed_x);
-  te::Tensor out = te::Compute(
-      "out", sig->output.shape,
-      [&](const std::vector<Var>& i) {
-        Expr y = D({i[0], i[1], i[2] * IntImm(d.PW2) + i[3]}) - z * Wp({IntImm(rows), i[1]});
-        return ApplyEpilogue(w, y, i, eps);
-      },
-      IrType(sig->output.dtype));
   Built b;
-  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
-  te::Schedule& s = *b.schedule;
-  if (c.at("parallel") && d.C4 > 1) s.Parallel(xp, s.Axis(xp, 1));
-  // Output rows in blocks whose D (tile_k channels x the block's pixels)
-  // stays under 768 KiB, so the scratch is bounded whatever the image. All
-  // rows at once where they fit: blocks whose pixels the tiles do not divide
-  // ran ResNet-50 15% slower.
-  const int64_t rb = std::clamp<int64_t>((int64_t{3} << 16) / (tk * d.PW2), 1, d.OH);
-  auto [ko, ki] = s.Split(out, s.Axis(out, 1), tk);
-  auto [oho, ohi] = s.Split(out, s.Axis(out, 2), rb);
-  s.Reorder(out, {ko, oho, ki, ohi});
-  // The epilogue in native vectors: where D's rows are the output's (no
-  // columns past the edge), along the block's pixels as one run (ResNet-50's
-  // 56-pixel rows were 56-lane vectors, legalized by LLVM into scalar
-  // inserts: half the time of its 64->256 1x1 layer).
   const int64_t L = t.NativeVectorLanes();
-  te::IterVar ow = s.Axis(out, 3);
-  int64_t run = d.OW;
-  if (d.PW2 == d.OW && d.OW % L != 0) {
-    ow = s.Fuse(out, ohi, ow);
-    run = rb * d.OW;
+  if (d.PW2 == d.OW) {
+    // D's rows are the output's (no columns past the edge: 1 x S=1 kernels
+    // at unit column stride): the epilogue runs on each tile's accumulators
+    // as they leave the registers, without the round trip through D.
+    te::Tensor out = te::Compute(
+        "out", sig->output.shape,
+        [&](const std::vector<Var>& i) {
+          Expr y = acc({i[0], i[1], i[2] * IntImm(d.OW) + i[3]}) - z * Wp({IntImm(rows), i[1]});
+          return ApplyEpilogue(w, y, i, eps);
+        },
+        IrType(sig->output.dtype));
+    b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+    te::Schedule& s = *b.schedule;
+    if (c.at("parallel") && d.C4 > 1) s.Parallel(xp, s.Axis(xp, 1));
+    auto [ko, ki] = s.Split(out, s.Axis(out, 1), tk);
+    auto [po, pi] = s.Split(out, s.Fuse(out, s.Axis(out, 2), s.Axis(out, 3)), tp);
+    auto [pv, pl] = s.Split(out, pi, std::min(L, tp));
+    s.Reorder(out, {ko, po, ki, pv, pl});
+    s.Vectorize(out, pl);
+    s.Unroll(out, pv);
+    if (tk > 1) s.Unroll(out, ki);
+    if (c.at("parallel")) s.Parallel(out, d.N > 1 ? s.Axis(out, 0) : ko);
+    s.ComputeAt(acc, out, po);
+  } else {
+    // D: acc tile by tile (each tile's accumulators registers, stored once),
+    // then the output's rows, dropping D's PW2 - OW columns past the edge.
+    te::Tensor D = te::Compute(
+        "D", {d.N, d.K, P},
+        [&](const std::vector<Var>& i) {
+          return acc({i[0], i[1], i[2]});
+        },
+        i32);
+    te::Tensor out = te::Compute(
+        "out", sig->output.shape,
+        [&](const std::vector<Var>& i) {
+          Expr y = D({i[0], i[1], i[2] * IntImm(d.PW2) + i[3]}) - z * Wp({IntImm(rows), i[1]});
+          return ApplyEpilogue(w, y, i, eps);
+        },
+        IrType(sig->output.dtype));
+    b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+    te::Schedule& s = *b.schedule;
+    if (c.at("parallel") && d.C4 > 1) s.Parallel(xp, s.Axis(xp, 1));
+    // Output rows in blocks whose D (tile_k channels x the block's pixels)
+    // stays under 768 KiB, so the scratch is bounded whatever the image. All
+    // rows at once where they fit: blocks whose pixels the tiles do not
+    // divide ran ResNet-50 15% slower.
+    const int64_t rb = std::clamp<int64_t>((int64_t{3} << 16) / (tk * d.PW2), 1, d.OH);
+    auto [ko, ki] = s.Split(out, s.Axis(out, 1), tk);
+    auto [oho, ohi] = s.Split(out, s.Axis(out, 2), rb);
+    s.Reorder(out, {ko, oho, ki, ohi});
+    // The epilogue in native vectors (a 56-pixel row as one 56-lane vector
+    // was legalized by LLVM into scalar inserts).
+    te::IterVar ow = s.Axis(out, 3);
+    if (d.OW > L) ow = s.Split(out, ow, L).second;
+    s.Vectorize(out, ow);
+    if (c.at("parallel")) s.Parallel(out, d.N > 1 ? s.Axis(out, 0) : ko);
+    s.ComputeAt(D, out, oho);
+    // D by pixel tiles; each tile's accumulators over the reduction inside.
+    auto [po, pi] = s.Split(D, s.Axis(D, 2), tp);
+    s.Reorder(D, {po, s.Axis(D, 1), pi});
+    s.Vectorize(D, pi);
+    s.ComputeAt(acc, D, po);
   }
-  if (run > L) ow = s.Split(out, ow, L).second;
-  s.Vectorize(out, ow);
-  if (c.at("parallel")) s.Parallel(out, d.N > 1 ? s.Axis(out, 0) : ko);
-  s.ComputeAt(D, out, oho);
-  // D by pixel tiles; each tile's accumulators over the reduction inside.
-  auto [po, pi] = s.Split(D, s.Axis(D, 2), tp);
-  s.Reorder(D, {po, s.Axis(D, 1), pi});
-  s.Vectorize(D, pi);
-  s.ComputeAt(acc, D, po);
+  te::Schedule& s = *b.schedule;
   te::IterVar ak = s.Axis(acc, 1), ap = s.Axis(acc, 2);
   te::IterVar c4 = s.ReduceAxisOf(acc, 0), r = s.ReduceAxisOf(acc, 1), sx = s.ReduceAxisOf(acc, 2);
   s.Reorder(acc, {c4, r, sx, ak, ap});
   s.Vectorize(acc, ap);
   if (tk > 1) s.Unroll(acc, ak);
   if (c.at("unroll_s")) s.Unroll(acc, sx);
-  b.SetArgs({X, Wp, XZ}, eps, out);
+  b.SetArgs({X, Wp, XZ}, eps, b.schedule->outputs()[0]);
   b.packs.push_back({1, Wt, Wp_of});
   return b;
 }
