@@ -1,6 +1,7 @@
 #pragma once
 // The FMA peak of a CPU core, measured: independent vector FMA chains (more
-// than FMA latency x FMA ports) at the host's widest vector. A measuring
+// than FMA latency x FMA ports) at the host's widest vector; and its int8
+// dot-product peak (Int8Macs) alike. A measuring
 // probe, not a kernel: the agent reports its board's peak (x its threads)
 // so that `kiln job` can show a task's GFLOP/s against it, and
 // bench/model_profile_bench draws its roofline with it.
@@ -45,7 +46,55 @@ __attribute__((target("avx2,fma"))) inline float Chains256(int64_t iters) {
   _mm256_storeu_ps(out, s);
   return std::accumulate(out, out + 8, 0.0f);
 }
+// The int8 dot-product peak: independent vpdpbusd chains (4 u8 x s8
+// products added to each int32 lane per instruction).
+__attribute__((target("avx512f,avx512vnni"))) inline float DotChains512(int64_t iters) {
+  __m512i acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_epi32(j);
+  const __m512i a = _mm512_set1_epi32(0x01020304), b = _mm512_set1_epi32(0x01010101);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+  }
+  __m512i s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = _mm512_add_epi32(s, acc[j]);
+  return static_cast<float>(_mm512_reduce_add_epi32(s));
+}
+__attribute__((target("avx2,avxvnni"))) inline float DotChains256(int64_t iters) {
+  __m256i acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = _mm256_set1_epi32(j);
+  const __m256i a = _mm256_set1_epi32(0x01020304), b = _mm256_set1_epi32(0x01010101);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kChains; ++j) acc[j] = _mm256_dpbusd_avx_epi32(acc[j], a, b);
+  }
+  int out[8];
+  __m256i s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = _mm256_add_epi32(s, acc[j]);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), s);
+  return static_cast<float>(std::accumulate(out, out + 8, 0));
+}
 #endif
+
+// 8-bit multiply-adds of one run of `iters` iterations of the host's widest
+// integer dot product (AVX512-VNNI, AVX-VNNI; 0 when the host has none this
+// probe knows: the int8 kernels then compute with widening multiplies, at
+// the FMA peak's rate or below).
+inline double Int8Macs(int64_t iters, float* sink) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512vnni")) {
+    *sink += DotChains512(iters);
+    return 64.0 * kChains * static_cast<double>(iters);
+  }
+  if (__builtin_cpu_supports("avxvnni")) {
+    *sink += DotChains256(iters);
+    return 32.0 * kChains * static_cast<double>(iters);
+  }
+#endif
+  (void)iters;
+  (void)sink;
+  return 0;
+}
 
 // FLOPs of one run of `iters` iterations at the host's widest vector (0
 // when the host has no FMA this probe knows); the result goes to *sink so

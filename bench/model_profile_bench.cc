@@ -2,10 +2,14 @@
 // database's best config for the host target, else the default config),
 // timed alone on its own buffers, against this machine's roofline measured
 // in the same run: the FMA peak (independent vector FMA chains on every
-// thread) and the memory bandwidth (a streaming read of 512 MiB on every
-// thread). A kernel's bound is the larger of its FLOPs at the FMA peak and
-// its compulsory bytes (inputs and output, once) at that bandwidth; "of
-// roofline" is that bound over the measured time (1.0 = at the roofline).
+// thread), the int8 dot-product peak (independent vpdpbusd chains, where
+// the host has VNNI) and the memory bandwidth (a streaming read of 512 MiB
+// on every thread). A kernel's bound is the larger of its operations at its
+// peak (the integer convolutions and matrix products of a quantized model:
+// their multiply-adds at the dot-product peak; every other kernel: its FLOPs
+// at the FMA peak) and its compulsory bytes (inputs and output, once) at
+// that bandwidth; "of roofline" is that bound over the measured time (1.0 =
+// at the roofline).
 //
 // Usage: model_profile_bench MODEL.onnx [--db LOG.db] [--repeat N]
 // (threads: KILN_NUM_THREADS, as in kiln-run)
@@ -25,6 +29,7 @@
 #include "compiler/config.h"
 #include "compiler/kernel.h"
 #include "compiler/model.h"
+#include "compiler/ops/common.h"
 #include "compiler/target.h"
 #include "deploy/parallel.h"
 #include "storage/log_db.h"
@@ -45,8 +50,9 @@ void ParallelFor(int64_t n, F& body) {
 }
 
 struct Roofline {
-  double flops_per_s = 0;  // FMA peak, all threads
-  double bytes_per_s = 0;  // streaming read, all threads
+  double flops_per_s = 0;      // FMA peak, all threads
+  double int8_macs_per_s = 0;  // dot-product peak, all threads (0: none)
+  double bytes_per_s = 0;      // streaming read, all threads
 };
 
 Roofline MeasureRoofline() {
@@ -60,6 +66,13 @@ Roofline MeasureRoofline() {
   };
   double s = kiln::bench::MedianSeconds([&] { ParallelFor(threads, fma); }, 5, 0);
   r.flops_per_s = flops / s;
+  double macs = 0;
+  auto dot = [&](int64_t i) {
+    double m = kiln::fma_peak::Int8Macs(int64_t{1} << 22, &sinks[static_cast<size_t>(i)]);
+    if (i == 0) macs = m * threads;
+  };
+  s = kiln::bench::MedianSeconds([&] { ParallelFor(threads, dot); }, 5, 0);
+  r.int8_macs_per_s = macs / s;
 
   const int64_t n = (int64_t{512} << 20) / 4;
   std::unique_ptr<float[]> buf(new float[static_cast<size_t>(n)]);
@@ -88,6 +101,7 @@ struct Row {
   bool tuned = false;
   int occurrences = 1;
   double seconds = 0, flops = 0, bytes = 0;
+  bool int8 = false;  // multiply-adds of 8-bit integers (at the dot-product peak)
   std::string error;
 };
 
@@ -139,9 +153,11 @@ int main(int argc, char** argv) {
               kiln::compiler::DescribeHostHardware().c_str(), target.Spec().c_str(),
               kiln_num_threads(), db ? ("best records of " + db_path).c_str() : "defaults");
   std::printf(
-      "baseline: this machine's roofline, measured now: FMA peak %.1f GFLOP/s, memory bandwidth "
-      "%.1f GB/s (streaming read)\n\n",
-      roof.flops_per_s * 1e-9, roof.bytes_per_s * 1e-9);
+      "baseline: this machine's roofline, measured now: FMA peak %.1f GFLOP/s, int8 dot-product "
+      "peak %.1f GMAC/s (%s), memory bandwidth %.1f GB/s (streaming read)\n\n",
+      roof.flops_per_s * 1e-9, roof.int8_macs_per_s * 1e-9,
+      roof.int8_macs_per_s > 0 ? "vpdpbusd" : "no VNNI: int8 kernels against the FMA peak",
+      roof.bytes_per_s * 1e-9);
 
   std::vector<Row> rows;
   int index = 0;
@@ -154,6 +170,8 @@ int main(int argc, char** argv) {
     row.canonical = w.Canonical();
     row.occurrences = task.occurrences;
     row.flops = w.Flops();
+    row.int8 = roof.int8_macs_per_s > 0 &&
+               (kiln::compiler::ops::Int8Conv(w) || kiln::compiler::ops::Int8MatMul(w));
     absl::StatusOr<Config> config = kiln::compiler::DefaultConfig(w, target);
     if (db) {
       auto best = kiln::tuner::BestValidConfig(*db, w, target);
@@ -192,7 +210,7 @@ int main(int argc, char** argv) {
     return a->seconds * a->occurrences > b->seconds * b->occurrences;
   });
   std::printf(
-      "| task | op | x | config | us each | share | GFLOP/s | of FMA peak | GB/s | bound by | "
+      "| task | op | x | config | us each | share | GOP/s | of peak | GB/s | bound by | "
       "of roofline |\n|---:|---|---:|---|---:|---:|---:|---:|---:|---|---:|\n");
   double bound_total = 0;
   for (const Row* r : order) {
@@ -201,14 +219,20 @@ int main(int argc, char** argv) {
                   r->error.c_str());
       continue;
     }
-    const double t_flops = r->flops / roof.flops_per_s, t_bytes = r->bytes / roof.bytes_per_s;
+    // An int8 kernel's FLOPs are 2 per multiply-add.
+    const double t_flops =
+        r->int8 ? r->flops / 2 / roof.int8_macs_per_s : r->flops / roof.flops_per_s;
+    const double t_bytes = r->bytes / roof.bytes_per_s;
     const double bound = std::max(t_flops, t_bytes);
     bound_total += bound * r->occurrences;
     std::printf("| %d | %s | %d | %s%s | %.1f | %.1f%% | %.1f | %.2f | %.1f | %s | %.2f |\n",
                 r->task, r->op.c_str(), r->occurrences, r->tuned ? "tuned " : "", r->config.c_str(),
                 r->seconds * 1e6, 100.0 * r->seconds * r->occurrences / total,
                 r->flops / r->seconds * 1e-9, t_flops / r->seconds, r->bytes / r->seconds * 1e-9,
-                t_flops >= t_bytes ? "FMA" : "memory", bound / r->seconds);
+                t_flops < t_bytes ? "memory"
+                : r->int8         ? "VNNI"
+                                  : "FMA",
+                bound / r->seconds);
   }
   std::printf(
       "\nsum of kernels: %.3f ms; at the roofline: %.3f ms (%.2f of roofline overall)\n\n"
