@@ -448,6 +448,21 @@ class CodeGen {
         llvm::Type* i32v = llvm::FixedVectorType::get(i32_, to.lanes);
         return b_.CreateTrunc(b_.CreateFPToSI(x, i32v), ty);
       }
+      if (from.is_float() && from.bits == 32 && to.lanes > 1 && to.bits == 32 && !to.is_uint()) {
+        // A vector to int32 alike (the float sums of the int8 depthwise
+        // conv): NaN -> 0, clamped below at -2^31 (exact), converted at most
+        // 2^31 - 128 (the largest float below 2^31), and 2^31 or more ->
+        // INT32_MAX.
+        llvm::Type* ft = v->getType();
+        llvm::Value* x =
+            b_.CreateSelect(b_.CreateFCmpUNO(v, v), llvm::Constant::getNullValue(ft), v);
+        x = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x,
+                                     llvm::ConstantFP::get(ft, -std::ldexp(1.0, 31)));
+        llvm::Value* big = b_.CreateFCmpOGE(x, llvm::ConstantFP::get(ft, std::ldexp(1.0, 31)));
+        x = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x,
+                                     llvm::ConstantFP::get(ft, std::ldexp(1.0, 31) - 128));
+        return b_.CreateSelect(big, llvm::ConstantInt::get(ty, 0x7fffffff), b_.CreateFPToSI(x, ty));
+      }
       if (from.is_float()) {
         return b_.CreateIntrinsic(
             to.is_uint() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,

@@ -10,7 +10,8 @@
 // the channels past C hold xz, whose products the correction removes; top
 // bits flipped for int8 x: x + 128 as uint8, xz alike), zero-padded, and
 // split by stride phase: phase (a, b) holds padded pixels (y*sh + a,
-// x*sw + b) as one flat row-major image of width PW2 = ceil(PW / sw). Output
+// x*sw + b) as one flat row-major image of width PW2 = ceil(PW / sw) (only
+// the phases a tap reads: a < min(sh, R), b < min(sw, S)). Output
 // pixel (oh, ow) is then p = oh * PW2 + ow in every phase, and tap (r, s)
 // reads phase (r % sh, s % sw) at p + (r / sh) * PW2 + s / sw: contiguous in
 // p for any stride, so the output's pixels are computed PW2 to a row (the
@@ -144,14 +145,17 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
       i32);
   te::Tensor Wp = te::Placeholder("W_packed", Wp_of->shape, i32);
   // The input: 4 channels per int32, padded with xz, by stride phase.
+  // The phases the taps read: min(stride, kernel) of each (a 1x1 stride-2
+  // layer reads one of four).
+  const int64_t pr = std::min(d.sh, d.R), pc = std::min(d.sw, d.S);
   // Stored as rows of PW2 (so that the pack's conditions compare one loop
   // variable with constants, which PartitionSelects splits off: the
   // interior rows copy without selects or clamps, and vectorize) and read
   // as the flat row-major image, row 0 with the flat index.
   te::Tensor xp = te::Compute(
-      "xpack", {d.N, d.C4, d.sh * d.sw, flat / d.PW2, d.PW2},
+      "xpack", {d.N, d.C4, pr * pc, flat / d.PW2, d.PW2},
       [&](const std::vector<Var>& i) {
-        Expr a = FloorDiv(i[2], IntImm(d.sw)), b = FloorMod(i[2], IntImm(d.sw));
+        Expr a = FloorDiv(i[2], IntImm(pc)), b = FloorMod(i[2], IntImm(pc));
         Expr ih = i[3] * IntImm(d.sh) + a - IntImm(d.ph);
         Expr iw = i[4] * IntImm(d.sw) + b - IntImm(d.pw);
         Expr inside = ih >= IntImm(0) && ih < IntImm(d.H) && iw >= IntImm(0) && iw < IntImm(d.W);
@@ -170,7 +174,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   te::Tensor acc = te::Compute(
       "acc", {d.N, d.K, P},
       [&](const std::vector<Var>& i) {
-        Expr phase = FloorMod(rr.var, IntImm(d.sh)) * IntImm(d.sw) + FloorMod(rs.var, IntImm(d.sw));
+        Expr phase = FloorMod(rr.var, IntImm(d.sh)) * IntImm(pc) + FloorMod(rs.var, IntImm(d.sw));
         Expr at =
             i[2] + FloorDiv(rr.var, IntImm(d.sh)) * IntImm(d.PW2) + FloorDiv(rs.var, IntImm(d.sw));
         Expr row = (rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var;

@@ -264,6 +264,11 @@ TEST(CodegenTypes, CastsBetweenAllTypeClasses) {
   // float -> int truncates toward zero; out of range saturates, NaN -> 0.
   CheckCast<float, int32_t>(f32, i32, {2.9f, -2.9f, 0.5f, -0.5f, 1e10f, -1e10f, nan, 123456.f},
                             {2, -2, 0, 0, INT32_MAX, INT32_MIN, 0, 123456});
+  // The vector path of float32 -> int32 (clamped in float, then converted):
+  // both ends of the range, infinities and NaN.
+  CheckCast<float, int32_t>(f32, i32,
+                            {2147483520.f, 2147483648.f, -2147483648.f, inf, -inf, nan, -3e9f},
+                            {2147483520, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 0, INT32_MIN});
   CheckCast<float, int8_t>(f32, i8, {100.7f, -128.9f, 1000.f, -1000.f}, {100, -128, 127, -128});
   CheckCast<double, int64_t>(f64, i64, {-9.0e15, 3.99, -3.99}, {-9000000000000000LL, 3, -3});
   CheckCast<float, uint8_t>(f32, u8, {255.9f, 0.9f, -5.f, 300.f}, {255, 0, 0, 255});
