@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "base/check.h"
 #include "base/str.h"
@@ -518,9 +519,102 @@ void PlanLayouts(Graph& g) {
   }
 }
 
-void FoldRequantScales(Graph& g) {
-  for (Node& n : g.nodes) {
-    if (n.kind != NodeKind::kCompute) continue;
+void FuseQuantizedAdds(Graph& g) {
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].output] = static_cast<int>(i);
+  auto scalar = [&](int v) -> std::optional<double> {
+    const Value& x = g.values[v];
+    if (!x.IsConstant() || x.NumElements() != 1) return std::nullopt;
+    return x.ToDoubles()[0];
+  };
+  std::vector<bool> dead(g.nodes.size(), false);
+  for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
+    Node& q = g.nodes[qi];
+    if (q.kind != NodeKind::kCompute || q.workload.op != "qadd" || !q.workload.prologue.empty() ||
+        q.inputs.size() < 6) {
+      continue;
+    }
+    std::optional<double> sa = scalar(q.inputs[2]), za = scalar(q.inputs[3]),
+                          sb = scalar(q.inputs[4]), zb = scalar(q.inputs[5]);
+    if (!sa || !za || !sb || !zb || !(*sb > 0)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int mine = q.inputs[static_cast<size_t>(side)], other = q.inputs[1 - side];
+      const int pi = producer[mine];
+      if (pi < 0 || dead[static_cast<size_t>(pi)] || g.IsOutput(mine) || mine == other ||
+          g.Consumers(mine).size() != 1 || (producer[other] >= pi)) {
+        continue;
+      }
+      Node& p = g.nodes[static_cast<size_t>(pi)];
+      std::vector<EpilogueOp>& ep = p.workload.epilogue;
+      const DType byte = g.values[mine].dtype;
+      if (p.kind != NodeKind::kCompute || p.workload.op != "conv" || ep.empty() ||
+          ep.back().kind != EpilogueKind::kUnary || ep.back().fn != "cast" ||
+          (byte != DType::kUInt8 && byte != DType::kInt8)) {
+        continue;
+      }
+      auto psig = p.workload.Signature();
+      auto qsig = q.workload.Signature();
+      if (!psig.ok() || !qsig.ok()) continue;
+      // dtypes: the conv's inputs, its operands, the new ones, the add's.
+      std::vector<DType> dtypes;
+      for (const TensorSpec& t : psig->inputs) dtypes.push_back(t.dtype);
+      const std::vector<int64_t> shape = g.values[mine].shape, one(shape.size(), 1);
+      auto constant = [&](double v) {
+        Value c;
+        c.name = StrCat(q.name, ":qadd", g.values.size());
+        c.shape = one;
+        c.SetFloats({static_cast<float>(v)});
+        return g.AddValue(std::move(c));
+      };
+      auto op = [&](EpilogueKind kind, int input, const std::vector<int64_t>& operand_shape) {
+        EpilogueOp e;
+        e.kind = kind;
+        e.operand_shape = operand_shape;
+        ep.push_back(e);
+        p.inputs.push_back(input);
+        dtypes.push_back(g.values[input].dtype);
+      };
+      const bool u8 = byte == DType::kUInt8;
+      ep.back() =
+          EpilogueOp{EpilogueKind::kUnary, {}, "clip", {u8 ? 0.0 : -128.0, u8 ? 255.0 : 127.0}};
+      const double zm = side == 0 ? *za : *zb, sm = side == 0 ? *sa : *sb;
+      const double zo = side == 0 ? *zb : *za, so = side == 0 ? *sb : *sa;
+      op(EpilogueKind::kAdd, constant(-zm), one);
+      op(EpilogueKind::kMul, constant(sm / so), one);
+      op(EpilogueKind::kAdd, other, shape);
+      op(EpilogueKind::kAdd, constant(-zo), one);
+      op(EpilogueKind::kMul, constant(so), one);
+      // The add's epilogue and its operands after it.
+      size_t next = 6;
+      for (const EpilogueOp& e : q.workload.epilogue) {
+        ep.push_back(e);
+        if (!e.HasOperand()) continue;
+        p.inputs.push_back(q.inputs[next]);
+        dtypes.push_back(qsig->inputs[next].dtype);
+        ++next;
+      }
+      dtypes.push_back(qsig->output.dtype);
+      p.workload.SetDtypes(dtypes);
+      p.output = q.output;
+      producer[q.output] = pi;
+      KILN_CHECK(p.workload.Signature().ok()) << p.workload.Canonical();
+      dead[qi] = true;
+      break;
+    }
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+}
+
+namespace {
+
+// FoldRequantScales on the first chain of node n it applies to; false when
+// none does.
+bool FoldOneRequantScale(Graph& g, Node& n) {
+  {
     std::vector<EpilogueOp>& ep = n.workload.epilogue;
     // The input index of each epilogue op's operand (-1: none).
     std::vector<int> operand(ep.size(), -1);
@@ -560,7 +654,17 @@ void FoldRequantScales(Graph& g) {
       }
       ep.erase(ep.begin() + static_cast<ptrdiff_t>(j));
       KILN_CHECK(n.workload.Signature().ok()) << n.workload.Canonical();
-      break;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void FoldRequantScales(Graph& g) {
+  for (Node& n : g.nodes) {
+    while (n.kind == NodeKind::kCompute && FoldOneRequantScale(g, n)) {
     }
   }
 }
@@ -570,6 +674,7 @@ absl::Status RunGraphPasses(Graph& graph, bool plan_layouts) {
   if (auto s = FoldConstants(graph); !s.ok()) return s;
   EliminateDeadNodes(graph);
   FuseEpilogues(graph);
+  FuseQuantizedAdds(graph);
   FoldRequantScales(graph);
   FuseInjective(graph);
   if (plan_layouts) PlanLayouts(graph);

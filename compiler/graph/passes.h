@@ -15,6 +15,16 @@ absl::Status FoldConstants(Graph& graph);
 absl::Status FoldNode(Graph& graph, const Node& node);
 // Fuses Relu/Add/Mul chains into the epilogue of the preceding anchor.
 void FuseEpilogues(Graph& graph);
+// The residual add of a quantized network (generic qadd of two 8-bit
+// values, a QDQ Add) joins the epilogue of the integer conv that makes one
+// of its operands, when that conv has no other consumer and the other
+// operand is ready before it: the conv's bytes, clipped instead of cast,
+// dequantized, plus the other operand's, then the add's own quantization,
+// (v - za) * sa / sb + b - zb, times sb, in float as qadd computes it. One
+// pass over the output less per residual block. Runs before
+// FoldRequantScales, which folds the last scale into the add's
+// quantization.
+void FuseQuantizedAdds(Graph& graph);
 // Requantization in one multiply: an epilogue that scales by constants and
 // then quantizes, y * a (+ b) (relu) / s then round (the Conv of a QDQ graph
 // and its QuantizeLinear), scales by a / s (and adds b / s) instead, s a

@@ -185,6 +185,9 @@ Expr ApplyEpilogue(const Workload& w, Expr y, const std::vector<Var>& idx,
     } else {
       const te::Tensor& t = operands[next++];
       v = Promote(t(BroadcastIndex(t->shape, idx)));
+      // An integer operand of a float chain (the bytes of a residual add
+      // fused into a quantized conv) joins it as a float.
+      if (y.dtype().is_float() && !v.dtype().is_float()) v = Cast(y.dtype(), v);
     }
     if (e.kind == EpilogueKind::kBinary) {
       auto r = e.reversed ? BinaryFn(e.fn, v, y) : BinaryFn(e.fn, y, v);

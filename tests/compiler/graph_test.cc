@@ -145,6 +145,61 @@ TEST(Fusion, RequantizationIsOneMultiply) {
   EXPECT_LE(steps, 2);
 }
 
+// A quantized residual block: QDQ Conv, QuantizeLinear, then the Add of its
+// dequantized bytes and the block input's, quantized again. The add joins
+// the conv's epilogue (FuseQuantizedAdds): one task, no qadd, within one
+// output step of the graph as imported.
+TEST(Fusion, QuantizedResidualAddJoinsTheConv) {
+  OnnxBuilder b;
+  b.Input("x", {1, 4, 6, 6});
+  b.Init("sx", {}, {0.05f});
+  b.InitInts("zx", {}, onnx::TensorProto::UINT8, {128});
+  std::vector<int32_t> w(4 * 4 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 53) % 255) - 127;
+  b.InitInts("w", {4, 4, 3, 3}, onnx::TensorProto::INT8, w);
+  b.Init("ws", {4}, {0.01f, 0.02f, 0.015f, 0.005f});
+  b.InitInts("wz", {4}, onnx::TensorProto::INT8, std::vector<int32_t>(4, 0));
+  b.Init("wd_b", {4}, Ramp(4, 0.9f, 0.1f));
+  b.Init("sc", {}, {0.07f});
+  b.InitInts("zc", {}, onnx::TensorProto::UINT8, {120});
+  b.Init("sy", {}, {0.09f});
+  b.InitInts("zy", {}, onnx::TensorProto::UINT8, {100});
+  b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"q"});
+  b.Node("DequantizeLinear", {"q", "sx", "zx"}, {"xd"});
+  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}), "axis", 0);
+  AddConv(b, "xd", "c", "wd");
+  b.Node("QuantizeLinear", {"c", "sc", "zc"}, {"cq"});
+  b.Node("DequantizeLinear", {"cq", "sc", "zc"}, {"cd"});
+  b.Node("Add", {"cd", "xd"}, {"s"});
+  b.Node("QuantizeLinear", {"s", "sy", "zy"}, {"yq"});
+  b.Node("DequantizeLinear", {"yq", "sy", "zy"}, {"y"});
+  b.Output("y");
+  auto bytes = b.Bytes();
+  auto raw = ImportOnnx(bytes);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  bool qadd = false;
+  for (const Node& n : (*raw)->nodes) qadd = qadd || n.workload.op == "qadd";
+  ASSERT_TRUE(qadd);  // imported as an integer add of the two byte tensors
+  auto m = Model::FromOnnx(bytes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  int convs = 0;
+  for (const Node& n : m->graph().nodes) {
+    EXPECT_NE(n.workload.op, "qadd") << n.workload.Canonical();
+    convs += n.workload.op == "conv" ? 1 : 0;
+  }
+  EXPECT_EQ(convs, 1);
+  std::vector<float> x = Ramp(144, 0.29f, 0.2f);
+  auto want = testing::EvaluateGraph(**raw, {x}).at((*raw)->outputs[0]);
+  auto have = testing::EvaluateGraph(m->graph(), {x}).at(m->graph().outputs[0]);
+  ASSERT_EQ(want.size(), have.size());
+  int steps = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(want[i], have[i], 0.0901) << i;
+    steps += std::fabs(want[i] - have[i]) > 1e-6 ? 1 : 0;
+  }
+  EXPECT_LE(steps, 3);
+}
+
 TEST(Fusion, NoFusionIntoAGraphOutputOrSharedTensor) {
   OnnxBuilder b;
   b.Input("x", {1, 3, 8, 8});
