@@ -94,6 +94,16 @@ Config Default(const Workload& w, const Target& t) {
   // About 24 accumulators (AVX-512's 32 registers; 12 of 16).
   c["tile_k"] =
       Pick(k[0].choices, (t.NumVectorRegisters() >= 32 ? 24 : 12) / (c["tile_p"] / lanes));
+  // Few channel tiles, the last one partial: equal tiles that divide K
+  // instead, so that threads sharing them get the same work (ResNet-50's
+  // 256->64 56x56 layer at 2 threads: 6 tiles of 12, 36 channels against
+  // 28, 90 us; 8 tiles of 8, 78 us; 131 and 138 us at one thread).
+  const int64_t tk = c["tile_k"];
+  if (d.K % tk != 0 && (d.K + tk - 1) / tk < 8) {
+    for (int64_t v : k[0].choices) {
+      if (v < tk && v >= tk / 2 && d.K % v == 0) c["tile_k"] = v;
+    }
+  }
   c["unroll_s"] = d.S > 1 && d.S <= 3 ? 1 : 0;
   c["parallel"] = 0;
   if (k[3].choices.size() > 1 && d.K * d.OH * d.OW * d.C * d.R * d.S >= (1 << 18)) {
