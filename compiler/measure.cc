@@ -255,7 +255,8 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
     return fail(MeasureError::kRuntime, StrCat("reference implementation failed: ", s.message()));
   }
   // Floats: an absolute tolerance scaled by the largest reference value;
-  // integers and bools: exact.
+  // integers and bools: exact, but for the rare rounding ties of a
+  // quantizing epilogue (RoundingTies).
   double max_ref = 0;
   for (int64_t i = 0; i < out_n; ++i) {
     double v = std::fabs(ElementToDouble(buffers.output_dtype, reference.data(), i));
@@ -264,7 +265,7 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
   const double tol = 1e-3 * std::max(1.0, max_ref);
   std::string detail;
   if (!OutputsMatch(buffers.output_dtype, buffers.output.data(), reference.data(), out_n, 0.0, tol,
-                    &detail)) {
+                    &detail, RoundingTies(workload, out_n))) {
     return fail(MeasureError::kWrongResult, StrCat(detail, " (tolerance ", tol, ")"));
   }
 

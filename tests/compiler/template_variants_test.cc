@@ -9,6 +9,7 @@
 
 #include "base/str.h"
 #include "compiler/kernel.h"
+#include "compiler/measure.h"
 #include "compiler/ops/common.h"
 #include "tests/compiler/kernel_check.h"
 
@@ -189,6 +190,32 @@ TEST(OpsNumeric, Int8ConvMatchesReferenceExactly) {
         "shape=1,8,9,10;strides=1,1;transposed=0;zp=2)"}) {
     EXPECT_FALSE(ops::Int8Conv(ParseWorkload(s))) << s;
   }
+}
+
+// A QDQ conv's requantized bytes as an agent checks them: the kernel's
+// float epilogue contracts y * a + b into one FMA where the reference
+// rounds the product first, so a value on a tie of round() may land one
+// step apart (ResNet-50's 512->1024 stride-2 layer: every candidate was
+// refused for one element in 200,704). One step on a few elements passes
+// (RoundingTies); more, or a larger difference, does not.
+TEST(OpsNumeric, RequantizedInt8OutputsPassTheAgentsCheck) {
+  Workload w = ParseWorkload(
+      "conv(dilations=1,1;dtypes=2,3,2,1,1,1,2;group=1;in0=1,512,28,28;in1=1024,512,1,1;in2=1;"
+      "pads=0,0;shape=1,1024,14,14;strides=2,2;transposed=0;zp=2)|u:cast:1|mul:1,1024,1,1|"
+      "add:1,1024,1,1|u:round|add:1,1,1,1|u:cast:2");
+  MeasurePolicy once;
+  once.number = 1;
+  once.repeat = 1;
+  once.min_repeat_ms = 0;
+  // Seed 42's inputs put one element on a tie (refused when checked
+  // exactly; seeds 7 and 1234 do not).
+  Measurement m = Measure(w, *DefaultConfig(w, Target::Host()), once, Target::Host(), 42);
+  EXPECT_EQ(m.error, MeasureError::kNone) << m.message;
+  EXPECT_EQ(RoundingTies(w, 200704), 20);
+  const uint8_t got[4] = {1, 2, 3, 4}, one[4] = {1, 3, 3, 4}, two[4] = {1, 4, 3, 4};
+  EXPECT_TRUE(OutputsMatch(DType::kUInt8, got, one, 4, 0, 0, nullptr, 1));
+  EXPECT_FALSE(OutputsMatch(DType::kUInt8, got, one, 4, 0, 0, nullptr, 0));
+  EXPECT_FALSE(OutputsMatch(DType::kUInt8, got, two, 4, 0, 0, nullptr, 1));
 }
 
 // The int8 depthwise conv (conv_int8_depthwise.cc: exact sums in float32
