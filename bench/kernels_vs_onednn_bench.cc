@@ -60,6 +60,28 @@ using kiln::compiler::KernelBuffers;
 using kiln::compiler::Target;
 using kiln::compiler::Workload;
 
+// `src` in the layout `want` (a reorder where they differ).
+dnnl::memory Reordered(dnnl::memory src, const dnnl::memory::desc& want, const dnnl::engine& eng,
+                       dnnl::stream& strm) {
+  if (src.get_desc() == want) return src;
+  dnnl::memory dst(want, eng);
+  dnnl::reorder(src, dst).execute(strm, src, dst);
+  strm.wait();
+  return dst;
+}
+
+// A convolution shape's data, output and weight dims (grouped: goihw).
+struct ConvDims {
+  dnnl::memory::dims src, dst, wts;
+};
+ConvDims DimsOf(const Shape& s) {
+  const int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
+  return {{1, s.a, s.c, s.c},
+          {1, s.b, oh, oh},
+          s.g == 1 ? dnnl::memory::dims{s.b, s.a, s.d, s.d}
+                   : dnnl::memory::dims{s.g, s.b / s.g, s.a / s.g, s.d, s.d}};
+}
+
 // oneDNN's time for the shape: the primitive alone, on its preferred layouts.
 double OneDnnSeconds(const Shape& s, int repeat) {
   using namespace dnnl;
@@ -75,13 +97,7 @@ double OneDnnSeconds(const Shape& s, int repeat) {
     for (size_t i = 0; i < md.get_size() / 4; ++i) p[i] = u(rng);
     return m;
   };
-  auto as = [&](memory src, const memory::desc& want) {
-    if (src.get_desc() == want) return src;
-    memory dst(want, eng);
-    reorder(src, dst).execute(strm, src, dst);
-    strm.wait();
-    return dst;
-  };
+  auto as = [&](memory src, const memory::desc& want) { return Reordered(src, want, eng, strm); };
   if (!s.conv) {
     memory::desc a({s.a, s.c}, dt::f32, tag::ab), b_any({s.c, s.b}, dt::f32, tag::any),
         c({s.a, s.b}, dt::f32, tag::ab);
@@ -96,10 +112,8 @@ double OneDnnSeconds(const Shape& s, int repeat) {
         },
         repeat, 2e-3);
   }
-  int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
-  memory::dims src{1, s.a, s.c, s.c}, dst{1, s.b, oh, oh}, bias{s.b};
-  memory::dims wts = s.g == 1 ? memory::dims{s.b, s.a, s.d, s.d}
-                              : memory::dims{s.g, s.b / s.g, s.a / s.g, s.d, s.d};
+  const auto [src, dst, wts] = DimsOf(s);
+  memory::dims bias{s.b};
   memory::desc src_any(src, dt::f32, tag::any), w_any(wts, dt::f32, tag::any),
       dst_any(dst, dt::f32, tag::any), b_md(bias, dt::f32, tag::a);
   convolution_forward::primitive_desc pd(
@@ -137,17 +151,8 @@ double OneDnnInt8ConvSeconds(const Shape& s, int repeat) {
     for (size_t i = 0; i < m.get_desc().get_size(); ++i) p[i] = static_cast<uint8_t>(rng());
     return m;
   };
-  auto as = [&](memory src, const memory::desc& want) {
-    if (src.get_desc() == want) return src;
-    memory dst(want, eng);
-    reorder(src, dst).execute(strm, src, dst);
-    strm.wait();
-    return dst;
-  };
-  const int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
-  memory::dims src{1, s.a, s.c, s.c}, dst{1, s.b, oh, oh};
-  memory::dims wts = s.g == 1 ? memory::dims{s.b, s.a, s.d, s.d}
-                              : memory::dims{s.g, s.b / s.g, s.a / s.g, s.d, s.d};
+  auto as = [&](memory src, const memory::desc& want) { return Reordered(src, want, eng, strm); };
+  const auto [src, dst, wts] = DimsOf(s);
   primitive_attr attr;
   attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   convolution_forward::primitive_desc pd(

@@ -63,6 +63,17 @@ std::vector<Knob> GpuThreadKnobs(const std::vector<int64_t>& shape) {
   return {{"threads", UpTo({32, 64, 128, 256, 512}, n)}};
 }
 
+GenericConvDims GenericConvDimsOf(const Workload& w) {
+  auto sig = w.Signature();
+  KILN_CHECK(sig.ok()) << sig.status().ToString();
+  const auto& x = sig->inputs[0].shape;
+  const auto& wt = sig->inputs[1].shape;
+  const auto& o = sig->output.shape;
+  const auto& st = w.Ints("strides");
+  const auto& pads = w.Ints("pads");
+  return {x[0], x[1], x[2], x[3], wt[0], wt[2], wt[3], o[2], o[3], st[0], st[1], pads[0], pads[1]};
+}
+
 std::optional<Workload> FlatElementwise(const Workload& w, const std::vector<std::string>& inputs) {
   if (!w.prologue.empty()) return std::nullopt;
   const std::vector<int64_t>& shape = w.Ints("shape");

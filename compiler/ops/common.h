@@ -94,6 +94,13 @@ const char* Dot4Intrinsic(const Target& t);
 // (zp=2), no batch and no prologue: integer dot products (matmul_int8.cc).
 bool Int8MatMul(const Workload& w);
 const OpTemplate* Int8MatMulTemplate();
+// The dims of the generic 2-D conv `w` (op "conv": x [N, C, H, W], weights
+// [K, C / group, R, S], output [N, K, OH, OW]), its strides and its leading
+// pads.
+struct GenericConvDims {
+  int64_t N, C, H, W, K, R, S, OH, OW, sh, sw, ph, pw;
+};
+GenericConvDims GenericConvDimsOf(const Workload& w);
 // The generic 2-D conv of uint8/int8 x by int8 weights with x's zero point
 // only (zp=2), one group, no dilation, no bias (conv_int8.cc).
 bool Int8Conv(const Workload& w);

@@ -44,20 +44,14 @@ using namespace ir;
 
 namespace {
 
-struct Dims {
-  int64_t N, C, H, W, K, R, S, OH, OW, C4, sh, sw, ph, pw;
+struct Dims : GenericConvDims {
+  int64_t C4;   // groups of 4 input channels
   int64_t PW2;  // the width of a phase image
 };
 
 Dims DimsOf(const Workload& w) {
-  auto sig = w.Signature();
-  const auto& x = sig->inputs[0].shape;
-  const auto& wt = sig->inputs[1].shape;
-  const auto& o = sig->output.shape;
-  const auto& st = w.Ints("strides");
-  const auto& pads = w.Ints("pads");
-  Dims d{x[0], x[1],           x[2],  x[3],  wt[0],   wt[2],   wt[3], o[2],
-         o[3], (x[1] + 3) / 4, st[0], st[1], pads[0], pads[1], 0};
+  Dims d{GenericConvDimsOf(w), 0, 0};
+  d.C4 = (d.C + 3) / 4;
   const int64_t PW = (d.OW - 1) * d.sw + d.S;
   d.PW2 = (PW + d.sw - 1) / d.sw;
   return d;
@@ -195,20 +189,26 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   const Expr z = UnsignedZeroPoint(XZ, signed_x);
   Built b;
   const int64_t L = t.NativeVectorLanes();
-  if (d.PW2 == d.OW) {
-    // D's rows are the output's (no columns past the edge: 1 x S=1 kernels
-    // at unit column stride): the epilogue runs on each tile's accumulators
-    // as they leave the registers, without the round trip through D.
+  // The output from sums `from` (of rows of `width` pixels), corrected for
+  // the zero point and through the epilogue; the schedule over it.
+  auto output = [&](const te::Tensor& from, int64_t width) {
     te::Tensor out = te::Compute(
         "out", sig->output.shape,
         [&](const std::vector<Var>& i) {
-          Expr y = acc({i[0], i[1], i[2] * IntImm(d.OW) + i[3]}) - z * Wp({IntImm(rows), i[1]});
+          Expr y = from({i[0], i[1], i[2] * IntImm(width) + i[3]}) - z * Wp({IntImm(rows), i[1]});
           return ApplyEpilogue(w, y, i, eps);
         },
         IrType(sig->output.dtype));
     b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+    if (c.at("parallel") && d.C4 > 1) b.schedule->Parallel(xp, b.schedule->Axis(xp, 1));
+    return out;
+  };
+  if (d.PW2 == d.OW) {
+    // D's rows are the output's (no columns past the edge: 1 x S=1 kernels
+    // at unit column stride): the epilogue runs on each tile's accumulators
+    // as they leave the registers, without the round trip through D.
+    te::Tensor out = output(acc, d.OW);
     te::Schedule& s = *b.schedule;
-    if (c.at("parallel") && d.C4 > 1) s.Parallel(xp, s.Axis(xp, 1));
     auto [ko, ki] = s.Split(out, s.Axis(out, 1), tk);
     auto [po, pi] = s.Split(out, s.Fuse(out, s.Axis(out, 2), s.Axis(out, 3)), tp);
     auto [pv, pl] = s.Split(out, pi, std::min(L, tp));
@@ -227,16 +227,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
           return acc({i[0], i[1], i[2]});
         },
         i32);
-    te::Tensor out = te::Compute(
-        "out", sig->output.shape,
-        [&](const std::vector<Var>& i) {
-          Expr y = D({i[0], i[1], i[2] * IntImm(d.PW2) + i[3]}) - z * Wp({IntImm(rows), i[1]});
-          return ApplyEpilogue(w, y, i, eps);
-        },
-        IrType(sig->output.dtype));
-    b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+    te::Tensor out = output(D, d.PW2);
     te::Schedule& s = *b.schedule;
-    if (c.at("parallel") && d.C4 > 1) s.Parallel(xp, s.Axis(xp, 1));
     // Output rows in blocks whose D (tile_k channels x the block's pixels)
     // stays under 768 KiB, so the scratch is bounded whatever the image. All
     // rows at once where they fit: blocks whose pixels the tiles do not

@@ -31,19 +31,8 @@ using namespace ir;
 
 namespace {
 
-struct Dims {
-  int64_t N, C, H, W, R, S, OH, OW, sh, sw, ph, pw;
-};
-
-Dims DimsOf(const Workload& w) {
-  auto sig = w.Signature();
-  const auto& x = sig->inputs[0].shape;
-  const auto& wt = sig->inputs[1].shape;
-  const auto& o = sig->output.shape;
-  const auto& st = w.Ints("strides");
-  const auto& pads = w.Ints("pads");
-  return {x[0], x[1], x[2], x[3], wt[2], wt[3], o[2], o[3], st[0], st[1], pads[0], pads[1]};
-}
+using Dims = GenericConvDims;
+Dims DimsOf(const Workload& w) { return GenericConvDimsOf(w); }
 
 std::vector<Knob> Knobs(const Workload& w, const Target&) {
   const Dims d = DimsOf(w);

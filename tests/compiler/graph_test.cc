@@ -95,26 +95,48 @@ TEST(Fusion, ResidualAddAndReluJoinTheSecondConv) {
   ExpectSameOutput(**raw, g, {x});
 }
 
+// x [1, 4, 6, 6] quantized and dequantized (xd), then a QDQ Conv of it by
+// int8 weights [K, 4, 3, 3] with per-channel scales `ws` (c, float).
+void AddQdqConv(OnnxBuilder& b, const std::vector<float>& ws, int64_t mult) {
+  const auto K = static_cast<int64_t>(ws.size());
+  b.Input("x", {1, 4, 6, 6});
+  b.Init("sx", {}, {0.05f});
+  b.InitInts("zx", {}, onnx::TensorProto::UINT8, {128});
+  std::vector<int32_t> w(static_cast<size_t>(K) * 4 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * mult) % 255) - 127;
+  b.InitInts("w", {K, 4, 3, 3}, onnx::TensorProto::INT8, w);
+  b.Init("ws", {K}, ws);
+  b.InitInts("wz", {K}, onnx::TensorProto::INT8, std::vector<int32_t>(w.size() / 36, 0));
+  b.Init("wd_b", {K}, Ramp(static_cast<int>(K), 0.9f, 0.1f));
+  b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"q"});
+  b.Node("DequantizeLinear", {"q", "sx", "zx"}, {"xd"});
+  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}), "axis", 0);
+  AddConv(b, "xd", "c", "wd");
+}
+
+// The first output of `fused` on `x` is that of `unfused` within one output
+// step (`step`) everywhere, and off by it on at most `most` elements.
+void ExpectWithinOneStep(const Graph& unfused, const Graph& fused, const std::vector<float>& x,
+                         float step, int most) {
+  auto want = testing::EvaluateGraph(unfused, {x}).at(unfused.outputs[0]);
+  auto have = testing::EvaluateGraph(fused, {x}).at(fused.outputs[0]);
+  ASSERT_EQ(want.size(), have.size());
+  int steps = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(want[i], have[i], step * 1.001f) << i;
+    steps += std::fabs(want[i] - have[i]) > 1e-6 ? 1 : 0;
+  }
+  EXPECT_LE(steps, most);
+}
+
 // A QDQ Conv + Relu + QuantizeLinear: the requantization's division by the
 // output scale folds into the per-channel scale and the bias
 // (FoldRequantScales), within one output step of the graph as imported.
 TEST(Fusion, RequantizationIsOneMultiply) {
   OnnxBuilder b;
-  b.Input("x", {1, 4, 6, 6});
-  b.Init("sx", {}, {0.05f});
-  b.InitInts("zx", {}, onnx::TensorProto::UINT8, {128});
-  std::vector<int32_t> w(8 * 4 * 9);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 37) % 255) - 127;
-  b.InitInts("w", {8, 4, 3, 3}, onnx::TensorProto::INT8, w);
-  b.Init("ws", {8}, {0.01f, 0.02f, 0.015f, 0.03f, 0.01f, 0.005f, 0.02f, 0.025f});
-  b.InitInts("wz", {8}, onnx::TensorProto::INT8, std::vector<int32_t>(8, 0));
-  b.Init("wd_b", {8}, Ramp(8, 0.9f, 0.1f));
+  AddQdqConv(b, {0.01f, 0.02f, 0.015f, 0.03f, 0.01f, 0.005f, 0.02f, 0.025f}, 37);
   b.Init("sy", {}, {0.1f});
   b.InitInts("zy", {}, onnx::TensorProto::UINT8, {0});
-  b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"q"});
-  b.Node("DequantizeLinear", {"q", "sx", "zx"}, {"xd"});
-  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}), "axis", 0);
-  AddConv(b, "xd", "c", "wd");
   b.Node("Relu", {"c"}, {"r"});
   b.Node("QuantizeLinear", {"r", "sy", "zy"}, {"yq"});
   b.Node("DequantizeLinear", {"yq", "sy", "zy"}, {"y"});
@@ -133,16 +155,7 @@ TEST(Fusion, RequantizationIsOneMultiply) {
     EXPECT_NE(c.find("relu"), std::string::npos) << c;
   }
   EXPECT_TRUE(conv);
-  std::vector<float> x = Ramp(144, 0.37f, 0.3f);
-  auto want = testing::EvaluateGraph(**raw, {x}).at((*raw)->outputs[0]);
-  auto have = testing::EvaluateGraph(m->graph(), {x}).at(m->graph().outputs[0]);
-  ASSERT_EQ(want.size(), have.size());
-  int steps = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_NEAR(want[i], have[i], 0.1001) << i;
-    steps += std::fabs(want[i] - have[i]) > 1e-6 ? 1 : 0;
-  }
-  EXPECT_LE(steps, 2);
+  ExpectWithinOneStep(**raw, m->graph(), Ramp(144, 0.37f, 0.3f), 0.1f, 2);
 }
 
 // A quantized residual block: QDQ Conv, QuantizeLinear, then the Add of its
@@ -151,23 +164,11 @@ TEST(Fusion, RequantizationIsOneMultiply) {
 // output step of the graph as imported.
 TEST(Fusion, QuantizedResidualAddJoinsTheConv) {
   OnnxBuilder b;
-  b.Input("x", {1, 4, 6, 6});
-  b.Init("sx", {}, {0.05f});
-  b.InitInts("zx", {}, onnx::TensorProto::UINT8, {128});
-  std::vector<int32_t> w(4 * 4 * 9);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 53) % 255) - 127;
-  b.InitInts("w", {4, 4, 3, 3}, onnx::TensorProto::INT8, w);
-  b.Init("ws", {4}, {0.01f, 0.02f, 0.015f, 0.005f});
-  b.InitInts("wz", {4}, onnx::TensorProto::INT8, std::vector<int32_t>(4, 0));
-  b.Init("wd_b", {4}, Ramp(4, 0.9f, 0.1f));
+  AddQdqConv(b, {0.01f, 0.02f, 0.015f, 0.005f}, 53);
   b.Init("sc", {}, {0.07f});
   b.InitInts("zc", {}, onnx::TensorProto::UINT8, {120});
   b.Init("sy", {}, {0.09f});
   b.InitInts("zy", {}, onnx::TensorProto::UINT8, {100});
-  b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"q"});
-  b.Node("DequantizeLinear", {"q", "sx", "zx"}, {"xd"});
-  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}), "axis", 0);
-  AddConv(b, "xd", "c", "wd");
   b.Node("QuantizeLinear", {"c", "sc", "zc"}, {"cq"});
   b.Node("DequantizeLinear", {"cq", "sc", "zc"}, {"cd"});
   b.Node("Add", {"cd", "xd"}, {"s"});
@@ -188,16 +189,7 @@ TEST(Fusion, QuantizedResidualAddJoinsTheConv) {
     convs += n.workload.op == "conv" ? 1 : 0;
   }
   EXPECT_EQ(convs, 1);
-  std::vector<float> x = Ramp(144, 0.29f, 0.2f);
-  auto want = testing::EvaluateGraph(**raw, {x}).at((*raw)->outputs[0]);
-  auto have = testing::EvaluateGraph(m->graph(), {x}).at(m->graph().outputs[0]);
-  ASSERT_EQ(want.size(), have.size());
-  int steps = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_NEAR(want[i], have[i], 0.0901) << i;
-    steps += std::fabs(want[i] - have[i]) > 1e-6 ? 1 : 0;
-  }
-  EXPECT_LE(steps, 3);
+  ExpectWithinOneStep(**raw, m->graph(), Ramp(144, 0.29f, 0.2f), 0.09f, 3);
 }
 
 TEST(Fusion, NoFusionIntoAGraphOutputOrSharedTensor) {
