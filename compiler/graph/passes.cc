@@ -356,8 +356,11 @@ int PatternOf(const Node& n) {
 
 void FuseInjective(Graph& g) {
   std::vector<bool> dead(g.nodes.size(), false);
-  std::vector<int> producer(g.values.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].output] = static_cast<int>(i);
+  std::vector<int> producer(g.values.size(), -1), consumers(g.values.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    producer[g.nodes[i].output] = static_cast<int>(i);
+    for (int v : g.nodes[i].inputs) ++consumers[static_cast<size_t>(v)];
+  }
   const int injective = static_cast<int>(ops::Pattern::kInjective);
   const int reduction = static_cast<int>(ops::Pattern::kReduction);
   for (size_t c = 0; c < g.nodes.size(); ++c) {
@@ -520,8 +523,11 @@ void PlanLayouts(Graph& g) {
 }
 
 void FuseQuantizedAdds(Graph& g) {
-  std::vector<int> producer(g.values.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].output] = static_cast<int>(i);
+  std::vector<int> producer(g.values.size(), -1), consumers(g.values.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    producer[g.nodes[i].output] = static_cast<int>(i);
+    for (int v : g.nodes[i].inputs) ++consumers[static_cast<size_t>(v)];
+  }
   auto scalar = [&](int v) -> std::optional<double> {
     const Value& x = g.values[v];
     if (!x.IsConstant() || x.NumElements() != 1) return std::nullopt;
@@ -541,7 +547,7 @@ void FuseQuantizedAdds(Graph& g) {
       const int mine = q.inputs[static_cast<size_t>(side)], other = q.inputs[1 - side];
       const int pi = producer[mine];
       if (pi < 0 || dead[static_cast<size_t>(pi)] || g.IsOutput(mine) || mine == other ||
-          g.Consumers(mine).size() != 1 || (producer[other] >= pi)) {
+          consumers[static_cast<size_t>(mine)] != 1 || producer[other] >= pi) {
         continue;
       }
       Node& p = g.nodes[static_cast<size_t>(pi)];
@@ -614,48 +620,46 @@ namespace {
 // FoldRequantScales on the first chain of node n it applies to; false when
 // none does.
 bool FoldOneRequantScale(Graph& g, Node& n) {
-  {
-    std::vector<EpilogueOp>& ep = n.workload.epilogue;
-    // The input index of each epilogue op's operand (-1: none).
-    std::vector<int> operand(ep.size(), -1);
-    int next = static_cast<int>(OpInputs(n));
-    for (size_t i = 0; i < ep.size(); ++i) {
-      if (ep[i].HasOperand()) operand[i] = next++;
+  std::vector<EpilogueOp>& ep = n.workload.epilogue;
+  // The input index of each epilogue op's operand (-1: none).
+  std::vector<int> operand(ep.size(), -1);
+  int next = static_cast<int>(OpInputs(n));
+  for (size_t i = 0; i < ep.size(); ++i) {
+    if (ep[i].HasOperand()) operand[i] = next++;
+  }
+  auto constant = [&](size_t i) -> const Value* {
+    if (operand[i] < 0) return nullptr;
+    const Value& v = g.values[n.inputs[static_cast<size_t>(operand[i])]];
+    return v.IsConstant() && v.dtype == DType::kFloat32 ? &v : nullptr;
+  };
+  for (size_t i = 0; i < ep.size(); ++i) {
+    if (ep[i].kind != EpilogueKind::kMul || !constant(i)) continue;
+    size_t j = i + 1;
+    const bool add = j < ep.size() && ep[j].kind == EpilogueKind::kAdd && constant(j);
+    if (add) ++j;
+    if (j < ep.size() && ep[j].kind == EpilogueKind::kRelu) ++j;
+    if (j + 1 >= ep.size() || ep[j].kind != EpilogueKind::kBinary || ep[j].fn != "div" ||
+        ep[j].reversed || !constant(j) || constant(j)->NumElements() != 1 ||
+        ep[j + 1].kind != EpilogueKind::kUnary || ep[j + 1].fn != "round") {
+      continue;
     }
-    auto constant = [&](size_t i) -> const Value* {
-      if (operand[i] < 0) return nullptr;
-      const Value& v = g.values[n.inputs[static_cast<size_t>(operand[i])]];
-      return v.IsConstant() && v.dtype == DType::kFloat32 ? &v : nullptr;
-    };
-    for (size_t i = 0; i < ep.size(); ++i) {
-      if (ep[i].kind != EpilogueKind::kMul || !constant(i)) continue;
-      size_t j = i + 1;
-      const bool add = j < ep.size() && ep[j].kind == EpilogueKind::kAdd && constant(j);
-      if (add) ++j;
-      if (j < ep.size() && ep[j].kind == EpilogueKind::kRelu) ++j;
-      if (j + 1 >= ep.size() || ep[j].kind != EpilogueKind::kBinary || ep[j].fn != "div" ||
-          ep[j].reversed || !constant(j) || constant(j)->NumElements() != 1 ||
-          ep[j + 1].kind != EpilogueKind::kUnary || ep[j + 1].fn != "round") {
-        continue;
-      }
-      const float s = constant(j)->ToFloats()[0];
-      if (!(s > 0) || !std::isfinite(s)) continue;
-      for (size_t k : add ? std::vector<size_t>{i, i + 1} : std::vector<size_t>{i}) {
-        Value v = *constant(k);
-        std::vector<float> f = v.ToFloats();
-        for (float& x : f) x /= s;
-        v.SetFloats(f);
-        v.name += ":requant";
-        n.inputs[static_cast<size_t>(operand[k])] = g.AddValue(std::move(v));
-      }
-      n.inputs.erase(n.inputs.begin() + operand[j]);
-      if (auto d = n.workload.ints.find("dtypes"); d != n.workload.ints.end()) {
-        d->second.erase(d->second.begin() + operand[j]);  // one per kernel argument
-      }
-      ep.erase(ep.begin() + static_cast<ptrdiff_t>(j));
-      KILN_CHECK(n.workload.Signature().ok()) << n.workload.Canonical();
-      return true;
+    const float s = constant(j)->ToFloats()[0];
+    if (!(s > 0) || !std::isfinite(s)) continue;
+    for (size_t k : add ? std::vector<size_t>{i, i + 1} : std::vector<size_t>{i}) {
+      Value v = *constant(k);
+      std::vector<float> f = v.ToFloats();
+      for (float& x : f) x /= s;
+      v.SetFloats(f);
+      v.name += ":requant";
+      n.inputs[static_cast<size_t>(operand[k])] = g.AddValue(std::move(v));
     }
+    n.inputs.erase(n.inputs.begin() + operand[j]);
+    if (auto d = n.workload.ints.find("dtypes"); d != n.workload.ints.end()) {
+      d->second.erase(d->second.begin() + operand[j]);  // one per kernel argument
+    }
+    ep.erase(ep.begin() + static_cast<ptrdiff_t>(j));
+    KILN_CHECK(n.workload.Signature().ok()) << n.workload.Canonical();
+    return true;
   }
   return false;
 }
