@@ -52,6 +52,39 @@ class RefCollector : public StmtVisitor {
   std::unordered_set<const BufferNode*> seen_bufs_;
 };
 
+// A float constant (scalar or broadcast) or nothing.
+std::optional<double> ConstFloat(const Expr& e) {
+  if (const auto* b = e.as<BroadcastNode>()) return ConstFloat(b->value);
+  if (const auto* f = e.as<FloatImmNode>()) return f->value;
+  return std::nullopt;
+}
+
+// Whether float `e` is already within the range of integer type `to` with
+// NaN mapped to 0: select(isnan(x), 0, max(min(x, hi), lo)) (either order)
+// with [lo, hi] inside the type's range, as the elementwise cast writes it
+// (compiler/ops/elementwise.cc) for targets whose conversion does not
+// saturate. The conversion then needs no clamp of its own.
+bool InRange(const Expr& e, DataType to) {
+  if (!e.dtype().is_float() || !to.is_integer() || to.bits > 16) return false;
+  const auto* sel = e.as<SelectNode>();
+  const auto* nan = sel ? sel->cond.as<CallNode>() : nullptr;
+  if (!nan || nan->name != "isnan" || ConstFloat(sel->true_value) != 0.0) return false;
+  const double tlo = to.is_uint() ? 0.0 : -std::ldexp(1.0, to.bits - 1);
+  const double thi = to.is_uint() ? std::ldexp(1.0, to.bits) - 1 : std::ldexp(1.0, to.bits - 1) - 1;
+  std::optional<double> lo, hi;
+  const Expr& f = sel->false_value;
+  if (const auto* mx = f.as<MaxNode>()) {
+    const auto* mn = mx->a.as<MinNode>();
+    lo = ConstFloat(mx->b);
+    if (mn) hi = ConstFloat(mn->b);
+  } else if (const auto* mn = f.as<MinNode>()) {
+    const auto* mx = mn->a.as<MaxNode>();
+    hi = ConstFloat(mn->b);
+    if (mx) lo = ConstFloat(mx->b);
+  }
+  return lo && hi && *lo >= tlo && *hi <= thi;
+}
+
 class CodeGen {
  public:
   CodeGen(llvm::Module* m) : mod_(m), ctx_(m->getContext()), b_(ctx_) {
@@ -219,7 +252,8 @@ class CodeGen {
       }
       case ExprKind::kCast: {
         const auto* n = e.to<CastNode>();
-        return CastValue(EmitExpr(n->value), n->value.dtype(), e.dtype());
+        return CastValue(EmitExpr(n->value), n->value.dtype(), e.dtype(),
+                         InRange(n->value, e.dtype()));
       }
       case ExprKind::kBroadcast: {
         const auto* n = e.to<BroadcastNode>();
@@ -409,7 +443,9 @@ class CodeGen {
   // Converts `v` of type `from` to `to` (same lanes, or a scalar `v` that is
   // splat). Float -> integer truncates toward zero and saturates (NaN gives
   // 0) instead of producing poison for out-of-range values.
-  llvm::Value* CastValue(llvm::Value* v, DataType from, DataType to) {
+  // `inside`: v is known to be an integer-type value's saturation already
+  // (InRange), so no clamp is needed.
+  llvm::Value* CastValue(llvm::Value* v, DataType from, DataType to, bool inside = false) {
     llvm::Type* ty = TypeOf(to);
     if (from.lanes != to.lanes) {
       if (from.lanes != 1) {
@@ -437,15 +473,19 @@ class CodeGen {
         // vectors lane by lane (a quantize's epilogue ran 5x slower), so
         // NaN -> 0, clamped to the range (exact in any float type), then
         // through int32.
+        // (x86's own max/min, not maxnum/minnum, whose NaN rules cost
+        // compares and masked moves: the NaN is gone first.)
         llvm::Type* ft = v->getType();
-        llvm::Value* zero = llvm::Constant::getNullValue(ft);
-        const double lo = to.is_uint() ? 0.0 : -std::ldexp(1.0, to.bits - 1);
-        const double hi =
-            to.is_uint() ? std::ldexp(1.0, to.bits) - 1 : std::ldexp(1.0, to.bits - 1) - 1;
-        llvm::Value* x = b_.CreateSelect(b_.CreateFCmpUNO(v, v), zero, v);
-        x = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, llvm::ConstantFP::get(ft, lo));
-        x = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, llvm::ConstantFP::get(ft, hi));
         llvm::Type* i32v = llvm::FixedVectorType::get(i32_, to.lanes);
+        if (inside) return b_.CreateTrunc(b_.CreateFPToSI(v, i32v), ty);
+        llvm::Value* zero = llvm::Constant::getNullValue(ft);
+        llvm::Constant* lo =
+            llvm::ConstantFP::get(ft, to.is_uint() ? 0.0 : -std::ldexp(1.0, to.bits - 1));
+        llvm::Constant* hi = llvm::ConstantFP::get(
+            ft, to.is_uint() ? std::ldexp(1.0, to.bits) - 1 : std::ldexp(1.0, to.bits - 1) - 1);
+        llvm::Value* x = b_.CreateSelect(b_.CreateFCmpUNO(v, v), zero, v);
+        x = b_.CreateSelect(b_.CreateFCmpOGT(x, lo), x, lo);
+        x = b_.CreateSelect(b_.CreateFCmpOLT(x, hi), x, hi);
         return b_.CreateTrunc(b_.CreateFPToSI(x, i32v), ty);
       }
       if (from.is_float() && from.bits == 32 && to.lanes > 1 && to.bits == 32 && !to.is_uint()) {

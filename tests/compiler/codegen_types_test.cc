@@ -310,6 +310,42 @@ TEST(CodegenTypes, CastsBetweenAllTypeClasses) {
   CheckCast<uint8_t, double>(bt, f64, {1, 0}, {1.0, 0.0});
 }
 
+// A vector cast to 8 bits of a value the IR already saturated (the
+// elementwise cast's select(isnan(x), 0, max(min(x, 255), 0))) converts
+// without a clamp of its own (one NaN compare, the IR's, in the LLVM IR);
+// one clamped to a range wider than the type's still saturates.
+TEST(CodegenTypes, CastOfSaturatedValueClampsOnce) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const DataType f32 = DataType::Float32(), u8 = DataType::UInt(8);
+  for (double hi : {255.0, 1000.0}) {
+    SCOPED_TRACE(hi);
+    PrimFunc f = Elementwise(
+        "sat", {f32},
+        {{u8,
+          [&](const std::vector<Expr>& x) {
+            const int l = x[0].dtype().lanes;
+            auto c = [&](double v) { return Broadcast(FloatImm(v), l); };
+            Expr clamped = Max(Min(x[0], c(hi)), c(0.0));
+            return Cast(
+                u8.WithLanes(l),
+                Select(Call(DataType::Bool().WithLanes(l), "isnan", {x[0]}), c(0.0), clamped));
+          }}},
+        8, 8);
+    std::vector<float> in = {nan, 300.f, -5.f, 254.6f, 0.4f, 17.f, 1e9f, -1e9f};
+    std::vector<uint8_t> got(8, 0x5A);
+    RunJit(f, {in.data(), got.data()});
+    EXPECT_EQ(got, (std::vector<uint8_t>{0, 255, 0, 254, 0, 17, 255, 0}));
+    auto text = codegen::EmitLlvmIrText({f}, Target::Host(), /*optimize=*/false);
+    ASSERT_TRUE(text.ok()) << text.status();
+    size_t uno = 0;
+    for (size_t at = text->find(" uno <"); at != std::string::npos;
+         at = text->find(" uno <", at + 1)) {
+      ++uno;
+    }
+    EXPECT_EQ(uno, hi == 255.0 ? 1u : 2u) << *text;
+  }
+}
+
 TEST(CodegenTypes, Float16Casts) {
   // float32 -> float16 -> float32 rounds to 11 significant bits.
   DataType f16 = DataType{TypeCode::kFloat, 16, 1};
