@@ -29,8 +29,15 @@ constexpr int64_t kMaxOpset = 22;
 // Bounds on what a model may declare (the importer is an attack surface):
 // no value has more than kMaxElements elements (ImportOptions may lower it),
 // so sizes and shape arithmetic on them never overflow.
+// Constants the import computes have the same bound (the memory they take
+// is ImportOptions::max_folded_bytes's to limit): a weight made by a node
+// (ConstantOfShape of 10^8 elements in two zoo CNNs) is as big as a weight
+// the model may carry.
 constexpr int64_t kMaxElements = int64_t{1} << 32;
-constexpr int64_t kMaxFoldElements = int64_t{1} << 26;
+// How to raise the element limit, for errors that hit it.
+inline constexpr const char* kElementLimitHint =
+    "the most elements a tensor may have: ImportOptions::max_elements, `kiln compile "
+    "--max-elements N`, at most 2^32";
 
 inline std::string DtypeName(int dtype) {
   if (auto d = DTypeFromOnnx(dtype)) return DTypeName(*d);
@@ -321,6 +328,9 @@ class Importer {
   // are allocated.
   int64_t folded_bytes_ = 0;
   absl::Status CheckFoldBudget(int64_t bytes) const;
+  // INVALID_ARGUMENT for a value of `what` ("ConstantOfShape of shape
+  // [...]") past max_elements_, naming the limit and how to raise it.
+  absl::Status TooManyElements(const std::string& what) const;
   // The first attribute type error of the node being imported.
   mutable absl::Status attr_error_;
 };

@@ -379,6 +379,20 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       if (!r.ok()) return r.status();
       yv = *r;
     }
+    // PRelu before opset 7 (older PyTorch exporters): a 1-D slope as long
+    // as X's channels is per channel, along axis 1, where NumPy
+    // broadcasting would align it with the last axis.
+    if (op == "PRelu" && opset_ < 7) {
+      const Shape& xs = V(*x).shape;
+      const Shape& ss = V(yv).shape;
+      if (xs.size() > 2 && ss.size() == 1 && ss[0] > 1 && ss[0] == xs[1]) {
+        Shape s(xs.size() - 1, 1);
+        s[0] = ss[0];
+        auto r = Reshaped(node, yv, s);
+        if (!r.ok()) return r.status();
+        yv = *r;
+      }
+    }
     if (op == "Add") {
       auto q = QuantizedAdd(node, *x, yv);
       if (!q.ok() || *q) return q.status();

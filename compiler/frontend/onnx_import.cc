@@ -106,9 +106,8 @@ absl::Status Importer::AddInitializer(const onnx::TensorProto& t, const std::str
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     if (d < 0) return absl::InvalidArgumentError(StrCat("tensor '", name, "' has a negative dim"));
-    if (d > 0 && n > max_elements_ / d) {
-      return absl::InvalidArgumentError(StrCat("tensor '", name, "' is too large"));
-    }
+    if (d > 0 && n > max_elements_ / d)
+      return TooManyElements(StrCat("tensor '", name, "' is too large: it"));
     v.shape.push_back(d);
     n *= d;
   }
@@ -345,8 +344,9 @@ absl::Status Importer::AddCompute(const onnx::NodeProto& node, Workload w, std::
   bool all_const = true;
   for (int v : n.inputs) all_const = all_const && V(v).IsConstant();
   if (all_const) {
-    if (!CheckedElements(V(out).shape, kMaxFoldElements)) {
-      return Unimplemented(node, "folding a constant of more than 2^26 elements");
+    if (!CheckedElements(V(out).shape, max_elements_)) {
+      return TooManyElements(
+          StrCat("the constant it computes, [", StrJoin(V(out).shape, ","), "],"));
     }
     if (auto s = CheckFoldBudget(V(out).NumElements() * DTypeBytes(V(out).dtype)); !s.ok()) {
       return s;

@@ -40,9 +40,12 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     if (!shape.ok()) return shape.status();
     int64_t n = 1;
     for (int64_t d : *shape) {
-      if (d < 0 || (d > 0 && n > kMaxFoldElements / d)) {
-        return absl::InvalidArgumentError(
-            StrCat("node '", Name(node), "': bad shape [", StrJoin(*shape, ","), "]"));
+      if (d < 0) {
+        return absl::InvalidArgumentError(StrCat(
+            "node '", Name(node), "': negative dimension in shape [", StrJoin(*shape, ","), "]"));
+      }
+      if (d > 0 && n > max_elements_ / d) {
+        return TooManyElements(StrCat("its output of shape [", StrJoin(*shape, ","), "]"));
       }
       n *= d;
     }
@@ -72,8 +75,8 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     double start = s->at(0), limit = l->at(0), delta = d->at(0);
     if (delta == 0) return absl::InvalidArgumentError(StrCat("node '", Name(node), "': delta 0"));
     double cnt = std::max(0.0, std::ceil((limit - start) / delta));
-    if (cnt > static_cast<double>(kMaxFoldElements)) {
-      return absl::InvalidArgumentError(StrCat("node '", Name(node), "': range too long"));
+    if (cnt > static_cast<double>(max_elements_)) {
+      return TooManyElements(StrCat("a range of ", cnt, " values"));
     }
     int64_t n = static_cast<int64_t>(cnt);
     if (auto s = CheckFoldBudget(n * DTypeBytes(dtype)); !s.ok()) return s;
@@ -435,7 +438,8 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     Shape is = V(*ind).shape;
     auto axis = NormAxis(node, AttrInt(node, "axis", -1), is.size() + 1);
     if (!axis.ok()) return axis.status();
-    if (d <= 0 || d > kMaxFoldElements) return absl::InvalidArgumentError("OneHot: bad depth");
+    if (d <= 0) return absl::InvalidArgumentError(StrCat("OneHot: depth ", d, " is not positive"));
+    if (d > max_elements_) return TooManyElements(StrCat("a depth of ", d));
     Shape out = is;
     out.insert(out.begin() + *axis, d);
     return done(

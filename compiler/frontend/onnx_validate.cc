@@ -154,7 +154,7 @@ absl::StatusOr<std::vector<int>> CheckGraph(const onnx::GraphProto& graph, int64
     if (!CheckedElements(dims, max_elements)) {
       return absl::InvalidArgumentError(StrCat("input '", in.name(), "' is too large: [",
                                                StrJoin(dims, ","), "] has more than ", max_elements,
-                                               " elements"));
+                                               " elements (", kElementLimitHint, ")"));
     }
   }
   const int n = graph.node_size();
@@ -286,7 +286,13 @@ absl::Status Importer::CheckFoldBudget(int64_t bytes) const {
   return absl::InvalidArgumentError(
       StrCat("the constants computed at compile time would come to ", folded_bytes_ + bytes,
              " bytes, more than the ", options_.max_folded_bytes,
-             " this import allows (ImportOptions::max_folded_bytes)"));
+             " this import allows (ImportOptions::max_folded_bytes: `kiln compile` allows 4 GiB, "
+             "the tracker 64 MiB and 8 bytes for each byte of the uploaded model)"));
+}
+
+absl::Status Importer::TooManyElements(const std::string& what) const {
+  return absl::InvalidArgumentError(
+      StrCat(what, " would have more than ", max_elements_, " elements (", kElementLimitHint, ")"));
 }
 
 absl::Status Importer::ImportChecked(const onnx::NodeProto& node) {
@@ -310,9 +316,10 @@ absl::Status Importer::ImportChecked(const onnx::NodeProto& node) {
   for (size_t v = first; s.ok() && v < g_->values.size(); ++v) {
     const Value& val = g_->values[v];
     if (!CheckedElements(val.shape, max_elements_)) {
-      s = absl::InvalidArgumentError(
-          StrCat("value '", val.name, "' would have shape [", StrJoin(val.shape, ","),
-                 "]: a negative dimension or more than ", max_elements_, " elements"));
+      s = absl::InvalidArgumentError(StrCat("value '", val.name, "' would have shape [",
+                                            StrJoin(val.shape, ","),
+                                            "]: a negative dimension or more than ", max_elements_,
+                                            " elements (", kElementLimitHint, ")"));
     }
     // Computed constants count against the model's budget (a Constant
     // node's data is the model's own).

@@ -326,6 +326,43 @@ TEST(OnnxMalformed, ComputedConstantsHaveABudget) {
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 << 10) << "KiB of peak memory grown";
 }
 
+// A constant made by a node may be as large as a weight the model carries
+// (two zoo CNNs make one of about 10^8 elements with ConstantOfShape; the
+// old fold limit of 2^26 elements refused them as a "bad shape"); past the
+// element limit, the error names the limit and how to raise it.
+TEST(OnnxMalformed, ComputedConstantsAsLargeAsWeights) {
+  auto model = [](int64_t n) {
+    OnnxBuilder b;
+    b.Input("x", {1});
+    b.InitInt64("shape", {1}, {n});
+    auto* c = b.Node("ConstantOfShape", {"shape"}, {"y"}, "big");
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::UINT8);
+    a->mutable_t()->add_dims(1);
+    a->mutable_t()->set_raw_data(std::string(1, '\x07'));
+    b.Output("y");
+    return b.Bytes();
+  };
+  const int64_t n = 100'000'000;
+  auto g = ImportOnnx(model(n));
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Value& y = (*g)->values[(*g)->FindValue("y")];
+  EXPECT_EQ(y.NumElements(), n);
+  ASSERT_TRUE(y.IsConstant());
+  EXPECT_EQ((*y.bytes)[n - 1], 7);
+  ImportOptions options;
+  options.max_elements = n - 1;
+  EXPECT_REFUSED(ImportOnnx(model(n), options), kInvalidArgument, HasSubstr("node 'big'"),
+                 HasSubstr("more than 99999999 elements"), HasSubstr("--max-elements"));
+  // The bytes budget stays the bound on memory, and says how to raise it.
+  options = {};
+  options.max_folded_bytes = n - 1;
+  EXPECT_REFUSED(ImportOnnx(model(n), options), kInvalidArgument, HasSubstr("node 'big'"),
+                 HasSubstr("max_folded_bytes"), HasSubstr("`kiln compile` allows 4 GiB"));
+}
+
 // Found by the fuzzer: a scalar where the operator indexes the data's shape
 // by its axis read past the end of the shape.
 TEST(OnnxMalformed, ScalarDataOfAnAxisOperator) {

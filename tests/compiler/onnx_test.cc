@@ -332,6 +332,30 @@ TEST(OnnxImport, OneDimConvAndVectorMatMul) {
   EXPECT_THAT(vals.at((*g)->FindValue("fv")), ElementsAre(-4));  // sum of c
 }
 
+// PRelu before opset 7, as older PyTorch exporters wrote it: a slope of
+// X's channels ([C] for [N, C, H, W]) is per channel. From opset 7 the same
+// slope broadcasts NumPy's way, along the last axis (here W = 2 != C = 3,
+// so it does not broadcast at all).
+TEST(OnnxImport, LegacyPReluSlopeIsPerChannel) {
+  auto model = [](int opset) {
+    OnnxBuilder b(opset);
+    b.Input("x", {1, 3, 1, 2});
+    b.Init("slope", {3}, {0.5f, 2.f, -1.f});
+    b.Node("PRelu", {"x", "slope"}, {"y"}, "prelu");
+    b.Output("y");
+    return b.Bytes();
+  };
+  auto g = ImportOnnx(model(6));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(ShapeOf(**g, "y"), ElementsAre(1, 3, 1, 2));
+  auto vals = testing::EvaluateGraph(**g, {{-2, 4, -2, 4, -2, 4}});
+  ASSERT_FALSE(vals.empty());
+  EXPECT_THAT(vals.at((*g)->FindValue("y")), ElementsAre(-1, 4, -4, 4, 2, 4));
+  auto modern = ImportOnnx(model(9));
+  EXPECT_FALSE(modern.ok());
+  EXPECT_THAT(modern.status().message(), HasSubstr("broadcast"));
+}
+
 }  // namespace
 }  // namespace kiln::compiler
 
