@@ -80,12 +80,18 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
       },
       f32);
   te::Tensor wf = te::Placeholder("W_packed", wf_of->shape, f32);
-  // The padded plane, as wide as whole vectors of output columns read.
-  // Whole native vectors along ow, also past a narrower row (the
-  // accumulator tile's rows then sit in whole registers: 14-lane rows at
-  // offsets of 14 were a stack array, 8x slower).
+  // The padded plane, rows only as wide as the output's columns read
+  // (PW), and read as one flat row-major image: the accumulators run in
+  // whole native vectors along ow (the tile's rows then sit in whole
+  // registers: 14-lane rows at offsets of 14 were a stack array, 8x
+  // slower), whose lanes past OW read on into the next row and are
+  // dropped. A 14 x 14 input at stride 2 converted 495 floats per channel
+  // in rows as wide as the vectors read, 225 so.
   const int64_t L = t.NativeVectorLanes(), tiles = (d.OW + L - 1) / L;
-  const int64_t PH = (d.OH - 1) * d.sh + d.R, PW = (tiles * L - 1) * d.sw + d.S;
+  const int64_t PW = (d.OW - 1) * d.sw + d.S;
+  // Rows: those the output reads, and the spill of the last vector's lanes.
+  const int64_t spill = (tiles * L - d.OW) * d.sw;
+  const int64_t PH = (d.OH - 1) * d.sh + d.R + (spill + PW - 1) / PW;
   te::Tensor xpad = te::Compute(
       "xpad", {d.N, d.C, PH, PW},
       [&](const std::vector<Var>& i) {
@@ -100,7 +106,9 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   te::Tensor acc = te::Compute(
       "acc", {d.N, d.C, d.OH, tiles * L},
       [&](const std::vector<Var>& i) {
-        Expr tap = xpad({i[0], i[1], i[2] * IntImm(d.sh) + rr.var, i[3] * IntImm(d.sw) + rs.var});
+        // (at / PW, at % PW): the flattened index folds back into `at`.
+        Expr at = (i[2] * IntImm(d.sh) + rr.var) * IntImm(PW) + i[3] * IntImm(d.sw) + rs.var;
+        Expr tap = xpad({i[0], i[1], FloorDiv(at, IntImm(PW)), FloorMod(at, IntImm(PW))});
         return te::Sum(tap * wf({i[1], rr.var * IntImm(d.S) + rs.var}), {rr, rs});
       },
       f32);
