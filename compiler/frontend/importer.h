@@ -273,6 +273,8 @@ class Importer {
   absl::Status ImportPool3d(const onnx::NodeProto& node, int x, const Shape& xs, bool max,
                             bool global);
   absl::Status ImportGemm(const onnx::NodeProto& node);
+  // LSTM, GRU and RNN, unrolled over their time steps (onnx_recurrent.cc).
+  absl::Status ImportRecurrent(const onnx::NodeProto& node);
   absl::Status ImportMatMul(const onnx::NodeProto& node);
   absl::Status ImportReshape(const onnx::NodeProto& node);
   absl::Status ImportBatchNorm(const onnx::NodeProto& node);

@@ -479,6 +479,7 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   if (op == "AveragePool") return ImportPool(node, false, false);
   if (op == "GlobalAveragePool") return ImportPool(node, false, true);
   if (op == "Gemm") return ImportGemm(node);
+  if (op == "LSTM" || op == "GRU" || op == "RNN") return ImportRecurrent(node);
   if (op == "MatMul") return ImportMatMul(node);
   if (op == "Reshape" || op == "Flatten") return ImportReshape(node);
   if (op == "BatchNormalization") return ImportBatchNorm(node);

@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
@@ -330,6 +332,46 @@ TEST(OnnxImport, OneDimConvAndVectorMatMul) {
   EXPECT_THAT(vals.at((*g)->FindValue("c")), ElementsAre(-2, -2, -2, -2, 4));
   EXPECT_THAT(vals.at((*g)->FindValue("vm")), ElementsAre(3, 2));
   EXPECT_THAT(vals.at((*g)->FindValue("fv")), ElementsAre(-4));  // sum of c
+}
+
+// LSTM, GRU and RNN unroll over their time steps (onnx_recurrent.cc; their
+// numerics: the conformance tests and models.lstm_sequence/gru_sequence
+// against onnxruntime). Shapes are checked, and a sequence too long to
+// unroll is refused naming the limit.
+TEST(OnnxImport, RecurrentOperatorsUnrollOrSayWhyNot) {
+  auto rnn = [](int64_t T, int64_t w_rows, const char* direction) {
+    OnnxBuilder b(14);
+    b.Input("x", {T, 2, 3});
+    const int64_t D = std::string(direction) == "bidirectional" ? 2 : 1;
+    b.Init("w", {D, w_rows, 3}, std::vector<float>(D * w_rows * 3, 0.1f));
+    b.Init("r", {D, 4, 4}, std::vector<float>(D * 16, 0.1f));
+    auto* n = b.Node("RNN", {"x", "w", "r"}, {"y", "y_h"}, "rnn");
+    OnnxBuilder::Int(n, "hidden_size", 4);
+    OnnxBuilder::String(n, "direction", direction);
+    b.Output("y");
+    b.Output("y_h");
+    return b.Bytes();
+  };
+  auto g = ImportOnnx(rnn(5, 4, "bidirectional"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(ShapeOf(**g, "y"), ElementsAre(5, 2, 2, 4));
+  EXPECT_THAT(ShapeOf(**g, "y_h"), ElementsAre(2, 2, 4));
+  // x = 1: the first step is tanh(0.3 + 0), then tanh(0.3 + 0.4 h).
+  auto vals = testing::EvaluateGraph(**g, {std::vector<float>(30, 1.0f)});
+  ASSERT_FALSE(vals.empty());
+  const float h1 = std::tanh(0.3f), h2 = std::tanh(0.3f + 0.4f * h1);
+  const std::vector<float>& y = vals.at((*g)->FindValue("y"));
+  EXPECT_NEAR(y[0], h1, 1e-6);           // forward, t = 0
+  EXPECT_NEAR(y[16], h2, 1e-6);          // forward, t = 1
+  EXPECT_NEAR(y[4 * 16 + 8], h1, 1e-6);  // reverse, t = 4: its first step
+  auto bad_w = ImportOnnx(rnn(5, 5, "forward"));
+  EXPECT_EQ(bad_w.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad_w.status().message(), HasSubstr("node 'rnn'"));
+  EXPECT_THAT(bad_w.status().message(), HasSubstr("W must be [1, 4, 3]"));
+  auto too_long = ImportOnnx(rnn(5000, 4, "forward"));
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(too_long.status().message(), HasSubstr("5000 time steps"));
+  EXPECT_THAT(too_long.status().message(), HasSubstr("up to 4096"));
 }
 
 // PRelu before opset 7, as older PyTorch exporters wrote it: a slope of

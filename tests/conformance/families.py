@@ -37,10 +37,11 @@ FAMILIES = [
         LpPool GlobalAveragePool GlobalMaxPool GlobalLpPool MaxUnpool Col2Im DeformConv Det"""),
     ("quantization", """QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger
         ConvInteger QLinearMatMul QLinearConv"""),
+    ("recurrent", "LSTM GRU RNN"),
 ]
 FAMILY_OF = {op: name for name, ops in FAMILIES for op in ops.split()}
 MULTI = "expanded function bodies (multi-op tests)"
-OTHER = ("other (control flow, sequences, strings, RNNs, training, random, signal, "
+OTHER = ("other (control flow, sequences, strings, training, random, signal, "
          "detection, ML domain)")
 
 

@@ -1225,6 +1225,60 @@ def int_numerics():
     return Case(m, {"x": x})
 
 
+def lstm_sequence():
+    """A two-layer LSTM over a padded batch (opset 14, as torch.nn.LSTM exports
+    with packed sequences): a bidirectional layer with biases, initial states,
+    peepholes and per-sequence lengths (12, 7 and 1 steps of 12) given at run
+    time, then a reverse layer with a cell clip and coupled input-forget
+    gates on its concatenated outputs. compiler/frontend/onnx_recurrent.cc
+    unrolls both over their time steps."""
+    g = G(90)
+    T, B, I, H = 12, 3, 8, 16
+    y1, h1, c1 = g.op("LSTM", ["x", g.weight(2, 4 * H, I, fan_in=I), g.weight(2, 4 * H, H, fan_in=H),
+                                g.vec([2, 8 * H]), "lens", g.init(image(91, 2, B, H) * 0.5, "h0"),
+                                g.init(image(92, 2, B, H) * 0.5, "c0"), g.vec([2, 3 * H], -0.5, 0.5)],
+                      n_out=3, hidden_size=H, direction="bidirectional")
+    seq = g.op("Reshape", [g.op("Transpose", [y1], perm=[0, 2, 1, 3]), g.i64([T, B, 2 * H])])
+    y2 = g.op("LSTM", [seq, g.weight(1, 4 * H, 2 * H, fan_in=2 * H),
+                       g.weight(1, 4 * H, H, fan_in=H)],
+              hidden_size=H, direction="reverse", clip=0.8, input_forget=1)
+    outs = {"y1": y1, "h1": h1, "c1": c1, "y2": y2}
+    for name, v in outs.items():
+        g.nodes.append(helper.make_node("Identity", [v], [name]))
+    m = g.model([fin("x", [T, B, I]), fin("lens", [B], TensorProto.INT32)],
+                [fout(n) for n in outs], 14)
+    return Case(m, {"x": image(93, T, B, I), "lens": np.array([12, 7, 1], np.int32)})
+
+
+def gru_sequence():
+    """GRUs and an RNN as PyTorch exports a batch-first model (opset 14,
+    Transposes around layout-0 nodes: onnxruntime runs no layout=1, which the
+    conformance tests cover): a bidirectional GRU with linear_before_reset
+    (PyTorch's), a GRU with the reset gate before the product and
+    HardSigmoid/LeakyRelu activations with their alpha and beta, then an RNN
+    with ReLU."""
+    g = G(94)
+    T, B, I, H = 9, 2, 6, 10
+    xt = g.op("Transpose", ["x"], perm=[1, 0, 2])
+    y1, h1 = g.op("GRU", [xt, g.weight(2, 3 * H, I, fan_in=I), g.weight(2, 3 * H, H, fan_in=H),
+                          g.vec([2, 6 * H], -0.3, 0.3)],
+                  n_out=2, hidden_size=H, direction="bidirectional", linear_before_reset=1)
+    seq = g.op("Reshape", [g.op("Transpose", [y1], perm=[0, 2, 1, 3]), g.i64([T, B, 2 * H])])
+    y2 = g.op("GRU", [seq, g.weight(1, 3 * H, 2 * H, fan_in=2 * H), g.weight(1, 3 * H, H, fan_in=H),
+                      g.vec([1, 6 * H], -0.3, 0.3)],
+              hidden_size=H, activations=["HardSigmoid", "LeakyRelu"],
+              activation_alpha=[0.25, 0.1], activation_beta=[0.45])
+    y3, h3 = g.op("RNN", [g.op("Reshape", [y2, g.i64([T, B, H])]), g.weight(1, H, H, fan_in=H),
+                          g.weight(1, H, H, fan_in=H, scale=0.5), g.vec([1, 2 * H])],
+                  n_out=2, hidden_size=H, activations=["Relu"])
+    outs = {"y1": y1, "h1": h1, "y2": y2, "y3": g.op("Transpose", [y3], perm=[2, 0, 1, 3]),
+            "h3": h3}
+    for name, v in outs.items():
+        g.nodes.append(helper.make_node("Identity", [v], [name]))
+    m = g.model([fin("x", [B, T, I])], [fout(n) for n in outs], 14)
+    return Case(m, {"x": image(95, B, T, I)})
+
+
 # ------------------------------------------------ quantized as users do it
 
 
@@ -1312,7 +1366,8 @@ MODELS = {f.__name__: f for f in [
     dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6,
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
     odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
-    unet_decoder, qdq_int8, resnet18_int8, mobilenet_v2_int8, bert_layer_int8]}
+    unet_decoder, qdq_int8, resnet18_int8, mobilenet_v2_int8, bert_layer_int8, lstm_sequence,
+    gru_sequence]}
 
 
 def main():
