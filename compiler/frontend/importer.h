@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +36,8 @@ constexpr int64_t kMaxOpset = 22;
 // the model may carry.
 constexpr int64_t kMaxElements = int64_t{1} << 32;
 // How to raise the element limit, for errors that hit it.
+// The most nodes LSTM/GRU/RNN, If, Loop and Scan may expand into, in all.
+constexpr int64_t kMaxExpandedNodes = int64_t{1} << 20;
 inline constexpr const char* kElementLimitHint =
     "the most elements a tensor may have: ImportOptions::max_elements, `kiln compile "
     "--max-elements N`, at most 2^32";
@@ -275,6 +278,30 @@ class Importer {
   absl::Status ImportGemm(const onnx::NodeProto& node);
   // LSTM, GRU and RNN, unrolled over their time steps (onnx_recurrent.cc).
   absl::Status ImportRecurrent(const onnx::NodeProto& node);
+  // If, Loop and Scan: their subgraphs inlined, once per iteration
+  // (onnx_control_flow.cc).
+  absl::Status ImportControlFlow(const onnx::NodeProto& node);
+  // Imports `g`'s nodes with its inputs bound to the values named `inputs`,
+  // every name it defines prefixed with `prefix` (names from enclosing
+  // scopes kept); the names of its outputs.
+  absl::StatusOr<std::vector<std::string>> InlineSubgraph(const onnx::GraphProto& g,
+                                                          const std::vector<std::string>& inputs,
+                                                          const std::string& prefix);
+  // The expansions above import ONNX nodes they write, with opset-22
+  // semantics: `op` over the named inputs, its output named `out` or a fresh
+  // "<base>::<op><k>"; the output's name.
+  absl::StatusOr<std::string> Emit(const std::string& base, const std::string& op,
+                                   const std::vector<std::string>& inputs,
+                                   const std::function<void(onnx::NodeProto&)>& attrs = nullptr,
+                                   const std::string& out = "");
+  // An int64 Constant (a scalar when `scalar`), as Emit names it.
+  absl::StatusOr<std::string> EmitInt64s(const std::string& base, const std::vector<int64_t>& v,
+                                         bool scalar = false);
+  int emit_serial_ = 0;
+  // Nodes the expansions have imported, against kMaxExpandedNodes (nested
+  // loops multiply: a few bytes of ONNX must not unroll into millions).
+  int64_t expanded_nodes_ = 0;
+  absl::Status CountExpandedNode();
   absl::Status ImportMatMul(const onnx::NodeProto& node);
   absl::Status ImportReshape(const onnx::NodeProto& node);
   absl::Status ImportBatchNorm(const onnx::NodeProto& node);

@@ -480,6 +480,7 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   if (op == "GlobalAveragePool") return ImportPool(node, false, true);
   if (op == "Gemm") return ImportGemm(node);
   if (op == "LSTM" || op == "GRU" || op == "RNN") return ImportRecurrent(node);
+  if (op == "If" || op == "Loop" || op == "Scan") return ImportControlFlow(node);
   if (op == "MatMul") return ImportMatMul(node);
   if (op == "Reshape" || op == "Flatten") return ImportReshape(node);
   if (op == "BatchNormalization") return ImportBatchNorm(node);

@@ -21,6 +21,7 @@
 // reverse direction, the masked steps come first, so its pass starts at
 // length - 1, as ONNX defines it).
 #include <functional>
+#include <utility>
 
 #include "base/str.h"
 #include "compiler/frontend/importer.h"
@@ -126,35 +127,10 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
     acts.push_back(a);
   }
 
-  // The expansion's nodes are opset-22 nodes, whatever the model's opset.
-  const int64_t model_opset = opset_;
-  opset_ = kMaxOpset;
-  struct Restore {
-    int64_t& o;
-    int64_t v;
-    ~Restore() { o = v; }
-  } restore{opset_, model_opset};
-
-  int serial = 0;
   const std::string base = Name(node);
-  // Imports one node of `op` over the named inputs; its output's name (a
-  // fresh one, or `out`).
   auto emit = [&](const std::string& type, const std::vector<std::string>& ins,
                   const std::function<void(onnx::NodeProto&)>& attrs = nullptr,
-                  const std::string& out = "") -> absl::StatusOr<std::string> {
-    onnx::NodeProto n;
-    n.set_op_type(type);
-    std::string name;
-    do {
-      name = StrCat(base, "::", op, serial++);
-    } while (by_name_.count(name));
-    n.set_name(name);
-    for (const std::string& i : ins) n.add_input(i);
-    n.add_output(out.empty() ? name : out);
-    if (attrs) attrs(n);
-    if (auto s = ImportChecked(n); !s.ok()) return s;
-    return n.output(0);
-  };
+                  const std::string& out = "") { return Emit(base, type, ins, attrs, out); };
   auto int_attr = [](const char* name, int64_t v) {
     return [name, v](onnx::NodeProto& n) {
       auto* a = n.add_attribute();
@@ -193,10 +169,7 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
     });
   };
   auto i64 = [&](std::vector<int64_t> v, bool scalar = false) {
-    return constant(onnx::TensorProto::INT64, scalar ? Shape{} : Shape{int64_t(v.size())},
-                    [&](onnx::TensorProto& t) {
-                      for (int64_t e : v) t.add_int64_data(e);
-                    });
+    return EmitInt64s(base, v, scalar);
   };
   auto f32 = [&](const Shape& dims, float v) {
     int64_t n = 1;
@@ -506,6 +479,49 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
   }
 #undef KILN_NAME
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Importer::Emit(const std::string& base, const std::string& op,
+                                           const std::vector<std::string>& inputs,
+                                           const std::function<void(onnx::NodeProto&)>& attrs,
+                                           const std::string& out) {
+  onnx::NodeProto n;
+  n.set_op_type(op);
+  std::string name;
+  do {
+    name = StrCat(base, "::", op, emit_serial_++);
+  } while (by_name_.count(name));
+  n.set_name(name);
+  for (const std::string& i : inputs) n.add_input(i);
+  n.add_output(out.empty() ? name : out);
+  if (attrs) attrs(n);
+  if (auto s = CountExpandedNode(); !s.ok()) return s;
+  // The expansion's nodes are opset-22 nodes, whatever the model's opset.
+  const int64_t model_opset = std::exchange(opset_, kMaxOpset);
+  absl::Status s = ImportChecked(n);
+  opset_ = model_opset;
+  if (!s.ok()) return s;
+  return n.output(0);
+}
+
+absl::StatusOr<std::string> Importer::EmitInt64s(const std::string& base,
+                                                 const std::vector<int64_t>& v, bool scalar) {
+  return Emit(base, "Constant", {}, [&](onnx::NodeProto& n) {
+    auto* a = n.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    auto* t = a->mutable_t();
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t e : v) t->add_int64_data(e);
+  });
+}
+
+absl::Status Importer::CountExpandedNode() {
+  if (++expanded_nodes_ <= kMaxExpandedNodes) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat("the graph has more than ", kMaxExpandedNodes,
+                                           " nodes once its recurrent operators and loops are "
+                                           "unrolled"));
 }
 
 }  // namespace kiln::compiler::onnx_internal

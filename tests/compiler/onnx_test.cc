@@ -374,6 +374,96 @@ TEST(OnnxImport, RecurrentOperatorsUnrollOrSayWhyNot) {
   EXPECT_THAT(too_long.status().message(), HasSubstr("up to 4096"));
 }
 
+// If, Loop and Scan inline their subgraphs (onnx_control_flow.cc; their
+// numerics: the conformance tests and models.scripted_control_flow against
+// onnxruntime). What cannot be unrolled is refused saying why: a loop whose
+// condition is known only at run time, and an If on a run-time condition
+// whose branches' outputs differ in shape.
+TEST(OnnxImport, ControlFlowInlinesOrSaysWhyNot) {
+  auto value_info = [](onnx::ValueInfoProto* v, const std::string& name, int type,
+                       const std::vector<int64_t>& shape) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    for (int64_t d : shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  auto node = [](onnx::GraphProto* g, const std::string& op, std::vector<std::string> ins,
+                 std::string out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  // y = x doubled while the loop runs; its condition: sum(y) < 100, or true.
+  auto loop = [&](bool runtime_cond) {
+    OnnxBuilder b;
+    b.Input("x", {3});
+    b.InitInt64("m", {}, {4});
+    b.Init("two", {}, {2.0f});
+    b.Init("limit", {}, {100.0f});
+    auto* n = b.Node("Loop", {"m", "", "x"}, {"y"}, "loop");
+    auto* a = n->add_attribute();
+    a->set_name("body");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* g = a->mutable_g();
+    value_info(g->add_input(), "i", onnx::TensorProto::INT64, {});
+    value_info(g->add_input(), "c", onnx::TensorProto::BOOL, {});
+    value_info(g->add_input(), "v", onnx::TensorProto::FLOAT, {3});
+    node(g, "Mul", {"v", "two"}, "v2");
+    if (runtime_cond) {
+      node(g, "ReduceSum", {"v2"}, "s");
+      node(g, "Less", {"s", "limit"}, "c2");
+    } else {
+      node(g, "Identity", {"c"}, "c2");
+    }
+    value_info(g->add_output(), "c2", onnx::TensorProto::BOOL, {});
+    value_info(g->add_output(), "v2", onnx::TensorProto::FLOAT, {3});
+    b.Output("y");
+    return b.Bytes();
+  };
+  auto g = ImportOnnx(loop(false));
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto vals = testing::EvaluateGraph(**g, {{1, 2, 3}});
+  ASSERT_FALSE(vals.empty());
+  EXPECT_THAT(vals.at((*g)->FindValue("y")), ElementsAre(16, 32, 48));
+  auto dynamic = ImportOnnx(loop(true));
+  EXPECT_EQ(dynamic.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(dynamic.status().message(), HasSubstr("node 'loop'"));
+  EXPECT_THAT(dynamic.status().message(), HasSubstr("condition known only at run time"));
+
+  OnnxBuilder b;
+  b.Input("x", {3});
+  b.Init("zero", {}, {0.0f});
+  b.InitInt64("two", {1}, {2});
+  b.Node("ReduceSum", {"x"}, {"s"});
+  b.Node("Greater", {"s", "zero"}, {"c"});
+  auto* n = b.Node("If", {"c"}, {"y"}, "if");
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    const std::string out = std::string(name) + "_out";
+    if (name[0] == 't') {
+      node(a->mutable_g(), "Neg", {"x"}, out);
+    } else {
+      auto* sl = node(a->mutable_g(), "Slice", {"x", "zero_i", "two"}, out);
+      (void)sl;
+      auto* t = a->mutable_g()->add_initializer();
+      t->set_name("zero_i");
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(1);
+      t->add_int64_data(0);
+    }
+    value_info(a->mutable_g()->add_output(), out, onnx::TensorProto::FLOAT, {});
+  }
+  b.Output("y");
+  auto shapes_differ = ImportOnnx(b.Bytes());
+  EXPECT_EQ(shapes_differ.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(shapes_differ.status().message(), HasSubstr("[3] against [2]"));
+}
+
 // PRelu before opset 7, as older PyTorch exporters wrote it: a slope of
 // X's channels ([C] for [N, C, H, W]) is per channel. From opset 7 the same
 // slope broadcasts NumPy's way, along the last axis (here W = 2 != C = 3,

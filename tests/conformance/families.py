@@ -38,10 +38,11 @@ FAMILIES = [
     ("quantization", """QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger
         ConvInteger QLinearMatMul QLinearConv"""),
     ("recurrent", "LSTM GRU RNN"),
+    ("control flow", "If Loop Scan"),
 ]
 FAMILY_OF = {op: name for name, ops in FAMILIES for op in ops.split()}
 MULTI = "expanded function bodies (multi-op tests)"
-OTHER = ("other (control flow, sequences, strings, training, random, signal, "
+OTHER = ("other (sequences, strings, training, random, signal, "
          "detection, ML domain)")
 
 

@@ -1279,6 +1279,62 @@ def gru_sequence():
     return Case(m, {"x": image(95, B, T, I)})
 
 
+def scripted_control_flow():
+    """Control flow as torch.jit.script exports it (opset 13): a Loop of a
+    constant trip count carrying a state and emitting a scan output, an If
+    on a condition computed from the input at run time (both branches
+    computed, one selected), an If on a shape test that folds at compile
+    time, and a Scan summing rows. compiler/frontend/onnx_control_flow.cc
+    inlines the subgraphs."""
+    g = G(96)
+    w = g.weight(6, 6)
+    body_nodes = [
+        helper.make_node("MatMul", ["h_in", w], ["mm"]),
+        helper.make_node("Tanh", ["mm"], ["t"]),
+        helper.make_node("Cast", ["i"], ["i_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["i_f", g.f32(0.1)], ["step"]),
+        helper.make_node("Add", ["t", "step"], ["h_out"]),
+        helper.make_node("Identity", ["c_in"], ["c_out"]),
+        helper.make_node("ReduceSum", ["h_out"], ["s_out"], keepdims=0),
+    ]
+    body = helper.make_graph(
+        body_nodes, "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [2, 6])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [2, 6]),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [])])
+    h, sums = g.op("Loop", [g.i64(5), g.init(np.array(True), "cond"), "x"], n_out=2, body=body)
+
+    def branch(name, op, k):
+        out = g.name(name)
+        return helper.make_graph([helper.make_node(op, [h, g.f32(k)], [out])], name, [],
+                                 [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2, 6])])
+    positive = g.op("Greater", [g.op("ReduceSum", [h], keepdims=0), g.f32(0.0)])
+    picked = g.op("If", [positive], then_branch=branch("then", "Mul", 2.0),
+                  else_branch=branch("else", "Add", -1.0))
+    wide = g.op("Equal", [g.op("Size", [g.op("Shape", ["x"])]), g.i64(2)])
+    shaped = g.op("If", [wide], then_branch=branch("then2", "Sub", 0.5),
+                  else_branch=branch("else2", "Mul", 0.0))
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "row"], ["acc_out"]),
+         helper.make_node("Relu", ["acc_out"], ["relu_out"])], "scan_body",
+        [helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [6]),
+         helper.make_tensor_value_info("row", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [6]),
+         helper.make_tensor_value_info("relu_out", TensorProto.FLOAT, [6])])
+    total, relus = g.op("Scan", [g.f32(np.zeros(6)), picked], n_out=2, body=scan_body,
+                        num_scan_inputs=1, scan_input_directions=[1])
+    outs = {"h": h, "sums": sums, "picked": picked, "shaped": shaped, "total": total,
+            "relus": relus}
+    for name, v in outs.items():
+        g.nodes.append(helper.make_node("Identity", [v], [name]))
+    shapes = {"sums": [5], "total": [6]}
+    m = g.model([fin("x", [2, 6])], [fout(n, shape=shapes.get(n, [2, 6])) for n in outs], 13)
+    return Case(m, {"x": image(97, 2, 6)})
+
+
 # ------------------------------------------------ quantized as users do it
 
 
@@ -1367,7 +1423,7 @@ MODELS = {f.__name__: f for f in [
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
     odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
     unet_decoder, qdq_int8, resnet18_int8, mobilenet_v2_int8, bert_layer_int8, lstm_sequence,
-    gru_sequence]}
+    gru_sequence, scripted_control_flow]}
 
 
 def main():
