@@ -278,6 +278,12 @@ class Importer {
   absl::Status ImportGemm(const onnx::NodeProto& node);
   // LSTM, GRU and RNN, unrolled over their time steps (onnx_recurrent.cc).
   absl::Status ImportRecurrent(const onnx::NodeProto& node);
+  // Window functions and MelWeightMatrix, constants computed at import
+  // (onnx_signal_ops.cc); *handled false for other operators.
+  absl::Status ImportSignal(const onnx::NodeProto& node, bool* handled);
+  // AffineGrid, ReverseSequence and MaxUnpool as the nodes of their
+  // definition (onnx_expanded_ops.cc); *handled false for other operators.
+  absl::Status ImportExpanded(const onnx::NodeProto& node, bool* handled);
   // If, Loop and Scan: their subgraphs inlined, once per iteration
   // (onnx_control_flow.cc).
   absl::Status ImportControlFlow(const onnx::NodeProto& node);
@@ -301,7 +307,9 @@ class Importer {
   // Nodes the expansions have imported, against kMaxExpandedNodes (nested
   // loops multiply: a few bytes of ONNX must not unroll into millions).
   int64_t expanded_nodes_ = 0;
-  absl::Status CountExpandedNode();
+  // Counts `n` nodes more (before an expansion of known size, so that one
+  // too large is refused before any of it is imported).
+  absl::Status CountExpandedNode(int64_t n = 1);
   absl::Status ImportMatMul(const onnx::NodeProto& node);
   absl::Status ImportReshape(const onnx::NodeProto& node);
   absl::Status ImportBatchNorm(const onnx::NodeProto& node);

@@ -48,6 +48,7 @@ absl::StatusOr<std::vector<std::string>> Importer::InlineSubgraph(
     return absl::InvalidArgumentError(StrCat("subgraph '", g.name(), "' takes ", g.input_size(),
                                              " inputs, given ", inputs.size()));
   }
+  if (auto s = CountExpandedNode(g.node_size()); !s.ok()) return s;
   std::map<std::string, std::string> names;
   for (int i = 0; i < g.input_size(); ++i) names[g.input(i).name()] = inputs[i];
   for (const auto& t : g.initializer()) {
@@ -70,7 +71,6 @@ absl::StatusOr<std::vector<std::string>> Importer::InlineSubgraph(
       names[out] = prefix + out;
       out = prefix + out;
     }
-    if (auto s = CountExpandedNode(); !s.ok()) return s;
     if (auto s = ImportChecked(n); !s.ok()) return s;
   }
   std::vector<std::string> outs;
@@ -181,6 +181,10 @@ absl::Status Importer::ImportControlFlow(const onnx::NodeProto& node) {
       auto m = ConstInts(node, 0);
       if (!m.ok()) return m.status();
       trip = m->empty() ? 0 : (*m)[0];
+    }
+    if (trip <= kMaxIterations && trip > 0 &&
+        body->node_size() > (kMaxExpandedNodes - expanded_nodes_) / trip) {
+      return CountExpandedNode(trip * body->node_size());
     }
     bool go = true;
     std::string cond;
@@ -294,6 +298,9 @@ absl::Status Importer::ImportControlFlow(const onnx::NodeProto& node) {
     return Unimplemented(node, StrCat(T, " iterations: kiln unrolls Scan, up to ", kMaxIterations));
   }
   if (T <= 0) return Unimplemented(node, "an empty scan");
+  if (body->node_size() > (kMaxExpandedNodes - expanded_nodes_) / T) {
+    return CountExpandedNode(T * body->node_size());
+  }
   std::vector<std::vector<std::string>> scanned(static_cast<size_t>(n_out));
   for (int64_t t = 0; t < T; ++t) {
     std::vector<std::string> ins = state;

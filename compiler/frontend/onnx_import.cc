@@ -516,6 +516,8 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
     return absl::OkStatus();
   }
   bool handled = false;
+  if (auto s = ImportSignal(node, &handled); !s.ok() || handled) return s;
+  if (auto s = ImportExpanded(node, &handled); !s.ok() || handled) return s;
   if (auto s = ImportGeneric(node, &handled); !s.ok() || handled) return s;
   return absl::UnimplementedError(
       StrCat("unsupported operator '", op, "' (node '", Name(node), "')"));

@@ -517,8 +517,11 @@ absl::StatusOr<std::string> Importer::EmitInt64s(const std::string& base,
   });
 }
 
-absl::Status Importer::CountExpandedNode() {
-  if (++expanded_nodes_ <= kMaxExpandedNodes) return absl::OkStatus();
+absl::Status Importer::CountExpandedNode(int64_t n) {
+  if (n <= kMaxExpandedNodes - expanded_nodes_) {
+    expanded_nodes_ += n;
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(StrCat("the graph has more than ", kMaxExpandedNodes,
                                            " nodes once its recurrent operators and loops are "
                                            "unrolled"));

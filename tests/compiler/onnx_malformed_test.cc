@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <functional>
 
 #include "base/str.h"
@@ -361,6 +362,32 @@ TEST(OnnxMalformed, ComputedConstantsAsLargeAsWeights) {
   options.max_folded_bytes = n - 1;
   EXPECT_REFUSED(ImportOnnx(model(n), options), kInvalidArgument, HasSubstr("node 'big'"),
                  HasSubstr("max_folded_bytes"), HasSubstr("`kiln compile` allows 4 GiB"));
+}
+
+// A few hundred bytes of ONNX may ask a loop to unroll into millions of
+// nodes: the expansions have a budget of 2^20 nodes in all, checked before
+// a loop of known size is unrolled (refused before any of it is imported).
+TEST(OnnxMalformed, UnrolledLoopsHaveANodeBudget) {
+  OnnxBuilder b;
+  b.Input("x", {1});
+  b.InitInt64("m", {}, {4000});
+  auto* loop = b.Node("Loop", {"m", "", "x"}, {"y"}, "loop");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* g = a->mutable_g();
+  for (const char* in : {"i", "c", "v0"}) g->add_input()->set_name(in);
+  for (int k = 0; k < 300; ++k) {
+    auto* n = g->add_node();
+    n->set_op_type("Identity");
+    n->add_input(StrCat("v", k));
+    n->add_output(StrCat("v", k + 1));
+  }
+  g->add_output()->set_name("c");
+  g->add_output()->set_name("v300");
+  b.Output("y");
+  EXPECT_REFUSED(ImportOnnx(b.Bytes()), kInvalidArgument, HasSubstr("node 'loop'"),
+                 HasSubstr("more than 1048576 nodes"));
 }
 
 // Found by the fuzzer: a scalar where the operator indexes the data's shape

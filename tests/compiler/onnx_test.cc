@@ -464,6 +464,41 @@ TEST(OnnxImport, ControlFlowInlinesOrSaysWhyNot) {
   EXPECT_THAT(shapes_differ.status().message(), HasSubstr("[3] against [2]"));
 }
 
+// Window functions, MelWeightMatrix, AffineGrid, ReverseSequence and
+// MaxUnpool (onnx_signal_ops.cc, onnx_expanded_ops.cc; their numerics: the
+// conformance tests): a Hann window of 4 is computed at import, a size
+// known only at run time is refused naming it, and a theta that does not
+// fit AffineGrid's size is refused.
+TEST(OnnxImport, ConstantSignalOpsAndExpandedOps) {
+  OnnxBuilder b(17);
+  b.Input("x", {1});
+  b.InitInt64("four", {}, {4});
+  b.Node("HannWindow", {"four"}, {"w"});
+  b.Output("w");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Value& w = (*g)->values[(*g)->FindValue("w")];
+  ASSERT_TRUE(w.IsConstant());
+  EXPECT_THAT(w.ToFloats(), ElementsAre(0.0f, 0.5f, 1.0f, 0.5f));  // periodic: N = 4
+
+  OnnxBuilder r(17);
+  r.Input("n", {}, onnx::TensorProto::INT64);
+  r.Node("HammingWindow", {"n"}, {"w"}, "window");
+  r.Output("w");
+  auto runtime = ImportOnnx(r.Bytes());
+  EXPECT_EQ(runtime.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(runtime.status().message(), HasSubstr("('n') must be known at compile time"));
+
+  OnnxBuilder a(20);
+  a.Input("theta", {2, 2, 3});
+  a.InitInt64("size", {4}, {3, 1, 4, 5});
+  a.Node("AffineGrid", {"theta", "size"}, {"grid"}, "grid");
+  a.Output("grid");
+  auto bad = ImportOnnx(a.Bytes());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("does not fit size [3,1,4,5]"));
+}
+
 // PRelu before opset 7, as older PyTorch exporters wrote it: a slope of
 // X's channels ([C] for [N, C, H, W]) is per channel. From opset 7 the same
 // slope broadcasts NumPy's way, along the last axis (here W = 2 != C = 3,

@@ -31,7 +31,7 @@ FAMILIES = [
     ("data movement", """Transpose Concat Split Slice Gather GatherElements GatherND
         ScatterElements ScatterND Scatter Expand Tile Pad Reshape Flatten Squeeze Unsqueeze
         DepthToSpace SpaceToDepth Resize Upsample Trilu OneHot EyeLike Identity Dropout
-        Compress CenterCropPad ReverseSequence"""),
+        Compress CenterCropPad ReverseSequence AffineGrid"""),
     ("shape & constants", "Shape Size ConstantOfShape Range Constant"),
     ("conv, matmul, pooling", """Conv ConvTranspose MatMul Gemm Einsum MaxPool AveragePool
         LpPool GlobalAveragePool GlobalMaxPool GlobalLpPool MaxUnpool Col2Im DeformConv Det"""),
@@ -39,10 +39,11 @@ FAMILIES = [
         ConvInteger QLinearMatMul QLinearConv"""),
     ("recurrent", "LSTM GRU RNN"),
     ("control flow", "If Loop Scan"),
+    ("signal", "HannWindow HammingWindow BlackmanWindow MelWeightMatrix DFT STFT"),
 ]
 FAMILY_OF = {op: name for name, ops in FAMILIES for op in ops.split()}
 MULTI = "expanded function bodies (multi-op tests)"
-OTHER = ("other (sequences, strings, training, random, signal, "
+OTHER = ("other (sequences, strings, training, random, "
          "detection, ML domain)")
 
 
