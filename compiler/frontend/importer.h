@@ -318,6 +318,8 @@ class Importer {
   absl::Status ImportConstant(const onnx::NodeProto& node);
   // Resize and Upsample (onnx_resize.cc).
   absl::Status ImportResize(const onnx::NodeProto& node);
+  // GridSample (onnx_resize.cc): the generic grid_sample op.
+  absl::Status ImportGridSample(const onnx::NodeProto& node);
   // Spatial padding/outputs for conv and pool over in_hw.size() dimensions
   // (pads: begins, then ends). `kernel` is the undilated window size.
   absl::Status Spatial(const onnx::NodeProto& node, const Shape& in_hw, const Shape& kernel,

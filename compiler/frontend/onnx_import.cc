@@ -486,6 +486,7 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   if (op == "BatchNormalization") return ImportBatchNorm(node);
   if (op == "Constant") return ImportConstant(node);
   if (op == "Resize" || op == "Upsample") return ImportResize(node);
+  if (op == "GridSample") return ImportGridSample(node);
   if (op == "Identity" || op == "Dropout") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();

@@ -193,4 +193,38 @@ absl::Status Importer::ImportResize(const onnx::NodeProto& node) {
   return v.ok() ? absl::OkStatus() : v.status();
 }
 
+absl::Status Importer::ImportGridSample(const onnx::NodeProto& node) {
+  auto x = InF(node, 0), grid = InF(node, 1);
+  if (!x.ok() || !grid.ok()) return !x.ok() ? x.status() : grid.status();
+  const Shape xs = V(*x).shape, gs = V(*grid).shape;
+  if (xs.size() < 3 || gs.size() != xs.size() || gs[0] != xs[0] ||
+      gs.back() != static_cast<int64_t>(xs.size()) - 2) {
+    return absl::InvalidArgumentError(StrCat("grid [", StrJoin(gs, ","), "] must be [N, ",
+                                             "spatial..., ", xs.size() - 2, "] for X [",
+                                             StrJoin(xs, ","), "]"));
+  }
+  // Opset 16's names and opset 20's.
+  const std::string mode = AttrString(node, "mode", opset_ >= 20 ? "linear" : "bilinear");
+  const std::string padding = AttrString(node, "padding_mode", "zeros");
+  int64_t m = -1, p = -1;
+  if (mode == "linear" || mode == "bilinear") m = 0;
+  if (mode == "nearest") m = 1;
+  if (mode == "cubic" || mode == "bicubic") m = 2;
+  if (padding == "zeros") p = 0;
+  if (padding == "border") p = 1;
+  if (padding == "reflection") p = 2;
+  if (m < 0 || p < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("mode '", mode, "' or padding_mode '", padding, "' is not GridSample's"));
+  }
+  Shape out = {xs[0], xs[1]};
+  out.insert(out.end(), gs.begin() + 1, gs.end() - 1);
+  auto v = Generic(node, "grid_sample", {*x, *grid}, out, DType::kFloat32,
+                   {{"mode", {m}},
+                    {"padding", {p}},
+                    {"align", {AttrInt(node, "align_corners", 0) != 0 ? 1 : 0}}},
+                   0);
+  return v.ok() ? absl::OkStatus() : v.status();
+}
+
 }  // namespace kiln::compiler::onnx_internal

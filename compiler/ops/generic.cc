@@ -562,6 +562,7 @@ const GenericOp kOps[] = {
     {"onehot", Pattern::kInjective, OneHotOp},
     {"eyelike", Pattern::kInjective, EyeLikeOp},
     {"resize", Pattern::kInjective, ResizeOp},
+    {"grid_sample", Pattern::kInjective, GridSampleOp},
     {"gather_nd", Pattern::kInjective, GatherNdOp},
     {"scatter", Pattern::kReduction, ScatterOp},
     {"topk", Pattern::kReduction, TopKOp},

@@ -72,6 +72,7 @@ absl::StatusOr<te::Tensor> DequantizeOp(const Workload& w, const std::vector<te:
 absl::StatusOr<te::Tensor> QAddOp(const Workload& w, const std::vector<te::Tensor>& in);
 // generic_resize.cc.
 absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> GridSampleOp(const Workload& w, const std::vector<te::Tensor>& in);
 // The operators of generic_index.cc.
 absl::StatusOr<te::Tensor> GatherNdOp(const Workload& w, const std::vector<te::Tensor>& in);
 absl::StatusOr<te::Tensor> ScatterOp(const Workload& w, const std::vector<te::Tensor>& in);

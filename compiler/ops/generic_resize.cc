@@ -1,5 +1,5 @@
-// The generic resize op (Resize/Upsample): its compute definition only;
-// generic_template.cc schedules it.
+// The generic resize op (Resize/Upsample) and grid_sample (GridSample):
+// their compute definitions only; generic_template.cc schedules them.
 #include <cmath>
 
 #include "compiler/ops/generic_internal.h"
@@ -7,6 +7,20 @@
 namespace kiln::compiler::ops::generic_internal {
 
 using namespace ir;
+
+namespace {
+
+// Keys' cubic convolution weights of the taps at floor(x) - 1 .. + 2 for
+// the fraction fr = x - floor(x) (float64), coefficient a.
+std::vector<Expr> CubicWeights(Expr fr, double a) {
+  auto F = [](double v) { return FloatImm(v, DataType::Float64()); };
+  Expr p = fr + F(1), q = F(1) - fr, q1 = q + F(1);
+  return {((F(a) * p - F(5 * a)) * p + F(8 * a)) * p - F(4 * a),
+          ((F(a + 2) * fr - F(a + 3)) * fr) * fr + F(1), ((F(a + 2) * q - F(a + 3)) * q) * q + F(1),
+          ((F(a) * q1 - F(5 * a)) * q1 + F(8 * a)) * q1 - F(4 * a)};
+}
+
+}  // namespace
 
 // Resize: per output axis d a source coordinate (float64), then nearest,
 // linear or cubic taps on clamped indices, summed with their weights.
@@ -141,11 +155,7 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
             idx[d] = {i0, i0 + IntImm(1)};
             wt[d] = {F(1) - fr, fr};
           } else {
-            Expr p = fr + F(1), q = F(1) - fr, q1 = q + F(1);
-            wt[d] = {((F(a) * p - F(5 * a)) * p + F(8 * a)) * p - F(4 * a),
-                     ((F(a + 2) * fr - F(a + 3)) * fr) * fr + F(1),
-                     ((F(a + 2) * q - F(a + 3)) * q) * q + F(1),
-                     ((F(a) * q1 - F(5 * a)) * q1 + F(8 * a)) * q1 - F(4 * a)};
+            wt[d] = CubicWeights(fr, a);
             idx[d] = {i0 - IntImm(1), i0, i0 + IntImm(1), i0 + IntImm(2)};
           }
           if (exclude) {
@@ -185,6 +195,122 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
         if (acc.dtype() != t) acc = Cast(t, acc);
         if (outside.defined()) acc = Select(outside, Const(t, extrap), acc);
         return acc;
+      },
+      t);
+}
+
+// GridSample: x [N, C, S_1..S_r] sampled at grid [N, O_1..O_r, r] (its last
+// axis the coordinates innermost first, in [-1, 1]), as ONNX's reference
+// samples: per spatial axis the denormalized coordinate (align_corners:
+// -1 and 1 are the edge pixels' centers; else their outer edges), rounded
+// half to even for nearest; one outside [lo, hi] (the pixel centers, or
+// the edges) clamped to the pixels (padding border) or reflected into
+// [lo, hi] (reflection); then 1 (nearest: the coordinate truncated), 2
+// (linear) or 4 (cubic, a = -0.75) taps per axis, each tap outside the
+// image 0 (zeros), the edge pixel (border) or its mirror image (reflection;
+// ONNX reflects a tap as it does a coordinate, which for the at most 2
+// pixels a tap can lie outside is the mirror, on images of 3 pixels or
+// more).
+// Attributes: mode 0 linear, 1 nearest, 2 cubic; padding 0 zeros, 1
+// border, 2 reflection; align 0/1.
+absl::StatusOr<te::Tensor> GridSampleOp(const Workload& w, const std::vector<te::Tensor>& in) {
+  const te::Tensor &x = in.at(0), &grid = in.at(1);
+  const Shape &xs = x->shape, &gs = grid->shape;
+  const size_t r = xs.size() - 2;
+  if (xs.size() < 3 || gs.size() != r + 2 || gs[0] != xs[0] || gs.back() != int64_t(r)) {
+    return Bad(w, "grid must be [N, spatial..., rank] for x [N, C, spatial...]");
+  }
+  const int64_t mode = w.IntOr("mode", 0), padding = w.IntOr("padding", 0);
+  const bool align = w.IntOr("align", 0) != 0;
+  if (mode < 0 || mode > 2 || padding < 0 || padding > 2) return Bad(w, "bad mode or padding");
+  DataType t = x.buffer()->dtype;
+  if (!t.is_float()) return Bad(w, "GridSample needs a float input");
+  Shape out = {xs[0], xs[1]};
+  out.insert(out.end(), gs.begin() + 1, gs.end() - 1);
+  const DataType f64 = DataType::Float64(), i64 = DataType::Int64();
+  auto F = [&](double v) { return FloatImm(v, f64); };
+  auto floor = [&](Expr v) { return Call(f64, "floor", {v}); };
+  // v reflected into [lo, hi] by its borders, back and forth (a triangle
+  // wave of period 2 (hi - lo): ONNX's fold by the nearer border, as an
+  // expression that names v twice, not once per case: the C and CUDA
+  // sources print every use).
+  auto reflect = [&](Expr v, double lo, double hi) -> Expr {
+    const double range = hi - lo;
+    if (range <= 0) return F(lo);
+    Expr u = v - F(lo);
+    Expr m = u - F(2 * range) * floor(u / F(2 * range));
+    return F(lo + range) - Call(f64, "fabs", {m - F(range)});
+  };
+  return te::Compute(
+      "grid_sample", out,
+      [&](const std::vector<Var>& o) {
+        std::vector<std::vector<Expr>> idx(r), wt(r), ok(r);
+        for (size_t d = 0; d < r; ++d) {
+          const int64_t n = xs[2 + d];
+          const double size = static_cast<double>(n);
+          std::vector<Expr> at = {o[0]};
+          for (size_t k = 0; k < r; ++k) at.push_back(o[2 + k]);
+          at.push_back(IntImm(static_cast<int64_t>(r - 1 - d)));
+          Expr g = Cast(f64, grid(at));
+          Expr v = align ? (g + F(1)) / F(2) * F(size - 1) : ((g + F(1)) * F(size) - F(1)) / F(2);
+          if (mode == 1) v = Call(f64, "roundeven", {v});
+          const double lo = align ? 0 : -0.5, hi = align ? size - 1 : size - 0.5;
+          if (padding == 1) {
+            v = Select(v < F(lo) || v > F(hi), Min(Max(v, F(0)), F(size - 1)), v);
+          } else if (padding == 2) {
+            v = reflect(v, lo, hi);
+          }
+          std::vector<Expr> taps;
+          if (mode == 1) {
+            taps = {Cast(i64, v)};
+          } else {
+            Expr fl = floor(v), fr = v - fl;
+            Expr i0 = Cast(i64, fl);
+            if (mode == 0) {
+              taps = {i0, i0 + IntImm(1)};
+              wt[d] = {F(1) - fr, fr};
+            } else {
+              taps = {i0 - IntImm(1), i0, i0 + IntImm(1), i0 + IntImm(2)};
+              wt[d] = CubicWeights(fr, -0.75);
+            }
+          }
+          for (Expr j : taps) {
+            if (padding == 0) {
+              ok[d].push_back(j >= IntImm(0) && j < IntImm(n));
+            } else if (padding == 2) {
+              // A tap past the edge (by at most 2, the coordinate being
+              // inside) mirrored: about the edge pixel's center
+              // (align_corners) or its outer edge.
+              const int64_t below = align ? 0 : -1, above = align ? 2 * (n - 1) : 2 * n - 1;
+              j = Select(j < IntImm(0), IntImm(below) - j,
+                         Select(j > IntImm(n - 1), IntImm(above) - j, j));
+            }
+            idx[d].push_back(Clamp(j, 0, n - 1));
+          }
+        }
+        // The sum over every combination of taps.
+        Expr acc;
+        std::vector<size_t> k(r, 0);
+        for (;;) {
+          std::vector<Expr> at = {o[0], o[1]};
+          Expr weight, valid;
+          for (size_t d = 0; d < r; ++d) {
+            at.push_back(idx[d][k[d]]);
+            if (!wt[d].empty()) weight = weight.defined() ? weight * wt[d][k[d]] : wt[d][k[d]];
+            if (!ok[d].empty()) valid = valid.defined() ? valid && ok[d][k[d]] : ok[d][k[d]];
+          }
+          Expr v = Cast(f64, x(at));
+          if (weight.defined()) v = v * weight;
+          if (valid.defined()) v = Select(valid, v, F(0));
+          acc = acc.defined() ? acc + v : v;
+          size_t d = 0;
+          for (; d < r; ++d) {
+            if (++k[d] < idx[d].size()) break;
+            k[d] = 0;
+          }
+          if (d == r) break;
+        }
+        return Cast(t, acc);
       },
       t);
 }

@@ -427,6 +427,7 @@ int main(int argc, char** argv) {
       "GlobalMaxPool",
       "Greater",
       "GreaterOrEqual",
+      "GridSample",
       "GroupNormalization",
       "HammingWindow",
       "HannWindow",

@@ -31,7 +31,7 @@ FAMILIES = [
     ("data movement", """Transpose Concat Split Slice Gather GatherElements GatherND
         ScatterElements ScatterND Scatter Expand Tile Pad Reshape Flatten Squeeze Unsqueeze
         DepthToSpace SpaceToDepth Resize Upsample Trilu OneHot EyeLike Identity Dropout
-        Compress CenterCropPad ReverseSequence AffineGrid"""),
+        Compress CenterCropPad ReverseSequence AffineGrid GridSample"""),
     ("shape & constants", "Shape Size ConstantOfShape Range Constant"),
     ("conv, matmul, pooling", """Conv ConvTranspose MatMul Gemm Einsum MaxPool AveragePool
         LpPool GlobalAveragePool GlobalMaxPool GlobalLpPool MaxUnpool Col2Im DeformConv Det"""),

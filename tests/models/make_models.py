@@ -1335,6 +1335,30 @@ def scripted_control_flow():
     return Case(m, {"x": image(97, 2, 6)})
 
 
+def stn_style():
+    """A spatial transformer (opset 20): a localization net (conv, pool,
+    Gemm) predicts theta, AffineGrid makes the sampling grid of a constant
+    size, GridSample resamples the input bilinearly with zero padding and
+    bicubically with reflection."""
+    g = G(98)
+    x = "x"  # [2, 3, 12, 16]
+    loc = g.relu(g.conv(x, 3, 8, 3, stride=2))
+    loc = g.op("GlobalAveragePool", [loc])
+    loc = g.op("Flatten", [loc])
+    # theta near the identity: a small learned offset.
+    theta = g.op("Add", [g.op("Gemm", [loc, g.weight(6, 8, scale=0.2)], transB=1),
+                         g.f32([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])])
+    theta = g.op("Reshape", [theta, g.i64([2, 2, 3])])
+    grid = g.op("AffineGrid", [theta, g.i64([2, 3, 10, 14])], align_corners=0)
+    outs = {"bilinear": g.op("GridSample", [x, grid], mode="linear", padding_mode="zeros"),
+            "cubic": g.op("GridSample", [x, grid], mode="cubic", padding_mode="reflection",
+                          align_corners=1)}
+    for name, v in outs.items():
+        g.nodes.append(helper.make_node("Identity", [v], [name]))
+    m = g.model([fin("x", [2, 3, 12, 16])], [fout(n) for n in outs], 20)
+    return Case(m, {"x": image(99, 2, 3, 12, 16)})
+
+
 # ------------------------------------------------ quantized as users do it
 
 
@@ -1423,7 +1447,7 @@ MODELS = {f.__name__: f for f in [
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
     odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
     unet_decoder, qdq_int8, resnet18_int8, mobilenet_v2_int8, bert_layer_int8, lstm_sequence,
-    gru_sequence, scripted_control_flow]}
+    gru_sequence, scripted_control_flow, stn_style]}
 
 
 def main():
