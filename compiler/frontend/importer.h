@@ -300,6 +300,32 @@ class Importer {
                                    const std::vector<std::string>& inputs,
                                    const std::function<void(onnx::NodeProto&)>& attrs = nullptr,
                                    const std::string& out = "");
+  // Attribute setters for Emit's `attrs`.
+  using AttrSetter = std::function<void(onnx::NodeProto&)>;
+  static AttrSetter IntAttr(const char* name, int64_t v) {
+    return [name, v](onnx::NodeProto& n) {
+      auto* a = n.add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(v);
+    };
+  }
+  static AttrSetter IntsAttr(const char* name, std::vector<int64_t> v) {
+    return [name, v](onnx::NodeProto& n) {
+      auto* a = n.add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t e : v) a->add_ints(e);
+    };
+  }
+  static AttrSetter FloatAttr(const char* name, float v) {
+    return [name, v](onnx::NodeProto& n) {
+      auto* a = n.add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(v);
+    };
+  }
   // An int64 Constant (a scalar when `scalar`), as Emit names it.
   absl::StatusOr<std::string> EmitInt64s(const std::string& base, const std::vector<int64_t>& v,
                                          bool scalar = false);

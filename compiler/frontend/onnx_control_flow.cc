@@ -109,15 +109,7 @@ absl::Status Importer::ImportControlFlow(const onnx::NodeProto& node) {
       if (!u.ok()) return u.status();
       lifted.push_back(*u);
     }
-    auto r = Emit(
-        base, "Concat", lifted,
-        [&](onnx::NodeProto& n) {
-          auto* a = n.add_attribute();
-          a->set_name("axis");
-          a->set_type(onnx::AttributeProto::INT);
-          a->set_i(axis);
-        },
-        out);
+    auto r = Emit(base, "Concat", lifted, IntAttr("axis", axis), out);
     return r.ok() ? absl::OkStatus() : r.status();
   };
 
@@ -307,12 +299,7 @@ absl::Status Importer::ImportControlFlow(const onnx::NodeProto& node) {
     for (int64_t k = 0; k < n_scan; ++k) {
       auto idx = EmitInt64s(base, {dirs[k] ? T - 1 - t : t}, true);
       if (!idx.ok()) return idx.status();
-      auto g = Emit(base, "Gather", {seqs[k], *idx}, [&](onnx::NodeProto& n) {
-        auto* a = n.add_attribute();
-        a->set_name("axis");
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(axes[k]);
-      });
+      auto g = Emit(base, "Gather", {seqs[k], *idx}, IntAttr("axis", axes[k]));
       if (!g.ok()) return g.status();
       ins.push_back(*g);
     }

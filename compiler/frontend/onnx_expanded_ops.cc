@@ -22,14 +22,6 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
   auto done = [](const absl::StatusOr<std::string>& r) {
     return r.ok() ? absl::OkStatus() : r.status();
   };
-  auto int_attr = [](const char* name, int64_t v) {
-    return [name, v](onnx::NodeProto& n) {
-      auto* a = n.add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(v);
-    };
-  };
   // A constant value of `shape` made here, by name.
   auto constant = [&](Value v) {
     v.name = StrCat(base, ":const", g_->values.size());
@@ -79,12 +71,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     g.shape = {points, static_cast<int64_t>(rank) + 1};
     g.SetFloats(grid);
     const std::string gname = constant(std::move(g));
-    auto tt = Emit(base, "Transpose", {node.input(0)}, [](onnx::NodeProto& n) {
-      auto* a = n.add_attribute();
-      a->set_name("perm");
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t v : {0, 2, 1}) a->add_ints(v);
-    });
+    auto tt = Emit(base, "Transpose", {node.input(0)}, IntsAttr("perm", {0, 2, 1}));
     if (!tt.ok()) return tt.status();
     auto mm = Emit(base, "MatMul", {gname, *tt});  // [N, points, rank]
     if (!mm.ok()) return mm.status();
@@ -126,7 +113,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     iv.SetInt64s(idx);
     iv.shape = xs;
     const std::string iname = constant(std::move(iv));
-    return done(Emit(base, "GatherElements", {node.input(0), iname}, int_attr("axis", time_axis),
+    return done(Emit(base, "GatherElements", {node.input(0), iname}, IntAttr("axis", time_axis),
                      node.output(0)));
   }
 
@@ -175,7 +162,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     if (!flat.ok()) return flat.status();
     auto xf = Emit(base, "Reshape", {node.input(0), *flat});
     auto jf = xf.ok() ? Emit(base, "Reshape", {node.input(1), *flat}) : xf;
-    auto y = jf.ok() ? Emit(base, "ScatterElements", {zeros, *jf, *xf}, int_attr("axis", 0)) : jf;
+    auto y = jf.ok() ? Emit(base, "ScatterElements", {zeros, *jf, *xf}, IntAttr("axis", 0)) : jf;
     auto ishape = y.ok() ? EmitInt64s(base, inferred) : y;
     if (!ishape.ok()) return ishape.status();
     if (out == inferred) return done(Emit(base, "Reshape", {*y, *ishape}, nullptr, node.output(0)));

@@ -131,30 +131,6 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
   auto emit = [&](const std::string& type, const std::vector<std::string>& ins,
                   const std::function<void(onnx::NodeProto&)>& attrs = nullptr,
                   const std::string& out = "") { return Emit(base, type, ins, attrs, out); };
-  auto int_attr = [](const char* name, int64_t v) {
-    return [name, v](onnx::NodeProto& n) {
-      auto* a = n.add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(v);
-    };
-  };
-  auto ints_attr = [](const char* name, std::vector<int64_t> v) {
-    return [name, v](onnx::NodeProto& n) {
-      auto* a = n.add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t e : v) a->add_ints(e);
-    };
-  };
-  auto float_attr = [](const char* name, float v) {
-    return [name, v](onnx::NodeProto& n) {
-      auto* a = n.add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::FLOAT);
-      a->set_f(v);
-    };
-  };
   // Constants: int64 (a scalar when `dims` is empty), int32 scalar, float.
   auto constant = [&](int type, const Shape& dims,
                       const std::function<void(onnx::TensorProto&)>& fill) {
@@ -216,11 +192,11 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
     }
     std::function<void(onnx::NodeProto&)> attrs;
     if (a.op == "LeakyRelu" || a.op == "ThresholdedRelu" || a.op == "Elu") {
-      attrs = float_attr("alpha", a.alpha);
+      attrs = FloatAttr("alpha", a.alpha);
     } else if (a.op == "HardSigmoid") {
       attrs = [&](onnx::NodeProto& n) {
-        float_attr("alpha", a.alpha)(n);
-        float_attr("beta", a.beta)(n);
+        FloatAttr("alpha", a.alpha)(n);
+        FloatAttr("beta", a.beta)(n);
       };
     }
     return emit(a.op, {v}, attrs);
@@ -253,18 +229,18 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
   // X as [T, B, I]; states as [D, B, H].
   std::string X = node.input(0), h0 = h0_in, c0 = c0_in;
   if (layout) {
-    KILN_NAME(xt, emit("Transpose", {X}, ints_attr("perm", {1, 0, 2})));
+    KILN_NAME(xt, emit("Transpose", {X}, IntsAttr("perm", {1, 0, 2})));
     X = xt;
     for (std::string* s : {&h0, &c0}) {
       if (s->empty()) continue;
-      KILN_NAME(st, emit("Transpose", {*s}, ints_attr("perm", {1, 0, 2})));
+      KILN_NAME(st, emit("Transpose", {*s}, IntsAttr("perm", {1, 0, 2})));
       *s = st;
     }
   }
   // sequence_lens as int32, to compare with each step.
   std::string lens;
   if (!lens_in.empty()) {
-    KILN_NAME(l, emit("Cast", {lens_in}, int_attr("to", onnx::TensorProto::INT32)));
+    KILN_NAME(l, emit("Cast", {lens_in}, IntAttr("to", onnx::TensorProto::INT32)));
     lens = l;
   }
   KILN_NAME(zeros, f32({B, H}, 0.0f));
@@ -275,11 +251,11 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
     const bool reverse = direction == "reverse" || d == 1;
     const Activation* act = &acts[static_cast<size_t>(d * per_dir)];
     KILN_NAME(dix, i64({d}, true));
-    auto pick = [&](const std::string& v) { return emit("Gather", {v, dix}, int_attr("axis", 0)); };
+    auto pick = [&](const std::string& v) { return emit("Gather", {v, dix}, IntAttr("axis", 0)); };
     KILN_NAME(wd, pick(node.input(1)));
     KILN_NAME(rd, pick(node.input(2)));
-    KILN_NAME(wt, emit("Transpose", {wd}, ints_attr("perm", {1, 0})));
-    KILN_NAME(rt, emit("Transpose", {rd}, ints_attr("perm", {1, 0})));
+    KILN_NAME(wt, emit("Transpose", {wd}, IntsAttr("perm", {1, 0})));
+    KILN_NAME(rt, emit("Transpose", {rd}, IntsAttr("perm", {1, 0})));
     // The input projection of every step at once, with the biases that
     // add outside any gate product.
     KILN_NAME(xw, binary("MatMul", X, wt));
@@ -303,7 +279,7 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
           KILN_NAME(rh, emit("Slice", {rb, h2, h3, ax0}));
           rbh = rh;
           KILN_NAME(zh, f32({H}, 0.0f));
-          KILN_NAME(padded, emit("Concat", {rzr, zh}, int_attr("axis", 0)));
+          KILN_NAME(padded, emit("Concat", {rzr, zh}, IntAttr("axis", 0)));
           rzr = padded;
         }
         KILN_NAME(sum, binary("Add", wb, rzr));
@@ -349,7 +325,7 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
     for (int64_t n = 0; n < T; ++n) {
       const int64_t t = reverse ? T - 1 - n : n;
       KILN_NAME(tix, i64({t}, true));
-      KILN_NAME(xt, emit("Gather", {xw, tix}, int_attr("axis", 0)));
+      KILN_NAME(xt, emit("Gather", {xw, tix}, IntAttr("axis", 0)));
       KILN_NAME(hr, binary("MatMul", h, rt));
       std::string h_new, c_new;
       if (op == "RNN") {
@@ -446,7 +422,7 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
       steps[static_cast<size_t>(t)] = y;
     }
     // Y of this direction: [T, 1, B, H].
-    KILN_NAME(ycat, emit("Concat", steps, int_attr("axis", 0)));
+    KILN_NAME(ycat, emit("Concat", steps, IntAttr("axis", 0)));
     KILN_NAME(yshape, i64({T, 1, B, H}));
     KILN_NAME(yd, emit("Reshape", {ycat, yshape}));
     ys[d] = yd;
@@ -464,11 +440,11 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
     if (node.output_size() <= k || node.output(k).empty()) return absl::OkStatus();
     std::string v = parts[0];
     if (D > 1) {
-      auto cat = emit("Concat", parts, int_attr("axis", axis));
+      auto cat = emit("Concat", parts, IntAttr("axis", axis));
       if (!cat.ok()) return cat.status();
       v = *cat;
     }
-    auto r = layout ? emit("Transpose", {v}, ints_attr("perm", perm), node.output(k))
+    auto r = layout ? emit("Transpose", {v}, IntsAttr("perm", perm), node.output(k))
                     : emit("Identity", {v}, nullptr, node.output(k));
     return r.ok() ? absl::OkStatus() : r.status();
   };

@@ -97,19 +97,12 @@ absl::Status Importer::ImportSignal(const onnx::NodeProto& node, bool* handled) 
   // Another output type: the float values converted (a Cast of a constant
   // folds).
   Value v;
-  v.name = StrCat(Name(node), ":values");
+  const std::string v_name = StrCat(Name(node), ":values");
+  v.name = v_name;
   v.shape = shape;
   v.SetFloats(f);
   by_name_[v.name] = g_->AddValue(std::move(v));
-  auto c = Emit(
-      Name(node), "Cast", {StrCat(Name(node), ":values")},
-      [&](onnx::NodeProto& n) {
-        auto* a = n.add_attribute();
-        a->set_name("to");
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(dtype);
-      },
-      node.output(0));
+  auto c = Emit(Name(node), "Cast", {v_name}, IntAttr("to", dtype), node.output(0));
   return c.ok() ? absl::OkStatus() : c.status();
 }
 
