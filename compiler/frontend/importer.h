@@ -281,6 +281,7 @@ class Importer {
   // Window functions and MelWeightMatrix, constants computed at import
   // (onnx_signal_ops.cc); *handled false for other operators.
   absl::Status ImportSignal(const onnx::NodeProto& node, bool* handled);
+  absl::Status ImportDft(const onnx::NodeProto& node);
   // AffineGrid, ReverseSequence and MaxUnpool as the nodes of their
   // definition (onnx_expanded_ops.cc); *handled false for other operators.
   absl::Status ImportExpanded(const onnx::NodeProto& node, bool* handled);

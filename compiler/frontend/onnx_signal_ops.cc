@@ -3,7 +3,9 @@
 // BlackmanWindow) and MelWeightMatrix, computed at import as constants (in
 // double, as ONNX's reference computes them, then converted to the output
 // type). A size or parameter known only at run time is refused naming the
-// input.
+// input. DFT of a length known at compile time: the signal axis moved last,
+// padded or cut to the length, its real and imaginary parts times constant
+// cosine and sine matrices (MatMul: the dense template), stacked again.
 #include <cmath>
 
 #include "base/str.h"
@@ -84,6 +86,8 @@ absl::Status Importer::ImportSignal(const onnx::NodeProto& node, bool* handled) 
       }
     }
     shape = {spectrogram, bins};
+  } else if (op == "DFT") {
+    return ImportDft(node);
   } else {
     *handled = false;
     return absl::OkStatus();
@@ -104,6 +108,119 @@ absl::Status Importer::ImportSignal(const onnx::NodeProto& node, bool* handled) 
   by_name_[v.name] = g_->AddValue(std::move(v));
   auto c = Emit(Name(node), "Cast", {v_name}, IntAttr("to", dtype), node.output(0));
   return c.ok() ? absl::OkStatus() : c.status();
+}
+
+absl::Status Importer::ImportDft(const onnx::NodeProto& node) {
+  const std::string base = Name(node);
+  auto x = InF(node, 0);
+  if (!x.ok()) return x.status();
+  const Shape xs = V(*x).shape;
+  const int64_t r = static_cast<int64_t>(xs.size());
+  if (r < 3 || (xs.back() != 1 && xs.back() != 2)) {
+    return absl::InvalidArgumentError(
+        StrCat("DFT: input [", StrJoin(xs, ","), "] must be [batch, signal..., 1 or 2]"));
+  }
+  int64_t axis = opset_ >= 20 ? -2 : AttrInt(node, "axis", 1);
+  if (opset_ >= 20 && HasIn(node, 2)) {
+    auto a = ConstInts(node, 2);
+    if (!a.ok()) return a.status();
+    if (a->size() != 1) return absl::InvalidArgumentError("DFT: axis must be a scalar");
+    axis = (*a)[0];
+  }
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis > r - 2) {
+    return absl::InvalidArgumentError(StrCat("DFT: axis out of range for rank ", r));
+  }
+  int64_t L = xs[axis];
+  if (HasIn(node, 1)) {
+    auto l = ConstInts(node, 1);
+    if (!l.ok()) return l.status();
+    if (l->size() != 1 || (*l)[0] <= 0) {
+      return absl::InvalidArgumentError("DFT: dft_length must be a positive scalar");
+    }
+    L = (*l)[0];
+  }
+  const bool inverse = AttrInt(node, "inverse", 0) != 0,
+             onesided = AttrInt(node, "onesided", 0) != 0;
+  const bool complex = xs.back() == 2;
+  if (onesided && (inverse || complex)) {
+    return Unimplemented(node, "a one-sided transform of a complex or inverse DFT");
+  }
+  const int64_t K = onesided ? L / 2 + 1 : L;
+  if (L * K > (int64_t{1} << 24)) return TooManyElements("the DFT's matrices");
+  // The signal axis next to last: perm, and its inverse for the output.
+  std::vector<int64_t> perm, back(static_cast<size_t>(r));
+  for (int64_t d = 0; d < r - 1; ++d) {
+    if (d != axis) perm.push_back(d);
+  }
+  perm.push_back(axis);
+  perm.push_back(r - 1);
+  for (int64_t d = 0; d < r; ++d) back[perm[d]] = d;
+  auto t = Emit(base, "Transpose", {node.input(0)}, IntsAttr("perm", perm));
+  if (!t.ok()) return t.status();
+  std::string v = *t;
+  if (L != xs[axis]) {
+    std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
+    pads[r + r - 2] = L - xs[axis];
+    auto p = L > xs[axis] ? EmitInt64s(base, pads) : EmitInt64s(base, {L});
+    if (!p.ok()) return p.status();
+    absl::StatusOr<std::string> cut;
+    if (L > xs[axis]) {
+      cut = Emit(base, "Pad", {v, *p});
+    } else {
+      auto zero = EmitInt64s(base, {0}), ax = EmitInt64s(base, {r - 2});
+      if (!zero.ok() || !ax.ok()) return !zero.ok() ? zero.status() : ax.status();
+      cut = Emit(base, "Slice", {v, *zero, *p, *ax});
+    }
+    if (!cut.ok()) return cut.status();
+    v = *cut;
+  }
+  // e^{-i 2 pi jk / L} (e^{+...} / L inverse): Re = xr C + xi S', Im = xi C - xr S'.
+  const double sign = inverse ? -1.0 : 1.0, scale = inverse ? 1.0 / double(L) : 1.0;
+  std::vector<float> c, sn, nsn;
+  for (int64_t j = 0; j < L; ++j) {
+    for (int64_t k = 0; k < K; ++k) {
+      const double a = 2 * M_PI * double((j * k) % L) / double(L);
+      c.push_back(static_cast<float>(std::cos(a) * scale));
+      sn.push_back(static_cast<float>(sign * std::sin(a) * scale));
+      nsn.push_back(-sn.back());
+    }
+  }
+  auto matrix = [&](const std::vector<float>& m, const char* what) {
+    Value val;
+    val.name = StrCat(base, ":", what);
+    val.SetFloats(m);
+    val.shape = {L, K};
+    const std::string name = val.name;
+    by_name_[name] = g_->AddValue(std::move(val));
+    return name;
+  };
+  const std::string cm = matrix(c, "cos"), sm = matrix(sn, "sin"), nsm = matrix(nsn, "minus_sin");
+  auto part = [&](int64_t k) -> absl::StatusOr<std::string> {
+    auto i = EmitInt64s(base, {k}, true);
+    if (!i.ok()) return i;
+    return Emit(base, "Gather", {v, *i}, IntAttr("axis", r - 1));
+  };
+  auto xr = part(0);
+  if (!xr.ok()) return xr.status();
+  auto re = Emit(base, "MatMul", {*xr, cm});
+  auto im = re.ok() ? Emit(base, "MatMul", {*xr, nsm}) : re;
+  if (complex && im.ok()) {
+    auto xi = part(1);
+    auto a = xi.ok() ? Emit(base, "MatMul", {*xi, sm}) : xi;
+    auto b = a.ok() ? Emit(base, "MatMul", {*xi, cm}) : a;
+    re = b.ok() ? Emit(base, "Add", {*re, *a}) : b;
+    im = re.ok() ? Emit(base, "Add", {*im, *b}) : re;
+  }
+  if (!im.ok()) return im.status();
+  auto last = EmitInt64s(base, {r - 1});
+  if (!last.ok()) return last.status();
+  auto ur = Emit(base, "Unsqueeze", {*re, *last});
+  auto ui = ur.ok() ? Emit(base, "Unsqueeze", {*im, *last}) : ur;
+  auto both = ui.ok() ? Emit(base, "Concat", {*ur, *ui}, IntAttr("axis", r - 1)) : ui;
+  if (!both.ok()) return both.status();
+  auto out = Emit(base, "Transpose", {*both}, IntsAttr("perm", back), node.output(0));
+  return out.ok() ? absl::OkStatus() : out.status();
 }
 
 }  // namespace kiln::compiler::onnx_internal

@@ -331,9 +331,12 @@ absl::StatusOr<te::Tensor> GatherOp(const Workload& w, const std::vector<te::Ten
   return te::Compute(
       "gather", out,
       [&](const std::vector<Var>& o) {
-        std::vector<Expr> iidx;
-        for (size_t d = 0; d < is.size(); ++d) iidx.push_back(o[a + d]);
-        if (iidx.empty() || scalar_ind) iidx = std::vector<Expr>(is.size(), IntImm(0));
+        // (A scalar index's output has no axis for it: on the last axis
+        // o[a] does not exist, and reading it crashed.)
+        std::vector<Expr> iidx(is.size(), IntImm(0));
+        if (!scalar_ind) {
+          for (size_t d = 0; d < is.size(); ++d) iidx[d] = o[a + d];
+        }
         std::vector<Expr> idx;
         for (int64_t d = 0; d < a; ++d) idx.push_back(o[d]);
         idx.push_back(IndexInto(ind(iidx), xs[a]));

@@ -499,6 +499,24 @@ TEST(OnnxImport, ConstantSignalOpsAndExpandedOps) {
   EXPECT_THAT(bad.status().message(), HasSubstr("does not fit size [3,1,4,5]"));
 }
 
+// A scalar index gathered on the last axis drops that axis; the gather's
+// compute definition once read the output index past its end for it (a
+// crash when DFT's expansion first took a complex signal's parts).
+TEST(OnnxImport, GatherScalarIndexOnTheLastAxis) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3});
+  b.InitInt64("i", {}, {2});
+  auto* n = b.Node("Gather", {"x", "i"}, {"y"});
+  OnnxBuilder::Int(n, "axis", 1);
+  b.Output("y");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(ShapeOf(**g, "y"), ElementsAre(2));
+  auto vals = testing::EvaluateGraph(**g, {{1, 2, 3, 4, 5, 6}});
+  ASSERT_FALSE(vals.empty());
+  EXPECT_THAT(vals.at((*g)->FindValue("y")), ElementsAre(3, 6));
+}
+
 // PRelu before opset 7, as older PyTorch exporters wrote it: a slope of
 // X's channels ([C] for [N, C, H, W]) is per channel. From opset 7 the same
 // slope broadcasts NumPy's way, along the last axis (here W = 2 != C = 3,

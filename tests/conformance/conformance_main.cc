@@ -402,6 +402,7 @@ int main(int argc, char** argv) {
       "Cos",
       "Cosh",
       "CumSum",
+      "DFT",
       "DepthToSpace",
       "DequantizeLinear",
       "Div",

@@ -1359,6 +1359,24 @@ def stn_style():
     return Case(m, {"x": image(99, 2, 3, 12, 16)})
 
 
+def log_mel_style():
+    """A log-mel spectrogram front end inside the model (opset 20, as audio
+    exporters write it): frames times a Hann window, a one-sided DFT along
+    the frame, the power spectrum, a MelWeightMatrix projection and a log.
+    The window and the mel matrix are computed at compile time."""
+    g = G(100)
+    n, bins = 32, 12
+    x = g.op("Mul", ["x", g.op("HannWindow", [g.i64(n)])])          # [2, 8, 32]
+    spec = g.op("DFT", [g.op("Unsqueeze", [x, g.i64([3])]), "", g.i64(-2)], onesided=1)
+    power = g.op("ReduceSumSquare", [spec, g.i64([3])], keepdims=0)  # [2, 8, 17]
+    mel = g.op("MelWeightMatrix", [g.i64(bins), g.i64(n), g.i64(16000), g.f32(20.0),
+                                   g.f32(8000.0)])
+    out = g.op("Log", [g.op("Add", [g.op("MatMul", [power, mel]), g.f32(1e-3)])])
+    g.nodes.append(helper.make_node("Identity", [out], ["logmel"]))
+    m = g.model([fin("x", [2, 8, n])], [fout("logmel")], 20)
+    return Case(m, {"x": image(101, 2, 8, n)})
+
+
 # ------------------------------------------------ quantized as users do it
 
 
@@ -1447,7 +1465,7 @@ MODELS = {f.__name__: f for f in [
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
     odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
     unet_decoder, qdq_int8, resnet18_int8, mobilenet_v2_int8, bert_layer_int8, lstm_sequence,
-    gru_sequence, scripted_control_flow, stn_style]}
+    gru_sequence, scripted_control_flow, stn_style, log_mel_style]}
 
 
 def main():
