@@ -282,6 +282,7 @@ class Importer {
   // (onnx_signal_ops.cc); *handled false for other operators.
   absl::Status ImportSignal(const onnx::NodeProto& node, bool* handled);
   absl::Status ImportDft(const onnx::NodeProto& node);
+  absl::Status ImportStft(const onnx::NodeProto& node);
   // AffineGrid, ReverseSequence and MaxUnpool as the nodes of their
   // definition (onnx_expanded_ops.cc); *handled false for other operators.
   absl::Status ImportExpanded(const onnx::NodeProto& node, bool* handled);

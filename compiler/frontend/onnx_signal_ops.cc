@@ -6,6 +6,8 @@
 // input. DFT of a length known at compile time: the signal axis moved last,
 // padded or cut to the length, its real and imaginary parts times constant
 // cosine and sine matrices (MatMul: the dense template), stacked again.
+// STFT: the signal's frames gathered (constant indices), times the window,
+// then that DFT along the frame.
 #include <cmath>
 
 #include "base/str.h"
@@ -88,6 +90,8 @@ absl::Status Importer::ImportSignal(const onnx::NodeProto& node, bool* handled) 
     shape = {spectrogram, bins};
   } else if (op == "DFT") {
     return ImportDft(node);
+  } else if (op == "STFT") {
+    return ImportStft(node);
   } else {
     *handled = false;
     return absl::OkStatus();
@@ -220,6 +224,66 @@ absl::Status Importer::ImportDft(const onnx::NodeProto& node) {
   auto both = ui.ok() ? Emit(base, "Concat", {*ur, *ui}, IntAttr("axis", r - 1)) : ui;
   if (!both.ok()) return both.status();
   auto out = Emit(base, "Transpose", {*both}, IntsAttr("perm", back), node.output(0));
+  return out.ok() ? absl::OkStatus() : out.status();
+}
+
+absl::Status Importer::ImportStft(const onnx::NodeProto& node) {
+  const std::string base = Name(node);
+  auto x = InF(node, 0);
+  if (!x.ok()) return x.status();
+  const Shape xs = V(*x).shape;
+  if (xs.size() != 3 || (xs[2] != 1 && xs[2] != 2)) {
+    return absl::InvalidArgumentError(
+        StrCat("STFT: signal [", StrJoin(xs, ","), "] must be [batch, length, 1 or 2]"));
+  }
+  auto step = ConstInts(node, 1);
+  if (!step.ok()) return step.status();
+  int64_t length = -1;
+  if (HasIn(node, 3)) {
+    auto l = ConstInts(node, 3);
+    if (!l.ok()) return l.status();
+    if (l->size() != 1) return absl::InvalidArgumentError("STFT: frame_length must be a scalar");
+    length = (*l)[0];
+  }
+  if (HasIn(node, 2)) {
+    auto w = In(node, 2);
+    if (!w.ok()) return w.status();
+    if (V(*w).shape.size() != 1 || (length >= 0 && V(*w).shape[0] != length)) {
+      return absl::InvalidArgumentError("STFT: the window must be [frame_length]");
+    }
+    length = V(*w).shape[0];
+  }
+  if (step->size() != 1 || (*step)[0] <= 0 || length <= 0 || length > xs[1]) {
+    return absl::InvalidArgumentError(
+        "STFT: frame_step must be positive and frame_length (or the window's length) in "
+        "1..the signal's length");
+  }
+  const int64_t hop = (*step)[0], frames = (xs[1] - length) / hop + 1;
+  if (frames * length > (int64_t{1} << 24)) return TooManyElements("STFT's frame indices");
+  std::vector<int64_t> idx;
+  for (int64_t f = 0; f < frames; ++f) {
+    for (int64_t j = 0; j < length; ++j) idx.push_back(f * hop + j);
+  }
+  Value iv;
+  iv.name = StrCat(base, ":frames");
+  iv.SetInt64s(idx);
+  iv.shape = {frames, length};
+  const std::string iname = iv.name;
+  by_name_[iname] = g_->AddValue(std::move(iv));
+  auto fr = Emit(base, "Gather", {node.input(0), iname}, IntAttr("axis", 1));  // [B, F, L, c]
+  if (!fr.ok()) return fr.status();
+  std::string v = *fr;
+  if (HasIn(node, 2)) {
+    auto shape = EmitInt64s(base, {1, 1, length, 1});
+    auto w = shape.ok() ? Emit(base, "Reshape", {node.input(2), *shape}) : shape;
+    auto m = w.ok() ? Emit(base, "Mul", {v, *w}) : w;
+    if (!m.ok()) return m.status();
+    v = *m;
+  }
+  auto axis = EmitInt64s(base, {2}, true);
+  if (!axis.ok()) return axis.status();
+  auto out = Emit(base, "DFT", {v, "", *axis}, IntAttr("onesided", AttrInt(node, "onesided", 1)),
+                  node.output(0));
   return out.ok() ? absl::OkStatus() : out.status();
 }
 

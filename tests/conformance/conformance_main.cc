@@ -512,6 +512,7 @@ int main(int argc, char** argv) {
       "SpaceToDepth",
       "Split",
       "Sqrt",
+      "STFT",
       "Squeeze",
       "Sub",
       "Sum",
