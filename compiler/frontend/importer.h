@@ -328,6 +328,14 @@ class Importer {
       a->set_f(v);
     };
   }
+  // `v` added as a constant named "<base>:c<k>", by which Emit's nodes can
+  // read it; its name.
+  std::string NamedConstant(const std::string& base, Value v) {
+    v.name = StrCat(base, ":c", g_->values.size());
+    std::string name = v.name;
+    by_name_[name] = g_->AddValue(std::move(v));
+    return name;
+  }
   // An int64 Constant (a scalar when `scalar`), as Emit names it.
   absl::StatusOr<std::string> EmitInt64s(const std::string& base, const std::vector<int64_t>& v,
                                          bool scalar = false);

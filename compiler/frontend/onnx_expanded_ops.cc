@@ -22,13 +22,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
   auto done = [](const absl::StatusOr<std::string>& r) {
     return r.ok() ? absl::OkStatus() : r.status();
   };
-  // A constant value of `shape` made here, by name.
-  auto constant = [&](Value v) {
-    v.name = StrCat(base, ":const", g_->values.size());
-    const std::string name = v.name;
-    by_name_[name] = g_->AddValue(std::move(v));
-    return name;
-  };
+  auto constant = [&](Value v) { return NamedConstant(base, std::move(v)); };
 
   if (op == "AffineGrid") {
     auto theta = InF(node, 0);
@@ -109,7 +103,6 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
       idx[i] = t < len ? len - 1 - t : t;
     }
     Value iv;
-    iv.shape = xs;
     iv.SetInt64s(idx);
     iv.shape = xs;
     const std::string iname = constant(std::move(iv));
@@ -154,7 +147,6 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     for (int64_t d : inferred) total *= d;
     if (total > max_elements_) return TooManyElements("MaxUnpool's output");
     Value z;
-    z.shape = {total};
     z.SetFloats(std::vector<float>(static_cast<size_t>(total), 0.0f));
     z.shape = {total};
     const std::string zeros = constant(std::move(z));

@@ -105,11 +105,9 @@ absl::Status Importer::ImportSignal(const onnx::NodeProto& node, bool* handled) 
   // Another output type: the float values converted (a Cast of a constant
   // folds).
   Value v;
-  const std::string v_name = StrCat(Name(node), ":values");
-  v.name = v_name;
-  v.shape = shape;
   v.SetFloats(f);
-  by_name_[v.name] = g_->AddValue(std::move(v));
+  v.shape = shape;
+  const std::string v_name = NamedConstant(Name(node), std::move(v));
   auto c = Emit(Name(node), "Cast", {v_name}, IntAttr("to", dtype), node.output(0));
   return c.ok() ? absl::OkStatus() : c.status();
 }
@@ -190,16 +188,13 @@ absl::Status Importer::ImportDft(const onnx::NodeProto& node) {
       nsn.push_back(-sn.back());
     }
   }
-  auto matrix = [&](const std::vector<float>& m, const char* what) {
+  auto matrix = [&](const std::vector<float>& m) {
     Value val;
-    val.name = StrCat(base, ":", what);
     val.SetFloats(m);
     val.shape = {L, K};
-    const std::string name = val.name;
-    by_name_[name] = g_->AddValue(std::move(val));
-    return name;
+    return NamedConstant(base, std::move(val));
   };
-  const std::string cm = matrix(c, "cos"), sm = matrix(sn, "sin"), nsm = matrix(nsn, "minus_sin");
+  const std::string cm = matrix(c), sm = matrix(sn), nsm = matrix(nsn);
   auto part = [&](int64_t k) -> absl::StatusOr<std::string> {
     auto i = EmitInt64s(base, {k}, true);
     if (!i.ok()) return i;
@@ -265,11 +260,9 @@ absl::Status Importer::ImportStft(const onnx::NodeProto& node) {
     for (int64_t j = 0; j < length; ++j) idx.push_back(f * hop + j);
   }
   Value iv;
-  iv.name = StrCat(base, ":frames");
   iv.SetInt64s(idx);
   iv.shape = {frames, length};
-  const std::string iname = iv.name;
-  by_name_[iname] = g_->AddValue(std::move(iv));
+  const std::string iname = NamedConstant(base, std::move(iv));
   auto fr = Emit(base, "Gather", {node.input(0), iname}, IntAttr("axis", 1));  // [B, F, L, c]
   if (!fr.ok()) return fr.status();
   std::string v = *fr;
