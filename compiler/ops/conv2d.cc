@@ -2,8 +2,9 @@
 // inlined padded-input stage), + bias, + epilogue. Knob `layout` picks
 // between NCHW[x]c inside the kernel (1; conv2d_nchwc.cc, offered for
 // groups=1 and K a multiple of the vector width), depthwise rows (2;
-// conv2d_depthwise.cc, groups = C = K) and direct NCHW (0), whose template
-// follows. Template: the output is
+// conv2d_depthwise.cc, groups = C = K), 1x1 as a GEMM (3; conv2d_gemm.cc),
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) (4 and 5; conv2d_winograd.cc) and
+// direct NCHW (0), whose template follows. Template: the output is
 // tiled [tile_k x tile_oh x tile_ow] (tile_ow vectorized); the accumulator
 // tile is a local scratch computed at the output tile loop, its reduction
 // loops ordered by `order`, kernel width optionally unrolled (unroll_s);
@@ -208,14 +209,18 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   if (NchwcEligible(w, t)) k.back().choices.push_back(1);
   if (DepthwiseEligible(w)) k.back().choices.push_back(2);
   if (GemmEligible(w, t)) k.back().choices.push_back(3);
-  if (WinogradEligible(w, t)) k.back().choices.push_back(4);
+  for (int64_t wg : {kWinograd4Layout, kWinograd2Layout}) {
+    if (WinogradEligible(w, t, wg)) k.back().choices.push_back(wg);
+  }
   // Never empty (a target whose vectors are wider than a block): NCHWc,
   // which its check then refuses with the reason.
   if (k.back().choices.empty()) k.back().choices.push_back(1);
   for (Knob& n : NchwcKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {1}));
   for (Knob& n : DepthwiseKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {2}));
   for (Knob& n : GemmKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {3}));
-  for (Knob& n : WinogradKnobs(w, t)) k.push_back(ReadUnder(std::move(n), {4}));
+  for (Knob& n : WinogradKnobs(w, t)) {
+    k.push_back(ReadUnder(std::move(n), {kWinograd4Layout, kWinograd2Layout}));
+  }
   return k;
 }
 
@@ -230,7 +235,9 @@ absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   }
   if (c.at("layout") == 2) return DepthwiseCheck(w, c);
   if (c.at("layout") == 3) return GemmCheck(w, t, c);
-  if (c.at("layout") == 4) return WinogradCheck(w, t, c);
+  if (c.at("layout") == kWinograd4Layout || c.at("layout") == kWinograd2Layout) {
+    return WinogradCheck(w, t, c);
+  }
   if (c.at("layout") == 1) {
     if (auto s = NchwcCheck(w, t, c); !s.ok()) return s;
     if (c.at("parallel") && w.Int("K") / c.at("kb") < 2 && w.Int("OH") < 2) {
@@ -321,13 +328,19 @@ Config Default(const Workload& w, const Target& t) {
   // ResNet-50's 56x56 1x1 layers, against 0.3-0.75x for NCHWc, whose
   // input packing is a whole copy of the activations).
   if (GemmEligible(w, t)) prefer(3, 4e6);
-  for (const auto& [name, v] : WinogradDefault(w, t)) c[name] = v;
+  for (const auto& [name, v] : WinogradDefault(w, t, kWinograd4Layout)) c[name] = v;
   // 3x3 stride 1: a quarter of the multiplies (measured 1.6-3.2x oneDNN's
   // direct convolution on ResNet-50's 3x3 layers of 14x14 and more,
   // bench/kernels.sh). Not on smaller images: their 4x4 tiles waste
   // rows and columns (7x7 computes 8x8), and the transformed weights, 4x
-  // the weights, make the layer memory-bound (0.5-0.9x at 7x7).
-  if (WinogradEligible(w, t) && w.Int("OH") * w.Int("OW") >= 100) prefer(4, 4e6);
+  // the weights, make the layer memory-bound (0.5-0.9x at 7x7). F(2x2, 3x3)
+  // (layout 5) is left to tuning: it trades multiplies for bytes (16/9 the
+  // weights, 1.7x fewer multiplies at 7x7), which pays or not by the board's
+  // memory bandwidth (ResNet-18's 7x7 layers 1.2x faster inside the model on
+  // the 2-core EPYC, at both thread counts).
+  if (WinogradEligible(w, t, kWinograd4Layout) && w.Int("OH") * w.Int("OW") >= 100) {
+    prefer(kWinograd4Layout, 4e6);
+  }
   for (const auto& [name, v] : DepthwiseDefault(w, t)) c[name] = v;
   // Depthwise layers in parallel over channels from 0.2 MFLOP: MobileNetV2's
   // 14x14 and 7x7 ones (0.5-1.4 MFLOP) ran 1.8-1.9x faster at 2 threads.
@@ -339,7 +352,9 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& cf
   if (cfg.at("layout") == 1) return BuildNchwc(w, cfg);
   if (cfg.at("layout") == 2) return BuildDepthwise(w, t, cfg);
   if (cfg.at("layout") == 3) return BuildGemm(w, t, cfg);
-  if (cfg.at("layout") == 4) return BuildWinograd(w, t, cfg);
+  if (cfg.at("layout") == kWinograd4Layout || cfg.at("layout") == kWinograd2Layout) {
+    return BuildWinograd(w, t, cfg);
+  }
   const DirectConvComputes dc = DirectConv(w);
   const te::Tensor &pd = dc.pad, &conv = dc.conv, &out = dc.out;
   const bool padded = pd.defined();

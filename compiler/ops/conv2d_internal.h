@@ -114,16 +114,18 @@ absl::Status GemmCheck(const Workload& w, const Target& t, const Config& c);
 Config GemmDefault(const Workload& w, const Target& t);
 absl::StatusOr<Built> BuildGemm(const Workload& w, const Target& t, const Config& c);
 
-// layout=4 (conv2d_winograd.cc): Winograd F(4x4, 3x3) for 3x3, stride-1,
-// undilated, ungrouped layers, K a multiple of the vector width. Knobs
-// wg_kb (output channels per vector accumulator tile) and wg_tw (input
-// tiles per register tile), wg_rows (rows of tiles per block) and wg_par
-// (what runs in parallel); a single 0
-// choice each when not eligible.
-bool WinogradEligible(const Workload& w, const Target& t);
+// layout=4 and 5 (conv2d_winograd.cc): Winograd F(4x4, 3x3) and F(2x2, 3x3)
+// for 3x3, stride-1, undilated, ungrouped layers, K a multiple of the vector
+// width. Knobs wg_kb (output channels per vector accumulator tile) and wg_tw
+// (input tiles per register tile), wg_rows (rows of tiles per block) and
+// wg_par (what runs in parallel), shared by both tile sizes; a single 0
+// choice each when neither is eligible.
+inline constexpr int64_t kWinograd4Layout = 4;
+inline constexpr int64_t kWinograd2Layout = 5;
+bool WinogradEligible(const Workload& w, const Target& t, int64_t layout);
 std::vector<Knob> WinogradKnobs(const Workload& w, const Target& t);
 absl::Status WinogradCheck(const Workload& w, const Target& t, const Config& c);
-Config WinogradDefault(const Workload& w, const Target& t);
+Config WinogradDefault(const Workload& w, const Target& t, int64_t layout);
 absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Config& c);
 
 }  // namespace kiln::compiler::ops

@@ -1,9 +1,10 @@
 // conv2d by Winograd's minimal filtering F(4x4, 3x3) (layout=4 of the conv2d
-// template; Lavin & Gray, "Fast Algorithms for Convolutional Neural
-// Networks"): each 4x4 output tile is A^T [(G g G^T) . (B^T d B)] A for its
-// 6x6 input tile d, 36 multiplies per tile and channel pair instead of 144.
-// For 3x3, stride-1, undilated, ungrouped layers with K a multiple of the
-// vector width.
+// template) or F(2x2, 3x3) (layout=5; Lavin & Gray, "Fast Algorithms for
+// Convolutional Neural Networks"): each 4x4 output tile is A^T [(G g G^T) .
+// (B^T d B)] A for its 6x6 input tile d, 36 multiplies per tile and channel
+// pair instead of 144 (F(2x2, 3x3): 2x2 tiles of 4x4 inputs, 16 instead of
+// 36). For 3x3, stride-1, undilated, ungrouped layers with K a multiple of
+// the vector width. Below, for F(4x4, 3x3) (m = 4, alpha = 6):
 //
 //   U[a][b][ko][c][kv]          = sum_{r,s} G[a][r] G[b][s] weight[ko*kb + kv][c][r][s]
 //   T1[n][th][a][c][x]          = sum_i BT[a][i] pdata[n][c][4th+i][x]
@@ -34,7 +35,7 @@
 // (cb, v). With out_block the output is written in channel blocks, wg_kb a
 // multiple of the block: one vector store per block and pixel.
 #include <algorithm>
-#include <array>
+#include <set>
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -46,35 +47,63 @@ using namespace ir;
 
 namespace {
 
-constexpr int kTile = 4;   // output tile: m = 4
-constexpr int kAlpha = 6;  // input tile: m + r - 1
+using Matrix = std::vector<std::vector<double>>;
 
-constexpr std::array<std::array<double, 6>, 6> kBT = {{{4, 0, -5, 0, 1, 0},
-                                                       {0, -4, -4, 1, 1, 0},
-                                                       {0, 4, -4, -1, 1, 0},
-                                                       {0, -2, -1, 2, 1, 0},
-                                                       {0, 2, -1, -2, 1, 0},
-                                                       {0, 4, 0, -5, 0, 1}}};
-constexpr std::array<std::array<double, 3>, 6> kG = {{{1.0 / 4, 0, 0},
-                                                      {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                                      {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                                      {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                                      {0, 0, 1}}};
-constexpr std::array<std::array<double, 6>, 4> kAT = {
-    {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}};
+// One Winograd algorithm F(m x m, 3x3): output tiles of m x m from input
+// tiles of alpha = m + 2, and its three transform matrices.
+struct Transform {
+  int64_t m, alpha;
+  Matrix bt, g, at;
+};
 
-// sum_{p,q} row_u[p] * row_v[q] * x(p, q) over the nonzero coefficients, for
+// F(4x4, 3x3): 36 multiplies per tile and channel pair instead of 144
+// (2.25 a pixel instead of 9); transformed weights 4x the weights.
+const Transform& F4() {
+  static const Transform t{
+      4,
+      6,
+      {{4, 0, -5, 0, 1, 0},
+       {0, -4, -4, 1, 1, 0},
+       {0, 4, -4, -1, 1, 0},
+       {0, -2, -1, 2, 1, 0},
+       {0, 2, -1, -2, 1, 0},
+       {0, 4, 0, -5, 0, 1}},
+      {{1.0 / 4, 0, 0},
+       {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+       {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+       {1.0 / 24, 1.0 / 12, 1.0 / 6},
+       {1.0 / 24, -1.0 / 12, 1.0 / 6},
+       {0, 0, 1}},
+      {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}};
+  return t;
+}
+
+// F(2x2, 3x3): 16 multiplies per tile and channel pair instead of 36 (4 a
+// pixel); transformed weights 16/9 the weights. On small images, where the
+// layer streams its weights from memory, fewer bytes can beat fewer
+// multiplies (a 7x7 image is 16 such tiles, 8x8 computed, against 4 tiles of
+// F(4x4, 3x3): 256 multiplies per channel pair against 144, and 441 direct).
+const Transform& F2() {
+  static const Transform t{2,
+                           4,
+                           {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+                           {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}},
+                           {{1, 1, 1, 0}, {0, 1, -1, -1}}};
+  return t;
+}
+
+const Transform& TransformOf(int64_t layout) { return layout == kWinograd2Layout ? F2() : F4(); }
+
+// sum_{p,q} L[u][p] * R[v][q] * x(p, q) over the nonzero coefficients, for
 // the constant rows u of `L` and v of `R` picked by the (unrolled) index
 // expressions eu and ev: a chain of selects that folds to the one sum once
 // eu and ev are constants.
-template <size_t NU, size_t NP, size_t NV, size_t NQ, typename X>
-Expr Bilinear(const std::array<std::array<double, NP>, NU>& L, const Expr& eu,
-              const std::array<std::array<double, NQ>, NV>& R, const Expr& ev, X x) {
+template <typename X>
+Expr Bilinear(const Matrix& L, const Expr& eu, const Matrix& R, const Expr& ev, X x) {
   auto sum = [&](size_t u, size_t v) {
     Expr s;
-    for (size_t p = 0; p < NP; ++p) {
-      for (size_t q = 0; q < NQ; ++q) {
+    for (size_t p = 0; p < L[u].size(); ++p) {
+      for (size_t q = 0; q < R[v].size(); ++q) {
         const double c = L[u][p] * R[v][q];
         if (c == 0) continue;
         Expr t = c == 1 ? x(p, q) : x(p, q) * FloatImm(c);
@@ -84,9 +113,9 @@ Expr Bilinear(const std::array<std::array<double, NP>, NU>& L, const Expr& eu,
     return s.defined() ? s : FloatImm(0.0);
   };
   Expr chain;
-  for (size_t u = NU; u-- > 0;) {
+  for (size_t u = L.size(); u-- > 0;) {
     Expr inner;
-    for (size_t v = NV; v-- > 0;) {
+    for (size_t v = R.size(); v-- > 0;) {
       Expr s = sum(u, v);
       inner = inner.defined() ? Select(Eq(ev, IntImm(static_cast<int64_t>(v))), s, inner) : s;
     }
@@ -95,21 +124,23 @@ Expr Bilinear(const std::array<std::array<double, NP>, NU>& L, const Expr& eu,
   return chain;
 }
 
-// sum_p row_u[p] * x(p) over the nonzero coefficients of the constant row u
+// sum_p L[u][p] * x(p) over the nonzero coefficients of the constant row u
 // of `L` that the (unrolled) index expression eu picks, as Bilinear.
-template <size_t NU, size_t NP, typename X>
-Expr Linear(const std::array<std::array<double, NP>, NU>& L, const Expr& eu, X x) {
-  static const std::array<std::array<double, 1>, 1> kOne = {{{1}}};
+template <typename X>
+Expr Linear(const Matrix& L, const Expr& eu, X x) {
+  static const Matrix kOne = {{1}};
   return Bilinear(L, eu, kOne, IntImm(0), [&](size_t p, size_t) { return x(p); });
 }
 
-int64_t Tiles(int64_t extent) { return (extent + kTile - 1) / kTile; }
+int64_t Tiles(int64_t extent, const Transform& f) { return (extent + f.m - 1) / f.m; }
 
 // Bytes of the per-row-of-tiles scratch V (input transform, C channels) or
 // M (products, K channels).
-int64_t RowScratchBytes(const Workload& w, int64_t channels) {
-  return 4 * kAlpha * kAlpha * channels * Tiles(w.Int("OW"));
+int64_t RowScratchBytes(const Workload& w, int64_t channels, const Transform& f) {
+  return 4 * f.alpha * f.alpha * channels * Tiles(w.Int("OW"), f);
 }
+
+int64_t MaxChannels(const Workload& w) { return std::max(w.Int("C"), w.Int("K")); }
 
 bool TileFits(const Target& t, int64_t kb, int64_t tiles) {
   return AccVectors(t, kb, tiles) <= AccBudget(t, kb);
@@ -117,75 +148,100 @@ bool TileFits(const Target& t, int64_t kb, int64_t tiles) {
 
 }  // namespace
 
-bool WinogradEligible(const Workload& w, const Target& t) {
+bool WinogradEligible(const Workload& w, const Target& t, int64_t layout) {
   const auto& st = w.Ints("stride");
   const auto& dil = w.Ints("dilation");
   return w.Int("groups") == 1 && w.Int("R") == 3 && w.Int("S") == 3 && st[0] == 1 && st[1] == 1 &&
          dil[0] == 1 && dil[1] == 1 && w.Int("K") % t.NativeVectorLanes() == 0 &&
-         RowScratchBytes(w, std::max(w.Int("C"), w.Int("K"))) <= kMaxScratchBytes;
+         RowScratchBytes(w, MaxChannels(w), TransformOf(layout)) <= kMaxScratchBytes;
 }
 
 std::vector<Knob> WinogradKnobs(const Workload& w, const Target& t) {
   // wg_par (with parallel=1): 0 runs the blocks of tile rows in parallel,
   // 1 each block's stages (V over input channels, the GEMMs over a, the
-  // output over channel blocks), for images of few blocks.
+  // output over channel blocks), for images of few blocks. The choices are
+  // those of either tile size (layout 4 or 5); the check refuses the other's.
   std::vector<Knob> k = {{"wg_kb", {0}}, {"wg_tw", {0}}, {"wg_rows", {0}}, {"wg_par", {0}}};
-  if (!WinogradEligible(w, t)) return k;
-  k[3].choices = {0, 1};
-  const int lanes = t.NativeVectorLanes();
+  std::set<int64_t> tws, rows;
+  for (int64_t layout : {kWinograd4Layout, kWinograd2Layout}) {
+    if (!WinogradEligible(w, t, layout)) continue;
+    const Transform& f = TransformOf(layout);
+    const int64_t TW = Tiles(w.Int("OW"), f);
+    for (int64_t d = 1; d <= std::min<int64_t>(TW, 16); ++d) {
+      if (TW % d == 0 || d == 4 || d == 7 || d == 8) tws.insert(d);
+    }
+    // Rows of tiles per block (the divisors of TH whose scratch fits): the
+    // transformed weights are read once per block.
+    const int64_t TH = Tiles(w.Int("OH"), f);
+    for (int64_t d = 1; d <= TH; ++d) {
+      if (TH % d == 0 && d * RowScratchBytes(w, MaxChannels(w), f) <= kMaxScratchBytes) {
+        rows.insert(d);
+      }
+    }
+  }
+  if (tws.empty()) return k;
   k[0].choices = ChannelTileChoices(w, t);
-  k[1].choices.clear();
-  const int64_t TW = Tiles(w.Int("OW"));
-  for (int64_t d = 1; d <= std::min<int64_t>(TW, 16); ++d) {
-    if (TW % d == 0 || d == 4 || d == 7 || d == 8) k[1].choices.push_back(d);
-  }
-  // Rows of tiles per block (the divisors of TH whose scratch fits): the
-  // transformed weights are read once per block.
-  k[2].choices.clear();
-  const int64_t TH = Tiles(w.Int("OH")), CK = std::max(w.Int("C"), w.Int("K"));
-  for (int64_t d = 1; d <= TH; ++d) {
-    if (TH % d == 0 && d * RowScratchBytes(w, CK) <= kMaxScratchBytes) k[2].choices.push_back(d);
-  }
+  k[1].choices.assign(tws.begin(), tws.end());
+  k[2].choices.assign(rows.begin(), rows.end());
+  k[3].choices = {0, 1};
   return k;
 }
 
 absl::Status WinogradCheck(const Workload& w, const Target& t, const Config& c) {
-  if (!WinogradEligible(w, t)) {
+  const int64_t layout = c.at("layout");
+  const Transform& f = TransformOf(layout);
+  if (!WinogradEligible(w, t, layout)) {
     return absl::InvalidArgumentError(
-        "conv2d: layout=4 (Winograd) needs a 3x3, stride-1, undilated, ungrouped layer with K a "
-        "multiple of the vector width and a row of tiles' scratch within 1 MiB");
+        StrCat("conv2d: layout=", layout, " (Winograd F(", f.m, "x", f.m,
+               ", 3x3)) needs a 3x3, stride-1, undilated, ungrouped layer with K a multiple of the "
+               "vector width and a row of tiles' scratch within 1 MiB"));
   }
   const int64_t kb = c.at("wg_kb"), tiles = c.at("wg_tw") * c.at("wg_rows");
   if (auto s = CheckChannelTile(w, t, kb, "wg_kb"); !s.ok()) return s;
+  const int64_t TH = Tiles(w.Int("OH"), f), rows = c.at("wg_rows");
+  if (rows < 1 || TH % rows != 0 ||
+      rows * RowScratchBytes(w, MaxChannels(w), f) > kMaxScratchBytes) {
+    return absl::InvalidArgumentError(StrCat("conv2d Winograd F(", f.m, "x", f.m,
+                                             ", 3x3): wg_rows=", rows, " does not divide the ", TH,
+                                             " rows of tiles, or their scratch exceeds 1 MiB"));
+  }
+  if (c.at("wg_tw") > Tiles(w.Int("OW"), f) && c.at("wg_tw") > 1) {
+    return absl::InvalidArgumentError(StrCat("conv2d Winograd F(", f.m, "x", f.m,
+                                             ", 3x3): wg_tw=", c.at("wg_tw"), " exceeds the ",
+                                             Tiles(w.Int("OW"), f), " tiles of a row"));
+  }
   if (!TileFits(t, kb, tiles)) {
     return absl::InvalidArgumentError(StrCat(
         "conv2d Winograd: a ", tiles, "-tile x ", kb, "-channel accumulator tile needs ",
         AccVectors(t, kb, tiles), " vector registers; the target has ", t.NumVectorRegisters()));
   }
-  if (c.at("parallel") && !c.at("wg_par") && Tiles(w.Int("OH")) / c.at("wg_rows") < 2) {
+  if (c.at("parallel") && !c.at("wg_par") && TH / rows < 2) {
     return absl::InvalidArgumentError("conv2d Winograd: parallel=1 with one block of tile rows");
   }
   return absl::OkStatus();
 }
 
-Config WinogradDefault(const Workload& w, const Target& t) {
+Config WinogradDefault(const Workload& w, const Target& t, int64_t layout) {
   Config c;
   auto k = WinogradKnobs(w, t);
   c["wg_kb"] = k[0].choices.front();
   c["wg_tw"] = k[1].choices.front();
   c["wg_rows"] = k[2].choices.front();
   c["wg_par"] = 0;
-  if (!WinogradEligible(w, t)) return c;
+  if (!WinogradEligible(w, t, layout)) return c;
+  const Transform& f = TransformOf(layout);
   // Small images (16 tiles or fewer) as one block of tile rows, so that the
-  // transformed weights, 4x the weights, are read once per call; larger
-  // ones a row of tiles per block. Then the register tile with the most
-  // accumulators that fits.
-  const int64_t TH = Tiles(w.Int("OH")), TW = Tiles(w.Int("OW"));
-  if (TH * TW <= 16 &&
-      std::find(k[2].choices.begin(), k[2].choices.end(), TH) != k[2].choices.end())
+  // transformed weights, several times the weights, are read once per call;
+  // larger ones a row of tiles per block. Then the register tile with the
+  // most accumulators that fits.
+  const int64_t TH = Tiles(w.Int("OH"), f), TW = Tiles(w.Int("OW"), f);
+  if (TH * TW <= 16 && TH * RowScratchBytes(w, MaxChannels(w), f) <= kMaxScratchBytes) {
     c["wg_rows"] = TH;
+  }
+  c["wg_tw"] = 1;
   for (int64_t kb : k[0].choices) {
     for (int64_t tw : k[1].choices) {
+      if (tw > TW && tw > 1) continue;
       if (TileFits(t, kb, c["wg_rows"] * tw) &&
           AccVectors(t, kb, c["wg_rows"] * tw) >
               AccVectors(t, c["wg_kb"], c["wg_rows"] * c["wg_tw"]) - (kb > c["wg_kb"])) {
@@ -204,7 +260,9 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   const int lanes = t.NativeVectorLanes();
   const int64_t N = w.Int("N"), C = w.Int("C"), H = w.Int("H"), W = w.Int("W"), K = w.Int("K");
   const int64_t OH = w.Int("OH"), OW = w.Int("OW");
-  const int64_t kb = cfg.at("wg_kb"), Ko = K / kb, TH = Tiles(OH), TW = Tiles(OW);
+  const Transform& f = TransformOf(cfg.at("layout"));
+  const int64_t kTile = f.m, kAlpha = f.alpha;
+  const int64_t kb = cfg.at("wg_kb"), Ko = K / kb, TH = Tiles(OH, f), TW = Tiles(OW, f);
   const int64_t ib = w.IntOr("in_block", 0);
   te::Tensor data = te::Placeholder("data", BlockedShape({N, C, H, W}, ib));
   te::Tensor weight = te::Placeholder("weight", {K, C, 3, 3});
@@ -215,7 +273,7 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   te::Tensor u_of =
       te::Compute("wtrans", {kAlpha, kAlpha, Ko, C, kb}, [&](const std::vector<Var>& i) {
         Expr k = i[2] * IntImm(kb) + i[4];
-        return Bilinear(kG, i[0], kG, i[1], [&](size_t r, size_t s) {
+        return Bilinear(f.g, i[0], f.g, i[1], [&](size_t r, size_t s) {
           return weight(
               {k, i[3], IntImm(static_cast<int64_t>(r)), IntImm(static_cast<int64_t>(s))});
         });
@@ -239,11 +297,11 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   te::Tensor t1, v, macc;
   if (ib == 0) {
     t1 = te::Compute("T1", {N, TH, kAlpha, C, WP}, [&](const std::vector<Var>& i) {
-      return Linear(kBT, i[2],
+      return Linear(f.bt, i[2],
                     [&](size_t p) { return padded(i[0], i[1], p, i[3], i[4], nullptr); });
     });
     v = te::Compute("V", {N, TH, kAlpha, kAlpha, C, TW}, [&](const std::vector<Var>& i) {
-      return Linear(kBT, i[3], [&](size_t q) {
+      return Linear(f.bt, i[3], [&](size_t q) {
         return t1({i[0], i[1], i[2], i[4], i[5] * IntImm(kTile) + IntImm(static_cast<int64_t>(q))});
       });
     });
@@ -254,10 +312,10 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
     });
   } else {
     t1 = te::Compute("T1", {N, TH, kAlpha, C / ib, WP, ib}, [&](const std::vector<Var>& i) {
-      return Linear(kBT, i[2], [&](size_t p) { return padded(i[0], i[1], p, i[3], i[4], &i[5]); });
+      return Linear(f.bt, i[2], [&](size_t p) { return padded(i[0], i[1], p, i[3], i[4], &i[5]); });
     });
     v = te::Compute("V", {N, TH, kAlpha, kAlpha, TW, C / ib, ib}, [&](const std::vector<Var>& i) {
-      return Linear(kBT, i[3], [&](size_t q) {
+      return Linear(f.bt, i[3], [&](size_t q) {
         return t1(
             {i[0], i[1], i[2], i[5], i[4] * IntImm(kTile) + IntImm(static_cast<int64_t>(q)), i[6]});
       });
@@ -276,14 +334,14 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
   // The output transform in two passes too: A^T M, then (A^T M) A.
   te::Tensor y2 =
       te::Compute("Y2", {N, TH, Ko, TW, kTile, kAlpha, kb}, [&](const std::vector<Var>& i) {
-        return Linear(kAT, i[4], [&](size_t a) {
+        return Linear(f.at, i[4], [&](size_t a) {
           return mstage({i[0], i[1], IntImm(static_cast<int64_t>(a)), i[5], i[2], i[3], i[6]});
         });
       });
   te::Tensor y =
       te::Compute("Y", {N, TH, Ko, TW, kTile * kTile, kb}, [&](const std::vector<Var>& i) {
         Expr ti = FloorDiv(i[4], IntImm(kTile)), tj = FloorMod(i[4], IntImm(kTile));
-        return Linear(kAT, tj, [&](size_t b) {
+        return Linear(f.at, tj, [&](size_t b) {
           return y2({i[0], i[1], i[2], i[3], ti, IntImm(static_cast<int64_t>(b)), i[5]});
         });
       });

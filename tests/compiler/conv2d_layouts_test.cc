@@ -250,52 +250,74 @@ TEST(OpsNumeric, GemmConvEveryTileMatchesReference) {
   EXPECT_NE(c.at("layout"), 3);
 }
 
-// conv2d layout=4 (Winograd F(4x4, 3x3)): images that are not a multiple of
-// the 4x4 tile, no padding and asymmetric padding, a batch, an odd channel
-// count, an epilogue, every register tile, block of tile rows and way of
-// running in parallel, within the same tolerance as the direct templates.
-// Not offered for strided, dilated, grouped or 5x5 layers.
+// conv2d layout=4 and 5 (Winograd F(4x4, 3x3) and F(2x2, 3x3)): images that
+// are not a multiple of the tile, no padding and asymmetric padding, a batch,
+// an odd channel count, an epilogue, every register tile, block of tile rows
+// and way of running in parallel, within the same tolerance as the direct
+// templates. Not offered for strided, dilated, grouped or 5x5 layers.
 TEST(OpsNumeric, WinogradConvEveryTileMatchesReference) {
   Target host = Target::Host();
   const int lanes = host.NativeVectorLanes();
   struct Case {
     int64_t N, C, H, W, pad_lo, pad_hi;
   };
-  for (Case s : {Case{1, 5, 10, 13, 1, 1}, Case{2, 8, 9, 8, 0, 1}, Case{1, 3, 6, 6, 0, 0}}) {
-    Workload w = SquareConv(s.N, s.C, s.H, s.W, 2 * lanes, 3, 1, s.pad_lo, s.pad_hi, 1, 1);
-    w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
-    const std::string what = w.Canonical();
-    auto choices = ChoicesOf(w, host);
-    ASSERT_NE(std::find(choices["layout"].begin(), choices["layout"].end(), 4),
-              choices["layout"].end())
-        << what;
-    Config def = *DefaultConfig(w, host);
-    def["layout"] = 4;
-    def["par_rows"] = 0;
-    int built = 0;
-    for (int64_t kb : choices["wg_kb"]) {
-      for (int64_t tw : choices["wg_tw"]) {
-        for (int64_t rows : choices["wg_rows"]) {
-          Config c = def;
-          c["wg_kb"] = kb;
-          c["wg_tw"] = tw;
-          c["wg_rows"] = rows;
-          c["parallel"] = (kb / lanes + tw + rows) % 2;
-          c["wg_par"] = (tw + rows) % 3 == 0;
-          if (!ValidateConfig(w, host, c).ok()) continue;
-          ++built;
-          ExpectMatchesReference(w, c, what);
+  for (int64_t layout : {4, 5}) {
+    for (Case s : {Case{1, 5, 10, 13, 1, 1}, Case{2, 8, 9, 8, 0, 1}, Case{1, 3, 6, 6, 0, 0},
+                   Case{1, 16, 7, 7, 1, 1}}) {
+      Workload w = SquareConv(s.N, s.C, s.H, s.W, 2 * lanes, 3, 1, s.pad_lo, s.pad_hi, 1, 1);
+      w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
+      const std::string what = StrCat("layout=", layout, " ", w.Canonical());
+      auto choices = ChoicesOf(w, host);
+      ASSERT_NE(std::find(choices["layout"].begin(), choices["layout"].end(), layout),
+                choices["layout"].end())
+          << what;
+      Config def = *DefaultConfig(w, host);
+      def["layout"] = layout;
+      def["par_rows"] = 0;
+      def["cin"] = 0;
+      def["fold"] = 1;
+      int built = 0;
+      for (int64_t kb : choices["wg_kb"]) {
+        for (int64_t tw : choices["wg_tw"]) {
+          for (int64_t rows : choices["wg_rows"]) {
+            Config c = def;
+            c["wg_kb"] = kb;
+            c["wg_tw"] = tw;
+            c["wg_rows"] = rows;
+            c["parallel"] = (kb / lanes + tw + rows) % 2;
+            c["wg_par"] = (tw + rows) % 3 == 0;
+            if (!ValidateConfig(w, host, c).ok()) continue;
+            ++built;
+            ExpectMatchesReference(w, c, what);
+          }
         }
       }
+      // F(4x4, 3x3) computes a 6x6 output as one tile.
+      EXPECT_GT(built, s.H > 6 || layout == 5 ? 3 : 0) << what;
     }
-    EXPECT_GT(built, s.H > 6 ? 3 : 0) << what;  // the last case is one tile
   }
+  // A tile size's blocks of rows are checked against its own rows of tiles:
+  // 7 rows are 2 rows of 4x4 tiles and 4 of 2x2 tiles.
+  Workload w7 = SquareConv(1, 16, 7, 7, 2 * lanes, 3, 1, 1, 1, 1, 1);
+  Config c = *DefaultConfig(w7, host);
+  c["layout"] = 5;
+  c["par_rows"] = 0;
+  c["cin"] = 0;
+  c["fold"] = 1;
+  c["parallel"] = 0;
+  c["wg_kb"] = lanes;
+  c["wg_tw"] = 1;
+  c["wg_rows"] = 4;
+  EXPECT_TRUE(ValidateConfig(w7, host, c).ok()) << ValidateConfig(w7, host, c);
+  c["layout"] = 4;
+  EXPECT_FALSE(ValidateConfig(w7, host, c).ok());
   for (Workload w : {SquareConv(1, 8, 12, 12, 2 * lanes, 3, 2, 1, 1, 1, 1),
                      SquareConv(1, 8, 12, 12, 2 * lanes, 3, 1, 2, 2, 2, 1),
                      SquareConv(1, 8, 12, 12, 2 * lanes, 3, 1, 1, 1, 1, 2),
                      SquareConv(1, 8, 12, 12, 2 * lanes, 5, 1, 2, 2, 1, 1)}) {
     auto layouts = ChoicesOf(w, host)["layout"];
     EXPECT_EQ(std::find(layouts.begin(), layouts.end(), 4), layouts.end()) << w.Canonical();
+    EXPECT_EQ(std::find(layouts.begin(), layouts.end(), 5), layouts.end()) << w.Canonical();
   }
 }
 
