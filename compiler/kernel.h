@@ -47,6 +47,10 @@ absl::StatusOr<std::vector<Knob>> KnobsOf(const Workload& workload, const Target
 // A config that is always valid and reasonably fast (used when the log
 // database has no record for a workload).
 absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& target);
+// One good config per algorithm the workload's template offers (conv2d:
+// per layout), the default first; the default alone for a template with
+// one algorithm. The tuner measures them before it searches.
+absl::StatusOr<std::vector<Config>> VariantConfigs(const Workload& workload, const Target& target);
 // INVALID_ARGUMENT (with the reason) for a config the template rejects.
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config);
 // The same, with the template's knobs computed once by the caller (KnobsOf

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/str.h"
 #include "compiler/kernel.h"
 #include "tuner/feature_cache.h"
 
@@ -73,11 +74,11 @@ absl::StatusOr<std::vector<Usable>> UsableConfigs(storage::LogDb& db, const comp
                                                   const compiler::Target& target,
                                                   const std::string& default_canonical,
                                                   int* skipped, const storage::RecordScope& scope,
-                                                  bool* confirmed) {
+                                                  bool* confirmed, int records = kBestCandidates) {
   if (skipped != nullptr) *skipped = 0;
   *confirmed = false;
   const std::string key = w.Key(), spec = target.Spec();
-  auto top = db.TopK(key, spec, kBestCandidates, "", scope);
+  auto top = db.TopK(key, spec, records, "", scope);
   if (!top.ok()) return top.status();
   std::vector<Usable> candidates;
   std::set<std::string> seen;
@@ -106,7 +107,8 @@ absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
   const std::string default_canonical =
       fallback.ok() ? compiler::CanonicalConfig(*fallback) : std::string();
   bool confirmed = false;
-  auto usable = UsableConfigs(db, w, target, default_canonical, nullptr, scope, &confirmed);
+  auto usable = UsableConfigs(db, w, target, default_canonical, nullptr, scope, &confirmed,
+                              kAlgorithmRecords);
   if (!usable.ok()) return usable.status();
   std::vector<Usable> others;
   for (Usable& u : *usable) {
@@ -115,15 +117,45 @@ absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
   }
   // Confirmed configs first, by their median; then the others by their
   // fastest record.
+  auto is_confirmed = [&](const Usable& u) { return confirmed && u.cost.records >= 2; };
+  auto cost = [&](const Usable& u) { return is_confirmed(u) ? u.cost.median_s : u.cost.fastest_s; };
   std::stable_sort(others.begin(), others.end(), [&](const Usable& a, const Usable& b) {
-    const bool ca = confirmed && a.cost.records >= 2, cb = confirmed && b.cost.records >= 2;
+    const bool ca = is_confirmed(a), cb = is_confirmed(b);
     if (ca != cb) return ca;
-    return ca ? a.cost.median_s < b.cost.median_s : a.cost.fastest_s < b.cost.fastest_s;
+    return cost(a) < cost(b);
   });
+  // Then the fastest config of each other algorithm (the values of the
+  // knobs that gate others: conv2d's layout) within kAlgorithmSpan of the
+  // fastest, right after it: an algorithm that trades multiplies for bytes
+  // (Winograd) or packing for reuse ranks differently alone than inside the
+  // model, so each gets its chance there.
+  std::set<std::string> gates;
+  if (auto knobs = compiler::KnobsOf(w, target); knobs.ok()) {
+    for (const compiler::Knob& kn : *knobs) {
+      if (!kn.gate.empty()) gates.insert(kn.gate);
+    }
+  }
+  auto algorithm = [&](const compiler::Config& c) {
+    std::string a;
+    for (const std::string& g : gates) {
+      auto it = c.find(g);
+      a += StrCat(g, "=", it == c.end() ? -1 : it->second, ";");
+    }
+    return a;
+  };
+  std::vector<size_t> order;
+  std::set<std::string> algorithms;
+  for (size_t i = 0; i < others.size(); ++i) {
+    if (i > 0 && cost(others[i]) > kAlgorithmSpan * cost(others[0])) continue;
+    if (algorithms.insert(algorithm(others[i].config)).second) order.push_back(i);
+  }
+  for (size_t i = 0; i < others.size(); ++i) {
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  }
   std::vector<compiler::Config> out;
-  for (Usable& u : others) {
+  for (size_t i : order) {
     if (static_cast<int>(out.size()) >= k) break;
-    out.push_back(std::move(u.config));
+    out.push_back(std::move(others[i].config));
   }
   return out;
 }

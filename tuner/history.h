@@ -82,9 +82,14 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(
 
 // Up to `k` usable configs of `w` other than the default, the most
 // promising first by what the log says (the confirmed ones by their median,
-// as BestValidConfig ranks them, then the others by their fastest record):
-// the options a job tries inside the model (tracker/end_to_end.h), where
-// BestValidConfig's margin over the default no longer decides.
+// as BestValidConfig ranks them, then the others by their fastest record),
+// except that the fastest of each other algorithm (the values of the
+// template's gating knobs) within kAlgorithmSpan of the fastest follows the
+// fastest: the options a job tries inside the model
+// (tracker/end_to_end.h), where BestValidConfig's margin over the default
+// no longer decides. Looks at the kAlgorithmRecords fastest records.
+inline constexpr double kAlgorithmSpan = 1.5;
+inline constexpr int kAlgorithmRecords = 128;
 absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
                                                            const compiler::Workload& w,
                                                            const compiler::Target& target, int k,

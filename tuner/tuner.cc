@@ -121,8 +121,10 @@ struct Tuner::TaskRun {
   // the strategy must not propose. Only grows, so it is kept, not rebuilt
   // from the others at every batch.
   ConfigSet taken;
-  bool default_pending = true;  // the template's default is measured first
-  int last_gain_trial = 0;      // trials_done when the best last improved
+  // The template's default, then one config per other algorithm it offers
+  // (compiler::VariantConfigs), not yet measured: measured first.
+  std::vector<compiler::Config> seeds;
+  int last_gain_trial = 0;  // trials_done when the best last improved
   TaskProgress progress;
 };
 
@@ -264,16 +266,19 @@ absl::Status Tuner::StartTask(size_t i) {
     // An unreadable model is retrained from the records instead.
     (void)run.search->RestoreModel((*saved)->model, static_cast<size_t>((*saved)->trained_on));
   }
-  if (auto d = compiler::DefaultConfig(run.workload, target_); d.ok()) {
-    run.default_pending = !run.history.settled.count(compiler::CanonicalConfig(*d));
-  } else {
-    run.default_pending = false;
+  run.seeds.clear();
+  if (auto v = compiler::VariantConfigs(run.workload, target_); v.ok()) {
+    for (compiler::Config& c : *v) {
+      if (!run.history.settled.count(compiler::CanonicalConfig(c)))
+        run.seeds.push_back(std::move(c));
+    }
   }
   return absl::OkStatus();
 }
 
 // Up to `want` configs to measure for task i: transient failures again, the
-// template's default first, then the strategy's proposals; never a settled,
+// template's default and one config per other algorithm first, then the
+// strategy's proposals; never a settled,
 // in-flight or invalid config. Empty once the space is exhausted.
 absl::StatusOr<Tuner::Flight> Tuner::Propose(size_t i, int want) {
   TaskRun& run = runs_[i];
@@ -294,14 +299,12 @@ absl::StatusOr<Tuner::Flight> Tuner::Propose(size_t i, int want) {
     if (run.in_flight.count(canonical)) continue;
     if (auto config = compiler::ParseConfig(canonical); config.ok()) add(*config, canonical);
   }
-  if (run.default_pending && !full()) {
-    run.default_pending = false;
-    auto d = compiler::DefaultConfig(run.workload, target_);
-    if (d.ok()) {
-      std::string canonical = compiler::CanonicalConfig(*d);
-      if (!taken.count(canonical)) add(*d, canonical);
-    }
+  size_t seeded = 0;
+  for (; seeded < run.seeds.size() && !full(); ++seeded) {
+    std::string canonical = compiler::CanonicalConfig(run.seeds[seeded]);
+    if (!taken.count(canonical)) add(std::move(run.seeds[seeded]), std::move(canonical));
   }
+  run.seeds.erase(run.seeds.begin(), run.seeds.begin() + static_cast<std::ptrdiff_t>(seeded));
   for (int barren = 0; !full();) {
     auto proposals = run.search->Propose(want - static_cast<int>(flight.configs.size()), taken);
     if (proposals.empty()) break;  // exhausted

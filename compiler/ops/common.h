@@ -60,6 +60,11 @@ struct OpTemplate {
   // Combination checks after CheckConfigAgainstKnobs.
   absl::Status (*check)(const Workload&, const Target&, const Config&);
   absl::StatusOr<Built> (*build)(const Workload&, const Target&, const Config&);
+  // One good config per algorithm the template offers (the default first),
+  // which the tuner measures before it searches, so that no algorithm goes
+  // untimed because the cost model learned the others first (TensorRT times
+  // every tactic). nullptr: the default only.
+  std::vector<Config> (*variants)(const Workload&, const Target&) = nullptr;
 };
 
 const OpTemplate* Conv2dTemplate();

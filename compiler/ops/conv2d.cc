@@ -265,6 +265,48 @@ absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   return absl::OkStatus();
 }
 
+// NCHWc's row split, input-channel chunks and folded rows, which every other
+// layout refuses.
+void NchwcOff(Config& g) {
+  g["par_rows"] = 0;
+  g["cin"] = 0;
+  g["fold"] = 1;
+}
+
+// `c` (NCHWc's knobs at their defaults) with layout 1: in parallel from 4
+// MFLOP, over blocks of rows where NchwcParallelDefault says so.
+Config AsNchwc(const Workload& w, const Target& t, const std::vector<Knob>& k, Config c) {
+  c["layout"] = 1;
+  c["unroll_acc"] = 1;
+  c["parallel"] = w.Flops() > 4e6 ? 1 : 0;
+  // In parallel over blocks of rows, each thread packing its own input
+  // rows (measured faster at 2 threads on every 3x3 and 7x7 layer of
+  // ResNet-50 with two or more blocks, and on MobileNetV2's 14x14 1x1
+  // layers), unless the weights outweigh the input.
+  for (const Knob& kn : k) {
+    if (kn.name == "rows") NchwcParallelDefault(w, kn.choices, c);
+  }
+  // Input-channel blocks only where their accumulators fit (rows may have
+  // changed).
+  if (c["cin"] && !Check(w, t, c).ok()) c["cin"] = 0;
+  return c;
+}
+
+// `c` (the layout's knobs at their defaults) with another layout than
+// NCHWc, in parallel from `min_flops`.
+Config AsLayout(const Workload& w, Config c, int64_t layout, double min_flops) {
+  c["layout"] = layout;
+  NchwcOff(c);
+  c["parallel"] = w.Flops() > min_flops ? 1 : 0;
+  return c;
+}
+
+// The minimum FLOPs from which a layout other than direct and NCHWc runs in
+// parallel by default: depthwise layers from 0.2 MFLOP (MobileNetV2's 14x14
+// and 7x7 ones, 0.5-1.4 MFLOP, ran 1.8-1.9x faster at 2 threads), the others
+// from 4 MFLOP.
+double ParallelFrom(int64_t layout) { return layout == 2 ? 2e5 : 4e6; }
+
 Config Default(const Workload& w, const Target& t) {
   auto k = Knobs(w, t);
   int lanes = t.NativeVectorLanes();
@@ -281,13 +323,6 @@ Config Default(const Workload& w, const Target& t) {
   c["unroll_acc"] = 1;
   c["layout"] = 0;
   for (const auto& [name, v] : NchwcDefault(w, t, k)) c[name] = v;
-  // NCHWc's row split, input-channel chunks and folded rows, which every
-  // other layout refuses.
-  auto nchwc_off = [](Config& g) {
-    g["par_rows"] = 0;
-    g["cin"] = 0;
-    g["fold"] = 1;
-  };
   c["pad_stage"] = k[6].choices.back();
   if (c["pad_stage"] && !Check(w, t, c).ok()) c["pad_stage"] = 0;
   // Parallel only when each of 2+ threads gets 2+ iterations of real work.
@@ -296,30 +331,13 @@ Config Default(const Workload& w, const Target& t) {
     if (!Check(w, t, c).ok()) c["parallel"] = 0;
   }
   if (NchwcEligible(w, t)) {
-    Config n = c;
-    n["layout"] = 1;
-    n["unroll_acc"] = 1;
-    n["parallel"] = w.Flops() > 4e6 ? 1 : 0;
-    // In parallel over blocks of rows, each thread packing its own input
-    // rows (measured faster at 2 threads on every 3x3 and 7x7 layer of
-    // ResNet-50 with two or more blocks, and on MobileNetV2's 14x14 1x1
-    // layers), unless the weights outweigh the input.
-    for (const Knob& kn : k) {
-      if (kn.name == "rows") NchwcParallelDefault(w, kn.choices, n);
-    }
-    // Input-channel blocks only where their accumulators fit (rows may have
-    // changed).
-    if (n["cin"] && !Check(w, t, n).ok()) n["cin"] = 0;
+    Config n = AsNchwc(w, t, k, c);
     if (Check(w, t, n).ok()) c = n;
   }
-  if (c["layout"] != 1) nchwc_off(c);
-  // Another layout in place of the one so far, if it accepts the config;
-  // parallel from `min_flops`.
-  auto prefer = [&](int64_t layout, double min_flops) {
-    Config g = c;
-    g["layout"] = layout;
-    nchwc_off(g);
-    g["parallel"] = w.Flops() > min_flops ? 1 : 0;
+  if (c["layout"] != 1) NchwcOff(c);
+  // Another layout in place of the one so far, if it accepts the config.
+  auto prefer = [&](int64_t layout) {
+    Config g = AsLayout(w, c, layout, ParallelFrom(layout));
     if (Check(w, t, g).ok()) c = g;
   };
   for (const auto& [name, v] : GemmDefault(w, t)) c[name] = v;
@@ -327,7 +345,7 @@ Config Default(const Workload& w, const Target& t) {
   // are, nothing repacked but the weights (measured 1.0x oneDNN on
   // ResNet-50's 56x56 1x1 layers, against 0.3-0.75x for NCHWc, whose
   // input packing is a whole copy of the activations).
-  if (GemmEligible(w, t)) prefer(3, 4e6);
+  if (GemmEligible(w, t)) prefer(3);
   for (const auto& [name, v] : WinogradDefault(w, t, kWinograd4Layout)) c[name] = v;
   // 3x3 stride 1: a quarter of the multiplies (measured 1.6-3.2x oneDNN's
   // direct convolution on ResNet-50's 3x3 layers of 14x14 and more,
@@ -339,13 +357,42 @@ Config Default(const Workload& w, const Target& t) {
   // memory bandwidth (ResNet-18's 7x7 layers 1.2x faster inside the model on
   // the 2-core EPYC, at both thread counts).
   if (WinogradEligible(w, t, kWinograd4Layout) && w.Int("OH") * w.Int("OW") >= 100) {
-    prefer(kWinograd4Layout, 4e6);
+    prefer(kWinograd4Layout);
   }
   for (const auto& [name, v] : DepthwiseDefault(w, t)) c[name] = v;
-  // Depthwise layers in parallel over channels from 0.2 MFLOP: MobileNetV2's
-  // 14x14 and 7x7 ones (0.5-1.4 MFLOP) ran 1.8-1.9x faster at 2 threads.
-  if (DepthwiseEligible(w)) prefer(2, 2e5);
+  if (DepthwiseEligible(w)) prefer(2);
   return c;
+}
+
+// The default, then each other layout the layer offers at its own knobs'
+// defaults, where the check accepts it.
+std::vector<Config> Variants(const Workload& w, const Target& t) {
+  const auto k = Knobs(w, t);
+  const Config d = Default(w, t);
+  std::vector<Config> out = {d};
+  for (const Knob& kn : k) {
+    if (kn.name != "layout") continue;
+    for (int64_t layout : kn.choices) {
+      if (layout == d.at("layout")) continue;
+      Config g = d;
+      if (layout == 1) {
+        for (const auto& [name, v] : NchwcDefault(w, t, k)) g[name] = v;
+        g = AsNchwc(w, t, k, g);
+      } else if (layout == 0) {
+        g = AsLayout(w, g, 0, 4e6);
+        g["unroll_acc"] = 1;
+      } else {
+        if (layout == kWinograd2Layout) {
+          for (const auto& [name, v] : WinogradDefault(w, t, layout)) g[name] = v;
+        }
+        g = AsLayout(w, g, layout, ParallelFrom(layout));
+      }
+      auto valid = [&] { return CheckConfigAgainstKnobs(g, k).ok() && Check(w, t, g).ok(); };
+      if (!valid()) g["parallel"] = 0;
+      if (valid()) out.push_back(std::move(g));
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& cfg) {
@@ -405,7 +452,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& cf
 }  // namespace
 
 const OpTemplate* Conv2dTemplate() {
-  static const OpTemplate t{Knobs, Default, Check, Build};
+  static const OpTemplate t{Knobs, Default, Check, Build, Variants};
   return &t;
 }
 

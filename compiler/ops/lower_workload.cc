@@ -46,6 +46,13 @@ absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& tar
   return (*t)->default_config(workload, target);
 }
 
+absl::StatusOr<std::vector<Config>> VariantConfigs(const Workload& workload, const Target& target) {
+  auto t = TemplateOf(workload, target);
+  if (!t.ok()) return t.status();
+  if ((*t)->variants) return (*t)->variants(workload, target);
+  return std::vector<Config>{(*t)->default_config(workload, target)};
+}
+
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config) {
   auto t = TemplateOf(workload, target);
   if (!t.ok()) return t.status();

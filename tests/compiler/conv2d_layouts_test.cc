@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include "base/str.h"
 #include "compiler/ir/printer.h"
@@ -319,6 +320,35 @@ TEST(OpsNumeric, WinogradConvEveryTileMatchesReference) {
     EXPECT_EQ(std::find(layouts.begin(), layouts.end(), 4), layouts.end()) << w.Canonical();
     EXPECT_EQ(std::find(layouts.begin(), layouts.end(), 5), layouts.end()) << w.Canonical();
   }
+}
+// The configs the tuner measures before it searches (VariantConfigs): the
+// default first, then one per other layout the layer offers, each valid,
+// with its own layout, computing the right answer.
+TEST(OpsNumeric, VariantsAreTheDefaultThenEveryOtherLayout) {
+  Target host = Target::Host();
+  const int lanes = host.NativeVectorLanes();
+  for (Workload w : {SquareConv(1, 16, 7, 7, 2 * lanes, 3, 1, 1, 1, 1, 1),
+                     SquareConv(1, 2 * lanes, 6, 6, 2 * lanes, 1, 1, 0, 0, 1, 1),
+                     SquareConv(1, 2 * lanes, 9, 9, 2 * lanes, 3, 1, 1, 1, 1, 2 * lanes)}) {
+    const std::string what = w.Canonical();
+    auto variants = VariantConfigs(w, host);
+    ASSERT_TRUE(variants.ok()) << variants.status();
+    ASSERT_FALSE(variants->empty());
+    EXPECT_EQ(variants->front(), *DefaultConfig(w, host)) << what;
+    std::set<int64_t> layouts;
+    for (const Config& c : *variants) {
+      EXPECT_TRUE(ValidateConfig(w, host, c).ok()) << what << " " << ValidateConfig(w, host, c);
+      EXPECT_TRUE(layouts.insert(c.at("layout")).second) << what << ": layout " << c.at("layout");
+      ExpectMatchesReference(w, c, StrCat(what, " layout=", c.at("layout")));
+    }
+    auto offered = ChoicesOf(w, host)["layout"];
+    EXPECT_EQ(layouts, std::set<int64_t>(offered.begin(), offered.end())) << what;
+  }
+  // The 3x3 layer on 7x7 offers both Winograd tile sizes.
+  auto v7 = VariantConfigs(SquareConv(1, 16, 7, 7, 2 * lanes, 3, 1, 1, 1, 1, 1), host);
+  std::set<int64_t> l7;
+  for (const Config& c : *v7) l7.insert(c.at("layout"));
+  EXPECT_TRUE(l7.count(4) && l7.count(5));
 }
 
 // conv2d layout=2 (depthwise rows): strides 1 and 2, dilation, asymmetric

@@ -178,6 +178,53 @@ TEST_F(HistoryTest, TunedConfigsAreTheConfirmedThenTheFastestButNeverTheDefault)
   ASSERT_TRUE(two.ok()) << two.status();
   EXPECT_EQ(*two, (std::vector<compiler::Config>{b, a}));
 }
+// The options inside the model hold each algorithm's fastest right after
+// the fastest, when within kAlgorithmSpan of it, even when many configs of
+// the fastest algorithm are faster alone.
+TEST_F(HistoryTest, TunedConfigsPutEachAlgorithmsFastestSecond) {
+  compiler::Target t = compiler::Target::Host();
+  const compiler::Workload w = testing::Conv7x7();
+  auto variants = compiler::VariantConfigs(w, t);
+  ASSERT_TRUE(variants.ok()) << variants.status();
+  compiler::Config nchwc, f2, direct;
+  for (const compiler::Config& c : *variants) {
+    if (c.at("layout") == 1) nchwc = c;
+    if (c.at("layout") == 5) f2 = c;
+    if (c.at("layout") == 0) direct = c;
+  }
+  ASSERT_FALSE(nchwc.empty() || f2.empty() || direct.empty());
+  // NCHWc configs (the default's neighbours) faster alone than the Winograd
+  // one, and a direct one too slow to try.
+  auto knobs = compiler::KnobsOf(w, t);
+  ASSERT_TRUE(knobs.ok());
+  std::vector<compiler::Config> others;
+  for (const compiler::Knob& k : *knobs) {
+    if (k.gate != "layout" ||
+        std::find(k.gate_values.begin(), k.gate_values.end(), 1) == k.gate_values.end()) {
+      continue;
+    }
+    for (int64_t v : k.choices) {
+      compiler::Config c = nchwc;
+      c[k.name] = v;
+      if (c != nchwc && compiler::ValidateConfig(w, t, c).ok() &&
+          std::find(others.begin(), others.end(), c) == others.end()) {
+        others.push_back(c);
+      }
+    }
+  }
+  ASSERT_GE(others.size(), 3u);
+  Add(w, t.Spec(), nchwc, 1.05e-3);  // the default: never an option
+  for (size_t i = 0; i < others.size(); ++i) Add(w, t.Spec(), others[i], 1.0e-3 + 1e-6 * i);
+  Add(w, t.Spec(), f2, 1.2e-3);
+  Add(w, t.Spec(), direct, 1.6e-3);
+  auto options = TunedConfigs(*db_, w, t, 4);
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->size(), 4u);
+  EXPECT_EQ((*options)[0], others[0]);
+  EXPECT_EQ((*options)[1], f2);
+  EXPECT_EQ((*options)[2], others[1]);
+  EXPECT_EQ((*options)[3], others[2]);
+}
 
 TEST_F(HistoryTest, TransientFailuresAreRetriedUpToTheAttemptLimit) {
   compiler::Target t = compiler::Target::Host();

@@ -173,6 +173,31 @@ TEST_F(TunerTest, SpendsTheTrialsOverTheTasksAndRecordsEveryResult) {
   ASSERT_EQ(tasks->size(), 2u);
   EXPECT_EQ((*tasks)[1].occurrences, 3);
 }
+// Every algorithm a template offers is timed before the search proposes
+// anything: the default, then one config per other conv2d layout, in that
+// order; a resumed run measures none of them again.
+TEST_F(TunerTest, MeasuresEveryAlgorithmsConfigFirst) {
+  const compiler::Workload w = testing::Conv7x7();
+  auto variants = compiler::VariantConfigs(w, target_);
+  ASSERT_TRUE(variants.ok()) << variants.status();
+  ASSERT_GE(variants->size(), 3u);
+  FakeMeasurer m;
+  m.cost = [](const std::string&, int, int order) { return 1e-3 * (1 + 0.01 * order); };
+  Tuner tuner(db_.get(), &m, target_, {{w, 1}}, Options("random", 12));
+  ASSERT_TRUE(tuner.Run([](const TunerProgress&) {}).ok());
+  for (size_t i = 0; i < variants->size(); ++i) {
+    const std::string canonical = compiler::CanonicalConfig((*variants)[i]);
+    ASSERT_TRUE(m.order.count(canonical)) << "variant " << i << " never measured";
+    EXPECT_EQ(m.order[canonical], static_cast<int>(i)) << canonical;
+  }
+  FakeMeasurer again;
+  again.cost = m.cost;
+  Tuner resumed(db_.get(), &again, target_, {{w, 1}}, Options("random", 16));
+  ASSERT_TRUE(resumed.Run([](const TunerProgress&) {}).ok());
+  for (const compiler::Config& c : *variants) {
+    EXPECT_EQ(again.attempts[compiler::CanonicalConfig(c)], 0);
+  }
+}
 
 TEST_F(TunerTest, ResumesFromTheDatabaseWithoutMeasuringAnythingTwice) {
   std::vector<TuningTask> tasks = {{Dense(32), 1}, {Dense(64), 1}};

@@ -15,4 +15,18 @@ inline compiler::Workload Dense(int64_t m) {
   return w;
 }
 
+// A 3x3, stride-1, padded conv2d of 16 -> 32 channels on a 7x7 image: its
+// template offers several algorithms (layouts: direct, NCHWc, Winograd
+// F(4x4, 3x3) and F(2x2, 3x3)).
+inline compiler::Workload Conv7x7() {
+  compiler::Workload w;
+  w.op = "conv2d";
+  w.ints = {{"N", {1}},           {"C", {16}},        {"H", {7}},
+            {"W", {7}},           {"K", {32}},        {"R", {3}},
+            {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},
+            {"dilation", {1, 1}}, {"groups", {1}},    {"bias", {1}},
+            {"OH", {7}},          {"OW", {7}}};
+  return w;
+}
+
 }  // namespace kiln::tuner::testing
