@@ -17,9 +17,9 @@
 //
 // wf: the weights as float32, packed once (Built::packs). Schedule: per
 // channel (in parallel), its padded plane (rows PartitionSelects splits into
-// border and interior), then blocks of output rows, each a register tile of
-// vectors along ow accumulated over the R*S taps (stride-2 reads: one wide
-// load and a shuffle), and the epilogue.
+// border and interior, converted in vectors along the row), then blocks of output rows, each a
+// register tile of vectors along ow accumulated over the R*S taps (stride-2 reads: one wide load
+// and a shuffle), and the epilogue.
 #include <algorithm>
 
 #include "base/str.h"
@@ -142,6 +142,11 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   s.Vectorize(out, owi);
   if (c.at("parallel")) s.Parallel(out, nc);
   s.ComputeAt(xpad, out, nc);
+  // The plane converted a vector of bytes at a time (the interior rows,
+  // once PartitionSelects has split off the padding; one byte at a time,
+  // MobileNetV2's 56x56 depthwise layers took 0.095 ms against 0.075, its
+  // 56 -> 28 stride-2 one 0.066 against 0.045).
+  s.Vectorize(xpad, s.Split(xpad, s.Axis(xpad, 3), L).second);
   s.ComputeAt(acc, out, oho);
   auto [a_owo, a_owi] = s.Split(acc, s.Axis(acc, 3), L);
   te::IterVar a_oh = s.Axis(acc, 2);
