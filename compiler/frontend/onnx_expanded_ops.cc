@@ -8,12 +8,28 @@
 //   compile time).
 // - MaxUnpool: the values scattered (ScatterElements) to their flat indices
 //   in zeros of the inferred shape, then padded to output_shape.
+// - Col2Im: each image pixel the sum of the columns' entries that land on
+//   it: the input as [N, C, blocks x columns] with one zero appended, a
+//   Gather by constant indices [pixels, most entries on a pixel] (the zero
+//   where a pixel has fewer), a ReduceSum over the entries (image_shape and
+//   block_shape known at compile time).
 #include <algorithm>
 
 #include "base/str.h"
 #include "compiler/frontend/importer.h"
 
 namespace kiln::compiler::onnx_internal {
+
+namespace {
+// The most entries of the index and grid constants computed here (a few
+// bytes of ONNX may ask for any sizes).
+constexpr int64_t kMaxIndexEntries = int64_t{1} << 24;
+
+absl::Status TooManyEntries(const std::string& what) {
+  return absl::InvalidArgumentError(
+      StrCat(what, " would have more than ", kMaxIndexEntries, " entries"));
+}
+}  // namespace
 
 absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled) {
   const std::string& op = node.op_type();
@@ -43,7 +59,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     for (int64_t d : sp) {
       if (d <= 0) return absl::InvalidArgumentError("AffineGrid: a size of 0");
       points *= d;
-      if (points > (int64_t{1} << 24)) return TooManyElements("AffineGrid's base grid");
+      if (points > kMaxIndexEntries) return TooManyEntries("AffineGrid's base grid");
     }
     auto coord = [&](int64_t i, int64_t n) {
       if (corners) return n == 1 ? 0.0 : -1.0 + 2.0 * double(i) / double(n - 1);
@@ -93,7 +109,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     }
     int64_t n = 1;
     for (int64_t d : xs) n *= d;
-    if (n > (int64_t{1} << 24)) return TooManyElements("ReverseSequence's indices");
+    if (n > kMaxIndexEntries) return TooManyEntries("ReverseSequence's indices");
     const int64_t inner = n / (xs[0] * xs[1]);
     std::vector<int64_t> idx(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -165,6 +181,103 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     auto p = EmitInt64s(base, pad);
     if (!p.ok()) return p.status();
     return done(Emit(base, "Pad", {*shaped, *p}, nullptr, node.output(0)));
+  }
+  if (op == "Col2Im") {
+    auto x = InF(node, 0);
+    if (!x.ok()) return x.status();
+    auto image = ConstInts(node, 1);
+    if (!image.ok()) return image.status();
+    auto block = ConstInts(node, 2);
+    if (!block.ok()) return block.status();
+    const Shape xs = V(*x).shape;
+    const size_t r = image->size();
+    const auto dil = AttrInts(node, "dilations", std::vector<int64_t>(r, 1));
+    const auto pads = AttrInts(node, "pads", std::vector<int64_t>(2 * r, 0));
+    const auto strides = AttrInts(node, "strides", std::vector<int64_t>(r, 1));
+    if (r == 0 || block->size() != r || dil.size() != r || strides.size() != r ||
+        pads.size() != 2 * r || xs.size() != 3) {
+      return absl::InvalidArgumentError(
+          StrCat("Col2Im: input [", StrJoin(xs, ","),
+                 "] must be [N, C x blocks, L], and block_shape, "
+                 "dilations, strides (and pads, twice) one per image dimension"));
+    }
+    // Blocks per image dimension (L's factors) and the block's size.
+    Shape per(r);
+    int64_t K = 1, L = 1, P = 1;
+    for (size_t d = 0; d < r; ++d) {
+      for (int64_t v : {(*image)[d], (*block)[d], dil[d], strides[d], pads[d], pads[r + d]}) {
+        if (v > kMaxIndexEntries) return TooManyEntries("Col2Im's indices");
+      }
+      if ((*image)[d] <= 0 || (*block)[d] <= 0 || dil[d] <= 0 || strides[d] <= 0 || pads[d] < 0 ||
+          pads[r + d] < 0) {
+        return absl::InvalidArgumentError(
+            "Col2Im: sizes, dilations and strides must be positive, pads not negative");
+      }
+      const int64_t span = dil[d] * ((*block)[d] - 1) + 1;
+      const int64_t room = (*image)[d] + pads[d] + pads[r + d] - span;
+      if (room < 0) return absl::InvalidArgumentError("Col2Im: a block larger than the image");
+      per[d] = room / strides[d] + 1;
+      K *= (*block)[d];
+      L *= per[d];
+      P *= (*image)[d];
+      if (K * L > kMaxIndexEntries || P > kMaxIndexEntries) {
+        return TooManyEntries("Col2Im's indices");
+      }
+    }
+    if (xs[1] % K != 0 || xs[2] != L) {
+      return absl::InvalidArgumentError(StrCat("Col2Im: input [", StrJoin(xs, ","),
+                                               "] needs a multiple of ", K, " channels and ", L,
+                                               " columns for these sizes"));
+    }
+    // Every (block offset, column) to the pixel it lands on.
+    std::vector<std::vector<int64_t>> on(static_cast<size_t>(P));
+    for (int64_t b = 0; b < K; ++b) {
+      for (int64_t l = 0; l < L; ++l) {
+        int64_t pixel = 0, rb = b, rl = l;
+        std::vector<int64_t> kb(r), lo(r);
+        for (size_t d = r; d-- > 0;) {
+          kb[d] = rb % (*block)[d];
+          rb /= (*block)[d];
+          lo[d] = rl % per[d];
+          rl /= per[d];
+        }
+        bool inside = true;
+        for (size_t d = 0; d < r; ++d) {
+          const int64_t at = lo[d] * strides[d] - pads[d] + kb[d] * dil[d];
+          inside = inside && at >= 0 && at < (*image)[d];
+          pixel = pixel * (*image)[d] + at;
+        }
+        if (inside) on[static_cast<size_t>(pixel)].push_back(b * L + l);
+      }
+    }
+    size_t most = 1;
+    for (const auto& v : on) most = std::max(most, v.size());
+    if (static_cast<int64_t>(most) * P > kMaxIndexEntries) {
+      return TooManyEntries("Col2Im's indices");
+    }
+    std::vector<int64_t> idx;
+    idx.reserve(most * static_cast<size_t>(P));
+    for (const auto& v : on) {
+      idx.insert(idx.end(), v.begin(), v.end());
+      idx.insert(idx.end(), most - v.size(), K * L);  // the appended zero
+    }
+    Value iv;
+    iv.SetInt64s(idx);
+    iv.shape = {P, static_cast<int64_t>(most)};
+    const std::string iname = constant(std::move(iv));
+    const int64_t C = xs[1] / K;
+    auto flat = EmitInt64s(base, {xs[0], C, K * L});
+    auto xf = flat.ok() ? Emit(base, "Reshape", {node.input(0), *flat}) : flat;
+    auto zpad = xf.ok() ? EmitInt64s(base, {0, 0, 0, 0, 0, 1}) : xf;
+    auto xz = zpad.ok() ? Emit(base, "Pad", {*xf, *zpad}) : zpad;
+    auto g = xz.ok() ? Emit(base, "Gather", {*xz, iname}, IntAttr("axis", 2)) : xz;
+    auto last = g.ok() ? EmitInt64s(base, {3}) : g;
+    auto sum = last.ok() ? Emit(base, "ReduceSum", {*g, *last}, IntAttr("keepdims", 0)) : last;
+    Shape out = {xs[0], C};
+    out.insert(out.end(), image->begin(), image->end());
+    auto shape = sum.ok() ? EmitInt64s(base, out) : sum;
+    if (!shape.ok()) return shape.status();
+    return done(Emit(base, "Reshape", {*sum, *shape}, nullptr, node.output(0)));
   }
   *handled = false;
   return absl::OkStatus();

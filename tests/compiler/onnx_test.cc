@@ -517,6 +517,37 @@ TEST(OnnxImport, GatherScalarIndexOnTheLastAxis) {
   EXPECT_THAT(vals.at((*g)->FindValue("y")), ElementsAre(3, 6));
 }
 
+// Col2Im (onnx_expanded_ops.cc): overlapping blocks sum where they land
+// (a 1x3 image from two 1x2 blocks at stride 1: the middle pixel gets both),
+// columns that do not match the sizes are refused with the count the sizes
+// need, and sizes beyond the importer's index limit are refused.
+TEST(OnnxImport, Col2ImSumsOverlappingBlocks) {
+  auto model = [](int64_t columns, int64_t side = 3) {
+    OnnxBuilder b(18);
+    b.Input("x", {1, 2, columns});
+    b.InitInt64("image", {2}, {1, side});
+    b.InitInt64("block", {2}, {1, 2});
+    b.Node("Col2Im", {"x", "image", "block"}, {"y"}, "col2im");
+    b.Output("y");
+    return b.Bytes();
+  };
+  auto g = ImportOnnx(model(2));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(ShapeOf(**g, "y"), ElementsAre(1, 1, 1, 3));
+  // Rows: block offset 0 then 1; columns: block positions 0 and 1.
+  auto vals = testing::EvaluateGraph(**g, {{1, 2, 10, 20}});
+  ASSERT_FALSE(vals.empty());
+  EXPECT_THAT(vals.at((*g)->FindValue("y")), ElementsAre(1, 12, 20));
+  auto bad = ImportOnnx(model(3));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("2 columns for these sizes"));
+  // A few bytes asking for an image of 2^40 pixels: refused before any
+  // index is made.
+  auto huge = ImportOnnx(model(2, int64_t{1} << 40));
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(huge.status().message(), HasSubstr("more than 16777216 entries"));
+}
+
 // PRelu before opset 7, as older PyTorch exporters wrote it: a slope of
 // X's channels ([C] for [N, C, H, W]) is per channel. From opset 7 the same
 // slope broadcasts NumPy's way, along the last axis (here W = 2 != C = 3,

@@ -392,6 +392,7 @@ int main(int argc, char** argv) {
       "Celu",
       "CenterCropPad",
       "Clip",
+      "Col2Im",
       "Compress",
       "Concat",
       "Constant",
