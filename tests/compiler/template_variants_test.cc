@@ -233,7 +233,14 @@ TEST(OpsNumeric, Int8DepthwiseConvMatchesReferenceExactly) {
         "conv(dilations=1,1;dtypes=3,3,3,6;group=8;in0=2,8,23,21;in1=8,1,3,3;in2=1;pads=1,1;"
         "shape=2,8,12,11;strides=2,2;transposed=0;zp=2)",
         "conv(dilations=1,1;dtypes=2,3,2,1;group=5;in0=1,5,20,37;in1=5,1,5,5;in2=1;pads=2,2;"
-        "shape=1,5,20,37;strides=1,1;transposed=0;zp=2)|u:cast:1|u:scale:0.25,1"}) {
+        "shape=1,5,20,37;strides=1,1;transposed=0;zp=2)|u:cast:1|u:scale:0.25,1",
+        // Stride 2 along rows read as even and odd half-rows: 5x5 taps
+        // (offsets 0-2 into each half), an even width; stride 2 along the
+        // row only.
+        "conv(dilations=1,1;dtypes=2,3,2,6;group=4;in0=1,4,16,30;in1=4,1,5,5;in2=1;pads=2,2;"
+        "shape=1,4,8,15;strides=2,2;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=3,3,3,6;group=3;in0=1,3,9,10;in1=3,1,3,3;in2=1;pads=1,1;"
+        "shape=1,3,9,5;strides=1,2;transposed=0;zp=2)"}) {
     Workload w = ParseWorkload(s);
     ASSERT_TRUE(ops::Int8DepthwiseConv(w)) << s;
     ASSERT_FALSE(ops::Int8Conv(w)) << s;
