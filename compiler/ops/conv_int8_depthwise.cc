@@ -18,9 +18,9 @@
 // wf: the weights as float32, packed once (Built::packs). Schedule: per
 // channel (in parallel), its padded plane (rows PartitionSelects splits into
 // border and interior, converted in vectors along the row; at stride 2 along
-// the row, each row stored as its even then its odd columns), then blocks of output rows, each a
-// register tile of vectors along ow accumulated over the R*S taps (stride-2 reads: one wide load
-// and a shuffle), and the epilogue.
+// the row, each row stored as its even then its odd columns), then blocks
+// of output rows, each a register tile of vectors along ow accumulated over
+// the R*S taps (contiguous reads, also at stride 2), and the epilogue.
 #include <algorithm>
 
 #include "base/str.h"
