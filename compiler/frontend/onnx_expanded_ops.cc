@@ -13,6 +13,8 @@
 //   Gather by constant indices [pixels, most entries on a pixel] (the zero
 //   where a pixel has fewer), a ReduceSum over the entries (image_shape and
 //   block_shape known at compile time).
+// - Det: Leibniz's sum over the permutations of the matrix's entries (each
+//   a Gather of the flattened matrix), for matrices up to 4x4.
 #include <algorithm>
 
 #include "base/str.h"
@@ -278,6 +280,62 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     auto shape = sum.ok() ? EmitInt64s(base, out) : sum;
     if (!shape.ok()) return shape.status();
     return done(Emit(base, "Reshape", {*sum, *shape}, nullptr, node.output(0)));
+  }
+  if (op == "Det") {
+    auto x = InF(node, 0);
+    if (!x.ok()) return x.status();
+    const Shape xs = V(*x).shape;
+    const size_t r = xs.size();
+    if (r < 2 || xs[r - 1] != xs[r - 2] || xs[r - 1] < 1) {
+      return absl::InvalidArgumentError(
+          StrCat("Det: input [", StrJoin(xs, ","), "] must be [..., M, M] square matrices"));
+    }
+    const int64_t n = xs[r - 1];
+    if (n > 4) {
+      return absl::UnimplementedError(
+          StrCat("Det: ", n, "x", n, " matrices (kiln computes determinants up to 4x4)"));
+    }
+    Shape flat_shape(xs.begin(), xs.end() - 2);
+    flat_shape.push_back(n * n);
+    auto flat = EmitInt64s(base, flat_shape);
+    auto xf = flat.ok() ? Emit(base, "Reshape", {node.input(0), *flat}) : flat;
+    if (!xf.ok()) return xf.status();
+    // The entries, each of the batch's shape.
+    std::vector<std::string> entry;
+    for (int64_t k = 0; k < n * n; ++k) {
+      auto i = EmitInt64s(base, {k}, true);
+      auto g = i.ok() ? Emit(base, "Gather", {*xf, *i}, IntAttr("axis", -1)) : i;
+      if (!g.ok()) return g.status();
+      entry.push_back(*g);
+    }
+    std::vector<int64_t> perm(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
+    std::string sum;
+    while (true) {
+      // The permutation's sign: its inversions' parity.
+      int inversions = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = i + 1; j < n; ++j) inversions += perm[i] > perm[j];
+      }
+      std::string term = entry[static_cast<size_t>(perm[0])];
+      for (int64_t i = 1; i < n; ++i) {
+        auto m = Emit(base, "Mul", {term, entry[static_cast<size_t>(i * n + perm[i])]});
+        if (!m.ok()) return m.status();
+        term = *m;
+      }
+      const bool last = !std::next_permutation(perm.begin(), perm.end());
+      const std::string out_name = last ? node.output(0) : "";
+      absl::StatusOr<std::string> next;
+      if (sum.empty()) {
+        next = inversions % 2 ? Emit(base, "Neg", {term}, nullptr, out_name)
+                              : Emit(base, "Identity", {term}, nullptr, out_name);
+      } else {
+        next = Emit(base, inversions % 2 ? "Sub" : "Add", {sum, term}, nullptr, out_name);
+      }
+      if (!next.ok()) return next.status();
+      sum = *next;
+      if (last) return absl::OkStatus();
+    }
   }
   *handled = false;
   return absl::OkStatus();

@@ -548,6 +548,33 @@ TEST(OnnxImport, Col2ImSumsOverlappingBlocks) {
   EXPECT_THAT(huge.status().message(), HasSubstr("more than 16777216 entries"));
 }
 
+// Det (onnx_expanded_ops.cc, Leibniz's sum): 3x3 in a batch and 4x4 (the
+// node tests have 2x2 only, where a sign error in the longer permutations
+// would not show); 5x5 is refused, naming the limit.
+TEST(OnnxImport, DetUpTo4x4) {
+  auto model = [](std::vector<int64_t> shape) {
+    OnnxBuilder b(22);
+    b.Input("x", shape);
+    b.Node("Det", {"x"}, {"y"}, "det");
+    b.Output("y");
+    return b.Bytes();
+  };
+  auto g3 = ImportOnnx(model({2, 3, 3}));
+  ASSERT_TRUE(g3.ok()) << g3.status();
+  EXPECT_THAT(ShapeOf(**g3, "y"), ElementsAre(2));
+  auto v3 = testing::EvaluateGraph(**g3, {{2, 0, 1, 1, 3, 2, 1, 1, 2, 1, 0, 0, 0, 1, 0, 0, 0, 1}});
+  ASSERT_FALSE(v3.empty());
+  EXPECT_THAT(v3.at((*g3)->FindValue("y")), ElementsAre(6, 1));
+  auto g4 = ImportOnnx(model({4, 4}));
+  ASSERT_TRUE(g4.ok()) << g4.status();
+  auto v4 = testing::EvaluateGraph(**g4, {{0, 2, 0, 0, 1, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 4}});
+  ASSERT_FALSE(v4.empty());
+  EXPECT_THAT(v4.at((*g4)->FindValue("y")), ElementsAre(-24));
+  auto g5 = ImportOnnx(model({5, 5}));
+  EXPECT_EQ(g5.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g5.status().message(), HasSubstr("up to 4x4"));
+}
+
 // PRelu before opset 7, as older PyTorch exporters wrote it: a slope of
 // X's channels ([C] for [N, C, H, W]) is per channel. From opset 7 the same
 // slope broadcasts NumPy's way, along the last axis (here W = 2 != C = 3,

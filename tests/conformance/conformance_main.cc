@@ -406,6 +406,7 @@ int main(int argc, char** argv) {
       "DFT",
       "DepthToSpace",
       "DequantizeLinear",
+      "Det",
       "Div",
       "Dropout",
       "DynamicQuantizeLinear",
