@@ -88,6 +88,13 @@ inline absl::StatusOr<Shape> Broadcast(const Shape& a, const Shape& b, const std
 absl::StatusOr<std::vector<uint8_t>> TensorBytes(const onnx::TensorProto& t, DType dtype,
                                                  int64_t n);
 
+// The status of a step whose value the caller does not need (an emitted
+// node's output name, a new value's index).
+template <typename T>
+absl::Status StatusOf(const absl::StatusOr<T>& r) {
+  return r.ok() ? absl::OkStatus() : r.status();
+}
+
 class Importer {
  public:
   explicit Importer(const ImportOptions& options) : options_(options) {}
@@ -304,29 +311,25 @@ class Importer {
                                    const std::string& out = "");
   // Attribute setters for Emit's `attrs`.
   using AttrSetter = std::function<void(onnx::NodeProto&)>;
-  static AttrSetter IntAttr(const char* name, int64_t v) {
-    return [name, v](onnx::NodeProto& n) {
+  static AttrSetter Attr(const char* name, onnx::AttributeProto::AttributeType type,
+                         std::function<void(onnx::AttributeProto&)> set) {
+    return [name, type, set = std::move(set)](onnx::NodeProto& n) {
       auto* a = n.add_attribute();
       a->set_name(name);
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(v);
+      a->set_type(type);
+      set(*a);
     };
+  }
+  static AttrSetter IntAttr(const char* name, int64_t v) {
+    return Attr(name, onnx::AttributeProto::INT, [v](onnx::AttributeProto& a) { a.set_i(v); });
   }
   static AttrSetter IntsAttr(const char* name, std::vector<int64_t> v) {
-    return [name, v](onnx::NodeProto& n) {
-      auto* a = n.add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t e : v) a->add_ints(e);
-    };
+    return Attr(name, onnx::AttributeProto::INTS, [v = std::move(v)](onnx::AttributeProto& a) {
+      for (int64_t e : v) a.add_ints(e);
+    });
   }
   static AttrSetter FloatAttr(const char* name, float v) {
-    return [name, v](onnx::NodeProto& n) {
-      auto* a = n.add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::FLOAT);
-      a->set_f(v);
-    };
+    return Attr(name, onnx::AttributeProto::FLOAT, [v](onnx::AttributeProto& a) { a.set_f(v); });
   }
   // `v` added as a constant named "<base>:c<k>", by which Emit's nodes can
   // read it; its name.

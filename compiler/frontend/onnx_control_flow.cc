@@ -96,7 +96,7 @@ absl::Status Importer::ImportControlFlow(const onnx::NodeProto& node) {
   auto bind_output = [&](int k, const std::string& v) -> absl::Status {
     if (k >= node.output_size() || node.output(k).empty()) return absl::OkStatus();
     auto r = Emit(base, "Identity", {v}, nullptr, node.output(k));
-    return r.ok() ? absl::OkStatus() : r.status();
+    return StatusOf(r);
   };
   // Per-iteration values stacked along a new `axis` ([n] + shape).
   auto stack = [&](const std::vector<std::string>& parts, int64_t axis,
@@ -110,7 +110,7 @@ absl::Status Importer::ImportControlFlow(const onnx::NodeProto& node) {
       lifted.push_back(*u);
     }
     auto r = Emit(base, "Concat", lifted, IntAttr("axis", axis), out);
-    return r.ok() ? absl::OkStatus() : r.status();
+    return StatusOf(r);
   };
 
   if (op == "If") {
@@ -312,7 +312,7 @@ absl::Status Importer::ImportControlFlow(const onnx::NodeProto& node) {
     auto zero = EmitInt64s(base, {0});
     if (!zero.ok()) return zero.status();
     auto r = Emit(base, "Unsqueeze", {v, *zero}, nullptr, out);
-    return r.ok() ? absl::OkStatus() : r.status();
+    return StatusOf(r);
   };
   for (int64_t k = 0; k < n_state; ++k) {
     if (k >= node.output_size() || node.output(k).empty()) continue;

@@ -37,9 +37,6 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
   const std::string& op = node.op_type();
   const std::string base = Name(node);
   *handled = true;
-  auto done = [](const absl::StatusOr<std::string>& r) {
-    return r.ok() ? absl::OkStatus() : r.status();
-  };
   auto constant = [&](Value v) { return NamedConstant(base, std::move(v)); };
 
   if (op == "AffineGrid") {
@@ -92,7 +89,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     out.push_back(static_cast<int64_t>(rank));
     auto shape = EmitInt64s(base, out);
     if (!shape.ok()) return shape.status();
-    return done(Emit(base, "Reshape", {*mm, *shape}, nullptr, node.output(0)));
+    return StatusOf(Emit(base, "Reshape", {*mm, *shape}, nullptr, node.output(0)));
   }
 
   if (op == "ReverseSequence") {
@@ -124,8 +121,8 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     iv.SetInt64s(idx);
     iv.shape = xs;
     const std::string iname = constant(std::move(iv));
-    return done(Emit(base, "GatherElements", {node.input(0), iname}, IntAttr("axis", time_axis),
-                     node.output(0)));
+    return StatusOf(Emit(base, "GatherElements", {node.input(0), iname}, IntAttr("axis", time_axis),
+                         node.output(0)));
   }
 
   if (op == "MaxUnpool") {
@@ -175,14 +172,15 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     auto y = jf.ok() ? Emit(base, "ScatterElements", {zeros, *jf, *xf}, IntAttr("axis", 0)) : jf;
     auto ishape = y.ok() ? EmitInt64s(base, inferred) : y;
     if (!ishape.ok()) return ishape.status();
-    if (out == inferred) return done(Emit(base, "Reshape", {*y, *ishape}, nullptr, node.output(0)));
+    if (out == inferred)
+      return StatusOf(Emit(base, "Reshape", {*y, *ishape}, nullptr, node.output(0)));
     auto shaped = Emit(base, "Reshape", {*y, *ishape});
     if (!shaped.ok()) return shaped.status();
     std::vector<int64_t> pad(out.size(), 0);
     for (size_t d = 0; d < out.size(); ++d) pad.push_back(out[d] - inferred[d]);
     auto p = EmitInt64s(base, pad);
     if (!p.ok()) return p.status();
-    return done(Emit(base, "Pad", {*shaped, *p}, nullptr, node.output(0)));
+    return StatusOf(Emit(base, "Pad", {*shaped, *p}, nullptr, node.output(0)));
   }
   if (op == "Col2Im") {
     auto x = InF(node, 0);
@@ -279,7 +277,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     out.insert(out.end(), image->begin(), image->end());
     auto shape = sum.ok() ? EmitInt64s(base, out) : sum;
     if (!shape.ok()) return shape.status();
-    return done(Emit(base, "Reshape", {*sum, *shape}, nullptr, node.output(0)));
+    return StatusOf(Emit(base, "Reshape", {*sum, *shape}, nullptr, node.output(0)));
   }
   if (op == "Det") {
     auto x = InF(node, 0);

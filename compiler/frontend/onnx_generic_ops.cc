@@ -267,12 +267,11 @@ absl::StatusOr<Importer::ExpSum> Importer::StableExpSum(const onnx::NodeProto& n
 absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled) {
   *handled = true;
   const std::string& op = node.op_type();
-  auto done = [](const absl::StatusOr<int>& r) { return r.ok() ? absl::OkStatus() : r.status(); };
   for (const UnarySpec& u : kUnary) {
     if (op == u.op) {
       auto x = In(node, 0);
       if (!x.ok()) return x.status();
-      return done(Unary(node, *x, u.fn, {}, 0));
+      return StatusOf(Unary(node, *x, u.fn, {}, 0));
     }
   }
   // Unary functions with attributes.
@@ -285,7 +284,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
     if (!x.ok()) return x.status();
     std::vector<double> params;
     for (const Param& p : ps) params.push_back(AttrFloat(node, p.name, p.fallback));
-    return done(Unary(node, *x, fn, params, 0));
+    return StatusOf(Unary(node, *x, fn, params, 0));
   };
   if (op == "LeakyRelu") return with_params("leakyrelu", {{"alpha", 0.01f}});
   if (op == "Elu") return with_params("elu", {{"alpha", 1.0f}});
@@ -301,15 +300,15 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
     std::string approx = AttrString(node, "approximate", "none");
-    return done(Unary(node, *x, approx == "tanh" ? "gelu_tanh" : "gelu", {}, 0));
+    return StatusOf(Unary(node, *x, approx == "tanh" ? "gelu_tanh" : "gelu", {}, 0));
   }
   if (op == "IsInf") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
-    return done(Unary(node, *x, "isinf",
-                      {static_cast<double>(AttrInt(node, "detect_positive", 1)),
-                       static_cast<double>(AttrInt(node, "detect_negative", 1))},
-                      0));
+    return StatusOf(Unary(node, *x, "isinf",
+                          {static_cast<double>(AttrInt(node, "detect_positive", 1)),
+                           static_cast<double>(AttrInt(node, "detect_negative", 1))},
+                          0));
   }
   if (op == "Cast" || op == "CastLike") {
     auto x = In(node, 0);
@@ -330,7 +329,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       params.push_back(static_cast<double>(AttrInt(node, "saturate", 1) != 0));
       params.push_back(OnnxCode(from));
     }
-    return done(Unary(node, *x, "cast", params, 0));
+    return StatusOf(Unary(node, *x, "cast", params, 0));
   }
   if (op == "Clip") {
     auto x = In(node, 0);
@@ -354,12 +353,12 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
         cur = *r;
       }
       if (cur != *x) {
-        if (std::isinf(lo) && std::isinf(hi)) return done(Reshaped(node, cur, V(cur).shape, 0));
-        return done(Unary(node, cur, "clip", {lo, hi}, 0));
+        if (std::isinf(lo) && std::isinf(hi)) return StatusOf(Reshaped(node, cur, V(cur).shape, 0));
+        return StatusOf(Unary(node, cur, "clip", {lo, hi}, 0));
       }
     }
-    if (std::isinf(lo) && std::isinf(hi)) return done(Reshaped(node, *x, V(*x).shape, 0));
-    return done(Unary(node, *x, "clip", {lo, hi}, 0));
+    if (std::isinf(lo) && std::isinf(hi)) return StatusOf(Reshaped(node, *x, V(*x).shape, 0));
+    return StatusOf(Unary(node, *x, "clip", {lo, hi}, 0));
   }
   // Binary, with NumPy broadcasting (legacy `broadcast`/`axis` before opset 7).
   for (const BinarySpec& b : kBinary) {
@@ -397,19 +396,19 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       auto q = QuantizedAdd(node, *x, yv);
       if (!q.ok() || *q) return q.status();
     }
-    return done(BinaryOp(node, *x, yv, b.fn, 0));
+    return StatusOf(BinaryOp(node, *x, yv, b.fn, 0));
   }
   if (op == "Mod") {
     auto x = In(node, 0);
     auto y = In(node, 1);
     if (!x.ok() || !y.ok()) return x.ok() ? y.status() : x.status();
-    return done(BinaryOp(node, *x, *y, AttrInt(node, "fmod", 0) ? "fmod" : "mod", 0));
+    return StatusOf(BinaryOp(node, *x, *y, AttrInt(node, "fmod", 0) ? "fmod" : "mod", 0));
   }
   if (op == "BitShift") {
     auto x = In(node, 0);
     auto y = In(node, 1);
     if (!x.ok() || !y.ok()) return x.ok() ? y.status() : x.status();
-    return done(
+    return StatusOf(
         BinaryOp(node, *x, *y, AttrString(node, "direction", "") == "LEFT" ? "shl" : "shr", 0));
   }
   if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") {
@@ -426,8 +425,8 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       if (!r.ok()) return r.status();
       cur = *r;
     }
-    if (op == "Mean") return done(Unary(node, cur, "scale", {1.0 / node.input_size(), 0.0}, 0));
-    if (node.input_size() == 1) return done(Reshaped(node, cur, V(cur).shape, 0));
+    if (op == "Mean") return StatusOf(Unary(node, cur, "scale", {1.0 / node.input_size(), 0.0}, 0));
+    if (node.input_size() == 1) return StatusOf(Reshaped(node, cur, V(cur).shape, 0));
     return absl::OkStatus();
   }
   if (op == "Where") {
@@ -444,7 +443,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       if (!r.ok()) return r.status();
       ins.push_back(*r);
     }
-    return done(Generic(node, "where", ins, *s, V(*x).dtype, {}, 0));
+    return StatusOf(Generic(node, "where", ins, *s, V(*x).dtype, {}, 0));
   }
   // ---- Reductions
   static const std::map<std::string, std::pair<int, int>> kReduce = {
@@ -466,7 +465,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
     }
     if (axes.empty()) {
       if (axes_input && AttrInt(node, "noop_with_empty_axes", 0)) {
-        return done(Reshaped(node, *x, V(*x).shape, 0));
+        return StatusOf(Reshaped(node, *x, V(*x).shape, 0));
       }
       for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
     }
@@ -488,16 +487,16 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
           red = red || (a < 0 ? a + static_cast<int64_t>(rank) : a) == static_cast<int64_t>(dd);
         if (!red || keep) out.push_back(red ? 1 : V(*x).shape[dd]);
       }
-      return done(Reshaped(node, *r, out, 0));
+      return StatusOf(Reshaped(node, *r, out, 0));
     }
     const bool post = op == "ReduceMean" || op == "ReduceL2" || op == "ReduceLogSum";
     auto r = ReduceOver(node, src, axes, keep, kind, pre, post ? -1 : 0);
-    if (!r.ok() || !post) return done(r);
-    if (op == "ReduceL2") return done(Unary(node, *r, "sqrt", {}, 0));
-    if (op == "ReduceLogSum") return done(Unary(node, *r, "log", {}, 0));
+    if (!r.ok() || !post) return StatusOf(r);
+    if (op == "ReduceL2") return StatusOf(Unary(node, *r, "sqrt", {}, 0));
+    if (op == "ReduceLogSum") return StatusOf(Unary(node, *r, "log", {}, 0));
     double n = static_cast<double>(V(*x).NumElements()) /
                static_cast<double>(std::max<int64_t>(1, V(*r).NumElements()));
-    return done(Unary(node, *r, "scale", {1.0 / n, 0.0}, 0));
+    return StatusOf(Unary(node, *r, "scale", {1.0 / n, 0.0}, 0));
   }
   if (op == "ArgMax" || op == "ArgMin") {
     auto x = In(node, 0);
@@ -513,12 +512,12 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
         shape.push_back(1);
       }
     }
-    return done(Generic(node, "argreduce", {*x}, shape, DType::kInt64,
-                        {{"axis", {*axis}},
-                         {"keep", {keep ? 1 : 0}},
-                         {"kind", {op == "ArgMax" ? 0 : 1}},
-                         {"last", {AttrInt(node, "select_last_index", 0)}}},
-                        0));
+    return StatusOf(Generic(node, "argreduce", {*x}, shape, DType::kInt64,
+                            {{"axis", {*axis}},
+                             {"keep", {keep ? 1 : 0}},
+                             {"kind", {op == "ArgMax" ? 0 : 1}},
+                             {"last", {AttrInt(node, "select_last_index", 0)}}},
+                            0));
   }
   if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
     auto x = In(node, 0);
@@ -561,7 +560,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       if (!f.ok()) return f.status();
       auto e = Expand(node, *f, ss);
       if (!e.ok()) return e.status();
-      return done(Reshaped(node, *e, xs, 0));
+      return StatusOf(Reshaped(node, *e, xs, 0));
     }
     auto st = StableExpSum(node, src, axes);
     if (!st.ok()) return st.status();
@@ -574,7 +573,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       r = BinaryOp(node, st->shifted, *l, "sub");
     }
     if (!r.ok()) return r.status();
-    return done(Reshaped(node, *r, xs, 0));
+    return StatusOf(Reshaped(node, *r, xs, 0));
   }
   bool moved = false;
   if (auto s = ImportDataMovement(node, &moved); !s.ok() || moved) return s;

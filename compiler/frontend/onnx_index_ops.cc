@@ -9,7 +9,6 @@ namespace kiln::compiler::onnx_internal {
 absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled) {
   *handled = true;
   const std::string& op = node.op_type();
-  auto done = [](const absl::StatusOr<int>& r) { return r.ok() ? absl::OkStatus() : r.status(); };
   if (op == "GatherND") {
     auto x = In(node, 0), ind = In(node, 1);
     if (!x.ok() || !ind.ok()) return !x.ok() ? x.status() : ind.status();
@@ -22,7 +21,7 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
     }
     Shape out(is.begin(), is.end() - 1);
     out.insert(out.end(), xs.begin() + b + is.back(), xs.end());
-    return done(Generic(node, "gather_nd", {*x, *ind}, out, V(*x).dtype, {{"batch", {b}}}, 0));
+    return StatusOf(Generic(node, "gather_nd", {*x, *ind}, out, V(*x).dtype, {{"batch", {b}}}, 0));
   }
   if (op == "ScatterElements" || op == "Scatter" || op == "ScatterND") {
     auto x = In(node, 0), ind = In(node, 1), upd = In(node, 2);
@@ -43,7 +42,7 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
       if (!axis.ok()) return axis.status();
       attrs["axis"] = {*axis};
     }
-    return done(Generic(node, "scatter", {*x, *ind, *upd}, V(*x).shape, V(*x).dtype, attrs, 0));
+    return StatusOf(Generic(node, "scatter", {*x, *ind, *upd}, V(*x).shape, V(*x).dtype, attrs, 0));
   }
   if (op == "TopK") {
     auto x = In(node, 0);
@@ -69,9 +68,9 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
     std::map<std::string, std::vector<int64_t>> attrs = {
         {"axis", {*axis}}, {"largest", {AttrInt(node, "largest", 1)}}, {"part", {0}}};
     auto values = Generic(node, "topk", {*x}, out, V(*x).dtype, attrs, 0);
-    if (!values.ok() || node.output_size() < 2 || node.output(1).empty()) return done(values);
+    if (!values.ok() || node.output_size() < 2 || node.output(1).empty()) return StatusOf(values);
     attrs["part"] = {1};
-    return done(Generic(node, "topk", {*x}, out, DType::kInt64, attrs, 1));
+    return StatusOf(Generic(node, "topk", {*x}, out, DType::kInt64, attrs, 1));
   }
   if (op == "Compress") {
     auto x = In(node, 0);
@@ -102,7 +101,7 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
     Shape out = xs;
     out[axis] = static_cast<int64_t>(keep.size());
     int ind = ConstInt64s(Name(node), {static_cast<int64_t>(keep.size())}, keep);
-    return done(Generic(node, "gather", {src, ind}, out, V(src).dtype, {{"axis", {axis}}}, 0));
+    return StatusOf(Generic(node, "gather", {src, ind}, out, V(src).dtype, {{"axis", {axis}}}, 0));
   }
   if (op == "CenterCropPad") {
     auto x = In(node, 0);
@@ -132,7 +131,8 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
       pads[*a + r] = t - in - begin;
       out[*a] = t;
     }
-    return done(Generic(node, "pad", {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {0}}}, 0));
+    return StatusOf(
+        Generic(node, "pad", {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {0}}}, 0));
   }
   *handled = false;
   return absl::OkStatus();

@@ -226,7 +226,6 @@ absl::StatusOr<int> Importer::IntegerMatMul(const onnx::NodeProto& node, int a, 
 absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) {
   *handled = true;
   const std::string& op = node.op_type();
-  auto done = [](const absl::StatusOr<int>& r) { return r.ok() ? absl::OkStatus() : r.status(); };
   // An optional zero point, else a scalar 0 of `dtype`.
   auto zero_point = [&](int i, DType dtype) -> absl::StatusOr<int> {
     if (HasIn(node, i)) return In(node, i);
@@ -294,9 +293,9 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
         auto y = FakeQuantize(node, *x, *s, zp, 0);
         if (y.ok() && *y < 0) y = AffineDequantize(node, *x, *s, zp, *axis, 0);
         if (y.ok()) dequantized_[*y] = {*x, *s, zp, *axis};
-        return done(y);
+        return StatusOf(y);
       }
-      return done(Generic(node, "dequantize", inputs, xs, V(*s).dtype, attrs, 0));
+      return StatusOf(Generic(node, "dequantize", inputs, xs, V(*s).dtype, attrs, 0));
     }
     DType yt = DType::kUInt8;
     if (inputs.size() > 2) {
@@ -309,9 +308,10 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!IsQuantType(yt)) return Unimplemented(node, StrCat("quantizing to ", DtypeName(int(yt))));
     if (IsStorageFloat(yt)) attrs["saturate"] = {AttrInt(node, "saturate", 1)};
     if (V(*x).dtype == DType::kFloat32 && ByteAffine(yt, V(*s).dtype, attrs)) {
-      return done(AffineQuantize(node, *x, *s, inputs.size() > 2 ? inputs[2] : -1, yt, *axis, 0));
+      return StatusOf(
+          AffineQuantize(node, *x, *s, inputs.size() > 2 ? inputs[2] : -1, yt, *axis, 0));
     }
-    return done(Generic(node, "quantize", inputs, xs, yt, attrs, 0));
+    return StatusOf(Generic(node, "quantize", inputs, xs, yt, attrs, 0));
   }
   if (op == "DynamicQuantizeLinear") {
     auto x = InF(node, 0);
@@ -345,7 +345,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!zr.ok()) return zr.status();
     auto zp = Unary(node, *zr, "cast", {double(DType::kUInt8)}, 2);
     if (!zp.ok()) return zp.status();
-    return done(AffineQuantize(node, *x, *scale, *zp, DType::kUInt8, 0, 0));
+    return StatusOf(AffineQuantize(node, *x, *scale, *zp, DType::kUInt8, 0, 0));
   }
   if (op == "MatMulInteger" || op == "QLinearMatMul") {
     const bool q = op == "QLinearMatMul";
@@ -354,7 +354,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!a.ok() || !b.ok()) return !a.ok() ? a.status() : b.status();
     auto azp = zero_point(2, V(*a).dtype), bzp = zero_point(q ? 5 : 3, V(*b).dtype);
     if (!azp.ok() || !bzp.ok()) return !azp.ok() ? azp.status() : bzp.status();
-    if (!q) return done(IntegerMatMul(node, *a, *b, *azp, *bzp, 0));
+    if (!q) return StatusOf(IntegerMatMul(node, *a, *b, *azp, *bzp, 0));
     auto acc = IntegerMatMul(node, *a, *b, *azp, *bzp);
     if (!acc.ok()) return acc.status();
     // a's scale is per row (M): a column.
@@ -363,7 +363,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!factor.ok()) return factor.status();
     auto yzp = In(node, 7);
     if (!yzp.ok()) return yzp.status();
-    return done(requantize(*acc, *factor, *yzp));
+    return StatusOf(requantize(*acc, *factor, *yzp));
   }
   if (op == "ConvInteger" || op == "QLinearConv" || op == "ConvTranspose" || op == "Conv") {
     // Conv here: the N-D float convolutions the conv2d template does not
@@ -467,9 +467,9 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       if (shifted < 0) inputs.push_back(*wzp);
       attrs["zp"] = {shifted >= 0 ? 2 : 1};
     }
-    if (!integer) return done(Generic(node, "conv", inputs, out, V(*x).dtype, attrs, 0));
+    if (!integer) return StatusOf(Generic(node, "conv", inputs, out, V(*x).dtype, attrs, 0));
     auto acc = Generic(node, "conv", inputs, out, DType::kInt32, attrs, q ? -1 : 0);
-    if (!acc.ok() || !q) return done(acc);
+    if (!acc.ok() || !q) return StatusOf(acc);
     // w's scale is per output channel: [M, 1, ...].
     Shape per_m(n + 1, 1);
     per_m[0] = M;
@@ -477,7 +477,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!factor.ok()) return factor.status();
     auto yzp = In(node, 7);
     if (!yzp.ok()) return yzp.status();
-    return done(requantize(*acc, *factor, *yzp));
+    return StatusOf(requantize(*acc, *factor, *yzp));
   }
   if (op == "LpPool" || op == "GlobalLpPool" || op == "GlobalMaxPool" || op == "MaxPool") {
     auto x = In(node, 0);
@@ -490,7 +490,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (op == "GlobalMaxPool") {
       std::vector<int64_t> axes;
       for (size_t d = 2; d < xs.size(); ++d) axes.push_back(static_cast<int64_t>(d));
-      return done(ReduceOver(node, *x, axes, true, 1, 0, 0));
+      return StatusOf(ReduceOver(node, *x, axes, true, 1, 0, 0));
     }
     const bool global = op == "GlobalLpPool";
     Shape kernel = global ? SpatialDims(xs) : AttrInts(node, "kernel_shape", {});
@@ -515,20 +515,20 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (op != "MaxPool") floats["p"] = static_cast<double>(AttrInt(node, "p", 2));
     auto y = Generic(node, "window", {*x}, out, V(*x).dtype, attrs, 0, floats);
     if (!y.ok() || op != "MaxPool" || node.output_size() < 2 || node.output(1).empty()) {
-      return done(y);
+      return StatusOf(y);
     }
     attrs["kind"] = {2};
     attrs["order"] = {AttrInt(node, "storage_order", 0)};
-    return done(Generic(node, "window", {*x}, out, DType::kInt64, attrs, 1));
+    return StatusOf(Generic(node, "window", {*x}, out, DType::kInt64, attrs, 1));
   }
   if (op == "LRN") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
-    return done(Generic(node, "lrn", {*x}, V(*x).shape, V(*x).dtype,
-                        {{"size", {AttrInt(node, "size", 1)}}}, 0,
-                        {{"alpha", AttrFloat(node, "alpha", 1e-4f)},
-                         {"beta", AttrFloat(node, "beta", 0.75f)},
-                         {"bias", AttrFloat(node, "bias", 1.0f)}}));
+    return StatusOf(Generic(node, "lrn", {*x}, V(*x).shape, V(*x).dtype,
+                            {{"size", {AttrInt(node, "size", 1)}}}, 0,
+                            {{"alpha", AttrFloat(node, "alpha", 1e-4f)},
+                             {"beta", AttrFloat(node, "beta", 0.75f)},
+                             {"bias", AttrFloat(node, "bias", 1.0f)}}));
   }
   if (op == "Einsum") return ImportEinsum(node);
   *handled = false;

@@ -11,7 +11,6 @@ namespace kiln::compiler::onnx_internal {
 absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* handled) {
   *handled = true;
   const std::string& op = node.op_type();
-  auto done = [](const absl::StatusOr<int>& r) { return r.ok() ? absl::OkStatus() : r.status(); };
   // ---- Normalizations, as reductions and elementwise steps
   // (x - mean) / sqrt(var + eps) over `axes`; mean_out / inv_out >= 0 also
   // emit the mean and 1 / sqrt(var + eps) as those node outputs.
@@ -51,10 +50,10 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     if (!y.ok()) return y.status();
     bool bias = HasIn(node, 2);
     auto s = BinaryOp(node, *y, *scale, "mul", bias ? -1 : 0);
-    if (!s.ok() || !bias) return done(s);
+    if (!s.ok() || !bias) return StatusOf(s);
     auto b = In(node, 2);
     if (!b.ok()) return b.status();
-    return done(BinaryOp(node, *s, *b, "add", 0));
+    return StatusOf(BinaryOp(node, *s, *b, "add", 0));
   }
   if (op == "InstanceNormalization" || op == "MeanVarianceNormalization") {
     auto x = In(node, 0);
@@ -79,7 +78,7 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
       if (!sd.ok()) return sd.status();
       auto sde = Unary(node, *sd, "scale", {1.0, 1e-9});
       if (!sde.ok()) return sde.status();
-      return done(BinaryOp(node, *d, *sde, "div", 0));
+      return StatusOf(BinaryOp(node, *d, *sde, "div", 0));
     }
     for (size_t d = 2; d < r; ++d) axes.push_back(static_cast<int64_t>(d));
     auto y = normalize(*x, axes, AttrFloat(node, "epsilon", 1e-5f), -1);
@@ -92,7 +91,7 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     if (!sc.ok() || !bi.ok()) return !sc.ok() ? sc.status() : bi.status();
     auto s = BinaryOp(node, *y, *sc, "mul");
     if (!s.ok()) return s.status();
-    return done(BinaryOp(node, *s, *bi, "add", 0));
+    return StatusOf(BinaryOp(node, *s, *bi, "add", 0));
   }
   if (op == "GroupNormalization") {
     // Normalized per (n, group) over [N, G, C/G * spatial]; scale and bias
@@ -125,8 +124,8 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     auto m = BinaryOp(node, y, *sc, "mul");
     if (!m.ok()) return m.status();
     auto a = BinaryOp(node, *m, *bi, "add", per_group ? -1 : 0);
-    if (!a.ok() || !per_group) return done(a);
-    return done(Reshaped(node, *a, xs, 0));
+    if (!a.ok() || !per_group) return StatusOf(a);
+    return StatusOf(Reshaped(node, *a, xs, 0));
   }
   if (op == "NegativeLogLikelihoodLoss" || op == "SoftmaxCrossEntropyLoss") {
     auto x = In(node, 0), t = In(node, 1);
@@ -160,18 +159,18 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     const Shape ts = V(*t).shape;
     attrs["part"] = {0};
     auto loss = Generic(node, "nll", ins, ts, dt, attrs, reduction == "none" ? 0 : -1);
-    if (!loss.ok() || reduction == "none") return done(loss);
+    if (!loss.ok() || reduction == "none") return StatusOf(loss);
     std::vector<int64_t> all(ts.size());
     std::iota(all.begin(), all.end(), 0);
     auto total = ReduceOver(node, *loss, all, false, 0, 0, reduction == "sum" ? 0 : -1);
-    if (!total.ok() || reduction == "sum") return done(total);
+    if (!total.ok() || reduction == "sum") return StatusOf(total);
     if (reduction != "mean") return Unimplemented(node, StrCat("reduction '", reduction, "'"));
     attrs["part"] = {1};
     auto wts = Generic(node, "nll", ins, ts, dt, attrs);
     if (!wts.ok()) return wts.status();
     auto wsum = ReduceOver(node, *wts, all, false, 0);
     if (!wsum.ok()) return wsum.status();
-    return done(BinaryOp(node, *total, *wsum, "div", 0));
+    return StatusOf(BinaryOp(node, *total, *wsum, "div", 0));
   }
   if (op == "LpNormalization") {
     auto x = In(node, 0);
@@ -187,7 +186,7 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
       if (!s.ok()) return s.status();
       nv = *s;
     }
-    return done(BinaryOp(node, *x, nv, "div", 0));
+    return StatusOf(BinaryOp(node, *x, nv, "div", 0));
   }
   *handled = false;
   return absl::OkStatus();

@@ -446,7 +446,7 @@ absl::Status Importer::ImportRecurrent(const onnx::NodeProto& node) {
     }
     auto r = layout ? emit("Transpose", {v}, IntsAttr("perm", perm), node.output(k))
                     : emit("Identity", {v}, nullptr, node.output(k));
-    return r.ok() ? absl::OkStatus() : r.status();
+    return StatusOf(r);
   };
   if (auto s = output(0, ys, 1, {2, 0, 1, 3}); !s.ok()) return s;
   if (auto s = output(1, hs, 0, {1, 0, 2}); !s.ok()) return s;

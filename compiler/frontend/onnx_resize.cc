@@ -190,7 +190,7 @@ absl::Status Importer::ImportResize(const onnx::NodeProto& node) {
   // Antialiasing widens linear/cubic filters when downsampling (opset 18).
   if (m != 0 && AttrInt(node, "antialias", 0) != 0) attrs["antialias"] = {1};
   auto v = Generic(node, "resize", {*x}, out, dtype, std::move(attrs), 0, std::move(floats));
-  return v.ok() ? absl::OkStatus() : v.status();
+  return StatusOf(v);
 }
 
 absl::Status Importer::ImportGridSample(const onnx::NodeProto& node) {
@@ -224,7 +224,7 @@ absl::Status Importer::ImportGridSample(const onnx::NodeProto& node) {
                     {"padding", {p}},
                     {"align", {AttrInt(node, "align_corners", 0) != 0 ? 1 : 0}}},
                    0);
-  return v.ok() ? absl::OkStatus() : v.status();
+  return StatusOf(v);
 }
 
 }  // namespace kiln::compiler::onnx_internal

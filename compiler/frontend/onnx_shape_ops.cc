@@ -12,7 +12,6 @@ namespace kiln::compiler::onnx_internal {
 absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* handled) {
   *handled = true;
   const std::string& op = node.op_type();
-  auto done = [](const absl::StatusOr<int>& r) { return r.ok() ? absl::OkStatus() : r.status(); };
   if (op == "Shape") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
@@ -130,7 +129,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       size_t k = 0;
       for (size_t d = 0; d < rank; ++d) out.push_back(ins[d] ? 1 : xs[k++]);
     }
-    return done(Reshaped(node, *x, out, 0));
+    return StatusOf(Reshaped(node, *x, out, 0));
   }
   if (op == "Expand") {
     auto x = In(node, 0);
@@ -139,7 +138,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     if (!shape.ok()) return shape.status();
     auto s = Broadcast(V(*x).shape, *shape, StrCat("node '", Name(node), "'"));
     if (!s.ok()) return s.status();
-    return done(Expand(node, *x, *s, 0));
+    return StatusOf(Expand(node, *x, *s, 0));
   }
   if (op == "Tile") {
     auto x = In(node, 0);
@@ -156,12 +155,12 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       }
       out.push_back(xs[d] * (*reps)[d]);
     }
-    return done(Generic(node, "tile", {*x}, out, V(*x).dtype, {}, 0));
+    return StatusOf(Generic(node, "tile", {*x}, out, V(*x).dtype, {}, 0));
   }
   if (op == "Transpose") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
-    return done(Transposed(node, *x, AttrInts(node, "perm", {}), 0));
+    return StatusOf(Transposed(node, *x, AttrInts(node, "perm", {}), 0));
   }
   if (op == "Concat") {
     std::vector<int> ins;
@@ -181,7 +180,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       }
       out[*axis] += V(v).shape[*axis];
     }
-    return done(Generic(node, "concat", ins, out, V(ins[0]).dtype, {{"axis", {*axis}}}, 0));
+    return StatusOf(Generic(node, "concat", ins, out, V(ins[0]).dtype, {{"axis", {*axis}}}, 0));
   }
   if (op == "Split") {
     auto x = In(node, 0);
@@ -286,7 +285,8 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       g_->values[v].bytes.emplace();
       return absl::OkStatus();
     }
-    return done(Generic(node, "slice", {*x}, out, V(*x).dtype, {{"starts", st}, {"steps", sp}}, 0));
+    return StatusOf(
+        Generic(node, "slice", {*x}, out, V(*x).dtype, {{"starts", st}, {"steps", sp}}, 0));
   }
   if (op == "Gather" || op == "GatherElements") {
     auto x = In(node, 0), ind = In(node, 1);
@@ -308,7 +308,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       }
     }
     if (op == "GatherElements") {
-      return done(
+      return StatusOf(
           Generic(node, "gather_elements", {*x, *ind}, is, V(*x).dtype, {{"axis", {*axis}}}, 0));
     }
     Shape out(xs.begin(), xs.begin() + *axis);
@@ -316,7 +316,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     out.insert(out.end(), xs.begin() + *axis + 1, xs.end());
     std::map<std::string, std::vector<int64_t>> attrs = {{"axis", {*axis}}};
     if (is.empty()) attrs["scalar_indices"] = {1};
-    return done(Generic(node, "gather", {*x, *ind}, out, V(*x).dtype, attrs, 0));
+    return StatusOf(Generic(node, "gather", {*x, *ind}, out, V(*x).dtype, attrs, 0));
   }
   if (op == "Pad") {
     auto x = In(node, 0);
@@ -373,8 +373,8 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
                 : mode == "wrap"    ? 3
                                     : -1;
     if (m < 0) return Unimplemented(node, StrCat("mode '", mode, "'"));
-    return done(Generic(node, "pad", {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {m}}}, 0,
-                        {{"value", value}}));
+    return StatusOf(Generic(node, "pad", {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {m}}}, 0,
+                            {{"value", value}}));
   }
   if (op == "DepthToSpace" || op == "SpaceToDepth") {
     auto x = In(node, 0);
@@ -393,7 +393,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       if (!r.ok()) return r.status();
       t = crd ? Transposed(node, *r, {0, 1, 4, 2, 5, 3}) : Transposed(node, *r, {0, 3, 4, 1, 5, 2});
       if (!t.ok()) return t.status();
-      return done(Reshaped(node, *t, {N, C / (b * b), H * b, W * b}, 0));
+      return StatusOf(Reshaped(node, *t, {N, C / (b * b), H * b, W * b}, 0));
     }
     if (H % b || W % b)
       return absl::InvalidArgumentError("spatial dims not divisible by blocksize");
@@ -401,7 +401,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     if (!r.ok()) return r.status();
     t = Transposed(node, *r, {0, 3, 5, 1, 2, 4});
     if (!t.ok()) return t.status();
-    return done(Reshaped(node, *t, {N, C * b * b, H / b, W / b}, 0));
+    return StatusOf(Reshaped(node, *t, {N, C * b * b, H / b, W / b}, 0));
   }
   if (op == "Trilu") {
     auto x = In(node, 0);
@@ -412,9 +412,9 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       if (!kv.ok()) return kv.status();
       k = kv->at(0);
     }
-    if (V(*x).NumElements() == 0) return done(Reshaped(node, *x, V(*x).shape, 0));
-    return done(Generic(node, "trilu", {*x}, V(*x).shape, V(*x).dtype,
-                        {{"upper", {AttrInt(node, "upper", 1)}}, {"k", {k}}}, 0));
+    if (V(*x).NumElements() == 0) return StatusOf(Reshaped(node, *x, V(*x).shape, 0));
+    return StatusOf(Generic(node, "trilu", {*x}, V(*x).shape, V(*x).dtype,
+                            {{"upper", {AttrInt(node, "upper", 1)}}, {"k", {k}}}, 0));
   }
   if (op == "CumSum") {
     auto x = In(node, 0);
@@ -423,11 +423,11 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     if (!a.ok()) return a.status();
     auto axis = NormAxis(node, a->at(0), V(*x).shape.size());
     if (!axis.ok()) return axis.status();
-    return done(Generic(node, "cumsum", {*x}, V(*x).shape, V(*x).dtype,
-                        {{"axis", {*axis}},
-                         {"exclusive", {AttrInt(node, "exclusive", 0)}},
-                         {"reverse", {AttrInt(node, "reverse", 0)}}},
-                        0));
+    return StatusOf(Generic(node, "cumsum", {*x}, V(*x).shape, V(*x).dtype,
+                            {{"axis", {*axis}},
+                             {"exclusive", {AttrInt(node, "exclusive", 0)}},
+                             {"reverse", {AttrInt(node, "reverse", 0)}}},
+                            0));
   }
   if (op == "OneHot") {
     auto ind = In(node, 0), vals = In(node, 2);
@@ -442,7 +442,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     if (d > max_elements_) return TooManyElements(StrCat("a depth of ", d));
     Shape out = is;
     out.insert(out.begin() + *axis, d);
-    return done(
+    return StatusOf(
         Generic(node, "onehot", {*ind, *vals}, out, V(*vals).dtype, {{"axis", {*axis}}}, 0));
   }
   if (op == "EyeLike") {
@@ -454,7 +454,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       if (!d) return Unimplemented(node, "unsupported dtype");
       dtype = *d;
     }
-    return done(
+    return StatusOf(
         Generic(node, "eyelike", {*x}, V(*x).shape, dtype, {{"k", {AttrInt(node, "k", 0)}}}, 0));
   }
   *handled = false;

@@ -109,7 +109,7 @@ absl::Status Importer::ImportSignal(const onnx::NodeProto& node, bool* handled) 
   v.shape = shape;
   const std::string v_name = NamedConstant(Name(node), std::move(v));
   auto c = Emit(Name(node), "Cast", {v_name}, IntAttr("to", dtype), node.output(0));
-  return c.ok() ? absl::OkStatus() : c.status();
+  return StatusOf(c);
 }
 
 absl::Status Importer::ImportDft(const onnx::NodeProto& node) {
@@ -219,7 +219,7 @@ absl::Status Importer::ImportDft(const onnx::NodeProto& node) {
   auto both = ui.ok() ? Emit(base, "Concat", {*ur, *ui}, IntAttr("axis", r - 1)) : ui;
   if (!both.ok()) return both.status();
   auto out = Emit(base, "Transpose", {*both}, IntsAttr("perm", back), node.output(0));
-  return out.ok() ? absl::OkStatus() : out.status();
+  return StatusOf(out);
 }
 
 absl::Status Importer::ImportStft(const onnx::NodeProto& node) {
@@ -277,7 +277,7 @@ absl::Status Importer::ImportStft(const onnx::NodeProto& node) {
   if (!axis.ok()) return axis.status();
   auto out = Emit(base, "DFT", {v, "", *axis}, IntAttr("onesided", AttrInt(node, "onesided", 1)),
                   node.output(0));
-  return out.ok() ? absl::OkStatus() : out.status();
+  return StatusOf(out);
 }
 
 }  // namespace kiln::compiler::onnx_internal
