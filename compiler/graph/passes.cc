@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "base/str.h"
 #include "compiler/kernel.h"
+#include "compiler/ops/common.h"
 #include "compiler/ops/generic.h"
 
 namespace kiln::compiler {
@@ -441,8 +442,17 @@ size_t OpInputs(const Node& n) {
   return n.inputs.size() - operands;
 }
 
-// A float32 conv2d (ungrouped or depthwise) or pool2d without prologues.
+// The 2-D convolution of 8-bit integers (ops::Int8Conv) in NCHW: its
+// templates read and write channel blocks of bytes.
+bool Int8BlockableConv(const Node& n) {
+  return n.kind == NodeKind::kCompute && n.workload.op == "conv" && ops::Int8Conv(n.workload) &&
+         n.workload.IntOr("in_block", 0) == 0 && n.workload.IntOr("out_block", 0) == 0;
+}
+
+// A float32 conv2d (ungrouped or depthwise) or pool2d without prologues, or
+// an int8 conv.
 bool BlockableOp(const Node& n) {
+  if (Int8BlockableConv(n)) return true;
   if (n.kind != NodeKind::kCompute || !n.workload.prologue.empty() ||
       n.workload.ints.count("dtypes")) {
     return false;
@@ -452,16 +462,27 @@ bool BlockableOp(const Node& n) {
   return w.op == "conv2d" && (w.Int("groups") == 1 || IsDepthwiseConv(w));
 }
 
+// An epilogue operand of one value per output channel, [1, K, 1, 1]: its
+// blocked shape [1, K / 16, 1, 1, 16] holds the same bytes (the int8
+// convolutions' requantizing scales).
+bool PerChannelOperand(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
+  return shape.size() == 4 && out.size() == 4 && shape[0] == 1 && shape[1] == out[1] &&
+         shape[2] == 1 && shape[3] == 1;
+}
+
 // Whether n can write its output in channel blocks.
 bool CanWriteBlocks(const Graph& g, const Node& n) {
   if (!BlockableOp(n)) return false;
   const Value& out = g.values[n.output];
-  if (out.shape.size() != 4 || out.shape[1] % kChannelBlock != 0 || out.dtype != DType::kFloat32 ||
+  const bool int8 = Int8BlockableConv(n);
+  const DType want = int8 ? out.dtype : DType::kFloat32;
+  if (out.shape.size() != 4 || out.shape[1] % kChannelBlock != 0 || out.dtype != want ||
       g.IsOutput(n.output)) {
     return false;
   }
   for (const EpilogueOp& e : n.workload.epilogue) {
-    if (e.HasOperand() && e.operand_shape != out.shape && !OneElement(e.operand_shape))
+    if (e.HasOperand() && e.operand_shape != out.shape && !OneElement(e.operand_shape) &&
+        !(int8 && PerChannelOperand(e.operand_shape, out.shape)))
       return false;
   }
   return true;
@@ -489,8 +510,8 @@ void PlanLayouts(Graph& g) {
         bool ok = false;
         if (blockable && k == 0) {
           const Workload& w = n.workload;
-          ok = w.op == "pool2d" || (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) ||
-               IsDepthwiseConv(w);
+          ok = Int8BlockableConv(n) || w.op == "pool2d" ||
+               (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) || IsDepthwiseConv(w);
         } else if (blockable && k >= n_op) {
           ok = blocked[n.output];  // an operand of the output's shape
         }
@@ -499,18 +520,34 @@ void PlanLayouts(Graph& g) {
       if (!blockable || !blocked[n.output]) continue;
       // A depthwise conv writes blocks only from blocks; epilogue operands
       // are read in the output's layout.
-      if (IsDepthwiseConv(n.workload) && !blocked[n.inputs[0]]) unblock(n.output);
+      if (!Int8BlockableConv(n) && IsDepthwiseConv(n.workload) && !blocked[n.inputs[0]]) {
+        unblock(n.output);
+      }
+      std::vector<const std::vector<int64_t>*> operand_shapes;
+      for (const EpilogueOp& e : n.workload.epilogue) {
+        if (e.HasOperand()) operand_shapes.push_back(&e.operand_shape);
+      }
       for (size_t k = n_op; k < n.inputs.size(); ++k) {
-        if (!blocked[n.inputs[k]] && !OneElement(g.values[n.inputs[k]].shape)) unblock(n.output);
+        const std::vector<int64_t>& shape = *operand_shapes[k - n_op];
+        if (!blocked[n.inputs[k]] && !OneElement(shape) &&
+            !(Int8BlockableConv(n) && PerChannelOperand(shape, g.values[n.output].shape))) {
+          unblock(n.output);
+        }
       }
     }
   }
   for (Node& n : g.nodes) {
     if (!BlockableOp(n)) continue;
     Workload& w = n.workload;
-    if (blocked[n.inputs[0]]) w.ints["in_block"] = {kChannelBlock};
+    // A generic op's ints name its shapes (in0, shape): blocked too.
+    const bool generic = Int8BlockableConv(n);
+    if (blocked[n.inputs[0]]) {
+      w.ints["in_block"] = {kChannelBlock};
+      if (generic) w.ints["in0"] = BlockedShape(w.Ints("in0"), kChannelBlock);
+    }
     if (!blocked[n.output]) continue;
     w.ints["out_block"] = {kChannelBlock};
+    if (generic) w.ints["shape"] = BlockedShape(w.Ints("shape"), kChannelBlock);
     for (EpilogueOp& e : w.epilogue) {
       if (!e.HasOperand()) continue;
       e.operand_shape = OneElement(e.operand_shape) ? std::vector<int64_t>(5, 1)

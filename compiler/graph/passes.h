@@ -52,7 +52,12 @@ void EliminateDeadNodes(Graph& graph);
 // always did, one that writes NCHW for an NCHW consumer writes it in its
 // epilogue, so no transform runs as a kernel of its own. The nodes'
 // in_block / out_block and the values' shapes (now [N, C/16, H, W, 16]) say
-// the result; the weights are packed at compile time as before.
+// the result; the weights are packed at compile time as before. The int8
+// convolutions (ops::Int8Conv) pass their bytes the same way: written in
+// blocks (conv_int8_blocked.cc) with their per-channel requantizing
+// operands, [1, K, 1, 1], read as [1, K/16, 1, 1, 16] (the same bytes), and
+// read from blocks by either int8 conv template; their generic workloads'
+// in0 / shape ints name the blocked shapes.
 void PlanLayouts(Graph& graph);
 
 // plan_layouts=false leaves every value in its ONNX layout (GPU targets).

@@ -71,7 +71,9 @@ GenericConvDims GenericConvDimsOf(const Workload& w) {
   const auto& o = sig->output.shape;
   const auto& st = w.Ints("strides");
   const auto& pads = w.Ints("pads");
-  return {x[0], x[1], x[2], x[3], wt[0], wt[2], wt[3], o[2], o[3], st[0], st[1], pads[0], pads[1]};
+  // x's channels in blocks (in_block): [N, C / b, H, W, b].
+  const int64_t C = x.size() == 5 ? x[1] * x[4] : x[1];
+  return {x[0], C, x[2], x[3], wt[0], wt[2], wt[3], o[2], o[3], st[0], st[1], pads[0], pads[1]};
 }
 
 std::optional<Workload> FlatElementwise(const Workload& w, const std::vector<std::string>& inputs) {

@@ -110,6 +110,15 @@ GenericConvDims GenericConvDimsOf(const Workload& w);
 // only (zp=2), one group, no dilation, no bias (conv_int8.cc).
 bool Int8Conv(const Workload& w);
 const OpTemplate* Int8ConvTemplate();
+// Int8Conv written in channel blocks (out_block): vectors along output
+// channels (conv_int8_blocked.cc).
+const OpTemplate* Int8BlockedConvTemplate();
+// The int32 of channels 4 c4 .. 4 c4 + 3 of the int8 conv w's input x (NCHW,
+// or NCHW[16]c with in_block) at input pixel (ih, iw), the dot product's
+// unsigned operand: xz's bytes where the pixel is outside the image or a
+// channel past C, top bits flipped for int8 x.
+ir::Expr Int8InputWord(const Workload& w, const te::Tensor& x, const ir::Expr& xz, ir::Expr n,
+                       ir::Expr c4, ir::Expr ih, ir::Expr iw);
 // The generic depthwise conv (group = C = K, weights [C, 1, R, S]) of
 // uint8/int8 x by int8 weights with x's zero point only (zp=2), no
 // dilation, no bias (conv_int8_depthwise.cc).

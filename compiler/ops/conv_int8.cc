@@ -162,14 +162,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         Expr a = FloorDiv(i[2], IntImm(pc)), b = FloorMod(i[2], IntImm(pc));
         Expr ih = i[3] * IntImm(d.sh) + a - IntImm(d.ph);
         Expr iw = i[4] * IntImm(d.sw) + b - IntImm(d.pw);
-        Expr inside = ih >= IntImm(0) && ih < IntImm(d.H) && iw >= IntImm(0) && iw < IntImm(d.W);
-        Expr v = PackBytes4([&](int j) {
-          Expr ch = i[1] * IntImm(4) + IntImm(j);
-          Expr x = X({i[0], Min(ch, IntImm(d.C - 1)), Min(Max(ih, IntImm(0)), IntImm(d.H - 1)),
-                      Min(Max(iw, IntImm(0)), IntImm(d.W - 1))});
-          return Select(inside && ch < IntImm(d.C), x, xz);
-        });
-        return signed_x ? FlipBytes(v) : v;
+        return Int8InputWord(w, X, xz, i[0], i[1], ih, iw);
       },
       i32);
   const char* dot = Dot4Intrinsic(t);
@@ -264,6 +257,31 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
 
 }  // namespace
 
+Expr Int8InputWord(const Workload& w, const te::Tensor& x, const Expr& xz, Expr n, Expr c4, Expr ih,
+                   Expr iw) {
+  const GenericConvDims d = GenericConvDimsOf(w);
+  const int64_t ib = w.IntOr("in_block", 0);
+  Expr inside = ih >= IntImm(0) && ih < IntImm(d.H) && iw >= IntImm(0) && iw < IntImm(d.W);
+  Expr h = Min(Max(ih, IntImm(0)), IntImm(d.H - 1)), col = Min(Max(iw, IntImm(0)), IntImm(d.W - 1));
+  Expr v;
+  if (ib > 0) {
+    // C a multiple of the block: 4 adjacent bytes (one 32-bit load).
+    Expr c0 = c4 * IntImm(4);
+    v = Select(
+        inside, PackBytes4([&](int j) {
+          return x({n, FloorDiv(c0, IntImm(ib)), h, col, FloorMod(c0, IntImm(ib)) + IntImm(j)});
+        }),
+        PackBytes4([&](int) { return xz; }));
+  } else {
+    v = PackBytes4([&](int j) {
+      Expr ch = c4 * IntImm(4) + IntImm(j);
+      Expr b = x({n, Min(ch, IntImm(d.C - 1)), h, col});
+      return Select(inside && ch < IntImm(d.C), b, xz);
+    });
+  }
+  return x.buffer()->dtype.is_int() ? FlipBytes(v) : v;
+}
+
 bool Int8Conv(const Workload& w) {
   if (w.op != "conv" || w.IntOr("zp", 0) != 2 || w.IntOr("transposed", 0) != 0 ||
       w.IntOr("group", 1) != 1 || w.IntOr("has_bias", 0) != 0 || !w.prologue.empty() ||
@@ -273,7 +291,8 @@ bool Int8Conv(const Workload& w) {
   auto sig = w.Signature();
   if (!sig.ok() || sig->inputs.size() < 3) return false;
   const auto& x = sig->inputs[0];
-  return (x.dtype == DType::kUInt8 || x.dtype == DType::kInt8) && x.shape.size() == 4 &&
+  return (x.dtype == DType::kUInt8 || x.dtype == DType::kInt8) &&
+         x.shape.size() == (w.IntOr("in_block", 0) > 0 ? 5u : 4u) &&
          sig->inputs[1].dtype == DType::kInt8 && sig->inputs[2].NumElements() == 1;
 }
 

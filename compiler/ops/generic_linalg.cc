@@ -88,10 +88,32 @@ absl::StatusOr<te::Tensor> ConvOp(const Workload& w, const std::vector<te::Tenso
   if (zp < 0 || zp > 2 || in.size() != 2u + has_bias + std::vector<size_t>{0, 2, 1}[zp]) {
     return Bad(w, "wrong number of inputs");
   }
-  const te::Tensor &x = in[0], &wt = in[1];
+  // in_block / out_block (the layout pass's NCHW[16]c values, 2-D and
+  // ungrouped only): x read, and the result written, in channel blocks.
+  const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
+  te::Tensor x = in[0];
+  Shape out = w.Ints("shape");
+  if (ib > 0 || ob > 0) {
+    const Shape& bx = x->shape;
+    if (transposed || w.IntOr("group", 1) != 1 || in[1]->shape.size() != 4 ||
+        bx.size() != (ib > 0 ? 5u : 4u) || out.size() != (ob > 0 ? 5u : 4u) ||
+        (ib > 0 && bx[4] != ib) || (ob > 0 && out[4] != ob)) {
+      return Bad(w, "channel blocks need a 2-D ungrouped conv with blocked shapes");
+    }
+    if (ib > 0) {
+      x = te::Compute(
+          "unblocked", {bx[0], bx[1] * ib, bx[2], bx[3]},
+          [&](const std::vector<Var>& i) {
+            return in[0](
+                {i[0], FloorDiv(i[1], IntImm(ib)), i[2], i[3], FloorMod(i[1], IntImm(ib))});
+          },
+          in[0].buffer()->dtype);
+    }
+    if (ob > 0) out = {out[0], out[1] * ob, out[2], out[3]};
+  }
+  const te::Tensor& wt = in[1];
   const Shape& xs = x->shape;
   const Shape& ws = wt->shape;
-  const Shape& out = w.Ints("shape");
   const size_t r = xs.size(), sp = r - 2;
   if (r < 3 || ws.size() != r || out.size() != r) return Bad(w, "ranks differ");
   const Shape& strides = w.Ints("strides");
@@ -154,10 +176,19 @@ absl::StatusOr<te::Tensor> ConvOp(const Workload& w, const std::vector<te::Tenso
         return Reduce(ReduceKind::kSum, Select(inside, xv * wv, Const(ct, 0)), red, Const(ct, 0));
       },
       ct);
-  if (!has_bias) return acc;
+  te::Tensor result = acc;
+  if (has_bias) {
+    result = te::Compute(
+        "conv_bias", out,
+        [&](const std::vector<Var>& o) { return acc(AsExprs(o)) + To(ct, Promote(in[2]({o[1]}))); },
+        ct);
+  }
+  if (ob == 0) return result;
   return te::Compute(
-      "conv_bias", out,
-      [&](const std::vector<Var>& o) { return acc(AsExprs(o)) + To(ct, Promote(in[2]({o[1]}))); },
+      "blocked", w.Ints("shape"),
+      [&](const std::vector<Var>& o) {
+        return result({o[0], o[1] * IntImm(ob) + o[4], o[2], o[3]});
+      },
       ct);
 }
 

@@ -26,7 +26,9 @@ absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w, const Targe
   if (w.op == "pool2d" || w.op == "pool3d") return ops::PoolTemplate();
   if (w.op == "eltwise") return ops::EltwiseTemplate();
   if (ops::Int8MatMul(w)) return ops::Int8MatMulTemplate();
-  if (ops::Int8Conv(w)) return ops::Int8ConvTemplate();
+  if (ops::Int8Conv(w)) {
+    return w.IntOr("out_block", 0) > 0 ? ops::Int8BlockedConvTemplate() : ops::Int8ConvTemplate();
+  }
   if (ops::Int8DepthwiseConv(w)) return ops::Int8DepthwiseConvTemplate();
   if (const ops::OpTemplate* t = ops::GenericTemplate(w.op)) return t;
   return absl::InvalidArgumentError(StrCat("no schedule template for op '", w.op, "'"));

@@ -192,6 +192,46 @@ TEST(OpsNumeric, Int8ConvMatchesReferenceExactly) {
   }
 }
 
+// The int8 conv in channel blocks (the layout pass's in_block / out_block):
+// conv_int8_blocked.cc writing blocks from NCHW (5 channels, int8 x,
+// stride 2) and from blocks (3x3 padded; 1x1 read in place at stride 1 and
+// 2, with a blocked float epilogue of per-channel and scalar operands), and
+// conv_int8.cc reading blocks into NCHW; every tile and random configs,
+// exactly against the reference, with and without VNNI.
+TEST(OpsNumeric, Int8BlockedConvMatchesReferenceExactly) {
+  Target host = Target::Host();
+  Target plain = host;
+  plain.attrs = "-avx512vnni,-avxvnni";
+  std::mt19937 rng(17);
+  int checked = 0;
+  for (const char* s :
+       {"conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,2,9,10,16;in1=32,32,3,3;in2=1;"
+        "in_block=16;out_block=16;pads=1,1;shape=1,2,9,10,16;strides=1,1;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=3,3,3,6;group=1;in0=1,5,11,11;in1=16,5,3,3;in2=1;"
+        "out_block=16;pads=1,1;shape=1,1,6,6,16;strides=2,2;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=2,3,2,1,1,1,2;group=1;in0=1,2,7,7,16;in1=32,32,1,1;in2=1;"
+        "in_block=16;out_block=16;pads=0,0;shape=1,2,7,7,16;strides=1,1;transposed=0;zp=2)"
+        "|u:cast:1|mul:1,2,1,1,16|add:1,2,1,1,16|u:round|add:1,1,1,1,1|u:cast:2",
+        "conv(dilations=1,1;dtypes=3,3,3,6;group=1;in0=1,1,8,8,16;in1=16,16,1,1;in2=1;"
+        "in_block=16;out_block=16;pads=0,0;shape=1,1,4,4,16;strides=2,2;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,1,8,8,16;in1=12,16,3,3;in2=1;"
+        "in_block=16;pads=1,1;shape=1,12,8,8;strides=1,1;transposed=0;zp=2)"}) {
+    Workload w = ParseWorkload(s);
+    ASSERT_TRUE(ops::Int8Conv(w)) << s;
+    ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
+    checked += CheckTiles(w, {"kb", "reg_n", "pack", "unroll_j", "parallel", "tile_k"}, s);
+    checked += CheckRandomConfigs(w, host, rng, 30, 4, s);
+  }
+  EXPECT_GT(checked, 40);
+  // In place only where no padding is read and the tiles divide the row.
+  Workload padded = ParseWorkload(
+      "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,2,9,10,16;in1=32,32,3,3;in2=1;"
+      "in_block=16;out_block=16;pads=1,1;shape=1,2,9,10,16;strides=1,1;transposed=0;zp=2)");
+  Config c = *DefaultConfig(padded, host);
+  c["pack"] = 0;
+  EXPECT_FALSE(ValidateConfig(padded, host, c).ok());
+}
+
 // A QDQ conv's requantized bytes as an agent checks them: the kernel's
 // float epilogue contracts y * a + b into one FMA where the reference
 // rounds the product first, so a value on a tie of round() may land one
