@@ -442,11 +442,17 @@ size_t OpInputs(const Node& n) {
   return n.inputs.size() - operands;
 }
 
-// The 2-D convolution of 8-bit integers (ops::Int8Conv) in NCHW: its
-// templates read and write channel blocks of bytes.
+// The 2-D convolutions of 8-bit integers (ops::Int8Conv, Int8DepthwiseConv)
+// in NCHW: their templates read and write channel blocks of bytes.
 bool Int8BlockableConv(const Node& n) {
-  return n.kind == NodeKind::kCompute && n.workload.op == "conv" && ops::Int8Conv(n.workload) &&
-         n.workload.IntOr("in_block", 0) == 0 && n.workload.IntOr("out_block", 0) == 0;
+  const Workload& w = n.workload;
+  return n.kind == NodeKind::kCompute && w.op == "conv" && w.IntOr("in_block", 0) == 0 &&
+         w.IntOr("out_block", 0) == 0 && (ops::Int8Conv(w) || ops::Int8DepthwiseConv(w));
+}
+
+// A depthwise conv, which writes blocks only from blocks.
+bool Depthwise(const Node& n) {
+  return IsDepthwiseConv(n.workload) || ops::Int8DepthwiseConv(n.workload);
 }
 
 // A float32 conv2d (ungrouped or depthwise) or pool2d without prologues, or
@@ -510,8 +516,14 @@ void PlanLayouts(Graph& g) {
         bool ok = false;
         if (blockable && k == 0) {
           const Workload& w = n.workload;
-          ok = Int8BlockableConv(n) || w.op == "pool2d" ||
-               (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) || IsDepthwiseConv(w);
+          if (Int8BlockableConv(n)) {
+            // A depthwise one when it writes blocks too (its template's
+            // vectors run along the block; written as NCHW, 3-4x slower).
+            ok = !Depthwise(n) || blocked[n.output];
+          } else {
+            ok = w.op == "pool2d" || (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) ||
+                 IsDepthwiseConv(w);
+          }
         } else if (blockable && k >= n_op) {
           ok = blocked[n.output];  // an operand of the output's shape
         }
@@ -520,9 +532,7 @@ void PlanLayouts(Graph& g) {
       if (!blockable || !blocked[n.output]) continue;
       // A depthwise conv writes blocks only from blocks; epilogue operands
       // are read in the output's layout.
-      if (!Int8BlockableConv(n) && IsDepthwiseConv(n.workload) && !blocked[n.inputs[0]]) {
-        unblock(n.output);
-      }
+      if (Depthwise(n) && !blocked[n.inputs[0]]) unblock(n.output);
       std::vector<const std::vector<int64_t>*> operand_shapes;
       for (const EpilogueOp& e : n.workload.epilogue) {
         if (e.HasOperand()) operand_shapes.push_back(&e.operand_shape);

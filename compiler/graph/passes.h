@@ -56,8 +56,9 @@ void EliminateDeadNodes(Graph& graph);
 // convolutions (ops::Int8Conv) pass their bytes the same way: written in
 // blocks (conv_int8_blocked.cc) with their per-channel requantizing
 // operands, [1, K, 1, 1], read as [1, K/16, 1, 1, 16] (the same bytes), and
-// read from blocks by either int8 conv template; their generic workloads'
-// in0 / shape ints name the blocked shapes.
+// read from blocks by either int8 conv template (a depthwise one only when
+// it writes blocks, conv_int8_depthwise.cc); their generic workloads' in0 /
+// shape ints name the blocked shapes.
 void PlanLayouts(Graph& graph);
 
 // plan_layouts=false leaves every value in its ONNX layout (GPU targets).

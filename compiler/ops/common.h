@@ -113,10 +113,12 @@ const OpTemplate* Int8ConvTemplate();
 // Int8Conv written in channel blocks (out_block): vectors along output
 // channels (conv_int8_blocked.cc).
 const OpTemplate* Int8BlockedConvTemplate();
-// The int32 of channels 4 c4 .. 4 c4 + 3 of the int8 conv w's input x (NCHW,
-// or NCHW[16]c with in_block) at input pixel (ih, iw), the dot product's
-// unsigned operand: xz's bytes where the pixel is outside the image or a
-// channel past C, top bits flipped for int8 x.
+// The input placeholder of the int8 conv w: NCHW bytes, or for a blocked
+// input (in_block) its view as words, [N, C / 16, H, W, 4] int32. And the
+// int32 of its channels 4 c4 .. 4 c4 + 3 at input pixel (ih, iw), the dot
+// product's unsigned operand: xz's bytes where the pixel is outside the
+// image or a channel past C, top bits flipped for int8 x.
+te::Tensor Int8InputPlaceholder(const Workload& w);
 ir::Expr Int8InputWord(const Workload& w, const te::Tensor& x, const ir::Expr& xz, ir::Expr n,
                        ir::Expr c4, ir::Expr ih, ir::Expr iw);
 // The generic depthwise conv (group = C = K, weights [C, 1, R, S]) of

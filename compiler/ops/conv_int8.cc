@@ -113,7 +113,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   if (!sig.ok()) return sig.status();
   const DataType i32 = DataType::Int32();
   const bool signed_x = sig->inputs[0].dtype == DType::kInt8;
-  te::Tensor X = TypedPlaceholder(w, 0, "X");
+  te::Tensor X = Int8InputPlaceholder(w);
   te::Tensor Wt = TypedPlaceholder(w, 1, "W");
   te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
   auto eps = EpilogueOperands(w);
@@ -257,6 +257,13 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
 
 }  // namespace
 
+te::Tensor Int8InputPlaceholder(const Workload& w) {
+  const int64_t ib = w.IntOr("in_block", 0);
+  if (ib == 0) return TypedPlaceholder(w, 0, "X");
+  const GenericConvDims d = GenericConvDimsOf(w);
+  return te::Placeholder("X", {d.N, d.C / ib, d.H, d.W, ib / 4}, DataType::Int32());
+}
+
 Expr Int8InputWord(const Workload& w, const te::Tensor& x, const Expr& xz, Expr n, Expr c4, Expr ih,
                    Expr iw) {
   const GenericConvDims d = GenericConvDimsOf(w);
@@ -265,13 +272,10 @@ Expr Int8InputWord(const Workload& w, const te::Tensor& x, const Expr& xz, Expr 
   Expr h = Min(Max(ih, IntImm(0)), IntImm(d.H - 1)), col = Min(Max(iw, IntImm(0)), IntImm(d.W - 1));
   Expr v;
   if (ib > 0) {
-    // C a multiple of the block: 4 adjacent bytes (one 32-bit load).
-    Expr c0 = c4 * IntImm(4);
-    v = Select(
-        inside, PackBytes4([&](int j) {
-          return x({n, FloorDiv(c0, IntImm(ib)), h, col, FloorMod(c0, IntImm(ib)) + IntImm(j)});
-        }),
-        PackBytes4([&](int) { return xz; }));
+    // A word of the blocked input's view: C is a multiple of the block.
+    const int64_t words = ib / 4;
+    v = Select(inside, x({n, FloorDiv(c4, IntImm(words)), h, col, FloorMod(c4, IntImm(words))}),
+               PackBytes4([&](int) { return xz; }));
   } else {
     v = PackBytes4([&](int j) {
       Expr ch = c4 * IntImm(4) + IntImm(j);
@@ -279,7 +283,8 @@ Expr Int8InputWord(const Workload& w, const te::Tensor& x, const Expr& xz, Expr 
       return Select(inside && ch < IntImm(d.C), b, xz);
     });
   }
-  return x.buffer()->dtype.is_int() ? FlipBytes(v) : v;
+  auto sig = w.Signature();
+  return sig.ok() && sig->inputs[0].dtype == DType::kInt8 ? FlipBytes(v) : v;
 }
 
 bool Int8Conv(const Workload& w) {
@@ -291,9 +296,12 @@ bool Int8Conv(const Workload& w) {
   auto sig = w.Signature();
   if (!sig.ok() || sig->inputs.size() < 3) return false;
   const auto& x = sig->inputs[0];
+  // In channel blocks ([N, C / 16, H, W, 16], in_block) only when writing
+  // them (conv_int8_blocked.cc).
+  const int64_t ib = w.IntOr("in_block", 0);
   return (x.dtype == DType::kUInt8 || x.dtype == DType::kInt8) &&
-         x.shape.size() == (w.IntOr("in_block", 0) > 0 ? 5u : 4u) &&
-         sig->inputs[1].dtype == DType::kInt8 && sig->inputs[2].NumElements() == 1;
+         x.shape.size() == (ib > 0 ? 5u : 4u) && sig->inputs[1].dtype == DType::kInt8 &&
+         sig->inputs[2].NumElements() == 1;
 }
 
 const OpTemplate* Int8ConvTemplate() {

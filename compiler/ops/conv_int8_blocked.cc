@@ -7,25 +7,26 @@
 // input channels and multiplies them into the weights of kb output
 // channels, so narrow images and strides waste nothing.
 //
-//   xpack[n][c16][ph][pw][j] = x's channels 16c16 + 4j .. +3 at padded
-//                          pixel (ph, pw) as one int32 (Int8InputWord: xz
-//                          in the padding, top bits flipped for int8 x);
-//                          a blocked input's own layout plus its padding
-//   wpack[ko][((c16*R + r)*S + s)*4 + j][kv] = w[ko*kb + kv][those 4
+//   xpack[n][g][ph][pw][j] = x's channels 4(gJ + j) .. +3 at padded pixel
+//                          (ph, pw) as one int32 (Int8InputWord: xz in the
+//                          padding, top bits flipped for int8 x); J = 4
+//                          words to a group (a block) for a blocked input,
+//                          its own layout plus its padding, else J = 1
+//   wpack[ko][((g*R + r)*S + s)*J + j][kv] = w[ko*kb + kv][those 4
 //                          channels][r][s], the last row each channel's
 //                          weight sum
-//   conv[n][ko][oh][ow][kv] = sum_{c16,r,s,j} dot4(xpack[n][c16][oh*sh + r]
+//   conv[n][ko][oh][ow][kv] = sum_{g,r,s,j} dot4(xpack[n][g][oh*sh + r]
 //                          [ow*sw + s][j], wpack[ko][..][kv])
 //   out[n][k/16][oh][ow][k%16] = epilogue(conv[..] - xz' * wsum[k])
 //
-// The input is read NCHW (packed into planes of words, [N][4 C16][PH][PW],
+// The input is read NCHW (packed into planes of words, [N][C4][PH][PW],
 // vectorized along the rows) or in blocks (in_block: a word is one 32-bit
 // load, and where no padding is read, pack=0, the convolution reads the
 // blocks in place with no pack at all). Schedule: the pack over the whole
-// image (in parallel over c16), then per tile of kb channels (ko outside,
+// image (in parallel over g), then per tile of kb channels (ko outside,
 // so that its weights stay in cache over the image) and output row,
 // register tiles of reg_n pixels x kb channels (reg_n * kb / 16 vector
-// accumulators) over the (c16, r, s, j) loops, each tile leaving through
+// accumulators) over the (g, r, s, j) loops, each tile leaving through
 // the epilogue as 16-byte vector stores. ResNet-50 int8 at one thread:
 // 11.7 -> 9.6 ms, every layer as fast or faster than conv_int8.cc's.
 #include <algorithm>
@@ -157,15 +158,16 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   const int64_t ib = w.IntOr("in_block", 0);
   const bool direct = c.at("pack") == 0;
   // Blocked input read in place: its words, 4 to a block's 16 bytes.
-  te::Tensor X = ib > 0 ? te::Placeholder("X", {d.N, d.C / ib, d.H, d.W, ib / 4}, i32)
-                        : TypedPlaceholder(w, 0, "X");
+  te::Tensor X = Int8InputPlaceholder(w);
   te::Tensor Wt = TypedPlaceholder(w, 1, "W");
   te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
   auto eps = EpilogueOperands(w);
   const Expr xz = XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0)));
   const int64_t kb = c.at("kb"), rn = c.at("reg_n"), Ko = d.K / kb, m = kb / kBlock;
-  // Words of 4 channels in groups of 4 (a block), C16 groups.
-  const int64_t C16 = (d.C4 + 3) / 4, taps = C16 * d.R * d.S * 4;
+  // The reduction runs over G groups of J words of 4 channels: a block's 4
+  // words (J = 4) when the input is blocked, else the C4 words one by one
+  // (J = 1: the RGB stem's one word is not padded to four).
+  const int64_t J = ib > 0 ? 4 : 1, G = (d.C4 + J - 1) / J, taps = G * d.R * d.S * J;
   IterRange sc = te::ReduceAxis(d.C, "sc"), sr = te::ReduceAxis(d.R, "sr"),
             ss = te::ReduceAxis(d.S, "ss");
   te::Tensor wsum = te::Compute(
@@ -174,17 +176,17 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         return te::Sum(Cast(i32, Wt({i[0], sc.var, sr.var, ss.var})), {sc, sr, ss});
       },
       i32);
-  // Row ((c16 * R + r) * S + s) * 4 + j: word c4 = 4 c16 + j of tap (r, s).
+  // Row ((g * R + r) * S + s) * J + j: word c4 = g J + j of tap (r, s).
   te::Tensor Wp_of = te::Compute(
       "wpack", {Ko, taps + 1, kb},
       [&](const std::vector<Var>& i) {
         Expr row = Min(i[1], IntImm(taps - 1));
-        Expr j = FloorMod(row, IntImm(4)), tap = FloorDiv(row, IntImm(4));
-        Expr c16 = FloorDiv(tap, IntImm(d.R * d.S));
+        Expr j = FloorMod(row, IntImm(J)), tap = FloorDiv(row, IntImm(J));
+        Expr g = FloorDiv(tap, IntImm(d.R * d.S));
         Expr r = FloorMod(FloorDiv(tap, IntImm(d.S)), IntImm(d.R)), s = FloorMod(tap, IntImm(d.S));
         Expr k = i[0] * IntImm(kb) + i[2];
         Expr bytes = PackBytes4([&](int b) {
-          Expr ch = (c16 * IntImm(4) + j) * IntImm(4) + IntImm(b);
+          Expr ch = (g * IntImm(J) + j) * IntImm(4) + IntImm(b);
           return Select(ch < IntImm(d.C), Wt({k, Min(ch, IntImm(d.C - 1)), r, s}),
                         Cast(Wt.buffer()->dtype, IntImm(0)));
         });
@@ -193,37 +195,24 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
       i32);
   te::Tensor Wp = te::Placeholder("W_packed", Wp_of->shape, i32);
   // The padded input as words, as wide as the register tiles read: a
-  // blocked input's layout with its padding, [N][C16][PH][PW][4]; from NCHW,
-  // planes of words [N][4 C16][PH][PW] (each packed from 4 channel planes
+  // blocked input's layout with its padding, [N][G][PH][PW][4]; from NCHW,
+  // planes of words [N][C4][PH][PW] (each packed from 4 channel planes
   // along the row, in vectors).
   const int64_t PH = (d.OH - 1) * d.sh + d.R, PW = (TiledWidth(d, rn) - 1) * d.sw + d.S;
-  te::Tensor xp;
-  if (ib == 0) {
-    xp = te::Compute(
-        "xpack", {d.N, 4 * C16, PH, PW},
-        [&](const std::vector<Var>& i) {
-          return Int8InputWord(w, X, xz, i[0], i[1], i[2] - IntImm(d.ph), i[3] - IntImm(d.pw));
-        },
-        i32);
-  } else {
-    xp = te::Compute(
-        "xpack", {d.N, C16, PH, PW, 4},
-        [&](const std::vector<Var>& i) {
-          Expr ih = i[2] - IntImm(d.ph), iw = i[3] - IntImm(d.pw);
-          Expr inside = ih >= IntImm(0) && ih < IntImm(d.H) && iw >= IntImm(0) && iw < IntImm(d.W);
-          Expr word = X({i[0], i[1], Min(Max(ih, IntImm(0)), IntImm(d.H - 1)),
-                         Min(Max(iw, IntImm(0)), IntImm(d.W - 1)), i[4]});
-          if (signed_x) word = FlipBytes(word);
-          return Select(inside, word, UnsignedZeroPoint(XZ, signed_x) * IntImm(0x01010101, i32));
-        },
-        i32);
-  }
-  auto xword = [&](Expr n, Expr c16, Expr j, Expr h, Expr x) {
-    return ib == 0 ? xp({n, c16 * IntImm(4) + j, h, x}) : xp({n, c16, h, x, j});
+  te::Tensor xp = te::Compute(
+      "xpack",
+      ib == 0 ? std::vector<int64_t>{d.N, d.C4, PH, PW} : std::vector<int64_t>{d.N, G, PH, PW, 4},
+      [&](const std::vector<Var>& i) {
+        Expr c4 = ib == 0 ? Expr(i[1]) : i[1] * IntImm(4) + i[4];
+        return Int8InputWord(w, X, xz, i[0], c4, i[2] - IntImm(d.ph), i[3] - IntImm(d.pw));
+      },
+      i32);
+  auto xword = [&](Expr n, Expr g, Expr j, Expr h, Expr x) {
+    return ib == 0 ? xp({n, g, h, x}) : xp({n, g, h, x, j});
   };
   const char* dot = Dot4Intrinsic(t);
-  IterRange rc = te::ReduceAxis(C16, "rc"), rr = te::ReduceAxis(d.R, "rr"),
-            rs = te::ReduceAxis(d.S, "rs"), rj = te::ReduceAxis(4, "rj");
+  IterRange rc = te::ReduceAxis(G, "rc"), rr = te::ReduceAxis(d.R, "rr"),
+            rs = te::ReduceAxis(d.S, "rs"), rj = te::ReduceAxis(J, "rj");
   te::Tensor conv = te::Compute(
       "conv", {d.N, Ko, d.OH, d.OW, kb},
       [&](const std::vector<Var>& i) {
@@ -233,7 +222,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
           word = X({i[0], rc.var, h, x, rj.var});
           if (signed_x) word = FlipBytes(word);
         }
-        Expr row = ((rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var) * IntImm(4) + rj.var;
+        Expr row = ((rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var) * IntImm(J) + rj.var;
         return te::Sum(Call(i32, dot, {word, Wp({i[1], row, i[4]})}), {rc, rr, rs, rj});
       },
       i32);
@@ -251,7 +240,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   te::Schedule& s = *b.schedule;
   const int64_t par = c.at("parallel");
   if (!direct) {
-    if (par && C16 > 1) s.Parallel(xp, s.Axis(xp, 1));
+    if (par && xp->shape[1] > 1) s.Parallel(xp, s.Axis(xp, 1));
     // Along the row where it is contiguous (NCHW's planes), else the block.
     s.Vectorize(xp, s.Axis(xp, ib == 0 ? 3 : 4));
   }
@@ -271,9 +260,9 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   if (par == 2) s.Parallel(out, oh);
   s.ComputeAt(conv, out, owo);
   te::IterVar cow = s.Axis(conv, 3), ckv = s.Axis(conv, 4);
-  te::IterVar c16 = s.ReduceAxisOf(conv, 0), r = s.ReduceAxisOf(conv, 1),
+  te::IterVar g = s.ReduceAxisOf(conv, 0), r = s.ReduceAxisOf(conv, 1),
               sx = s.ReduceAxisOf(conv, 2), j = s.ReduceAxisOf(conv, 3);
-  s.Reorder(conv, {s.Axis(conv, 0), s.Axis(conv, 1), s.Axis(conv, 2), c16, r, sx, j, cow, ckv});
+  s.Reorder(conv, {s.Axis(conv, 0), s.Axis(conv, 1), s.Axis(conv, 2), g, r, sx, j, cow, ckv});
   s.Unroll(conv, cow);
   s.Vectorize(conv, ckv);
   if (c.at("unroll_j")) s.Unroll(conv, j);

@@ -35,12 +35,26 @@ namespace {
 using Dims = GenericConvDims;
 Dims DimsOf(const Workload& w) { return GenericConvDimsOf(w); }
 
+// In channel blocks (in_block): the output rows shared out in parallel
+// where there are 28 or more (as the fp32 template's DepthwiseSplitsRows),
+// each thread then reading the rows it wrote.
+bool Blocked(const Workload& w) { return w.IntOr("in_block", 0) > 0; }
+bool SplitsRows(const Dims& d) { return d.OH >= 28; }
+
 std::vector<Knob> Knobs(const Workload& w, const Target&) {
   const Dims d = DimsOf(w);
   std::vector<Knob> k;
   k.push_back({"unroll_taps", {0, 1}});
   k.push_back({"parallel", {0}});
   if (d.N * d.C > 1) k.back().choices.push_back(1);
+  if (Blocked(w)) {
+    // Blocked: output pixels per register tile (a partial last tile runs
+    // past the row, into the padding of the packed rows).
+    k.push_back({"dw_ow", {}});
+    for (int64_t n = 1; n <= std::min<int64_t>(d.OW, 14); ++n) {
+      if (d.OW % n == 0 || n == 4 || n == 8) k.back().choices.push_back(n);
+    }
+  }
   return k;
 }
 
@@ -59,11 +73,114 @@ Config Default(const Workload& w, const Target& t) {
   Config c;
   c["unroll_taps"] = d.R * d.S <= 25 ? 1 : 0;
   c["parallel"] = Knobs(w, t)[1].choices.size() > 1 && d.C * d.OH * d.OW >= 16384 ? 1 : 0;
+  if (Blocked(w)) {
+    // The widest tile up to 8 pixels that divides the row, else 8, as the
+    // fp32 template measured.
+    const auto choices = Knobs(w, t)[2].choices;
+    c["dw_ow"] = Pick(choices, 8);
+    for (int64_t n : choices) {
+      if (n <= 8 && d.OW % n == 0) c["dw_ow"] = n;
+    }
+  }
   return c;
+}
+
+// Whether the epilogue starts by converting the sums to float32 (a QDQ
+// graph's): it then takes the whole-number float sums as they are (the
+// float -> int32 conversion saturates, which x86 does one lane at a time).
+bool StartsWithFloat(const Workload& w) {
+  return !w.epilogue.empty() && w.epilogue[0].kind == EpilogueKind::kUnary &&
+         w.epilogue[0].fn == "cast" && w.epilogue[0].params.size() == 1 &&
+         static_cast<DType>(w.epilogue[0].params[0]) == DType::kFloat32;
+}
+
+// In channel blocks: vectors along the block's 16 channels, so that narrow
+// rows waste no lanes (7-pixel rows in 16-lane vectors) and strides read
+// whole vectors. Per output row, the R input rows it reads converted once
+// to float32, x - xz, 0 in the padding, as wide as the tiles read
+// (prow[n][cb][h][x][v]); a tile of dw_ow pixels accumulates R x S
+// multiply-adds of whole-block vectors with the block's float weights
+// (wpack[cb][r*S + s][v]), then the epilogue, written in the same blocks
+// (Int8DepthwiseConv takes in_block only with out_block).
+absl::StatusOr<Built> BuildBlocked(const Workload& w, const Config& c) {
+  const Dims d = DimsOf(w);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  const DataType f32 = DataType::Float32();
+  const int64_t b = w.IntOr("in_block", 0), Cb = d.C / b, tw = c.at("dw_ow");
+  te::Tensor X = TypedPlaceholder(w, 0, "X");
+  te::Tensor Wt = TypedPlaceholder(w, 1, "W");
+  te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
+  auto eps = EpilogueOperands(w);
+  const Expr xz = Cast(f32, XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0))));
+  te::Tensor wf_of = te::Compute(
+      "wpack", {Cb, d.R * d.S, b},
+      [&](const std::vector<Var>& i) {
+        return Cast(f32, Wt({i[0] * IntImm(b) + i[2], IntImm(0), FloorDiv(i[1], IntImm(d.S)),
+                             FloorMod(i[1], IntImm(d.S))}));
+      },
+      f32);
+  te::Tensor wf = te::Placeholder("W_packed", wf_of->shape, f32);
+  const int64_t PH = (d.OH - 1) * d.sh + d.R;
+  const int64_t PW = ((d.OW + tw - 1) / tw * tw - 1) * d.sw + d.S;
+  te::Tensor prow = te::Compute(
+      "prow", {d.N, Cb, PH, PW, b},
+      [&](const std::vector<Var>& i) {
+        Expr ih = i[2] - IntImm(d.ph), iw = i[3] - IntImm(d.pw);
+        Expr inside = ih >= IntImm(0) && ih < IntImm(d.H) && iw >= IntImm(0) && iw < IntImm(d.W);
+        Expr x = X({i[0], i[1], Min(Max(ih, IntImm(0)), IntImm(d.H - 1)),
+                    Min(Max(iw, IntImm(0)), IntImm(d.W - 1)), i[4]});
+        return Select(inside, Cast(f32, x) - xz, FloatImm(0.0, f32));
+      },
+      f32);
+  IterRange rr = te::ReduceAxis(d.R, "rr"), rs = te::ReduceAxis(d.S, "rs");
+  te::Tensor conv = te::Compute(
+      "conv", {d.N, Cb, d.OH, d.OW, b},
+      [&](const std::vector<Var>& i) {
+        Expr tap =
+            prow({i[0], i[1], i[2] * IntImm(d.sh) + rr.var, i[3] * IntImm(d.sw) + rs.var, i[4]});
+        return te::Sum(tap * wf({i[1], rr.var * IntImm(d.S) + rs.var, i[4]}), {rr, rs});
+      },
+      f32);
+  const bool to_float = StartsWithFloat(w);
+  te::Tensor out = te::Compute(
+      "out", sig->output.shape,
+      [&](const std::vector<Var>& i) {
+        Expr sum = conv({i[0], i[1], i[2], i[3], i[4]});
+        return ApplyEpilogue(w, to_float ? sum : Cast(DataType::Int32(), sum), i, eps);
+      },
+      IrType(sig->output.dtype));
+  Built bt;
+  bt.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *bt.schedule;
+  te::IterVar n = s.Axis(out, 0), cb = s.Axis(out, 1), oh = s.Axis(out, 2), v = s.Axis(out, 4);
+  auto [owo, owi] = s.Split(out, s.Axis(out, 3), tw);
+  const bool rows = c.at("parallel") && SplitsRows(d);
+  const te::IterVar shared = rows ? oh : cb, inner = rows ? cb : oh;
+  s.Reorder(out, {n, shared, inner, owo, owi, v});
+  s.Vectorize(out, v);
+  s.Unroll(out, owi);
+  if (c.at("parallel")) s.Parallel(out, shared);
+  s.ComputeAt(prow, out, inner);
+  s.Vectorize(prow, s.Axis(prow, 4));
+  s.ComputeAt(conv, out, owo);
+  te::IterVar cy = s.ReduceAxisOf(conv, 0), cx = s.ReduceAxisOf(conv, 1);
+  s.Reorder(conv, {s.Axis(conv, 0), s.Axis(conv, 1), s.Axis(conv, 2), cy, cx, s.Axis(conv, 3),
+                   s.Axis(conv, 4)});
+  s.Vectorize(conv, s.Axis(conv, 4));
+  s.Unroll(conv, s.Axis(conv, 3));
+  if (c.at("unroll_taps")) {
+    s.Unroll(conv, cx);
+    s.Unroll(conv, cy);
+  }
+  bt.SetArgs({X, wf, XZ}, eps, out);
+  bt.packs.push_back({1, Wt, wf_of});
+  return bt;
 }
 
 absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c) {
   if (auto s = Check(w, t, c); !s.ok()) return s;
+  if (Blocked(w)) return BuildBlocked(w, c);
   const Dims d = DimsOf(w);
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
@@ -128,12 +245,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         return te::Sum(tap * wf({i[1], rr.var * IntImm(d.S) + rs.var}), {rr, rs});
       },
       f32);
-  // The sums are whole numbers: an epilogue that starts by converting them
-  // to float32 (a QDQ graph's) takes them as they are (the float -> int32
-  // conversion saturates, which x86 does one lane at a time).
-  const bool to_float = !w.epilogue.empty() && w.epilogue[0].kind == EpilogueKind::kUnary &&
-                        w.epilogue[0].fn == "cast" && w.epilogue[0].params.size() == 1 &&
-                        static_cast<DType>(w.epilogue[0].params[0]) == DType::kFloat32;
+  const bool to_float = StartsWithFloat(w);
   te::Tensor out = te::Compute(
       "out", sig->output.shape,
       [&](const std::vector<Var>& i) {
@@ -197,10 +309,13 @@ bool Int8DepthwiseConv(const Workload& w) {
   if (!sig.ok() || sig->inputs.size() < 3) return false;
   const auto& x = sig->inputs[0];
   const auto& wt = sig->inputs[1];
-  return (x.dtype == DType::kUInt8 || x.dtype == DType::kInt8) && x.shape.size() == 4 &&
-         wt.dtype == DType::kInt8 && wt.shape.size() == 4 && wt.shape[1] == 1 &&
-         w.IntOr("group", 1) == x.shape[1] && wt.shape[0] == x.shape[1] &&
-         sig->inputs[2].NumElements() == 1;
+  // In blocks (in_block): [N, C / 16, H, W, 16].
+  const int64_t ib = w.IntOr("in_block", 0);
+  const int64_t C = ib > 0 && x.shape.size() == 5 ? x.shape[1] * x.shape[4] : x.shape[1];
+  return (x.dtype == DType::kUInt8 || x.dtype == DType::kInt8) &&
+         x.shape.size() == (ib > 0 ? 5u : 4u) && wt.dtype == DType::kInt8 && wt.shape.size() == 4 &&
+         wt.shape[1] == 1 && w.IntOr("group", 1) == C && wt.shape[0] == C &&
+         sig->inputs[2].NumElements() == 1 && w.IntOr("out_block", 0) == ib;
 }
 
 const OpTemplate* Int8DepthwiseConvTemplate() {

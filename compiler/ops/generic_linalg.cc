@@ -88,17 +88,16 @@ absl::StatusOr<te::Tensor> ConvOp(const Workload& w, const std::vector<te::Tenso
   if (zp < 0 || zp > 2 || in.size() != 2u + has_bias + std::vector<size_t>{0, 2, 1}[zp]) {
     return Bad(w, "wrong number of inputs");
   }
-  // in_block / out_block (the layout pass's NCHW[16]c values, 2-D and
-  // ungrouped only): x read, and the result written, in channel blocks.
+  // in_block / out_block (the layout pass's NCHW[16]c values, 2-D only): x
+  // read, and the result written, in channel blocks.
   const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
   te::Tensor x = in[0];
   Shape out = w.Ints("shape");
   if (ib > 0 || ob > 0) {
     const Shape& bx = x->shape;
-    if (transposed || w.IntOr("group", 1) != 1 || in[1]->shape.size() != 4 ||
-        bx.size() != (ib > 0 ? 5u : 4u) || out.size() != (ob > 0 ? 5u : 4u) ||
-        (ib > 0 && bx[4] != ib) || (ob > 0 && out[4] != ob)) {
-      return Bad(w, "channel blocks need a 2-D ungrouped conv with blocked shapes");
+    if (transposed || in[1]->shape.size() != 4 || bx.size() != (ib > 0 ? 5u : 4u) ||
+        out.size() != (ob > 0 ? 5u : 4u) || (ib > 0 && bx[4] != ib) || (ob > 0 && out[4] != ob)) {
+      return Bad(w, "channel blocks need a 2-D conv with blocked shapes");
     }
     if (ib > 0) {
       x = te::Compute(

@@ -280,13 +280,25 @@ TEST(OpsNumeric, Int8DepthwiseConvMatchesReferenceExactly) {
         "conv(dilations=1,1;dtypes=2,3,2,6;group=4;in0=1,4,16,30;in1=4,1,5,5;in2=1;pads=2,2;"
         "shape=1,4,8,15;strides=2,2;transposed=0;zp=2)",
         "conv(dilations=1,1;dtypes=3,3,3,6;group=3;in0=1,3,9,10;in1=3,1,3,3;in2=1;pads=1,1;"
-        "shape=1,3,9,5;strides=1,2;transposed=0;zp=2)"}) {
+        "shape=1,3,9,5;strides=1,2;transposed=0;zp=2)",
+        // In channel blocks (in_block = out_block): 3x3 at stride 1 and 2
+        // (7-pixel rows, a partial last tile), a blocked float epilogue.
+        "conv(dilations=1,1;dtypes=2,3,2,6;group=32;in0=1,2,7,7,16;in1=32,1,3,3;in2=1;"
+        "in_block=16;out_block=16;pads=1,1;shape=1,2,7,7,16;strides=1,1;transposed=0;zp=2)",
+        "conv(dilations=1,1;dtypes=3,3,3,1,2;group=16;in0=1,1,15,15,16;in1=16,1,3,3;in2=1;"
+        "in_block=16;out_block=16;pads=1,1;shape=1,1,8,8,16;strides=2,2;transposed=0;zp=2)"
+        "|u:cast:1|mul:1,1,1,1,16|u:round|u:cast:2"}) {
     Workload w = ParseWorkload(s);
     ASSERT_TRUE(ops::Int8DepthwiseConv(w)) << s;
     ASSERT_FALSE(ops::Int8Conv(w)) << s;
     checked += CheckRandomConfigs(w, Target::Host(), rng, 8, 4, s);
+    if (w.IntOr("in_block", 0) > 0) checked += CheckTiles(w, {"dw_ow", "parallel"}, s);
   }
-  EXPECT_GT(checked, 6);
+  EXPECT_GT(checked, 12);
+  // Blocks are read only by a depthwise conv that writes them.
+  EXPECT_FALSE(ops::Int8DepthwiseConv(
+      ParseWorkload("conv(dilations=1,1;dtypes=2,3,2,6;group=16;in0=1,1,7,7,16;in1=16,1,3,3;"
+                    "in2=1;in_block=16;pads=1,1;shape=1,16,7,7;strides=1,1;transposed=0;zp=2)")));
   // A multiplier of 2 (K = 2C) is not depthwise.
   EXPECT_FALSE(ops::Int8DepthwiseConv(
       ParseWorkload("conv(dilations=1,1;dtypes=2,3,2,6;group=4;in0=1,4,9,10;in1=8,1,3,3;in2=1;"
