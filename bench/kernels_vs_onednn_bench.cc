@@ -19,8 +19,9 @@
 // --int8 times the convolution shapes in 8-bit integers instead (issue 40):
 // uint8 data with a zero point, int8 weights, int32 output, against oneDNN's
 // u8s8s32 primitive with the same runtime source zero point; kiln's the
-// generic conv of a quantized model (conv_int8.cc, conv_int8_depthwise.cc)
-// in NCHW, as the model runs it.
+// generic conv of a quantized model (conv_int8_blocked.cc, conv_int8.cc,
+// conv_int8_depthwise.cc) in the layouts the model runs it in (--nchw:
+// NCHW).
 //
 // Usage: kernels_vs_onednn_bench [--trials N] [--repeat R] [--only SUBSTR] [--dump-ir]
 //                                [--set KNOB=V;...] [--nchw] [--int8]
@@ -179,13 +180,24 @@ double OneDnnInt8ConvSeconds(const Shape& s, int repeat) {
 }
 
 // kiln's workload for a convolution shape in int8: the generic conv of a
-// QDQ graph (uint8 x, int8 weights, x's zero point, int32 output).
-Workload KilnInt8Conv(const Shape& s) {
-  const int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
+// QDQ graph (uint8 x, int8 weights, x's zero point, int32 output), its
+// data and output in channel blocks where the layout pass puts them
+// (`blocked`: a conv writes blocks with K a multiple of 16 and reads them
+// with C one; a depthwise one both or neither), else NCHW.
+Workload KilnInt8Conv(const Shape& s, bool blocked) {
+  const int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1, b = kiln::compiler::kChannelBlock;
+  const bool dw = s.g > 1;
+  const bool out_b = blocked && s.b % b == 0 && (!dw || s.a % b == 0);
+  const bool in_b = blocked && s.a % b == 0 && (!dw || out_b);
+  auto shape = [&](int64_t ch, int64_t hw, bool blocks) {
+    return blocks ? kiln::StrCat("1,", ch / b, ",", hw, ",", hw, ",", b)
+                  : kiln::StrCat("1,", ch, ",", hw, ",", hw);
+  };
   auto parsed = Workload::Parse(kiln::StrCat(
-      "conv(dilations=1,1;dtypes=2,3,2,6;group=", s.g, ";in0=1,", s.a, ",", s.c, ",", s.c,
-      ";in1=", s.b, ",", s.a / s.g, ",", s.d, ",", s.d, ";in2=1;pads=", s.f, ",", s.f, ";shape=1,",
-      s.b, ",", oh, ",", oh, ";strides=", s.e, ",", s.e, ";transposed=0;zp=2)"));
+      "conv(dilations=1,1;dtypes=2,3,2,6;group=", s.g, ";in0=", shape(s.a, s.c, in_b), ";in1=", s.b,
+      ",", s.a / s.g, ",", s.d, ",", s.d, ";in2=1;", in_b ? "in_block=16;" : "",
+      out_b ? "out_block=16;" : "", "pads=", s.f, ",", s.f, ";shape=", shape(s.b, oh, out_b),
+      ";strides=", s.e, ",", s.e, ";transposed=0;zp=2)"));
   return parsed.ok() ? *parsed : Workload{};
 }
 
@@ -296,8 +308,11 @@ int main(int argc, char** argv) {
   constexpr bool kOpenBlas = false;
 #endif
   std::printf("kiln convolutions: %s\n\n",
-              int8   ? "int8 (--int8): u8 data with a zero point, s8 weights, s32 output, NCHW; "
-                       "oneDNN u8s8s32 with the same runtime zero point"
+              int8   ? (nchw ? "int8 (--int8 --nchw): u8 data with a zero point, s8 weights, s32 "
+                               "output, NCHW; oneDNN u8s8s32 with the same runtime zero point"
+                             : "int8 (--int8): u8 data with a zero point, s8 weights, s32 output, "
+                               "in NCHW[16]c where the layout pass keeps them; oneDNN u8s8s32 "
+                               "with the same runtime zero point")
               : nchw ? "NCHW data and output (--nchw)"
                      : "data and output in NCHW[16]c where the layout pass keeps them");
   std::printf("| shape | GFLOP | oneDNN ms | kiln default ms | ratio | max err |");
@@ -313,7 +328,7 @@ int main(int argc, char** argv) {
   for (const Shape& s : kShapes) {
     if (!only.empty() && s.name.find(only) == std::string::npos) continue;
     if (int8 && !s.conv) continue;
-    Workload w = int8 ? KilnInt8Conv(s) : KilnWorkload(s, !nchw);
+    Workload w = int8 ? KilnInt8Conv(s, !nchw) : KilnWorkload(s, !nchw);
     auto sig = w.Signature();
     auto def = kiln::compiler::DefaultConfig(w, target);
     if (def.ok()) {
