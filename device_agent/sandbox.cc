@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/cpus.h"
+#include "base/faults.h"
 #include "base/str.h"
 #include "compiler/target.h"
 #include "device_agent/measure.h"
@@ -64,11 +65,6 @@ absl::StatusOr<size_t> ReadAll(int fd, char* data, size_t n) {
     got += static_cast<size_t>(r);
   }
   return got;
-}
-
-bool Matches(const char* env_name, const std::string& candidate_id) {
-  const char* v = std::getenv(env_name);
-  return v != nullptr && *v != '\0' && candidate_id == v;
 }
 
 }  // namespace
@@ -126,8 +122,8 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir) {
           ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, "worker received a malformed request");
     } else {
       const kiln::v1::Candidate& c = batch.candidates(0);
-      if (Matches("KILN_TEST_CRASH_WORKER", c.candidate_id())) std::abort();
-      if (Matches("KILN_TEST_HANG_WORKER", c.candidate_id())) {
+      if (FaultMatches("KILN_TEST_CRASH_WORKER", c.candidate_id())) std::abort();
+      if (FaultMatches("KILN_TEST_HANG_WORKER", c.candidate_id())) {
         while (true) std::this_thread::sleep_for(std::chrono::hours(1));
       }
       compiler::Target target = host;
@@ -156,7 +152,7 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir) {
           // every core; each is then timed alone.
           std::vector<kiln::v1::Config> configs;
           for (const kiln::v1::Candidate& k : batch.candidates()) {
-            if (Matches("KILN_TEST_CRASH_BUILD", k.candidate_id())) std::abort();
+            if (FaultMatches("KILN_TEST_CRASH_BUILD", k.candidate_id())) std::abort();
             configs.push_back(k.config());
           }
           std::vector<compiler::Prebuilt> built =
@@ -165,7 +161,7 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir) {
           for (size_t i = 1; i < built.size(); ++i) {
             ahead[batch.candidates(static_cast<int>(i)).candidate_id()] = std::move(built[i]);
           }
-        } else if (Matches("KILN_TEST_CRASH_BUILD", c.candidate_id())) {
+        } else if (FaultMatches("KILN_TEST_CRASH_BUILD", c.candidate_id())) {
           std::abort();
         }
         try {
@@ -188,13 +184,13 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir) {
       }
       // A faulty board, for fault tests: every output differs from the
       // reference (what the verification reports).
-      if (std::getenv("KILN_TEST_WRONG_RESULTS") != nullptr &&
+      if (FaultSetting("KILN_TEST_WRONG_RESULTS") != nullptr &&
           result.error_kind() == kiln::v1::MEASURE_ERROR_KIND_NONE) {
         result = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT,
                              "output differs from the reference (KILN_TEST_WRONG_RESULTS)");
       }
       // A lying agent, for fault tests: every cost it measured becomes this.
-      if (const char* lie = std::getenv("KILN_TEST_LIE_COSTS"); lie && *lie) {
+      if (const char* lie = FaultSetting("KILN_TEST_LIE_COSTS"); lie && *lie) {
         for (int i = 0; i < result.costs_s_size(); ++i)
           result.set_costs_s(i, std::strtod(lie, nullptr));
       }

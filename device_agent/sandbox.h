@@ -12,7 +12,8 @@
 // all together, on every core, and keeps the kernels for the requests that
 // follow; each candidate is still verified and timed alone.
 //
-// Test hooks (read by the worker): KILN_TEST_CRASH_WORKER=<candidate id>
+// Fault hooks (base/faults.h: read by the worker of kiln-agent-faults only,
+// never kiln-agent's): KILN_TEST_CRASH_WORKER=<candidate id>
 // makes the worker abort on that candidate, KILN_TEST_CRASH_BUILD=<candidate
 // id> abort when it builds that candidate (also ahead, for another's
 // request), KILN_TEST_HANG_WORKER=<candidate

@@ -96,6 +96,7 @@ absl::Status AgentSession::Run() {
   std::chrono::milliseconds backoff = options_.initial_backoff;
   while (!stopping()) {
     bool welcomed = false;
+    sessions_tried_.fetch_add(1);
     absl::Status s = RunOnce(&welcomed);
     if (stopping()) break;
     if (!welcomed && (s.code() == absl::StatusCode::kUnauthenticated ||

@@ -83,6 +83,8 @@ class AgentSession {
 
   int64_t batches_done() const { return batches_done_.load(); }
   int64_t sessions_welcomed() const { return sessions_welcomed_.load(); }
+  // Sessions Run() opened or tried to (one per connection attempt).
+  int64_t sessions_tried() const { return sessions_tried_.load(); }
 
  private:
   bool stopping() const { return stop_.load(); }
@@ -97,6 +99,7 @@ class AgentSession {
   grpc::ClientContext* context_ = nullptr;
   std::atomic<int64_t> batches_done_{0};
   std::atomic<int64_t> sessions_welcomed_{0};
+  std::atomic<int64_t> sessions_tried_{0};
 };
 
 }  // namespace kiln::agent

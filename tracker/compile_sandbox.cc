@@ -16,6 +16,7 @@
 #include <sstream>
 #include <vector>
 
+#include "base/faults.h"
 #include "base/str.h"
 #include "tracker/job_options.h"
 #include "tuner/history.h"
@@ -27,14 +28,25 @@ absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const com
                                                    const storage::RecordScope& scope,
                                                    compiler::CompileReport* report,
                                                    const ModelChoices& choices) {
+  // A log that cannot be read fails the compile: a module of default
+  // configs in its place would pass for the tuned one.
+  absl::Status lookup_error;
   compiler::ConfigLookup lookup =
-      [&db, &target, &scope,
-       &choices](const compiler::Workload& w) -> std::optional<compiler::Config> {
+      [&](const compiler::Workload& w) -> std::optional<compiler::Config> {
     if (auto chosen = choices.find(w.Key()); chosen != choices.end()) return chosen->second;
     auto best = tuner::BestValidConfig(db, w, target, nullptr, scope);
-    return best.ok() ? *best : std::nullopt;
+    if (!best.ok()) {
+      if (lookup_error.ok()) lookup_error = best.status();
+      return std::nullopt;
+    }
+    return *best;
   };
-  return compiler::CompileModel(model, target, lookup, {}, report);
+  auto bytes = compiler::CompileModel(model, target, lookup, {}, report);
+  if (!lookup_error.ok()) {
+    return absl::Status(lookup_error.code(),
+                        StrCat("reading the log database: ", lookup_error.message()));
+  }
+  return bytes;
 }
 
 absl::StatusOr<ModelChoices> ChoicesOfJob(const storage::JobRow& row) {
@@ -79,7 +91,7 @@ absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
       **store, (*row)->model_sha256,
       ImportOptionsOf(*stored, **store, (*row)->model_sha256, max_elements, *target));
   if (!model.ok()) return model.status();
-  if (const char* crash = std::getenv("KILN_TEST_CRASH_COMPILE"); crash && *crash == '1') {
+  if (const char* crash = FaultSetting("KILN_TEST_CRASH_COMPILE"); crash && *crash == '1') {
     std::abort();
   }
   CompiledModule out;

@@ -9,7 +9,8 @@
 // limit (setrlimit) and is killed at the time limit; it runs at niceness
 // kCompileWorkerNice, below the agents' sessions.
 //
-// Test hook (read by the worker): KILN_TEST_CRASH_COMPILE=1 makes it abort
+// Fault hook (base/faults.h: read by the worker of kiln-tracker-faults only):
+// KILN_TEST_CRASH_COMPILE=1 makes it abort
 // before compiling (no model at hand crashes today's compiler).
 
 #include <cstdint>

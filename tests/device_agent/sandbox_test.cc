@@ -16,10 +16,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The worker binary; KILN_AGENT_BINARY overrides the build tree's kiln-agent.
+// The worker binary: the build tree's kiln-agent-faults, whose worker obeys
+// the fault hooks (base/faults.h), or KILN_AGENT_BINARY.
 std::string AgentBinary() {
   const char* env = std::getenv("KILN_AGENT_BINARY");
-  return env != nullptr ? env : KILN_BINARY_DIR "/device_agent/kiln-agent";
+  return env != nullptr ? env : KILN_BINARY_DIR "/device_agent/kiln-agent-faults";
 }
 
 TEST(Frames, RoundTripAndEof) {
@@ -99,6 +100,22 @@ TEST_F(Sandbox, CrashingWorkerBecomesRuntimeErrorAndWorkContinues) {
   EXPECT_EQ(r2.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r2.error_message();
   EXPECT_NE(sandbox.worker_pid(), first);  // a fresh worker
   unsetenv("KILN_TEST_CRASH_WORKER");
+}
+
+// The released kiln-agent's worker has no fault hooks: the variable that
+// crashes kiln-agent-faults' worker changes nothing.
+TEST_F(Sandbox, TheReleasedAgentIgnoresTheFaultHooks) {
+  const std::string released = KILN_BINARY_DIR "/device_agent/kiln-agent";
+  ASSERT_EQ(access(released.c_str(), X_OK), 0) << released << " is missing";
+  setenv("KILN_TEST_CRASH_WORKER", "c-crash", 1);
+  setenv("KILN_TEST_LIE_COSTS", "nan", 1);
+  kiln::agent::Sandbox sandbox(released);
+  kiln::v1::MeasureResult r = sandbox.Measure(ReluBatch({"c-crash"}), 0);
+  unsetenv("KILN_TEST_CRASH_WORKER");
+  unsetenv("KILN_TEST_LIE_COSTS");
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+  ASSERT_EQ(r.costs_s_size(), 2);
+  EXPECT_GT(r.costs_s(0), 0);  // not NaN
 }
 
 // A batch's candidates are built a window at a time by one worker, and each

@@ -164,6 +164,8 @@ TEST(Session, UnreachableTrackerRetriesUntilStopped) {
   session.Stop();
   runner.join();
   EXPECT_EQ(session.sessions_welcomed(), 0);
+  // Retried: 10, 20, 40, 80 ms of backoff fit in 300 ms.
+  EXPECT_GE(session.sessions_tried(), 3);
 }
 
 }  // namespace

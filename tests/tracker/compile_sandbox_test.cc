@@ -1,12 +1,14 @@
 #include "tracker/compile_sandbox.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <fstream>
 #include <string>
 
 #include "tests/storage/test_util.h"
+#include "tests/tracker/test_models.h"
 
 namespace kiln::tracker {
 namespace {
@@ -82,6 +84,30 @@ TEST_F(CompileSandboxTest, AnswerThatIsNeitherIsAnError) {
   EXPECT_NE(m.status().message().find("no result"), std::string::npos) << m.status();
   m = Run(Worker("echo module not-a-sha 1 1 1"));
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInternal);
+}
+
+// A log database that cannot be read fails the compile (it once gave a
+// module of default configs, which the job then returned as its tuned one).
+TEST(CompileWithBestRecordsTest, AnUnreadableLogIsAnError) {
+  storage::testing::TempDir dir;
+  const std::string path = dir.File("log.db");
+  auto db = storage::LogDb::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto model = compiler::Model::FromOnnx(testing::ConvReluModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const compiler::Target host = compiler::Target::Host();
+  compiler::CompileReport report;
+  auto readable = CompileWithBestRecords(**db, *model, host, {}, &report, {});
+  ASSERT_TRUE(readable.ok()) << readable.status();
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(raw, "DROP TABLE records", nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(raw);
+  sqlite3_close(raw);
+  auto unreadable = CompileWithBestRecords(**db, *model, host, {}, &report, {});
+  ASSERT_FALSE(unreadable.ok());
+  EXPECT_NE(unreadable.status().message().find("reading the log database"), std::string::npos)
+      << unreadable.status();
 }
 
 }  // namespace
