@@ -116,17 +116,29 @@ llvm::Value* Exp(llvm::IRBuilderBase& b, llvm::Value* x, DataType t) {
 llvm::Value* Dot4Generic(llvm::IRBuilderBase& b, llvm::Value* acc, llvm::Value* a, llvm::Value* v,
                          int lanes) {
   auto* bytes = llvm::FixedVectorType::get(b.getInt8Ty(), 4 * lanes);
-  auto* wide = llvm::FixedVectorType::get(b.getInt32Ty(), 4 * lanes);
-  llvm::Value* p = b.CreateMul(b.CreateZExt(b.CreateBitCast(a, bytes), wide),
-                               b.CreateSExt(b.CreateBitCast(v, bytes), wide));
-  if (lanes == 1) return b.CreateAdd(acc, b.CreateAddReduce(p));
-  llvm::Value* sum = acc;
-  for (int j = 0; j < 4; ++j) {
-    std::vector<int> pick;
-    for (int l = 0; l < lanes; ++l) pick.push_back(4 * l + j);
-    sum = b.CreateAdd(sum, b.CreateShuffleVector(p, pick));
+  if (lanes == 1) {
+    auto* wide = llvm::FixedVectorType::get(b.getInt32Ty(), 4);
+    llvm::Value* p = b.CreateMul(b.CreateZExt(b.CreateBitCast(a, bytes), wide),
+                                 b.CreateSExt(b.CreateBitCast(v, bytes), wide));
+    return b.CreateAdd(acc, b.CreateAddReduce(p));
   }
-  return sum;
+  // Pairs of products first, each the sum of two 16-bit products in 32 bits
+  // (the form x86's pmaddwd takes: exact, where pmaddubsw's 16-bit sums of
+  // u8 x s8 pairs would saturate), then the two pairs of each lane.
+  auto* words = llvm::FixedVectorType::get(b.getInt16Ty(), 4 * lanes);
+  auto* pairs = llvm::FixedVectorType::get(b.getInt32Ty(), 2 * lanes);
+  llvm::Value* a16 = b.CreateZExt(b.CreateBitCast(a, bytes), words);
+  llvm::Value* v16 = b.CreateSExt(b.CreateBitCast(v, bytes), words);
+  auto half = [&](llvm::Value* x, int first, int count) {
+    std::vector<int> pick;
+    for (int i = 0; i < count; ++i) pick.push_back(first + 2 * i);
+    return b.CreateShuffleVector(x, pick);
+  };
+  llvm::Value* pair = b.CreateAdd(b.CreateMul(b.CreateSExt(half(a16, 0, 2 * lanes), pairs),
+                                              b.CreateSExt(half(v16, 0, 2 * lanes), pairs)),
+                                  b.CreateMul(b.CreateSExt(half(a16, 1, 2 * lanes), pairs),
+                                              b.CreateSExt(half(v16, 1, 2 * lanes), pairs)));
+  return b.CreateAdd(acc, b.CreateAdd(half(pair, 0, lanes), half(pair, 1, lanes)));
 }
 
 }  // namespace

@@ -34,7 +34,9 @@ llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const s
 // saturation). dot4_vnni is one vpdpbusd per 512, 256 or 128 bits of a lane
 // count that is a multiple of 4 (the template asks for it only where the
 // CPU has AVX512-VNNI or AVX-VNNI); otherwise, and for dot4, widening
-// multiplies. The code generator emits acc + dot4(...) as one call.
+// multiplies in pairs of 16-bit products summed in 32 bits (x86's exact
+// pmaddwd; pmaddubsw would saturate), then the two pairs of each lane. The
+// code generator emits acc + dot4(...) as one call.
 llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
                       ir::DataType t, llvm::Value* acc, llvm::Value* a, llvm::Value* v);
 
