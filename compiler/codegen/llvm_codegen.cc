@@ -364,8 +364,9 @@ class CodeGen {
     if (n->kind == ExprKind::kAdd && n->dtype.is_int() && n->dtype.bits == 32) {
       for (const auto& [acc, call] : {std::pair{n->a, n->b}, std::pair{n->b, n->a}}) {
         const auto* c = call.as<CallNode>();
-        if (c == nullptr || (c->name != "dot4" && c->name != "dot4_vnni") || c->args.size() != 2 ||
-            c->args[0].dtype() != n->dtype || c->args[1].dtype() != n->dtype) {
+        if (c == nullptr || (c->name != "dot4" && c->name != "dot4_vnni" && c->name != "dot2") ||
+            c->args.size() != 2 || c->args[0].dtype() != n->dtype ||
+            c->args[1].dtype() != n->dtype) {
           continue;
         }
         llvm::Value* x = EmitExpr(acc);

@@ -1,12 +1,15 @@
 #include "compiler/codegen/llvm_intrinsics.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "compiler/codegen/fast_math.h"
 #include "llvm/Analysis/VectorUtils.h"
+#include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsX86.h"
+#include "llvm/IR/Metadata.h"
 #include "llvm/IR/Module.h"
 #include "llvm/TargetParser/Triple.h"
 
@@ -19,7 +22,7 @@ namespace {
 const std::unordered_map<std::string, size_t>& IntOps() {
   static const std::unordered_map<std::string, size_t> ops = {
       {"abs", 1}, {"bitand", 2}, {"bitor", 2}, {"bitxor", 2},    {"bitnot", 1},
-      {"shl", 2}, {"shr", 2},    {"dot4", 2},  {"dot4_vnni", 2},
+      {"shl", 2}, {"shr", 2},    {"dot4", 2},  {"dot4_vnni", 2}, {"dot2", 2},
   };
   return ops;
 }
@@ -146,6 +149,47 @@ llvm::Value* Dot4Generic(llvm::IRBuilderBase& b, llvm::Value* acc, llvm::Value* 
 llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
                       DataType t, llvm::Value* acc, llvm::Value* a, llvm::Value* v) {
   const int lanes = t.lanes;
+  if (name == "dot2" && lanes % 4 == 0) {
+    // x86's pmaddwd, as wide as the CPU has it (kX86IntVectorBitsFlag).
+    auto* bits = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
+        module->getModuleFlag(kX86IntVectorBitsFlag));
+    if (bits != nullptr) {
+      const int chunk =
+          std::min<int>(static_cast<int>(bits->getZExtValue()) / 32, lanes % 16 == 0  ? 16
+                                                                     : lanes % 8 == 0 ? 8
+                                                                                      : 4);
+      const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512_pmaddw_d_512
+                                     : chunk == 8 ? llvm::Intrinsic::x86_avx2_pmadd_wd
+                                                  : llvm::Intrinsic::x86_sse2_pmadd_wd;
+      auto* words = llvm::FixedVectorType::get(b.getInt16Ty(), 2 * chunk);
+      std::vector<llvm::Value*> parts;
+      for (int first = 0; first < lanes; first += chunk) {
+        auto part = [&](llvm::Value* x) {
+          std::vector<int> pick;
+          for (int l = 0; l < chunk; ++l) pick.push_back(first + l);
+          return b.CreateBitCast(chunk == lanes ? x : b.CreateShuffleVector(x, pick), words);
+        };
+        parts.push_back(b.CreateIntrinsic(id, {}, {part(a), part(v)}));
+      }
+      return b.CreateAdd(acc, parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts));
+    }
+  }
+  if (name == "dot2") {
+    // Each lane's two signed 16-bit halves multiplied and summed in 32 bits.
+    auto* words = llvm::FixedVectorType::get(b.getInt16Ty(), 2 * lanes);
+    auto* wide = llvm::FixedVectorType::get(b.getInt32Ty(), lanes);
+    llvm::Value* a16 = b.CreateBitCast(a, words);
+    llvm::Value* v16 = b.CreateBitCast(v, words);
+    auto half = [&](llvm::Value* x, int first) {
+      std::vector<int> pick;
+      for (int l = 0; l < lanes; ++l) pick.push_back(2 * l + first);
+      return b.CreateSExt(b.CreateShuffleVector(x, pick), wide);
+    };
+    llvm::Value* sum = b.CreateAdd(b.CreateMul(half(a16, 0), half(v16, 0)),
+                                   b.CreateMul(half(a16, 1), half(v16, 1)));
+    return lanes == 1 ? b.CreateAdd(acc, b.CreateExtractElement(sum, uint64_t{0}))
+                      : b.CreateAdd(acc, sum);
+  }
   if (name != "dot4_vnni" || lanes == 1 || !llvm::Triple(module->getTargetTriple()).isX86()) {
     return Dot4Generic(b, acc, a, v, lanes);
   }
@@ -184,7 +228,7 @@ llvm::Value* EmitInteger(llvm::IRBuilderBase& b, llvm::Module* module, const std
                          DataType t, const std::vector<llvm::Value*>& args) {
   llvm::Value* a = args[0];
   llvm::Type* ty = a->getType();
-  if (name == "dot4" || name == "dot4_vnni") {
+  if (name == "dot4" || name == "dot4_vnni" || name == "dot2") {
     return EmitDot4(b, module, name, t, llvm::Constant::getNullValue(ty), a, args[1]);
   }
   if (name == "abs") {

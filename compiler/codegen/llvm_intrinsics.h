@@ -36,7 +36,12 @@ llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const s
 // CPU has AVX512-VNNI or AVX-VNNI); otherwise, and for dot4, widening
 // multiplies in pairs of 16-bit products summed in 32 bits (x86's exact
 // pmaddwd; pmaddubsw would saturate), then the two pairs of each lane. The
-// code generator emits acc + dot4(...) as one call.
+// code generator emits acc + dot4(...) as one call. dot2(a, b): each lane's
+// two signed 16-bit halves of a times those of b, summed (x86's pmaddwd).
+// The module flag NewModule sets on x86: the widest vectors, in bits, that
+// the CPU multiplies 16-bit lanes in (512 with AVX512BW, 256 with AVX2).
+inline constexpr const char* kX86IntVectorBitsFlag = "kiln.x86-int-vector-bits";
+
 llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
                       ir::DataType t, llvm::Value* acc, llvm::Value* a, llvm::Value* v);
 

@@ -10,6 +10,7 @@
 
 #include "base/str.h"
 #include "compiler/codegen/llvm_codegen.h"
+#include "compiler/codegen/llvm_intrinsics.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/LLVMContext.h"
@@ -19,6 +20,7 @@
 #include "llvm/IR/PassManager.h"
 #include "llvm/IR/PassTimingInfo.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
@@ -142,6 +144,16 @@ std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::strin
   auto m = std::make_unique<llvm::Module>(name, ctx);
   m->setTargetTriple(tm.getTargetTriple().str());
   m->setDataLayout(tm.createDataLayout());
+  // The widest x86 integer vectors the CPU multiplies 16-bit lanes in
+  // (pmaddwd), for the intrinsics that pick an instruction by width
+  // (EmitDot4's dot2).
+  if (tm.getTargetTriple().isX86()) {
+    const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();
+    const int bits = sti->checkFeatures("+avx512bw") ? 512
+                     : sti->checkFeatures("+avx2")   ? 256
+                                                     : 128;
+    m->addModuleFlag(llvm::Module::Warning, kX86IntVectorBitsFlag, bits);
+  }
   return m;
 }
 
