@@ -1,6 +1,7 @@
 #include "compiler/ops/common.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "base/check.h"
 #include "base/str.h"
@@ -233,6 +234,16 @@ ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte) {
   }
   return v;
 }
+
+ir::Expr PackHalves(const ir::Expr& lo, const ir::Expr& hi) {
+  using namespace ir;
+  const DataType i32 = DataType::Int32();
+  return Call(
+      i32, "bitor",
+      {Call(i32, "bitand", {lo, IntImm(0xffff, i32)}), Call(i32, "shl", {hi, IntImm(16, i32)})});
+}
+
+bool PairsOfHalves(const Target& t) { return std::string_view(Dot4Intrinsic(t)) != "dot4_vnni"; }
 
 ir::Expr FlipBytes(ir::Expr packed) {
   const ir::DataType i32 = ir::DataType::Int32();

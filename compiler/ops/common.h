@@ -92,6 +92,11 @@ const OpTemplate* EltwiseTemplate();
 // intrinsic for target t (dot4_vnni where it has AVX512-VNNI or AVX-VNNI,
 // else dot4; codegen/llvm_intrinsics.h).
 ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte);
+// Two 16-bit values (int32 expressions in range) as one int32's low and high
+// halves; and whether a template multiplies bytes in such pairs (dot2:
+// pmaddwd, exact) rather than in 4-byte words, as on targets without VNNI.
+ir::Expr PackHalves(const ir::Expr& lo, const ir::Expr& hi);
+bool PairsOfHalves(const Target& t);
 ir::Expr FlipBytes(ir::Expr packed);
 ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input);
 const char* Dot4Intrinsic(const Target& t);

@@ -36,7 +36,6 @@
 // 11.7 -> 9.6 ms, every layer as fast or faster than conv_int8.cc's.
 #include <algorithm>
 #include <cmath>
-#include <string_view>
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -48,14 +47,6 @@ using namespace ir;
 namespace {
 
 constexpr int64_t kBlock = kChannelBlock;
-
-// Two 16-bit values (lo, hi in int32, each in range) as one int32's halves.
-Expr PackHalves(const Expr& lo, const Expr& hi) {
-  const DataType i32 = DataType::Int32();
-  return Call(
-      i32, "bitor",
-      {Call(i32, "bitand", {lo, IntImm(0xffff, i32)}), Call(i32, "shl", {hi, IntImm(16, i32)})});
-}
 
 struct Dims : GenericConvDims {
   int64_t C4;  // groups of 4 input channels
@@ -184,7 +175,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   // each word is two pairs of channels (P = 2), as 16-bit halves of an int32
   // (dot2: x86's pmaddwd, exact), the weights packed in pairs to match.
   const char* dot = Dot4Intrinsic(t);
-  const int64_t P = std::string_view(dot) == "dot4_vnni" ? 1 : 2;
+  const int64_t P = PairsOfHalves(t) ? 2 : 1;
   const int64_t J = ib > 0 ? 4 : 1, G = (d.C4 + J - 1) / J, taps = G * d.R * d.S * J * P;
   IterRange sc = te::ReduceAxis(d.C, "sc"), sr = te::ReduceAxis(d.R, "sr"),
             ss = te::ReduceAxis(d.S, "ss");

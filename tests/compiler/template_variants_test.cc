@@ -331,10 +331,15 @@ TEST(OpsNumeric, Int8MatMulMatchesReferenceExactly) {
     ASSERT_TRUE(ops::Int8MatMul(w)) << s;
     checked += CheckTiles(w, {"tile_n", "tile_k"}, s);
     checked += CheckRandomConfigs(w, host, rng, 40, 6, s);
-    // Without VNNI: the same sums by widening multiplies.
+    // Without VNNI: the same sums in pairs of 16-bit halves (dot2).
     Target plain = host;
     plain.attrs = "-avx512vnni,-avxvnni";
     ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
+    // AVX2 code without VNNI (pairs of 16-bit halves, dot2) on x86 hosts.
+    if (host.triple.rfind("x86_64", 0) == 0) {
+      Target avx2 = *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver2");
+      ExpectMatchesReference(w, *DefaultConfig(w, avx2), s, 7, avx2);
+    }
   }
   EXPECT_GT(checked, 20);
   EXPECT_DOUBLE_EQ(
