@@ -126,6 +126,9 @@ const OpTemplate* Int8BlockedConvTemplate();
 te::Tensor Int8InputPlaceholder(const Workload& w);
 ir::Expr Int8InputWord(const Workload& w, const te::Tensor& x, const ir::Expr& xz, ir::Expr n,
                        ir::Expr c4, ir::Expr ih, ir::Expr iw);
+// The sums of int8 weights w [K, C, R, S] per output channel, in int32 (the
+// zero point's correction).
+te::Tensor Int8WeightSums(const te::Tensor& w);
 // The generic depthwise conv (group = C = K, weights [C, 1, R, S]) of
 // uint8/int8 x by int8 weights with x's zero point only (zp=2), no
 // dilation, no bias (conv_int8_depthwise.cc).

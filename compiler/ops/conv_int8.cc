@@ -125,14 +125,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   const int64_t flat = (P + reach + d.PW2 - 1) / d.PW2 * d.PW2;
   // Packed weights: row (c4 * R + r) * S + s, the last row the sums.
   const int64_t rows = d.C4 * d.R * d.S;
-  IterRange sc = te::ReduceAxis(d.C, "sc"), sr = te::ReduceAxis(d.R, "sr"),
-            ss = te::ReduceAxis(d.S, "ss");
-  te::Tensor wsum = te::Compute(
-      "wsum", {d.K},
-      [&](const std::vector<Var>& i) {
-        return te::Sum(Cast(i32, Wt({i[0], sc.var, sr.var, ss.var})), {sc, sr, ss});
-      },
-      i32);
+  te::Tensor wsum = Int8WeightSums(Wt);
   te::Tensor Wp_of = te::Compute(
       "wpack", {rows + 1, d.K},
       [&](const std::vector<Var>& i) {
@@ -256,6 +249,18 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
 }
 
 }  // namespace
+
+te::Tensor Int8WeightSums(const te::Tensor& w) {
+  const DataType i32 = DataType::Int32();
+  IterRange sc = te::ReduceAxis(w->shape[1], "sc"), sr = te::ReduceAxis(w->shape[2], "sr"),
+            ss = te::ReduceAxis(w->shape[3], "ss");
+  return te::Compute(
+      "wsum", {w->shape[0]},
+      [&](const std::vector<Var>& i) {
+        return te::Sum(Cast(i32, w({i[0], sc.var, sr.var, ss.var})), {sc, sr, ss});
+      },
+      i32);
+}
 
 te::Tensor Int8InputPlaceholder(const Workload& w) {
   const int64_t ib = w.IntOr("in_block", 0);

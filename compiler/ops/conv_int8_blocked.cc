@@ -177,14 +177,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   const char* dot = Dot4Intrinsic(t);
   const int64_t P = PairsOfHalves(t) ? 2 : 1;
   const int64_t J = ib > 0 ? 4 : 1, G = (d.C4 + J - 1) / J, taps = G * d.R * d.S * J * P;
-  IterRange sc = te::ReduceAxis(d.C, "sc"), sr = te::ReduceAxis(d.R, "sr"),
-            ss = te::ReduceAxis(d.S, "ss");
-  te::Tensor wsum = te::Compute(
-      "wsum", {d.K},
-      [&](const std::vector<Var>& i) {
-        return te::Sum(Cast(i32, Wt({i[0], sc.var, sr.var, ss.var})), {sc, sr, ss});
-      },
-      i32);
+  te::Tensor wsum = Int8WeightSums(Wt);
   // Row (((g * R + r) * S + s) * J + j) * P + p: word c4 = g J + j of tap
   // (r, s), or its pair p.
   te::Tensor Wp_of = te::Compute(

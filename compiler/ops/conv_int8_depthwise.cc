@@ -85,6 +85,20 @@ Config Default(const Workload& w, const Target& t) {
   return c;
 }
 
+// The template's arguments: x, the weights, x's zero point (also as a
+// float32 expression) and the epilogue operands.
+struct Operands {
+  te::Tensor X, Wt, XZ;
+  std::vector<te::Tensor> eps;
+  Expr xz;
+};
+Operands OperandsOf(const Workload& w) {
+  Operands o{TypedPlaceholder(w, 0, "X"), TypedPlaceholder(w, 1, "W"),
+             TypedPlaceholder(w, 2, "x_zero_point"), EpilogueOperands(w), Expr()};
+  o.xz = Cast(DataType::Float32(), o.XZ(std::vector<Expr>(o.XZ->shape.size(), IntImm(0))));
+  return o;
+}
+
 // Whether the epilogue starts by converting the sums to float32 (a QDQ
 // graph's): it then takes the whole-number float sums as they are (the
 // float -> int32 conversion saturates, which x86 does one lane at a time).
@@ -108,11 +122,7 @@ absl::StatusOr<Built> BuildBlocked(const Workload& w, const Config& c) {
   if (!sig.ok()) return sig.status();
   const DataType f32 = DataType::Float32();
   const int64_t b = w.IntOr("in_block", 0), Cb = d.C / b, tw = c.at("dw_ow");
-  te::Tensor X = TypedPlaceholder(w, 0, "X");
-  te::Tensor Wt = TypedPlaceholder(w, 1, "W");
-  te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
-  auto eps = EpilogueOperands(w);
-  const Expr xz = Cast(f32, XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0))));
+  const auto [X, Wt, XZ, eps, xz] = OperandsOf(w);
   te::Tensor wf_of = te::Compute(
       "wpack", {Cb, d.R * d.S, b},
       [&](const std::vector<Var>& i) {
@@ -185,11 +195,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
   const DataType f32 = DataType::Float32();
-  te::Tensor X = TypedPlaceholder(w, 0, "X");
-  te::Tensor Wt = TypedPlaceholder(w, 1, "W");
-  te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
-  auto eps = EpilogueOperands(w);
-  const Expr xz = Cast(f32, XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0))));
+  const auto [X, Wt, XZ, eps, xz] = OperandsOf(w);
   te::Tensor wf_of = te::Compute(
       "wpack", {d.C, d.R * d.S},
       [&](const std::vector<Var>& i) {
