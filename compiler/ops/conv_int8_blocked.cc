@@ -39,6 +39,7 @@
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
+#include "compiler/ops/conv2d_internal.h"
 #include "compiler/ops/elementwise.h"
 
 namespace kiln::compiler::ops {
@@ -62,11 +63,6 @@ Dims DimsOf(const Workload& w) {
 // last tile runs past the row (its columns computed from the padding and
 // dropped).
 int64_t TiledWidth(const Dims& d, int64_t rn) { return (d.OW + rn - 1) / rn * rn; }
-
-int64_t AccVectors(int64_t kb, int64_t rn) { return rn * kb / kBlock; }
-// Beside the accumulators: a weight vector per block of the tile and the
-// broadcast pixel.
-int64_t AccBudget(const Target& t, int64_t kb) { return t.NumVectorRegisters() - 1 - kb / kBlock; }
 
 // The input can be read in place: blocked, and no padding is read.
 bool Direct(const Workload& w) {
@@ -106,10 +102,10 @@ absl::Status Check(const Workload& w, const Target& t, const Config& c) {
     return absl::InvalidArgumentError(
         StrCat("conv int8 blocked: needs out_block=", kBlock, " and kb dividing K (", d.K, ")"));
   }
-  if (AccVectors(kb, rn) > AccBudget(t, kb)) {
+  if (AccVectors(t, kb, rn) > AccBudget(t, kb)) {
     return absl::InvalidArgumentError(
         StrCat("conv int8 blocked: a ", rn, " x ", kb, " accumulator tile needs ",
-               AccVectors(kb, rn), " vector registers, the target has ", t.NumVectorRegisters(),
+               AccVectors(t, kb, rn), " vector registers, the target has ", t.NumVectorRegisters(),
                " (", AccBudget(t, kb), " for accumulators)"));
   }
   if (c.at("pack") == 0 && (!Direct(w) || d.OW % rn != 0)) {
@@ -134,9 +130,9 @@ Config Default(const Workload& w, const Target& t) {
   double best = -1;
   for (int64_t kb : k[0].choices) {
     for (int64_t rn : k[1].choices) {
-      if (AccVectors(kb, rn) > AccBudget(t, kb) - 1) continue;
+      if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
       const double waste = static_cast<double>(TiledWidth(d, rn)) / static_cast<double>(d.OW);
-      const double score = static_cast<double>(AccVectors(kb, rn)) / waste;
+      const double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
       if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > c["kb"])) {
         best = score;
         c["kb"] = kb;
