@@ -70,7 +70,7 @@ std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t) {
 }
 
 bool DepthwiseSplitsRows(const Workload& w) {
-  return DepthwiseEligible(w) && w.IntOr("in_block", 0) > 0 && w.Int("OH") >= 28;
+  return DepthwiseEligible(w) && w.IntOr("in_block", 0) > 0 && w.Int("OH") >= kDepthwiseSplitRows;
 }
 
 absl::Status DepthwiseCheck(const Workload& w, const Config& c) {
@@ -151,24 +151,36 @@ absl::StatusOr<Built> BuildDepthwiseBlocked(const Workload& w, const Config& cfg
   bt.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *bt.schedule;
   auto [cb, km, v] = SplitChannelTiles(s, out, w, b);
+  bt.slp_vectorize =
+      ScheduleBlockedDepthwise(s, out, cb, v, prow, conv, cfg.at("dw_ow"), cfg.at("parallel") != 0,
+                               DepthwiseSplitsRows(w), w.IntOr("out_block", 0) > 0, true);
+  bt.SetArgs({data, wpack, bias}, eps, out);
+  bt.packs.push_back({1, weight, *wpack_of});
+  return bt;
+}
+
+}  // namespace
+
+bool ScheduleBlockedDepthwise(te::Schedule& s, const te::Tensor& out, te::IterVar cb, te::IterVar v,
+                              const te::Tensor& prow, const te::Tensor& conv, int64_t dw_ow,
+                              bool parallel, bool split_rows, bool blocked_out, bool unroll_taps) {
   te::IterVar n = s.Axis(out, 0), oh = s.Axis(out, 2);
-  auto [owo, owi] = s.Split(out, s.Axis(out, 3), cfg.at("dw_ow"));
+  auto [owo, owi] = s.Split(out, s.Axis(out, 3), dw_ow);
   // In parallel, the threads share out the output rows (every channel block
-  // of each) where DepthwiseSplitsRows, else the channel blocks; the padded
-  // input rows are copied inside the shared-out loop.
-  const bool rows = cfg.at("parallel") && DepthwiseSplitsRows(w);
+  // of each) where split_rows, else the channel blocks; the padded input
+  // rows are copied inside the shared-out loop.
+  const bool rows = parallel && split_rows;
   const te::IterVar shared = rows ? oh : cb, inner = rows ? cb : oh;
   s.Reorder(out, {n, shared, inner, owo, owi, v});
-  if (w.IntOr("out_block", 0) > 0) {
+  if (blocked_out) {
     s.Vectorize(out, v);
   } else {
     // NCHW: the tile stays in registers; SLP makes each channel's pixel
     // stores a vector.
     s.Unroll(out, v);
-    bt.slp_vectorize = true;
   }
   s.Unroll(out, owi);
-  if (cfg.at("parallel")) s.Parallel(out, shared);
+  if (parallel) s.Parallel(out, shared);
   s.ComputeAt(prow, out, inner);
   s.Vectorize(prow, s.Axis(prow, 4));
   s.ComputeAt(conv, out, owo);
@@ -177,14 +189,12 @@ absl::StatusOr<Built> BuildDepthwiseBlocked(const Workload& w, const Config& cfg
                    s.Axis(conv, 4)});
   s.Vectorize(conv, s.Axis(conv, 4));
   s.Unroll(conv, s.Axis(conv, 3));
-  s.Unroll(conv, cx);
-  s.Unroll(conv, cy);
-  bt.SetArgs({data, wpack, bias}, eps, out);
-  bt.packs.push_back({1, weight, *wpack_of});
-  return bt;
+  if (unroll_taps) {
+    s.Unroll(conv, cx);
+    s.Unroll(conv, cy);
+  }
+  return !blocked_out;
 }
-
-}  // namespace
 
 absl::StatusOr<Built> BuildDepthwise(const Workload& w, const Target& t, const Config& cfg) {
   if (w.IntOr("in_block", 0) > 0) return BuildDepthwiseBlocked(w, cfg);

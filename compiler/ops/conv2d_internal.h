@@ -100,6 +100,16 @@ bool DepthwiseEligible(const Workload& w);
 // the channel split back for three of six such layers when it was a knob.
 // The 14x14 and 7x7 layers' rows split too: 2.82 against 2.74 ms.
 bool DepthwiseSplitsRows(const Workload& w);
+inline constexpr int64_t kDepthwiseSplitRows = 28;
+// The schedule of a depthwise conv in channel blocks (float32 and int8):
+// out [N][C/16][OH][OW][16], or NCHW split into cb and v (blocked_out
+// false), computed from prow (the padded input rows, [..][h][x][16]) and
+// conv ([n][cb][oh][ow][16], reduced over R then S): tiles of dw_ow pixels,
+// in parallel over the channel blocks or (split_rows) the output rows.
+// Returns whether SLP must vectorize the unrolled NCHW stores.
+bool ScheduleBlockedDepthwise(te::Schedule& s, const te::Tensor& out, te::IterVar cb, te::IterVar v,
+                              const te::Tensor& prow, const te::Tensor& conv, int64_t dw_ow,
+                              bool parallel, bool split_rows, bool blocked_out, bool unroll_taps);
 std::vector<Knob> DepthwiseKnobs(const Workload& w, const Target& t);
 absl::Status DepthwiseCheck(const Workload& w, const Config& c);
 Config DepthwiseDefault(const Workload& w, const Target& t);

@@ -25,6 +25,7 @@
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
+#include "compiler/ops/conv2d_internal.h"
 #include "compiler/ops/elementwise.h"
 
 namespace kiln::compiler::ops {
@@ -35,11 +36,9 @@ namespace {
 using Dims = GenericConvDims;
 Dims DimsOf(const Workload& w) { return GenericConvDimsOf(w); }
 
-// In channel blocks (in_block): the output rows shared out in parallel
-// where there are 28 or more (as the fp32 template's DepthwiseSplitsRows),
-// each thread then reading the rows it wrote.
+// In channel blocks (in_block; the output rows shared out in parallel from
+// kDepthwiseSplitRows rows, as the float32 template's).
 bool Blocked(const Workload& w) { return w.IntOr("in_block", 0) > 0; }
-bool SplitsRows(const Dims& d) { return d.OH >= 28; }
 
 std::vector<Knob> Knobs(const Workload& w, const Target&) {
   const Dims d = DimsOf(w);
@@ -163,26 +162,9 @@ absl::StatusOr<Built> BuildBlocked(const Workload& w, const Config& c) {
   Built bt;
   bt.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
   te::Schedule& s = *bt.schedule;
-  te::IterVar n = s.Axis(out, 0), cb = s.Axis(out, 1), oh = s.Axis(out, 2), v = s.Axis(out, 4);
-  auto [owo, owi] = s.Split(out, s.Axis(out, 3), tw);
-  const bool rows = c.at("parallel") && SplitsRows(d);
-  const te::IterVar shared = rows ? oh : cb, inner = rows ? cb : oh;
-  s.Reorder(out, {n, shared, inner, owo, owi, v});
-  s.Vectorize(out, v);
-  s.Unroll(out, owi);
-  if (c.at("parallel")) s.Parallel(out, shared);
-  s.ComputeAt(prow, out, inner);
-  s.Vectorize(prow, s.Axis(prow, 4));
-  s.ComputeAt(conv, out, owo);
-  te::IterVar cy = s.ReduceAxisOf(conv, 0), cx = s.ReduceAxisOf(conv, 1);
-  s.Reorder(conv, {s.Axis(conv, 0), s.Axis(conv, 1), s.Axis(conv, 2), cy, cx, s.Axis(conv, 3),
-                   s.Axis(conv, 4)});
-  s.Vectorize(conv, s.Axis(conv, 4));
-  s.Unroll(conv, s.Axis(conv, 3));
-  if (c.at("unroll_taps")) {
-    s.Unroll(conv, cx);
-    s.Unroll(conv, cy);
-  }
+  ScheduleBlockedDepthwise(s, out, s.Axis(out, 1), s.Axis(out, 4), prow, conv, tw,
+                           c.at("parallel") != 0, d.OH >= kDepthwiseSplitRows, true,
+                           c.at("unroll_taps") != 0);
   bt.SetArgs({X, wf, XZ}, eps, out);
   bt.packs.push_back({1, Wt, wf_of});
   return bt;
