@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "base/cpus.h"
 #include "base/str.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/AArch64TargetParser.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 
@@ -98,17 +100,28 @@ bool Target::HasFeature(std::string_view f) const {
   if (is_gpu()) return false;
   if (Contains(attrs, StrCat("-", f))) return false;
   if (Contains(attrs, StrCat("+", f))) return true;
-  if (!StartsWith(triple, "x86_64") && !StartsWith(triple, "i686")) return false;
+  const bool x86 = StartsWith(triple, "x86_64") || StartsWith(triple, "i686");
+  if (!x86 && !StartsWith(triple, "aarch64")) return false;
   // Asked for every candidate a template builds: LLVM's CPU table is read
   // once per cpu.
   static std::mutex mu;
   static auto* known = new std::map<std::string, std::vector<std::string>>();
   std::lock_guard<std::mutex> lock(mu);
-  auto [it, added] = known->emplace(cpu, std::vector<std::string>());
+  auto [it, added] =
+      known->emplace(StrCat(x86 ? "x86:" : "aarch64:", cpu), std::vector<std::string>());
   if (added) {
-    llvm::SmallVector<llvm::StringRef, 64> features;
-    llvm::X86::getFeaturesForCPU(cpu, features, /*NeedPlus=*/false);
-    for (llvm::StringRef x : features) it->second.push_back(x.str());
+    if (x86) {
+      llvm::SmallVector<llvm::StringRef, 64> features;
+      llvm::X86::getFeaturesForCPU(cpu, features, /*NeedPlus=*/false);
+      for (llvm::StringRef x : features) it->second.push_back(x.str());
+    } else if (std::optional<llvm::AArch64::CpuInfo> info = llvm::AArch64::parseCpu(cpu)) {
+      // The CPU's extensions and its architecture's ("+dotprod", "+i8mm").
+      llvm::AArch64::ExtensionBitset ext = info->getImpliedExtensions();
+      ext |= info->Arch.DefaultExts;
+      std::vector<llvm::StringRef> features;
+      llvm::AArch64::getExtensionFeatures(ext, features);
+      for (llvm::StringRef x : features) it->second.push_back(x.drop_front().str());
+    }
   }
   return std::find(it->second.begin(), it->second.end(), f) != it->second.end();
 }

@@ -34,8 +34,8 @@ struct Target {
   // The machine this process runs on, as LLVM detects it.
   static Target Host();
   // Whether the target's CPU has LLVM feature `f` ("avx512vnni", "dotprod"):
-  // the CPU's features as LLVM's tables know them (x86), then -mattr's
-  // explicit +f / -f.
+  // the CPU's features as LLVM's tables know them (x86 and AArch64), then
+  // -mattr's explicit +f / -f.
   bool HasFeature(std::string_view f) const;
   // Vector width in float32 lanes this target prefers (16 for AVX-512, ...).
   int NativeVectorLanes() const;

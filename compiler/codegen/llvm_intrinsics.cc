@@ -8,6 +8,7 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsAArch64.h"
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Metadata.h"
 #include "llvm/IR/Module.h"
@@ -190,7 +191,11 @@ llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::s
     return lanes == 1 ? b.CreateAdd(acc, b.CreateExtractElement(sum, uint64_t{0}))
                       : b.CreateAdd(acc, sum);
   }
-  if (name != "dot4_vnni" || lanes == 1 || !llvm::Triple(module->getTargetTriple()).isX86()) {
+  const llvm::Triple triple(module->getTargetTriple());
+  auto* arm_dot =
+      llvm::mdconst::extract_or_null<llvm::ConstantInt>(module->getModuleFlag(kAarch64DotFlag));
+  const int arm = triple.isAArch64() && arm_dot != nullptr ? arm_dot->getZExtValue() : 0;
+  if (name != "dot4_vnni" || lanes == 1 || (!triple.isX86() && arm == 0)) {
     return Dot4Generic(b, acc, a, v, lanes);
   }
   // Lanes that no register width divides (a 7-pixel row): widened to the
@@ -204,20 +209,45 @@ llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::s
                               b.CreateShuffleVector(a, grow), b.CreateShuffleVector(v, grow));
     return b.CreateShuffleVector(r, shrink);
   }
-  const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : 4;
-  // vpdpbusd on `chunk` lanes at a time (512, 256 or 128 bits).
-  const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
-                                 : chunk == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
-                                              : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
-  auto part = [&](llvm::Value* x, int first) {
+  auto part_of = [&](llvm::Value* x, int first, int chunk) {
     if (chunk == lanes) return x;
     std::vector<int> pick;
     for (int l = 0; l < chunk; ++l) pick.push_back(first + l);
     return b.CreateShuffleVector(x, pick);
   };
   std::vector<llvm::Value*> parts;
+  if (arm != 0) {
+    // 128 bits at a time: usdot (u8 x s8) with i8mm; with dotprod alone,
+    // sdot of a's bytes flipped (a - 128, signed) plus 128 b, that is less
+    // sdot(-128, b).
+    auto* quad = llvm::FixedVectorType::get(b.getInt32Ty(), 4);
+    auto* bytes = llvm::FixedVectorType::get(b.getInt8Ty(), 16);
+    const llvm::Intrinsic::ID sdot = llvm::Intrinsic::aarch64_neon_sdot;
+    for (int first = 0; first < lanes; first += 4) {
+      llvm::Value* c = part_of(acc, first, 4);
+      llvm::Value* x = b.CreateBitCast(part_of(a, first, 4), bytes);
+      llvm::Value* y = b.CreateBitCast(part_of(v, first, 4), bytes);
+      if (arm == 2) {
+        parts.push_back(
+            b.CreateIntrinsic(llvm::Intrinsic::aarch64_neon_usdot, {quad, bytes}, {c, x, y}));
+        continue;
+      }
+      llvm::Value* m128 = llvm::ConstantInt::get(bytes, 0x80);
+      llvm::Value* flipped = b.CreateIntrinsic(sdot, {quad, bytes}, {c, b.CreateXor(x, m128), y});
+      llvm::Value* bias =
+          b.CreateIntrinsic(sdot, {quad, bytes}, {llvm::Constant::getNullValue(quad), m128, y});
+      parts.push_back(b.CreateSub(flipped, bias));
+    }
+    return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts);
+  }
+  const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : 4;
+  // vpdpbusd on `chunk` lanes at a time (512, 256 or 128 bits).
+  const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                 : chunk == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                              : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
   for (int first = 0; first < lanes; first += chunk) {
-    parts.push_back(b.CreateIntrinsic(id, {}, {part(acc, first), part(a, first), part(v, first)}));
+    parts.push_back(b.CreateIntrinsic(
+        id, {}, {part_of(acc, first, chunk), part_of(a, first, chunk), part_of(v, first, chunk)}));
   }
   return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts);
 }

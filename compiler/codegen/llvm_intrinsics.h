@@ -33,7 +33,9 @@ llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const s
 // bytes of a (unsigned) times those of b (signed), summed, added to acc (no
 // saturation). dot4_vnni is one vpdpbusd per 512, 256 or 128 bits of a lane
 // count that is a multiple of 4 (the template asks for it only where the
-// CPU has AVX512-VNNI or AVX-VNNI); otherwise, and for dot4, widening
+// CPU has AVX512-VNNI or AVX-VNNI), on AArch64 one usdot per 128 bits with
+// i8mm, or with dotprod alone two sdots (a's bytes flipped to signed, then
+// 128 times b's sum added back); otherwise, and for dot4, widening
 // multiplies in pairs of 16-bit products summed in 32 bits (x86's exact
 // pmaddwd; pmaddubsw would saturate), then the two pairs of each lane. The
 // code generator emits acc + dot4(...) as one call. dot2(a, b): each lane's
@@ -41,6 +43,9 @@ llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const s
 // The module flag NewModule sets on x86: the widest vectors, in bits, that
 // the CPU multiplies 16-bit lanes in (512 with AVX512BW, 256 with AVX2).
 inline constexpr const char* kX86IntVectorBitsFlag = "kiln.x86-int-vector-bits";
+// The module flag NewModule sets on AArch64: the CPU's byte dot products,
+// 2 with i8mm (usdot), 1 with dotprod alone (sdot, udot), 0 without.
+inline constexpr const char* kAarch64DotFlag = "kiln.aarch64-dot";
 
 llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
                       ir::DataType t, llvm::Value* acc, llvm::Value* a, llvm::Value* v);

@@ -146,13 +146,19 @@ std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::strin
   m->setDataLayout(tm.createDataLayout());
   // The widest x86 integer vectors the CPU multiplies 16-bit lanes in
   // (pmaddwd), for the intrinsics that pick an instruction by width
-  // (EmitDot4's dot2).
+  // (EmitDot4's dot2); on AArch64, the byte dot products it has (EmitDot4's
+  // dot4_vnni).
   if (tm.getTargetTriple().isX86()) {
     const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();
     const int bits = sti->checkFeatures("+avx512bw") ? 512
                      : sti->checkFeatures("+avx2")   ? 256
                                                      : 128;
     m->addModuleFlag(llvm::Module::Warning, kX86IntVectorBitsFlag, bits);
+  }
+  if (tm.getTargetTriple().isAArch64()) {
+    const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();
+    const int dot = sti->checkFeatures("+i8mm") ? 2 : sti->checkFeatures("+dotprod") ? 1 : 0;
+    m->addModuleFlag(llvm::Module::Warning, kAarch64DotFlag, dot);
   }
   return m;
 }

@@ -258,7 +258,10 @@ ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input) {
 }
 
 const char* Dot4Intrinsic(const Target& t) {
-  return t.HasFeature("avx512vnni") || t.HasFeature("avxvnni") ? "dot4_vnni" : "dot4";
+  return t.HasFeature("avx512vnni") || t.HasFeature("avxvnni") || t.HasFeature("dotprod") ||
+                 t.HasFeature("i8mm")
+             ? "dot4_vnni"
+             : "dot4";
 }
 
 }  // namespace kiln::compiler::ops

@@ -89,7 +89,8 @@ const OpTemplate* EltwiseTemplate();
 // bytes with their top bits flipped (int8 + 128 as uint8); an 8-bit input's
 // zero point (a one-element tensor) as the unsigned operand's, in int32
 // (+ 128 for an int8 input, whose bytes are flipped); the dot-product
-// intrinsic for target t (dot4_vnni where it has AVX512-VNNI or AVX-VNNI,
+// intrinsic for target t (dot4_vnni where it has a 4-byte dot-product
+// instruction: AVX512-VNNI or AVX-VNNI on x86, dotprod or i8mm on AArch64;
 // else dot4; codegen/llvm_intrinsics.h).
 ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte);
 // Two 16-bit values (int32 expressions in range) as one int32's low and high

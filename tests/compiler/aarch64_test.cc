@@ -16,8 +16,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/codegen/module_builder.h"
+#include "compiler/kernel.h"
 #include "compiler/model.h"
+#include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
+#include "compiler/workload.h"
 #include "tests/compiler/graph_eval.h"
 #include "tests/compiler/onnx_test_util.h"
 
@@ -289,7 +293,118 @@ TEST_P(Aarch64, Int8TemplatesMatchTheReference) {
   EXPECT_EQ(sums(out[1]), std::make_pair(12049.0, 3165761.0));
 }
 
-INSTANTIATE_TEST_SUITE_P(Cores, Aarch64, ::testing::Values("cortex-a72", "neoverse-v1"));
+// A statically quantized CNN (QDQ, per-channel int8 weights, uint8
+// activations, as onnxruntime's quantize_static writes it): a 3x3 conv with
+// bias and Relu, a depthwise 3x3 and a 1x1 conv, whose bytes pass between
+// them in channel blocks (conv_int8_blocked.cc, conv_int8_depthwise.cc), run
+// under qemu: within one output step of the reference evaluator on the
+// compiled graph (rounding ties of the float requantization), on each core's
+// dot products.
+TEST_P(Aarch64, QuantizedCnnMatchesTheReference) {
+  testing::OnnxBuilder b(13);
+  b.Input("x", {1, 16, 8, 8});
+  auto bytes = [](int64_t n, int64_t mult) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>((i * mult) % 255) - 127;
+    return v;
+  };
+  // Tensor `name` quantized with scale s and zero point z, then dequantized.
+  auto qdq = [&](const std::string& in, const std::string& out, float s, int32_t z) {
+    b.Init(out + "_s", {}, {s});
+    b.InitInts(out + "_z", {}, onnx::TensorProto::UINT8, {z});
+    b.Node("QuantizeLinear", {in, out + "_s", out + "_z"}, {out + "_q"});
+    b.Node("DequantizeLinear", {out + "_q", out + "_s", out + "_z"}, {out});
+  };
+  // A conv of `in` by int8 weights [K, C/group, R, R] (per-channel scales).
+  auto conv = [&](const std::string& in, const std::string& out, int64_t K, int64_t C, int64_t R,
+                  int64_t group, int64_t mult) {
+    const int64_t n = K * (C / group) * R * R;
+    b.InitInts(out + "_w", {K, C / group, R, R}, onnx::TensorProto::INT8, bytes(n, mult));
+    std::vector<float> ws(static_cast<size_t>(K));
+    for (size_t k = 0; k < ws.size(); ++k) ws[k] = 0.002f + 0.0003f * static_cast<float>(k % 7);
+    b.Init(out + "_ws", {K}, ws);
+    b.InitInts(out + "_wz", {K}, onnx::TensorProto::INT8, std::vector<int32_t>(ws.size(), 0));
+    testing::OnnxBuilder::Int(
+        b.Node("DequantizeLinear", {out + "_w", out + "_ws", out + "_wz"}, {out + "_wd"}), "axis",
+        0);
+    b.Init(out + "_b", {K}, Wave(K, 0.3f));
+    auto* node = b.Node("Conv", {in, out + "_wd", out + "_b"}, {out});
+    testing::OnnxBuilder::Ints(node, "pads", std::vector<int64_t>(4, R / 2));
+    testing::OnnxBuilder::Int(node, "group", group);
+  };
+  qdq("x", "xd", 0.02f, 128);
+  conv("xd", "a", 32, 16, 3, 1, 37);
+  b.Node("Relu", {"a"}, {"ar"});
+  qdq("ar", "ad", 0.05f, 0);
+  conv("ad", "d", 32, 32, 3, 32, 29);
+  qdq("d", "dd", 0.04f, 120);
+  conv("dd", "p", 16, 32, 1, 1, 53);
+  qdq("p", "y", 0.03f, 110);
+  b.Output("y");
+  auto m = Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(m.ok()) << m.status();
+  int blocked = 0;
+  for (const Node& n : m->graph().nodes) {
+    if (n.workload.op == "conv") blocked += n.workload.IntOr("out_block", 0) == 16;
+  }
+  EXPECT_EQ(blocked, 2);  // the 3x3 and the depthwise conv write blocks
+  std::vector<std::vector<float>> in = {Wave(16 * 8 * 8, 0.13f)};
+  auto got = RunOnAarch64(*m, target_, in, loader_);
+  auto want = testing::EvaluateGraph(m->graph(), in).at(m->graph().outputs[0]);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].size(), want.size());
+  int steps = 0, nonzero = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got[0][i], want[i], 0.03f * 1.001f) << i;
+    steps += std::fabs(got[0][i] - want[i]) > 1e-6f;
+    nonzero += want[i] != 0;
+  }
+  EXPECT_LE(steps, 8);
+  EXPECT_GT(nonzero, 512);  // not a saturated or zero output
+}
+
+// The int8 templates' byte dot products are the CPU's instructions: usdot
+// (u8 x s8) on a core with i8mm (Neoverse V1), sdot with dotprod alone
+// (Cortex-A76), neither on a core without them (Cortex-A72), for the int8
+// matmul and the int8 conv in channel blocks. Their results are checked
+// above and by ConvolutionTemplatesMatchTheReference's int8 layers.
+TEST_P(Aarch64, Int8KernelsUseTheCoresDotProducts) {
+  if (!OnPath("llvm-objdump-19")) GTEST_SKIP() << "llvm-objdump-19 not found";
+  const bool i8mm = target_.HasFeature("i8mm");
+  const bool dotprod = target_.HasFeature("dotprod");
+  EXPECT_EQ(dotprod, std::string(GetParam()) != "cortex-a72");
+  EXPECT_EQ(i8mm, std::string(GetParam()) == "neoverse-v1");
+  for (const char* s :
+       {"matmul(dtypes=2,3,2,6;in0=7,64;in1=64,48;in2=1;shape=7,48;zp=2)",
+        "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,2,9,10,16;in1=32,32,3,3;in2=1;"
+        "in_block=16;out_block=16;pads=1,1;shape=1,2,9,10,16;strides=1,1;transposed=0;zp=2)"}) {
+    absl::StatusOr<Workload> w = Workload::Parse(s);
+    ASSERT_TRUE(w.ok()) << w.status();
+    absl::StatusOr<Config> c = DefaultConfig(*w, target_);
+    ASSERT_TRUE(c.ok()) << c.status();
+    absl::StatusOr<ir::PrimFunc> f = LowerWorkload(*w, *c, target_, "k", {});
+    ASSERT_TRUE(f.ok()) << f.status();
+    auto obj = codegen::EmitObjectFile({*f}, EntryPlan{}, target_);
+    ASSERT_TRUE(obj.ok()) << obj.status();
+    fs::path dir = TempDir(StrCat("dot-", GetParam()));
+    WriteBytes(dir / "k.o", obj->data(), obj->size());
+    const std::string cmd = StrCat("llvm-objdump-19 -d --mattr=+dotprod,+i8mm ",
+                                   (dir / "k.o").string(), " > ", (dir / "k.s").string());
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(dir / "k.s");
+    int usdot = 0, sdot = 0;
+    for (std::string line; std::getline(in, line);) {
+      usdot += line.find("\tusdot\t") != std::string::npos;
+      sdot += line.find("\tsdot\t") != std::string::npos;
+    }
+    fs::remove_all(dir);
+    EXPECT_EQ(usdot > 0, i8mm) << s;
+    EXPECT_EQ(sdot > 0, dotprod && !i8mm) << s;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cores, Aarch64,
+                         ::testing::Values("cortex-a72", "cortex-a76", "neoverse-v1"));
 
 }  // namespace
 }  // namespace kiln::compiler
