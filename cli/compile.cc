@@ -32,6 +32,11 @@ absl::StatusOr<compiler::ImportOptions> ImportOptionsFromArgs(const Args& args) 
     }
     import.max_elements = n;
   }
+  if (args.values.count("--precision")) {
+    absl::StatusOr<compiler::Precision> p = compiler::ParsePrecision(args.Get("--precision"));
+    if (!p.ok()) return p.status();
+    import.precision = *p;
+  }
   // External data files live beside the model (and nowhere else).
   std::filesystem::path model_path(args.positional[0]);
   import.external_data_dir =
@@ -99,10 +104,10 @@ int CompileToFile(const Command& self, const std::string& model_path, const comp
 }
 
 int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args = ParseFlags(
-      argv,
-      {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements", "--signing-key"},
-      {"--dump-ir"});
+  absl::StatusOr<Args> args = ParseFlags(argv,
+                                         {"--db", "-o", "--output", "--target", "--input-shape",
+                                          "--max-elements", "--signing-key", "--precision"},
+                                         {"--dump-ir"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--db")) return UsageError(self, "missing --db", env);

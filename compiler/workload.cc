@@ -342,6 +342,9 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
                   BlockedShape({Int("N"), Int("K"), Int("OH"), Int("OW")}, IntOr("out_block", 0))};
   } else if (op == "dense") {
     if (auto s = need({"M", "N", "K", "transA", "transB", "bias"}); !s.ok()) return s;
+    if (const int64_t bf16 = IntOr("bf16", 0); bf16 != 0 && bf16 != 1) {
+      return absl::InvalidArgumentError(StrCat("dense: bf16=", bf16, " (0 or 1)"));
+    }
     int64_t M = Int("M"), N = Int("N"), K = Int("K");
     int64_t batch = IntOr("batch", 1);
     bool ba = IntOr("batch_a", 0) != 0, bb = IntOr("batch_b", 0) != 0;

@@ -373,6 +373,15 @@ class CodeGen {
         return EmitDot4(b_, mod_, c->name, n->dtype, x, EmitExpr(c->args[0]), EmitExpr(c->args[1]));
       }
     }
+    // acc + dot2_bf16(x, y): one instruction that accumulates (vdpbf16ps).
+    if (n->kind == ExprKind::kAdd && n->dtype.is_float() && n->dtype.bits == 32) {
+      for (const auto& [acc, call] : {std::pair{n->a, n->b}, std::pair{n->b, n->a}}) {
+        const auto* c = call.as<CallNode>();
+        if (c == nullptr || c->name != "dot2_bf16" || !Bf16DotArgs(c, n->dtype)) continue;
+        llvm::Value* x = EmitExpr(acc);
+        return EmitDotBf16(b_, mod_, n->dtype, x, EmitExpr(c->args[0]), EmitExpr(c->args[1]));
+      }
+    }
     llvm::Value* a = EmitExpr(n->a);
     llvm::Value* b = EmitExpr(n->b);
     DataType t = n->a.dtype();
@@ -642,6 +651,15 @@ class CodeGen {
 
   // A call of the C library's `f32` / `f64` (float / double -> same) on
   // every lane of `x` (float16 goes through float).
+  // dot2_bf16's arguments: int32 of the call's lanes, returning float32.
+  static bool Bf16DotArgs(const CallNode* c, DataType t) {
+    if (c->args.size() != 2 || t != DataType::Float32().WithLanes(t.lanes)) return false;
+    for (const Expr& a : c->args) {
+      if (a.dtype() != DataType::Int32().WithLanes(t.lanes)) return false;
+    }
+    return true;
+  }
+
   llvm::Value* EmitCall(const CallNode* n) {
     const std::string& name = n->name;
     DataType t = n->dtype;
@@ -685,6 +703,15 @@ class CodeGen {
         return poison;
       }
       return b_.CreateBitCast(args[0], ty);
+    }
+    // Two bfloat16 products per lane, summed in float32 (int32 arguments).
+    if (name == "dot2_bf16") {
+      if (!arity(2)) return poison;
+      if (!Bf16DotArgs(n, t)) {
+        Fail(StrCat("dot2_bf16 of ", ToString(n->args[0].dtype()), " returning ", ToString(t)));
+        return poison;
+      }
+      return EmitDotBf16(b_, mod_, t, llvm::Constant::getNullValue(ty), args[0], args[1]);
     }
     // Float classification: bool results.
     if (name == "isnan" || name == "isinf") {

@@ -252,6 +252,39 @@ llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::s
   return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts);
 }
 
+llvm::Value* EmitDotBf16(llvm::IRBuilderBase& b, llvm::Module* module, DataType t, llvm::Value* acc,
+                         llvm::Value* a, llvm::Value* v) {
+  const int lanes = t.lanes;
+  auto* flag =
+      llvm::mdconst::extract_or_null<llvm::ConstantInt>(module->getModuleFlag(kX86Bf16DotFlag));
+  if (flag != nullptr && flag->getZExtValue() != 0 && lanes % 4 == 0) {
+    const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : 4;
+    const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
+                                   : chunk == 8 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256
+                                                : llvm::Intrinsic::x86_avx512bf16_dpbf16ps_128;
+    auto* halves = llvm::FixedVectorType::get(b.getBFloatTy(), 2 * chunk);
+    std::vector<llvm::Value*> parts;
+    for (int first = 0; first < lanes; first += chunk) {
+      auto part = [&](llvm::Value* x) {
+        if (chunk == lanes) return x;
+        std::vector<int> pick;
+        for (int l = 0; l < chunk; ++l) pick.push_back(first + l);
+        return b.CreateShuffleVector(x, pick);
+      };
+      parts.push_back(b.CreateIntrinsic(
+          id, {}, {part(acc), b.CreateBitCast(part(a), halves), b.CreateBitCast(part(v), halves)}));
+    }
+    return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts);
+  }
+  // Each half as the float32 of the same top 16 bits.
+  llvm::Type* fty = acc->getType();
+  llvm::Value* high = llvm::ConstantInt::get(a->getType(), 0xffff0000u);
+  auto lo = [&](llvm::Value* x) { return b.CreateBitCast(b.CreateShl(x, 16), fty); };
+  auto hi = [&](llvm::Value* x) { return b.CreateBitCast(b.CreateAnd(x, high), fty); };
+  llvm::Value* r = b.CreateIntrinsic(llvm::Intrinsic::fma, {fty}, {lo(a), lo(v), acc});
+  return b.CreateIntrinsic(llvm::Intrinsic::fma, {fty}, {hi(a), hi(v), r});
+}
+
 namespace {
 
 llvm::Value* EmitInteger(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,

@@ -146,14 +146,16 @@ std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::strin
   m->setDataLayout(tm.createDataLayout());
   // The widest x86 integer vectors the CPU multiplies 16-bit lanes in
   // (pmaddwd), for the intrinsics that pick an instruction by width
-  // (EmitDot4's dot2); on AArch64, the byte dot products it has (EmitDot4's
-  // dot4_vnni).
+  // (EmitDot4's dot2), and whether it has vdpbf16ps (EmitDotBf16); on AArch64, the byte dot
+  // products it has (EmitDot4's dot4_vnni).
   if (tm.getTargetTriple().isX86()) {
     const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();
     const int bits = sti->checkFeatures("+avx512bw") ? 512
                      : sti->checkFeatures("+avx2")   ? 256
                                                      : 128;
     m->addModuleFlag(llvm::Module::Warning, kX86IntVectorBitsFlag, bits);
+    m->addModuleFlag(llvm::Module::Warning, kX86Bf16DotFlag,
+                     sti->checkFeatures("+avx512bf16,+avx512vl") ? 1 : 0);
   }
   if (tm.getTargetTriple().isAArch64()) {
     const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();

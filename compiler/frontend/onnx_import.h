@@ -44,6 +44,9 @@ struct ImportOptions {
   // Channel-blocked layouts for the CPU's convolutions (PlanLayouts); off
   // for a GPU target (Target::is_gpu), whose templates read NCHW.
   bool plan_layouts = true;
+  // The precision of matrix products by constant weights: float32, or
+  // bfloat16 products summed in float32 (UseBf16Products; ParsePrecision).
+  Precision precision = Precision::kFloat32;
 };
 
 // ImportOptions::max_folded_bytes for a model of `model_bytes` (its file and

@@ -96,4 +96,17 @@ std::string Graph::ToString() const {
   return out;
 }
 
+absl::StatusOr<Precision> ParsePrecision(std::string_view name) {
+  if (name == "fp32") return Precision::kFloat32;
+  if (name == "bf16") return Precision::kBfloat16;
+  if (name == "fp16") {
+    return absl::InvalidArgumentError(
+        "precision 'fp16' is not supported yet: use bf16 (bfloat16 products summed in float32) or "
+        "fp32");
+  }
+  return absl::InvalidArgumentError(StrCat("unknown precision '", name, "': fp32 or bf16"));
+}
+
+const char* PrecisionName(Precision p) { return p == Precision::kBfloat16 ? "bf16" : "fp32"; }
+
 }  // namespace kiln::compiler

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "compiler/workload.h"
 #include "deploy/dtype.h"
 
@@ -33,6 +35,13 @@ struct Value {
   void SetFloats(const std::vector<float>& v);    // dtype = float32
   void SetInt64s(const std::vector<int64_t>& v);  // dtype = int64
 };
+
+// The precision of a model's matrix products (ImportOptions::precision):
+// float32, or bfloat16 products summed in float32 (--precision bf16).
+enum class Precision { kFloat32, kBfloat16 };
+// "fp32" or "bf16"; INVALID_ARGUMENT saying what is accepted otherwise.
+absl::StatusOr<Precision> ParsePrecision(std::string_view name);
+const char* PrecisionName(Precision p);
 
 enum class NodeKind {
   kCompute,    // runs `workload`; inputs follow workload.Signature() order

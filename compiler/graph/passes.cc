@@ -720,7 +720,19 @@ void FoldRequantScales(Graph& g) {
   }
 }
 
-absl::Status RunGraphPasses(Graph& graph, bool plan_layouts) {
+void UseBf16Products(Graph& g) {
+  for (Node& n : g.nodes) {
+    Workload& w = n.workload;
+    if (n.kind != NodeKind::kCompute || w.op != "dense" || w.ints.count("dtypes") ||
+        w.IntOr("batch_b", 0) != 0 || n.inputs.size() < 2) {
+      continue;
+    }
+    const Value& b = g.values[n.inputs[1]];
+    if (b.IsConstant() && b.dtype == DType::kFloat32) w.ints["bf16"] = {1};
+  }
+}
+
+absl::Status RunGraphPasses(Graph& graph, bool plan_layouts, Precision precision) {
   if (auto s = FoldBatchNorms(graph); !s.ok()) return s;
   if (auto s = FoldConstants(graph); !s.ok()) return s;
   EliminateDeadNodes(graph);
@@ -729,6 +741,7 @@ absl::Status RunGraphPasses(Graph& graph, bool plan_layouts) {
   FoldRequantScales(graph);
   FuseInjective(graph);
   if (plan_layouts) PlanLayouts(graph);
+  if (precision == Precision::kBfloat16) UseBf16Products(graph);
   return absl::OkStatus();
 }
 

@@ -61,8 +61,14 @@ void EliminateDeadNodes(Graph& graph);
 // shape ints name the blocked shapes.
 void PlanLayouts(Graph& graph);
 
+// --precision bf16: every dense (MatMul, Gemm) by a constant float32 B not
+// batched computes its products in bfloat16, summed in float32 (the
+// workload's bf16=1: ops/dense_bf16.cc, whose reference rounds A and B).
+void UseBf16Products(Graph& graph);
+
 // plan_layouts=false leaves every value in its ONNX layout (GPU targets).
-absl::Status RunGraphPasses(Graph& graph, bool plan_layouts = true);
+absl::Status RunGraphPasses(Graph& graph, bool plan_layouts = true,
+                            Precision precision = Precision::kFloat32);
 
 // The value whose buffer `v` shares (following views back).
 int AliasRoot(const Graph& graph, int v);

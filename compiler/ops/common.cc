@@ -250,6 +250,16 @@ ir::Expr FlipBytes(ir::Expr packed) {
   return ir::Call(i32, "bitxor", {packed, ir::IntImm(static_cast<int32_t>(0x80808080u), i32)});
 }
 
+ir::Expr Bf16Bits(const ir::Expr& x) {
+  using namespace ir;
+  const DataType i32 = DataType::Int32();
+  Expr bits = Call(i32, "reinterpret", {x});
+  Expr odd = Call(i32, "bitand", {Call(i32, "shr", {bits, IntImm(16, i32)}), IntImm(1, i32)});
+  Expr rounded = Call(i32, "shr", {bits + IntImm(0x7fff, i32) + odd, IntImm(16, i32)});
+  return Select(Call(DataType::Bool(), "isnan", {x}), IntImm(0x7fc0, i32),
+                Call(i32, "bitand", {rounded, IntImm(0xffff, i32)}));
+}
+
 ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input) {
   const ir::DataType i32 = ir::DataType::Int32();
   ir::Expr z =

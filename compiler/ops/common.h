@@ -99,11 +99,19 @@ ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte);
 ir::Expr PackHalves(const ir::Expr& lo, const ir::Expr& hi);
 bool PairsOfHalves(const Target& t);
 ir::Expr FlipBytes(ir::Expr packed);
+// The bfloat16 nearest float32 `x` (ties to even; a NaN stays a NaN): its 16
+// bits in the low half of an int32 (two of them make a word for PackHalves
+// and the dot2_bf16 intrinsic).
+ir::Expr Bf16Bits(const ir::Expr& x);
 ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input);
 const char* Dot4Intrinsic(const Target& t);
 // The generic matmul of uint8/int8 A by int8 B with A's zero point only
 // (zp=2), no batch and no prologue: integer dot products (matmul_int8.cc).
 bool Int8MatMul(const Workload& w);
+// A dense whose products are in bfloat16 (bf16=1, B not batched, float32
+// operands: dense_bf16.cc).
+bool Bf16Dense(const Workload& w);
+const OpTemplate* Bf16DenseTemplate();
 const OpTemplate* Int8MatMulTemplate();
 // The dims of the generic 2-D conv `w` (op "conv": x [N, C, H, W], weights
 // [K, C / group, R, S], output [N, K, OH, OW]), its strides and its leading

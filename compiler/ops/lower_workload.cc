@@ -22,6 +22,7 @@ absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w, const Targe
         StrCat("no GPU schedule template for op '", w.op, "' yet (", target.Spec(), ")"));
   }
   if (w.op == "conv2d") return ops::Conv2dTemplate();
+  if (ops::Bf16Dense(w)) return ops::Bf16DenseTemplate();
   if (w.op == "dense") return ops::DenseTemplate();
   if (w.op == "pool2d" || w.op == "pool3d") return ops::PoolTemplate();
   if (w.op == "eltwise") return ops::EltwiseTemplate();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -128,6 +129,16 @@ void Conv2d(const Workload& w, std::span<const float* const> in, float* out) {
 // Rows of the output in parallel (a 4096^3 MatMul is verified in seconds,
 // inside the farm's per-candidate time limit); each element is the same
 // float64 sum over k in order, whichever loop order reads the operands.
+// x rounded to the nearest bfloat16 (ties to even), as ops::Bf16Bits.
+float RoundToBf16(float x) {
+  if (std::isnan(x)) return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
 void Dense(const Workload& w, const KernelSignature& sig, std::span<const float* const> in,
            float* out) {
   const int64_t M = w.Int("M"), N = w.Int("N"), K = w.Int("K");
@@ -342,6 +353,17 @@ absl::Status RunReference(const Workload& workload, std::span<const void* const>
   if (workload.op == "conv2d") {
     WithBlocks(workload, inputs, output, "K",
                [&](std::span<const float* const> in, float* out) { Conv2d(workload, in, out); });
+  } else if (workload.op == "dense" && workload.IntOr("bf16", 0) != 0) {
+    // The products of A's and B's values rounded to bfloat16, in float32.
+    std::vector<std::vector<float>> rounded(2);
+    std::vector<const float*> ins(inputs.begin(), inputs.end());
+    for (size_t k = 0; k < 2; ++k) {
+      const int64_t count = sig->inputs[k].NumElements();
+      rounded[k].resize(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) rounded[k][i] = RoundToBf16(ins[k][i]);
+      ins[k] = rounded[k].data();
+    }
+    Dense(workload, *sig, ins, output);
   } else if (workload.op == "dense") {
     Dense(workload, *sig, inputs, output);
   } else if (workload.op == "pool2d") {

@@ -451,6 +451,38 @@ TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
 // A depthwise conv reads its producer's blocks whatever its consumer reads:
 // before a conv with 24 output channels (MobileNetV2's projections) it
 // writes NCHW from blocks, so the expanding conv before it writes blocks.
+// --precision bf16 (UseBf16Products): a MatMul by a constant (a Gemm, a
+// Linear layer) computes its products in bfloat16; a MatMul of two
+// activations (attention's) stays float32, as does the whole graph at fp32.
+// The precision names parse, fp16 with a clear error.
+TEST(Precision, Bf16MarksProductsByConstantWeights) {
+  OnnxBuilder b;
+  b.Input("x", {4, 8});
+  b.Input("y", {6, 4});
+  b.Init("w", {8, 6}, Ramp(48, 0.1f, -1.f));
+  b.Node("MatMul", {"x", "w"}, {"h"});
+  b.Node("MatMul", {"h", "y"}, {"z"});
+  b.Output("z");
+  for (Precision p : {Precision::kFloat32, Precision::kBfloat16}) {
+    ImportOptions options;
+    options.precision = p;
+    auto m = Model::FromOnnx(b.Bytes(), options);
+    ASSERT_TRUE(m.ok()) << m.status();
+    std::vector<int64_t> marks;
+    for (const Node& n : m->graph().nodes) {
+      if (n.workload.op == "dense") marks.push_back(n.workload.IntOr("bf16", 0));
+    }
+    EXPECT_EQ(marks, (p == Precision::kBfloat16 ? std::vector<int64_t>{1, 0}
+                                                : std::vector<int64_t>{0, 0}));
+  }
+  EXPECT_EQ(*ParsePrecision("bf16"), Precision::kBfloat16);
+  EXPECT_EQ(*ParsePrecision("fp32"), Precision::kFloat32);
+  EXPECT_THAT(std::string(ParsePrecision("fp16").status().message()),
+              ::testing::HasSubstr("not supported yet"));
+  EXPECT_FALSE(ParsePrecision("int4").ok());
+  EXPECT_STREQ(PrecisionName(Precision::kBfloat16), "bf16");
+}
+
 TEST(Layouts, ADepthwiseConvWritesNchwFromBlocks) {
   OnnxBuilder b;
   b.Input("x", {1, 16, 8, 8});

@@ -354,5 +354,58 @@ TEST(OpsNumeric, Int8MatMulMatchesReferenceExactly) {
   }
 }
 
+// The bfloat16 dense (dense_bf16.cc, --precision bf16): B packed in pairs at
+// compile time, A's pairs per call, products by vdpbf16ps where the host has
+// AVX512_BF16 and by widened halves elsewhere (without it, and as AVX2 code
+// on x86 hosts); B as [K,N] and [N,K], transposed A, odd K and N that no
+// vector divides, a bias, a batch of A, a ReLU epilogue; every tile and
+// random configs against the reference, which rounds A and B to bfloat16
+// (and so differs from the float32 product).
+TEST(OpsNumeric, Bf16DenseMatchesReference) {
+  Target host = Target::Host();
+  Target plain = host;
+  plain.attrs = "-avx512bf16";
+  const bool x86 = host.triple.rfind("x86_64", 0) == 0;
+  std::mt19937 rng(19);
+  int checked = 0;
+  for (const char* s :
+       {"dense(K=37;M=13;N=40;batch=1;batch_a=0;batch_b=0;bf16=1;bias=1;bias_shape=1,40;"
+        "transA=0;transB=1)",
+        "dense(K=64;M=30;N=96;batch=1;batch_a=0;batch_b=0;bf16=1;bias=0;transA=1;transB=0)|u:relu",
+        "dense(K=20;M=5;N=33;batch=2;batch_a=1;batch_b=0;bf16=1;bias=0;transA=0;transB=0)"}) {
+    Workload w = ParseWorkload(s);
+    ASSERT_TRUE(ops::Bf16Dense(w)) << s;
+    checked += CheckTiles(w, {"tile_m", "tile_n", "tile_k", "parallel", "n_outer"}, s);
+    checked += CheckRandomConfigs(w, host, rng, 40, 6, s);
+    ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
+    if (x86) {
+      Target avx2 = *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver2");
+      ExpectMatchesReference(w, *DefaultConfig(w, avx2), s, 7, avx2);
+    }
+    // The reference's rounding is real: float32 products differ.
+    Workload fp32 = w;
+    fp32.ints.erase("bf16");
+    auto sig = w.Signature();
+    ASSERT_TRUE(sig.ok());
+    KernelBuffers b = MakeKernelBuffers(*sig, 3, 12345.f);
+    std::vector<uint8_t> want(b.output.size()), full(b.output.size());
+    ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
+    ASSERT_TRUE(RunReference(fp32, b.input_ptrs, full.data()).ok());
+    EXPECT_FALSE(
+        OutputsMatch(b.output_dtype, want.data(), full.data(), b.OutputSize(), 1e-5, 1e-5, nullptr))
+        << s;
+  }
+  EXPECT_GT(checked, 20);
+  // Not taken: a batched B (attention's products of activations), an
+  // unmarked dense.
+  EXPECT_FALSE(ops::Bf16Dense(ParseWorkload(
+      "dense(K=4;M=3;N=6;batch=2;batch_a=1;batch_b=1;bf16=1;bias=0;transA=0;transB=0)")));
+  EXPECT_FALSE(ops::Bf16Dense(
+      ParseWorkload("dense(K=4;M=3;N=6;batch=1;batch_a=0;batch_b=0;bias=0;transA=0;transB=0)")));
+  EXPECT_FALSE(Workload::Parse(
+                   "dense(K=4;M=3;N=6;batch=1;batch_a=0;batch_b=0;bf16=2;bias=0;transA=0;transB=0)")
+                   .ok());
+}
+
 }  // namespace
 }  // namespace kiln::compiler
