@@ -334,6 +334,9 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
       return absl::InvalidArgumentError("conv2d: stride/dilation need 2 values, pad 4");
     }
     if (auto s = CheckBlocks(*this, "K"); !s.ok()) return s;
+    if (const int64_t bf16 = IntOr("bf16", 0); bf16 != 0 && bf16 != 1) {
+      return absl::InvalidArgumentError(StrCat("conv2d: bf16=", bf16, " (0 or 1)"));
+    }
     sig.inputs.push_back(
         {"data", BlockedShape({Int("N"), Int("C"), Int("H"), Int("W")}, IntOr("in_block", 0))});
     sig.inputs.push_back({"weight", {Int("K"), Int("C") / groups, Int("R"), Int("S")}});

@@ -723,12 +723,14 @@ void FoldRequantScales(Graph& g) {
 void UseBf16Products(Graph& g) {
   for (Node& n : g.nodes) {
     Workload& w = n.workload;
-    if (n.kind != NodeKind::kCompute || w.op != "dense" || w.ints.count("dtypes") ||
-        w.IntOr("batch_b", 0) != 0 || n.inputs.size() < 2) {
-      continue;
-    }
+    if (n.kind != NodeKind::kCompute || w.ints.count("dtypes") || n.inputs.size() < 2) continue;
+    const bool dense = w.op == "dense" && w.IntOr("batch_b", 0) == 0;
+    // Convolutions that write channel blocks (the ones conv2d_bf16.cc
+    // covers); depthwise ones stay float32 (memory-bound: few products).
+    const bool conv =
+        w.op == "conv2d" && w.Int("groups") == 1 && w.IntOr("out_block", 0) == kChannelBlock;
     const Value& b = g.values[n.inputs[1]];
-    if (b.IsConstant() && b.dtype == DType::kFloat32) w.ints["bf16"] = {1};
+    if ((dense || conv) && b.IsConstant() && b.dtype == DType::kFloat32) w.ints["bf16"] = {1};
   }
 }
 

@@ -62,8 +62,10 @@ void EliminateDeadNodes(Graph& graph);
 void PlanLayouts(Graph& graph);
 
 // --precision bf16: every dense (MatMul, Gemm) by a constant float32 B not
-// batched computes its products in bfloat16, summed in float32 (the
-// workload's bf16=1: ops/dense_bf16.cc, whose reference rounds A and B).
+// batched, and every ungrouped conv2d by constant weights that writes
+// channel blocks, computes its products in bfloat16, summed in float32 (the
+// workload's bf16=1: ops/dense_bf16.cc, ops/conv2d_bf16.cc; their reference
+// rounds both operands).
 void UseBf16Products(Graph& graph);
 
 // plan_layouts=false leaves every value in its ONNX layout (GPU targets).

@@ -112,6 +112,10 @@ bool Int8MatMul(const Workload& w);
 // operands: dense_bf16.cc).
 bool Bf16Dense(const Workload& w);
 const OpTemplate* Bf16DenseTemplate();
+// An ungrouped conv2d writing channel blocks whose products are in bfloat16
+// (bf16=1: conv2d_bf16.cc).
+bool Bf16Conv(const Workload& w);
+const OpTemplate* Bf16ConvTemplate();
 const OpTemplate* Int8MatMulTemplate();
 // The dims of the generic 2-D conv `w` (op "conv": x [N, C, H, W], weights
 // [K, C / group, R, S], output [N, K, OH, OW]), its strides and its leading

@@ -21,6 +21,7 @@ absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w, const Targe
     return absl::UnimplementedError(
         StrCat("no GPU schedule template for op '", w.op, "' yet (", target.Spec(), ")"));
   }
+  if (ops::Bf16Conv(w)) return ops::Bf16ConvTemplate();
   if (w.op == "conv2d") return ops::Conv2dTemplate();
   if (ops::Bf16Dense(w)) return ops::Bf16DenseTemplate();
   if (w.op == "dense") return ops::DenseTemplate();

@@ -350,20 +350,19 @@ absl::Status RunReference(const Workload& workload, std::span<const void* const>
     if (e.kind != EpilogueKind::kRelu) --op_inputs;
   }
   const int64_t n = sig->output.NumElements();
+  // bfloat16 products: the loops below on A and B (data and weight) rounded.
+  std::vector<std::vector<float>> rounded;
+  if (workload.IntOr("bf16", 0) != 0) {
+    for (size_t k = 0; k < 2; ++k) {
+      const int64_t count = sig->inputs[k].NumElements();
+      rounded.emplace_back(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) rounded[k][i] = RoundToBf16(inputs[k][i]);
+      in_ptrs[k] = rounded[k].data();  // `inputs` views in_ptrs
+    }
+  }
   if (workload.op == "conv2d") {
     WithBlocks(workload, inputs, output, "K",
                [&](std::span<const float* const> in, float* out) { Conv2d(workload, in, out); });
-  } else if (workload.op == "dense" && workload.IntOr("bf16", 0) != 0) {
-    // The products of A's and B's values rounded to bfloat16, in float32.
-    std::vector<std::vector<float>> rounded(2);
-    std::vector<const float*> ins(inputs.begin(), inputs.end());
-    for (size_t k = 0; k < 2; ++k) {
-      const int64_t count = sig->inputs[k].NumElements();
-      rounded[k].resize(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) rounded[k][i] = RoundToBf16(ins[k][i]);
-      ins[k] = rounded[k].data();
-    }
-    Dense(workload, *sig, ins, output);
   } else if (workload.op == "dense") {
     Dense(workload, *sig, inputs, output);
   } else if (workload.op == "pool2d") {

@@ -453,7 +453,8 @@ TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
 // writes NCHW from blocks, so the expanding conv before it writes blocks.
 // --precision bf16 (UseBf16Products): a MatMul by a constant (a Gemm, a
 // Linear layer) computes its products in bfloat16; a MatMul of two
-// activations (attention's) stays float32, as does the whole graph at fp32.
+// activations (attention's) stays float32, as does the whole graph at fp32;
+// a convolution that writes channel blocks is marked too.
 // The precision names parse, fp16 with a clear error.
 TEST(Precision, Bf16MarksProductsByConstantWeights) {
   OnnxBuilder b;
@@ -475,6 +476,23 @@ TEST(Precision, Bf16MarksProductsByConstantWeights) {
     EXPECT_EQ(marks, (p == Precision::kBfloat16 ? std::vector<int64_t>{1, 0}
                                                 : std::vector<int64_t>{0, 0}));
   }
+  // Convolutions: the one writing channel blocks is marked; the last, which
+  // writes the graph's NCHW output, stays float32 (conv2d_bf16.cc writes
+  // blocks only).
+  OnnxBuilder c;
+  c.Input("x", {1, 16, 8, 8});
+  c.Init("w1", {32, 16, 3, 3}, Ramp(32 * 16 * 9, 0.01f, -1.f));
+  c.Init("w2", {16, 32, 1, 1}, Ramp(16 * 32, 0.02f, -1.f));
+  OnnxBuilder::Ints(c.Node("Conv", {"x", "w1"}, {"a"}), "pads", {1, 1, 1, 1});
+  c.Node("Conv", {"a", "w2"}, {"y"});
+  c.Output("y");
+  ImportOptions bf16;
+  bf16.precision = Precision::kBfloat16;
+  auto cm = Model::FromOnnx(c.Bytes(), bf16);
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  ASSERT_EQ(cm->graph().nodes.size(), 2u);
+  EXPECT_EQ(cm->graph().nodes[0].workload.IntOr("bf16", 0), 1);
+  EXPECT_EQ(cm->graph().nodes[1].workload.IntOr("bf16", 0), 0);
   EXPECT_EQ(*ParsePrecision("bf16"), Precision::kBfloat16);
   EXPECT_EQ(*ParsePrecision("fp32"), Precision::kFloat32);
   EXPECT_THAT(std::string(ParsePrecision("fp16").status().message()),

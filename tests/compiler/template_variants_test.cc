@@ -407,5 +407,46 @@ TEST(OpsNumeric, Bf16DenseMatchesReference) {
                    .ok());
 }
 
+// The bfloat16 conv in channel blocks (conv2d_bf16.cc): from blocks (3x3
+// padded with bias and ReLU, 1x1 at stride 2, 3x3 dilated) and from NCHW
+// with an odd channel count (the RGB stem, 7x7 at stride 2); every tile and
+// random configs against the reference (operands rounded to bfloat16), with
+// vdpbf16ps where the host has it, without it, and as AVX2 code on x86.
+TEST(OpsNumeric, Bf16ConvMatchesReference) {
+  Target host = Target::Host();
+  Target plain = host;
+  plain.attrs = "-avx512bf16";
+  const bool x86 = host.triple.rfind("x86_64", 0) == 0;
+  std::mt19937 rng(23);
+  int checked = 0;
+  for (const char* s :
+       {"conv2d(C=32;H=9;K=32;N=1;OH=9;OW=9;R=3;S=3;W=9;bias=1;bf16=1;dilation=1,1;groups=1;"
+        "in_block=16;out_block=16;pad=1,1,1,1;stride=1,1)|relu",
+        "conv2d(C=3;H=15;K=16;N=1;OH=8;OW=8;R=7;S=7;W=15;bias=1;bf16=1;dilation=1,1;groups=1;"
+        "out_block=16;pad=3,3,3,3;stride=2,2)",
+        "conv2d(C=32;H=10;K=64;N=1;OH=5;OW=5;R=1;S=1;W=10;bias=0;bf16=1;dilation=1,1;groups=1;"
+        "in_block=16;out_block=16;pad=0,0,0,0;stride=2,2)",
+        "conv2d(C=16;H=9;K=16;N=2;OH=5;OW=5;R=3;S=3;W=9;bias=0;bf16=1;dilation=2,2;groups=1;"
+        "in_block=16;out_block=16;pad=0,0,0,0;stride=1,1)"}) {
+    Workload w = ParseWorkload(s);
+    ASSERT_TRUE(ops::Bf16Conv(w)) << s;
+    checked += CheckTiles(w, {"kb", "reg_n", "unroll_j", "parallel"}, s);
+    checked += CheckRandomConfigs(w, host, rng, 40, 4, s);
+    ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
+    if (x86) {
+      Target avx2 = *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver2");
+      ExpectMatchesReference(w, *DefaultConfig(w, avx2), s, 7, avx2);
+    }
+  }
+  EXPECT_GT(checked, 30);
+  // Not taken: NCHW output, a grouped conv.
+  EXPECT_FALSE(ops::Bf16Conv(ParseWorkload(
+      "conv2d(C=16;H=9;K=16;N=1;OH=9;OW=9;R=3;S=3;W=9;bias=0;bf16=1;dilation=1,1;groups=1;"
+      "pad=1,1,1,1;stride=1,1)")));
+  EXPECT_FALSE(ops::Bf16Conv(ParseWorkload(
+      "conv2d(C=16;H=9;K=16;N=1;OH=9;OW=9;R=3;S=3;W=9;bias=0;bf16=1;dilation=1,1;groups=16;"
+      "in_block=16;out_block=16;pad=1,1,1,1;stride=1,1)")));
+}
+
 }  // namespace
 }  // namespace kiln::compiler

@@ -1,0 +1,236 @@
+// conv2d in bfloat16 (--precision bf16: UseBf16Products sets bf16=1 on
+// ungrouped convolutions by constant weights that write channel blocks):
+// the products of the input's and the weights' values rounded to bfloat16,
+// summed in float32. The int8 blocked conv's schedule (conv_int8_blocked.cc)
+// with pairs of channels where it has words of four:
+//
+//   xpack[n][g][ph][pw][j] = channels 2(gJ + j) and +1 of the padded input
+//                          at (ph, pw) as one int32 of two bf16 (J = 8 pairs
+//                          to a 16-channel block of a blocked input; J = 1
+//                          from NCHW, the RGB stem); per call
+//   wpack[ko][((g*R + r)*S + s)*J + j][kv] = the same two channels of
+//                          w[ko*kb + kv][..][r][s]: packed once, at compile
+//                          time
+//   conv[n][ko][oh][ow][kv] = sum_{g,r,s,j} dot2_bf16(xpack[n][g][oh*sh +
+//                          r*dh][ow*sw + s*dw][j], wpack[ko][..][kv])
+//   out = epilogue(conv + bias), in blocks (ChannelTiledOutput)
+//
+// dot2_bf16 is vdpbf16ps where the CPU has AVX512_BF16 (two products per
+// lane, twice a float32 FMA's), else widened halves. Schedule: the pack over
+// the image (in parallel over g), then per tile of kb channels and output
+// row, register tiles of reg_n pixels x kb channels over the (g, r, s, j)
+// loops, leaving through the epilogue as vector stores.
+#include <algorithm>
+#include <cmath>
+
+#include "base/str.h"
+#include "compiler/ops/common.h"
+#include "compiler/ops/conv2d_internal.h"
+#include "compiler/ops/elementwise.h"
+
+namespace kiln::compiler::ops {
+using namespace ir;
+
+namespace {
+
+constexpr int64_t kBlock = kChannelBlock;
+
+struct Dims {
+  int64_t N, C, H, W, K, R, S, OH, OW, sh, sw, dh, dw, ib;
+  int64_t J, G;  // pairs per group, groups of pairs
+};
+
+Dims DimsOf(const Workload& w) {
+  Dims d;
+  d.N = w.Int("N"), d.C = w.Int("C"), d.H = w.Int("H"), d.W = w.Int("W"), d.K = w.Int("K");
+  d.R = w.Int("R"), d.S = w.Int("S"), d.OH = w.Int("OH"), d.OW = w.Int("OW");
+  d.sh = w.Ints("stride")[0], d.sw = w.Ints("stride")[1];
+  d.dh = w.Ints("dilation")[0], d.dw = w.Ints("dilation")[1];
+  d.ib = w.IntOr("in_block", 0);
+  d.J = d.ib > 0 ? d.ib / 2 : 1;
+  d.G = d.ib > 0 ? d.C / d.ib : (d.C + 1) / 2;
+  return d;
+}
+
+int64_t TiledWidth(const Dims& d, int64_t rn) { return (d.OW + rn - 1) / rn * rn; }
+
+std::vector<Knob> Knobs(const Workload& w, const Target&) {
+  const Dims d = DimsOf(w);
+  std::vector<Knob> k;
+  k.push_back({"kb", {kBlock}});
+  if (d.K % (2 * kBlock) == 0) k.back().choices.push_back(2 * kBlock);
+  k.push_back({"reg_n", {}});
+  for (int64_t n = 1; n <= std::min<int64_t>(d.OW, 28); ++n) {
+    if (d.OW % n == 0 || n == 4 || n == 6 || n == 8 || n == 12 || n == 14) {
+      k.back().choices.push_back(n);
+    }
+  }
+  // unroll_j: a block's pairs in one step.
+  k.push_back({"unroll_j", {0, 1}});
+  // 0: serial; 1: the threads share out the tiles of kb channels; 2: the
+  // output rows.
+  k.push_back({"parallel", {0, 2}});
+  if (d.N * d.K / (2 * kBlock) >= 1) k.back().choices.insert(k.back().choices.begin() + 1, 1);
+  return k;
+}
+
+absl::Status Check(const Workload& w, const Target& t, const Config& c) {
+  const Dims d = DimsOf(w);
+  const int64_t kb = c.at("kb"), rn = c.at("reg_n");
+  if (w.IntOr("out_block", 0) != kBlock || d.K % kb != 0) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d bf16: needs out_block=", kBlock, " and kb dividing K (", d.K, ")"));
+  }
+  if (AccVectors(t, kb, rn) > AccBudget(t, kb)) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d bf16: a ", rn, " x ", kb, " accumulator tile needs ", AccVectors(t, kb, rn),
+               " vector registers, the target has ", t.NumVectorRegisters(), " (", AccBudget(t, kb),
+               " for accumulators)"));
+  }
+  if (c.at("parallel") == 1 && d.N * (d.K / kb) < 2) {
+    return absl::InvalidArgumentError(
+        "conv2d bf16: parallel=1 shares out channel tiles, and there is one");
+  }
+  return absl::OkStatus();
+}
+
+Config Default(const Workload& w, const Target& t) {
+  const Dims d = DimsOf(w);
+  const auto k = Knobs(w, t);
+  Config c;
+  // The tile with the most useful accumulators (vectors per step, less the
+  // partial last tile's waste), ties to the wider channel tile.
+  double best = -1;
+  for (int64_t kb : k[0].choices) {
+    for (int64_t rn : k[1].choices) {
+      if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
+      const double waste = static_cast<double>(TiledWidth(d, rn)) / static_cast<double>(d.OW);
+      const double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
+      if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > c["kb"])) {
+        best = score;
+        c["kb"] = kb;
+        c["reg_n"] = rn;
+      }
+    }
+  }
+  c["unroll_j"] = 0;
+  c["parallel"] = 0;
+  if (d.K * d.OH * d.OW * d.C * d.R * d.S >= (1 << 18)) {
+    c["parallel"] = d.N * (d.K / c["kb"]) >= 4 ? 1 : 2;
+  }
+  return c;
+}
+
+absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c) {
+  const Dims d = DimsOf(w);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  const DataType i32 = DataType::Int32();
+  const int64_t kb = c.at("kb"), rn = c.at("reg_n"), Ko = d.K / kb;
+  const int64_t J = d.J, G = d.G, taps = G * d.R * d.S * J;
+  te::Tensor data = te::Placeholder("data", sig->inputs[0].shape);
+  te::Tensor weight = te::Placeholder("weight", {d.K, d.C, d.R, d.S});
+  te::Tensor bias;
+  if (w.Int("bias")) bias = te::Placeholder("bias", {d.K});
+  auto eps = EpilogueOperands(w);
+  // Channel ch of the input at in-bounds (h, x), 0 past C.
+  auto channel = [&](Expr n, Expr ch, Expr h, Expr x) {
+    Expr cc = Min(ch, IntImm(d.C - 1));
+    Expr v = d.ib > 0 ? data({n, FloorDiv(cc, IntImm(d.ib)), h, x, FloorMod(cc, IntImm(d.ib))})
+                      : data({n, cc, h, x});
+    return d.C % 2 ? Select(ch < IntImm(d.C), v, FloatImm(0.0)) : v;
+  };
+  // Row ((g * R + r) * S + s) * J + j: the pair of channels 2(g J + j), +1
+  // of tap (r, s).
+  te::Tensor Wp_of = te::Compute(
+      "wpack", {Ko, taps, kb},
+      [&](const std::vector<Var>& i) {
+        Expr j = FloorMod(i[1], IntImm(J)), tap = FloorDiv(i[1], IntImm(J));
+        Expr g = FloorDiv(tap, IntImm(d.R * d.S));
+        Expr r = FloorMod(FloorDiv(tap, IntImm(d.S)), IntImm(d.R)), s = FloorMod(tap, IntImm(d.S));
+        Expr k = i[0] * IntImm(kb) + i[2];
+        auto half = [&](int b) {
+          Expr ch = (g * IntImm(J) + j) * IntImm(2) + IntImm(b);
+          return Select(ch < IntImm(d.C), Bf16Bits(weight({k, Min(ch, IntImm(d.C - 1)), r, s})),
+                        IntImm(0, i32));
+        };
+        return PackHalves(half(0), half(1));
+      },
+      i32);
+  te::Tensor Wp = te::Placeholder("W_packed", Wp_of->shape, i32);
+  // The padded input in pairs, as wide as the register tiles read.
+  const int64_t PH = (d.OH - 1) * d.sh + (d.R - 1) * d.dh + 1;
+  const int64_t PW = (TiledWidth(d, rn) - 1) * d.sw + (d.S - 1) * d.dw + 1;
+  te::Tensor xp = te::Compute(
+      "xpack", {d.N, G, PH, PW, J},
+      [&](const std::vector<Var>& i) {
+        auto half = [&](int b) {
+          Expr ch = (i[1] * IntImm(J) + i[4]) * IntImm(2) + IntImm(b);
+          return Bf16Bits(PaddedLoad(w, i[2], i[3], [&](const Expr& hc, const Expr& xc) {
+            return channel(i[0], ch, hc, xc);
+          }));
+        };
+        return PackHalves(half(0), half(1));
+      },
+      i32);
+  IterRange rc = te::ReduceAxis(G, "rc"), rr = te::ReduceAxis(d.R, "rr"),
+            rs = te::ReduceAxis(d.S, "rs"), rj = te::ReduceAxis(J, "rj");
+  te::Tensor conv = te::Compute("conv", {d.N, Ko, d.OH, d.OW, kb}, [&](const std::vector<Var>& i) {
+    Expr h = i[2] * IntImm(d.sh) + rr.var * IntImm(d.dh);
+    Expr x = i[3] * IntImm(d.sw) + rs.var * IntImm(d.dw);
+    Expr row = ((rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var) * IntImm(J) + rj.var;
+    return te::Sum(Call(DataType::Float32(), "dot2_bf16",
+                        {xp({i[0], rc.var, h, x, rj.var}), Wp({i[1], row, i[4]})}),
+                   {rc, rr, rs, rj});
+  });
+  te::Tensor out = ChannelTiledOutput(
+      w, kb, bias, eps,
+      [&](const Var& n, const Expr& ko, const Expr& kin, const Var& oh, const Var& ow) {
+        return conv({n, ko, oh, ow, kin});
+      });
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  te::Schedule& s = *b.schedule;
+  const int64_t par = c.at("parallel");
+  if (par && G > 1) s.Parallel(xp, s.Axis(xp, 1));
+  // Along the block's pairs, else (NCHW) along the row.
+  s.Vectorize(xp, s.Axis(xp, J > 1 ? 4 : 3));
+  auto [ko, km, kv] = SplitChannelTiles(s, out, w, kb);
+  auto [owo, owi] = s.Split(out, s.Axis(out, 3), rn);
+  te::IterVar oh = s.Axis(out, 2);
+  if (km) {
+    s.Reorder(out, {ko, oh, owo, owi, km, kv});
+    s.Unroll(out, km);
+  } else {
+    s.Reorder(out, {ko, oh, owo, owi, kv});
+  }
+  s.Vectorize(out, kv);
+  s.Unroll(out, owi);
+  if (par == 1) s.Parallel(out, d.N > 1 ? s.Axis(out, 0) : ko);
+  if (par == 2) s.Parallel(out, oh);
+  s.ComputeAt(conv, out, owo);
+  te::IterVar cow = s.Axis(conv, 3), ckv = s.Axis(conv, 4);
+  te::IterVar g = s.ReduceAxisOf(conv, 0), r = s.ReduceAxisOf(conv, 1),
+              sx = s.ReduceAxisOf(conv, 2), j = s.ReduceAxisOf(conv, 3);
+  s.Reorder(conv, {s.Axis(conv, 0), s.Axis(conv, 1), s.Axis(conv, 2), g, r, sx, j, cow, ckv});
+  s.Unroll(conv, cow);
+  s.Vectorize(conv, ckv);
+  if (c.at("unroll_j")) s.Unroll(conv, j);
+  b.SetArgs({data, Wp, bias}, eps, out);
+  b.packs.push_back({1, weight, Wp_of});
+  return b;
+}
+
+}  // namespace
+
+bool Bf16Conv(const Workload& w) {
+  return w.op == "conv2d" && w.IntOr("bf16", 0) == 1 && w.Int("groups") == 1 &&
+         w.IntOr("out_block", 0) == kBlock && !w.ints.count("dtypes");
+}
+
+const OpTemplate* Bf16ConvTemplate() {
+  static const OpTemplate t{Knobs, Default, Check, Build};
+  return &t;
+}
+
+}  // namespace kiln::compiler::ops
