@@ -35,7 +35,7 @@ const std::vector<Command>& Commands() {
       {"compile",
        "compile MODEL --db DB -o PATH [--target SPEC] [--input-shape NAME=DIMS]... "
        "[--max-elements N] "
-       "[--signing-key FILE] [--dump-ir]",
+       "[--signing-key FILE] [--dump-ir] [--precision fp32|bf16 [--accuracy-input NAME=FILE]...]",
        "compile a model locally with the best configs of a log database", RunCompile},
   };
   return *commands;

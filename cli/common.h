@@ -75,6 +75,15 @@ std::string LiveProgress(const kiln::v1::Job& job, double elapsed_s, int width =
 absl::StatusOr<compiler::ImportOptions> ImportOptionsFromArgs(const Args& args);
 // Compiles `model` with the best records of `db` for `target` and writes the
 // artifact to `path` (atomically); prints one line. Returns the exit code.
+// The reduced-precision artifact `reduced` (--precision `precision`) and
+// the same model's float32 build `fp32` run once on `specs` (kiln-run's
+// --input NAME=FILE arguments): per output, the largest and mean absolute
+// error against float32 and, over the last axis, how often the argmax (top-1)
+// agrees; as lines to print.
+absl::StatusOr<std::string> CompareWithFloat32(std::string_view reduced, std::string_view fp32,
+                                               const std::string& precision,
+                                               const std::vector<std::string>& specs);
+
 int CompileToFile(const Command& self, const std::string& model_path, const compiler::Model& model,
                   const compiler::Target& target, storage::LogDb& db, const std::string& path,
                   bool dump_ir, const CliEnv& env, const std::string& signing_key = "");

@@ -13,6 +13,7 @@
 #include "compiler/config.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
+#include "deploy/tensor_io.h"
 #include "storage/log_db.h"
 #include "tuner/history.h"
 
@@ -104,10 +105,11 @@ int CompileToFile(const Command& self, const std::string& model_path, const comp
 }
 
 int RunCompile(const Command& self, const std::vector<std::string>& argv, const CliEnv& env) {
-  absl::StatusOr<Args> args = ParseFlags(argv,
-                                         {"--db", "-o", "--output", "--target", "--input-shape",
-                                          "--max-elements", "--signing-key", "--precision"},
-                                         {"--dump-ir"});
+  absl::StatusOr<Args> args =
+      ParseFlags(argv,
+                 {"--db", "-o", "--output", "--target", "--input-shape", "--max-elements",
+                  "--signing-key", "--precision", "--accuracy-input"},
+                 {"--dump-ir"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
   if (!args->values.count("--db")) return UsageError(self, "missing --db", env);
@@ -128,8 +130,38 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
   if (!model.ok()) return Fail(self, std::string(model.status().message()), env);
   absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args->Get("--db"));
   if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
-  return CompileToFile(self, args->positional[0], *model, target, **db, path,
-                       args->bools.count("--dump-ir") > 0, env, args->Get("--signing-key"));
+  const std::vector<std::string> accuracy_inputs = args->All("--accuracy-input");
+  if (!accuracy_inputs.empty() && import->precision == compiler::Precision::kFloat32) {
+    return UsageError(self, "--accuracy-input compares a --precision bf16 build with float32", env);
+  }
+  const int rc = CompileToFile(self, args->positional[0], *model, target, **db, path,
+                               args->bools.count("--dump-ir") > 0, env, args->Get("--signing-key"));
+  if (rc != 0 || import->precision == compiler::Precision::kFloat32) return rc;
+  const std::string precision = compiler::PrecisionName(import->precision);
+  if (accuracy_inputs.empty()) {
+    *env.err << "kiln: compile: " << precision
+             << " products lose accuracy against float32: compare on your inputs with "
+                "--accuracy-input NAME=FILE before you deploy\n";
+    return 0;
+  }
+  // The float32 build (default configs: they change no result beyond the
+  // order of sums) beside the one just written, on the user's inputs.
+  compiler::ImportOptions fp32_import = *import;
+  fp32_import.precision = compiler::Precision::kFloat32;
+  absl::StatusOr<compiler::Model> fp32_model =
+      compiler::Model::FromOnnxFile(args->positional[0], fp32_import);
+  if (!fp32_model.ok()) return Fail(self, std::string(fp32_model.status().message()), env);
+  absl::StatusOr<std::string> fp32 = compiler::CompileModel(*fp32_model, target, nullptr);
+  if (!fp32.ok()) return Fail(self, StrCat("the float32 build: ", fp32.status().message()), env);
+  absl::StatusOr<std::string> reduced = deploy::ReadFileBytes(path);
+  if (!reduced.ok()) return Fail(self, std::string(reduced.status().message()), env);
+  absl::StatusOr<std::string> report =
+      CompareWithFloat32(*reduced, *fp32, precision, accuracy_inputs);
+  if (!report.ok()) {
+    return Fail(self, StrCat("--accuracy-input: ", report.status().message()), env);
+  }
+  *env.out << *report;
+  return 0;
 }
 
 }  // namespace kiln::cli

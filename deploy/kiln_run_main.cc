@@ -196,65 +196,10 @@ int Main(int argc, char** argv) {
                                       manifest.target, "'"));
   }
 
-  // Match --input arguments to manifest inputs.
-  std::map<std::string, std::string> files;
-  for (const std::string& spec : args.inputs) {
-    std::string name, file;
-    size_t eq = spec.find('=');
-    bool named = false;
-    if (eq != std::string::npos) {
-      name = spec.substr(0, eq);
-      named = std::any_of(manifest.inputs.begin(), manifest.inputs.end(),
-                          [&](const kiln::deploy::TensorInfo& t) { return t.name == name; });
-    }
-    if (named) {
-      file = spec.substr(eq + 1);
-    } else if (manifest.inputs.size() == 1 &&
-               (eq == std::string::npos || ::access(spec.c_str(), F_OK) == 0)) {
-      name = manifest.inputs[0].name;
-      file = spec;
-    } else {
-      std::vector<std::string> names;
-      for (const auto& t : manifest.inputs) names.push_back(t.name);
-      return Fail(kExitBadInput, StrCat("--input '", spec,
-                                        "': expected NAME=FILE with NAME one of the model's "
-                                        "inputs (",
-                                        kiln::StrJoin(names, ", "), ")"));
-    }
-    if (!files.emplace(name, file).second) {
-      return Fail(kExitBadInput, StrCat("input '", name, "' given twice"));
-    }
-  }
-
-  std::vector<Tensor> inputs;
-  for (const auto& info : manifest.inputs) {
-    auto it = files.find(info.name);
-    if (it == files.end()) {
-      return Fail(
-          kExitBadInput,
-          StrCat("missing input '", info.name, "' (", kiln::DTypeName(info.dtype), " ",
-                 kiln::deploy::ShapeToString(info.shape), "): pass --input ", info.name, "=FILE"));
-    }
-    auto t = kiln::deploy::ReadTensorFile(it->second);
-    if (!t.ok())
-      return Fail(kExitBadInput, StrCat("input '", info.name, "': ", t.status().message()));
-    if (t->dtype != info.dtype) {
-      if (t->dtype == kiln::DType::kFloat64 && info.dtype == kiln::DType::kFloat32) {
-        *t = kiln::deploy::MakeTensor(t->name, t->shape, kiln::deploy::ToFloatVector(*t));
-      } else {
-        return Fail(kExitBadInput,
-                    StrCat("input '", info.name, "': expected ", kiln::DTypeName(info.dtype),
-                           ", given ", kiln::DTypeName(t->dtype), " (from ", it->second, ")"));
-      }
-    }
-    if (t->shape != info.shape) {
-      return Fail(kExitBadInput,
-                  StrCat("input '", info.name, "': expected shape ",
-                         kiln::deploy::ShapeToString(info.shape), ", given ",
-                         kiln::deploy::ShapeToString(t->shape), " (from ", it->second, ")"));
-    }
-    inputs.push_back(*std::move(t));
-  }
+  absl::StatusOr<std::vector<Tensor>> read =
+      kiln::deploy::ReadInputFiles(manifest.inputs, args.inputs);
+  if (!read.ok()) return Fail(kExitBadInput, std::string(read.status().message()));
+  std::vector<Tensor> inputs = *std::move(read);
 
   std::vector<Tensor> outputs(manifest.outputs.size());
   std::vector<kiln::deploy::InputBuffer> in_bufs;

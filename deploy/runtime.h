@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "deploy/dtype.h"
+#include "deploy/tensor_io.h"
 
 namespace kiln::deploy {
 
@@ -61,6 +62,16 @@ struct LoadOptions {
   // are checked either way.
   std::string trust_key;
 };
+
+// The tensors for a model's `inputs` (the manifest's, in its order) from
+// kiln-run's --input arguments: NAME=FILE, or FILE alone for a model of one
+// input; each file .npy or an ONNX TensorProto (ReadTensorFile), float64
+// taken as float32 where float32 is expected. INVALID_ARGUMENT naming the
+// argument or input otherwise: an unknown name, an input given twice or
+// missing, a file that does not read, a dtype or shape the manifest does not
+// state.
+absl::StatusOr<std::vector<Tensor>> ReadInputFiles(const std::vector<TensorInfo>& inputs,
+                                                   const std::vector<std::string>& specs);
 
 class DeviceProgram;
 

@@ -1,14 +1,20 @@
 #include "deploy/tensor_io.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "base/str.h"
+#include "deploy/artifact.h"
+#include "deploy/runtime.h"
 
 namespace kiln::deploy {
 namespace {
@@ -676,6 +682,58 @@ absl::Status WriteNpyFile(const std::string& path, const Tensor& tensor) {
                ", which .npy cannot name (NumPy saves it as void); write a .pb TensorProto"));
   }
   return WriteBytes(path, SerializeNpy(tensor));
+}
+
+absl::StatusOr<std::vector<Tensor>> ReadInputFiles(const std::vector<TensorInfo>& inputs,
+                                                   const std::vector<std::string>& specs) {
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
+  std::map<std::string, std::string> files;
+  for (const std::string& spec : specs) {
+    std::string name, file;
+    const size_t eq = spec.find('=');
+    bool named = false;
+    if (eq != std::string::npos) {
+      name = spec.substr(0, eq);
+      named = std::any_of(inputs.begin(), inputs.end(),
+                          [&](const TensorInfo& t) { return t.name == name; });
+    }
+    if (named) {
+      file = spec.substr(eq + 1);
+    } else if (inputs.size() == 1 &&
+               (eq == std::string::npos || ::access(spec.c_str(), F_OK) == 0)) {
+      name = inputs[0].name;
+      file = spec;
+    } else {
+      std::vector<std::string> names;
+      for (const TensorInfo& t : inputs) names.push_back(t.name);
+      return bad("--input '", spec, "': expected NAME=FILE with NAME one of the model's inputs (",
+                 StrJoin(names, ", "), ")");
+    }
+    if (!files.emplace(name, file).second) return bad("input '", name, "' given twice");
+  }
+  std::vector<Tensor> out;
+  for (const TensorInfo& info : inputs) {
+    auto it = files.find(info.name);
+    if (it == files.end()) {
+      return bad("missing input '", info.name, "' (", DTypeName(info.dtype), " ",
+                 ShapeToString(info.shape), "): pass --input ", info.name, "=FILE");
+    }
+    absl::StatusOr<Tensor> t = ReadTensorFile(it->second);
+    if (!t.ok()) return bad("input '", info.name, "': ", t.status().message());
+    if (t->dtype != info.dtype) {
+      if (t->dtype != DType::kFloat64 || info.dtype != DType::kFloat32) {
+        return bad("input '", info.name, "': expected ", DTypeName(info.dtype), ", given ",
+                   DTypeName(t->dtype), " (from ", it->second, ")");
+      }
+      *t = MakeTensor(t->name, t->shape, ToFloatVector(*t));
+    }
+    if (t->shape != info.shape) {
+      return bad("input '", info.name, "': expected shape ", ShapeToString(info.shape), ", given ",
+                 ShapeToString(t->shape), " (from ", it->second, ")");
+    }
+    out.push_back(*std::move(t));
+  }
+  return out;
 }
 
 }  // namespace kiln::deploy

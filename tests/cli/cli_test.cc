@@ -16,6 +16,7 @@
 #include "base/str.h"
 #include "cli/common.h"
 #include "compiler/artifact_signing.h"
+#include "deploy/tensor_io.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -578,6 +579,71 @@ TEST_F(CliWithTracker, FetchUnknownJob) {
   EXPECT_EQ(r.err, "kiln: fetch: NOT_FOUND: no job 'job-missing'\n");
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_FALSE(std::filesystem::exists(out + ".part"));
+}
+
+// x [3, 40] times constant weights [40, 24] (a Linear layer), whose values
+// bfloat16 does not hold exactly.
+std::string MatMulModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("linear");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_value(3);
+  tt->mutable_shape()->add_dim()->set_dim_value(40);
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(40);
+  w->add_dims(24);
+  for (int i = 0; i < 40 * 24; ++i) w->add_float_data(0.001f * static_cast<float>((i * 37) % 997));
+  auto* n = g->add_node();
+  n->set_op_type("MatMul");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  return m.SerializeAsString();
+}
+
+// --precision bf16 builds the products in bfloat16 and, given the user's
+// inputs, prints the accuracy against the float32 build; without them it
+// says to check. fp16, a precision not built, and --accuracy-input without
+// a reduced precision are refused.
+TEST_F(CliWithTracker, CompileInBf16ReportsItsAccuracy) {
+  const std::string model = WriteFile("linear.onnx", MatMulModel());
+  const std::string db = (dir_ / "log.db").string();
+  const std::string out = (dir_ / "linear.kiln").string();
+  std::vector<float> x(3 * 40);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.37f * static_cast<float>(i % 11) - 1.3f;
+  const std::string npy = deploy::SerializeNpy(deploy::MakeTensor("x", {3, 40}, x));
+  const std::string input = WriteFile("x.npy", npy);
+  CliRun r = Kiln({"compile", model, "--db", db, "-o", out, "--precision", "bf16",
+                   "--accuracy-input", "x=" + input});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("accuracy of bf16 against float32 on the given inputs:"));
+  EXPECT_THAT(r.out, HasSubstr("output 'y' 3x24: max abs error "));
+  EXPECT_THAT(r.out, HasSubstr("top-1 (argmax of the last axis) agrees in "));
+  EXPECT_THAT(r.out, Not(HasSubstr("max abs error 0 ")));  // bfloat16 rounds
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--precision", "bf16"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("compare on your inputs with --accuracy-input"));
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--precision", "fp16"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("precision 'fp16' is not supported yet"));
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--accuracy-input", input});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--accuracy-input compares a --precision bf16 build"));
+  r = Kiln({"compile", model, "--db", db, "-o", out, "--precision", "bf16", "--accuracy-input",
+            "z=" + input});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("expected NAME=FILE with NAME one of the model's inputs (x)"));
 }
 
 TEST_F(CliWithTracker, CompileSpecializesInputShapesAndReadsExternalData) {
