@@ -14,6 +14,7 @@ const std::vector<Command>& Commands() {
        "[--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N] "
        "[--deadline DURATION] [--priority N] [--candidate-timeout DURATION] "
        "[--flush-cache | --no-flush-cache] [--threads N] [--no-end-to-end] "
+       "[--precision fp32|bf16] "
        "[--input-shape NAME=DIMS]... [--wait]\n"
        "       kiln tune MODEL --local --db DB -o PATH --trials N [--strategy S] "
        "[--budget DURATION] [--early-stopping N] [--flush-cache | --no-flush-cache] "

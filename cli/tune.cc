@@ -1,11 +1,14 @@
 // kiln tune MODEL --tracker ADDR --key KEY --trials N [--target SPEC]
 //   [--strategy random|grid|ga|xgb] [--budget DURATION] [--early-stopping N]
 //   [--candidate-timeout DURATION] [--flush-cache | --no-flush-cache]
-//   [--threads N] [--no-end-to-end] [--input-shape NAME=DIMS]... [--wait]
+//   [--threads N] [--no-end-to-end] [--precision fp32|bf16]
+//   [--input-shape NAME=DIMS]... [--wait]
 // --threads: the threads the model will run on (the agent times candidates
 // and the whole model at that count; default: the board's cores).
 // --no-end-to-end: skip the whole-model check after the search (the job
 // then returns each task's best record, unconfirmed inside the model).
+// --precision bf16: the model's matrix products in bfloat16 (CPU targets;
+// `kiln compile --accuracy-input` shows what that costs in accuracy).
 // Uploads the model (and the external data files it names, from its own
 // folder) in chunks, then submits the job naming them by digest.
 //
@@ -281,7 +284,7 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
       ParseFlags(argv,
                  {"--tracker", "--key", "--trials", "--target", "--input-shape", "--strategy",
                   "--budget", "--early-stopping", "--db", "-o", "--max-elements", "--deadline",
-                  "--priority", "--candidate-timeout", "--threads"},
+                  "--priority", "--candidate-timeout", "--threads", "--precision"},
                  {"--wait", "--local", "--flush-cache", "--no-flush-cache", "--no-end-to-end"});
   if (!args.ok()) return UsageError(self, std::string(args.status().message()), env);
   if (args->positional.size() != 1) return UsageError(self, "expected one MODEL file", env);
@@ -387,6 +390,11 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   if (candidate_timeout_ms > 0) request.mutable_timing()->set_timeout_ms(candidate_timeout_ms);
   request.mutable_timing()->set_threads(static_cast<int32_t>(threads));
   request.set_skip_end_to_end(args->bools.count("--no-end-to-end") > 0);
+  if (args->values.count("--precision")) {
+    absl::StatusOr<compiler::Precision> p = compiler::ParsePrecision(args->Get("--precision"));
+    if (!p.ok()) return UsageError(self, std::string(p.status().message()), env);
+    request.set_precision(compiler::PrecisionName(*p));
+  }
   kiln::v1::SubmitJobResponse response;
   {
     grpc::ClientContext ctx;

@@ -122,6 +122,13 @@ std::vector<MeasureResult> MeasureModelVariants(const kiln::v1::MeasureBatch& ba
     import.input_shapes[s.name()] = {s.dims().begin(), s.dims().end()};
   }
   import.plan_layouts = !target.is_gpu();
+  if (!spec.precision().empty()) {
+    absl::StatusOr<compiler::Precision> precision = compiler::ParsePrecision(spec.precision());
+    if (!precision.ok()) {
+      return all(kiln::v1::MEASURE_ERROR_KIND_COMPILE, std::string(precision.status().message()));
+    }
+    import.precision = *precision;
+  }
   import.max_folded_bytes = compiler::FoldedBytesBudget(model_bytes);
   absl::StatusOr<compiler::Model> model =
       compiler::Model::FromOnnxFile(file_of(spec.model_sha256()), import);

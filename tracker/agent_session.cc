@@ -480,6 +480,9 @@ void AgentSessions::Peer::OnLease(std::optional<Lease> lease) {
       in->set_name(name);
       for (int64_t d : dims) in->add_dims(d);
     }
+    if (w.model->precision != compiler::Precision::kFloat32) {
+      spec->set_precision(compiler::PrecisionName(w.model->precision));
+    }
     b->clear_workload();
   }
   b->set_lease_deadline_unix_ms(lease->deadline_ms);

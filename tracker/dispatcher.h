@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "compiler/config.h"
+#include "compiler/graph/graph.h"
 #include "storage/vocabulary.h"
 #include "tracker/clock.h"
 
@@ -86,6 +87,7 @@ struct ModelFile {
 struct ModelWork {
   std::vector<ModelFile> files;  // the ONNX file first
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  compiler::Precision precision = compiler::Precision::kFloat32;
 };
 
 // One unit of work for one agent: candidates of one workload.

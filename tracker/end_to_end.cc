@@ -151,10 +151,10 @@ void RecordDecision(const tuner::InModelResult& result,
   }
 }
 
-absl::StatusOr<ModelWork> ModelWorkOf(
-    const storage::ArtifactStore& store, const std::string& model_sha256,
-    const std::map<std::string, std::string>& external_data,
-    const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+absl::StatusOr<ModelWork> ModelWorkOf(const storage::ArtifactStore& store,
+                                      const std::string& model_sha256,
+                                      const std::map<std::string, std::string>& external_data,
+                                      const compiler::ImportOptions& import) {
   ModelWork work;
   auto add = [&](const std::string& sha, const std::string& location) -> absl::Status {
     auto path = store.LocalPath(sha);
@@ -168,7 +168,8 @@ absl::StatusOr<ModelWork> ModelWorkOf(
   for (const auto& [location, sha] : external_data) {
     if (absl::Status s = add(sha, location); !s.ok()) return s;
   }
-  work.input_shapes = input_shapes;
+  work.input_shapes = import.input_shapes;
+  work.precision = import.precision;
   return work;
 }
 

@@ -76,12 +76,12 @@ void RecordDecision(const tuner::InModelResult& result,
                     EndToEndReport* report);
 
 // A stored model's files (the ONNX file first, then its external data,
-// location -> sha256) as a whole-model batch sends them, with its input
-// shapes. NOT_FOUND for a file the store does not have.
-absl::StatusOr<ModelWork> ModelWorkOf(
-    const storage::ArtifactStore& store, const std::string& model_sha256,
-    const std::map<std::string, std::string>& external_data,
-    const std::map<std::string, std::vector<int64_t>>& input_shapes);
+// location -> sha256) as a whole-model batch sends them, with the import's
+// input shapes and precision. NOT_FOUND for a file the store does not have.
+absl::StatusOr<ModelWork> ModelWorkOf(const storage::ArtifactStore& store,
+                                      const std::string& model_sha256,
+                                      const std::map<std::string, std::string>& external_data,
+                                      const compiler::ImportOptions& import);
 
 struct FarmRunnerOptions {
   Dispatcher* dispatcher = nullptr;

@@ -104,6 +104,7 @@ struct SubmitRequest {
   TimingOptions timing{0, 0, 0, 0, false, 0};
   // No whole-model check after the search (tracker/end_to_end.h).
   bool skip_end_to_end = false;
+  std::string precision;  // compiler::ParsePrecision's names; empty: fp32
 };
 
 struct SubmitResult {

@@ -32,6 +32,9 @@ std::string OptionsToJson(const StoredOptions& o) {
   if (o.priority != 0) j["priority"] = o.priority;
   if (t.threads > 0) j["threads"] = t.threads;
   if (o.skip_end_to_end) j["skip_end_to_end"] = true;
+  if (o.precision != compiler::Precision::kFloat32) {
+    j["precision"] = compiler::PrecisionName(o.precision);
+  }
   if (!o.input_shapes.empty()) j["input_shapes"] = o.input_shapes;
   if (!o.external_data.empty()) j["external_data"] = o.external_data;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -78,7 +81,12 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
   get("priority", &o.priority);
   get("threads", &o.timing.threads);
   get("skip_end_to_end", &o.skip_end_to_end);
+  std::string precision = "fp32";
+  get("precision", &precision);
   if (!bad.ok()) return bad;
+  absl::StatusOr<compiler::Precision> p = compiler::ParsePrecision(precision);
+  if (!p.ok()) return absl::DataLossError(StrCat("job options: ", p.status().message()));
+  o.precision = *p;
   if (auto it = doc.find("input_shapes"); it != doc.end()) {
     if (!it->is_object()) return absl::DataLossError("job options: bad input_shapes");
     for (const auto& [name, dims] : it->items()) {
@@ -110,6 +118,7 @@ compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::A
   for (const auto& [location, sha] : o.external_data) model_bytes += store.SizeOf(sha).value_or(0);
   import.max_folded_bytes = compiler::FoldedBytesBudget(model_bytes);
   import.plan_layouts = !target.is_gpu();
+  import.precision = o.precision;
   import.input_shapes = o.input_shapes;
   for (const auto& [location, sha] : o.external_data) {
     // Downloaded first from an object store (a missing file fails the import).

@@ -25,6 +25,7 @@ struct StoredOptions {
   int64_t deadline_unix_ms = 0;                      // the job fails past it; 0: none
   int32_t priority = 0;                              // Dispatcher: higher goes first
   bool skip_end_to_end = false;                      // no whole-model check (end_to_end.h)
+  compiler::Precision precision = compiler::Precision::kFloat32;
 };
 
 // `t` with its unset (<= 0) fields taken from `d`.

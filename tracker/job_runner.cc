@@ -187,8 +187,7 @@ absl::StatusOr<FarmRunnerOptions> JobManager::RunnerOptions(Job& job) {
     std::lock_guard<std::mutex> lock(job.mu);
     return job.cancelled || job.abandoned.load() || stopping_.load();
   };
-  auto model =
-      ModelWorkOf(*store_, job.row.model_sha256, job.external_data, job.import.input_shapes);
+  auto model = ModelWorkOf(*store_, job.row.model_sha256, job.external_data, job.import);
   if (!model.ok()) return model.status();
   o.model = *std::move(model);
   return o;

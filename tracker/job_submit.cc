@@ -134,6 +134,11 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   if (absl::Status st = tuner::CheckSearchName(stored.strategy); !st.ok()) return st;
   stored.input_shapes = req.input_shapes;
   stored.external_data = req.external_data;
+  if (!req.precision.empty()) {
+    absl::StatusOr<compiler::Precision> p = compiler::ParsePrecision(req.precision);
+    if (!p.ok()) return p.status();
+    stored.precision = *p;
+  }
   int64_t total = 0;
   auto stored_size = [&](const std::string& sha, const std::string& what) -> absl::Status {
     if (!storage::IsSha256Hex(sha)) {
@@ -169,6 +174,11 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
     spec = *known;
   }
   auto target = compiler::Target::Parse(spec);
+  if (target.ok() && target->is_gpu() && stored.precision != compiler::Precision::kFloat32) {
+    return absl::InvalidArgumentError(StrCat("precision ",
+                                             compiler::PrecisionName(stored.precision),
+                                             " is built for CPU targets only, not '", spec, "'"));
+  }
   if (!target.ok()) {
     return absl::InvalidArgumentError(
         StrCat("bad target '", spec, "': ", std::string(target.status().message())));

@@ -222,6 +222,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     r.timing.timeout_ms = t.timeout_ms();
     r.timing.threads = t.threads();
     r.skip_end_to_end = req->skip_end_to_end();
+    r.precision = req->precision();
     auto result = jobs_->Submit(r);
     if (!result.ok()) {
       Log()->info("SubmitJob rejected: {}", result.status().ToString());

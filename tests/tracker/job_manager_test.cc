@@ -1,5 +1,6 @@
 #include "tracker/job_manager.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -10,6 +11,7 @@
 #include "base/str.h"
 #include "compiler/kernel.h"
 #include "tests/tracker/test_models.h"
+#include "tracker/job_options.h"
 
 namespace kiln::tracker {
 namespace {
@@ -521,9 +523,11 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
 
 // Plays an agent whose whole-model runs say the model is `tuned_factor`
 // times as slow with tuned configs as with its defaults (each task's kernels
-// likewise); candidates alone all cost 1 ms. Counts the model batches.
+// likewise); candidates alone all cost 1 ms. Counts the model batches (and
+// keeps the precision they name in *precision).
 JobStatus ServeModelUntilFinished(Dispatcher* dispatcher, JobManager* jobs, const std::string& job,
-                                  double tuned_factor, int* model_batches) {
+                                  double tuned_factor, int* model_batches,
+                                  std::string* precision = nullptr) {
   size_t next = 0;
   bool finished = false;
   JobStatus last;
@@ -532,6 +536,7 @@ JobStatus ServeModelUntilFinished(Dispatcher* dispatcher, JobManager* jobs, cons
       std::vector<MeasureOutcome> results = Measured(lease->work, {1e-3});
       if (lease->work.model.has_value()) {
         ++*model_batches;
+        if (precision) *precision = compiler::PrecisionName(lease->work.model->precision);
         EXPECT_FALSE(lease->work.model->files.empty());
         EXPECT_TRUE(fs::exists(lease->work.model->files[0].path));
         for (size_t c = 0; c < results.size(); ++c) {
@@ -679,6 +684,45 @@ TEST_F(JobManagerTest, WhenTuningPaysOnTheBoardTheTunedModuleIsReturned) {
   ASSERT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
   EXPECT_EQ(model_batches, 0);
   EXPECT_EQ(last.row.end_to_end_json, "");
+}
+
+// --precision bf16 travels with the job: its tasks are the bfloat16
+// workloads (bf16=1), the options keep it for a restarted tracker, and the
+// whole-model batches name it for the agent's import. An unknown precision
+// and bf16 for a GPU target are refused.
+TEST_F(JobManagerTest, Bf16PrecisionIsTunedStoredAndSentWithTheModel) {
+  auto req = Request(testing::LinearModel());
+  req.trials = 8;
+  req.precision = "fp16";
+  auto r = jobs_->Submit(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("not supported yet"));
+  req.precision = "bf16";
+  const std::string cpu = req.target;
+  req.target = "opencl";
+  r = jobs_->Submit(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              ::testing::HasSubstr("precision bf16 is built for CPU targets only"));
+  req.target = cpu;
+  r = jobs_->Submit(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto row = db_->GetJob(r->job_id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_THAT((*row)->options_json, ::testing::HasSubstr("\"precision\":\"bf16\""));
+  auto stored = OptionsFromJson((*row)->options_json, TimingOptions{});
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->precision, compiler::Precision::kBfloat16);
+  // Whole-model batches carry it.
+  std::string precision_sent;
+  int model_batches = 0;
+  JobStatus last = ServeModelUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id, 0.8,
+                                           &model_batches, &precision_sent);
+  EXPECT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
+  EXPECT_GT(model_batches, 0);
+  ASSERT_EQ(last.tasks.size(), 1u);
+  EXPECT_THAT(last.tasks[0].canonical, ::testing::HasSubstr("bf16=1"));
+  EXPECT_EQ(precision_sent, "bf16");
 }
 
 // Input shapes and external data files travel with the job: a restarted

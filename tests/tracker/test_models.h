@@ -55,6 +55,24 @@ inline std::string ConvReluModel() {
   return m.SerializeAsString();
 }
 
+// x[16,64] -> MatMul by constant w[64,32] -> y[16,32] (a Linear layer).
+inline std::string LinearModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("linear");
+  AddTensorInfo(g->add_input(), "x", {16, 64});
+  AddTensorInfo(g->add_output(), "y", {16, 32});
+  AddInitializer(g, "w", {64, 32});
+  onnx::NodeProto* mm = g->add_node();
+  mm->set_op_type("MatMul");
+  mm->add_input("x");
+  mm->add_input("w");
+  mm->add_output("y");
+  return m.SerializeAsString();
+}
+
 // ConvReluModel with a symbolic batch dimension ("N") and its weights `w`
 // kept in external data file "weights/w.bin" (whose bytes go to *data).
 inline std::string SymbolicExternalModel(std::string* data) {
