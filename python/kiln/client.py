@@ -267,7 +267,8 @@ class Client:
         return r.sha256
 
     def tune(self, model, key, trials=64, strategy="", budget=0.0, target="",
-             input_shapes=None, priority=0, flush_cache=None, threads=0, end_to_end=True):
+             input_shapes=None, priority=0, flush_cache=None, threads=0, end_to_end=True,
+             precision=""):
         """Uploads `model` (an ONNX file) and submits a tuning job for the
         agents of `key`: `trials` measurements, `strategy` ("xgb", "ga",
         "random", "grid"; "" for the tracker's default), `budget` seconds of
@@ -277,7 +278,8 @@ class Client:
         16 MiB, as `kiln tune` decides), `threads` the threads the model will
         run on (0: the board's cores), `end_to_end` whether the job confirms
         its configs by running the whole model on the board (Job info's
-        "end_to_end"). Returns the Job."""
+        "end_to_end"), `precision` "bf16" for the model's matrix products in
+        bfloat16 summed in float32 ("" or "fp32": float32). Returns the Job."""
         if flush_cache is None:
             flush_cache = os.path.getsize(model) > FLUSH_CACHE_MODEL_BYTES
         sha = self.upload(model)
@@ -289,6 +291,7 @@ class Client:
             req.timing.flush_cache = True
         req.timing.threads = threads
         req.skip_end_to_end = not end_to_end
+        req.precision = precision
         for name, dims in (input_shapes or {}).items():
             req.input_shapes.add(name=name, dims=list(dims))
         r = _call(self._stub.SubmitJob, req, metadata=self._metadata)

@@ -93,6 +93,32 @@ def test_tune_wait_fetch_run_matches_onnxruntime(farm, capsys):
                for r in records)
 
 
+def test_tune_in_bf16_runs_close_to_float32(farm, tmp_path):
+    """precision="bf16": the fetched module's products are bfloat16's
+    (close to float32, not equal); a precision not built is refused."""
+    addr, client, tmp = farm
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((64, 48)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "linear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 48])],
+        [numpy_helper.from_array(w, "w")])
+    path = str(tmp_path / "linear.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    job = client.tune(path, key=KEY, trials=6, precision="bf16")
+    info = job.wait(progress=False)
+    assert info["state"] == "completed", info
+    x = rng.standard_normal((8, 64)).astype(np.float32)
+    got = kiln.Module(job.fetch(str(tmp_path / "linear.kiln"))).run({"x": x})["y"]
+    want = x @ w
+    np.testing.assert_allclose(got, want, rtol=0, atol=0.1)
+    assert np.abs(got - want).max() > 1e-5  # rounded to bfloat16, not float32
+    with pytest.raises(kiln.KilnError, match="not supported yet"):
+        client.tune(path, key=KEY, trials=6, precision="fp16")
+
+
 def test_module_checks_inputs(farm):
     addr, client, tmp = farm
     job = client.tune(MODEL, key=KEY, trials=6)
