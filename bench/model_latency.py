@@ -3,7 +3,8 @@
 
   bench/model_latency.py --model M.onnx --artifact LABEL=PATH [...]
                          [--repeat N] [--warmup K] [--block B] [--threads T]
-                         [--openvino] [--tolerance E] [--bin-dir DIR] [--json OUT]
+                         [--openvino] [--openvino-bf16] [--tolerance E] [--bin-dir DIR]
+                         [--json OUT]
 
 Both sides are timed in-process the same way, around one call with its
 inputs and outputs bound ahead (neither converts arrays per run): the
@@ -29,7 +30,9 @@ blocks' medians (bench/tuning_pays.py compares two artifacts with them).
 stream, T threads, INFERENCE_PRECISION_HINT f32 set explicitly: its default
 is bf16 on CPUs that have it) as a second baseline in a worker process of its
 own, timed in the same interleaved blocks; every module then also gets its
-speed against OpenVINO. --tolerance is the largest max abs error against
+speed against OpenVINO. --openvino-bf16 adds OpenVINO with the hint bf16
+(label openvino-bf16), the baseline for kiln's --precision bf16 builds.
+--tolerance is the largest max abs error against
 onnxruntime that passes (default 1e-3; a quantized model's outputs differ
 by quantization steps).
 """
@@ -103,14 +106,15 @@ def ort_worker(conn, model, inputs, threads, warmup):
         conn.send(timed(run, n))
 
 
-def ov_worker(conn, model, inputs, threads, warmup):
-    """OpenVINO in its own process, as ort_worker."""
+def ov_worker(conn, model, inputs, threads, warmup, precision="f32"):
+    """OpenVINO in its own process, as ort_worker, at the precision hint given
+    (f32, or bf16 where the CPU has it)."""
     import openvino as ov
 
     core = ov.Core()
     compiled = core.compile_model(model, "CPU", {
         "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
-        "INFERENCE_PRECISION_HINT": "f32"})
+        "INFERENCE_PRECISION_HINT": precision})
     req = compiled.create_infer_request()
     for name, x in inputs.items():
         req.set_tensor(name, ov.Tensor(x))
@@ -135,6 +139,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the medians and the blocks' medians here")
     ap.add_argument("--openvino", action="store_true", help="OpenVINO as a second baseline")
+    ap.add_argument("--openvino-bf16", action="store_true",
+                    help="and OpenVINO with INFERENCE_PRECISION_HINT bf16")
     ap.add_argument("--tolerance", type=float, default=1e-3)
     a = ap.parse_args()
 
@@ -156,10 +162,14 @@ def main():
     # The workers are forked before kiln's runtime (and its threads) is loaded.
     ctx = multiprocessing.get_context("fork")
     workers = {}
-    for label, fn in [("onnxruntime", ort_worker)] + ([("openvino", ov_worker)] if a.openvino
-                                                     else []):
+    baselines = [("onnxruntime", ort_worker, ())]
+    if a.openvino:
+        baselines.append(("openvino", ov_worker, ()))
+    if a.openvino_bf16:
+        baselines.append(("openvino-bf16", ov_worker, ("bf16",)))
+    for label, fn, extra in baselines:
         conn, child = ctx.Pipe()
-        proc = ctx.Process(target=fn, args=(child, a.model, inputs, a.threads, a.warmup),
+        proc = ctx.Process(target=fn, args=(child, a.model, inputs, a.threads, a.warmup) + extra,
                            daemon=True)
         proc.start()
         version, out = conn.recv()
