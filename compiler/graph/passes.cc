@@ -726,9 +726,23 @@ void UseBf16Products(Graph& g) {
     if (n.kind != NodeKind::kCompute || w.ints.count("dtypes") || n.inputs.size() < 2) continue;
     const bool dense = w.op == "dense" && w.IntOr("batch_b", 0) == 0;
     // Convolutions that write channel blocks (the ones conv2d_bf16.cc
-    // covers); depthwise ones stay float32 (memory-bound: few products).
-    const bool conv =
-        w.op == "conv2d" && w.Int("groups") == 1 && w.IntOr("out_block", 0) == kChannelBlock;
+    // covers); depthwise ones stay float32 (memory-bound: few products),
+    // and so do 3x3 stride-1 layers of 20x20 pixels or more, whose float32
+    // default is Winograd F(4x4, 3x3): a quarter of the multiplies beats
+    // bfloat16's two products per lane (ResNet-50's 56x56 and 28x28 layers
+    // 0.33 ms against 0.46 at one thread; at 14x14 bfloat16 wins, 0.45
+    // against 0.58).
+    const bool winograd = w.op == "conv2d" && w.Int("R") == 3 && w.Int("S") == 3 &&
+                          w.Ints("stride") == std::vector<int64_t>{1, 1} &&
+                          w.Ints("dilation") == std::vector<int64_t>{1, 1} &&
+                          w.Int("OH") * w.Int("OW") >= 400;
+    // Nor layers of fewer than 32 products per input value (K * R * S): the
+    // input's pack into bfloat16 pairs, a pass over it per call, costs more
+    // than the products save (MobileNetV2's 112x112 1x1 32 -> 16, 0.083 ms
+    // against 0.068).
+    const bool conv = w.op == "conv2d" && w.Int("groups") == 1 &&
+                      w.IntOr("out_block", 0) == kChannelBlock && !winograd &&
+                      w.Int("K") * w.Int("R") * w.Int("S") >= 32;
     const Value& b = g.values[n.inputs[1]];
     if ((dense || conv) && b.IsConstant() && b.dtype == DType::kFloat32) w.ints["bf16"] = {1};
   }

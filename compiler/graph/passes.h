@@ -63,9 +63,11 @@ void PlanLayouts(Graph& graph);
 
 // --precision bf16: every dense (MatMul, Gemm) by a constant float32 B not
 // batched, and every ungrouped conv2d by constant weights that writes
-// channel blocks, computes its products in bfloat16, summed in float32 (the
-// workload's bf16=1: ops/dense_bf16.cc, ops/conv2d_bf16.cc; their reference
-// rounds both operands).
+// channel blocks (but 3x3 stride-1 layers of 20x20 pixels or more, faster in
+// float32 by Winograd, and layers of few products per input value, K * R * S
+// < 32), computes its products in bfloat16, summed in float32
+// (the workload's bf16=1: ops/dense_bf16.cc, ops/conv2d_bf16.cc; their
+// reference rounds both operands).
 void UseBf16Products(Graph& graph);
 
 // plan_layouts=false leaves every value in its ONNX layout (GPU targets).

@@ -493,6 +493,26 @@ TEST(Precision, Bf16MarksProductsByConstantWeights) {
   ASSERT_EQ(cm->graph().nodes.size(), 2u);
   EXPECT_EQ(cm->graph().nodes[0].workload.IntOr("bf16", 0), 1);
   EXPECT_EQ(cm->graph().nodes[1].workload.IntOr("bf16", 0), 0);
+  // Left in float32 though they write blocks: a 3x3 stride-1 layer of 20x20
+  // (Winograd's), a 1x1 layer of 16 output channels (too few products per
+  // input value to pay for its pack).
+  OnnxBuilder d;
+  d.Input("x", {1, 16, 20, 20});
+  d.Init("w1", {32, 16, 3, 3}, Ramp(32 * 16 * 9, 0.01f, -1.f));
+  d.Init("w2", {16, 32, 1, 1}, Ramp(16 * 32, 0.02f, -1.f));
+  d.Init("w3", {32, 16, 1, 1}, Ramp(32 * 16, 0.02f, -1.f));
+  OnnxBuilder::Ints(d.Node("Conv", {"x", "w1"}, {"a"}), "pads", {1, 1, 1, 1});
+  d.Node("Conv", {"a", "w2"}, {"b"});
+  d.Node("Conv", {"b", "w3"}, {"y"});
+  d.Output("y");
+  auto dm = Model::FromOnnx(d.Bytes(), bf16);
+  ASSERT_TRUE(dm.ok()) << dm.status();
+  ASSERT_EQ(dm->graph().nodes.size(), 3u);
+  for (const Node& n : dm->graph().nodes) {
+    EXPECT_EQ(n.workload.IntOr("bf16", 0), 0) << n.workload.Canonical();
+  }
+  EXPECT_EQ(dm->graph().nodes[0].workload.IntOr("out_block", 0), 16);
+  EXPECT_EQ(dm->graph().nodes[1].workload.IntOr("out_block", 0), 16);
   EXPECT_EQ(*ParsePrecision("bf16"), Precision::kBfloat16);
   EXPECT_EQ(*ParsePrecision("fp32"), Precision::kFloat32);
   EXPECT_THAT(std::string(ParsePrecision("fp16").status().message()),
