@@ -255,9 +255,26 @@ llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::s
 llvm::Value* EmitDotBf16(llvm::IRBuilderBase& b, llvm::Module* module, DataType t, llvm::Value* acc,
                          llvm::Value* a, llvm::Value* v) {
   const int lanes = t.lanes;
-  auto* flag =
-      llvm::mdconst::extract_or_null<llvm::ConstantInt>(module->getModuleFlag(kX86Bf16DotFlag));
-  if (flag != nullptr && flag->getZExtValue() != 0 && lanes % 4 == 0) {
+  auto has = [&](const char* name) {
+    auto* flag = llvm::mdconst::extract_or_null<llvm::ConstantInt>(module->getModuleFlag(name));
+    return flag != nullptr && flag->getZExtValue() != 0;
+  };
+  if (has(kAarch64Bf16DotFlag) && lanes % 4 == 0) {
+    auto* quad = llvm::FixedVectorType::get(b.getFloatTy(), 4);
+    auto* halves = llvm::FixedVectorType::get(b.getBFloatTy(), 8);
+    std::vector<llvm::Value*> parts;
+    for (int first = 0; first < lanes; first += 4) {
+      auto part = [&](llvm::Value* x) {
+        if (lanes == 4) return x;
+        return b.CreateShuffleVector(x, std::vector<int>{first, first + 1, first + 2, first + 3});
+      };
+      parts.push_back(b.CreateIntrinsic(
+          llvm::Intrinsic::aarch64_neon_bfdot, {quad, halves},
+          {part(acc), b.CreateBitCast(part(a), halves), b.CreateBitCast(part(v), halves)}));
+    }
+    return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts);
+  }
+  if (has(kX86Bf16DotFlag) && lanes % 4 == 0) {
     const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : 4;
     const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
                                    : chunk == 8 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256

@@ -54,10 +54,12 @@ llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::s
 // two bfloat16 (low half first); acc + a.lo * b.lo + a.hi * b.hi. One
 // vdpbf16ps per 512, 256 or 128 bits where NewModule's flag says the CPU
 // has AVX512_BF16 (products exact, sums rounded to nearest even, denormals
-// flushed); else the halves widened to float32 (shifts) and fused
-// multiply-adds. The code generator emits acc + dot2_bf16(...) as one call.
-// The module flag: 1 where the x86 CPU has AVX512_BF16 (and AVX512VL).
+// flushed), one bfdot per 128 bits on AArch64 with BF16; else the halves
+// widened to float32 (shifts) and fused multiply-adds. The code generator
+// emits acc + dot2_bf16(...) as one call. The module flags: 1 where the x86
+// CPU has AVX512_BF16 (and AVX512VL), where the AArch64 CPU has BF16.
 inline constexpr const char* kX86Bf16DotFlag = "kiln.x86-bf16-dot";
+inline constexpr const char* kAarch64Bf16DotFlag = "kiln.aarch64-bf16-dot";
 llvm::Value* EmitDotBf16(llvm::IRBuilderBase& b, llvm::Module* module, ir::DataType t,
                          llvm::Value* acc, llvm::Value* a, llvm::Value* v);
 

@@ -161,6 +161,8 @@ std::unique_ptr<llvm::Module> NewModule(llvm::LLVMContext& ctx, const std::strin
     const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();
     const int dot = sti->checkFeatures("+i8mm") ? 2 : sti->checkFeatures("+dotprod") ? 1 : 0;
     m->addModuleFlag(llvm::Module::Warning, kAarch64DotFlag, dot);
+    m->addModuleFlag(llvm::Module::Warning, kAarch64Bf16DotFlag,
+                     sti->checkFeatures("+bf16") ? 1 : 0);
   }
   return m;
 }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/module_builder.h"
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/kernel.h"
 #include "compiler/model.h"
 #include "compiler/ops/lower_workload.h"
@@ -127,6 +129,39 @@ void ExpectMatchesReference(const Model& m, const std::vector<std::vector<float>
 
 // NEON only (Cortex-A72) and a core with SVE (Neoverse V1): kiln emits
 // fixed-width vectors either way, and LLVM picks the instructions.
+// How many instructions of each mnemonic the kernel of workload `s` with its
+// default config has for `target` (its object code read by llvm-objdump-19;
+// an empty map, and a test failure, when it cannot be built).
+std::map<std::string, int> Mnemonics(const std::string& s, const Target& target,
+                                     const std::vector<std::string>& names) {
+  std::map<std::string, int> count;
+  absl::StatusOr<Workload> w = Workload::Parse(s);
+  EXPECT_TRUE(w.ok()) << w.status();
+  if (!w.ok()) return count;
+  absl::StatusOr<Config> c = DefaultConfig(*w, target);
+  EXPECT_TRUE(c.ok()) << c.status();
+  if (!c.ok()) return count;
+  absl::StatusOr<ir::PrimFunc> f = LowerWorkload(*w, *c, target, "k", {});
+  EXPECT_TRUE(f.ok()) << f.status();
+  if (!f.ok()) return count;
+  auto obj = codegen::EmitObjectFile({*f}, EntryPlan{}, target);
+  EXPECT_TRUE(obj.ok()) << obj.status();
+  if (!obj.ok()) return count;
+  fs::path dir = TempDir(StrCat("objdump-", target.cpu));
+  WriteBytes(dir / "k.o", obj->data(), obj->size());
+  const std::string cmd = StrCat("llvm-objdump-19 -d --mattr=+dotprod,+i8mm,+bf16 ",
+                                 (dir / "k.o").string(), " > ", (dir / "k.s").string());
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(dir / "k.s");
+  for (std::string line; std::getline(in, line);) {
+    for (const std::string& name : names) {
+      count[name] += line.find(StrCat("\t", name, "\t")) != std::string::npos;
+    }
+  }
+  fs::remove_all(dir);
+  return count;
+}
+
 class Aarch64 : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -363,6 +398,41 @@ TEST_P(Aarch64, QuantizedCnnMatchesTheReference) {
   EXPECT_GT(nonzero, 512);  // not a saturated or zero output
 }
 
+// --precision bf16 on AArch64: a Linear layer (dense_bf16.cc) and convs
+// writing channel blocks (conv2d_bf16.cc), their products one bfdot per 128
+// bits on a core with BF16 (Neoverse V1), widened halves elsewhere; the
+// outputs match the reference (its operands rounded to bfloat16).
+TEST_P(Aarch64, Bf16ProductsMatchTheReference) {
+  testing::OnnxBuilder b(13);
+  b.Input("x", {1, 16, 8, 8});
+  b.Input("v", {5, 48});
+  b.Init("w1", {32, 16, 3, 3}, Wave(32 * 16 * 9, 0.37f));
+  b.Init("w2", {32, 32, 3, 3}, Wave(32 * 32 * 9, 0.23f));
+  b.Init("wl", {48, 40}, Wave(48 * 40, 0.19f));
+  testing::OnnxBuilder::Ints(b.Node("Conv", {"x", "w1"}, {"a"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"a"}, {"ar"});
+  testing::OnnxBuilder::Ints(b.Node("Conv", {"ar", "w2"}, {"c"}), "pads", {1, 1, 1, 1});
+  b.Node("MatMul", {"v", "wl"}, {"m"});
+  b.Output("c");
+  b.Output("m");
+  ImportOptions options;
+  options.precision = Precision::kBfloat16;
+  auto m = Model::FromOnnx(b.Bytes(), options);
+  ASSERT_TRUE(m.ok()) << m.status();
+  int marked = 0;
+  for (const Node& n : m->graph().nodes) marked += n.workload.IntOr("bf16", 0);
+  EXPECT_EQ(marked, 2);  // the first conv (it writes blocks) and the MatMul
+  std::vector<std::vector<float>> in = {Wave(16 * 8 * 8, 0.11f), Wave(5 * 48, 0.07f)};
+  ExpectMatchesReference(*m, in, RunOnAarch64(*m, target_, in, loader_));
+  // The instruction, where the core has it.
+  if (!OnPath("llvm-objdump-19")) return;
+  std::map<std::string, int> n =
+      Mnemonics("dense(K=48;M=5;N=40;batch=1;batch_a=0;batch_b=0;bf16=1;bias=0;transA=0;transB=0)",
+                target_, {"bfdot"});
+  EXPECT_EQ(n["bfdot"] > 0, std::string(GetParam()) == "neoverse-v1");
+  EXPECT_EQ(target_.HasFeature("bf16"), std::string(GetParam()) == "neoverse-v1");
+}
+
 // The int8 templates' byte dot products are the CPU's instructions: usdot
 // (u8 x s8) on a core with i8mm (Neoverse V1), sdot with dotprod alone
 // (Cortex-A76), neither on a core without them (Cortex-A72), for the int8
@@ -378,28 +448,9 @@ TEST_P(Aarch64, Int8KernelsUseTheCoresDotProducts) {
        {"matmul(dtypes=2,3,2,6;in0=7,64;in1=64,48;in2=1;shape=7,48;zp=2)",
         "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,2,9,10,16;in1=32,32,3,3;in2=1;"
         "in_block=16;out_block=16;pads=1,1;shape=1,2,9,10,16;strides=1,1;transposed=0;zp=2)"}) {
-    absl::StatusOr<Workload> w = Workload::Parse(s);
-    ASSERT_TRUE(w.ok()) << w.status();
-    absl::StatusOr<Config> c = DefaultConfig(*w, target_);
-    ASSERT_TRUE(c.ok()) << c.status();
-    absl::StatusOr<ir::PrimFunc> f = LowerWorkload(*w, *c, target_, "k", {});
-    ASSERT_TRUE(f.ok()) << f.status();
-    auto obj = codegen::EmitObjectFile({*f}, EntryPlan{}, target_);
-    ASSERT_TRUE(obj.ok()) << obj.status();
-    fs::path dir = TempDir(StrCat("dot-", GetParam()));
-    WriteBytes(dir / "k.o", obj->data(), obj->size());
-    const std::string cmd = StrCat("llvm-objdump-19 -d --mattr=+dotprod,+i8mm ",
-                                   (dir / "k.o").string(), " > ", (dir / "k.s").string());
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    std::ifstream in(dir / "k.s");
-    int usdot = 0, sdot = 0;
-    for (std::string line; std::getline(in, line);) {
-      usdot += line.find("\tusdot\t") != std::string::npos;
-      sdot += line.find("\tsdot\t") != std::string::npos;
-    }
-    fs::remove_all(dir);
-    EXPECT_EQ(usdot > 0, i8mm) << s;
-    EXPECT_EQ(sdot > 0, dotprod && !i8mm) << s;
+    std::map<std::string, int> n = Mnemonics(s, target_, {"usdot", "sdot"});
+    EXPECT_EQ(n["usdot"] > 0, i8mm) << s;
+    EXPECT_EQ(n["sdot"] > 0, dotprod && !i8mm) << s;
   }
 }
 
