@@ -2,7 +2,6 @@
 // as TensorProto files, optionally time it. Exit codes: 0 ok, 2 bad usage or
 // bad input (arguments, tensor files, artifact file), 1 runtime failure.
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -20,8 +20,7 @@
 // the image (in parallel over g), then per tile of kb channels and output
 // row, register tiles of reg_n pixels x kb channels over the (g, r, s, j)
 // loops, leaving through the epilogue as vector stores.
-#include <algorithm>
-#include <cmath>
+#include <tuple>
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -52,19 +51,12 @@ Dims DimsOf(const Workload& w) {
   return d;
 }
 
-int64_t TiledWidth(const Dims& d, int64_t rn) { return (d.OW + rn - 1) / rn * rn; }
-
 std::vector<Knob> Knobs(const Workload& w, const Target&) {
   const Dims d = DimsOf(w);
   std::vector<Knob> k;
   k.push_back({"kb", {kBlock}});
   if (d.K % (2 * kBlock) == 0) k.back().choices.push_back(2 * kBlock);
-  k.push_back({"reg_n", {}});
-  for (int64_t n = 1; n <= std::min<int64_t>(d.OW, 28); ++n) {
-    if (d.OW % n == 0 || n == 4 || n == 6 || n == 8 || n == 12 || n == 14) {
-      k.back().choices.push_back(n);
-    }
-  }
+  k.push_back({"reg_n", BlockedRegNChoices(d.OW)});
   // unroll_j: a block's pairs in one step.
   k.push_back({"unroll_j", {0, 1}});
   // 0: serial; 1: the threads share out the tiles of kb channels; 2: the
@@ -98,21 +90,7 @@ Config Default(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
   const auto k = Knobs(w, t);
   Config c;
-  // The tile with the most useful accumulators (vectors per step, less the
-  // partial last tile's waste), ties to the wider channel tile.
-  double best = -1;
-  for (int64_t kb : k[0].choices) {
-    for (int64_t rn : k[1].choices) {
-      if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
-      const double waste = static_cast<double>(TiledWidth(d, rn)) / static_cast<double>(d.OW);
-      const double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
-      if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > c["kb"])) {
-        best = score;
-        c["kb"] = kb;
-        c["reg_n"] = rn;
-      }
-    }
-  }
+  std::tie(c["kb"], c["reg_n"]) = BlockedDefaultTile(t, d.OW, k[0].choices, k[1].choices);
   c["unroll_j"] = 0;
   c["parallel"] = 0;
   if (d.K * d.OH * d.OW * d.C * d.R * d.S >= (1 << 18)) {
@@ -160,7 +138,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   te::Tensor Wp = te::Placeholder("W_packed", Wp_of->shape, i32);
   // The padded input in pairs, as wide as the register tiles read.
   const int64_t PH = (d.OH - 1) * d.sh + (d.R - 1) * d.dh + 1;
-  const int64_t PW = (TiledWidth(d, rn) - 1) * d.sw + (d.S - 1) * d.dw + 1;
+  const int64_t PW = (TiledWidth(d.OW, rn) - 1) * d.sw + (d.S - 1) * d.dw + 1;
   te::Tensor xp = te::Compute(
       "xpack", {d.N, G, PH, PW, J},
       [&](const std::vector<Var>& i) {

@@ -38,6 +38,8 @@ namespace kiln::compiler::ops {
 
 using namespace ir;
 
+int64_t TiledWidth(int64_t OW, int64_t rn) { return (OW + rn - 1) / rn * rn; }
+
 namespace {
 
 // Input rows that `rows` output rows read.
@@ -45,10 +47,7 @@ int64_t InputRows(const Workload& w, int64_t rows) {
   return (rows - 1) * w.Ints("stride")[0] + (w.Int("R") - 1) * w.Ints("dilation")[0] + 1;
 }
 
-// Pixels that register tiles of `rn` pixels cover in a row of `width`: a
-// partial last tile runs past the row.
-int64_t TiledWidth(int64_t width, int64_t rn) { return (width + rn - 1) / rn * rn; }
-int64_t TiledWidth(const Workload& w, int64_t rn) { return TiledWidth(w.Int("OW"), rn); }
+int64_t TiledWidth(const Workload& w, int64_t rn) { return ops::TiledWidth(w.Int("OW"), rn); }
 
 // Bytes of the packed input rows of `rows` output rows, as many columns as
 // the register tiles of `rn` pixels read: the columns past the last output
@@ -202,6 +201,33 @@ int64_t AccVectors(const Target& t, int64_t kb, int64_t rn) {
 }
 int64_t AccBudget(const Target& t, int64_t kb) {
   return t.NumVectorRegisters() - 1 - kb / t.NativeVectorLanes();
+}
+
+std::vector<int64_t> BlockedRegNChoices(int64_t OW) {
+  std::vector<int64_t> choices;
+  for (int64_t n = 1; n <= std::min<int64_t>(OW, 28); ++n) {
+    if (OW % n == 0 || n == 4 || n == 6 || n == 8 || n == 12 || n == 14) choices.push_back(n);
+  }
+  return choices;
+}
+
+std::pair<int64_t, int64_t> BlockedDefaultTile(const Target& t, int64_t OW,
+                                               const std::vector<int64_t>& kbs,
+                                               const std::vector<int64_t>& rns) {
+  std::pair<int64_t, int64_t> tile = {kbs.front(), rns.front()};
+  double best = -1;
+  for (int64_t kb : kbs) {
+    for (int64_t rn : rns) {
+      if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
+      const double waste = static_cast<double>(TiledWidth(OW, rn)) / static_cast<double>(OW);
+      const double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
+      if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > tile.first)) {
+        best = score;
+        tile = {kb, rn};
+      }
+    }
+  }
+  return tile;
 }
 
 // A folded layer as its workload of folded rows, with rows counted in

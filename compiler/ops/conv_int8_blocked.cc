@@ -34,8 +34,7 @@
 // accumulators) over the (g, r, s, j) loops, each tile leaving through
 // the epilogue as 16-byte vector stores. ResNet-50 int8 at one thread:
 // 11.7 -> 9.6 ms, every layer as fast or faster than conv_int8.cc's.
-#include <algorithm>
-#include <cmath>
+#include <tuple>
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -59,11 +58,6 @@ Dims DimsOf(const Workload& w) {
   return d;
 }
 
-// Pixels that register tiles of `rn` pixels cover in a row of OW: a partial
-// last tile runs past the row (its columns computed from the padding and
-// dropped).
-int64_t TiledWidth(const Dims& d, int64_t rn) { return (d.OW + rn - 1) / rn * rn; }
-
 // The input can be read in place: blocked, and no padding is read.
 bool Direct(const Workload& w) {
   const Dims d = DimsOf(w);
@@ -76,12 +70,7 @@ std::vector<Knob> Knobs(const Workload& w, const Target&) {
   std::vector<Knob> k;
   k.push_back({"kb", {kBlock}});
   if (d.K % (2 * kBlock) == 0) k.back().choices.push_back(2 * kBlock);
-  k.push_back({"reg_n", {}});
-  for (int64_t n = 1; n <= std::min<int64_t>(d.OW, 28); ++n) {
-    if (d.OW % n == 0 || n == 4 || n == 6 || n == 8 || n == 12 || n == 14) {
-      k.back().choices.push_back(n);
-    }
-  }
+  k.push_back({"reg_n", BlockedRegNChoices(d.OW)});
   // unroll_j: the 4 words of a block's 16 channels in one step.
   k.push_back({"unroll_j", {0, 1}});
   // pack=0: a blocked input read in place, where no padding is read and the
@@ -124,22 +113,7 @@ Config Default(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
   const auto k = Knobs(w, t);
   Config c;
-  // The tile with the most useful accumulators (vectors per step, less the
-  // partial last tile's waste), ties to the wider channel tile: fewer
-  // broadcasts per multiply.
-  double best = -1;
-  for (int64_t kb : k[0].choices) {
-    for (int64_t rn : k[1].choices) {
-      if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
-      const double waste = static_cast<double>(TiledWidth(d, rn)) / static_cast<double>(d.OW);
-      const double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
-      if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > c["kb"])) {
-        best = score;
-        c["kb"] = kb;
-        c["reg_n"] = rn;
-      }
-    }
-  }
+  std::tie(c["kb"], c["reg_n"]) = BlockedDefaultTile(t, d.OW, k[0].choices, k[1].choices);
   c["unroll_j"] = 0;
   c["pack"] = Direct(w) && d.OW % c["reg_n"] == 0 ? 0 : 1;
   c["parallel"] = 0;
@@ -200,7 +174,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   // blocked input's layout with its padding, [N][G][PH][PW][4]; from NCHW,
   // planes of words [N][C4][PH][PW] (each packed from 4 channel planes
   // along the row, in vectors).
-  const int64_t PH = (d.OH - 1) * d.sh + d.R, PW = (TiledWidth(d, rn) - 1) * d.sw + d.S;
+  const int64_t PH = (d.OH - 1) * d.sh + d.R, PW = (TiledWidth(d.OW, rn) - 1) * d.sw + d.S;
   te::Tensor xp = te::Compute(
       "xpack",
       ib == 0 ? std::vector<int64_t>{d.N, d.C4, PH, PW} : std::vector<int64_t>{d.N, G, PH, PW, 4},
