@@ -71,9 +71,9 @@ int64_t AccBudget(const Target& t, int64_t kb);
 // blocks and broadcast a pixel's word per step (conv_int8_blocked.cc,
 // conv2d_bf16.cc): reg_n's choices for an OW-pixel row (its divisors up to
 // 28, and 4, 6, 8, 12, 14); the pixels that tiles of rn cover in a row of
-// OW (a partial last tile runs past the row; NCHWc's too); and the default (kb, reg_n): the most useful
-// accumulators (vectors per step, less the last tile's waste), ties to the
-// wider channel tile (fewer broadcasts per multiply).
+// OW (a partial last tile runs past the row; NCHWc's too); and the default (kb, reg_n): the most
+// useful accumulators (vectors per step, less the last tile's waste), ties to the wider channel
+// tile (fewer broadcasts per multiply).
 std::vector<int64_t> BlockedRegNChoices(int64_t OW);
 int64_t TiledWidth(int64_t OW, int64_t rn);
 std::pair<int64_t, int64_t> BlockedDefaultTile(const Target& t, int64_t OW,
