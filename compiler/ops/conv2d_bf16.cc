@@ -20,7 +20,6 @@
 // the image (in parallel over g), then per tile of kb channels and output
 // row, register tiles of reg_n pixels x kb channels over the (g, r, s, j)
 // loops, leaving through the epilogue as vector stores.
-#include <tuple>
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -53,49 +52,18 @@ Dims DimsOf(const Workload& w) {
 
 std::vector<Knob> Knobs(const Workload& w, const Target&) {
   const Dims d = DimsOf(w);
-  std::vector<Knob> k;
-  k.push_back({"kb", {kBlock}});
-  if (d.K % (2 * kBlock) == 0) k.back().choices.push_back(2 * kBlock);
-  k.push_back({"reg_n", BlockedRegNChoices(d.OW)});
-  // unroll_j: a block's pairs in one step.
-  k.push_back({"unroll_j", {0, 1}});
-  // 0: serial; 1: the threads share out the tiles of kb channels; 2: the
-  // output rows.
-  k.push_back({"parallel", {0, 2}});
-  if (d.N * d.K / (2 * kBlock) >= 1) k.back().choices.insert(k.back().choices.begin() + 1, 1);
-  return k;
+  return BlockedTileKnobs(d.N, d.K, d.OW);
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   const Dims d = DimsOf(w);
-  const int64_t kb = c.at("kb"), rn = c.at("reg_n");
-  if (w.IntOr("out_block", 0) != kBlock || d.K % kb != 0) {
-    return absl::InvalidArgumentError(
-        StrCat("conv2d bf16: needs out_block=", kBlock, " and kb dividing K (", d.K, ")"));
-  }
-  if (AccVectors(t, kb, rn) > AccBudget(t, kb)) {
-    return absl::InvalidArgumentError(
-        StrCat("conv2d bf16: a ", rn, " x ", kb, " accumulator tile needs ", AccVectors(t, kb, rn),
-               " vector registers, the target has ", t.NumVectorRegisters(), " (", AccBudget(t, kb),
-               " for accumulators)"));
-  }
-  if (c.at("parallel") == 1 && d.N * (d.K / kb) < 2) {
-    return absl::InvalidArgumentError(
-        "conv2d bf16: parallel=1 shares out channel tiles, and there is one");
-  }
-  return absl::OkStatus();
+  return CheckBlockedTile(w, t, c, d.N, d.K, "conv2d bf16");
 }
 
 Config Default(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
-  const auto k = Knobs(w, t);
   Config c;
-  std::tie(c["kb"], c["reg_n"]) = BlockedDefaultTile(t, d.OW, k[0].choices, k[1].choices);
-  c["unroll_j"] = 0;
-  c["parallel"] = 0;
-  if (d.K * d.OH * d.OW * d.C * d.R * d.S >= (1 << 18)) {
-    c["parallel"] = d.N * (d.K / c["kb"]) >= 4 ? 1 : 2;
-  }
+  DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, d.K * d.OH * d.OW * d.C * d.R * d.S, &c);
   return c;
 }
 

@@ -67,18 +67,27 @@ absl::Status CheckChannelTile(const Workload& w, const Target& t, int64_t kb, co
 int64_t AccVectors(const Target& t, int64_t kb, int64_t tiles);
 int64_t AccBudget(const Target& t, int64_t kb);
 
+// The pixels that register tiles of rn pixels cover in a row of OW: a
+// partial last tile runs past the row.
+int64_t TiledWidth(int64_t OW, int64_t rn);
+
 // The register tiles of the convs whose vectors run along output-channel
 // blocks and broadcast a pixel's word per step (conv_int8_blocked.cc,
-// conv2d_bf16.cc): reg_n's choices for an OW-pixel row (its divisors up to
-// 28, and 4, 6, 8, 12, 14); the pixels that tiles of rn cover in a row of
-// OW (a partial last tile runs past the row; NCHWc's too); and the default (kb, reg_n): the most
-// useful accumulators (vectors per step, less the last tile's waste), ties to the wider channel
-// tile (fewer broadcasts per multiply).
-std::vector<int64_t> BlockedRegNChoices(int64_t OW);
-int64_t TiledWidth(int64_t OW, int64_t rn);
-std::pair<int64_t, int64_t> BlockedDefaultTile(const Target& t, int64_t OW,
-                                               const std::vector<int64_t>& kbs,
-                                               const std::vector<int64_t>& rns);
+// conv2d_bf16.cc), of N images, K output channels and OW-pixel rows. Knobs:
+// kb (one or two blocks), reg_n (OW's divisors up to 28, and 4, 6, 8, 12,
+// 14), unroll_j (a block's words in one step), parallel (0: serial; 1: the
+// threads share out the tiles of kb channels; 2: the output rows). The
+// check (`what` names the template): out_block, kb dividing K, the
+// accumulators within the registers, tiles to share out for parallel=1.
+// The default: the most useful accumulators (vectors per step, less the
+// last tile's waste), ties to the wider channel tile (fewer broadcasts per
+// multiply); in parallel from 2^18 products, over channel tiles where there
+// are 4 or more.
+std::vector<Knob> BlockedTileKnobs(int64_t N, int64_t K, int64_t OW);
+absl::Status CheckBlockedTile(const Workload& w, const Target& t, const Config& c, int64_t N,
+                              int64_t K, const char* what);
+void DefaultBlockedTile(const Target& t, const std::vector<Knob>& knobs, int64_t N, int64_t K,
+                        int64_t OW, int64_t products, Config* c);
 
 // layout=1: offered for groups=1 and K a multiple of the vector width.
 bool NchwcEligible(const Workload& w, const Target& t);

@@ -203,31 +203,64 @@ int64_t AccBudget(const Target& t, int64_t kb) {
   return t.NumVectorRegisters() - 1 - kb / t.NativeVectorLanes();
 }
 
-std::vector<int64_t> BlockedRegNChoices(int64_t OW) {
-  std::vector<int64_t> choices;
+std::vector<Knob> BlockedTileKnobs(int64_t N, int64_t K, int64_t OW) {
+  std::vector<Knob> k;
+  k.push_back({"kb", {kChannelBlock}});
+  if (K % (2 * kChannelBlock) == 0) k.back().choices.push_back(2 * kChannelBlock);
+  k.push_back({"reg_n", {}});
   for (int64_t n = 1; n <= std::min<int64_t>(OW, 28); ++n) {
-    if (OW % n == 0 || n == 4 || n == 6 || n == 8 || n == 12 || n == 14) choices.push_back(n);
+    if (OW % n == 0 || n == 4 || n == 6 || n == 8 || n == 12 || n == 14) {
+      k.back().choices.push_back(n);
+    }
   }
-  return choices;
+  k.push_back({"unroll_j", {0, 1}});
+  k.push_back({"parallel", {0, 2}});
+  if (N * K / (2 * kChannelBlock) >= 1) k.back().choices.insert(k.back().choices.begin() + 1, 1);
+  return k;
 }
 
-std::pair<int64_t, int64_t> BlockedDefaultTile(const Target& t, int64_t OW,
-                                               const std::vector<int64_t>& kbs,
-                                               const std::vector<int64_t>& rns) {
-  std::pair<int64_t, int64_t> tile = {kbs.front(), rns.front()};
+absl::Status CheckBlockedTile(const Workload& w, const Target& t, const Config& c, int64_t N,
+                              int64_t K, const char* what) {
+  const int64_t kb = c.at("kb"), rn = c.at("reg_n");
+  if (w.IntOr("out_block", 0) != kChannelBlock || K % kb != 0) {
+    return absl::InvalidArgumentError(
+        StrCat(what, ": needs out_block=", kChannelBlock, " and kb dividing K (", K, ")"));
+  }
+  if (AccVectors(t, kb, rn) > AccBudget(t, kb)) {
+    return absl::InvalidArgumentError(
+        StrCat(what, ": a ", rn, " x ", kb, " accumulator tile needs ", AccVectors(t, kb, rn),
+               " vector registers, the target has ", t.NumVectorRegisters(), " (", AccBudget(t, kb),
+               " for accumulators)"));
+  }
+  if (c.at("parallel") == 1 && N * (K / kb) < 2) {
+    return absl::InvalidArgumentError(
+        StrCat(what, ": parallel=1 shares out channel tiles, and there is one"));
+  }
+  return absl::OkStatus();
+}
+
+void DefaultBlockedTile(const Target& t, const std::vector<Knob>& knobs, int64_t N, int64_t K,
+                        int64_t OW, int64_t products, Config* c) {
+  auto choices = [&](const char* name) {
+    return std::find_if(knobs.begin(), knobs.end(), [&](const Knob& k) { return k.name == name; })
+        ->choices;
+  };
   double best = -1;
-  for (int64_t kb : kbs) {
-    for (int64_t rn : rns) {
+  for (int64_t kb : choices("kb")) {
+    for (int64_t rn : choices("reg_n")) {
       if (AccVectors(t, kb, rn) > AccBudget(t, kb) - 1) continue;
       const double waste = static_cast<double>(TiledWidth(OW, rn)) / static_cast<double>(OW);
       const double score = static_cast<double>(AccVectors(t, kb, rn)) / waste;
-      if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > tile.first)) {
+      if (score > best + 1e-9 || (std::fabs(score - best) < 1e-9 && kb > (*c)["kb"])) {
         best = score;
-        tile = {kb, rn};
+        (*c)["kb"] = kb;
+        (*c)["reg_n"] = rn;
       }
     }
   }
-  return tile;
+  (*c)["unroll_j"] = 0;
+  (*c)["parallel"] = 0;
+  if (products >= (1 << 18)) (*c)["parallel"] = N * (K / (*c)["kb"]) >= 4 ? 1 : 2;
 }
 
 // A folded layer as its workload of folded rows, with rows counted in

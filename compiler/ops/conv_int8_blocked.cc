@@ -34,7 +34,6 @@
 // accumulators) over the (g, r, s, j) loops, each tile leaving through
 // the epilogue as 16-byte vector stores. ResNet-50 int8 at one thread:
 // 11.7 -> 9.6 ms, every layer as fast or faster than conv_int8.cc's.
-#include <tuple>
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -67,60 +66,30 @@ bool Direct(const Workload& w) {
 
 std::vector<Knob> Knobs(const Workload& w, const Target&) {
   const Dims d = DimsOf(w);
-  std::vector<Knob> k;
-  k.push_back({"kb", {kBlock}});
-  if (d.K % (2 * kBlock) == 0) k.back().choices.push_back(2 * kBlock);
-  k.push_back({"reg_n", BlockedRegNChoices(d.OW)});
-  // unroll_j: the 4 words of a block's 16 channels in one step.
-  k.push_back({"unroll_j", {0, 1}});
+  std::vector<Knob> k = BlockedTileKnobs(d.N, d.K, d.OW);
   // pack=0: a blocked input read in place, where no padding is read and the
   // register tiles divide the row (they would read past it).
-  k.push_back({"pack", {1}});
-  if (Direct(w)) k.back().choices.insert(k.back().choices.begin(), 0);
-  // 0: serial; 1: the threads share out the tiles of kb channels; 2: the
-  // output rows.
-  k.push_back({"parallel", {0, 2}});
-  if (d.N * d.K / (2 * kBlock) >= 1) k.back().choices.insert(k.back().choices.begin() + 1, 1);
+  k.insert(k.begin() + 3, Knob{"pack", {1}});
+  if (Direct(w)) k[3].choices.insert(k[3].choices.begin(), 0);
   return k;
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   const Dims d = DimsOf(w);
-  const int64_t kb = c.at("kb"), rn = c.at("reg_n");
-  if (w.IntOr("out_block", 0) != kBlock || d.K % kb != 0) {
-    return absl::InvalidArgumentError(
-        StrCat("conv int8 blocked: needs out_block=", kBlock, " and kb dividing K (", d.K, ")"));
-  }
-  if (AccVectors(t, kb, rn) > AccBudget(t, kb)) {
-    return absl::InvalidArgumentError(
-        StrCat("conv int8 blocked: a ", rn, " x ", kb, " accumulator tile needs ",
-               AccVectors(t, kb, rn), " vector registers, the target has ", t.NumVectorRegisters(),
-               " (", AccBudget(t, kb), " for accumulators)"));
-  }
-  if (c.at("pack") == 0 && (!Direct(w) || d.OW % rn != 0)) {
+  if (auto s = CheckBlockedTile(w, t, c, d.N, d.K, "conv int8 blocked"); !s.ok()) return s;
+  if (c.at("pack") == 0 && (!Direct(w) || d.OW % c.at("reg_n") != 0)) {
     return absl::InvalidArgumentError(StrCat(
         "conv int8 blocked: pack=0 needs a blocked input, no padding and reg_n dividing OW (", d.OW,
         ")"));
-  }
-  if (c.at("parallel") == 1 && d.N * (d.K / kb) < 2) {
-    return absl::InvalidArgumentError(
-        "conv int8 blocked: parallel=1 shares out channel tiles, and there is one");
   }
   return absl::OkStatus();
 }
 
 Config Default(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
-  const auto k = Knobs(w, t);
   Config c;
-  std::tie(c["kb"], c["reg_n"]) = BlockedDefaultTile(t, d.OW, k[0].choices, k[1].choices);
-  c["unroll_j"] = 0;
+  DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, d.K * d.OH * d.OW * d.C * d.R * d.S, &c);
   c["pack"] = Direct(w) && d.OW % c["reg_n"] == 0 ? 0 : 1;
-  c["parallel"] = 0;
-  if (d.K * d.OH * d.OW * d.C * d.R * d.S >= (1 << 18)) {
-    // Channel tiles where there are enough to share out evenly, else rows.
-    c["parallel"] = d.N * (d.K / c["kb"]) >= 4 ? 1 : 2;
-  }
   return c;
 }
 
