@@ -287,7 +287,8 @@ absl::Status Importer::CheckFoldBudget(int64_t bytes) const {
       StrCat("the constants computed at compile time would come to ", folded_bytes_ + bytes,
              " bytes, more than the ", options_.max_folded_bytes,
              " this import allows (ImportOptions::max_folded_bytes: `kiln compile` allows 4 GiB, "
-             "the tracker 64 MiB and 8 bytes for each byte of the uploaded model)"));
+             "the tracker 64 MiB and ",
+             kFoldedBytesPerModelByte, " bytes for each byte of the uploaded model)"));
 }
 
 absl::Status Importer::TooManyElements(const std::string& what) const {
