@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "base/str.h"
+#include "compiler/codegen/llvm_amx.h"
 #include "compiler/codegen/llvm_intrinsics.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
@@ -670,6 +671,23 @@ class CodeGen {
         Fail(StrCat("a ", ToString(a.dtype()), " argument of ", name, " returning ", ToString(t)));
         return poison;
       }
+    }
+    if (name == "kiln.address_of") {
+      const auto* load = n->args.size() == 1 ? n->args[0].as<BufferLoadNode>() : nullptr;
+      if (load == nullptr || load->dtype.lanes != 1) {
+        Fail("kiln.address_of takes one scalar load");
+        return poison;
+      }
+      bool contiguous = false;
+      return Address(load->buffer, load->indices, &contiguous);
+    }
+    if (IsAmxIntrinsic(name)) {
+      std::vector<llvm::Value*> args;
+      for (const Expr& a : n->args) args.push_back(EmitExpr(a));
+      if (absl::Status s = EmitAmxTiles(b_, mod_, name, args); !s.ok()) {
+        Fail(std::string(s.message()));
+      }
+      return llvm::ConstantInt::get(ty, 0);
     }
     std::vector<llvm::Value*> args;
     for (const Expr& a : n->args) args.push_back(Splat(t.lanes, EmitExpr(a)));

@@ -253,6 +253,12 @@ Stmt LetStmt(Var v, Expr value, Stmt body) {
 
 Stmt Evaluate(Expr v) { return Stmt(std::make_shared<const EvaluateNode>(std::move(v))); }
 
+Expr AddressOf(Expr load) {
+  KILN_CHECK(load.as<BufferLoadNode>() != nullptr && load.dtype().lanes == 1)
+      << "address_of takes a scalar load";
+  return Call(DataType::Handle(), "kiln.address_of", {std::move(load)});
+}
+
 Stmt Barrier() { return Evaluate(Call(DataType::Int32(), "kiln.barrier", {})); }
 
 bool IsBarrier(const Stmt& s) {

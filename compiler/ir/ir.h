@@ -501,6 +501,10 @@ Stmt Barrier();
 bool IsBarrier(const Stmt& s);
 Stmt LetStmt(Var v, Expr value, Stmt body);
 Stmt Evaluate(Expr v);
+// The address of the element a scalar BufferLoad reads (a Handle): the
+// intrinsic "kiln.address_of", for intrinsics that take memory (tensorized
+// regions: the AMX tile loads).
+Expr AddressOf(Expr load);
 
 // The value of an IntImm, else nullopt.
 std::optional<int64_t> AsConstInt(const Expr& e);

@@ -1,5 +1,6 @@
 #include "compiler/lower/loop_nest.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 
@@ -188,9 +189,37 @@ class NestBuilder {
       // Reduction over nothing: init then update.
       main = Seq({init, main});
     }
+    // Tensorized: the loops from leaf `tz` inward are one emitted statement.
+    int tz = -1;
+    if (st.tensorize) {
+      auto it = std::find(st.leaf.begin(), st.leaf.end(), st.tensorize_iv);
+      if (it == st.leaf.end()) {
+        return absl::InvalidArgumentError(
+            StrCat("tensorize(", st.name(), "): ", st.tensorize_iv->name, " is not a loop"));
+      }
+      tz = static_cast<int>(it - st.leaf.begin());
+      if (init.defined() && first_reduce < tz) {
+        return absl::InvalidArgumentError(StrCat("tensorize(", st.name(), ", ",
+                                                 st.tensorize_iv->name,
+                                                 "): a reduce loop lies outside it"));
+      }
+      auto region = TensorizedBox(st, tz, value, extent, base, attached, out);
+      if (!region.ok()) return region.status();
+      main = st.tensorize(*region);
+    }
     Stmt cur = main;
     for (int j = static_cast<int>(st.leaf.size()) - 1; j >= 0; --j) {
       const IterVar& iv = st.leaf[j];
+      if (tz >= 0 && j >= tz) {
+        for (const Stage& p : sch_.stages()) {
+          if (p.attach == te::AttachKind::kAt && p.attach_iv == iv) {
+            return absl::InvalidArgumentError(StrCat("tensorize(", st.name(), "): ", p.name(),
+                                                     " is computed at ", iv->name,
+                                                     ", inside the tensorized loops"));
+          }
+        }
+        continue;
+      }
       // Producers computed at this loop go at the top of its body.
       const auto& stages = sch_.stages();
       for (int pi = static_cast<int>(stages.size()) - 1; pi >= 0; --pi) {
@@ -243,7 +272,7 @@ class NestBuilder {
         }
       }
       cur = For(iv->var, IntImm(0), IntImm(extent.at(iv.get())), iv->kind, cur);
-      if (j == first_reduce && init.defined()) {
+      if (j == first_reduce && init.defined() && tz < 0) {
         Stmt in = init;
         for (int k = static_cast<int>(st.leaf.size()) - 1; k > j; --k) {
           const IterVar& d = st.leaf[k];
@@ -254,6 +283,35 @@ class NestBuilder {
       }
     }
     return cur;
+  }
+
+  // The box the leaves from `tz` inward cover: each data axis's value with
+  // those loops at 0 (its start) and the span they add (its extent).
+  static absl::StatusOr<te::TensorizeRegion> TensorizedBox(
+      const Stage& st, int tz, const std::unordered_map<const te::IterVarNode*, Expr>& value,
+      const std::unordered_map<const te::IterVarNode*, int64_t>& extent,
+      const std::vector<Expr>& base, bool attached, const Buffer& out) {
+    VarMap zero;
+    RangeMap inner;
+    for (size_t k = tz; k < st.leaf.size(); ++k) {
+      zero[VarOf(st.leaf[k]->var)] = IntImm(0);
+      inner[VarOf(st.leaf[k]->var)] = {0, extent.at(st.leaf[k].get()) - 1};
+    }
+    te::TensorizeRegion r;
+    r.out = out;
+    for (size_t d = 0; d < st.tensor.op()->axes.size(); ++d) {
+      Expr v = value.at(st.root[d].get());
+      Expr v0 = Simplify(Substitute(v, zero));
+      auto span = ConstBounds(Simplify(v - v0), inner);
+      if (!span || span->first != 0) {
+        return absl::InvalidArgumentError(StrCat("tensorize(", st.name(), "): axis ", d,
+                                                 " does not cover a box inside the loops"));
+      }
+      r.out_index.push_back(attached ? v0 : Simplify(base[d] + v0));
+      r.start.push_back(Simplify(base[d] + v0));
+      r.extent.push_back(span->second + 1);
+    }
+    return r;
   }
 
   // `body` with `fill` put after its leading barrier when it starts (inside

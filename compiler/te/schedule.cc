@@ -196,6 +196,18 @@ void Schedule::Parallel(const Tensor& t, const IterVar& iv) {
   SetKind(t, iv, ForKind::kParallel, "parallel");
 }
 
+void Schedule::Tensorize(const Tensor& t, const IterVar& iv, const std::string& name,
+                         TensorizeFn fn) {
+  Stage& s = (*this)[t];
+  LeafPos(s, iv);
+  KILN_CHECK(fn) << "tensorize " << name << " without an emitter";
+  s.tensorize_iv = iv;
+  s.tensorize = std::move(fn);
+  Step step{"tensorize", s.name(), {iv->name}, {}, ""};
+  step.thread = name;  // printed as the last argument
+  Record(std::move(step));
+}
+
 absl::Status Schedule::Bind(const Tensor& t, const IterVar& iv, const std::string& thread) {
   std::optional<ForKind> kind = ThreadBindingOf(thread);
   if (!kind.has_value()) {
@@ -513,6 +525,9 @@ absl::Status Schedule::Replay(const std::vector<Step>& steps) {
       if (absl::Status s = SetScope(t, st.thread); !s.ok()) return s;
     } else if (st.kind == "cache_write") {
       CacheWrite(t);
+    } else if (st.kind == "tensorize") {
+      return absl::UnimplementedError(
+          StrCat("replay: ", st.ToString(), " (a tensorize step's emitter is code)"));
     } else {
       return absl::InvalidArgumentError(StrCat("replay: unknown step ", st.ToString()));
     }

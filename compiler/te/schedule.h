@@ -43,6 +43,20 @@ struct Relation {
 
 enum class AttachKind { kRoot, kInline, kAt };
 
+// The box a tensorized loop covers (Schedule::Tensorize): where it starts in
+// the stage's buffer and along each data axis, and its size. Lowering hands
+// it to the stage's TensorizeFn in place of emitting the loops.
+struct TensorizeRegion {
+  ir::Buffer out;                   // the stage's buffer (its scratch when computed at a loop)
+  std::vector<ir::Expr> out_index;  // the box's first element in `out`
+  std::vector<ir::Expr> start;      // per data axis: the box's first index in the tensor
+  std::vector<int64_t> extent;      // per data axis: the box's size (past the tensor's end
+                                    // where a split does not divide: the emitter clips)
+};
+// The statement that computes a region: the whole reduction inside it, from
+// the reduction's initial value (no init nest is emitted for the stage).
+using TensorizeFn = std::function<ir::Stmt(const TensorizeRegion&)>;
+
 struct Stage {
   Tensor tensor;
   std::vector<IterVar> root;  // data axes, then reduce axes
@@ -55,6 +69,10 @@ struct Stage {
   // Where an attached stage's scratch lives (SetScope): the thread's own,
   // or shared by a GPU block's threads.
   ir::StorageScope scope = ir::StorageScope::kLocal;
+  // Tensorize: the loops from this leaf inward are one statement `tensorize`
+  // emits (an intrinsic over a box of the output).
+  IterVar tensorize_iv;
+  TensorizeFn tensorize;
 
   IterVar Find(const std::string& name) const;  // leaf first, then all
   const std::string& name() const { return tensor->name; }
@@ -62,7 +80,7 @@ struct Stage {
 
 struct Step {
   // split fuse reorder vectorize unroll parallel bind compute_at
-  // compute_inline cache_write cache_read transform_layout
+  // compute_inline cache_write cache_read transform_layout tensorize
   std::string kind;
   std::string stage;  // cache_read, transform_layout: the tensor read (may be a placeholder)
   std::vector<std::string> ivs;
@@ -70,7 +88,8 @@ struct Step {
   std::string target;                // compute_at: consumer stage
   std::vector<std::string> readers;  // cache_read, transform_layout: the stages redirected
   std::string layout;                // transform_layout: "SRC->DST", e.g. "NCHW->NCHW16c"
-  std::string thread;                // bind: "blockIdx.x" ... "threadIdx.z"; set_scope: the scope
+  std::string thread;                // bind: "blockIdx.x" ... "threadIdx.z"; set_scope: the scope;
+                                     // tensorize: the intrinsic's name
   std::string ToString() const;
 };
 
@@ -102,6 +121,12 @@ class Schedule {
   void Vectorize(const Tensor& t, const IterVar& iv);
   void Unroll(const Tensor& t, const IterVar& iv);
   void Parallel(const Tensor& t, const IterVar& iv);
+  // The loop `iv` and every loop inside it become the statement `fn` emits
+  // for their box (TVM's tensorize, with the intrinsic as code): every
+  // reduce loop must lie inside, and no stage may be computed at these
+  // loops. Recorded as tensorize(stage, iv, name); not replayable (the
+  // emitter is code, not a name).
+  void Tensorize(const Tensor& t, const IterVar& iv, const std::string& name, TensorizeFn fn);
   // GPU: the loop `iv` is run by a grid of threads, its variable the index
   // `thread` names ("blockIdx.x", "threadIdx.y", ...: ir::ThreadBindingOf).
   // Not a reduce axis (threads would race on the sum). INVALID_ARGUMENT for

@@ -25,6 +25,7 @@
 #include "compiler/target.h"
 #include "compiler/workload.h"
 #include "tests/compiler/graph_eval.h"
+#include "tests/compiler/object_code.h"
 #include "tests/compiler/onnx_test_util.h"
 
 namespace kiln::compiler {
@@ -32,12 +33,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using absl::StrCat;
+using test_util::Mnemonics;
+using test_util::OnPath;
 
 constexpr char kSysroot[] = "/usr/aarch64-linux-gnu";
-
-bool OnPath(const std::string& tool) {
-  return std::system(StrCat("command -v ", tool, " >/dev/null 2>&1").c_str()) == 0;
-}
 
 // A fresh directory under the test's temporary directory.
 fs::path TempDir(const std::string& name) {
@@ -129,39 +128,6 @@ void ExpectMatchesReference(const Model& m, const std::vector<std::vector<float>
 
 // NEON only (Cortex-A72) and a core with SVE (Neoverse V1): kiln emits
 // fixed-width vectors either way, and LLVM picks the instructions.
-// How many instructions of each mnemonic the kernel of workload `s` with its
-// default config has for `target` (its object code read by llvm-objdump-19;
-// an empty map, and a test failure, when it cannot be built).
-std::map<std::string, int> Mnemonics(const std::string& s, const Target& target,
-                                     const std::vector<std::string>& names) {
-  std::map<std::string, int> count;
-  absl::StatusOr<Workload> w = Workload::Parse(s);
-  EXPECT_TRUE(w.ok()) << w.status();
-  if (!w.ok()) return count;
-  absl::StatusOr<Config> c = DefaultConfig(*w, target);
-  EXPECT_TRUE(c.ok()) << c.status();
-  if (!c.ok()) return count;
-  absl::StatusOr<ir::PrimFunc> f = LowerWorkload(*w, *c, target, "k", {});
-  EXPECT_TRUE(f.ok()) << f.status();
-  if (!f.ok()) return count;
-  auto obj = codegen::EmitObjectFile({*f}, EntryPlan{}, target);
-  EXPECT_TRUE(obj.ok()) << obj.status();
-  if (!obj.ok()) return count;
-  fs::path dir = TempDir(StrCat("objdump-", target.cpu));
-  WriteBytes(dir / "k.o", obj->data(), obj->size());
-  const std::string cmd = StrCat("llvm-objdump-19 -d --mattr=+dotprod,+i8mm,+bf16 ",
-                                 (dir / "k.o").string(), " > ", (dir / "k.s").string());
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream in(dir / "k.s");
-  for (std::string line; std::getline(in, line);) {
-    for (const std::string& name : names) {
-      count[name] += line.find(StrCat("\t", name, "\t")) != std::string::npos;
-    }
-  }
-  fs::remove_all(dir);
-  return count;
-}
-
 class Aarch64 : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {

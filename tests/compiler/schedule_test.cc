@@ -116,6 +116,54 @@ TEST(Schedule, ComputeAtWithCacheWriteAllocatesTile) {
   EXPECT_NE(s.TraceText().find("compute_at(S.local, i.o, @S)"), std::string::npos) << s.TraceText();
 }
 
+// Tensorize: the loops from the tensorized one inward are what the emitter
+// returns for their box (start and extent per data axis, in the tensor and
+// in the stage's scratch), with no init nest; a reduce loop outside it, a
+// stage computed inside it, and replaying it are errors.
+TEST(Schedule, TensorizeHandsTheBoxToTheEmitter) {
+  Tensor A = Placeholder("A", {10, 16});
+  IterRange k = ReduceAxis(16, "k");
+  Tensor S = Compute("S", {10, 6}, [&](const std::vector<Var>& i) {
+    return Sum(A({i[0], k.var}) * Cast(DataType::Float32(), i[1]), {k});
+  });
+  Tensor T = Compute("T", {10, 6}, [&](const std::vector<Var>& i) {
+    return S({i[0], i[1]}) + FloatImm(1.0);
+  });
+  std::vector<TensorizeRegion> boxes;
+  auto emit = [&](const TensorizeRegion& r) {
+    boxes.push_back(r);
+    return Evaluate(Call(DataType::Int32(), "box", {AddressOf(Load(r.out, r.out_index))}));
+  };
+  Schedule s({T});
+  auto [to, ti] = s.Split(T, s.Axis(T, 0), 4);
+  s.ComputeAt(S, T, to);
+  s.Tensorize(S, s.Axis(S, 0), "box", emit);
+  EXPECT_NE(s.TraceText().find("tensorize(S, i, box)"), std::string::npos) << s.TraceText();
+  auto f = lower::Lower(s, {A, T}, "f");
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_EQ(boxes.size(), 1u);
+  const TensorizeRegion& b = boxes[0];
+  EXPECT_EQ(b.extent, (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(ToText(b.start[0]), "i.o*4");
+  EXPECT_EQ(ToText(b.start[1]), "0");
+  EXPECT_EQ(ToText(b.out_index[0]), "0");  // S's scratch holds the box
+  const std::string text = ToText(*f);
+  EXPECT_NE(text.find("box(kiln.address_of(S["), std::string::npos) << text;
+  EXPECT_EQ(text.find("for k"), std::string::npos) << text;  // no loops, no init
+
+  // The sum's loop outside the tensorized one.
+  Schedule outside({T});
+  outside.Reorder(S, {outside.ReduceAxisOf(S, 0), outside.Axis(S, 0), outside.Axis(S, 1)});
+  outside.Tensorize(S, outside.Axis(S, 0), "box", emit);
+  auto bad = lower::Lower(outside, {A, T}, "f");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(bad.status().message()).find("reduce loop"), std::string::npos)
+      << bad.status();
+  // Replay: the emitter is code.
+  Schedule again({T});
+  EXPECT_EQ(again.Replay(s.trace()).code(), absl::StatusCode::kUnimplemented);
+}
+
 TEST(Schedule, ComputeInlineSubstitutesBody) {
   Tensor A = Placeholder("A", {8});
   Tensor B =

@@ -1,0 +1,187 @@
+#include "compiler/codegen/llvm_amx.h"
+
+#include <functional>
+
+#include "base/str.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
+#include "llvm/IR/Module.h"
+
+namespace kiln::compiler::codegen {
+
+namespace {
+
+constexpr int kTileRows = 16;
+constexpr int kTileBytes = 64;  // bytes per tile row
+constexpr int kMaxTiles = 6;    // accumulators; with one A and as many B tiles
+
+// arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), once per module.
+void RequestTileData(llvm::IRBuilderBase& b, llvm::Module* m) {
+  llvm::LLVMContext& ctx = m->getContext();
+  llvm::GlobalVariable* ready = m->getGlobalVariable("kiln.amx_ready", /*AllowInternal=*/true);
+  if (ready == nullptr) {
+    ready = new llvm::GlobalVariable(*m, b.getInt8Ty(), false, llvm::GlobalValue::InternalLinkage,
+                                     b.getInt8(0), "kiln.amx_ready");
+  }
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  auto* ask = llvm::BasicBlock::Create(ctx, "amx.ask", fn);
+  auto* go = llvm::BasicBlock::Create(ctx, "amx.go", fn);
+  llvm::LoadInst* flag = b.CreateLoad(b.getInt8Ty(), ready);
+  flag->setAtomic(llvm::AtomicOrdering::Monotonic);
+  flag->setAlignment(llvm::Align(1));
+  b.CreateCondBr(b.CreateICmpEQ(flag, b.getInt8(0)), ask, go);
+  b.SetInsertPoint(ask);
+  llvm::Type* i64 = b.getInt64Ty();
+  auto* ty = llvm::FunctionType::get(i64, {i64, i64, i64}, false);
+  auto* syscall = llvm::InlineAsm::get(
+      ty, "syscall", "={ax},{ax},{di},{si},~{rcx},~{r11},~{memory},~{dirflag},~{fpsr},~{flags}",
+      /*hasSideEffects=*/true);
+  constexpr int64_t kArchPrctl = 158, kReqXcompPerm = 0x1023, kXtileData = 18;
+  b.CreateCall(syscall,
+               {b.getInt64(kArchPrctl), b.getInt64(kReqXcompPerm), b.getInt64(kXtileData)});
+  llvm::StoreInst* set = b.CreateStore(b.getInt8(1), ready);
+  set->setAtomic(llvm::AtomicOrdering::Monotonic);
+  set->setAlignment(llvm::Align(1));
+  b.CreateBr(go);
+  b.SetInsertPoint(go);
+}
+
+}  // namespace
+
+bool IsAmxIntrinsic(const std::string& name) {
+  return name == "amx_dpbusd" || name == "amx_dpbf16ps";
+}
+
+absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::string& name,
+                          const std::vector<llvm::Value*>& args) {
+  if (!IsAmxIntrinsic(name) || args.size() != 10) {
+    return absl::InvalidArgumentError(
+        StrCat(name,
+               " takes 10 arguments (C, ldc, A, lda, B, ldb, b_step, rows, n_tiles, "
+               "k_steps), got ",
+               args.size()));
+  }
+  auto* nt_c = llvm::dyn_cast<llvm::ConstantInt>(args[8]);
+  auto* ks_c = llvm::dyn_cast<llvm::ConstantInt>(args[9]);
+  if (nt_c == nullptr || ks_c == nullptr || nt_c->getSExtValue() < 1 ||
+      nt_c->getSExtValue() > kMaxTiles || ks_c->getSExtValue() < 1) {
+    return absl::InvalidArgumentError(
+        StrCat(name, ": n_tiles (1..", kMaxTiles, ") and k_steps (>= 1) must be constants"));
+  }
+  for (int i : {0, 2, 4}) {
+    if (!args[i]->getType()->isPointerTy()) {
+      return absl::InvalidArgumentError(StrCat(name, ": argument ", i, " is not an address"));
+    }
+  }
+  const int nt = static_cast<int>(nt_c->getSExtValue());
+  const int64_t ks = ks_c->getSExtValue();
+  llvm::LLVMContext& ctx = m->getContext();
+  llvm::Type* i8 = b.getInt8Ty();
+  llvm::Type* i64 = b.getInt64Ty();
+  auto wide = [&](llvm::Value* v) { return b.CreateSExtOrTrunc(v, i64); };
+  llvm::Value *c = args[0], *ldc = wide(args[1]), *a = args[2], *lda = wide(args[3]);
+  llvm::Value *bp = args[4], *ldb = wide(args[5]), *bstep = wide(args[6]), *rows = wide(args[7]);
+
+  RequestTileData(b, m);
+  // One tile row: 16 rows of A from a_row (lda apart) times every B tile,
+  // summed over k into C's 16 rows at c_row. Every tile shape is a constant
+  // (16 rows of 64 bytes): LLVM's tile configuration cannot follow a shape
+  // computed after an earlier tile instruction of the function.
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::Value* rows16 = b.getInt16(kTileRows);
+  llvm::Value* cols = b.getInt16(kTileBytes);
+  const llvm::Intrinsic::ID dp = name == "amx_dpbusd" ? llvm::Intrinsic::x86_tdpbusd_internal
+                                                      : llvm::Intrinsic::x86_tdpbf16ps_internal;
+  auto tile_row = [&](llvm::Value* a_row, llvm::Value* a_ld, llvm::Value* c_row) {
+    llvm::BasicBlock* pre = b.GetInsertBlock();
+    std::vector<llvm::Value*> zero;
+    for (int j = 0; j < nt; ++j) {
+      zero.push_back(b.CreateIntrinsic(llvm::Intrinsic::x86_tilezero_internal, {}, {rows16, cols}));
+    }
+    auto* kb = llvm::BasicBlock::Create(ctx, "amx.k", fn);
+    auto* kend = llvm::BasicBlock::Create(ctx, "amx.k_end", fn);
+    b.CreateBr(kb);
+    b.SetInsertPoint(kb);
+    llvm::PHINode* s = b.CreatePHI(i64, 2, "amx.s");
+    s->addIncoming(b.getInt64(0), pre);
+    std::vector<llvm::PHINode*> acc;
+    for (int j = 0; j < nt; ++j) {
+      acc.push_back(b.CreatePHI(zero[j]->getType(), 2));
+      acc[j]->addIncoming(zero[j], pre);
+    }
+    llvm::Value* ta = b.CreateIntrinsic(
+        llvm::Intrinsic::x86_tileloadd64_internal, {},
+        {rows16, cols, b.CreateGEP(i8, a_row, b.CreateMul(s, b.getInt64(kTileBytes))), a_ld});
+    llvm::Value* b_at = b.CreateGEP(i8, bp, b.CreateMul(s, bstep));
+    std::vector<llvm::Value*> next;
+    for (int j = 0; j < nt; ++j) {
+      llvm::Value* tb =
+          b.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                            {rows16, cols, b.CreateGEP(i8, b_at, b.getInt64(j * kTileBytes)), ldb});
+      next.push_back(b.CreateIntrinsic(dp, {}, {rows16, cols, cols, acc[j], ta, tb}));
+      acc[j]->addIncoming(next[j], kb);
+    }
+    llvm::Value* s1 = b.CreateAdd(s, b.getInt64(1));
+    s->addIncoming(s1, kb);
+    b.CreateCondBr(b.CreateICmpEQ(s1, b.getInt64(ks)), kend, kb);
+    b.SetInsertPoint(kend);
+    for (int j = 0; j < nt; ++j) {
+      b.CreateIntrinsic(
+          llvm::Intrinsic::x86_tilestored64_internal, {},
+          {rows16, cols, b.CreateGEP(i8, c_row, b.getInt64(j * kTileBytes)), ldc, next[j]});
+    }
+  };
+  // A counted loop i < n around body(i), at b's insertion point.
+  auto counted = [&](llvm::Value* n, const char* label,
+                     const std::function<void(llvm::Value*)>& body) {
+    llvm::BasicBlock* pre = b.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx, StrCat(label, ".body"), fn);
+    auto* exit = llvm::BasicBlock::Create(ctx, StrCat(label, ".end"), fn);
+    b.CreateCondBr(b.CreateICmpSGT(n, b.getInt64(0)), head, exit);
+    b.SetInsertPoint(head);
+    llvm::PHINode* i = b.CreatePHI(i64, 2, label);
+    i->addIncoming(b.getInt64(0), pre);
+    body(i);
+    llvm::Value* i1 = b.CreateAdd(i, b.getInt64(1));
+    i->addIncoming(i1, b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpSLT(i1, n), head, exit);
+    b.SetInsertPoint(exit);
+  };
+  llvm::Value* full = b.CreateSDiv(rows, b.getInt64(kTileRows));
+  llvm::Value* tail = b.CreateSRem(rows, b.getInt64(kTileRows));
+  counted(full, "amx.row", [&](llvm::Value* t) {
+    llvm::Value* r0 = b.CreateMul(t, b.getInt64(kTileRows));
+    tile_row(b.CreateGEP(i8, a, b.CreateMul(r0, lda)), lda,
+             b.CreateGEP(i8, c, b.CreateMul(r0, ldc)));
+  });
+  // The last rows (fewer than 16): A's copied into 16 rows of scratch (the
+  // rest never read back), C written as 16 rows (its buffer has room).
+  auto* has_tail = llvm::BasicBlock::Create(ctx, "amx.tail", fn);
+  auto* done = llvm::BasicBlock::Create(ctx, "amx.done", fn);
+  b.CreateCondBr(b.CreateICmpSGT(tail, b.getInt64(0)), has_tail, done);
+  b.SetInsertPoint(has_tail);
+  const int64_t row_bytes = ks * kTileBytes;
+  llvm::Value* scratch;
+  {
+    llvm::IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+    llvm::AllocaInst* alloca =
+        entry.CreateAlloca(llvm::ArrayType::get(i8, kTileRows * row_bytes), nullptr, "amx.a_tail");
+    alloca->setAlignment(llvm::Align(kTileBytes));
+    scratch = alloca;
+  }
+  llvm::Value* r0 = b.CreateMul(full, b.getInt64(kTileRows));
+  llvm::Value* a_tail = b.CreateGEP(i8, a, b.CreateMul(r0, lda));
+  counted(tail, "amx.copy", [&](llvm::Value* i) {
+    b.CreateMemCpy(b.CreateGEP(i8, scratch, b.CreateMul(i, b.getInt64(row_bytes))), llvm::Align(1),
+                   b.CreateGEP(i8, a_tail, b.CreateMul(i, lda)), llvm::Align(1), row_bytes);
+  });
+  tile_row(scratch, b.getInt64(row_bytes), b.CreateGEP(i8, c, b.CreateMul(r0, ldc)));
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::compiler::codegen

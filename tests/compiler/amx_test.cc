@@ -1,0 +1,93 @@
+// AMX (codegen/llvm_amx.h): the int8 matmul's tiles as AMX tile products.
+// The instructions are in the object code of a Sapphire Rapids kernel on
+// any host; the products match the reference exactly where the host has
+// AMX-INT8 (skipped, saying so, elsewhere).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "compiler/kernel.h"
+#include "compiler/target.h"
+#include "tests/compiler/kernel_check.h"
+#include "tests/compiler/object_code.h"
+
+namespace kiln::compiler {
+namespace {
+
+using test_util::ExpectMatchesReference;
+using test_util::ParseWorkload;
+
+// uint8 A, K a multiple of 64: rows and columns that the 16x16 tiles do not
+// divide, three and twelve steps of k, a batch dim of 1, a float epilogue
+// (the dequantizing cast and scale).
+constexpr const char* kAmxMatMuls[] = {
+    "matmul(dtypes=2,3,2,6;in0=37,128;in1=128,70;in2=1;shape=37,70;zp=2)",
+    "matmul(dtypes=2,3,2,6;in0=1,16,192;in1=1,192,48;in2=1;shape=1,16,48;zp=2)",
+    "matmul(dtypes=2,3,2,1;in0=50,768;in1=768,100;in2=1;shape=50,100;zp=2)|u:cast:1|"
+    "u:scale:0.25,1",
+};
+
+Target SapphireRapids() {
+  return *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
+}
+
+TEST(Amx, Int8MatMulIsTileProductsWhereTheCpuHasThem) {
+  const Target spr = SapphireRapids();
+  const Target zen4 = *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4");
+  Workload w = ParseWorkload(kAmxMatMuls[0]);
+  Config c = *DefaultConfig(w, spr);
+  EXPECT_EQ(c["amx"], 1) << "AMX is the default where the CPU has it";
+  ASSERT_TRUE(ValidateConfig(w, spr, c).ok()) << ValidateConfig(w, spr, c);
+  if (!test_util::OnPath("llvm-objdump-19")) GTEST_SKIP() << "llvm-objdump-19 not found";
+  auto n = test_util::Mnemonics(w, c, spr, {"tdpbusd", "tileloadd", "ldtilecfg", "tilestored"});
+  EXPECT_GT(n["tdpbusd"], 0);
+  EXPECT_GT(n["tileloadd"], 0);
+  EXPECT_GT(n["ldtilecfg"], 0);
+  EXPECT_GT(n["tilestored"], 0);
+  // No AMX on Zen 4, an int8 A (its bytes would need flipping), or K not a
+  // multiple of 64: amx=1 is not a choice.
+  for (const auto& [s, t] : std::vector<std::pair<std::string, Target>>{
+           {kAmxMatMuls[0], zen4},
+           {"matmul(dtypes=3,3,3,6;in0=16,64;in1=64,16;in2=1;shape=16,16;zp=2)", spr},
+           {"matmul(dtypes=2,3,2,6;in0=16,96;in1=96,16;in2=1;shape=16,16;zp=2)", spr}}) {
+    Config amx = *DefaultConfig(ParseWorkload(s), t);
+    amx["amx"] = 1;
+    EXPECT_FALSE(ValidateConfig(ParseWorkload(s), t, amx).ok()) << s;
+  }
+  // Tiles of whole 16x16 blocks only; VNNI tiles of at most 12 rows.
+  Config odd = c;
+  odd["tile_m"] = 12;
+  EXPECT_FALSE(ValidateConfig(w, spr, odd).ok());
+  Config tall = c;
+  tall["amx"] = 0;
+  EXPECT_FALSE(ValidateConfig(w, spr, tall).ok());
+}
+
+TEST(Amx, Int8MatMulTilesMatchTheReferenceExactly) {
+  const Target host = Target::Host();
+  if (!host.HasFeature("amx-int8")) {
+    GTEST_SKIP() << "this CPU (" << host.cpu << ") has no AMX-INT8";
+  }
+  int checked = 0;
+  for (const char* s : kAmxMatMuls) {
+    Workload w = ParseWorkload(s);
+    for (int64_t tm : {16, 32, 64}) {
+      for (int64_t tn : {16, 48, 64}) {
+        Config c = *DefaultConfig(w, host);
+        c["amx"] = 1;
+        c["tile_m"] = tm;
+        c["tile_n"] = tn;
+        c["n_outer"] = (tm + tn) / 16 % 2;
+        c["parallel"] = tm / 16 % 2;
+        if (!ValidateConfig(w, host, c).ok()) continue;
+        ExpectMatchesReference(w, c, s, 7 + checked);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 15);
+}
+
+}  // namespace
+}  // namespace kiln::compiler
