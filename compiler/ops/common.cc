@@ -274,4 +274,55 @@ const char* Dot4Intrinsic(const Target& t) {
              : "dot4";
 }
 
+bool AmxFits(const Target& t, const char* unit, int64_t row_bytes) {
+  constexpr int64_t kMaxScratch = int64_t{256} << 10;
+  return row_bytes % kAmxRowBytes == 0 && kAmxTile * row_bytes <= kMaxScratch &&
+         t.HasFeature("amx-tile") && t.HasFeature(unit);
+}
+
+void AddAmxKnobs(std::vector<Knob>& knobs, int64_t m, bool fits) {
+  knobs.push_back({"amx", {0}});
+  if (!fits) return;
+  knobs.back().choices.push_back(1);
+  for (Knob& k : knobs) {
+    if (k.name != "tile_m") continue;
+    for (int64_t rows : {16, 32, 64}) {
+      if (rows < m + kAmxTile) k.choices.push_back(rows);
+    }
+  }
+}
+
+absl::Status CheckAmxTiles(const Config& c, int64_t vector_rows, const char* what) {
+  const bool amx = c.count("amx") && c.at("amx");
+  if (amx && (c.at("tile_m") % kAmxTile || c.at("tile_n") % kAmxTile)) {
+    return absl::InvalidArgumentError(StrCat(what, ": amx=1 takes tiles of whole 16x16 blocks"));
+  }
+  if (!amx && c.at("tile_m") > vector_rows) {
+    return absl::InvalidArgumentError(
+        StrCat(what, ": tile_m > ", vector_rows, " is for amx=1 (registers)"));
+  }
+  return absl::OkStatus();
+}
+
+te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row_bytes,
+                                te::Tensor Bp, int64_t m, int64_t tile_m, int64_t tile_n) {
+  using namespace ir;
+  return [=](const te::TensorizeRegion& box) {
+    const size_t n = box.start.size();
+    Expr m0 = box.start[n - 2], n0 = box.start[n - 1];
+    std::vector<Expr> a_idx(box.start.begin(), box.start.end() - 2);
+    a_idx.resize(A->shape.size() - 2, IntImm(0));
+    a_idx.push_back(m0);
+    a_idx.push_back(IntImm(0));
+    const int64_t ldc = *AsConstInt(box.out->shape.back()) * box.out->dtype.bytes();
+    const int64_t ldb = tile_n * 4;
+    return Evaluate(Call(
+        DataType::Int32(), intrinsic,
+        {AddressOf(Load(box.out, box.out_index)), IntImm(ldc), AddressOf(A(a_idx)),
+         IntImm(row_bytes), AddressOf(Bp({FloorDiv(n0, IntImm(tile_n)), IntImm(0), IntImm(0)})),
+         IntImm(ldb), IntImm(kAmxTile * ldb), Min(IntImm(tile_m), IntImm(m) - m0),
+         IntImm(tile_n / kAmxTile), IntImm(row_bytes / kAmxRowBytes)}));
+  };
+}
+
 }  // namespace kiln::compiler::ops

@@ -105,6 +105,30 @@ ir::Expr FlipBytes(ir::Expr packed);
 ir::Expr Bf16Bits(const ir::Expr& x);
 ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input);
 const char* Dot4Intrinsic(const Target& t);
+
+// AMX (codegen/llvm_amx.h): the byte products of the int8 matmul
+// (AMX-INT8) and the bfloat16 pairs of the bf16 dense (AMX-BF16) as tile
+// products, where the CPU has them. A template offers amx=1 when its
+// operands fit (AmxFits), tensorizes its tile_m x tile_n acc box with
+// AmxTileProducts, and keeps tiles of whole 16x16 blocks (CheckAmxTiles).
+constexpr int64_t kAmxTile = 16;      // rows and 4-byte columns of a tile
+constexpr int64_t kAmxRowBytes = 64;  // bytes of a tile row: one step of k
+// Whether `t` has the AMX extension (`unit`: "amx-int8" or "amx-bf16") and
+// A's rows of `row_bytes` are whole tile steps, at most 256 KiB for the 16
+// rows of stack the last rows are copied to.
+bool AmxFits(const Target& t, const char* unit, int64_t row_bytes);
+// amx=1 (and tile_m choices of 16, 32, 64 rows below m + 16) where `fits`.
+void AddAmxKnobs(std::vector<Knob>& knobs, int64_t m, bool fits);
+// amx=1: tiles of whole 16x16 blocks; amx=0: at most `vector_rows` rows
+// (the registers' tile). INVALID_ARGUMENT naming `what` otherwise.
+absl::Status CheckAmxTiles(const Config& c, int64_t vector_rows, const char* what);
+// The emitter of an acc box (tile_m x tile_n over the last two data axes)
+// as `intrinsic` (amx_dpbusd, amx_dpbf16ps) from A's rows (row_bytes apart,
+// from A[lead..., m0, 0], lead the box's leading indices) and B's panel
+// n0 / tile_n of Bp ([panels][k steps of 4 bytes a column][tile_n] int32,
+// whose every 16 rows are one tile step).
+te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row_bytes,
+                                te::Tensor Bp, int64_t m, int64_t tile_m, int64_t tile_n);
 // The generic matmul of uint8/int8 A by int8 B with A's zero point only
 // (zp=2), no batch and no prologue: integer dot products (matmul_int8.cc).
 bool Int8MatMul(const Workload& w);

@@ -16,6 +16,9 @@
 // float dense template's: an output tile of tile_m rows x tile_n columns
 // (vectorized) whose accumulators stay in registers over the pair steps
 // (split by tile_k, unrolled), one broadcast of A's pair per row and step.
+// With AMX-BF16 (amx=1, K a multiple of 32) the acc box is tensorized into
+// tdpbf16ps tile products of Ap's rows and Bp's panel (codegen/llvm_amx.h;
+// matmul_int8.cc does the same with bytes).
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -26,6 +29,14 @@ namespace kiln::compiler::ops {
 using namespace ir;
 
 namespace {
+
+// AMX where the CPU has AMX-BF16 and A's rows of pairs are whole tile
+// steps (K a multiple of 32).
+constexpr int64_t kMaxVectorRows = 14;
+bool AmxOperandsFit(const Workload& w, const Target& t) {
+  const int64_t K = DenseDimsOf(w).K;
+  return K % 2 == 0 && AmxFits(t, "amx-bf16", K / 2 * 4);
+}
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   const DenseDims d = DenseDimsOf(w);
@@ -43,11 +54,13 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // cache while every row passes it.
   k.push_back({"n_outer", {0}});
   if (!d.batched) k.back().choices.push_back(1);
+  AddAmxKnobs(k, d.M, AmxOperandsFit(w, t));
   return k;
 }
 
 absl::Status Check(const Workload& w, const Target&, const Config& c) {
   const DenseDims d = DenseDimsOf(w);
+  if (absl::Status s = CheckAmxTiles(c, kMaxVectorRows, "dense bf16"); !s.ok()) return s;
   const int64_t outer =
       c.at("n_outer") ? (d.N + c.at("tile_n") - 1) / c.at("tile_n")
                       : (d.batched ? d.batch : 1) * ((d.M + c.at("tile_m") - 1) / c.at("tile_m"));
@@ -69,6 +82,13 @@ Config Default(const Workload& w, const Target& t) {
   c["tile_k"] = Pick(k[2].choices, 4);
   // The larger operand streams once (dense.cc's default).
   c["n_outer"] = !d.batched && d.N > d.M ? 1 : 0;
+  c["amx"] = 0;
+  if (AmxOperandsFit(w, t) && d.M >= kAmxTile) {
+    // Boxes of 32 x 32 (2 x 2 tiles), as the int8 matmul's.
+    c["amx"] = 1;
+    c["tile_m"] = Pick(k[0].choices, 2 * kAmxTile);
+    c["tile_n"] = Pick(k[1].choices, 2 * kAmxTile);
+  }
   c["parallel"] = 0;
   if (k[3].choices.size() > 1 && d.M * d.N * d.K >= (1 << 18)) {
     c["parallel"] = 1;
@@ -159,6 +179,15 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   s.ComputeAt(acc, out, n_outer ? mo : no);
   // Accumulator: [b,] ko, ki, m (unrolled), n (vectorized).
   te::IterVar am = s.Axis(acc, static_cast<int>(off)), an = s.Axis(acc, static_cast<int>(off + 1));
+  if (c.count("amx") && c.at("amx")) {
+    // The box as AMX tile products of A's pairs (rows of S int32) and B's
+    // panel (rows of tile_n pairs).
+    s.Tensorize(acc, am, "amx_dpbf16ps",
+                AmxTileProducts("amx_dpbf16ps", Ap, S * 4, Bp, d.M, tm, tn));
+    b.SetArgs({A, Bp, C}, eps, out);
+    b.packs.push_back({1, B, Bp_of});
+    return b;
+  }
   auto [ko, ki] = s.Split(acc, s.ReduceAxisOf(acc, 0), tk);
   s.Reorder(acc, {ko, ki, am, an});
   if (tm > 1) s.Unroll(acc, am);

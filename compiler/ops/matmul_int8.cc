@@ -54,29 +54,19 @@ Dims DimsOf(const Workload& w) {
   return {a[r - 2], b[r - 1], a[r - 1], (a[r - 1] + 3) / 4, r};
 }
 
-// AMX (tensorized tile products, codegen/llvm_amx.h) where the CPU has
-// AMX-INT8, A is uint8 (its bytes go to the tiles as they are) and K a
-// whole number of tile steps (64 bytes), at most kAmxMaxK (the last rows
-// of A are copied to 16 * K bytes of stack).
-constexpr int64_t kAmxStep = 64, kAmxTile = 16, kMaxVnniRows = 12, kAmxMaxK = 16384;
-bool AmxFits(const Workload& w, const Target& t) {
+// AMX where the CPU has AMX-INT8, A is uint8 (its bytes go to the tiles as
+// they are) and K a whole number of tile steps.
+constexpr int64_t kMaxVnniRows = 12;
+bool AmxOperandsFit(const Workload& w, const Target& t) {
   auto sig = w.Signature();
-  const int64_t K = DimsOf(w).K;
-  return sig.ok() && sig->inputs[0].dtype == DType::kUInt8 && K % kAmxStep == 0 && K <= kAmxMaxK &&
-         t.HasFeature("amx-int8") && t.HasFeature("amx-tile");
+  return sig.ok() && sig->inputs[0].dtype == DType::kUInt8 && AmxFits(t, "amx-int8", DimsOf(w).K);
 }
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
   const int64_t L = t.NativeVectorLanes();
-  const bool amx = AmxFits(w, t);
   std::vector<Knob> k;
   k.push_back({"tile_m", UpTo({1, 2, 4, 6, 8, 12}, d.M)});
-  if (amx) {
-    for (int64_t m : {16, 32, 64}) {
-      if (m < d.M + kAmxTile) k.back().choices.push_back(m);
-    }
-  }
   // Columns per tile: whole vectors (a last partial panel is zero-padded).
   k.push_back({"tile_n", {L}});
   for (int64_t v = 2; v <= 4 && v * L <= std::max(d.N, L); ++v) k.back().choices.push_back(v * L);
@@ -86,21 +76,13 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // n_outer=1: column panels outside the row tiles, each panel kept in
   // cache while every row passes it.
   k.push_back({"n_outer", {0, 1}});
-  k.push_back({"amx", {0}});
-  if (amx) k.back().choices.push_back(1);
+  AddAmxKnobs(k, d.M, AmxOperandsFit(w, t));
   return k;
 }
 
 absl::Status Check(const Workload& w, const Target&, const Config& c) {
   const Dims d = DimsOf(w);
-  const bool amx = c.count("amx") && c.at("amx");
-  if (amx && (c.at("tile_m") % kAmxTile || c.at("tile_n") % kAmxTile)) {
-    return absl::InvalidArgumentError("matmul int8: amx=1 takes tiles of whole 16x16 blocks");
-  }
-  if (!amx && c.at("tile_m") > kMaxVnniRows) {
-    return absl::InvalidArgumentError(
-        StrCat("matmul int8: tile_m > ", kMaxVnniRows, " is for amx=1 (registers)"));
-  }
+  if (absl::Status s = CheckAmxTiles(c, kMaxVnniRows, "matmul int8"); !s.ok()) return s;
   const int64_t outer = c.at("n_outer") ? (d.N + c.at("tile_n") - 1) / c.at("tile_n")
                                         : (d.M + c.at("tile_m") - 1) / c.at("tile_m");
   if (c.at("parallel") && outer < 2) {
@@ -122,7 +104,7 @@ Config Default(const Workload& w, const Target& t) {
   c["n_outer"] = d.N > d.M ? 1 : 0;
   c["amx"] = 0;
   c["parallel"] = 0;
-  if (AmxFits(w, t) && d.M >= kAmxTile) {
+  if (AmxOperandsFit(w, t) && d.M >= kAmxTile) {
     // Tiles of 32 rows x 32 columns (2 x 2 AMX tiles), column panels
     // outside: the BERT-base layer's MatMulIntegers ran fastest so at one
     // thread (its layer 7.5 -> 3.4 ms against VNNI on a Sapphire Rapids).
@@ -238,20 +220,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
     // The tile x tile box of acc, its whole reduction, as AMX tile products:
     // A's rows as they are (uint8, K a multiple of 64), B's panel (its rows
     // of 16 int32 are tile rows: 4 k of one column each), into acc's scratch.
-    const int64_t M = d.M, K = d.K;
-    s.Tensorize(acc, am, "amx_dpbusd", [A, Bp, M, K, r, tm, tn](const te::TensorizeRegion& box) {
-      Expr m0 = box.start[0], n0 = box.start[1];
-      std::vector<Expr> a_idx(r - 2, IntImm(0));
-      a_idx.push_back(m0);
-      a_idx.push_back(IntImm(0));
-      const int64_t ldc = *AsConstInt(box.out->shape.back()) * 4;
-      return Evaluate(
-          Call(DataType::Int32(), "amx_dpbusd",
-               {AddressOf(Load(box.out, box.out_index)), IntImm(ldc), AddressOf(A(a_idx)),
-                IntImm(K), AddressOf(Bp({FloorDiv(n0, IntImm(tn)), IntImm(0), IntImm(0)})),
-                IntImm(tn * 4), IntImm(kAmxTile * tn * 4), Min(IntImm(tm), IntImm(M) - m0),
-                IntImm(tn / kAmxTile), IntImm(K / kAmxStep)}));
-    });
+    s.Tensorize(acc, am, "amx_dpbusd", AmxTileProducts("amx_dpbusd", A, d.K, Bp, d.M, tm, tn));
     b.SetArgs({A, Bp, AZ}, eps, out);
     b.packs.push_back({1, B, Bp_of});
     return b;

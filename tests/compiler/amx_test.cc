@@ -1,4 +1,5 @@
-// AMX (codegen/llvm_amx.h): the int8 matmul's tiles as AMX tile products.
+// AMX (codegen/llvm_amx.h): the int8 matmul's and the bf16 dense's tiles as
+// AMX tile products (tdpbusd, tdpbf16ps).
 // The instructions are in the object code of a Sapphire Rapids kernel on
 // any host; the products match the reference exactly where the host has
 // AMX-INT8 (skipped, saying so, elsewhere).
@@ -28,6 +29,14 @@ constexpr const char* kAmxMatMuls[] = {
     "u:scale:0.25,1",
 };
 
+// K a multiple of 32: rows and columns the tiles do not divide, transposed
+// A, a batch of A, a bias, a ReLU.
+constexpr const char* kAmxBf16Denses[] = {
+    "dense(K=64;M=30;N=96;batch=1;batch_a=0;batch_b=0;bf16=1;bias=0;transA=1;transB=0)|u:relu",
+    "dense(K=96;M=20;N=40;batch=2;batch_a=1;batch_b=0;bf16=1;bias=1;bias_shape=1,1,40;transA=0;"
+    "transB=1)",
+};
+
 Target SapphireRapids() {
   return *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
 }
@@ -45,6 +54,10 @@ TEST(Amx, Int8MatMulIsTileProductsWhereTheCpuHasThem) {
   EXPECT_GT(n["tileloadd"], 0);
   EXPECT_GT(n["ldtilecfg"], 0);
   EXPECT_GT(n["tilestored"], 0);
+  Workload dense = ParseWorkload(kAmxBf16Denses[0]);
+  EXPECT_EQ(DefaultConfig(dense, spr)->at("amx"), 1);
+  EXPECT_GT(
+      test_util::Mnemonics(dense, *DefaultConfig(dense, spr), spr, {"tdpbf16ps"})["tdpbf16ps"], 0);
   // No AMX on Zen 4, an int8 A (its bytes would need flipping), or K not a
   // multiple of 64: amx=1 is not a choice.
   for (const auto& [s, t] : std::vector<std::pair<std::string, Target>>{
@@ -87,6 +100,30 @@ TEST(Amx, Int8MatMulTilesMatchTheReferenceExactly) {
     }
   }
   EXPECT_GE(checked, 15);
+}
+
+TEST(Amx, Bf16DenseTilesMatchTheReference) {
+  const Target host = Target::Host();
+  if (!host.HasFeature("amx-bf16")) {
+    GTEST_SKIP() << "this CPU (" << host.cpu << ") has no AMX-BF16";
+  }
+  int checked = 0;
+  for (const char* s : kAmxBf16Denses) {
+    Workload w = ParseWorkload(s);
+    for (int64_t tm : {16, 32}) {
+      for (int64_t tn : {16, 32, 48}) {
+        Config c = *DefaultConfig(w, host);
+        c["amx"] = 1;
+        c["tile_m"] = tm;
+        c["tile_n"] = tn;
+        c["parallel"] = tn / 16 % 2;
+        if (!ValidateConfig(w, host, c).ok()) continue;
+        ExpectMatchesReference(w, c, s, 3 + checked);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 8);
 }
 
 }  // namespace
