@@ -124,7 +124,7 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
   }
   absl::StatusOr<compiler::ImportOptions> import = ImportOptionsFromArgs(*args);
   if (!import.ok()) return UsageError(self, std::string(import.status().message()), env);
-  import->plan_layouts = !target.is_gpu();
+  import->SetTarget(target);
   absl::StatusOr<compiler::Model> model =
       compiler::Model::FromOnnxFile(args->positional[0], *import);
   if (!model.ok()) return Fail(self, std::string(model.status().message()), env);

@@ -46,7 +46,9 @@ absl::StatusOr<std::string> FileSha256Hex(const std::string& path) {
 absl::StatusOr<Model> Model::FromOnnx(std::string_view model_bytes, const ImportOptions& options) {
   auto graph = ImportOnnx(model_bytes, options);
   if (!graph.ok()) return graph.status();
-  if (auto s = RunGraphPasses(**graph, options.plan_layouts, options.precision); !s.ok()) return s;
+  if (auto s = RunGraphPasses(**graph, options.plan_layouts, options.precision, options.bf16_convs);
+      !s.ok())
+    return s;
   return Model(*std::move(graph), Hex(deploy::Sha256(model_bytes)));
 }
 
@@ -55,7 +57,9 @@ absl::StatusOr<Model> Model::FromOnnxFile(const std::string& path, const ImportO
   if (!sha.ok()) return sha.status();
   auto graph = ImportOnnxFile(path, options);
   if (!graph.ok()) return graph.status();
-  if (auto s = RunGraphPasses(**graph, options.plan_layouts, options.precision); !s.ok()) return s;
+  if (auto s = RunGraphPasses(**graph, options.plan_layouts, options.precision, options.bf16_convs);
+      !s.ok())
+    return s;
   return Model(*std::move(graph), *std::move(sha));
 }
 

@@ -121,7 +121,7 @@ std::vector<MeasureResult> MeasureModelVariants(const kiln::v1::MeasureBatch& ba
   for (const kiln::v1::ModelInputShape& s : spec.input_shapes()) {
     import.input_shapes[s.name()] = {s.dims().begin(), s.dims().end()};
   }
-  import.plan_layouts = !target.is_gpu();
+  import.SetTarget(target);
   if (!spec.precision().empty()) {
     absl::StatusOr<compiler::Precision> precision = compiler::ParsePrecision(spec.precision());
     if (!precision.ok()) {

@@ -117,7 +117,7 @@ compiler::ImportOptions ImportOptionsOf(const StoredOptions& o, const storage::A
   int64_t model_bytes = store.SizeOf(model_sha256).value_or(0);
   for (const auto& [location, sha] : o.external_data) model_bytes += store.SizeOf(sha).value_or(0);
   import.max_folded_bytes = compiler::FoldedBytesBudget(model_bytes);
-  import.plan_layouts = !target.is_gpu();
+  import.SetTarget(target);
   import.precision = o.precision;
   import.input_shapes = o.input_shapes;
   for (const auto& [location, sha] : o.external_data) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/graph/graph.h"
+#include "compiler/target.h"
 
 namespace kiln::compiler {
 
@@ -47,6 +48,19 @@ struct ImportOptions {
   // The precision of matrix products by constant weights: float32, or
   // bfloat16 products summed in float32 (UseBf16Products; ParsePrecision).
   Precision precision = Precision::kFloat32;
+  // With precision bf16: convolutions too (conv2d_bf16.cc, two bfloat16
+  // products per lane by vdpbf16ps), where that beats float32. Off where
+  // the CPU has AMX-BF16: Intel's vdpbf16ps issues on one port, so its two
+  // products per lane only match two float32 FMAs (ResNet-50 0.73x of its
+  // float32 build on a Sapphire Rapids), and kiln's convolutions do not use
+  // the AMX tiles that its dense products do.
+  bool bf16_convs = true;
+
+  // plan_layouts and bf16_convs as `target` wants them.
+  void SetTarget(const Target& target) {
+    plan_layouts = !target.is_gpu();
+    bf16_convs = !target.HasFeature("amx-bf16");
+  }
 };
 
 // ImportOptions::max_folded_bytes for a model of `model_bytes` (its file and

@@ -720,7 +720,7 @@ void FoldRequantScales(Graph& g) {
   }
 }
 
-void UseBf16Products(Graph& g) {
+void UseBf16Products(Graph& g, bool convs) {
   for (Node& n : g.nodes) {
     Workload& w = n.workload;
     if (n.kind != NodeKind::kCompute || w.ints.count("dtypes") || n.inputs.size() < 2) continue;
@@ -740,7 +740,7 @@ void UseBf16Products(Graph& g) {
     // input's pack into bfloat16 pairs, a pass over it per call, costs more
     // than the products save (MobileNetV2's 112x112 1x1 32 -> 16, 0.083 ms
     // against 0.068).
-    const bool conv = w.op == "conv2d" && w.Int("groups") == 1 &&
+    const bool conv = convs && w.op == "conv2d" && w.Int("groups") == 1 &&
                       w.IntOr("out_block", 0) == kChannelBlock && !winograd &&
                       w.Int("K") * w.Int("R") * w.Int("S") >= 32;
     const Value& b = g.values[n.inputs[1]];
@@ -748,7 +748,7 @@ void UseBf16Products(Graph& g) {
   }
 }
 
-absl::Status RunGraphPasses(Graph& graph, bool plan_layouts, Precision precision) {
+absl::Status RunGraphPasses(Graph& graph, bool plan_layouts, Precision precision, bool bf16_convs) {
   if (auto s = FoldBatchNorms(graph); !s.ok()) return s;
   if (auto s = FoldConstants(graph); !s.ok()) return s;
   EliminateDeadNodes(graph);
@@ -757,7 +757,7 @@ absl::Status RunGraphPasses(Graph& graph, bool plan_layouts, Precision precision
   FoldRequantScales(graph);
   FuseInjective(graph);
   if (plan_layouts) PlanLayouts(graph);
-  if (precision == Precision::kBfloat16) UseBf16Products(graph);
+  if (precision == Precision::kBfloat16) UseBf16Products(graph, bf16_convs);
   return absl::OkStatus();
 }
 

@@ -67,12 +67,12 @@ void PlanLayouts(Graph& graph);
 // float32 by Winograd, and layers of few products per input value, K * R * S
 // < 32), computes its products in bfloat16, summed in float32
 // (the workload's bf16=1: ops/dense_bf16.cc, ops/conv2d_bf16.cc; their
-// reference rounds both operands).
-void UseBf16Products(Graph& graph);
+// reference rounds both operands). `convs` false: dense products only.
+void UseBf16Products(Graph& graph, bool convs = true);
 
 // plan_layouts=false leaves every value in its ONNX layout (GPU targets).
 absl::Status RunGraphPasses(Graph& graph, bool plan_layouts = true,
-                            Precision precision = Precision::kFloat32);
+                            Precision precision = Precision::kFloat32, bool bf16_convs = true);
 
 // The value whose buffer `v` shares (following views back).
 int AliasRoot(const Graph& graph, int v);

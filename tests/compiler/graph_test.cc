@@ -454,7 +454,8 @@ TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
 // --precision bf16 (UseBf16Products): a MatMul by a constant (a Gemm, a
 // Linear layer) computes its products in bfloat16; a MatMul of two
 // activations (attention's) stays float32, as does the whole graph at fp32;
-// a convolution that writes channel blocks is marked too.
+// a convolution that writes channel blocks is marked too, but for a CPU
+// with AMX-BF16.
 // The precision names parse, fp16 with a clear error.
 TEST(Precision, Bf16MarksProductsByConstantWeights) {
   OnnxBuilder b;
@@ -493,6 +494,15 @@ TEST(Precision, Bf16MarksProductsByConstantWeights) {
   ASSERT_EQ(cm->graph().nodes.size(), 2u);
   EXPECT_EQ(cm->graph().nodes[0].workload.IntOr("bf16", 0), 1);
   EXPECT_EQ(cm->graph().nodes[1].workload.IntOr("bf16", 0), 0);
+  // For a CPU with AMX-BF16 (Sapphire Rapids) the conv stays float32 (its
+  // vdpbf16ps only matches float32 FMAs); for Zen 4 it is bfloat16.
+  for (const char* cpu : {"sapphirerapids", "znver4"}) {
+    ImportOptions o = bf16;
+    o.SetTarget(*Target::Parse(std::string("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=") + cpu));
+    auto tm = Model::FromOnnx(c.Bytes(), o);
+    ASSERT_TRUE(tm.ok()) << tm.status();
+    EXPECT_EQ(tm->graph().nodes[0].workload.IntOr("bf16", 0), std::string(cpu) == "znver4") << cpu;
+  }
   // Left in float32 though they write blocks: a 3x3 stride-1 layer of 20x20
   // (Winograd's), a 1x1 layer of 16 output channels (too few products per
   // input value to pay for its pack).
