@@ -160,4 +160,14 @@ absl::Status WinogradCheck(const Workload& w, const Target& t, const Config& c);
 Config WinogradDefault(const Workload& w, const Target& t, int64_t layout);
 absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Config& c);
 
+// The int8 blocked conv as AMX tile products (conv_int8_amx.cc): whether
+// it fits (AMX-INT8, uint8 x, C a multiple of 4, one image, blocked
+// output), its knobs (amx, amx_m, amx_n) appended to the blocked conv's,
+// their check and default (amx=1 where it fits), and its build.
+bool Int8ConvAmxFits(const Workload& w, const Target& t);
+void AddInt8ConvAmxKnobs(std::vector<Knob>& k, const Workload& w, const Target& t);
+absl::Status CheckInt8ConvAmx(const Workload& w, const Config& c);
+void DefaultInt8ConvAmx(const Workload& w, const Target& t, Config* c);
+absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const Config& c);
+
 }  // namespace kiln::compiler::ops

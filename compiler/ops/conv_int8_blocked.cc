@@ -34,6 +34,8 @@
 // accumulators) over the (g, r, s, j) loops, each tile leaving through
 // the epilogue as 16-byte vector stores. ResNet-50 int8 at one thread:
 // 11.7 -> 9.6 ms, every layer as fast or faster than conv_int8.cc's.
+// Where the CPU has AMX-INT8, amx=1 computes the layer as AMX tile products
+// instead (conv_int8_amx.cc).
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -64,19 +66,21 @@ bool Direct(const Workload& w) {
          (d.OW - 1) * d.sw + d.S <= d.W;
 }
 
-std::vector<Knob> Knobs(const Workload& w, const Target&) {
+std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
   std::vector<Knob> k = BlockedTileKnobs(d.N, d.K, d.OW);
   // pack=0: a blocked input read in place, where no padding is read and the
   // register tiles divide the row (they would read past it).
   k.insert(k.begin() + 3, Knob{"pack", {1}});
   if (Direct(w)) k[3].choices.insert(k[3].choices.begin(), 0);
+  AddInt8ConvAmxKnobs(k, w, t);
   return k;
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   const Dims d = DimsOf(w);
   if (auto s = CheckBlockedTile(w, t, c, d.N, d.K, "conv int8 blocked"); !s.ok()) return s;
+  if (auto s = CheckInt8ConvAmx(w, c); !s.ok()) return s;
   if (c.at("pack") == 0 && (!Direct(w) || d.OW % c.at("reg_n") != 0)) {
     return absl::InvalidArgumentError(StrCat(
         "conv int8 blocked: pack=0 needs a blocked input, no padding and reg_n dividing OW (", d.OW,
@@ -90,10 +94,12 @@ Config Default(const Workload& w, const Target& t) {
   Config c;
   DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, d.K * d.OH * d.OW * d.C * d.R * d.S, &c);
   c["pack"] = Direct(w) && d.OW % c["reg_n"] == 0 ? 0 : 1;
+  DefaultInt8ConvAmx(w, t, &c);
   return c;
 }
 
 absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c) {
+  if (c.count("amx") && c.at("amx")) return BuildInt8ConvAmx(w, t, c);
   const Dims d = DimsOf(w);
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();

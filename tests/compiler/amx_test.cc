@@ -37,6 +37,22 @@ constexpr const char* kAmxBf16Denses[] = {
     "transB=1)",
 };
 
+// uint8 x, C a multiple of 4, channel blocks out: a padded 3x3 layer in
+// blocks, a 1x1 one on 7x7 with a requantizing epilogue (49 pixels: a last
+// partial box), a strided 3x3 of 64 channels, an NCHW input of 8 channels
+// (its im2col padded to a whole tile step).
+constexpr const char* kAmxConvs[] = {
+    "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,2,9,10,16;in1=32,32,3,3;in2=1;"
+    "in_block=16;out_block=16;pads=1,1;shape=1,2,9,10,16;strides=1,1;transposed=0;zp=2)",
+    "conv(dilations=1,1;dtypes=2,3,2,1,1,1,2;group=1;in0=1,2,7,7,16;in1=32,32,1,1;in2=1;"
+    "in_block=16;out_block=16;pads=0,0;shape=1,2,7,7,16;strides=1,1;transposed=0;zp=2)"
+    "|u:cast:1|mul:1,2,1,1,16|add:1,2,1,1,16|u:round|add:1,1,1,1,1|u:cast:2",
+    "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,4,9,9,16;in1=64,64,3,3;in2=1;"
+    "in_block=16;out_block=16;pads=1,1;shape=1,4,5,5,16;strides=2,2;transposed=0;zp=2)",
+    "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,8,11,11;in1=16,8,3,3;in2=1;"
+    "out_block=16;pads=1,1;shape=1,1,6,6,16;strides=2,2;transposed=0;zp=2)",
+};
+
 Target SapphireRapids() {
   return *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
 }
@@ -58,6 +74,14 @@ TEST(Amx, Int8MatMulIsTileProductsWhereTheCpuHasThem) {
   EXPECT_EQ(DefaultConfig(dense, spr)->at("amx"), 1);
   EXPECT_GT(
       test_util::Mnemonics(dense, *DefaultConfig(dense, spr), spr, {"tdpbf16ps"})["tdpbf16ps"], 0);
+  // A conv of 256 -> 128 channels is tiles by default; one of 32 -> 32 (few
+  // products per pixel) stays on VNNI.
+  Workload conv = ParseWorkload(
+      "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,16,14,14,16;in1=128,256,1,1;in2=1;"
+      "in_block=16;out_block=16;pads=0,0;shape=1,8,14,14,16;strides=1,1;transposed=0;zp=2)");
+  EXPECT_EQ(DefaultConfig(conv, spr)->at("amx"), 1);
+  EXPECT_EQ(DefaultConfig(ParseWorkload(kAmxConvs[0]), spr)->at("amx"), 0);
+  EXPECT_GT(test_util::Mnemonics(conv, *DefaultConfig(conv, spr), spr, {"tdpbusd"})["tdpbusd"], 0);
   // No AMX on Zen 4, an int8 A (its bytes would need flipping), or K not a
   // multiple of 64: amx=1 is not a choice.
   for (const auto& [s, t] : std::vector<std::pair<std::string, Target>>{
@@ -95,6 +119,34 @@ TEST(Amx, Int8MatMulTilesMatchTheReferenceExactly) {
         c["parallel"] = tm / 16 % 2;
         if (!ValidateConfig(w, host, c).ok()) continue;
         ExpectMatchesReference(w, c, s, 7 + checked);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 15);
+}
+
+TEST(Amx, Int8ConvTilesMatchTheReferenceExactly) {
+  const Target host = Target::Host();
+  if (!host.HasFeature("amx-int8")) {
+    GTEST_SKIP() << "this CPU (" << host.cpu << ") has no AMX-INT8";
+  }
+  int checked = 0;
+  for (const char* s : kAmxConvs) {
+    Workload w = ParseWorkload(s);
+    for (int64_t tm : {16, 32, 64}) {
+      for (int64_t tn : {16, 32, 64}) {
+        Config c = *DefaultConfig(w, host);
+        c["amx"] = 1;
+        c["kb"] = 16;
+        c["reg_n"] = 1;
+        c["unroll_j"] = 0;
+        c["pack"] = 1;
+        c["amx_m"] = tm;
+        c["amx_n"] = tn;
+        c["parallel"] = (tm / 16 + tn / 16) % 3;
+        if (!ValidateConfig(w, host, c).ok()) continue;
+        ExpectMatchesReference(w, c, s, 5 + checked);
         ++checked;
       }
     }
