@@ -52,8 +52,8 @@ struct ImportOptions {
   // products per lane by vdpbf16ps), where that beats float32. Off where
   // the CPU has AMX-BF16: Intel's vdpbf16ps issues on one port, so its two
   // products per lane only match two float32 FMAs (ResNet-50 0.73x of its
-  // float32 build on a Sapphire Rapids), and kiln's convolutions do not use
-  // the AMX tiles that its dense products do.
+  // float32 build on a Sapphire Rapids); there only the convolutions that
+  // AMX tiles compute are bf16 (ops::Bf16ConvAmxPays).
   bool bf16_convs = true;
 
   // plan_layouts and bf16_convs as `target` wants them.

@@ -740,9 +740,12 @@ void UseBf16Products(Graph& g, bool convs) {
     // input's pack into bfloat16 pairs, a pass over it per call, costs more
     // than the products save (MobileNetV2's 112x112 1x1 32 -> 16, 0.083 ms
     // against 0.068).
-    const bool conv = convs && w.op == "conv2d" && w.Int("groups") == 1 &&
-                      w.IntOr("out_block", 0) == kChannelBlock && !winograd &&
-                      w.Int("K") * w.Int("R") * w.Int("S") >= 32;
+    // Without vector bf16 convs (a CPU with AMX-BF16): the ones AMX tiles
+    // compute (Winograd's layers included).
+    const bool blocks =
+        w.op == "conv2d" && w.Int("groups") == 1 && w.IntOr("out_block", 0) == kChannelBlock;
+    const bool conv = blocks && (convs ? !winograd && w.Int("K") * w.Int("R") * w.Int("S") >= 32
+                                       : ops::Bf16ConvAmxPays(w));
     const Value& b = g.values[n.inputs[1]];
     if ((dense || conv) && b.IsConstant() && b.dtype == DType::kFloat32) w.ints["bf16"] = {1};
   }

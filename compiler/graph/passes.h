@@ -67,7 +67,8 @@ void PlanLayouts(Graph& graph);
 // float32 by Winograd, and layers of few products per input value, K * R * S
 // < 32), computes its products in bfloat16, summed in float32
 // (the workload's bf16=1: ops/dense_bf16.cc, ops/conv2d_bf16.cc; their
-// reference rounds both operands). `convs` false: dense products only.
+// reference rounds both operands). `convs` false (a CPU with AMX-BF16):
+// only the convolutions AMX tiles compute (ops::Bf16ConvAmxPays).
 void UseBf16Products(Graph& graph, bool convs = true);
 
 // plan_layouts=false leaves every value in its ONNX layout (GPU targets).

@@ -139,6 +139,10 @@ const OpTemplate* Bf16DenseTemplate();
 // An ungrouped conv2d writing channel blocks whose products are in bfloat16
 // (bf16=1: conv2d_bf16.cc).
 bool Bf16Conv(const Workload& w);
+// Whether conv2d_bf16.cc computes w as AMX tile products by default on a
+// CPU with AMX-BF16 (one image, C even, no dilation, blocked output, and
+// enough products per pixel: ConvAmxPays).
+bool Bf16ConvAmxPays(const Workload& w);
 const OpTemplate* Bf16ConvTemplate();
 const OpTemplate* Int8MatMulTemplate();
 // The dims of the generic 2-D conv `w` (op "conv": x [N, C, H, W], weights

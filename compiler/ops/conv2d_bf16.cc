@@ -19,7 +19,9 @@
 // lane, twice a float32 FMA's), else widened halves. Schedule: the pack over
 // the image (in parallel over g), then per tile of kb channels and output
 // row, register tiles of reg_n pixels x kb channels over the (g, r, s, j)
-// loops, leaving through the epilogue as vector stores.
+// loops, leaving through the epilogue as vector stores. Where the CPU has
+// AMX-BF16 (amx=1), the layer is AMX tile products of an im2col of pairs
+// instead (conv_int8_amx.cc's parts).
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -50,24 +52,91 @@ Dims DimsOf(const Workload& w) {
   return d;
 }
 
-std::vector<Knob> Knobs(const Workload& w, const Target&) {
+// The layer as AMX tile products (conv_int8_amx.cc's parts with words of
+// two bf16): where the CPU has AMX-BF16, one image, C even, no dilation.
+bool AmxShape(const Workload& w) {
   const Dims d = DimsOf(w);
-  return BlockedTileKnobs(d.N, d.K, d.OW);
+  const int64_t row_bytes = (d.R * d.S * d.C / 2 + 15) / 16 * 64;
+  return d.N == 1 && d.C % 2 == 0 && d.dh == 1 && d.dw == 1 && w.IntOr("out_block", 0) == kBlock &&
+         kAmxTile * row_bytes <= (int64_t{256} << 10);
+}
+bool AmxOperandsFit(const Workload& w, const Target& t) {
+  const Dims d = DimsOf(w);
+  return AmxShape(w) && AmxFits(t, "amx-bf16", (d.R * d.S * d.C / 2 + 15) / 16 * 64);
+}
+
+std::vector<Knob> Knobs(const Workload& w, const Target& t) {
+  const Dims d = DimsOf(w);
+  std::vector<Knob> k = BlockedTileKnobs(d.N, d.K, d.OW);
+  AddConvAmxKnobs(k, AmxOperandsFit(w, t), d.OH * d.OW, d.K);
+  return k;
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   const Dims d = DimsOf(w);
-  return CheckBlockedTile(w, t, c, d.N, d.K, "conv2d bf16");
+  if (auto s = CheckBlockedTile(w, t, c, d.N, d.K, "conv2d bf16"); !s.ok()) return s;
+  return CheckConvAmx(c, d.OH * d.OW, "conv2d bf16");
 }
 
 Config Default(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
   Config c;
-  DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, d.K * d.OH * d.OW * d.C * d.R * d.S, &c);
+  const int64_t products = d.K * d.OH * d.OW * d.C * d.R * d.S;
+  DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, products, &c);
+  DefaultConvAmx(&c, AmxOperandsFit(w, t), d.OH * d.OW, d.K, 2 * d.R * d.S * d.C, products);
   return c;
 }
 
+absl::StatusOr<Built> BuildAmx(const Workload& w, const Target& t, const Config& c) {
+  const Dims d = DimsOf(w);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  if (!AmxOperandsFit(w, t)) {
+    return absl::InvalidArgumentError(
+        "conv2d bf16: amx=1 needs AMX-BF16, one image, C even and no dilation");
+  }
+  te::Tensor data = te::Placeholder("data", sig->inputs[0].shape);
+  te::Tensor weight = te::Placeholder("weight", {d.K, d.C, d.R, d.S});
+  te::Tensor bias;
+  if (w.Int("bias")) bias = te::Placeholder("bias", {d.K});
+  auto eps = EpilogueOperands(w);
+  AmxConvSpec spec;
+  spec.intrinsic = "amx_dpbf16ps";
+  spec.dot = "dot2_bf16";
+  spec.lanes = 2;
+  spec.acc_type = DataType::Float32();
+  // (ih, iw) padded: PaddedLoad takes the padding off (0 outside).
+  spec.input_word = [&](Expr c0, Expr ih, Expr iw) {
+    auto half = [&](int b) {
+      return Bf16Bits(PaddedLoad(w, ih, iw, [&](const Expr& h, const Expr& x) {
+        Expr ch = c0 + IntImm(b);
+        return d.ib > 0
+                   ? data({IntImm(0), FloorDiv(ch, IntImm(d.ib)), h, x, FloorMod(ch, IntImm(d.ib))})
+                   : data({IntImm(0), ch, h, x});
+      }));
+    };
+    return PackHalves(half(0), half(1));
+  };
+  spec.weight_word = [&](Expr k, Expr c0, Expr r, Expr s) {
+    return PackHalves(Bf16Bits(weight({k, c0, r, s})), Bf16Bits(weight({k, c0 + IntImm(1), r, s})));
+  };
+  GenericConvDims g{d.N, d.C, d.H, d.W, d.K, d.R, d.S, d.OH, d.OW, d.sh, d.sw, 0, 0};
+  AmxConvStages st = AmxConvCompute(g, c, spec);
+  te::Tensor out = ChannelTiledOutput(
+      w, kBlock, bias, eps,
+      [&](const Var&, const Expr& ko, const Expr& kin, const Var& oh, const Var& ow) {
+        return st.acc({oh * IntImm(d.OW) + ow, ko * IntImm(kBlock) + kin});
+      });
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  ScheduleAmxConv(*b.schedule, out, st, c, spec.intrinsic);
+  b.SetArgs({data, st.wpack, bias}, eps, out);
+  b.packs.push_back({1, weight, st.wpack_of});
+  return b;
+}
+
 absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c) {
+  if (c.count("amx") && c.at("amx")) return BuildAmx(w, t, c);
   const Dims d = DimsOf(w);
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
@@ -168,6 +237,11 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
 }
 
 }  // namespace
+
+bool Bf16ConvAmxPays(const Workload& w) {
+  const Dims d = DimsOf(w);
+  return AmxShape(w) && ConvAmxPays(2 * d.R * d.S * d.C, d.K);
+}
 
 bool Bf16Conv(const Workload& w) {
   return w.op == "conv2d" && w.IntOr("bf16", 0) == 1 && w.Int("groups") == 1 &&

@@ -160,14 +160,47 @@ absl::Status WinogradCheck(const Workload& w, const Target& t, const Config& c);
 Config WinogradDefault(const Workload& w, const Target& t, int64_t layout);
 absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Config& c);
 
-// The int8 blocked conv as AMX tile products (conv_int8_amx.cc): whether
-// it fits (AMX-INT8, uint8 x, C a multiple of 4, one image, blocked
-// output), its knobs (amx, amx_m, amx_n) appended to the blocked conv's,
-// their check and default (amx=1 where it fits), and its build.
+// The blocked convolutions as AMX tile products (conv_int8_amx.cc): the
+// knobs amx, amx_m (pixels of a box), amx_n (its channels) appended to a
+// blocked template's where `fits`; their check (the vector template's knobs
+// at their first values with amx=1); the default: amx=1 where it fits and
+// pays (ConvAmxPays: 256 bytes of products per pixel and 128 channels or
+// more). Int8ConvAmxFits: AMX-INT8, uint8 x, C a multiple of 4, one image,
+// blocked output; BuildInt8ConvAmx builds it.
+void AddConvAmxKnobs(std::vector<Knob>& k, bool fits, int64_t pixels, int64_t K);
+absl::Status CheckConvAmx(const Config& c, int64_t pixels, const char* what);
+bool ConvAmxPays(int64_t tap_bytes, int64_t K);
+void DefaultConvAmx(Config* c, bool fits, int64_t pixels, int64_t K, int64_t tap_bytes,
+                    int64_t products);
 bool Int8ConvAmxFits(const Workload& w, const Target& t);
-void AddInt8ConvAmxKnobs(std::vector<Knob>& k, const Workload& w, const Target& t);
-absl::Status CheckInt8ConvAmx(const Workload& w, const Config& c);
-void DefaultInt8ConvAmx(const Workload& w, const Target& t, Config* c);
 absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const Config& c);
+
+// The AMX convolution's parts, shared by the int8 and the bf16 templates:
+// an im2col of 32-bit words (`lanes` channels each: 4 bytes, 2 bf16) per
+// call, the weights packed to match at compile time ([K / amx_n][Q (+1)]
+// [amx_n], Q the words of R S C rounded up to whole tile steps; the extra
+// row `last_row` per output channel where defined), and acc[P][K] whose
+// boxes ScheduleAmxConv tensorizes into `intrinsic` under `out` (blocked:
+// [1][K / 16][OH][OW][16]; parallel=2 over pixel boxes, 1 over channel
+// panels). No dilation: `g`'s fields say the layer.
+struct AmxConvSpec {
+  const char* intrinsic;  // amx_dpbusd, amx_dpbf16ps
+  const char* dot;        // one word's products, the compute's spec: dot4_vnni, dot2_bf16
+  int64_t lanes;          // channels per word
+  ir::DataType acc_type;
+  // The word of channels c0 .. c0 + lanes - 1 at input pixel (ih, iw), the
+  // padding's value outside the image.
+  std::function<ir::Expr(ir::Expr c0, ir::Expr ih, ir::Expr iw)> input_word;
+  // The word of weights [k][c0 .. c0 + lanes - 1][r][s].
+  std::function<ir::Expr(ir::Expr k, ir::Expr c0, ir::Expr r, ir::Expr s)> weight_word;
+  te::Tensor last_row;
+};
+struct AmxConvStages {
+  te::Tensor wpack_of, wpack, im2col, acc;
+  int64_t P = 0, Q = 0;  // pixels, words of a pixel's taps
+};
+AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const AmxConvSpec& spec);
+void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,
+                     const Config& c, const char* intrinsic);
 
 }  // namespace kiln::compiler::ops

@@ -53,133 +53,120 @@ bool Int8ConvAmxFits(const Workload& w, const Target& t) {
          AmxFits(t, "amx-int8", d.Q * 4);
 }
 
-void AddInt8ConvAmxKnobs(std::vector<Knob>& k, const Workload& w, const Target& t) {
-  const AmxDims d = AmxDimsOf(w);
-  const bool fits = Int8ConvAmxFits(w, t);
+void AddConvAmxKnobs(std::vector<Knob>& k, bool fits, int64_t pixels, int64_t K) {
   k.push_back({"amx", {0}});
   k.push_back({"amx_m", {kAmxTile}});
   k.push_back({"amx_n", {kAmxTile}});
   if (!fits) return;
   k[k.size() - 3].choices.push_back(1);
   for (int64_t m : {32, 64, 128}) {
-    if (m < d.P + kAmxTile) k[k.size() - 2].choices.push_back(m);
+    if (m < pixels + kAmxTile) k[k.size() - 2].choices.push_back(m);
   }
   for (int64_t n : {32, 64}) {
-    if (d.K % n == 0) k.back().choices.push_back(n);
+    if (K % n == 0) k.back().choices.push_back(n);
   }
 }
 
-absl::Status CheckInt8ConvAmx(const Workload& w, const Config& c) {
+absl::Status CheckConvAmx(const Config& c, int64_t pixels, const char* what) {
   if (!c.count("amx")) return absl::OkStatus();
   // One config for each distinct kernel: the other template's knobs at
   // their first values.
   if (c.at("amx") == 0 && (c.at("amx_m") != kAmxTile || c.at("amx_n") != kAmxTile)) {
-    return absl::InvalidArgumentError("conv int8 blocked: amx_m and amx_n are for amx=1");
+    return absl::InvalidArgumentError(StrCat(what, ": amx_m and amx_n are for amx=1"));
   }
   if (c.at("amx") == 1 && (c.at("kb") != kChannelBlock || c.at("reg_n") != 1 ||
                            c.at("unroll_j") != 0 || (c.count("pack") && c.at("pack") != 1))) {
     return absl::InvalidArgumentError(
-        "conv int8 blocked: amx=1 takes kb=16, reg_n=1, unroll_j=0, pack=1 (they are for amx=0)");
+        StrCat(what, ": amx=1 takes kb=16, reg_n=1, unroll_j=0, pack=1 (they are for amx=0)"));
   }
-  const AmxDims d = AmxDimsOf(w);
-  if (c.at("amx") == 1 && c.at("parallel") == 2 && d.P <= c.at("amx_m")) {
-    return absl::InvalidArgumentError("conv int8 blocked: parallel=2 with a single pixel box");
+  if (c.at("amx") == 1 && c.at("parallel") == 2 && pixels <= c.at("amx_m")) {
+    return absl::InvalidArgumentError(StrCat(what, ": parallel=2 with a single pixel box"));
   }
   return absl::OkStatus();
 }
 
-void DefaultInt8ConvAmx(const Workload& w, const Target& t, Config* c) {
+bool ConvAmxPays(int64_t tap_bytes, int64_t K) { return tap_bytes >= 256 && K >= 128; }
+
+void DefaultConvAmx(Config* c, bool fits, int64_t pixels, int64_t K, int64_t tap_bytes,
+                    int64_t products) {
   (*c)["amx"] = 0;
   (*c)["amx_m"] = kAmxTile;
   (*c)["amx_n"] = kAmxTile;
-  const AmxDims d = AmxDimsOf(w);
-  // Layers of few products per pixel stay on VNNI: one or two tile steps of
-  // k (R S C < 256 bytes) or 64 output channels leave the im2col pack and
-  // the tiles' stores as the cost (ResNet-50 int8 at one thread on a
-  // Sapphire Rapids VM, medians of three profiles: its 1x1 64->256 layers
-  // 0.68 ms on VNNI against 0.90 as tiles, 3x3 64->64 0.59 against 0.66;
-  // 3x3 256->256 0.62 against 0.42, 1x1 1024->256 0.30 against 0.15).
-  if (!Int8ConvAmxFits(w, t) || d.R * d.S * d.C4 < 64 || d.K < 128) return;
+  // Layers of few products per pixel stay on the vector template: one or
+  // two tile steps of k (R S C < 256 bytes) or 64 output channels leave the
+  // im2col pack and the tiles' stores as the cost (ResNet-50 int8 at one
+  // thread on a Sapphire Rapids VM, medians of three profiles: its 1x1
+  // 64->256 layers 0.68 ms on VNNI against 0.90 as tiles, 3x3 64->64 0.59
+  // against 0.66; 3x3 256->256 0.62 against 0.42, 1x1 1024->256 0.30
+  // against 0.15).
+  if (!fits || !ConvAmxPays(tap_bytes, K)) return;
   (*c)["amx"] = 1;
   (*c)["kb"] = kChannelBlock;
   (*c)["reg_n"] = 1;
   (*c)["unroll_j"] = 0;
-  (*c)["pack"] = 1;
-  (*c)["amx_m"] = d.P >= 32 ? 32 : kAmxTile;
-  (*c)["amx_n"] = d.K % 32 == 0 ? 32 : kAmxTile;
+  if (c->count("pack")) (*c)["pack"] = 1;
+  (*c)["amx_m"] = pixels >= 32 ? 32 : kAmxTile;
+  (*c)["amx_n"] = K % 32 == 0 ? 32 : kAmxTile;
   (*c)["parallel"] = 0;
-  if (d.K * d.P * d.C * d.R * d.S >= (1 << 18)) {
-    (*c)["parallel"] = d.P >= 2 * (*c)["amx_m"] ? 2 : 1;
-  }
+  if (products >= (1 << 18)) (*c)["parallel"] = pixels >= 2 * (*c)["amx_m"] ? 2 : 1;
 }
 
-absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const Config& c) {
-  const AmxDims d = AmxDimsOf(w);
-  auto sig = w.Signature();
-  if (!sig.ok()) return sig.status();
-  if (!Int8ConvAmxFits(w, t)) {
-    return absl::InvalidArgumentError(
-        "conv int8 blocked: amx=1 needs AMX-INT8, uint8 x, C a multiple of 4 and one image");
-  }
+AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const AmxConvSpec& spec) {
   const DataType i32 = DataType::Int32();
-  const int64_t tm = c.at("amx_m"), tn = c.at("amx_n"), taps = d.R * d.S * d.C4;
-  te::Tensor X = Int8InputPlaceholder(w);
-  te::Tensor Wt = TypedPlaceholder(w, 1, "W");
-  te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
-  auto eps = EpilogueOperands(w);
-  const Expr xz = XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0)));
-  te::Tensor wsum = Int8WeightSums(Wt);
-  te::Tensor Wp_of = te::Compute(
-      "wpack", {d.K / tn, d.Q + 1, tn},
+  const int64_t tn = c.at("amx_n");
+  const int64_t words = g.C / spec.lanes, taps = g.R * g.S * words;
+  const int64_t step_words = kAmxRowBytes / 4;
+  AmxConvStages st;
+  st.P = g.OH * g.OW;
+  st.Q = (taps + step_words - 1) / step_words * step_words;
+  const int64_t Q = st.Q;
+  st.wpack_of = te::Compute(
+      "wpack", {g.K / tn, Q + (spec.last_row.defined() ? 1 : 0), tn},
       [&](const std::vector<Var>& i) {
         Expr q = Min(i[1], IntImm(taps - 1));
-        Expr tap = FloorDiv(q, IntImm(d.C4)), c4 = FloorMod(q, IntImm(d.C4));
-        Expr r = FloorDiv(tap, IntImm(d.S)), s = FloorMod(tap, IntImm(d.S));
+        Expr tap = FloorDiv(q, IntImm(words));
+        Expr c0 = FloorMod(q, IntImm(words)) * IntImm(spec.lanes);
         Expr k = i[0] * IntImm(tn) + i[2];
-        Expr word = PackBytes4([&](int j) { return Wt({k, c4 * IntImm(4) + IntImm(j), r, s}); });
-        return Select(i[1] < IntImm(taps), word,
-                      Select(i[1] < IntImm(d.Q), IntImm(0, i32), wsum({k})));
+        Expr word = spec.weight_word(k, c0, FloorDiv(tap, IntImm(g.S)), FloorMod(tap, IntImm(g.S)));
+        Expr past = spec.last_row.defined()
+                        ? Select(i[1] < IntImm(Q), IntImm(0, i32), spec.last_row({k}))
+                        : IntImm(0, i32);
+        return Select(i[1] < IntImm(taps), word, past);
       },
       i32);
-  te::Tensor Wp = te::Placeholder("W_packed", Wp_of->shape, i32);
-  te::Tensor im2col = te::Compute(
-      "im2col", {d.P, d.Q},
+  st.wpack = te::Placeholder("W_packed", st.wpack_of->shape, i32);
+  st.im2col = te::Compute(
+      "im2col", {st.P, Q},
       [&](const std::vector<Var>& i) {
         Expr q = Min(i[1], IntImm(taps - 1));
-        Expr tap = FloorDiv(q, IntImm(d.C4));
-        Expr oh = FloorDiv(i[0], IntImm(d.OW)), ow = FloorMod(i[0], IntImm(d.OW));
-        Expr ih = oh * IntImm(d.sh) + FloorDiv(tap, IntImm(d.S)) - IntImm(d.ph);
-        Expr iw = ow * IntImm(d.sw) + FloorMod(tap, IntImm(d.S)) - IntImm(d.pw);
-        Expr word = Int8InputWord(w, X, xz, IntImm(0), FloorMod(q, IntImm(d.C4)), ih, iw);
-        return taps == d.Q ? word : Select(i[1] < IntImm(taps), word, IntImm(0, i32));
+        Expr tap = FloorDiv(q, IntImm(words));
+        Expr oh = FloorDiv(i[0], IntImm(g.OW)), ow = FloorMod(i[0], IntImm(g.OW));
+        Expr ih = oh * IntImm(g.sh) + FloorDiv(tap, IntImm(g.S)) - IntImm(g.ph);
+        Expr iw = ow * IntImm(g.sw) + FloorMod(tap, IntImm(g.S)) - IntImm(g.pw);
+        Expr word = spec.input_word(FloorMod(q, IntImm(words)) * IntImm(spec.lanes), ih, iw);
+        return taps == Q ? word : Select(i[1] < IntImm(taps), word, IntImm(0, i32));
       },
       i32);
-  IterRange rq = te::ReduceAxis(d.Q, "rq");
-  te::Tensor acc = te::Compute(
-      "acc", {d.P, d.K},
+  IterRange rq = te::ReduceAxis(Q, "rq");
+  const te::Tensor im2col = st.im2col, Wp = st.wpack;
+  st.acc = te::Compute(
+      "acc", {st.P, g.K},
       [&](const std::vector<Var>& i) {
+        // The products' spec: one word of each (the tiles compute it).
         Expr bv = Wp({FloorDiv(i[1], IntImm(tn)), rq.var, FloorMod(i[1], IntImm(tn))});
-        return te::Sum(Call(i32, "dot4_vnni", {im2col({i[0], rq.var}), bv}), {rq});
+        return te::Sum(Call(spec.acc_type, spec.dot, {im2col({i[0], rq.var}), bv}), {rq});
       },
-      i32);
-  const Expr z = UnsignedZeroPoint(XZ, false);
-  te::Tensor out = te::Compute(
-      "out", sig->output.shape,
-      [&](const std::vector<Var>& i) {
-        Expr k = i[1] * IntImm(kChannelBlock) + i[4];
-        Expr y = acc({i[2] * IntImm(d.OW) + i[3], k}) -
-                 z * Wp({FloorDiv(k, IntImm(tn)), IntImm(d.Q), FloorMod(k, IntImm(tn))});
-        return ApplyEpilogue(w, y, i, eps);
-      },
-      IrType(sig->output.dtype));
-  Built b;
-  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
-  te::Schedule& s = *b.schedule;
-  const int64_t par = c.at("parallel");
+      spec.acc_type);
+  return st;
+}
+
+void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,
+                     const Config& c, const char* intrinsic) {
+  const int64_t tm = c.at("amx_m"), tn = c.at("amx_n"), par = c.at("parallel");
   {
-    auto [qo, qi] = s.Split(im2col, s.Axis(im2col, 1), kAmxRowBytes / 4);
-    s.Vectorize(im2col, qi);
-    if (par) s.Parallel(im2col, s.Axis(im2col, 0));
+    auto [qo, qi] = s.Split(st.im2col, s.Axis(st.im2col, 1), kAmxRowBytes / 4);
+    s.Vectorize(st.im2col, qi);
+    if (par) s.Parallel(st.im2col, s.Axis(st.im2col, 0));
   }
   te::IterVar p = s.Fuse(out, s.Axis(out, 2), s.Axis(out, 3));
   auto [po, pi] = s.Split(out, p, tm);
@@ -190,11 +177,53 @@ absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const
                                 : std::vector<te::IterVar>{s.Axis(out, 0), po, ko, pi, ki, kv});
   s.Vectorize(out, kv);
   if (par) s.Parallel(out, channels_outer ? ko : po);
-  s.ComputeAt(acc, out, channels_outer ? po : ko);
-  s.Tensorize(acc, s.Axis(acc, 0), "amx_dpbusd",
-              AmxTileProducts("amx_dpbusd", im2col, d.Q * 4, Wp, d.P, tm, tn));
-  b.SetArgs({X, Wp, XZ}, eps, out);
-  b.packs.push_back({1, Wt, Wp_of});
+  s.ComputeAt(st.acc, out, channels_outer ? po : ko);
+  s.Tensorize(st.acc, s.Axis(st.acc, 0), intrinsic,
+              AmxTileProducts(intrinsic, st.im2col, st.Q * 4, st.wpack, st.P, tm, tn));
+}
+
+absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const Config& c) {
+  const AmxDims d = AmxDimsOf(w);
+  auto sig = w.Signature();
+  if (!sig.ok()) return sig.status();
+  if (!Int8ConvAmxFits(w, t)) {
+    return absl::InvalidArgumentError(
+        "conv int8 blocked: amx=1 needs AMX-INT8, uint8 x, C a multiple of 4 and one image");
+  }
+  te::Tensor X = Int8InputPlaceholder(w);
+  te::Tensor Wt = TypedPlaceholder(w, 1, "W");
+  te::Tensor XZ = TypedPlaceholder(w, 2, "x_zero_point");
+  auto eps = EpilogueOperands(w);
+  const Expr xz = XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0)));
+  AmxConvSpec spec;
+  spec.intrinsic = "amx_dpbusd";
+  spec.dot = "dot4_vnni";
+  spec.lanes = 4;
+  spec.acc_type = DataType::Int32();
+  spec.input_word = [&](Expr c0, Expr ih, Expr iw) {
+    return Int8InputWord(w, X, xz, IntImm(0), FloorDiv(c0, IntImm(4)), ih, iw);
+  };
+  spec.weight_word = [&](Expr k, Expr c0, Expr r, Expr s) {
+    return PackBytes4([&](int j) { return Wt({k, c0 + IntImm(j), r, s}); });
+  };
+  spec.last_row = Int8WeightSums(Wt);
+  AmxConvStages st = AmxConvCompute(d, c, spec);
+  const int64_t tn = c.at("amx_n");
+  const Expr z = UnsignedZeroPoint(XZ, false);
+  te::Tensor out = te::Compute(
+      "out", sig->output.shape,
+      [&](const std::vector<Var>& i) {
+        Expr k = i[1] * IntImm(kChannelBlock) + i[4];
+        Expr y = st.acc({i[2] * IntImm(d.OW) + i[3], k}) -
+                 z * st.wpack({FloorDiv(k, IntImm(tn)), IntImm(st.Q), FloorMod(k, IntImm(tn))});
+        return ApplyEpilogue(w, y, i, eps);
+      },
+      IrType(sig->output.dtype));
+  Built b;
+  b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});
+  ScheduleAmxConv(*b.schedule, out, st, c, spec.intrinsic);
+  b.SetArgs({X, st.wpack, XZ}, eps, out);
+  b.packs.push_back({1, Wt, st.wpack_of});
   return b;
 }
 

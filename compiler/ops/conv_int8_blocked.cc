@@ -73,14 +73,14 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // register tiles divide the row (they would read past it).
   k.insert(k.begin() + 3, Knob{"pack", {1}});
   if (Direct(w)) k[3].choices.insert(k[3].choices.begin(), 0);
-  AddInt8ConvAmxKnobs(k, w, t);
+  AddConvAmxKnobs(k, Int8ConvAmxFits(w, t), d.OH * d.OW, d.K);
   return k;
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
   const Dims d = DimsOf(w);
   if (auto s = CheckBlockedTile(w, t, c, d.N, d.K, "conv int8 blocked"); !s.ok()) return s;
-  if (auto s = CheckInt8ConvAmx(w, c); !s.ok()) return s;
+  if (auto s = CheckConvAmx(c, d.OH * d.OW, "conv int8 blocked"); !s.ok()) return s;
   if (c.at("pack") == 0 && (!Direct(w) || d.OW % c.at("reg_n") != 0)) {
     return absl::InvalidArgumentError(StrCat(
         "conv int8 blocked: pack=0 needs a blocked input, no padding and reg_n dividing OW (", d.OW,
@@ -94,7 +94,8 @@ Config Default(const Workload& w, const Target& t) {
   Config c;
   DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, d.K * d.OH * d.OW * d.C * d.R * d.S, &c);
   c["pack"] = Direct(w) && d.OW % c["reg_n"] == 0 ? 0 : 1;
-  DefaultInt8ConvAmx(w, t, &c);
+  DefaultConvAmx(&c, Int8ConvAmxFits(w, t), d.OH * d.OW, d.K, d.R * d.S * d.C,
+                 d.K * d.OH * d.OW * d.C * d.R * d.S);
   return c;
 }
 

@@ -53,6 +53,18 @@ constexpr const char* kAmxConvs[] = {
     "out_block=16;pads=1,1;shape=1,1,6,6,16;strides=2,2;transposed=0;zp=2)",
 };
 
+// bf16 convolutions (--precision bf16): a padded 3x3 in blocks with a bias
+// and a ReLU, a strided 1x1, an NCHW input of 6 channels strided 2 with
+// padding (its im2col padded to a whole tile step).
+constexpr const char* kAmxBf16Convs[] = {
+    "conv2d(C=32;H=9;K=32;N=1;OH=9;OW=9;R=3;S=3;W=9;bias=1;bf16=1;dilation=1,1;groups=1;"
+    "in_block=16;out_block=16;pad=1,1,1,1;stride=1,1)|relu",
+    "conv2d(C=32;H=10;K=64;N=1;OH=5;OW=5;R=1;S=1;W=10;bias=0;bf16=1;dilation=1,1;groups=1;"
+    "in_block=16;out_block=16;pad=0,0,0,0;stride=2,2)",
+    "conv2d(C=6;H=15;K=16;N=1;OH=8;OW=8;R=3;S=3;W=15;bias=1;bf16=1;dilation=1,1;groups=1;"
+    "out_block=16;pad=1,1,1,1;stride=2,2)",
+};
+
 Target SapphireRapids() {
   return *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
 }
@@ -152,6 +164,33 @@ TEST(Amx, Int8ConvTilesMatchTheReferenceExactly) {
     }
   }
   EXPECT_GE(checked, 15);
+}
+
+TEST(Amx, Bf16ConvTilesMatchTheReference) {
+  const Target host = Target::Host();
+  if (!host.HasFeature("amx-bf16")) {
+    GTEST_SKIP() << "this CPU (" << host.cpu << ") has no AMX-BF16";
+  }
+  int checked = 0;
+  for (const char* s : kAmxBf16Convs) {
+    Workload w = ParseWorkload(s);
+    for (int64_t tm : {16, 32, 64}) {
+      for (int64_t tn : {16, 32}) {
+        Config c = *DefaultConfig(w, host);
+        c["amx"] = 1;
+        c["kb"] = 16;
+        c["reg_n"] = 1;
+        c["unroll_j"] = 0;
+        c["amx_m"] = tm;
+        c["amx_n"] = tn;
+        c["parallel"] = (tm / 16 + tn / 16) % 3;
+        if (!ValidateConfig(w, host, c).ok()) continue;
+        ExpectMatchesReference(w, c, s, 9 + checked);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 12);
 }
 
 TEST(Amx, Bf16DenseTilesMatchTheReference) {
