@@ -21,7 +21,7 @@
 // row, register tiles of reg_n pixels x kb channels over the (g, r, s, j)
 // loops, leaving through the epilogue as vector stores. Where the CPU has
 // AMX-BF16 (amx=1), the layer is AMX tile products of an im2col of pairs
-// instead (conv_int8_amx.cc's parts).
+// instead (conv_amx.cc's parts).
 
 #include "base/str.h"
 #include "compiler/ops/common.h"
@@ -52,7 +52,7 @@ Dims DimsOf(const Workload& w) {
   return d;
 }
 
-// The layer as AMX tile products (conv_int8_amx.cc's parts with words of
+// The layer as AMX tile products (conv_amx.cc's parts with words of
 // two bf16): where the CPU has AMX-BF16, one image, C even, no dilation.
 bool AmxShape(const Workload& w) {
   const Dims d = DimsOf(w);

@@ -160,7 +160,7 @@ absl::Status WinogradCheck(const Workload& w, const Target& t, const Config& c);
 Config WinogradDefault(const Workload& w, const Target& t, int64_t layout);
 absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Config& c);
 
-// The blocked convolutions as AMX tile products (conv_int8_amx.cc): the
+// The blocked convolutions as AMX tile products (conv_amx.cc): the
 // knobs amx, amx_m (pixels of a box), amx_n (its channels) appended to a
 // blocked template's where `fits`; their check (the vector template's knobs
 // at their first values with amx=1); the default: amx=1 where it fits and

@@ -35,7 +35,7 @@
 // the epilogue as 16-byte vector stores. ResNet-50 int8 at one thread:
 // 11.7 -> 9.6 ms, every layer as fast or faster than conv_int8.cc's.
 // Where the CPU has AMX-INT8, amx=1 computes the layer as AMX tile products
-// instead (conv_int8_amx.cc).
+// instead (conv_amx.cc).
 
 #include "base/str.h"
 #include "compiler/ops/common.h"

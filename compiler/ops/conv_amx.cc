@@ -1,22 +1,23 @@
-// The int8 conv in channel blocks (conv_int8_blocked.cc's workloads) as AMX
-// tile products (amx=1: a CPU with AMX-INT8, uint8 x with C a multiple of
-// 4, one image): an implicit GEMM over an im2col of words.
+// Blocked convolutions as AMX tile products (amx=1): an implicit GEMM over
+// an im2col of 32-bit words, for the int8 conv in channel blocks
+// (conv_int8_blocked.cc's workloads: AMX-INT8, uint8 x with C a multiple of
+// 4, one image; words of 4 bytes, tdpbusd) and the bf16 conv
+// (conv2d_bf16.cc: AMX-BF16, C even; words of 2 bf16, tdpbf16ps).
 //
-//   im2col[p][q]  = the word (4 channels) q of output pixel p's taps: tap
-//                   (r, s) = q / C4, channels 4 (q % C4) .. +3 of x at
-//                   (oh sh + r - ph, ow sw + s - pw) (Int8InputWord: xz's
-//                   bytes in the padding), 0 past R S C4 (a whole number of
-//                   64-byte tile steps); packed per call, in parallel over
-//                   pixels
-//   wpack[panel][q][j] = the 4 weights of word q for output channel
-//                   panel * tn + j (PackBytes4), the last row each
-//                   channel's weight sum; packed at compile time
-//   acc[p][k]     = sum_q dot4(im2col[p][q], wpack[k / tn][q][k % tn]):
-//                   boxes of tile_m pixels x tn channels tensorized into
-//                   amx_dpbusd (ops/common.h AmxTileProducts)
-//   out[0][k/16][oh][ow][k%16] = epilogue(acc[oh OW + ow][k] - xz * wsum[k])
+//   im2col[p][q]  = the word q of output pixel p's taps: tap (r, s) =
+//                   q / words, its channels lanes (q % words) .. + lanes - 1
+//                   of x at (oh sh + r - ph, ow sw + s - pw) (the padding's
+//                   value outside: int8's xz bytes, bf16's 0), 0 past R S
+//                   words (a whole number of 64-byte tile steps); packed per
+//                   call, in parallel over pixels
+//   wpack[panel][q][j] = the weights of word q for output channel
+//                   panel * tn + j; int8: a last row of each channel's
+//                   weight sum; packed at compile time
+//   acc[p][k]     = sum_q dot(im2col[p][q], wpack[k / tn][q][k % tn]):
+//                   boxes of amx_m pixels x amx_n channels tensorized into
+//                   the AMX intrinsic (ops/common.h AmxTileProducts)
+//   out[0][k/16][oh][ow][k%16] = epilogue(acc[oh OW + ow][k] (- xz wsum[k]))
 //
-// The box's knobs are amx_m (pixels) and amx_n (channels, dividing K);
 // parallel=2 shares out the pixel boxes (each box's im2col rows stay in
 // cache over every channel panel), parallel=1 the channel panels (for few
 // pixels and many channels), 0 runs pixels outside, serially.
