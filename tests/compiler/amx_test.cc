@@ -113,107 +113,66 @@ TEST(Amx, Int8MatMulIsTileProductsWhereTheCpuHasThem) {
   EXPECT_FALSE(ValidateConfig(w, spr, tall).ok());
 }
 
-TEST(Amx, Int8MatMulTilesMatchTheReferenceExactly) {
+// Every valid config with amx=1 and each box of `rows` x `cols` (the knobs
+// `m_knob`, `n_knob`; the vector template's knobs at the values amx=1
+// takes, the parallel split varied) checked against the reference for each
+// workload; how many, or -1 when the host lacks the AMX `unit`.
+int CheckAmxBoxes(const char* unit, const std::vector<const char*>& workloads, const char* m_knob,
+                  const char* n_knob, const std::vector<int64_t>& rows,
+                  const std::vector<int64_t>& cols) {
   const Target host = Target::Host();
-  if (!host.HasFeature("amx-int8")) {
-    GTEST_SKIP() << "this CPU (" << host.cpu << ") has no AMX-INT8";
-  }
+  if (!host.HasFeature(unit)) return -1;
   int checked = 0;
-  for (const char* s : kAmxMatMuls) {
+  for (const char* s : workloads) {
     Workload w = ParseWorkload(s);
-    for (int64_t tm : {16, 32, 64}) {
-      for (int64_t tn : {16, 48, 64}) {
+    for (int64_t tm : rows) {
+      for (int64_t tn : cols) {
         Config c = *DefaultConfig(w, host);
+        for (const auto& [knob, value] : std::vector<std::pair<const char*, int64_t>>{
+                 {"kb", 16}, {"reg_n", 1}, {"unroll_j", 0}, {"pack", 1}}) {
+          if (c.count(knob)) c[knob] = value;
+        }
         c["amx"] = 1;
-        c["tile_m"] = tm;
-        c["tile_n"] = tn;
-        c["n_outer"] = (tm + tn) / 16 % 2;
-        c["parallel"] = tm / 16 % 2;
+        c[m_knob] = tm;
+        c[n_knob] = tn;
+        if (c.count("n_outer")) c["n_outer"] = (tm + tn) / 16 % 2;
+        c["parallel"] = (tm / 16 + tn / 16) % (c.count("kb") ? 3 : 2);
         if (!ValidateConfig(w, host, c).ok()) continue;
         ExpectMatchesReference(w, c, s, 7 + checked);
         ++checked;
       }
     }
   }
+  return checked;
+}
+
+TEST(Amx, Int8MatMulTilesMatchTheReferenceExactly) {
+  const int checked = CheckAmxBoxes("amx-int8", {std::begin(kAmxMatMuls), std::end(kAmxMatMuls)},
+                                    "tile_m", "tile_n", {16, 32, 64}, {16, 48, 64});
+  if (checked < 0) GTEST_SKIP() << "this CPU (" << Target::Host().cpu << ") has no AMX-INT8";
   EXPECT_GE(checked, 15);
 }
 
 TEST(Amx, Int8ConvTilesMatchTheReferenceExactly) {
-  const Target host = Target::Host();
-  if (!host.HasFeature("amx-int8")) {
-    GTEST_SKIP() << "this CPU (" << host.cpu << ") has no AMX-INT8";
-  }
-  int checked = 0;
-  for (const char* s : kAmxConvs) {
-    Workload w = ParseWorkload(s);
-    for (int64_t tm : {16, 32, 64}) {
-      for (int64_t tn : {16, 32, 64}) {
-        Config c = *DefaultConfig(w, host);
-        c["amx"] = 1;
-        c["kb"] = 16;
-        c["reg_n"] = 1;
-        c["unroll_j"] = 0;
-        c["pack"] = 1;
-        c["amx_m"] = tm;
-        c["amx_n"] = tn;
-        c["parallel"] = (tm / 16 + tn / 16) % 3;
-        if (!ValidateConfig(w, host, c).ok()) continue;
-        ExpectMatchesReference(w, c, s, 5 + checked);
-        ++checked;
-      }
-    }
-  }
+  const int checked = CheckAmxBoxes("amx-int8", {std::begin(kAmxConvs), std::end(kAmxConvs)},
+                                    "amx_m", "amx_n", {16, 32, 64}, {16, 32, 64});
+  if (checked < 0) GTEST_SKIP() << "this CPU (" << Target::Host().cpu << ") has no AMX-INT8";
   EXPECT_GE(checked, 15);
 }
 
 TEST(Amx, Bf16ConvTilesMatchTheReference) {
-  const Target host = Target::Host();
-  if (!host.HasFeature("amx-bf16")) {
-    GTEST_SKIP() << "this CPU (" << host.cpu << ") has no AMX-BF16";
-  }
-  int checked = 0;
-  for (const char* s : kAmxBf16Convs) {
-    Workload w = ParseWorkload(s);
-    for (int64_t tm : {16, 32, 64}) {
-      for (int64_t tn : {16, 32}) {
-        Config c = *DefaultConfig(w, host);
-        c["amx"] = 1;
-        c["kb"] = 16;
-        c["reg_n"] = 1;
-        c["unroll_j"] = 0;
-        c["amx_m"] = tm;
-        c["amx_n"] = tn;
-        c["parallel"] = (tm / 16 + tn / 16) % 3;
-        if (!ValidateConfig(w, host, c).ok()) continue;
-        ExpectMatchesReference(w, c, s, 9 + checked);
-        ++checked;
-      }
-    }
-  }
+  const int checked =
+      CheckAmxBoxes("amx-bf16", {std::begin(kAmxBf16Convs), std::end(kAmxBf16Convs)}, "amx_m",
+                    "amx_n", {16, 32, 64}, {16, 32});
+  if (checked < 0) GTEST_SKIP() << "this CPU (" << Target::Host().cpu << ") has no AMX-BF16";
   EXPECT_GE(checked, 12);
 }
 
 TEST(Amx, Bf16DenseTilesMatchTheReference) {
-  const Target host = Target::Host();
-  if (!host.HasFeature("amx-bf16")) {
-    GTEST_SKIP() << "this CPU (" << host.cpu << ") has no AMX-BF16";
-  }
-  int checked = 0;
-  for (const char* s : kAmxBf16Denses) {
-    Workload w = ParseWorkload(s);
-    for (int64_t tm : {16, 32}) {
-      for (int64_t tn : {16, 32, 48}) {
-        Config c = *DefaultConfig(w, host);
-        c["amx"] = 1;
-        c["tile_m"] = tm;
-        c["tile_n"] = tn;
-        c["parallel"] = tn / 16 % 2;
-        if (!ValidateConfig(w, host, c).ok()) continue;
-        ExpectMatchesReference(w, c, s, 3 + checked);
-        ++checked;
-      }
-    }
-  }
+  const int checked =
+      CheckAmxBoxes("amx-bf16", {std::begin(kAmxBf16Denses), std::end(kAmxBf16Denses)}, "tile_m",
+                    "tile_n", {16, 32}, {16, 32, 48});
+  if (checked < 0) GTEST_SKIP() << "this CPU (" << Target::Host().cpu << ") has no AMX-BF16";
   EXPECT_GE(checked, 8);
 }
 
