@@ -55,11 +55,13 @@ Dims DimsOf(const Workload& w) {
 }
 
 // AMX where the CPU has AMX-INT8, A is uint8 (its bytes go to the tiles as
-// they are) and K a whole number of tile steps.
+// they are), K a whole number of tile steps, and B is packed in words of 4
+// bytes (not pairs: a target told it has no VNNI).
 constexpr int64_t kMaxVnniRows = 12;
 bool AmxOperandsFit(const Workload& w, const Target& t) {
   auto sig = w.Signature();
-  return sig.ok() && sig->inputs[0].dtype == DType::kUInt8 && AmxFits(t, "amx-int8", DimsOf(w).K);
+  return sig.ok() && sig->inputs[0].dtype == DType::kUInt8 && !PairsOfHalves(t) &&
+         AmxFits(t, "amx-int8", DimsOf(w).K);
 }
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {

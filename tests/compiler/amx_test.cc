@@ -94,10 +94,14 @@ TEST(Amx, Int8MatMulIsTileProductsWhereTheCpuHasThem) {
   EXPECT_EQ(DefaultConfig(conv, spr)->at("amx"), 1);
   EXPECT_EQ(DefaultConfig(ParseWorkload(kAmxConvs[0]), spr)->at("amx"), 0);
   EXPECT_GT(test_util::Mnemonics(conv, *DefaultConfig(conv, spr), spr, {"tdpbusd"})["tdpbusd"], 0);
-  // No AMX on Zen 4, an int8 A (its bytes would need flipping), or K not a
-  // multiple of 64: amx=1 is not a choice.
+  // No AMX on Zen 4, nor with B packed in pairs (no VNNI), an int8 A (its
+  // bytes would need flipping), or K not a multiple of 64: amx=1 is not a
+  // choice.
+  Target spr_pairs = spr;  // told it has no VNNI: B packed in pairs
+  spr_pairs.attrs = "-avx512vnni,-avxvnni";
   for (const auto& [s, t] : std::vector<std::pair<std::string, Target>>{
            {kAmxMatMuls[0], zen4},
+           {kAmxMatMuls[0], spr_pairs},
            {"matmul(dtypes=3,3,3,6;in0=16,64;in1=64,16;in2=1;shape=16,16;zp=2)", spr},
            {"matmul(dtypes=2,3,2,6;in0=16,96;in1=96,16;in2=1;shape=16,16;zp=2)", spr}}) {
     Config amx = *DefaultConfig(ParseWorkload(s), t);
