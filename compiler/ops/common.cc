@@ -297,6 +297,10 @@ absl::Status CheckAmxTiles(const Config& c, int64_t vector_rows, const char* wha
   if (amx && (c.at("tile_m") % kAmxTile || c.at("tile_n") % kAmxTile)) {
     return absl::InvalidArgumentError(StrCat(what, ": amx=1 takes tiles of whole 16x16 blocks"));
   }
+  // One config for each distinct kernel: the tiles take the whole k.
+  if (amx && c.count("tile_k") && c.at("tile_k") != 1) {
+    return absl::InvalidArgumentError(StrCat(what, ": tile_k is for amx=0 (amx=1 takes 1)"));
+  }
   if (!amx && c.at("tile_m") > vector_rows) {
     return absl::InvalidArgumentError(
         StrCat(what, ": tile_m > ", vector_rows, " is for amx=1 (registers)"));

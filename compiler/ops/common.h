@@ -119,8 +119,9 @@ constexpr int64_t kAmxRowBytes = 64;  // bytes of a tile row: one step of k
 bool AmxFits(const Target& t, const char* unit, int64_t row_bytes);
 // amx=1 (and tile_m choices of 16, 32, 64 rows below m + 16) where `fits`.
 void AddAmxKnobs(std::vector<Knob>& knobs, int64_t m, bool fits);
-// amx=1: tiles of whole 16x16 blocks; amx=0: at most `vector_rows` rows
-// (the registers' tile). INVALID_ARGUMENT naming `what` otherwise.
+// amx=1: tiles of whole 16x16 blocks and tile_k 1 (the tiles take the whole
+// k); amx=0: at most `vector_rows` rows (the registers' tile).
+// INVALID_ARGUMENT naming `what` otherwise.
 absl::Status CheckAmxTiles(const Config& c, int64_t vector_rows, const char* what);
 // The emitter of an acc box (tile_m x tile_n over the last two data axes)
 // as `intrinsic` (amx_dpbusd, amx_dpbf16ps) from A's rows (row_bytes apart,

@@ -86,6 +86,7 @@ Config Default(const Workload& w, const Target& t) {
   if (AmxOperandsFit(w, t) && d.M >= kAmxTile) {
     // Boxes of 32 x 32 (2 x 2 tiles), as the int8 matmul's.
     c["amx"] = 1;
+    c["tile_k"] = 1;
     c["tile_m"] = Pick(k[0].choices, 2 * kAmxTile);
     c["tile_n"] = Pick(k[1].choices, 2 * kAmxTile);
   }

@@ -111,6 +111,7 @@ Config Default(const Workload& w, const Target& t) {
     // outside: the BERT-base layer's MatMulIntegers ran fastest so at one
     // thread (its layer 7.5 -> 3.4 ms against VNNI on a Sapphire Rapids).
     c["amx"] = 1;
+    c["tile_k"] = 1;
     c["tile_m"] = Pick(k[0].choices, 32);
     c["tile_n"] = Pick(k[1].choices, 2 * kAmxTile);
     c["n_outer"] = 1;

@@ -133,7 +133,7 @@ int CheckAmxBoxes(const char* unit, const std::vector<const char*>& workloads, c
       for (int64_t tn : cols) {
         Config c = *DefaultConfig(w, host);
         for (const auto& [knob, value] : std::vector<std::pair<const char*, int64_t>>{
-                 {"kb", 16}, {"reg_n", 1}, {"unroll_j", 0}, {"pack", 1}}) {
+                 {"kb", 16}, {"reg_n", 1}, {"unroll_j", 0}, {"pack", 1}, {"tile_k", 1}}) {
           if (c.count(knob)) c[knob] = value;
         }
         c["amx"] = 1;
