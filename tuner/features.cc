@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "compiler/codegen/llvm_amx.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/structural.h"
 #include "compiler/lower/ir_util.h"
@@ -156,6 +157,31 @@ class StoreCollector : public StmtVisitor {
                               [&](const Access& b) { return b.buffer.same_as(a.buffer); });
       if (!seen) s.accesses.push_back(a);
     }
+    stores.push_back(std::move(s));
+  }
+  // A tensorized AMX box (codegen/llvm_amx.h) counts as a store of its
+  // products: rows x 16 n_tiles outputs, each summing k_steps x 64 bytes
+  // (64 int8 or 32 bf16 products), reading its C, A and B.
+  void VisitEvaluate(const EvaluateNode* op) override {
+    const auto* call = op->value.as<CallNode>();
+    if (call == nullptr || !compiler::codegen::IsAmxIntrinsic(call->name) ||
+        call->args.size() != 10) {
+      return;
+    }
+    StoreInfo s;
+    s.loops = loops_;
+    for (int i : {0, 2, 4}) {
+      const auto* addr = call->args[i].as<CallNode>();
+      const auto* load = addr && !addr->args.empty() ? addr->args[0].as<BufferLoadNode>() : nullptr;
+      if (load != nullptr && load->indices.size() == 1) {
+        s.accesses.push_back({load->buffer, load->indices[0]});
+      }
+    }
+    const IndexEval first({});
+    const double products = call->name == "amx_dpbusd" ? 64 : 32;
+    s.ops_per_iter = 2.0 * static_cast<double>(first.Eval(call->args[7])) * 16.0 *
+                     static_cast<double>(first.Eval(call->args[8])) *
+                     static_cast<double>(first.Eval(call->args[9])) * products;
     stores.push_back(std::move(s));
   }
 

@@ -126,6 +126,15 @@ TEST(FeaturesTest, Int8MatMulCountsItsDotProducts) {
   auto f = ExtractFeatures(*w, t, *compiler::DefaultConfig(*w, t));
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_GT((*f)[0], L(2.0 * 64 * 128 * 256) - 0.5f);
+  // As AMX tiles (a Sapphire Rapids target, on any host): the tensorized
+  // boxes count their products too.
+  auto spr = compiler::Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
+  ASSERT_TRUE(spr.ok());
+  compiler::Config amx = *compiler::DefaultConfig(*w, *spr);
+  ASSERT_EQ(amx.at("amx"), 1);
+  auto g = ExtractFeatures(*w, *spr, amx);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_NEAR((*g)[0], L(2.0 * 64 * 128 * 256), 0.5f);
 }
 
 TEST(FeaturesTest, InvalidConfigIsAnError) {
