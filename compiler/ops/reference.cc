@@ -276,6 +276,29 @@ void Pool(const Workload& w, std::span<const float* const> in, float* out) {
   }
 }
 
+// w's epilogue interpreted as an eltwise workload over its anchor's output
+// (`anchor` of `anchor_dtype`, the op's first `n_op` inputs consumed), the
+// epilogue's operands the op's inputs after them.
+absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> inputs,
+                               void* output);
+
+absl::Status InterpretEpilogue(const Workload& w, const KernelSignature& sig, DType anchor_dtype,
+                               const void* anchor, size_t n_op, std::span<const void* const> inputs,
+                               void* output) {
+  Workload e;
+  e.op = "eltwise";
+  e.ints["shape"] = sig.output.shape;
+  e.ints["in_shape"] = sig.output.shape;
+  e.epilogue = w.epilogue;
+  std::vector<DType> dtypes = {anchor_dtype};
+  for (size_t i = n_op; i < sig.inputs.size(); ++i) dtypes.push_back(sig.inputs[i].dtype);
+  dtypes.push_back(sig.output.dtype);
+  e.SetDtypes(dtypes);
+  std::vector<const void*> ins = {anchor};
+  ins.insert(ins.end(), inputs.begin() + static_cast<ptrdiff_t>(n_op), inputs.end());
+  return InterpretWorkload(e, ins, output);
+}
+
 absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> inputs,
                                void* output) {
   auto sig = w.Signature();
@@ -291,18 +314,7 @@ absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> i
     const size_t n_op = asig->inputs.size();
     std::vector<float> tmp(static_cast<size_t>(asig->output.NumElements()));
     if (auto s = RunReference(anchor, inputs.subspan(0, n_op), tmp.data()); !s.ok()) return s;
-    Workload e;
-    e.op = "eltwise";
-    e.ints["shape"] = sig->output.shape;
-    e.ints["in_shape"] = sig->output.shape;
-    e.epilogue = w.epilogue;
-    std::vector<DType> dtypes = {DType::kFloat32};
-    for (size_t i = n_op; i < sig->inputs.size(); ++i) dtypes.push_back(sig->inputs[i].dtype);
-    dtypes.push_back(sig->output.dtype);
-    e.SetDtypes(dtypes);
-    std::vector<const void*> ins = {tmp.data()};
-    ins.insert(ins.end(), inputs.begin() + static_cast<ptrdiff_t>(n_op), inputs.end());
-    return InterpretWorkload(e, ins, output);
+    return InterpretEpilogue(w, *sig, DType::kFloat32, tmp.data(), n_op, inputs, output);
   }
   // The int8 convolutions (ops::Int8Conv, Int8DepthwiseConv): their integer
   // sums by the loops below (the generic compute interpreted took 38 s for
@@ -347,18 +359,7 @@ absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> i
         }
       }
     }
-    Workload e;
-    e.op = "eltwise";
-    e.ints["shape"] = sig->output.shape;
-    e.ints["in_shape"] = sig->output.shape;
-    e.epilogue = w.epilogue;
-    std::vector<DType> dtypes = {DType::kInt32};
-    for (size_t i = 3; i < sig->inputs.size(); ++i) dtypes.push_back(sig->inputs[i].dtype);
-    dtypes.push_back(sig->output.dtype);
-    e.SetDtypes(dtypes);
-    std::vector<const void*> ins = {acc.data()};
-    ins.insert(ins.end(), inputs.begin() + 3, inputs.end());
-    return InterpretWorkload(e, ins, output);
+    return InterpretEpilogue(w, *sig, DType::kInt32, acc.data(), 3, inputs, output);
   }
   // The op's computes, interpreted: its definition. A generic op's by the
   // generic template whatever template schedules it (the int8 matmul's and
