@@ -274,10 +274,18 @@ const char* Dot4Intrinsic(const Target& t) {
              : "dot4";
 }
 
-bool AmxFits(const Target& t, const char* unit, int64_t row_bytes) {
+bool AmxRowsFit(int64_t row_bytes) {
   constexpr int64_t kMaxScratch = int64_t{256} << 10;
-  return row_bytes % kAmxRowBytes == 0 && kAmxTile * row_bytes <= kMaxScratch &&
-         t.HasFeature("amx-tile") && t.HasFeature(unit);
+  return row_bytes % kAmxRowBytes == 0 && kAmxTile * row_bytes <= kMaxScratch;
+}
+
+bool AmxFits(const Target& t, const char* unit, int64_t row_bytes) {
+  return AmxRowsFit(row_bytes) && t.HasFeature("amx-tile") && t.HasFeature(unit);
+}
+
+int64_t AmxStepWords(int64_t words) {
+  constexpr int64_t step = kAmxRowBytes / 4;
+  return (words + step - 1) / step * step;
 }
 
 void AddAmxKnobs(std::vector<Knob>& knobs, int64_t m, bool fits) {

@@ -117,6 +117,11 @@ constexpr int64_t kAmxRowBytes = 64;  // bytes of a tile row: one step of k
 // A's rows of `row_bytes` are whole tile steps, at most 256 KiB for the 16
 // rows of stack the last rows are copied to.
 bool AmxFits(const Target& t, const char* unit, int64_t row_bytes);
+// The row size part of AmxFits, for rules that know no target.
+bool AmxRowsFit(int64_t row_bytes);
+// A row of `words` 32-bit words rounded up to whole tile steps, in words
+// (the AMX convolutions' im2col rows).
+int64_t AmxStepWords(int64_t words);
 // amx=1 (and tile_m choices of 16, 32, 64 rows below m + 16) where `fits`.
 void AddAmxKnobs(std::vector<Knob>& knobs, int64_t m, bool fits);
 // amx=1: tiles of whole 16x16 blocks and tile_k 1 (the tiles take the whole

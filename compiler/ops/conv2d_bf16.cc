@@ -54,15 +54,14 @@ Dims DimsOf(const Workload& w) {
 
 // The layer as AMX tile products (conv_amx.cc's parts with words of
 // two bf16): where the CPU has AMX-BF16, one image, C even, no dilation.
+int64_t AmxRowBytes(const Dims& d) { return AmxStepWords(d.R * d.S * d.C / 2) * 4; }
 bool AmxShape(const Workload& w) {
   const Dims d = DimsOf(w);
-  const int64_t row_bytes = (d.R * d.S * d.C / 2 + 15) / 16 * 64;
   return d.N == 1 && d.C % 2 == 0 && d.dh == 1 && d.dw == 1 && w.IntOr("out_block", 0) == kBlock &&
-         kAmxTile * row_bytes <= (int64_t{256} << 10);
+         AmxRowsFit(AmxRowBytes(d));
 }
 bool AmxOperandsFit(const Workload& w, const Target& t) {
-  const Dims d = DimsOf(w);
-  return AmxShape(w) && AmxFits(t, "amx-bf16", (d.R * d.S * d.C / 2 + 15) / 16 * 64);
+  return AmxShape(w) && AmxFits(t, "amx-bf16", AmxRowBytes(DimsOf(w)));
 }
 
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {

@@ -39,8 +39,7 @@ AmxDims AmxDimsOf(const Workload& w) {
   AmxDims d{GenericConvDimsOf(w), 0, 0, 0};
   d.C4 = d.C / 4;
   d.P = d.OH * d.OW;
-  const int64_t step_words = kAmxRowBytes / 4;
-  d.Q = (d.R * d.S * d.C4 + step_words - 1) / step_words * step_words;
+  d.Q = AmxStepWords(d.R * d.S * d.C4);
   return d;
 }
 
@@ -116,10 +115,9 @@ AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const Am
   const DataType i32 = DataType::Int32();
   const int64_t tn = c.at("amx_n");
   const int64_t words = g.C / spec.lanes, taps = g.R * g.S * words;
-  const int64_t step_words = kAmxRowBytes / 4;
   AmxConvStages st;
   st.P = g.OH * g.OW;
-  st.Q = (taps + step_words - 1) / step_words * step_words;
+  st.Q = AmxStepWords(taps);
   const int64_t Q = st.Q;
   st.wpack_of = te::Compute(
       "wpack", {g.K / tn, Q + (spec.last_row.defined() ? 1 : 0), tn},
