@@ -1,5 +1,6 @@
 #include "compiler/codegen/llvm_amx.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "base/str.h"
@@ -95,10 +96,18 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
   llvm::Value* cols = b.getInt16(kTileBytes);
   const llvm::Intrinsic::ID dp = name == "amx_dpbusd" ? llvm::Intrinsic::x86_tdpbusd_internal
                                                       : llvm::Intrinsic::x86_tdpbf16ps_internal;
-  auto tile_row = [&](llvm::Value* a_row, llvm::Value* a_ld, llvm::Value* c_row) {
+  // One block: row groups g < a_rows.size() of 16 rows (A's from a_rows[g],
+  // a_ld apart) times B's tiles j0 .. j0 + jn - 1, summed over k into C's
+  // rows at c_rows[g]. Live tiles: the accumulators, one A tile a group and
+  // one B tile, so groups * jn + groups + 1 <= 8; each B tile loaded serves
+  // every group (2 groups x 2 tiles: 4 loads for 4 products, where one group
+  // takes 3 for 2).
+  auto block = [&](const std::vector<llvm::Value*>& a_rows, llvm::Value* a_ld,
+                   const std::vector<llvm::Value*>& c_rows, int j0, int jn) {
+    const int groups = static_cast<int>(a_rows.size());
     llvm::BasicBlock* pre = b.GetInsertBlock();
     std::vector<llvm::Value*> zero;
-    for (int j = 0; j < nt; ++j) {
+    for (int t = 0; t < groups * jn; ++t) {
       zero.push_back(b.CreateIntrinsic(llvm::Intrinsic::x86_tilezero_internal, {}, {rows16, cols}));
     }
     auto* kb = llvm::BasicBlock::Create(ctx, "amx.k", fn);
@@ -108,31 +117,44 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
     llvm::PHINode* s = b.CreatePHI(i64, 2, "amx.s");
     s->addIncoming(b.getInt64(0), pre);
     std::vector<llvm::PHINode*> acc;
-    for (int j = 0; j < nt; ++j) {
-      acc.push_back(b.CreatePHI(zero[j]->getType(), 2));
-      acc[j]->addIncoming(zero[j], pre);
+    for (int t = 0; t < groups * jn; ++t) {
+      acc.push_back(b.CreatePHI(zero[t]->getType(), 2));
+      acc[t]->addIncoming(zero[t], pre);
     }
-    llvm::Value* ta = b.CreateIntrinsic(
-        llvm::Intrinsic::x86_tileloadd64_internal, {},
-        {rows16, cols, b.CreateGEP(i8, a_row, b.CreateMul(s, b.getInt64(kTileBytes))), a_ld});
+    llvm::Value* a_col = b.CreateMul(s, b.getInt64(kTileBytes));
+    std::vector<llvm::Value*> ta;
+    for (int g = 0; g < groups; ++g) {
+      ta.push_back(b.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                                     {rows16, cols, b.CreateGEP(i8, a_rows[g], a_col), a_ld}));
+    }
     llvm::Value* b_at = b.CreateGEP(i8, bp, b.CreateMul(s, bstep));
-    std::vector<llvm::Value*> next;
-    for (int j = 0; j < nt; ++j) {
-      llvm::Value* tb =
-          b.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
-                            {rows16, cols, b.CreateGEP(i8, b_at, b.getInt64(j * kTileBytes)), ldb});
-      next.push_back(b.CreateIntrinsic(dp, {}, {rows16, cols, cols, acc[j], ta, tb}));
-      acc[j]->addIncoming(next[j], kb);
+    std::vector<llvm::Value*> next(groups * jn);
+    for (int j = 0; j < jn; ++j) {
+      llvm::Value* tb = b.CreateIntrinsic(
+          llvm::Intrinsic::x86_tileloadd64_internal, {},
+          {rows16, cols, b.CreateGEP(i8, b_at, b.getInt64((j0 + j) * kTileBytes)), ldb});
+      for (int g = 0; g < groups; ++g) {
+        const int t = g * jn + j;
+        next[t] = b.CreateIntrinsic(dp, {}, {rows16, cols, cols, acc[t], ta[g], tb});
+        acc[t]->addIncoming(next[t], kb);
+      }
     }
     llvm::Value* s1 = b.CreateAdd(s, b.getInt64(1));
     s->addIncoming(s1, kb);
     b.CreateCondBr(b.CreateICmpEQ(s1, b.getInt64(ks)), kend, kb);
     b.SetInsertPoint(kend);
-    for (int j = 0; j < nt; ++j) {
-      b.CreateIntrinsic(
-          llvm::Intrinsic::x86_tilestored64_internal, {},
-          {rows16, cols, b.CreateGEP(i8, c_row, b.getInt64(j * kTileBytes)), ldc, next[j]});
+    for (int g = 0; g < groups; ++g) {
+      for (int j = 0; j < jn; ++j) {
+        b.CreateIntrinsic(
+            llvm::Intrinsic::x86_tilestored64_internal, {},
+            {rows16, cols, b.CreateGEP(i8, c_rows[g], b.getInt64((j0 + j) * kTileBytes)), ldc,
+             next[g * jn + j]});
+      }
     }
+  };
+  // 16 rows from a_row times every B tile.
+  auto tile_row = [&](llvm::Value* a_row, llvm::Value* a_ld, llvm::Value* c_row) {
+    block({a_row}, a_ld, {c_row}, 0, nt);
   };
   // A counted loop i < n around body(i), at b's insertion point.
   auto counted = [&](llvm::Value* n, const char* label,
@@ -150,10 +172,24 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
     b.CreateCondBr(b.CreateICmpSLT(i1, n), head, exit);
     b.SetInsertPoint(exit);
   };
+  // Rows 32 at a time (two groups, B tiles two at a time), then 16, then
+  // the tail.
+  llvm::Value* pairs = b.CreateSDiv(rows, b.getInt64(2 * kTileRows));
+  counted(pairs, "amx.pair", [&](llvm::Value* t) {
+    std::vector<llvm::Value*> a_rows, c_rows;
+    for (int g = 0; g < 2; ++g) {
+      llvm::Value* r0 = b.CreateMul(b.CreateAdd(b.CreateMul(t, b.getInt64(2)), b.getInt64(g)),
+                                    b.getInt64(kTileRows));
+      a_rows.push_back(b.CreateGEP(i8, a, b.CreateMul(r0, lda)));
+      c_rows.push_back(b.CreateGEP(i8, c, b.CreateMul(r0, ldc)));
+    }
+    for (int j0 = 0; j0 < nt; j0 += 2) block(a_rows, lda, c_rows, j0, std::min(2, nt - j0));
+  });
   llvm::Value* full = b.CreateSDiv(rows, b.getInt64(kTileRows));
   llvm::Value* tail = b.CreateSRem(rows, b.getInt64(kTileRows));
-  counted(full, "amx.row", [&](llvm::Value* t) {
-    llvm::Value* r0 = b.CreateMul(t, b.getInt64(kTileRows));
+  counted(b.CreateSub(full, b.CreateMul(pairs, b.getInt64(2))), "amx.row", [&](llvm::Value* t) {
+    llvm::Value* r0 =
+        b.CreateMul(b.CreateAdd(b.CreateMul(pairs, b.getInt64(2)), t), b.getInt64(kTileRows));
     tile_row(b.CreateGEP(i8, a, b.CreateMul(r0, lda)), lda,
              b.CreateGEP(i8, c, b.CreateMul(r0, ldc)));
   });

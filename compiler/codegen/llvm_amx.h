@@ -15,8 +15,10 @@
 // zero. Rows go 16 at a time; the last ones (rows % 16) are copied into 16
 // rows of stack scratch (16 * 64 * k_steps bytes), and C is written in whole
 // tiles of 16 rows, so its buffer must have room for rows rounded up to 16
-// (the rows past `rows` hold garbage). Per row tile: n_tiles accumulators,
-// one A tile and n_tiles B tiles (n_tiles <= 6: 8 tile registers). Every
+// (the rows past `rows` hold garbage). Rows go in pairs of row tiles where
+// they can: 2 x 2 accumulators, two A tiles and one B tile at a time (each
+// B tile loaded serves both), B's tiles two at a time; a single row tile
+// holds n_tiles accumulators (n_tiles <= 6: 8 tile registers). Every
 // tile shape is a constant, so LLVM configures the tiles once (ldtilecfg)
 // and releases them.
 //

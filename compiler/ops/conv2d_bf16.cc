@@ -82,7 +82,8 @@ Config Default(const Workload& w, const Target& t) {
   Config c;
   const int64_t products = d.K * d.OH * d.OW * d.C * d.R * d.S;
   DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, products, &c);
-  DefaultConvAmx(&c, AmxOperandsFit(w, t), d.OH * d.OW, d.K, 2 * d.R * d.S * d.C, products);
+  DefaultConvAmx(&c, AmxOperandsFit(w, t), d.OH * d.OW, d.K, 2 * d.R * d.S * d.C, products,
+                 /*int8=*/false);
   return c;
 }
 
@@ -103,6 +104,7 @@ absl::StatusOr<Built> BuildAmx(const Workload& w, const Target& t, const Config&
   spec.intrinsic = "amx_dpbf16ps";
   spec.dot = "dot2_bf16";
   spec.lanes = 2;
+  spec.run = d.ib / 2;
   spec.acc_type = DataType::Float32();
   // (ih, iw) padded: PaddedLoad takes the padding off (0 outside).
   spec.input_word = [&](Expr c0, Expr ih, Expr iw) {
@@ -239,7 +241,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
 
 bool Bf16ConvAmxPays(const Workload& w) {
   const Dims d = DimsOf(w);
-  return AmxShape(w) && ConvAmxPays(2 * d.R * d.S * d.C, d.K);
+  return AmxShape(w) && ConvAmxPays(2 * d.R * d.S * d.C, d.K, /*int8=*/false);
 }
 
 bool Bf16Conv(const Workload& w) {

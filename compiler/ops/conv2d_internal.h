@@ -164,14 +164,14 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
 // knobs amx, amx_m (pixels of a box), amx_n (its channels) appended to a
 // blocked template's where `fits`; their check (the vector template's knobs
 // at their first values with amx=1); the default: amx=1 where it fits and
-// pays (ConvAmxPays: 256 bytes of products per pixel and 128 channels or
-// more). Int8ConvAmxFits: AMX-INT8, uint8 x, C a multiple of 4, one image,
-// blocked output; BuildInt8ConvAmx builds it.
+// pays (ConvAmxPays: int8 from 64 bytes of products per pixel and 64
+// output channels, bf16 from 256 bytes and 128). Int8ConvAmxFits: AMX-INT8, uint8 x, C a multiple
+// of 4, one image, blocked output; BuildInt8ConvAmx builds it.
 void AddConvAmxKnobs(std::vector<Knob>& k, bool fits, int64_t pixels, int64_t K);
 absl::Status CheckConvAmx(const Config& c, int64_t pixels, const char* what);
-bool ConvAmxPays(int64_t tap_bytes, int64_t K);
+bool ConvAmxPays(int64_t tap_bytes, int64_t K, bool int8);
 void DefaultConvAmx(Config* c, bool fits, int64_t pixels, int64_t K, int64_t tap_bytes,
-                    int64_t products);
+                    int64_t products, bool int8);
 bool Int8ConvAmxFits(const Workload& w, const Target& t);
 absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const Config& c);
 
@@ -187,6 +187,7 @@ struct AmxConvSpec {
   const char* intrinsic;  // amx_dpbusd, amx_dpbf16ps
   const char* dot;        // one word's products, the compute's spec: dot4_vnni, dot2_bf16
   int64_t lanes;          // channels per word
+  int64_t run = 0;        // words of a pixel contiguous in the input (its channel block)
   ir::DataType acc_type;
   // The word of channels c0 .. c0 + lanes - 1 at input pixel (ih, iw), the
   // padding's value outside the image.
@@ -198,6 +199,8 @@ struct AmxConvSpec {
 struct AmxConvStages {
   te::Tensor wpack_of, wpack, im2col, acc;
   int64_t P = 0, Q = 0;  // pixels, words of a pixel's taps
+  int64_t run = 1;       // the im2col's vectors: spec.run where it divides a tap's words
+  int64_t tap_runs = 0;  // runs of a tap
 };
 AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const AmxConvSpec& spec);
 void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,

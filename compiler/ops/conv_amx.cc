@@ -85,28 +85,33 @@ absl::Status CheckConvAmx(const Config& c, int64_t pixels, const char* what) {
   return absl::OkStatus();
 }
 
-bool ConvAmxPays(int64_t tap_bytes, int64_t K) { return tap_bytes >= 256 && K >= 128; }
+bool ConvAmxPays(int64_t tap_bytes, int64_t K, bool int8) {
+  if (int8) return tap_bytes >= 64 && K >= 64;
+  return tap_bytes >= 256 && K >= 128;
+}
 
 void DefaultConvAmx(Config* c, bool fits, int64_t pixels, int64_t K, int64_t tap_bytes,
-                    int64_t products) {
+                    int64_t products, bool int8) {
   (*c)["amx"] = 0;
   (*c)["amx_m"] = kAmxTile;
   (*c)["amx_n"] = kAmxTile;
-  // Layers of few products per pixel stay on the vector template: one or
-  // two tile steps of k (R S C < 256 bytes) or 64 output channels leave the
-  // im2col pack and the tiles' stores as the cost (ResNet-50 int8 at one
-  // thread on a Sapphire Rapids VM, medians of three profiles: its 1x1
-  // 64->256 layers 0.68 ms on VNNI against 0.90 as tiles, 3x3 64->64 0.59
-  // against 0.66; 3x3 256->256 0.62 against 0.42, 1x1 1024->256 0.30
-  // against 0.15).
-  if (!fits || !ConvAmxPays(tap_bytes, K)) return;
+  // Layers of few products per pixel stay on the vector template: the
+  // im2col pack and the tiles' stores are their cost. int8: from 64 bytes
+  // of taps and 64 output channels (ResNet-50's int8 layers at one thread on
+  // a Sapphire Rapids VM, best of three: 1x1 64->256 on 56x56 0.24 ms as
+  // tiles of 16 channels against 0.43 on VNNI, 3x3 64->64 0.28 against
+  // 0.37, 1x1 256->64 0.12 against 0.34); bf16: from 256 bytes and 128
+  // channels.
+  if (!fits || !ConvAmxPays(tap_bytes, K, int8)) return;
   (*c)["amx"] = 1;
   (*c)["kb"] = kChannelBlock;
   (*c)["reg_n"] = 1;
   (*c)["unroll_j"] = 0;
   if (c->count("pack")) (*c)["pack"] = 1;
   (*c)["amx_m"] = pixels >= 32 ? 32 : kAmxTile;
-  (*c)["amx_n"] = K % 32 == 0 ? 32 : kAmxTile;
+  // int8: boxes of 16 channels (1x1 2048->512 on 7x7 0.11 ms against 0.16
+  // in boxes of 32; 3x3 128->128 on 28x28 0.19 either way).
+  (*c)["amx_n"] = !int8 && K % 32 == 0 ? 32 : kAmxTile;
   (*c)["parallel"] = 0;
   if (products >= (1 << 18)) (*c)["parallel"] = pixels >= 2 * (*c)["amx_m"] ? 2 : 1;
 }
@@ -134,16 +139,24 @@ AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const Am
       },
       i32);
   st.wpack = te::Placeholder("W_packed", st.wpack_of->shape, i32);
+  // q = run index qr (words of one input block at one pixel) and word w in
+  // it, so that once the schedule splits q by the run the pixel, tap and
+  // block are the outer loop's and the run's words load as one vector.
+  st.run = spec.run > 1 && words % spec.run == 0 ? spec.run : 1;
+  const int64_t run = st.run, runs = taps / run;
+  st.tap_runs = words / run;
   st.im2col = te::Compute(
       "im2col", {st.P, Q},
       [&](const std::vector<Var>& i) {
-        Expr q = Min(i[1], IntImm(taps - 1));
-        Expr tap = FloorDiv(q, IntImm(words));
+        Expr qr = FloorDiv(i[1], IntImm(run));
+        Expr r = Min(qr, IntImm(runs - 1));
+        Expr tap = FloorDiv(r, IntImm(words / run));
         Expr oh = FloorDiv(i[0], IntImm(g.OW)), ow = FloorMod(i[0], IntImm(g.OW));
         Expr ih = oh * IntImm(g.sh) + FloorDiv(tap, IntImm(g.S)) - IntImm(g.ph);
         Expr iw = ow * IntImm(g.sw) + FloorMod(tap, IntImm(g.S)) - IntImm(g.pw);
-        Expr word = spec.input_word(FloorMod(q, IntImm(words)) * IntImm(spec.lanes), ih, iw);
-        return taps == Q ? word : Select(i[1] < IntImm(taps), word, IntImm(0, i32));
+        Expr wq = FloorMod(r, IntImm(words / run)) * IntImm(run) + FloorMod(i[1], IntImm(run));
+        Expr word = spec.input_word(wq * IntImm(spec.lanes), ih, iw);
+        return taps == Q ? word : Select(qr < IntImm(runs), word, IntImm(0, i32));
       },
       i32);
   IterRange rq = te::ReduceAxis(Q, "rq");
@@ -163,8 +176,12 @@ void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages
                      const Config& c, const char* intrinsic) {
   const int64_t tm = c.at("amx_m"), tn = c.at("amx_n"), par = c.at("parallel");
   {
-    auto [qo, qi] = s.Split(st.im2col, s.Axis(st.im2col, 1), kAmxRowBytes / 4);
+    auto [qo, qi] =
+        s.Split(st.im2col, s.Axis(st.im2col, 1), st.run > 1 ? st.run : kAmxRowBytes / 4);
     s.Vectorize(st.im2col, qi);
+    // A tap's runs inner: the tap (and whether it is inside the image) is
+    // the outer loop's.
+    if (st.run > 1) s.Split(st.im2col, qo, st.tap_runs);
     if (par) s.Parallel(st.im2col, s.Axis(st.im2col, 0));
   }
   te::IterVar p = s.Fuse(out, s.Axis(out, 2), s.Axis(out, 3));
@@ -198,6 +215,7 @@ absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const
   spec.intrinsic = "amx_dpbusd";
   spec.dot = "dot4_vnni";
   spec.lanes = 4;
+  spec.run = w.IntOr("in_block", 0) / 4;
   spec.acc_type = DataType::Int32();
   spec.input_word = [&](Expr c0, Expr ih, Expr iw) {
     return Int8InputWord(w, X, xz, IntImm(0), FloorDiv(c0, IntImm(4)), ih, iw);

@@ -95,7 +95,7 @@ Config Default(const Workload& w, const Target& t) {
   DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, d.K * d.OH * d.OW * d.C * d.R * d.S, &c);
   c["pack"] = Direct(w) && d.OW % c["reg_n"] == 0 ? 0 : 1;
   DefaultConvAmx(&c, Int8ConvAmxFits(w, t), d.OH * d.OW, d.K, d.R * d.S * d.C,
-                 d.K * d.OH * d.OW * d.C * d.R * d.S);
+                 d.K * d.OH * d.OW * d.C * d.R * d.S, /*int8=*/true);
   return c;
 }
 
