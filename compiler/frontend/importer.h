@@ -232,6 +232,14 @@ class Importer {
   absl::StatusOr<bool> QuantizedConv(const onnx::NodeProto& node, int x, int wt, int bias,
                                      const Shape& stride, const Shape& pads, const Shape& dilation,
                                      int64_t groups, const Shape& out);
+  // A Gemm (A not transposed, alpha 1, beta 1) of a dequantized 8-bit A by
+  // dequantized constant weights (per tensor, or per output column): the
+  // integer matmul of the 8-bit values (generic matmul, zp=2:
+  // matmul_int8.cc) scaled by A's scale times each column's weight scale,
+  // the bias added, in float. A classifier's weights then stream as bytes,
+  // not as the floats they stand for. false when the pattern does not hold.
+  absl::StatusOr<bool> QuantizedGemm(const onnx::NodeProto& node, int a, int b, int bias,
+                                     bool trans_b);
   // Add of two dequantized 8-bit values of one shape (per-tensor scales):
   // the generic qadd of the 8-bit values (a residual add reads bytes, not
   // the floats they stand for); false when the pattern does not hold.

@@ -161,6 +161,54 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
   return true;
 }
 
+absl::StatusOr<bool> Importer::QuantizedGemm(const onnx::NodeProto& node, int a, int b, int bias,
+                                             bool trans_b) {
+  auto da = dequantized_.find(a), db = dequantized_.find(b);
+  if (!integer_cnn_ || da == dequantized_.end() || db == dequantized_.end()) return false;
+  const Dequantized &qa = da->second, &qb = db->second;
+  const DType ad = V(qa.q).dtype;
+  const Shape& bs = V(qb.q).shape;
+  const int64_t n_axis = trans_b ? 0 : 1;
+  if ((ad != DType::kUInt8 && ad != DType::kInt8) || V(qa.q).shape.size() != 2 || bs.size() != 2 ||
+      !V(qa.s).IsConstant() || V(qa.s).NumElements() != 1 ||
+      (qa.zp >= 0 && V(qa.zp).NumElements() != 1) || !V(qb.q).IsConstant() ||
+      !V(qb.s).IsConstant() || (V(qb.s).NumElements() != 1 && qb.axis != n_axis)) {
+    return false;
+  }
+  const std::string name = Name(node);
+  int w8 = ShiftedInt8(qb.q, qb.zp >= 0 ? qb.zp : Scalar(name, V(qb.q).dtype, 0), n_axis);
+  if (w8 < 0) return false;
+  const int64_t N = bs[n_axis], K = bs[1 - n_axis];
+  if (trans_b) {  // [N, K] -> [K, N]
+    const std::vector<int64_t> v = V(w8).ToInt64s();
+    std::vector<uint8_t> t(v.size());
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t k = 0; k < K; ++k) {
+        t[k * N + n] = static_cast<uint8_t>(static_cast<int8_t>(v[n * K + k]));
+      }
+    }
+    w8 = ConstValue(StrCat(name, ":w8t"), {K, N}, DType::kInt8, std::move(t));
+  }
+  const int azp = qa.zp >= 0 ? qa.zp : Scalar(name, ad, 0);
+  auto acc = IntegerMatMul(node, qa.q, w8, azp, Scalar(name, DType::kInt8, 0));
+  if (!acc.ok()) return acc.status();
+  // A's scale times each output column's weight scale, as [N].
+  const float sa = V(qa.s).ToFloats()[0];
+  const std::vector<float> sw = V(qb.s).ToFloats();
+  std::vector<float> f(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) f[n] = sa * sw[sw.size() == 1 ? 0 : n];
+  Value fv;
+  fv.name = StrCat(name, ":scale", g_->values.size());
+  fv.shape = {N};
+  fv.SetFloats(f);
+  const int factor = g_->AddValue(std::move(fv));
+  auto y = Unary(node, *acc, "cast", {double(DType::kFloat32)});
+  if (y.ok()) y = BinaryOp(node, *y, factor, "mul", bias < 0 ? 0 : -1);
+  if (y.ok() && bias >= 0) y = BinaryOp(node, *y, bias, "add", 0);
+  if (!y.ok()) return y.status();
+  return true;
+}
+
 absl::StatusOr<bool> Importer::QuantizedAdd(const onnx::NodeProto& node, int a, int b) {
   auto da = dequantized_.find(a), db = dequantized_.find(b);
   if (!integer_cnn_ || da == dequantized_.end() || db == dequantized_.end() ||

@@ -257,6 +257,18 @@ absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
         StrCat("node '", Name(node), "': inner dimensions ", K, " and ", KB, " differ"));
   }
   float alpha = AttrFloat(node, "alpha", 1.0f), beta = AttrFloat(node, "beta", 1.0f);
+  if (!ta && alpha == 1.0f && (!HasIn(node, 2) || beta == 1.0f)) {
+    int c = -1;
+    if (HasIn(node, 2)) {
+      auto in = InF(node, 2);
+      if (!in.ok()) return in.status();
+      if (PadTo(g_->values[*in].shape, 2)[0] == 1) c = *in;  // one bias row
+    }
+    if (!HasIn(node, 2) || c >= 0) {
+      auto q = QuantizedGemm(node, *a, *b, c, tb != 0);
+      if (!q.ok() || *q) return q.status();
+    }
+  }
   Workload w;
   w.op = "dense";
   std::vector<int> inputs = {*a, *b};

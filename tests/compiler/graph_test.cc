@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/frontend/onnx_import.h"
@@ -127,6 +128,54 @@ void ExpectWithinOneStep(const Graph& unfused, const Graph& fused, const std::ve
     steps += std::fabs(want[i] - have[i]) > 1e-6 ? 1 : 0;
   }
   EXPECT_LE(steps, most);
+}
+
+// A QDQ Gemm as onnxruntime's quantizer writes a classifier (uint8 x, int8
+// weights [N, K] per output channel, transB=1, a float bias): an integer
+// matmul of the bytes (its weights stay int8), scaled and biased in float,
+// equal to the float Gemm of the dequantized values.
+TEST(Fusion, QdqGemmIsAnIntegerMatMul) {
+  constexpr int64_t M = 2, K = 64, N = 5;
+  OnnxBuilder b;
+  b.Input("x", {M, K});
+  const float sx = 0.02f;
+  b.Init("sx", {}, {sx});
+  b.InitInts("zx", {}, onnx::TensorProto::UINT8, {120});
+  std::vector<int32_t> w(N * K);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 37) % 255) - 127;
+  const std::vector<float> ws = {0.01f, 0.02f, 0.005f, 0.03f, 0.015f};
+  const std::vector<float> bias = Ramp(N, 0.7f, 0.2f);
+  b.InitInts("w", {N, K}, onnx::TensorProto::INT8, w);
+  b.Init("ws", {N}, ws);
+  b.InitInts("wz", {N}, onnx::TensorProto::INT8, std::vector<int32_t>(N, 0));
+  b.Init("bias", {N}, bias);
+  b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"q"});
+  b.Node("DequantizeLinear", {"q", "sx", "zx"}, {"xd"});
+  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}), "axis", 0);
+  OnnxBuilder::Int(b.Node("Gemm", {"xd", "wd", "bias"}, {"y"}), "transB", 1);
+  b.Output("y");
+  auto g = ImportOnnx(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  int matmuls = 0;
+  for (const Node& n : (*g)->nodes) {
+    EXPECT_NE(n.workload.op, "dense") << n.workload.Canonical();
+    matmuls += n.workload.op == "matmul";
+  }
+  EXPECT_EQ(matmuls, 1);
+  const std::vector<float> x = Ramp(M * K, 0.37f, 0.5f);
+  auto y = testing::EvaluateGraph(**g, {x}).at((*g)->outputs[0]);
+  ASSERT_EQ(y.size(), static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      double want = bias[n];
+      for (int64_t k = 0; k < K; ++k) {
+        const double q =
+            std::clamp(std::nearbyint(double(x[m * K + k]) / double(sx)) + 120, 0.0, 255.0);
+        want += (q - 120) * sx * w[n * K + k] * ws[n];
+      }
+      EXPECT_NEAR(y[m * N + n], want, 1e-4 * (1 + std::fabs(want))) << m << "," << n;
+    }
+  }
 }
 
 // A QDQ Conv + Relu + QuantizeLinear: the requantization's division by the
