@@ -240,6 +240,12 @@ class Importer {
   // not as the floats they stand for. false when the pattern does not hold.
   absl::StatusOr<bool> QuantizedGemm(const onnx::NodeProto& node, int a, int b, int bias,
                                      bool trans_b);
+  // Their float result into the node's output: float(acc) times x's scale
+  // `sx` times each output channel's weight scale `sw` (one, or one per
+  // channel), as `shape` (the channels its first dim), plus `bias` (-1:
+  // none) reshaped to it.
+  absl::Status ScaledAccumulator(const onnx::NodeProto& node, int acc, int sx, int sw,
+                                 const Shape& shape, int bias);
   // Add of two dequantized 8-bit values of one shape (per-tensor scales):
   // the generic qadd of the 8-bit values (a residual add reads bytes, not
   // the floats they stand for); false when the pattern does not hold.

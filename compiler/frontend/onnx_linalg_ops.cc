@@ -140,24 +140,7 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
                       {"transposed", {0}},
                       {"zp", {2}}});
   if (!acc.ok()) return acc.status();
-  // x's scale times each output channel's weight scale, as [K, 1, 1].
-  const int64_t K = out[1];
-  const float sx = V(qx.s).ToFloats()[0];
-  const std::vector<float> sw = V(qw.s).ToFloats();
-  std::vector<float> f(static_cast<size_t>(K));
-  for (int64_t k = 0; k < K; ++k) f[k] = sx * sw[sw.size() == 1 ? 0 : k];
-  Value fv;
-  fv.name = StrCat(name, ":scale", g_->values.size());
-  fv.shape = {K, 1, 1};
-  fv.SetFloats(f);
-  const int factor = g_->AddValue(std::move(fv));
-  auto y = Unary(node, *acc, "cast", {double(DType::kFloat32)});
-  if (y.ok()) y = BinaryOp(node, *y, factor, "mul", bias < 0 ? 0 : -1);
-  if (y.ok() && bias >= 0) {
-    auto b = Reshaped(node, bias, {K, 1, 1});
-    y = b.ok() ? BinaryOp(node, *y, *b, "add", 0) : b;
-  }
-  if (!y.ok()) return y.status();
+  if (auto s = ScaledAccumulator(node, *acc, qx.s, qw.s, {out[1], 1, 1}, bias); !s.ok()) return s;
   return true;
 }
 
@@ -192,21 +175,29 @@ absl::StatusOr<bool> Importer::QuantizedGemm(const onnx::NodeProto& node, int a,
   const int azp = qa.zp >= 0 ? qa.zp : Scalar(name, ad, 0);
   auto acc = IntegerMatMul(node, qa.q, w8, azp, Scalar(name, DType::kInt8, 0));
   if (!acc.ok()) return acc.status();
-  // A's scale times each output column's weight scale, as [N].
-  const float sa = V(qa.s).ToFloats()[0];
-  const std::vector<float> sw = V(qb.s).ToFloats();
-  std::vector<float> f(static_cast<size_t>(N));
-  for (int64_t n = 0; n < N; ++n) f[n] = sa * sw[sw.size() == 1 ? 0 : n];
+  if (auto s = ScaledAccumulator(node, *acc, qa.s, qb.s, {N}, bias); !s.ok()) return s;
+  return true;
+}
+
+absl::Status Importer::ScaledAccumulator(const onnx::NodeProto& node, int acc, int sx, int sw,
+                                         const Shape& shape, int bias) {
+  const int64_t n = shape[0];
+  const float x = V(sx).ToFloats()[0];
+  const std::vector<float> w = V(sw).ToFloats();
+  std::vector<float> f(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) f[i] = x * w[w.size() == 1 ? 0 : i];
   Value fv;
-  fv.name = StrCat(name, ":scale", g_->values.size());
-  fv.shape = {N};
+  fv.name = StrCat(Name(node), ":scale", g_->values.size());
+  fv.shape = shape;
   fv.SetFloats(f);
   const int factor = g_->AddValue(std::move(fv));
-  auto y = Unary(node, *acc, "cast", {double(DType::kFloat32)});
+  auto y = Unary(node, acc, "cast", {double(DType::kFloat32)});
   if (y.ok()) y = BinaryOp(node, *y, factor, "mul", bias < 0 ? 0 : -1);
-  if (y.ok() && bias >= 0) y = BinaryOp(node, *y, bias, "add", 0);
-  if (!y.ok()) return y.status();
-  return true;
+  if (y.ok() && bias >= 0) {
+    auto b = Reshaped(node, bias, shape);
+    y = b.ok() ? BinaryOp(node, *y, *b, "add", 0) : b;
+  }
+  return StatusOf(y);
 }
 
 absl::StatusOr<bool> Importer::QuantizedAdd(const onnx::NodeProto& node, int a, int b) {
