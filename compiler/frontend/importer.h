@@ -232,14 +232,16 @@ class Importer {
   absl::StatusOr<bool> QuantizedConv(const onnx::NodeProto& node, int x, int wt, int bias,
                                      const Shape& stride, const Shape& pads, const Shape& dilation,
                                      int64_t groups, const Shape& out);
-  // A Gemm (A not transposed, alpha 1, beta 1) of a dequantized 8-bit A by
-  // dequantized constant weights (per tensor, or per output column): the
+  // A MatMul, or a Gemm (A not transposed, alpha 1, beta 1), of a
+  // dequantized 8-bit A (per-tensor scale; any rank for MatMul) by
+  // dequantized constant 2-D weights (per tensor, or per output column): the
   // integer matmul of the 8-bit values (generic matmul, zp=2:
   // matmul_int8.cc) scaled by A's scale times each column's weight scale,
-  // the bias added, in float. A classifier's weights then stream as bytes,
-  // not as the floats they stand for. false when the pattern does not hold.
-  absl::StatusOr<bool> QuantizedGemm(const onnx::NodeProto& node, int a, int b, int bias,
-                                     bool trans_b);
+  // the bias added (-1: none), in float. A classifier's or a statically
+  // quantized transformer's weights then stream as bytes, not as the floats
+  // they stand for. false when the pattern does not hold.
+  absl::StatusOr<bool> QuantizedMatMul(const onnx::NodeProto& node, int a, int b, int bias,
+                                       bool trans_b);
   // Their float result into the node's output: float(acc) times x's scale
   // `sx` times each output channel's weight scale `sw` (one, or one per
   // channel), as `shape` (the channels its first dim), plus `bias` (-1:

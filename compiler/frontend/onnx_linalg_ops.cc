@@ -144,15 +144,15 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
   return true;
 }
 
-absl::StatusOr<bool> Importer::QuantizedGemm(const onnx::NodeProto& node, int a, int b, int bias,
-                                             bool trans_b) {
+absl::StatusOr<bool> Importer::QuantizedMatMul(const onnx::NodeProto& node, int a, int b, int bias,
+                                               bool trans_b) {
   auto da = dequantized_.find(a), db = dequantized_.find(b);
   if (!integer_cnn_ || da == dequantized_.end() || db == dequantized_.end()) return false;
   const Dequantized &qa = da->second, &qb = db->second;
   const DType ad = V(qa.q).dtype;
-  const Shape& bs = V(qb.q).shape;
+  const Shape bs = V(qb.q).shape;  // a copy: the values below may move g_->values
   const int64_t n_axis = trans_b ? 0 : 1;
-  if ((ad != DType::kUInt8 && ad != DType::kInt8) || V(qa.q).shape.size() != 2 || bs.size() != 2 ||
+  if ((ad != DType::kUInt8 && ad != DType::kInt8) || V(qa.q).shape.size() < 2 || bs.size() != 2 ||
       !V(qa.s).IsConstant() || V(qa.s).NumElements() != 1 ||
       (qa.zp >= 0 && V(qa.zp).NumElements() != 1) || !V(qb.q).IsConstant() ||
       !V(qb.s).IsConstant() || (V(qb.s).NumElements() != 1 && qb.axis != n_axis)) {

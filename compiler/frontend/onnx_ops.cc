@@ -265,7 +265,7 @@ absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
       if (PadTo(g_->values[*in].shape, 2)[0] == 1) c = *in;  // one bias row
     }
     if (!HasIn(node, 2) || c >= 0) {
-      auto q = QuantizedGemm(node, *a, *b, c, tb != 0);
+      auto q = QuantizedMatMul(node, *a, *b, c, tb != 0);
       if (!q.ok() || *q) return q.status();
     }
   }
@@ -307,6 +307,7 @@ absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
   if (!a.ok()) return a.status();
   auto b = InF(node, 1);
   if (!b.ok()) return b.status();
+  if (auto q = QuantizedMatMul(node, *a, *b, -1, false); !q.ok() || *q) return q.status();
   Shape as = g_->values[*a].shape, bs = g_->values[*b].shape;
   if (as.empty() || bs.empty()) return Unimplemented(node, "scalar operands");
   bool a1 = as.size() == 1, b1 = bs.size() == 1;

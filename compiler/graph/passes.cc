@@ -692,6 +692,13 @@ bool FoldOneRequantScale(Graph& g, Node& n) {
     }
     const float s = constant(j)->ToFloats()[0];
     if (!(s > 0) || !std::isfinite(s)) continue;
+    // A tap of a value the fold rescales (entering ops i+1 .. j) would read
+    // it divided by s.
+    if (std::any_of(ep.begin(), ep.end(), [&](const EpilogueOp& e) {
+          return e.IsTap() && e.tap > static_cast<int64_t>(i) && e.tap <= static_cast<int64_t>(j);
+        })) {
+      continue;
+    }
     for (size_t k : add ? std::vector<size_t>{i, i + 1} : std::vector<size_t>{i}) {
       Value v = *constant(k);
       std::vector<float> f = v.ToFloats();
@@ -705,6 +712,9 @@ bool FoldOneRequantScale(Graph& g, Node& n) {
       d->second.erase(d->second.begin() + operand[j]);  // one per kernel argument
     }
     ep.erase(ep.begin() + static_cast<ptrdiff_t>(j));
+    // The ops after the division move up by one: so do the taps of the
+    // values entering them (the same values: the fold keeps them).
+    for (EpilogueOp& e : ep) e.tap -= e.tap > static_cast<int64_t>(j) ? 1 : 0;
     KILN_CHECK(n.workload.Signature().ok()) << n.workload.Canonical();
     return true;
   }

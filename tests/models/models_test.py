@@ -35,6 +35,12 @@ ARGS = None
 
 # Models kiln cannot run yet, with the reason (the missing feature).
 SKIPS = {}
+# The same for one target.
+TARGET_SKIPS = {
+    "cuda": {"bert_layer_qdq": "CUDA C of its fused GELU epilogue repeats each quantize/dequantize "
+                               "round trip inside erf's polynomial (no common subexpressions in "
+                               "codegen/cuda.cc): the compile ran past 100 s and 3 GB"},
+}
 
 
 def mismatches(case, got, want):
@@ -83,6 +89,8 @@ class ModelTest(unittest.TestCase):
     def check_model(self, name):
         if name in SKIPS:
             self.skipTest(SKIPS[name])
+        if name in TARGET_SKIPS.get(ARGS.target, {}):
+            self.skipTest(TARGET_SKIPS[ARGS.target][name])
         if ARGS.target == "cuda":
             has_gpu, no_nvrtc = cuda_devices()
             if no_nvrtc:
