@@ -309,6 +309,27 @@ TEST(Fusion, MatMulEpilogueJoinsThroughItsView) {
 // value after the bias) instead of an operand, so the whole GELU runs in the
 // dense's epilogue; with the Mul's operands either way round. The fused
 // kernel, compiled and run, computes what the unfused graph does.
+// The compiled module of `m` computes the raw graph's first output on x,
+// within `tol`.
+void ExpectModuleComputes(const Graph& raw, const Model& m, const std::vector<float>& x,
+                          float tol) {
+  auto want = testing::EvaluateGraph(raw, {x}).at(raw.outputs[0]);
+  auto module = testing::CompileAndLoad(m);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<float> y(want.size(), -1.0f);
+  ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], tol) << i;
+}
+
+// GELU's cdf of `x` as exporters write it, into "cdf": 1 + erf(x / sqrt2).
+void AddGeluCdf(OnnxBuilder& b, const std::string& x) {
+  b.Init("sqrt2", {}, {1.4142135f});
+  b.Init("one", {}, {1.0f});
+  b.Node("Div", {x, "sqrt2"}, {"d"});
+  b.Node("Erf", {"d"}, {"e"});
+  b.Node("Add", {"e", "one"}, {"cdf"});
+}
+
 // GELU on a quantized and dequantized MatMul output (what quantize_static
 // writes for a transformer's FFN): the requantization folds into one
 // multiply (its division removed from the chain) while GELU's x * cdf taps
@@ -325,17 +346,13 @@ TEST(Fusion, RequantFoldKeepsGelusTap) {
   b.InitInts("wz", {}, onnx::TensorProto::INT8, {0});
   b.Init("s", {}, {0.05f});
   b.InitInts("z", {}, onnx::TensorProto::UINT8, {120});
-  b.Init("sqrt2", {}, {1.4142135f});
-  b.Init("one", {}, {1.0f});
   b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"xq"});
   b.Node("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"});
   b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"});
   b.Node("MatMul", {"xd", "wd"}, {"h"});
   b.Node("QuantizeLinear", {"h", "s", "z"}, {"hq"});
   b.Node("DequantizeLinear", {"hq", "s", "z"}, {"hd"});
-  b.Node("Div", {"hd", "sqrt2"}, {"d"});
-  b.Node("Erf", {"d"}, {"e"});
-  b.Node("Add", {"e", "one"}, {"cdf"});
+  AddGeluCdf(b, "hd");
   b.Node("Mul", {"hd", "cdf"}, {"y"});
   b.Output("y");
   auto bytes = b.Bytes();
@@ -346,12 +363,7 @@ TEST(Fusion, RequantFoldKeepsGelusTap) {
   const std::vector<float> x = Ramp(256, 0.13f, 0.1f);
   // A rounding tie may land a step away where the fold reorders a multiply.
   ExpectWithinOneStep(**raw, m->graph(), x, 0.05f * 2.5f, 1);
-  auto want = testing::EvaluateGraph(**raw, {x}).at((*raw)->outputs[0]);
-  auto module = testing::CompileAndLoad(*m);
-  ASSERT_TRUE(module.ok()) << module.status();
-  std::vector<float> y(want.size(), -1.0f);
-  ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
-  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 0.05f * 2.5f) << i;
+  ExpectModuleComputes(**raw, *m, x, 0.05f * 2.5f);
 }
 
 TEST(Fusion, GeluJoinsTheMatMulByTappingItsOwnValue) {
@@ -361,14 +373,10 @@ TEST(Fusion, GeluJoinsTheMatMulByTappingItsOwnValue) {
     b.Input("x", {1, 4, 8});
     b.Init("w", {8, 6}, Ramp(48, 0.37f, 0));
     b.Init("bias", {6}, {0.1f, -0.2f, 0.3f, -0.4f, 0.5f, -0.6f});
-    b.Init("sqrt2", {}, {1.4142135f});
-    b.Init("one", {}, {1.0f});
     b.Init("half", {}, {0.5f});
     b.Node("MatMul", {"x", "w"}, {"m"});
     b.Node("Add", {"m", "bias"}, {"h"});
-    b.Node("Div", {"h", "sqrt2"}, {"d"});
-    b.Node("Erf", {"d"}, {"e"});
-    b.Node("Add", {"e", "one"}, {"cdf"});
+    AddGeluCdf(b, "h");
     b.Node("Mul",
            x_first ? std::vector<std::string>{"h", "cdf"} : std::vector<std::string>{"cdf", "h"},
            {"g"});
@@ -389,12 +397,7 @@ TEST(Fusion, GeluJoinsTheMatMulByTappingItsOwnValue) {
     EXPECT_EQ(sig->inputs.size(), 6u);  // A, B, and bias, sqrt2, one, half: x is not read again
     std::vector<float> x = Ramp(32, 0.13f, 0.1f);
     ExpectSameOutput(**raw, m->graph(), {x});
-    auto want = testing::EvaluateGraph(**raw, {x}).at((*raw)->outputs[0]);
-    auto module = testing::CompileAndLoad(*m);
-    ASSERT_TRUE(module.ok()) << module.status();
-    std::vector<float> y(want.size(), -1.0f);
-    ASSERT_TRUE((*module)->Run({x.data()}, {y.data()}).ok());
-    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5f) << i;
+    ExpectModuleComputes(**raw, *m, x, 1e-5f);
   }
 }
 
