@@ -257,34 +257,34 @@ absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
         StrCat("node '", Name(node), "': inner dimensions ", K, " and ", KB, " differ"));
   }
   float alpha = AttrFloat(node, "alpha", 1.0f), beta = AttrFloat(node, "beta", 1.0f);
-  if (!ta && alpha == 1.0f && (!HasIn(node, 2) || beta == 1.0f)) {
-    int c = -1;
-    if (HasIn(node, 2)) {
-      auto in = InF(node, 2);
-      if (!in.ok()) return in.status();
-      if (PadTo(g_->values[*in].shape, 2)[0] == 1) c = *in;  // one bias row
-    }
-    if (!HasIn(node, 2) || c >= 0) {
-      auto q = QuantizedMatMul(node, *a, *b, c, tb != 0);
-      if (!q.ok() || *q) return q.status();
-    }
-  }
-  Workload w;
-  w.op = "dense";
-  std::vector<int> inputs = {*a, *b};
-  bool bias = HasIn(node, 2) && beta != 0.0f;
-  if (bias) {
-    auto c = InF(node, 2);
-    if (!c.ok()) return c.status();
-    Shape cs = g_->values[*c].shape;
+  // C where it is added (beta != 0), padded to 2-D as pc.
+  int c = -1;
+  Shape pc;
+  if (HasIn(node, 2) && beta != 0.0f) {
+    auto in = InF(node, 2);
+    if (!in.ok()) return in.status();
+    Shape cs = g_->values[*in].shape;
     if (cs.size() > 2) return absl::InvalidArgumentError("Gemm: C has rank > 2");
-    Shape pc = PadTo(cs, 2);
+    pc = PadTo(cs, 2);
     if ((pc[0] != 1 && pc[0] != M) || (pc[1] != 1 && pc[1] != N)) {
       return absl::InvalidArgumentError(StrCat("node '", Name(node), "': C [", StrJoin(cs, ","),
                                                "] does not broadcast to [", M, ",", N, "]"));
     }
+    c = *in;
+  }
+  // Dequantized bytes by dequantized weights: an integer matmul (C one
+  // row, added as it is).
+  if (!ta && alpha == 1.0f && (c < 0 || (beta == 1.0f && pc[0] == 1))) {
+    auto q = QuantizedMatMul(node, *a, *b, c, tb != 0);
+    if (!q.ok() || *q) return q.status();
+  }
+  Workload w;
+  w.op = "dense";
+  std::vector<int> inputs = {*a, *b};
+  const bool bias = c >= 0;
+  if (bias) {
     w.ints["bias_shape"] = pc;
-    inputs.push_back(*c);
+    inputs.push_back(c);
   }
   w.ints["M"] = {M};
   w.ints["N"] = {N};

@@ -136,24 +136,36 @@ void ExpectWithinOneStep(const Graph& unfused, const Graph& fused, const std::ve
 // transformer's projection): an integer matmul of the bytes (its weights
 // stay int8), scaled (and biased) in float, equal to the float product of
 // the dequantized values.
-void ExpectQdqProductIsAnIntegerMatMul(bool gemm) {
-  constexpr int64_t M = 2, K = 64, N = 5;
-  OnnxBuilder b;
-  b.Input("x", gemm ? std::vector<int64_t>{M, K} : std::vector<int64_t>{1, M, K});
-  const float sx = 0.02f;
-  b.Init("sx", {}, {sx});
+// x (shape xs, its last dim K) quantized and dequantized (xd: scale 0.02,
+// zero point 120) and int8 weights dequantized with per-column scales `ws`
+// (wd: [N, K] along axis 0 for a Gemm's transB, else [K, N] along axis 1);
+// the weights' values returned, as laid out.
+std::vector<int32_t> AddQdqOperands(OnnxBuilder& b, const std::vector<int64_t>& xs,
+                                    const std::vector<float>& ws, bool trans_b) {
+  const int64_t K = xs.back(), N = static_cast<int64_t>(ws.size());
+  b.Input("x", xs);
+  b.Init("sx", {}, {0.02f});
   b.InitInts("zx", {}, onnx::TensorProto::UINT8, {120});
-  std::vector<int32_t> w(N * K);  // [N, K] for the Gemm, [K, N] for the MatMul
+  std::vector<int32_t> w(N * K);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 37) % 255) - 127;
-  const std::vector<float> ws = {0.01f, 0.02f, 0.005f, 0.03f, 0.015f};
-  const std::vector<float> bias = Ramp(N, 0.7f, 0.2f);
-  b.InitInts("w", gemm ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N},
+  b.InitInts("w", trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N},
              onnx::TensorProto::INT8, w);
   b.Init("ws", {N}, ws);
   b.InitInts("wz", {N}, onnx::TensorProto::INT8, std::vector<int32_t>(N, 0));
   b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"q"});
   b.Node("DequantizeLinear", {"q", "sx", "zx"}, {"xd"});
-  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}), "axis", gemm ? 0 : 1);
+  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"}), "axis", trans_b ? 0 : 1);
+  return w;
+}
+
+void ExpectQdqProductIsAnIntegerMatMul(bool gemm) {
+  constexpr int64_t M = 2, K = 64, N = 5;
+  const float sx = 0.02f;
+  const std::vector<float> ws = {0.01f, 0.02f, 0.005f, 0.03f, 0.015f};
+  const std::vector<float> bias = Ramp(N, 0.7f, 0.2f);
+  OnnxBuilder b;
+  const std::vector<int32_t> w = AddQdqOperands(
+      b, gemm ? std::vector<int64_t>{M, K} : std::vector<int64_t>{1, M, K}, ws, gemm);
   if (gemm) {
     b.Init("bias", {N}, bias);
     OnnxBuilder::Int(b.Node("Gemm", {"xd", "wd", "bias"}, {"y"}), "transB", 1);
@@ -336,19 +348,9 @@ void AddGeluCdf(OnnxBuilder& b, const std::string& x) {
 // the value after it; the tap must move with the ops it points past.
 TEST(Fusion, RequantFoldKeepsGelusTap) {
   OnnxBuilder b;
-  b.Input("x", {4, 64});
-  b.Init("sx", {}, {0.02f});
-  b.InitInts("zx", {}, onnx::TensorProto::UINT8, {128});
-  std::vector<int32_t> w(64 * 6);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int32_t>((i * 37) % 255) - 127;
-  b.InitInts("w", {64, 6}, onnx::TensorProto::INT8, w);
-  b.Init("ws", {}, {0.002f});
-  b.InitInts("wz", {}, onnx::TensorProto::INT8, {0});
+  AddQdqOperands(b, {4, 64}, std::vector<float>(6, 0.002f), /*trans_b=*/false);
   b.Init("s", {}, {0.05f});
   b.InitInts("z", {}, onnx::TensorProto::UINT8, {120});
-  b.Node("QuantizeLinear", {"x", "sx", "zx"}, {"xq"});
-  b.Node("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"});
-  b.Node("DequantizeLinear", {"w", "ws", "wz"}, {"wd"});
   b.Node("MatMul", {"xd", "wd"}, {"h"});
   b.Node("QuantizeLinear", {"h", "s", "z"}, {"hq"});
   b.Node("DequantizeLinear", {"hq", "s", "z"}, {"hd"});
