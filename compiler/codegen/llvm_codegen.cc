@@ -673,9 +673,10 @@ class CodeGen {
       }
     }
     if (name == "kiln.address_of") {
-      const auto* load = n->args.size() == 1 ? n->args[0].as<BufferLoadNode>() : nullptr;
+      // The footprint's extents after the load are for bound inference.
+      const auto* load = n->args.empty() ? nullptr : n->args[0].as<BufferLoadNode>();
       if (load == nullptr || load->dtype.lanes != 1) {
-        Fail("kiln.address_of takes one scalar load");
+        Fail("kiln.address_of takes a scalar load");
         return poison;
       }
       bool contiguous = false;

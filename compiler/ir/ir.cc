@@ -253,10 +253,18 @@ Stmt LetStmt(Var v, Expr value, Stmt body) {
 
 Stmt Evaluate(Expr v) { return Stmt(std::make_shared<const EvaluateNode>(std::move(v))); }
 
-Expr AddressOf(Expr load) {
-  KILN_CHECK(load.as<BufferLoadNode>() != nullptr && load.dtype().lanes == 1)
-      << "address_of takes a scalar load";
-  return Call(DataType::Handle(), "kiln.address_of", {std::move(load)});
+Expr AddressOf(Expr load, const std::vector<int64_t>& footprint) {
+  const auto* l = load.as<BufferLoadNode>();
+  KILN_CHECK(l != nullptr && load.dtype().lanes == 1) << "address_of takes a scalar load";
+  KILN_CHECK(footprint.empty() || footprint.size() == l->indices.size())
+      << "address_of: a footprint of " << footprint.size() << " dimensions for a load of "
+      << l->indices.size();
+  std::vector<Expr> args = {std::move(load)};
+  for (int64_t e : footprint) {
+    KILN_CHECK(e >= 1) << "address_of: footprint extent " << e;
+    args.push_back(IntImm(e));
+  }
+  return Call(DataType::Handle(), "kiln.address_of", std::move(args));
 }
 
 Stmt Barrier() { return Evaluate(Call(DataType::Int32(), "kiln.barrier", {})); }

@@ -503,8 +503,11 @@ Stmt LetStmt(Var v, Expr value, Stmt body);
 Stmt Evaluate(Expr v);
 // The address of the element a scalar BufferLoad reads (a Handle): the
 // intrinsic "kiln.address_of", for intrinsics that take memory (tensorized
-// regions: the AMX tile loads).
-Expr AddressOf(Expr load);
+// regions: the AMX tile loads). `footprint`: the extent per dimension of
+// the box from that element that the intrinsic reads, for bound inference
+// (a producer computed at a loop around it holds that box); empty: the
+// element alone.
+Expr AddressOf(Expr load, const std::vector<int64_t>& footprint = {});
 
 // The value of an IntImm, else nullopt.
 std::optional<int64_t> AsConstInt(const Expr& e);

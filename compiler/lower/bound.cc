@@ -28,17 +28,33 @@ class RegionCollector : public StmtVisitor {
   }
   void VisitBufferLoad(const BufferLoadNode* op) override {
     StmtVisitor::VisitBufferLoad(op);
+    Add(op, {});
+  }
+  // An intrinsic's memory operand reads the box of its footprint (AddressOf).
+  void VisitCall(const CallNode* op) override {
+    const auto* load = op->name == "kiln.address_of" && op->args.size() > 1
+                           ? op->args[0].as<BufferLoadNode>()
+                           : nullptr;
+    if (load == nullptr) return StmtVisitor::VisitCall(op);
+    for (const Expr& idx : load->indices) VisitExpr(idx);
+    std::vector<int64_t> footprint;
+    for (size_t d = 1; d < op->args.size(); ++d) footprint.push_back(*AsConstInt(op->args[d]));
+    Add(load, footprint);
+  }
+
+ private:
+  void Add(const BufferLoadNode* op, const std::vector<int64_t>& footprint) {
     if (!op->buffer.same_as(buffer_) || !status.ok()) return;
     std::vector<Expr> l, h;
-    for (const Expr& idx : op->indices) {
-      auto b = SymbolicBounds(Simplify(idx), ranges_);
+    for (size_t d = 0; d < op->indices.size(); ++d) {
+      auto b = SymbolicBounds(Simplify(op->indices[d]), ranges_);
       if (!b) {
         status = absl::InvalidArgumentError(
             StrCat("bound inference: cannot bound an index of ", buffer_->name));
         return;
       }
       l.push_back(Simplify(b->first));
-      h.push_back(Simplify(b->second));
+      h.push_back(Simplify(footprint.empty() ? b->second : b->second + IntImm(footprint[d] - 1)));
     }
     if (!any) {
       lo = l;
@@ -52,7 +68,6 @@ class RegionCollector : public StmtVisitor {
     }
   }
 
- private:
   const Buffer& buffer_;
   RangeMap ranges_;
 };

@@ -328,12 +328,18 @@ te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row
     a_idx.push_back(IntImm(0));
     const int64_t ldc = *AsConstInt(box.out->shape.back()) * box.out->dtype.bytes();
     const int64_t ldb = tile_n * 4;
-    return Evaluate(Call(
-        DataType::Int32(), intrinsic,
-        {AddressOf(Load(box.out, box.out_index)), IntImm(ldc), AddressOf(A(a_idx)),
-         IntImm(row_bytes), AddressOf(Bp({FloorDiv(n0, IntImm(tile_n)), IntImm(0), IntImm(0)})),
-         IntImm(ldb), IntImm(kAmxTile * ldb), Min(IntImm(tile_m), IntImm(m) - m0),
-         IntImm(tile_n / kAmxTile), IntImm(row_bytes / kAmxRowBytes)}));
+    // What the tiles read: tile_m rows of A, one panel of Bp.
+    std::vector<int64_t> a_box(A->shape.size() - 2, 1);
+    a_box.push_back(tile_m);
+    a_box.push_back(row_bytes / A.buffer()->dtype.bytes());
+    std::vector<int64_t> b_box = {1, *AsConstInt(Bp->shape[1]), tile_n};
+    return Evaluate(
+        Call(DataType::Int32(), intrinsic,
+             {AddressOf(Load(box.out, box.out_index)), IntImm(ldc), AddressOf(A(a_idx), a_box),
+              IntImm(row_bytes),
+              AddressOf(Bp({FloorDiv(n0, IntImm(tile_n)), IntImm(0), IntImm(0)}), b_box),
+              IntImm(ldb), IntImm(kAmxTile * ldb), Min(IntImm(tile_m), IntImm(m) - m0),
+              IntImm(tile_n / kAmxTile), IntImm(row_bytes / kAmxRowBytes)}));
   };
 }
 

@@ -198,6 +198,10 @@ struct AmxConvSpec {
 };
 struct AmxConvStages {
   te::Tensor wpack_of, wpack, im2col, acc;
+  // Taps of more than one pixel (R S > 1): the input's words with the
+  // padding written out, [runs][(OH - 1) sh + R][(OW - 1) sw + S][run],
+  // which the im2col copies from without bounds checks; undefined for 1x1.
+  te::Tensor xpad;
   int64_t P = 0, Q = 0;  // pixels, words of a pixel's taps
   int64_t run = 1;       // the im2col's vectors: spec.run where it divides a tap's words
   int64_t tap_runs = 0;  // runs of a tap

@@ -164,6 +164,41 @@ TEST(Schedule, TensorizeHandsTheBoxToTheEmitter) {
   EXPECT_EQ(again.Replay(s.trace()).code(), absl::StatusCode::kUnimplemented);
 }
 
+// An emitter's memory operand names the box it reads (AddressOf's
+// footprint): a producer computed around the tensorized stage holds that
+// box, not the one element whose address is taken.
+TEST(Schedule, TensorizedOperandsSizeTheirProducers) {
+  Tensor A = Placeholder("A", {10, 16});
+  Tensor P = Compute("P", {10, 16}, [&](const std::vector<Var>& i) {
+    return A({i[0], i[1]}) * FloatImm(2.0);
+  });
+  IterRange k = ReduceAxis(16, "k");
+  Tensor S = Compute("S", {10, 6}, [&](const std::vector<Var>& i) {
+    return Sum(P({i[0], k.var}) * Cast(DataType::Float32(), i[1]), {k});
+  });
+  Tensor T = Compute("T", {10, 6}, [&](const std::vector<Var>& i) {
+    return S({i[0], i[1]}) + FloatImm(1.0);
+  });
+  for (bool footprint : {true, false}) {
+    auto emit = [&](const TensorizeRegion& r) {
+      Expr rows = AddressOf(P({r.start[0], IntImm(0)}),
+                            footprint ? std::vector<int64_t>{4, 16} : std::vector<int64_t>{});
+      return Evaluate(Call(DataType::Int32(), "box", {AddressOf(Load(r.out, r.out_index)), rows}));
+    };
+    Schedule s({T});
+    auto [to, ti] = s.Split(T, s.Axis(T, 0), 4);
+    s.ComputeAt(S, T, to);
+    s.ComputeAt(P, T, to);
+    s.Tensorize(S, s.Axis(S, 0), "box", emit);
+    auto f = lower::Lower(s, {A, T}, "f");
+    ASSERT_TRUE(f.ok()) << f.status();
+    const std::string text = ToText(*f);
+    EXPECT_NE(text.find(footprint ? "allocate P: float32[64] " : "allocate P: float32[1] "),
+              std::string::npos)
+        << text;
+  }
+}
+
 TEST(Schedule, ComputeInlineSubstitutesBody) {
   Tensor A = Placeholder("A", {8});
   Tensor B =
