@@ -105,41 +105,63 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
   auto block = [&](const std::vector<llvm::Value*>& a_rows, llvm::Value* a_ld,
                    const std::vector<llvm::Value*>& c_rows, int j0, int jn) {
     const int groups = static_cast<int>(a_rows.size());
-    llvm::BasicBlock* pre = b.GetInsertBlock();
-    std::vector<llvm::Value*> zero;
+    // AMX tile registers are not renamed: a load into a tile waits for the
+    // products still reading it. Where tiles are to spare, two k steps a
+    // turn, all their loads first into distinct tiles, so that one step's
+    // loads run under the other's products (an odd first step alone).
+    const int unroll = groups * jn + 2 * (groups + jn) <= 8 && ks >= 2 ? 2 : 1;
+    // `n` k steps from step `s` added to `acc`: the new accumulators.
+    auto steps = [&](std::vector<llvm::Value*> acc, llvm::Value* s, int n) {
+      std::vector<std::vector<llvm::Value*>> ta(n), tb(n);
+      for (int u = 0; u < n; ++u) {
+        llvm::Value* su = b.CreateAdd(s, b.getInt64(u));
+        llvm::Value* a_col = b.CreateMul(su, b.getInt64(kTileBytes));
+        for (int g = 0; g < groups; ++g) {
+          ta[u].push_back(
+              b.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                                {rows16, cols, b.CreateGEP(i8, a_rows[g], a_col), a_ld}));
+        }
+        llvm::Value* b_at = b.CreateGEP(i8, bp, b.CreateMul(su, bstep));
+        for (int j = 0; j < jn; ++j) {
+          tb[u].push_back(b.CreateIntrinsic(
+              llvm::Intrinsic::x86_tileloadd64_internal, {},
+              {rows16, cols, b.CreateGEP(i8, b_at, b.getInt64((j0 + j) * kTileBytes)), ldb}));
+        }
+      }
+      for (int u = 0; u < n; ++u) {
+        for (int j = 0; j < jn; ++j) {
+          for (int g = 0; g < groups; ++g) {
+            const int t = g * jn + j;
+            acc[t] = b.CreateIntrinsic(dp, {}, {rows16, cols, cols, acc[t], ta[u][g], tb[u][j]});
+          }
+        }
+      }
+      return acc;
+    };
+    std::vector<llvm::Value*> first;
     for (int t = 0; t < groups * jn; ++t) {
-      zero.push_back(b.CreateIntrinsic(llvm::Intrinsic::x86_tilezero_internal, {}, {rows16, cols}));
+      first.push_back(
+          b.CreateIntrinsic(llvm::Intrinsic::x86_tilezero_internal, {}, {rows16, cols}));
     }
+    const int64_t peeled = ks % unroll;
+    if (peeled) first = steps(first, b.getInt64(0), 1);
+    llvm::BasicBlock* pre = b.GetInsertBlock();
     auto* kb = llvm::BasicBlock::Create(ctx, "amx.k", fn);
     auto* kend = llvm::BasicBlock::Create(ctx, "amx.k_end", fn);
     b.CreateBr(kb);
     b.SetInsertPoint(kb);
     llvm::PHINode* s = b.CreatePHI(i64, 2, "amx.s");
-    s->addIncoming(b.getInt64(0), pre);
-    std::vector<llvm::PHINode*> acc;
+    s->addIncoming(b.getInt64(peeled), pre);
+    std::vector<llvm::Value*> acc;
     for (int t = 0; t < groups * jn; ++t) {
-      acc.push_back(b.CreatePHI(zero[t]->getType(), 2));
-      acc[t]->addIncoming(zero[t], pre);
+      llvm::PHINode* phi = b.CreatePHI(first[t]->getType(), 2);
+      phi->addIncoming(first[t], pre);
+      acc.push_back(phi);
     }
-    llvm::Value* a_col = b.CreateMul(s, b.getInt64(kTileBytes));
-    std::vector<llvm::Value*> ta;
-    for (int g = 0; g < groups; ++g) {
-      ta.push_back(b.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
-                                     {rows16, cols, b.CreateGEP(i8, a_rows[g], a_col), a_ld}));
-    }
-    llvm::Value* b_at = b.CreateGEP(i8, bp, b.CreateMul(s, bstep));
-    std::vector<llvm::Value*> next(groups * jn);
-    for (int j = 0; j < jn; ++j) {
-      llvm::Value* tb = b.CreateIntrinsic(
-          llvm::Intrinsic::x86_tileloadd64_internal, {},
-          {rows16, cols, b.CreateGEP(i8, b_at, b.getInt64((j0 + j) * kTileBytes)), ldb});
-      for (int g = 0; g < groups; ++g) {
-        const int t = g * jn + j;
-        next[t] = b.CreateIntrinsic(dp, {}, {rows16, cols, cols, acc[t], ta[g], tb});
-        acc[t]->addIncoming(next[t], kb);
-      }
-    }
-    llvm::Value* s1 = b.CreateAdd(s, b.getInt64(1));
+    std::vector<llvm::Value*> next = steps(acc, s, unroll);
+    for (int t = 0; t < groups * jn; ++t)
+      llvm::cast<llvm::PHINode>(acc[t])->addIncoming(next[t], kb);
+    llvm::Value* s1 = b.CreateAdd(s, b.getInt64(unroll));
     s->addIncoming(s1, kb);
     b.CreateCondBr(b.CreateICmpEQ(s1, b.getInt64(ks)), kend, kb);
     b.SetInsertPoint(kend);
