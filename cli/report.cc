@@ -5,7 +5,6 @@
 // trials and wall time. The plot is drawn by gnuplot; the table goes to
 // stdout, with (from a tracker) the model's latency measured end to end on
 // the board against trials, untuned and tuned.
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,10 +17,9 @@
 #include <ostream>
 
 #include "base/str.h"
+#include "base/subprocess.h"
 #include "cli/common.h"
 #include "storage/log_db.h"
-
-extern char** environ;
 
 namespace kiln::cli {
 namespace {
@@ -160,19 +158,16 @@ std::string HeaderTitle(const std::string& s) {
 absl::Status RunGnuplot(const std::string& script, const std::vector<std::string>& script_args) {
   std::vector<std::string> args = {"gnuplot", "-c", script};
   args.insert(args.end(), script_args.begin(), script_args.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, argv.data(), environ);
-  if (rc != 0) {
+  ChildOptions child;
+  child.search_path = true;
+  auto pid = StartChild(args, child);
+  if (!pid.ok()) return pid.status();
+  const int status = WaitChild(*pid, /*kill=*/false);
+  if (status < 0) return absl::InternalError("waiting for gnuplot failed");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
     return absl::FailedPreconditionError(
-        StrCat("cannot run gnuplot (", std::strerror(rc),
-               "); install it with `apt-get install gnuplot-nox` (scripts/install-deps does)"));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return absl::InternalError("waiting for gnuplot failed");
+        "cannot run gnuplot; install it with `apt-get install gnuplot-nox` (scripts/install-deps "
+        "does)");
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return absl::InternalError("gnuplot failed to draw the plot (its messages are above)");

@@ -218,9 +218,7 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
   options.trials = flags.trials;
   options.budget_s = flags.budget_s;
   options.early_stopping = flags.early_stopping;
-  compiler::MeasurePolicy policy;
-  policy.repeat = 3;
-  policy.min_repeat_ms = 5;
+  compiler::MeasurePolicy policy;        // the farm's defaults
   auto files = ExternalDataFiles(path);  // the import has read them: an error cannot be new
   policy.flush_cache = FlushCache(flags, ModelBytes(path, files.ok() ? *files : DataFiles{}), env);
   tuner::LocalMeasurer measurer(target, policy);

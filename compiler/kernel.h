@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/config.h"
+#include "compiler/lower/options.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
 
@@ -25,21 +26,6 @@ namespace kiln::compiler {
 namespace codegen {
 struct BuildTimes;
 }  // namespace codegen
-
-struct LowerOptions {
-  bool dump_ir = false;  // print the IR after every lowering pass to stderr
-  // Stop after storage flattening, before any simplification: loops keep
-  // their annotations (vectorized, unrolled, parallel) instead of being
-  // turned into vector expressions and copies, tails are not partitioned,
-  // and extents may be unfolded constant expressions. What the tuner's
-  // feature extraction reads (it evaluates them; simplifying is a third of
-  // lowering's time); not for code generation.
-  bool loops_only = false;
-  // False: loops the schedule vectorized stay loops (for the C source
-  // emitter, whose devices get their parallelism from threads, and whose
-  // vector types have 2, 3, 4, 8 or 16 lanes only).
-  bool vectorize = true;
-};
 
 // The knobs of the workload's schedule template. INVALID_ARGUMENT for an
 // unknown op.

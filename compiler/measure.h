@@ -17,11 +17,17 @@
 
 namespace kiln::compiler {
 
+// The farm's timing defaults, the one place the tracker (a job's timing),
+// the agent (a batch's zero fields) and `kiln tune --local` take them from.
+constexpr int kDefaultRepeat = 3;
+constexpr int kDefaultMinRepeatMs = 5;
+constexpr int kDefaultCandidateTimeoutMs = 20000;
+
 // How a candidate is timed.
 struct MeasurePolicy {
   int number = 0;  // runs per repeat; <= 0: doubled from 1 until min_repeat_ms
-  int repeat = 3;
-  int min_repeat_ms = 10;
+  int repeat = kDefaultRepeat;
+  int min_repeat_ms = kDefaultMinRepeatMs;
   int cooldown_ms = 0;
   // Evict the kernel's buffers from the caches before every run, timing the
   // runs alone: costs as in a model, whose kernels find their weights in the

@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "base/str.h"
 #include "compiler/codegen/module.h"
+#include "compiler/codegen/module_builder.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/passes.h"
@@ -109,6 +110,31 @@ std::string WriteContainer(std::string manifest, const std::vector<Section>& sec
       deploy::Sha256(std::string_view(out).substr(manifest_offset, manifest.size()));
   std::memcpy(out.data() + 16, digest.data(), digest.size());
   return out;
+}
+
+// The module's kernels lowered for `target` (a CPU kernel that packs an
+// input, LowerPack; a GPU target has none).
+absl::StatusOr<std::vector<ir::PrimFunc>> LowerKernels(const std::vector<KernelDef>& kernels,
+                                                       const Target& target,
+                                                       const LowerOptions& options) {
+  std::vector<ir::PrimFunc> funcs;
+  funcs.reserve(kernels.size());
+  for (const KernelDef& k : kernels) {
+    if (k.pack_input >= 0 && target.is_gpu()) {
+      return absl::UnimplementedError(
+          StrCat("kernel ", k.name, ": a packed input on a GPU target (no GPU template packs)"));
+    }
+    auto f = k.pack_input >= 0
+                 ? LowerPack(k.workload, k.config, target, k.pack_input, k.name, options)
+                 : LowerWorkload(k.workload, k.config, target, k.name, options);
+    if (!f.ok()) {
+      return absl::Status(f.status().code(),
+                          StrCat("lowering kernel ", k.name, " (", k.workload.Canonical(),
+                                 "): ", f.status().message()));
+    }
+    funcs.push_back(std::move(*f));
+  }
+  return funcs;
 }
 
 }  // namespace
@@ -317,8 +343,10 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
   std::vector<Section> code;
   std::string so_bytes;
   DeviceModule device;
+  auto funcs = LowerKernels(kernels, target, options.lower);
+  if (!funcs.ok()) return funcs.status();
   if (target.is_gpu()) {
-    auto built = BuildDeviceModule(kernels, plan, target, options.lower);
+    auto built = BuildDeviceModule(*funcs, plan, target);
     if (!built.ok()) return built.status();
     device = *std::move(built);
     if (target.kind == TargetKind::kCuda) {
@@ -329,7 +357,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     }
     code.push_back({"launch", device.launches});
   } else {
-    auto so = BuildSharedObject(kernels, plan, target, options.lower);
+    auto so = codegen::BuildSharedObjectFromFuncs(*funcs, plan, target);
     if (!so.ok()) return so.status();
     so_bytes = *std::move(so);
     code = {{"module.so", so_bytes}};

@@ -61,16 +61,17 @@ std::string SignalName(int sig) {
 ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy) {
   ResolvedTiming t;
   t.number = std::max(0, policy.number());
-  t.repeat = policy.repeat() > 0 ? policy.repeat() : 3;
+  t.repeat = policy.repeat() > 0 ? policy.repeat() : compiler::kDefaultRepeat;
   if (policy.min_repeat_ms() > 0) {
     t.min_repeat_ms = policy.min_repeat_ms();
   } else {
     // An explicit number with no explicit minimum is used as is.
-    t.min_repeat_ms = t.number > 0 ? 0 : 10;
+    t.min_repeat_ms = t.number > 0 ? 0 : compiler::kDefaultMinRepeatMs;
   }
   t.cooldown_ms = std::max(0, policy.cooldown_ms());
   t.flush_cache = policy.flush_cache();
-  t.timeout_ms = policy.timeout_ms() > 0 ? policy.timeout_ms() : 10000;
+  t.timeout_ms =
+      policy.timeout_ms() > 0 ? policy.timeout_ms() : compiler::kDefaultCandidateTimeoutMs;
   t.stop_above_s = policy.stop_above_s() > 0 ? policy.stop_above_s() : 0;
   return t;
 }

@@ -12,12 +12,12 @@
 
 namespace kiln::agent {
 
-// The timing policy with the documented defaults filled in for zero fields:
-// repeat 3, min_repeat_ms 10 (when `number` is automatic), timeout_ms 10000.
-// The measurement's part is compiler::MeasurePolicy; the timeout is the
-// sandbox's.
+// The timing policy with the farm's defaults (compiler/measure.h) filled in
+// for zero fields: repeat 3, min_repeat_ms 5 (when `number` is automatic),
+// timeout_ms 20000. The measurement's part is compiler::MeasurePolicy; the
+// timeout is the sandbox's.
 struct ResolvedTiming : compiler::MeasurePolicy {
-  int timeout_ms = 10000;
+  int timeout_ms = compiler::kDefaultCandidateTimeoutMs;
 };
 ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy);
 

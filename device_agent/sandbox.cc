@@ -21,6 +21,7 @@
 #include "base/cpus.h"
 #include "base/faults.h"
 #include "base/str.h"
+#include "base/subprocess.h"
 #include "compiler/target.h"
 #include "device_agent/measure.h"
 #include "device_agent/model_measure.h"
@@ -232,37 +233,21 @@ absl::Status Sandbox::Start(int threads) {
     ::close(req[1]);
     return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
   }
-  // Everything the child needs is prepared before fork: after fork only
-  // async-signal-safe calls are allowed (the parent runs gRPC threads).
-  std::string flag = "--measure-worker";
-  std::vector<char*> argv = {binary_.data(), flag.data(), files_dir_.data(), nullptr};
+  ChildOptions child;
+  child.memory_bytes = memory_bytes_;
+  child.descriptors = {{req[0], 0}, {rep[1], 3}};
   // The environment, with the kernels' thread count when one is asked for.
-  std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     if (threads > 0 && std::strncmp(*e, "KILN_NUM_THREADS=", 17) == 0) continue;
-    env_strings.emplace_back(*e);
+    child.env.emplace_back(*e);
   }
-  if (threads > 0) env_strings.push_back(StrCat("KILN_NUM_THREADS=", threads));
-  std::vector<char*> envp;
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t parent = ::getpid();
-  struct rlimit memory {};
-  memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(memory_bytes_);
-  pid_t pid = ::fork();
-  if (pid < 0) {
+  if (threads > 0) child.env.push_back(StrCat("KILN_NUM_THREADS=", threads));
+  auto started = StartChild({binary_, "--measure-worker", files_dir_}, child);
+  if (!started.ok()) {
     for (int fd : {req[0], req[1], rep[0], rep[1]}) ::close(fd);
-    return absl::InternalError(StrCat("fork: ", std::strerror(errno)));
+    return started.status();
   }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    if (memory_bytes_ > 0 && ::setrlimit(RLIMIT_AS, &memory) != 0) ::_exit(127);
-    // dup2 clears O_CLOEXEC on the new descriptors.
-    if (::dup2(req[0], 0) < 0 || ::dup2(rep[1], 3) < 0) ::_exit(127);
-    ::execve(binary_.c_str(), argv.data(), envp.data());
-    ::_exit(127);
-  }
+  const pid_t pid = *started;
   ::close(req[0]);
   ::close(rep[1]);
   pid_ = pid;
@@ -277,14 +262,9 @@ std::string Sandbox::Reap(bool kill) {
   if (from_worker_ >= 0) ::close(from_worker_);
   to_worker_ = from_worker_ = -1;
   if (pid_ <= 0) return "no worker";
-  if (kill) ::kill(pid_, SIGKILL);
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid_, &status, 0);
-  } while (r < 0 && errno == EINTR);
+  const int status = WaitChild(pid_, kill);
   pid_ = -1;
-  if (r < 0) return StrCat("waitpid: ", std::strerror(errno));
+  if (status < 0) return StrCat("waitpid: ", std::strerror(errno));
   if (WIFSIGNALED(status)) return StrCat("killed by ", SignalName(WTERMSIG(status)));
   if (WIFEXITED(status)) {
     if (WEXITSTATUS(status) == 127) return "exited with status 127 (could not start the worker)";

@@ -18,6 +18,7 @@
 
 #include "base/faults.h"
 #include "base/str.h"
+#include "base/subprocess.h"
 #include "tracker/job_options.h"
 #include "tuner/history.h"
 
@@ -139,35 +140,20 @@ absl::StatusOr<CompiledModule> CompileInSandbox(const std::string& binary,
     ::close(out[1]);
     return absl::InternalError(StrCat("pipe: ", strerror(errno)));
   }
-  // Everything the child needs is prepared before fork: after fork only
-  // async-signal-safe calls are allowed (the parent runs gRPC threads).
-  std::vector<std::string> args = {binary,           "compile-worker",
-                                   "--db",           db_path,
-                                   "--artifacts",    artifacts_dir,
-                                   "--job",          job_id,
-                                   "--max-elements", std::to_string(limits.max_elements)};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const rlimit memory{static_cast<rlim_t>(limits.memory_bytes),
-                      static_cast<rlim_t>(limits.memory_bytes)};
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+  ChildOptions child;
+  child.memory_bytes = limits.memory_bytes;
+  // Background work: below the tracker's sessions and job threads.
+  child.nice = kCompileWorkerNice;
+  child.descriptors = {{out[1], 1}, {err[1], 2}};
+  auto started =
+      StartChild({binary, "compile-worker", "--db", db_path, "--artifacts", artifacts_dir, "--job",
+                  job_id, "--max-elements", std::to_string(limits.max_elements)},
+                 child);
+  if (!started.ok()) {
     for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
-    return absl::InternalError(StrCat("fork: ", strerror(errno)));
+    return started.status();
   }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    if (limits.memory_bytes > 0) ::setrlimit(RLIMIT_AS, &memory);
-    // Background work: below the tracker's sessions and job threads.
-    ::setpriority(PRIO_PROCESS, 0, kCompileWorkerNice);
-    // dup2 clears O_CLOEXEC on the new descriptors.
-    if (::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0) ::_exit(127);
-    ::execv(binary.c_str(), argv.data());
-    ::_exit(127);
-  }
+  const pid_t pid = *started;
   ::close(out[1]);
   ::close(err[1]);
 
@@ -199,10 +185,7 @@ absl::StatusOr<CompiledModule> CompileInSandbox(const std::string& binary,
   for (const pollfd& p : fds) {
     if (p.fd >= 0) ::close(p.fd);
   }
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = WaitChild(pid, timed_out);
   if (timed_out) {
     return absl::DeadlineExceededError(StrCat("the compiler ran past its time limit of ",
                                               limits.timeout_ms / 1000, " s and was killed"));

@@ -46,6 +46,7 @@
 
 #include "compiler/config.h"
 #include "compiler/graph/graph.h"
+#include "compiler/measure.h"
 #include "storage/vocabulary.h"
 #include "tracker/clock.h"
 
@@ -55,11 +56,11 @@ class Metrics;
 
 struct TimingOptions {
   int32_t number = 0;  // <= 0: grown until a measurement lasts min_repeat_ms
-  int32_t repeat = 3;
-  int32_t min_repeat_ms = 5;
+  int32_t repeat = compiler::kDefaultRepeat;
+  int32_t min_repeat_ms = compiler::kDefaultMinRepeatMs;
   int32_t cooldown_ms = 0;
   bool flush_cache = false;
-  int32_t timeout_ms = 20000;  // per candidate
+  int32_t timeout_ms = compiler::kDefaultCandidateTimeoutMs;  // per candidate
   // Set per batch from the task's best cost (never by the user): a candidate
   // slower than this is timed once, not to the end (0: off).
   double stop_above_s = 0;
@@ -144,7 +145,7 @@ struct DispatcherOptions {
   int64_t lease_timeout_ms = 0;
   // Otherwise: candidates x per-candidate timeout (timing.timeout_ms, or this
   // default when that is <= 0) + slack.
-  int64_t default_candidate_timeout_ms = 20000;
+  int64_t default_candidate_timeout_ms = compiler::kDefaultCandidateTimeoutMs;
   int64_t slack_ms = 10000;
   int max_attempts = 5;
   // Leases sized to an agent's pace (seconds per candidate, measured from

@@ -7,7 +7,6 @@
 #include "compiler/codegen/c_source.h"
 #include "compiler/codegen/cuda.h"
 #include "compiler/codegen/module.h"
-#include "compiler/ops/lower_workload.h"
 
 namespace kiln::compiler {
 
@@ -44,9 +43,8 @@ absl::Status CheckEntryCall(size_t index, const KernelCall& call,
   return absl::OkStatus();
 }
 
-absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& kernels,
-                                               const EntryPlan& plan, const Target& target,
-                                               const LowerOptions& options) {
+absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<ir::PrimFunc>& kernels,
+                                               const EntryPlan& plan, const Target& target) {
   if (!target.is_gpu()) {
     return absl::InvalidArgumentError(
         StrCat("a device module is for GPU targets, not '", target.Spec(), "'"));
@@ -60,26 +58,17 @@ absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& ker
   codegen::CSourceOptions emit;
   emit.prelude = false;
   emit.offset_params = !cuda;
-  for (const KernelDef& k : kernels) {
-    if (k.pack_input >= 0) {
-      return absl::UnimplementedError(
-          StrCat("kernel ", k.name, ": a packed input on a GPU target (no GPU template packs)"));
-    }
-    auto func = LowerWorkload(k.workload, k.config, target, k.name, options);
-    if (!func.ok()) {
-      return absl::Status(func.status().code(),
-                          StrCat("kernel ", k.name, ": ", func.status().message()));
-    }
-    auto dims = codegen::LaunchDimsOf(*func);
+  for (const ir::PrimFunc& func : kernels) {
+    auto dims = codegen::LaunchDimsOf(func);
     if (!dims.ok()) return dims.status();
-    auto src = codegen::EmitCSource(*func, dialect, emit);
+    auto src = codegen::EmitCSource(func, dialect, emit);
     if (!src.ok()) {
       return absl::Status(src.status().code(),
-                          StrCat("kernel ", k.name, ": ", src.status().message()));
+                          StrCat("kernel ", func.name, ": ", src.status().message()));
     }
     m.source += "\n" + *src;
-    arity[k.name] = func->params.size();
-    launch[k.name] = *dims;
+    arity[func.name] = func.params.size();
+    launch[func.name] = *dims;
   }
   m.launches = "kiln-launch 1\n";
   for (size_t c = 0; c < plan.calls.size(); ++c) {

@@ -13,7 +13,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler/kernel.h"
+#include "compiler/config.h"
+#include "compiler/ir/ir.h"
+#include "compiler/target.h"
+#include "compiler/workload.h"
 
 namespace kiln::compiler {
 
@@ -56,11 +59,6 @@ struct EntryPlan {
 absl::Status CheckEntryCall(size_t index, const KernelCall& call,
                             const std::unordered_map<std::string, size_t>& arity);
 
-// The bytes of a shared object (ELF .so) holding every kernel and the entry.
-absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kernels,
-                                              const EntryPlan& plan, const Target& target,
-                                              const LowerOptions& options = {});
-
 // A GPU target's module (docs/artifact-format.md, "GPU modules"): every
 // kernel in one program, and the launch plan the runtime replays in place of
 // an entry point: one `call NAME GX GY GZ BX BY BZ ARG...` line per call,
@@ -74,8 +72,9 @@ struct DeviceModule {
   std::string ptx, cubin;  // CUDA
   std::string launches;
 };
-absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<KernelDef>& kernels,
-                                               const EntryPlan& plan, const Target& target,
-                                               const LowerOptions& options = {});
+// `kernels`: the module's kernels lowered (the compiler's ModuleWriter
+// lowers each KernelDef).
+absl::StatusOr<DeviceModule> BuildDeviceModule(const std::vector<ir::PrimFunc>& kernels,
+                                               const EntryPlan& plan, const Target& target);
 
 }  // namespace kiln::compiler

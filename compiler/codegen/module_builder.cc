@@ -12,7 +12,6 @@
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "compiler/codegen/llvm_codegen.h"
-#include "compiler/ops/lower_workload.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/IRBuilder.h"
@@ -202,24 +201,5 @@ absl::StatusOr<std::string> BuildSharedObjectFromFuncs(const std::vector<ir::Pri
 }
 
 }  // namespace codegen
-
-absl::StatusOr<std::string> BuildSharedObject(const std::vector<KernelDef>& kernels,
-                                              const EntryPlan& plan, const Target& target,
-                                              const LowerOptions& options) {
-  std::vector<ir::PrimFunc> funcs;
-  funcs.reserve(kernels.size());
-  for (const KernelDef& k : kernels) {
-    auto f = k.pack_input >= 0
-                 ? LowerPack(k.workload, k.config, target, k.pack_input, k.name, options)
-                 : LowerWorkload(k.workload, k.config, target, k.name, options);
-    if (!f.ok()) {
-      return absl::Status(f.status().code(),
-                          StrCat("lowering kernel ", k.name, " (", k.workload.Canonical(),
-                                 "): ", f.status().message()));
-    }
-    funcs.push_back(std::move(*f));
-  }
-  return codegen::BuildSharedObjectFromFuncs(funcs, plan, target);
-}
 
 }  // namespace kiln::compiler

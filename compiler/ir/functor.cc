@@ -298,4 +298,29 @@ Stmt StmtMutator::VisitEvaluate(const EvaluateNode* op, const Stmt& self) {
   return v.same_as(op->value) ? self : Evaluate(v);
 }
 
+namespace {
+
+class Substituter : public StmtMutator {
+ public:
+  explicit Substituter(const VarMap& m) : m_(m) {}
+
+ protected:
+  Expr VisitVar(const VarNode* op, const Expr& self) override {
+    auto it = m_.find(op);
+    return it == m_.end() ? self : it->second;
+  }
+
+ private:
+  const VarMap& m_;
+};
+
+}  // namespace
+
+Expr Substitute(const Expr& e, const VarMap& m) {
+  return m.empty() ? e : Substituter(m).VisitExpr(e);
+}
+Stmt Substitute(const Stmt& s, const VarMap& m) {
+  return m.empty() ? s : Substituter(m).VisitStmt(s);
+}
+
 }  // namespace kiln::ir

@@ -15,6 +15,7 @@
 //     int n = 0;
 //   };
 
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/ir.h"
@@ -97,5 +98,10 @@ class StmtMutator : public ExprMutator {
   virtual Stmt VisitLetStmt(const LetStmtNode* op, const Stmt& self);
   virtual Stmt VisitEvaluate(const EvaluateNode* op, const Stmt& self);
 };
+
+// Every use of a variable of `m` replaced by its expression.
+using VarMap = std::unordered_map<const VarNode*, Expr>;
+Expr Substitute(const Expr& e, const VarMap& m);
+Stmt Substitute(const Stmt& s, const VarMap& m);
 
 }  // namespace kiln::ir

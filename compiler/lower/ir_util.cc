@@ -10,20 +10,6 @@ using namespace ir;
 
 namespace {
 
-class Substituter : public StmtMutator {
- public:
-  explicit Substituter(const VarMap& m) : m_(m) {}
-
- protected:
-  Expr VisitVar(const VarNode* op, const Expr& self) override {
-    auto it = m_.find(op);
-    return it == m_.end() ? self : it->second;
-  }
-
- private:
-  const VarMap& m_;
-};
-
 class VarUse : public StmtVisitor {
  public:
   explicit VarUse(const VarNode* v) : v_(v) {}
@@ -54,13 +40,6 @@ int64_t FloorDivInt(int64_t a, int64_t b) {
 }
 
 int64_t FloorModInt(int64_t a, int64_t b) { return a - FloorDivInt(a, b) * b; }
-
-Expr Substitute(const Expr& e, const VarMap& m) {
-  return m.empty() ? e : Substituter(m).VisitExpr(e);
-}
-Stmt Substitute(const Stmt& s, const VarMap& m) {
-  return m.empty() ? s : Substituter(m).VisitStmt(s);
-}
 
 void LinearForm::AddTerm(const Expr& t, int64_t coeff) {
   if (coeff == 0) return;

@@ -8,11 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/ir/functor.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::lower {
 
-using VarMap = std::unordered_map<const ir::VarNode*, ir::Expr>;
+using ir::Substitute;
+using ir::VarMap;  // and ir::Substitute (ir/functor.h)
 // Inclusive integer ranges of loop variables.
 using RangeMap = std::unordered_map<const ir::VarNode*, std::pair<int64_t, int64_t>>;
 
@@ -25,9 +27,6 @@ int64_t FloorModInt(int64_t a, int64_t b);
 // zero-extended for unsigned ones (a uint64 keeps its bit pattern in the
 // int64), 0 or 1 for bool. Folding and code generation agree on it.
 int64_t WrapInt(int64_t v, ir::DataType t);
-
-ir::Expr Substitute(const ir::Expr& e, const VarMap& m);
-ir::Stmt Substitute(const ir::Stmt& s, const VarMap& m);
 
 // sum(coeff_i * term_i) + constant over scalar int64 expressions. Terms are
 // compared by node identity (variables) after simplification.

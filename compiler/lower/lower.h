@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/ir.h"
-#include "compiler/kernel.h"
+#include "compiler/lower/options.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::lower {

@@ -7,7 +7,6 @@
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "compiler/ir/functor.h"
-#include "compiler/lower/ir_util.h"
 #include "compiler/te/layout.h"
 
 namespace kiln::te {
@@ -267,14 +266,13 @@ Tensor Schedule::CacheWrite(const Tensor& t) {
   const OperationNode& op = *s.tensor.op();
   // The cache computes the original body over fresh axes.
   std::vector<IterRange> axes;
-  lower::VarMap m;
+  VarMap m;
   for (const IterRange& r : op.axes) {
     Var v(r.var.name());
     axes.push_back({v, r.min, r.extent});
     m[r.var.get() ? static_cast<const VarNode*>(r.var.get()) : nullptr] = v;
   }
-  Tensor cache =
-      ComputeFromParts(op.name + ".local", op.shape, axes, lower::Substitute(op.body, m));
+  Tensor cache = ComputeFromParts(op.name + ".local", op.shape, axes, Substitute(op.body, m));
   // The original stage becomes a copy out of the cache (same buffer, so its
   // consumers still read it).
   auto copy = std::make_shared<OperationNode>();

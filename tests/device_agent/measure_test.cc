@@ -54,8 +54,10 @@ TEST(ResolveTiming, DefaultsForZeroFields) {
   ResolvedTiming t = ResolveTiming({});
   EXPECT_EQ(t.number, 0);
   EXPECT_EQ(t.repeat, 3);
-  EXPECT_EQ(t.min_repeat_ms, 10);
-  EXPECT_EQ(t.timeout_ms, 10000);
+  // The farm's defaults (compiler/measure.h), the tracker's as well.
+  EXPECT_EQ(t.min_repeat_ms, 5);
+  EXPECT_EQ(t.timeout_ms, 20000);
+  EXPECT_EQ(t.timeout_ms, compiler::kDefaultCandidateTimeoutMs);
   kiln::v1::TimingPolicy p;
   p.set_number(5);
   p.set_repeat(2);

@@ -2,7 +2,9 @@
 """The dependency rule of DESIGN.md, checked on the sources and the binaries.
 
 Each component may include headers only from the components it may depend
-on; the runtime library must not link LLVM, gRPC, protobuf, SQLite or ONNX.
+on, and within the compiler each floor only from its own and those below
+(COMPILER_FLOORS); the runtime library must not link LLVM, gRPC, protobuf,
+SQLite or ONNX.
 Exits 1 listing every violation.
 """
 import os
@@ -43,6 +45,43 @@ KNOWN = set(ALLOWED) | {"nlohmann", "llvm", "onnx", "kiln/v1", "grpcpp", "grpc",
                         "httplib.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
+# The compiler's own floors, bottom up: a file may include the compiler's
+# headers of its floor and of the floors below. core: the vocabulary every
+# floor speaks (workloads, configs, targets); ops: the operator library
+# (templates, their lowering, the reference) and its face, compiler/kernel.h;
+# top: what puts a model together (model, module writer, measurement, JIT).
+COMPILER_FLOORS = ["ir", "core", "te", "lower", "codegen", "ops", "graph", "frontend", "top"]
+CORE_FILES = {"workload", "config", "target"}
+
+
+def compiler_floor(path):
+    """The floor of compiler/... `path` (a source file or an included header)."""
+    parts = path.split("/")
+    if len(parts) > 2:
+        return parts[1]
+    stem = os.path.splitext(parts[1])[0]
+    if stem in CORE_FILES:
+        return "core"
+    return "ops" if stem == "kernel" else "top"
+
+
+def compiler_violations(src):
+    bad = []
+    for root, _, files in os.walk(os.path.join(src, "compiler")):
+        for f in files:
+            if not f.endswith((".h", ".cc")):
+                continue
+            p = os.path.join(root, f)
+            rel = os.path.relpath(p, src)
+            floor = COMPILER_FLOORS.index(compiler_floor(rel))
+            for inc in INCLUDE.findall(open(p, encoding="utf-8").read()):
+                if not inc.startswith("compiler/"):
+                    continue
+                if COMPILER_FLOORS.index(compiler_floor(inc)) > floor:
+                    bad.append(f"{rel} includes {inc} ({compiler_floor(rel)} is below "
+                               f"{compiler_floor(inc)})")
+    return bad
+
 
 def owner(path):
     for k in sorted(KNOWN, key=len, reverse=True):
@@ -64,6 +103,7 @@ def main():
                     o = owner(inc)
                     if o is not None and o not in allowed:
                         bad.append(f"{os.path.relpath(p, src)} includes {inc} ({comp} may not use {o})")
+    bad += compiler_violations(src)
     lib = os.path.join(bindir, "deploy", "libkiln_runtime.so")
     ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
     for forbidden in ("libLLVM", "libgrpc", "libprotobuf", "libsqlite3", "libonnx", "libxgboost"):
