@@ -299,6 +299,12 @@ absl::Status InterpretEpilogue(const Workload& w, const KernelSignature& sig, DT
   return InterpretWorkload(e, ins, output);
 }
 
+// Element i of an 8-bit buffer as an integer: int8 signed, uint8 not.
+int32_t ByteAt(const void* p, DType t, int64_t i) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return t == DType::kInt8 ? static_cast<int8_t>(b[i]) : static_cast<int32_t>(b[i]);
+}
+
 absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> inputs,
                                void* output) {
   auto sig = w.Signature();
@@ -324,9 +330,8 @@ absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> i
     const ops::GenericConvDims d = ops::GenericConvDimsOf(w);
     const int64_t group = w.IntOr("group", 1), Cg = d.C / group, Kg = d.K / group;
     const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
-    auto byte = [&](size_t input, int64_t i) -> int32_t {
-      const auto* p = static_cast<const uint8_t*>(inputs[input]);
-      return sig->inputs[input].dtype == DType::kInt8 ? static_cast<int8_t>(p[i]) : p[i];
+    auto byte = [&](size_t input, int64_t i) {
+      return ByteAt(inputs[input], sig->inputs[input].dtype, i);
     };
     const int32_t xz = byte(2, 0);
     std::vector<int32_t> acc(static_cast<size_t>(sig->output.NumElements()));
@@ -369,20 +374,14 @@ absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> i
   if (ops::Int8MatMul(w)) {
     const auto& a = sig->inputs[0].shape;
     const int64_t M = a[a.size() - 2], K = a.back(), N = sig->inputs[1].shape.back();
-    const auto* A = static_cast<const uint8_t*>(inputs[0]);
     const auto* B = static_cast<const int8_t*>(inputs[1]);
-    const bool signed_a = sig->inputs[0].dtype == DType::kInt8;
-    auto a_at = [&](int64_t i) -> int32_t {
-      return signed_a ? static_cast<int8_t>(A[i]) : static_cast<int32_t>(A[i]);
-    };
-    const auto* zp = static_cast<const uint8_t*>(inputs[2]);
-    const int32_t az = sig->inputs[2].dtype == DType::kInt8 ? static_cast<int8_t>(zp[0])
-                                                            : static_cast<int32_t>(zp[0]);
+    const DType a_type = sig->inputs[0].dtype;
+    const int32_t az = ByteAt(inputs[2], sig->inputs[2].dtype, 0);
     std::vector<int32_t> acc(static_cast<size_t>(M * N), 0);
     for (int64_t m = 0; m < M; ++m) {
       int32_t* row = acc.data() + m * N;
       for (int64_t k = 0; k < K; ++k) {
-        const int32_t x = a_at(m * K + k) - az;
+        const int32_t x = ByteAt(inputs[0], a_type, m * K + k) - az;
         if (x == 0) continue;
         const int8_t* b = B + k * N;
         for (int64_t n = 0; n < N; ++n) row[n] += x * b[n];
