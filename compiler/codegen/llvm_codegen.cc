@@ -1,25 +1,14 @@
 #include "compiler/codegen/llvm_codegen.h"
 
-#include <cmath>
-#include <iterator>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "base/str.h"
-#include "compiler/codegen/llvm_amx.h"
 #include "compiler/codegen/llvm_codegen_internal.h"
-#include "compiler/codegen/llvm_intrinsics.h"
 #include "compiler/ir/functor.h"
-#include "compiler/ir/printer.h"
-#include "compiler/lower/ir_util.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/IR/IRBuilder.h"
-#include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/Triple.h"
 
 namespace kiln::compiler::codegen {
 

@@ -2,10 +2,8 @@
 // addresses, loads and stores (masked and strided), and calls (math,
 // intrinsics, AMX tiles). Statements: llvm_codegen.cc.
 #include <cmath>
-#include <iterator>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "base/str.h"
 #include "compiler/codegen/llvm_amx.h"
@@ -14,13 +12,10 @@
 #include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower/ir_util.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/Triple.h"
 
 namespace kiln::compiler::codegen::detail {
 
