@@ -58,8 +58,14 @@ KEY = "bench-cpu"
 
 
 def job_info(bin_dir, farm, job):
-    """The job as the Python client reads it (end_to_end included)."""
-    sys.path.insert(0, os.path.join(bin_dir, "python-site"))
+    """The job as the Python client reads it (end_to_end included). The
+    package is installed into the build folder as tests/e2e's
+    python_client_test.sh does, where that test has not run yet."""
+    site = os.path.join(bin_dir, "python-site")
+    if not os.path.exists(os.path.join(site, "kiln")):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                        site, os.path.join(ROOT, "python")], check=True)
+    sys.path.insert(0, site)
     import kiln
     with kiln.Client(farm.addr) as c:
         return c.job(job).info()

@@ -29,9 +29,10 @@ struct MeasurePolicy {
   int repeat = kDefaultRepeat;
   int min_repeat_ms = kDefaultMinRepeatMs;
   int cooldown_ms = 0;
-  // Evict the kernel's buffers from the caches before every run, timing the
-  // runs alone: costs as in a model, whose kernels find their weights in the
-  // last-level cache or memory (`kiln tune --flush-cache`).
+  // Before every run (timing the runs alone), the caches as the model
+  // leaves them: the kernel's weights and output evicted (inside a model its
+  // weights come from the last-level cache or memory), its first input just
+  // written, as by its producer (`kiln tune --flush-cache`).
   bool flush_cache = false;
   // A candidate whose one warm run is slower than this is not timed to the
   // end: that run is its cost (0: time every candidate fully).

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
+#include <optional>
+#include <map>
 
 #include "base/str.h"
 
@@ -52,7 +53,7 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
   auto last_option = [&](const InModelTask& t) {
     return std::min(options.max_options, static_cast<int>(t.options.size()) - 1);
   };
-  // One round on the board; the defaults (variant 0) must run.
+  // One run of the board; the defaults (variant 0) must run.
   auto run_round =
       [&](const std::vector<ModelVariant>& variants) -> absl::StatusOr<std::vector<VariantTiming>> {
     auto timed = run(variants);
@@ -66,84 +67,143 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
     }
     return timed;
   };
+  // A task's kernel time in a variant over its time in the defaults timed
+  // beside it (nullopt where the profile lacks either).
+  auto kernel_ratio = [&](size_t t, const VariantTiming& timing,
+                          const VariantTiming& base) -> std::optional<double> {
+    const std::string& key = tasks[t].workload_key;
+    auto it = timing.kernel_costs_s.find(key);
+    auto def = base.kernel_costs_s.find(key);
+    if (it == timing.kernel_costs_s.end() || def == base.kernel_costs_s.end() ||
+        def->second <= 0) {
+      return std::nullopt;
+    }
+    return it->second / def->second;
+  };
+  // The fastest variant of a run but the defaults, by its median (0: none ran).
+  auto fastest_tuned = [&](const std::vector<ModelVariant>& variants,
+                           const std::vector<VariantTiming>& timed) {
+    size_t best = 0;
+    for (size_t v = 1; v < variants.size(); ++v) {
+      if (!Ok(timed[v]) || variants[v] == variants[0]) continue;
+      if (best == 0 || Median(timed[v]) < Median(timed[best])) best = v;
+    }
+    return best;
+  };
+  const ModelVariant defaults(tasks.size(), 0);
   int k_max = 0;
   for (const InModelTask& t : tasks) k_max = std::max(k_max, last_option(t));
-  // Round one: the defaults, then the k-th options of every task.
-  std::vector<ModelVariant> round1;
-  for (int k = 0; k <= k_max; ++k) {
-    ModelVariant v;
-    for (const InModelTask& t : tasks) v.push_back(std::min(k, last_option(t)));
-    round1.push_back(std::move(v));
-  }
-  auto timed1 = run_round(round1);
-  if (!timed1.ok()) return timed1.status();
 
-  // Each task's choice, by its own time inside the model.
-  InModelResult result;
-  ModelVariant mix;
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    const std::string& key = tasks[t].workload_key;
-    std::map<int, std::pair<double, int>> per_option;  // option -> (sum, count)
-    for (size_t v = 0; v < round1.size(); ++v) {
-      const VariantTiming& timing = (*timed1)[v];
-      if (!Ok(timing)) continue;
-      auto it = timing.kernel_costs_s.find(key);
-      if (it == timing.kernel_costs_s.end()) continue;
-      auto& [sum, count] = per_option[round1[v][t]];
-      sum += it->second;
-      ++count;
+  // Round one: the k-th options of every task, in batches led by the
+  // defaults. Per task and option: the sum and count of its kernel's time
+  // over the default's beside it.
+  std::vector<std::map<int, std::pair<double, int>>> option_ratios(tasks.size());
+  const int per_batch = std::max(1, options.max_variants - 1);
+  ModelVariant fastest = defaults;
+  double fastest_ratio = 1;
+  std::vector<ModelVariant> batch;
+  std::vector<VariantTiming> batch_timed;
+  int batches = 0;
+  for (int lo = 1; batches == 0 || lo <= k_max; lo += per_batch) {
+    batch = {defaults};
+    for (int k = lo; k <= std::min(k_max, lo + per_batch - 1); ++k) {
+      ModelVariant v;
+      for (const InModelTask& t : tasks) v.push_back(std::min(k, last_option(t)));
+      batch.push_back(std::move(v));
     }
-    int choice = 0;
-    auto def = per_option.find(0);
-    if (def != per_option.end() && def->second.second > 0) {
-      const double default_s = def->second.first / def->second.second;
-      double best_s = default_s * (1 - options.min_gain);
-      for (const auto& [option, sum_count] : per_option) {
-        if (option == 0 || sum_count.second == 0) continue;
-        const double s = sum_count.first / sum_count.second;
-        if (s < best_s) {
-          best_s = s;
-          choice = option;
+    auto timed = run_round(batch);
+    if (!timed.ok()) return timed.status();
+    batch_timed = *std::move(timed);
+    ++batches;
+    const VariantTiming& base = batch_timed[0];
+    for (size_t v = 1; v < batch.size(); ++v) {
+      const VariantTiming& timing = batch_timed[v];
+      if (!Ok(timing)) continue;
+      if (const double r = Median(timing) / Median(base); r < fastest_ratio) {
+        fastest_ratio = r;
+        fastest = batch[v];
+      }
+      for (size_t t = 0; t < tasks.size(); ++t) {
+        if (auto r = kernel_ratio(t, timing, base); r.has_value()) {
+          auto& [sum, count] = option_ratios[t][batch[v][t]];
+          sum += *r;
+          ++count;
         }
       }
     }
-    if (tasks[t].options.size() > 1 && choice == 0) ++result.tasks_reverted;
-    mix.push_back(choice);
   }
 
-  // Round two: the mix beside the defaults and round one's fastest.
-  std::vector<ModelVariant> last = round1;
-  std::vector<VariantTiming> last_timed = *timed1;
-  if (std::find(round1.begin(), round1.end(), mix) == round1.end()) {
-    size_t fastest = 0;
-    for (size_t v = 1; v < round1.size(); ++v) {
-      if (Ok((*timed1)[v]) && Median((*timed1)[v]) < Median((*timed1)[fastest])) {
-        fastest = v;
+  // Each task's choice, by its own time inside the model.
+  ModelVariant mix = defaults;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    double best = 1 - options.min_gain;
+    for (const auto& [option, sum_count] : option_ratios[t]) {
+      if (option == 0 || sum_count.second == 0) continue;
+      if (const double r = sum_count.first / sum_count.second; r < best) {
+        best = r;
+        mix[t] = option;
       }
     }
-    last = {round1[0], mix};
-    if (fastest != 0) last.push_back(round1[fastest]);
-    auto timed2 = run_round(last);
-    if (!timed2.ok()) return timed2.status();
-    last_timed = *std::move(timed2);
   }
 
+  // Round two: the mix beside the defaults and round one's fastest (a
+  // variant of a single batch of round one has been timed already).
+  auto distinct = [](std::vector<ModelVariant> in) {
+    std::vector<ModelVariant> out;
+    for (ModelVariant& v : in) {
+      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(std::move(v));
+    }
+    return out;
+  };
+  std::vector<ModelVariant> last = batch;
+  std::vector<VariantTiming> last_timed = batch_timed;
+  const bool timed_in_round_one =
+      batches == 1 && std::find(batch.begin(), batch.end(), mix) != batch.end();
+  if (std::vector<ModelVariant> round2 = distinct({defaults, mix, fastest});
+      !timed_in_round_one && round2.size() > 1) {
+    auto timed2 = run_round(round2);
+    if (!timed2.ok()) return timed2.status();
+    last = round2;
+    last_timed = *std::move(timed2);
+    // Round three: the mix less the tasks its neighbours made no faster.
+    ModelVariant refined = mix;
+    if (Ok(last_timed[1]) && last[1] == mix) {
+      for (size_t t = 0; t < tasks.size(); ++t) {
+        auto r = kernel_ratio(t, last_timed[1], last_timed[0]);
+        if (mix[t] != 0 && r.has_value() && *r >= 1 - options.min_gain) refined[t] = 0;
+      }
+    }
+    if (refined != mix && refined != defaults) {
+      const size_t best2 = fastest_tuned(last, last_timed);
+      std::vector<ModelVariant> round3 = distinct({defaults, refined, last[best2]});
+      auto timed3 = run_round(round3);
+      if (!timed3.ok()) return timed3.status();
+      last = round3;
+      last_timed = *std::move(timed3);
+    }
+  }
+
+  InModelResult result;
+  auto count_tasks = [&] {
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      if (result.chosen[t] != 0) {
+        ++result.tasks_tuned;
+      } else if (tasks[t].options.size() > 1) {
+        ++result.tasks_reverted;
+      }
+    }
+  };
   // The fastest of the last round; the defaults' lead or not.
   const std::vector<double>& base = last_timed[0].costs_s;
   result.untuned = StatsOf(base);
-  size_t best_tuned = 0;
-  for (size_t v = 1; v < last.size(); ++v) {
-    if (!Ok(last_timed[v]) || last[v] == last[0]) continue;
-    if (best_tuned == 0 || Median(last_timed[v]) < Median(last_timed[best_tuned])) {
-      best_tuned = v;
-    }
-  }
+  const size_t best_tuned = fastest_tuned(last, last_timed);
   if (best_tuned == 0) {
     result.chosen = last[0];
     result.tuned = result.untuned;
     result.note = tasks.empty() || k_max == 0
                       ? "no task has a tuned config: the defaults' module is returned"
                       : "no tuned variant ran on the board: the defaults' module is returned";
+    count_tasks();
     return result;
   }
   const std::vector<double>& tuned = last_timed[best_tuned].costs_s;
@@ -171,9 +231,7 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
     result.note =
         StrCat("tuning did not pay on the board: ", figures, "; the defaults' module is returned");
   }
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    if (result.chosen[t] != 0) ++result.tasks_tuned;
-  }
+  count_tasks();
   return result;
 }
 

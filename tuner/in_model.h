@@ -6,14 +6,24 @@
 // model, has the board run them end to end, interleaved, with each task's
 // kernel time inside the runs (the kernel profile), and decides from that:
 //
-// 1. Round one: the defaults (variant 0) and, for k = 1..K, the variant
-//    whose every task uses its k-th tuned option (its last where it has
-//    fewer). Each task's option is then judged by the task's own time inside
-//    the model: an option is kept only when it is at least `min_gain` faster
-//    there than the default; otherwise the task is reverted to its default.
-// 2. The mix of those per-task choices, when it is not a variant already
-//    run, runs in round two beside the defaults and round one's fastest.
-// 3. The job returns the fastest variant of the last round by its median;
+// 1. Round one: for k = 1..K, the variant whose every task uses its k-th
+//    tuned option (its last where it has fewer), in batches of at most
+//    `max_variants` variants, each batch led by the defaults (variant 0),
+//    so that the board holds a bounded number of modules at once and each
+//    option is judged against the defaults timed beside it. Each task's
+//    option is then judged by the task's own time inside the model, as a
+//    ratio to the default's in the same batch: an option is kept only when
+//    it is at least `min_gain` faster there than the default; otherwise the
+//    task is reverted to its default. The model's winners are often deep in
+//    the isolated ranking, hence K options, not the first few.
+// 2. The mix of those per-task choices runs in round two beside the
+//    defaults and round one's fastest variant (unless round one, in one
+//    batch, already timed it).
+// 3. Inside the mix a task's neighbours are not those it was judged beside:
+//    a task of the mix whose kernel is not `min_gain` faster than the
+//    default's kernel in round two is reverted, and that mix runs in a
+//    third round beside the defaults and round two's fastest.
+// 4. The job returns the fastest variant of the last round by its median;
 //    whether a tuned variant is faster than the defaults beyond noise is
 //    judged from the rounds' paired ratios (each round times every variant
 //    back to back): beyond noise when three rounds in four or more favour it
@@ -62,7 +72,8 @@ struct LatencyStats {
 LatencyStats StatsOf(std::vector<double> costs_s);
 
 struct InModelOptions {
-  int max_options = 8;     // tuned options per task tried (K)
+  int max_options = 16;    // tuned options per task tried (K)
+  int max_variants = 9;    // variants in one run of the board (defaults included), >= 2
   double min_gain = 0.01;  // a tuned option's lead inside the model over the default
 };
 

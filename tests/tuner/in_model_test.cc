@@ -2,6 +2,7 @@
 // a table: each task's kernel time per option, the model's time their sum.
 #include "tuner/in_model.h"
 
+#include <functional>
 #include <map>
 
 #include "gmock/gmock.h"
@@ -33,6 +34,8 @@ struct TableBoard {
   double rest_s = 1e-3;
   std::vector<double> noise = {1.0, 1.1, 0.95, 1.05, 1.0, 0.9, 1.2};
   std::vector<double> tuned_noise;  // per round; empty: none
+  // A task's time as its neighbours change it (task, variant, table's time).
+  std::function<double(size_t, const ModelVariant&, double)> beside;
   std::vector<std::vector<ModelVariant>> calls;
 
   VariantRunner Runner(const std::vector<InModelTask>& tasks) {
@@ -44,7 +47,8 @@ struct TableBoard {
         VariantTiming t;
         double total = rest_s;
         for (size_t i = 0; i < tasks.size(); ++i) {
-          const double s = kernel_s[i][static_cast<size_t>(v[i])];
+          double s = kernel_s[i][static_cast<size_t>(v[i])];
+          if (beside) s = beside(i, v, s);
           t.kernel_costs_s[tasks[i].workload_key] = s;
           total += s;
         }
@@ -168,6 +172,51 @@ TEST(ChooseInModel, AFailedVariantIsNeverChosen) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->chosen, (ModelVariant{0, 0, 0}));
   EXPECT_FALSE(result->returned_tuned);
+}
+
+// The model's winner is deep in the isolated ranking (task a's 12th
+// option): round one tries 16 options per task, in batches the board holds
+// at once (at most 9 variants), each led by the defaults it is judged by.
+TEST(ChooseInModel, DeepOptionsAreTriedInBatchesLedByTheDefaults) {
+  const std::vector<InModelTask> tasks = Tasks(20);
+  TableBoard board;
+  board.kernel_s.assign(3, std::vector<double>(21, 4e-3));
+  for (auto& row : board.kernel_s) row[0] = 3.5e-3;  // the defaults win...
+  board.kernel_s[0][12] = 2e-3;                      // ...but for a's 12th
+  board.kernel_s[0][17] = 1e-3;                      // (beyond K: never tried)
+  auto result = ChooseInModel(tasks, board.Runner(tasks));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->chosen, (ModelVariant{12, 0, 0}));
+  ASSERT_GE(board.calls.size(), 2u);
+  EXPECT_EQ(board.calls[0].size(), 9u) << "defaults and options 1-8";
+  EXPECT_EQ(board.calls[1].size(), 9u) << "defaults and options 9-16";
+  for (const auto& call : board.calls) {
+    EXPECT_LE(call.size(), 9u);
+    EXPECT_EQ(call[0], (ModelVariant{0, 0, 0}));
+  }
+  EXPECT_EQ(board.calls[1].back(), (ModelVariant{16, 16, 16}));
+  EXPECT_EQ(result->tasks_tuned, 1);
+  EXPECT_EQ(result->tasks_reverted, 2);
+}
+
+// b's first option won beside a's first, but the mix gives a its second,
+// beside which b's option is slower than its default: round two shows it,
+// b is reverted, and that mix (timed in a third round) is returned.
+TEST(ChooseInModel, ATaskItsNeighboursSlowInTheMixIsReverted) {
+  const std::vector<InModelTask> tasks = Tasks(2);
+  TableBoard board;
+  board.kernel_s = {{4e-3, 3e-3, 2.2e-3}, {2e-3, 1.5e-3, 2.1e-3}, {5e-3, 4e-3, 4.5e-3}};
+  board.beside = [](size_t task, const ModelVariant& v, double s) {
+    return task == 1 && v[1] == 1 && v[0] != 1 ? 2.5e-3 : s;
+  };
+  auto result = ChooseInModel(tasks, board.Runner(tasks));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(board.calls.size(), 3u);
+  EXPECT_EQ(board.calls[1][1], (ModelVariant{2, 1, 1})) << "round two: the mix";
+  EXPECT_EQ(board.calls[2][1], (ModelVariant{2, 0, 1})) << "round three: b reverted";
+  EXPECT_EQ(result->chosen, (ModelVariant{2, 0, 1}));
+  EXPECT_EQ(result->tasks_reverted, 1);
+  EXPECT_TRUE(result->returned_tuned);
 }
 
 TEST(StatsOf, MedianAndQuartiles) {
