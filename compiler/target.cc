@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/AArch64TargetParser.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 
 namespace kiln::compiler {
@@ -96,10 +97,19 @@ Target Target::Host() {
   return t;
 }
 
+bool Target::IsHostCpu() const {
+  return !is_gpu() && cpu == llvm::sys::getHostCPUName().str() &&
+         llvm::Triple(triple).getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch();
+}
+
 bool Target::HasFeature(std::string_view f) const {
   if (is_gpu()) return false;
   if (Contains(attrs, StrCat("-", f))) return false;
   if (Contains(attrs, StrCat("+", f))) return true;
+  if (IsHostCpu()) {
+    static const auto* host = new llvm::StringMap<bool>(llvm::sys::getHostCPUFeatures());
+    return host->lookup(f);
+  }
   const bool x86 = StartsWith(triple, "x86_64") || StartsWith(triple, "i686");
   if (!x86 && !StartsWith(triple, "aarch64")) return false;
   // Asked for every candidate a template builds: LLVM's CPU table is read

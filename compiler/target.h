@@ -34,9 +34,14 @@ struct Target {
   // The machine this process runs on, as LLVM detects it.
   static Target Host();
   // Whether the target's CPU has LLVM feature `f` ("avx512vnni", "dotprod"):
-  // the CPU's features as LLVM's tables know them (x86 and AArch64), then
-  // -mattr's explicit +f / -f.
+  // -mattr's explicit +f / -f; else, for the host's own CPU (IsHostCpu),
+  // whether the host has it (a VM may hide some of its CPU model's features:
+  // AMX); else the CPU's features as LLVM's tables know them (x86 and
+  // AArch64). Code generation takes its features by the same rule.
   bool HasFeature(std::string_view f) const;
+  // The CPU and architecture of the machine this process runs on: code for
+  // it starts from the features the host has (then -mattr's).
+  bool IsHostCpu() const;
   // Vector width in float32 lanes this target prefers (16 for AVX-512, ...).
   int NativeVectorLanes() const;
   // Architectural vector registers: 32 with AVX-512 or on AArch64, else 16.

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <map>
+#include <optional>
 
 #include "base/str.h"
 
@@ -74,8 +74,7 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
     const std::string& key = tasks[t].workload_key;
     auto it = timing.kernel_costs_s.find(key);
     auto def = base.kernel_costs_s.find(key);
-    if (it == timing.kernel_costs_s.end() || def == base.kernel_costs_s.end() ||
-        def->second <= 0) {
+    if (it == timing.kernel_costs_s.end() || def == base.kernel_costs_s.end() || def->second <= 0) {
       return std::nullopt;
     }
     return it->second / def->second;

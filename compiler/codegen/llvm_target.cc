@@ -59,20 +59,17 @@ void InitializeLlvm() {
 
 namespace {
 
-// The feature string for `target`: its attrs, or for the host CPU (no
-// attrs given) the features the host actually has.
+// The feature string for `target`: for the host's CPU the features the host
+// has, then its attrs (a later +f/-f wins); for another CPU its attrs (LLVM
+// adds the CPU's own).
 std::string FeaturesFor(const Target& target) {
-  if (!target.attrs.empty()) return target.attrs;
-  if (target.cpu == llvm::sys::getHostCPUName().str() &&
-      llvm::Triple(target.triple).getArch() ==
-          llvm::Triple(llvm::sys::getProcessTriple()).getArch()) {
-    std::vector<std::string> feats;
-    for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-      feats.push_back(StrCat(f.getValue() ? "+" : "-", f.getKey().str()));
-    }
-    return StrJoin(feats, ",");
+  if (!target.IsHostCpu()) return target.attrs;
+  std::vector<std::string> feats;
+  for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+    feats.push_back(StrCat(f.getValue() ? "+" : "-", f.getKey().str()));
   }
-  return "";
+  if (!target.attrs.empty()) feats.push_back(target.attrs);
+  return StrJoin(feats, ",");
 }
 
 }  // namespace

@@ -65,8 +65,12 @@ constexpr const char* kAmxBf16Convs[] = {
     "out_block=16;pad=1,1,1,1;stride=2,2)",
 };
 
+// A Sapphire Rapids with its AMX units (named: on a host of that model
+// whose VM hides them, the host's features are the target's).
 Target SapphireRapids() {
-  return *Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
+  return *Target::Parse(
+      "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids "
+      "-mattr=+amx-tile,+amx-int8,+amx-bf16");
 }
 
 TEST(Amx, Int8MatMulIsTileProductsWhereTheCpuHasThem) {
@@ -98,7 +102,7 @@ TEST(Amx, Int8MatMulIsTileProductsWhereTheCpuHasThem) {
   // bytes would need flipping), or K not a multiple of 64: amx=1 is not a
   // choice.
   Target spr_pairs = spr;  // told it has no VNNI: B packed in pairs
-  spr_pairs.attrs = "-avx512vnni,-avxvnni";
+  spr_pairs.attrs += ",-avx512vnni,-avxvnni";
   for (const auto& [s, t] : std::vector<std::pair<std::string, Target>>{
            {kAmxMatMuls[0], zen4},
            {kAmxMatMuls[0], spr_pairs},

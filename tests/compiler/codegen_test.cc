@@ -22,6 +22,8 @@
 #include "compiler/target.h"
 #include "compiler/workload.h"
 #include "deploy/parallel.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
 #include "tests/compiler/kernel_check.h"
 
 namespace kiln::compiler {
@@ -277,6 +279,30 @@ TEST(Codegen, RejectsUnloweredIr) {
   ASSERT_FALSE(m2.ok());
   EXPECT_NE(std::string(m2.status().message()).find("unknown intrinsic 'nosuch'"),
             std::string::npos);
+}
+
+// The host's target has the features the host has, not all its CPU model
+// has: a VM that hides AMX from a Sapphire Rapids (whose LLVM table lists
+// it) got AMX tiles chosen for int8 kernels that LLVM, given the host's
+// features, could not select ("Cannot select: intrinsic tdpbusd").
+TEST(Target, TheHostsFeaturesAreWhatTheHostHas) {
+  const Target host = Target::Host();
+  EXPECT_TRUE(host.IsHostCpu());
+  const llvm::StringMap<bool> has = llvm::sys::getHostCPUFeatures();
+  for (const char* f : {"amx-tile", "amx-int8", "amx-bf16", "avx512f", "avx512vnni", "avx512bf16",
+                        "avxvnni", "avx2", "fma", "neon", "dotprod"}) {
+    EXPECT_EQ(host.HasFeature(f), has.lookup(f)) << f;
+  }
+  auto parsed = Target::Parse(host.Spec());  // what an agent reports
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->IsHostCpu());
+  // -mattr still decides what it names.
+  auto told = Target::Parse(host.Spec() + " -mattr=-avx2,+amx-tile");
+  ASSERT_TRUE(told.ok()) << told.status();
+  EXPECT_TRUE(told->IsHostCpu());
+  EXPECT_FALSE(told->HasFeature("avx2"));
+  EXPECT_TRUE(told->HasFeature("amx-tile"));
+  EXPECT_EQ(told->HasFeature("fma"), has.lookup("fma"));
 }
 
 TEST(Codegen, JitRejectsCrossTarget) {
