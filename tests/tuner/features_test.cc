@@ -128,7 +128,8 @@ TEST(FeaturesTest, Int8MatMulCountsItsDotProducts) {
   EXPECT_GT((*f)[0], L(2.0 * 64 * 128 * 256) - 0.5f);
   // As AMX tiles (a Sapphire Rapids target, on any host): the tensorized
   // boxes count their products too.
-  auto spr = compiler::Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids");
+  auto spr = compiler::Target::Parse(
+      "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=sapphirerapids -mattr=+amx-tile,+amx-int8");
   ASSERT_TRUE(spr.ok());
   compiler::Config amx = *compiler::DefaultConfig(*w, *spr);
   ASSERT_EQ(amx.at("amx"), 1);
