@@ -480,6 +480,18 @@ llvm::Value* CodeGen::EmitCall(const CallNode* n) {
     bool contiguous = false;
     return Address(load->buffer, load->indices, &contiguous);
   }
+  if (name == "prefetch") {
+    // A read prefetch into every cache level (locality 3) of a data line.
+    const auto* addr = n->args.size() == 1 ? n->args[0].as<CallNode>() : nullptr;
+    if (addr == nullptr || addr->name != "kiln.address_of") {
+      Fail("prefetch takes the address of a load");
+      return poison;
+    }
+    llvm::Value* p = EmitExpr(n->args[0]);
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
+                       {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+    return llvm::ConstantInt::get(ty, 0);
+  }
   if (IsAmxIntrinsic(name)) {
     std::vector<llvm::Value*> args;
     for (const Expr& a : n->args) args.push_back(EmitExpr(a));

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "base/str.h"
 #include "compiler/ir/functor.h"
+#include "compiler/ir/structural.h"
 #include "compiler/lower/bound.h"
 #include "compiler/lower/ir_util.h"
 #include "compiler/lower/simplify.h"
@@ -19,6 +20,30 @@ using te::Stage;
 namespace {
 
 const VarNode* VarOf(const Var& v) { return static_cast<const VarNode*>(v.get()); }
+
+// The loads of one buffer in a statement, each index list once.
+class LoadsOf : public StmtVisitor {
+ public:
+  explicit LoadsOf(const Buffer& b) : buffer_(b) {}
+  std::vector<const BufferLoadNode*> loads;
+
+ protected:
+  void VisitBufferLoad(const BufferLoadNode* op) override {
+    StmtVisitor::VisitBufferLoad(op);
+    if (!op->buffer.same_as(buffer_)) return;
+    for (const BufferLoadNode* l : loads) {
+      if (l->indices.size() == op->indices.size() &&
+          std::equal(l->indices.begin(), l->indices.end(), op->indices.begin(),
+                     [](const Expr& a, const Expr& b) { return StructuralEqual(a, b); })) {
+        return;
+      }
+    }
+    loads.push_back(op);
+  }
+
+ private:
+  Buffer buffer_;
+};
 
 // Replaces loads of inlined buffers by their bodies.
 class Inliner : public ExprMutator {
@@ -207,6 +232,8 @@ class NestBuilder {
       if (!region.ok()) return region.status();
       main = st.tensorize(*region);
     }
+    auto prefetches = Prefetches(st, main, extent, tz);
+    if (!prefetches.ok()) return prefetches.status();
     Stmt cur = main;
     for (int j = static_cast<int>(st.leaf.size()) - 1; j >= 0; --j) {
       const IterVar& iv = st.leaf[j];
@@ -271,6 +298,9 @@ class NestBuilder {
           cur = Allocate(local, Seq({*pnest, cur}));
         }
       }
+      if (auto pf = prefetches->find(iv.get()); pf != prefetches->end()) {
+        cur = Seq({pf->second, cur});
+      }
       cur = For(iv->var, IntImm(0), IntImm(extent.at(iv.get())), iv->kind, cur);
       if (j == first_reduce && init.defined() && tz < 0) {
         Stmt in = init;
@@ -283,6 +313,84 @@ class NestBuilder {
       }
     }
     return cur;
+  }
+
+  // The prefetch statements of the stage's Schedule::Prefetch steps, by the
+  // loop whose body they open.
+  static absl::StatusOr<std::unordered_map<const te::IterVarNode*, Stmt>> Prefetches(
+      const Stage& st, const Stmt& main,
+      const std::unordered_map<const te::IterVarNode*, int64_t>& extent, int tz) {
+    std::unordered_map<const te::IterVarNode*, Stmt> out;
+    auto pos = [&](const IterVar& iv) {
+      auto it = std::find(st.leaf.begin(), st.leaf.end(), iv);
+      return it == st.leaf.end() ? -1 : static_cast<int>(it - st.leaf.begin());
+    };
+    for (const te::PrefetchSpec& p : st.prefetches) {
+      const int pa = pos(p.at), ph = pos(p.ahead), ps = p.spread ? pos(p.spread) : -1;
+      const std::string what = StrCat("prefetch(", st.name(), ", ", p.tensor->name, ")");
+      if (pa < 0 || ph < 0 || ph >= pa || (p.spread && (ps <= ph || ps >= pa))) {
+        return absl::InvalidArgumentError(
+            StrCat(what, ": needs loops ahead, spread and at, outermost first (", p.ahead->name,
+                   ", ", p.spread ? p.spread->name : "-", ", ", p.at->name, ")"));
+      }
+      if (tz >= 0 && pa >= tz) {
+        return absl::InvalidArgumentError(StrCat(what, ": ", p.at->name, " is tensorized"));
+      }
+      LoadsOf reads(p.tensor.buffer());
+      reads.VisitStmt(main);
+      if (reads.loads.empty()) {
+        return absl::InvalidArgumentError(StrCat(what, ": the stage does not read it"));
+      }
+      // Iteration ahead + distance (at most the last), the loops inside `at`
+      // at their first (start) and last (end) iterations.
+      VarMap start, end;
+      const int64_t n_ahead = extent.at(p.ahead.get());
+      Expr next = Min(p.ahead->var + IntImm(p.distance), IntImm(n_ahead - 1));
+      start[VarOf(p.ahead->var)] = next;
+      end[VarOf(p.ahead->var)] = next;
+      for (size_t k = pa + 1; k < st.leaf.size(); ++k) {
+        start[VarOf(st.leaf[k]->var)] = IntImm(0);
+        end[VarOf(st.leaf[k]->var)] = IntImm(extent.at(st.leaf[k].get()) - 1);
+      }
+      std::vector<Stmt> lines;
+      for (const BufferLoadNode* l : reads.loads) {
+        std::vector<Expr> idx;
+        for (const Expr& e : l->indices) idx.push_back(Simplify(Substitute(e, start)));
+        // The elements the inner loops read, from the first to the last in
+        // the buffer's row-major order, a line (64 bytes) at a time: offsets
+        // along the last index, which flattening adds to the others.
+        int64_t span = 0, stride = 1;
+        for (size_t d = l->indices.size(); d-- > 0;) {
+          const auto e = AsConstInt(Simplify(Substitute(l->indices[d], end) - idx[d]));
+          const auto n = AsConstInt(l->buffer->shape[d]);
+          if (!e || !n) {
+            return absl::InvalidArgumentError(
+                StrCat(what, ": the footprint inside ", p.at->name, " is not constant"));
+          }
+          span += *e * stride;
+          stride *= *n;
+        }
+        const int64_t bytes = l->buffer->dtype.bytes();
+        for (int64_t b = 0; b < (span + 1) * bytes; b += 64) {
+          std::vector<Expr> at = idx;
+          at.back() = Simplify(idx.back() + IntImm(b / bytes));
+          lines.push_back(
+              Evaluate(Call(DataType::Int32(), "prefetch", {AddressOf(Load(l->buffer, at))})));
+        }
+      }
+      Stmt pf = Seq(std::move(lines));
+      if (p.spread) {
+        Expr linear = IntImm(0);
+        for (int k = ps + 1; k < pa; ++k) {
+          linear = linear * IntImm(extent.at(st.leaf[k].get())) + st.leaf[k]->var;
+        }
+        const int64_t e = extent.at(p.spread.get());
+        pf = IfThenElse(Simplify(Eq(FloorMod(linear, IntImm(e)), p.spread->var)), pf);
+      }
+      Stmt& slot = out[p.at.get()];
+      slot = slot.defined() ? Seq({slot, pf}) : pf;
+    }
+    return out;
   }
 
   // The box the leaves from `tz` inward cover: each data axis's value with

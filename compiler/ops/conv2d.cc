@@ -225,8 +225,10 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
 }
 
 absl::Status Check(const Workload& w, const Target& t, const Config& c) {
-  if (c.at("layout") != 1 && (c.at("par_rows") || c.at("cin") || c.at("fold") != 1)) {
-    return absl::InvalidArgumentError("conv2d: par_rows=1, cin > 0 and fold > 1 need layout=1");
+  if (c.at("layout") != 1 &&
+      (c.at("par_rows") || c.at("cin") || c.at("fold") != 1 || c.at("prefetch"))) {
+    return absl::InvalidArgumentError(
+        "conv2d: par_rows=1, cin > 0, fold > 1 and prefetch=1 need layout=1");
   }
   if (Blocked(w) && (c.at("layout") == 0 || c.at("layout") == 3)) {
     return absl::InvalidArgumentError(

@@ -158,6 +158,12 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   k.push_back({"cin", {0}});
   // fold: output rows read as one (Foldable); 1 = none.
   k.push_back({"fold", {1}});
+  // prefetch=1 (with cin > 0): while a chunk's weights are read from L1 by
+  // the block's rows, each row prefetches a share of the next chunk's, so
+  // that weights streamed from memory (a model's, which do not stay in the
+  // caches from one run to the next) arrive while the FMAs run rather than
+  // in a burst the first row waits on.
+  k.push_back({"prefetch", {0}});
   if (!ok) return k;
   if (Foldable(w)) {
     for (int64_t f = 2; f <= w.Int("OH") && w.Int("OW") * f <= 112; ++f) {
@@ -167,6 +173,7 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   for (int64_t cin : {32, 64, 128, 256}) {
     if (cin < C && C % cin == 0) k[6].choices.push_back(cin);
   }
+  if (k[6].choices.size() > 1) k[8].choices.push_back(1);
   k[5].choices = {0, 1};
   // kb: one or two vectors, or one or two output blocks (multiples of the
   // vector width; a kChannelBlock-wide block is a multiple of every width).
@@ -317,6 +324,9 @@ absl::Status NchwcCheck(const Workload& w, const Target& t, const Config& c) {
                  "or more output-channel blocks"));
     }
   }
+  if (c.at("prefetch") && c.at("cin") == 0) {
+    return absl::InvalidArgumentError("conv2d NCHWc: prefetch=1 needs cin > 0");
+  }
   const int64_t dbytes = DpackBytes(w, c.at("rows"), rn);
   if (c.at("pack_data") && dbytes > kMaxScratchBytes) {
     return absl::InvalidArgumentError(
@@ -348,6 +358,7 @@ Config NchwcDefault(const Workload& w, const Target& t, const std::vector<Knob>&
   c["par_rows"] = 0;
   c["cin"] = 0;
   c["fold"] = 1;
+  c["prefetch"] = 0;
   if (!NchwcEligible(w, t)) return c;
   // The tile with the most useful accumulators: vectors per step, discounted
   // by the partial last tile's waste; ties to the wider channel block, then
@@ -508,6 +519,9 @@ absl::StatusOr<Built> BuildNchwc(const Workload& w, const Config& cfg) {
     auto [rco_o, rco_in] = s.Split(conv, rco_i, cin / cb);
     auto [cwo, cwi] = s.Split(conv, cow, rn);
     s.Reorder(conv, {cn, ck, rco_o, coh, cwo, rco_in, ry_i, rx_i, rci_i, cwi, ckv});
+    // The next chunk's weights are fetched while this one's are re-read
+    // from L1, a share in each block row (every row reads all of a chunk).
+    if (cfg.at("prefetch")) s.Prefetch(conv, rx_i, wpack, rco_o, 1, coh);
     cow = cwi;
   } else {
     s.Reorder(conv, {cn, ck, coh, rco_i, ry_i, rx_i, rci_i, cow, ckv});

@@ -207,6 +207,24 @@ void Schedule::Tensorize(const Tensor& t, const IterVar& iv, const std::string& 
   Record(std::move(step));
 }
 
+void Schedule::Prefetch(const Tensor& t, const IterVar& at, const Tensor& tensor,
+                        const IterVar& ahead, int64_t distance, const IterVar& spread) {
+  // The loops' order is checked where it is lowered (a later reorder may
+  // change it).
+  Stage& s = (*this)[t];
+  LeafPos(s, at);
+  LeafPos(s, ahead);
+  KILN_CHECK(distance >= 1) << "prefetch: distance " << distance;
+  Step step{"prefetch", s.name(), {at->name, ahead->name}, {distance}, ""};
+  if (spread) {
+    LeafPos(s, spread);
+    step.ivs.push_back(spread->name);
+  }
+  step.readers = {tensor->name};
+  s.prefetches.push_back({tensor, at, ahead, distance, spread});
+  Record(std::move(step));
+}
+
 absl::Status Schedule::Bind(const Tensor& t, const IterVar& iv, const std::string& thread) {
   std::optional<ForKind> kind = ThreadBindingOf(thread);
   if (!kind.has_value()) {
@@ -523,6 +541,13 @@ absl::Status Schedule::Replay(const std::vector<Step>& steps) {
       if (absl::Status s = SetScope(t, st.thread); !s.ok()) return s;
     } else if (st.kind == "cache_write") {
       CacheWrite(t);
+    } else if (st.kind == "prefetch") {
+      Tensor read = st.readers.size() == 1 ? FindTensor(st.readers[0]) : Tensor();
+      if (ivs.size() < 2 || ivs.size() > 3 || st.ints.size() != 1 || st.ints[0] < 1 ||
+          !read.defined()) {
+        return absl::InvalidArgumentError(StrCat("replay: bad prefetch ", st.ToString()));
+      }
+      Prefetch(t, ivs[0], read, ivs[1], st.ints[0], ivs.size() == 3 ? ivs[2] : nullptr);
     } else if (st.kind == "tensorize") {
       return absl::UnimplementedError(
           StrCat("replay: ", st.ToString(), " (a tensorize step's emitter is code)"));

@@ -57,6 +57,16 @@ struct TensorizeRegion {
 // the reduction's initial value (no init nest is emitted for the stage).
 using TensorizeFn = std::function<ir::Stmt(const TensorizeRegion&)>;
 
+// A software prefetch (Schedule::Prefetch): at the top of loop `at`'s body,
+// the cache lines of `tensor` the stage reads inside `at` at iteration
+// `ahead` + `distance` (the last iteration past the end).
+struct PrefetchSpec {
+  Tensor tensor;
+  IterVar at, ahead;
+  int64_t distance = 1;
+  IterVar spread;  // may be null
+};
+
 struct Stage {
   Tensor tensor;
   std::vector<IterVar> root;  // data axes, then reduce axes
@@ -73,6 +83,7 @@ struct Stage {
   // emits (an intrinsic over a box of the output).
   IterVar tensorize_iv;
   TensorizeFn tensorize;
+  std::vector<PrefetchSpec> prefetches;
 
   IterVar Find(const std::string& name) const;  // leaf first, then all
   const std::string& name() const { return tensor->name; }
@@ -127,6 +138,19 @@ class Schedule {
   // loops. Recorded as tensorize(stage, iv, name); not replayable (the
   // emitter is code, not a name).
   void Tensorize(const Tensor& t, const IterVar& iv, const std::string& name, TensorizeFn fn);
+  // Software prefetch (TVM's prefetch): at the top of the body of loop `at`
+  // of t's stage, the cache lines of `tensor` (a tensor the stage reads)
+  // that the iterations inside `at` read at iteration `ahead` + `distance`
+  // of loop `ahead` (outside `at`; clamped to its last iteration) are
+  // prefetched, along the tensor's last dimension. With `spread` (a loop
+  // between `ahead` and `at`, of extent E), an iteration s of it issues the
+  // prefetches only where the loops between `spread` and `at`, counted as
+  // one index, are s modulo E: data re-read by every iteration of `spread`
+  // is then fetched for the next `ahead` a share per iteration, not all in
+  // the first (a burst the memory cannot serve while the loop waits on it).
+  // Recorded as prefetch(stage, at, ahead[, spread], distance; tensor).
+  void Prefetch(const Tensor& t, const IterVar& at, const Tensor& tensor, const IterVar& ahead,
+                int64_t distance, const IterVar& spread = nullptr);
   // GPU: the loop `iv` is run by a grid of threads, its variable the index
   // `thread` names ("blockIdx.x", "threadIdx.y", ...: ir::ThreadBindingOf).
   // Not a reduce axis (threads would race on the sum). INVALID_ARGUMENT for

@@ -203,6 +203,15 @@ TEST(OpsNumeric, NchwcInputChannelChunksMatchReference) {
         ++built;
         ExpectMatchesReference(w, c, what);
       }
+      // The next chunk's weights prefetched: the same sums.
+      ASSERT_EQ(choices["prefetch"], (std::vector<int64_t>{0, 1})) << what;
+      c["prefetch"] = 1;
+      ASSERT_TRUE(ValidateConfig(w, host, c).ok()) << what << " " << ValidateConfig(w, host, c);
+      ++built;
+      ExpectMatchesReference(w, c, what);
+      c["cin"] = 0;
+      EXPECT_FALSE(ValidateConfig(w, host, c).ok()) << what;  // prefetch needs cin
+      c["prefetch"] = 0;
       c["cb"] = 16;
       c["cin"] = 32;
       EXPECT_TRUE(ValidateConfig(w, host, c).ok()) << what;
@@ -210,7 +219,7 @@ TEST(OpsNumeric, NchwcInputChannelChunksMatchReference) {
       EXPECT_FALSE(ValidateConfig(w, host, c).ok()) << what;  // cin is NCHWc's
     }
   }
-  EXPECT_EQ(built, 8);
+  EXPECT_EQ(built, 12);
 }
 
 // conv2d layout=3 (1x1 as GEMM on the NCHW tensors): the default of a 1x1

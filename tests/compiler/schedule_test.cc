@@ -199,6 +199,57 @@ TEST(Schedule, TensorizedOperandsSizeTheirProducers) {
   }
 }
 
+// prefetch(C, at=k.i, ahead=k.o, spread=i): at the top of k.i's body, the
+// lines of B that the loops inside it read at the next k.o (the last one
+// past the end), issued by row i only for its share of the steps between
+// i and k.i; the trace replays to the same IR, and a misplaced loop or a
+// tensor the stage does not read is an error, not a crash.
+TEST(Schedule, PrefetchFetchesTheNextChunkAShareARow) {
+  Tensor A = Placeholder("A", {4, 64});
+  Tensor B = Placeholder("B", {64, 32});
+  IterRange k = ReduceAxis(64, "k");
+  Tensor C = Compute("C", {4, 32}, [&](const std::vector<Var>& i) {
+    return Sum(A({i[0], k.var}) * B({k.var, i[1]}), {k});
+  });
+  auto make = [&](Schedule& s) {
+    auto [ko, ki] = s.Split(C, s.ReduceAxisOf(C, 0), 8);
+    auto [k1, k2] = s.Split(C, ki, 2);
+    s.Reorder(C, {ko, s.Axis(C, 0), k1, k2, s.Axis(C, 1)});
+    s.Prefetch(C, k2, B, ko, 1, s.Axis(C, 0));
+  };
+  Schedule s({C});
+  make(s);
+  auto f = lower::Lower(s, {A, B, C}, "f");
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string text = ToText(*f);
+  // k.i.i's body reads B[k, 0..31]: 128 bytes, two lines, of chunk k.o + 1.
+  // (k.i.o counts 4 steps, the rows 4: floormod(k.i.o, 4) is k.i.o.)
+  EXPECT_NE(text.find("if (k.i.o == i) {"), std::string::npos) << text;
+  const std::string next = "B[min(k.o + 1, 7)*256 + k.i.o*64 + k.i.i*32";
+  EXPECT_NE(text.find("prefetch(kiln.address_of(" + next + "]))"), std::string::npos) << text;
+  EXPECT_NE(text.find("prefetch(kiln.address_of(" + next + " + 16]))"), std::string::npos) << text;
+  EXPECT_EQ(text.find(next + " + 32]"), std::string::npos) << text;
+  EXPECT_NE(s.TraceText().find("prefetch(C, k.i.i, k.o, i, 1, reads B)"), std::string::npos)
+      << s.TraceText();
+  Schedule r({C});
+  ASSERT_TRUE(r.Replay(s.trace()).ok());
+  auto g = lower::Lower(r, {A, B, C}, "f");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(ToText(*g), text);
+
+  Schedule bad({C});
+  auto [ko, ki] = bad.Split(C, bad.ReduceAxisOf(C, 0), 8);
+  bad.Prefetch(C, ko, B, ki, 1);  // ahead inside at
+  EXPECT_EQ(lower::Lower(bad, {A, B, C}, "f").status().code(), absl::StatusCode::kInvalidArgument);
+  Tensor D = Placeholder("D", {64});
+  Schedule other({C});
+  auto [oo, oi] = other.Split(C, other.ReduceAxisOf(C, 0), 8);
+  other.Prefetch(C, oi, D, oo, 1);
+  auto unread = lower::Lower(other, {A, B, C}, "f");
+  ASSERT_FALSE(unread.ok());
+  EXPECT_NE(unread.status().message().find("does not read"), std::string::npos) << unread.status();
+}
+
 TEST(Schedule, ComputeInlineSubstitutesBody) {
   Tensor A = Placeholder("A", {8});
   Tensor B =
