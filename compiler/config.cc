@@ -51,6 +51,14 @@ absl::Status CheckConfigAgainstKnobs(const Config& config, const std::vector<Kno
   return absl::OkStatus();
 }
 
+Config CompleteLoggedConfig(const Config& config, const std::vector<Knob>& knobs) {
+  Config out = config;
+  for (const Knob& k : knobs) {
+    if (k.first_if_absent && !k.choices.empty()) out.emplace(k.name, k.choices.front());
+  }
+  return out;
+}
+
 Config NormalizeConfig(const Config& config, const std::vector<Knob>& knobs) {
   Config out = config;
   for (const Knob& k : knobs) {

@@ -80,11 +80,14 @@ absl::StatusOr<std::vector<Usable>> UsableConfigs(storage::LogDb& db, const comp
   const std::string key = w.Key(), spec = target.Spec();
   auto top = db.TopK(key, spec, records, "", scope);
   if (!top.ok()) return top.status();
+  auto knobs = compiler::KnobsOf(w, target);
+  if (!knobs.ok()) return knobs.status();
   std::vector<Usable> candidates;
   std::set<std::string> seen;
   for (const storage::RecordRow& r : *top) {
     auto config = compiler::ParseConfig(r.config);
-    if (!config.ok() || !compiler::ValidateConfig(w, target, *config).ok()) {
+    if (config.ok()) *config = compiler::CompleteLoggedConfig(*config, *knobs);
+    if (!config.ok() || !compiler::ValidateConfig(w, target, *config, *knobs).ok()) {
       if (skipped != nullptr && candidates.empty()) ++*skipped;
       continue;
     }

@@ -544,7 +544,8 @@ absl::StatusOr<std::optional<Tuner::Flight>> Tuner::ConfirmFlight(size_t i, int*
       continue;
     }
     auto config = compiler::ParseConfig(r.config);
-    if (!config.ok() || !compiler::ValidateConfig(run.workload, target_, *config).ok()) {
+    if (config.ok()) *config = compiler::CompleteLoggedConfig(*config, run.knobs);
+    if (!config.ok() || !compiler::ValidateConfig(run.workload, target_, *config, run.knobs).ok()) {
       continue;
     }
     flight.configs.push_back(*std::move(config));

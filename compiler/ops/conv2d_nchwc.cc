@@ -164,6 +164,7 @@ std::vector<Knob> NchwcKnobs(const Workload& w, const Target& t) {
   // caches from one run to the next) arrive while the FMAs run rather than
   // in a burst the first row waits on.
   k.push_back({"prefetch", {0}});
+  k.back().first_if_absent = true;  // added in 0.9.0: off is what ran before
   if (!ok) return k;
   if (Foldable(w)) {
     for (int64_t f = 2; f <= w.Int("OH") && w.Int("OW") * f <= 112; ++f) {

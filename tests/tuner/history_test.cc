@@ -93,6 +93,34 @@ TEST_F(HistoryTest, BestValidConfigPassesOverConfigsTheTemplateRejects) {
   EXPECT_EQ(skipped, 0);
 }
 
+// A record logged before conv2d gained `prefetch` (first_if_absent: off is
+// what ran before) reads prefetch=0 and serves; one lacking any other knob
+// is still passed over.
+TEST_F(HistoryTest, BestValidConfigReadsAKnobAddedSinceTheRecordAtItsFirstChoice) {
+  compiler::Target t = compiler::Target::Host();
+  const compiler::Workload w = testing::Conv7x7();
+  compiler::Config def = *compiler::DefaultConfig(w, t);
+  compiler::Config c = def;
+  c["layout"] = 1;
+  c = compiler::NormalizeConfig(c, *compiler::KnobsOf(w, t));
+  ASSERT_TRUE(compiler::ValidateConfig(w, t, c).ok()) << compiler::ValidateConfig(w, t, c);
+  ASSERT_NE(c, def);
+  compiler::Config old = c;
+  ASSERT_EQ(old.erase("prefetch"), 1u);
+  compiler::Config older = old;
+  ASSERT_EQ(older.erase("cin"), 1u);
+  Add(w, t.Spec(), older, 1e-5);
+  Add(w, t.Spec(), def, 3e-3);
+  Add(w, t.Spec(), old, 1e-3);
+  int skipped = -1;
+  auto best = BestValidConfig(*db_, w, t, &skipped);
+  ASSERT_TRUE(best.ok()) << best.status();
+  ASSERT_TRUE(best->has_value());
+  EXPECT_EQ(**best, c);
+  EXPECT_EQ((*best)->at("prefetch"), 0);
+  EXPECT_EQ(skipped, 1);  // the record without cin
+}
+
 // A tuned config replaces a timed default only when it is at least
 // kDefaultMargin faster: 3 % faster keeps the default, 10 % faster wins; with
 // no record of the default, the fastest record serves.
