@@ -80,18 +80,20 @@ absl::StatusOr<std::vector<Usable>> UsableConfigs(storage::LogDb& db, const comp
   const std::string key = w.Key(), spec = target.Spec();
   auto top = db.TopK(key, spec, records, "", scope);
   if (!top.ok()) return top.status();
-  auto knobs = compiler::KnobsOf(w, target);
-  if (!knobs.ok()) return knobs.status();
+  // (An unknown op has no knobs, and ValidateConfig refuses its records.)
+  const std::vector<compiler::Knob> knobs =
+      compiler::KnobsOf(w, target).value_or(std::vector<compiler::Knob>{});
   std::vector<Usable> candidates;
   std::set<std::string> seen;
   for (const storage::RecordRow& r : *top) {
     auto config = compiler::ParseConfig(r.config);
-    if (config.ok()) *config = compiler::CompleteLoggedConfig(*config, *knobs);
-    if (!config.ok() || !compiler::ValidateConfig(w, target, *config, *knobs).ok()) {
+    if (config.ok()) *config = compiler::CompleteLoggedConfig(*config, knobs);
+    if (!config.ok() || !compiler::ValidateConfig(w, target, *config, knobs).ok()) {
       if (skipped != nullptr && candidates.empty()) ++*skipped;
       continue;
     }
-    if (!seen.insert(r.config).second) continue;
+    // Once per kernel: an older record and a newer one of the same config.
+    if (!seen.insert(compiler::CanonicalConfig(*config)).second) continue;
     auto cost = CostOfConfig(db, key, spec, r.config, scope);
     if (!cost.ok()) return cost.status();
     if (r.config != default_canonical && cost->records >= 2) *confirmed = true;

@@ -142,7 +142,8 @@ class Schedule {
   // of t's stage, the cache lines of `tensor` (a tensor the stage reads)
   // that the iterations inside `at` read at iteration `ahead` + `distance`
   // of loop `ahead` (outside `at`; clamped to its last iteration) are
-  // prefetched, along the tensor's last dimension. With `spread` (a loop
+  // prefetched: the lines from the first element they read to the last, in
+  // the tensor's row-major order (a constant span). With `spread` (a loop
   // between `ahead` and `at`, of extent E), an iteration s of it issues the
   // prefetches only where the loops between `spread` and `at`, counted as
   // one index, are s modulo E: data re-read by every iteration of `spread`
