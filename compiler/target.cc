@@ -98,8 +98,12 @@ Target Target::Host() {
 }
 
 bool Target::IsHostCpu() const {
-  return !is_gpu() && cpu == llvm::sys::getHostCPUName().str() &&
-         llvm::Triple(triple).getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch();
+  // Asked for every candidate a template builds (HasFeature): the host's
+  // name and architecture are detected once.
+  static const std::string host_cpu = llvm::sys::getHostCPUName().str();
+  static const llvm::Triple::ArchType host_arch =
+      llvm::Triple(llvm::sys::getProcessTriple()).getArch();
+  return !is_gpu() && cpu == host_cpu && llvm::Triple(triple).getArch() == host_arch;
 }
 
 bool Target::HasFeature(std::string_view f) const {
