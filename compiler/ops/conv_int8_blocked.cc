@@ -21,8 +21,10 @@
 //
 // Without VNNI each word's 4 channels are taken as two pairs of 16-bit
 // halves (dot2: one pmaddwd per 16 lanes, exact; the weights packed in
-// pairs): ResNet-50 int8 on AVX-512 without VNNI 128 -> 28 ms at one thread,
-// as AVX2 code 470 -> 56 ms.
+// pairs, and the input packed as pairs, so that the loop broadcasts them
+// whole): ResNet-50 int8 on AVX-512 without VNNI 128 -> 28 ms at one thread,
+// as AVX2 code 470 -> 56 ms; on a Zen 3 EPYC (AVX2) 212 -> 126 ms by
+// packing the input as pairs.
 //
 // The input is read NCHW (packed into planes of words, [N][C4][PH][PW],
 // vectorized along the rows) or in blocks (in_block: a word is one 32-bit
@@ -93,7 +95,9 @@ Config Default(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
   Config c;
   DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, d.K * d.OH * d.OW * d.C * d.R * d.S, &c);
-  c["pack"] = Direct(w) && d.OW % c["reg_n"] == 0 ? 0 : 1;
+  // In place only with VNNI: without it the pack holds the pairs of halves
+  // that dot2 reads, and the loop reads them whole.
+  c["pack"] = Direct(w) && d.OW % c["reg_n"] == 0 && !PairsOfHalves(t) ? 0 : 1;
   DefaultConvAmx(&c, Int8ConvAmxFits(w, t), d.OH * d.OW, d.K, d.R * d.S * d.C,
                  d.K * d.OH * d.OW * d.C * d.R * d.S, /*int8=*/true);
   return c;
@@ -149,18 +153,35 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   // The padded input as words, as wide as the register tiles read: a
   // blocked input's layout with its padding, [N][G][PH][PW][4]; from NCHW,
   // planes of words [N][C4][PH][PW] (each packed from 4 channel planes
-  // along the row, in vectors).
+  // along the row, in vectors). Without VNNI each word is packed as its P =
+  // 2 pairs, bytes 2p and 2p + 1 as 16-bit halves ([N][G][PH][PW][8],
+  // [N][2 C4][PH][PW]): the loop broadcasts a pair as it is, where taking it
+  // out of the word at each use cost 4 scalar operations and a move to the
+  // vector unit per pixel and pair (ResNet-50 int8 as AVX2 code on Zen 3:
+  // every 3x3 conv at 25 GMAC/s, a third of what pmaddwd does).
   const int64_t PH = (d.OH - 1) * d.sh + d.R, PW = (TiledWidth(d.OW, rn) - 1) * d.sw + d.S;
+  // Bytes 2p and 2p + 1 of a word as 16-bit halves.
+  auto pair_of = [&](Expr word, Expr p) {
+    Expr at = Call(i32, "shr", {word, Cast(i32, p) * IntImm(16, i32)});
+    return PackHalves(
+        Call(i32, "bitand", {at, IntImm(255, i32)}),
+        Call(i32, "bitand", {Call(i32, "shr", {at, IntImm(8, i32)}), IntImm(255, i32)}));
+  };
   te::Tensor xp = te::Compute(
       "xpack",
-      ib == 0 ? std::vector<int64_t>{d.N, d.C4, PH, PW} : std::vector<int64_t>{d.N, G, PH, PW, 4},
+      ib == 0 ? std::vector<int64_t>{d.N, d.C4 * P, PH, PW}
+              : std::vector<int64_t>{d.N, G, PH, PW, 4 * P},
       [&](const std::vector<Var>& i) {
-        Expr c4 = ib == 0 ? Expr(i[1]) : i[1] * IntImm(4) + i[4];
-        return Int8InputWord(w, X, xz, i[0], c4, i[2] - IntImm(d.ph), i[3] - IntImm(d.pw));
+        Expr q = ib == 0 ? Expr(i[1]) : i[1] * IntImm(4 * P) + i[4];
+        Expr word = Int8InputWord(w, X, xz, i[0], P == 1 ? q : FloorDiv(q, IntImm(P)),
+                                  i[2] - IntImm(d.ph), i[3] - IntImm(d.pw));
+        return P == 1 ? word : pair_of(word, FloorMod(q, IntImm(P)));
       },
       i32);
-  auto xword = [&](Expr n, Expr g, Expr j, Expr h, Expr x) {
-    return ib == 0 ? xp({n, g, h, x}) : xp({n, g, h, x, j});
+  // Word j of group g (pair p of it without VNNI) at padded pixel (h, x).
+  auto xword = [&](Expr n, Expr g, Expr j, Expr p, Expr h, Expr x) {
+    Expr q = j * IntImm(P) + p;
+    return ib == 0 ? xp({n, g * IntImm(J * P) + q, h, x}) : xp({n, g, h, x, q});
   };
   IterRange rc = te::ReduceAxis(G, "rc"), rr = te::ReduceAxis(d.R, "rr"),
             rs = te::ReduceAxis(d.S, "rs"), rj = te::ReduceAxis(J, "rj"),
@@ -169,20 +190,23 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
       "conv", {d.N, Ko, d.OH, d.OW, kb},
       [&](const std::vector<Var>& i) {
         Expr h = i[2] * IntImm(d.sh) + rr.var, x = i[3] * IntImm(d.sw) + rs.var;
-        Expr word = xword(i[0], rc.var, rj.var, h, x);
-        if (direct) {
-          word = X({i[0], rc.var, h, x, rj.var});
-          if (signed_x) word = FlipBytes(word);
-        }
         Expr row = ((rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var) * IntImm(J) + rj.var;
+        if (!direct) {
+          if (P == 1) {
+            return te::Sum(Call(i32, dot, {xword(i[0], rc.var, rj.var, IntImm(0), h, x),
+                                           Wp({i[1], row, i[4]})}),
+                           {rc, rr, rs, rj});
+          }
+          return te::Sum(Call(i32, "dot2", {xword(i[0], rc.var, rj.var, rp.var, h, x),
+                                            Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
+                         {rc, rr, rs, rj, rp});
+        }
+        Expr word = X({i[0], rc.var, h, x, rj.var});
+        if (signed_x) word = FlipBytes(word);
         if (P == 1) return te::Sum(Call(i32, dot, {word, Wp({i[1], row, i[4]})}), {rc, rr, rs, rj});
-        row = row * IntImm(P) + rp.var;
-        // Bytes 2p and 2p + 1 of the word as 16-bit halves.
-        Expr at = Call(i32, "shr", {word, Cast(i32, rp.var) * IntImm(16, i32)});
-        Expr pair = PackHalves(
-            Call(i32, "bitand", {at, IntImm(255, i32)}),
-            Call(i32, "bitand", {Call(i32, "shr", {at, IntImm(8, i32)}), IntImm(255, i32)}));
-        return te::Sum(Call(i32, "dot2", {pair, Wp({i[1], row, i[4]})}), {rc, rr, rs, rj, rp});
+        return te::Sum(
+            Call(i32, "dot2", {pair_of(word, rp.var), Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
+            {rc, rr, rs, rj, rp});
       },
       i32);
   const Expr z = UnsignedZeroPoint(XZ, signed_x);
