@@ -455,15 +455,24 @@ bool Depthwise(const Node& n) {
   return IsDepthwiseConv(n.workload) || ops::Int8DepthwiseConv(n.workload);
 }
 
-// A float32 conv2d (ungrouped or depthwise) or pool2d without prologues, or
-// an int8 conv.
+// A pool2d of float32 data whose epilogue quantizes it (QDQ's MaxPool
+// between an int8 conv's dequantized output and the next conv's quantized
+// input): blocks in, bytes in blocks out.
+bool QuantizingPool(const Workload& w) {
+  if (w.op != "pool2d" || !w.ints.count("dtypes")) return false;
+  auto sig = w.Signature();
+  return sig.ok() && !sig->inputs.empty() && sig->inputs[0].dtype == DType::kFloat32 &&
+         (sig->output.dtype == DType::kUInt8 || sig->output.dtype == DType::kInt8);
+}
+
+// A float32 conv2d (ungrouped or depthwise) or pool2d without prologues, a
+// quantizing pool2d, or an int8 conv.
 bool BlockableOp(const Node& n) {
   if (Int8BlockableConv(n)) return true;
-  if (n.kind != NodeKind::kCompute || !n.workload.prologue.empty() ||
-      n.workload.ints.count("dtypes")) {
-    return false;
-  }
+  if (n.kind != NodeKind::kCompute || !n.workload.prologue.empty()) return false;
   const Workload& w = n.workload;
+  if (QuantizingPool(w)) return true;
+  if (w.ints.count("dtypes")) return false;
   if (w.op == "pool2d") return true;
   return w.op == "conv2d" && (w.Int("groups") == 1 || IsDepthwiseConv(w));
 }
@@ -481,7 +490,7 @@ bool CanWriteBlocks(const Graph& g, const Node& n) {
   if (!BlockableOp(n)) return false;
   const Value& out = g.values[n.output];
   const bool int8 = Int8BlockableConv(n);
-  const DType want = int8 ? out.dtype : DType::kFloat32;
+  const DType want = int8 || QuantizingPool(n.workload) ? out.dtype : DType::kFloat32;
   if (out.shape.size() != 4 || out.shape[1] % kChannelBlock != 0 || out.dtype != want ||
       g.IsOutput(n.output)) {
     return false;

@@ -557,6 +557,61 @@ TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
   ExpectWithinOneStep(**raw, g, Ramp(144, 0.31f, 0.2f), 0.11f, 4);
 }
 
+// QDQ's MaxPool between two int8 convs (ResNet's stem: Conv, Q, DQ,
+// MaxPool, Q, DQ, Conv) is a pool of the first conv's dequantized output
+// whose epilogue quantizes it: it reads the first conv's blocks and writes
+// blocks of bytes that the second conv reads, so the stem conv writes
+// blocks (as NCHW for the pool, it ran 6x slower on a Zen 3 EPYC), and
+// the graph computes what the unfused one does, within one output step.
+TEST(Layouts, AQuantizingPoolPassesBlocksBetweenInt8Convs) {
+  OnnxBuilder b;
+  std::vector<float> ws(16);
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = 0.004f + 0.001f * static_cast<float>(i);
+  AddQdqConv(b, ws, 37);
+  b.Init("sc", {}, {0.07f});
+  b.InitInts("zc", {}, onnx::TensorProto::UINT8, {120});
+  b.Node("QuantizeLinear", {"c", "sc", "zc"}, {"cq"});
+  b.Node("DequantizeLinear", {"cq", "sc", "zc"}, {"cd"});
+  auto* pool = b.Node("MaxPool", {"cd"}, {"p"});
+  OnnxBuilder::Ints(pool, "kernel_shape", {3, 3});
+  OnnxBuilder::Ints(pool, "strides", {2, 2});
+  OnnxBuilder::Ints(pool, "pads", {1, 1, 1, 1});
+  b.Node("QuantizeLinear", {"p", "sc", "zc"}, {"pq"});
+  b.Node("DequantizeLinear", {"pq", "sc", "zc"}, {"pd"});
+  std::vector<int32_t> w2(16 * 16 * 9);
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<int32_t>((i * 29) % 255) - 127;
+  b.InitInts("w2", {16, 16, 3, 3}, onnx::TensorProto::INT8, w2);
+  b.Init("ws2", {16}, ws);
+  b.InitInts("wz2", {16}, onnx::TensorProto::INT8, std::vector<int32_t>(16, 0));
+  b.Init("w2d_b", {16}, Ramp(16, 0.7f, -0.2f));
+  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w2", "ws2", "wz2"}, {"w2d"}), "axis", 0);
+  AddConv(b, "pd", "c2", "w2d");
+  b.Init("sy", {}, {0.11f});
+  b.InitInts("zy", {}, onnx::TensorProto::UINT8, {90});
+  b.Node("QuantizeLinear", {"c2", "sy", "zy"}, {"yq"});
+  b.Node("DequantizeLinear", {"yq", "sy", "zy"}, {"y"});
+  b.Output("y");
+  auto bytes = b.Bytes();
+  auto raw = ImportOnnx(bytes);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  auto m = Model::FromOnnx(bytes);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Graph& g = m->graph();
+  std::vector<const Node*> convs, pools;
+  for (const Node& n : g.nodes) {
+    if (n.workload.op == "conv") convs.push_back(&n);
+    if (n.workload.op == "pool2d") pools.push_back(&n);
+  }
+  ASSERT_EQ(convs.size(), 2u);
+  ASSERT_EQ(pools.size(), 1u);
+  EXPECT_EQ(BlocksOf(convs[0]->workload), std::make_pair(int64_t{0}, int64_t{16}));
+  EXPECT_EQ(BlocksOf(pools[0]->workload), std::make_pair(int64_t{16}, int64_t{16}));
+  EXPECT_EQ(BlocksOf(convs[1]->workload), std::make_pair(int64_t{16}, int64_t{0}));
+  EXPECT_EQ(g.values[pools[0]->output].shape, (std::vector<int64_t>{1, 1, 3, 3, 16}));
+  EXPECT_EQ(g.values[pools[0]->output].dtype, DType::kUInt8);
+  ExpectWithinOneStep(**raw, g, Ramp(144, 0.31f, 0.2f), 0.11f, 4);
+}
+
 // A depthwise conv reads its producer's blocks whatever its consumer reads:
 // before a conv with 24 output channels (MobileNetV2's projections) it
 // writes NCHW from blocks, so the expanding conv before it writes blocks.
