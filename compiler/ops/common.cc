@@ -243,6 +243,15 @@ ir::Expr PackHalves(const ir::Expr& lo, const ir::Expr& hi) {
       {Call(i32, "bitand", {lo, IntImm(0xffff, i32)}), Call(i32, "shl", {hi, IntImm(16, i32)})});
 }
 
+ir::Expr PairOfBytes(const ir::Expr& word, const ir::Expr& p) {
+  using namespace ir;
+  const DataType i32 = DataType::Int32();
+  Expr at = Call(i32, "shr", {word, Cast(i32, p) * IntImm(16, i32)});
+  return PackHalves(
+      Call(i32, "bitand", {at, IntImm(255, i32)}),
+      Call(i32, "bitand", {Call(i32, "shr", {at, IntImm(8, i32)}), IntImm(255, i32)}));
+}
+
 bool PairsOfHalves(const Target& t) { return std::string_view(Dot4Intrinsic(t)) != "dot4_vnni"; }
 
 ir::Expr FlipBytes(ir::Expr packed) {

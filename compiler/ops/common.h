@@ -97,6 +97,9 @@ ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte);
 // halves; and whether a template multiplies bytes in such pairs (dot2:
 // pmaddwd, exact) rather than in 4-byte words, as on targets without VNNI.
 ir::Expr PackHalves(const ir::Expr& lo, const ir::Expr& hi);
+// Bytes 2p and 2p + 1 of a word of 4 (p an int expression, 0 or 1) as such
+// a pair: the unsigned bytes, zero-extended.
+ir::Expr PairOfBytes(const ir::Expr& word, const ir::Expr& p);
 bool PairsOfHalves(const Target& t);
 ir::Expr FlipBytes(ir::Expr packed);
 // The bfloat16 nearest float32 `x` (ties to even; a NaN stays a NaN): its 16

@@ -161,13 +161,6 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   // vector unit per pixel and pair (ResNet-50 int8 as AVX2 code on Zen 3:
   // every 3x3 conv at 25 GMAC/s, a third of what pmaddwd does).
   const int64_t PH = (d.OH - 1) * d.sh + d.R, PW = (TiledWidth(d.OW, rn) - 1) * d.sw + d.S;
-  // Bytes 2p and 2p + 1 of a word as 16-bit halves.
-  auto pair_of = [&](Expr word, Expr p) {
-    Expr at = Call(i32, "shr", {word, Cast(i32, p) * IntImm(16, i32)});
-    return PackHalves(
-        Call(i32, "bitand", {at, IntImm(255, i32)}),
-        Call(i32, "bitand", {Call(i32, "shr", {at, IntImm(8, i32)}), IntImm(255, i32)}));
-  };
   te::Tensor xp = te::Compute(
       "xpack",
       ib == 0 ? std::vector<int64_t>{d.N, d.C4 * P, PH, PW}
@@ -177,7 +170,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         Expr c4 = ib == 0 ? FloorDiv(i[1], IntImm(P)) : i[1] * IntImm(4) + FloorMod(i[4], IntImm(4));
         Expr p = ib == 0 ? FloorMod(i[1], IntImm(P)) : FloorDiv(i[4], IntImm(4));
         Expr word = Int8InputWord(w, X, xz, i[0], c4, i[2] - IntImm(d.ph), i[3] - IntImm(d.pw));
-        return P == 1 ? word : pair_of(word, p);
+        return P == 1 ? word : PairOfBytes(word, p);
       },
       i32);
   // Word j of group g (pair p of it without VNNI) at padded pixel (h, x).
@@ -206,7 +199,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         if (signed_x) word = FlipBytes(word);
         if (P == 1) return te::Sum(Call(i32, dot, {word, Wp({i[1], row, i[4]})}), {rc, rr, rs, rj});
         return te::Sum(
-            Call(i32, "dot2", {pair_of(word, rp.var), Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
+            Call(i32, "dot2", {PairOfBytes(word, rp.var), Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
             {rc, rr, rs, rj, rp});
       },
       i32);

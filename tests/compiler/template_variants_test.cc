@@ -326,6 +326,8 @@ TEST(OpsNumeric, Int8MatMulMatchesReferenceExactly) {
        {"matmul(dtypes=2,3,2,6;in0=7,37;in1=37,45;in2=1;shape=7,45;zp=2)",
         "matmul(dtypes=3,3,3,6;in0=1,13,64;in1=1,64,16;in2=1;shape=1,13,16;zp=2)",
         "matmul(dtypes=2,3,2,6;in0=1,130;in1=130,70;in2=1;shape=1,70;zp=2)",
+        // K a whole number of 16-byte groups: without VNNI, A's pairs packed ahead.
+        "matmul(dtypes=2,3,2,6;in0=5,48;in1=48,20;in2=1;shape=5,20;zp=2)",
         "matmul(dtypes=2,3,2,1;in0=9,24;in1=24,33;in2=1;shape=9,33;zp=2)|u:cast:1|u:scale:0.5,0"}) {
     Workload w = ParseWorkload(s);
     ASSERT_TRUE(ops::Int8MatMul(w)) << s;
