@@ -224,10 +224,21 @@ TEST(OpsNumeric, Int8BlockedConvMatchesReferenceExactly) {
     ASSERT_TRUE(ops::Int8Conv(w)) << s;
     ExpectMatchesReference(w, *DefaultConfig(w, plain), s, 7, plain);
     if (x86) ExpectMatchesReference(w, *DefaultConfig(w, avx2), s, 7, avx2);
-    checked += CheckTiles(w, {"kb", "reg_n", "pack", "unroll_j", "parallel", "tile_k"}, s);
+    checked +=
+        CheckTiles(w, {"kb", "reg_n", "pack", "unroll_j", "parallel", "tile_k", "ko_inner"}, s);
     checked += CheckRandomConfigs(w, host, rng, 30, 4, s);
   }
   EXPECT_GT(checked, 40);
+  // A 1x1 conv whose input outweighs its weights runs its channel tiles
+  // inside each tile of pixels; parallel=1 (over those tiles) is refused so.
+  Workload wide = ParseWorkload(
+      "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,8,14,14,16;in1=32,128,1,1;in2=1;"
+      "in_block=16;out_block=16;pads=0,0;shape=1,2,14,14,16;strides=1,1;transposed=0;zp=2)");
+  Config inner = *DefaultConfig(wide, host);
+  EXPECT_EQ(inner.at("ko_inner"), 1);
+  ExpectMatchesReference(wide, inner, "ko_inner", 7, host);
+  inner["parallel"] = 1;
+  EXPECT_FALSE(ValidateConfig(wide, host, inner).ok());
   // In place only where no padding is read and the tiles divide the row.
   Workload padded = ParseWorkload(
       "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,2,9,10,16;in1=32,32,3,3;in2=1;"
