@@ -197,8 +197,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
     te::Tensor out = te::Compute(
         "out", sig->output.shape,
         [&](const std::vector<Var>& i) {
-          Expr y = from({i[0], i[1], i[2] * IntImm(width) + i[3]}) -
-                   z * Wp({IntImm(rows * P), i[1]});
+          Expr y =
+              from({i[0], i[1], i[2] * IntImm(width) + i[3]}) - z * Wp({IntImm(rows * P), i[1]});
           return ApplyEpilogue(w, y, i, eps);
         },
         IrType(sig->output.dtype));

@@ -192,7 +192,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
               : std::vector<int64_t>{d.N, G, PH, PW, 4 * P},
       [&](const std::vector<Var>& i) {
         // The word (c4) and its pair.
-        Expr c4 = ib == 0 ? FloorDiv(i[1], IntImm(P)) : i[1] * IntImm(4) + FloorMod(i[4], IntImm(4));
+        Expr c4 =
+            ib == 0 ? FloorDiv(i[1], IntImm(P)) : i[1] * IntImm(4) + FloorMod(i[4], IntImm(4));
         Expr p = ib == 0 ? FloorMod(i[1], IntImm(P)) : FloorDiv(i[4], IntImm(4));
         Expr word = Int8InputWord(w, X, xz, i[0], c4, i[2] - IntImm(d.ph), i[3] - IntImm(d.pw));
         return P == 1 ? word : PairOfBytes(word, p);
@@ -210,22 +211,18 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
       [&](const std::vector<Var>& i) {
         Expr h = i[2] * IntImm(d.sh) + rr.var, x = i[3] * IntImm(d.sw) + rs.var;
         Expr row = ((rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var) * IntImm(J) + rj.var;
+        // The word (a pair of it without VNNI): from the pack, or in place.
+        Expr a;
         if (!direct) {
-          if (P == 1) {
-            return te::Sum(Call(i32, dot, {xword(i[0], rc.var, rj.var, IntImm(0), h, x),
-                                           Wp({i[1], row, i[4]})}),
-                           {rc, rr, rs, rj});
-          }
-          return te::Sum(Call(i32, "dot2", {xword(i[0], rc.var, rj.var, rp.var, h, x),
-                                            Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
-                         {rc, rr, rs, rj, rp});
+          a = xword(i[0], rc.var, rj.var, P == 1 ? IntImm(0) : Expr(rp.var), h, x);
+        } else {
+          a = X({i[0], rc.var, h, x, rj.var});
+          if (signed_x) a = FlipBytes(a);
+          if (P > 1) a = PairOfBytes(a, rp.var);
         }
-        Expr word = X({i[0], rc.var, h, x, rj.var});
-        if (signed_x) word = FlipBytes(word);
-        if (P == 1) return te::Sum(Call(i32, dot, {word, Wp({i[1], row, i[4]})}), {rc, rr, rs, rj});
-        return te::Sum(
-            Call(i32, "dot2", {PairOfBytes(word, rp.var), Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
-            {rc, rr, rs, rj, rp});
+        if (P == 1) return te::Sum(Call(i32, dot, {a, Wp({i[1], row, i[4]})}), {rc, rr, rs, rj});
+        return te::Sum(Call(i32, "dot2", {a, Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
+                       {rc, rr, rs, rj, rp});
       },
       i32);
   const Expr z = UnsignedZeroPoint(XZ, signed_x);

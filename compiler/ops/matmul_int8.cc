@@ -18,14 +18,15 @@
 // as AVX2 code. Where K is a whole number of 16-byte groups A's pairs are
 // packed ahead (apack, a group's 4 words a vector at a time) rather than
 // taken out of its bytes at each step: its 128 x 768 x 768 MatMulInteger
-// 1.9 -> 1.15 ms at one thread on a Zen 3 EPYC (AVX2). B is packed once (Built::packs: at compile time for a constant) into panels of
-// tile_n columns, [ceil(N/tile_n)][K4 + 1][tile_n] int32: each int32 the 4
-// bytes of one column's 4 consecutive k (the layout vpdpbusd reads, one
-// vector of tile_n/16 registers per k4), and row K4 the column sums the
-// zero point's correction needs. Schedule as the float dense template: an
-// output tile of tile_m rows x tile_n columns (vectorized) whose int32
-// accumulators stay in registers over the k4 loop (split by tile_k,
-// unrolled), one broadcast of A's 4 bytes per row and step.
+// 1.9 -> 1.15 ms at one thread on a Zen 3 EPYC (AVX2). B is packed once
+// (Built::packs: at compile time for a constant) into panels of tile_n
+// columns, [ceil(N/tile_n)][K4 + 1][tile_n] int32: each int32 the 4 bytes of
+// one column's 4 consecutive k (the layout vpdpbusd reads, one vector of
+// tile_n/16 registers per k4), and row K4 the column sums the zero point's
+// correction needs. Schedule as the float dense template: an output tile of
+// tile_m rows x tile_n columns (vectorized) whose int32 accumulators stay in
+// registers over the k4 loop (split by tile_k, unrolled), one broadcast of
+// A's 4 bytes per row and step.
 //
 // With AMX (amx=1: a CPU with AMX-INT8, uint8 A, K a multiple of 64) the
 // same acc box of tile_m x tile_n is tensorized (te::Schedule::Tensorize):
@@ -175,9 +176,9 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
       "bpack", {panels, S + 1, tn},
       [&](const std::vector<Var>& i) {
         Expr n = i[0] * IntImm(tn) + i[2];
-        Expr step =
-            pairs ? PackHalves(b_at(step_k(i[1]), n), b_at(step_k(i[1]) + IntImm(1), n))
-                  : PackBytes4([&](int j) { return b_at(i[1] * IntImm(4) + IntImm(j), n); });
+        Expr step = pairs
+                        ? PackHalves(b_at(step_k(i[1]), n), b_at(step_k(i[1]) + IntImm(1), n))
+                        : PackBytes4([&](int j) { return b_at(i[1] * IntImm(4) + IntImm(j), n); });
         return Select(i[1] < IntImm(S), step, colsum({n}));
       },
       i32);
