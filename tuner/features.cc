@@ -43,7 +43,8 @@ struct StoreInfo {
 };
 
 // Float arithmetic, integer dot products (dot4: four multiply-adds of bytes
-// per lane) and the loads of a stored value.
+// per lane; dot2, what they are without VNNI: two of 16-bit halves) and the
+// loads of a stored value.
 class ValueScan : public ExprVisitor {
  public:
   double ops = 0;
@@ -57,6 +58,7 @@ class ValueScan : public ExprVisitor {
   void VisitCall(const CallNode* op) override {
     if (op->dtype.is_float()) ops += op->dtype.lanes;
     if (op->name == "dot4" || op->name == "dot4_vnni") ops += 8.0 * op->dtype.lanes;
+    if (op->name == "dot2" && !op->dtype.is_float()) ops += 4.0 * op->dtype.lanes;
     ExprVisitor::VisitCall(op);
   }
   void VisitBufferLoad(const BufferLoadNode* op) override {

@@ -126,6 +126,13 @@ TEST(FeaturesTest, Int8MatMulCountsItsDotProducts) {
   auto f = ExtractFeatures(*w, t, *compiler::DefaultConfig(*w, t));
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_GT((*f)[0], L(2.0 * 64 * 128 * 256) - 0.5f);
+  // Without VNNI (AVX2 code, a Zen 2 EPYC: pairs of 16-bit halves, dot2) the
+  // same count, on any host (an AVX2 host's own kernels counted none).
+  auto avx2 = compiler::Target::Parse("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver2");
+  ASSERT_TRUE(avx2.ok());
+  auto h = ExtractFeatures(*w, *avx2, *compiler::DefaultConfig(*w, *avx2));
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_GT((*h)[0], L(2.0 * 64 * 128 * 256) - 0.5f);
   // As AMX tiles (a Sapphire Rapids target, on any host): the tensorized
   // boxes count their products too.
   auto spr = compiler::Target::Parse(
