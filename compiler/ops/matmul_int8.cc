@@ -162,11 +162,15 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   // taken out of A's bytes where the loop reads it (4 scalar operations and
   // a move to the vector unit per row and step).
   const bool grouped = pairs && d.K % 16 == 0;
-  // The first k of step q.
+  // Step q of a group: its word of A (4 bytes) and its pair in that word;
+  // the first k of step q.
+  auto step_word = [](Expr q) {
+    return FloorDiv(q, IntImm(8)) * IntImm(4) + FloorMod(q, IntImm(4));
+  };
+  auto step_pair = [](Expr q) { return FloorMod(FloorDiv(q, IntImm(4)), IntImm(2)); };
   auto step_k = [&](Expr q) {
     if (!grouped) return q * IntImm(2);
-    return (FloorDiv(q, IntImm(8)) * IntImm(4) + FloorMod(q, IntImm(4))) * IntImm(4) +
-           FloorMod(FloorDiv(q, IntImm(4)), IntImm(2)) * IntImm(2);
+    return step_word(q) * IntImm(4) + step_pair(q) * IntImm(2);
   };
   IterRange sk = te::ReduceAxis(d.K, "sk");
   te::Tensor colsum = te::Compute(
@@ -213,10 +217,10 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         [&](const std::vector<Var>& i) {
           std::vector<Expr> idx(r - 2, IntImm(0));
           idx.push_back(i[0]);
-          idx.push_back(FloorDiv(i[1], IntImm(8)) * IntImm(4) + FloorMod(i[1], IntImm(4)));
+          idx.push_back(step_word(i[1]));
           Expr word = A32(idx);
           if (signed_a) word = FlipBytes(word);
-          return PairOfBytes(word, FloorMod(FloorDiv(i[1], IntImm(4)), IntImm(2)));
+          return PairOfBytes(word, step_pair(i[1]));
         },
         i32);
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/memory_plan.h"
@@ -511,12 +512,10 @@ TEST(Layouts, AConsumerWithoutBlocksKeepsItsInputNchw) {
   EXPECT_EQ(g.values[g.nodes[2].output].shape, (std::vector<int64_t>{1, 1, 8, 8, 16}));
 }
 
-// Two QDQ convs in a row: the first writes its bytes in channel blocks
-// (NCHW[16]c, its requantizing scales per block), the second reads them and
-// writes NCHW for the DequantizeLinear behind it; the graph computes what
-// it computed as imported, within one output step (FoldRequantScales'
-// rounding ties).
-TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
+// Two QDQ int8 convs (AddQdqConv's, then 16 -> 16 channels 3x3), the first
+// one's output quantized and dequantized, then `between` (which reads "cd"
+// and writes its output's name) before the second: the ONNX bytes.
+std::string TwoQdqConvs(const std::function<std::string(OnnxBuilder&)>& between) {
   OnnxBuilder b;
   std::vector<float> ws(16);
   for (size_t i = 0; i < ws.size(); ++i) ws[i] = 0.004f + 0.001f * static_cast<float>(i);
@@ -525,6 +524,7 @@ TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
   b.InitInts("zc", {}, onnx::TensorProto::UINT8, {120});
   b.Node("QuantizeLinear", {"c", "sc", "zc"}, {"cq"});
   b.Node("DequantizeLinear", {"cq", "sc", "zc"}, {"cd"});
+  const std::string in2 = between(b);
   std::vector<int32_t> w2(16 * 16 * 9);
   for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<int32_t>((i * 29) % 255) - 127;
   b.InitInts("w2", {16, 16, 3, 3}, onnx::TensorProto::INT8, w2);
@@ -532,13 +532,22 @@ TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
   b.InitInts("wz2", {16}, onnx::TensorProto::INT8, std::vector<int32_t>(16, 0));
   b.Init("w2d_b", {16}, Ramp(16, 0.7f, -0.2f));
   OnnxBuilder::Int(b.Node("DequantizeLinear", {"w2", "ws2", "wz2"}, {"w2d"}), "axis", 0);
-  AddConv(b, "cd", "c2", "w2d");
+  AddConv(b, in2, "c2", "w2d");
   b.Init("sy", {}, {0.11f});
   b.InitInts("zy", {}, onnx::TensorProto::UINT8, {90});
   b.Node("QuantizeLinear", {"c2", "sy", "zy"}, {"yq"});
   b.Node("DequantizeLinear", {"yq", "sy", "zy"}, {"y"});
   b.Output("y");
-  auto bytes = b.Bytes();
+  return b.Bytes();
+}
+
+// Two QDQ convs in a row: the first writes its bytes in channel blocks
+// (NCHW[16]c, its requantizing scales per block), the second reads them and
+// writes NCHW for the DequantizeLinear behind it; the graph computes what
+// it computed as imported, within one output step (FoldRequantScales'
+// rounding ties).
+TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
+  auto bytes = TwoQdqConvs([](OnnxBuilder&) { return std::string("cd"); });
   auto raw = ImportOnnx(bytes);
   ASSERT_TRUE(raw.ok()) << raw.status();
   auto m = Model::FromOnnx(bytes);
@@ -564,34 +573,15 @@ TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
 // blocks (as NCHW for the pool, it ran 6x slower on a Zen 3 EPYC), and
 // the graph computes what the unfused one does, within one output step.
 TEST(Layouts, AQuantizingPoolPassesBlocksBetweenInt8Convs) {
-  OnnxBuilder b;
-  std::vector<float> ws(16);
-  for (size_t i = 0; i < ws.size(); ++i) ws[i] = 0.004f + 0.001f * static_cast<float>(i);
-  AddQdqConv(b, ws, 37);
-  b.Init("sc", {}, {0.07f});
-  b.InitInts("zc", {}, onnx::TensorProto::UINT8, {120});
-  b.Node("QuantizeLinear", {"c", "sc", "zc"}, {"cq"});
-  b.Node("DequantizeLinear", {"cq", "sc", "zc"}, {"cd"});
-  auto* pool = b.Node("MaxPool", {"cd"}, {"p"});
-  OnnxBuilder::Ints(pool, "kernel_shape", {3, 3});
-  OnnxBuilder::Ints(pool, "strides", {2, 2});
-  OnnxBuilder::Ints(pool, "pads", {1, 1, 1, 1});
-  b.Node("QuantizeLinear", {"p", "sc", "zc"}, {"pq"});
-  b.Node("DequantizeLinear", {"pq", "sc", "zc"}, {"pd"});
-  std::vector<int32_t> w2(16 * 16 * 9);
-  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<int32_t>((i * 29) % 255) - 127;
-  b.InitInts("w2", {16, 16, 3, 3}, onnx::TensorProto::INT8, w2);
-  b.Init("ws2", {16}, ws);
-  b.InitInts("wz2", {16}, onnx::TensorProto::INT8, std::vector<int32_t>(16, 0));
-  b.Init("w2d_b", {16}, Ramp(16, 0.7f, -0.2f));
-  OnnxBuilder::Int(b.Node("DequantizeLinear", {"w2", "ws2", "wz2"}, {"w2d"}), "axis", 0);
-  AddConv(b, "pd", "c2", "w2d");
-  b.Init("sy", {}, {0.11f});
-  b.InitInts("zy", {}, onnx::TensorProto::UINT8, {90});
-  b.Node("QuantizeLinear", {"c2", "sy", "zy"}, {"yq"});
-  b.Node("DequantizeLinear", {"yq", "sy", "zy"}, {"y"});
-  b.Output("y");
-  auto bytes = b.Bytes();
+  auto bytes = TwoQdqConvs([](OnnxBuilder& b) {
+    auto* pool = b.Node("MaxPool", {"cd"}, {"p"});
+    OnnxBuilder::Ints(pool, "kernel_shape", {3, 3});
+    OnnxBuilder::Ints(pool, "strides", {2, 2});
+    OnnxBuilder::Ints(pool, "pads", {1, 1, 1, 1});
+    b.Node("QuantizeLinear", {"p", "sc", "zc"}, {"pq"});
+    b.Node("DequantizeLinear", {"pq", "sc", "zc"}, {"pd"});
+    return std::string("pd");
+  });
   auto raw = ImportOnnx(bytes);
   ASSERT_TRUE(raw.ok()) << raw.status();
   auto m = Model::FromOnnx(bytes);
