@@ -6,6 +6,7 @@ its tuned module timed beside its untuned one, in-process and interleaved
   bench/tuning_pays.py [--bin-dir BUILD] [--models resnet18,mobilenet_v2,resnet50,bert_layer]
                        [--threads 1,2] [--trials N] [--resnet50-trials N] [--budget DURATION]
                        [--repeat N] [--work DIR] [--int8] [--precision bf16]
+                       [--tune-arg ARG ...]
 
 For every model (tests/models/make_models.py, seeded weights) and thread
 count: a fresh tracker and one CPU agent on this machine (a fresh log, so
@@ -81,7 +82,7 @@ def run_one(a, model_path, model, threads, trials, work):
         precision = ["--precision", a.precision] if a.precision else []
         r = farm.kiln("tune", model_path, "--tracker", farm.addr, "--key", KEY, "--trials",
                       str(trials), "--budget", a.budget, "--threads", str(threads), "--wait",
-                      *precision, timeout=7200)
+                      *precision, *a.tune_arg, timeout=7200)
         tune_s = time.monotonic() - t0
         if r.returncode != 0:
             sys.exit(f"kiln tune {model} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
@@ -141,6 +142,8 @@ def main():
     ap.add_argument("--int8", action="store_true",
                     help="the models quantized by onnxruntime's tool; OpenVINO timed beside")
     ap.add_argument("--precision", default="", help="kiln tune/compile --precision (bf16)")
+    ap.add_argument("--tune-arg", action="append", default=[],
+                    help="one more argument of kiln tune (e.g. --no-flush-cache); repeatable")
     a = ap.parse_args()
     a.bin_dir = os.path.abspath(a.bin_dir)
     work = a.work or tempfile.mkdtemp(prefix="kiln-tuning-pays-")
@@ -172,7 +175,8 @@ def main():
     print(f"command: bench/tuning_pays.py --models {a.models} --threads {a.threads} "
           f"--trials {a.trials} --resnet50-trials {a.resnet50_trials} --budget {a.budget} "
           f"--repeat {a.repeat}" + (" --int8" if a.int8 else "") +
-          (f" --precision {a.precision}" if a.precision else ""))
+          (f" --precision {a.precision}" if a.precision else "") +
+          "".join(f" --tune-arg={arg}" for arg in a.tune_arg))
     print()
     print("| model | threads | trials | tuning | untuned (ms) | tuned (ms) | tuned vs untuned "
           "(median of blocks) | middle half | job's tuned figure (ms) | job vs bench | "

@@ -83,17 +83,9 @@ struct TuneFlags {
   double budget_s = 0;
   int32_t early_stopping = 0;
   // Time every run with the kernel's buffers out of the caches: 1 yes, 0 no,
-  // -1 by the model's size (FlushCache).
+  // -1 as the model's size leaves them (CachesFor).
   int flush_cache = -1;
 };
-
-// A model whose weights (its file and external data) outgrow this is tuned
-// with the caches flushed unless told otherwise: timed hot, a kernel keeps
-// its layer's weights in L2/L3 across repeats, which inside the model come
-// from memory, and the tuner picks configs that lose there (the BERT-base
-// layer, 28 MB: 0.90x onnxruntime tuned hot against 1.06x flushed on a
-// 32 MB-L3 EPYC; MobileNetV2, 14 MB, tunes as well hot).
-constexpr int64_t kFlushCacheModelBytes = int64_t{16} << 20;
 
 // The external data files the model names: {location, path}, each from the
 // model's own folder only. An error's message is what the CLI prints.
@@ -128,16 +120,25 @@ int64_t ModelBytes(const std::string& path, const DataFiles& files) {
   return total;
 }
 
-// Whether candidates are timed with the caches flushed; says so when the
-// model's size (ModelBytes) decided it.
-bool FlushCache(const TuneFlags& flags, int64_t bytes, const CliEnv& env) {
-  if (flags.flush_cache >= 0) return flags.flush_cache == 1;
-  if (bytes <= kFlushCacheModelBytes) return false;
+// How candidates' runs find the caches: --flush-cache: the weights from
+// memory; --no-flush-cache: hot, as the last run left them; neither: as a
+// model of `bytes` (ModelBytes) leaves them on the board that times them
+// (MeasurePolicy::model_bytes: in its last-level cache where they fit in 3/4
+// of it, else from memory), and says so for a model of a MiB or more. Timed hot, a kernel keeps its
+// layer's weights in L2 across repeats, which inside the model come from L3
+// or memory, and the tuner picks configs that lose there (the BERT-base
+// layer, 28 MB: 0.90x onnxruntime tuned hot against 1.06x flushed on a
+// 32 MB-L3 EPYC).
+void SetCaches(const TuneFlags& flags, int64_t bytes, const CliEnv& env, bool* flush_cache,
+               int64_t* model_bytes) {
+  *flush_cache = flags.flush_cache != 0;
+  *model_bytes = flags.flush_cache < 0 ? bytes : 0;
+  if (flags.flush_cache >= 0 || bytes < (int64_t{1} << 20)) return;  // tiny: hot on any board
   char mb[32];
   std::snprintf(mb, sizeof(mb), "%.1f", static_cast<double>(bytes) / 1e6);
-  *env.err << "kiln: timing candidates with the caches flushed: the model's " << mb
-           << " MB of weights outgrow the caches (--no-flush-cache times them hot)\n";
-  return true;
+  *env.err << "kiln: timing candidates with the caches as the model's " << mb
+           << " MB of weights leave them: in the board's last-level cache where they fit in 3/4 "
+              "of it, else from memory (--flush-cache: from memory, --no-flush-cache: hot)\n";
 }
 
 absl::StatusOr<TuneFlags> TuneFlagsOf(const Args& args) {
@@ -220,7 +221,13 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
   options.early_stopping = flags.early_stopping;
   compiler::MeasurePolicy policy;        // the farm's defaults
   auto files = ExternalDataFiles(path);  // the import has read them: an error cannot be new
-  policy.flush_cache = FlushCache(flags, ModelBytes(path, files.ok() ? *files : DataFiles{}), env);
+  SetCaches(flags, ModelBytes(path, files.ok() ? *files : DataFiles{}), env, &policy.flush_cache,
+            &policy.model_bytes);
+  const compiler::CacheSizes& caches = compiler::HostCaches();
+  *env.err << "kiln: where the weights start each run on this machine: "
+           << compiler::CacheStateName(compiler::CacheStateFor(policy, caches)) << " (L2 "
+           << caches.core_bytes / 1024 << " KiB, last level " << caches.last_level_bytes / 1024
+           << " KiB)\n";
   tuner::LocalMeasurer measurer(target, policy);
   *env.err << "kiln: tuning " << path << " on this machine (" << target.Spec() << ") as "
            << options.job_id << ": " << tasks.size() << " tasks, " << flags.trials
@@ -382,8 +389,12 @@ int RunTune(const Command& self, const std::vector<std::string>& argv, const Cli
   request.set_early_stopping(flags->early_stopping);
   request.set_deadline_s(deadline_s);
   request.set_priority(static_cast<int32_t>(priority));
-  if (FlushCache(*flags, ModelBytes(path, *data_files), env)) {
-    request.mutable_timing()->set_flush_cache(true);
+  {
+    bool flush_cache = false;
+    int64_t model_bytes = 0;
+    SetCaches(*flags, ModelBytes(path, *data_files), env, &flush_cache, &model_bytes);
+    request.mutable_timing()->set_flush_cache(flush_cache);
+    request.mutable_timing()->set_model_bytes(model_bytes);
   }
   if (candidate_timeout_ms > 0) request.mutable_timing()->set_timeout_ms(candidate_timeout_ms);
   request.mutable_timing()->set_threads(static_cast<int32_t>(threads));

@@ -34,10 +34,37 @@ struct MeasurePolicy {
   // weights come from the last-level cache or memory), its first input just
   // written, as by its producer (`kiln tune --flush-cache`).
   bool flush_cache = false;
+  // With flush_cache: the bytes the whole model's run passes through the
+  // caches (the model's file and external data), which with this host's
+  // caches say where the weights start each run (CacheStateFor); 0: from
+  // memory.
+  int64_t model_bytes = 0;
   // A candidate whose one warm run is slower than this is not timed to the
   // end: that run is its cost (0: time every candidate fully).
   double stop_above_s = 0;
 };
+
+// Where a kernel's weights (and output) start each timed run.
+enum class CacheState {
+  kHot,        // where the last run left them: a model that fits a core's own cache
+  kLastLevel,  // in the last-level cache, out of the core's own
+  kMemory,     // evicted from every level
+};
+const char* CacheStateName(CacheState state);
+
+struct CacheSizes {
+  int64_t core_bytes = 0;        // a core's own largest cache (L2); 0: unknown
+  int64_t last_level_bytes = 0;  // the shared last level (L3); 0: unknown
+};
+// This host's, read once from Linux's /sys/devices/system/cpu/cpu0/cache
+// (glibc's sysconf reports every L3 of a many-die EPYC as one).
+const CacheSizes& HostCaches();
+
+// The rule: no flush_cache: hot; model_bytes 0 or caches unknown: memory;
+// a model within the core's cache: hot; within 3/4 of the last level (the
+// rest for its activations and whatever else runs): last level; bigger:
+// memory.
+CacheState CacheStateFor(const MeasurePolicy& policy, const CacheSizes& caches);
 
 // The error kinds a measurement itself can produce (the tuner and the agent
 // map them to storage::ErrorKind and the protocol's MeasureErrorKind).

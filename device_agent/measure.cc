@@ -70,6 +70,7 @@ ResolvedTiming ResolveTiming(const kiln::v1::TimingPolicy& policy) {
   }
   t.cooldown_ms = std::max(0, policy.cooldown_ms());
   t.flush_cache = policy.flush_cache();
+  t.model_bytes = std::max<int64_t>(0, policy.model_bytes());
   t.timeout_ms =
       policy.timeout_ms() > 0 ? policy.timeout_ms() : compiler::kDefaultCandidateTimeoutMs;
   t.stop_above_s = policy.stop_above_s() > 0 ? policy.stop_above_s() : 0;

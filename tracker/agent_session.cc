@@ -451,6 +451,7 @@ void AgentSessions::Peer::OnLease(std::optional<Lease> lease) {
   t->set_min_repeat_ms(w.timing.min_repeat_ms);
   t->set_cooldown_ms(w.timing.cooldown_ms);
   t->set_flush_cache(w.timing.flush_cache);
+  t->set_model_bytes(w.timing.model_bytes);
   t->set_timeout_ms(w.timing.timeout_ms);
   t->set_stop_above_s(w.timing.stop_above_s);
   t->set_threads(w.timing.threads);

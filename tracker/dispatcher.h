@@ -67,6 +67,7 @@ struct TimingOptions {
   // The threads kernels run on as the user deploys them (0: the agent's
   // default).
   int32_t threads = 0;
+  int64_t model_bytes = 0;  // with flush_cache: see MeasurePolicy::model_bytes
 };
 
 struct MeasureCandidate {

@@ -31,6 +31,7 @@ std::string OptionsToJson(const StoredOptions& o) {
   if (o.deadline_unix_ms > 0) j["deadline_unix_ms"] = o.deadline_unix_ms;
   if (o.priority != 0) j["priority"] = o.priority;
   if (t.threads > 0) j["threads"] = t.threads;
+  if (t.model_bytes > 0) j["model_bytes"] = t.model_bytes;
   if (o.skip_end_to_end) j["skip_end_to_end"] = true;
   if (o.precision != compiler::Precision::kFloat32) {
     j["precision"] = compiler::PrecisionName(o.precision);
@@ -72,6 +73,7 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
   get("cooldown_ms", &o.timing.cooldown_ms);
   get("timeout_ms", &o.timing.timeout_ms);
   get("flush_cache", &o.timing.flush_cache);
+  get("model_bytes", &o.timing.model_bytes);
   // Jobs stored before strategies existed were tuned at random.
   o.strategy = "random";
   get("strategy", &o.strategy);

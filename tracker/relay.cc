@@ -32,6 +32,7 @@ std::string WorkToJson(const MeasureWork& work) {
                 {"min_repeat_ms", t.min_repeat_ms},
                 {"cooldown_ms", t.cooldown_ms},
                 {"flush_cache", t.flush_cache},
+                {"model_bytes", t.model_bytes},
                 {"timeout_ms", t.timeout_ms},
                 {"stop_above_s", t.stop_above_s},
                 {"threads", t.threads}}},
@@ -58,6 +59,7 @@ absl::StatusOr<MeasureWork> WorkFromJson(const std::string& text) {
     w.timing.min_repeat_ms = t.at("min_repeat_ms").get<int32_t>();
     w.timing.cooldown_ms = t.at("cooldown_ms").get<int32_t>();
     w.timing.flush_cache = t.at("flush_cache").get<bool>();
+    w.timing.model_bytes = t.value("model_bytes", int64_t{0});  // absent: an older tracker
     w.timing.timeout_ms = t.at("timeout_ms").get<int32_t>();
     w.timing.stop_above_s = t.at("stop_above_s").get<double>();
     w.timing.threads = t.value("threads", 0);  // absent: relayed by an older tracker

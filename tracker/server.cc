@@ -219,6 +219,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     r.timing.min_repeat_ms = t.min_repeat_ms();
     r.timing.cooldown_ms = t.cooldown_ms();
     r.timing.flush_cache = t.flush_cache();
+    r.timing.model_bytes = std::max<int64_t>(0, t.model_bytes());
     r.timing.timeout_ms = t.timeout_ms();
     r.timing.threads = t.threads();
     r.skip_end_to_end = req->skip_end_to_end();

@@ -11,10 +11,6 @@ from kiln.errors import JobFailed, KilnError
 from kiln.v1 import common_pb2, tracker_pb2, tracker_pb2_grpc
 
 CHUNK = 1 << 20  # bytes per upload message, as the CLI sends
-# Models larger than this are tuned with the caches flushed unless told
-# otherwise, as `kiln tune` does (their weights do not stay in the caches
-# inside the model; timed hot, the tuner picks configs that lose there).
-FLUSH_CACHE_MODEL_BYTES = 16 << 20
 _FINAL = {"completed", "failed", "cancelled"}
 
 
@@ -274,21 +270,22 @@ class Client:
         "random", "grid"; "" for the tracker's default), `budget` seconds of
         tuning at most (0: none), `input_shapes` {name: [dims]} for symbolic
         dimensions, `flush_cache` whether every run of a candidate starts
-        with the caches flushed (None: when the model file is larger than
-        16 MiB, as `kiln tune` decides), `threads` the threads the model will
+        with the kernel's weights out of the caches (True: from memory;
+        False: hot; None: as `kiln tune` decides, as a model of this file's
+        size leaves them on the board: in its last-level cache where they
+        fit in 3/4 of it, else from memory), `threads` the threads the model will
         run on (0: the board's cores), `end_to_end` whether the job confirms
         its configs by running the whole model on the board (Job info's
         "end_to_end"), `precision` "bf16" for the model's matrix products in
         bfloat16 summed in float32 ("" or "fp32": float32). Returns the Job."""
-        if flush_cache is None:
-            flush_cache = os.path.getsize(model) > FLUSH_CACHE_MODEL_BYTES
+        model_bytes = os.path.getsize(model) if flush_cache is None else 0
         sha = self.upload(model)
         req = tracker_pb2.SubmitJobRequest(
             model_name=_shown_name(os.path.basename(model)), model_sha256=sha, device_key=key, trials=trials,
             strategy=strategy, budget_s=budget, priority=priority,
             target=common_pb2.Target(spec=target))
-        if flush_cache:
-            req.timing.flush_cache = True
+        req.timing.flush_cache = flush_cache is not False
+        req.timing.model_bytes = model_bytes
         req.timing.threads = threads
         req.skip_end_to_end = not end_to_end
         req.precision = precision

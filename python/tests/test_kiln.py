@@ -248,10 +248,12 @@ if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
 
 
-def test_tune_flushes_the_caches_for_a_large_model(tmp_path):
-    """Above 16 MiB a job's candidates are timed with the caches flushed
-    unless flush_cache=False says not to (the requests as sent, through a
-    stand-in for the tracker's stub)."""
+def test_tune_sets_the_caches_as_the_model_leaves_them(tmp_path):
+    """By default a job's candidates are timed with the caches as a model of
+    the file's size leaves them (flush_cache with model_bytes, which the
+    agent weighs against its caches); flush_cache=True flushes to memory,
+    False times hot (the requests as sent, through a stand-in for the
+    tracker's stub)."""
     from kiln.v1 import tracker_pb2
     sent = []
 
@@ -271,13 +273,13 @@ def test_tune_flushes_the_caches_for_a_large_model(tmp_path):
     small.write_bytes(b"\0" * 1000)
     big.write_bytes(b"\0" * (17 << 20))
     client.tune(str(small), key=KEY)
-    assert not sent[-1].timing.flush_cache
+    assert sent[-1].timing.flush_cache and sent[-1].timing.model_bytes == 1000
     client.tune(str(big), key=KEY)
-    assert sent[-1].timing.flush_cache
+    assert sent[-1].timing.flush_cache and sent[-1].timing.model_bytes == 17 << 20
     client.tune(str(big), key=KEY, flush_cache=False)
-    assert not sent[-1].timing.flush_cache
+    assert not sent[-1].timing.flush_cache and sent[-1].timing.model_bytes == 0
     client.tune(str(small), key=KEY, flush_cache=True)
-    assert sent[-1].timing.flush_cache
+    assert sent[-1].timing.flush_cache and sent[-1].timing.model_bytes == 0
     client.close()
 
 

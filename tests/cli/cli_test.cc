@@ -386,26 +386,34 @@ TEST_F(CliWithTracker, TunePrintsJobIdFirst) {
   EXPECT_EQ(service_.last_submit.budget_s(), 0);
 }
 
-// A model of more than 16 MiB of weights (here 17 MiB, inline or as external
-// data) is timed with the caches flushed unless --no-flush-cache says not to.
-TEST_F(CliWithTracker, TuneFlushesTheCachesForAModelOfManyWeights) {
+// By default candidates are timed with the caches as a model of the size of
+// its weights (here 17 MiB, inline or as external data) leaves them: the
+// request carries flush_cache and the bytes, which the agent weighs against
+// its caches; --no-flush-cache times hot, --flush-cache from memory.
+TEST_F(CliWithTracker, TuneSendsTheModelsBytesForTheCaches) {
   const size_t big = (size_t{17} << 20);
   std::string model = WriteFile("big.onnx", OnnxModel("", big));
   CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "8"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(service_.last_submit.timing().flush_cache());
-  EXPECT_THAT(r.err, HasSubstr("with the caches flushed"));
+  EXPECT_GT(service_.last_submit.timing().model_bytes(), static_cast<int64_t>(big));
+  EXPECT_THAT(r.err, HasSubstr("with the caches as the model's 17.8 MB of weights leave them"));
   r = Kiln(
       {"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "8", "--no-flush-cache"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(service_.last_submit.timing().flush_cache());
-  EXPECT_THAT(r.err, Not(HasSubstr("with the caches flushed")));
+  EXPECT_EQ(service_.last_submit.timing().model_bytes(), 0);
+  EXPECT_THAT(r.err, Not(HasSubstr("with the caches as")));
+  r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "8", "--flush-cache"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(service_.last_submit.timing().flush_cache());
+  EXPECT_EQ(service_.last_submit.timing().model_bytes(), 0);
   // The weights in a file beside the model count too.
   WriteFile("w.bin", std::string(big, '\0'));
   std::string external = WriteFile("ext.onnx", OnnxModel("w.bin"));
   r = Kiln({"tune", external, "--tracker", addr_, "--key", "cpu", "--trials", "8"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(service_.last_submit.timing().flush_cache());
+  EXPECT_GT(service_.last_submit.timing().model_bytes(), static_cast<int64_t>(big));
 }
 
 TEST_F(CliWithTracker, TuneSendsStrategyBudgetAndEarlyStopping) {
@@ -416,10 +424,6 @@ TEST_F(CliWithTracker, TuneSendsStrategyBudgetAndEarlyStopping) {
   EXPECT_EQ(service_.last_submit.strategy(), "ga");
   EXPECT_EQ(service_.last_submit.budget_s(), 5400);
   EXPECT_EQ(service_.last_submit.early_stopping(), 40);
-  EXPECT_FALSE(service_.last_submit.timing().flush_cache());
-  r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--flush-cache"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(service_.last_submit.timing().flush_cache());
   r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24", "--flush-cache",
             "--no-flush-cache"});
   EXPECT_EQ(r.code, 2);

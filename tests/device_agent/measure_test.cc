@@ -125,6 +125,50 @@ TEST(Measure, InTheModelsCachesTheInputsAreLeftAsTheyWere) {
   for (double c : r.costs_s()) EXPECT_GT(c, 0);
 }
 
+// A model that fits the last-level cache (as the agent reads its caches
+// from sysfs) starts each run with the weights read back into it: the
+// values stay as they were too.
+TEST(Measure, WithAModelThatFitsTheLastLevelTheWeightsAreReadBack) {
+  const compiler::CacheSizes& caches = compiler::HostCaches();
+  if (caches.core_bytes <= 0 || caches.last_level_bytes <= caches.core_bytes * 2) {
+    GTEST_SKIP() << "this host's caches are not in sysfs";
+  }
+  compiler::Workload w = Conv();
+  kiln::v1::TimingPolicy p = Quick();
+  p.set_flush_cache(true);
+  p.set_model_bytes(caches.core_bytes * 2);
+  ResolvedTiming t = ResolveTiming(p);
+  EXPECT_EQ(t.model_bytes, caches.core_bytes * 2);
+  EXPECT_EQ(compiler::CacheStateFor(t, caches), compiler::CacheState::kLastLevel);
+  kiln::v1::MeasureResult r =
+      MeasureCandidate(w.Canonical(), DefaultConfigProto(w), p, compiler::Target::Host());
+  ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+  EXPECT_EQ(r.costs_s_size(), 3);
+}
+
+// Where the weights start: hot without flush_cache or for a model within a
+// core's cache, in the last level within 3/4 of it, else (or with the size
+// or the caches unknown) from memory.
+TEST(Measure, TheModelsBytesAgainstTheCachesSayWhereTheWeightsStart) {
+  using compiler::CacheState;
+  const compiler::CacheSizes caches{.core_bytes = 1 << 20, .last_level_bytes = 32 << 20};
+  compiler::MeasurePolicy p;
+  p.model_bytes = 14 << 20;
+  EXPECT_EQ(compiler::CacheStateFor(p, caches), CacheState::kHot);
+  p.flush_cache = true;
+  EXPECT_EQ(compiler::CacheStateFor(p, caches), CacheState::kLastLevel);
+  p.model_bytes = 24 << 20;
+  EXPECT_EQ(compiler::CacheStateFor(p, caches), CacheState::kLastLevel);
+  p.model_bytes = (24 << 20) + 1;
+  EXPECT_EQ(compiler::CacheStateFor(p, caches), CacheState::kMemory);
+  p.model_bytes = 1 << 20;
+  EXPECT_EQ(compiler::CacheStateFor(p, caches), CacheState::kHot);
+  p.model_bytes = 0;
+  EXPECT_EQ(compiler::CacheStateFor(p, caches), CacheState::kMemory);
+  p.model_bytes = 14 << 20;
+  EXPECT_EQ(compiler::CacheStateFor(p, compiler::CacheSizes{}), CacheState::kMemory);
+}
+
 TEST(Measure, ACandidateSlowerThanTheBoundIsTimedOnce) {
   compiler::Workload w = Conv();
   kiln::v1::TimingPolicy p = Quick();

@@ -705,6 +705,8 @@ TEST_F(JobManagerTest, Bf16PrecisionIsTunedStoredAndSentWithTheModel) {
   EXPECT_THAT(std::string(r.status().message()),
               ::testing::HasSubstr("precision bf16 is built for CPU targets only"));
   req.target = cpu;
+  req.timing.flush_cache = true;
+  req.timing.model_bytes = 12345;  // kept too, for the agents' caches
   r = jobs_->Submit(req);
   ASSERT_TRUE(r.ok()) << r.status();
   auto row = db_->GetJob(r->job_id);
@@ -713,6 +715,7 @@ TEST_F(JobManagerTest, Bf16PrecisionIsTunedStoredAndSentWithTheModel) {
   auto stored = OptionsFromJson((*row)->options_json, TimingOptions{});
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_EQ(stored->precision, compiler::Precision::kBfloat16);
+  EXPECT_EQ(stored->timing.model_bytes, 12345);
   // Whole-model batches carry it.
   std::string precision_sent;
   int model_batches = 0;
