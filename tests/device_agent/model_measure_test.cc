@@ -2,6 +2,7 @@
 // and the store that receives their files.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -141,8 +142,10 @@ TEST_F(ModelSandbox, VariantsAreTimedInterleavedWithEachTasksTimeInsideTheModel)
       kernels_s += k.cost_s();
     }
     for (const std::string& key : keys) EXPECT_TRUE(seen.count(key)) << "no time for task " << key;
-    // The kernels are the model's run, most of it.
-    EXPECT_LT(kernels_s, 1.5 * r.costs_s(0));
+    // The kernels are one run of the model, not the sum of its 4 (against
+    // the slowest run, with room for a loaded machine's spells: the first
+    // run against 1.5x failed once beside a parallel ctest).
+    EXPECT_LT(kernels_s, 2.0 * *std::max_element(r.costs_s().begin(), r.costs_s().end()));
   }
   EXPECT_EQ(results[2].candidate_id(), "bad");
   EXPECT_NE(results[2].error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE);
