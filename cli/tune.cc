@@ -83,7 +83,7 @@ struct TuneFlags {
   double budget_s = 0;
   int32_t early_stopping = 0;
   // Time every run with the kernel's buffers out of the caches: 1 yes, 0 no,
-  // -1 as the model's size leaves them (CachesFor).
+  // -1 as the model's size leaves them (SetCaches).
   int flush_cache = -1;
 };
 
@@ -124,11 +124,11 @@ int64_t ModelBytes(const std::string& path, const DataFiles& files) {
 // memory; --no-flush-cache: hot, as the last run left them; neither: as a
 // model of `bytes` (ModelBytes) leaves them on the board that times them
 // (MeasurePolicy::model_bytes: in its last-level cache where they fit in 3/4
-// of it, else from memory), and says so for a model of a MiB or more. Timed hot, a kernel keeps its
-// layer's weights in L2 across repeats, which inside the model come from L3
-// or memory, and the tuner picks configs that lose there (the BERT-base
-// layer, 28 MB: 0.90x onnxruntime tuned hot against 1.06x flushed on a
-// 32 MB-L3 EPYC).
+// of it, else from memory), and says so for a model of a MiB or more. Timed
+// hot, a kernel keeps its layer's weights in L2 across repeats, which inside
+// the model come from L3 or memory, and the tuner picks configs that lose
+// there (the BERT-base layer, 28 MB: 0.90x onnxruntime tuned hot against
+// 1.06x flushed on a 32 MB-L3 EPYC).
 void SetCaches(const TuneFlags& flags, int64_t bytes, const CliEnv& env, bool* flush_cache,
                int64_t* model_bytes) {
   *flush_cache = flags.flush_cache != 0;

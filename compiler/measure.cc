@@ -43,6 +43,13 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 void SetModelCaches(KernelBuffers& b, CacheState state, const CacheSizes& caches) {
   const bool first_is_activation =
       !b.inputs.empty() && !b.args.empty() && b.args[0] == b.inputs[0].data();
+  // The kernel's weights: every input but an activation first, and the packed.
+  auto for_each_weight = [&](auto&& fn) {
+    for (size_t i = first_is_activation ? 1 : 0; i < b.inputs.size(); ++i) {
+      fn(b.inputs[i].data(), b.inputs[i].size());
+    }
+    for (const auto& pk : b.packed) fn(pk.data(), pk.size());
+  };
 #if defined(__x86_64__) || defined(__aarch64__)
   auto flush = [](const void* p, size_t bytes) {
     const char* c = static_cast<const char*>(p);
@@ -54,10 +61,7 @@ void SetModelCaches(KernelBuffers& b, CacheState state, const CacheSizes& caches
 #endif
     }
   };
-  for (size_t i = first_is_activation ? 1 : 0; i < b.inputs.size(); ++i) {
-    flush(b.inputs[i].data(), b.inputs[i].size());
-  }
-  for (const auto& pk : b.packed) flush(pk.data(), pk.size());
+  for_each_weight(flush);
   flush(b.output.data(), b.output.size());
 #if defined(__x86_64__)
   __builtin_ia32_mfence();
@@ -76,10 +80,7 @@ void SetModelCaches(KernelBuffers& b, CacheState state, const CacheSizes& caches
       const volatile uint8_t* c = static_cast<const uint8_t*>(p);
       for (size_t off = 0; off < bytes; off += 64) (void)c[off];
     };
-    for (size_t i = first_is_activation ? 1 : 0; i < b.inputs.size(); ++i) {
-      touch(b.inputs[i].data(), b.inputs[i].size());
-    }
-    for (const auto& pk : b.packed) touch(pk.data(), pk.size());
+    for_each_weight(touch);
     static std::vector<uint8_t>* sweep =
         new std::vector<uint8_t>(static_cast<size_t>(2 * std::max<int64_t>(caches.core_bytes, 1)));
     touch(sweep->data(), sweep->size());
