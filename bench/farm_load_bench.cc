@@ -61,7 +61,8 @@
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "onnx/onnx_pb.h"
 #include "storage/database.h"
-#include "storage/log_db.h"
+#include "storage/sha256.h"
+#include "storage/tuning_db.h"
 
 namespace {
 
@@ -407,7 +408,7 @@ absl::StatusOr<LoadFigures> RunLoad(const LoadConfig& cfg) {
     f.total += a->total_;
     added.insert(added.end(), a->added_ms_.begin(), a->added_ms_.end());
   }
-  if (auto log_db = kiln::storage::LogDb::Open(db); log_db.ok()) {
+  if (auto log_db = kiln::storage::TuningDb::Open(db); log_db.ok()) {
     if (auto rows = (*log_db)->QueryRecords("", "", 0); rows.ok()) {
       f.records = static_cast<int64_t>(rows->size());
     }

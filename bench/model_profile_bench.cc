@@ -32,7 +32,7 @@
 #include "compiler/ops/common.h"
 #include "compiler/target.h"
 #include "deploy/parallel.h"
-#include "storage/log_db.h"
+#include "storage/tuning_db.h"
 #include "tuner/history.h"
 
 namespace {
@@ -132,13 +132,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), std::string(model.status().message()).c_str());
     return 1;
   }
-  std::unique_ptr<kiln::storage::LogDb> db;
+  std::unique_ptr<kiln::storage::TuningDb> db;
   if (!db_path.empty()) {
     if (!std::filesystem::exists(db_path)) {
       std::fprintf(stderr, "%s: no such log database\n", db_path.c_str());
       return 1;
     }
-    auto opened = kiln::storage::LogDb::Open(db_path);
+    auto opened = kiln::storage::TuningDb::Open(db_path);
     if (!opened.ok()) {
       std::fprintf(stderr, "%s: %s\n", db_path.c_str(),
                    std::string(opened.status().message()).c_str());

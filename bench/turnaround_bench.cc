@@ -60,7 +60,7 @@
 #include "device_agent/measure.h"
 #include "llvm/IR/PassTimingInfo.h"
 #include "llvm/Support/raw_ostream.h"
-#include "storage/log_db.h"
+#include "storage/tuning_db.h"
 
 namespace {
 
@@ -139,7 +139,7 @@ int TimeLoggedCandidates(const std::string& db_path, int n, int builds_per,
     std::fprintf(stderr, "%s: no such log database\n", db_path.c_str());
     return 2;
   }
-  auto db = kiln::storage::LogDb::Open(db_path);
+  auto db = kiln::storage::TuningDb::Open(db_path);
   if (!db.ok()) {
     std::fprintf(stderr, "%s: %s\n", db_path.c_str(), std::string(db.status().message()).c_str());
     return 2;

@@ -16,7 +16,7 @@
 #include "compiler/target.h"
 #include "grpcpp/grpcpp.h"
 #include "kiln/v1/tracker.grpc.pb.h"
-#include "storage/log_db.h"
+#include "storage/tuning_db.h"
 
 namespace kiln::cli {
 
@@ -85,7 +85,7 @@ absl::StatusOr<std::string> CompareWithFloat32(std::string_view reduced, std::st
                                                const std::vector<std::string>& specs);
 
 int CompileToFile(const Command& self, const std::string& model_path, const compiler::Model& model,
-                  const compiler::Target& target, storage::LogDb& db, const std::string& path,
+                  const compiler::Target& target, storage::TuningDb& db, const std::string& path,
                   bool dump_ir, const CliEnv& env, const std::string& signing_key = "");
 
 // Subcommands (one function each).

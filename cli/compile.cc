@@ -14,7 +14,7 @@
 #include "compiler/model.h"
 #include "compiler/target.h"
 #include "deploy/tensor_io.h"
-#include "storage/log_db.h"
+#include "storage/tuning_db.h"
 #include "tuner/history.h"
 
 namespace kiln::cli {
@@ -46,7 +46,7 @@ absl::StatusOr<compiler::ImportOptions> ImportOptionsFromArgs(const Args& args) 
 }
 
 int CompileToFile(const Command& self, const std::string& model_path, const compiler::Model& model,
-                  const compiler::Target& target, storage::LogDb& db, const std::string& path,
+                  const compiler::Target& target, storage::TuningDb& db, const std::string& path,
                   bool dump_ir, const CliEnv& env, const std::string& signing_key) {
   const std::string spec = target.Spec();
   absl::Status lookup_error;
@@ -128,7 +128,8 @@ int RunCompile(const Command& self, const std::vector<std::string>& argv, const 
   absl::StatusOr<compiler::Model> model =
       compiler::Model::FromOnnxFile(args->positional[0], *import);
   if (!model.ok()) return Fail(self, std::string(model.status().message()), env);
-  absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args->Get("--db"));
+  absl::StatusOr<std::unique_ptr<storage::TuningDb>> db =
+      storage::TuningDb::Open(args->Get("--db"));
   if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
   const std::vector<std::string> accuracy_inputs = args->All("--accuracy-input");
   if (!accuracy_inputs.empty() && import->precision == compiler::Precision::kFloat32) {

@@ -9,7 +9,7 @@
 #include "base/net.h"
 #include "base/str.h"
 #include "cli/common.h"
-#include "storage/log_db.h"
+#include "storage/sha256.h"
 
 namespace kiln::cli {
 

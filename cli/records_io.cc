@@ -6,7 +6,7 @@
 
 #include "base/str.h"
 #include "cli/common.h"
-#include "storage/log_db.h"
+#include "storage/tuning_db.h"
 
 namespace kiln::cli {
 
@@ -17,7 +17,7 @@ int RunRecordsExport(const Command& self, const std::vector<std::string>& argv, 
     return UsageError(self, StrCat("unexpected argument '", args->positional[0], "'"), env);
   }
   if (!args->values.count("--db")) return UsageError(self, "records export: missing --db", env);
-  auto db = storage::LogDb::Open(args->Get("--db"));
+  auto db = storage::TuningDb::Open(args->Get("--db"));
   if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
   const std::string path = args->Get("-o", args->Get("--output"));
   const std::string farm = args->Get("--farm");
@@ -49,7 +49,7 @@ int RunRecordsImport(const Command& self, const std::vector<std::string>& argv, 
     return UsageError(self, "records import: expected one or more FILE.jsonl", env);
   }
   if (!args->values.count("--db")) return UsageError(self, "records import: missing --db", env);
-  auto db = storage::LogDb::Open(args->Get("--db"));
+  auto db = storage::TuningDb::Open(args->Get("--db"));
   if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
   for (const std::string& path : args->positional) {
     std::ifstream in(path, std::ios::binary);

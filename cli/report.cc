@@ -19,7 +19,7 @@
 #include "base/str.h"
 #include "base/subprocess.h"
 #include "cli/common.h"
-#include "storage/log_db.h"
+#include "storage/stores.h"
 
 namespace kiln::cli {
 namespace {
@@ -90,10 +90,10 @@ absl::StatusOr<ReportData> FromTracker(kiln::v1::Tracker::Stub& stub, const std:
   return d;
 }
 
-absl::StatusOr<ReportData> FromDatabase(storage::LogDb& db, const std::string& job_id) {
+absl::StatusOr<ReportData> FromDatabase(const storage::Stores& db, const std::string& job_id) {
   ReportData d;
   d.job_id = job_id;
-  auto records = db.RecordsOfJob(job_id);
+  auto records = db.tuning->RecordsOfJob(job_id);
   if (!records.ok()) return records.status();
   for (const auto& r : *records) {
     d.records.push_back(
@@ -101,19 +101,19 @@ absl::StatusOr<ReportData> FromDatabase(storage::LogDb& db, const std::string& j
   }
   // The job's target: its row's (a tracker's job), or its records' (local).
   std::string target = records->empty() ? "" : records->front().target;
-  if (auto job = db.GetJob(job_id); job.ok() && job->has_value()) {
+  if (auto job = db.farm->GetJob(job_id); job.ok() && job->has_value()) {
     d.model_name = (*job)->model_name;
     target = (*job)->target;
   }
-  auto tasks = db.JobTasks(job_id);
+  auto tasks = db.tuning->JobTasks(job_id);
   if (!tasks.ok()) return tasks.status();
   for (const auto& t : *tasks) {
     ReportTask task{t.workload_key, "", 0, std::max(1, t.occurrences), 0};
-    if (auto w = db.GetWorkload(t.workload_key); w.ok() && w->has_value()) {
+    if (auto w = db.tuning->GetWorkload(t.workload_key); w.ok() && w->has_value()) {
       task.op = (*w)->op;
       task.flops = (*w)->flops;
     }
-    if (auto best = db.BestRecord(t.workload_key, target); best.ok() && best->has_value()) {
+    if (auto best = db.tuning->BestRecord(t.workload_key, target); best.ok() && best->has_value()) {
       task.log_best_s = (*best)->mean_cost_s;
     }
     d.tasks.push_back(std::move(task));
@@ -352,9 +352,9 @@ int RunReport(const Command& self, const std::vector<std::string>& argv, const C
     if (!std::filesystem::exists(args->Get("--db"))) {
       return Fail(self, StrCat("no log database '", args->Get("--db"), "'"), env);
     }
-    auto db = storage::LogDb::Open(args->Get("--db"));
+    auto db = storage::OpenStores(args->Get("--db"));
     if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
-    data = FromDatabase(**db, job_id);
+    data = FromDatabase(*db, job_id);
     if (data.ok() && data->tasks.empty() && data->records.empty()) {
       data = absl::NotFoundError(StrCat("no job '", job_id, "' in ", args->Get("--db")));
     }

@@ -28,7 +28,8 @@
 #include "cli/common.h"
 #include "compiler/frontend/external_data.h"
 #include "compiler/frontend/onnx_import.h"
-#include "storage/log_db.h"
+#include "storage/sha256.h"
+#include "storage/tuning_db.h"
 #include "tuner/measurer.h"
 #include "tuner/search.h"
 #include "tuner/tuner.h"
@@ -199,7 +200,7 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
   const std::string& path = args.positional[0];
   absl::StatusOr<compiler::Model> model = compiler::Model::FromOnnxFile(path, *import);
   if (!model.ok()) return Fail(self, std::string(model.status().message()), env);
-  absl::StatusOr<std::unique_ptr<storage::LogDb>> db = storage::LogDb::Open(args.Get("--db"));
+  absl::StatusOr<std::unique_ptr<storage::TuningDb>> db = storage::TuningDb::Open(args.Get("--db"));
   if (!db.ok()) return Fail(self, std::string(db.status().message()), env);
   const compiler::Target target = compiler::Target::Host();
   std::vector<tuner::TuningTask> tasks;

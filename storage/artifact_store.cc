@@ -1,3 +1,5 @@
+#include "storage/artifact_store.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -12,7 +14,6 @@
 
 #include "absl/status/status.h"
 #include "base/str.h"
-#include "storage/log_db.h"
 #include "storage/s3.h"
 
 namespace kiln::storage {

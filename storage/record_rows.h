@@ -1,9 +1,8 @@
 #pragma once
-// What storage's sources share about record and job rows (log_db.cc, the JSON
-// lines import and export in log_db_jsonl.cc, the farm's tables in
-// log_db_farm.cc): the columns a record is read
-// with, its costs as text, its checks, reading and inserting one, and the
-// status macros. Private to storage/.
+// What the tuning database's sources share about record rows (tuning_db.cc,
+// the JSON lines import and export in tuning_db_jsonl.cc): the columns a
+// record is read with, its costs as text, its checks, reading and inserting
+// one; and storage's status macros. Private to storage/.
 
 #include <cstdint>
 #include <string>
@@ -12,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "storage/database.h"
-#include "storage/log_db.h"
+#include "storage/tuning_db.h"
 #include "storage/vocabulary.h"
 
 #define KILN_STORAGE_RETURN_IF_ERROR(expr)    \
@@ -38,21 +37,8 @@ inline constexpr int kRecordColumnCount = 14;
 // parameters ?A and ?U (as numbered in the query).
 std::string ScopeSql(int all_param, int user_param);
 
-inline constexpr char kJobColumns[] =
-    "id, model_name, model_sha256, device_key, target, state, trials, trials_done, "
-    "options_json, error, artifact_sha256, created_unix_ms, updated_unix_ms, tuning_ms, owner, "
-    "end_to_end";
-// "'queued', 'tuning', 'compiling'": the states of a job that runs again, as
-// SQL text.
-const std::string& UnfinishedStatesSql();
-// A row selected with kJobColumns; DATA_LOSS for text no kiln wrote.
-absl::StatusOr<JobRow> ReadJob(const Statement& st);
-// Every row of a statement that selected kJobColumns.
-absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st);
-
 // Whether a value is one of its enum's (not a cast from a stray number).
 bool IsKnown(ErrorKind kind);
-bool IsKnown(JobState state);
 // Costs as comma-joined round-trip decimal text: two equal cost vectors have
 // equal text (import finds duplicates with it).
 std::string CostsToText(const std::vector<double>& costs);

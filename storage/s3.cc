@@ -9,7 +9,7 @@
 #include "base/bytes.h"
 #include "base/str.h"
 #include "httplib.h"
-#include "storage/log_db.h"
+#include "storage/sha256.h"
 
 namespace kiln::storage {
 

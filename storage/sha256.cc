@@ -1,9 +1,9 @@
+#include "storage/sha256.h"
+
 #include <openssl/evp.h>
 
 #include <string>
 #include <string_view>
-
-#include "storage/log_db.h"
 
 namespace kiln::storage {
 

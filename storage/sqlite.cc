@@ -208,7 +208,7 @@ absl::StatusOr<std::unique_ptr<Database>> OpenSqlite(const std::string& path) {
   // Switching a fresh file to WAL takes an exclusive lock, and SQLite answers
   // BUSY at once, without the busy handler, while another connection opening
   // the same new file holds a lock (1 in 10 runs of four concurrent opens,
-  // LogDbTest.ConcurrentOpensOfAFreshDatabaseMigrateOnce): retried
+  // TuningDbTest.ConcurrentOpensOfAFreshDatabaseMigrateOnce): retried
   // for as long as the busy timeout.
   for (int waited_ms = 0;; waited_ms += 5) {
     absl::Status s = db->Exec("PRAGMA journal_mode=WAL");

@@ -23,7 +23,7 @@ bool IsLoopbackPeer(std::string_view peer) {
   return false;
 }
 
-AgentRegistry::AgentRegistry(storage::LogDb* db, const Clock* clock, HealthOptions health)
+AgentRegistry::AgentRegistry(storage::FarmStore* db, const Clock* clock, HealthOptions health)
     : db_(db), clock_(clock), health_(health) {
   KILN_CHECK(clock_ != nullptr) << "AgentRegistry needs a clock";
 }

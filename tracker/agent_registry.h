@@ -1,7 +1,7 @@
 #pragma once
 // The agents the tracker knows: connected ones (with their session) and those
 // seen before (loaded from the log database). Every change of an agent's
-// identity or counters is persisted with LogDb::UpsertAgent.
+// identity or counters is persisted with FarmStore::UpsertAgent.
 //
 // Health: an agent whose measurements keep failing (a batch with no success
 // after another, HealthOptions::max_consecutive_failures failures in a row,
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "storage/log_db.h"
+#include "storage/farm_store.h"
 #include "tracker/clock.h"
 
 namespace kiln::tracker {
@@ -60,7 +60,7 @@ struct HealthOptions {
 class AgentRegistry {
  public:
   // db may be null (nothing is persisted).
-  AgentRegistry(storage::LogDb* db, const Clock* clock, HealthOptions health = {});
+  AgentRegistry(storage::FarmStore* db, const Clock* clock, HealthOptions health = {});
 
   // Loads the agents the database knows, as disconnected.
   absl::Status Load();
@@ -130,7 +130,7 @@ class AgentRegistry {
   std::optional<storage::AgentRow> RowToPersistLocked(Slot& slot);
   absl::Status Persist(const std::optional<storage::AgentRow>& row);
 
-  storage::LogDb* db_;
+  storage::FarmStore* db_;
   const Clock* clock_;
   HealthOptions health_;
   mutable std::mutex mu_;

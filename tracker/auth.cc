@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/str.h"
+#include "storage/sha256.h"
 
 namespace kiln::tracker {
 

@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "storage/log_db.h"
+#include "storage/farm_store.h"
 
 namespace kiln::tracker {
 
@@ -43,7 +43,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 class Authenticator {
  public:
   // db may be null (then only anonymous callers exist).
-  Authenticator(storage::LogDb* db, bool require_auth) : db_(db), require_(require_auth) {}
+  Authenticator(storage::FarmStore* db, bool require_auth) : db_(db), require_(require_auth) {}
 
   bool required() const { return require_; }
   // The caller of an RPC from its "authorization" metadata value (empty when
@@ -52,7 +52,7 @@ class Authenticator {
   absl::StatusOr<Caller> Authenticate(std::string_view authorization) const;
 
  private:
-  storage::LogDb* db_;
+  storage::FarmStore* db_;
   bool require_;
 };
 

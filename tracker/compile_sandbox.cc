@@ -17,12 +17,14 @@
 #include "base/faults.h"
 #include "base/str.h"
 #include "base/subprocess.h"
+#include "storage/stores.h"
 #include "tracker/job_options.h"
 #include "tuner/history.h"
 
 namespace kiln::tracker {
 
-absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const compiler::Model& model,
+absl::StatusOr<std::string> CompileWithBestRecords(storage::TuningDb& db,
+                                                   const compiler::Model& model,
                                                    const compiler::Target& target,
                                                    const storage::RecordScope& scope,
                                                    compiler::CompileReport* report,
@@ -75,11 +77,11 @@ namespace {
 absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
                                           const std::string& artifacts_dir,
                                           const std::string& job_id, int64_t max_elements) {
-  auto db = storage::LogDb::Open(db_path);
+  auto db = storage::OpenStores(db_path);
   if (!db.ok()) return db.status();
   auto store = storage::ArtifactStore::Open(artifacts_dir);
   if (!store.ok()) return store.status();
-  auto row = (*db)->GetJob(job_id);
+  auto row = db->farm->GetJob(job_id);
   if (!row.ok()) return row.status();
   if (!row->has_value()) return absl::NotFoundError(StrCat("unknown job '", job_id, "'"));
   auto stored = OptionsFromJson((*row)->options_json, TimingOptions{});
@@ -97,7 +99,7 @@ absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
   auto choices = ChoicesOfJob(**row);
   if (!choices.ok()) return choices.status();
   auto bytes = CompileWithBestRecords(
-      **db, *model, *target, storage::RecordScope::Of((*row)->owner), &out.report, *choices);
+      *db->tuning, *model, *target, storage::RecordScope::Of((*row)->owner), &out.report, *choices);
   if (!bytes.ok()) return bytes.status();
   auto sha = (*store)->Put(*bytes);
   if (!sha.ok()) return sha.status();

@@ -19,7 +19,9 @@
 #include "absl/status/statusor.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
-#include "storage/log_db.h"
+#include "storage/artifact_store.h"
+#include "storage/farm_store.h"
+#include "storage/tuning_db.h"
 #include "tracker/end_to_end.h"
 
 namespace kiln::tracker {
@@ -43,7 +45,8 @@ struct CompiledModule {
 // other user's agent reported never compiles into their module); the default
 // config where there is none; the module's bytes. The tasks `choices` names
 // (what the job chose inside the model: end_to_end.h) take that config.
-absl::StatusOr<std::string> CompileWithBestRecords(storage::LogDb& db, const compiler::Model& model,
+absl::StatusOr<std::string> CompileWithBestRecords(storage::TuningDb& db,
+                                                   const compiler::Model& model,
                                                    const compiler::Target& target,
                                                    const storage::RecordScope& scope,
                                                    compiler::CompileReport* report,

@@ -115,7 +115,7 @@ absl::StatusOr<ModelChoices> ChoicesOf(const EndToEndReport& report) {
   return out;
 }
 
-absl::StatusOr<std::vector<tuner::InModelTask>> InModelTasks(storage::LogDb& db,
+absl::StatusOr<std::vector<tuner::InModelTask>> InModelTasks(storage::TuningDb& db,
                                                              const compiler::Model& model,
                                                              const compiler::Target& target, int k,
                                                              const storage::RecordScope& scope) {

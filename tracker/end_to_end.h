@@ -23,7 +23,8 @@
 #include "compiler/config.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
-#include "storage/log_db.h"
+#include "storage/artifact_store.h"
+#include "storage/tuning_db.h"
 #include "tracker/clock.h"
 #include "tracker/dispatcher.h"
 #include "tuner/in_model.h"
@@ -64,7 +65,7 @@ absl::StatusOr<ModelChoices> ChoicesOf(const EndToEndReport& report);
 
 // Each task's options for tuner::ChooseInModel: the default, then up to
 // `k` tuned configs from the log (tuner::TunedConfigs), of `scope`.
-absl::StatusOr<std::vector<tuner::InModelTask>> InModelTasks(storage::LogDb& db,
+absl::StatusOr<std::vector<tuner::InModelTask>> InModelTasks(storage::TuningDb& db,
                                                              const compiler::Model& model,
                                                              const compiler::Target& target, int k,
                                                              const storage::RecordScope& scope);

@@ -34,7 +34,7 @@ absl::Status JobManager::Start() {
     leases_thread_ = std::thread([this] { HoldJobs(); });
     return absl::OkStatus();
   }
-  auto rows = db_->UnfinishedJobs();
+  auto rows = farm_->UnfinishedJobs();
   if (!rows.ok()) return rows.status();
   for (const auto& row : *rows) Resume(row);
   return absl::OkStatus();
@@ -42,12 +42,12 @@ absl::Status JobManager::Start() {
 
 absl::Status JobManager::ClaimAndResume() {
   const int64_t now = clock_->NowMs();
-  auto rows = db_->ClaimJobs(options_.tracker_id, now, now + options_.job_lease_ms);
+  auto rows = farm_->ClaimJobs(options_.tracker_id, now, now + options_.job_lease_ms);
   if (!rows.ok()) return rows.status();
   for (const auto& row : *rows) {
     // Batches its last tracker relayed are that tracker's; their results
     // would reach nobody.
-    if (absl::Status s = db_->DropBatchesOfJob(row.id); !s.ok()) return s;
+    if (absl::Status s = farm_->DropBatchesOfJob(row.id); !s.ok()) return s;
     Log()->info("job {}: taken over by tracker {}", row.id, options_.tracker_id);
     Resume(row);
   }
@@ -64,7 +64,7 @@ void JobManager::HoldJobs() {
     // rows were written after it was read): Abandon leaves them alone.
     const uint64_t launched = launches_;
     lock.unlock();
-    auto held = db_->RenewJobLeases(options_.tracker_id, clock_->NowMs() + options_.job_lease_ms);
+    auto held = farm_->RenewJobLeases(options_.tracker_id, clock_->NowMs() + options_.job_lease_ms);
     if (!held.ok()) {
       Log()->warn("renewing job leases: {}", held.status().ToString());
     } else {

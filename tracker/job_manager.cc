@@ -29,15 +29,18 @@
 
 namespace kiln::tracker {
 
-JobManager::JobManager(storage::LogDb* db, storage::ArtifactStore* store, AgentRegistry* agents,
-                       Dispatcher* dispatcher, const Clock* clock, JobManagerOptions options)
-    : db_(db),
+JobManager::JobManager(storage::TuningDb* tuning, storage::FarmStore* farm,
+                       storage::ArtifactStore* store, AgentRegistry* agents, Dispatcher* dispatcher,
+                       const Clock* clock, JobManagerOptions options)
+    : tuning_(tuning),
+      farm_(farm),
       store_(store),
       agents_(agents),
       dispatcher_(dispatcher),
       clock_(clock),
       options_(std::move(options)) {
-  KILN_CHECK(db_ && store_ && agents_ && dispatcher_ && clock_) << "JobManager dependencies";
+  KILN_CHECK(tuning_ && farm_ && store_ && agents_ && dispatcher_ && clock_)
+      << "JobManager dependencies";
 }
 
 JobManager::~JobManager() { Stop(); }
@@ -81,7 +84,7 @@ void JobManager::EventLocked(Job& job, const std::string& message, bool progress
   if (!progress_only ||
       job.row.updated_unix_ms - job.persisted_unix_ms >= kPersistProgressEveryMs) {
     job.persisted_unix_ms = job.row.updated_unix_ms;
-    absl::Status st = db_->UpdateJob(job.row);
+    absl::Status st = farm_->UpdateJob(job.row);
     if (!st.ok()) Log()->warn("job {}: cannot update: {}", job.row.id, std::string(st.message()));
   }
   JobEventEntry e;
@@ -176,7 +179,7 @@ size_t JobManager::JobsInMemory() {
 }
 
 absl::StatusOr<std::unique_ptr<ModelUpload>> JobManager::NewUpload() {
-  return ModelUpload::Begin(store_, db_, clock_, options_.max_model_bytes);
+  return ModelUpload::Begin(store_, farm_, clock_, options_.max_model_bytes);
 }
 
 absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
@@ -184,7 +187,7 @@ absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
     std::lock_guard<std::mutex> lock(job->mu);
     return SnapshotLocked(*job);
   }
-  auto row = db_->GetJob(job_id);
+  auto row = farm_->GetJob(job_id);
   if (!row.ok()) return row.status();
   if (!row->has_value()) return absl::NotFoundError(StrCat("unknown job '", job_id, "'"));
   // Not running in this process (finished before a restart): the per-task
@@ -194,7 +197,7 @@ absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
   if (auto stored = OptionsFromJson(s.row.options_json, options_.default_timing); stored.ok()) {
     s.budget_s = stored->budget_s;
   }
-  auto tasks = tuner::StoredTaskProgress(*db_, job_id, s.Finished() ? "done" : "waiting");
+  auto tasks = tuner::StoredTaskProgress(*tuning_, job_id, s.Finished() ? "done" : "waiting");
   if (!tasks.ok()) return tasks.status();
   s.tasks = *std::move(tasks);
   return s;
@@ -207,7 +210,7 @@ absl::StatusOr<JobStatus> JobManager::Cancel(const std::string& job_id) {
     // asked through the database; otherwise there is nothing to cancel.
     auto status = Get(job_id);
     if (status.ok() && !status->Finished() && !options_.tracker_id.empty()) {
-      if (absl::Status s = db_->RequestCancel(job_id); !s.ok()) return s;
+      if (absl::Status s = farm_->RequestCancel(job_id); !s.ok()) return s;
     }
     return status;
   }
@@ -228,7 +231,7 @@ absl::StatusOr<JobStatus> JobManager::Cancel(const std::string& job_id) {
 }
 
 absl::StatusOr<std::vector<JobStatus>> JobManager::List() {
-  auto rows = db_->ListJobs();
+  auto rows = farm_->ListJobs();
   if (!rows.ok()) return rows.status();
   std::vector<JobStatus> out;
   for (const auto& row : *rows) {

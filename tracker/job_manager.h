@@ -25,7 +25,9 @@
 #include "compiler/artifact_signing.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
-#include "storage/log_db.h"
+#include "storage/artifact_store.h"
+#include "storage/farm_store.h"
+#include "storage/tuning_db.h"
 #include "tracker/agent_registry.h"
 #include "tracker/clock.h"
 #include "tracker/compile_sandbox.h"
@@ -140,8 +142,9 @@ struct JobEventEntry {
 
 class JobManager {
  public:
-  JobManager(storage::LogDb* db, storage::ArtifactStore* store, AgentRegistry* agents,
-             Dispatcher* dispatcher, const Clock* clock, JobManagerOptions options = {});
+  JobManager(storage::TuningDb* tuning, storage::FarmStore* farm, storage::ArtifactStore* store,
+             AgentRegistry* agents, Dispatcher* dispatcher, const Clock* clock,
+             JobManagerOptions options = {});
   ~JobManager();  // Stop()
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
@@ -223,7 +226,8 @@ class JobManager {
                 const std::string& error = "");
   static JobStatus SnapshotLocked(const Job& job);
 
-  storage::LogDb* db_;
+  storage::TuningDb* tuning_;
+  storage::FarmStore* farm_;
   storage::ArtifactStore* store_;
   AgentRegistry* agents_;
   Dispatcher* dispatcher_;

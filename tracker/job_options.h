@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/target.h"
-#include "storage/log_db.h"
+#include "storage/artifact_store.h"
 #include "tracker/dispatcher.h"
 
 namespace kiln::tracker {

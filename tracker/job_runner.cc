@@ -128,7 +128,8 @@ absl::Status JobManager::Tune(Job& job) {
   options.batch_size = options_.batch_size;
   options.early_stopping = job.early_stopping;
   options.compiler_version = options_.compiler_version;
-  options.record_holder = options_.tracker_id;
+  if (!options_.tracker_id.empty())
+    options.record_fence = storage::FarmStore::JobHeldBy(options_.tracker_id);
   options.record_scope = storage::RecordScope::Of(job.row.owner);
   // A cancelled job's thread ends at the tuner's next check, not at its next
   // measurement.
@@ -138,7 +139,7 @@ absl::Status JobManager::Tune(Job& job) {
   };
   // No run of a candidate lasts longer than the agent lets one candidate run.
   if (job.timing.timeout_ms > 0) options.max_cost_s = job.timing.timeout_ms / 1000.0;
-  tuner::Tuner tuner(db_, &measurer, job.target, std::move(tasks), std::move(options));
+  tuner::Tuner tuner(tuning_, &measurer, job.target, std::move(tasks), std::move(options));
   absl::Status st = tuner.Run([&](const tuner::TunerProgress& p) {
     double done = 0;
     {
@@ -209,7 +210,7 @@ void JobManager::MeasureCheckpoint(Job& job, int32_t trials) {
   auto report = LoadEndToEnd(job);
   if (!options.ok() || !report.ok()) return;
   auto tasks =
-      InModelTasks(*db_, *job.model, job.target, 1, storage::RecordScope::Of(job.row.owner));
+      InModelTasks(*tuning_, *job.model, job.target, 1, storage::RecordScope::Of(job.row.owner));
   if (!tasks.ok()) return;
   options->rounds = kCheckpointRounds;
   const std::vector<tuner::ModelVariant> variants = {tuner::ModelVariant(tasks->size(), 0),
@@ -240,7 +241,7 @@ void JobManager::CheckEndToEnd(Job& job) {
   }
   report->threads = job.timing.threads;
   auto options = RunnerOptions(job);
-  auto tasks = InModelTasks(*db_, *job.model, job.target, tuner::InModelOptions{}.max_options,
+  auto tasks = InModelTasks(*tuning_, *job.model, job.target, tuner::InModelOptions{}.max_options,
                             storage::RecordScope::Of(job.row.owner));
   absl::StatusOr<tuner::InModelResult> result =
       !options.ok() ? absl::StatusOr<tuner::InModelResult>(options.status())
@@ -331,7 +332,7 @@ absl::Status JobManager::Compile(Job& job) {
     }();
     if (!choices.ok()) return choices.status();
     auto bytes =
-        CompileWithBestRecords(*db_, *job.model, job.target,
+        CompileWithBestRecords(*tuning_, *job.model, job.target,
                                storage::RecordScope::Of(job.row.owner), &module.report, *choices);
     if (!bytes.ok()) return bytes.status();
     if (options_.signing_key) {
@@ -350,7 +351,7 @@ absl::Status JobManager::Compile(Job& job) {
   art.kind = "module";
   art.job_id = job.row.id;
   art.created_unix_ms = clock_->NowMs();
-  if (absl::Status st = db_->AddArtifact(art); !st.ok()) return st;
+  if (absl::Status st = farm_->AddArtifact(art); !st.ok()) return st;
   {
     std::lock_guard<std::mutex> lock(job.mu);
     if (job.row.state == storage::JobState::kCancelled) return absl::OkStatus();

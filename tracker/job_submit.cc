@@ -41,7 +41,7 @@ absl::StatusOr<std::string> JobManager::NewJobId() {
     static const char* kHex = "0123456789abcdef";
     std::string id = "job-";
     for (int i = 0; i < 12; ++i) id += kHex[(v >> (4 * i)) & 0xf];
-    auto existing = db_->GetJob(id);
+    auto existing = farm_->GetJob(id);
     if (!existing.ok()) return existing.status();
     if (!existing->has_value()) return id;
   }
@@ -218,14 +218,14 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   art.kind = "model";
   art.job_id = *id;
   art.created_unix_ms = now;
-  if (absl::Status st = db_->AddArtifact(art); !st.ok()) return st;
+  if (absl::Status st = farm_->AddArtifact(art); !st.ok()) return st;
   for (const auto& task : model->Tasks()) {
     storage::WorkloadRow w;
     w.key = task.workload.Key();
     w.op = task.workload.op;
     w.canonical = task.workload.Canonical();
     w.flops = task.workload.Flops();
-    if (absl::Status st = db_->UpsertWorkload(w); !st.ok()) return st;
+    if (absl::Status st = tuning_->UpsertWorkload(w); !st.ok()) return st;
   }
 
   auto job = std::make_shared<Job>();
@@ -252,7 +252,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   job->row.updated_unix_ms = now;
   job->row.tracker_id = options_.tracker_id;
   if (!options_.tracker_id.empty()) job->row.lease_until_ms = now + options_.job_lease_ms;
-  if (absl::Status st = db_->CreateJob(job->row); !st.ok()) return st;
+  if (absl::Status st = farm_->CreateJob(job->row); !st.ok()) return st;
   job->target = *target;
   int num_tasks = static_cast<int>(model->Tasks().size());
   job->model.emplace(std::move(*model));

@@ -8,7 +8,7 @@
 namespace kiln::tracker {
 
 absl::StatusOr<std::unique_ptr<ModelUpload>> ModelUpload::Begin(storage::ArtifactStore* store,
-                                                                storage::LogDb* db,
+                                                                storage::FarmStore* db,
                                                                 const Clock* clock,
                                                                 int64_t max_bytes) {
   auto writer = store->NewWriter();

@@ -10,7 +10,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "storage/log_db.h"
+#include "storage/artifact_store.h"
+#include "storage/farm_store.h"
 #include "tracker/clock.h"
 
 namespace kiln::tracker {
@@ -19,8 +20,8 @@ class ModelUpload {
  public:
   // `max_bytes`: the operator's limit (kiln-tracker --max-model-bytes).
   static absl::StatusOr<std::unique_ptr<ModelUpload>> Begin(storage::ArtifactStore* store,
-                                                            storage::LogDb* db, const Clock* clock,
-                                                            int64_t max_bytes);
+                                                            storage::FarmStore* db,
+                                                            const Clock* clock, int64_t max_bytes);
 
   // One chunk: `offset` must be where the previous chunk ended; `total_size`
   // (when > 0) is the size the client announces; `sha256` is set on the last
@@ -35,13 +36,13 @@ class ModelUpload {
   int64_t size() const { return writer_->size(); }
 
  private:
-  ModelUpload(std::unique_ptr<storage::BlobWriter> writer, storage::LogDb* db, const Clock* clock,
-              int64_t max_bytes)
+  ModelUpload(std::unique_ptr<storage::BlobWriter> writer, storage::FarmStore* db,
+              const Clock* clock, int64_t max_bytes)
       : writer_(std::move(writer)), db_(db), clock_(clock), max_bytes_(max_bytes) {}
   absl::Status TooLarge(int64_t size) const;
 
   std::unique_ptr<storage::BlobWriter> writer_;
-  storage::LogDb* db_;
+  storage::FarmStore* db_;
   const Clock* clock_;
   int64_t max_bytes_;
   int64_t announced_ = 0;

@@ -112,8 +112,8 @@ absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& 
   }
 }
 
-Relay::Relay(storage::LogDb* db, Dispatcher* dispatcher, AgentRegistry* agents, const Clock* clock,
-             RelayOptions options)
+Relay::Relay(storage::FarmStore* db, Dispatcher* dispatcher, AgentRegistry* agents,
+             const Clock* clock, RelayOptions options)
     : db_(db), dispatcher_(dispatcher), agents_(agents), clock_(clock), options_(options) {}
 
 Relay::~Relay() { Stop(); }
@@ -286,7 +286,7 @@ void Relay::Claim(const Queues& q) {
     }
     const std::string id = (*row)->id;
     const std::string me = options_.tracker_id;
-    storage::LogDb* db = db_;
+    storage::FarmStore* db = db_;
     dispatcher_->Submit(
         *std::move(work),
         [claims = claims_, db, id, me](const MeasureWork&, std::vector<MeasureOutcome> outcomes) {

@@ -32,7 +32,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "storage/log_db.h"
+#include "storage/farm_store.h"
 #include "tracker/agent_registry.h"
 #include "tracker/clock.h"
 #include "tracker/dispatcher.h"
@@ -58,7 +58,7 @@ class Relay {
   // A claimed batch's first lease in the table, until its work is read.
   static constexpr int64_t kClaimMs = 60000;
 
-  Relay(storage::LogDb* db, Dispatcher* dispatcher, AgentRegistry* agents, const Clock* clock,
+  Relay(storage::FarmStore* db, Dispatcher* dispatcher, AgentRegistry* agents, const Clock* clock,
         RelayOptions options);
   ~Relay();  // Stop()
   Relay(const Relay&) = delete;
@@ -100,7 +100,7 @@ class Relay {
     std::string local_batch;  // the dispatcher's batch id
     std::string device_key;
   };
-  storage::LogDb* db_;
+  storage::FarmStore* db_;
   Dispatcher* dispatcher_;
   AgentRegistry* agents_;
   const Clock* clock_;

@@ -21,7 +21,7 @@
 #include "kiln/v1/agent.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "spdlog/spdlog.h"
-#include "storage/log_db.h"
+#include "storage/stores.h"
 #include "storage/vocabulary.h"
 #include "tracker/end_to_end.h"
 #include "tracker/rpc.h"
@@ -128,7 +128,7 @@ void FillJob(const JobStatus& s, pb::Job* out) {
 
 class TrackerServiceImpl final : public pb::Tracker::Service {
  public:
-  TrackerServiceImpl(JobManager* jobs, AgentRegistry* agents, storage::LogDb* db,
+  TrackerServiceImpl(JobManager* jobs, AgentRegistry* agents, const storage::Stores* db,
                      storage::ArtifactStore* store, const Authenticator* auth,
                      StreamLimiter* watches, StreamLimiter* uploads, UploadedModels* models,
                      const std::atomic<bool>* stopping)
@@ -339,9 +339,9 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     const int want = limited ? req->limit() : kPage;
     absl::StatusOr<std::vector<storage::RecordRow>> rows;
     if (req->job_id().empty()) {
-      rows = db_->QueryRecords(req->workload_key(), req->target(), want + 1, offset);
+      rows = db_->tuning->QueryRecords(req->workload_key(), req->target(), want + 1, offset);
     } else {
-      rows = db_->RecordsOfJob(req->job_id(), want + 1, offset);
+      rows = db_->tuning->RecordsOfJob(req->job_id(), want + 1, offset);
     }
     if (!rows.ok()) return ToGrpc(rows.status());
     if (static_cast<int>(rows->size()) > want) {
@@ -360,7 +360,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
       std::map<std::string, bool> visible;  // job id -> may see
       for (const auto& r : *rows) {
         if (r.job_id.empty() || visible.count(r.job_id)) continue;
-        auto job = db_->GetJob(r.job_id);
+        auto job = db_->farm->GetJob(r.job_id);
         if (!job.ok()) return ToGrpc(job.status());
         visible[r.job_id] = !job->has_value() || caller->MaySee((*job)->owner);
       }
@@ -372,7 +372,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     for (const auto& r : *rows) {
       auto w = workloads.find(r.workload_key);
       if (w == workloads.end()) {
-        auto row = db_->GetWorkload(r.workload_key);
+        auto row = db_->tuning->GetWorkload(r.workload_key);
         if (!row.ok()) return ToGrpc(row.status());
         w = workloads.emplace(r.workload_key, *row).first;
       }
@@ -483,7 +483,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
 
   JobManager* jobs_;
   AgentRegistry* agents_;
-  storage::LogDb* db_;
+  const storage::Stores* db_;
   storage::ArtifactStore* store_;
   const Authenticator* auth_;
   StreamLimiter* watches_;
@@ -531,13 +531,13 @@ absl::StatusOr<int> TrackerServer::Start() {
                " (beyond this machine) without authentication: pass --require-auth, or "
                "--allow-anonymous to show every job to anyone who reaches the port"));
   }
-  auto db = storage::LogDb::Open(options_.db_path);
+  auto db = storage::OpenStores(options_.db_path);
   if (!db.ok()) return db.status();
   db_ = std::move(*db);
   auto store = storage::ArtifactStore::Open(options_.artifacts_dir);
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
-  agents_ = std::make_unique<AgentRegistry>(db_.get(), &clock_);
+  agents_ = std::make_unique<AgentRegistry>(db_.farm.get(), &clock_);
   if (absl::Status st = agents_->Load(); !st.ok()) return st;
   DispatcherOptions dopts;
   dopts.lease_timeout_ms = options_.lease_timeout_ms;
@@ -548,29 +548,29 @@ absl::StatusOr<int> TrackerServer::Start() {
   jopts.db_path = options_.db_path;
   // On PostgreSQL any number of trackers may share the database: each holds
   // the jobs it runs by lease and relays batches to the others' agents.
-  const bool shared = db_->SharedByTrackers();
+  const bool shared = db_.farm->SharedByTrackers();
   if (shared && jopts.tracker_id.empty()) jopts.tracker_id = NewTrackerId();
   if (!jopts.tracker_id.empty()) {
     Log()->info("tracker {}: one of the trackers sharing this database", jopts.tracker_id);
   }
   jopts.artifacts_dir = options_.artifacts_dir;
-  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_, jopts);
+  jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                       agents_.get(), dispatcher_.get(), &clock_, jopts);
 
-  auth_ = std::make_unique<Authenticator>(db_.get(), options_.require_auth);
+  auth_ = std::make_unique<Authenticator>(db_.farm.get(), options_.require_auth);
   watches_ = std::make_unique<StreamLimiter>("WatchJob streams", "--max-watches-per-user",
                                              "--max-watches", options_.watch_limits, &clock_);
   uploads_ = std::make_unique<StreamLimiter>("uploads", "--max-uploads-per-user", "--max-uploads",
                                              options_.upload_limits, &clock_);
-  uploaded_models_ =
-      std::make_unique<UploadedModels>(db_.get(), store_.get(), &clock_, options_.uploaded_models);
+  uploaded_models_ = std::make_unique<UploadedModels>(db_.farm.get(), store_.get(), &clock_,
+                                                      options_.uploaded_models);
   // Uploads no job used, left by earlier runs.
   if (auto n = uploaded_models_->Collect(); !n.ok()) {
     Log()->warn("cannot collect unused models: {}", n.status().ToString());
   }
   tracker_service_ = std::make_unique<TrackerServiceImpl>(
-      jobs_.get(), agents_.get(), db_.get(), store_.get(), auth_.get(), watches_.get(),
-      uploads_.get(), uploaded_models_.get(), &stopping_);
+      jobs_.get(), agents_.get(), &db_, store_.get(), auth_.get(), watches_.get(), uploads_.get(),
+      uploaded_models_.get(), &stopping_);
   AgentSessionOptions sopts;
   sopts.require_certificate = !options_.tls_client_ca.empty();
   sopts.token = options_.token;
@@ -614,7 +614,8 @@ absl::StatusOr<int> TrackerServer::Start() {
   if (!jopts.tracker_id.empty()) {
     RelayOptions ropts;
     ropts.tracker_id = jopts.tracker_id;
-    relay_ = std::make_unique<Relay>(db_.get(), dispatcher_.get(), agents_.get(), &clock_, ropts);
+    relay_ =
+        std::make_unique<Relay>(db_.farm.get(), dispatcher_.get(), agents_.get(), &clock_, ropts);
     relay_->Start();
   }
   if (!options_.http_listen.empty()) {

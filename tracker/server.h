@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "storage/stores.h"
 #include "tracker/agent_registry.h"
 #include "tracker/agent_session.h"
 #include "tracker/auth.h"
@@ -101,7 +102,7 @@ class TrackerServer {
  private:
   TrackerOptions options_;
   SystemClock clock_;
-  std::unique_ptr<storage::LogDb> db_;
+  storage::Stores db_;  // the tuning database and the farm store
   std::unique_ptr<storage::ArtifactStore> store_;
   std::unique_ptr<AgentRegistry> agents_;
   std::unique_ptr<Dispatcher> dispatcher_;

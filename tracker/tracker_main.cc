@@ -182,7 +182,7 @@ int Tokens(const std::vector<std::string>& args) {
                                 {"--db", "--user", "--role", "--owner"});
   if (!flags.ok()) return fail(std::string(flags.status().message()));
   if (!flags->Has("--db")) return fail("--db is required");
-  auto db = kiln::storage::LogDb::Open(flags->Get("--db"));
+  auto db = kiln::storage::FarmStore::Open(flags->Get("--db"));
   if (!db.ok()) {
     std::fprintf(stderr, "kiln-tracker tokens: %s\n", db.status().ToString().c_str());
     return 1;

@@ -10,7 +10,7 @@
 #include "tracker/log.h"
 
 namespace kiln::tracker {
-UploadedModels::UploadedModels(storage::LogDb* db, storage::ArtifactStore* store,
+UploadedModels::UploadedModels(storage::FarmStore* db, storage::ArtifactStore* store,
                                const Clock* clock, UploadedModelsOptions options)
     : db_(db), store_(store), clock_(clock), options_(options) {}
 

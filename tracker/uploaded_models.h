@@ -22,7 +22,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "storage/log_db.h"
+#include "storage/artifact_store.h"
+#include "storage/farm_store.h"
 #include "tracker/clock.h"
 #include "tracker/model_upload.h"
 
@@ -35,7 +36,7 @@ struct UploadedModelsOptions {
 
 class UploadedModels {
  public:
-  UploadedModels(storage::LogDb* db, storage::ArtifactStore* store, const Clock* clock,
+  UploadedModels(storage::FarmStore* db, storage::ArtifactStore* store, const Clock* clock,
                  UploadedModelsOptions options);
   UploadedModels(const UploadedModels&) = delete;
   UploadedModels& operator=(const UploadedModels&) = delete;
@@ -55,7 +56,7 @@ class UploadedModels {
   absl::StatusOr<int> Collect();
 
  private:
-  storage::LogDb* db_;
+  storage::FarmStore* db_;
   storage::ArtifactStore* store_;
   const Clock* clock_;
   const UploadedModelsOptions options_;

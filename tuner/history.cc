@@ -43,7 +43,7 @@ void AddToHistory(const storage::RecordRow& record, TaskHistory& history) {
   history.results.push_back(*std::move(result));
 }
 
-absl::StatusOr<ConfigCost> CostOfConfig(storage::LogDb& db, const std::string& workload_key,
+absl::StatusOr<ConfigCost> CostOfConfig(storage::TuningDb& db, const std::string& workload_key,
                                         const std::string& target, const std::string& canonical,
                                         const storage::RecordScope& scope) {
   ConfigCost cost;
@@ -70,7 +70,8 @@ struct Usable {
   compiler::Config config;
   ConfigCost cost;
 };
-absl::StatusOr<std::vector<Usable>> UsableConfigs(storage::LogDb& db, const compiler::Workload& w,
+absl::StatusOr<std::vector<Usable>> UsableConfigs(storage::TuningDb& db,
+                                                  const compiler::Workload& w,
                                                   const compiler::Target& target,
                                                   const std::string& default_canonical,
                                                   int* skipped, const storage::RecordScope& scope,
@@ -104,7 +105,7 @@ absl::StatusOr<std::vector<Usable>> UsableConfigs(storage::LogDb& db, const comp
 
 }  // namespace
 
-absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
+absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::TuningDb& db,
                                                            const compiler::Workload& w,
                                                            const compiler::Target& target, int k,
                                                            const storage::RecordScope& scope) {
@@ -165,7 +166,7 @@ absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
   return out;
 }
 
-absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& db,
+absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::TuningDb& db,
                                                                 const compiler::Workload& w,
                                                                 const compiler::Target& target,
                                                                 int* skipped,
@@ -203,7 +204,7 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(storage::LogDb& 
   return std::optional<compiler::Config>();
 }
 
-absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,
+absl::StatusOr<TaskHistory> LoadTaskHistory(storage::TuningDb& db, const std::string& workload_key,
                                             const std::string& target,
                                             const std::string& compiler_version,
                                             const storage::RecordScope& scope) {
@@ -216,7 +217,7 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
   return history;
 }
 
-absl::StatusOr<TrainingSet> PriorFromLog(storage::LogDb& db, const compiler::Workload& workload,
+absl::StatusOr<TrainingSet> PriorFromLog(storage::TuningDb& db, const compiler::Workload& workload,
                                          const compiler::Target& target,
                                          const std::string& compiler_version, size_t max_rows,
                                          const storage::RecordScope& scope) {

@@ -16,7 +16,7 @@
 #include "compiler/config.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
-#include "storage/log_db.h"
+#include "storage/tuning_db.h"
 #include "tuner/config_set.h"
 #include "tuner/cost_model.h"
 
@@ -52,7 +52,7 @@ struct TaskHistory {
 // The history of `workload_key` from its records.
 // Each function here reads the records of `scope` only (storage::RecordScope:
 // a job reads the farm's and its user's).
-absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::string& workload_key,
+absl::StatusOr<TaskHistory> LoadTaskHistory(storage::TuningDb& db, const std::string& workload_key,
                                             const std::string& target,
                                             const std::string& compiler_version,
                                             const storage::RecordScope& scope = {});
@@ -77,7 +77,7 @@ absl::StatusOr<TaskHistory> LoadTaskHistory(storage::LogDb& db, const std::strin
 inline constexpr int kBestCandidates = 16;
 inline constexpr double kDefaultMargin = 0.05;
 absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(
-    storage::LogDb& db, const compiler::Workload& w, const compiler::Target& target,
+    storage::TuningDb& db, const compiler::Workload& w, const compiler::Target& target,
     int* skipped = nullptr, const storage::RecordScope& scope = {});
 
 // Up to `k` usable configs of `w` other than the default, the most
@@ -90,7 +90,7 @@ absl::StatusOr<std::optional<compiler::Config>> BestValidConfig(
 // no longer decides. Looks at the kAlgorithmRecords fastest records.
 inline constexpr double kAlgorithmSpan = 1.5;
 inline constexpr int kAlgorithmRecords = 128;
-absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::LogDb& db,
+absl::StatusOr<std::vector<compiler::Config>> TunedConfigs(storage::TuningDb& db,
                                                            const compiler::Workload& w,
                                                            const compiler::Target& target, int k,
                                                            const storage::RecordScope& scope = {});
@@ -103,7 +103,7 @@ struct ConfigCost {
   double fastest_s = 0;
   double median_s = 0;
 };
-absl::StatusOr<ConfigCost> CostOfConfig(storage::LogDb& db, const std::string& workload_key,
+absl::StatusOr<ConfigCost> CostOfConfig(storage::TuningDb& db, const std::string& workload_key,
                                         const std::string& target, const std::string& canonical,
                                         const storage::RecordScope& scope = {});
 
@@ -115,7 +115,7 @@ void AddToHistory(const storage::RecordRow& record, TaskHistory& history);
 // features and scores (the group's best cost over each cost; 0 for a
 // failure); groups measured on another target weigh kOtherTargetWeight.
 // At most `max_rows` rows; records whose config no longer lowers are skipped.
-absl::StatusOr<TrainingSet> PriorFromLog(storage::LogDb& db, const compiler::Workload& workload,
+absl::StatusOr<TrainingSet> PriorFromLog(storage::TuningDb& db, const compiler::Workload& workload,
                                          const compiler::Target& target,
                                          const std::string& compiler_version,
                                          size_t max_rows = 2000,

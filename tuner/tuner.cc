@@ -72,7 +72,7 @@ double EstimatedLatency(const std::vector<TaskProgress>& tasks) {
   return total;
 }
 
-absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::LogDb& db,
+absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::TuningDb& db,
                                                              const std::string& job_id,
                                                              const std::string& state) {
   auto planned = db.JobTasks(job_id);
@@ -136,7 +136,7 @@ struct Tuner::Flight {
   std::vector<std::string> canonical;
 };
 
-Tuner::Tuner(storage::LogDb* db, Measurer* measurer, compiler::Target target,
+Tuner::Tuner(storage::TuningDb* db, Measurer* measurer, compiler::Target target,
              std::vector<TuningTask> tasks, TunerOptions options)
     : db_(db),
       measurer_(measurer),
@@ -371,7 +371,7 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
     records.push_back(std::move(rec));
   }
   // The batch's records in one transaction, then the bookkeeping.
-  if (absl::Status st = db_->AddRecords(records, options_.record_holder); !st.ok()) return st;
+  if (absl::Status st = db_->AddRecords(records, options_.record_fence); !st.ok()) return st;
   for (const storage::RecordRow& rec : records) {
     run.in_flight.erase(rec.config);
     AddToHistory(rec, run.history);

@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
-#include "storage/log_db.h"
+#include "storage/tuning_db.h"
 #include "tuner/measurer.h"
 #include "tuner/task_scheduler.h"
 
@@ -55,9 +55,9 @@ struct TuningTask {
 
 struct TunerOptions {
   std::string job_id;  // written into every record; seeds the search
-  // Several trackers on one database: the tracker that must hold the job for
-  // its records to be stored (storage::LogDb::AddRecords); "" for none.
-  std::string record_holder;
+  // Several trackers on one database: what must hold for the job's records
+  // to be stored (storage::FarmStore::JobHeldBy); none for one tracker.
+  storage::RecordFence record_fence;
   // Whose records the job reads: its history, the prior for its cost
   // model, the configs it skips as measured, its winners (RecordScope).
   storage::RecordScope record_scope;
@@ -104,7 +104,7 @@ struct TunerProgress {
 class Tuner {
  public:
   // `db` and `measurer` must outlive the Tuner.
-  Tuner(storage::LogDb* db, Measurer* measurer, compiler::Target target,
+  Tuner(storage::TuningDb* db, Measurer* measurer, compiler::Target target,
         std::vector<TuningTask> tasks, TunerOptions options);
   ~Tuner();
 
@@ -133,7 +133,7 @@ class Tuner {
   TunerProgress Snapshot(std::string message) const;
   std::string TaskName(size_t task) const;
 
-  storage::LogDb* db_;
+  storage::TuningDb* db_;
   Measurer* measurer_;
   compiler::Target target_;
   std::string target_spec_;
@@ -151,7 +151,7 @@ class Tuner {
 // of its own records. A task with records but no stored row (a job from
 // before tasks were stored) is appended with 1 occurrence. States are
 // `state` for every task.
-absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::LogDb& db,
+absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::TuningDb& db,
                                                              const std::string& job_id,
                                                              const std::string& state);
 

@@ -22,7 +22,8 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "onnx/onnx_pb.h"
-#include "storage/log_db.h"
+#include "storage/sha256.h"
+#include "storage/stores.h"
 
 namespace kiln::cli {
 namespace {
@@ -713,7 +714,7 @@ TEST_F(CliWithTracker, CompileSpecializesInputShapesAndReadsExternalData) {
 TEST_F(CliWithTracker, RecordsTravelBetweenDatabases) {
   const std::string a = (dir_ / "site-a.db").string(), b = (dir_ / "site-b.db").string();
   {
-    auto db = storage::LogDb::Open(a);
+    auto db = storage::TuningDb::Open(a);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->UpsertWorkload({"wk1", "dense", "dense", 1}).ok());
     for (int i = 1; i <= 3; ++i) {
@@ -738,7 +739,7 @@ TEST_F(CliWithTracker, RecordsTravelBetweenDatabases) {
   EXPECT_THAT(r.out, HasSubstr(": 3 records added"));
   r = Kiln({"records", "import", file, "--db", b});  // again: merged
   EXPECT_THAT(r.out, HasSubstr(": 0 records added"));
-  auto db = storage::LogDb::Open(b);
+  auto db = storage::TuningDb::Open(b);
   ASSERT_TRUE(db.ok());
   auto rows = (*db)->QueryRecords("wk1", "", 0);
   ASSERT_EQ(rows->size(), 3u);
@@ -772,7 +773,7 @@ TEST_F(CliWithTracker, TuneLocalMeasuresRecordsAndCompiles) {
   EXPECT_THAT(r.err, HasSubstr("tuning finished (every task has stopped): 4 trials"));
   EXPECT_THAT(r.out, HasSubstr("-> " + out));
   EXPECT_TRUE(std::filesystem::exists(out));
-  auto log = storage::LogDb::Open(db);
+  auto log = storage::TuningDb::Open(db);
   ASSERT_TRUE(log.ok()) << log.status();
   auto records = (*log)->QueryRecords("", "", 0);
   ASSERT_TRUE(records.ok());
@@ -820,15 +821,15 @@ TEST_F(CliWithTracker, ReportTreatsNamesAsData) {
   const std::string attack =
       "x'\nsystem(\"touch " + pwned.string() + "\")\n`touch " + pwned.string() + "`\x1b[2J";
   {
-    auto log = storage::LogDb::Open(db);
+    auto log = storage::OpenStores(db);
     ASSERT_TRUE(log.ok()) << log.status();
-    ASSERT_TRUE((*log)->UpsertWorkload({"wk1", "conv2d\"\n" + attack, "canonical", 1e9}).ok());
+    ASSERT_TRUE(log->tuning->UpsertWorkload({"wk1", "conv2d\"\n" + attack, "canonical", 1e9}).ok());
     storage::JobRow job;
     job.id = "job-1";
     job.model_name = attack;
     job.target = "llvm";
-    ASSERT_TRUE((*log)->CreateJob(job).ok());
-    ASSERT_TRUE((*log)->SetJobTasks("job-1", {{"wk1", 2}}).ok());
+    ASSERT_TRUE(log->farm->CreateJob(job).ok());
+    ASSERT_TRUE(log->tuning->SetJobTasks("job-1", {{"wk1", 2}}).ok());
     std::vector<storage::RecordRow> rows;
     for (int i = 0; i < 3; ++i) {
       storage::RecordRow r;
@@ -841,7 +842,7 @@ TEST_F(CliWithTracker, ReportTreatsNamesAsData) {
       r.unix_ms = 1000 + i;
       rows.push_back(r);
     }
-    ASSERT_TRUE((*log)->AddRecords(rows).ok());
+    ASSERT_TRUE(log->tuning->AddRecords(rows).ok());
   }
   const std::string svg = (dir_ / "hostile.svg").string();
   CliRun r = Kiln({"report", "job-1", "--db", db, "-o", svg});

@@ -2,8 +2,9 @@
 """The dependency rule of DESIGN.md, checked on the sources and the binaries.
 
 Each component may include headers only from the components it may depend
-on, and within the compiler each floor only from its own and those below
-(COMPILER_FLOORS); the runtime library must not link LLVM, gRPC, protobuf,
+on, within the compiler each floor only from its own and those below
+(COMPILER_FLOORS), and neither the tuning database nor the tuner any header
+of the farm store (FARM_HEADERS); the runtime library must not link LLVM, gRPC, protobuf,
 SQLite or ONNX.
 Exits 1 listing every violation.
 """
@@ -83,6 +84,32 @@ def compiler_violations(src):
     return bad
 
 
+# Storage split by owner: the tuning database (workloads, records, job tasks,
+# cost models: what users export and share) knows nothing of the farm store
+# (jobs, tokens, agents, batches, artifacts), and the tuner uses only it.
+FARM_HEADERS = {"storage/farm_store.h", "storage/job_rows.h", "storage/stores.h",
+                "storage/artifact_store.h"}
+TUNING_FILES = ("tuning_db", "record_rows")
+TUNING_ONLY = ("tuner",)
+
+
+def storage_violations(src):
+    bad = []
+    paths = [os.path.join(src, "storage", f) for f in os.listdir(os.path.join(src, "storage"))
+             if f.startswith(TUNING_FILES)]
+    for comp in TUNING_ONLY:
+        for root, _, files in os.walk(os.path.join(src, comp)):
+            paths += [os.path.join(root, f) for f in files]
+    for p in paths:
+        if not p.endswith((".h", ".cc")):
+            continue
+        for inc in INCLUDE.findall(open(p, encoding="utf-8").read()):
+            if inc in FARM_HEADERS:
+                bad.append(f"{os.path.relpath(p, src)} includes {inc} (the tuning database and "
+                           "the tuner know nothing of the farm store)")
+    return bad
+
+
 def owner(path):
     for k in sorted(KNOWN, key=len, reverse=True):
         if path == k or path.startswith(k + "/"):
@@ -104,6 +131,7 @@ def main():
                     if o is not None and o not in allowed:
                         bad.append(f"{os.path.relpath(p, src)} includes {inc} ({comp} may not use {o})")
     bad += compiler_violations(src)
+    bad += storage_violations(src)
     lib = os.path.join(bindir, "deploy", "libkiln_runtime.so")
     ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
     for forbidden in ("libLLVM", "libgrpc", "libprotobuf", "libsqlite3", "libonnx", "libxgboost"):

@@ -1,9 +1,10 @@
+#include "storage/artifact_store.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "storage/log_db.h"
 #include "test_util.h"
 
 namespace kiln::storage {

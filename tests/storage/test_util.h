@@ -14,7 +14,7 @@
 #include <string>
 
 #include "storage/database.h"
-#include "storage/log_db.h"
+#include "storage/stores.h"
 
 namespace kiln::storage::testing {
 
@@ -104,11 +104,33 @@ inline JobRow TestJob(const std::string& id, int64_t created, JobState state = J
   return j;
 }
 
-// The log database at `url`, or null (and a test failure).
-inline std::unique_ptr<LogDb> OpenOrDie(const std::string& url) {
-  auto db = LogDb::Open(url);
+// A record of workload wk1 on one target, of job-1, agent-a.
+inline RecordRow TestRecord(const std::string& config, double mean,
+                            ErrorKind error_kind = ErrorKind::kNone) {
+  RecordRow r;
+  r.workload_key = "wk1";
+  r.target = "llvm -mcpu=skylake";
+  r.config = config;
+  r.error_kind = error_kind;
+  if (r.error_kind == ErrorKind::kNone) {
+    r.costs_s = {mean * 0.9, mean * 1.1};
+    r.mean_cost_s = mean;
+  } else {
+    r.error_message = "boom";
+  }
+  r.compiler_version = "0.1.0";
+  r.agent_id = "agent-a";
+  r.job_id = "job-1";
+  r.unix_ms = 1000;
+  return r;
+}
+
+// The tuning database and the farm store at `url`, or nulls (and a test
+// failure).
+inline Stores OpenOrDie(const std::string& url) {
+  auto db = OpenStores(url);
   EXPECT_TRUE(db.ok()) << db.status();
-  return db.ok() ? std::move(*db) : nullptr;
+  return db.ok() ? std::move(*db) : Stores{};
 }
 
 }  // namespace kiln::storage::testing

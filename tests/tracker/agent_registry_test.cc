@@ -27,7 +27,7 @@ AgentInfo Hello(const std::string& id, const std::string& key, const std::string
 }
 
 TEST(AgentRegistryTest, ConnectDisconnectAndPersist) {
-  auto db = storage::LogDb::Open(TempDb("agents.db"));
+  auto db = storage::FarmStore::Open(TempDb("agents.db"));
   ASSERT_TRUE(db.ok()) << db.status();
   FakeClock clock(1000);
   {
@@ -68,7 +68,7 @@ TEST(AgentRegistryTest, ConnectDisconnectAndPersist) {
 // PersistStale rewrites the stored row at most every kPersistHeartbeatEveryMs
 // for them, and every kPersistResultsEveryMs for a changed results count.
 TEST(AgentRegistryTest, HeartbeatsAndResultsAreStoredNowAndThen) {
-  auto db = storage::LogDb::Open(TempDb("heartbeats.db"));
+  auto db = storage::FarmStore::Open(TempDb("heartbeats.db"));
   ASSERT_TRUE(db.ok()) << db.status();
   FakeClock clock(1000);
   AgentRegistry reg(db->get(), &clock);

@@ -17,6 +17,7 @@
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
+#include "storage/tuning_db.h"
 #include "tests/storage/test_util.h"
 #include "tests/tracker/test_models.h"
 #include "tests/tracker/test_tokens.h"
@@ -40,7 +41,7 @@ TEST(AuthTest, SecretsAreRandomAndOnlyTheirHashIsStored) {
     EXPECT_TRUE(seen.insert(*s).second);
   }
   storage::testing::TempDir dir;
-  auto db = storage::LogDb::Open(dir.File("kiln.db"));
+  auto db = storage::FarmStore::Open(dir.File("kiln.db"));
   ASSERT_TRUE(db.ok());
   std::string secret = AddToken(**db, "ana", "user");
   auto rows = (*db)->ListTokens();
@@ -59,7 +60,7 @@ TEST(AuthTest, ConstantTimeEqualsComparesWholeStrings) {
 
 TEST(AuthTest, AuthenticatesTokensAndRefusesTheRest) {
   storage::testing::TempDir dir;
-  auto db = storage::LogDb::Open(dir.File("kiln.db"));
+  auto db = storage::FarmStore::Open(dir.File("kiln.db"));
   ASSERT_TRUE(db.ok());
   int64_t id = 0;
   std::string secret = AddToken(**db, "ana", "admin", &id);
@@ -86,7 +87,7 @@ TEST(AuthTest, AuthenticatesTokensAndRefusesTheRest) {
 
 TEST(AuthTest, UnknownRolesAndEmptyUsersAreRefused) {
   storage::testing::TempDir dir;
-  auto db = storage::LogDb::Open(dir.File("kiln.db"));
+  auto db = storage::FarmStore::Open(dir.File("kiln.db"));
   ASSERT_TRUE(db.ok());
   storage::TokenRow row;
   row.user = "x";
@@ -123,7 +124,7 @@ class RequireAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
     {
-      auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+      auto db = storage::FarmStore::Open(dir_.File("kiln.db"));
       ASSERT_TRUE(db.ok());
       admin_ = AddToken(**db, "root", "admin");
       ana_ = AddToken(**db, "ana", "user", &ana_id_);
@@ -219,7 +220,7 @@ TEST_F(RequireAuthTest, NoWrongOrRevokedTokenIsUnauthenticated) {
   EXPECT_EQ(ListJobs("kiln_0123").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_TRUE(ListJobs(ana_).ok());
   {
-    auto db = storage::LogDb::Open(dir_.File("kiln.db"));  // as `tokens revoke` does
+    auto db = storage::FarmStore::Open(dir_.File("kiln.db"));  // as `tokens revoke` does
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->RevokeToken(ana_id_, 5).ok());
   }
@@ -394,7 +395,7 @@ TEST_F(RequireAuthTest, AnAgentAUserRunsMeasuresAndSeedsTheirJobsOnly) {
     EXPECT_DOUBLE_EQ(bo_done.tasks(i).best_cost_s(), 1e-3);
   }
   // The log keeps who measured what: ana's board's records are hers.
-  auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+  auto db = storage::TuningDb::Open(dir_.File("kiln.db"));
   ASSERT_TRUE(db.ok());
   auto rows = (*db)->QueryRecords("", "", 0);
   ASSERT_TRUE(rows.ok());
@@ -416,7 +417,7 @@ TEST_F(RequireAuthTest, OnASharedKeyAUsersAgentServesEveryone) {
   ASSERT_TRUE(SubmitNamed(bo_, "m", &bos_job, "k").ok());
   pb::Job done = WaitDone(bo_, bos_job.job_id());
   ASSERT_EQ(done.state(), pb::JOB_STATE_COMPLETED) << done.error();
-  auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+  auto db = storage::TuningDb::Open(dir_.File("kiln.db"));
   ASSERT_TRUE(db.ok());
   auto rows = (*db)->QueryRecords("", "", 0);
   ASSERT_TRUE(rows.ok());

@@ -91,7 +91,7 @@ TEST_F(CompileSandboxTest, AnswerThatIsNeitherIsAnError) {
 TEST(CompileWithBestRecordsTest, AnUnreadableLogIsAnError) {
   storage::testing::TempDir dir;
   const std::string path = dir.File("log.db");
-  auto db = storage::LogDb::Open(path);
+  auto db = storage::TuningDb::Open(path);
   ASSERT_TRUE(db.ok()) << db.status();
   auto model = compiler::Model::FromOnnx(testing::ConvReluModel());
   ASSERT_TRUE(model.ok()) << model.status();

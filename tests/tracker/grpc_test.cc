@@ -19,7 +19,7 @@
 #include "deploy/runtime.h"
 #include "kiln/v1/agent.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
-#include "storage/log_db.h"
+#include "storage/farm_store.h"
 #include "tests/tracker/test_models.h"
 #include "tracker/server.h"
 

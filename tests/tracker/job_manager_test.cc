@@ -10,6 +10,7 @@
 
 #include "base/str.h"
 #include "compiler/kernel.h"
+#include "storage/stores.h"
 #include "tests/tracker/test_models.h"
 #include "tracker/job_options.h"
 
@@ -48,15 +49,15 @@ class JobManagerTest : public ::testing::Test {
   void StartWithEmptyDatabase() {
     jobs_.reset();
     agents_.reset();
-    db_.reset();
+    db_ = {};
     fs::remove(dir_ / "kiln.db");
-    auto db = storage::LogDb::Open((dir_ / "kiln.db").string());
+    auto db = storage::OpenStores((dir_ / "kiln.db").string());
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
-    agents_ = std::make_unique<AgentRegistry>(db_.get(), &clock_);
+    agents_ = std::make_unique<AgentRegistry>(db_.farm.get(), &clock_);
     dispatcher_ = std::make_unique<Dispatcher>(&clock_);
-    jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                         &clock_);
+    jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                         agents_.get(), dispatcher_.get(), &clock_);
   }
   void TearDown() override {
     jobs_.reset();
@@ -103,7 +104,7 @@ class JobManagerTest : public ::testing::Test {
 
   // Nothing was stored: no job row, no file but the uploaded models.
   void ExpectNothingStored() {
-    auto jobs = db_->ListJobs();
+    auto jobs = db_.farm->ListJobs();
     ASSERT_TRUE(jobs.ok());
     EXPECT_TRUE(jobs->empty());
     size_t files = 0;
@@ -118,7 +119,7 @@ class JobManagerTest : public ::testing::Test {
 
   fs::path dir_;
   FakeClock clock_;
-  std::unique_ptr<storage::LogDb> db_;
+  storage::Stores db_;
   std::unique_ptr<storage::ArtifactStore> store_;
   std::unique_ptr<AgentRegistry> agents_;
   std::unique_ptr<Dispatcher> dispatcher_;
@@ -170,8 +171,8 @@ TEST_F(JobManagerTest, MissingDeviceKey) {
 TEST_F(JobManagerTest, UploadOverTheLimitIsResourceExhaustedAndLeavesNothing) {
   JobManagerOptions options;
   options.max_model_bytes = 1000;
-  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_, options);
+  jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                       agents_.get(), dispatcher_.get(), &clock_, options);
   // Announced too large: refused at the first chunk.
   auto upload = jobs_->NewUpload();
   ASSERT_TRUE(upload.ok());
@@ -223,7 +224,7 @@ TEST_F(JobManagerTest, UploadsAreCheckedAndStoredOnce) {
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->already_stored);
   ExpectNothingStored();  // one file
-  auto art = db_->GetArtifact(sha);
+  auto art = db_.farm->GetArtifact(sha);
   ASSERT_TRUE(art.ok() && art->has_value());
   EXPECT_EQ((*art)->kind, "model");
 
@@ -268,8 +269,8 @@ TEST_F(JobManagerTest, UnknownJobIsNotFound) {
 TEST_F(JobManagerTest, AUserHasAtMostTheLimitOfUnfinishedJobs) {
   JobManagerOptions options;
   options.max_jobs_per_user = 2;
-  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_, options);
+  jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                       agents_.get(), dispatcher_.get(), &clock_, options);
   SubmitRequest req = Request(testing::ConvReluModel());
   req.owner = "ana";
   auto first = jobs_->Submit(req);
@@ -286,7 +287,7 @@ TEST_F(JobManagerTest, AUserHasAtMostTheLimitOfUnfinishedJobs) {
   req.owner = "ana";
   absl::StatusOr<SubmitResult> again = SubmitWithin(req, std::chrono::seconds(10));
   ASSERT_TRUE(again.ok()) << again.status();
-  auto row = db_->GetJob(again->job_id);
+  auto row = db_.farm->GetJob(again->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->owner, "ana");
 }
@@ -320,8 +321,8 @@ size_t ThreadsOfThisProcess() {
 TEST_F(JobManagerTest, SubmitAndCancelStormsStayWithinTheUsersLimit) {
   JobManagerOptions options;
   options.max_jobs_per_user = 3;
-  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_, options);
+  jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                       agents_.get(), dispatcher_.get(), &clock_, options);
   SubmitRequest req = Request(testing::ConvReluModel());
   req.owner = "mallory";
   const size_t baseline = ThreadsOfThisProcess();
@@ -363,8 +364,8 @@ TEST_F(JobManagerTest, SubmitAndCancelStormsStayWithinTheUsersLimit) {
 TEST_F(JobManagerTest, OnlyTheNewestEventsAreKeptAndWatchersSkipAhead) {
   JobManagerOptions options;
   options.max_events_kept = 1;
-  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_, options);
+  jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                       agents_.get(), dispatcher_.get(), &clock_, options);
   auto r = jobs_->Submit(Request(testing::ConvReluModel()));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(jobs_->Cancel(r->job_id).ok());
@@ -428,12 +429,12 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->job_id.rfind("job-", 0), 0u);
   EXPECT_EQ(r->num_tasks, 1);
-  auto row = db_->GetJob(r->job_id);
+  auto row = db_.farm->GetJob(r->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->device_key, "cpu");
   EXPECT_EQ((*row)->trials, 32);
   EXPECT_TRUE(store_->Contains((*row)->model_sha256));
-  auto art = db_->GetArtifact((*row)->model_sha256);
+  auto art = db_.farm->GetArtifact((*row)->model_sha256);
   ASSERT_TRUE(art.ok() && art->has_value());
   EXPECT_EQ((*art)->kind, "model");
 
@@ -471,7 +472,7 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
     if (!events->empty()) done = events->back().job.row.trials_done;
   }
   EXPECT_EQ(done, static_cast<int>(measured));
-  auto records = db_->QueryRecords("", kTarget, 0);
+  auto records = db_.tuning->QueryRecords("", kTarget, 0);
   ASSERT_TRUE(records.ok());
   ASSERT_EQ(records->size(), measured);
   EXPECT_EQ((*records)[0].job_id, r->job_id);
@@ -494,7 +495,7 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
     ASSERT_TRUE(events.ok());
     if (!events->empty()) done = events->back().job.row.trials_done;
   }
-  records = db_->QueryRecords("", kTarget, 0);
+  records = db_.tuning->QueryRecords("", kTarget, 0);
   ASSERT_TRUE(records.ok());
   ASSERT_EQ(records->size(), measured + results.size());
   int cut = 0;
@@ -516,7 +517,7 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   }
   EXPECT_TRUE(finished);
   EXPECT_EQ(dispatcher_->QueuedCount("cpu"), 0u);
-  auto stored = db_->GetJob(r->job_id);
+  auto stored = db_.farm->GetJob(r->job_id);
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->state, storage::JobState::kCancelled);
 }
@@ -578,33 +579,33 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
   size_t first = results.size();
   ASSERT_TRUE(dispatcher_->Complete(lease->work.batch_id, "a1", results));
   for (int i = 0; i < 200; ++i) {
-    auto n = db_->CountRecords(r->job_id);
+    auto n = db_.tuning->CountRecords(r->job_id);
     ASSERT_TRUE(n.ok());
     if (*n == static_cast<int64_t>(first)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   jobs_->Stop();
   jobs_.reset();
-  auto row = db_->GetJob(r->job_id);
+  auto row = db_.farm->GetJob(r->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->state, storage::JobState::kTuning);
 
   // A new manager (a restarted tracker) resumes it.
   dispatcher_ = std::make_unique<Dispatcher>(&clock_);
-  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_);
+  jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                       agents_.get(), dispatcher_.get(), &clock_);
   ASSERT_TRUE(jobs_->Start().ok());
   JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
   EXPECT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
   EXPECT_FALSE(last.row.artifact_sha256.empty());
   EXPECT_TRUE(store_->Contains(last.row.artifact_sha256));
-  auto count = db_->CountRecords(r->job_id);
+  auto count = db_.tuning->CountRecords(r->job_id);
   ASSERT_TRUE(count.ok());
   EXPECT_EQ(*count, last.row.trials_done);
   EXPECT_GE(*count, static_cast<int64_t>(first));
   EXPECT_LE(*count, 12);
   // No config was measured twice.
-  auto records = db_->QueryRecords("", kTarget, 0);
+  auto records = db_.tuning->QueryRecords("", kTarget, 0);
   ASSERT_TRUE(records.ok());
   std::set<std::string> configs;
   for (const auto& rec : *records) EXPECT_TRUE(configs.insert(rec.config).second) << rec.config;
@@ -612,8 +613,8 @@ TEST_F(JobManagerTest, StoppedJobResumesAndCompletes) {
   // A third manager (the tracker restarted after the job ended) still reports
   // the job's tasks, rebuilt from its records.
   jobs_->Stop();
-  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_);
+  jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                       agents_.get(), dispatcher_.get(), &clock_);
   auto again = jobs_->Get(r->job_id);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->row.state, storage::JobState::kCompleted);
@@ -657,7 +658,7 @@ TEST_F(JobManagerTest, WhenTuningLosesOnTheBoardTheJobReturnsTheDefaults) {
   ASSERT_EQ(e2e->choices.size(), 1u);
   EXPECT_EQ(e2e->choices.begin()->second, "") << "the default config";
   // The module was compiled with the defaults.
-  auto events = db_->GetJob(last.row.id);
+  auto events = db_.farm->GetJob(last.row.id);
   ASSERT_TRUE(events.ok() && events->has_value());
   auto choices = ChoicesOfJob(**events);
   ASSERT_TRUE(choices.ok());
@@ -709,7 +710,7 @@ TEST_F(JobManagerTest, Bf16PrecisionIsTunedStoredAndSentWithTheModel) {
   req.timing.model_bytes = 12345;  // kept too, for the agents' caches
   r = jobs_->Submit(req);
   ASSERT_TRUE(r.ok()) << r.status();
-  auto row = db_->GetJob(r->job_id);
+  auto row = db_.farm->GetJob(r->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_THAT((*row)->options_json, ::testing::HasSubstr("\"precision\":\"bf16\""));
   auto stored = OptionsFromJson((*row)->options_json, TimingOptions{});
@@ -751,7 +752,7 @@ TEST_F(JobManagerTest, InputShapesAndExternalDataArePersistedAndResumed) {
   req.external_data["weights/w.bin"] = Upload(weights);
   r = jobs_->Submit(req);
   ASSERT_TRUE(r.ok()) << r.status();
-  auto row = db_->GetJob(r->job_id);
+  auto row = db_.farm->GetJob(r->job_id);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_NE((*row)->options_json.find("\"input_shapes\":{\"data\":[2,3,8,8]}"), std::string::npos)
       << (*row)->options_json;
@@ -763,8 +764,8 @@ TEST_F(JobManagerTest, InputShapesAndExternalDataArePersistedAndResumed) {
   // Restart before anything is measured: the resumed job loads the same model.
   jobs_->Stop();
   dispatcher_ = std::make_unique<Dispatcher>(&clock_);
-  jobs_ = std::make_unique<JobManager>(db_.get(), store_.get(), agents_.get(), dispatcher_.get(),
-                                       &clock_);
+  jobs_ = std::make_unique<JobManager>(db_.tuning.get(), db_.farm.get(), store_.get(),
+                                       agents_.get(), dispatcher_.get(), &clock_);
   ASSERT_TRUE(jobs_->Start().ok());
   JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
   EXPECT_EQ(last.row.state, storage::JobState::kCompleted) << last.row.error;
@@ -803,14 +804,14 @@ TEST_F(JobManagerTest, EveryStrategyCompletesAJob) {
     ASSERT_TRUE(r.ok()) << strategy << ": " << r.status();
     JobStatus last = ServeUntilFinished(dispatcher_.get(), jobs_.get(), r->job_id);
     EXPECT_EQ(last.row.state, storage::JobState::kCompleted) << strategy << ": " << last.row.error;
-    auto records = db_->RecordsOfJob(r->job_id);
+    auto records = db_.tuning->RecordsOfJob(r->job_id);
     ASSERT_TRUE(records.ok());
     EXPECT_EQ(records->size(), 24u) << strategy;
     std::set<std::string> configs;
     for (const auto& rec : *records) {
       EXPECT_TRUE(configs.insert(rec.config).second) << strategy << ": " << rec.config;
     }
-    auto row = db_->GetJob(r->job_id);
+    auto row = db_.farm->GetJob(r->job_id);
     ASSERT_TRUE(row.ok() && row->has_value());
     std::string want = *strategy ? strategy : "xgb";
     EXPECT_NE((*row)->options_json.find(StrCat("\"strategy\":\"", want, "\"")), std::string::npos)

@@ -96,7 +96,7 @@ bool ClosedByServer(int fd, milliseconds wait, std::string* got = nullptr) {
 class LimitsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+    auto db = storage::FarmStore::Open(dir_.File("kiln.db"));
     ASSERT_TRUE(db.ok()) << db.status();
     ana_ = AddToken(**db, "ana", "user");
     bo_ = AddToken(**db, "bo", "user");

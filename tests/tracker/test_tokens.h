@@ -8,15 +8,17 @@
 #include <string>
 
 #include "kiln/v1/tracker.grpc.pb.h"
-#include "storage/log_db.h"
+#include "storage/farm_store.h"
+#include "storage/sha256.h"
 #include "tracker/auth.h"
 
 namespace kiln::tracker::testing {
 
 // A token of `user` with `role` (and, for an agent, the `owner` who runs
 // it) stored in `db`; returns its secret (and its row id in *id).
-inline std::string AddToken(storage::LogDb& db, const std::string& user, const std::string& role,
-                            int64_t* id = nullptr, const std::string& owner = "") {
+inline std::string AddToken(storage::FarmStore& db, const std::string& user,
+                            const std::string& role, int64_t* id = nullptr,
+                            const std::string& owner = "") {
   auto secret = NewTokenSecret();
   EXPECT_TRUE(secret.ok()) << secret.status();
   storage::TokenRow row;

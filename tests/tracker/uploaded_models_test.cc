@@ -15,7 +15,7 @@ namespace {
 class UploadedModelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+    auto db = storage::FarmStore::Open(dir_.File("kiln.db"));
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = *std::move(db);
     auto store = storage::ArtifactStore::Open(dir_.File("artifacts"));
@@ -39,7 +39,7 @@ class UploadedModelsTest : public ::testing::Test {
 
   storage::testing::TempDir dir_;
   FakeClock clock_;
-  std::unique_ptr<storage::LogDb> db_;
+  std::unique_ptr<storage::FarmStore> db_;
   std::unique_ptr<storage::ArtifactStore> store_;
   std::unique_ptr<UploadedModels> models_;
 };

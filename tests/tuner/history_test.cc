@@ -17,7 +17,7 @@ using testing::Dense;
 class HistoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+    auto db = storage::TuningDb::Open(dir_.File("kiln.db"));
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
   }
@@ -39,7 +39,7 @@ class HistoryTest : public ::testing::Test {
     ASSERT_TRUE(db_->AddRecord(r).ok());
   }
   storage::testing::TempDir dir_;
-  std::unique_ptr<storage::LogDb> db_;
+  std::unique_ptr<storage::TuningDb> db_;
 };
 
 TEST_F(HistoryTest, TaskHistoryIsTheWorkloadsOwnRecordsOfThisCompiler) {

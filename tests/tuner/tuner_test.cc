@@ -94,7 +94,7 @@ class FakeMeasurer : public Measurer {
 class TunerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto db = storage::LogDb::Open(dir_.File("kiln.db"));
+    auto db = storage::TuningDb::Open(dir_.File("kiln.db"));
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
   }
@@ -123,7 +123,7 @@ class TunerTest : public ::testing::Test {
   }
   compiler::Target target_ = compiler::Target::Host();
   storage::testing::TempDir dir_;
-  std::unique_ptr<storage::LogDb> db_;
+  std::unique_ptr<storage::TuningDb> db_;
 };
 
 TEST_F(TunerTest, SpendsTheTrialsOverTheTasksAndRecordsEveryResult) {

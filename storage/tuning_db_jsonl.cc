@@ -1,4 +1,4 @@
-// The log database's JSON lines export and import (`kiln records export` /
+// The tuning database's JSON lines export and import (`kiln records export` /
 // `import`): one record per line with its workload, so that logs travel
 // between databases; duplicates are skipped on import.
 #include <istream>
@@ -11,9 +11,10 @@
 
 #include "base/str.h"
 #include "nlohmann/json.hpp"
+#include "storage/connection.h"
 #include "storage/database.h"
-#include "storage/log_db.h"
 #include "storage/record_rows.h"
+#include "storage/tuning_db.h"
 
 namespace kiln::storage {
 namespace {
@@ -118,19 +119,19 @@ absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
 
 // -------------------------------------------------------------- JSON lines
 
-absl::Status LogDb::ExportJsonl(std::ostream& out, const std::string& farm) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::Status TuningDb::ExportJsonl(std::ostream& out, const std::string& farm) {
+  std::lock_guard<std::mutex> lock(c_->mu);
   std::string columns;
   for (std::string_view c : StrSplit(kRecordColumns, ',')) {
     while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
     columns += StrCat(columns.empty() ? "" : ", ", "r.", c);
   }
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st,
-      db_->Prepare(StrCat("SELECT ", columns,
-                          ", CASE WHEN w.key IS NULL THEN 0 ELSE 1 END, w.op, w.canonical, w.flops "
-                          "FROM records r "
-                          "LEFT JOIN workloads w ON w.key = r.workload_key ORDER BY r.id")));
+      st, c_->db->Prepare(
+              StrCat("SELECT ", columns,
+                     ", CASE WHEN w.key IS NULL THEN 0 ELSE 1 END, w.op, w.canonical, w.flops "
+                     "FROM records r "
+                     "LEFT JOIN workloads w ON w.key = r.workload_key ORDER BY r.id")));
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) break;
@@ -164,7 +165,7 @@ absl::Status LogDb::ExportJsonl(std::ostream& out, const std::string& farm) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in, const std::string& farm) {
+absl::StatusOr<int64_t> TuningDb::ImportJsonl(std::istream& in, const std::string& farm) {
   // Parse everything first: a malformed line must leave the database untouched.
   std::vector<ImportedRecord> lines;
   std::string line;
@@ -183,15 +184,15 @@ absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in, const std::string& 
   }
   if (in.bad()) return absl::DataLossError("reading the JSON lines import failed");
 
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction tx(*db_);
+  std::lock_guard<std::mutex> lock(c_->mu);
+  Transaction tx(*c_->db);
   KILN_STORAGE_RETURN_IF_ERROR(tx.status());
   KILN_STORAGE_ASSIGN_OR_RETURN(add_workload,
-                                db_->Prepare("INSERT INTO workloads(key, op, canonical, flops) "
-                                             "VALUES(?,?,?,?) ON CONFLICT DO NOTHING"));
+                                c_->db->Prepare("INSERT INTO workloads(key, op, canonical, flops) "
+                                                "VALUES(?,?,?,?) ON CONFLICT DO NOTHING"));
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      exists, db_->Prepare("SELECT 1 FROM records WHERE workload_key = ? AND target = ? AND "
-                           "compiler_version = ? AND config = ? AND costs_s = ? LIMIT 1"));
+      exists, c_->db->Prepare("SELECT 1 FROM records WHERE workload_key = ? AND target = ? AND "
+                              "compiler_version = ? AND config = ? AND costs_s = ? LIMIT 1"));
   int64_t added = 0;
   for (const ImportedRecord& item : lines) {
     if (item.workload.has_value()) {
@@ -213,7 +214,7 @@ absl::StatusOr<int64_t> LogDb::ImportJsonl(std::istream& in, const std::string& 
     KILN_STORAGE_ASSIGN_OR_RETURN(present, exists.Step());
     KILN_STORAGE_RETURN_IF_ERROR(exists.Reset());
     if (present) continue;
-    KILN_STORAGE_RETURN_IF_ERROR(InsertRecord(*db_, r).status());
+    KILN_STORAGE_RETURN_IF_ERROR(InsertRecord(*c_->db, r).status());
     ++added;
   }
   KILN_STORAGE_RETURN_IF_ERROR(tx.Commit());

@@ -1,0 +1,144 @@
+// One database holding the tuning database and the farm store
+// (storage/stores.h): its schema ladder and what both store in it.
+#include "storage/stores.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "storage/database.h"
+#include "storage/migrations.h"
+#include "test_util.h"
+
+namespace kiln::storage {
+namespace {
+
+using testing::OpenOrDie;
+using testing::TempDir;
+using testing::TestJob;
+using testing::TestRecord;
+
+TEST(StoresTest, MigratesFromEmpty) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
+  ASSERT_NE(db.tuning, nullptr);
+  EXPECT_GE(CurrentSchemaVersion(), 1);
+  EXPECT_EQ(*db.tuning->SchemaVersion(), CurrentSchemaVersion());
+  db = {};
+  // Reopening is a no-op and keeps the version.
+  db = OpenOrDie(dir.DbUrl("log.db"));
+  EXPECT_EQ(*db.tuning->SchemaVersion(), CurrentSchemaVersion());
+}
+
+TEST(StoresTest, ConcurrentOpensOfAFreshDatabaseMigrateOnce) {
+  TempDir dir;
+  const std::string url = dir.DbUrl("log.db");
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> results(4);
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] { results[i] = OpenStores(url).status(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const absl::Status& s : results) EXPECT_TRUE(s.ok()) << s;
+  auto db = OpenOrDie(url);
+  EXPECT_EQ(*db.tuning->SchemaVersion(), CurrentSchemaVersion());
+}
+
+TEST(StoresTest, RefusesNewerSchema) {
+  TempDir dir;
+  std::string path = dir.DbUrl("log.db");
+  ASSERT_NE(OpenOrDie(path).tuning, nullptr);
+  {
+    auto raw = Database::Open(path);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->Exec("UPDATE meta SET value = '999' WHERE key = 'schema_version'").ok());
+  }
+  auto db = OpenStores(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(db.status().message().find("999"), std::string::npos) << db.status();
+}
+
+TEST(StoresTest, MigratesAVersionOneFileKeepingItsJobs) {
+  TempDir dir;
+  std::string path = dir.DbUrl("log.db");
+  {
+    auto raw = Database::Open(path);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->Exec((*raw)->SchemaSql(SchemaMigrations()[0])).ok());
+    ASSERT_TRUE((*raw)
+                    ->Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                           "INSERT INTO meta VALUES('schema_version', '1');"
+                           "INSERT INTO jobs VALUES('old', 'm', 'sha', 'key', 'llvm', "
+                           "'tuning', 10, 4, '{}', '', '', 1, 2);")
+                    .ok());
+  }
+  auto db = OpenOrDie(path);
+  ASSERT_NE(db.tuning, nullptr);
+  EXPECT_EQ(*db.tuning->SchemaVersion(), CurrentSchemaVersion());
+  auto job = db.farm->GetJob("old");
+  ASSERT_TRUE(job.ok() && job->has_value()) << job.status();
+  EXPECT_EQ((*job)->trials_done, 4);
+  EXPECT_EQ((*job)->tuning_ms, 0);
+}
+
+TEST(StoresTest, StatesAndErrorKindsAreStoredByName) {
+  TempDir dir;
+  std::string path = dir.DbUrl("log.db");
+  {
+    auto db = OpenOrDie(path);
+    ASSERT_TRUE(db.farm->CreateJob(TestJob("j1", 10, JobState::kCompiling)).ok());
+    ASSERT_TRUE(db.tuning->AddRecord(TestRecord("t=1", 0, ErrorKind::kAgentLost)).ok());
+    // Values outside the enums are refused before anything is written.
+    absl::Status bad_job = db.farm->CreateJob(TestJob("j2", 20, static_cast<JobState>(0)));
+    EXPECT_EQ(bad_job.code(), absl::StatusCode::kInvalidArgument) << bad_job;
+    absl::Status bad_update = db.farm->UpdateJob(TestJob("j1", 10, static_cast<JobState>(42)));
+    EXPECT_EQ(bad_update.code(), absl::StatusCode::kInvalidArgument) << bad_update;
+    EXPECT_EQ((*db.farm->GetJob("j1"))->state, JobState::kCompiling);
+    EXPECT_FALSE(db.farm->GetJob("j2")->has_value());
+  }
+  auto raw = Database::Open(path);
+  ASSERT_TRUE(raw.ok());
+  auto text = [&](const std::string& sql) {
+    auto st = (*raw)->Prepare(sql);
+    EXPECT_TRUE(st.ok()) << st.status();
+    if (!st.ok()) return std::string();
+    auto has_row = st->Step();
+    EXPECT_TRUE(has_row.ok() && *has_row);
+    return st->ColumnText(0);
+  };
+  EXPECT_EQ(text("SELECT state FROM jobs WHERE id = 'j1'"), "compiling");
+  EXPECT_EQ(text("SELECT error_kind FROM records"), "agent_lost");
+}
+
+TEST(StoresTest, UnknownNamesInTheFileAreDataLoss) {
+  TempDir dir;
+  std::string path = dir.DbUrl("log.db");
+  {
+    auto db = OpenOrDie(path);
+    ASSERT_TRUE(db.farm->CreateJob(TestJob("j1", 10)).ok());
+    ASSERT_TRUE(db.tuning->AddRecord(TestRecord("t=1", 1e-3)).ok());
+  }
+  {
+    auto raw = Database::Open(path);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->Exec("UPDATE jobs SET state = 'paused'").ok());
+    ASSERT_TRUE((*raw)->Exec("UPDATE records SET error_kind = 'exploded'").ok());
+  }
+  auto db = OpenOrDie(path);
+  auto job = db.farm->GetJob("j1");
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(job.status().message().find("paused"), std::string::npos) << job.status();
+  EXPECT_EQ(db.farm->ListJobs().status().code(), absl::StatusCode::kDataLoss);
+  auto records = db.tuning->QueryRecords("", "", 0);
+  ASSERT_FALSE(records.ok());
+  EXPECT_EQ(records.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(records.status().message().find("exploded"), std::string::npos) << records.status();
+}
+
+}  // namespace
+}  // namespace kiln::storage
