@@ -55,13 +55,13 @@
 
 #include "base/cpus.h"
 #include "base/flags.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "compiler/target.h"
 #include "kiln/v1/agent.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "onnx/onnx_pb.h"
 #include "storage/database.h"
-#include "storage/sha256.h"
 #include "storage/tuning_db.h"
 
 namespace {
@@ -342,7 +342,7 @@ absl::StatusOr<LoadFigures> RunLoad(const LoadConfig& cfg) {
       pb::ModelChunk chunk;
       chunk.set_data(model);
       chunk.set_total_size(static_cast<int64_t>(model.size()));
-      chunk.set_sha256(kiln::storage::Sha256Hex(model));
+      chunk.set_sha256(kiln::Sha256Hex(model));
       writer->Write(chunk);
       writer->WritesDone();
       grpc::Status st = writer->Finish();

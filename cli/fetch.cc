@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "base/net.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "cli/common.h"
-#include "storage/sha256.h"
 
 namespace kiln::cli {
 
@@ -52,7 +52,7 @@ int RunFetch(const Command& self, const std::vector<std::string>& argv, const Cl
   int64_t written = 0;
   int64_t total_size = -1;
   std::string sha256;
-  storage::Sha256Hasher hasher;  // over what was received, as it arrives
+  kiln::Sha256Stream hasher;  // over what was received, as it arrives
   while (reader->Read(&chunk)) {
     if (!out.is_open()) {
       out.open(part, std::ios::binary | std::ios::trunc);

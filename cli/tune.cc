@@ -24,11 +24,11 @@
 #include <sstream>
 
 #include "base/names.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "cli/common.h"
 #include "compiler/frontend/external_data.h"
 #include "compiler/frontend/onnx_import.h"
-#include "storage/sha256.h"
 #include "storage/tuning_db.h"
 #include "tuner/measurer.h"
 #include "tuner/search.h"
@@ -213,7 +213,7 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
   }
   tuner::TunerOptions options;
   options.job_id = StrCat(
-      "local-", storage::Sha256Hex(
+      "local-", kiln::Sha256Hex(
                     StrCat(path, "/", std::chrono::system_clock::now().time_since_epoch().count()))
                     .substr(0, 12));
   if (!flags.strategy.empty()) options.strategy = flags.strategy;
@@ -258,7 +258,7 @@ absl::StatusOr<std::string> Upload(kiln::v1::Tracker::Stub* stub, const std::str
   kiln::v1::UploadModelResponse response;
   std::unique_ptr<grpc::ClientWriter<kiln::v1::ModelChunk>> writer =
       stub->UploadModel(&ctx, &response);
-  storage::Sha256Hasher hasher;
+  kiln::Sha256Stream hasher;
   int64_t offset = 0;
   bool sent = true;
   do {

@@ -22,8 +22,8 @@
 #include "absl/status/status.h"
 #include "base/bytes.h"
 #include "base/check.h"
+#include "base/sha256.h"
 #include "base/str.h"
-#include "deploy/sha256.h"
 
 namespace kiln::compiler {
 namespace {
@@ -165,7 +165,7 @@ std::string SigningKey::PublicKeyRaw() const {
   return raw;
 }
 
-std::string SigningKey::Fingerprint() const { return deploy::KeyFingerprint(PublicKeyRaw()); }
+std::string SigningKey::Fingerprint() const { return kiln::KeyFingerprint(PublicKeyRaw()); }
 
 std::string SigningKey::Sign(std::string_view message) const {
   std::string sig(64, '\0');
@@ -225,7 +225,7 @@ absl::StatusOr<std::string> SignatureBlock(std::string_view bytes, const Signing
   }
   auto manifest = sections.find("manifest");
   if (manifest == sections.end()) return absl::DataLossError("the artifact has no manifest");
-  const std::string digest = deploy::Sha256(manifest->second);
+  const std::string digest = kiln::Sha256(manifest->second);
   if (digest != header.substr(16, 32)) {
     return absl::DataLossError("the manifest does not hash to the header's digest");
   }
@@ -241,7 +241,7 @@ absl::StatusOr<std::string> SignatureBlock(std::string_view bytes, const Signing
   for (const auto& [name, data] : sections) {
     if (name == "manifest") continue;
     auto it = listed.find(name);
-    if (it == listed.end() || it->second != Hex(deploy::Sha256(data))) {
+    if (it == listed.end() || it->second != Hex(kiln::Sha256(data))) {
       return absl::DataLossError(
           StrCat("section '", name, "' does not match its digest in the manifest"));
     }

@@ -10,11 +10,11 @@
 #include "absl/status/status.h"
 #include "base/bytes.h"
 #include "base/check.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/passes.h"
-#include "deploy/sha256.h"
 
 namespace kiln::compiler {
 namespace {
@@ -49,7 +49,7 @@ absl::StatusOr<Model> Model::FromOnnx(std::string_view model_bytes, const Import
   if (auto s = RunGraphPasses(**graph, options.plan_layouts, options.precision, options.bf16_convs);
       !s.ok())
     return s;
-  return Model(*std::move(graph), Hex(deploy::Sha256(model_bytes)));
+  return Model(*std::move(graph), Hex(kiln::Sha256(model_bytes)));
 }
 
 absl::StatusOr<Model> Model::FromOnnxFile(const std::string& path, const ImportOptions& options) {

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "base/bytes.h"
 #include "base/check.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "compiler/codegen/module.h"
 #include "compiler/codegen/module_builder.h"
@@ -17,7 +18,6 @@
 #include "compiler/graph/passes.h"
 #include "compiler/model.h"
 #include "compiler/ops/lower_workload.h"
-#include "deploy/sha256.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"
@@ -102,12 +102,12 @@ std::string WriteContainer(std::string manifest, const std::vector<Section>& sec
   for (size_t i = 0; i < sections.size(); ++i) {
     records += StrCat(
         "section ", sections[i].name, " sha256 ",
-        Hex(deploy::Sha256(std::string_view(out).substr(offsets[i], sections[i].Size()))), "\n");
+        Hex(kiln::Sha256(std::string_view(out).substr(offsets[i], sections[i].Size()))), "\n");
   }
   KILN_CHECK(records.size() == manifest.size() - manifest_base) << "digest records changed size";
   std::memcpy(out.data() + manifest_offset + manifest_base, records.data(), records.size());
   const std::string digest =
-      deploy::Sha256(std::string_view(out).substr(manifest_offset, manifest.size()));
+      kiln::Sha256(std::string_view(out).substr(manifest_offset, manifest.size()));
   std::memcpy(out.data() + 16, digest.data(), digest.size());
   return out;
 }

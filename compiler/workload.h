@@ -62,7 +62,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "deploy/dtype.h"
+#include "base/dtype.h"
 
 namespace kiln::compiler {
 

@@ -24,11 +24,11 @@
 #include "absl/status/status.h"
 #include "base/bytes.h"
 #include "base/check.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "deploy/device.h"
 #include "deploy/memory.h"
 #include "deploy/parallel.h"
-#include "deploy/sha256.h"
 
 namespace kiln::deploy {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "deploy/dtype.h"
+#include "base/dtype.h"
 #include "deploy/tensor_io.h"
 
 namespace kiln::deploy {
@@ -94,7 +94,7 @@ class Module {
 
   const Manifest& manifest() const { return manifest_; }
   // The fingerprint of the key that signed the artifact (KeyFingerprint in
-  // deploy/sha256.h), or "" when it is unsigned.
+  // base/sha256.h), or "" when it is unsigned.
   const std::string& signer() const { return signer_; }
 
   // Runs the model once. inputs/outputs follow the manifest's order; each is

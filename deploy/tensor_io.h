@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/check.h"
-#include "deploy/dtype.h"
+#include "base/dtype.h"
 
 namespace kiln::deploy {
 
@@ -132,7 +132,7 @@ Tensor MakeTensor(std::string name, std::vector<int64_t> shape, const std::vecto
 }
 
 // Element i as a double (float16 decoded; 64-bit integers beyond 2^53 round).
-// Float16 bits convert with kiln::HalfToFloat / FloatToHalf (deploy/dtype.h).
+// Float16 bits convert with kiln::HalfToFloat / FloatToHalf (base/dtype.h).
 double ElementAsDouble(const Tensor& t, int64_t i);
 // Element i as text: integers exactly, floats with enough digits to round-trip.
 std::string ElementToString(const Tensor& t, int64_t i);

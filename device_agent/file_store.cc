@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/sha256.h"
 #include "base/str.h"
-#include "deploy/sha256.h"
 
 namespace kiln::agent {
 namespace {
@@ -24,7 +24,7 @@ bool IsDigestName(const std::string& s) {
 std::string FileSha256(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
-  deploy::Sha256Stream hash;
+  kiln::Sha256Stream hash;
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));

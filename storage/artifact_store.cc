@@ -244,7 +244,7 @@ absl::Status ArtifactStore::Fetch(const std::string& sha256) const {
     return s;
   }
   // The checksum of every download is verified before the file is used.
-  Sha256Hasher hasher;
+  Sha256Stream hasher;
   std::ifstream in(tmp, std::ios::binary);
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "storage/sha256.h"
+#include "base/sha256.h"
 
 namespace kiln::storage {
 
@@ -44,7 +44,7 @@ class BlobWriter {
   std::string tmp_path_;
   int fd_;
   int64_t size_ = 0;
-  Sha256Hasher hasher_;
+  Sha256Stream hasher_;
 };
 
 class S3Client;  // storage/s3.h

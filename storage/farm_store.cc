@@ -3,12 +3,12 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "storage/connection.h"
 #include "storage/database.h"
 #include "storage/job_rows.h"
 #include "storage/migrations.h"
-#include "storage/sha256.h"
 
 namespace kiln::storage {
 

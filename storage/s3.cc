@@ -7,9 +7,9 @@
 #include <fstream>
 
 #include "base/bytes.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "httplib.h"
-#include "storage/sha256.h"
 
 namespace kiln::storage {
 

@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/sha256.h"
 #include "base/str.h"
-#include "storage/sha256.h"
 
 namespace kiln::tracker {
 
@@ -28,7 +28,7 @@ absl::StatusOr<std::string> NewTokenSecret() {
   return out;
 }
 
-std::string TokenHash(std::string_view secret) { return storage::Sha256Hex(secret); }
+std::string TokenHash(std::string_view secret) { return kiln::Sha256Hex(secret); }
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

@@ -204,7 +204,7 @@ absl::StatusOr<CompiledModule> CompileInSandbox(const std::string& binary,
   if (word == "module") {
     CompiledModule m;
     if (line >> m.sha256 >> m.size >> m.report.kernels >> m.report.tuned_kernels &&
-        storage::IsSha256Hex(m.sha256)) {
+        kiln::IsSha256Hex(m.sha256)) {
       return m;
     }
   } else if (word == "error") {

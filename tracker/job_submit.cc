@@ -141,7 +141,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   }
   int64_t total = 0;
   auto stored_size = [&](const std::string& sha, const std::string& what) -> absl::Status {
-    if (!storage::IsSha256Hex(sha)) {
+    if (!kiln::IsSha256Hex(sha)) {
       return absl::InvalidArgumentError(StrCat(what, ": '", sha, "' is not a SHA-256"));
     }
     auto size = store_->SizeOf(sha);

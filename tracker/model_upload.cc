@@ -48,7 +48,7 @@ absl::Status ModelUpload::Add(std::string_view data, int64_t offset, int64_t tot
   }
   if (absl::Status s = writer_->Append(data); !s.ok()) return s;
   if (!sha256.empty()) {
-    if (!storage::IsSha256Hex(sha256)) {
+    if (!kiln::IsSha256Hex(sha256)) {
       return absl::InvalidArgumentError(
           StrCat("checksum '", sha256, "' is not a SHA-256 (64 lowercase hex digits)"));
     }

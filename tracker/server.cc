@@ -427,7 +427,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     std::ifstream in(store_->PathOf(want), std::ios::binary);
     if (!in) return grpc::Status(grpc::StatusCode::NOT_FOUND, StrCat("no artifact ", want));
     constexpr size_t kChunk = 1 << 20;
-    storage::Sha256Hasher hasher;
+    kiln::Sha256Stream hasher;
     std::string buf;
     int64_t offset = 0;
     do {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/dtype.h"
 #include "compiler/workload.h"
-#include "deploy/dtype.h"
 
 namespace kiln::compiler {
 

@@ -120,7 +120,7 @@ Expr F32(double v) { return FloatImm(v, DataType::Float32()); }
 }  // namespace
 
 // The float32 value of a bfloat16 or float8 bit pattern: the IR form of
-// BFloat16ToFloat / Float8ToFloat (deploy/dtype.h), exact.
+// BFloat16ToFloat / Float8ToFloat (base/dtype.h), exact.
 Expr DecodeStorageFloat(DType t, const Expr& bits) {
   Expr u = Cast(DataType::UInt(32), bits);
   if (t == DType::kBFloat16) return FromBits(Shl(u, 16));
@@ -174,7 +174,7 @@ Expr EncodeStorageFloat(DType t, const Expr& x, bool saturate) {
 }
 
 // x (any compute type) as int4/uint4: saturated, floats rounded half to
-// even (ToInt4 in deploy/dtype.h).
+// even (ToInt4 in base/dtype.h).
 Expr EncodeInt4(DType t, Expr x) {
   const bool s = t == DType::kInt4;
   const DataType out = s ? DataType::Int(8) : DataType::UInt(8);

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/dtype.h"
 #include "compiler/ir/ir.h"
-#include "deploy/dtype.h"
 
 namespace kiln::compiler::ops {
 
@@ -21,12 +21,12 @@ ir::DataType ComputeType(DType t);
 // x converted to its compute type.
 ir::Expr Promote(ir::Expr x);
 
-// Storage-only types (deploy/dtype.h) are carried as their bit patterns
+// Storage-only types (base/dtype.h) are carried as their bit patterns
 // (IrType: uint8/uint16; int4/uint4 one per int8/uint8). A bfloat16 or float8
 // pattern as float32 and back (round to nearest even; out-of-range values
 // saturate when `saturate`, else give infinity or NaN, as ONNX's Cast), and
 // any value as int4/uint4 (saturated; floats rounded half to even). These
-// are the IR forms of the conversions in deploy/dtype.h.
+// are the IR forms of the conversions in base/dtype.h.
 ir::Expr DecodeStorageFloat(DType t, const ir::Expr& bits);
 ir::Expr EncodeStorageFloat(DType t, const ir::Expr& x, bool saturate);
 ir::Expr EncodeInt4(DType t, ir::Expr x);

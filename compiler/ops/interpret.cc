@@ -7,9 +7,9 @@
 #include <map>
 #include <memory>
 
+#include "base/dtype.h"
 #include "base/str.h"
 #include "compiler/ops/elementwise.h"
-#include "deploy/dtype.h"
 
 namespace kiln::compiler::ops {
 namespace {

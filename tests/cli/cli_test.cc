@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/sha256.h"
 #include "base/str.h"
 #include "cli/common.h"
 #include "compiler/artifact_signing.h"
@@ -22,7 +23,6 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "onnx/onnx_pb.h"
-#include "storage/sha256.h"
 #include "storage/stores.h"
 
 namespace kiln::cli {
@@ -229,7 +229,7 @@ TEST(Cli, UnreachableTracker) {
 class FakeTracker final : public kiln::v1::Tracker::Service {
  public:
   std::string artifact = "kiln artifact bytes, long enough to be split into chunks";
-  std::string artifact_sha = storage::Sha256Hex(artifact);
+  std::string artifact_sha = kiln::Sha256Hex(artifact);
   kiln::v1::SubmitJobRequest last_submit;
   std::map<std::string, std::string> uploads;  // sha256 -> bytes
   int chunks = 0;
@@ -250,7 +250,7 @@ class FakeTracker final : public kiln::v1::Tracker::Service {
       bytes += c.data();
       sha = c.sha256();
     }
-    if (sha != storage::Sha256Hex(bytes)) {
+    if (sha != kiln::Sha256Hex(bytes)) {
       return grpc::Status(grpc::StatusCode::DATA_LOSS, "checksum mismatch");
     }
     uploads[sha] = bytes;
@@ -376,7 +376,7 @@ TEST_F(CliWithTracker, TunePrintsJobIdFirst) {
   CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "24"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "job-42\n");
-  EXPECT_EQ(service_.last_submit.model_sha256(), storage::Sha256Hex(OnnxModel()));
+  EXPECT_EQ(service_.last_submit.model_sha256(), kiln::Sha256Hex(OnnxModel()));
   EXPECT_EQ(service_.uploads[service_.last_submit.model_sha256()], OnnxModel());
   EXPECT_EQ(service_.last_submit.model_name(), "m.onnx");
   EXPECT_EQ(service_.last_submit.device_key(), "cpu");
@@ -446,8 +446,8 @@ TEST_F(CliWithTracker, TuneUploadsLargeModelsInChunks) {
   CliRun r = Kiln({"tune", model, "--tracker", addr_, "--key", "cpu", "--trials", "4"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(service_.chunks, 3);
-  EXPECT_EQ(service_.last_submit.model_sha256(), storage::Sha256Hex(bytes));
-  EXPECT_EQ(service_.uploads[storage::Sha256Hex(bytes)], bytes);
+  EXPECT_EQ(service_.last_submit.model_sha256(), kiln::Sha256Hex(bytes));
+  EXPECT_EQ(service_.uploads[kiln::Sha256Hex(bytes)], bytes);
 }
 
 TEST_F(CliWithTracker, TuneUploadsExternalDataFromTheModelsFolder) {
@@ -459,8 +459,8 @@ TEST_F(CliWithTracker, TuneUploadsExternalDataFromTheModelsFolder) {
   EXPECT_EQ(r.code, 0) << r.err;
   ASSERT_EQ(service_.last_submit.external_data_size(), 1);
   EXPECT_EQ(service_.last_submit.external_data(0).location(), "data/w.bin");
-  EXPECT_EQ(service_.last_submit.external_data(0).sha256(), storage::Sha256Hex(weights));
-  EXPECT_EQ(service_.uploads[storage::Sha256Hex(weights)], weights);
+  EXPECT_EQ(service_.last_submit.external_data(0).sha256(), kiln::Sha256Hex(weights));
+  EXPECT_EQ(service_.uploads[kiln::Sha256Hex(weights)], weights);
   EXPECT_EQ(service_.uploads.size(), 2u);
 }
 

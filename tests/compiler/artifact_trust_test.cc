@@ -24,13 +24,13 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/sha256.h"
 #include "base/str.h"
 #include "compiler/artifact_signing.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
 #include "deploy/artifact.h"
 #include "deploy/runtime.h"
-#include "deploy/sha256.h"
 #include "deploy/tensor_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -355,10 +355,10 @@ std::string Redigest(const std::string& art, const std::string& section,
     const std::string record = StrCat("section ", section, " sha256 ");
     const size_t at = manifest.find(record);
     EXPECT_NE(at, std::string::npos) << section;
-    manifest.replace(at + record.size(), 64, Hex(deploy::Sha256(edited)));
+    manifest.replace(at + record.size(), 64, Hex(kiln::Sha256(edited)));
   }
   bytes = move(bytes, "manifest", manifest);
-  bytes.replace(16, 32, deploy::Sha256(manifest));
+  bytes.replace(16, 32, kiln::Sha256(manifest));
   return bytes;
 }
 

@@ -6,9 +6,9 @@
 #include <map>
 #include <vector>
 
+#include "base/dtype.h"
 #include "compiler/graph/graph.h"
 #include "compiler/kernel.h"
-#include "deploy/dtype.h"
 
 namespace kiln::compiler::testing {
 

@@ -1,6 +1,6 @@
 // Storage-only types: the IR's bfloat16/float8 decode and encode (an eltwise
 // cast kernel through BuildJit, and the interpreter) agree bit for bit with
-// deploy/dtype.h's conversions, which hold the formats' defining values.
+// base/dtype.h's conversions, which hold the formats' defining values.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
+#include "base/dtype.h"
 #include "compiler/kernel.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
-#include "deploy/dtype.h"
 
 namespace kiln::compiler {
 namespace {

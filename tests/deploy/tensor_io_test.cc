@@ -617,7 +617,7 @@ TEST(TensorFile, WritersRejectBytesThatDoNotMatchTheShape) {
   testing::RemoveDir(dir);
 }
 
-// kiln::HalfToFloat / FloatToHalf (deploy/dtype.h), which the readers and
+// kiln::HalfToFloat / FloatToHalf (base/dtype.h), which the readers and
 // the conformance runner use for float16.
 TEST(Float16, ConvertsBothWaysRoundingToNearestEven) {
   EXPECT_EQ(HalfToFloat(0x3c00), 1.0f);

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/bytes.h"
-#include "deploy/dtype.h"
+#include "base/dtype.h"
 
 namespace kiln::deploy::testing {
 

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "base/bytes.h"
+#include "base/sha256.h"
 #include "compiler/model.h"
 #include "compiler/target.h"
-#include "deploy/sha256.h"
 #include "device_agent/file_store.h"
 #include "device_agent/sandbox.h"
 #include "gmock/gmock.h"
@@ -51,7 +51,7 @@ TEST(FileStore, AFileInPartsIsKeptUnderItsDigest) {
   const std::string dir = ::testing::TempDir() + "/files-ok";
   FileStore store(dir, 1 << 20);
   const std::string bytes(3000, 'x');
-  const std::string sha = Hex(deploy::Sha256(bytes));
+  const std::string sha = Hex(kiln::Sha256(bytes));
   ASSERT_TRUE(store.Add(Part(sha, bytes, 0, 1000, false)).ok());
   EXPECT_FALSE(store.Has(sha)) << "usable only once whole";
   ASSERT_TRUE(store.Add(Part(sha, bytes, 1000, 2000, true)).ok());
@@ -62,7 +62,7 @@ TEST(FileStore, AFileInPartsIsKeptUnderItsDigest) {
 TEST(FileStore, BadPartsAreRefusedAndTheFileDropped) {
   FileStore store(::testing::TempDir() + "/files-bad", 1000);
   const std::string bytes(600, 'y');
-  const std::string sha = Hex(deploy::Sha256(bytes));
+  const std::string sha = Hex(kiln::Sha256(bytes));
   // Out of order.
   ASSERT_TRUE(store.Add(Part(sha, bytes, 0, 100, false)).ok());
   EXPECT_EQ(store.Add(Part(sha, bytes, 300, 100, false)).code(),
@@ -75,7 +75,7 @@ TEST(FileStore, BadPartsAreRefusedAndTheFileDropped) {
   EXPECT_FALSE(store.Has(sha));
   // Above the limit, and a name that is no digest.
   const std::string big(2000, 'w');
-  EXPECT_EQ(store.Add(Part(Hex(deploy::Sha256(big)), big, 0, 100, false)).code(),
+  EXPECT_EQ(store.Add(Part(Hex(kiln::Sha256(big)), big, 0, 100, false)).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.Add(Part("../etc/passwd", bytes, 0, 100, true)).code(),
             absl::StatusCode::kInvalidArgument);
@@ -89,7 +89,7 @@ class ModelSandbox : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/model-files";
     std::filesystem::create_directories(dir_);
     const std::string bytes = ReadFile(kSmallCnn);
-    sha_ = Hex(deploy::Sha256(bytes));
+    sha_ = Hex(kiln::Sha256(bytes));
     std::ofstream(dir_ + "/" + sha_, std::ios::binary) << bytes;
   }
   std::string dir_, sha_;

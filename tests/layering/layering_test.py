@@ -15,16 +15,17 @@ import sys
 
 # component -> components (and third-party include prefixes) it may include.
 ALLOWED = {
-    # Header-only basics (checks, strings, flags) every component may use.
-    "base": {"base"},
+    # Header-only basics (checks, strings, flags, dtypes, SHA-256 on OpenSSL)
+    # every component may use.
+    "base": {"base", "openssl"},
     # OpenCL's header only for its types: the runtime loads the ICD loader
     # with dlopen (deploy/opencl_device.cc) and links no GPU library.
     # OpenSSL's libcrypto: the artifact's digests and signature.
     "deploy": {"deploy", "base", "CL", "openssl"},
     # onnx_proto is protobuf: the frontend streams large models through
     # protobuf's io (CodedInputStream) to parse them as they are read. From
-    # deploy/: the artifact's dtype codes (dtype.h). OpenCL (and later CUDA)
-    # are optional: GPU devices build the C source the compiler emits.
+    # deploy/: the thread pool's parallel-for (parallel.h). OpenCL (and later
+    # CUDA) are optional: GPU devices build the C source the compiler emits.
     "compiler": {"compiler", "base", "deploy", "llvm", "onnx", "google/protobuf", "openssl", "CL",
                  "cuda.h"},
     # The log database on SQLite or PostgreSQL (libpq); artifacts on an S3

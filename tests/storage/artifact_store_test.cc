@@ -146,7 +146,7 @@ TEST(BlobWriterTest, OpenRemovesTemporariesOfDeadProcesses) {
 }
 
 TEST(Sha256Test, HasherMatchesOneShot) {
-  Sha256Hasher h;
+  Sha256Stream h;
   h.Update("a");
   h.Update("bc");
   EXPECT_EQ(h.HexDigest(), Sha256Hex("abc"));

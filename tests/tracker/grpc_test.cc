@@ -160,7 +160,7 @@ class TrackerGrpcTest : public ::testing::Test {
       c.set_offset(static_cast<int64_t>(off));
       c.set_total_size(total >= 0 ? total : static_cast<int64_t>(bytes.size()));
       off += n;
-      if (off == bytes.size()) c.set_sha256(sha.empty() ? storage::Sha256Hex(bytes) : sha);
+      if (off == bytes.size()) c.set_sha256(sha.empty() ? kiln::Sha256Hex(bytes) : sha);
       if (!writer->Write(c)) break;
     } while (off < bytes.size());
     writer->WritesDone();
@@ -273,7 +273,7 @@ TEST_F(TrackerGrpcTest, UploadStreamsChunksAndStoresOnce) {
   pb::UploadModelResponse resp;
   grpc::Status st = Upload(bytes, 100, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_EQ(resp.sha256(), storage::Sha256Hex(bytes));
+  EXPECT_EQ(resp.sha256(), kiln::Sha256Hex(bytes));
   EXPECT_EQ(resp.size(), static_cast<int64_t>(bytes.size()));
   EXPECT_FALSE(resp.already_stored());
   pb::UploadModelResponse again;
@@ -281,13 +281,13 @@ TEST_F(TrackerGrpcTest, UploadStreamsChunksAndStoresOnce) {
   EXPECT_TRUE(again.already_stored());
   EXPECT_EQ(StoredFiles(), 1u);
   // A wrong checksum: DATA_LOSS, and nothing is kept.
-  st = Upload("some other bytes", 5, &resp, storage::Sha256Hex("not these"));
+  st = Upload("some other bytes", 5, &resp, kiln::Sha256Hex("not these"));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::DATA_LOSS) << st.error_message();
   EXPECT_EQ(StoredFiles(), 1u);
   // Submitting a model nobody uploaded.
   grpc::ClientContext ctx;
   pb::SubmitJobRequest req;
-  req.set_model_sha256(storage::Sha256Hex("never uploaded"));
+  req.set_model_sha256(kiln::Sha256Hex("never uploaded"));
   req.set_device_key("cpu");
   req.set_trials(4);
   req.mutable_target()->set_spec(kTarget);
@@ -469,7 +469,7 @@ TEST_F(TrackerGrpcTest, JobCompletesAndArtifactIsFetched) {
   }
   EXPECT_GT(data.size(), 0u);
   EXPECT_EQ(total, static_cast<int64_t>(data.size()));
-  EXPECT_EQ(sha, storage::Sha256Hex(data));
+  EXPECT_EQ(sha, kiln::Sha256Hex(data));
   EXPECT_EQ(sha, last.artifact_sha256());
   // Signed by the tracker's key: it loads with that key as the trust key,
   // not with another one.

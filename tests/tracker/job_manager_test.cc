@@ -68,9 +68,8 @@ class JobManagerTest : public ::testing::Test {
   std::string Upload(const std::string& bytes) {
     auto upload = jobs_->NewUpload();
     EXPECT_TRUE(upload.ok()) << upload.status();
-    EXPECT_TRUE((*upload)
-                    ->Add(bytes, 0, static_cast<int64_t>(bytes.size()), storage::Sha256Hex(bytes))
-                    .ok());
+    EXPECT_TRUE(
+        (*upload)->Add(bytes, 0, static_cast<int64_t>(bytes.size()), kiln::Sha256Hex(bytes)).ok());
     auto stored = (*upload)->Finish();
     EXPECT_TRUE(stored.ok()) << stored.status();
     uploaded_.insert(stored->sha256);
@@ -206,7 +205,7 @@ TEST_F(JobManagerTest, UploadsAreCheckedAndStoredOnce) {
   ASSERT_TRUE(upload.ok());
   EXPECT_EQ((*upload)->Add(bytes, 5, 0, "").code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE((*upload)->Add(bytes.substr(0, 10), 0, 0, "").ok());
-  ASSERT_TRUE((*upload)->Add(bytes.substr(10), 10, 0, storage::Sha256Hex("other")).ok());
+  ASSERT_TRUE((*upload)->Add(bytes.substr(10), 10, 0, kiln::Sha256Hex("other")).ok());
   auto stored = (*upload)->Finish();
   EXPECT_EQ(stored.status().code(), absl::StatusCode::kDataLoss);
   upload = jobs_->NewUpload();
@@ -217,7 +216,7 @@ TEST_F(JobManagerTest, UploadsAreCheckedAndStoredOnce) {
   ExpectNothingStored();
 
   std::string sha = Upload(bytes);
-  EXPECT_EQ(sha, storage::Sha256Hex(bytes));
+  EXPECT_EQ(sha, kiln::Sha256Hex(bytes));
   upload = jobs_->NewUpload();
   ASSERT_TRUE((*upload)->Add(bytes, 0, 0, sha).ok());
   auto again = (*upload)->Finish();
@@ -230,10 +229,10 @@ TEST_F(JobManagerTest, UploadsAreCheckedAndStoredOnce) {
 
   // A model or data file that was never uploaded.
   SubmitRequest req = Request(bytes);
-  req.model_sha256 = storage::Sha256Hex("never uploaded");
+  req.model_sha256 = kiln::Sha256Hex("never uploaded");
   EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kNotFound);
   req = Request(bytes);
-  req.external_data["w.bin"] = storage::Sha256Hex("never uploaded");
+  req.external_data["w.bin"] = kiln::Sha256Hex("never uploaded");
   EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kNotFound);
   req.external_data["w.bin"] = "../../etc/passwd";
   EXPECT_EQ(jobs_->Submit(req).status().code(), absl::StatusCode::kInvalidArgument);

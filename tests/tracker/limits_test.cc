@@ -490,7 +490,7 @@ TEST_F(LimitsTest, UploadQuotaAndUnusedUploadsAreCollected) {
   // A model and junk fill ana's quota: one more byte is refused, and
   // nothing of it is kept.
   const std::string junk(3000, 'j');
-  const std::string junk_sha = storage::Sha256Hex(junk);
+  const std::string junk_sha = kiln::Sha256Hex(junk);
   ASSERT_TRUE(Upload(ana_, junk).ok());
   ASSERT_TRUE(Upload(ana_, model).ok());
   const size_t stored = FilesUnder(dir_.File("artifacts"));
@@ -501,14 +501,14 @@ TEST_F(LimitsTest, UploadQuotaAndUnusedUploadsAreCollected) {
   // Bo has a quota of his own.
   EXPECT_TRUE(Upload(bo_, "bo's").ok());
   // A job uses the model (uploaded: a new upload of it would need room).
-  ASSERT_TRUE(SubmitUploaded(ana_, storage::Sha256Hex(model)).ok());
+  ASSERT_TRUE(SubmitUploaded(ana_, kiln::Sha256Hex(model)).ok());
   // Past the grace period (1 s) the unused uploads are collected by the
   // periodic collection; the job's model stays.
   ASSERT_TRUE(store->Contains(junk_sha));
   EXPECT_TRUE(Eventually(
-      [&] { return !store->Contains(junk_sha) && !store->Contains(storage::Sha256Hex("bo's")); },
+      [&] { return !store->Contains(junk_sha) && !store->Contains(kiln::Sha256Hex("bo's")); },
       milliseconds(5000)));
-  EXPECT_TRUE(store->Contains(storage::Sha256Hex(model)));
+  EXPECT_TRUE(store->Contains(kiln::Sha256Hex(model)));
   // Ana's quota is free again (the job's model no longer counts).
   EXPECT_TRUE(Eventually([&] { return server_->uploaded_models()->BytesOf("ana") == 0; },
                          milliseconds(2000)));
@@ -521,8 +521,8 @@ TEST_F(LimitsTest, UploadQuotaAndUnusedUploadsAreCollected) {
   opts_.model_gc_interval_ms = 3600 * 1000;
   Start();
   EXPECT_FALSE(store->Contains(junk_sha));
-  EXPECT_FALSE(store->Contains(storage::Sha256Hex("x")));
-  EXPECT_TRUE(store->Contains(storage::Sha256Hex(model)));
+  EXPECT_FALSE(store->Contains(kiln::Sha256Hex("x")));
+  EXPECT_TRUE(store->Contains(kiln::Sha256Hex(model)));
 }
 
 // A model whose input ([1, 65536, 65536], 2^32 elements: 16 GiB of float32)

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "base/sha256.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "storage/farm_store.h"
-#include "storage/sha256.h"
 #include "tracker/auth.h"
 
 namespace kiln::tracker::testing {
@@ -44,7 +44,7 @@ inline grpc::Status UploadAs(kiln::v1::Tracker::Stub& tracker, const std::string
   kiln::v1::ModelChunk c;
   c.set_data(bytes);
   c.set_total_size(static_cast<int64_t>(bytes.size()));
-  c.set_sha256(storage::Sha256Hex(bytes));
+  c.set_sha256(kiln::Sha256Hex(bytes));
   writer->Write(c);
   writer->WritesDone();
   return writer->Finish();

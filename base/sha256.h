@@ -1,8 +1,8 @@
 #pragma once
-// SHA-256 through OpenSSL's libcrypto, header-only so that the runtime and the
-// compiler (which links libcrypto, not the runtime) share one: the artifact's
-// section and manifest digests, a model's source hash, a key's fingerprint.
-// base/bytes.h's Hex writes a digest as text.
+// SHA-256 through OpenSSL's libcrypto, header-only so that every component
+// shares one: the artifact's section and manifest digests, a model's source
+// hash, a key's fingerprint, the artifact store's content addresses, token
+// digests. base/bytes.h's Hex writes a digest as text.
 #include <openssl/evp.h>
 
 #include <string>
@@ -12,7 +12,7 @@
 #include "base/check.h"
 #include "base/str.h"
 
-namespace kiln::deploy {
+namespace kiln {
 
 // The 32 raw bytes of the SHA-256 of `bytes`.
 inline std::string Sha256(std::string_view bytes) {
@@ -39,7 +39,7 @@ class Sha256Stream {
     KILN_CHECK(EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()) == 1)
         << "EVP_DigestUpdate(SHA-256) failed";
   }
-  // The 32 raw bytes; call once.
+  // The 32 raw bytes; call once (or HexDigest once).
   std::string Digest() {
     std::string md(32, '\0');
     unsigned int len = 0;
@@ -48,10 +48,23 @@ class Sha256Stream {
         << "EVP_DigestFinal(SHA-256) failed";
     return md;
   }
+  std::string HexDigest() { return Hex(Digest()); }
 
  private:
   EVP_MD_CTX* ctx_;
 };
+
+// The SHA-256 of `bytes` as 64 lowercase hex digits (a content address).
+inline std::string Sha256Hex(std::string_view bytes) { return Hex(Sha256(bytes)); }
+
+// Whether `text` is 64 lowercase hex digits.
+inline bool IsSha256Hex(std::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
 
 // "SHA256:<first 16 hex digits of the SHA-256 of the raw key>": how kiln
 // names a signing key in messages.
@@ -59,4 +72,4 @@ inline std::string KeyFingerprint(std::string_view raw_key) {
   return StrCat("SHA256:", Hex(Sha256(raw_key)).substr(0, 16));
 }
 
-}  // namespace kiln::deploy
+}  // namespace kiln
