@@ -3,9 +3,10 @@
 
 Each component may include headers only from the components it may depend
 on, within the compiler each floor only from its own and those below
-(COMPILER_FLOORS), and neither the tuning database nor the tuner any header
-of the farm store (FARM_HEADERS); the runtime library must not link LLVM, gRPC, protobuf,
-SQLite or ONNX.
+(COMPILER_FLOORS: by their includes, and by the symbols of the compiler's
+library a floor), and neither the tuning database nor the tuner any header
+of the farm store (FARM_HEADERS); the runtime library must not link LLVM,
+gRPC, protobuf, SQLite or ONNX.
 Exits 1 listing every violation.
 """
 import os
@@ -111,6 +112,40 @@ def storage_violations(src):
     return bad
 
 
+def compiler_symbol_violations(bindir):
+    """Each floor's archive (compiler/libkiln_compiler_<floor>.a, the top
+    floor's libkiln_compiler.a) uses no kiln symbol that only a floor above
+    it defines: the link order, one floor after the other, then always
+    resolves."""
+    archives = {f: os.path.join(bindir, "compiler", f"libkiln_compiler_{f}.a")
+                for f in COMPILER_FLOORS if f != "top"}
+    archives["top"] = os.path.join(bindir, "compiler", "libkiln_compiler.a")
+    missing = [a for a in archives.values() if not os.path.exists(a)]
+    if missing:
+        return [f"no archive {m} (is the compiler built as one library a floor?)" for m in missing]
+    defined, used = {}, {}
+    for floor, archive in archives.items():
+        out = subprocess.run(["nm", "-C", archive], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            fields = line.split(None, 2) if line[:1] not in (" ", "") else ["", *line.split(None, 1)]
+            if len(fields) < 3 or not fields[2].startswith("kiln::"):
+                continue
+            kind, name = fields[1], fields[2]
+            if kind == "U":
+                used.setdefault(floor, set()).add(name)
+            elif kind in "TDBRVW":
+                defined.setdefault(name, set()).add(floor)
+    bad = []
+    for floor, names in used.items():
+        at = COMPILER_FLOORS.index(floor)
+        for name in sorted(names):
+            where = defined.get(name)
+            if where and all(COMPILER_FLOORS.index(f) > at for f in where):
+                bad.append(f"compiler floor {floor} uses {name}, defined above it in "
+                           f"{', '.join(sorted(where))}")
+    return bad
+
+
 def owner(path):
     for k in sorted(KNOWN, key=len, reverse=True):
         if path == k or path.startswith(k + "/"):
@@ -133,6 +168,7 @@ def main():
                         bad.append(f"{os.path.relpath(p, src)} includes {inc} ({comp} may not use {o})")
     bad += compiler_violations(src)
     bad += storage_violations(src)
+    bad += compiler_symbol_violations(bindir)
     lib = os.path.join(bindir, "deploy", "libkiln_runtime.so")
     ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
     for forbidden in ("libLLVM", "libgrpc", "libprotobuf", "libsqlite3", "libonnx", "libxgboost"):
