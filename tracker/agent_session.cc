@@ -5,13 +5,10 @@
 #include <fstream>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <utility>
 #include <vector>
 
-#include "base/names.h"
 #include "base/str.h"
-#include "compiler/target.h"
 #include "tracker/rpc.h"
 #include "tuner/measurer.h"
 
@@ -234,54 +231,24 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
     End(rpc::ToGrpc(caller.status()));
     return false;
   }
-  // An agent's token only: an admin's token names a person, and what an
-  // agent reports becomes every user's starting point.
-  if (!caller->role.empty() && caller->role != "agent") {
-    return refuse(grpc::StatusCode::PERMISSION_DENIED,
-                  StrCat("token ", caller->token_id, " is a ", caller->role,
-                         "'s, not an agent's (kiln-tracker tokens create --role agent)"));
-  }
-  if (caller->role.empty() && !options.token.empty() &&
-      !ConstantTimeEquals(hello.token(), options.token)) {
-    Log()->warn("agent session from {}: wrong token", ctx_->peer());
-    return refuse(grpc::StatusCode::UNAUTHENTICATED, "wrong or missing agent token");
-  }
-  for (const auto& [what, value, max] :
-       {std::tuple<const char*, const std::string&, size_t>{"agent_id", hello.agent_id(),
-                                                            kMaxNameBytes},
-        {"device_key", hello.device_key(), kMaxNameBytes},
-        {"target", hello.target().spec(), kMaxSpecBytes},
-        {"hardware", hello.hardware(), kMaxSpecBytes},
-        {"compiler_version", hello.compiler_version(), kMaxNameBytes}}) {
-    if (absl::Status st = CheckName(StrCat("Hello's ", what), value, max); !st.ok()) {
-      return refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(st.message()));
+  AgentHello said;
+  said.agent_id = hello.agent_id();
+  said.device_key = hello.device_key();
+  said.target = hello.target().spec();
+  said.hardware = hello.hardware();
+  said.compiler_version = hello.compiler_version();
+  said.token = hello.token();
+  said.peak_gflops = hello.peak_gflops();
+  auto admitted = AdmitAgent(*caller, said, options.admission, KILN_VERSION);
+  if (!admitted.ok()) {
+    if (admitted.status().code() == absl::StatusCode::kUnauthenticated) {
+      Log()->warn("agent session from {}: {}", ctx_->peer(),
+                  std::string(admitted.status().message()));
     }
+    End(rpc::ToGrpc(admitted.status()));
+    return false;
   }
-  if (hello.compiler_version() != KILN_VERSION) {
-    return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                  StrCat("agent compiler version '", hello.compiler_version(),
-                         "' differs from the tracker's '", KILN_VERSION, "'"));
-  }
-  if (hello.agent_id().empty() || hello.device_key().empty()) {
-    return refuse(grpc::StatusCode::INVALID_ARGUMENT, "Hello needs an agent_id and a device_key");
-  }
-  std::string target = hello.target().spec();
-  if (!target.empty()) {
-    auto parsed = compiler::Target::Parse(target);
-    if (!parsed.ok()) {
-      return refuse(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          StrCat("bad agent target '", target, "': ", std::string(parsed.status().message())));
-    }
-    target = parsed->Spec();
-  }
-  AgentInfo info;
-  info.id = caller->role.empty() ? hello.agent_id() : caller->user;
-  info.device_key = hello.device_key();
-  info.target = target;
-  info.hardware = hello.hardware();
-  info.peak_gflops = hello.peak_gflops();
-  info.compiler_version = hello.compiler_version();
+  AgentInfo& info = admitted->info;
   info.on_tracker_host = IsLoopbackPeer(ctx_->peer());
   auto session = owner_->agents_->Connect(info);
   if (!session.ok()) {
@@ -290,13 +257,13 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
   }
   agent_id_ = info.id;
   key_ = info.device_key;
-  target_ = target;
+  target_ = info.target;
   registry_session_ = *session;
   // Leases belong to this session, not to the agent id: when an older
   // session of the same agent ends, it returns its own leases only.
   holder_ = HolderOf(agent_id_, registry_session_);
-  if (!caller->owner.empty() && !options.Shared(key_)) {
-    runs_for_ = caller->owner;
+  if (!admitted->runs_for.empty()) {
+    runs_for_ = admitted->runs_for;
     owner_->dispatcher_->ServeOnly(holder_, runs_for_);
   }
   // The most candidates the agent takes at once (0: no limit); larger

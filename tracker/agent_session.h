@@ -24,6 +24,7 @@
 #include <string>
 
 #include "kiln/v1/agent.grpc.pb.h"
+#include "tracker/agent_admission.h"
 #include "tracker/agent_registry.h"
 #include "tracker/auth.h"
 #include "tracker/dispatcher.h"
@@ -33,15 +34,8 @@ namespace kiln::tracker {
 struct AgentSessionOptions {
   // Mutual TLS: agents must present a certificate signed by the client CA.
   bool require_certificate = false;
-  std::string token;  // the legacy shared secret ("": none)
   int32_t heartbeat_interval_ms = 2000;
-  // Keys whose agents the farm shares (kiln-tracker --shared-keys; "*": all):
-  // there an agent its owner runs measures anyone's batches, and what it
-  // measures is everyone's. Elsewhere such an agent serves its owner only.
-  std::set<std::string> shared_keys;
-  bool Shared(const std::string& key) const {
-    return shared_keys.count("*") > 0 || shared_keys.count(key) > 0;
-  }
+  AdmissionPolicy admission;  // whom a Hello admits, as whom (tracker/agent_admission.h)
 };
 
 class AgentSessions final : public kiln::v1::AgentSession::CallbackService {

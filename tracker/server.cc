@@ -23,7 +23,9 @@
 #include "spdlog/spdlog.h"
 #include "storage/stores.h"
 #include "storage/vocabulary.h"
+#include "tracker/artifact_reader.h"
 #include "tracker/end_to_end.h"
+#include "tracker/record_query.h"
 #include "tracker/rpc.h"
 
 namespace kiln::tracker {
@@ -325,63 +327,23 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
     if (!req->job_id().empty()) {
       if (auto s = VisibleJob(ctx, req->job_id()); !s.ok()) return ToGrpc(s.status());
     }
-    if (req->limit() < 0) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit must be >= 0");
-    }
-    // One page at most per call: a job of 100,000 trials would not fit in a
-    // message, nor should one call hold the database that long.
-    constexpr int kPage = 10000;
-    int64_t offset = 0;
-    if (!req->page_token().empty() && (!ParseInt64(req->page_token(), &offset) || offset < 0)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed page_token");
-    }
-    const bool limited = req->limit() > 0 && req->limit() <= kPage;
-    const int want = limited ? req->limit() : kPage;
-    absl::StatusOr<std::vector<storage::RecordRow>> rows;
-    if (req->job_id().empty()) {
-      rows = db_->tuning->QueryRecords(req->workload_key(), req->target(), want + 1, offset);
-    } else {
-      rows = db_->tuning->RecordsOfJob(req->job_id(), want + 1, offset);
-    }
-    if (!rows.ok()) return ToGrpc(rows.status());
-    if (static_cast<int>(rows->size()) > want) {
-      rows->resize(static_cast<size_t>(want));
-      if (!limited) resp->set_next_page_token(StrCat(offset + want));
-    }
-    if (!req->job_id().empty()) {
-      std::erase_if(*rows, [&](const storage::RecordRow& r) {
-        return (!req->workload_key().empty() && r.workload_key != req->workload_key()) ||
-               (!req->target().empty() && r.target != req->target());
-      });
-    }
-    // Records of other users' jobs are not theirs to see (records of no job,
-    // imported ones, are everyone's).
-    if (!caller->admin()) {
-      std::map<std::string, bool> visible;  // job id -> may see
-      for (const auto& r : *rows) {
-        if (r.job_id.empty() || visible.count(r.job_id)) continue;
-        auto job = db_->farm->GetJob(r.job_id);
-        if (!job.ok()) return ToGrpc(job.status());
-        visible[r.job_id] = !job->has_value() || caller->MaySee((*job)->owner);
-      }
-      std::erase_if(*rows, [&](const storage::RecordRow& r) {
-        return !r.job_id.empty() && !visible[r.job_id];
-      });
-    }
-    std::map<std::string, std::optional<storage::WorkloadRow>> workloads;
-    for (const auto& r : *rows) {
-      auto w = workloads.find(r.workload_key);
-      if (w == workloads.end()) {
-        auto row = db_->tuning->GetWorkload(r.workload_key);
-        if (!row.ok()) return ToGrpc(row.status());
-        w = workloads.emplace(r.workload_key, *row).first;
-      }
+    RecordQuery query;
+    query.workload_key = req->workload_key();
+    query.target = req->target();
+    query.job_id = req->job_id();
+    query.limit = req->limit();
+    query.page_token = req->page_token();
+    auto page = QueryVisibleRecords(*db_, *caller, query);
+    if (!page.ok()) return ToGrpc(page.status());
+    resp->set_next_page_token(page->next_page_token);
+    for (const RecordEntry& e : page->records) {
+      const storage::RecordRow& r = e.record;
       pb::TuningRecord* out = resp->add_records();
       out->mutable_workload()->set_key(r.workload_key);
-      if (w->second.has_value()) {
-        out->mutable_workload()->set_op(w->second->op);
-        out->mutable_workload()->set_canonical(w->second->canonical);
-        out->mutable_workload()->set_flops(w->second->flops);
+      if (e.workload.has_value()) {
+        out->mutable_workload()->set_op(e.workload->op);
+        out->mutable_workload()->set_canonical(e.workload->canonical);
+        out->mutable_workload()->set_flops(e.workload->flops);
       }
       out->set_target(r.target);
       auto config = compiler::ParseConfig(r.config);
@@ -412,49 +374,24 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
                           StrCat("job '", req->job_id(), "' has no artifact (state ",
                                  storage::JobStateName(s->row.state), ")"));
     }
-    // Read from disk in chunks (an artifact may be hundreds of megabytes),
-    // hashed on the way: a file that no longer matches its name is DATA_LOSS.
-    const std::string& want = s->row.artifact_sha256;
-    // (From an object store it is downloaded first, its checksum verified:
-    // a corrupt object is DATA_LOSS, an unreachable store UNAVAILABLE.)
-    auto total = store_->SizeOf(want);
-    if (!total.ok()) {
-      Log()->error("fetch of job {}: {}", req->job_id(), total.status().ToString());
-      return ToGrpc(total.status().code() == absl::StatusCode::kNotFound
-                        ? absl::NotFoundError(StrCat("no artifact ", want))
-                        : total.status());
+    // In chunks (an artifact may be hundreds of megabytes), hashed on the
+    // way (tracker/artifact_reader.h).
+    auto reader = ArtifactReader::Open(*store_, s->row.artifact_sha256);
+    if (!reader.ok()) {
+      Log()->error("fetch of job {}: {}", req->job_id(), reader.status().ToString());
+      return ToGrpc(reader.status());
     }
-    std::ifstream in(store_->PathOf(want), std::ios::binary);
-    if (!in) return grpc::Status(grpc::StatusCode::NOT_FOUND, StrCat("no artifact ", want));
-    constexpr size_t kChunk = 1 << 20;
-    kiln::Sha256Stream hasher;
-    std::string buf;
-    int64_t offset = 0;
-    do {
+    while (!(*reader)->done()) {
       if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
-      buf.resize(static_cast<size_t>(std::min<int64_t>(kChunk, *total - offset)));
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      if (!in) {
-        return grpc::Status(grpc::StatusCode::DATA_LOSS,
-                            StrCat("reading artifact ", want, " failed"));
-      }
-      hasher.Update(buf);
+      auto next = (*reader)->Next();
+      if (!next.ok()) return ToGrpc(next.status());
       pb::ArtifactChunk chunk;
-      chunk.set_offset(offset);
-      chunk.set_total_size(*total);
-      offset += static_cast<int64_t>(buf.size());
-      if (offset == *total) {
-        std::string sha = hasher.HexDigest();
-        if (sha != want) {
-          return grpc::Status(grpc::StatusCode::DATA_LOSS,
-                              StrCat("artifact ", want, " is corrupt on disk"));
-        }
-        chunk.set_sha256(sha);
-      }
-      chunk.set_data(std::move(buf));
+      chunk.set_offset(next->offset);
+      chunk.set_total_size((*reader)->total_size());
+      if (next->last) chunk.set_sha256(s->row.artifact_sha256);
+      chunk.set_data(std::move(next->data));
       if (!writer->Write(chunk)) return grpc::Status::OK;
-      buf.clear();
-    } while (offset < *total);
+    }
     return grpc::Status::OK;
   }
 
@@ -573,9 +510,9 @@ absl::StatusOr<int> TrackerServer::Start() {
       uploaded_models_.get(), &stopping_);
   AgentSessionOptions sopts;
   sopts.require_certificate = !options_.tls_client_ca.empty();
-  sopts.token = options_.token;
+  sopts.admission.token = options_.token;
   sopts.heartbeat_interval_ms = options_.heartbeat_interval_ms;
-  sopts.shared_keys = options_.shared_keys;
+  sopts.admission.shared_keys = options_.shared_keys;
   agent_service_ =
       std::make_unique<AgentSessions>(agents_.get(), dispatcher_.get(), auth_.get(), sopts);
   grpc::ServerBuilder builder;
