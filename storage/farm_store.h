@@ -86,7 +86,8 @@ struct ArtifactRow {
 // A batch relayed between trackers sharing one database: published by the
 // tracker that runs its job (owner), leased to the tracker of an agent that
 // measures it (holder), its results left for the owner. `work` and `results`
-// are the tracker's JSON; state "queued", "leased" or "done".
+// are the tracker's text (proto/kiln/v1/relay.proto's messages in protobuf's
+// JSON mapping); state "queued", "leased" or "done".
 struct BatchRow {
   std::string id;
   std::string job_id;

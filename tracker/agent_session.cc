@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/str.h"
+#include "tracker/measure_proto.h"
 #include "tracker/rpc.h"
 #include "tuner/measurer.h"
 
@@ -92,10 +93,8 @@ class AgentSessions::Peer : public std::enable_shared_from_this<Peer> {
   std::set<std::string> files_sent_;  // whole-model batches' files, this session
 };
 
-// The parts whole-model batches' files are sent in, and the most kernel
-// costs one variant's result may carry.
+// The parts whole-model batches' files are sent in.
 constexpr size_t kFilePartBytes = size_t{4} << 20;
-constexpr size_t kMaxKernelCosts = 100000;
 
 // ------------------------------------------------------------------ Reactor
 
@@ -296,35 +295,12 @@ void AgentSessions::Peer::Result(const pb::BatchResult& r) {
   std::vector<MeasureOutcome> outcomes;
   int ok = 0, failed = 0, invalid_costs = 0;
   for (const auto& m : r.results()) {
-    MeasureOutcome o;
-    o.candidate_id = m.candidate_id();
-    o.error_kind = rpc::ErrorKindFromProto(m.error_kind());
-    o.error_message = m.error_message();
-    o.costs_s.assign(m.costs_s().begin(), m.costs_s().end());
-    o.build_s = m.build_s();
-    o.cut_short = m.cut_short();
-    o.agent_id = agent_id_;  // the session knows who measured it, and for whom
-    o.agent_owner = runs_for_;
     // What an agent reports is checked here, once: an impossible cost is
     // that agent's error (the config is measured again).
-    if (o.error_kind == ErrorKind::kNone) {
-      std::vector<double> kernel_costs;
-      for (const pb::KernelCost& k : m.kernel_costs()) {
-        o.kernel_costs_s[k.workload_key()] = k.cost_s();
-        kernel_costs.push_back(k.cost_s());
-      }
-      absl::Status st = tuner::CheckCosts(o.costs_s);
-      if (st.ok() && !kernel_costs.empty()) st = tuner::CheckCosts(kernel_costs);
-      if (st.ok() && o.kernel_costs_s.size() > kMaxKernelCosts) {
-        st = absl::InvalidArgumentError(StrCat("more than ", kMaxKernelCosts, " kernel costs"));
-      }
-      if (!st.ok()) {
-        o.error_kind = ErrorKind::kInvalidCost;
-        o.error_message = std::string(st.message());
-        o.costs_s.clear();
-        o.kernel_costs_s.clear();
-        ++invalid_costs;
-      }
+    MeasureOutcome o = OutcomeFromProto(m, agent_id_, runs_for_);
+    if (o.error_kind == ErrorKind::kInvalidCost &&
+        m.error_kind() != pb::MEASURE_ERROR_KIND_INVALID_COST) {
+      ++invalid_costs;
     }
     (o.error_kind == ErrorKind::kNone ? ok : failed)++;
     outcomes.push_back(std::move(o));
@@ -406,53 +382,7 @@ void AgentSessions::Peer::OnLease(std::optional<Lease> lease) {
   if (w.model.has_value()) SendFiles(*w.model);
   pb::TrackerMessage msg;
   pb::MeasureBatch* b = msg.mutable_measure_batch();
-  b->set_batch_id(w.batch_id);
-  b->mutable_workload()->set_key(w.workload_key);
-  b->mutable_workload()->set_op(w.workload_op);
-  b->mutable_workload()->set_canonical(w.workload_canonical);
-  b->mutable_workload()->set_flops(w.workload_flops);
-  b->mutable_target()->set_spec(w.target);
-  pb::TimingPolicy* t = b->mutable_timing();
-  t->set_number(w.timing.number);
-  t->set_repeat(w.timing.repeat);
-  t->set_min_repeat_ms(w.timing.min_repeat_ms);
-  t->set_cooldown_ms(w.timing.cooldown_ms);
-  t->set_flush_cache(w.timing.flush_cache);
-  t->set_model_bytes(w.timing.model_bytes);
-  t->set_timeout_ms(w.timing.timeout_ms);
-  t->set_stop_above_s(w.timing.stop_above_s);
-  t->set_threads(w.timing.threads);
-  for (const auto& c : w.candidates) {
-    pb::Candidate* pc = b->add_candidates();
-    pc->set_candidate_id(c.candidate_id);
-    if (!w.model.has_value()) rpc::FillConfig(c.config, pc->mutable_config());
-    for (const auto& [key, config] : c.task_configs) {
-      pb::TaskConfig* tc = pc->add_task_configs();
-      tc->set_workload_key(key);
-      rpc::FillConfig(config, tc->mutable_config());
-    }
-  }
-  if (w.model.has_value()) {
-    pb::ModelSpec* spec = b->mutable_model();
-    for (const ModelFile& f : w.model->files) {
-      if (f.location.empty()) {
-        spec->set_model_sha256(f.sha256);
-      } else {
-        pb::ExternalFile* e = spec->add_external_data();
-        e->set_location(f.location);
-        e->set_sha256(f.sha256);
-      }
-    }
-    for (const auto& [name, dims] : w.model->input_shapes) {
-      pb::ModelInputShape* in = spec->add_input_shapes();
-      in->set_name(name);
-      for (int64_t d : dims) in->add_dims(d);
-    }
-    if (w.model->precision != compiler::Precision::kFloat32) {
-      spec->set_precision(compiler::PrecisionName(w.model->precision));
-    }
-    b->clear_workload();
-  }
+  FillMeasureBatch(w, b);
   b->set_lease_deadline_unix_ms(lease->deadline_ms);
   owner_->agents_->SetInFlight(agent_id_, 1);
   Log()->debug("leased {} ({} candidates of {}) to '{}'", w.batch_id, w.candidates.size(),

@@ -3,113 +3,66 @@
 #include <algorithm>
 
 #include "base/str.h"
-#include "nlohmann/json.hpp"
+#include "google/protobuf/util/json_util.h"
+#include "kiln/v1/relay.pb.h"
+#include "tracker/measure_proto.h"
 #include "tracker/rpc.h"
 
 namespace kiln::tracker {
 
-using nlohmann::json;
+namespace pb = kiln::v1;
 using rpc::Log;
 
 std::string WorkToJson(const MeasureWork& work) {
-  json candidates = json::array();
-  for (const MeasureCandidate& c : work.candidates) {
-    candidates.push_back({{"id", c.candidate_id}, {"config", compiler::CanonicalConfig(c.config)}});
-  }
-  const TimingOptions& t = work.timing;
-  return json{{"job_id", work.job_id},
-              {"device_key", work.device_key},
-              {"workload_key", work.workload_key},
-              {"workload_op", work.workload_op},
-              {"workload_canonical", work.workload_canonical},
-              {"workload_flops", work.workload_flops},
-              {"target", work.target},
-              {"user", work.user},
-              {"priority", work.priority},
-              {"timing",
-               {{"number", t.number},
-                {"repeat", t.repeat},
-                {"min_repeat_ms", t.min_repeat_ms},
-                {"cooldown_ms", t.cooldown_ms},
-                {"flush_cache", t.flush_cache},
-                {"model_bytes", t.model_bytes},
-                {"timeout_ms", t.timeout_ms},
-                {"stop_above_s", t.stop_above_s},
-                {"threads", t.threads}}},
-              {"candidates", std::move(candidates)}}
-      .dump();
+  pb::RelayedBatch r;
+  r.set_job_id(work.job_id);
+  r.set_device_key(work.device_key);
+  r.set_user(work.user);
+  r.set_priority(work.priority);
+  FillMeasureBatch(work, r.mutable_batch());
+  r.mutable_batch()->clear_batch_id();  // the claiming tracker's dispatcher names it
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(r, &out);  // fails only on invalid UTF-8
+  return out;
 }
 
 absl::StatusOr<MeasureWork> WorkFromJson(const std::string& text) {
-  try {
-    const json j = json::parse(text);
-    MeasureWork w;
-    w.job_id = j.at("job_id").get<std::string>();
-    w.device_key = j.at("device_key").get<std::string>();
-    w.workload_key = j.at("workload_key").get<std::string>();
-    w.workload_op = j.at("workload_op").get<std::string>();
-    w.workload_canonical = j.at("workload_canonical").get<std::string>();
-    w.workload_flops = j.at("workload_flops").get<double>();
-    w.target = j.at("target").get<std::string>();
-    w.user = j.at("user").get<std::string>();
-    w.priority = j.at("priority").get<int32_t>();
-    const json& t = j.at("timing");
-    w.timing.number = t.at("number").get<int32_t>();
-    w.timing.repeat = t.at("repeat").get<int32_t>();
-    w.timing.min_repeat_ms = t.at("min_repeat_ms").get<int32_t>();
-    w.timing.cooldown_ms = t.at("cooldown_ms").get<int32_t>();
-    w.timing.flush_cache = t.at("flush_cache").get<bool>();
-    w.timing.model_bytes = t.value("model_bytes", int64_t{0});  // absent: an older tracker
-    w.timing.timeout_ms = t.at("timeout_ms").get<int32_t>();
-    w.timing.stop_above_s = t.at("stop_above_s").get<double>();
-    w.timing.threads = t.value("threads", 0);  // absent: relayed by an older tracker
-    for (const json& c : j.at("candidates")) {
-      auto config = compiler::ParseConfig(c.at("config").get<std::string>());
-      if (!config.ok()) return config.status();
-      w.candidates.push_back({c.at("id").get<std::string>(), *std::move(config), {}});
-    }
-    return w;
-  } catch (const json::exception& e) {
-    return absl::DataLossError(StrCat("relayed batch: ", e.what()));
+  pb::RelayedBatch r;
+  if (auto st = google::protobuf::util::JsonStringToMessage(text, &r); !st.ok()) {
+    return absl::DataLossError(StrCat("relayed batch: ", std::string(st.message())));
   }
+  auto w = WorkFromMeasureBatch(r.batch());
+  if (!w.ok()) return absl::DataLossError(StrCat("relayed batch: ", w.status().message()));
+  w->job_id = r.job_id();
+  w->device_key = r.device_key();
+  w->user = r.user();
+  w->priority = r.priority();
+  return w;
 }
 
 std::string OutcomesToJson(const std::vector<MeasureOutcome>& outcomes) {
-  json out = json::array();
+  pb::RelayedResults r;
   for (const MeasureOutcome& o : outcomes) {
-    out.push_back({{"candidate_id", o.candidate_id},
-                   {"error_kind", storage::ErrorKindName(o.error_kind)},
-                   {"error_message", o.error_message},
-                   {"costs_s", o.costs_s},
-                   {"build_s", o.build_s},
-                   {"cut_short", o.cut_short},
-                   {"agent_id", o.agent_id},
-                   {"agent_owner", o.agent_owner}});
+    pb::RelayedResult* one = r.add_results();
+    FillMeasureResult(o, one->mutable_result());
+    one->set_agent_owner(o.agent_owner);
   }
-  return out.dump();
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(r, &out);
+  return out;
 }
 
 absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& text) {
-  try {
-    std::vector<MeasureOutcome> out;
-    for (const json& j : json::parse(text)) {
-      MeasureOutcome o;
-      o.candidate_id = j.at("candidate_id").get<std::string>();
-      auto kind = storage::ParseErrorKind(j.at("error_kind").get<std::string>());
-      if (!kind.has_value()) return absl::DataLossError("relayed results: unknown error kind");
-      o.error_kind = *kind;
-      o.error_message = j.at("error_message").get<std::string>();
-      o.costs_s = j.at("costs_s").get<std::vector<double>>();
-      o.build_s = j.at("build_s").get<double>();
-      o.cut_short = j.at("cut_short").get<bool>();
-      o.agent_id = j.at("agent_id").get<std::string>();
-      o.agent_owner = j.value("agent_owner", std::string());
-      out.push_back(std::move(o));
-    }
-    return out;
-  } catch (const json::exception& e) {
-    return absl::DataLossError(StrCat("relayed results: ", e.what()));
+  pb::RelayedResults r;
+  if (auto st = google::protobuf::util::JsonStringToMessage(text, &r); !st.ok()) {
+    return absl::DataLossError(StrCat("relayed results: ", std::string(st.message())));
   }
+  // Results enter this tracker here: checked as an agent's are.
+  std::vector<MeasureOutcome> out;
+  for (const pb::RelayedResult& one : r.results()) {
+    out.push_back(OutcomeFromProto(one.result(), one.result().agent_id(), one.agent_owner()));
+  }
+  return out;
 }
 
 Relay::Relay(storage::FarmStore* db, Dispatcher* dispatcher, AgentRegistry* agents,

@@ -39,7 +39,10 @@
 
 namespace kiln::tracker {
 
-// A batch's work and its results as the JSON text of the batch table.
+// A batch's work and its results as the text of the batches table: the
+// messages of proto/kiln/v1/relay.proto in protobuf's JSON mapping
+// (DATA_LOSS for text that is not). Results read back are checked as an
+// agent's are (OutcomeFromProto).
 std::string WorkToJson(const MeasureWork& work);
 absl::StatusOr<MeasureWork> WorkFromJson(const std::string& text);
 std::string OutcomesToJson(const std::vector<MeasureOutcome>& outcomes);

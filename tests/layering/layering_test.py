@@ -34,8 +34,9 @@ ALLOWED = {
     "storage": {"storage", "base", "sqlite3.h", "libpq-fe.h", "openssl", "nlohmann", "httplib.h"},
     # From deploy/: the thread pool's parallel-for (parallel.h).
     "tuner": {"tuner", "compiler", "storage", "base", "deploy", "xgboost"},
+    # protobuf: its JSON mapping of the relay's messages (proto/kiln/v1/relay.proto).
     "tracker": {"tracker", "tuner", "compiler", "storage", "base", "kiln/v1", "grpcpp", "spdlog",
-                "nlohmann", "httplib.h"},
+                "google/protobuf", "nlohmann", "httplib.h"},
     "device_agent": {"device_agent", "compiler", "base", "deploy", "kiln/v1", "grpcpp", "spdlog",
                      "CL"},
     # `kiln tune --local` runs the tuner's loop in-process (issue 7);
