@@ -360,7 +360,7 @@ void Dispatcher::ExpireLocked(const std::string& batch_id, Finished* finished) {
     std::vector<MeasureOutcome> outcomes;
     for (const auto& c : e.work.candidates) {
       MeasureOutcome o;
-      o.candidate_id = c.candidate_id;
+      o.candidate_index = c.candidate_index;
       o.error_kind = storage::ErrorKind::kAgentLost;
       const std::string agent = AgentOfHolder(lost_agent);
       o.error_message = StrCat("lease lost ", e.attempts, " times (last agent '", agent, "')");

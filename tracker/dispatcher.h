@@ -71,7 +71,9 @@ struct TimingOptions {
 };
 
 struct MeasureCandidate {
-  std::string candidate_id;
+  // Its place in the batch its job made (parts of a split batch keep it); on
+  // the wire, Candidate.candidate_id in decimal (tracker/measure_proto.h).
+  int64_t candidate_index = 0;
   compiler::Config config;
   // A whole-model batch's variant: the configs of the tasks that do not use
   // their default, by workload key.
@@ -113,7 +115,9 @@ struct MeasureWork {
 
 // The outcome of one candidate.
 struct MeasureOutcome {
-  std::string candidate_id;
+  // The candidate it answers (MeasureCandidate::candidate_index); -1 for an
+  // id that names none.
+  int64_t candidate_index = -1;
   storage::ErrorKind error_kind = storage::ErrorKind::kNone;
   std::string error_message;
   std::vector<double> costs_s;

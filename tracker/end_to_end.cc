@@ -190,7 +190,7 @@ tuner::VariantRunner FarmVariantRunner(const std::vector<tuner::InModelTask>* ta
     work.candidates.clear();
     for (size_t v = 0; v < variants.size(); ++v) {
       MeasureCandidate c;
-      c.candidate_id = StrCat("v", v);
+      c.candidate_index = static_cast<int64_t>(v);
       for (size_t t = 0; t < tasks->size() && t < variants[v].size(); ++t) {
         const auto& option = (*tasks)[t].options.at(static_cast<size_t>(variants[v][t]));
         if (option.has_value()) c.task_configs[(*tasks)[t].workload_key] = *option;
@@ -239,13 +239,8 @@ tuner::VariantRunner FarmVariantRunner(const std::vector<tuner::InModelTask>* ta
     }
     std::vector<tuner::VariantTiming> out(variants.size());
     for (const MeasureOutcome& r : *state->results) {
-      if (r.candidate_id.size() < 2 || r.candidate_id[0] != 'v') continue;
-      int64_t v = 0;
-      if (!ParseInt64(r.candidate_id.substr(1), &v) || v < 0 ||
-          v >= static_cast<int64_t>(out.size())) {
-        continue;
-      }
-      tuner::VariantTiming& t = out[static_cast<size_t>(v)];
+      if (r.candidate_index < 0 || r.candidate_index >= static_cast<int64_t>(out.size())) continue;
+      tuner::VariantTiming& t = out[static_cast<size_t>(r.candidate_index)];
       if (r.error_kind == storage::ErrorKind::kNone) {
         t.costs_s = r.costs_s;
         t.kernel_costs_s = r.kernel_costs_s;

@@ -1,7 +1,6 @@
 #include "tracker/farm_measurer.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "base/check.h"
 #include "base/str.h"
@@ -45,7 +44,7 @@ uint64_t FarmMeasurer::Submit(tuner::MeasureBatch batch) {
   work.workload_flops = batch.workload.Flops();
   work.timing.stop_above_s = batch.stop_above_s;
   for (size_t i = 0; i < batch.configs.size(); ++i) {
-    work.candidates.push_back({StrCat("c", i), std::move(batch.configs[i])});
+    work.candidates.push_back({static_cast<int64_t>(i), std::move(batch.configs[i])});
   }
   const uint64_t ticket = next_++;
   sizes_[ticket] = work.candidates.size();
@@ -121,12 +120,8 @@ absl::StatusOr<std::pair<uint64_t, std::vector<tuner::MeasureResult>>> FarmMeasu
   }
   std::map<std::string, int64_t> per_agent;
   for (MeasureOutcome& o : outcomes) {
-    size_t index = 0;
-    const std::string& id = o.candidate_id;
-    if (id.size() < 2 || id[0] != 'c') continue;
-    auto [end, ec] = std::from_chars(id.data() + 1, id.data() + id.size(), index);
-    if (ec != std::errc() || end != id.data() + id.size() || index >= n) continue;
-    tuner::MeasureResult& r = results[index];
+    if (o.candidate_index < 0 || o.candidate_index >= static_cast<int64_t>(n)) continue;
+    tuner::MeasureResult& r = results[static_cast<size_t>(o.candidate_index)];
     r.error_kind = o.error_kind;
     r.error_message = std::move(o.error_message);
     r.costs_s = std::move(o.costs_s);

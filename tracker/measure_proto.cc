@@ -25,7 +25,7 @@ void FillMeasureBatch(const MeasureWork& w, pb::MeasureBatch* b) {
   t->set_threads(w.timing.threads);
   for (const auto& c : w.candidates) {
     pb::Candidate* pc = b->add_candidates();
-    pc->set_candidate_id(c.candidate_id);
+    pc->set_candidate_id(StrCat(c.candidate_index));
     if (!w.model.has_value()) rpc::FillConfig(c.config, pc->mutable_config());
     for (const auto& [key, config] : c.task_configs) {
       pb::TaskConfig* tc = pc->add_task_configs();
@@ -85,7 +85,12 @@ absl::StatusOr<MeasureWork> WorkFromMeasureBatch(const pb::MeasureBatch& b) {
       return absl::InvalidArgumentError(
           StrCat("candidate ", c.candidate_id(), ": ", std::string(config.status().message())));
     }
-    w.candidates.push_back({c.candidate_id(), *std::move(config), {}});
+    int64_t index = 0;
+    if (!ParseInt64(c.candidate_id(), &index) || index < 0) {
+      return absl::InvalidArgumentError(
+          StrCat("candidate id '", c.candidate_id(), "' is not a candidate's place in its batch"));
+    }
+    w.candidates.push_back({index, *std::move(config), {}});
   }
   return w;
 }
@@ -93,7 +98,9 @@ absl::StatusOr<MeasureWork> WorkFromMeasureBatch(const pb::MeasureBatch& b) {
 MeasureOutcome OutcomeFromProto(const pb::MeasureResult& m, const std::string& agent_id,
                                 const std::string& agent_owner) {
   MeasureOutcome o;
-  o.candidate_id = m.candidate_id();
+  if (int64_t index = 0; ParseInt64(m.candidate_id(), &index) && index >= 0) {
+    o.candidate_index = index;  // else -1: the result answers no candidate and is dropped
+  }
   o.error_kind = rpc::ErrorKindFromProto(m.error_kind());
   o.error_message = m.error_message();
   o.costs_s.assign(m.costs_s().begin(), m.costs_s().end());
@@ -122,7 +129,7 @@ MeasureOutcome OutcomeFromProto(const pb::MeasureResult& m, const std::string& a
 }
 
 void FillMeasureResult(const MeasureOutcome& o, pb::MeasureResult* m) {
-  m->set_candidate_id(o.candidate_id);
+  m->set_candidate_id(StrCat(o.candidate_index));
   m->set_error_kind(rpc::ErrorKindToProto(o.error_kind));
   m->set_error_message(o.error_message);
   for (double c : o.costs_s) m->add_costs_s(c);

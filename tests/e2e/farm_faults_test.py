@@ -204,7 +204,7 @@ class FarmFaults(unittest.TestCase):
 
     def test_a_candidate_that_never_ends_times_out_and_the_job_completes(self):
         self.farm.start_tracker()
-        self.farm.start_agent(KEY, 0, env={"KILN_TEST_HANG_WORKER": "c2"})
+        self.farm.start_agent(KEY, 0, env={"KILN_TEST_HANG_WORKER": "2"})
         self.farm.wait_devices(KEY)
         job = self.submit(24, "--candidate-timeout", "2s")
         out, state = self.farm.wait_job(job)
@@ -216,7 +216,7 @@ class FarmFaults(unittest.TestCase):
 
     def test_an_agent_killed_mid_batch_and_one_whose_candidates_crash(self):
         self.farm.start_tracker()
-        self.farm.start_agent(KEY, 0, env={"KILN_TEST_CRASH_WORKER": "c1"})
+        self.farm.start_agent(KEY, 0, env={"KILN_TEST_CRASH_WORKER": "1"})
         doomed = self.farm.start_agent(KEY, 1)
         self.farm.wait_devices(KEY, 2)
         job = self.submit(40)

@@ -17,7 +17,7 @@ MeasureWork Work(const std::string& job, const std::string& key, int candidates,
   w.workload_key = "dense-0123";
   w.timing.timeout_ms = timeout_ms;
   for (int i = 0; i < candidates; ++i) {
-    w.candidates.push_back({"c" + std::to_string(i), {{"tile", i + 1}}});
+    w.candidates.push_back({i, {{"tile", i + 1}}});
   }
   return w;
 }
@@ -26,7 +26,7 @@ std::vector<MeasureOutcome> Results(const MeasureWork& w, double cost) {
   std::vector<MeasureOutcome> out;
   for (const auto& c : w.candidates) {
     MeasureOutcome o;
-    o.candidate_id = c.candidate_id;
+    o.candidate_index = c.candidate_index;
     o.costs_s = {cost};
     out.push_back(o);
   }
@@ -335,20 +335,20 @@ TEST(DispatcherTest, ABatchLargerThanAnAgentsMaxBatchIsSplitAndAnsweredOnce) {
   auto small = d.TryLease("a1", "cpu", "", /*max_candidates=*/3);
   ASSERT_TRUE(small.has_value());
   ASSERT_EQ(small->work.candidates.size(), 3u);
-  EXPECT_EQ(small->work.candidates[0].candidate_id, "c0");
+  EXPECT_EQ(small->work.candidates[0].candidate_index, 0);
   EXPECT_EQ(d.QueuedCount("cpu"), 1u);  // the other five wait for the next agent
   auto rest = d.TryLease("a2", "cpu");
   ASSERT_TRUE(rest.has_value());
   ASSERT_EQ(rest->work.candidates.size(), 5u);
-  EXPECT_EQ(rest->work.candidates[0].candidate_id, "c3");
+  EXPECT_EQ(rest->work.candidates[0].candidate_index, 3);
   EXPECT_NE(rest->work.batch_id, small->work.batch_id);
   ASSERT_TRUE(d.Complete(rest->work.batch_id, "a2", Results(rest->work, 1e-3)));
   EXPECT_EQ(sink.calls, 0);  // one part is still out
   ASSERT_TRUE(d.Complete(small->work.batch_id, "a1", Results(small->work, 2e-3)));
   ASSERT_EQ(sink.calls, 1);
   ASSERT_EQ(sink.last.size(), 8u);
-  std::set<std::string> ids;
-  for (const auto& o : sink.last) ids.insert(o.candidate_id);
+  std::set<int64_t> ids;
+  for (const auto& o : sink.last) ids.insert(o.candidate_index);
   EXPECT_EQ(ids.size(), 8u);
 }
 

@@ -72,10 +72,10 @@ TEST(FarmVariantRunner, RunsTheVariantsAsOneWholeModelBatch) {
       EXPECT_EQ(w.candidates[1].task_configs.size(), 1u);
       EXPECT_EQ(w.candidates[1].task_configs.at("b"), (compiler::Config{{"tile", 8}}));
       std::vector<MeasureOutcome> out(2);
-      out[0].candidate_id = w.candidates[0].candidate_id;
+      out[0].candidate_index = w.candidates[0].candidate_index;
       out[0].costs_s = {1e-3, 1.1e-3};
       out[0].kernel_costs_s = {{"a", 4e-4}};
-      out[1].candidate_id = w.candidates[1].candidate_id;
+      out[1].candidate_index = w.candidates[1].candidate_index;
       out[1].error_kind = storage::ErrorKind::kWrongResult;
       out[1].error_message = "output differs";
       dispatcher.Complete(w.batch_id, "agent", out);

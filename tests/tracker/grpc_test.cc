@@ -570,9 +570,7 @@ TEST_F(TrackerGrpcTest, RandomHostileAgentMessagesNeverHurtTheTrackerOrTheJob) {
           for (int c = 0; c < n; ++c) {
             pb::MeasureResult* res = r->add_results();
             const int id = pick(4);
-            res->set_candidate_id(id == 0   ? ""
-                                  : id == 1 ? "x"
-                                            : StrCat("c", pick(id == 2 ? 10 : 1000)));
+            res->set_candidate_id(id == 0 ? "" : id == 1 ? "x" : StrCat(pick(id == 2 ? 10 : 1000)));
             res->set_error_kind(static_cast<pb::MeasureErrorKind>(pick(12)));
             const int costs = pick(10) == 0 ? 5000 : pick(4);
             for (int k = 0; k < costs; ++k) res->add_costs_s(kCosts[pick(7)]);

@@ -25,7 +25,7 @@ std::vector<MeasureOutcome> Measured(const MeasureWork& work, const std::vector<
   std::vector<MeasureOutcome> results;
   for (const auto& c : work.candidates) {
     MeasureOutcome o;
-    o.candidate_id = c.candidate_id;
+    o.candidate_index = c.candidate_index;
     o.costs_s = costs;
     results.push_back(o);
   }

@@ -37,8 +37,8 @@ MeasureWork Work() {
   w.timing.timeout_ms = 20000;
   w.timing.stop_above_s = 0.5;
   w.timing.threads = 2;
-  w.candidates.push_back({"c0", {{"tile", 8}, {"unroll", 1}}, {}});
-  w.candidates.push_back({"c1", {{"tile", 16}}, {}});
+  w.candidates.push_back({0, {{"tile", 8}, {"unroll", 1}}, {}});
+  w.candidates.push_back({1, {{"tile", 16}}, {}});
   return w;
 }
 
@@ -60,28 +60,30 @@ TEST(MeasureProto, ARelayedBatchComesBackAsItWent) {
   EXPECT_TRUE(back->timing.flush_cache);
   EXPECT_TRUE(back->batch_id.empty());  // the claiming tracker names it
   ASSERT_EQ(back->candidates.size(), 2u);
-  EXPECT_EQ(back->candidates[0].candidate_id, "c0");
+  EXPECT_EQ(back->candidates[0].candidate_index, 0);
+  EXPECT_EQ(back->candidates[1].candidate_index, 1);
   EXPECT_EQ(back->candidates[0].config, w.candidates[0].config);
   EXPECT_EQ(back->candidates[1].config, w.candidates[1].config);
 }
 
 TEST(MeasureProto, RelayedResultsComeBackWithWhoMeasuredThem) {
   MeasureOutcome ok;
-  ok.candidate_id = "c0";
+  ok.candidate_index = 0;
   ok.costs_s = {1e-3, 1.1e-3};
   ok.build_s = 0.2;
   ok.cut_short = true;
   ok.agent_id = "board-1";
   ok.agent_owner = "ana";
   MeasureOutcome failed;
-  failed.candidate_id = "c1";
+  failed.candidate_index = 1;
   failed.error_kind = storage::ErrorKind::kCompile;
   failed.error_message = "no such knob";
   failed.agent_id = "board-1";
   auto back = OutcomesFromJson(OutcomesToJson({ok, failed}));
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->size(), 2u);
-  EXPECT_EQ((*back)[0].candidate_id, "c0");
+  EXPECT_EQ((*back)[0].candidate_index, 0);
+  EXPECT_EQ((*back)[1].candidate_index, 1);
   EXPECT_EQ((*back)[0].costs_s, ok.costs_s);
   EXPECT_EQ((*back)[0].build_s, 0.2);
   EXPECT_TRUE((*back)[0].cut_short);
@@ -95,7 +97,7 @@ TEST(MeasureProto, RelayedResultsComeBackWithWhoMeasuredThem) {
 TEST(MeasureProto, ImpossibleCostsAreTheMeasurersErrorWhereverTheyEnter) {
   for (double bad : {-1.0, 0.0, std::numeric_limits<double>::infinity()}) {
     pb::MeasureResult m;
-    m.set_candidate_id("c0");
+    m.set_candidate_id("0");
     m.set_error_kind(pb::MEASURE_ERROR_KIND_NONE);
     m.add_costs_s(1e-3);
     m.add_costs_s(bad);
@@ -104,7 +106,7 @@ TEST(MeasureProto, ImpossibleCostsAreTheMeasurersErrorWhereverTheyEnter) {
     EXPECT_TRUE(o.costs_s.empty());
     // The same through another tracker's row.
     MeasureOutcome relayed;
-    relayed.candidate_id = "c0";
+    relayed.candidate_index = 0;
     relayed.costs_s = {bad};
     relayed.agent_id = "board-1";
     auto back = OutcomesFromJson(OutcomesToJson({relayed}));
@@ -116,6 +118,25 @@ TEST(MeasureProto, ImpossibleCostsAreTheMeasurersErrorWhereverTheyEnter) {
   m.add_costs_s(1e-3);
   m.add_kernel_costs()->set_cost_s(std::nan(""));
   EXPECT_EQ(OutcomeFromProto(m, "a", "").error_kind, storage::ErrorKind::kInvalidCost);
+}
+
+TEST(MeasureProto, CandidateIdsAreTheCandidatesPlacesInDecimal) {
+  pb::MeasureBatch b;
+  FillMeasureBatch(Work(), &b);
+  ASSERT_EQ(b.candidates_size(), 2);
+  EXPECT_EQ(b.candidates(0).candidate_id(), "0");
+  EXPECT_EQ(b.candidates(1).candidate_id(), "1");
+  pb::MeasureResult m;
+  m.set_error_kind(pb::MEASURE_ERROR_KIND_NONE);
+  m.add_costs_s(1e-3);
+  for (const char* id : {"", "c1", "-1", "1x", "99999999999999999999"}) {
+    m.set_candidate_id(id);
+    EXPECT_EQ(OutcomeFromProto(m, "a", "").candidate_index, -1) << id;  // answers none
+  }
+  m.set_candidate_id("7");
+  EXPECT_EQ(OutcomeFromProto(m, "a", "").candidate_index, 7);
+  b.mutable_candidates(1)->set_candidate_id("c1");
+  EXPECT_EQ(WorkFromMeasureBatch(b).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(MeasureProto, TextThatIsNotARelayedRowIsDataLoss) {
