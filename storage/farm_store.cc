@@ -84,11 +84,18 @@ constexpr char kAgentColumns[] =
     "id, device_key, target, hardware, compiler_version, first_seen_unix_ms, "
     "last_seen_unix_ms, results";
 
-TokenRow ReadToken(const Statement& st) {
+// DATA_LOSS for a role no kiln wrote.
+absl::StatusOr<TokenRow> ReadToken(const Statement& st) {
   TokenRow row;
   row.id = st.ColumnInt64(0);
   row.user = st.ColumnText(1);
-  row.role = st.ColumnText(2);
+  const std::string role = st.ColumnText(2);
+  std::optional<Role> parsed = ParseRole(role);
+  if (!parsed.has_value()) {
+    return absl::DataLossError(
+        StrCat("tokens.role of token ", row.id, " holds an unknown role '", role, "'"));
+  }
+  row.role = *parsed;
   row.hash = st.ColumnText(3);
   row.created_unix_ms = st.ColumnInt64(4);
   row.revoked_unix_ms = st.ColumnInt64(5);
@@ -226,12 +233,12 @@ absl::StatusOr<std::vector<JobRow>> FarmStore::UnfinishedJobs() {
 
 absl::StatusOr<int64_t> FarmStore::AddToken(const TokenRow& row) {
   if (row.user.empty()) return absl::InvalidArgumentError("a token needs a user name");
-  if (row.role != "user" && row.role != "agent" && row.role != "admin") {
+  if (!ParseRole(RoleName(row.role)).has_value()) {
     return absl::InvalidArgumentError(
-        StrCat("unknown role '", row.role, "' (user, agent or admin)"));
+        StrCat("unknown role ", static_cast<int>(row.role), " (user, agent or admin)"));
   }
   if (!IsSha256Hex(row.hash)) return absl::InvalidArgumentError("a token hash is a SHA-256");
-  if (!row.owner.empty() && row.role != "agent") {
+  if (!row.owner.empty() && row.role != Role::kAgent) {
     return absl::InvalidArgumentError("only an agent's token has an owner");
   }
   std::lock_guard<std::mutex> lock(c_->mu);
@@ -239,7 +246,7 @@ absl::StatusOr<int64_t> FarmStore::AddToken(const TokenRow& row) {
       st, c_->db->Prepare("INSERT INTO tokens(\"user\", role, hash, created_unix_ms, owner) "
                           "VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.user));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.role));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, RoleName(row.role)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.hash));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, row.created_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.owner));
@@ -256,7 +263,8 @@ absl::StatusOr<std::vector<TokenRow>> FarmStore::ListTokens() {
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) break;
-    out.push_back(ReadToken(st));
+    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadToken(st));
+    out.push_back(std::move(row));
   }
   return out;
 }
@@ -282,7 +290,8 @@ absl::StatusOr<std::optional<TokenRow>> FarmStore::TokenByHash(const std::string
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, hash));
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return std::optional<TokenRow>();
-  return std::optional<TokenRow>(ReadToken(st));
+  KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadToken(st));
+  return std::optional<TokenRow>(std::move(row));
 }
 
 // ------------------------------------------------------------------- agents

@@ -49,15 +49,15 @@ struct JobRow {
   int64_t lease_until_ms = 0;
 };
 
-// A bearer token: who it is (user name and role: "user", "agent" or
-// "admin") and the SHA-256 of its secret; the secret itself is never stored.
+// A bearer token: who it is (user name and role, stored by its name:
+// "user", "agent" or "admin") and the SHA-256 of its secret; the secret itself is never stored.
 // An agent's token may name its owner, the user who runs the agent: that
 // agent measures only its owner's jobs and its records seed only theirs
 // (unless the farm shares its key: kiln-tracker --shared-keys).
 struct TokenRow {
   int64_t id = 0;
   std::string user;
-  std::string role;
+  Role role = Role::kUser;
   std::string owner;  // agent tokens only; "" for the farm's own agents
   std::string hash;
   int64_t created_unix_ms = 0;

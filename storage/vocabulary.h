@@ -1,10 +1,11 @@
 #pragma once
-// The two closed vocabularies that travel through storage, the tuner, the
-// tracker and the CLI: a job's state and a measurement's error kind. One enum
-// each, numbered exactly like the protocol's enums (kiln.v1.JobState and
-// kiln.v1.MeasureErrorKind; the tracker converts with a static_cast and checks
-// the numbers at compile time). The log database stores the lowercase names
-// below as text, and the JSON lines export writes them.
+// The closed vocabularies that travel through storage, the tuner, the
+// tracker and the CLI: a job's state, a measurement's error kind and a
+// token's role. One enum each; the first two numbered exactly like the
+// protocol's enums (kiln.v1.JobState and kiln.v1.MeasureErrorKind; the
+// tracker converts with a static_cast and checks the numbers at compile
+// time). The database stores the lowercase names below as text, and the JSON
+// lines export writes them.
 
 #include <array>
 #include <optional>
@@ -118,6 +119,37 @@ constexpr std::optional<ErrorKind> ParseErrorKind(std::string_view name) {
 constexpr bool IsTransient(ErrorKind kind) {
   return kind == ErrorKind::kTimeout || kind == ErrorKind::kAgentLost ||
          kind == ErrorKind::kInvalidCost || kind == ErrorKind::kWrongResult;
+}
+
+// Who a bearer token is: a user (submits jobs, sees their own), an agent
+// (opens agent sessions only) or an admin (sees everything).
+enum class Role : int {
+  kUser = 1,
+  kAgent = 2,
+  kAdmin = 3,
+};
+
+inline constexpr std::array<Role, 3> kRoles = {Role::kUser, Role::kAgent, Role::kAdmin};
+
+// "user", "agent", "admin"; "unknown" for a value outside the enum.
+constexpr std::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kUser:
+      return "user";
+    case Role::kAgent:
+      return "agent";
+    case Role::kAdmin:
+      return "admin";
+  }
+  return "unknown";
+}
+
+// The role named `name` (as RoleName writes it); nullopt for any other text.
+constexpr std::optional<Role> ParseRole(std::string_view name) {
+  for (Role r : kRoles) {
+    if (RoleName(r) == name) return r;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kiln::storage

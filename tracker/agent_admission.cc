@@ -11,12 +11,12 @@ namespace kiln::tracker {
 absl::StatusOr<Admission> AdmitAgent(const Caller& caller, const AgentHello& hello,
                                      const AdmissionPolicy& policy,
                                      const std::string& tracker_version) {
-  if (!caller.role.empty() && caller.role != "agent") {
+  if (caller.role.has_value() && *caller.role != storage::Role::kAgent) {
     return absl::PermissionDeniedError(
-        StrCat("token ", caller.token_id, " is a ", caller.role,
+        StrCat("token ", caller.token_id, " is a ", storage::RoleName(*caller.role),
                "'s, not an agent's (kiln-tracker tokens create --role agent)"));
   }
-  if (caller.role.empty() && !policy.token.empty() &&
+  if (!caller.role.has_value() && !policy.token.empty() &&
       !ConstantTimeEquals(hello.token, policy.token)) {
     return absl::UnauthenticatedError("wrong or missing agent token");
   }
@@ -47,7 +47,7 @@ absl::StatusOr<Admission> AdmitAgent(const Caller& caller, const AgentHello& hel
     }
     a.info.target = parsed->Spec();
   }
-  a.info.id = caller.role.empty() ? hello.agent_id : caller.user;
+  a.info.id = caller.role.has_value() ? caller.user : hello.agent_id;
   a.info.device_key = hello.device_key;
   a.info.hardware = hello.hardware;
   a.info.peak_gflops = hello.peak_gflops;

@@ -21,11 +21,11 @@
 namespace kiln::tracker {
 
 struct Caller {
-  std::string user;  // "" for an anonymous caller
-  std::string role;  // "user", "agent", "admin"; "" for an anonymous caller
+  std::string user;                   // "" for an anonymous caller
+  std::optional<storage::Role> role;  // nullopt for an anonymous caller
   int64_t token_id = 0;
   std::string owner;  // an agent's token: the user who runs that agent ("" the farm)
-  bool admin() const { return role == "admin"; }
+  bool admin() const { return role == storage::Role::kAdmin; }
   // Whether this caller may see a job (its records, its artifact) of `owner`:
   // an admin sees everything, anyone else the jobs they submitted (anonymous
   // callers see anonymous jobs).

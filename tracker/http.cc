@@ -257,7 +257,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
       return std::nullopt;
     }
     // An agent's token measures; it reads nothing of the farm (as over gRPC).
-    if (c->role == "agent") {
+    if (c->role == storage::Role::kAgent) {
       res.status = 403;
       res.set_content("an agent's token cannot read the farm's state\n", "text/plain");
       return std::nullopt;
@@ -287,7 +287,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   s.Get("/metrics", [this, caller](const httplib::Request& req, httplib::Response& res) {
     auto c = caller(req, res);
     if (!c) return;
-    if (!c->role.empty() && !c->admin()) {
+    if (c->role.has_value() && !c->admin()) {
       res.status = 403;
       res.set_content(
           "/metrics is for an admin's token (kiln-tracker tokens create --role admin)\n",

@@ -400,7 +400,7 @@ class TrackerServiceImpl final : public pb::Tracker::Service {
   absl::StatusOr<Caller> CallerOf(const grpc::ServerContext* ctx) const {
     auto caller = auth_->Authenticate(Authorization(ctx));
     if (!caller.ok()) return caller.status();
-    if (caller->role == "agent") {
+    if (caller->role == storage::Role::kAgent) {
       return absl::PermissionDeniedError(
           StrCat("token ", caller->token_id, " is an agent's: it opens agent sessions only"));
     }

@@ -200,9 +200,14 @@ int Tokens(const std::vector<std::string>& args) {
     if (!secret.ok()) return fail(secret.status().ToString());
     kiln::storage::TokenRow row;
     row.user = flags->Get("--user");
-    row.role = flags->Has("--role") ? flags->Get("--role") : "user";
+    const std::string role = flags->Has("--role") ? flags->Get("--role") : "user";
+    std::optional<kiln::storage::Role> parsed = kiln::storage::ParseRole(role);
+    if (!parsed.has_value()) return fail("unknown role '" + role + "' (user, agent or admin)");
+    row.role = *parsed;
     if (flags->Has("--owner")) {
-      if (row.role != "agent") return fail("--owner names who runs an agent: with --role agent");
+      if (row.role != kiln::storage::Role::kAgent) {
+        return fail("--owner names who runs an agent: with --role agent");
+      }
       if (absl::Status st = kiln::CheckName("--owner", flags->Get("--owner")); !st.ok()) {
         return fail(std::string(st.message()));
       }
@@ -216,7 +221,8 @@ int Tokens(const std::vector<std::string>& args) {
       return 1;
     }
     std::fprintf(stderr, "token %lld for %s (%s%s); it is shown this once, store it now:\n",
-                 static_cast<long long>(*id), row.user.c_str(), row.role.c_str(),
+                 static_cast<long long>(*id), row.user.c_str(),
+                 std::string(kiln::storage::RoleName(row.role)).c_str(),
                  row.owner.empty() ? "" : (", run by " + row.owner).c_str());
     std::printf("%s\n", secret->c_str());
     return 0;
@@ -231,7 +237,8 @@ int Tokens(const std::vector<std::string>& args) {
                 "STATE");
     for (const auto& t : *rows) {
       std::printf("%-6lld %-20s %-6s %-20s %-14lld %s\n", static_cast<long long>(t.id),
-                  t.user.c_str(), t.role.c_str(), t.owner.empty() ? "-" : t.owner.c_str(),
+                  t.user.c_str(), std::string(kiln::storage::RoleName(t.role)).c_str(),
+                  t.owner.empty() ? "-" : t.owner.c_str(),
                   static_cast<long long>(t.created_unix_ms),
                   t.revoked_unix_ms ? "revoked" : "valid");
     }

@@ -24,14 +24,14 @@ TEST(FarmStoreTest, OnlyAnAgentsTokenHasAnOwner) {
   auto db = OpenOrDie(dir.DbUrl("log.db"));
   TokenRow t;
   t.user = "rpi-7";
-  t.role = "agent";
+  t.role = Role::kAgent;
   t.owner = "alice";
   t.hash = std::string(64, 'a');
   ASSERT_TRUE(db.farm->AddToken(t).ok());
   auto back = db.farm->TokenByHash(t.hash);
   ASSERT_TRUE(back.ok() && back->has_value());
   EXPECT_EQ((*back)->owner, "alice");
-  t.role = "user";
+  t.role = Role::kUser;
   t.hash = std::string(64, 'b');
   EXPECT_EQ(db.farm->AddToken(t).status().code(), absl::StatusCode::kInvalidArgument);
 }

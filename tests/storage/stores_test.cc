@@ -121,12 +121,17 @@ TEST(StoresTest, UnknownNamesInTheFileAreDataLoss) {
     auto db = OpenOrDie(path);
     ASSERT_TRUE(db.farm->CreateJob(TestJob("j1", 10)).ok());
     ASSERT_TRUE(db.tuning->AddRecord(TestRecord("t=1", 1e-3)).ok());
+    TokenRow t;
+    t.user = "ana";
+    t.hash = std::string(64, 'a');
+    ASSERT_TRUE(db.farm->AddToken(t).ok());
   }
   {
     auto raw = Database::Open(path);
     ASSERT_TRUE(raw.ok());
     ASSERT_TRUE((*raw)->Exec("UPDATE jobs SET state = 'paused'").ok());
     ASSERT_TRUE((*raw)->Exec("UPDATE records SET error_kind = 'exploded'").ok());
+    ASSERT_TRUE((*raw)->Exec("UPDATE tokens SET role = 'root'").ok());
   }
   auto db = OpenOrDie(path);
   auto job = db.farm->GetJob("j1");
@@ -138,6 +143,10 @@ TEST(StoresTest, UnknownNamesInTheFileAreDataLoss) {
   ASSERT_FALSE(records.ok());
   EXPECT_EQ(records.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(records.status().message().find("exploded"), std::string::npos) << records.status();
+  auto token = db.farm->TokenByHash(std::string(64, 'a'));
+  EXPECT_EQ(token.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(token.status().message().find("root"), std::string::npos) << token.status();
+  EXPECT_EQ(db.farm->ListTokens().status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

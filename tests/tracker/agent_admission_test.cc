@@ -24,7 +24,7 @@ AgentHello Hello(const std::string& id = "board-1") {
 }
 
 Caller AgentToken(const std::string& user, const std::string& owner = "") {
-  return Caller{user, "agent", 7, owner};
+  return Caller{user, storage::Role::kAgent, 7, owner};
 }
 
 TEST(AgentAdmission, ATokensUserIsTheAgentsIdWhateverTheHelloSays) {
@@ -41,9 +41,9 @@ TEST(AgentAdmission, ATokensUserIsTheAgentsIdWhateverTheHelloSays) {
 }
 
 TEST(AgentAdmission, OnlyAnAgentsTokenOpensASession) {
-  for (const char* role : {"user", "admin"}) {
+  for (storage::Role role : {storage::Role::kUser, storage::Role::kAdmin}) {
     auto a = AdmitAgent(Caller{"ana", role, 3, ""}, Hello(), {}, kVersion);
-    EXPECT_EQ(a.status().code(), absl::StatusCode::kPermissionDenied) << role;
+    EXPECT_EQ(a.status().code(), absl::StatusCode::kPermissionDenied) << storage::RoleName(role);
     EXPECT_NE(a.status().message().find("--role agent"), std::string::npos) << a.status();
   }
 }

@@ -91,10 +91,10 @@ TEST(AuthTest, UnknownRolesAndEmptyUsersAreRefused) {
   ASSERT_TRUE(db.ok());
   storage::TokenRow row;
   row.user = "x";
-  row.role = "root";
+  row.role = static_cast<storage::Role>(9);  // no role of the enum
   row.hash = TokenHash("t");
   EXPECT_EQ((*db)->AddToken(row).status().code(), absl::StatusCode::kInvalidArgument);
-  row.role = "user";
+  row.role = storage::Role::kUser;
   row.user = "";
   EXPECT_EQ((*db)->AddToken(row).status().code(), absl::StatusCode::kInvalidArgument);
 }

@@ -60,8 +60,8 @@ TEST_F(RecordQueryTest, OtherUsersJobsRecordsAreLeftOutForAllButAnAdmin) {
   Add("bo-job", 2);
   Add("", 1);          // imported: no job, everyone's
   Add("gone-job", 1);  // a job no longer stored: everyone's
-  Caller bo{"bo", "user", 1, ""};
-  Caller admin{"root", "admin", 2, ""};
+  Caller bo{"bo", storage::Role::kUser, 1, ""};
+  Caller admin{"root", storage::Role::kAdmin, 2, ""};
   EXPECT_EQ(JobsSeenBy(bo), (std::set<std::string>{"bo-job", "", "gone-job"}));
   EXPECT_EQ(JobsSeenBy(admin), (std::set<std::string>{"ana-job", "bo-job", "", "gone-job"}));
 }
@@ -70,7 +70,7 @@ TEST_F(RecordQueryTest, AJobsRecordsComeInMeasurementOrderFilteredByWorkloadWith
   Add("bo-job", 3);
   Add("bo-job", 2, "wk2");  // a workload with no stored row
   Add("ana-job", 4);
-  Caller bo{"bo", "user", 1, ""};
+  Caller bo{"bo", storage::Role::kUser, 1, ""};
   RecordQuery q;
   q.job_id = "bo-job";
   auto page = QueryVisibleRecords(db_, bo, q);

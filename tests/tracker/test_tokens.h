@@ -23,7 +23,7 @@ inline std::string AddToken(storage::FarmStore& db, const std::string& user,
   EXPECT_TRUE(secret.ok()) << secret.status();
   storage::TokenRow row;
   row.user = user;
-  row.role = role;
+  row.role = *storage::ParseRole(role);
   row.owner = owner;
   row.hash = TokenHash(*secret);
   row.created_unix_ms = 1;
