@@ -1,5 +1,6 @@
 #pragma once
-// Shared by the benchmarks: the median time of one call.
+// Shared by the benchmarks: the median time of one call, and two calls
+// timed in alternation.
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -26,6 +27,29 @@ inline double MedianSeconds(const std::function<void()>& fn, int repeat, double 
   }
   std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
   return samples[samples.size() / 2];
+}
+
+// `a` and `b` timed in alternating rounds (MedianSeconds of a few samples
+// each), so that both see the same spells of a noisy machine: each one's
+// median over the rounds, and the median of the rounds' ratios a / b.
+struct Paired {
+  double a, b, ratio;
+};
+inline Paired PairedMedians(const std::function<void()>& a, const std::function<void()>& b,
+                            int repeat, double min_sample_s = 2e-3) {
+  constexpr int kPerRound = 5;
+  const int rounds = std::max(5, repeat / kPerRound);
+  std::vector<double> ta, tb, ratio;
+  for (int r = 0; r < rounds; ++r) {
+    ta.push_back(MedianSeconds(a, kPerRound, min_sample_s));
+    tb.push_back(MedianSeconds(b, kPerRound, min_sample_s));
+    ratio.push_back(ta.back() / tb.back());
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  return {median(ta), median(tb), median(ratio)};
 }
 
 }  // namespace kiln::bench

@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #ifdef KILN_HAVE_OPENBLAS
 #include <cblas.h>
@@ -83,8 +84,11 @@ ConvDims DimsOf(const Shape& s) {
                    : dnnl::memory::dims{s.g, s.b / s.g, s.a / s.g, s.d, s.d}};
 }
 
-// oneDNN's time for the shape: the primitive alone, on its preferred layouts.
-double OneDnnSeconds(const Shape& s, int repeat) {
+// A timed call: what it needs is held by the function.
+using Runner = std::function<void()>;
+
+// oneDNN's call for the shape: the primitive alone, on its preferred layouts.
+Runner OneDnn(const Shape& s) {
   using namespace dnnl;
   engine eng(engine::kind::cpu, 0);
   stream strm(eng);
@@ -106,12 +110,10 @@ double OneDnnSeconds(const Shape& s, int repeat) {
     memory A = filled(a, tag::ab), B = as(filled(b_any, tag::ab), pd.weights_desc()),
            C(pd.dst_desc(), eng);
     matmul prim(pd);
-    return kiln::bench::MedianSeconds(
-        [&] {
-          prim.execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
-          strm.wait();
-        },
-        repeat, 2e-3);
+    return [=]() mutable {
+      prim.execute(strm, {{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}});
+      strm.wait();
+    };
   }
   const auto [src, dst, wts] = DimsOf(s);
   memory::dims bias{s.b};
@@ -127,19 +129,16 @@ double OneDnnSeconds(const Shape& s, int repeat) {
                 pd.weights_desc());
   memory B = filled(b_md, tag::a), D(pd.dst_desc(), eng);
   convolution_forward prim(pd);
-  return kiln::bench::MedianSeconds(
-      [&] {
-        prim.execute(
-            strm,
-            {{DNNL_ARG_SRC, S}, {DNNL_ARG_WEIGHTS, W}, {DNNL_ARG_BIAS, B}, {DNNL_ARG_DST, D}});
-        strm.wait();
-      },
-      repeat, 2e-3);
+  return [=]() mutable {
+    prim.execute(strm,
+                 {{DNNL_ARG_SRC, S}, {DNNL_ARG_WEIGHTS, W}, {DNNL_ARG_BIAS, B}, {DNNL_ARG_DST, D}});
+    strm.wait();
+  };
 }
 
-// oneDNN's time for a convolution shape in int8: u8 data (zero point 3, a
+// oneDNN's call for a convolution shape in int8: u8 data (zero point 3, a
 // runtime argument), s8 weights, s32 output, on its preferred layouts.
-double OneDnnInt8ConvSeconds(const Shape& s, int repeat) {
+Runner OneDnnInt8Conv(const Shape& s) {
   using namespace dnnl;
   engine eng(engine::kind::cpu, 0);
   stream strm(eng);
@@ -168,15 +167,13 @@ double OneDnnInt8ConvSeconds(const Shape& s, int repeat) {
   memory Z({{1}, dt::s32, tag::x}, eng);
   *static_cast<int32_t*>(Z.get_data_handle()) = 3;
   convolution_forward prim(pd);
-  return kiln::bench::MedianSeconds(
-      [&] {
-        prim.execute(strm, {{DNNL_ARG_SRC, S},
-                            {DNNL_ARG_WEIGHTS, W},
-                            {DNNL_ARG_DST, D},
-                            {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, Z}});
-        strm.wait();
-      },
-      repeat, 2e-3);
+  return [=]() mutable {
+    prim.execute(strm, {{DNNL_ARG_SRC, S},
+                        {DNNL_ARG_WEIGHTS, W},
+                        {DNNL_ARG_DST, D},
+                        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, Z}});
+    strm.wait();
+  };
 }
 
 // kiln's workload for a convolution shape in int8: the generic conv of a
@@ -226,25 +223,33 @@ double OpenBlasSeconds(const Shape& s, int repeat) {
 }
 #endif
 
-// kiln's kernel time with `c`; negative when it does not build. The first
-// build also checks the output against the reference.
+// kiln's kernel call with `c`; empty when it does not build. With `err`,
+// the first run's largest difference from the reference.
 bool g_dump_ir = false;
 
-double KilnSeconds(const Workload& w, const Config& c, const Target& t, KernelBuffers& b,
-                   int repeat, double* err) {
+Runner Kiln(const Workload& w, const Config& c, const Target& t, KernelBuffers& b, double* err) {
   auto k = kiln::compiler::BuildJit(w, c, t, {.dump_ir = g_dump_ir && err != nullptr});
-  if (!k.ok() || !kiln::compiler::PackKernelInputs(**k, b).ok()) return -1;
+  if (!k.ok() || !kiln::compiler::PackKernelInputs(**k, b).ok()) return {};
   if (err != nullptr) {
     (*k)->Run(b.args.data());
     std::vector<uint8_t> want(b.output.size());
-    if (!kiln::compiler::RunReference(w, b.input_ptrs, want.data()).ok()) return -1;
+    if (!kiln::compiler::RunReference(w, b.input_ptrs, want.data()).ok()) return {};
     *err = 0;
     for (int64_t i = 0; i < b.OutputSize(); ++i) {
       *err = std::max(
           *err, std::fabs(b.OutputAt(i) - kiln::ElementToDouble(b.output_dtype, want.data(), i)));
     }
   }
-  return kiln::bench::MedianSeconds([&] { (*k)->Run(b.args.data()); }, repeat, 2e-3);
+  std::shared_ptr<kiln::compiler::JitKernel> kernel = std::move(*k);
+  return [kernel, &b] { kernel->Run(b.args.data()); };
+}
+
+// kiln's kernel time with `c` (median of `repeat`); negative when it does
+// not build.
+double KilnSeconds(const Workload& w, const Config& c, const Target& t, KernelBuffers& b,
+                   int repeat) {
+  Runner run = Kiln(w, c, t, b, nullptr);
+  return run ? kiln::bench::MedianSeconds(run, repeat, 2e-3) : -1;
 }
 
 }  // namespace
@@ -340,10 +345,18 @@ int main(int argc, char** argv) {
       continue;
     }
     KernelBuffers b = kiln::compiler::MakeKernelBuffers(*sig, 42);
-    double t_dnnl = int8 ? OneDnnInt8ConvSeconds(s, repeat) : OneDnnSeconds(s, repeat);
+    // oneDNN and kiln's default interleaved: rounds of a few samples each,
+    // the ratio the median of the rounds' (this VM's speed moves 2-3x
+    // between spells of a second or so).
     double err = -1;
-    double t_def = KilnSeconds(w, *def, target, b, repeat, &err);
-    double r_def = t_dnnl / t_def;
+    Runner kiln_def = Kiln(w, *def, target, b, &err);
+    if (!kiln_def) {
+      std::printf("| %s | (kiln's default does not build) |\n", s.name.c_str());
+      continue;
+    }
+    const auto paired =
+        kiln::bench::PairedMedians(int8 ? OneDnnInt8Conv(s) : OneDnn(s), kiln_def, repeat);
+    const double t_dnnl = paired.a, t_def = paired.b, r_def = paired.ratio;
     std::printf("| %s | %.3f | %.3f | %.3f | %.2f | %.1g |", s.name.c_str(), w.Flops() * 1e-9,
                 t_dnnl * 1e3, t_def * 1e3, r_def, err);
     log_default += std::log(r_def);
@@ -370,14 +383,14 @@ int main(int argc, char** argv) {
         Config c = kiln::bench::RandomConfig(*knobs, rng);
         if (!kiln::compiler::ValidateConfig(w, target, c).ok()) continue;
         ++tried;
-        double tc = KilnSeconds(w, c, target, b, 3, nullptr);
+        double tc = KilnSeconds(w, c, target, b, 3);
         if (tc > 0 && tc < best) {
           best = tc;
           best_c = c;
         }
       }
       double tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      best = std::min(best, KilnSeconds(w, best_c, target, b, repeat, nullptr));
+      best = std::min(best, KilnSeconds(w, best_c, target, b, repeat));
       std::printf(" %.3f | %.2f | %.0f | %s |", best * 1e3, t_dnnl / best, tune_s,
                   kiln::compiler::CanonicalConfig(best_c).c_str());
     }

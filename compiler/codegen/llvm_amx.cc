@@ -58,11 +58,11 @@ bool IsAmxIntrinsic(const std::string& name) {
 
 absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::string& name,
                           const std::vector<llvm::Value*>& args) {
-  if (!IsAmxIntrinsic(name) || args.size() != 10) {
+  if (!IsAmxIntrinsic(name) || (args.size() != 10 && args.size() != 13)) {
     return absl::InvalidArgumentError(
         StrCat(name,
                " takes 10 arguments (C, ldc, A, lda, B, ldb, b_step, rows, n_tiles, "
-               "k_steps), got ",
+               "k_steps) or 13 (and tap_row_bytes, taps_per_row, steps_per_tap), got ",
                args.size()));
   }
   auto* nt_c = llvm::dyn_cast<llvm::ConstantInt>(args[8]);
@@ -79,6 +79,25 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
   }
   const int nt = static_cast<int>(nt_c->getSExtValue());
   const int64_t ks = ks_c->getSExtValue();
+  // In place: the taps' constants, and whole row tiles.
+  const bool in_place = args.size() == 13;
+  int64_t tap_row = 0, taps_per_row = 1, steps_per_tap = ks;
+  if (in_place) {
+    int64_t* fields[] = {&tap_row, &taps_per_row, &steps_per_tap};
+    for (int i = 0; i < 3; ++i) {
+      auto* v = llvm::dyn_cast<llvm::ConstantInt>(args[10 + i]);
+      if (v == nullptr || v->getSExtValue() < (i == 0 ? 0 : 1)) {
+        return absl::InvalidArgumentError(
+            StrCat(name, ": tap_row_bytes, taps_per_row and steps_per_tap must be constants"));
+      }
+      *fields[i] = v->getSExtValue();
+    }
+    auto* rows_c = llvm::dyn_cast<llvm::ConstantInt>(args[7]);
+    if (rows_c == nullptr || rows_c->getSExtValue() % kTileRows != 0) {
+      return absl::InvalidArgumentError(
+          StrCat(name, ": in place, rows must be a constant multiple of ", kTileRows));
+    }
+  }
   llvm::LLVMContext& ctx = m->getContext();
   llvm::Type* i8 = b.getInt8Ty();
   llvm::Type* i64 = b.getInt64Ty();
@@ -87,6 +106,17 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
   llvm::Value *bp = args[4], *ldb = wide(args[5]), *bstep = wide(args[6]), *rows = wide(args[7]);
 
   RequestTileData(b, m);
+  // Where step `su` starts in A's rows: 64 su, or in place its tap's shift
+  // and its part of the pixel.
+  auto a_offset = [&](llvm::Value* su) -> llvm::Value* {
+    if (!in_place) return b.CreateMul(su, b.getInt64(kTileBytes));
+    llvm::Value* tap = b.CreateUDiv(su, b.getInt64(steps_per_tap));
+    llvm::Value* part = b.CreateURem(su, b.getInt64(steps_per_tap));
+    llvm::Value* r = b.CreateUDiv(tap, b.getInt64(taps_per_row));
+    llvm::Value* col = b.CreateURem(tap, b.getInt64(taps_per_row));
+    return b.CreateAdd(b.CreateAdd(b.CreateMul(r, b.getInt64(tap_row)), b.CreateMul(col, lda)),
+                       b.CreateMul(part, b.getInt64(kTileBytes)));
+  };
   // One tile row: 16 rows of A from a_row (lda apart) times every B tile,
   // summed over k into C's 16 rows at c_row. Every tile shape is a constant
   // (16 rows of 64 bytes): LLVM's tile configuration cannot follow a shape
@@ -115,7 +145,7 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
       std::vector<std::vector<llvm::Value*>> ta(n), tb(n);
       for (int u = 0; u < n; ++u) {
         llvm::Value* su = b.CreateAdd(s, b.getInt64(u));
-        llvm::Value* a_col = b.CreateMul(su, b.getInt64(kTileBytes));
+        llvm::Value* a_col = a_offset(su);
         for (int g = 0; g < groups; ++g) {
           ta[u].push_back(
               b.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
@@ -215,6 +245,7 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
     tile_row(b.CreateGEP(i8, a, b.CreateMul(r0, lda)), lda,
              b.CreateGEP(i8, c, b.CreateMul(r0, ldc)));
   });
+  if (in_place) return absl::OkStatus();  // rows: whole tiles
   // The last rows (fewer than 16): A's copied into 16 rows of scratch (the
   // rest never read back), C written as 16 rows (its buffer has room).
   auto* has_tail = llvm::BasicBlock::Create(ctx, "amx.tail", fn);

@@ -22,6 +22,15 @@
 // tile shape is a constant, so LLVM configures the tiles once (ldtilecfg)
 // and releases them.
 //
+// In place (three more arguments, constants: tap_row_bytes, taps_per_row,
+// steps_per_tap): A is a convolution's padded input, one pixel a row, read
+// without an im2col. Step s is tap t = s / steps_per_tap's, whose (r, c) =
+// (t / taps_per_row, t % taps_per_row) shifts the rows by r rows of the
+// image (tap_row_bytes) and c pixels (lda), plus its part of the pixel's
+// channels (s % steps_per_tap) * 64: A's row m of step s is the 64 bytes at
+// A + m lda + r tap_row_bytes + c lda + 64 (s % steps_per_tap). rows must
+// then be a constant multiple of 16 (every row is read in place; no tail).
+//
 // Linux gives a process the tiles' state only when it asks
 // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)): the code asks once
 // per module (a flag in the module), before its first tile instruction, so

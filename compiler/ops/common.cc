@@ -326,8 +326,11 @@ absl::Status CheckAmxTiles(const Config& c, int64_t vector_rows, const char* wha
 }
 
 te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row_bytes,
-                                te::Tensor Bp, int64_t m, int64_t tile_m, int64_t tile_n) {
+                                te::Tensor Bp, int64_t m, int64_t tile_m, int64_t tile_n,
+                                const AmxInPlaceTaps* taps) {
   using namespace ir;
+  const std::optional<AmxInPlaceTaps> in_place =
+      taps ? std::optional<AmxInPlaceTaps>(*taps) : std::nullopt;
   return [=](const te::TensorizeRegion& box) {
     const size_t n = box.start.size();
     Expr m0 = box.start[n - 2], n0 = box.start[n - 1];
@@ -339,16 +342,26 @@ te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row
     const int64_t ldb = tile_n * 4;
     // What the tiles read: tile_m rows of A, one panel of Bp.
     std::vector<int64_t> a_box(A->shape.size() - 2, 1);
-    a_box.push_back(tile_m);
+    a_box.push_back(in_place ? in_place->reach_rows : tile_m);
     a_box.push_back(row_bytes / A.buffer()->dtype.bytes());
     std::vector<int64_t> b_box = {1, *AsConstInt(Bp->shape[1]), tile_n};
-    return Evaluate(
-        Call(DataType::Int32(), intrinsic,
-             {AddressOf(Load(box.out, box.out_index)), IntImm(ldc), AddressOf(A(a_idx), a_box),
-              IntImm(row_bytes),
-              AddressOf(Bp({FloorDiv(n0, IntImm(tile_n)), IntImm(0), IntImm(0)}), b_box),
-              IntImm(ldb), IntImm(kAmxTile * ldb), Min(IntImm(tile_m), IntImm(m) - m0),
-              IntImm(tile_n / kAmxTile), IntImm(row_bytes / kAmxRowBytes)}));
+    std::vector<Expr> args = {
+        AddressOf(Load(box.out, box.out_index)),
+        IntImm(ldc),
+        AddressOf(A(a_idx), a_box),
+        IntImm(row_bytes),
+        AddressOf(Bp({FloorDiv(n0, IntImm(tile_n)), IntImm(0), IntImm(0)}), b_box),
+        IntImm(ldb),
+        IntImm(kAmxTile * ldb),
+        in_place ? IntImm(tile_m) : Min(IntImm(tile_m), IntImm(m) - m0),
+        IntImm(tile_n / kAmxTile),
+        IntImm(in_place ? in_place->k_steps : row_bytes / kAmxRowBytes)};
+    if (in_place) {
+      for (int64_t v : {in_place->tap_row_bytes, in_place->taps_per_row, in_place->steps_per_tap}) {
+        args.push_back(IntImm(v));
+      }
+    }
+    return Evaluate(Call(DataType::Int32(), intrinsic, args));
   };
 }
 

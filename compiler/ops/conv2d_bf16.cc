@@ -60,6 +60,11 @@ bool AmxShape(const Workload& w) {
   return d.N == 1 && d.C % 2 == 0 && d.dh == 1 && d.dw == 1 && w.IntOr("out_block", 0) == kBlock &&
          AmxRowsFit(AmxRowBytes(d));
 }
+// The layer as conv_amx.cc's parts see it: input_word takes padded
+// coordinates (PaddedLoad takes the padding off).
+GenericConvDims AmxDims(const Dims& d) {
+  return {d.N, d.C, d.H, d.W, d.K, d.R, d.S, d.OH, d.OW, d.sh, d.sw, 0, 0};
+}
 bool AmxOperandsFit(const Workload& w, const Target& t) {
   return AmxShape(w) && AmxFits(t, "amx-bf16", AmxRowBytes(DimsOf(w)));
 }
@@ -67,7 +72,7 @@ bool AmxOperandsFit(const Workload& w, const Target& t) {
 std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   const Dims d = DimsOf(w);
   std::vector<Knob> k = BlockedTileKnobs(d.N, d.K, d.OW);
-  AddConvAmxKnobs(k, AmxOperandsFit(w, t), d.OH * d.OW, d.K);
+  AddConvAmxKnobs(k, AmxOperandsFit(w, t), AmxDims(d), /*lanes=*/2);
   return k;
 }
 
@@ -82,8 +87,7 @@ Config Default(const Workload& w, const Target& t) {
   Config c;
   const int64_t products = d.K * d.OH * d.OW * d.C * d.R * d.S;
   DefaultBlockedTile(t, Knobs(w, t), d.N, d.K, d.OW, products, &c);
-  DefaultConvAmx(&c, AmxOperandsFit(w, t), d.OH * d.OW, d.K, 2 * d.R * d.S * d.C, products,
-                 /*int8=*/false);
+  DefaultConvAmx(&c, AmxOperandsFit(w, t), AmxDims(d), /*lanes=*/2, products, /*int8=*/false);
   return c;
 }
 
@@ -121,12 +125,12 @@ absl::StatusOr<Built> BuildAmx(const Workload& w, const Target& t, const Config&
   spec.weight_word = [&](Expr k, Expr c0, Expr r, Expr s) {
     return PackHalves(Bf16Bits(weight({k, c0, r, s})), Bf16Bits(weight({k, c0 + IntImm(1), r, s})));
   };
-  GenericConvDims g{d.N, d.C, d.H, d.W, d.K, d.R, d.S, d.OH, d.OW, d.sh, d.sw, 0, 0};
+  const GenericConvDims g = AmxDims(d);
   AmxConvStages st = AmxConvCompute(g, c, spec);
   te::Tensor out = ChannelTiledOutput(
       w, kBlock, bias, eps,
       [&](const Var&, const Expr& ko, const Expr& kin, const Var& oh, const Var& ow) {
-        return st.acc({oh * IntImm(d.OW) + ow, ko * IntImm(kBlock) + kin});
+        return st.acc({st.AccRow(oh, ow), ko * IntImm(kBlock) + kin});
       });
   Built b;
   b.schedule = std::make_unique<te::Schedule>(std::vector<te::Tensor>{out});

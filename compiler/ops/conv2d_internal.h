@@ -167,11 +167,11 @@ absl::StatusOr<Built> BuildWinograd(const Workload& w, const Target& t, const Co
 // pays (ConvAmxPays: int8 from 64 bytes of products per pixel and 64
 // output channels, bf16 from 256 bytes and 128). Int8ConvAmxFits: AMX-INT8, uint8 x, C a multiple
 // of 4, one image, blocked output; BuildInt8ConvAmx builds it.
-void AddConvAmxKnobs(std::vector<Knob>& k, bool fits, int64_t pixels, int64_t K);
+void AddConvAmxKnobs(std::vector<Knob>& k, bool fits, const GenericConvDims& g, int64_t lanes);
 absl::Status CheckConvAmx(const Config& c, int64_t pixels, const char* what);
 bool ConvAmxPays(int64_t tap_bytes, int64_t K, bool int8);
-void DefaultConvAmx(Config* c, bool fits, int64_t pixels, int64_t K, int64_t tap_bytes,
-                    int64_t products, bool int8);
+void DefaultConvAmx(Config* c, bool fits, const GenericConvDims& g, int64_t lanes, int64_t products,
+                    bool int8);
 bool Int8ConvAmxFits(const Workload& w, const Target& t);
 absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const Config& c);
 
@@ -196,6 +196,13 @@ struct AmxConvSpec {
   std::function<ir::Expr(ir::Expr k, ir::Expr c0, ir::Expr r, ir::Expr s)> weight_word;
   te::Tensor last_row;
 };
+// In place (amx_direct=1, where AmxInPlaceFits: stride 1, taps of more
+// than one pixel, whole tile steps of channels a pixel): no im2col; the
+// input's words are written out once per call as a padded image of pixels,
+// [rows][C / lanes] (xpad), whose rows the tiles read in place, each tap a
+// shift of the rows; acc's rows are that image's pixels (OW + S - 1 a row,
+// the last S - 1 of each row and the boxes' tails computed and never read).
+bool AmxInPlaceFits(const GenericConvDims& g, int64_t lanes);
 struct AmxConvStages {
   te::Tensor wpack_of, wpack, im2col, acc;
   // Taps of more than one pixel (R S > 1): the input's words with the
@@ -205,6 +212,15 @@ struct AmxConvStages {
   int64_t P = 0, Q = 0;  // pixels, words of a pixel's taps
   int64_t run = 1;       // the im2col's vectors: spec.run where it divides a tap's words
   int64_t tap_runs = 0;  // runs of a tap
+  bool in_place = false;
+  int64_t row = 0;  // acc's rows per output row: OW, or in place OW + S - 1
+  // In place: the taps' columns (S), the words of a pixel, and the rows
+  // past a box's the farthest tap reads ((R - 1) row + S - 1).
+  int64_t tap_cols = 0, words = 0, reach = 0;
+  // acc's row of output pixel (oh, ow).
+  ir::Expr AccRow(const ir::Expr& oh, const ir::Expr& ow) const {
+    return oh * ir::IntImm(row) + ow;
+  }
 };
 AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const AmxConvSpec& spec);
 void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,

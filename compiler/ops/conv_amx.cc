@@ -43,6 +43,19 @@ AmxDims AmxDimsOf(const Workload& w) {
   return d;
 }
 
+// In place, a box is amx_m pixels of one output row: its rows rounded up
+// to whole tiles, at most 64.
+int64_t InPlaceBox(int64_t OW) {
+  return std::min<int64_t>(64, (OW + kAmxTile - 1) / kAmxTile * kAmxTile);
+}
+
+// In place where the boxes waste at most an eighth of their rows (56, 28
+// and 14 pixels a row: not 7, whose boxes of 16 hold 7).
+bool InPlacePays(const GenericConvDims& g) {
+  const int64_t box = InPlaceBox(g.OW);
+  return 8 * g.OW >= 7 * ((g.OW + box - 1) / box * box);
+}
+
 }  // namespace
 
 bool Int8ConvAmxFits(const Workload& w, const Target& t) {
@@ -53,33 +66,42 @@ bool Int8ConvAmxFits(const Workload& w, const Target& t) {
          AmxFits(t, "amx-int8", d.Q * 4);
 }
 
-void AddConvAmxKnobs(std::vector<Knob>& k, bool fits, int64_t pixels, int64_t K) {
+bool AmxInPlaceFits(const GenericConvDims& g, int64_t lanes) {
+  return g.sh == 1 && g.sw == 1 && g.R * g.S > 1 && (g.C / lanes) % (kAmxRowBytes / 4) == 0;
+}
+
+void AddConvAmxKnobs(std::vector<Knob>& k, bool fits, const GenericConvDims& g, int64_t lanes) {
+  const int64_t pixels = g.OH * g.OW;
   k.push_back({"amx", {0}});
   k.push_back({"amx_m", {kAmxTile}});
   k.push_back({"amx_n", {kAmxTile}});
+  k.push_back({"amx_direct", {0}});
+  k.back().first_if_absent = true;  // added in 0.10.0: 0 is what ran before
   if (!fits) return;
-  k[k.size() - 3].choices.push_back(1);
+  k[k.size() - 4].choices.push_back(1);
   for (int64_t m : {32, 64, 128}) {
-    if (m < pixels + kAmxTile) k[k.size() - 2].choices.push_back(m);
+    if (m < pixels + kAmxTile) k[k.size() - 3].choices.push_back(m);
   }
   for (int64_t n : {32, 64}) {
-    if (K % n == 0) k.back().choices.push_back(n);
+    if (g.K % n == 0) k[k.size() - 2].choices.push_back(n);
   }
+  if (AmxInPlaceFits(g, lanes)) k.back().choices.push_back(1);
 }
 
 absl::Status CheckConvAmx(const Config& c, int64_t pixels, const char* what) {
   if (!c.count("amx")) return absl::OkStatus();
+  const bool in_place = c.count("amx_direct") && c.at("amx_direct") == 1;
   // One config for each distinct kernel: the other template's knobs at
   // their first values.
-  if (c.at("amx") == 0 && (c.at("amx_m") != kAmxTile || c.at("amx_n") != kAmxTile)) {
-    return absl::InvalidArgumentError(StrCat(what, ": amx_m and amx_n are for amx=1"));
+  if (c.at("amx") == 0 && (c.at("amx_m") != kAmxTile || c.at("amx_n") != kAmxTile || in_place)) {
+    return absl::InvalidArgumentError(StrCat(what, ": amx_m, amx_n and amx_direct are for amx=1"));
   }
   if (c.at("amx") == 1 && (c.at("kb") != kChannelBlock || c.at("reg_n") != 1 ||
                            c.at("unroll_j") != 0 || (c.count("pack") && c.at("pack") != 1))) {
     return absl::InvalidArgumentError(
         StrCat(what, ": amx=1 takes kb=16, reg_n=1, unroll_j=0, pack=1 (they are for amx=0)"));
   }
-  if (c.at("amx") == 1 && c.at("parallel") == 2 && pixels <= c.at("amx_m")) {
+  if (c.at("amx") == 1 && !in_place && c.at("parallel") == 2 && pixels <= c.at("amx_m")) {
     return absl::InvalidArgumentError(StrCat(what, ": parallel=2 with a single pixel box"));
   }
   return absl::OkStatus();
@@ -90,11 +112,13 @@ bool ConvAmxPays(int64_t tap_bytes, int64_t K, bool int8) {
   return tap_bytes >= 256 && K >= 128;
 }
 
-void DefaultConvAmx(Config* c, bool fits, int64_t pixels, int64_t K, int64_t tap_bytes,
-                    int64_t products, bool int8) {
+void DefaultConvAmx(Config* c, bool fits, const GenericConvDims& g, int64_t lanes, int64_t products,
+                    bool int8) {
+  const int64_t pixels = g.OH * g.OW, K = g.K, tap_bytes = g.R * g.S * g.C * (int8 ? 1 : 2);
   (*c)["amx"] = 0;
   (*c)["amx_m"] = kAmxTile;
   (*c)["amx_n"] = kAmxTile;
+  (*c)["amx_direct"] = 0;
   // Layers of few products per pixel stay on the vector template: the
   // im2col pack and the tiles' stores are their cost. int8: from 64 bytes
   // of taps and 64 output channels (ResNet-50's int8 layers at one thread on
@@ -114,6 +138,11 @@ void DefaultConvAmx(Config* c, bool fits, int64_t pixels, int64_t K, int64_t tap
   (*c)["amx_n"] = !int8 && K % 32 == 0 ? 32 : kAmxTile;
   (*c)["parallel"] = 0;
   if (products >= (1 << 18)) (*c)["parallel"] = pixels >= 2 * (*c)["amx_m"] ? 2 : 1;
+  if (AmxInPlaceFits(g, lanes) && InPlacePays(g)) {
+    (*c)["amx_direct"] = 1;
+    (*c)["amx_m"] = InPlaceBox(g.OW);
+    if ((*c)["parallel"]) (*c)["parallel"] = 2;
+  }
 }
 
 AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const AmxConvSpec& spec) {
@@ -139,10 +168,44 @@ AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const Am
       },
       i32);
   st.wpack = te::Placeholder("W_packed", st.wpack_of->shape, i32);
+  st.run = spec.run > 1 && words % spec.run == 0 ? spec.run : 1;
+  st.in_place = c.count("amx_direct") && c.at("amx_direct") == 1;
+  st.row = g.OW;
+  if (st.in_place) {
+    // The padded image's rows: OW + S - 1 pixels each; acc's rows reach
+    // the last box's end, xpad's that plus the farthest tap's shift.
+    const int64_t tm = c.at("amx_m");
+    st.row = g.OW + g.S - 1;
+    st.P = (g.OH - 1) * st.row + (g.OW + tm - 1) / tm * tm;
+    const int64_t row = st.row;
+    st.reach = (g.R - 1) * row + g.S - 1;
+    st.tap_cols = g.S;
+    st.words = words;
+    st.xpad = te::Compute(
+        "xpad", {st.P + st.reach, words},
+        [&](const std::vector<Var>& i) {
+          return spec.input_word(i[1] * IntImm(spec.lanes),
+                                 FloorDiv(i[0], IntImm(row)) - IntImm(g.ph),
+                                 FloorMod(i[0], IntImm(row)) - IntImm(g.pw));
+        },
+        i32);
+    IterRange rq = te::ReduceAxis(Q, "rq");
+    const te::Tensor xpad = st.xpad, Wp = st.wpack;
+    st.acc = te::Compute(
+        "acc", {st.P, g.K},
+        [&](const std::vector<Var>& i) {
+          Expr tap = FloorDiv(rq.var, IntImm(words));
+          Expr shift = FloorDiv(tap, IntImm(g.S)) * IntImm(row) + FloorMod(tap, IntImm(g.S));
+          Expr bv = Wp({FloorDiv(i[1], IntImm(tn)), rq.var, FloorMod(i[1], IntImm(tn))});
+          Expr av = xpad({i[0] + shift, FloorMod(rq.var, IntImm(words))});
+          return te::Sum(Call(spec.acc_type, spec.dot, {av, bv}), {rq});
+        },
+        spec.acc_type);
+    return st;
+  }
   // q = run index qr (words of one input block at one pixel) and word w in
   // it, so that once the schedule splits q by the run the pixel, tap and
   // block are the outer loop's and the run's words load as one vector.
-  st.run = spec.run > 1 && words % spec.run == 0 ? spec.run : 1;
   const int64_t run = st.run, runs = taps / run;
   st.tap_runs = words / run;
   if (g.R * g.S > 1) {
@@ -186,8 +249,41 @@ AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const Am
   return st;
 }
 
+namespace {
+
+// In place: xpad once per call (in parallel over its rows), then per box of
+// tm pixels of an output row (parallel=2 shares the rows, 1 the channel
+// panels) its tiles read xpad's rows, each tap a shift.
+void ScheduleAmxConvInPlace(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,
+                            const Config& c, const char* intrinsic) {
+  const int64_t tm = c.at("amx_m"), tn = c.at("amx_n"), par = c.at("parallel");
+  {
+    auto [qo, qi] = s.Split(st.xpad, s.Axis(st.xpad, 1), st.run > 1 ? st.run : kAmxTile);
+    s.Vectorize(st.xpad, qi);
+    if (par) s.Parallel(st.xpad, s.Axis(st.xpad, 0));
+  }
+  auto [owo, owi] = s.Split(out, s.Axis(out, 3), tm);
+  auto [ko, ki] = s.Split(out, s.Axis(out, 1), tn / kChannelBlock);
+  te::IterVar oh = s.Axis(out, 2), kv = s.Axis(out, 4);
+  const bool channels_outer = par == 1;
+  s.Reorder(out, channels_outer
+                     ? std::vector<te::IterVar>{s.Axis(out, 0), ko, oh, owo, owi, ki, kv}
+                     : std::vector<te::IterVar>{s.Axis(out, 0), oh, owo, ko, owi, ki, kv});
+  s.Vectorize(out, kv);
+  if (par) s.Parallel(out, channels_outer ? ko : oh);
+  s.ComputeAt(st.acc, out, channels_outer ? owo : ko);
+  const int64_t lda = st.words * 4;
+  const AmxInPlaceTaps taps{st.row * lda, st.tap_cols, st.words * 4 / kAmxRowBytes,
+                            st.Q * 4 / kAmxRowBytes, tm + st.reach};
+  s.Tensorize(st.acc, s.Axis(st.acc, 0), intrinsic,
+              AmxTileProducts(intrinsic, st.xpad, lda, st.wpack, st.P, tm, tn, &taps));
+}
+
+}  // namespace
+
 void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,
                      const Config& c, const char* intrinsic) {
+  if (st.in_place) return ScheduleAmxConvInPlace(s, out, st, c, intrinsic);
   const int64_t tm = c.at("amx_m"), tn = c.at("amx_n"), par = c.at("parallel");
   {
     auto [qo, qi] =
@@ -253,7 +349,7 @@ absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const
       "out", sig->output.shape,
       [&](const std::vector<Var>& i) {
         Expr k = i[1] * IntImm(kChannelBlock) + i[4];
-        Expr y = st.acc({i[2] * IntImm(d.OW) + i[3], k}) -
+        Expr y = st.acc({st.AccRow(i[2], i[3]), k}) -
                  z * st.wpack({FloorDiv(k, IntImm(tn)), IntImm(st.Q), FloorMod(k, IntImm(tn))});
         return ApplyEpilogue(w, y, i, eps);
       },

@@ -75,7 +75,7 @@ std::vector<Knob> Knobs(const Workload& w, const Target& t) {
   // register tiles divide the row (they would read past it).
   k.insert(k.begin() + 3, Knob{"pack", {1}});
   if (Direct(w)) k[3].choices.insert(k[3].choices.begin(), 0);
-  AddConvAmxKnobs(k, Int8ConvAmxFits(w, t), d.OH * d.OW, d.K);
+  AddConvAmxKnobs(k, Int8ConvAmxFits(w, t), GenericConvDimsOf(w), /*lanes=*/4);
   // ko_inner=1: the channel tiles inside each register tile of pixels (its
   // input, all channels, stays in L1 while every tile of weights passes)
   // rather than outside the image (each tile's weights stay in cache while
@@ -117,7 +117,7 @@ Config Default(const Workload& w, const Target& t) {
   // In place only with VNNI: without it the pack holds the pairs of halves
   // that dot2 reads, and the loop reads them whole.
   c["pack"] = Direct(w) && d.OW % c["reg_n"] == 0 && !PairsOfHalves(t) ? 0 : 1;
-  DefaultConvAmx(&c, Int8ConvAmxFits(w, t), d.OH * d.OW, d.K, d.R * d.S * d.C,
+  DefaultConvAmx(&c, Int8ConvAmxFits(w, t), GenericConvDimsOf(w), /*lanes=*/4,
                  d.K * d.OH * d.OW * d.C * d.R * d.S, /*int8=*/true);
   // Channel tiles inside for a 1x1 conv whose input outweighs its weights:
   // on a Zen 3 EPYC (AVX2, L2 512 KB) ResNet-50's 512 -> 128 1x1 at 28x28

@@ -51,6 +51,14 @@ constexpr const char* kAmxConvs[] = {
     "in_block=16;out_block=16;pads=1,1;shape=1,4,5,5,16;strides=2,2;transposed=0;zp=2)",
     "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,8,11,11;in1=16,8,3,3;in2=1;"
     "out_block=16;pads=1,1;shape=1,1,6,6,16;strides=2,2;transposed=0;zp=2)",
+    // Read in place (amx_direct=1): 64 channels in blocks, padded, rows of
+    // 10 pixels (boxes of 16 hold 10); an unpadded NCHW input of 128
+    // channels (two tile steps a tap) with a requantizing epilogue.
+    "conv(dilations=1,1;dtypes=2,3,2,6;group=1;in0=1,4,9,10,16;in1=32,64,3,3;in2=1;"
+    "in_block=16;out_block=16;pads=1,1;shape=1,2,9,10,16;strides=1,1;transposed=0;zp=2)",
+    "conv(dilations=1,1;dtypes=2,3,2,1,1,1,2;group=1;in0=1,128,8,19;in1=48,128,3,3;in2=1;"
+    "out_block=16;pads=0,0;shape=1,3,6,17,16;strides=1,1;transposed=0;zp=2)"
+    "|u:cast:1|mul:1,3,1,1,16|add:1,3,1,1,16|u:round|add:1,1,1,1,1|u:cast:2",
 };
 
 // bf16 convolutions (--precision bf16): a padded 3x3 in blocks with a bias
@@ -63,6 +71,10 @@ constexpr const char* kAmxBf16Convs[] = {
     "in_block=16;out_block=16;pad=0,0,0,0;stride=2,2)",
     "conv2d(C=6;H=15;K=16;N=1;OH=8;OW=8;R=3;S=3;W=15;bias=1;bf16=1;dilation=1,1;groups=1;"
     "out_block=16;pad=1,1,1,1;stride=2,2)",
+    // Read in place (amx_direct=1): 32 channels in blocks, padded, 20
+    // pixels a row (boxes of 16 and 32).
+    "conv2d(C=32;H=6;K=32;N=1;OH=6;OW=20;R=3;S=3;W=20;bias=1;bf16=1;dilation=1,1;groups=1;"
+    "in_block=16;out_block=16;pad=1,1,1,1;stride=1,1)|relu",
 };
 
 // A Sapphire Rapids with its AMX units (named: on a host of that model
@@ -124,10 +136,11 @@ TEST(Amx, Int8MatMulIsTileProductsWhereTheCpuHasThem) {
 // Every valid config with amx=1 and each box of `rows` x `cols` (the knobs
 // `m_knob`, `n_knob`; the vector template's knobs at the values amx=1
 // takes, the parallel split varied) checked against the reference for each
-// workload; how many, or -1 when the host lacks the AMX `unit`.
+// workload; how many, or -1 when the host lacks the AMX `unit` (and in
+// `in_place_checked` how many of them read the input in place).
 int CheckAmxBoxes(const char* unit, const std::vector<const char*>& workloads, const char* m_knob,
                   const char* n_knob, const std::vector<int64_t>& rows,
-                  const std::vector<int64_t>& cols) {
+                  const std::vector<int64_t>& cols, int* in_place_checked = nullptr) {
   const Target host = Target::Host();
   if (!host.HasFeature(unit)) return -1;
   int checked = 0;
@@ -145,9 +158,15 @@ int CheckAmxBoxes(const char* unit, const std::vector<const char*>& workloads, c
         c[n_knob] = tn;
         if (c.count("n_outer")) c["n_outer"] = (tm + tn) / 16 % 2;
         c["parallel"] = (tm / 16 + tn / 16) % (c.count("kb") ? 3 : 2);
-        if (!ValidateConfig(w, host, c).ok()) continue;
-        ExpectMatchesReference(w, c, s, 7 + checked);
-        ++checked;
+        // Convolutions: through an im2col and, where it fits, in place.
+        for (int64_t in_place : {0, 1}) {
+          if (c.count("amx_direct")) c["amx_direct"] = in_place;
+          if (in_place && !c.count("amx_direct")) break;
+          if (!ValidateConfig(w, host, c).ok()) continue;
+          ExpectMatchesReference(w, c, s, 7 + checked);
+          ++checked;
+          if (in_place && in_place_checked) ++*in_place_checked;
+        }
       }
     }
   }
@@ -162,18 +181,22 @@ TEST(Amx, Int8MatMulTilesMatchTheReferenceExactly) {
 }
 
 TEST(Amx, Int8ConvTilesMatchTheReferenceExactly) {
+  int in_place = 0;
   const int checked = CheckAmxBoxes("amx-int8", {std::begin(kAmxConvs), std::end(kAmxConvs)},
-                                    "amx_m", "amx_n", {16, 32, 64}, {16, 32, 64});
+                                    "amx_m", "amx_n", {16, 32, 64}, {16, 32, 64}, &in_place);
   if (checked < 0) GTEST_SKIP() << "this CPU (" << Target::Host().cpu << ") has no AMX-INT8";
   EXPECT_GE(checked, 15);
+  EXPECT_GE(in_place, 8);
 }
 
 TEST(Amx, Bf16ConvTilesMatchTheReference) {
+  int in_place = 0;
   const int checked =
       CheckAmxBoxes("amx-bf16", {std::begin(kAmxBf16Convs), std::end(kAmxBf16Convs)}, "amx_m",
-                    "amx_n", {16, 32, 64}, {16, 32});
+                    "amx_n", {16, 32, 64}, {16, 32}, &in_place);
   if (checked < 0) GTEST_SKIP() << "this CPU (" << Target::Host().cpu << ") has no AMX-BF16";
   EXPECT_GE(checked, 12);
+  EXPECT_GE(in_place, 4);
 }
 
 TEST(Amx, Bf16DenseTilesMatchTheReference) {
