@@ -327,10 +327,8 @@ absl::Status CheckAmxTiles(const Config& c, int64_t vector_rows, const char* wha
 
 te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row_bytes,
                                 te::Tensor Bp, int64_t m, int64_t tile_m, int64_t tile_n,
-                                const AmxInPlaceTaps* taps) {
+                                std::optional<AmxInPlaceTaps> in_place) {
   using namespace ir;
-  const std::optional<AmxInPlaceTaps> in_place =
-      taps ? std::optional<AmxInPlaceTaps>(*taps) : std::nullopt;
   return [=](const te::TensorizeRegion& box) {
     const size_t n = box.start.size();
     Expr m0 = box.start[n - 2], n0 = box.start[n - 1];

@@ -1,10 +1,10 @@
 #pragma once
 
-#include <optional>
 // Shared pieces of the operator templates (internal to compiler/ops).
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,7 +135,7 @@ absl::Status CheckAmxTiles(const Config& c, int64_t vector_rows, const char* wha
 // as `intrinsic` (amx_dpbusd, amx_dpbf16ps) from A's rows (row_bytes apart,
 // from A[lead..., m0, 0], lead the box's leading indices) and B's panel
 // n0 / tile_n of Bp ([panels][k steps of 4 bytes a column][tile_n] int32,
-// whose every 16 rows are one tile step). With `taps`, A is read in place
+// whose every 16 rows are one tile step). With `in_place`, A is read in place
 // (codegen/llvm_amx.h): its rows are a padded image's pixels, row_bytes
 // apart, each tap a shift of them, and the box is always tile_m rows.
 struct AmxInPlaceTaps {
@@ -147,7 +147,7 @@ struct AmxInPlaceTaps {
 };
 te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row_bytes,
                                 te::Tensor Bp, int64_t m, int64_t tile_m, int64_t tile_n,
-                                const AmxInPlaceTaps* taps = nullptr);
+                                std::optional<AmxInPlaceTaps> in_place = std::nullopt);
 // The generic matmul of uint8/int8 A by int8 B with A's zero point only
 // (zp=2), no batch and no prologue: integer dot products (matmul_int8.cc).
 bool Int8MatMul(const Workload& w);

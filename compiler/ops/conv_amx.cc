@@ -145,6 +145,28 @@ void DefaultConvAmx(Config* c, bool fits, const GenericConvDims& g, int64_t lane
   }
 }
 
+namespace {
+
+// `st` with acc[P][K] = sum over q < Q of the product of A's word q of
+// pixel p (`a_word(p, q)`: the im2col's, or in place xpad's shifted by q's
+// tap) and the packed weights': the products' spec, which the tiles compute.
+AmxConvStages AmxAcc(const GenericConvDims& g, const AmxConvSpec& spec, int64_t tn,
+                     AmxConvStages st,
+                     const std::function<ir::Expr(const ir::Expr&, const ir::Expr&)>& a_word) {
+  IterRange rq = te::ReduceAxis(st.Q, "rq");
+  const te::Tensor Wp = st.wpack;
+  st.acc = te::Compute(
+      "acc", {st.P, g.K},
+      [&](const std::vector<Var>& i) {
+        Expr bv = Wp({FloorDiv(i[1], IntImm(tn)), rq.var, FloorMod(i[1], IntImm(tn))});
+        return te::Sum(Call(spec.acc_type, spec.dot, {a_word(i[0], rq.var), bv}), {rq});
+      },
+      spec.acc_type);
+  return st;
+}
+
+}  // namespace
+
 AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const AmxConvSpec& spec) {
   const DataType i32 = DataType::Int32();
   const int64_t tn = c.at("amx_n");
@@ -189,19 +211,12 @@ AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const Am
                                  FloorMod(i[0], IntImm(row)) - IntImm(g.pw));
         },
         i32);
-    IterRange rq = te::ReduceAxis(Q, "rq");
-    const te::Tensor xpad = st.xpad, Wp = st.wpack;
-    st.acc = te::Compute(
-        "acc", {st.P, g.K},
-        [&](const std::vector<Var>& i) {
-          Expr tap = FloorDiv(rq.var, IntImm(words));
-          Expr shift = FloorDiv(tap, IntImm(g.S)) * IntImm(row) + FloorMod(tap, IntImm(g.S));
-          Expr bv = Wp({FloorDiv(i[1], IntImm(tn)), rq.var, FloorMod(i[1], IntImm(tn))});
-          Expr av = xpad({i[0] + shift, FloorMod(rq.var, IntImm(words))});
-          return te::Sum(Call(spec.acc_type, spec.dot, {av, bv}), {rq});
-        },
-        spec.acc_type);
-    return st;
+    const te::Tensor xpad = st.xpad;
+    return AmxAcc(g, spec, tn, std::move(st), [&](const Expr& p, const Expr& q) {
+      Expr tap = FloorDiv(q, IntImm(words));
+      Expr shift = FloorDiv(tap, IntImm(g.S)) * IntImm(row) + FloorMod(tap, IntImm(g.S));
+      return xpad({p + shift, FloorMod(q, IntImm(words))});
+    });
   }
   // q = run index qr (words of one input block at one pixel) and word w in
   // it, so that once the schedule splits q by the run the pixel, tap and
@@ -236,17 +251,10 @@ AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const Am
         return taps == Q ? word : Select(qr < IntImm(runs), word, IntImm(0, i32));
       },
       i32);
-  IterRange rq = te::ReduceAxis(Q, "rq");
-  const te::Tensor im2col = st.im2col, Wp = st.wpack;
-  st.acc = te::Compute(
-      "acc", {st.P, g.K},
-      [&](const std::vector<Var>& i) {
-        // The products' spec: one word of each (the tiles compute it).
-        Expr bv = Wp({FloorDiv(i[1], IntImm(tn)), rq.var, FloorMod(i[1], IntImm(tn))});
-        return te::Sum(Call(spec.acc_type, spec.dot, {im2col({i[0], rq.var}), bv}), {rq});
-      },
-      spec.acc_type);
-  return st;
+  const te::Tensor im2col = st.im2col;
+  return AmxAcc(g, spec, tn, std::move(st), [&](const Expr& p, const Expr& q) {
+    return im2col({p, q});
+  });
 }
 
 namespace {
@@ -276,7 +284,7 @@ void ScheduleAmxConvInPlace(te::Schedule& s, const te::Tensor& out, const AmxCon
   const AmxInPlaceTaps taps{st.row * lda, st.tap_cols, st.words * 4 / kAmxRowBytes,
                             st.Q * 4 / kAmxRowBytes, tm + st.reach};
   s.Tensorize(st.acc, s.Axis(st.acc, 0), intrinsic,
-              AmxTileProducts(intrinsic, st.xpad, lda, st.wpack, st.P, tm, tn, &taps));
+              AmxTileProducts(intrinsic, st.xpad, lda, st.wpack, st.P, tm, tn, taps));
 }
 
 }  // namespace
