@@ -214,9 +214,10 @@ struct AmxConvStages {
   int64_t tap_runs = 0;  // runs of a tap
   bool in_place = false;
   int64_t row = 0;  // acc's rows per output row: OW, or in place OW + S - 1
-  // In place: the taps' columns (S), the words of a pixel, and the rows
-  // past a box's the farthest tap reads ((R - 1) row + S - 1).
-  int64_t tap_cols = 0, words = 0, reach = 0;
+  // In place: the bytes of one of xpad's pixels, and where the tiles find
+  // each tap (AmxTileProducts).
+  int64_t a_row_bytes = 0;
+  AmxInPlaceTaps taps{};
   // acc's row of output pixel (oh, ow).
   ir::Expr AccRow(const ir::Expr& oh, const ir::Expr& ow) const {
     return oh * ir::IntImm(row) + ow;

@@ -200,11 +200,12 @@ AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const Am
     st.row = g.OW + g.S - 1;
     st.P = (g.OH - 1) * st.row + (g.OW + tm - 1) / tm * tm;
     const int64_t row = st.row;
-    st.reach = (g.R - 1) * row + g.S - 1;
-    st.tap_cols = g.S;
-    st.words = words;
+    const int64_t reach = (g.R - 1) * row + g.S - 1;
+    st.a_row_bytes = words * 4;
+    st.taps = {row * st.a_row_bytes, g.S, st.a_row_bytes / kAmxRowBytes, Q * 4 / kAmxRowBytes,
+               tm + reach};
     st.xpad = te::Compute(
-        "xpad", {st.P + st.reach, words},
+        "xpad", {st.P + reach, words},
         [&](const std::vector<Var>& i) {
           return spec.input_word(i[1] * IntImm(spec.lanes),
                                  FloorDiv(i[0], IntImm(row)) - IntImm(g.ph),
@@ -280,11 +281,8 @@ void ScheduleAmxConvInPlace(te::Schedule& s, const te::Tensor& out, const AmxCon
   s.Vectorize(out, kv);
   if (par) s.Parallel(out, channels_outer ? ko : oh);
   s.ComputeAt(st.acc, out, channels_outer ? owo : ko);
-  const int64_t lda = st.words * 4;
-  const AmxInPlaceTaps taps{st.row * lda, st.tap_cols, st.words * 4 / kAmxRowBytes,
-                            st.Q * 4 / kAmxRowBytes, tm + st.reach};
   s.Tensorize(st.acc, s.Axis(st.acc, 0), intrinsic,
-              AmxTileProducts(intrinsic, st.xpad, lda, st.wpack, st.P, tm, tn, taps));
+              AmxTileProducts(intrinsic, st.xpad, st.a_row_bytes, st.wpack, st.P, tm, tn, st.taps));
 }
 
 }  // namespace
