@@ -4,6 +4,7 @@ same quantized file, in the same run.
 
   bench/int8_latency.py [--bin-dir BUILD] [--models resnet50,mobilenet_v2,bert_layer]
                         [--threads 1,2] [--repeat N] [--work DIR] [--install]
+                        [--qoperator]
 
 --install pip-installs OpenVINO first (the baseline; onnxruntime comes with
 scripts/install-python-deps).
@@ -11,7 +12,10 @@ scripts/install-python-deps).
 Each model (tests/models/make_models.py, seeded) is quantized as users do it,
 with onnxruntime's own tool (bench/quantize_models.py: static QDQ with
 per-channel int8 weights for the CNNs, dynamic for the BERT-base layer),
-compiled by `kiln compile` with an empty log (untuned), and timed by
+with --qoperator the CNNs in the operator form instead (QLinearConv and
+onnxruntime's com.microsoft QLinearAdd, QLinearGlobalAveragePool, QGemm,
+which onnxruntime then runs with those kernels), compiled by `kiln compile`
+with an empty log (untuned), and timed by
 bench/model_latency.py --openvino at T threads: onnxruntime (all graph
 optimizations) and OpenVINO (CPU, precision hint f32 set explicitly) each in
 a worker process, kiln in-process, interleaved in blocks. Ratios are medians
@@ -47,6 +51,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=100)
     ap.add_argument("--work", help="keep the models and artifacts here")
     ap.add_argument("--install", action="store_true", help="pip-install openvino first")
+    ap.add_argument("--qoperator", action="store_true",
+                    help="the CNNs quantized in the operator form (QLinearConv, QLinearAdd, ...)")
     a = ap.parse_args()
     if a.install:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "openvino"], check=True)
@@ -59,9 +65,10 @@ def main():
     kiln = os.path.join(a.bin_dir, "cli", "kiln")
     rows = []
     for model in a.models.split(","):
-        run([sys.executable, os.path.join(HERE, "quantize_models.py"), work, model])
-        q = os.path.join(work, f"{model}_int8.onnx")
-        art = os.path.join(work, f"{model}_int8.kiln")
+        form = ["--qoperator"] if a.qoperator else []
+        q = run([sys.executable, os.path.join(HERE, "quantize_models.py"), *form, work,
+                 model]).split()[-1]
+        art = q[:-len(".onnx")] + ".kiln"
         run([kiln, "compile", q, "--db", os.path.join(work, "empty.db"), "-o", art])
         for t in a.threads.split(","):
             out = os.path.join(work, f"{model}-t{t}.json")

@@ -232,6 +232,14 @@ class Importer {
   absl::StatusOr<bool> QuantizedConv(const onnx::NodeProto& node, int x, int wt, int bias,
                                      const Shape& stride, const Shape& pads, const Shape& dilation,
                                      int64_t groups, const Shape& out);
+  struct Dequantized;
+  // QuantizedConv's integer convolution of qx's 8-bit values by qw's
+  // (QLinearConv's too), its float result (ScaledAccumulator) named after
+  // output `out_index` (-1: a temporary); -1 when the pattern does not hold.
+  absl::StatusOr<int> IntegerConv(const onnx::NodeProto& node, const Dequantized& qx,
+                                  const Dequantized& qw, int bias, bool bias_first,
+                                  const Shape& stride, const Shape& pads, const Shape& dilation,
+                                  int64_t groups, const Shape& out, int out_index);
   // A MatMul, or a Gemm (A not transposed, alpha 1, beta 1), of a
   // dequantized 8-bit A (per-tensor scale; any rank for MatMul) by
   // dequantized constant 2-D weights (per tensor, or per output column): the
@@ -242,12 +250,14 @@ class Importer {
   // they stand for. false when the pattern does not hold.
   absl::StatusOr<bool> QuantizedMatMul(const onnx::NodeProto& node, int a, int b, int bias,
                                        bool trans_b);
-  // Their float result into the node's output: float(acc) times x's scale
-  // `sx` times each output channel's weight scale `sw` (one, or one per
-  // channel), as `shape` (the channels its first dim), plus `bias` (-1:
-  // none) reshaped to it.
-  absl::Status ScaledAccumulator(const onnx::NodeProto& node, int acc, int sx, int sw,
-                                 const Shape& shape, int bias);
+  // Their float result, named after output `out` (-1: a temporary):
+  // float(acc) times x's scale `sx` times each output channel's weight
+  // scale `sw` (one, or one per channel), as `shape` (the channels its first
+  // dim), plus `bias` (-1: none) reshaped to it; with `bias_first` the bias
+  // (an integer one: QLinearConv's) is added before the scaling.
+  absl::StatusOr<int> ScaledAccumulator(const onnx::NodeProto& node, int acc, int sx, int sw,
+                                        const Shape& shape, int bias, bool bias_first = false,
+                                        int out = 0);
   // Add of two dequantized 8-bit values of one shape (per-tensor scales):
   // the generic qadd of the 8-bit values (a residual add reads bytes, not
   // the floats they stand for); false when the pattern does not hold.
@@ -309,6 +319,9 @@ class Importer {
   // AffineGrid, ReverseSequence and MaxUnpool as the nodes of their
   // definition (onnx_expanded_ops.cc); *handled false for other operators.
   absl::Status ImportExpanded(const onnx::NodeProto& node, bool* handled);
+  // onnxruntime's quantized operators (domain com.microsoft) as the QDQ
+  // nodes of their definition (onnx_contrib_ops.cc); others refused by name.
+  absl::Status ImportMicrosoft(const onnx::NodeProto& node);
   // If, Loop and Scan: their subgraphs inlined, once per iteration
   // (onnx_control_flow.cc).
   absl::Status ImportControlFlow(const onnx::NodeProto& node);

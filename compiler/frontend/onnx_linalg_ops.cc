@@ -115,7 +115,17 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
                                              const Shape& out) {
   auto dx = dequantized_.find(x), dw = dequantized_.find(wt);
   if (!integer_cnn_ || dx == dequantized_.end() || dw == dequantized_.end()) return false;
-  const Dequantized &qx = dx->second, &qw = dw->second;
+  auto y = IntegerConv(node, dx->second, dw->second, bias, false, stride, pads, dilation, groups,
+                       out, 0);
+  if (!y.ok()) return y.status();
+  return *y >= 0;
+}
+
+absl::StatusOr<int> Importer::IntegerConv(const onnx::NodeProto& node, const Dequantized& qx,
+                                          const Dequantized& qw, int bias, bool bias_first,
+                                          const Shape& stride, const Shape& pads,
+                                          const Shape& dilation, int64_t groups, const Shape& out,
+                                          int out_index) {
   const DType xd = V(qx.q).dtype;
   // One group, or one per channel (depthwise: weights [K, 1, R, S], K = C).
   const Shape& ws = V(qw.q).shape;
@@ -126,11 +136,11 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
       !V(qx.s).IsConstant() || V(qx.s).NumElements() != 1 ||
       (qx.zp >= 0 && V(qx.zp).NumElements() != 1) || !V(qw.q).IsConstant() ||
       !V(qw.s).IsConstant() || (V(qw.s).NumElements() != 1 && qw.axis != 0)) {
-    return false;
+    return -1;
   }
   const std::string name = Name(node);
   const int w8 = ShiftedInt8(qw.q, qw.zp >= 0 ? qw.zp : Scalar(name, V(qw.q).dtype, 0), 0);
-  if (w8 < 0) return false;
+  if (w8 < 0) return -1;
   const int xzp = qx.zp >= 0 ? qx.zp : Scalar(name, xd, 0);
   auto acc = Generic(node, "conv", {qx.q, w8, xzp}, out, DType::kInt32,
                      {{"strides", stride},
@@ -140,8 +150,7 @@ absl::StatusOr<bool> Importer::QuantizedConv(const onnx::NodeProto& node, int x,
                       {"transposed", {0}},
                       {"zp", {2}}});
   if (!acc.ok()) return acc.status();
-  if (auto s = ScaledAccumulator(node, *acc, qx.s, qw.s, {out[1], 1, 1}, bias); !s.ok()) return s;
-  return true;
+  return ScaledAccumulator(node, *acc, qx.s, qw.s, {out[1], 1, 1}, bias, bias_first, out_index);
 }
 
 absl::StatusOr<bool> Importer::QuantizedMatMul(const onnx::NodeProto& node, int a, int b, int bias,
@@ -175,12 +184,13 @@ absl::StatusOr<bool> Importer::QuantizedMatMul(const onnx::NodeProto& node, int 
   const int azp = qa.zp >= 0 ? qa.zp : Scalar(name, ad, 0);
   auto acc = IntegerMatMul(node, qa.q, w8, azp, Scalar(name, DType::kInt8, 0));
   if (!acc.ok()) return acc.status();
-  if (auto s = ScaledAccumulator(node, *acc, qa.s, qb.s, {N}, bias); !s.ok()) return s;
+  if (auto y = ScaledAccumulator(node, *acc, qa.s, qb.s, {N}, bias); !y.ok()) return y.status();
   return true;
 }
 
-absl::Status Importer::ScaledAccumulator(const onnx::NodeProto& node, int acc, int sx, int sw,
-                                         const Shape& shape, int bias) {
+absl::StatusOr<int> Importer::ScaledAccumulator(const onnx::NodeProto& node, int acc, int sx,
+                                                int sw, const Shape& shape, int bias,
+                                                bool bias_first, int out) {
   const int64_t n = shape[0];
   const float x = V(sx).ToFloats()[0];
   const std::vector<float> w = V(sw).ToFloats();
@@ -192,12 +202,15 @@ absl::Status Importer::ScaledAccumulator(const onnx::NodeProto& node, int acc, i
   fv.SetFloats(f);
   const int factor = g_->AddValue(std::move(fv));
   auto y = Unary(node, acc, "cast", {double(DType::kFloat32)});
-  if (y.ok()) y = BinaryOp(node, *y, factor, "mul", bias < 0 ? 0 : -1);
-  if (y.ok() && bias >= 0) {
-    auto b = Reshaped(node, bias, shape);
-    y = b.ok() ? BinaryOp(node, *y, *b, "add", 0) : b;
+  if (bias < 0) return y.ok() ? BinaryOp(node, *y, factor, "mul", out) : y;
+  auto b = y.ok() ? Reshaped(node, bias, shape) : y;
+  if (!b.ok()) return b;
+  if (bias_first) {
+    y = BinaryOp(node, *y, *b, "add");
+    return y.ok() ? BinaryOp(node, *y, factor, "mul", out) : y;
   }
-  return StatusOf(y);
+  y = BinaryOp(node, *y, factor, "mul");
+  return y.ok() ? BinaryOp(node, *y, *b, "add", out) : y;
 }
 
 absl::StatusOr<bool> Importer::QuantizedAdd(const onnx::NodeProto& node, int a, int b) {
@@ -494,6 +507,33 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
         inputs.push_back(*b);
         attrs["has_bias"] = {1};
       }
+    }
+    if (q && !transposed && n == 2 && (!HasIn(node, ib) || V(inputs[2]).IsConstant())) {
+      // The integer conv templates' form (as a QDQ Conv's): the int32
+      // result plus the bias, times x_scale * w_scale, then quantized by
+      // y_scale: ONNX's (acc + bias) * (x_scale * w_scale / y_scale) once
+      // FoldRequantScales folds the division into the factor.
+      auto xs_v = In(node, 1), xz_v = In(node, 2), ws_v = In(node, 4), wz_v = In(node, 5),
+           ys_v = In(node, 6), yz_v = In(node, 7);
+      for (const auto* v : {&xs_v, &xz_v, &ws_v, &wz_v, &ys_v, &yz_v}) {
+        if (!v->ok()) return v->status();
+      }
+      const bool requantizable =
+          V(*ys_v).IsConstant() && V(*ys_v).NumElements() == 1 && V(*yz_v).NumElements() == 1 &&
+          (V(*yz_v).dtype == DType::kUInt8 || V(*yz_v).dtype == DType::kInt8);
+      int bias = -1;
+      if (requantizable && HasIn(node, ib)) {
+        Value b;
+        b.name = StrCat(Name(node), ":bias", g_->values.size());
+        b.shape = V(inputs[2]).shape;
+        b.SetFloats(V(inputs[2]).ToFloats());
+        bias = g_->AddValue(std::move(b));
+      }
+      auto y = requantizable ? IntegerConv(node, {*x, *xs_v, *xz_v, 0}, {*wt, *ws_v, *wz_v, 0},
+                                           bias, true, strides, pads, dil, group, out, -1)
+                             : absl::StatusOr<int>(-1);
+      if (!y.ok()) return y.status();
+      if (*y >= 0) return StatusOf(AffineQuantize(node, *y, *ys_v, *yz_v, V(*yz_v).dtype, 0, 0));
     }
     if (integer) {
       auto xzp = zero_point(2, V(*x).dtype), wzp = zero_point(q ? 5 : 3, V(*wt).dtype);

@@ -137,7 +137,23 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
   if (max && !global) {
     auto in = In(node, 0);
     if (!in.ok()) return in.status();
-    if (V(*in).dtype != DType::kFloat32 || (node.output_size() > 1 && !node.output(1).empty())) {
+    const bool indices = node.output_size() > 1 && !node.output(1).empty();
+    const DType dt = V(*in).dtype;
+    if ((dt == DType::kUInt8 || dt == DType::kInt8) && !indices && V(*in).shape.size() == 4) {
+      // 8-bit bytes (onnxruntime's operator form pools them as they are):
+      // the float pool of their exact float values, cast back, which fuses
+      // into the kernels around it as a QDQ MaxPool does.
+      const std::string base = Name(node);
+      auto f = Emit(base, "Cast", {node.input(0)}, IntAttr("to", onnx::TensorProto::FLOAT));
+      if (!f.ok()) return f.status();
+      auto p = Emit(base, "MaxPool", {*f}, [&node](onnx::NodeProto& n) {
+        for (const auto& a : node.attribute()) *n.add_attribute() = a;
+      });
+      if (!p.ok()) return p.status();
+      const int to = dt == DType::kUInt8 ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+      return StatusOf(Emit(base, "Cast", {*p}, IntAttr("to", to), node.output(0)));
+    }
+    if (dt != DType::kFloat32 || indices) {
       bool handled = false;
       return ImportLinalg(node, &handled);
     }

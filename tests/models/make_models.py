@@ -14,120 +14,13 @@ Usage: tests/models/make_models.py OUT_DIR [NAME ...]
 import math
 import os
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-
-@dataclass
-class Case:
-    model: onnx.ModelProto
-    feeds: dict
-    # Tolerances relative to the output's scale (max |reference|), or
-    # absolute (abs_tol: a quantized output's steps), whichever is larger.
-    rtol: float = 1e-3
-    atol: float = 1e-4
-    abs_tol: float = 0.0
-    # The model onnxruntime runs for the expected outputs (default: model).
-    reference: onnx.ModelProto = None
-
-
-class G:
-    """A small graph builder: seeded weights, unique names, one node list."""
-
-    def __init__(self, seed):
-        self.rng = np.random.default_rng(seed)
-        self.nodes, self.inits, self.n = [], [], 0
-
-    def name(self, base):
-        self.n += 1
-        return f"{base}_{self.n}"
-
-    def init(self, array, base="w"):
-        name = self.name(base)
-        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
-        return name
-
-    def weight(self, *shape, fan_in=None, scale=1.0):
-        fan_in = fan_in or (int(np.prod(shape[1:])) if len(shape) > 1 else shape[0])
-        w = self.rng.standard_normal(shape) * (scale * math.sqrt(2.0 / fan_in))
-        return self.init(w.astype(np.float32), "w")
-
-    def vec(self, n, lo=-0.1, hi=0.1, base="b"):
-        return self.init(self.rng.uniform(lo, hi, n).astype(np.float32), base)
-
-    def i64(self, values, base="shape"):
-        return self.init(np.array(values, dtype=np.int64), base)
-
-    def f32(self, values, base="c"):
-        return self.init(np.array(values, dtype=np.float32), base)
-
-    def op(self, op_type, inputs, n_out=1, name=None, **attrs):
-        outs = [self.name(op_type.lower()) for _ in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), outs,
-                                           name=name or self.name("n_" + op_type), **attrs))
-        return outs[0] if n_out == 1 else outs
-
-    # Layers, as torchvision's exporter writes them.
-    def conv(self, x, cin, cout, k, stride=1, pad=None, group=1, bias=True, dilation=1,
-             scale=1.0):
-        kh, kw = (k, k) if isinstance(k, int) else k
-        if pad is None:
-            pad = [(kh - 1) // 2 * dilation, (kw - 1) // 2 * dilation] * 2
-        elif isinstance(pad, int):
-            pad = [pad] * 4
-        w = self.weight(cout, cin // group, kh, kw, scale=scale)
-        ins = [x, w] + ([self.vec(cout)] if bias else [])
-        return self.op("Conv", ins, kernel_shape=[kh, kw], strides=[stride, stride], pads=pad,
-                       group=group, dilations=[dilation, dilation])
-
-    def bn(self, x, c, gamma=1.0, **attrs):
-        r = self.rng
-        scale = self.init((r.uniform(0.5, 1.5, c) * gamma).astype(np.float32), "gamma")
-        b = self.init(r.uniform(-0.1, 0.1, c).astype(np.float32), "beta")
-        mean = self.init(r.uniform(-0.1, 0.1, c).astype(np.float32), "mean")
-        var = self.init(r.uniform(0.5, 1.5, c).astype(np.float32), "var")
-        return self.op("BatchNormalization", [x, scale, b, mean, var], epsilon=1e-5, **attrs)
-
-    def relu(self, x):
-        return self.op("Relu", [x])
-
-    def model(self, inputs, outputs, opset, producer="kiln-make-models", ir_version=None,
-              functions=None, extra_opsets=()):
-        graph = helper.make_graph(self.nodes, "g", inputs, outputs, initializer=self.inits)
-        opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v)
-                                                     for d, v in extra_opsets]
-        kwargs = dict(opset_imports=opsets, producer_name=producer)
-        if functions:
-            kwargs["functions"] = functions
-        m = helper.make_model(graph, **kwargs)
-        m.ir_version = ir_version or (3 if opset <= 8 else 6 if opset <= 11 else 8)
-        if m.ir_version < 4:  # IR 3: every initializer is also a graph input
-            m.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, t.dims)
-                                 for t in m.graph.initializer)
-        # Outputs are declared by dtype only; shape inference writes their shapes.
-        inferred = onnx.shape_inference.infer_shapes(m)
-        types = {v.name: v.type for v in list(inferred.graph.value_info) +
-                 list(inferred.graph.output)}
-        for out in m.graph.output:
-            if not out.type.tensor_type.HasField("shape") and out.name in types:
-                out.type.CopyFrom(types[out.name])
-        onnx.checker.check_model(m, full_check=True)
-        return m
-
-
-def fin(name, shape, dtype=TensorProto.FLOAT):
-    return helper.make_tensor_value_info(name, dtype, shape)
-
-
-def fout(name, dtype=TensorProto.FLOAT, shape=None):
-    return helper.make_tensor_value_info(name, dtype, shape)
-
-
-def image(seed, *shape):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+from graph_builder import Case, G, fin, fout, image
+from quantized_models import output_step, qdq_int8, qoperator_ops, quantize
 
 
 # ---------------------------------------------------------------- CNNs
@@ -698,42 +591,6 @@ def unet_decoder():
     g.nodes[-1].output[0] = "y"
     m = g.model([fin("x", [1, 4, 16, 16])], [fout("y")], 17)
     return Case(m, {"x": image(91, 1, 4, 16, 16)})
-
-
-def qdq_int8():
-    """A statically quantized network as onnxruntime's quantizer writes it
-    (opset 13): QuantizeLinear of the input, QLinearConv (uint8 activations,
-    int8 per-channel weights, int32 bias), DequantizeLinear, a QDQ MatMul
-    pair, MatMulInteger and DynamicQuantizeLinear on the way out."""
-    g = G(93)
-    rng = g.rng
-    xs, xz = g.f32(0.02, "xs"), g.init(np.uint8(128), "xz")
-    qx = g.op("QuantizeLinear", ["x", xs, xz])
-    wq = g.init(rng.integers(-60, 60, (8, 3, 3, 3)).astype(np.int8), "wq")
-    ws = g.init(rng.uniform(0.002, 0.01, 8).astype(np.float32), "ws")
-    wz = g.init(np.zeros(8, np.int8), "wz")
-    ys, yz = g.f32(0.05, "ys"), g.init(np.uint8(100), "yz")
-    bias = g.init(rng.integers(-500, 500, 8).astype(np.int32), "bq")
-    qy = g.op("QLinearConv", [qx, xs, xz, wq, ws, wz, ys, yz, bias], pads=[1, 1, 1, 1])
-    y = g.op("DequantizeLinear", [qy, ys, yz])
-    f = g.op("Reshape", [g.relu(y), g.i64([1, -1])])  # [1, 8*8*8]
-    a_s, a_z = g.f32(0.03, "as"), g.init(np.uint8(0), "az")
-    qa = g.op("QuantizeLinear", [f, a_s, a_z])
-    bq = g.init(rng.integers(0, 255, (512, 10)).astype(np.uint8), "bmat")
-    b_z = g.init(np.uint8(128), "bz")
-    acc = g.op("MatMulInteger", [qa, bq, a_z, b_z])  # int32 [1, 10]
-    qm = g.op("QLinearMatMul", [qa, a_s, a_z, bq, g.f32(0.004, "bs"), b_z, g.f32(0.5, "ms"),
-                                g.init(np.uint8(128), "mz")])
-    outs = g.op("DynamicQuantizeLinear", [g.op("Cast", [acc], to=TensorProto.FLOAT)], n_out=3)
-    for node_out, name in zip(outs, ["dq_y", "dq_scale", "dq_zp"]):
-        g.op("Identity", [node_out])
-        g.nodes[-1].output[0] = name
-    g.op("Identity", [qm])
-    g.nodes[-1].output[0] = "qm"
-    m = g.model([fin("x", [1, 3, 8, 8])],
-                [fout("qm", TensorProto.UINT8), fout("dq_y", TensorProto.UINT8),
-                 fout("dq_scale"), fout("dq_zp", TensorProto.UINT8)], 13)
-    return Case(m, {"x": image(93, 1, 3, 8, 8)})
 
 
 def keras_nhwc():
@@ -1380,57 +1237,6 @@ def log_mel_style():
 # ------------------------------------------------ quantized as users do it
 
 
-class _Calibration:
-    """onnxruntime's CalibrationDataReader protocol: 8 seeded inputs shaped
-    like the model's float feeds."""
-
-    def __init__(self, feeds, n=8):
-        rng = np.random.default_rng(7)
-        self.batches = [{k: rng.standard_normal(v.shape).astype(np.float32)
-                         if v.dtype == np.float32 else v for k, v in feeds.items()}
-                        for _ in range(n)]
-
-    def get_next(self):
-        return self.batches.pop() if self.batches else None
-
-    def rewind(self):
-        pass
-
-
-def quantize(case, dynamic):
-    """`case` quantized by onnxruntime's own tool (pip onnxruntime), as its
-    documentation has users do it: quant_pre_process (shape inference, graph
-    optimizations: batch norms folded), then quantize_dynamic (int8 weights,
-    DynamicQuantizeLinear + MatMulInteger) or quantize_static (QDQ,
-    per-channel int8 weights, uint8 activations, MinMax-calibrated on 8
-    seeded inputs). The model onnxruntime runs as the reference is the
-    quantized one itself."""
-    import tempfile
-    from onnxruntime.quantization import (QuantFormat, QuantType, quant_pre_process,
-                                          quantize_dynamic, quantize_static)
-    with tempfile.TemporaryDirectory(prefix="kiln-quantize-") as tmp:
-        fp, pre, q = (os.path.join(tmp, f) for f in ("f.onnx", "pre.onnx", "q.onnx"))
-        onnx.save(case.model, fp)
-        quant_pre_process(fp, pre)
-        if dynamic:
-            quantize_dynamic(pre, q, weight_type=QuantType.QInt8)
-        else:
-            quantize_static(pre, q, _Calibration(case.feeds), quant_format=QuantFormat.QDQ,
-                            per_channel=True, activation_type=QuantType.QUInt8,
-                            weight_type=QuantType.QInt8)
-        return onnx.load(q)
-
-
-def output_step(model):
-    """The quantization step of the model's first output when a
-    DequantizeLinear with a constant scale writes it."""
-    inits = {t.name: t for t in model.graph.initializer}
-    for n in model.graph.node:
-        if n.op_type == "DequantizeLinear" and n.output[0] == model.graph.output[0].name:
-            return float(numpy_helper.to_array(inits[n.input[1]]))
-    return None
-
-
 def resnet18_int8():
     """ResNet-18 statically quantized (QDQ): integer convolutions
     (compiler/ops/conv_int8.cc) from the dequantized activations and
@@ -1447,6 +1253,25 @@ def mobilenet_v2_int8():
     Within 8 output steps (onnxruntime's own two runs differ by 6)."""
     f = mobilenet_v2()
     m = quantize(f, dynamic=False)
+    return Case(m, f.feeds, rtol=0, atol=0, abs_tol=8.01 * output_step(m))
+
+
+def resnet18_int8_qop():
+    """ResNet-18 statically quantized in onnxruntime's operator form
+    (QLinearConv, com.microsoft QLinearAdd, QLinearGlobalAveragePool and
+    QGemm): the same integer kernels as the QDQ form. Within 2 output steps,
+    as resnet18_int8."""
+    f = resnet18()
+    m = quantize(f, dynamic=False, qoperator=True)
+    return Case(m, f.feeds, rtol=0, atol=0, abs_tol=2.01 * output_step(m))
+
+
+def mobilenet_v2_int8_qop():
+    """MobileNetV2 statically quantized in the operator form (QLinearConv
+    depthwise and pointwise, QLinearAdd, QLinearGlobalAveragePool, QGemm).
+    Within 8 output steps, as mobilenet_v2_int8."""
+    f = mobilenet_v2()
+    m = quantize(f, dynamic=False, qoperator=True)
     return Case(m, f.feeds, rtol=0, atol=0, abs_tol=8.01 * output_step(m))
 
 
@@ -1476,7 +1301,7 @@ MODELS = {f.__name__: f for f in [
     dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6,
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
     odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
-    unet_decoder, qdq_int8, resnet18_int8, mobilenet_v2_int8, bert_layer_int8, bert_layer_qdq,
+    unet_decoder, qdq_int8, qoperator_ops, resnet18_int8, resnet18_int8_qop, mobilenet_v2_int8, mobilenet_v2_int8_qop, bert_layer_int8, bert_layer_qdq,
     lstm_sequence, gru_sequence, scripted_control_flow, stn_style, log_mel_style]}
 
 
