@@ -83,6 +83,15 @@ def wait_quiet(pid, window_s=0.005, limit_s=2.0):
         before = now
 
 
+def guarded(fn, conn, *args):
+    """Runs a worker; an error before its first answer is sent as ("error",
+    the message), so that the parent never waits on a dead worker."""
+    try:
+        fn(conn, *args)
+    except Exception as e:  # noqa: BLE001 - any failure of the baseline's library
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
 def ort_worker(conn, model, inputs, threads, warmup):
     """onnxruntime in its own process: sends its version and reference
     outputs, then the times of each block of runs asked for (None ends)."""
@@ -169,10 +178,24 @@ def main():
         baselines.append(("openvino-bf16", ov_worker, ("bf16",)))
     for label, fn, extra in baselines:
         conn, child = ctx.Pipe()
-        proc = ctx.Process(target=fn, args=(child, a.model, inputs, a.threads, a.warmup) + extra,
-                           daemon=True)
+        proc = ctx.Process(target=guarded, args=(fn, child, a.model, inputs, a.threads,
+                                                 a.warmup) + extra, daemon=True)
         proc.start()
-        version, out = conn.recv()
+        child.close()  # the worker's end: EOF here when it dies
+        try:
+            version, out = conn.recv()
+        except EOFError:
+            proc.join()
+            version, out = "error", f"the worker died (exit code {proc.exitcode})"
+        if version == "error":
+            # A baseline that cannot load the model (OpenVINO refuses
+            # onnxruntime's operator form): said so, not timed.
+            if label == "onnxruntime":
+                sys.exit(f"onnxruntime cannot run {a.model}: {out}")
+            print(f"{label} cannot run this model, not timed: {out.splitlines()[0][:300]}",
+                  flush=True)
+            proc.join()
+            continue
         workers[label] = (conn, proc, version, out)
     ref = workers["onnxruntime"][3]
 
