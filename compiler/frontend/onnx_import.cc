@@ -423,12 +423,16 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
   for (const auto& t : graph.initializer()) weights[t.name()] = &t;
   for (const auto& node : graph.node()) {
     const int64_t groups = AttrInt(node, "group", 1);
-    if (node.op_type() != "Conv" || groups == 1 || node.input_size() < 2 ||
-        !dequantized.count(node.input(0))) {
+    // A QLinearConv (the operator form) counts as a quantized Conv.
+    const bool qlinear = node.op_type() == "QLinearConv" && node.input_size() > 3;
+    if ((node.op_type() != "Conv" && !qlinear) || groups == 1 || node.input_size() < 2 ||
+        (!qlinear && !dequantized.count(node.input(0)))) {
       continue;
     }
-    auto dw = dequantized.find(node.input(1));
-    auto t = dw == dequantized.end() ? weights.end() : weights.find(dw->second);
+    auto dw = qlinear ? dequantized.end() : dequantized.find(node.input(1));
+    auto t = qlinear                   ? weights.find(node.input(3))
+             : dw == dequantized.end() ? weights.end()
+                                       : weights.find(dw->second);
     const bool depthwise = t != weights.end() && t->second->dims_size() == 4 &&
                            t->second->dims(0) == groups && t->second->dims(1) == 1;
     if (!depthwise) integer_cnn_ = false;

@@ -508,11 +508,8 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
         attrs["has_bias"] = {1};
       }
     }
-    if (q && !transposed && n == 2 && (!HasIn(node, ib) || V(inputs[2]).IsConstant())) {
-      // The integer conv templates' form (as a QDQ Conv's): the int32
-      // result plus the bias, times x_scale * w_scale, then quantized by
-      // y_scale: ONNX's (acc + bias) * (x_scale * w_scale / y_scale) once
-      // FoldRequantScales folds the division into the factor.
+    if (q && !transposed && n == 2 && V(*wt).IsConstant() &&
+        (!HasIn(node, ib) || V(inputs[2]).IsConstant())) {
       auto xs_v = In(node, 1), xz_v = In(node, 2), ws_v = In(node, 4), wz_v = In(node, 5),
            ys_v = In(node, 6), yz_v = In(node, 7);
       for (const auto* v : {&xs_v, &xz_v, &ws_v, &wz_v, &ys_v, &yz_v}) {
@@ -521,19 +518,53 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       const bool requantizable =
           V(*ys_v).IsConstant() && V(*ys_v).NumElements() == 1 && V(*yz_v).NumElements() == 1 &&
           (V(*yz_v).dtype == DType::kUInt8 || V(*yz_v).dtype == DType::kInt8);
-      int bias = -1;
-      if (requantizable && HasIn(node, ib)) {
-        Value b;
-        b.name = StrCat(Name(node), ":bias", g_->values.size());
-        b.shape = V(inputs[2]).shape;
-        b.SetFloats(V(inputs[2]).ToFloats());
-        bias = g_->AddValue(std::move(b));
+      if (integer_cnn_ && requantizable) {
+        // The integer conv templates' form (as a QDQ Conv's): the int32
+        // result plus the bias, times x_scale * w_scale, then quantized by
+        // y_scale: ONNX's (acc + bias) * (x_scale * w_scale / y_scale) once
+        // FoldRequantScales folds the division into the factor.
+        int bias = -1;
+        if (HasIn(node, ib)) {
+          Value b;
+          b.name = StrCat(Name(node), ":bias", g_->values.size());
+          b.shape = V(inputs[2]).shape;
+          b.SetFloats(V(inputs[2]).ToFloats());
+          bias = g_->AddValue(std::move(b));
+        }
+        auto y = IntegerConv(node, {*x, *xs_v, *xz_v, 0}, {*wt, *ws_v, *wz_v, 0}, bias, true,
+                             strides, pads, dil, group, out, -1);
+        if (!y.ok()) return y.status();
+        if (*y >= 0) {
+          return StatusOf(AffineQuantize(node, *y, *ys_v, *yz_v, V(*yz_v).dtype, 0, 0));
+        }
       }
-      auto y = requantizable ? IntegerConv(node, {*x, *xs_v, *xz_v, 0}, {*wt, *ws_v, *wz_v, 0},
-                                           bias, true, strides, pads, dil, group, out, -1)
-                             : absl::StatusOr<int>(-1);
+      // Where the integer templates do not apply (a grouped conv, dilation,
+      // a network whose quantized convs compute in float): the QDQ
+      // definition, a float Conv of the dequantized values, which the
+      // conv2d templates compute (the generic integer conv is 100x slower).
+      const std::string base = Name(node);
+      auto dq = [&](const std::string& v, const std::string& s, const std::string& z) {
+        std::vector<std::string> ins = {v, s};
+        if (!z.empty()) ins.push_back(z);
+        return Emit(base, "DequantizeLinear", ins, IntAttr("axis", 0));
+      };
+      auto fx = dq(node.input(0), node.input(1), node.input(2));
+      auto fw = fx.ok() ? dq(node.input(3), node.input(4), node.input(5)) : fx;
+      if (!fw.ok()) return fw.status();
+      std::vector<std::string> conv_in = {*fx, *fw};
+      if (HasIn(node, ib)) {
+        auto bs = Emit(base, "Mul", {node.input(1), node.input(4)});
+        auto fb = bs.ok() ? dq(node.input(ib), *bs, "") : bs;
+        if (!fb.ok()) return fb.status();
+        conv_in.push_back(*fb);
+      }
+      auto y = Emit(base, "Conv", conv_in, [&node](onnx::NodeProto& c) {
+        for (const auto& a : node.attribute()) *c.add_attribute() = a;
+      });
       if (!y.ok()) return y.status();
-      if (*y >= 0) return StatusOf(AffineQuantize(node, *y, *ys_v, *yz_v, V(*yz_v).dtype, 0, 0));
+      std::vector<std::string> q_in = {*y, node.input(6)};
+      if (HasIn(node, 7)) q_in.push_back(node.input(7));
+      return StatusOf(Emit(base, "QuantizeLinear", q_in, nullptr, node.output(0)));
     }
     if (integer) {
       auto xzp = zero_point(2, V(*x).dtype), wzp = zero_point(q ? 5 : 3, V(*wt).dtype);

@@ -104,7 +104,8 @@ def qdq_int8():
 def qoperator_ops():
     """Each of onnxruntime's quantized com.microsoft operators that
     quantize_static's operator form writes, and the fused ones its graph
-    optimizer saves (MatMulIntegerToFloat, DynamicQuantizeMatMul), on
+    optimizer saves (MatMulIntegerToFloat, DynamicQuantizeMatMul), and
+    QLinearConvs the integer conv templates do not take (grouped, dilated), on
     uint8 bytes quantized from seeded inputs, each dequantized to a float
     output: within one output step of onnxruntime's own kernels."""
     g = G(94)
@@ -138,6 +139,15 @@ def qoperator_ops():
     out(g.op("QLinearConcat", [so, zo, qx, sx, zx, qy, sy, zy], axis=1, **ms), so, zo)
     out(g.op("QLinearSoftmax", [qx, sx, zx, s_unit, z0], axis=-1, opset=13, **ms), s_unit, z0)
     out(g.op("QLinearSoftmax", [qx, sx, zx, s_unit, z0], axis=1, opset=11, **ms), s_unit, z0)
+    # QLinearConvs the integer conv templates do not take (grouped,
+    # dilated): their QDQ definition, a float conv.
+    bias8 = g.init(rng.integers(-500, 500, 8).astype(np.int32), "bias8")
+    ws8, wz8 = (g.init(rng.uniform(0.002, 0.01, 8).astype(np.float32), "ws8"),
+                g.init(np.zeros(8, np.int8), "wz8"))
+    for cin, attrs in ((4, dict(group=2, pads=[1, 1, 1, 1])),
+                       (8, dict(dilations=[2, 2], pads=[2, 2, 2, 2]))):
+        w = g.init(rng.integers(-60, 60, (8, cin, 3, 3)).astype(np.int8), "wq")
+        out(g.op("QLinearConv", [qx, sx, zx, w, ws8, wz8, so, zo, bias8], **attrs), so, zo)
     cond = g.init(rng.integers(0, 2, (1, 8, 6, 6)).astype(bool), "cond")
     out(g.op("QLinearWhere", [cond, qx, sx, zx, qy, sy, zy, so, zo], **ms), so, zo)
     # A classifier's QGemm: int8 weights per column, int32 bias in the
@@ -160,8 +170,8 @@ def qoperator_ops():
         g.nodes[-1].output[0] = f"y{k}"
     # (Shape inference knows no com.microsoft operator: the outputs' shapes.)
     x, pool, nhwc_pool = [1, 8, 6, 6], [1, 8, 3, 3], [1, 4, 3, 6]
-    shapes = [x, x, x, x, [1, 8, 1, 1], pool, [1, 1, 1, 6], nhwc_pool, [1, 16, 6, 6], x, x, x,
-              [4, 10], [4, 10], [4, 10], [4, 10]]
+    shapes = [x, x, x, x, [1, 8, 1, 1], pool, [1, 1, 1, 6], nhwc_pool, [1, 16, 6, 6], x, x, x, x,
+              x, [4, 10], [4, 10], [4, 10], [4, 10]]
     assert len(shapes) == len(outs)
     m = g.model([fin("x", x), fin("y", x), fin("a", [4, 16])],
                 [fout(f"y{k}", shape=sh) for k, sh in enumerate(shapes)], 13,
