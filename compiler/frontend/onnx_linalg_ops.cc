@@ -406,6 +406,40 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     if (!a.ok() || !b.ok()) return !a.ok() ? a.status() : b.status();
     auto azp = zero_point(2, V(*a).dtype), bzp = zero_point(q ? 5 : 3, V(*b).dtype);
     if (!azp.ok() || !bzp.ok()) return !azp.ok() ? azp.status() : bzp.status();
+    auto f32_scale = [&](int i) {
+      auto v = In(node, i);
+      return v.ok() && V(*v).dtype == DType::kFloat32;
+    };
+    if (q && !V(*b).IsConstant() && V(*azp).NumElements() == 1 && V(*bzp).NumElements() == 1 &&
+        f32_scale(1) && f32_scale(4) && f32_scale(6)) {
+      // Two activations (attention's products in onnxruntime's operator
+      // form): the float matmul of their integers less the zero points
+      // (exact sums while K * 255^2 < 2^24: K up to 258), requantized as
+      // ONNX does, round(acc * a_scale * b_scale / y_scale) + y_zero_point.
+      // The float dense templates compute it; the integer ones take constant
+      // weights only, and the generic integer matmul is 20x slower.
+      const std::string base = Name(node);
+      auto shifted = [&](int x, int zp) -> absl::StatusOr<std::string> {
+        auto f = Emit(base, "Cast", {node.input(x)}, IntAttr("to", onnx::TensorProto::FLOAT));
+        if (!f.ok() || !HasIn(node, zp)) return f;
+        auto z = Emit(base, "Cast", {node.input(zp)}, IntAttr("to", onnx::TensorProto::FLOAT));
+        return z.ok() ? Emit(base, "Sub", {*f, *z}) : z;
+      };
+      auto fa = shifted(0, 2);
+      auto fb = fa.ok() ? shifted(3, 5) : fa;
+      auto acc = fb.ok() ? Emit(base, "MatMul", {*fa, *fb}) : fb;
+      auto ab = acc.ok() ? Emit(base, "Mul", {node.input(1), node.input(4)}) : acc;
+      auto factor = ab.ok() ? Emit(base, "Div", {*ab, node.input(6)}) : ab;
+      auto y = factor.ok() ? Emit(base, "Mul", {*acc, *factor}) : factor;
+      if (!y.ok()) return y.status();
+      Value one;
+      one.shape = {};
+      one.SetFloats({1.0f});
+      const std::string unit = NamedConstant(base, std::move(one));
+      std::vector<std::string> q_in = {*y, unit};
+      if (HasIn(node, 7)) q_in.push_back(node.input(7));
+      return StatusOf(Emit(base, "QuantizeLinear", q_in, nullptr, node.output(0)));
+    }
     if (!q) return StatusOf(IntegerMatMul(node, *a, *b, *azp, *bzp, 0));
     auto acc = IntegerMatMul(node, *a, *b, *azp, *bzp);
     if (!acc.ok()) return acc.status();

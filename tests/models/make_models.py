@@ -1295,13 +1295,21 @@ def bert_layer_qdq():
     return Case(m, f.feeds, rtol=0, atol=0, abs_tol=2.01 * output_step(m))
 
 
+def bert_layer_qop():
+    """The BERT-base layer statically quantized in the operator form (QGemm
+    projections, QLinearMatMul attention, QLinearAdd, QLinearMul,
+    QLinearSoftmax, 8-bit Reshape/Transpose between them)."""
+    f = bert_layer()
+    return Case(quantize(f, dynamic=False, qoperator=True), f.feeds, rtol=0, atol=1e-2)
+
+
 MODELS = {f.__name__: f for f in [
     resnet50, resnet18, mobilenet_v2, squeezenet, densenet_blocks, inception_blocks, bert_layer,
     gpt2_block, opset6, opset9, opset11, opset13, legacy_pytorch, dynamo_style,
     dynamo_functions, keras_nhwc, heads_flatten_reshape, identity_dropout, dropout_opset6,
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
     odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
-    unet_decoder, qdq_int8, qoperator_ops, resnet18_int8, resnet18_int8_qop, mobilenet_v2_int8, mobilenet_v2_int8_qop, bert_layer_int8, bert_layer_qdq,
+    unet_decoder, qdq_int8, qoperator_ops, resnet18_int8, resnet18_int8_qop, mobilenet_v2_int8, mobilenet_v2_int8_qop, bert_layer_int8, bert_layer_qdq, bert_layer_qop,
     lstm_sequence, gru_sequence, scripted_control_flow, stn_style, log_mel_style]}
 
 
