@@ -434,6 +434,10 @@ class Importer {
   // (ImportOptions::max_folded_bytes), and the check before `bytes` more
   // are allocated.
   int64_t folded_bytes_ = 0;
+  // The values counted in folded_bytes_ (by id): a node an expansion
+  // imports (Emit) is checked inside its parent's check, and each constant
+  // counts once.
+  std::vector<char> fold_counted_;
   absl::Status CheckFoldBudget(int64_t bytes) const;
   // INVALID_ARGUMENT for a value of `what` ("ConstantOfShape of shape
   // [...]") past max_elements_, naming the limit and how to raise it.

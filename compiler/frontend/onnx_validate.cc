@@ -324,9 +324,11 @@ absl::Status Importer::ImportChecked(const onnx::NodeProto& node) {
     }
     // Computed constants count against the model's budget (a Constant
     // node's data is the model's own).
-    if (s.ok() && val.IsConstant() && node.op_type() != "Constant") {
+    if (fold_counted_.size() <= v) fold_counted_.resize(g_->values.size(), 0);
+    if (s.ok() && val.IsConstant() && node.op_type() != "Constant" && !fold_counted_[v]) {
       s = CheckFoldBudget(static_cast<int64_t>(val.bytes->size()));
       folded_bytes_ += static_cast<int64_t>(val.bytes->size());
+      fold_counted_[v] = 1;
     }
   }
   if (s.ok()) return s;

@@ -327,6 +327,29 @@ TEST(OnnxMalformed, ComputedConstantsHaveABudget) {
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 << 10) << "KiB of peak memory grown";
 }
 
+// A node an expansion imports (here com.microsoft.DequantizeLinear's
+// DequantizeLinear) is checked inside its parent's check: the constant it
+// folds counts once, not once for each (the BERT layer's operator form was
+// refused by the tracker's budget, its folded weights counted twice).
+TEST(OnnxMalformed, AnExpansionsConstantsCountOnce) {
+  OnnxBuilder b;
+  b.Input("x", {1024});
+  b.InitInts("q", {1024}, onnx::TensorProto::INT8, std::vector<int32_t>(1024, 3));
+  b.Init("s", {}, {0.5f});
+  b.Node("DequantizeLinear", {"q", "s"}, {"w"}, "dq")->set_domain("com.microsoft");
+  b.Node("Add", {"x", "w"}, {"y"}, "add");
+  b.Output("y");
+  ImportOptions options;
+  // w folds as two float constants of 4096 bytes (the cast, the scaling):
+  // 8192 bytes once, 16384 counted twice.
+  options.max_folded_bytes = 12000;
+  auto g = ImportOnnx(b.Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  options.max_folded_bytes = 8000;
+  EXPECT_REFUSED(ImportOnnx(b.Bytes(), options), kInvalidArgument, HasSubstr("node 'dq'"),
+                 HasSubstr("would come to 8192 bytes"));
+}
+
 // A constant made by a node may be as large as a weight the model carries
 // (two zoo CNNs make one of about 10^8 elements with ConstantOfShape; the
 // old fold limit of 2^26 elements refused them as a "bad shape"); past the

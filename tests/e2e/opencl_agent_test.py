@@ -139,7 +139,7 @@ class OpenClAgent(unittest.TestCase):
                     if not np.issubdtype(w.dtype, np.floating):
                         np.testing.assert_array_equal(g, w, err_msg=f"{name}/{out_name}")
                         continue
-                    bad = mismatches(case, g, w)[0]
+                    bad = mismatches(case, out_name, g, w)[0]
                     self.assertEqual(bad, 0, f"{name}/{out_name}: {bad} of {w.size} differ")
                 print(f"{name}: tuned ({ARGS.trials} trials), fetched, run on opencl:0, matches "
                       f"onnxruntime ({time.monotonic() - t0:.0f} s)", flush=True)

@@ -43,10 +43,11 @@ TARGET_SKIPS = {
 }
 
 
-def mismatches(case, got, want, name=None):
-    """The elements of a float output outside the case's tolerance (relative
-    to the output's scale, or absolute, whichever is larger), the largest
-    error over the scale, and the scale."""
+def mismatches(case, name, got, want):
+    """The elements of float output `name` outside the case's tolerance
+    (relative to the output's scale, or absolute: the output's abs_tols
+    entry, else abs_tol; whichever is larger), the largest error over the
+    scale, and the scale."""
     scale = float(np.max(np.abs(want))) if want.size else 1.0
     scale = scale if scale > 0 else 1.0
     err = np.abs(got.astype(np.float64) - want.astype(np.float64))
@@ -142,7 +143,7 @@ class ModelTest(unittest.TestCase):
                     if not np.issubdtype(want.dtype, np.floating):
                         np.testing.assert_array_equal(got, want, err_msg=out_name)
                         continue
-                    bad, worst, scale = mismatches(case, got, want, out_name)
+                    bad, worst, scale = mismatches(case, out_name, got, want)
                     print(f"  {out_name} {list(want.shape)}: scale {scale:.3g}, "
                           f"max |err|/scale {worst:.2e}", flush=True)
                     self.assertEqual(bad, 0, f"{out_name}: {bad} of {want.size} elements "
