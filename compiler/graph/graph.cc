@@ -101,8 +101,9 @@ absl::StatusOr<Precision> ParsePrecision(std::string_view name) {
   if (name == "bf16") return Precision::kBfloat16;
   if (name == "fp16") {
     return absl::InvalidArgumentError(
-        "precision 'fp16' is not supported yet: use bf16 (bfloat16 products summed in float32) or "
-        "fp32");
+        "precision 'fp16' is not supported yet: kiln would compute float16 products summed in "
+        "float32, and the instructions that do (AMX-FP16, AArch64's FMLAL) are not used yet "
+        "(AVX512-FP16 sums in float16); use bf16 (bfloat16 products summed in float32) or fp32");
   }
   return absl::InvalidArgumentError(StrCat("unknown precision '", name, "': fp32 or bf16"));
 }
