@@ -338,6 +338,14 @@ class Importer {
                                    const std::vector<std::string>& inputs,
                                    const std::function<void(onnx::NodeProto&)>& attrs = nullptr,
                                    const std::string& out = "");
+  // DequantizeLinear / QuantizeLinear of named values, emitted (zp "":
+  // none; the axis of per-channel parameters).
+  absl::StatusOr<std::string> EmitDequantize(const std::string& base, const std::string& x,
+                                             const std::string& scale, const std::string& zp,
+                                             int64_t axis = 1);
+  absl::StatusOr<std::string> EmitQuantize(const std::string& base, const std::string& y,
+                                           const std::string& scale, const std::string& zp,
+                                           const std::string& out);
   // Attribute setters for Emit's `attrs`.
   using AttrSetter = std::function<void(onnx::NodeProto&)>;
   static AttrSetter Attr(const char* name, onnx::AttributeProto::AttributeType type,

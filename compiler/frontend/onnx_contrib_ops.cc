@@ -35,7 +35,8 @@ absl::Status Importer::ImportMicrosoft(const onnx::NodeProto& node) {
   const std::string& op = node.op_type();
   const std::string base = Name(node);
   const std::string out = node.output_size() > 0 ? node.output(0) : "";
-  auto name = [&](int i) { return HasIn(node, i) ? node.input(i) : std::string(); };
+  // Input i's name, "" when it is absent (or i < 0).
+  auto name = [&](int i) { return i >= 0 && HasIn(node, i) ? node.input(i) : std::string(); };
   auto need = [&](std::initializer_list<int> inputs) -> absl::Status {
     for (int i : inputs) {
       if (!HasIn(node, i)) {
@@ -48,14 +49,10 @@ absl::Status Importer::ImportMicrosoft(const onnx::NodeProto& node) {
   // x, scale[, zero point] (an omitted zero point is 0); `axis` for
   // per-channel parameters.
   auto dq = [&](int x, int scale, int zp, int64_t axis = 1) {
-    std::vector<std::string> ins = {node.input(x), node.input(scale)};
-    if (zp >= 0 && HasIn(node, zp)) ins.push_back(node.input(zp));
-    return Emit(base, "DequantizeLinear", ins, IntAttr("axis", axis));
+    return EmitDequantize(base, node.input(x), node.input(scale), name(zp), axis);
   };
-  auto q = [&](const std::string& y, int scale, int zp, int64_t axis = 1) {
-    std::vector<std::string> ins = {y, node.input(scale)};
-    if (HasIn(node, zp)) ins.push_back(node.input(zp));
-    return Emit(base, "QuantizeLinear", ins, IntAttr("axis", axis), out);
+  auto q = [&](const std::string& y, int scale, int zp) {
+    return EmitQuantize(base, y, node.input(scale), name(zp), out);
   };
   // The node's attributes but those named in `drop`.
   auto attrs_but = [&](std::set<std::string> drop) -> AttrSetter {

@@ -436,9 +436,8 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       one.shape = {};
       one.SetFloats({1.0f});
       const std::string unit = NamedConstant(base, std::move(one));
-      std::vector<std::string> q_in = {*y, unit};
-      if (HasIn(node, 7)) q_in.push_back(node.input(7));
-      return StatusOf(Emit(base, "QuantizeLinear", q_in, nullptr, node.output(0)));
+      return StatusOf(
+          EmitQuantize(base, *y, unit, HasIn(node, 7) ? node.input(7) : "", node.output(0)));
     }
     if (!q) return StatusOf(IntegerMatMul(node, *a, *b, *azp, *bzp, 0));
     auto acc = IntegerMatMul(node, *a, *b, *azp, *bzp);
@@ -578,12 +577,11 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       // conv2d templates compute (the generic integer conv is 100x slower).
       const std::string base = Name(node);
       auto dq = [&](const std::string& v, const std::string& s, const std::string& z) {
-        std::vector<std::string> ins = {v, s};
-        if (!z.empty()) ins.push_back(z);
-        return Emit(base, "DequantizeLinear", ins, IntAttr("axis", 0));
+        return EmitDequantize(base, v, s, z, 0);
       };
       auto fx = dq(node.input(0), node.input(1), node.input(2));
-      auto fw = fx.ok() ? dq(node.input(3), node.input(4), node.input(5)) : fx;
+      auto fw =
+          fx.ok() ? dq(node.input(3), node.input(4), HasIn(node, 5) ? node.input(5) : "") : fx;
       if (!fw.ok()) return fw.status();
       std::vector<std::string> conv_in = {*fx, *fw};
       if (HasIn(node, ib)) {
@@ -596,9 +594,8 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
         for (const auto& a : node.attribute()) *c.add_attribute() = a;
       });
       if (!y.ok()) return y.status();
-      std::vector<std::string> q_in = {*y, node.input(6)};
-      if (HasIn(node, 7)) q_in.push_back(node.input(7));
-      return StatusOf(Emit(base, "QuantizeLinear", q_in, nullptr, node.output(0)));
+      return StatusOf(EmitQuantize(base, *y, node.input(6), HasIn(node, 7) ? node.input(7) : "",
+                                   node.output(0)));
     }
     if (integer) {
       auto xzp = zero_point(2, V(*x).dtype), wzp = zero_point(q ? 5 : 3, V(*wt).dtype);

@@ -480,6 +480,22 @@ absl::StatusOr<std::string> Importer::Emit(const std::string& base, const std::s
   return n.output(0);
 }
 
+absl::StatusOr<std::string> Importer::EmitDequantize(const std::string& base, const std::string& x,
+                                                     const std::string& scale,
+                                                     const std::string& zp, int64_t axis) {
+  std::vector<std::string> ins = {x, scale};
+  if (!zp.empty()) ins.push_back(zp);
+  return Emit(base, "DequantizeLinear", ins, IntAttr("axis", axis));
+}
+
+absl::StatusOr<std::string> Importer::EmitQuantize(const std::string& base, const std::string& y,
+                                                   const std::string& scale, const std::string& zp,
+                                                   const std::string& out) {
+  std::vector<std::string> ins = {y, scale};
+  if (!zp.empty()) ins.push_back(zp);
+  return Emit(base, "QuantizeLinear", ins, nullptr, out);
+}
+
 absl::StatusOr<std::string> Importer::EmitInt64s(const std::string& base,
                                                  const std::vector<int64_t>& v, bool scalar) {
   return Emit(base, "Constant", {}, [&](onnx::NodeProto& n) {

@@ -44,40 +44,6 @@ TEST(OnnxImport, NamesUnsupportedOperator) {
               HasSubstr("unsupported operator 'NonMaxSuppression' (node 'nms')"));
 }
 
-// onnxruntime's quantized com.microsoft operators are imported (the model
-// tests qoperator_ops, resnet18_int8_qop check their numbers against
-// onnxruntime); its other operators, and quantized ones written wrong, are
-// refused with the operator named.
-TEST(OnnxImport, MicrosoftOperatorsImportedOrNamed) {
-  OnnxBuilder b;
-  b.Input("x", {1, 10});
-  b.Node("QAttention", {"x"}, {"y"}, "attn")->set_domain("com.microsoft");
-  b.Output("y");
-  auto g = ImportOnnx(b.Bytes());
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(g.status().message()),
-              HasSubstr("unsupported operator 'com.microsoft.QAttention' (node 'attn')"));
-
-  // QLinearConcat with its inputs not in threes after Y_scale, Y_zero_point.
-  OnnxBuilder c;
-  c.Input("x", {1, 10});
-  c.Node("QLinearConcat", {"x", "x", "x", "x"}, {"y"}, "cat")->set_domain("com.microsoft");
-  c.Output("y");
-  auto gc = ImportOnnx(c.Bytes());
-  EXPECT_EQ(gc.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(gc.status().message()), HasSubstr("(X, X_scale, X_zero_point)"));
-
-  // QLinearAdd without its output scale: named, not a crash.
-  OnnxBuilder a;
-  a.Input("x", {1, 10});
-  a.Node("QLinearAdd", {"x", "x", "", "x", "x"}, {"y"}, "add")->set_domain("com.microsoft");
-  a.Output("y");
-  auto ga = ImportOnnx(a.Bytes());
-  EXPECT_EQ(ga.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(ga.status().message()),
-              HasSubstr("node 'add' (com.microsoft.QLinearAdd): input 6 is required"));
-}
-
 TEST(OnnxImport, RejectsNonFloatAndDynamicInputs) {
   OnnxBuilder b;
   b.Input("x", {2, 2}, onnx::TensorProto::STRING);
