@@ -383,7 +383,9 @@ int main(int argc, char** argv) {
     }
     std::vector<Tuning> runs;
     runs.push_back(
-        {"random", *kiln::tuner::MakeSearch("random", space_of(s), context(s)), random_trials});
+        {"random",
+         *kiln::tuner::MakeSearch(kiln::tuner::SearchKind::kRandom, space_of(s), context(s)),
+         random_trials});
     for (int r = 0; r < repeats && !model_only; ++r) {
       for (const char* name : {"ga", "xgb", "xgb+tl"}) {
         if (!strategies.count(name)) continue;
@@ -394,7 +396,8 @@ int main(int argc, char** argv) {
         const bool tl = std::string(name) == "xgb+tl";
         if (tl) c.prior = prior;
         runs.push_back({name,
-                        *kiln::tuner::MakeSearch(tl ? "xgb" : name, space_of(s), std::move(c)),
+                        *kiln::tuner::MakeSearch(*kiln::tuner::ParseSearch(tl ? "xgb" : name),
+                                                 space_of(s), std::move(c)),
                         strategy_trials});
       }
     }

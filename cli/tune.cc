@@ -30,6 +30,7 @@
 #include "compiler/frontend/external_data.h"
 #include "compiler/frontend/onnx_import.h"
 #include "storage/tuning_db.h"
+#include "storage/vocabulary.h"
 #include "tuner/measurer.h"
 #include "tuner/search.h"
 #include "tuner/tuner.h"
@@ -66,7 +67,7 @@ std::string LiveProgress(const kiln::v1::Job& j, double elapsed_s, int width) {
   out += StrCat("  [", JobStateName(j.state()), "]\n");
   for (int i = 0; i < j.tasks_size(); ++i) {
     const auto& t = j.tasks(i);
-    if (t.state() != "tuning") continue;
+    if (ParseName<storage::TaskState>(t.state()) != storage::TaskState::kTuning) continue;
     out += StrCat("  task ", i + 1, "/", j.tasks_size(), " ", t.workload().op(), " ",
                   t.workload().key(), ": ", t.trials_done(), " trials, best ",
                   t.best_cost_s() > 0 ? FormatCost(t.best_cost_s()) : std::string("-"),
@@ -190,10 +191,11 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
   if (args.bools.count("--wait")) {
     return UsageError(self, "--wait is for the farm: --local always waits", env);
   }
+  tuner::SearchKind strategy = tuner::SearchKind::kXgb;
   if (!flags.strategy.empty()) {
-    if (absl::Status st = tuner::CheckSearchName(flags.strategy); !st.ok()) {
-      return UsageError(self, std::string(st.message()), env);
-    }
+    absl::StatusOr<tuner::SearchKind> parsed = tuner::ParseSearch(flags.strategy);
+    if (!parsed.ok()) return UsageError(self, std::string(parsed.status().message()), env);
+    strategy = *parsed;
   }
   absl::StatusOr<compiler::ImportOptions> import = ImportOptionsFromArgs(args);
   if (!import.ok()) return UsageError(self, std::string(import.status().message()), env);
@@ -216,7 +218,7 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
       "local-", kiln::Sha256Hex(
                     StrCat(path, "/", std::chrono::system_clock::now().time_since_epoch().count()))
                     .substr(0, 12));
-  if (!flags.strategy.empty()) options.strategy = flags.strategy;
+  options.strategy = strategy;
   options.trials = flags.trials;
   options.budget_s = flags.budget_s;
   options.early_stopping = flags.early_stopping;
@@ -232,7 +234,7 @@ int RunTuneLocal(const Command& self, const Args& args, const TuneFlags& flags, 
   tuner::LocalMeasurer measurer(target, policy);
   *env.err << "kiln: tuning " << path << " on this machine (" << target.Spec() << ") as "
            << options.job_id << ": " << tasks.size() << " tasks, " << flags.trials
-           << " trials, strategy " << options.strategy << "\n";
+           << " trials, strategy " << NameOf(options.strategy) << "\n";
   tuner::Tuner tuner(db->get(), &measurer, target, std::move(tasks), options);
   absl::Status st = tuner.Run([&](const tuner::TunerProgress& p) {
     *env.err << ProgressLine("tuning", p.trials_done, flags.trials, p.tuning_s, flags.budget_s,

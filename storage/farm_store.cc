@@ -16,8 +16,6 @@ namespace kiln::storage {
 
 namespace rows {
 
-bool IsKnown(JobState state) { return ParseJobState(JobStateName(state)).has_value(); }
-
 absl::StatusOr<JobRow> ReadJob(const Statement& st) {
   JobRow row;
   row.id = st.ColumnText(0);
@@ -73,7 +71,6 @@ absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st) {
 namespace {
 
 using rows::CollectJobs;
-using rows::IsKnown;
 using rows::kJobColumns;
 using rows::ReadJob;
 using rows::UnfinishedStatesSql;
@@ -135,7 +132,7 @@ absl::StatusOr<int> FarmStore::SchemaVersion() {
 
 absl::Status FarmStore::CreateJob(const JobRow& row) {
   if (row.id.empty()) return absl::InvalidArgumentError("job has no id");
-  if (!IsKnown(row.state)) {
+  if (!IsKnownValue(row.state)) {
     return absl::InvalidArgumentError(StrCat("unknown job state ", static_cast<int>(row.state)));
   }
   std::lock_guard<std::mutex> lock(c_->mu);
@@ -169,7 +166,7 @@ absl::Status FarmStore::CreateJob(const JobRow& row) {
 }
 
 absl::Status FarmStore::UpdateJob(const JobRow& row) {
-  if (!IsKnown(row.state)) {
+  if (!IsKnownValue(row.state)) {
     return absl::InvalidArgumentError(StrCat("unknown job state ", static_cast<int>(row.state)));
   }
   std::lock_guard<std::mutex> lock(c_->mu);
@@ -337,37 +334,58 @@ absl::StatusOr<std::vector<AgentRow>> FarmStore::ListAgents() {
 
 // ---------------------------------------------------------------- artifacts
 
+namespace {
+
+constexpr char kArtifactColumns[] = "sha256, size, kind, job_id, created_unix_ms";
+
+// A row selected with kArtifactColumns; DATA_LOSS for a kind no kiln wrote.
+absl::StatusOr<ArtifactRow> ReadArtifact(const Statement& st) {
+  ArtifactRow row;
+  row.sha256 = st.ColumnText(0);
+  row.size = st.ColumnInt64(1);
+  const std::string kind = st.ColumnText(2);
+  std::optional<ArtifactKind> parsed = ParseName<ArtifactKind>(kind);
+  if (!parsed.has_value()) {
+    return absl::DataLossError(StrCat("artifacts.kind holds an unknown kind '", kind, "'"));
+  }
+  row.kind = *parsed;
+  row.job_id = st.ColumnText(3);
+  row.created_unix_ms = st.ColumnInt64(4);
+  return row;
+}
+
+}  // namespace
+
 absl::Status FarmStore::AddArtifact(const ArtifactRow& row) {
   if (row.sha256.empty()) return absl::InvalidArgumentError("artifact has no sha256");
+  if (!IsKnownValue(row.kind)) {
+    return absl::InvalidArgumentError(StrCat("unknown artifact kind ", static_cast<int>(row.kind)));
+  }
   std::lock_guard<std::mutex> lock(c_->mu);
   // Content-addressed: adding the same bytes again is a no-op.
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare("INSERT INTO artifacts(sha256, size, kind, job_id, "
-                          "created_unix_ms) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING"));
+      st, c_->db->Prepare(StrCat("INSERT INTO artifacts(", kArtifactColumns,
+                                 ") VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.sha256));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, row.size));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.kind));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, NameOf(row.kind)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.job_id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(5, row.created_unix_ms));
   return st.Run();
 }
 
-absl::StatusOr<std::vector<ArtifactRow>> FarmStore::ListArtifacts(const std::string& kind) {
+absl::StatusOr<std::vector<ArtifactRow>> FarmStore::ListArtifacts(ArtifactKind kind) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare("SELECT sha256, size, kind, job_id, created_unix_ms FROM artifacts "
-                          "WHERE kind = ? ORDER BY created_unix_ms ASC, sha256 ASC"));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, kind));
+      st, c_->db->Prepare(StrCat("SELECT ", kArtifactColumns,
+                                 " FROM artifacts WHERE kind = ? "
+                                 "ORDER BY created_unix_ms ASC, sha256 ASC")));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, NameOf(kind)));
   std::vector<ArtifactRow> out;
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) return out;
-    ArtifactRow row;
-    row.sha256 = st.ColumnText(0);
-    row.size = st.ColumnInt64(1);
-    row.kind = st.ColumnText(2);
-    row.job_id = st.ColumnText(3);
-    row.created_unix_ms = st.ColumnInt64(4);
+    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadArtifact(st));
     out.push_back(std::move(row));
   }
 }
@@ -382,17 +400,11 @@ absl::Status FarmStore::DeleteArtifact(const std::string& sha256) {
 absl::StatusOr<std::optional<ArtifactRow>> FarmStore::GetArtifact(const std::string& sha256) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare("SELECT sha256, size, kind, job_id, created_unix_ms FROM artifacts "
-                          "WHERE sha256 = ?"));
+      st, c_->db->Prepare(StrCat("SELECT ", kArtifactColumns, " FROM artifacts WHERE sha256 = ?")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, sha256));
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return std::optional<ArtifactRow>();
-  ArtifactRow row;
-  row.sha256 = st.ColumnText(0);
-  row.size = st.ColumnInt64(1);
-  row.kind = st.ColumnText(2);
-  row.job_id = st.ColumnText(3);
-  row.created_unix_ms = st.ColumnInt64(4);
+  KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadArtifact(st));
   return std::optional<ArtifactRow>(std::move(row));
 }
 

@@ -78,7 +78,7 @@ struct AgentRow {
 struct ArtifactRow {
   std::string sha256;
   int64_t size = 0;
-  std::string kind;  // "model" (submitted ONNX) or "module" (compiled artifact)
+  ArtifactKind kind = ArtifactKind::kModel;
   std::string job_id;
   int64_t created_unix_ms = 0;
 };
@@ -87,14 +87,14 @@ struct ArtifactRow {
 // tracker that runs its job (owner), leased to the tracker of an agent that
 // measures it (holder), its results left for the owner. `work` and `results`
 // are the tracker's text (proto/kiln/v1/relay.proto's messages in protobuf's
-// JSON mapping); state "queued", "leased" or "done".
+// JSON mapping).
 struct BatchRow {
   std::string id;
   std::string job_id;
   std::string device_key;
   std::string owner;
   std::string holder;
-  std::string state;
+  BatchState state = BatchState::kQueued;
   std::string work;
   std::string results;
   int64_t lease_until_ms = 0;
@@ -181,8 +181,8 @@ class FarmStore {
   // Artifact metadata (the bytes are in ArtifactStore).
   absl::Status AddArtifact(const ArtifactRow& row);
   absl::StatusOr<std::optional<ArtifactRow>> GetArtifact(const std::string& sha256);
-  // The artifacts of one kind ("model", "module"), oldest first.
-  absl::StatusOr<std::vector<ArtifactRow>> ListArtifacts(const std::string& kind);
+  // The artifacts of one kind, oldest first.
+  absl::StatusOr<std::vector<ArtifactRow>> ListArtifacts(ArtifactKind kind);
   // Forgets an artifact's metadata (the bytes are the store's: Remove).
   absl::Status DeleteArtifact(const std::string& sha256);
 

@@ -17,14 +17,22 @@ constexpr char kBatchColumns[] =
     "id, job_id, device_key, owner, holder, state, work, results, lease_until_ms, "
     "created_unix_ms";
 
-BatchRow ReadBatch(const Statement& st) {
+// A batch state as an SQL literal: 'queued'.
+std::string Sql(BatchState state) { return StrCat("'", NameOf(state), "'"); }
+
+absl::StatusOr<BatchRow> ReadBatch(const Statement& st) {
   BatchRow row;
   row.id = st.ColumnText(0);
   row.job_id = st.ColumnText(1);
   row.device_key = st.ColumnText(2);
   row.owner = st.ColumnText(3);
   row.holder = st.ColumnText(4);
-  row.state = st.ColumnText(5);
+  const std::string state = st.ColumnText(5);
+  std::optional<BatchState> parsed = ParseName<BatchState>(state);
+  if (!parsed.has_value()) {
+    return absl::DataLossError(StrCat("batches.state holds an unknown state '", state, "'"));
+  }
+  row.state = *parsed;
   row.work = st.ColumnText(6);
   row.results = st.ColumnText(7);
   row.lease_until_ms = st.ColumnInt64(8);
@@ -111,8 +119,8 @@ absl::Status FarmStore::PublishBatch(const BatchRow& row) {
   }
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare(StrCat("INSERT INTO batches(", kBatchColumns,
-                                 ") VALUES(?, ?, ?, ?, '', 'queued', ?, '', 0, ?)")));
+      st, c_->db->Prepare(StrCat("INSERT INTO batches(", kBatchColumns, ") VALUES(?, ?, ?, ?, '', ",
+                                 Sql(BatchState::kQueued), ", ?, '', 0, ?)")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.job_id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.device_key));
@@ -127,9 +135,11 @@ absl::StatusOr<std::optional<BatchRow>> FarmStore::ClaimBatch(const std::string&
                                                               int64_t until_ms) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare(StrCat("UPDATE batches SET state = 'leased', holder = ?2, "
-                                 "lease_until_ms = ?3 WHERE id = (SELECT id FROM batches WHERE "
-                                 "device_key = ?1 AND state = 'queued' AND owner <> ?2 "
+      st, c_->db->Prepare(StrCat("UPDATE batches SET state = ", Sql(BatchState::kLeased),
+                                 ", holder = ?2, lease_until_ms = ?3 WHERE id = (SELECT id FROM "
+                                 "batches WHERE device_key = ?1 AND state = ",
+                                 Sql(BatchState::kQueued),
+                                 " AND owner <> ?2 "
                                  "ORDER BY created_unix_ms LIMIT 1",
                                  SkipLocked(), ") RETURNING ", kBatchColumns)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, device_key));
@@ -137,15 +147,17 @@ absl::StatusOr<std::optional<BatchRow>> FarmStore::ClaimBatch(const std::string&
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, until_ms));
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return std::optional<BatchRow>();
-  return std::optional<BatchRow>(ReadBatch(st));
+  KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadBatch(st));
+  return std::optional<BatchRow>(std::move(row));
 }
 
 absl::StatusOr<bool> FarmStore::SetBatchLease(const std::string& id, const std::string& holder,
                                               int64_t until_ms) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare("UPDATE batches SET lease_until_ms = ? WHERE id = ? AND holder = ? AND "
-                          "state = 'leased'"));
+      st, c_->db->Prepare(StrCat("UPDATE batches SET lease_until_ms = ? WHERE id = ? AND "
+                                 "holder = ? AND state = ",
+                                 Sql(BatchState::kLeased))));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(1, until_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, holder));
@@ -157,8 +169,9 @@ absl::StatusOr<bool> FarmStore::FinishBatch(const std::string& id, const std::st
                                             const std::string& results) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare("UPDATE batches SET state = 'done', results = ? WHERE id = ? AND "
-                          "holder = ? AND state = 'leased'"));
+      st, c_->db->Prepare(StrCat(
+              "UPDATE batches SET state = ", Sql(BatchState::kDone),
+              ", results = ? WHERE id = ? AND holder = ? AND state = ", Sql(BatchState::kLeased))));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, results));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, holder));
@@ -169,21 +182,23 @@ absl::StatusOr<bool> FarmStore::FinishBatch(const std::string& id, const std::st
 absl::StatusOr<std::vector<BatchRow>> FarmStore::TakeFinishedBatches(const std::string& owner) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare(StrCat(
-              "DELETE FROM batches WHERE owner = ? AND state = 'done' RETURNING ", kBatchColumns)));
+      st, c_->db->Prepare(StrCat("DELETE FROM batches WHERE owner = ? AND state = ",
+                                 Sql(BatchState::kDone), " RETURNING ", kBatchColumns)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, owner));
   std::vector<BatchRow> out;
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) return out;
-    out.push_back(ReadBatch(st));
+    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadBatch(st));
+    out.push_back(std::move(row));
   }
 }
 
 absl::StatusOr<bool> FarmStore::WithdrawBatch(const std::string& id) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare("DELETE FROM batches WHERE id = ? AND state = 'queued'"));
+      st, c_->db->Prepare(
+              StrCat("DELETE FROM batches WHERE id = ? AND state = ", Sql(BatchState::kQueued))));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, id));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   return c_->db->Changes() > 0;
@@ -193,8 +208,8 @@ absl::StatusOr<std::map<std::string, int64_t>> FarmStore::QueuedBatchesByKey(
     const std::string& except_owner) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare("SELECT device_key, COUNT(*) FROM batches WHERE state = 'queued' AND "
-                          "owner <> ? GROUP BY device_key"));
+      st, c_->db->Prepare(StrCat("SELECT device_key, COUNT(*) FROM batches WHERE state = ",
+                                 Sql(BatchState::kQueued), " AND owner <> ? GROUP BY device_key")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, except_owner));
   std::map<std::string, int64_t> out;
   while (true) {
@@ -207,8 +222,9 @@ absl::StatusOr<std::map<std::string, int64_t>> FarmStore::QueuedBatchesByKey(
 absl::StatusOr<int64_t> FarmStore::RequeueExpiredBatches(int64_t now_ms) {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      st, c_->db->Prepare("UPDATE batches SET state = 'queued', holder = '', lease_until_ms = 0 "
-                          "WHERE state = 'leased' AND lease_until_ms < ?"));
+      st, c_->db->Prepare(StrCat("UPDATE batches SET state = ", Sql(BatchState::kQueued),
+                                 ", holder = '', lease_until_ms = 0 WHERE state = ",
+                                 Sql(BatchState::kLeased), " AND lease_until_ms < ?")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(1, now_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   return c_->db->Changes();

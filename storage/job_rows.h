@@ -26,7 +26,4 @@ absl::StatusOr<JobRow> ReadJob(const Statement& st);
 // Every row of a statement that selected kJobColumns.
 absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st);
 
-// Whether a value is one of its enum's (not a cast from a stray number).
-bool IsKnown(JobState state);
-
 }  // namespace kiln::storage::rows

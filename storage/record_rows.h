@@ -37,8 +37,6 @@ inline constexpr int kRecordColumnCount = 14;
 // parameters ?A and ?U (as numbered in the query).
 std::string ScopeSql(int all_param, int user_param);
 
-// Whether a value is one of its enum's (not a cast from a stray number).
-bool IsKnown(ErrorKind kind);
 // Costs as comma-joined round-trip decimal text: two equal cost vectors have
 // equal text (import finds duplicates with it).
 std::string CostsToText(const std::vector<double>& costs);

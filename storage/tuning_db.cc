@@ -17,8 +17,6 @@ namespace kiln::storage {
 
 namespace rows {
 
-bool IsKnown(ErrorKind kind) { return ParseErrorKind(ErrorKindName(kind)).has_value(); }
-
 std::string CostsToText(const std::vector<double>& costs) {
   std::string out;
   for (size_t i = 0; i < costs.size(); ++i) {
@@ -44,7 +42,7 @@ absl::StatusOr<std::vector<double>> CostsFromText(const std::string& text) {
 absl::Status ValidateRecord(const RecordRow& row) {
   if (row.workload_key.empty()) return absl::InvalidArgumentError("record has no workload key");
   if (row.target.empty()) return absl::InvalidArgumentError("record has no target");
-  if (!IsKnown(row.error_kind)) {
+  if (!IsKnownValue(row.error_kind)) {
     return absl::InvalidArgumentError(
         StrCat("unknown error kind ", static_cast<int>(row.error_kind)));
   }

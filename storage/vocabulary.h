@@ -1,15 +1,20 @@
 #pragma once
 // The closed vocabularies that travel through storage, the tuner, the
-// tracker and the CLI: a job's state, a measurement's error kind and a
-// token's role. One enum each; the first two numbered exactly like the
-// protocol's enums (kiln.v1.JobState and kiln.v1.MeasureErrorKind; the
-// tracker converts with a static_cast and checks the numbers at compile
-// time). The database stores the lowercase names below as text, and the JSON
-// lines export writes them.
+// tracker and the CLI: a job's state, a task's state, a measurement's error
+// kind, a token's role, a relayed batch's state and an artifact's kind. One
+// enum each, its names declared once (base/vocabulary.h); the first two
+// numbered exactly like the protocol's enums (kiln.v1.JobState and
+// kiln.v1.MeasureErrorKind; the tracker converts with a static_cast and
+// checks the numbers at compile time). The database stores the lowercase
+// names below as text, and the JSON lines export writes them; reading a name
+// no kiln wrote is DATA_LOSS.
 
 #include <array>
 #include <optional>
 #include <string_view>
+#include <utility>
+
+#include "base/vocabulary.h"
 
 namespace kiln::storage {
 
@@ -22,44 +27,6 @@ enum class JobState : int {
   kFailed = 5,
   kCancelled = 6,
 };
-
-inline constexpr std::array<JobState, 6> kJobStates = {JobState::kQueued,    JobState::kTuning,
-                                                       JobState::kCompiling, JobState::kCompleted,
-                                                       JobState::kFailed,    JobState::kCancelled};
-
-// "queued", "tuning", "compiling", "completed", "failed", "cancelled";
-// "unknown" for a value outside the enum.
-constexpr std::string_view JobStateName(JobState state) {
-  switch (state) {
-    case JobState::kQueued:
-      return "queued";
-    case JobState::kTuning:
-      return "tuning";
-    case JobState::kCompiling:
-      return "compiling";
-    case JobState::kCompleted:
-      return "completed";
-    case JobState::kFailed:
-      return "failed";
-    case JobState::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
-// The state named `name` (as JobStateName writes it); nullopt for any other text.
-constexpr std::optional<JobState> ParseJobState(std::string_view name) {
-  for (JobState s : kJobStates) {
-    if (JobStateName(s) == name) return s;
-  }
-  return std::nullopt;
-}
-
-// Completed, failed and cancelled: a job in one of them never runs again.
-constexpr bool IsFinal(JobState state) {
-  return state == JobState::kCompleted || state == JobState::kFailed ||
-         state == JobState::kCancelled;
-}
 
 // kiln.v1.MeasureErrorKind without MEASURE_ERROR_KIND_UNSPECIFIED.
 enum class ErrorKind : int {
@@ -75,40 +42,137 @@ enum class ErrorKind : int {
   kInvalidCost = 8,
 };
 
-inline constexpr std::array<ErrorKind, 8> kErrorKinds = {
-    ErrorKind::kNone,    ErrorKind::kCompile,   ErrorKind::kRuntime,       ErrorKind::kWrongResult,
-    ErrorKind::kTimeout, ErrorKind::kAgentLost, ErrorKind::kInvalidConfig, ErrorKind::kInvalidCost};
+// Who a bearer token is: a user (submits jobs, sees their own), an agent
+// (opens agent sessions only) or an admin (sees everything).
+enum class Role : int {
+  kUser = 1,
+  kAgent = 2,
+  kAdmin = 3,
+};
 
-// "none", "compile", "runtime", "wrong_result", "timeout", "agent_lost",
-// "invalid_config", "invalid_cost"; "unknown" for a value outside the enum.
-constexpr std::string_view ErrorKindName(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kNone:
-      return "none";
-    case ErrorKind::kCompile:
-      return "compile";
-    case ErrorKind::kRuntime:
-      return "runtime";
-    case ErrorKind::kWrongResult:
-      return "wrong_result";
-    case ErrorKind::kTimeout:
-      return "timeout";
-    case ErrorKind::kAgentLost:
-      return "agent_lost";
-    case ErrorKind::kInvalidConfig:
-      return "invalid_config";
-    case ErrorKind::kInvalidCost:
-      return "invalid_cost";
-  }
-  return "unknown";
+// Where one task of a tuning run stands (tuner::TaskProgress; the protocol's
+// TaskStatus.state carries the name): not started, being tuned, done with its
+// trials, stopped early (no gain in its last rounds), or its space exhausted.
+enum class TaskState : int {
+  kWaiting = 1,
+  kTuning = 2,
+  kDone = 3,
+  kStoppedEarly = 4,
+  kExhausted = 5,
+};
+
+// A batch relayed between trackers (BatchRow): published, leased by another
+// tracker's agent, its results left for the owner.
+enum class BatchState : int {
+  kQueued = 1,
+  kLeased = 2,
+  kDone = 3,
+};
+
+// What an artifact file holds: a submitted ONNX model or a compiled module.
+enum class ArtifactKind : int {
+  kModel = 1,
+  kModule = 2,
+};
+
+}  // namespace kiln::storage
+
+namespace kiln {
+
+template <>
+struct Vocabulary<storage::JobState> {
+  using E = storage::JobState;
+  static constexpr std::array<std::pair<E, std::string_view>, 6> kNames = {{
+      {E::kQueued, "queued"},
+      {E::kTuning, "tuning"},
+      {E::kCompiling, "compiling"},
+      {E::kCompleted, "completed"},
+      {E::kFailed, "failed"},
+      {E::kCancelled, "cancelled"},
+  }};
+};
+
+template <>
+struct Vocabulary<storage::ErrorKind> {
+  using E = storage::ErrorKind;
+  static constexpr std::array<std::pair<E, std::string_view>, 8> kNames = {{
+      {E::kNone, "none"},
+      {E::kCompile, "compile"},
+      {E::kRuntime, "runtime"},
+      {E::kWrongResult, "wrong_result"},
+      {E::kTimeout, "timeout"},
+      {E::kAgentLost, "agent_lost"},
+      {E::kInvalidConfig, "invalid_config"},
+      {E::kInvalidCost, "invalid_cost"},
+  }};
+};
+
+template <>
+struct Vocabulary<storage::Role> {
+  using E = storage::Role;
+  static constexpr std::array<std::pair<E, std::string_view>, 3> kNames = {{
+      {E::kUser, "user"},
+      {E::kAgent, "agent"},
+      {E::kAdmin, "admin"},
+  }};
+};
+
+template <>
+struct Vocabulary<storage::TaskState> {
+  using E = storage::TaskState;
+  static constexpr std::array<std::pair<E, std::string_view>, 5> kNames = {{
+      {E::kWaiting, "waiting"},
+      {E::kTuning, "tuning"},
+      {E::kDone, "done"},
+      {E::kStoppedEarly, "stopped early"},
+      {E::kExhausted, "exhausted"},
+  }};
+};
+
+template <>
+struct Vocabulary<storage::BatchState> {
+  using E = storage::BatchState;
+  static constexpr std::array<std::pair<E, std::string_view>, 3> kNames = {{
+      {E::kQueued, "queued"},
+      {E::kLeased, "leased"},
+      {E::kDone, "done"},
+  }};
+};
+
+template <>
+struct Vocabulary<storage::ArtifactKind> {
+  using E = storage::ArtifactKind;
+  static constexpr std::array<std::pair<E, std::string_view>, 2> kNames = {{
+      {E::kModel, "model"},
+      {E::kModule, "module"},
+  }};
+};
+
+}  // namespace kiln
+
+namespace kiln::storage {
+
+inline constexpr auto kJobStates = ValuesOf<JobState>();
+inline constexpr auto kErrorKinds = ValuesOf<ErrorKind>();
+inline constexpr auto kRoles = ValuesOf<Role>();
+
+// The names above ("queued", "none", "user", ...; "unknown" for a value
+// outside the enum), and the value a name names (nullopt for any other text).
+constexpr std::string_view JobStateName(JobState s) { return NameOf(s); }
+constexpr std::optional<JobState> ParseJobState(std::string_view n) {
+  return ParseName<JobState>(n);
 }
+constexpr std::string_view ErrorKindName(ErrorKind k) { return NameOf(k); }
+constexpr std::optional<ErrorKind> ParseErrorKind(std::string_view n) {
+  return ParseName<ErrorKind>(n);
+}
+constexpr std::string_view RoleName(Role r) { return NameOf(r); }
+constexpr std::optional<Role> ParseRole(std::string_view n) { return ParseName<Role>(n); }
 
-// The kind named `name` (as ErrorKindName writes it); nullopt for any other text.
-constexpr std::optional<ErrorKind> ParseErrorKind(std::string_view name) {
-  for (ErrorKind k : kErrorKinds) {
-    if (ErrorKindName(k) == name) return k;
-  }
-  return std::nullopt;
+// Completed, failed and cancelled: a job in one of them never runs again.
+constexpr bool IsFinal(JobState state) {
+  return state == JobState::kCompleted || state == JobState::kFailed ||
+         state == JobState::kCancelled;
 }
 
 // A transient failure (a timeout, a lost agent, a cost no run can have, a
@@ -119,37 +183,6 @@ constexpr std::optional<ErrorKind> ParseErrorKind(std::string_view name) {
 constexpr bool IsTransient(ErrorKind kind) {
   return kind == ErrorKind::kTimeout || kind == ErrorKind::kAgentLost ||
          kind == ErrorKind::kInvalidCost || kind == ErrorKind::kWrongResult;
-}
-
-// Who a bearer token is: a user (submits jobs, sees their own), an agent
-// (opens agent sessions only) or an admin (sees everything).
-enum class Role : int {
-  kUser = 1,
-  kAgent = 2,
-  kAdmin = 3,
-};
-
-inline constexpr std::array<Role, 3> kRoles = {Role::kUser, Role::kAgent, Role::kAdmin};
-
-// "user", "agent", "admin"; "unknown" for a value outside the enum.
-constexpr std::string_view RoleName(Role role) {
-  switch (role) {
-    case Role::kUser:
-      return "user";
-    case Role::kAgent:
-      return "agent";
-    case Role::kAdmin:
-      return "admin";
-  }
-  return "unknown";
-}
-
-// The role named `name` (as RoleName writes it); nullopt for any other text.
-constexpr std::optional<Role> ParseRole(std::string_view name) {
-  for (Role r : kRoles) {
-    if (RoleName(r) == name) return r;
-  }
-  return std::nullopt;
 }
 
 }  // namespace kiln::storage

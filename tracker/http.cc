@@ -136,7 +136,7 @@ std::string HttpServer::StateJson(const Caller& viewer) const {
                          {"errors", t.errors},
                          {"best_ms", t.best_cost_s * 1e3},
                          {"runs", t.occurrences},
-                         {"state", t.state}});
+                         {"state", NameOf(t.state)}});
       }
       const int n = std::max<int>(1, static_cast<int>(j.tasks.size()));
       // The whole model as the board measured it (end_to_end.h), once decided.

@@ -197,7 +197,8 @@ absl::StatusOr<JobStatus> JobManager::Get(const std::string& job_id) {
   if (auto stored = OptionsFromJson(s.row.options_json, options_.default_timing); stored.ok()) {
     s.budget_s = stored->budget_s;
   }
-  auto tasks = tuner::StoredTaskProgress(*tuning_, job_id, s.Finished() ? "done" : "waiting");
+  auto tasks = tuner::StoredTaskProgress(
+      *tuning_, job_id, s.Finished() ? storage::TaskState::kDone : storage::TaskState::kWaiting);
   if (!tasks.ok()) return tasks.status();
   s.tasks = *std::move(tasks);
   return s;

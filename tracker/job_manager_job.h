@@ -29,7 +29,7 @@ struct JobManager::Job {
   std::vector<compiler::Workload> workloads;
   std::vector<int> occurrences;
   TimingOptions timing;
-  std::string strategy = "xgb";
+  tuner::SearchKind strategy = tuner::SearchKind::kXgb;
   double budget_s = 0;
   int early_stopping = 0;
   int64_t deadline_unix_ms = 0;  // 0: none

@@ -25,7 +25,7 @@ std::string OptionsToJson(const StoredOptions& o) {
                       {"cooldown_ms", t.cooldown_ms},
                       {"flush_cache", t.flush_cache},
                       {"timeout_ms", t.timeout_ms},
-                      {"strategy", o.strategy}};
+                      {"strategy", NameOf(o.strategy)}};
   if (o.budget_s > 0) j["budget_s"] = o.budget_s;
   if (o.early_stopping > 0) j["early_stopping"] = o.early_stopping;
   if (o.deadline_unix_ms > 0) j["deadline_unix_ms"] = o.deadline_unix_ms;
@@ -75,8 +75,8 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
   get("flush_cache", &o.timing.flush_cache);
   get("model_bytes", &o.timing.model_bytes);
   // Jobs stored before strategies existed were tuned at random.
-  o.strategy = "random";
-  get("strategy", &o.strategy);
+  std::string strategy = "random";
+  get("strategy", &strategy);
   get("budget_s", &o.budget_s);
   get("early_stopping", &o.early_stopping);
   get("deadline_unix_ms", &o.deadline_unix_ms);
@@ -89,6 +89,9 @@ absl::StatusOr<StoredOptions> OptionsFromJson(const std::string& json,
   absl::StatusOr<compiler::Precision> p = compiler::ParsePrecision(precision);
   if (!p.ok()) return absl::DataLossError(StrCat("job options: ", p.status().message()));
   o.precision = *p;
+  absl::StatusOr<tuner::SearchKind> search = tuner::ParseSearch(strategy);
+  if (!search.ok()) return absl::DataLossError(StrCat("job options: ", search.status().message()));
+  o.strategy = *search;
   if (auto it = doc.find("input_shapes"); it != doc.end()) {
     if (!it->is_object()) return absl::DataLossError("job options: bad input_shapes");
     for (const auto& [name, dims] : it->items()) {

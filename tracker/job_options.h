@@ -12,6 +12,7 @@
 #include "compiler/target.h"
 #include "storage/artifact_store.h"
 #include "tracker/dispatcher.h"
+#include "tuner/search.h"
 
 namespace kiln::tracker {
 
@@ -19,12 +20,12 @@ struct StoredOptions {
   TimingOptions timing;
   std::map<std::string, std::vector<int64_t>> input_shapes;
   std::map<std::string, std::string> external_data;  // location -> sha256
-  std::string strategy = "xgb";                      // tuner::kSearchStrategies
-  double budget_s = 0;                               // wall-clock budget; 0: none
-  int32_t early_stopping = 0;                        // trials without gain; 0: off
-  int64_t deadline_unix_ms = 0;                      // the job fails past it; 0: none
-  int32_t priority = 0;                              // Dispatcher: higher goes first
-  bool skip_end_to_end = false;                      // no whole-model check (end_to_end.h)
+  tuner::SearchKind strategy = tuner::SearchKind::kXgb;
+  double budget_s = 0;           // wall-clock budget; 0: none
+  int32_t early_stopping = 0;    // trials without gain; 0: off
+  int64_t deadline_unix_ms = 0;  // the job fails past it; 0: none
+  int32_t priority = 0;          // Dispatcher: higher goes first
+  bool skip_end_to_end = false;  // no whole-model check (end_to_end.h)
   compiler::Precision precision = compiler::Precision::kFloat32;
 };
 

@@ -348,7 +348,7 @@ absl::Status JobManager::Compile(Job& job) {
   storage::ArtifactRow art;
   art.sha256 = module.sha256;
   art.size = module.size;
-  art.kind = "module";
+  art.kind = storage::ArtifactKind::kModule;
   art.job_id = job.row.id;
   art.created_unix_ms = clock_->NowMs();
   if (absl::Status st = farm_->AddArtifact(art); !st.ok()) return st;

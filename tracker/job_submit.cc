@@ -104,7 +104,11 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
     }
   } slot{this, req.owner};
   StoredOptions stored;
-  if (!req.strategy.empty()) stored.strategy = req.strategy;
+  if (!req.strategy.empty()) {
+    absl::StatusOr<tuner::SearchKind> search = tuner::ParseSearch(req.strategy);
+    if (!search.ok()) return search.status();
+    stored.strategy = *search;
+  }
   if (!std::isfinite(req.budget_s) || req.budget_s < 0) {
     return absl::InvalidArgumentError(
         StrCat("the time budget must be a non-negative number of seconds, got ", req.budget_s));
@@ -131,7 +135,6 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   if (req.deadline_s > 0) {
     stored.deadline_unix_ms = clock_->NowMs() + static_cast<int64_t>(req.deadline_s * 1000);
   }
-  if (absl::Status st = tuner::CheckSearchName(stored.strategy); !st.ok()) return st;
   stored.input_shapes = req.input_shapes;
   stored.external_data = req.external_data;
   if (!req.precision.empty()) {
@@ -215,7 +218,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   storage::ArtifactRow art;
   art.sha256 = *sha;
   art.size = total;
-  art.kind = "model";
+  art.kind = storage::ArtifactKind::kModel;
   art.job_id = *id;
   art.created_unix_ms = now;
   if (absl::Status st = farm_->AddArtifact(art); !st.ok()) return st;

@@ -74,7 +74,7 @@ absl::StatusOr<storage::BlobWriter::Stored> ModelUpload::Finish() {
   storage::ArtifactRow row;
   row.sha256 = stored->sha256;
   row.size = stored->size;
-  row.kind = "model";
+  row.kind = storage::ArtifactKind::kModel;
   row.created_unix_ms = clock_->NowMs();
   if (absl::Status s = db_->AddArtifact(row); !s.ok()) return s;
   return stored;

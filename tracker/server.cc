@@ -112,7 +112,7 @@ void FillJob(const JobStatus& s, pb::Job* out) {
     p->set_best_cost_s(t.best_cost_s);
     p->set_errors(t.errors);
     p->set_occurrences(t.occurrences);
-    p->set_state(t.state);
+    p->set_state(std::string(NameOf(t.state)));
   }
   out->set_tuning_s(static_cast<double>(r.tuning_ms) / 1000.0);
   out->set_budget_s(s.budget_s);

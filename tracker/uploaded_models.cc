@@ -91,7 +91,7 @@ absl::StatusOr<int> UploadedModels::Collect() {
       it = unused.empty() && it->second.arriving == 0 ? users_.erase(it) : std::next(it);
     }
   }
-  auto models = db_->ListArtifacts("model");
+  auto models = db_->ListArtifacts(storage::ArtifactKind::kModel);
   if (!models.ok()) return models.status();
   std::set<std::string> collected;
   for (const storage::ArtifactRow& row : *models) {

@@ -82,29 +82,26 @@ std::vector<compiler::Config> GridSearch::Propose(int n,
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name, ConfigSpace space,
+absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(SearchKind kind, ConfigSpace space,
                                                            SearchContext context) {
-  if (name == "random") {
-    return std::unique_ptr<SearchStrategy>(new RandomSearch(std::move(space), context.seed));
+  switch (kind) {
+    case SearchKind::kRandom:
+      return std::unique_ptr<SearchStrategy>(new RandomSearch(std::move(space), context.seed));
+    case SearchKind::kGrid:
+      return std::unique_ptr<SearchStrategy>(new GridSearch(std::move(space)));
+    case SearchKind::kGa:
+      return std::unique_ptr<SearchStrategy>(new GeneticSearch(std::move(space), context));
+    case SearchKind::kXgb:
+      return std::unique_ptr<SearchStrategy>(new ModelSearch(std::move(space), std::move(context)));
   }
-  if (name == "grid") return std::unique_ptr<SearchStrategy>(new GridSearch(std::move(space)));
-  if (name == "ga") {
-    return std::unique_ptr<SearchStrategy>(new GeneticSearch(std::move(space), context));
-  }
-  if (name == "xgb") {
-    return std::unique_ptr<SearchStrategy>(new ModelSearch(std::move(space), std::move(context)));
-  }
-  return CheckSearchName(name);
+  return absl::InvalidArgumentError(StrCat("unknown search strategy ", static_cast<int>(kind),
+                                           " (known: ", NamesList<SearchKind>(), ")"));
 }
 
-absl::Status CheckSearchName(std::string_view name) {
-  std::string known;
-  for (std::string_view s : kSearchStrategies) {
-    if (s == name) return absl::OkStatus();
-    known += StrCat(known.empty() ? "" : ", ", s);
-  }
+absl::StatusOr<SearchKind> ParseSearch(std::string_view name) {
+  if (std::optional<SearchKind> kind = ParseName<SearchKind>(name)) return *kind;
   return absl::InvalidArgumentError(
-      StrCat("unknown search strategy '", name, "' (known: ", known, ")"));
+      StrCat("unknown search strategy '", name, "' (known: ", NamesList<SearchKind>(), ")"));
 }
 
 }  // namespace kiln::tuner

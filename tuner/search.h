@@ -3,6 +3,7 @@
 // A strategy never proposes a config twice, nor one the caller says was
 // already measured; it returns fewer than asked once the space is exhausted.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/vocabulary.h"
 #include "compiler/config.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
@@ -89,15 +91,31 @@ struct SearchContext {
   TrainingSet prior;
 };
 
-// The strategies' names, in the order `kiln tune --strategy` lists them.
-inline constexpr std::string_view kSearchStrategies[] = {"random", "grid", "ga", "xgb"};
+// The search strategies: uniform sampling, the grid in order, a genetic
+// search, and the XGBoost-guided search (with transfer learning).
+enum class SearchKind : int { kRandom = 1, kGrid = 2, kGa = 3, kXgb = 4 };
 
-// INVALID_ARGUMENT (listing the known ones) unless `name` is one of
-// kSearchStrategies.
-absl::Status CheckSearchName(std::string_view name);
+// The strategy `kiln tune --strategy` and the protocol name `name`;
+// INVALID_ARGUMENT listing the known names for any other.
+absl::StatusOr<SearchKind> ParseSearch(std::string_view name);
 
-// One of kSearchStrategies; INVALID_ARGUMENT for any other name.
-absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(std::string_view name, ConfigSpace space,
+absl::StatusOr<std::unique_ptr<SearchStrategy>> MakeSearch(SearchKind kind, ConfigSpace space,
                                                            SearchContext context);
 
 }  // namespace kiln::tuner
+
+namespace kiln {
+
+// The names, in the order `kiln tune --strategy` lists them.
+template <>
+struct Vocabulary<tuner::SearchKind> {
+  using E = tuner::SearchKind;
+  static constexpr std::array<std::pair<E, std::string_view>, 4> kNames = {{
+      {E::kRandom, "random"},
+      {E::kGrid, "grid"},
+      {E::kGa, "ga"},
+      {E::kXgb, "xgb"},
+  }};
+};
+
+}  // namespace kiln

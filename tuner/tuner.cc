@@ -74,7 +74,7 @@ double EstimatedLatency(const std::vector<TaskProgress>& tasks) {
 
 absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::TuningDb& db,
                                                              const std::string& job_id,
-                                                             const std::string& state) {
+                                                             storage::TaskState state) {
   auto planned = db.JobTasks(job_id);
   if (!planned.ok()) return planned.status();
   auto records = db.RecordsOfJob(job_id);
@@ -206,7 +206,7 @@ absl::Status Tuner::LoadTasks() {
   if (!options_.job_id.empty()) {
     if (absl::Status st = db_->SetJobTasks(options_.job_id, task_rows); !st.ok()) return st;
     // What this job measured before (a resumed job).
-    auto stored = StoredTaskProgress(*db_, options_.job_id, "");
+    auto stored = StoredTaskProgress(*db_, options_.job_id, storage::TaskState::kWaiting);
     if (!stored.ok()) return stored.status();
     for (const TaskProgress& t : *stored) {
       auto it = task_of.find(t.workload_key);
@@ -225,7 +225,7 @@ absl::Status Tuner::LoadTasks() {
     TaskRun& run = runs_[i];
     run.last_gain_trial = run.progress.trials_done;
     if (run.progress.trials_done > 0) {
-      run.progress.state = "tuning";
+      run.progress.state = storage::TaskState::kTuning;
       scheduler_->Record(i, run.progress.trials_done, run.progress.best_cost_s);
     }
   }
@@ -240,7 +240,7 @@ absl::Status Tuner::StartTask(size_t i) {
   auto knobs = compiler::KnobsOf(run.workload, target_);
   if (!knobs.ok()) return knobs.status();
   SearchContext context{run.workload, target_, SeedOf(options_.job_id + "/" + run.key), {}};
-  if (options_.strategy == "xgb") {
+  if (options_.strategy == SearchKind::kXgb) {
     // Transfer learning. Read when the task starts, not once per job: the
     // job's own earlier tasks are among the records.
     auto prior = PriorFromLog(*db_, run.workload, target_, version, 2000, options_.record_scope);
@@ -407,7 +407,7 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
   if (options_.early_stopping > 0 && !scheduler_->Retired(flight.task) &&
       p.trials_done - run.last_gain_trial >= options_.early_stopping) {
     scheduler_->Retire(flight.task);
-    p.state = "stopped early";
+    p.state = storage::TaskState::kStoppedEarly;
     message +=
         StrCat("; stopped early: no gain in ", p.trials_done - run.last_gain_trial, " trials");
   }
@@ -446,12 +446,12 @@ absl::Status Tuner::Search(const ProgressFn& progress, int reserve, double budge
       TaskRun& run = runs_[*next];
       if (flight->configs.empty()) {
         scheduler_->Retire(*next);
-        if (run.in_flight.empty()) run.progress.state = "exhausted";
+        if (run.in_flight.empty()) run.progress.state = storage::TaskState::kExhausted;
         progress(Snapshot(StrCat(TaskName(*next), ": search space exhausted after ",
                                  run.progress.trials_done, " trials")));
         continue;
       }
-      run.progress.state = "tuning";
+      run.progress.state = storage::TaskState::kTuning;
       run.in_flight.insert(flight->canonical.begin(), flight->canonical.end());
       MeasureBatch batch;
       batch.workload = run.workload;
@@ -480,7 +480,10 @@ absl::Status Tuner::Search(const ProgressFn& progress, int reserve, double budge
 }
 
 absl::Status Tuner::Run(const ProgressFn& progress) {
-  if (absl::Status st = CheckSearchName(options_.strategy); !st.ok()) return st;
+  if (!IsKnownValue(options_.strategy)) {
+    return absl::InvalidArgumentError(
+        StrCat("unknown search strategy ", static_cast<int>(options_.strategy)));
+  }
   start_s_ = options_.now_s();
   if (absl::Status st = LoadTasks(); !st.ok()) return st;
   progress(Snapshot(StrCat("tuning ", runs_.size(), " tasks: ", trials_done_, "/", options_.trials,
@@ -498,8 +501,9 @@ absl::Status Tuner::Run(const ProgressFn& progress) {
   if (st.ok() && confirm) st = Search(progress, 0, options_.budget_s, &end);
   if (!st.ok()) return st;
   for (TaskRun& run : runs_) {
-    if (run.progress.state == "tuning" || run.progress.state == "waiting") {
-      run.progress.state = "done";
+    if (run.progress.state == storage::TaskState::kTuning ||
+        run.progress.state == storage::TaskState::kWaiting) {
+      run.progress.state = storage::TaskState::kDone;
     }
   }
   progress(Snapshot(StrCat("tuning finished (", end, "): ", trials_done_, " trials in ",

@@ -23,7 +23,9 @@
 #include "compiler/target.h"
 #include "compiler/workload.h"
 #include "storage/tuning_db.h"
+#include "storage/vocabulary.h"
 #include "tuner/measurer.h"
+#include "tuner/search.h"
 #include "tuner/task_scheduler.h"
 
 namespace kiln::tuner {
@@ -61,10 +63,10 @@ struct TunerOptions {
   // Whose records the job reads: its history, the prior for its cost
   // model, the configs it skips as measured, its winners (RecordScope).
   storage::RecordScope record_scope;
-  std::string strategy = "xgb";  // tuner::kSearchStrategies
-  int trials = 0;                // measurements over all tasks
-  double budget_s = 0;           // wall-clock budget of tuning (0: none)
-  double spent_s = 0;            // of it, spent before (a resumed job)
+  SearchKind strategy = SearchKind::kXgb;
+  int trials = 0;       // measurements over all tasks
+  double budget_s = 0;  // wall-clock budget of tuning (0: none)
+  double spent_s = 0;   // of it, spent before (a resumed job)
   int batch_size = 8;
   // A task stops once this many of its trials brought no gain of 1% or more
   // over its best (0: never).
@@ -90,8 +92,8 @@ struct TaskProgress {
   int occurrences = 1;
   int trials_done = 0;  // by this job
   int errors = 0;
-  double best_cost_s = 0;         // 0: nothing ran yet (the log's best included)
-  std::string state = "waiting";  // "waiting", "tuning", "done", "stopped early", "exhausted"
+  double best_cost_s = 0;  // 0: nothing ran yet (the log's best included)
+  storage::TaskState state = storage::TaskState::kWaiting;
 };
 
 struct TunerProgress {
@@ -153,7 +155,7 @@ class Tuner {
 // `state` for every task.
 absl::StatusOr<std::vector<TaskProgress>> StoredTaskProgress(storage::TuningDb& db,
                                                              const std::string& job_id,
-                                                             const std::string& state);
+                                                             storage::TaskState state);
 
 // The model's latency as the tuner sees it: sum over tasks of occurrences x
 // best cost; 0 while a task has no cost yet.

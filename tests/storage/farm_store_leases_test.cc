@@ -127,7 +127,7 @@ TEST(FarmStoreLeasesTest, RelayedBatchGoesToOneOtherTrackerAndBackToItsOwner) {
   auto got = b.farm->ClaimBatch("x86", "B", 100);
   ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
   EXPECT_EQ((*got)->work, row.work);
-  EXPECT_EQ((*got)->state, "leased");
+  EXPECT_EQ((*got)->state, BatchState::kLeased);
   EXPECT_FALSE(c.farm->ClaimBatch("x86", "C", 100)->has_value());
   EXPECT_FALSE(*owner.farm->WithdrawBatch("A/b-1"));  // leased: no longer the owner's to take back
 

@@ -106,12 +106,13 @@ TEST(FarmStoreTest, ArtifactMetadata) {
   auto db = OpenOrDie(dir.DbUrl("log.db"));
   std::string sha(64, 'b');
   EXPECT_FALSE(db.farm->GetArtifact(sha)->has_value());
-  ASSERT_TRUE(db.farm->AddArtifact({sha, 1234, "module", "j1", 77}).ok());
-  ASSERT_TRUE(db.farm->AddArtifact({sha, 1234, "module", "j1", 77}).ok());  // idempotent
+  ASSERT_TRUE(db.farm->AddArtifact({sha, 1234, ArtifactKind::kModule, "j1", 77}).ok());
+  ASSERT_TRUE(
+      db.farm->AddArtifact({sha, 1234, ArtifactKind::kModule, "j1", 77}).ok());  // idempotent
   auto got = db.farm->GetArtifact(sha);
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->size, 1234);
-  EXPECT_EQ((*got)->kind, "module");
+  EXPECT_EQ((*got)->kind, ArtifactKind::kModule);
   EXPECT_EQ((*got)->job_id, "j1");
   EXPECT_EQ((*got)->created_unix_ms, 77);
 }
@@ -122,10 +123,10 @@ TEST(FarmStoreTest, ArtifactsListedByKindAndDeleted) {
   TempDir dir;
   auto db = OpenOrDie(dir.DbUrl("log.db"));
   const std::string a(64, 'a'), b(64, 'b'), c(64, 'c');
-  ASSERT_TRUE(db.farm->AddArtifact({b, 2, "model", "", 20}).ok());
-  ASSERT_TRUE(db.farm->AddArtifact({a, 1, "model", "j1", 10}).ok());
-  ASSERT_TRUE(db.farm->AddArtifact({c, 3, "module", "j1", 5}).ok());
-  auto models = db.farm->ListArtifacts("model");
+  ASSERT_TRUE(db.farm->AddArtifact({b, 2, ArtifactKind::kModel, "", 20}).ok());
+  ASSERT_TRUE(db.farm->AddArtifact({a, 1, ArtifactKind::kModel, "j1", 10}).ok());
+  ASSERT_TRUE(db.farm->AddArtifact({c, 3, ArtifactKind::kModule, "j1", 5}).ok());
+  auto models = db.farm->ListArtifacts(ArtifactKind::kModel);
   ASSERT_TRUE(models.ok()) << models.status();
   ASSERT_EQ(models->size(), 2u);
   EXPECT_EQ((*models)[0].sha256, a);
@@ -133,7 +134,7 @@ TEST(FarmStoreTest, ArtifactsListedByKindAndDeleted) {
   EXPECT_EQ((*models)[1].size, 2);
   ASSERT_TRUE(db.farm->DeleteArtifact(a).ok());
   ASSERT_TRUE(db.farm->DeleteArtifact(a).ok());  // gone already: no error
-  models = db.farm->ListArtifacts("model");
+  models = db.farm->ListArtifacts(ArtifactKind::kModel);
   ASSERT_TRUE(models.ok());
   ASSERT_EQ(models->size(), 1u);
   EXPECT_EQ((*models)[0].sha256, b);

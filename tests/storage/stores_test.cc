@@ -125,6 +125,8 @@ TEST(StoresTest, UnknownNamesInTheFileAreDataLoss) {
     t.user = "ana";
     t.hash = std::string(64, 'a');
     ASSERT_TRUE(db.farm->AddToken(t).ok());
+    ASSERT_TRUE(
+        db.farm->AddArtifact({std::string(64, 'b'), 1, ArtifactKind::kModule, "j1", 5}).ok());
   }
   {
     auto raw = Database::Open(path);
@@ -132,6 +134,7 @@ TEST(StoresTest, UnknownNamesInTheFileAreDataLoss) {
     ASSERT_TRUE((*raw)->Exec("UPDATE jobs SET state = 'paused'").ok());
     ASSERT_TRUE((*raw)->Exec("UPDATE records SET error_kind = 'exploded'").ok());
     ASSERT_TRUE((*raw)->Exec("UPDATE tokens SET role = 'root'").ok());
+    ASSERT_TRUE((*raw)->Exec("UPDATE artifacts SET kind = 'binary'").ok());
   }
   auto db = OpenOrDie(path);
   auto job = db.farm->GetJob("j1");
@@ -147,6 +150,9 @@ TEST(StoresTest, UnknownNamesInTheFileAreDataLoss) {
   EXPECT_EQ(token.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(token.status().message().find("root"), std::string::npos) << token.status();
   EXPECT_EQ(db.farm->ListTokens().status().code(), absl::StatusCode::kDataLoss);
+  auto artifact = db.farm->GetArtifact(std::string(64, 'b'));
+  EXPECT_EQ(artifact.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(artifact.status().message().find("binary"), std::string::npos) << artifact.status();
 }
 
 }  // namespace

@@ -91,6 +91,38 @@ TEST(VocabularyTest, TransientErrorKinds) {
                                             ErrorKind::kInvalidCost, ErrorKind::kWrongResult}));
 }
 
+// Every vocabulary: distinct names, each parsed back to its value; a value
+// outside the enum is "unknown", which names none.
+template <class E>
+class EveryVocabulary : public ::testing::Test {};
+using Vocabularies =
+    ::testing::Types<JobState, ErrorKind, Role, TaskState, BatchState, ArtifactKind>;
+TYPED_TEST_SUITE(EveryVocabulary, Vocabularies);
+
+TYPED_TEST(EveryVocabulary, NamesRoundTripAndStrayValuesAreUnknown) {
+  std::set<std::string_view> names;
+  for (TypeParam v : ValuesOf<TypeParam>()) {
+    std::string_view name = NameOf(v);
+    EXPECT_NE(name, "unknown");
+    EXPECT_TRUE(IsKnownValue(v)) << name;
+    EXPECT_TRUE(names.insert(name).second) << name << " names two values";
+    EXPECT_EQ(ParseName<TypeParam>(name), v) << name;
+  }
+  EXPECT_EQ(NameOf(static_cast<TypeParam>(0)), "unknown");
+  EXPECT_FALSE(IsKnownValue(static_cast<TypeParam>(0)));
+  EXPECT_FALSE(ParseName<TypeParam>("unknown").has_value());
+  EXPECT_FALSE(ParseName<TypeParam>("").has_value());
+}
+
+// What the protocol, the status page and the database carry: renaming one
+// breaks clients and stored rows.
+TEST(VocabularyTest, TheWireAndStorageNamesOfTasksBatchesAndArtifacts) {
+  EXPECT_EQ(NamesList<TaskState>(), "waiting, tuning, done, stopped early, exhausted");
+  EXPECT_EQ(NamesList<BatchState>(), "queued, leased, done");
+  EXPECT_EQ(NamesList<ArtifactKind>(), "model, module");
+  EXPECT_EQ(NamesList<Role>(), "user, agent, admin");
+}
+
 // Usable at compile time (the tracker's static_asserts rely on the numbers).
 static_assert(ParseJobState("cancelled") == JobState::kCancelled);
 static_assert(ParseErrorKind("invalid_cost") == ErrorKind::kInvalidCost);

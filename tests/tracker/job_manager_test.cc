@@ -107,7 +107,7 @@ TEST_F(JobManagerTest, UploadsAreCheckedAndStoredOnce) {
   ExpectNothingStored();  // one file
   auto art = db_.farm->GetArtifact(sha);
   ASSERT_TRUE(art.ok() && art->has_value());
-  EXPECT_EQ((*art)->kind, "model");
+  EXPECT_EQ((*art)->kind, storage::ArtifactKind::kModel);
 
   // A model or data file that was never uploaded.
   SubmitRequest req = Request(bytes);

@@ -22,7 +22,7 @@ TEST_F(JobManagerTest, SubmitStoresJobAndCancelStopsIt) {
   EXPECT_TRUE(store_->Contains((*row)->model_sha256));
   auto art = db_.farm->GetArtifact((*row)->model_sha256);
   ASSERT_TRUE(art.ok() && art->has_value());
-  EXPECT_EQ((*art)->kind, "model");
+  EXPECT_EQ((*art)->kind, storage::ArtifactKind::kModel);
 
   // Wait (bounded) for the job's first batch, measure it.
   std::optional<Lease> lease;

@@ -29,9 +29,9 @@ class UploadedModelsTest : public ::testing::Test {
     EXPECT_TRUE(models_->Charge(user, static_cast<int64_t>(bytes.size())).ok());
     auto sha = store_->Put(bytes);
     EXPECT_TRUE(sha.ok());
-    EXPECT_TRUE(
-        db_->AddArtifact({*sha, static_cast<int64_t>(bytes.size()), "model", "", clock_.NowMs()})
-            .ok());
+    EXPECT_TRUE(db_->AddArtifact({*sha, static_cast<int64_t>(bytes.size()),
+                                  storage::ArtifactKind::kModel, "", clock_.NowMs()})
+                    .ok());
     models_->Stored(user, *sha, static_cast<int64_t>(bytes.size()),
                     static_cast<int64_t>(bytes.size()));
     return *sha;

@@ -92,8 +92,9 @@ int Tune(SearchStrategy& search, int trials, std::set<std::string>* measured, bo
 }
 
 TEST(GuidedSearchTest, ProposalsAreValidDistinctKernelsNeverMeasuredBefore) {
-  for (std::string_view name : {"ga", "xgb"}) {
-    auto search = MakeSearch(name, Space(), Context(5));
+  for (SearchKind kind : {SearchKind::kGa, SearchKind::kXgb}) {
+    const std::string_view name = NameOf(kind);
+    auto search = MakeSearch(kind, Space(), Context(5));
     ASSERT_TRUE(search.ok());
     std::set<std::string> measured;
     Tune(**search, 64, &measured, true);
@@ -114,9 +115,9 @@ TEST(GuidedSearchTest, GuidedStrategiesFindTheBestInFewerTrialsThanRandom) {
   int random = 0, ga = 0, xgb = 0;
   for (uint64_t seed : {1, 2, 3}) {
     std::set<std::string> m1, m2, m3;
-    auto r = MakeSearch("random", Space(), Context(seed));
-    auto g = MakeSearch("ga", Space(), Context(seed));
-    auto x = MakeSearch("xgb", Space(), Context(seed));
+    auto r = MakeSearch(SearchKind::kRandom, Space(), Context(seed));
+    auto g = MakeSearch(SearchKind::kGa, Space(), Context(seed));
+    auto x = MakeSearch(SearchKind::kXgb, Space(), Context(seed));
     random += Tune(**r, 400, &m1, false);
     ga += Tune(**g, 400, &m2, true);
     xgb += Tune(**x, 400, &m3, true);

@@ -73,16 +73,23 @@ TEST(GridSearchTest, IndexOrderSkippingMeasured) {
 }
 
 TEST(MakeSearchTest, KnownAndUnknownNames) {
-  auto random = MakeSearch("random", Space(), {{}, {}, 1, {}});
+  auto random = MakeSearch(*ParseSearch("random"), Space(), {{}, {}, 1, {}});
   ASSERT_TRUE(random.ok());
   EXPECT_EQ((*random)->Propose(4, {}).size(), 4u);
-  auto grid = MakeSearch("grid", Space(), {{}, {}, 1, {}});
+  auto grid = MakeSearch(*ParseSearch("grid"), Space(), {{}, {}, 1, {}});
   ASSERT_TRUE(grid.ok());
   EXPECT_EQ(compiler::CanonicalConfig((*grid)->Propose(1, {})[0]), "a=1;b=1");
-  auto bad = MakeSearch("annealing-ish", Space(), {{}, {}, 1, {}});
+  EXPECT_EQ(ParseSearch("ga").value(), SearchKind::kGa);
+  EXPECT_EQ(ParseSearch("xgb").value(), SearchKind::kXgb);
+  auto bad = ParseSearch("annealing-ish");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("annealing-ish"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("random, grid, ga, xgb"), std::string::npos);
+  // A value outside the enum (a cast from a stray number) makes no strategy.
+  auto stray = MakeSearch(static_cast<SearchKind>(9), Space(), {{}, {}, 1, {}});
+  ASSERT_FALSE(stray.ok());
+  EXPECT_EQ(stray.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -98,10 +98,10 @@ class TunerTest : public ::testing::Test {
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
   }
-  TunerOptions Options(std::string strategy, int trials) {
+  TunerOptions Options(SearchKind strategy, int trials) {
     TunerOptions o;
     o.job_id = "job-t";
-    o.strategy = std::move(strategy);
+    o.strategy = strategy;
     o.trials = trials;
     o.compiler_version = "test";
     return o;
@@ -129,7 +129,8 @@ class TunerTest : public ::testing::Test {
 TEST_F(TunerTest, SpendsTheTrialsOverTheTasksAndRecordsEveryResult) {
   FakeMeasurer m;
   std::vector<TunerProgress> events;
-  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}, {Dense(128), 3}}, Options("random", 64));
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}, {Dense(128), 3}},
+              Options(SearchKind::kRandom, 64));
   ASSERT_TRUE(tuner.Run([&](const TunerProgress& p) { events.push_back(p); }).ok());
   auto records = Records();
   ASSERT_EQ(records.size(), 64u);
@@ -157,7 +158,7 @@ TEST_F(TunerTest, SpendsTheTrialsOverTheTasksAndRecordsEveryResult) {
   ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(events.back().trials_done, 64);
   EXPECT_EQ(events.back().tasks[1].occurrences, 3);
-  EXPECT_EQ(events.back().tasks[0].state, "done");
+  EXPECT_EQ(events.back().tasks[0].state, storage::TaskState::kDone);
   EXPECT_NE(events.back().message.find("trial budget spent"), std::string::npos);
   double best = 0;
   for (const auto& r : records) {
@@ -183,7 +184,7 @@ TEST_F(TunerTest, MeasuresEveryAlgorithmsConfigFirst) {
   ASSERT_GE(variants->size(), 3u);
   FakeMeasurer m;
   m.cost = [](const std::string&, int, int order) { return 1e-3 * (1 + 0.01 * order); };
-  Tuner tuner(db_.get(), &m, target_, {{w, 1}}, Options("random", 12));
+  Tuner tuner(db_.get(), &m, target_, {{w, 1}}, Options(SearchKind::kRandom, 12));
   ASSERT_TRUE(tuner.Run([](const TunerProgress&) {}).ok());
   for (size_t i = 0; i < variants->size(); ++i) {
     const std::string canonical = compiler::CanonicalConfig((*variants)[i]);
@@ -192,7 +193,7 @@ TEST_F(TunerTest, MeasuresEveryAlgorithmsConfigFirst) {
   }
   FakeMeasurer again;
   again.cost = m.cost;
-  Tuner resumed(db_.get(), &again, target_, {{w, 1}}, Options("random", 16));
+  Tuner resumed(db_.get(), &again, target_, {{w, 1}}, Options(SearchKind::kRandom, 16));
   ASSERT_TRUE(resumed.Run([](const TunerProgress&) {}).ok());
   for (const compiler::Config& c : *variants) {
     EXPECT_EQ(again.attempts[compiler::CanonicalConfig(c)], 0);
@@ -204,7 +205,7 @@ TEST_F(TunerTest, ResumesFromTheDatabaseWithoutMeasuringAnythingTwice) {
   {
     FakeMeasurer m;
     m.stop_after_batches = 3;  // "killed" with batches in flight
-    Tuner tuner(db_.get(), &m, target_, tasks, Options("xgb", 80));
+    Tuner tuner(db_.get(), &m, target_, tasks, Options(SearchKind::kXgb, 80));
     absl::Status st = tuner.Run([](const TunerProgress&) {});
     EXPECT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
   }
@@ -225,7 +226,7 @@ TEST_F(TunerTest, ResumesFromTheDatabaseWithoutMeasuringAnythingTwice) {
 
   FakeMeasurer m;
   std::vector<TunerProgress> events;
-  Tuner tuner(db_.get(), &m, target_, tasks, Options("xgb", 80));
+  Tuner tuner(db_.get(), &m, target_, tasks, Options(SearchKind::kXgb, 80));
   ASSERT_TRUE(tuner.Run([&](const TunerProgress& p) { events.push_back(p); }).ok());
   // It starts from what the job measured and spends only the rest.
   ASSERT_FALSE(events.empty());
@@ -251,7 +252,7 @@ TEST_F(TunerTest, RetriesTransientFailuresOnlyAndOnlyUpToTheLimit) {
     if (it->second == "timeout-once") return attempt == 1 ? "timeout" : "";
     return it->second;
   };
-  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options("random", 24));
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options(SearchKind::kRandom, 24));
   ASSERT_TRUE(tuner.Run([](const TunerProgress&) {}).ok());
   for (const auto& [canonical, how] : fate) {
     if (how == "timeout-once" || how == "agent_lost") {
@@ -274,7 +275,7 @@ TEST_F(TunerTest, ImpossibleCostsAreErrorsOfTheAgentNotAFailedJob) {
     if (added && lie.size() <= 3) it->second = kLies[lie.size() - 1];
     return attempt == 1 ? it->second : "";
   };
-  TunerOptions options = Options("random", 24);
+  TunerOptions options = Options(SearchKind::kRandom, 24);
   options.max_cost_s = 10;  // the candidate time limit
   Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, options);
   ASSERT_TRUE(tuner.Run([](const TunerProgress&) {}).ok());
@@ -310,7 +311,7 @@ TEST_F(TunerTest, StopsAtTheTimeBudgetAndCountsTimeSpentBefore) {
   FakeMeasurer m;
   m.parallelism = 1;
   m.on_batch = [&] { now += 10; };  // each batch takes 10 s
-  TunerOptions o = Options("random", 1000);
+  TunerOptions o = Options(SearchKind::kRandom, 1000);
   o.budget_s = 45;
   o.spent_s = 20;  // a resumed job that tuned 20 s before
   o.now_s = [&] { return now; };
@@ -329,7 +330,7 @@ TEST_F(TunerTest, EarlyStoppingEndsATaskThatStopsImproving) {
   m.parallelism = 1;
   // After the first batch every config is slower than the best.
   m.outcome = [&](const std::string&, int) -> std::string { return ""; };
-  TunerOptions o = Options("random", 400);
+  TunerOptions o = Options(SearchKind::kRandom, 400);
   o.early_stopping = 16;
   int batches_seen = 0;
   std::vector<TunerProgress> events;
@@ -341,7 +342,7 @@ TEST_F(TunerTest, EarlyStoppingEndsATaskThatStopsImproving) {
                   })
                   .ok());
   ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back().tasks[0].state, "stopped early");
+  EXPECT_EQ(events.back().tasks[0].state, storage::TaskState::kStoppedEarly);
   EXPECT_LT(events.back().trials_done, 400);
   // It stopped 16-23 trials after the last 1% gain.
   EXPECT_NE(events.back().message.find("every task has stopped"), std::string::npos);
@@ -368,7 +369,7 @@ TEST_F(TunerTest, ConfirmsTheFastestConfigsBesideTheDefault) {
     return 1.1e-3 + 1e-6 * static_cast<double>(order % 50);
   };
   std::vector<TunerProgress> events;
-  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options("random", 120));
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options(SearchKind::kRandom, 120));
   ASSERT_TRUE(tuner.Run([&](const TunerProgress& p) { events.push_back(p); }).ok());
   const std::string def = compiler::CanonicalConfig(*compiler::DefaultConfig(Dense(32), target_));
   ASSERT_FALSE(lucky.empty());
@@ -399,14 +400,14 @@ TEST_F(TunerTest, ConfirmsTheFastestConfigsBesideTheDefault) {
 
   // Run again (a resumed job): every config has had its rounds.
   FakeMeasurer again;
-  Tuner resumed(db_.get(), &again, target_, {{Dense(32), 1}}, Options("random", 120));
+  Tuner resumed(db_.get(), &again, target_, {{Dense(32), 1}}, Options(SearchKind::kRandom, 120));
   ASSERT_TRUE(resumed.Run([](const TunerProgress&) {}).ok());
   EXPECT_EQ(again.attempts[def] + again.attempts[lucky] + again.attempts[fast], 0);
 }
 
 TEST_F(TunerTest, UnknownStrategyIsInvalidArgument) {
   FakeMeasurer m;
-  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options("best", 8));
+  Tuner tuner(db_.get(), &m, target_, {{Dense(32), 1}}, Options(static_cast<SearchKind>(99), 8));
   EXPECT_EQ(tuner.Run([](const TunerProgress&) {}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Records().empty());
 }
