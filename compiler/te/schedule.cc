@@ -36,32 +36,6 @@ Stage MakeStage(const Tensor& t) {
 
 }  // namespace
 
-IterVar Stage::Find(const std::string& name) const {
-  for (const IterVar& iv : leaf) {
-    if (iv->name == name) return iv;
-  }
-  for (const IterVar& iv : root) {
-    if (iv->name == name) return iv;
-  }
-  for (const Relation& r : relations) {
-    for (const IterVar& iv : {r.parent, r.outer, r.inner, r.fused}) {
-      if (iv && iv->name == name) return iv;
-    }
-  }
-  return nullptr;
-}
-
-std::string Step::ToString() const {
-  std::string out = StrCat(kind, "(", stage);
-  for (const std::string& iv : ivs) out += StrCat(", ", iv);
-  for (int64_t v : ints) out += StrCat(", ", v);
-  if (!target.empty()) out += StrCat(", @", target);
-  if (!layout.empty()) out += StrCat(", ", layout);
-  if (!thread.empty()) out += StrCat(", ", thread);
-  for (size_t i = 0; i < readers.size(); ++i) out += StrCat(i ? " " : ", reads ", readers[i]);
-  return out + ")";
-}
-
 Schedule::Schedule(std::vector<Tensor> outputs) : outputs_(std::move(outputs)) {
   std::set<const OperationNode*> seen;
   std::function<void(const std::shared_ptr<const OperationNode>&)> visit =
@@ -132,7 +106,6 @@ std::pair<IterVar, IterVar> Schedule::Split(const Tensor& t, const IterVar& iv, 
   s.relations.push_back(r);
   s.leaf[pos] = outer;
   s.leaf.insert(s.leaf.begin() + static_cast<long>(pos) + 1, inner);
-  Record({"split", s.name(), {iv->name}, {factor}, ""});
   return {outer, inner};
 }
 
@@ -151,7 +124,6 @@ IterVar Schedule::Fuse(const Tensor& t, const IterVar& outer, const IterVar& inn
   s.relations.push_back(r);
   s.leaf[po] = fused;
   s.leaf.erase(s.leaf.begin() + static_cast<long>(pi));
-  Record({"fuse", s.name(), {outer->name, inner->name}, {}, ""});
   return fused;
 }
 
@@ -164,9 +136,6 @@ void Schedule::Reorder(const Tensor& t, const std::vector<IterVar>& order) {
   KILN_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end())
       << "reorder repeats an axis";
   for (size_t i = 0; i < order.size(); ++i) s.leaf[sorted[i]] = order[i];
-  Step st{"reorder", s.name(), {}, {}, ""};
-  for (const IterVar& iv : order) st.ivs.push_back(iv->name);
-  Record(st);
 }
 
 std::vector<IterVar> Schedule::Tile(const Tensor& t, const IterVar& x, const IterVar& y, int64_t fx,
@@ -177,22 +146,19 @@ std::vector<IterVar> Schedule::Tile(const Tensor& t, const IterVar& x, const Ite
   return {xo, yo, xi, yi};
 }
 
-void Schedule::SetKind(const Tensor& t, const IterVar& iv, ForKind kind, const char* step) {
+void Schedule::SetKind(const Tensor& t, const IterVar& iv, ForKind kind) {
   Stage& s = (*this)[t];
   LeafPos(s, iv);
   iv->kind = kind;
-  Record({step, s.name(), {iv->name}, {}, ""});
 }
 
 void Schedule::Vectorize(const Tensor& t, const IterVar& iv) {
-  SetKind(t, iv, ForKind::kVectorized, "vectorize");
+  SetKind(t, iv, ForKind::kVectorized);
 }
-void Schedule::Unroll(const Tensor& t, const IterVar& iv) {
-  SetKind(t, iv, ForKind::kUnrolled, "unroll");
-}
+void Schedule::Unroll(const Tensor& t, const IterVar& iv) { SetKind(t, iv, ForKind::kUnrolled); }
 void Schedule::Parallel(const Tensor& t, const IterVar& iv) {
   KILN_CHECK(!iv->reduce) << "cannot parallelize reduce axis " << iv->name;
-  SetKind(t, iv, ForKind::kParallel, "parallel");
+  SetKind(t, iv, ForKind::kParallel);
 }
 
 void Schedule::Tensorize(const Tensor& t, const IterVar& iv, const std::string& name,
@@ -202,9 +168,6 @@ void Schedule::Tensorize(const Tensor& t, const IterVar& iv, const std::string& 
   KILN_CHECK(fn) << "tensorize " << name << " without an emitter";
   s.tensorize_iv = iv;
   s.tensorize = std::move(fn);
-  Step step{"tensorize", s.name(), {iv->name}, {}, ""};
-  step.thread = name;  // printed as the last argument
-  Record(std::move(step));
 }
 
 void Schedule::Prefetch(const Tensor& t, const IterVar& at, const Tensor& tensor,
@@ -215,14 +178,8 @@ void Schedule::Prefetch(const Tensor& t, const IterVar& at, const Tensor& tensor
   LeafPos(s, at);
   LeafPos(s, ahead);
   KILN_CHECK(distance >= 1) << "prefetch: distance " << distance;
-  Step step{"prefetch", s.name(), {at->name, ahead->name}, {distance}, ""};
-  if (spread) {
-    LeafPos(s, spread);
-    step.ivs.push_back(spread->name);
-  }
-  step.readers = {tensor->name};
+  if (spread) LeafPos(s, spread);
   s.prefetches.push_back({tensor, at, ahead, distance, spread});
-  Record(std::move(step));
 }
 
 absl::Status Schedule::Bind(const Tensor& t, const IterVar& iv, const std::string& thread) {
@@ -237,9 +194,6 @@ absl::Status Schedule::Bind(const Tensor& t, const IterVar& iv, const std::strin
   Stage& s = (*this)[t];
   LeafPos(s, iv);
   iv->kind = *kind;
-  Step step{"bind", s.name(), {iv->name}, {}, ""};
-  step.thread = thread;
-  Record(std::move(step));
   return absl::OkStatus();
 }
 
@@ -250,9 +204,6 @@ absl::Status Schedule::SetScope(const Tensor& t, const std::string& scope) {
   }
   Stage& s = (*this)[t];
   s.scope = scope == "shared" ? ir::StorageScope::kShared : ir::StorageScope::kLocal;
-  Step step{"set_scope", s.name(), {}, {}, ""};
-  step.thread = scope;
-  Record(std::move(step));
   return absl::OkStatus();
 }
 
@@ -266,14 +217,12 @@ void Schedule::ComputeAt(const Tensor& producer, const Tensor& consumer, const I
   p.attach = AttachKind::kAt;
   p.attach_stage = ci;
   p.attach_iv = iv;
-  Record({"compute_at", p.name(), {iv->name}, {}, c.name()});
 }
 
 void Schedule::ComputeInline(const Tensor& producer) {
   Stage& p = (*this)[producer];
   KILN_CHECK(p.tensor->reduce_axes.empty()) << "cannot inline reduction " << p.name();
   p.attach = AttachKind::kInline;
-  Record({"compute_inline", p.name(), {}, {}, ""});
 }
 
 Tensor Schedule::CacheWrite(const Tensor& t) {
@@ -312,7 +261,6 @@ Tensor Schedule::CacheWrite(const Tensor& t) {
   for (Stage& st : stages_) {
     if (st.attach == AttachKind::kAt && st.attach_stage >= idx) ++st.attach_stage;
   }
-  Record({"cache_write", op.name, {}, {}, ""});
   return cache;
 }
 
@@ -354,18 +302,6 @@ class LoadRedirect : public ExprMutator {
 };
 
 }  // namespace
-
-Tensor Schedule::FindTensor(const std::string& name) const {
-  for (const Stage& s : stages_) {
-    if (s.name() == name) return s.tensor;
-  }
-  for (const Stage& s : stages_) {
-    for (const auto& in : s.tensor->inputs) {
-      if (in->name == name) return Tensor(in);
-    }
-  }
-  return Tensor();
-}
 
 std::string Schedule::UniqueName(const std::string& base) const {
   std::string name = base;
@@ -427,9 +363,6 @@ absl::StatusOr<Tensor> Schedule::CacheRead(const Tensor& t, const std::vector<Te
       t.buffer()->dtype);
   auto same = [](const std::vector<Expr>& idx) { return idx; };
   RedirectReaders(t, cache, readers, same);
-  Step step{"cache_read", t->name, {}, {}, ""};
-  for (const Tensor& r : readers) step.readers.push_back(r->name);
-  Record(step);
   return cache;
 }
 
@@ -442,120 +375,7 @@ absl::StatusOr<Tensor> Schedule::TransformLayout(const Tensor& t, const std::str
   Tensor packed = TransformLayoutOf(t, *map, UniqueName(StrCat(t->name, ".", dst)));
   auto to_dst = [&](const std::vector<Expr>& idx) { return map->ToDst(idx); };
   RedirectReaders(t, packed, readers, to_dst);
-  Step step{"transform_layout", t->name, {}, {}, ""};
-  step.layout = StrCat(src, "->", dst);
-  for (const Tensor& r : readers) step.readers.push_back(r->name);
-  Record(step);
   return packed;
-}
-
-std::string Schedule::TraceText() const {
-  std::string out;
-  for (const Step& s : trace_) out += s.ToString() + "\n";
-  return out;
-}
-
-absl::Status Schedule::Replay(const std::vector<Step>& steps) {
-  for (const Step& st : steps) {
-    if (st.kind == "cache_read" || st.kind == "transform_layout") {
-      Tensor t = FindTensor(st.stage);
-      if (!t.defined()) {
-        return absl::InvalidArgumentError(
-            StrCat("replay: no tensor '", st.stage, "' in ", st.ToString()));
-      }
-      std::vector<Tensor> readers;
-      for (const std::string& r : st.readers) {
-        int ri = IndexOf(r);
-        if (ri < 0)
-          return absl::InvalidArgumentError(
-              StrCat("replay: no stage '", r, "' in ", st.ToString()));
-        readers.push_back(stages_[ri].tensor);
-      }
-      absl::StatusOr<Tensor> r;
-      if (st.kind == "cache_read") {
-        r = CacheRead(t, readers);
-      } else {
-        const auto arrow = st.layout.find("->");
-        if (arrow == std::string::npos) {
-          return absl::InvalidArgumentError(StrCat("replay: malformed step ", st.ToString()));
-        }
-        r = TransformLayout(t, st.layout.substr(0, arrow), st.layout.substr(arrow + 2), readers);
-      }
-      if (!r.ok()) {
-        return absl::Status(r.status().code(), StrCat("replay: ", r.status().message()));
-      }
-      continue;
-    }
-    int si = IndexOf(st.stage);
-    if (si < 0)
-      return absl::InvalidArgumentError(
-          StrCat("replay: no stage '", st.stage, "' in ", st.ToString()));
-    Tensor t = stages_[si].tensor;
-    std::vector<IterVar> ivs;
-    for (const std::string& n : st.ivs) {
-      int owner = si;
-      if (st.kind == "compute_at") owner = IndexOf(st.target);
-      if (owner < 0)
-        return absl::InvalidArgumentError(StrCat("replay: no stage '", st.target, "'"));
-      IterVar iv = stages_[owner].Find(n);
-      auto& leaf = stages_[owner].leaf;
-      if (!iv || std::find(leaf.begin(), leaf.end(), iv) == leaf.end()) {
-        return absl::InvalidArgumentError(
-            StrCat("replay: '", n, "' is not a loop of ", st.stage, " in ", st.ToString()));
-      }
-      ivs.push_back(iv);
-    }
-    auto need = [&](size_t n_ivs, size_t n_ints) -> absl::Status {
-      if (ivs.size() != n_ivs || st.ints.size() != n_ints) {
-        return absl::InvalidArgumentError(StrCat("replay: malformed step ", st.ToString()));
-      }
-      return absl::OkStatus();
-    };
-    if (st.kind == "split") {
-      if (auto s = need(1, 1); !s.ok()) return s;
-      if (st.ints[0] < 1)
-        return absl::InvalidArgumentError(StrCat("replay: bad factor in ", st.ToString()));
-      Split(t, ivs[0], st.ints[0]);
-    } else if (st.kind == "fuse") {
-      if (auto s = need(2, 0); !s.ok()) return s;
-      Fuse(t, ivs[0], ivs[1]);
-    } else if (st.kind == "reorder") {
-      Reorder(t, ivs);
-    } else if (st.kind == "vectorize" || st.kind == "unroll" || st.kind == "parallel") {
-      if (auto s = need(1, 0); !s.ok()) return s;
-      if (st.kind == "vectorize") Vectorize(t, ivs[0]);
-      if (st.kind == "unroll") Unroll(t, ivs[0]);
-      if (st.kind == "parallel") Parallel(t, ivs[0]);
-    } else if (st.kind == "bind") {
-      if (auto s = need(1, 0); !s.ok()) return s;
-      if (absl::Status s = Bind(t, ivs[0], st.thread); !s.ok()) return s;
-    } else if (st.kind == "compute_at") {
-      int ci = IndexOf(st.target);
-      if (ci < 0 || ci <= si || ivs.size() != 1) {
-        return absl::InvalidArgumentError(StrCat("replay: bad compute_at ", st.ToString()));
-      }
-      ComputeAt(t, stages_[ci].tensor, ivs[0]);
-    } else if (st.kind == "compute_inline") {
-      ComputeInline(t);
-    } else if (st.kind == "set_scope") {
-      if (absl::Status s = SetScope(t, st.thread); !s.ok()) return s;
-    } else if (st.kind == "cache_write") {
-      CacheWrite(t);
-    } else if (st.kind == "prefetch") {
-      Tensor read = st.readers.size() == 1 ? FindTensor(st.readers[0]) : Tensor();
-      if (ivs.size() < 2 || ivs.size() > 3 || st.ints.size() != 1 || st.ints[0] < 1 ||
-          !read.defined()) {
-        return absl::InvalidArgumentError(StrCat("replay: bad prefetch ", st.ToString()));
-      }
-      Prefetch(t, ivs[0], read, ivs[1], st.ints[0], ivs.size() == 3 ? ivs[2] : nullptr);
-    } else if (st.kind == "tensorize") {
-      return absl::UnimplementedError(
-          StrCat("replay: ", st.ToString(), " (a tensorize step's emitter is code)"));
-    } else {
-      return absl::InvalidArgumentError(StrCat("replay: unknown step ", st.ToString()));
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace kiln::te

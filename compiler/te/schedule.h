@@ -1,8 +1,8 @@
 #pragma once
 // Schedules: one stage per compute op, with loop transformation primitives.
-// Every primitive is recorded as a Step (names only), so a schedule is a
-// replayable trace: Replay(steps) on a fresh schedule over the same compute
-// definitions reproduces it (and lowers to the same IR).
+// A template applies them for a knob config; the config, not a trace of the
+// primitives, is what the tuner stores and `kiln compile` rebuilds from
+// (docs/architecture.md: "Why configs, not traces").
 //
 // Leaf iteration variables get derived names: split(x) -> x.o, x.i;
 // fuse(a, b) -> a.b.f. Names are unique within a stage.
@@ -85,23 +85,7 @@ struct Stage {
   TensorizeFn tensorize;
   std::vector<PrefetchSpec> prefetches;
 
-  IterVar Find(const std::string& name) const;  // leaf first, then all
   const std::string& name() const { return tensor->name; }
-};
-
-struct Step {
-  // split fuse reorder vectorize unroll parallel bind compute_at
-  // compute_inline cache_write cache_read transform_layout tensorize
-  std::string kind;
-  std::string stage;  // cache_read, transform_layout: the tensor read (may be a placeholder)
-  std::vector<std::string> ivs;
-  std::vector<int64_t> ints;
-  std::string target;                // compute_at: consumer stage
-  std::vector<std::string> readers;  // cache_read, transform_layout: the stages redirected
-  std::string layout;                // transform_layout: "SRC->DST", e.g. "NCHW->NCHW16c"
-  std::string thread;                // bind: "blockIdx.x" ... "threadIdx.z"; set_scope: the scope;
-                                     // tensorize: the intrinsic's name
-  std::string ToString() const;
 };
 
 class Schedule {
@@ -113,12 +97,10 @@ class Schedule {
   Stage& StageByName(const std::string& name);
   const std::vector<Stage>& stages() const { return stages_; }
   const std::vector<Tensor>& outputs() const { return outputs_; }
-  const std::vector<Step>& trace() const { return trace_; }
-  std::string TraceText() const;  // one step per line
 
   // Primitives. Misuse (an iv not a leaf of the stage, bad factor, ...) is a
-  // KILN_CHECK failure: templates are code, not user input. Replay reports
-  // errors as Status instead, and so do cache_read and transform_layout,
+  // KILN_CHECK failure: templates are code, not user input. Bind, SetScope,
+  // cache_read and transform_layout report errors as Status instead,
   // whose layouts and readers may come from a tuner's config:
   // INVALID_ARGUMENT (a malformed layout, no readers), NOT_FOUND (a reader
   // or tensor not in the schedule), FAILED_PRECONDITION (a reader that does
@@ -135,8 +117,7 @@ class Schedule {
   // The loop `iv` and every loop inside it become the statement `fn` emits
   // for their box (TVM's tensorize, with the intrinsic as code): every
   // reduce loop must lie inside, and no stage may be computed at these
-  // loops. Recorded as tensorize(stage, iv, name); not replayable (the
-  // emitter is code, not a name).
+  // loops. `name` names the intrinsic in errors.
   void Tensorize(const Tensor& t, const IterVar& iv, const std::string& name, TensorizeFn fn);
   // Software prefetch (TVM's prefetch): at the top of the body of loop `at`
   // of t's stage, the cache lines of `tensor` (a tensor the stage reads)
@@ -149,7 +130,6 @@ class Schedule {
   // one index, are s modulo E: data re-read by every iteration of `spread`
   // is then fetched for the next `ahead` a share per iteration, not all in
   // the first (a burst the memory cannot serve while the loop waits on it).
-  // Recorded as prefetch(stage, at, ahead[, spread], distance; tensor).
   void Prefetch(const Tensor& t, const IterVar& at, const Tensor& tensor, const IterVar& ahead,
                 int64_t distance, const IterVar& spread = nullptr);
   // GPU: the loop `iv` is run by a grid of threads, its variable the index
@@ -184,16 +164,12 @@ class Schedule {
                                          const std::string& dst,
                                          const std::vector<Tensor>& readers);
 
-  absl::Status Replay(const std::vector<Step>& steps);
-
   // The root iv of stage `t` for data axis `i` / reduce axis `i`.
   IterVar Axis(const Tensor& t, int i);
   IterVar ReduceAxisOf(const Tensor& t, int i);
 
  private:
   int IndexOf(const std::string& name) const;
-  // A stage's tensor or a placeholder some stage reads, by name.
-  Tensor FindTensor(const std::string& name) const;
   // cache_read and transform_layout: inserts the stage `read` (computed from
   // t) before the first reader and redirects the readers' loads of t to it
   // through `index` (source indices -> read's indices).
@@ -202,12 +178,10 @@ class Schedule {
       const std::function<std::vector<ir::Expr>(const std::vector<ir::Expr>&)>& index);
   absl::Status CheckReaders(const Tensor& t, const std::vector<Tensor>& readers);
   std::string UniqueName(const std::string& base) const;
-  void SetKind(const Tensor& t, const IterVar& iv, ir::ForKind kind, const char* step);
-  void Record(Step s) { trace_.push_back(std::move(s)); }
+  void SetKind(const Tensor& t, const IterVar& iv, ir::ForKind kind);
 
   std::vector<Tensor> outputs_;
   std::vector<Stage> stages_;
-  std::vector<Step> trace_;
 };
 
 }  // namespace kiln::te

@@ -61,32 +61,24 @@ TEST(Schedule, TileAndNonDividingSplitGuard) {
   EXPECT_NE(text.find("likely"), std::string::npos) << text;  // 12 % 5 != 0
 }
 
-TEST(Schedule, TraceIsTextAndReplaysToSameIR) {
-  auto build = [](Schedule& s, const Tensor& B) {
-    auto [io, ii] = s.Split(B, s.Axis(B, 0), 4);
-    auto [jo, ji] = s.Split(B, s.Axis(B, 1), 8);
-    s.Reorder(B, {io, jo, ii, ji});
-    s.Vectorize(B, ji);
-    s.Parallel(B, io);
-    s.Unroll(B, ii);
-  };
+TEST(Schedule, LoopKindsFollowThePrimitives) {
   Add a;
-  Schedule s1({a.B});
-  build(s1, a.B);
-  EXPECT_EQ(s1.TraceText(),
-            "split(B, i, 4)\nsplit(B, j, 8)\nreorder(B, i.o, j.o, i.i, j.i)\nvectorize(B, j.i)\n"
-            "parallel(B, i.o)\nunroll(B, i.i)\n");
-  Schedule s2({a.B});
-  ASSERT_TRUE(s2.Replay(s1.trace()).ok());
-  auto f1 = lower::Lower(s1, {a.A, a.B}, "f");
-  auto f2 = lower::Lower(s2, {a.A, a.B}, "f");
-  ASSERT_TRUE(f1.ok() && f2.ok());
-  EXPECT_EQ(ToText(*f1), ToText(*f2));
-  Schedule s3({a.B});
-  Step bad{"split", "B", {"nope"}, {2}, ""};
-  auto st = s3.Replay({bad});
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(st.message()).find("nope"), std::string::npos);
+  Schedule s({a.B});
+  auto [io, ii] = s.Split(a.B, s.Axis(a.B, 0), 4);
+  auto [jo, ji] = s.Split(a.B, s.Axis(a.B, 1), 4);
+  s.Reorder(a.B, {io, jo, ii, ji});
+  s.Vectorize(a.B, ji);
+  s.Parallel(a.B, io);
+  s.Unroll(a.B, ii);
+  auto f = lower::Lower(s, {a.A, a.B}, "f");
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string text = ToText(*f);
+  EXPECT_NE(text.find("for (i.o, 0, 4) parallel"), std::string::npos) << text;
+  EXPECT_NE(text.find("for (j.o, 0, 3) {"), std::string::npos) << text;
+  // i.i unrolled into four statements, j.i one 4-lane vector each.
+  EXPECT_EQ(text.find("for (i.i"), std::string::npos) << text;
+  EXPECT_EQ(text.find("for (j.i"), std::string::npos) << text;
+  EXPECT_NE(text.find("B[ramp(i.o*48 + j.o*4 + 36, 1, 4)]"), std::string::npos) << text;
 }
 
 TEST(Schedule, ComputeAtWithCacheWriteAllocatesTile) {
@@ -112,8 +104,6 @@ TEST(Schedule, ComputeAtWithCacheWriteAllocatesTile) {
   } al;
   al.VisitStmt(f->body);
   EXPECT_EQ(al.sizes, (std::vector<int64_t>{4})) << text;
-  EXPECT_NE(s.TraceText().find("cache_write(S)"), std::string::npos);
-  EXPECT_NE(s.TraceText().find("compute_at(S.local, i.o, @S)"), std::string::npos) << s.TraceText();
 }
 
 // Tensorize: the loops from the tensorized one inward are what the emitter
@@ -138,7 +128,6 @@ TEST(Schedule, TensorizeHandsTheBoxToTheEmitter) {
   auto [to, ti] = s.Split(T, s.Axis(T, 0), 4);
   s.ComputeAt(S, T, to);
   s.Tensorize(S, s.Axis(S, 0), "box", emit);
-  EXPECT_NE(s.TraceText().find("tensorize(S, i, box)"), std::string::npos) << s.TraceText();
   auto f = lower::Lower(s, {A, T}, "f");
   ASSERT_TRUE(f.ok()) << f.status();
   ASSERT_EQ(boxes.size(), 1u);
@@ -159,9 +148,6 @@ TEST(Schedule, TensorizeHandsTheBoxToTheEmitter) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(bad.status().message()).find("reduce loop"), std::string::npos)
       << bad.status();
-  // Replay: the emitter is code.
-  Schedule again({T});
-  EXPECT_EQ(again.Replay(s.trace()).code(), absl::StatusCode::kUnimplemented);
 }
 
 // An emitter's memory operand names the box it reads (AddressOf's
@@ -229,13 +215,6 @@ TEST(Schedule, PrefetchFetchesTheNextChunkAShareARow) {
   EXPECT_NE(text.find("prefetch(kiln.address_of(" + next + "]))"), std::string::npos) << text;
   EXPECT_NE(text.find("prefetch(kiln.address_of(" + next + " + 16]))"), std::string::npos) << text;
   EXPECT_EQ(text.find(next + " + 32]"), std::string::npos) << text;
-  EXPECT_NE(s.TraceText().find("prefetch(C, k.i.i, k.o, i, 1, reads B)"), std::string::npos)
-      << s.TraceText();
-  Schedule r({C});
-  ASSERT_TRUE(r.Replay(s.trace()).ok());
-  auto g = lower::Lower(r, {A, B, C}, "f");
-  ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_EQ(ToText(*g), text);
 
   Schedule bad({C});
   auto [ko, ki] = bad.Split(C, bad.ReduceAxisOf(C, 0), 8);
@@ -301,15 +280,9 @@ TEST(Schedule, SharedScopeHoldsTheBlocksRegionBetweenBarriers) {
   });
   Schedule s1({C});
   ASSERT_TRUE(make(s1, A, C).ok());
-  EXPECT_NE(s1.TraceText().find("set_scope(A.cache, shared)"), std::string::npos) << s1.TraceText();
-  Schedule s2({C});
-  ASSERT_TRUE(s2.Replay(s1.trace()).ok());
   auto f1 = lower::Lower(s1, {A, B, C}, "f");
-  auto f2 = lower::Lower(s2, {A, B, C}, "f");
   ASSERT_TRUE(f1.ok()) << f1.status();
-  ASSERT_TRUE(f2.ok()) << f2.status();
   const std::string text = ToText(*f1);
-  EXPECT_EQ(text, ToText(*f2));
   // The block's 4 rows x the k step's 5 columns, not one thread's row.
   EXPECT_NE(text.find("float32[20] shared"), std::string::npos) << text;
   size_t barriers = 0;
