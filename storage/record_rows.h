@@ -41,8 +41,13 @@ std::string ScopeSql(int all_param, int user_param);
 // equal text (import finds duplicates with it).
 std::string CostsToText(const std::vector<double>& costs);
 absl::StatusOr<std::vector<double>> CostsFromText(const std::string& text);
-// INVALID_ARGUMENT for a record that must not be stored.
-absl::Status ValidateRecord(const RecordRow& row);
+// INVALID_ARGUMENT for a row the table cannot hold: no workload key or
+// target, an error kind outside the enum. What every insert checks; the
+// measurement itself was checked where it entered kiln (Measurement).
+absl::Status CheckRow(const RecordRow& row);
+// CheckRow, and the check of a measurement that enters from a file (`kiln
+// records import`): finite, non-negative costs and mean.
+absl::Status CheckImported(const RecordRow& row);
 // A row selected with kRecordColumns first; DATA_LOSS for text no kiln wrote.
 absl::StatusOr<RecordRow> ReadRecord(const Statement& st);
 // Inserts a record the caller validated; its id.

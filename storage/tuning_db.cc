@@ -39,13 +39,18 @@ absl::StatusOr<std::vector<double>> CostsFromText(const std::string& text) {
   return costs;
 }
 
-absl::Status ValidateRecord(const RecordRow& row) {
+absl::Status CheckRow(const RecordRow& row) {
   if (row.workload_key.empty()) return absl::InvalidArgumentError("record has no workload key");
   if (row.target.empty()) return absl::InvalidArgumentError("record has no target");
   if (!IsKnownValue(row.error_kind)) {
     return absl::InvalidArgumentError(
         StrCat("unknown error kind ", static_cast<int>(row.error_kind)));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckImported(const RecordRow& row) {
+  KILN_STORAGE_RETURN_IF_ERROR(CheckRow(row));
   for (double c : row.costs_s) {
     if (!std::isfinite(c) || c < 0) {
       return absl::InvalidArgumentError(StrCat("record cost ", c, " is not a finite duration"));
@@ -115,10 +120,10 @@ std::string ScopeSql(int all_param, int user_param) {
 
 namespace {
 
+using rows::CheckRow;
 using rows::InsertRecord;
 using rows::kRecordColumns;
 using rows::ReadRecord;
-using rows::ValidateRecord;
 
 // LIMIT for "no limit" (SQLite's -1 is an error on PostgreSQL).
 constexpr int64_t kNoLimit = INT64_MAX;
@@ -188,13 +193,13 @@ absl::StatusOr<std::optional<WorkloadRow>> TuningDb::GetWorkload(const std::stri
 // ------------------------------------------------------------------ records
 
 absl::StatusOr<int64_t> TuningDb::AddRecord(const RecordRow& row) {
-  KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(row));
+  KILN_STORAGE_RETURN_IF_ERROR(CheckRow(row));
   std::lock_guard<std::mutex> lock(c_->mu);
   return InsertRecord(*c_->db, row);
 }
 
 absl::Status TuningDb::AddRecords(const std::vector<RecordRow>& rows, const RecordFence& fence) {
-  for (const RecordRow& row : rows) KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(row));
+  for (const RecordRow& row : rows) KILN_STORAGE_RETURN_IF_ERROR(CheckRow(row));
   std::lock_guard<std::mutex> lock(c_->mu);
   Transaction tx(*c_->db);
   KILN_STORAGE_RETURN_IF_ERROR(tx.status());

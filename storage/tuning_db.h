@@ -34,26 +34,39 @@ struct WorkloadRow {
   double flops = 0;
 };
 
-// error_kind is stored as its name (ErrorKindName: "none", "compile", ...).
-struct RecordRow {
+// One candidate's measurement, the one type it keeps from the agent's answer
+// to the records table: the tracker's MeasureOutcome and the tuner's
+// MeasureResult are it (with where it answers), a RecordRow is it with what
+// was measured and when. Checked once, where it enters kiln
+// (tracker/measure_proto.cc's OutcomeFromProto for an agent's or a relayed
+// answer; tuner::LocalMeasurer's own timings; `kiln records import` for a
+// file): with error_kind kNone its costs are finite, positive and at most
+// the candidate's time limit, and not empty; with another kind they are
+// empty.
+struct Measurement {
+  ErrorKind error_kind = ErrorKind::kNone;  // stored as its name ("none", ...)
+  std::string error_message;
+  std::vector<double> costs_s;  // every repeat
+  bool cut_short = false;       // timed once: slower than the batch's stop_above_s
+  std::string agent_id;         // who measured it
+  // The user who runs the agent that measured it ("" for the farm's own
+  // agents, and for any agent of a key the farm shares): see RecordScope.
+  // Set by the tracker from the agent's token, never by the agent.
+  std::string owner;
+};
+
+struct RecordRow : Measurement {
   int64_t id = 0;
   std::string workload_key;
   std::string target;
-  std::string config;  // canonical config string
-  ErrorKind error_kind = ErrorKind::kNone;
-  std::string error_message;
-  std::vector<double> costs_s;  // every repeat
-  double mean_cost_s = 0;       // mean of costs_s; 0 on error
+  std::string config;      // canonical config string
+  double mean_cost_s = 0;  // mean of costs_s; 0 on error
   std::string compiler_version;
-  std::string agent_id;
   std::string job_id;
   int64_t unix_ms = 0;
   // The farm that measured it: "" for this database's own; an imported
   // record keeps the name its export gave (kiln records export --farm).
   std::string farm;
-  // The user who runs the agent that measured it ("" for the farm's own
-  // agents, and for any agent of a key the farm shares): see RecordScope.
-  std::string owner;
 };
 
 // Whose measurements a query reads. A job of user U starts from, and is

@@ -19,11 +19,11 @@
 namespace kiln::storage {
 namespace {
 
+using rows::CheckImported;
 using rows::CostsToText;
 using rows::InsertRecord;
 using rows::kRecordColumns;
 using rows::ReadRecord;
-using rows::ValidateRecord;
 
 // One parsed line of an import.
 struct ImportedRecord {
@@ -111,7 +111,7 @@ absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
     if (!c.is_number()) return absl::InvalidArgumentError("\"costs_s\" holds a non-number");
     r.costs_s.push_back(c.get<double>());
   }
-  KILN_STORAGE_RETURN_IF_ERROR(ValidateRecord(r));
+  KILN_STORAGE_RETURN_IF_ERROR(CheckImported(r));
   return out;
 }
 

@@ -86,9 +86,10 @@ class AgentSessions::Peer : public std::enable_shared_from_this<Peer> {
   uint64_t registry_session_ = 0;
   int max_batch_ = 0;
   // The lease.
-  std::string current_batch_;  // leased, not answered yet ("" none)
-  uint64_t request_id_ = 0;    // a pending RequestLease
-  bool requesting_ = false;    // a RequestLease call under way
+  std::string current_batch_;   // leased, not answered yet ("" none)
+  double current_limit_s_ = 0;  // its costs' limit (CostLimitOf)
+  uint64_t request_id_ = 0;     // a pending RequestLease
+  bool requesting_ = false;     // a RequestLease call under way
   uint64_t leases_received_ = 0;
   std::set<std::string> files_sent_;  // whole-model batches' files, this session
 };
@@ -294,10 +295,15 @@ bool AgentSessions::Peer::Hello(const pb::Hello& hello) {
 void AgentSessions::Peer::Result(const pb::BatchResult& r) {
   std::vector<MeasureOutcome> outcomes;
   int ok = 0, failed = 0, invalid_costs = 0;
+  double limit_s = 0;  // a late result of an earlier lease: no limit known
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (r.batch_id() == current_batch_) limit_s = current_limit_s_;
+  }
   for (const auto& m : r.results()) {
     // What an agent reports is checked here, once: an impossible cost is
     // that agent's error (the config is measured again).
-    MeasureOutcome o = OutcomeFromProto(m, agent_id_, runs_for_);
+    MeasureOutcome o = OutcomeFromProto(m, agent_id_, runs_for_, limit_s);
     if (o.error_kind == ErrorKind::kInvalidCost &&
         m.error_kind() != pb::MEASURE_ERROR_KIND_INVALID_COST) {
       ++invalid_costs;
@@ -372,6 +378,7 @@ void AgentSessions::Peer::OnLease(std::optional<Lease> lease) {
       give_back = true;
     } else {
       current_batch_ = lease->work.batch_id;
+      current_limit_s_ = CostLimitOf(lease->work);
     }
   }
   if (give_back) {

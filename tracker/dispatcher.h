@@ -47,6 +47,7 @@
 #include "compiler/config.h"
 #include "compiler/graph/graph.h"
 #include "compiler/measure.h"
+#include "storage/tuning_db.h"
 #include "storage/vocabulary.h"
 #include "tracker/clock.h"
 
@@ -113,23 +114,16 @@ struct MeasureWork {
   std::optional<ModelWork> model;
 };
 
-// The outcome of one candidate.
-struct MeasureOutcome {
+// The outcome of one candidate: its measurement (checked where it entered,
+// tracker/measure_proto.h) and which candidate it answers.
+struct MeasureOutcome : storage::Measurement {
   // The candidate it answers (MeasureCandidate::candidate_index); -1 for an
   // id that names none.
   int64_t candidate_index = -1;
-  storage::ErrorKind error_kind = storage::ErrorKind::kNone;
-  std::string error_message;
-  std::vector<double> costs_s;
   double build_s = 0;
-  bool cut_short = false;  // timed once: above the batch's stop_above_s
-  std::string agent_id;
   // A whole-model variant: each task's kernel time per model run, by
   // workload key.
   std::map<std::string, double> kernel_costs_s;
-  // Whose the result is: the user who runs the agent, or "" (the farm's own
-  // agents, any agent of a shared key). Set by the tracker, never the agent.
-  std::string agent_owner;
 };
 
 // Called once per batch, outside the dispatcher's lock, with the accepted

@@ -121,14 +121,8 @@ absl::StatusOr<std::pair<uint64_t, std::vector<tuner::MeasureResult>>> FarmMeasu
   std::map<std::string, int64_t> per_agent;
   for (MeasureOutcome& o : outcomes) {
     if (o.candidate_index < 0 || o.candidate_index >= static_cast<int64_t>(n)) continue;
-    tuner::MeasureResult& r = results[static_cast<size_t>(o.candidate_index)];
-    r.error_kind = o.error_kind;
-    r.error_message = std::move(o.error_message);
-    r.costs_s = std::move(o.costs_s);
-    r.cut_short = o.cut_short;
-    r.agent_id = o.agent_id;
-    r.owner = o.agent_owner;
     if (!o.agent_id.empty()) per_agent[o.agent_id]++;
+    results[static_cast<size_t>(o.candidate_index)] = std::move(o);  // its measurement
   }
   for (const auto& [agent, count] : per_agent) agents_->AddResults(agent, count);
   return std::make_pair(ticket, std::move(results));

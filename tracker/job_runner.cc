@@ -138,7 +138,6 @@ absl::Status JobManager::Tune(Job& job) {
     return job.cancelled || job.abandoned.load() || stopping_.load();
   };
   // No run of a candidate lasts longer than the agent lets one candidate run.
-  if (job.timing.timeout_ms > 0) options.max_cost_s = job.timing.timeout_ms / 1000.0;
   tuner::Tuner tuner(tuning_, &measurer, job.target, std::move(tasks), std::move(options));
   absl::Status st = tuner.Run([&](const tuner::TunerProgress& p) {
     double done = 0;

@@ -95,8 +95,12 @@ absl::StatusOr<MeasureWork> WorkFromMeasureBatch(const pb::MeasureBatch& b) {
   return w;
 }
 
+double CostLimitOf(const MeasureWork& work) {
+  return work.model.has_value() ? 0 : std::max<int64_t>(work.timing.timeout_ms, 0) / 1000.0;
+}
+
 MeasureOutcome OutcomeFromProto(const pb::MeasureResult& m, const std::string& agent_id,
-                                const std::string& agent_owner) {
+                                const std::string& owner, double max_cost_s) {
   MeasureOutcome o;
   if (int64_t index = 0; ParseInt64(m.candidate_id(), &index) && index >= 0) {
     o.candidate_index = index;  // else -1: the result answers no candidate and is dropped
@@ -107,14 +111,17 @@ MeasureOutcome OutcomeFromProto(const pb::MeasureResult& m, const std::string& a
   o.build_s = m.build_s();
   o.cut_short = m.cut_short();
   o.agent_id = agent_id;  // who measured it and for whom: the receiver knows, not the message
-  o.agent_owner = agent_owner;
-  if (o.error_kind != storage::ErrorKind::kNone) return o;
+  o.owner = owner;
+  if (o.error_kind != storage::ErrorKind::kNone) {
+    o.costs_s.clear();
+    return o;
+  }
   std::vector<double> kernel_costs;
   for (const pb::KernelCost& k : m.kernel_costs()) {
     o.kernel_costs_s[k.workload_key()] = k.cost_s();
     kernel_costs.push_back(k.cost_s());
   }
-  absl::Status st = tuner::CheckCosts(o.costs_s);
+  absl::Status st = tuner::CheckCosts(o.costs_s, max_cost_s);
   if (st.ok() && !kernel_costs.empty()) st = tuner::CheckCosts(kernel_costs);
   if (st.ok() && o.kernel_costs_s.size() > kMaxKernelCosts) {
     st = absl::InvalidArgumentError(StrCat("more than ", kMaxKernelCosts, " kernel costs"));

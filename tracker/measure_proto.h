@@ -27,11 +27,18 @@ void FillMeasureBatch(const MeasureWork& work, kiln::v1::MeasureBatch* out);
 // INVALID_ARGUMENT for a config that does not parse.
 absl::StatusOr<MeasureWork> WorkFromMeasureBatch(const kiln::v1::MeasureBatch& batch);
 
-// A result from `agent_id`, run by `agent_owner` ("" the farm's), checked:
-// an impossible cost (not finite, not positive, or too many kernel costs)
-// makes it that agent's INVALID_COST error, its costs dropped.
+// A result from `agent_id`, run by `owner` ("" the farm's), checked: the one
+// check of a measurement that enters kiln from an agent or another tracker
+// (storage::Measurement). An impossible cost (none, not finite, not
+// positive, above `max_cost_s` when that is > 0: the candidate's time
+// limit, or too many kernel costs) makes it that agent's INVALID_COST
+// error; an error's costs are dropped.
 MeasureOutcome OutcomeFromProto(const kiln::v1::MeasureResult& result, const std::string& agent_id,
-                                const std::string& agent_owner);
+                                const std::string& owner, double max_cost_s = 0);
+// The limit OutcomeFromProto checks a batch's costs against: its candidate
+// timeout (a workload's batch; 0, none, for a whole-model one, whose runs
+// the agent times differently).
+double CostLimitOf(const MeasureWork& work);
 void FillMeasureResult(const MeasureOutcome& outcome, kiln::v1::MeasureResult* out);
 
 }  // namespace kiln::tracker

@@ -45,14 +45,15 @@ std::string OutcomesToJson(const std::vector<MeasureOutcome>& outcomes) {
   for (const MeasureOutcome& o : outcomes) {
     pb::RelayedResult* one = r.add_results();
     FillMeasureResult(o, one->mutable_result());
-    one->set_agent_owner(o.agent_owner);
+    one->set_agent_owner(o.owner);
   }
   std::string out;
   (void)google::protobuf::util::MessageToJsonString(r, &out);
   return out;
 }
 
-absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& text) {
+absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& text,
+                                                             double max_cost_s) {
   pb::RelayedResults r;
   if (auto st = google::protobuf::util::JsonStringToMessage(text, &r); !st.ok()) {
     return absl::DataLossError(StrCat("relayed results: ", std::string(st.message())));
@@ -60,7 +61,8 @@ absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& 
   // Results enter this tracker here: checked as an agent's are.
   std::vector<MeasureOutcome> out;
   for (const pb::RelayedResult& one : r.results()) {
-    out.push_back(OutcomeFromProto(one.result(), one.result().agent_id(), one.agent_owner()));
+    out.push_back(
+        OutcomeFromProto(one.result(), one.result().agent_id(), one.agent_owner(), max_cost_s));
   }
   return out;
 }
@@ -134,7 +136,7 @@ void Relay::CollectResults() {
   for (const storage::BatchRow& row : *done) {
     auto it = published_.find(row.id);
     if (it == published_.end()) continue;  // published before a restart of this tracker
-    auto outcomes = OutcomesFromJson(row.results);
+    auto outcomes = OutcomesFromJson(row.results, it->second.cost_limit_s);
     if (!outcomes.ok()) {
       Log()->warn("relay: batch {}: {}", row.id, outcomes.status().ToString());
       dispatcher_->ReleaseAgent(it->second.holder);  // measured again here
@@ -202,7 +204,7 @@ void Relay::Publish(const Queues& q) {
       dispatcher_->ReleaseAgent(holder);
       continue;
     }
-    published_[row.id] = {holder, lease->work.batch_id, key};
+    published_[row.id] = {holder, lease->work.batch_id, key, CostLimitOf(lease->work)};
   }
 }
 

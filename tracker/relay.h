@@ -42,11 +42,13 @@ namespace kiln::tracker {
 // A batch's work and its results as the text of the batches table: the
 // messages of proto/kiln/v1/relay.proto in protobuf's JSON mapping
 // (DATA_LOSS for text that is not). Results read back are checked as an
-// agent's are (OutcomeFromProto).
+// agent's are (OutcomeFromProto, against `max_cost_s`: the batch's
+// CostLimitOf).
 std::string WorkToJson(const MeasureWork& work);
 absl::StatusOr<MeasureWork> WorkFromJson(const std::string& text);
 std::string OutcomesToJson(const std::vector<MeasureOutcome>& outcomes);
-absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& text);
+absl::StatusOr<std::vector<MeasureOutcome>> OutcomesFromJson(const std::string& text,
+                                                             double max_cost_s = 0);
 
 struct RelayOptions {
   std::string tracker_id;
@@ -102,6 +104,7 @@ class Relay {
     std::string holder;       // this relay's dispatcher holder for the batch
     std::string local_batch;  // the dispatcher's batch id
     std::string device_key;
+    double cost_limit_s = 0;  // CostLimitOf its work
   };
   storage::FarmStore* db_;
   Dispatcher* dispatcher_;

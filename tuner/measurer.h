@@ -13,6 +13,7 @@
 #include "compiler/measure.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
+#include "storage/tuning_db.h"
 #include "storage/vocabulary.h"
 
 namespace kiln::tuner {
@@ -26,21 +27,16 @@ struct MeasureBatch {
   double stop_above_s = 0;
 };
 
-// One candidate's outcome. The transient error kinds (storage::IsTransient:
-// timeout, agent lost, and invalid cost: the agent reported a cost no run can
-// have) have the config measured again.
-struct MeasureResult {
-  storage::ErrorKind error_kind = storage::ErrorKind::kNone;
-  std::string error_message;
-  std::vector<double> costs_s;
-  bool cut_short = false;
-  std::string agent_id;  // who measured it
-  std::string owner;     // who runs that agent ("" the farm): storage::RecordScope
-};
+// One candidate's outcome, checked where it entered (storage::Measurement).
+// The transient error kinds (storage::IsTransient: timeout, agent lost, and
+// invalid cost: the agent reported a cost no run can have) have the config
+// measured again.
+using MeasureResult = storage::Measurement;
 
 // OK when every cost is a finite, positive duration of at most max_cost_s
 // (0: no upper bound); INVALID_ARGUMENT naming the first that is not. What
-// an agent reports is checked with this before anything stores it.
+// an agent reports is checked with this where it enters, before anything
+// stores it.
 absl::Status CheckCosts(const std::vector<double>& costs_s, double max_cost_s = 0);
 
 class Measurer {

@@ -336,38 +336,23 @@ absl::StatusOr<std::string> Tuner::Absorb(const Flight& flight,
   std::vector<storage::RecordRow> records;
   for (size_t c = 0; c < flight.configs.size(); ++c) {
     storage::RecordRow rec;
+    if (c >= results.size()) {
+      rec.error_kind = storage::ErrorKind::kAgentLost;
+      rec.error_message = "no result came back for this candidate";
+    } else {
+      // The measurement as it entered (checked there: storage::Measurement).
+      static_cast<storage::Measurement&>(rec) = results[c];
+      if (rec.cut_short && rec.error_message.empty()) {
+        rec.error_message = StrCat("timed once: slower than ", kStopAboveBest, "x the best");
+      }
+      if (rec.error_kind == storage::ErrorKind::kNone) rec.mean_cost_s = Mean(rec.costs_s);
+    }
     rec.workload_key = run.key;
     rec.target = target_spec_;
     rec.config = flight.canonical[c];
     rec.compiler_version = version;
     rec.job_id = options_.job_id;
     rec.unix_ms = NowUnixMs();
-    if (c >= results.size()) {
-      rec.error_kind = storage::ErrorKind::kAgentLost;
-      rec.error_message = "no result came back for this candidate";
-    } else {
-      const MeasureResult& r = results[c];
-      rec.agent_id = r.agent_id;
-      rec.owner = r.owner;
-      rec.error_kind = r.error_kind;
-      rec.error_message = r.error_message;
-      if (r.cut_short && rec.error_message.empty()) {
-        rec.error_message = StrCat("timed once: slower than ", kStopAboveBest, "x the best");
-      }
-      rec.costs_s = r.costs_s;
-      // A cost no run can have is the agent's error, never a failed job.
-      if (rec.error_kind == storage::ErrorKind::kNone) {
-        if (absl::Status st = CheckCosts(rec.costs_s, options_.max_cost_s); !st.ok()) {
-          rec.error_kind = storage::ErrorKind::kInvalidCost;
-          rec.error_message = std::string(st.message());
-        }
-      }
-      if (rec.error_kind == storage::ErrorKind::kNone) {
-        rec.mean_cost_s = Mean(rec.costs_s);
-      } else {
-        rec.costs_s.clear();
-      }
-    }
     records.push_back(std::move(rec));
   }
   // The batch's records in one transaction, then the bookkeeping.

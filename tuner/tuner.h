@@ -72,9 +72,6 @@ struct TunerOptions {
   // over its best (0: never).
   int early_stopping = 0;
   std::string compiler_version = KILN_VERSION;
-  // A reported cost above this (the candidate time limit) is invalid (0: no
-  // bound); so is one that is not finite and positive.
-  double max_cost_s = 0;
   // Where the time comes from (seconds; a steady clock unless set).
   std::function<double()> now_s;
   // True when tuning must end now (the job was cancelled, the tracker is

@@ -73,7 +73,7 @@ TEST(MeasureProto, RelayedResultsComeBackWithWhoMeasuredThem) {
   ok.build_s = 0.2;
   ok.cut_short = true;
   ok.agent_id = "board-1";
-  ok.agent_owner = "ana";
+  ok.owner = "ana";
   MeasureOutcome failed;
   failed.candidate_index = 1;
   failed.error_kind = storage::ErrorKind::kCompile;
@@ -88,10 +88,10 @@ TEST(MeasureProto, RelayedResultsComeBackWithWhoMeasuredThem) {
   EXPECT_EQ((*back)[0].build_s, 0.2);
   EXPECT_TRUE((*back)[0].cut_short);
   EXPECT_EQ((*back)[0].agent_id, "board-1");
-  EXPECT_EQ((*back)[0].agent_owner, "ana");
+  EXPECT_EQ((*back)[0].owner, "ana");
   EXPECT_EQ((*back)[1].error_kind, storage::ErrorKind::kCompile);
   EXPECT_EQ((*back)[1].error_message, "no such knob");
-  EXPECT_EQ((*back)[1].agent_owner, "");
+  EXPECT_EQ((*back)[1].owner, "");
 }
 
 TEST(MeasureProto, ImpossibleCostsAreTheMeasurersErrorWhereverTheyEnter) {
@@ -118,6 +118,38 @@ TEST(MeasureProto, ImpossibleCostsAreTheMeasurersErrorWhereverTheyEnter) {
   m.add_costs_s(1e-3);
   m.add_kernel_costs()->set_cost_s(std::nan(""));
   EXPECT_EQ(OutcomeFromProto(m, "a", "").error_kind, storage::ErrorKind::kInvalidCost);
+}
+
+// The candidate's time limit (its batch's timeout) bounds what it may have
+// cost, for an agent's answer and a relayed one alike; an error keeps no
+// costs; a success with none is impossible.
+TEST(MeasureProto, CostsAboveTheCandidatesTimeLimitAndErrorsWithCostsAreChecked) {
+  MeasureWork w = Work();
+  w.timing.timeout_ms = 10000;
+  EXPECT_EQ(CostLimitOf(w), 10.0);
+  pb::MeasureResult m;
+  m.set_candidate_id("0");
+  m.set_error_kind(pb::MEASURE_ERROR_KIND_NONE);
+  m.add_costs_s(11.0);
+  EXPECT_EQ(OutcomeFromProto(m, "a", "").error_kind, storage::ErrorKind::kNone);  // no limit
+  MeasureOutcome o = OutcomeFromProto(m, "a", "", CostLimitOf(w));
+  EXPECT_EQ(o.error_kind, storage::ErrorKind::kInvalidCost);
+  EXPECT_NE(o.error_message.find("time limit"), std::string::npos) << o.error_message;
+  MeasureOutcome relayed;
+  relayed.candidate_index = 0;
+  relayed.costs_s = {11.0};
+  auto back = OutcomesFromJson(OutcomesToJson({relayed}), CostLimitOf(w));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[0].error_kind, storage::ErrorKind::kInvalidCost);
+
+  m.set_error_kind(pb::MEASURE_ERROR_KIND_RUNTIME);
+  EXPECT_TRUE(OutcomeFromProto(m, "a", "").costs_s.empty());
+  m.set_error_kind(pb::MEASURE_ERROR_KIND_NONE);
+  m.clear_costs_s();
+  EXPECT_EQ(OutcomeFromProto(m, "a", "").error_kind, storage::ErrorKind::kInvalidCost);
+  // A whole-model batch's runs are not bounded by the candidate timeout.
+  w.model.emplace();
+  EXPECT_EQ(CostLimitOf(w), 0.0);
 }
 
 TEST(MeasureProto, CandidateIdsAreTheCandidatesPlacesInDecimal) {
