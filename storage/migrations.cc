@@ -144,6 +144,27 @@ ALTER TABLE records ADD COLUMN owner TEXT NOT NULL DEFAULT '';
       R"sql(
 ALTER TABLE jobs ADD COLUMN end_to_end TEXT NOT NULL DEFAULT '';
 )sql",
+      // 7 -> 8: typed costs. Each repeat's cost a row of its own (a REAL,
+      // in order), not the record's comma-joined text, which is split
+      // here and dropped.
+      R"sql(
+CREATE TABLE record_costs (
+  record_id INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  cost_s REAL NOT NULL,
+  PRIMARY KEY (record_id, position)
+);
+INSERT INTO record_costs(record_id, position, cost_s)
+WITH RECURSIVE split(record_id, position, cost, rest) AS (
+  SELECT id, 0, CAST('' AS TEXT), costs_s || ',' FROM records WHERE costs_s <> ''
+  UNION ALL
+  SELECT record_id, position + 1, substr(rest, 1, instr(rest, ',') - 1),
+         substr(rest, instr(rest, ',') + 1)
+  FROM split WHERE rest <> ''
+)
+SELECT record_id, position - 1, CAST(cost AS REAL) FROM split WHERE position > 0;
+ALTER TABLE records DROP COLUMN costs_s;
+)sql",
   };
   return kLadder;
 }

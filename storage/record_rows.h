@@ -28,19 +28,22 @@
 
 namespace kiln::storage::rows {
 
+// A record's columns; its costs are rows of record_costs (record_id,
+// position, cost_s), read by AttachCosts.
 inline constexpr char kRecordColumns[] =
-    "id, workload_key, target, config, error_kind, error_message, costs_s, mean_cost_s, "
+    "id, workload_key, target, config, error_kind, error_message, mean_cost_s, "
     "compiler_version, agent_id, job_id, unix_ms, farm, owner";
 // Columns of kRecordColumns (a query's further columns start here).
-inline constexpr int kRecordColumnCount = 14;
+inline constexpr int kRecordColumnCount = 13;
 // The SQL condition of a RecordScope whose `all` and `user` are bound to
 // parameters ?A and ?U (as numbered in the query).
 std::string ScopeSql(int all_param, int user_param);
 
-// Costs as comma-joined round-trip decimal text: two equal cost vectors have
-// equal text (import finds duplicates with it).
-std::string CostsToText(const std::vector<double>& costs);
-absl::StatusOr<std::vector<double>> CostsFromText(const std::string& text);
+// A record's costs stored as rows of record_costs, in order.
+absl::Status InsertCosts(Database& db, int64_t record_id, const std::vector<double>& costs);
+// Reads the costs of `rows` (selected with kRecordColumns) into them;
+// DATA_LOSS for a record whose positions have a gap.
+absl::Status AttachCosts(Database& db, std::vector<RecordRow>& rows);
 // INVALID_ARGUMENT for a row the table cannot hold: no workload key or
 // target, an error kind outside the enum. What every insert checks; the
 // measurement itself was checked where it entered kiln (Measurement).
@@ -48,7 +51,8 @@ absl::Status CheckRow(const RecordRow& row);
 // CheckRow, and the check of a measurement that enters from a file (`kiln
 // records import`): finite, non-negative costs and mean.
 absl::Status CheckImported(const RecordRow& row);
-// A row selected with kRecordColumns first; DATA_LOSS for text no kiln wrote.
+// A row selected with kRecordColumns first, without its costs
+// (AttachCosts); DATA_LOSS for text no kiln wrote.
 absl::StatusOr<RecordRow> ReadRecord(const Statement& st);
 // Inserts a record the caller validated; its id.
 absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row);

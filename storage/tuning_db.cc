@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -17,26 +18,73 @@ namespace kiln::storage {
 
 namespace rows {
 
-std::string CostsToText(const std::vector<double>& costs) {
-  std::string out;
-  for (size_t i = 0; i < costs.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out += FormatDouble(costs[i]);
+namespace {
+
+// Costs go in and out in chunks of this many (fixed statements: one text
+// each, prepared once per connection, whatever the number of costs).
+constexpr int kCostChunk = 64;
+
+}  // namespace
+
+absl::Status InsertCosts(Database& db, int64_t record_id, const std::vector<double>& costs) {
+  // Whole chunks of kCostChunk rows in one statement, the rest one by one.
+  static const std::string kOne =
+      "INSERT INTO record_costs(record_id, position, cost_s) VALUES(?,?,?)";
+  static const std::string kChunk = [] {
+    std::string sql = "INSERT INTO record_costs(record_id, position, cost_s) VALUES";
+    for (int i = 0; i < kCostChunk; ++i) sql += i == 0 ? "(?,?,?)" : ",(?,?,?)";
+    return sql;
+  }();
+  size_t i = 0;
+  while (i < costs.size()) {
+    const bool chunk = costs.size() - i >= static_cast<size_t>(kCostChunk);
+    const size_t n = chunk ? kCostChunk : 1;
+    KILN_STORAGE_ASSIGN_OR_RETURN(st, db.Prepare(chunk ? kChunk : kOne));
+    for (size_t k = 0; k < n; ++k, ++i) {
+      const int p = static_cast<int>(3 * k);
+      KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(p + 1, record_id));
+      KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(p + 2, static_cast<int64_t>(i)));
+      KILN_STORAGE_RETURN_IF_ERROR(st.BindDouble(p + 3, costs[i]));
+    }
+    KILN_STORAGE_RETURN_IF_ERROR(st.Run());
   }
-  return out;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<double>> CostsFromText(const std::string& text) {
-  std::vector<double> costs;
-  if (text.empty()) return costs;
-  for (std::string_view piece : StrSplit(text, ',')) {
-    double v = 0;
-    if (!ParseDouble(piece, &v)) {
-      return absl::DataLossError(StrCat("records.costs_s holds a non-number '", piece, "'"));
+absl::Status AttachCosts(Database& db, std::vector<RecordRow>& rows) {
+  static const std::string kSql = [] {
+    std::string sql = "SELECT record_id, position, cost_s FROM record_costs WHERE record_id IN (";
+    for (int i = 0; i < kCostChunk; ++i) sql += i == 0 ? "?" : ",?";
+    return sql + ") ORDER BY record_id, position";
+  }();
+  std::map<int64_t, RecordRow*> by_id;
+  for (size_t first = 0; first < rows.size(); first += kCostChunk) {
+    KILN_STORAGE_ASSIGN_OR_RETURN(st, db.Prepare(kSql));
+    by_id.clear();
+    for (int k = 0; k < kCostChunk; ++k) {
+      const size_t i = first + static_cast<size_t>(k);
+      // Ids start at 1: 0 pads a short chunk and matches nothing.
+      const int64_t id = i < rows.size() ? rows[i].id : 0;
+      if (i < rows.size()) {
+        rows[i].costs_s.clear();
+        by_id[id] = &rows[i];
+      }
+      KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(k + 1, id));
     }
-    costs.push_back(v);
+    while (true) {
+      KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
+      if (!has_row) break;
+      auto it = by_id.find(st.ColumnInt64(0));
+      if (it == by_id.end()) return absl::InternalError("record_costs answered another record");
+      RecordRow* row = it->second;
+      if (st.ColumnInt64(1) != static_cast<int64_t>(row->costs_s.size())) {
+        return absl::DataLossError(
+            StrCat("record_costs of record ", row->id, " skip position ", row->costs_s.size()));
+      }
+      row->costs_s.push_back(st.ColumnDouble(2));
+    }
   }
-  return costs;
+  return absl::OkStatus();
 }
 
 absl::Status CheckRow(const RecordRow& row) {
@@ -76,15 +124,13 @@ absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
   }
   row.error_kind = *error_kind;
   row.error_message = st.ColumnText(5);
-  KILN_STORAGE_ASSIGN_OR_RETURN(costs, CostsFromText(st.ColumnText(6)));
-  row.costs_s = std::move(costs);
-  row.mean_cost_s = st.ColumnDouble(7);
-  row.compiler_version = st.ColumnText(8);
-  row.agent_id = st.ColumnText(9);
-  row.job_id = st.ColumnText(10);
-  row.unix_ms = st.ColumnInt64(11);
-  row.farm = st.ColumnText(12);
-  row.owner = st.ColumnText(13);
+  row.mean_cost_s = st.ColumnDouble(6);
+  row.compiler_version = st.ColumnText(7);
+  row.agent_id = st.ColumnText(8);
+  row.job_id = st.ColumnText(9);
+  row.unix_ms = st.ColumnInt64(10);
+  row.farm = st.ColumnText(11);
+  row.owner = st.ColumnText(12);
   return row;
 }
 
@@ -92,24 +138,25 @@ absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
 absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db.Prepare("INSERT INTO records(workload_key, target, config, error_kind, "
-                     "error_message, costs_s, mean_cost_s, compiler_version, agent_id, job_id, "
-                     "unix_ms, farm, owner) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"));
+                     "error_message, mean_cost_s, compiler_version, agent_id, job_id, "
+                     "unix_ms, farm, owner) VALUES(?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, ErrorKindName(row.error_kind)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.error_message));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, CostsToText(row.costs_s)));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindDouble(7, row.mean_cost_s));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(8, row.compiler_version));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.agent_id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.job_id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(11, row.unix_ms));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(12, row.farm));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(13, row.owner));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindDouble(6, row.mean_cost_s));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(7, row.compiler_version));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(8, row.agent_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.job_id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(10, row.unix_ms));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.farm));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(12, row.owner));
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return absl::InternalError("INSERT ... RETURNING gave no id");
-  return st.ColumnInt64(0);
+  const int64_t id = st.ColumnInt64(0);
+  KILN_STORAGE_RETURN_IF_ERROR(InsertCosts(db, id, row.costs_s));
+  return id;
 }
 
 std::string ScopeSql(int all_param, int user_param) {
@@ -134,14 +181,16 @@ absl::Status BindScope(Statement& st, int all_param, int user_param, const Recor
   return st.BindText(user_param, scope.user);
 }
 
-absl::StatusOr<std::vector<RecordRow>> CollectRecords(Statement& st) {
+absl::StatusOr<std::vector<RecordRow>> CollectRecords(Database& db, Statement& st) {
   std::vector<RecordRow> out;
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-    if (!has_row) return out;
+    if (!has_row) break;
     KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadRecord(st));
     out.push_back(std::move(row));
   }
+  KILN_STORAGE_RETURN_IF_ERROR(rows::AttachCosts(db, out));
+  return out;
 }
 
 }  // namespace
@@ -238,7 +287,7 @@ absl::StatusOr<std::vector<RecordRow>> TuningDb::TopK(const std::string& workloa
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, k));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, config));
   KILN_STORAGE_RETURN_IF_ERROR(BindScope(st, 5, 6, scope));
-  return CollectRecords(st);
+  return CollectRecords(*c_->db, st);
 }
 
 absl::StatusOr<std::vector<RecordRow>> TuningDb::QueryRecords(const std::string& workload_key,
@@ -257,7 +306,7 @@ absl::StatusOr<std::vector<RecordRow>> TuningDb::QueryRecords(const std::string&
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, limit <= 0 ? kNoLimit : limit));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(4, std::max<int64_t>(offset, 0)));
   KILN_STORAGE_RETURN_IF_ERROR(BindScope(st, 5, 6, scope));
-  return CollectRecords(st);
+  return CollectRecords(*c_->db, st);
 }
 
 absl::StatusOr<std::set<std::string>> TuningDb::MeasuredConfigs(const std::string& workload_key,
@@ -300,7 +349,7 @@ absl::StatusOr<std::vector<RecordRow>> TuningDb::RecordsOfJob(const std::string&
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, job_id));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, limit <= 0 ? kNoLimit : limit));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, std::max<int64_t>(offset, 0)));
-  return CollectRecords(st);
+  return CollectRecords(*c_->db, st);
 }
 
 // ---------------------------------------------------------------- job tasks

@@ -1,6 +1,7 @@
 // The tuning database's JSON lines export and import (`kiln records export` /
 // `import`): one record per line with its workload, so that logs travel
 // between databases; duplicates are skipped on import.
+#include <algorithm>
 #include <istream>
 #include <optional>
 #include <ostream>
@@ -19,8 +20,8 @@
 namespace kiln::storage {
 namespace {
 
+using rows::AttachCosts;
 using rows::CheckImported;
-using rows::CostsToText;
 using rows::InsertRecord;
 using rows::kRecordColumns;
 using rows::ReadRecord;
@@ -132,6 +133,34 @@ absl::Status TuningDb::ExportJsonl(std::ostream& out, const std::string& farm) {
                      ", CASE WHEN w.key IS NULL THEN 0 ELSE 1 END, w.op, w.canonical, w.flops "
                      "FROM records r "
                      "LEFT JOIN workloads w ON w.key = r.workload_key ORDER BY r.id")));
+  // A chunk of records at a time: their costs are read together.
+  std::vector<RecordRow> chunk;
+  std::vector<nlohmann::json> workloads;
+  auto write = [&]() -> absl::Status {
+    KILN_STORAGE_RETURN_IF_ERROR(AttachCosts(*c_->db, chunk));
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const RecordRow& r = chunk[i];
+      const nlohmann::json line = {{"workload", std::move(workloads[i])},
+                                   {"target", r.target},
+                                   {"config", r.config},
+                                   {"error_kind", std::string(ErrorKindName(r.error_kind))},
+                                   {"error_message", r.error_message},
+                                   {"costs_s", r.costs_s},
+                                   {"mean_cost_s", r.mean_cost_s},
+                                   {"compiler_version", r.compiler_version},
+                                   {"agent_id", r.agent_id},
+                                   {"job_id", r.job_id},
+                                   {"unix_ms", r.unix_ms},
+                                   {"farm", r.farm.empty() ? farm : r.farm},
+                                   {"owner", r.owner}};
+      // Invalid UTF-8 in a message is replaced rather than failing the export.
+      out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+      if (!out) return absl::DataLossError("writing the JSON lines export failed");
+    }
+    chunk.clear();
+    workloads.clear();
+    return absl::OkStatus();
+  };
   while (true) {
     KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
     if (!has_row) break;
@@ -143,23 +172,11 @@ absl::Status TuningDb::ExportJsonl(std::ostream& out, const std::string& farm) {
       workload["canonical"] = st.ColumnText(w + 2);
       workload["flops"] = st.ColumnDouble(w + 3);
     }
-    const nlohmann::json line = {{"workload", std::move(workload)},
-                                 {"target", r.target},
-                                 {"config", r.config},
-                                 {"error_kind", std::string(ErrorKindName(r.error_kind))},
-                                 {"error_message", r.error_message},
-                                 {"costs_s", r.costs_s},
-                                 {"mean_cost_s", r.mean_cost_s},
-                                 {"compiler_version", r.compiler_version},
-                                 {"agent_id", r.agent_id},
-                                 {"job_id", r.job_id},
-                                 {"unix_ms", r.unix_ms},
-                                 {"farm", r.farm.empty() ? farm : r.farm},
-                                 {"owner", r.owner}};
-    // Invalid UTF-8 in a message is replaced rather than failing the export.
-    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-    if (!out) return absl::DataLossError("writing the JSON lines export failed");
+    chunk.push_back(std::move(r));
+    workloads.push_back(std::move(workload));
+    if (chunk.size() == 64) KILN_STORAGE_RETURN_IF_ERROR(write());
   }
+  KILN_STORAGE_RETURN_IF_ERROR(write());
   out.flush();
   if (!out) return absl::DataLossError("writing the JSON lines export failed");
   return absl::OkStatus();
@@ -190,9 +207,12 @@ absl::StatusOr<int64_t> TuningDb::ImportJsonl(std::istream& in, const std::strin
   KILN_STORAGE_ASSIGN_OR_RETURN(add_workload,
                                 c_->db->Prepare("INSERT INTO workloads(key, op, canonical, flops) "
                                                 "VALUES(?,?,?,?) ON CONFLICT DO NOTHING"));
+  // A line already here: a record of the same workload, target, compiler
+  // and config with the same costs.
   KILN_STORAGE_ASSIGN_OR_RETURN(
-      exists, c_->db->Prepare("SELECT 1 FROM records WHERE workload_key = ? AND target = ? AND "
-                              "compiler_version = ? AND config = ? AND costs_s = ? LIMIT 1"));
+      same_keys, c_->db->Prepare(StrCat("SELECT ", kRecordColumns,
+                                        " FROM records WHERE workload_key = ? AND target = ? AND "
+                                        "compiler_version = ? AND config = ?")));
   int64_t added = 0;
   for (const ImportedRecord& item : lines) {
     if (item.workload.has_value()) {
@@ -205,15 +225,24 @@ absl::StatusOr<int64_t> TuningDb::ImportJsonl(std::istream& in, const std::strin
       KILN_STORAGE_RETURN_IF_ERROR(add_workload.Run());
     }
     const RecordRow& r = item.record;
-    KILN_STORAGE_RETURN_IF_ERROR(exists.Reset());
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(1, r.workload_key));
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(2, r.target));
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(3, r.compiler_version));
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(4, r.config));
-    KILN_STORAGE_RETURN_IF_ERROR(exists.BindText(5, CostsToText(r.costs_s)));
-    KILN_STORAGE_ASSIGN_OR_RETURN(present, exists.Step());
-    KILN_STORAGE_RETURN_IF_ERROR(exists.Reset());
-    if (present) continue;
+    KILN_STORAGE_RETURN_IF_ERROR(same_keys.Reset());
+    KILN_STORAGE_RETURN_IF_ERROR(same_keys.BindText(1, r.workload_key));
+    KILN_STORAGE_RETURN_IF_ERROR(same_keys.BindText(2, r.target));
+    KILN_STORAGE_RETURN_IF_ERROR(same_keys.BindText(3, r.compiler_version));
+    KILN_STORAGE_RETURN_IF_ERROR(same_keys.BindText(4, r.config));
+    std::vector<RecordRow> here;
+    while (true) {
+      KILN_STORAGE_ASSIGN_OR_RETURN(has_row, same_keys.Step());
+      if (!has_row) break;
+      KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadRecord(same_keys));
+      here.push_back(std::move(row));
+    }
+    KILN_STORAGE_RETURN_IF_ERROR(same_keys.Reset());
+    KILN_STORAGE_RETURN_IF_ERROR(AttachCosts(*c_->db, here));
+    if (std::any_of(here.begin(), here.end(),
+                    [&](const RecordRow& h) { return h.costs_s == r.costs_s; })) {
+      continue;
+    }
     KILN_STORAGE_RETURN_IF_ERROR(InsertRecord(*c_->db, r).status());
     ++added;
   }

@@ -85,6 +85,53 @@ TEST(StoresTest, MigratesAVersionOneFileKeepingItsJobs) {
   EXPECT_EQ((*job)->tuning_ms, 0);
 }
 
+// Schema 8 keeps each cost as a row of record_costs; a file of schema 7
+// held them as comma-joined text, split by the migration into the same
+// doubles, in order.
+TEST(StoresTest, MigratesCommaJoinedCostsIntoTypedRows) {
+  TempDir dir;
+  std::string path = dir.DbUrl("log.db");
+  const std::string costs = "0.0012345678901234567,9.9999999999999995e-07,2.5";
+  {
+    auto raw = Database::Open(path);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)").ok());
+    for (int v = 0; v < 7; ++v) {
+      ASSERT_TRUE((*raw)->Exec((*raw)->SchemaSql(SchemaMigrations()[v])).ok()) << v;
+    }
+    const std::string cols =
+        "INSERT INTO records(workload_key, target, config, error_kind, error_message, costs_s, "
+        "mean_cost_s, compiler_version, agent_id, job_id, unix_ms) VALUES";
+    ASSERT_TRUE((*raw)
+                    ->Exec("INSERT INTO meta VALUES('schema_version', '7');" + cols +
+                           "('wk1', 'llvm', 't=1', 'none', '', '" + costs +
+                           "', 0.8, '0.1.0', 'a', 'j1', 1);" + cols +
+                           "('wk1', 'llvm', 't=2', 'compile', 'bad', '', 0, '0.1.0', 'a', 'j1', "
+                           "2);" +
+                           cols +
+                           "('wk1', 'llvm', 't=3', 'none', '', '0.5', 0.5, '0.1.0', 'a', 'j1', 3);")
+                    .ok());
+  }
+  auto db = OpenOrDie(path);
+  EXPECT_EQ(*db.tuning->SchemaVersion(), CurrentSchemaVersion());
+  auto records = db.tuning->RecordsOfJob("j1");
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 3u);
+  EXPECT_EQ((*records)[0].costs_s,
+            (std::vector<double>{0.0012345678901234567, 9.9999999999999995e-07, 2.5}));
+  EXPECT_TRUE((*records)[1].costs_s.empty());
+  EXPECT_EQ((*records)[2].costs_s, (std::vector<double>{0.5}));
+  // New records keep theirs the same way.
+  RecordRow r = TestRecord("t=4", 1e-3);
+  r.job_id = "j1";
+  r.costs_s = {3e-3, 1e-3, 2e-3};
+  ASSERT_TRUE(db.tuning->AddRecord(r).ok());
+  records = db.tuning->RecordsOfJob("j1");
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 4u);
+  EXPECT_EQ((*records)[3].costs_s, r.costs_s);
+}
+
 TEST(StoresTest, StatesAndErrorKindsAreStoredByName) {
   TempDir dir;
   std::string path = dir.DbUrl("log.db");

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/str.h"
 #include "storage/database.h"
 #include "storage/migrations.h"
 #include "test_util.h"
@@ -138,6 +139,46 @@ TEST(TuningDbTest, RejectsInvalidRecord) {
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(id.status().message().find("99"), std::string::npos) << id.status();
+}
+
+// Costs are written and read in chunks (storage/tuning_db.cc): a vector
+// longer than a chunk, and more records than a chunk, come back whole and in
+// order.
+TEST(TuningDbTest, LongCostVectorsAndManyRecordsRoundTrip) {
+  TempDir dir;
+  auto db = OpenOrDie(dir.DbUrl("log.db"));
+  std::vector<RecordRow> rows;
+  for (int i = 0; i < 150; ++i) {
+    RecordRow r = TestRecord(StrCat("t=", i), 1e-3);
+    r.costs_s.clear();
+    for (int k = 0; k < i % 131; ++k) r.costs_s.push_back(1e-3 + 1e-6 * (i * 1000 + k));
+    if (r.costs_s.empty()) {
+      r.error_kind = ErrorKind::kRuntime;
+      r.mean_cost_s = 0;
+    }
+    rows.push_back(r);
+  }
+  ASSERT_TRUE(db.tuning->AddRecords(rows).ok());
+  auto back = db.tuning->RecordsOfJob("job-1");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ((*back)[i].config, rows[i].config);
+    EXPECT_EQ((*back)[i].costs_s, rows[i].costs_s) << i;
+  }
+  std::stringstream jsonl;
+  ASSERT_TRUE(db.tuning->ExportJsonl(jsonl).ok());
+  TempDir other;
+  auto copy = OpenOrDie(other.DbUrl("copy.db"));
+  ASSERT_EQ(*copy.tuning->ImportJsonl(jsonl), 150);
+  auto copied = copy.tuning->RecordsOfJob("job-1");
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_EQ(copied->size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ((*copied)[i].costs_s, rows[i].costs_s) << i;
+  // Importing the same lines again adds nothing: each is already there.
+  std::stringstream again;
+  ASSERT_TRUE(db.tuning->ExportJsonl(again).ok());
+  EXPECT_EQ(*copy.tuning->ImportJsonl(again), 0);
 }
 
 TEST(TuningDbTest, MeasuredConfigsPerCompilerVersion) {
