@@ -23,6 +23,7 @@
 #include "tracker/job_manager_job.h"
 #include "tracker/job_options.h"
 #include "tracker/log.h"
+#include "tracker/measure_proto.h"
 #include "tuner/history.h"
 #include "tuner/search.h"
 
@@ -131,6 +132,22 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   if (req.timing.threads < 0 || req.timing.threads > 4096) {
     return absl::InvalidArgumentError(
         StrCat("threads must be 0 (the agent's default) to 4096, got ", req.timing.threads));
+  }
+  // The timing policy: 0 is the farm's default; each bounded so that no job
+  // keeps an agent (or the records table) busy without end.
+  struct Bound {
+    const char* name;
+    int32_t value, max;
+  };
+  for (const Bound& b :
+       {Bound{"number", req.timing.number, 1000000}, Bound{"repeat", req.timing.repeat, kMaxCosts},
+        Bound{"min_repeat_ms", req.timing.min_repeat_ms, 60000},
+        Bound{"cooldown_ms", req.timing.cooldown_ms, 60000},
+        Bound{"timeout_ms", req.timing.timeout_ms, 3600000}}) {
+    if (b.value < 0 || b.value > b.max) {
+      return absl::InvalidArgumentError(StrCat(
+          "timing ", b.name, " must be 0 (the farm's default) to ", b.max, ", got ", b.value));
+    }
   }
   if (req.deadline_s > 0) {
     stored.deadline_unix_ms = clock_->NowMs() + static_cast<int64_t>(req.deadline_s * 1000);

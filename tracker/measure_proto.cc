@@ -123,6 +123,9 @@ MeasureOutcome OutcomeFromProto(const pb::MeasureResult& m, const std::string& a
   }
   absl::Status st = tuner::CheckCosts(o.costs_s, max_cost_s);
   if (st.ok() && !kernel_costs.empty()) st = tuner::CheckCosts(kernel_costs);
+  if (st.ok() && o.costs_s.size() > static_cast<size_t>(kMaxCosts)) {
+    st = absl::InvalidArgumentError(StrCat("more than ", kMaxCosts, " costs"));
+  }
   if (st.ok() && o.kernel_costs_s.size() > kMaxKernelCosts) {
     st = absl::InvalidArgumentError(StrCat("more than ", kMaxKernelCosts, " kernel costs"));
   }

@@ -7,6 +7,8 @@
 // enters, by OutcomeFromProto: from an agent's session, or from another
 // tracker's row.
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,8 +19,10 @@
 
 namespace kiln::tracker {
 
-// The most kernel costs one whole-model result may carry.
+// The most kernel costs one whole-model result may carry, and the most
+// costs (repeats) one result may carry: a job asks for at most this many.
 inline constexpr size_t kMaxKernelCosts = 100000;
+inline constexpr int32_t kMaxCosts = 1000;
 
 // The batch as the agent session sends it (no lease deadline; a whole-model
 // batch's files go first, apart).

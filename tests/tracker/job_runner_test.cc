@@ -371,6 +371,24 @@ TEST_F(JobManagerTest, UnknownStrategyIsInvalidArgumentAndStoresNothing) {
   ExpectNothingStored();
 }
 
+// A timing policy no job needs (a million repeats, an hour-long cooldown)
+// is refused before anything is stored, naming the field and its range.
+TEST_F(JobManagerTest, TimingOutsideItsBoundsIsInvalidArgumentAndStoresNothing) {
+  for (auto set : std::vector<std::function<void(TimingOptions&)>>{
+           [](TimingOptions& t) { t.repeat = 1000001; }, [](TimingOptions& t) { t.number = -1; },
+           [](TimingOptions& t) { t.cooldown_ms = 3600000; },
+           [](TimingOptions& t) { t.min_repeat_ms = 61000; },
+           [](TimingOptions& t) { t.timeout_ms = 2000000000; }}) {
+    auto req = Request(testing::ConvReluModel());
+    set(req.timing);
+    auto r = jobs_->Submit(req);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_NE(std::string(r.status().message()).find("farm's default"), std::string::npos)
+        << r.status();
+  }
+  ExpectNothingStored();
+}
+
 // Every strategy tunes a job to the end with distinct configs, and the job
 // row keeps the strategy it was submitted with (a resumed job uses it).
 TEST_F(JobManagerTest, EveryStrategyCompletesAJob) {

@@ -147,6 +147,9 @@ TEST(MeasureProto, CostsAboveTheCandidatesTimeLimitAndErrorsWithCostsAreChecked)
   m.set_error_kind(pb::MEASURE_ERROR_KIND_NONE);
   m.clear_costs_s();
   EXPECT_EQ(OutcomeFromProto(m, "a", "").error_kind, storage::ErrorKind::kInvalidCost);
+  // More repeats than a job may ask for.
+  for (int i = 0; i <= kMaxCosts; ++i) m.add_costs_s(1e-3);
+  EXPECT_EQ(OutcomeFromProto(m, "a", "").error_kind, storage::ErrorKind::kInvalidCost);
   // A whole-model batch's runs are not bounded by the candidate timeout.
   w.model.emplace();
   EXPECT_EQ(CostLimitOf(w), 0.0);
