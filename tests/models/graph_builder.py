@@ -8,6 +8,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+# The end of a Slice that runs to the end of its axis.
+I64_MAX = np.iinfo(np.int64).max
+
 
 @dataclass
 class Case:
