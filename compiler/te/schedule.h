@@ -2,7 +2,7 @@
 // Schedules: one stage per compute op, with loop transformation primitives.
 // A template applies them for a knob config; the config, not a trace of the
 // primitives, is what the tuner stores and `kiln compile` rebuilds from
-// (docs/architecture.md: "Why configs, not traces").
+// (docs/compiler.md: "Why configs, not traces").
 //
 // Leaf iteration variables get derived names: split(x) -> x.o, x.i;
 // fuse(a, b) -> a.b.f. Names are unique within a stage.
