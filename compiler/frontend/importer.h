@@ -322,6 +322,9 @@ class Importer {
   // onnxruntime's quantized operators (domain com.microsoft) as the QDQ
   // nodes of their definition (onnx_contrib_ops.cc); others refused by name.
   absl::Status ImportMicrosoft(const onnx::NodeProto& node);
+  // The optimizers of ai.onnx.preview.training (Adagrad, Momentum, Adam) as
+  // the elementwise nodes of their definitions (onnx_training_ops.cc).
+  absl::Status ImportTraining(const onnx::NodeProto& node);
   // If, Loop and Scan: their subgraphs inlined, once per iteration
   // (onnx_control_flow.cc).
   absl::Status ImportControlFlow(const onnx::NodeProto& node);

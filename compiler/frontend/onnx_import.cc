@@ -458,6 +458,7 @@ absl::StatusOr<std::unique_ptr<Graph>> Importer::Run(onnx::ModelProto& model) {
 absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   const std::string& op = node.op_type();
   if (node.domain() == "com.microsoft") return ImportMicrosoft(node);
+  if (node.domain() == "ai.onnx.preview.training") return ImportTraining(node);
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return absl::UnimplementedError(
         StrCat("unsupported operator '", node.domain(), ".", op, "' (node '", Name(node), "')"));

@@ -478,6 +478,41 @@ TEST(OnnxMalformed, ShapeInputsThatOverflow) {
                  HasSubstr("pads too large"));
 }
 
+// ai.onnx.preview.training's optimizers: R, T and a fixed number of inputs
+// per updated tensor, Momentum's attributes required (no default in ONNX).
+TEST(OnnxMalformed, TrainingOptimizersCheckTheirInputsAndAttributes) {
+  auto model = [](const char* op, std::vector<std::string> tensors, int outputs, bool attrs) {
+    OnnxBuilder b;
+    b.Input("R", {});
+    b.Input("T", {}, onnx::TensorProto::INT64);
+    std::vector<std::string> inputs = {"R", "T"};
+    for (const std::string& t : tensors) {
+      b.Input(t, {3});
+      inputs.push_back(t);
+    }
+    std::vector<std::string> outs;
+    for (int i = 0; i < outputs; ++i) outs.push_back(StrCat("out", i));
+    auto* n = b.Node(op, inputs, outs, "opt");
+    n->set_domain("ai.onnx.preview.training");
+    if (attrs) {
+      OnnxBuilder::Float(n, "alpha", 0.9f);
+      OnnxBuilder::Float(n, "beta", 1.0f);
+      OnnxBuilder::String(n, "mode", "nesterov");
+    }
+    for (const std::string& o : outs) b.Output(o);
+    return b.Bytes();
+  };
+  EXPECT_TRUE(ImportOnnx(model("Momentum", {"X", "G", "V"}, 2, true)).ok());
+  EXPECT_REFUSED(ImportOnnx(model("Momentum", {"X", "G", "V"}, 2, false)), kInvalidArgument,
+                 HasSubstr("node 'opt'"), HasSubstr("attribute 'alpha' is required"));
+  EXPECT_REFUSED(ImportOnnx(model("Adagrad", {"X", "G"}, 2, false)), kInvalidArgument,
+                 HasSubstr("3 inputs per updated tensor"));
+  EXPECT_REFUSED(ImportOnnx(model("Adam", {"X", "G", "V", "H"}, 2, false)), kInvalidArgument,
+                 HasSubstr("3 outputs per tensor"));
+  EXPECT_REFUSED(ImportOnnx(model("Lamb", {"X", "G", "V"}, 2, false)), kUnimplemented,
+                 HasSubstr("ai.onnx.preview.training.Lamb"));
+}
+
 TEST(OnnxMalformed, ErrorsNameTheNode) {
   // Reshape's own message does not name the node; the importer adds it.
   OnnxBuilder b;
