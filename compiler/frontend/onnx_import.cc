@@ -493,7 +493,15 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   if (op == "Constant") return ImportConstant(node);
   if (op == "Resize" || op == "Upsample") return ImportResize(node);
   if (op == "GridSample") return ImportGridSample(node);
-  if (op == "Identity" || op == "Dropout") {
+  // kiln's values are tensors: an optional one is present (a tensor) or
+  // absent (no input); an optional graph input is refused where it is
+  // declared. So OptionalHasElement folds, and OptionalGetElement is the
+  // identity of its tensor.
+  if (op == "OptionalHasElement") {
+    auto has = Expand(node, Scalar(Name(node), DType::kBool, HasIn(node, 0) ? 1 : 0), {}, 0);
+    return has.ok() ? absl::OkStatus() : has.status();
+  }
+  if (op == "Identity" || op == "Dropout" || op == "OptionalGetElement") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
     if (op == "Dropout") {

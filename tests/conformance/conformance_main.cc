@@ -475,6 +475,8 @@ int main(int argc, char** argv) {
       "NegativeLogLikelihoodLoss",
       "Not",
       "OneHot",
+      "OptionalGetElement",
+      "OptionalHasElement",
       "Or",
       "PRelu",
       "Pad",
