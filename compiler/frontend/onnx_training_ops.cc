@@ -77,6 +77,10 @@ absl::Status Importer::ImportTraining(const onnx::NodeProto& node) {
   KILN_TRY(zero, constant(0.0f));
   KILN_TRY(one, constant(1.0f));
   KILN_TRY(started, binary("Greater", *t, zero));
+  const bool adam = op == "Adam";
+  KILN_TRY(eps, constant(AttrFloat(node, "epsilon", 1e-6f)));
+  KILN_TRY(alpha, constant(AttrFloat(node, "alpha", adam ? 0.9f : 0.0f)));
+  KILN_TRY(beta, constant(AttrFloat(node, "beta", adam ? 0.999f : 0.0f)));
   // The step's learning rate.
   std::string rate = *r;
   if (op == "Adagrad") {
@@ -86,8 +90,6 @@ absl::Status Importer::ImportTraining(const onnx::NodeProto& node) {
     KILN_TRY(adjusted, binary("Div", *r, denom));
     rate = adjusted;
   } else if (op == "Adam") {
-    KILN_TRY(alpha, constant(AttrFloat(node, "alpha", 0.9f)));
-    KILN_TRY(beta, constant(AttrFloat(node, "beta", 0.999f)));
     KILN_TRY(at, binary("Pow", alpha, *t));
     KILN_TRY(bt, binary("Pow", beta, *t));
     KILN_TRY(one_at, binary("Sub", one, at));
@@ -108,7 +110,6 @@ absl::Status Importer::ImportTraining(const onnx::NodeProto& node) {
     KILN_TRY(nx, binary("Mul", norm, x));
     KILN_TRY(greg, binary("Add", nx, g));
     if (op == "Adagrad") {
-      KILN_TRY(eps, constant(AttrFloat(node, "epsilon", 1e-6f)));
       KILN_TRY(g2, binary("Mul", greg, greg));
       KILN_TRY(h_new, binary("Add", s1, g2, s1_out));
       KILN_TRY(root, Emit(base, "Sqrt", {h_new}));
@@ -117,8 +118,6 @@ absl::Status Importer::ImportTraining(const onnx::NodeProto& node) {
       KILN_TRY(ratio, binary("Div", step, adaptive));
       KILN_TRY(x_new, binary("Sub", x, ratio, x_out));
     } else if (op == "Momentum") {
-      KILN_TRY(alpha, constant(AttrFloat(node, "alpha", 0.0f)));
-      KILN_TRY(beta, constant(AttrFloat(node, "beta", 0.0f)));
       KILN_TRY(b, Emit(base, "Where", {started, beta, one}));
       KILN_TRY(av, binary("Mul", alpha, s1));
       KILN_TRY(bg, binary("Mul", b, greg));
@@ -134,9 +133,6 @@ absl::Status Importer::ImportTraining(const onnx::NodeProto& node) {
     } else {  // Adam
       const std::string h = node.input(2 + 3 * n + i);
       const std::string h_out = node.output(2 * n + i);
-      KILN_TRY(alpha, constant(AttrFloat(node, "alpha", 0.9f)));
-      KILN_TRY(beta, constant(AttrFloat(node, "beta", 0.999f)));
-      KILN_TRY(eps, constant(AttrFloat(node, "epsilon", 1e-6f)));
       KILN_TRY(post, constant(1.0f - AttrFloat(node, "norm_coefficient_post", 0.0f)));
       KILN_TRY(one_a, binary("Sub", one, alpha));
       KILN_TRY(one_b, binary("Sub", one, beta));
