@@ -137,7 +137,6 @@ absl::Status JobManager::Tune(Job& job) {
     std::lock_guard<std::mutex> lock(job.mu);
     return job.cancelled || job.abandoned.load() || stopping_.load();
   };
-  // No run of a candidate lasts longer than the agent lets one candidate run.
   tuner::Tuner tuner(tuning_, &measurer, job.target, std::move(tasks), std::move(options));
   absl::Status st = tuner.Run([&](const tuner::TunerProgress& p) {
     double done = 0;
