@@ -325,6 +325,9 @@ class Importer {
   // The optimizers of ai.onnx.preview.training (Adagrad, Momentum, Adam) as
   // the elementwise nodes of their definitions (onnx_training_ops.cc).
   absl::Status ImportTraining(const onnx::NodeProto& node);
+  // DeformConv (2-D) as GridSample's bilinear samples at the offset taps,
+  // masked, times the weights (onnx_deform_conv.cc).
+  absl::Status ImportDeformConv(const onnx::NodeProto& node);
   // If, Loop and Scan: their subgraphs inlined, once per iteration
   // (onnx_control_flow.cc).
   absl::Status ImportControlFlow(const onnx::NodeProto& node);

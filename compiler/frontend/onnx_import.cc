@@ -493,6 +493,7 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node) {
   if (op == "Constant") return ImportConstant(node);
   if (op == "Resize" || op == "Upsample") return ImportResize(node);
   if (op == "GridSample") return ImportGridSample(node);
+  if (op == "DeformConv") return ImportDeformConv(node);
   // kiln's values are tensors: an optional one is present (a tensor) or
   // absent (no input); an optional graph input is refused where it is
   // declared. So OptionalHasElement folds, and OptionalGetElement is the

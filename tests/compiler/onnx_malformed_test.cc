@@ -513,6 +513,28 @@ TEST(OnnxMalformed, TrainingOptimizersCheckTheirInputsAndAttributes) {
                  HasSubstr("ai.onnx.preview.training.Lamb"));
 }
 
+// DeformConv: an offset (or mask) that does not fit the output's taps is
+// refused naming the shape it must have; other ranks than 2-D are refused.
+TEST(OnnxMalformed, DeformConvOffsetsMustFitTheTaps) {
+  auto model = [](std::vector<int64_t> x, std::vector<int64_t> offset) {
+    OnnxBuilder b;
+    b.Input("x", x);
+    b.Input("off", offset);
+    std::vector<int64_t> ws = {2, x[1], 3, 3};
+    if (x.size() == 3) ws = {2, x[1], 3};
+    int64_t n = 1;
+    for (int64_t d : ws) n *= d;
+    b.Init("w", ws, std::vector<float>(static_cast<size_t>(n), 0.5f));
+    b.Node("DeformConv", {"x", "w", "off"}, {"y"}, "dc");
+    b.Output("y");
+    return b.Bytes();
+  };
+  EXPECT_TRUE(ImportOnnx(model({1, 2, 5, 5}, {1, 18, 3, 3})).ok());
+  EXPECT_REFUSED(ImportOnnx(model({1, 2, 5, 5}, {1, 18, 4, 3})), kInvalidArgument,
+                 HasSubstr("node 'dc' (DeformConv)"), HasSubstr("offset must be [1, 18, 3, 3]"));
+  EXPECT_REFUSED(ImportOnnx(model({1, 2, 5}, {1, 6, 3})), kUnimplemented, HasSubstr("only 2-D"));
+}
+
 TEST(OnnxMalformed, ErrorsNameTheNode) {
   // Reshape's own message does not name the node; the importer adds it.
   OnnxBuilder b;

@@ -409,6 +409,7 @@ int main(int argc, char** argv) {
       "Cosh",
       "CumSum",
       "DFT",
+      "DeformConv",
       "DepthToSpace",
       "DequantizeLinear",
       "Det",
