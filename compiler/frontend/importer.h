@@ -21,6 +21,13 @@
 #include "compiler/graph/graph.h"
 #include "onnx/onnx_pb.h"
 
+// In an expansion: `const std::string lhs` from a StatusOr<std::string>
+// (an Emit), or the error returned.
+#define KILN_EMIT_OR_RETURN(lhs, expr)          \
+  auto lhs##_or = (expr);                       \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  const std::string lhs = *lhs##_or
+
 namespace kiln::compiler::onnx_internal {
 
 using Shape = std::vector<int64_t>;
@@ -381,6 +388,12 @@ class Importer {
     std::string name = v.name;
     by_name_[name] = g_->AddValue(std::move(v));
     return name;
+  }
+  // A float32 scalar constant, as NamedConstant names it.
+  std::string NamedScalar(const std::string& base, float v) {
+    Value c;
+    c.SetFloats({v});
+    return NamedConstant(base, std::move(c));
   }
   // An int64 Constant (a scalar when `scalar`), as Emit names it.
   absl::StatusOr<std::string> EmitInt64s(const std::string& base, const std::vector<int64_t>& v,

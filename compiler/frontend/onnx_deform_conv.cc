@@ -47,10 +47,6 @@ absl::Status Importer::ImportDeformConv(const onnx::NodeProto& node) {
       return bad(StrCat("mask must be [", N, ", ", G * K, ", ", oH, ", ", oW, "]"));
     }
   }
-#define KILN_TRY(lhs, expr)                     \
-  auto lhs##_or = (expr);                       \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  const std::string lhs = *lhs##_or
   auto ints = [&](const std::vector<int64_t>& v) { return EmitInt64s(base, v); };
   // The taps' window positions, normalized: [1, K, oH, oW] for y and x.
   std::vector<float> ny(static_cast<size_t>(K * oH * oW)), nx(ny.size());
@@ -71,75 +67,71 @@ absl::Status Importer::ImportDeformConv(const onnx::NodeProto& node) {
     c.shape = {1, K, oH, oW};
     return NamedConstant(base, std::move(c));
   };
-  auto scalar = [&](float v) {
-    Value c;
-    c.SetFloats({v});
-    return NamedConstant(base, std::move(c));
-  };
   const std::string by = grid_base(ny), bx = grid_base(nx);
-  const std::string sy = scalar(2.0f / static_cast<float>(H));
-  const std::string sx = scalar(2.0f / static_cast<float>(W));
-  KILN_TRY(shape6, ints({N, G, K, 2, oH, oW}));
-  KILN_TRY(offsets, Emit(base, "Reshape", {node.input(2), shape6}));
-  KILN_TRY(last, ints({-1}));
-  KILN_TRY(grid_shape, ints({N, K * oH, oW, 2}));
-  KILN_TRY(sample_shape, ints({N, C / G, K, oH * oW}));
-  KILN_TRY(axis1, ints({1}));
+  const std::string sy = NamedScalar(base, 2.0f / static_cast<float>(H));
+  const std::string sx = NamedScalar(base, 2.0f / static_cast<float>(W));
+  KILN_EMIT_OR_RETURN(shape6, ints({N, G, K, 2, oH, oW}));
+  KILN_EMIT_OR_RETURN(offsets, Emit(base, "Reshape", {node.input(2), shape6}));
+  KILN_EMIT_OR_RETURN(last, ints({-1}));
+  KILN_EMIT_OR_RETURN(grid_shape, ints({N, K * oH, oW, 2}));
+  KILN_EMIT_OR_RETURN(sample_shape, ints({N, C / G, K, oH * oW}));
+  KILN_EMIT_OR_RETURN(axis1, ints({1}));
   std::string mask;
   if (HasIn(node, 4)) {
-    KILN_TRY(mask_shape, ints({N, G, K, oH * oW}));
-    KILN_TRY(m, Emit(base, "Reshape", {node.input(4), mask_shape}));
+    KILN_EMIT_OR_RETURN(mask_shape, ints({N, G, K, oH * oW}));
+    KILN_EMIT_OR_RETURN(m, Emit(base, "Reshape", {node.input(4), mask_shape}));
     mask = m;
   }
+  KILN_EMIT_OR_RETURN(i0, EmitInt64s(base, {0}, true));
+  KILN_EMIT_OR_RETURN(i1, EmitInt64s(base, {1}, true));
   std::vector<std::string> samples;
   for (int64_t g = 0; g < G; ++g) {
-    KILN_TRY(gi, EmitInt64s(base, {g}, true));
-    KILN_TRY(og, Emit(base, "Gather", {offsets, gi}, IntAttr("axis", 1)));  // [N, K, 2, oH, oW]
-    KILN_TRY(i0, EmitInt64s(base, {0}, true));
-    KILN_TRY(i1, EmitInt64s(base, {1}, true));
-    KILN_TRY(dy, Emit(base, "Gather", {og, i0}, IntAttr("axis", 2)));  // [N, K, oH, oW]
-    KILN_TRY(dx, Emit(base, "Gather", {og, i1}, IntAttr("axis", 2)));
-    KILN_TRY(sdy, Emit(base, "Mul", {dy, sy}));
-    KILN_TRY(sdx, Emit(base, "Mul", {dx, sx}));
-    KILN_TRY(gy, Emit(base, "Add", {sdy, by}));
-    KILN_TRY(gx, Emit(base, "Add", {sdx, bx}));
-    KILN_TRY(uy, Emit(base, "Unsqueeze", {gy, last}));
-    KILN_TRY(ux, Emit(base, "Unsqueeze", {gx, last}));
-    KILN_TRY(grid5, Emit(base, "Concat", {ux, uy}, IntAttr("axis", -1)));
-    KILN_TRY(grid, Emit(base, "Reshape", {grid5, grid_shape}));
-    KILN_TRY(lo, ints({g * (C / G)}));
-    KILN_TRY(hi, ints({(g + 1) * (C / G)}));
-    KILN_TRY(xg, Emit(base, "Slice", {node.input(0), lo, hi, axis1}));
-    KILN_TRY(sampled, Emit(base, "GridSample", {xg, grid}));  // [N, C/G, K oH, oW]
-    KILN_TRY(s, Emit(base, "Reshape", {sampled, sample_shape}));
+    KILN_EMIT_OR_RETURN(gi, EmitInt64s(base, {g}, true));
+    KILN_EMIT_OR_RETURN(
+        og, Emit(base, "Gather", {offsets, gi}, IntAttr("axis", 1)));  // [N, K, 2, oH, oW]
+    KILN_EMIT_OR_RETURN(dy, Emit(base, "Gather", {og, i0}, IntAttr("axis", 2)));  // [N, K, oH, oW]
+    KILN_EMIT_OR_RETURN(dx, Emit(base, "Gather", {og, i1}, IntAttr("axis", 2)));
+    KILN_EMIT_OR_RETURN(sdy, Emit(base, "Mul", {dy, sy}));
+    KILN_EMIT_OR_RETURN(sdx, Emit(base, "Mul", {dx, sx}));
+    KILN_EMIT_OR_RETURN(gy, Emit(base, "Add", {sdy, by}));
+    KILN_EMIT_OR_RETURN(gx, Emit(base, "Add", {sdx, bx}));
+    KILN_EMIT_OR_RETURN(uy, Emit(base, "Unsqueeze", {gy, last}));
+    KILN_EMIT_OR_RETURN(ux, Emit(base, "Unsqueeze", {gx, last}));
+    KILN_EMIT_OR_RETURN(grid5, Emit(base, "Concat", {ux, uy}, IntAttr("axis", -1)));
+    KILN_EMIT_OR_RETURN(grid, Emit(base, "Reshape", {grid5, grid_shape}));
+    KILN_EMIT_OR_RETURN(lo, ints({g * (C / G)}));
+    KILN_EMIT_OR_RETURN(hi, ints({(g + 1) * (C / G)}));
+    KILN_EMIT_OR_RETURN(xg, Emit(base, "Slice", {node.input(0), lo, hi, axis1}));
+    KILN_EMIT_OR_RETURN(sampled, Emit(base, "GridSample", {xg, grid}));  // [N, C/G, K oH, oW]
+    KILN_EMIT_OR_RETURN(s, Emit(base, "Reshape", {sampled, sample_shape}));
     std::string part = s;
     if (!mask.empty()) {
-      KILN_TRY(mg, Emit(base, "Gather", {mask, gi}, IntAttr("axis", 1)));  // [N, K, P]
-      KILN_TRY(mu, Emit(base, "Unsqueeze", {mg, axis1}));                  // [N, 1, K, P]
-      KILN_TRY(masked, Emit(base, "Mul", {s, mu}));
+      KILN_EMIT_OR_RETURN(mg, Emit(base, "Gather", {mask, gi}, IntAttr("axis", 1)));  // [N, K, P]
+      KILN_EMIT_OR_RETURN(mu, Emit(base, "Unsqueeze", {mg, axis1}));  // [N, 1, K, P]
+      KILN_EMIT_OR_RETURN(masked, Emit(base, "Mul", {s, mu}));
       part = masked;
     }
     samples.push_back(part);
   }
   std::string cols = samples[0];
   if (samples.size() > 1) {
-    KILN_TRY(all, Emit(base, "Concat", samples, IntAttr("axis", 1)));
+    KILN_EMIT_OR_RETURN(all, Emit(base, "Concat", samples, IntAttr("axis", 1)));
     cols = all;
   }
-  KILN_TRY(cols_shape, ints({N, group, C / group * K, oH * oW}));
-  KILN_TRY(cols4, Emit(base, "Reshape", {cols, cols_shape}));
-  KILN_TRY(w_shape, ints({group, oC / group, C / group * K}));
-  KILN_TRY(wr, Emit(base, "Reshape", {node.input(1), w_shape}));
-  KILN_TRY(prod, Emit(base, "MatMul", {wr, cols4}));  // [N, group, oC/group, P]
-  KILN_TRY(out_shape, ints({N, oC, oH, oW}));
+  KILN_EMIT_OR_RETURN(cols_shape, ints({N, group, C / group * K, oH * oW}));
+  KILN_EMIT_OR_RETURN(cols4, Emit(base, "Reshape", {cols, cols_shape}));
+  KILN_EMIT_OR_RETURN(w_shape, ints({group, oC / group, C / group * K}));
+  KILN_EMIT_OR_RETURN(wr, Emit(base, "Reshape", {node.input(1), w_shape}));
+  KILN_EMIT_OR_RETURN(prod, Emit(base, "MatMul", {wr, cols4}));  // [N, group, oC/group, P]
+  KILN_EMIT_OR_RETURN(out_shape, ints({N, oC, oH, oW}));
   const bool bias = HasIn(node, 3);
-  KILN_TRY(y, Emit(base, "Reshape", {prod, out_shape}, nullptr, bias ? "" : node.output(0)));
+  KILN_EMIT_OR_RETURN(
+      y, Emit(base, "Reshape", {prod, out_shape}, nullptr, bias ? "" : node.output(0)));
   if (bias) {
-    KILN_TRY(b_shape, ints({1, oC, 1, 1}));
-    KILN_TRY(b, Emit(base, "Reshape", {node.input(3), b_shape}));
-    KILN_TRY(sum, Emit(base, "Add", {y, b}, nullptr, node.output(0)));
+    KILN_EMIT_OR_RETURN(b_shape, ints({1, oC, 1, 1}));
+    KILN_EMIT_OR_RETURN(b, Emit(base, "Reshape", {node.input(3), b_shape}));
+    KILN_EMIT_OR_RETURN(sum, Emit(base, "Add", {y, b}, nullptr, node.output(0)));
   }
-#undef KILN_TRY
   return absl::OkStatus();
 }
 

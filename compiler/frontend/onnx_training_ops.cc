@@ -52,12 +52,6 @@ absl::Status Importer::ImportTraining(const onnx::NodeProto& node) {
     return absl::InvalidArgumentError(StrCat(
         "node '", base, "' (Momentum): mode must be standard or nesterov, got '", mode, "'"));
   }
-  // A float32 scalar constant; the ops below cast it like X.
-  auto scalar = [&](float v) {
-    Value c;
-    c.SetFloats({v});
-    return NamedConstant(base, std::move(c));
-  };
   const std::string x0 = node.input(2);
   auto like_x = [&](const std::string& v) { return Emit(base, "CastLike", {v, x0}); };
   auto r = like_x(node.input(0));
@@ -68,90 +62,85 @@ absl::Status Importer::ImportTraining(const onnx::NodeProto& node) {
                     const std::string& out = "") {
     return Emit(base, o, {a, b}, nullptr, out);
   };
-  auto constant = [&](float v) { return like_x(scalar(v)); };
-#define KILN_TRY(lhs, expr)                     \
-  auto lhs##_or = (expr);                       \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  const std::string lhs = *lhs##_or
+  auto constant = [&](float v) { return like_x(NamedScalar(base, v)); };
   // T > 0, for Momentum's and Adam's first step.
-  KILN_TRY(zero, constant(0.0f));
-  KILN_TRY(one, constant(1.0f));
-  KILN_TRY(started, binary("Greater", *t, zero));
+  KILN_EMIT_OR_RETURN(zero, constant(0.0f));
+  KILN_EMIT_OR_RETURN(one, constant(1.0f));
+  KILN_EMIT_OR_RETURN(started, binary("Greater", *t, zero));
   const bool adam = op == "Adam";
-  KILN_TRY(eps, constant(AttrFloat(node, "epsilon", 1e-6f)));
-  KILN_TRY(alpha, constant(AttrFloat(node, "alpha", adam ? 0.9f : 0.0f)));
-  KILN_TRY(beta, constant(AttrFloat(node, "beta", adam ? 0.999f : 0.0f)));
+  KILN_EMIT_OR_RETURN(eps, constant(AttrFloat(node, "epsilon", 1e-6f)));
+  KILN_EMIT_OR_RETURN(alpha, constant(AttrFloat(node, "alpha", adam ? 0.9f : 0.0f)));
+  KILN_EMIT_OR_RETURN(beta, constant(AttrFloat(node, "beta", adam ? 0.999f : 0.0f)));
   // The step's learning rate.
   std::string rate = *r;
   if (op == "Adagrad") {
-    KILN_TRY(decay, constant(AttrFloat(node, "decay_factor", 0.0f)));
-    KILN_TRY(td, binary("Mul", *t, decay));
-    KILN_TRY(denom, binary("Add", one, td));
-    KILN_TRY(adjusted, binary("Div", *r, denom));
+    KILN_EMIT_OR_RETURN(decay, constant(AttrFloat(node, "decay_factor", 0.0f)));
+    KILN_EMIT_OR_RETURN(td, binary("Mul", *t, decay));
+    KILN_EMIT_OR_RETURN(denom, binary("Add", one, td));
+    KILN_EMIT_OR_RETURN(adjusted, binary("Div", *r, denom));
     rate = adjusted;
   } else if (op == "Adam") {
-    KILN_TRY(at, binary("Pow", alpha, *t));
-    KILN_TRY(bt, binary("Pow", beta, *t));
-    KILN_TRY(one_at, binary("Sub", one, at));
-    KILN_TRY(one_bt, binary("Sub", one, bt));
-    KILN_TRY(root, Emit(base, "Sqrt", {one_bt}));
-    KILN_TRY(scaled, binary("Mul", *r, root));
-    KILN_TRY(adjusted, binary("Div", scaled, one_at));
-    KILN_TRY(chosen, Emit(base, "Where", {started, adjusted, *r}));
+    KILN_EMIT_OR_RETURN(at, binary("Pow", alpha, *t));
+    KILN_EMIT_OR_RETURN(bt, binary("Pow", beta, *t));
+    KILN_EMIT_OR_RETURN(one_at, binary("Sub", one, at));
+    KILN_EMIT_OR_RETURN(one_bt, binary("Sub", one, bt));
+    KILN_EMIT_OR_RETURN(root, Emit(base, "Sqrt", {one_bt}));
+    KILN_EMIT_OR_RETURN(scaled, binary("Mul", *r, root));
+    KILN_EMIT_OR_RETURN(adjusted, binary("Div", scaled, one_at));
+    KILN_EMIT_OR_RETURN(chosen, Emit(base, "Where", {started, adjusted, *r}));
     rate = chosen;
   }
-  KILN_TRY(norm, constant(AttrFloat(node, "norm_coefficient", 0.0f)));
+  KILN_EMIT_OR_RETURN(norm, constant(AttrFloat(node, "norm_coefficient", 0.0f)));
   for (int i = 0; i < n; ++i) {
     const std::string x = node.input(2 + i);
     const std::string g = node.input(2 + n + i);
     const std::string s1 = node.input(2 + 2 * n + i);  // H (Adagrad) or V
     const std::string x_out = node.output(i);
     const std::string s1_out = node.output(n + i);
-    KILN_TRY(nx, binary("Mul", norm, x));
-    KILN_TRY(greg, binary("Add", nx, g));
+    KILN_EMIT_OR_RETURN(nx, binary("Mul", norm, x));
+    KILN_EMIT_OR_RETURN(greg, binary("Add", nx, g));
     if (op == "Adagrad") {
-      KILN_TRY(g2, binary("Mul", greg, greg));
-      KILN_TRY(h_new, binary("Add", s1, g2, s1_out));
-      KILN_TRY(root, Emit(base, "Sqrt", {h_new}));
-      KILN_TRY(adaptive, binary("Add", root, eps));
-      KILN_TRY(step, binary("Mul", rate, greg));
-      KILN_TRY(ratio, binary("Div", step, adaptive));
-      KILN_TRY(x_new, binary("Sub", x, ratio, x_out));
+      KILN_EMIT_OR_RETURN(g2, binary("Mul", greg, greg));
+      KILN_EMIT_OR_RETURN(h_new, binary("Add", s1, g2, s1_out));
+      KILN_EMIT_OR_RETURN(root, Emit(base, "Sqrt", {h_new}));
+      KILN_EMIT_OR_RETURN(adaptive, binary("Add", root, eps));
+      KILN_EMIT_OR_RETURN(step, binary("Mul", rate, greg));
+      KILN_EMIT_OR_RETURN(ratio, binary("Div", step, adaptive));
+      KILN_EMIT_OR_RETURN(x_new, binary("Sub", x, ratio, x_out));
     } else if (op == "Momentum") {
-      KILN_TRY(b, Emit(base, "Where", {started, beta, one}));
-      KILN_TRY(av, binary("Mul", alpha, s1));
-      KILN_TRY(bg, binary("Mul", b, greg));
-      KILN_TRY(v_new, binary("Add", av, bg, s1_out));
+      KILN_EMIT_OR_RETURN(b, Emit(base, "Where", {started, beta, one}));
+      KILN_EMIT_OR_RETURN(av, binary("Mul", alpha, s1));
+      KILN_EMIT_OR_RETURN(bg, binary("Mul", b, greg));
+      KILN_EMIT_OR_RETURN(v_new, binary("Add", av, bg, s1_out));
       std::string dir = v_new;
       if (mode == "nesterov") {
-        KILN_TRY(av_new, binary("Mul", alpha, v_new));
-        KILN_TRY(ahead, binary("Add", greg, av_new));
+        KILN_EMIT_OR_RETURN(av_new, binary("Mul", alpha, v_new));
+        KILN_EMIT_OR_RETURN(ahead, binary("Add", greg, av_new));
         dir = ahead;
       }
-      KILN_TRY(step, binary("Mul", rate, dir));
-      KILN_TRY(x_new, binary("Sub", x, step, x_out));
+      KILN_EMIT_OR_RETURN(step, binary("Mul", rate, dir));
+      KILN_EMIT_OR_RETURN(x_new, binary("Sub", x, step, x_out));
     } else {  // Adam
       const std::string h = node.input(2 + 3 * n + i);
       const std::string h_out = node.output(2 * n + i);
-      KILN_TRY(post, constant(1.0f - AttrFloat(node, "norm_coefficient_post", 0.0f)));
-      KILN_TRY(one_a, binary("Sub", one, alpha));
-      KILN_TRY(one_b, binary("Sub", one, beta));
-      KILN_TRY(av, binary("Mul", alpha, s1));
-      KILN_TRY(ag, binary("Mul", one_a, greg));
-      KILN_TRY(v_new, binary("Add", av, ag, s1_out));
-      KILN_TRY(g2, binary("Mul", greg, greg));
-      KILN_TRY(bh, binary("Mul", beta, h));
-      KILN_TRY(bg2, binary("Mul", one_b, g2));
-      KILN_TRY(h_new, binary("Add", bh, bg2, h_out));
-      KILN_TRY(root, Emit(base, "Sqrt", {h_new}));
-      KILN_TRY(denom, binary("Add", root, eps));
-      KILN_TRY(ratio, binary("Div", v_new, denom));
-      KILN_TRY(step, binary("Mul", rate, ratio));
-      KILN_TRY(moved, binary("Sub", x, step));
-      KILN_TRY(x_new, binary("Mul", post, moved, x_out));
+      KILN_EMIT_OR_RETURN(post, constant(1.0f - AttrFloat(node, "norm_coefficient_post", 0.0f)));
+      KILN_EMIT_OR_RETURN(one_a, binary("Sub", one, alpha));
+      KILN_EMIT_OR_RETURN(one_b, binary("Sub", one, beta));
+      KILN_EMIT_OR_RETURN(av, binary("Mul", alpha, s1));
+      KILN_EMIT_OR_RETURN(ag, binary("Mul", one_a, greg));
+      KILN_EMIT_OR_RETURN(v_new, binary("Add", av, ag, s1_out));
+      KILN_EMIT_OR_RETURN(g2, binary("Mul", greg, greg));
+      KILN_EMIT_OR_RETURN(bh, binary("Mul", beta, h));
+      KILN_EMIT_OR_RETURN(bg2, binary("Mul", one_b, g2));
+      KILN_EMIT_OR_RETURN(h_new, binary("Add", bh, bg2, h_out));
+      KILN_EMIT_OR_RETURN(root, Emit(base, "Sqrt", {h_new}));
+      KILN_EMIT_OR_RETURN(denom, binary("Add", root, eps));
+      KILN_EMIT_OR_RETURN(ratio, binary("Div", v_new, denom));
+      KILN_EMIT_OR_RETURN(step, binary("Mul", rate, ratio));
+      KILN_EMIT_OR_RETURN(moved, binary("Sub", x, step));
+      KILN_EMIT_OR_RETURN(x_new, binary("Mul", post, moved, x_out));
     }
   }
-#undef KILN_TRY
   return absl::OkStatus();
 }
 
