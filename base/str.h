@@ -13,12 +13,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/vocabulary.h"
+
 namespace kiln {
 
 namespace str_internal {
 // Appends one StrCat argument as `std::ostream <<` would print it: text as
 // is, integers in decimal, floating point as "%g" (the stream's default),
-// bool as 0/1; any other type through its operator<<. Without a stream for
+// bool as 0/1, an enum of a closed vocabulary (base/vocabulary.h) as its
+// name; any other type through its operator<<. Without a stream for
 // the common types: StrCat is on the tracker's per-record paths.
 template <typename T>
 void Append(std::string& out, const T& value) {
@@ -28,6 +31,8 @@ void Append(std::string& out, const T& value) {
   } else if constexpr (std::is_same_v<D, char> || std::is_same_v<D, signed char> ||
                        std::is_same_v<D, unsigned char>) {
     out.push_back(static_cast<char>(value));
+  } else if constexpr (requires { Vocabulary<D>::kNames; }) {
+    out.append(NameOf(value));
   } else if constexpr (std::is_same_v<D, bool>) {
     out.push_back(value ? '1' : '0');
   } else if constexpr (std::is_integral_v<D>) {

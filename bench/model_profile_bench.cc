@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     const Workload& w = task.workload;
     Row row;
     row.task = index++;
-    row.op = w.op;
+    row.op = kiln::NameOf(w.op);
     row.key = w.Key();
     row.canonical = w.Canonical();
     row.occurrences = task.occurrences;

@@ -46,7 +46,7 @@ inline Workload KilnWorkload(const Shape& s, bool blocked = false) {
   Workload w;
   if (s.conv) {
     int64_t oh = (s.c + 2 * s.f - s.d) / s.e + 1;
-    w.op = "conv2d";
+    w.op = compiler::Op::kConv2d;
     w.ints = {{"N", {1}},
               {"C", {s.a}},
               {"H", {s.c}},
@@ -70,7 +70,7 @@ inline Workload KilnWorkload(const Shape& s, bool blocked = false) {
       if (out) w.ints["out_block"] = {b};
     }
   } else {
-    w.op = "dense";
+    w.op = compiler::Op::kDense;
     w.ints = {{"M", {s.a}},   {"N", {s.b}},     {"K", {s.c}},     {"transA", {0}}, {"transB", {0}},
               {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
   }

@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
     auto config = config_text.empty() ? kiln::compiler::DefaultConfig(w, target)
                                       : kiln::compiler::ParseConfig(config_text);
     if (!sig.ok() || !config.ok()) {
-      std::printf("| %d | %s | %s | (error: %s) |\n", index++, w.Key().c_str(), w.op.c_str(),
+      std::printf("| %d | %s | %s | (error: %s) |\n", index++, w.Key().c_str(),
+                  std::string(kiln::NameOf(w.op)).c_str(),
                   std::string((sig.ok() ? config.status() : sig.status()).message()).c_str());
       ++failures;
       continue;
@@ -154,7 +155,8 @@ int main(int argc, char** argv) {
     double t = TimeConfig(w, *config, target, b, repeat, &error);
     if (t < 0) {
       std::printf("| %d | %s | %s | %s | (build failed: %s) |\n", index++, w.Key().c_str(),
-                  w.op.c_str(), kiln::compiler::CanonicalConfig(*config).c_str(), error.c_str());
+                  std::string(kiln::NameOf(w.op)).c_str(),
+                  kiln::compiler::CanonicalConfig(*config).c_str(), error.c_str());
       ++failures;
       continue;
     }
@@ -170,8 +172,9 @@ int main(int argc, char** argv) {
     if (!(err <= 1e-3)) ++failures;
     double flops = w.Flops();
     std::printf("| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.1fx | %.2g |", index, w.Key().c_str(),
-                w.op.c_str(), kiln::compiler::CanonicalConfig(*config).c_str(), t * 1e6,
-                flops / t * 1e-9, t_ref * 1e6, t_ref / t, err);
+                std::string(kiln::NameOf(w.op)).c_str(),
+                kiln::compiler::CanonicalConfig(*config).c_str(), t * 1e6, flops / t * 1e-9,
+                t_ref * 1e6, t_ref / t, err);
     total_default += t;
     total_ref += t_ref;
     if (random_trials > 0) {

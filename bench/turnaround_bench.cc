@@ -174,7 +174,7 @@ int TimeLoggedCandidates(const std::string& db_path, int n, int builds_per,
       ++failed;  // a record of a failed measurement, or of another compiler version
       continue;
     }
-    by_op[w->op].push_back(*fastest);
+    by_op[std::string(kiln::NameOf(w->op))].push_back(*fastest);
     all.push_back(*fastest);
     if (each) {
       std::printf("%.1f ms  %s  %s\n", *fastest * 1e3, (*row)->canonical.c_str(),

@@ -173,7 +173,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
     if (rv.is_input || rv.IsConstant() || root_buf.count(root)) {
       std::vector<int64_t> shape = rv.shape.empty() ? std::vector<int64_t>{1} : rv.shape;
       Workload copy;
-      copy.op = "eltwise";
+      copy.op = Op::kEltwise;
       copy.ints["shape"] = shape;
       copy.ints["in_shape"] = shape;
       copy.SetDtypes({rv.dtype, rv.dtype});
@@ -299,7 +299,7 @@ absl::StatusOr<std::string> CompileModel(const Model& model, const Target& targe
   for (size_t t = 0; t < steps.size(); ++t) {
     const Step& s = steps[t];
     KernelDef def;
-    def.name = StrCat("k", t, "_", s.pack_input >= 0 ? "pack" : s.workload.op);
+    def.name = s.pack_input >= 0 ? StrCat("k", t, "_pack") : StrCat("k", t, "_", s.workload.op);
     def.workload = s.workload;
     def.config = s.config;
     def.pack_input = s.pack_input;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "base/check.h"
@@ -166,7 +167,13 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
     return absl::InvalidArgumentError(StrCat("malformed workload '", canonical, "'"));
   }
   Workload w;
-  w.op = std::string(canonical.substr(0, open));
+  const std::string_view name = canonical.substr(0, open);
+  const std::optional<Op> op = ParseName<Op>(name);
+  if (!op) {
+    return absl::InvalidArgumentError(
+        StrCat("unknown workload op '", name, "' (known: ", NamesList<Op>(), ")"));
+  }
+  w.op = *op;
   std::string_view body = canonical.substr(open + 1, close - open - 1);
   if (!body.empty()) {
     for (std::string_view item : StrSplit(body, ';')) {
@@ -266,7 +273,7 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
 }
 
 bool IsDepthwiseConv(const Workload& w) {
-  return w.op == "conv2d" && w.Int("groups") > 1 && w.Int("groups") == w.Int("C") &&
+  return w.op == Op::kConv2d && w.Int("groups") > 1 && w.Int("groups") == w.Int("C") &&
          w.Int("K") == w.Int("C");
 }
 
@@ -297,7 +304,7 @@ absl::Status CheckBlocks(const Workload& w, const char* out_channels) {
     }
   }
   const int64_t ib = w.IntOr("in_block", 0), ob = w.IntOr("out_block", 0);
-  if (w.op != "conv2d" || (ib == 0 && ob == 0)) return absl::OkStatus();
+  if (w.op != Op::kConv2d || (ib == 0 && ob == 0)) return absl::OkStatus();
   const bool ungrouped = w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0;
   const bool depthwise = IsDepthwiseConv(w) && (ib == ob || ob == 0);
   if (!ungrouped && !depthwise) {
@@ -321,7 +328,7 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     return absl::OkStatus();
   };
   KernelSignature sig;
-  if (op == "conv2d") {
+  if (op == Op::kConv2d) {
     if (auto s = need({"N", "C", "H", "W", "K", "R", "S", "stride", "pad", "dilation", "groups",
                        "bias", "OH", "OW"});
         !s.ok())
@@ -343,7 +350,7 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     if (Int("bias")) sig.inputs.push_back({"bias", {Int("K")}});
     sig.output = {"out",
                   BlockedShape({Int("N"), Int("K"), Int("OH"), Int("OW")}, IntOr("out_block", 0))};
-  } else if (op == "dense") {
+  } else if (op == Op::kDense) {
     if (auto s = need({"M", "N", "K", "transA", "transB", "bias"}); !s.ok()) return s;
     if (const int64_t bf16 = IntOr("bf16", 0); bf16 != 0 && bf16 != 1) {
       return absl::InvalidArgumentError(StrCat("dense: bf16=", bf16, " (0 or 1)"));
@@ -367,7 +374,7 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
       if (auto s = CheckBroadcastable(Ints("bias_shape"), out, "dense bias"); !s.ok()) return s;
     }
     sig.output = {"out", out};
-  } else if (op == "pool2d") {
+  } else if (op == Op::kPool2d) {
     if (auto s =
             need({"N", "C", "H", "W", "kernel", "stride", "pad", "dilation", "OH", "OW", "kind"});
         !s.ok())
@@ -377,7 +384,7 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
         {"data", BlockedShape({Int("N"), Int("C"), Int("H"), Int("W")}, IntOr("in_block", 0))});
     sig.output = {"out",
                   BlockedShape({Int("N"), Int("C"), Int("OH"), Int("OW")}, IntOr("out_block", 0))};
-  } else if (op == "pool3d") {
+  } else if (op == Op::kPool3d) {
     if (auto s = need({"N", "C", "D", "H", "W", "kernel", "stride", "pad", "dilation", "OD", "OH",
                        "OW", "kind"});
         !s.ok())
@@ -393,22 +400,24 @@ absl::StatusOr<KernelSignature> Workload::Signature() const {
     }
     sig.inputs.push_back({"data", {Int("N"), Int("C"), Int("D"), Int("H"), Int("W")}});
     sig.output = {"out", {Int("N"), Int("C"), Int("OD"), Int("OH"), Int("OW")}};
-  } else if (op == "eltwise") {
+  } else if (op == Op::kEltwise) {
     if (auto s = need({"shape", "in_shape"}); !s.ok()) return s;
     sig.inputs.push_back({"in", Ints("in_shape")});
     if (auto s = CheckBroadcastable(Ints("in_shape"), Ints("shape"), "eltwise input"); !s.ok())
       return s;
     sig.output = {"out", Ints("shape")};
-  } else if (ints.count("in0") && ints.count("shape")) {
+  } else {
     // A generic operator: in0, in1, ... then the output `shape`.
+    if (!ints.count("in0") || !ints.count("shape")) {
+      return absl::InvalidArgumentError(
+          StrCat("workload ", op, " lacks attribute ", ints.count("in0") ? "shape" : "in0"));
+    }
     for (int i = 0;; ++i) {
       auto it = ints.find(StrCat("in", i));
       if (it == ints.end()) break;
       sig.inputs.push_back({StrCat("in", i), it->second});
     }
     sig.output = {"out", Ints("shape")};
-  } else {
-    return absl::InvalidArgumentError(StrCat("unknown workload op '", op, "'"));
   }
   // Prologues: op input i becomes its producer's arguments (last first, so
   // earlier positions stay put).
@@ -496,17 +505,17 @@ double Workload::Flops() const {
   if (!sig.ok()) return 0;
   double out = static_cast<double>(sig->output.NumElements());
   double per = 0;
-  if (op == "conv2d") {
+  if (op == Op::kConv2d) {
     per = 2.0 * static_cast<double>(Int("C") / Int("groups") * Int("R") * Int("S"));
-  } else if (op == "dense") {
+  } else if (op == Op::kDense) {
     per = 2.0 * static_cast<double>(Int("K"));
-  } else if (op == "pool2d") {
+  } else if (op == Op::kPool2d) {
     per = static_cast<double>(Ints("kernel")[0] * Ints("kernel")[1]);
-  } else if (op == "pool3d") {
+  } else if (op == Op::kPool3d) {
     per = static_cast<double>(Ints("kernel")[0] * Ints("kernel")[1] * Ints("kernel")[2]);
-  } else if (op == "matmul" && sig->inputs.size() >= 2 && !sig->inputs[0].shape.empty()) {
+  } else if (op == Op::kMatMul && sig->inputs.size() >= 2 && !sig->inputs[0].shape.empty()) {
     per = 2.0 * static_cast<double>(sig->inputs[0].shape.back());  // 2K
-  } else if (op == "conv" && sig->inputs.size() >= 2 && IntOr("transposed", 0) == 0) {
+  } else if (op == Op::kConv && sig->inputs.size() >= 2 && IntOr("transposed", 0) == 0) {
     // 2 x the weight's elements per output channel: C/group x kernel.
     const auto& ws = sig->inputs[1].shape;
     double taps = 1;

@@ -34,9 +34,10 @@
 //           to `shape` after left-padding with 1s). No anchor computation:
 //           output = epilogue(broadcast(input)). With an empty epilogue it is
 //           a copy.
-//   <generic>  any other op name is a generic tensor operator of the
-//           operator library (compiler/ops/generic.h): inputs in0, in1, ...
-//           (ints, their shapes), output `shape`, and op-specific attributes.
+//   <generic>  every other op (compiler/op.h) is a generic tensor operator
+//           of the operator library (compiler/ops/generic.h): inputs in0,
+//           in1, ... (ints, their shapes), output `shape`, and op-specific
+//           attributes.
 // Element types: `dtypes` (optional) lists the ONNX dtype code of every
 // kernel argument in signature order (inputs, epilogue operands, output);
 // absent means all float32, so float32 workloads keep their keys.
@@ -63,6 +64,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/dtype.h"
+#include "compiler/op.h"
 
 namespace kiln::compiler {
 
@@ -115,7 +117,7 @@ std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t b);
 bool OneElement(const std::vector<int64_t>& shape);
 
 struct Workload {
-  std::string op;
+  Op op = Op::kEltwise;
   std::map<std::string, std::vector<int64_t>> ints;
   std::map<std::string, double> floats;
   std::vector<EpilogueOp> epilogue;

@@ -39,7 +39,7 @@ int FarmMeasurer::Parallelism() {
 uint64_t FarmMeasurer::Submit(tuner::MeasureBatch batch) {
   MeasureWork work = job_;
   work.workload_key = batch.workload.Key();
-  work.workload_op = batch.workload.op;
+  work.workload_op = NameOf(batch.workload.op);
   work.workload_canonical = batch.workload.Canonical();
   work.workload_flops = batch.workload.Flops();
   work.timing.stop_above_s = batch.stop_above_s;

@@ -242,7 +242,7 @@ absl::StatusOr<SubmitResult> JobManager::Submit(const SubmitRequest& req) {
   for (const auto& task : model->Tasks()) {
     storage::WorkloadRow w;
     w.key = task.workload.Key();
-    w.op = task.workload.op;
+    w.op = NameOf(task.workload.op);
     w.canonical = task.workload.Canonical();
     w.flops = task.workload.Flops();
     if (absl::Status st = tuning_->UpsertWorkload(w); !st.ok()) return st;

@@ -237,7 +237,7 @@ absl::StatusOr<TrainingSet> PriorFromLog(storage::TuningDb& db, const compiler::
       std::optional<compiler::Workload> parsed;
       auto row = db.GetWorkload(r.workload_key);
       if (!row.ok()) return row.status();
-      if (row->has_value() && (*row)->op == workload.op) {
+      if (row->has_value() && (*row)->op == NameOf(workload.op)) {
         if (auto p = compiler::Workload::Parse((*row)->canonical); p.ok()) parsed = *std::move(p);
       }
       w = workloads.emplace(r.workload_key, std::move(parsed)).first;

@@ -186,7 +186,7 @@ absl::Status Tuner::LoadTasks() {
     TaskRun& run = runs_[i];
     run.workload = tasks_[i].workload;
     run.key = run.workload.Key();
-    storage::WorkloadRow w{run.key, run.workload.op, run.workload.Canonical(),
+    storage::WorkloadRow w{run.key, std::string(NameOf(run.workload.op)), run.workload.Canonical(),
                            run.workload.Flops()};
     if (absl::Status st = db_->UpsertWorkload(w); !st.ok()) return st;
     task_of[run.key] = i;
@@ -197,7 +197,7 @@ absl::Status Tuner::LoadTasks() {
     run.history = *std::move(history);
     TaskProgress& p = run.progress;
     p.workload_key = run.key;
-    p.op = run.workload.op;
+    p.op = NameOf(run.workload.op);
     p.canonical = run.workload.Canonical();
     p.flops = run.workload.Flops();
     p.occurrences = tasks_[i].occurrences;

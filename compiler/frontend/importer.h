@@ -176,8 +176,8 @@ class Importer {
   // Generic building blocks (onnx_generic_ops.cc). Each returns the new
   // value; `out` >= 0 names it after that node output, else a temporary.
   // A generic op over `inputs` producing `shape` of `dtype`.
-  absl::StatusOr<int> Generic(const onnx::NodeProto& node, const std::string& op,
-                              std::vector<int> inputs, Shape shape, DType dtype,
+  absl::StatusOr<int> Generic(const onnx::NodeProto& node, Op op, std::vector<int> inputs,
+                              Shape shape, DType dtype,
                               std::map<std::string, std::vector<int64_t>> attrs, int out = -1,
                               std::map<std::string, double> floats = {});
   absl::StatusOr<int> Unary(const onnx::NodeProto& node, int x, const std::string& fn,

@@ -70,8 +70,8 @@ int Importer::Scalar(const std::string& name, DType dtype, double v) {
   return ConstValue(name, {}, dtype, std::move(bytes));
 }
 
-absl::StatusOr<int> Importer::Generic(const onnx::NodeProto& node, const std::string& op,
-                                      std::vector<int> inputs, Shape shape, DType dtype,
+absl::StatusOr<int> Importer::Generic(const onnx::NodeProto& node, Op op, std::vector<int> inputs,
+                                      Shape shape, DType dtype,
                                       std::map<std::string, std::vector<int64_t>> attrs, int out,
                                       std::map<std::string, double> floats) {
   Workload w;
@@ -101,7 +101,7 @@ absl::StatusOr<int> Importer::Unary(const onnx::NodeProto& node, int x, const st
       fn == "cast" ? *DTypeFromOnnx(static_cast<int64_t>(params.at(0))) : ResultDType(in, *rt);
   Shape s = V(x).shape;
   Workload w;
-  w.op = "eltwise";
+  w.op = Op::kEltwise;
   w.ints["shape"] = Wl(s);
   w.ints["in_shape"] = Wl(s);
   EpilogueOp e;
@@ -152,7 +152,7 @@ absl::StatusOr<int> Importer::BinaryOp(const onnx::NodeProto& node, int a, int b
   const Shape& as2 = V(a).shape;
   const Shape& bs2 = V(b).shape;
   Workload w;
-  w.op = "eltwise";
+  w.op = Op::kEltwise;
   w.ints["shape"] = wo;
   w.ints["in_shape"] = PadTo(Wl(as2), wo.size());
   EpilogueOp e;
@@ -174,7 +174,7 @@ absl::StatusOr<int> Importer::BinaryOp(const onnx::NodeProto& node, int a, int b
 absl::StatusOr<int> Importer::Expand(const onnx::NodeProto& node, int x, Shape shape, int out) {
   Shape wo = Wl(shape);
   Workload w;
-  w.op = "eltwise";
+  w.op = Op::kEltwise;
   w.ints["shape"] = wo;
   w.ints["in_shape"] = PadTo(Wl(V(x).shape), wo.size());
   if (auto s = Broadcast(V(x).shape, shape, StrCat("node '", Name(node), "'")); !s.ok()) {
@@ -212,7 +212,7 @@ absl::StatusOr<int> Importer::ReduceOver(const onnx::NodeProto& node, int x,
     }
   }
   if (xs.empty()) axes.clear();
-  return Generic(node, "reduce", {x}, shape, V(x).dtype,
+  return Generic(node, Op::kReduce, {x}, shape, V(x).dtype,
                  {{"axes", axes}, {"keep", {keep ? 1 : 0}}, {"kind", {kind}}, {"pre", {pre}}}, out);
 }
 
@@ -248,7 +248,7 @@ absl::StatusOr<int> Importer::Transposed(const onnx::NodeProto& node, int x,
     shape.push_back(xs[p]);
   }
   if (xs.empty()) return Reshaped(node, x, shape, out);
-  return Generic(node, "transpose", {x}, shape, V(x).dtype, {{"perm", perm}}, out);
+  return Generic(node, Op::kTranspose, {x}, shape, V(x).dtype, {{"perm", perm}}, out);
 }
 
 absl::StatusOr<Importer::ExpSum> Importer::StableExpSum(const onnx::NodeProto& node, int x,
@@ -443,7 +443,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       if (!r.ok()) return r.status();
       ins.push_back(*r);
     }
-    return StatusOf(Generic(node, "where", ins, *s, V(*x).dtype, {}, 0));
+    return StatusOf(Generic(node, Op::kWhere, ins, *s, V(*x).dtype, {}, 0));
   }
   // ---- Reductions
   static const std::map<std::string, std::pair<int, int>> kReduce = {
@@ -512,7 +512,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
         shape.push_back(1);
       }
     }
-    return StatusOf(Generic(node, "argreduce", {*x}, shape, DType::kInt64,
+    return StatusOf(Generic(node, Op::kArgReduce, {*x}, shape, DType::kInt64,
                             {{"axis", {*axis}},
                              {"keep", {keep ? 1 : 0}},
                              {"kind", {op == "ArgMax" ? 0 : 1}},
@@ -539,7 +539,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
     }
     if (op == "Hardmax") {
       const Shape ss = V(src).shape;
-      auto am = Generic(node, "argreduce", {src},
+      auto am = Generic(node, Op::kArgReduce, {src},
                         [&] {
                           Shape s = ss;
                           s[axes[0]] = 1;

@@ -21,7 +21,8 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
     }
     Shape out(is.begin(), is.end() - 1);
     out.insert(out.end(), xs.begin() + b + is.back(), xs.end());
-    return StatusOf(Generic(node, "gather_nd", {*x, *ind}, out, V(*x).dtype, {{"batch", {b}}}, 0));
+    return StatusOf(
+        Generic(node, Op::kGatherNd, {*x, *ind}, out, V(*x).dtype, {{"batch", {b}}}, 0));
   }
   if (op == "ScatterElements" || op == "Scatter" || op == "ScatterND") {
     auto x = In(node, 0), ind = In(node, 1), upd = In(node, 2);
@@ -42,7 +43,8 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
       if (!axis.ok()) return axis.status();
       attrs["axis"] = {*axis};
     }
-    return StatusOf(Generic(node, "scatter", {*x, *ind, *upd}, V(*x).shape, V(*x).dtype, attrs, 0));
+    return StatusOf(
+        Generic(node, Op::kScatter, {*x, *ind, *upd}, V(*x).shape, V(*x).dtype, attrs, 0));
   }
   if (op == "TopK") {
     auto x = In(node, 0);
@@ -67,10 +69,10 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
     out[*axis] = k;
     std::map<std::string, std::vector<int64_t>> attrs = {
         {"axis", {*axis}}, {"largest", {AttrInt(node, "largest", 1)}}, {"part", {0}}};
-    auto values = Generic(node, "topk", {*x}, out, V(*x).dtype, attrs, 0);
+    auto values = Generic(node, Op::kTopK, {*x}, out, V(*x).dtype, attrs, 0);
     if (!values.ok() || node.output_size() < 2 || node.output(1).empty()) return StatusOf(values);
     attrs["part"] = {1};
-    return StatusOf(Generic(node, "topk", {*x}, out, DType::kInt64, attrs, 1));
+    return StatusOf(Generic(node, Op::kTopK, {*x}, out, DType::kInt64, attrs, 1));
   }
   if (op == "Compress") {
     auto x = In(node, 0);
@@ -101,7 +103,8 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
     Shape out = xs;
     out[axis] = static_cast<int64_t>(keep.size());
     int ind = ConstInt64s(Name(node), {static_cast<int64_t>(keep.size())}, keep);
-    return StatusOf(Generic(node, "gather", {src, ind}, out, V(src).dtype, {{"axis", {axis}}}, 0));
+    return StatusOf(
+        Generic(node, Op::kGather, {src, ind}, out, V(src).dtype, {{"axis", {axis}}}, 0));
   }
   if (op == "CenterCropPad") {
     auto x = In(node, 0);
@@ -132,7 +135,7 @@ absl::Status Importer::ImportIndexing(const onnx::NodeProto& node, bool* handled
       out[*a] = t;
     }
     return StatusOf(
-        Generic(node, "pad", {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {0}}}, 0));
+        Generic(node, Op::kPad, {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {0}}}, 0));
   }
   *handled = false;
   return absl::OkStatus();

@@ -142,7 +142,7 @@ absl::StatusOr<int> Importer::IntegerConv(const onnx::NodeProto& node, const Deq
   const int w8 = ShiftedInt8(qw.q, qw.zp >= 0 ? qw.zp : Scalar(name, V(qw.q).dtype, 0), 0);
   if (w8 < 0) return -1;
   const int xzp = qx.zp >= 0 ? qx.zp : Scalar(name, xd, 0);
-  auto acc = Generic(node, "conv", {qx.q, w8, xzp}, out, DType::kInt32,
+  auto acc = Generic(node, Op::kConv, {qx.q, w8, xzp}, out, DType::kInt32,
                      {{"strides", stride},
                       {"dilations", dilation},
                       {"pads", {pads[0], pads[1]}},
@@ -232,7 +232,7 @@ absl::StatusOr<bool> Importer::QuantizedAdd(const onnx::NodeProto& node, int a, 
     inputs.push_back(d->s);
     inputs.push_back(d->zp >= 0 ? d->zp : Scalar(Name(node), V(d->q).dtype, 0));
   }
-  auto y = Generic(node, "qadd", inputs, V(a).shape, DType::kFloat32, {}, 0);
+  auto y = Generic(node, Op::kQAdd, inputs, V(a).shape, DType::kFloat32, {}, 0);
   if (!y.ok()) return y.status();
   return true;
 }
@@ -269,7 +269,7 @@ absl::StatusOr<int> Importer::IntegerMatMul(const onnx::NodeProto& node, int a, 
     inputs = {*pa, shifted, azp};
     zp_mode = 2;
   }
-  auto r = Generic(node, "matmul", inputs, out, DType::kInt32, {{"zp", {zp_mode}}},
+  auto r = Generic(node, Op::kMatMul, inputs, out, DType::kInt32, {{"zp", {zp_mode}}},
                    same ? out_index : -1);
   if (!r.ok() || same) return r;
   return Reshaped(node, *r, final_shape, out_index);
@@ -317,8 +317,8 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     auto d = BinaryOp(node, *f, factor, "mul");
     if (!d.ok()) return d;
     if (!IsQuantType(V(zp).dtype)) return Unimplemented(node, "unsupported output dtype");
-    return Generic(node, "quantize", {*d, Scalar(Name(node), DType::kFloat32, 1), zp}, V(*d).shape,
-                   V(zp).dtype, {{"axis", {0}}, {"block", {0}}}, 0);
+    return Generic(node, Op::kQuantize, {*d, Scalar(Name(node), DType::kFloat32, 1), zp},
+                   V(*d).shape, V(zp).dtype, {{"axis", {0}}, {"block", {0}}}, 0);
   };
   if (op == "QuantizeLinear" || op == "DequantizeLinear") {
     auto x = In(node, 0), s = In(node, 1);
@@ -347,7 +347,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
         if (y.ok()) dequantized_[*y] = {*x, *s, zp, *axis};
         return StatusOf(y);
       }
-      return StatusOf(Generic(node, "dequantize", inputs, xs, V(*s).dtype, attrs, 0));
+      return StatusOf(Generic(node, Op::kDequantize, inputs, xs, V(*s).dtype, attrs, 0));
     }
     DType yt = DType::kUInt8;
     if (inputs.size() > 2) {
@@ -363,7 +363,7 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       return StatusOf(
           AffineQuantize(node, *x, *s, inputs.size() > 2 ? inputs[2] : -1, yt, *axis, 0));
     }
-    return StatusOf(Generic(node, "quantize", inputs, xs, yt, attrs, 0));
+    return StatusOf(Generic(node, Op::kQuantize, inputs, xs, yt, attrs, 0));
   }
   if (op == "DynamicQuantizeLinear") {
     auto x = InF(node, 0);
@@ -382,8 +382,8 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     // (max == min gives range 0; ONNX then takes 1.)
     auto is0 = BinaryOp(node, *range, zero, "equal");
     if (!is0.ok()) return is0.status();
-    auto safe = Generic(node, "where", {*is0, Scalar(Name(node), DType::kFloat32, 1), *range}, {},
-                        DType::kFloat32, {});
+    auto safe = Generic(node, Op::kWhere, {*is0, Scalar(Name(node), DType::kFloat32, 1), *range},
+                        {}, DType::kFloat32, {});
     if (!safe.ok()) return safe.status();
     auto scale = BinaryOp(node, *safe, Scalar(Name(node), DType::kFloat32, 255), "div", 1);
     if (!scale.ok()) return scale.status();
@@ -608,8 +608,8 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       if (shifted < 0) inputs.push_back(*wzp);
       attrs["zp"] = {shifted >= 0 ? 2 : 1};
     }
-    if (!integer) return StatusOf(Generic(node, "conv", inputs, out, V(*x).dtype, attrs, 0));
-    auto acc = Generic(node, "conv", inputs, out, DType::kInt32, attrs, q ? -1 : 0);
+    if (!integer) return StatusOf(Generic(node, Op::kConv, inputs, out, V(*x).dtype, attrs, 0));
+    auto acc = Generic(node, Op::kConv, inputs, out, DType::kInt32, attrs, q ? -1 : 0);
     if (!acc.ok() || !q) return StatusOf(acc);
     // w's scale is per output channel: [M, 1, ...].
     Shape per_m(n + 1, 1);
@@ -654,18 +654,18 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
         {"kind", {op == "MaxPool" ? 0 : 1}}};
     std::map<std::string, double> floats;
     if (op != "MaxPool") floats["p"] = static_cast<double>(AttrInt(node, "p", 2));
-    auto y = Generic(node, "window", {*x}, out, V(*x).dtype, attrs, 0, floats);
+    auto y = Generic(node, Op::kWindow, {*x}, out, V(*x).dtype, attrs, 0, floats);
     if (!y.ok() || op != "MaxPool" || node.output_size() < 2 || node.output(1).empty()) {
       return StatusOf(y);
     }
     attrs["kind"] = {2};
     attrs["order"] = {AttrInt(node, "storage_order", 0)};
-    return StatusOf(Generic(node, "window", {*x}, out, DType::kInt64, attrs, 1));
+    return StatusOf(Generic(node, Op::kWindow, {*x}, out, DType::kInt64, attrs, 1));
   }
   if (op == "LRN") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
-    return StatusOf(Generic(node, "lrn", {*x}, V(*x).shape, V(*x).dtype,
+    return StatusOf(Generic(node, Op::kLrn, {*x}, V(*x).shape, V(*x).dtype,
                             {{"size", {AttrInt(node, "size", 1)}}}, 0,
                             {{"alpha", AttrFloat(node, "alpha", 1e-4f)},
                              {"beta", AttrFloat(node, "beta", 0.75f)},
@@ -778,7 +778,7 @@ absl::Status Importer::ImportEinsum(const onnx::NodeProto& node) {
   for (int64_t l : out_ids) out.push_back(extent[l]);
   attrs["out"] = out_ids;
   attrs["extent"] = extent;
-  return Generic(node, "einsum", inputs, out, V(inputs[0]).dtype, attrs, 0).status();
+  return Generic(node, Op::kEinsum, inputs, out, V(inputs[0]).dtype, attrs, 0).status();
 }
 
 }  // namespace kiln::compiler::onnx_internal

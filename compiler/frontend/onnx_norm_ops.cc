@@ -158,7 +158,7 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     const DType dt = V(input).dtype;
     const Shape ts = V(*t).shape;
     attrs["part"] = {0};
-    auto loss = Generic(node, "nll", ins, ts, dt, attrs, reduction == "none" ? 0 : -1);
+    auto loss = Generic(node, Op::kNll, ins, ts, dt, attrs, reduction == "none" ? 0 : -1);
     if (!loss.ok() || reduction == "none") return StatusOf(loss);
     std::vector<int64_t> all(ts.size());
     std::iota(all.begin(), all.end(), 0);
@@ -166,7 +166,7 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     if (!total.ok() || reduction == "sum") return StatusOf(total);
     if (reduction != "mean") return Unimplemented(node, StrCat("reduction '", reduction, "'"));
     attrs["part"] = {1};
-    auto wts = Generic(node, "nll", ins, ts, dt, attrs);
+    auto wts = Generic(node, Op::kNll, ins, ts, dt, attrs);
     if (!wts.ok()) return wts.status();
     auto wsum = ReduceOver(node, *wts, all, false, 0);
     if (!wsum.ok()) return wsum.status();

@@ -120,7 +120,7 @@ absl::Status Importer::ImportConv(const onnx::NodeProto& node) {
     if (!q.ok() || *q) return q.status();
   }
   Workload w;
-  w.op = "conv2d";
+  w.op = Op::kConv2d;
   w.ints = {{"N", {xs[0]}},         {"C", {xs[1]}},       {"H", {xs[2]}},
             {"W", {xs[3]}},         {"K", {ws[0]}},       {"R", {ws[2]}},
             {"S", {ws[3]}},         {"stride", stride},   {"pad", pads},
@@ -194,7 +194,7 @@ absl::Status Importer::ImportPool(const onnx::NodeProto& node, bool max, bool gl
     }
   }
   Workload w;
-  w.op = "pool2d";
+  w.op = Op::kPool2d;
   w.ints = {{"N", {xs[0]}},
             {"C", {xs[1]}},
             {"H", {xs[2]}},
@@ -236,7 +236,7 @@ absl::Status Importer::ImportPool3d(const onnx::NodeProto& node, int x, const Sh
     }
   }
   Workload w;
-  w.op = "pool3d";
+  w.op = Op::kPool3d;
   w.ints = {{"N", {xs[0]}},
             {"C", {xs[1]}},
             {"D", {xs[2]}},
@@ -295,7 +295,7 @@ absl::Status Importer::ImportGemm(const onnx::NodeProto& node) {
     if (!q.ok() || *q) return q.status();
   }
   Workload w;
-  w.op = "dense";
+  w.op = Op::kDense;
   std::vector<int> inputs = {*a, *b};
   const bool bias = c >= 0;
   if (bias) {
@@ -367,7 +367,7 @@ absl::Status Importer::ImportMatMul(const onnx::NodeProto& node) {
   Shape batch_dims = *bd;
   int64_t batch = std::max(pa, pb);
   Workload w;
-  w.op = "dense";
+  w.op = Op::kDense;
   w.ints = {{"M", {M}},           {"N", {N}},    {"K", {K}},         {"transA", {0}},
             {"transB", {0}},      {"bias", {0}}, {"batch", {batch}}, {"batch_a", {pa > 1}},
             {"batch_b", {pb > 1}}};

@@ -189,7 +189,7 @@ absl::Status Importer::ImportResize(const onnx::NodeProto& node) {
       {"exclude", {AttrInt(node, "exclude_outside", 0) != 0 ? 1 : 0}}};
   // Antialiasing widens linear/cubic filters when downsampling (opset 18).
   if (m != 0 && AttrInt(node, "antialias", 0) != 0) attrs["antialias"] = {1};
-  auto v = Generic(node, "resize", {*x}, out, dtype, std::move(attrs), 0, std::move(floats));
+  auto v = Generic(node, Op::kResize, {*x}, out, dtype, std::move(attrs), 0, std::move(floats));
   return StatusOf(v);
 }
 
@@ -219,7 +219,7 @@ absl::Status Importer::ImportGridSample(const onnx::NodeProto& node) {
   }
   Shape out = {xs[0], xs[1]};
   out.insert(out.end(), gs.begin() + 1, gs.end() - 1);
-  auto v = Generic(node, "grid_sample", {*x, *grid}, out, DType::kFloat32,
+  auto v = Generic(node, Op::kGridSample, {*x, *grid}, out, DType::kFloat32,
                    {{"mode", {m}},
                     {"padding", {p}},
                     {"align", {AttrInt(node, "align_corners", 0) != 0 ? 1 : 0}}},

@@ -155,7 +155,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       }
       out.push_back(xs[d] * (*reps)[d]);
     }
-    return StatusOf(Generic(node, "tile", {*x}, out, V(*x).dtype, {}, 0));
+    return StatusOf(Generic(node, Op::kTile, {*x}, out, V(*x).dtype, {}, 0));
   }
   if (op == "Transpose") {
     auto x = In(node, 0);
@@ -180,7 +180,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       }
       out[*axis] += V(v).shape[*axis];
     }
-    return StatusOf(Generic(node, "concat", ins, out, V(ins[0]).dtype, {{"axis", {*axis}}}, 0));
+    return StatusOf(Generic(node, Op::kConcat, ins, out, V(ins[0]).dtype, {{"axis", {*axis}}}, 0));
   }
   if (op == "Split") {
     auto x = In(node, 0);
@@ -219,8 +219,8 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
         g_->values[v].bytes.emplace();
         continue;
       }
-      auto r =
-          Generic(node, "slice", {*x}, out, V(*x).dtype, {{"starts", starts}, {"steps", steps}}, i);
+      auto r = Generic(node, Op::kSlice, {*x}, out, V(*x).dtype,
+                       {{"starts", starts}, {"steps", steps}}, i);
       if (!r.ok()) return r.status();
     }
     return absl::OkStatus();
@@ -286,7 +286,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       return absl::OkStatus();
     }
     return StatusOf(
-        Generic(node, "slice", {*x}, out, V(*x).dtype, {{"starts", st}, {"steps", sp}}, 0));
+        Generic(node, Op::kSlice, {*x}, out, V(*x).dtype, {{"starts", st}, {"steps", sp}}, 0));
   }
   if (op == "Gather" || op == "GatherElements") {
     auto x = In(node, 0), ind = In(node, 1);
@@ -309,14 +309,14 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     }
     if (op == "GatherElements") {
       return StatusOf(
-          Generic(node, "gather_elements", {*x, *ind}, is, V(*x).dtype, {{"axis", {*axis}}}, 0));
+          Generic(node, Op::kGatherElements, {*x, *ind}, is, V(*x).dtype, {{"axis", {*axis}}}, 0));
     }
     Shape out(xs.begin(), xs.begin() + *axis);
     out.insert(out.end(), is.begin(), is.end());
     out.insert(out.end(), xs.begin() + *axis + 1, xs.end());
     std::map<std::string, std::vector<int64_t>> attrs = {{"axis", {*axis}}};
     if (is.empty()) attrs["scalar_indices"] = {1};
-    return StatusOf(Generic(node, "gather", {*x, *ind}, out, V(*x).dtype, attrs, 0));
+    return StatusOf(Generic(node, Op::kGather, {*x, *ind}, out, V(*x).dtype, attrs, 0));
   }
   if (op == "Pad") {
     auto x = In(node, 0);
@@ -373,8 +373,8 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
                 : mode == "wrap"    ? 3
                                     : -1;
     if (m < 0) return Unimplemented(node, StrCat("mode '", mode, "'"));
-    return StatusOf(Generic(node, "pad", {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {m}}}, 0,
-                            {{"value", value}}));
+    return StatusOf(Generic(node, Op::kPad, {*x}, out, V(*x).dtype, {{"pads", pads}, {"mode", {m}}},
+                            0, {{"value", value}}));
   }
   if (op == "DepthToSpace" || op == "SpaceToDepth") {
     auto x = In(node, 0);
@@ -413,7 +413,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       k = kv->at(0);
     }
     if (V(*x).NumElements() == 0) return StatusOf(Reshaped(node, *x, V(*x).shape, 0));
-    return StatusOf(Generic(node, "trilu", {*x}, V(*x).shape, V(*x).dtype,
+    return StatusOf(Generic(node, Op::kTrilu, {*x}, V(*x).shape, V(*x).dtype,
                             {{"upper", {AttrInt(node, "upper", 1)}}, {"k", {k}}}, 0));
   }
   if (op == "CumSum") {
@@ -423,7 +423,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     if (!a.ok()) return a.status();
     auto axis = NormAxis(node, a->at(0), V(*x).shape.size());
     if (!axis.ok()) return axis.status();
-    return StatusOf(Generic(node, "cumsum", {*x}, V(*x).shape, V(*x).dtype,
+    return StatusOf(Generic(node, Op::kCumSum, {*x}, V(*x).shape, V(*x).dtype,
                             {{"axis", {*axis}},
                              {"exclusive", {AttrInt(node, "exclusive", 0)}},
                              {"reverse", {AttrInt(node, "reverse", 0)}}},
@@ -443,7 +443,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
     Shape out = is;
     out.insert(out.begin() + *axis, d);
     return StatusOf(
-        Generic(node, "onehot", {*ind, *vals}, out, V(*vals).dtype, {{"axis", {*axis}}}, 0));
+        Generic(node, Op::kOneHot, {*ind, *vals}, out, V(*vals).dtype, {{"axis", {*axis}}}, 0));
   }
   if (op == "EyeLike") {
     auto x = In(node, 0);
@@ -455,7 +455,7 @@ absl::Status Importer::ImportDataMovement(const onnx::NodeProto& node, bool* han
       dtype = *d;
     }
     return StatusOf(
-        Generic(node, "eyelike", {*x}, V(*x).shape, dtype, {{"k", {AttrInt(node, "k", 0)}}}, 0));
+        Generic(node, Op::kEyeLike, {*x}, V(*x).shape, dtype, {{"k", {AttrInt(node, "k", 0)}}}, 0));
   }
   *handled = false;
   return absl::OkStatus();

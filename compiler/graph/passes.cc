@@ -8,7 +8,7 @@
 #include "base/str.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/common.h"
-#include "compiler/ops/generic.h"
+#include "compiler/ops/registry.h"
 
 namespace kiln::compiler {
 namespace {
@@ -36,7 +36,12 @@ int AddConstant(Graph& g, std::string name, Shape shape, const std::vector<float
   return g.AddValue(std::move(v));
 }
 
-bool IsAnchor(const Node& n) { return n.kind == NodeKind::kCompute; }
+// A node whose output an eltwise consumer may fuse into as its epilogue:
+// every compute node but an opaque one (every kiln op's template applies
+// an epilogue to its output).
+bool IsAnchor(const Node& n) {
+  return n.kind == NodeKind::kCompute && ops::PatternOf(n.workload) != ops::OpPattern::kOpaque;
+}
 
 }  // namespace
 
@@ -67,7 +72,7 @@ absl::Status FoldBatchNorms(Graph& g) {
     }
     int p = Producer(g, x);
     bool fold = p >= 0 && !dead[p] && g.nodes[p].kind == NodeKind::kCompute &&
-                g.nodes[p].workload.op == "conv2d" && g.nodes[p].workload.epilogue.empty() &&
+                g.nodes[p].workload.op == Op::kConv2d && g.nodes[p].workload.epilogue.empty() &&
                 g.values[g.nodes[p].inputs[1]].IsConstant() &&
                 (g.nodes[p].inputs.size() < 3 || g.values[g.nodes[p].inputs[2]].IsConstant()) &&
                 g.Consumers(x).size() == 1 && !g.IsOutput(x);
@@ -98,7 +103,7 @@ absl::Status FoldBatchNorms(Graph& g) {
       Node& n = g.nodes[i];
       n.kind = NodeKind::kCompute;
       n.workload = Workload{};
-      n.workload.op = "eltwise";
+      n.workload.op = Op::kEltwise;
       n.workload.ints["shape"] = xs;
       n.workload.ints["in_shape"] = xs;
       n.workload.epilogue = {{EpilogueKind::kMul, operand}, {EpilogueKind::kAdd, operand}};
@@ -185,7 +190,7 @@ std::optional<Workload> DropLeadingOnes(const Workload& w, size_t rank) {
 // Whether `n` is an eltwise whose chain starts from its input as it is (no
 // broadcast): a consumer's operand reading that input can tap the chain.
 bool TapsItsInput(const Node& n) {
-  return n.workload.op == "eltwise" && n.workload.prologue.empty() &&
+  return n.workload.op == Op::kEltwise && n.workload.prologue.empty() &&
          n.workload.Ints("in_shape") == n.workload.Ints("shape");
 }
 
@@ -214,7 +219,7 @@ bool FuseEpiloguesOnce(Graph& g) {
       const int x = g.nodes[c].output;
       std::vector<int> xc = g.Consumers(x);
       if (g.IsOutput(x) || xc.size() != 1 || g.nodes[xc[0]].kind != NodeKind::kCompute ||
-          g.nodes[xc[0]].workload.op != "eltwise" || g.nodes[xc[0]].inputs[0] != x) {
+          g.nodes[xc[0]].workload.op != Op::kEltwise || g.nodes[xc[0]].inputs[0] != x) {
         continue;
       }
       reshaped = DropLeadingOnes(g.nodes[xc[0]].workload, out_shape.size());
@@ -223,7 +228,7 @@ bool FuseEpiloguesOnce(Graph& g) {
       c = xc[0];
     }
     Node& cn = g.nodes[c];
-    if (cn.kind != NodeKind::kCompute || cn.workload.op != "eltwise") continue;
+    if (cn.kind != NodeKind::kCompute || cn.workload.op != Op::kEltwise) continue;
     const Workload& ew = reshaped ? *reshaped : cn.workload;
     auto csig = ew.Signature();
     KILN_CHECK(csig.ok()) << csig.status().ToString();
@@ -292,7 +297,7 @@ bool FuseEpiloguesOnce(Graph& g) {
     // unless it has a compute type of its own: only then may an epilogue
     // change that dtype.
     const Workload& aw = g.nodes[i].workload;
-    if (csig->output.dtype != sig->output.dtype && ops::FindGenericOp(aw.op) &&
+    if (csig->output.dtype != sig->output.dtype && ops::IsGeneric(aw.op) &&
         !ops::HasOwnComputeType(aw)) {
       continue;
     }
@@ -344,13 +349,17 @@ void FuseEpilogues(Graph& g) {
 
 namespace {
 
-// A generic op's fusion pattern; eltwise is injective; -1 for the classic
-// templates (conv2d, dense, pools), which take no prologues.
-int PatternOf(const Node& n) {
-  if (n.kind != NodeKind::kCompute) return -1;
-  if (n.workload.op == "eltwise") return static_cast<int>(ops::Pattern::kInjective);
-  const ops::GenericOp* op = ops::FindGenericOp(n.workload.op);
-  return op ? static_cast<int>(op->pattern) : -1;
+// A producer FuseInjective computes inside its consumer: an elementwise,
+// broadcast or injective op (eltwise, or a generic op of those patterns).
+bool FusesIntoConsumer(const Node& n) {
+  return n.kind == NodeKind::kCompute && ops::PatternOf(n.workload) <= ops::OpPattern::kInjective;
+}
+
+// A consumer that computes its injective producers: a generic op (the
+// generic template builds prologues) of any pattern up to a reduction's.
+bool TakesProducers(const Node& n) {
+  return n.kind == NodeKind::kCompute && ops::IsGeneric(n.workload.op) &&
+         ops::PatternOf(n.workload) <= ops::OpPattern::kCommReduce;
 }
 
 }  // namespace
@@ -362,12 +371,9 @@ void FuseInjective(Graph& g) {
     producer[g.nodes[i].output] = static_cast<int>(i);
     for (int v : g.nodes[i].inputs) ++consumers[static_cast<size_t>(v)];
   }
-  const int injective = static_cast<int>(ops::Pattern::kInjective);
-  const int reduction = static_cast<int>(ops::Pattern::kReduction);
   for (size_t c = 0; c < g.nodes.size(); ++c) {
     Node& cn = g.nodes[c];
-    const int cp = PatternOf(cn);
-    if ((cp != injective && cp != reduction) || cn.workload.op == "eltwise") continue;
+    if (!TakesProducers(cn)) continue;
     auto csig = cn.workload.Signature();
     if (!csig.ok()) continue;
     // The op's own inputs come first; epilogue operands follow.
@@ -380,7 +386,7 @@ void FuseInjective(Graph& g) {
     for (size_t i = 0; i < n_op; ++i) {
       const int v = cn.inputs[i];
       const int p = producer[v];
-      bool fuse = p >= 0 && !dead[p] && PatternOf(g.nodes[p]) == injective && !g.IsOutput(v) &&
+      bool fuse = p >= 0 && !dead[p] && FusesIntoConsumer(g.nodes[p]) && !g.IsOutput(v) &&
                   g.Consumers(v).size() == 1;
       for (size_t k = 0; fuse && k < cn.inputs.size(); ++k) fuse = k == i || cn.inputs[k] != v;
       auto psig = fuse ? g.nodes[p].workload.Signature() : absl::StatusOr<KernelSignature>();
@@ -446,7 +452,7 @@ size_t OpInputs(const Node& n) {
 // in NCHW: their templates read and write channel blocks of bytes.
 bool Int8BlockableConv(const Node& n) {
   const Workload& w = n.workload;
-  return n.kind == NodeKind::kCompute && w.op == "conv" && w.IntOr("in_block", 0) == 0 &&
+  return n.kind == NodeKind::kCompute && w.op == Op::kConv && w.IntOr("in_block", 0) == 0 &&
          w.IntOr("out_block", 0) == 0 && (ops::Int8Conv(w) || ops::Int8DepthwiseConv(w));
 }
 
@@ -459,7 +465,7 @@ bool Depthwise(const Node& n) {
 // between an int8 conv's dequantized output and the next conv's quantized
 // input): blocks in, bytes in blocks out.
 bool QuantizingPool(const Workload& w) {
-  if (w.op != "pool2d" || !w.ints.count("dtypes")) return false;
+  if (w.op != Op::kPool2d || !w.ints.count("dtypes")) return false;
   auto sig = w.Signature();
   return sig.ok() && !sig->inputs.empty() && sig->inputs[0].dtype == DType::kFloat32 &&
          (sig->output.dtype == DType::kUInt8 || sig->output.dtype == DType::kInt8);
@@ -473,8 +479,8 @@ bool BlockableOp(const Node& n) {
   const Workload& w = n.workload;
   if (QuantizingPool(w)) return true;
   if (w.ints.count("dtypes")) return false;
-  if (w.op == "pool2d") return true;
-  return w.op == "conv2d" && (w.Int("groups") == 1 || IsDepthwiseConv(w));
+  if (w.op == Op::kPool2d) return true;
+  return w.op == Op::kConv2d && (w.Int("groups") == 1 || IsDepthwiseConv(w));
 }
 
 // An epilogue operand of one value per output channel, [1, K, 1, 1]: its
@@ -530,7 +536,7 @@ void PlanLayouts(Graph& g) {
             // vectors run along the block; written as NCHW, 3-4x slower).
             ok = !Depthwise(n) || blocked[n.output];
           } else {
-            ok = w.op == "pool2d" || (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) ||
+            ok = w.op == Op::kPool2d || (w.Int("groups") == 1 && w.Int("K") % kChannelBlock == 0) ||
                  IsDepthwiseConv(w);
           }
         } else if (blockable && k >= n_op) {
@@ -592,8 +598,8 @@ void FuseQuantizedAdds(Graph& g) {
   std::vector<bool> dead(g.nodes.size(), false);
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
     Node& q = g.nodes[qi];
-    if (q.kind != NodeKind::kCompute || q.workload.op != "qadd" || !q.workload.prologue.empty() ||
-        q.inputs.size() < 6) {
+    if (q.kind != NodeKind::kCompute || q.workload.op != Op::kQAdd ||
+        !q.workload.prologue.empty() || q.inputs.size() < 6) {
       continue;
     }
     std::optional<double> sa = scalar(q.inputs[2]), za = scalar(q.inputs[3]),
@@ -609,7 +615,7 @@ void FuseQuantizedAdds(Graph& g) {
       Node& p = g.nodes[static_cast<size_t>(pi)];
       std::vector<EpilogueOp>& ep = p.workload.epilogue;
       const DType byte = g.values[mine].dtype;
-      if (p.kind != NodeKind::kCompute || p.workload.op != "conv" || ep.empty() ||
+      if (p.kind != NodeKind::kCompute || p.workload.op != Op::kConv || ep.empty() ||
           ep.back().kind != EpilogueKind::kUnary || ep.back().fn != "cast" ||
           (byte != DType::kUInt8 && byte != DType::kInt8)) {
         continue;
@@ -743,7 +749,7 @@ void UseBf16Products(Graph& g, bool convs) {
   for (Node& n : g.nodes) {
     Workload& w = n.workload;
     if (n.kind != NodeKind::kCompute || w.ints.count("dtypes") || n.inputs.size() < 2) continue;
-    const bool dense = w.op == "dense" && w.IntOr("batch_b", 0) == 0;
+    const bool dense = w.op == Op::kDense && w.IntOr("batch_b", 0) == 0;
     // Convolutions that write channel blocks (the ones conv2d_bf16.cc
     // covers); depthwise ones stay float32 (memory-bound: few products),
     // and so do 3x3 stride-1 layers of 20x20 pixels or more, whose float32
@@ -751,7 +757,7 @@ void UseBf16Products(Graph& g, bool convs) {
     // bfloat16's two products per lane (ResNet-50's 56x56 and 28x28 layers
     // 0.33 ms against 0.46 at one thread; at 14x14 bfloat16 wins, 0.45
     // against 0.58).
-    const bool winograd = w.op == "conv2d" && w.Int("R") == 3 && w.Int("S") == 3 &&
+    const bool winograd = w.op == Op::kConv2d && w.Int("R") == 3 && w.Int("S") == 3 &&
                           w.Ints("stride") == std::vector<int64_t>{1, 1} &&
                           w.Ints("dilation") == std::vector<int64_t>{1, 1} &&
                           w.Int("OH") * w.Int("OW") >= 400;
@@ -762,7 +768,7 @@ void UseBf16Products(Graph& g, bool convs) {
     // Without vector bf16 convs (a CPU with AMX-BF16): the ones AMX tiles
     // compute (Winograd's layers included).
     const bool blocks =
-        w.op == "conv2d" && w.Int("groups") == 1 && w.IntOr("out_block", 0) == kChannelBlock;
+        w.op == Op::kConv2d && w.Int("groups") == 1 && w.IntOr("out_block", 0) == kChannelBlock;
     const bool conv = blocks && (convs ? !winograd && w.Int("K") * w.Int("R") * w.Int("S") >= 32
                                        : ops::Bf16ConvAmxPays(w));
     const Value& b = g.values[n.inputs[1]];
@@ -770,14 +776,18 @@ void UseBf16Products(Graph& g, bool convs) {
   }
 }
 
-absl::Status RunGraphPasses(Graph& graph, bool plan_layouts, Precision precision, bool bf16_convs) {
-  if (auto s = FoldBatchNorms(graph); !s.ok()) return s;
-  if (auto s = FoldConstants(graph); !s.ok()) return s;
-  EliminateDeadNodes(graph);
+void FuseOps(Graph& graph) {
   FuseEpilogues(graph);
   FuseQuantizedAdds(graph);
   FoldRequantScales(graph);
   FuseInjective(graph);
+}
+
+absl::Status RunGraphPasses(Graph& graph, bool plan_layouts, Precision precision, bool bf16_convs) {
+  if (auto s = FoldBatchNorms(graph); !s.ok()) return s;
+  if (auto s = FoldConstants(graph); !s.ok()) return s;
+  EliminateDeadNodes(graph);
+  FuseOps(graph);
   if (plan_layouts) PlanLayouts(graph);
   if (precision == Precision::kBfloat16) UseBf16Products(graph, bf16_convs);
   return absl::OkStatus();

@@ -13,7 +13,17 @@ absl::Status FoldBatchNorms(Graph& graph);
 absl::Status FoldConstants(Graph& graph);
 // Evaluates one node whose inputs are all constants into its output value.
 absl::Status FoldNode(Graph& graph, const Node& node);
-// Fuses Relu/Add/Mul chains into the epilogue of the preceding anchor.
+// Operator fusion (TVM's FuseOps), decided by the ops' patterns
+// (compiler/ops/registry.h), in four steps: FuseEpilogues (an eltwise into
+// the epilogue of the op that makes its input, any pattern but opaque),
+// FuseQuantizedAdds (a quantized residual add into an integer conv's
+// epilogue), FoldRequantScales (the fused epilogues' requantization in one
+// multiply) and FuseInjective (elementwise, broadcast and injective
+// producers into generic consumers up to reductions, as prologues). Each
+// step is declared below.
+void FuseOps(Graph& graph);
+// Fuses eltwise chains (Relu/Add/Mul and every unary and binary function)
+// into the epilogue of the op that makes their input.
 void FuseEpilogues(Graph& graph);
 // The residual add of a quantized network (generic qadd of two 8-bit
 // values, a QDQ Add) joins the epilogue of the integer conv that makes one
@@ -32,10 +42,11 @@ void FuseQuantizedAdds(Graph& graph);
 // division less per output (vdivps: a third of an int8 1x1 layer's
 // epilogue). Rounding may differ from the division's at ties (one step).
 void FoldRequantScales(Graph& graph);
-// TVM's FuseOps for the generic operators: an injective producer (eltwise or
-// an injective generic op) whose only consumer is an injective or reduction
-// generic op is computed inside the consumer's kernel (Workload::prologue),
-// so the group is one task whose key covers the whole group's computation.
+// The generic operators' fusion: a producer of a pattern up to injective
+// (eltwise, or such a generic op) whose only consumer is a generic op of a
+// pattern up to a reduction is computed inside the consumer's kernel
+// (Workload::prologue), so the group is one task whose key covers the
+// whole group's computation.
 void FuseInjective(Graph& graph);
 // Drops nodes whose outputs no graph output needs.
 void EliminateDeadNodes(Graph& graph);

@@ -79,8 +79,8 @@ const OpTemplate* GpuConv2dTemplate();
 // pool2d / pool3d on a GPU: one output element per thread (pool.cc).
 const OpTemplate* GpuPoolTemplate();
 // The generic operators on a GPU: one output element per thread
-// (generic_template.cc); nullptr for an unknown name.
-const OpTemplate* GpuGenericTemplate(const std::string& op);
+// (generic_template.cc).
+const OpTemplate* GpuGenericTemplate();
 // pool2d and pool3d (the spatial rank comes from the workload op).
 const OpTemplate* PoolTemplate();
 const OpTemplate* EltwiseTemplate();
@@ -194,9 +194,9 @@ te::Tensor Int8WeightSums(const te::Tensor& w);
 // dilation, no bias (conv_int8_depthwise.cc).
 bool Int8DepthwiseConv(const Workload& w);
 const OpTemplate* Int8DepthwiseConvTemplate();
-// Every other op: the generic operators of compiler/ops/generic.h; nullptr
-// for an unknown name.
-const OpTemplate* GenericTemplate(const std::string& op);
+// The generic operators of compiler/ops/generic.h (ops/registry.h names the
+// template of each op).
+const OpTemplate* GenericTemplate();
 
 // The workload's template built with config c (validated first).
 absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Config& c);

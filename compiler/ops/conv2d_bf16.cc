@@ -249,7 +249,7 @@ bool Bf16ConvAmxPays(const Workload& w) {
 }
 
 bool Bf16Conv(const Workload& w) {
-  return w.op == "conv2d" && w.IntOr("bf16", 0) == 1 && w.Int("groups") == 1 &&
+  return w.op == Op::kConv2d && w.IntOr("bf16", 0) == 1 && w.Int("groups") == 1 &&
          w.IntOr("out_block", 0) == kBlock && !w.ints.count("dtypes");
 }
 

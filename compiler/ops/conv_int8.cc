@@ -316,7 +316,7 @@ Expr Int8InputWord(const Workload& w, const te::Tensor& x, const Expr& xz, Expr 
 }
 
 bool Int8Conv(const Workload& w) {
-  if (w.op != "conv" || w.IntOr("zp", 0) != 2 || w.IntOr("transposed", 0) != 0 ||
+  if (w.op != Op::kConv || w.IntOr("zp", 0) != 2 || w.IntOr("transposed", 0) != 0 ||
       w.IntOr("group", 1) != 1 || w.IntOr("has_bias", 0) != 0 || !w.prologue.empty() ||
       !w.ints.count("dilations") || w.Ints("dilations") != std::vector<int64_t>{1, 1}) {
     return false;

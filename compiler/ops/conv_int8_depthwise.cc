@@ -294,7 +294,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
 }  // namespace
 
 bool Int8DepthwiseConv(const Workload& w) {
-  if (w.op != "conv" || w.IntOr("zp", 0) != 2 || w.IntOr("transposed", 0) != 0 ||
+  if (w.op != Op::kConv || w.IntOr("zp", 0) != 2 || w.IntOr("transposed", 0) != 0 ||
       w.IntOr("has_bias", 0) != 0 || !w.prologue.empty() || !w.ints.count("dilations") ||
       w.Ints("dilations") != std::vector<int64_t>{1, 1}) {
     return false;

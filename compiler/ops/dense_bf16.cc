@@ -202,7 +202,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
 }  // namespace
 
 bool Bf16Dense(const Workload& w) {
-  if (w.op != "dense" || w.IntOr("bf16", 0) != 1) return false;
+  if (w.op != Op::kDense || w.IntOr("bf16", 0) != 1) return false;
   return !DenseDimsOf(w).bb && !w.ints.count("dtypes");
 }
 

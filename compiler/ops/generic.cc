@@ -133,10 +133,6 @@ absl::StatusOr<te::Tensor> ReduceCompute(const Workload& w, const std::vector<te
       ct);
 }
 
-}  // namespace generic_internal
-
-namespace {
-
 absl::StatusOr<te::Tensor> ReduceOp(const Workload& w, const std::vector<te::Tensor>& in) {
   return ReduceCompute(w, in, 1);
 }
@@ -548,41 +544,6 @@ absl::StatusOr<te::Tensor> NllOp(const Workload& w, const std::vector<te::Tensor
       ct);
 }
 
-const GenericOp kOps[] = {
-    {"nll", Pattern::kInjective, NllOp},
-    {"reduce", Pattern::kReduction, ReduceOp},
-    {"argreduce", Pattern::kReduction, ArgReduceOp},
-    {"cumsum", Pattern::kReduction, CumSumOp},
-    {"transpose", Pattern::kInjective, TransposeOp},
-    {"concat", Pattern::kInjective, ConcatOp},
-    {"slice", Pattern::kInjective, SliceOp},
-    {"gather", Pattern::kInjective, GatherOp},
-    {"gather_elements", Pattern::kInjective, GatherElementsOp},
-    {"pad", Pattern::kInjective, PadOp},
-    {"where", Pattern::kInjective, WhereOp},
-    {"tile", Pattern::kInjective, TileOp},
-    {"trilu", Pattern::kInjective, TriluOp},
-    {"onehot", Pattern::kInjective, OneHotOp},
-    {"eyelike", Pattern::kInjective, EyeLikeOp},
-    {"resize", Pattern::kInjective, ResizeOp},
-    {"grid_sample", Pattern::kInjective, GridSampleOp},
-    {"gather_nd", Pattern::kInjective, GatherNdOp},
-    {"scatter", Pattern::kReduction, ScatterOp},
-    {"topk", Pattern::kReduction, TopKOp},
-    {"matmul", Pattern::kOpaque, MatMulOp},
-    {"conv", Pattern::kOpaque, ConvOp},
-    {"window", Pattern::kReduction, WindowOp},
-    {"einsum", Pattern::kReduction, EinsumOp},
-    {"lrn", Pattern::kReduction, LrnOp},
-    {"quantize", Pattern::kInjective, QuantizeOp},
-    {"dequantize", Pattern::kInjective, DequantizeOp},
-    {"qadd", Pattern::kInjective, QAddOp, /*elementwise=*/true},
-};
-
-}  // namespace
-
-namespace generic_internal {
-
 Expr Lowest(DataType t) {
   if (t.is_float()) return FloatImm(-std::numeric_limits<double>::infinity(), t);
   if (t.is_uint() || t.is_bool()) return IntImm(0, t);
@@ -598,16 +559,5 @@ Expr Highest(DataType t) {
 }
 
 }  // namespace generic_internal
-
-const GenericOp* FindGenericOp(const std::string& name) {
-  for (const GenericOp& op : kOps) {
-    if (name == op.name) return &op;
-  }
-  return nullptr;
-}
-
-bool HasOwnComputeType(const Workload& w) {
-  return w.op == "qadd" || ((w.op == "matmul" || w.op == "conv") && w.IntOr("zp", 0) != 0);
-}
 
 }  // namespace kiln::compiler::ops

@@ -64,31 +64,4 @@
 #include "compiler/te/tensor.h"
 #include "compiler/workload.h"
 
-namespace kiln::compiler::ops {
-
-// How an operator's output relates to its inputs, for fusion (TVM's
-// OpPattern): injective ops map each output element to input elements by
-// index arithmetic; reductions combine many.
-enum class Pattern { kInjective, kReduction, kOpaque };
-
-struct GenericOp {
-  const char* name;
-  Pattern pattern;
-  // The op's output from its input placeholders (may create intermediate
-  // computes); INVALID_ARGUMENT for attributes that do not fit the shapes.
-  absl::StatusOr<te::Tensor> (*compute)(const Workload& w, const std::vector<te::Tensor>& in);
-  // Every output element reads its inputs of the output's shape at its own
-  // index (and the others whole): the CPU loops may run over the tensors
-  // flattened (FlatElementwise).
-  bool elementwise = false;
-};
-
-// nullptr for an op name that is not a generic operator.
-const GenericOp* FindGenericOp(const std::string& name);
-// Whether generic workload w computes in a type of its own, whatever its
-// kernel's output dtype (so an epilogue may convert it): the integer matmul
-// and conv with zero points (int32, as ONNX defines them) and qadd (float32).
-// Every other generic op computes in its output's dtype.
-bool HasOwnComputeType(const Workload& w);
-
-}  // namespace kiln::compiler::ops
+namespace kiln::compiler::ops {}  // namespace kiln::compiler::ops

@@ -1,7 +1,8 @@
 #pragma once
 // Internal to compiler/ops: helpers shared by the generic operators' compute
 // definitions (generic.cc, generic_linalg.cc, generic_index.cc,
-// generic_resize.cc). Not an API.
+// generic_resize.cc), and those definitions, which the operator registry
+// (registry.cc) names. Not an API.
 
 #include <algorithm>
 #include <cstdint>
@@ -61,6 +62,22 @@ inline ir::Expr IndexInto(ir::Expr i, int64_t n) {
   return Clamp(ir::Select(i < ir::IntImm(0), i + ir::IntImm(n), i), 0, std::max<int64_t>(n - 1, 0));
 }
 
+// The operators of generic.cc.
+absl::StatusOr<te::Tensor> ReduceOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> ArgReduceOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> CumSumOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> TransposeOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> ConcatOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> SliceOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> GatherOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> GatherElementsOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> PadOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> WhereOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> TileOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> TriluOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> OneHotOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> EyeLikeOp(const Workload& w, const std::vector<te::Tensor>& in);
+absl::StatusOr<te::Tensor> NllOp(const Workload& w, const std::vector<te::Tensor>& in);
 // The operators of generic_linalg.cc.
 absl::StatusOr<te::Tensor> MatMulOp(const Workload& w, const std::vector<te::Tensor>& in);
 absl::StatusOr<te::Tensor> ConvOp(const Workload& w, const std::vector<te::Tensor>& in);

@@ -12,6 +12,7 @@
 #include "compiler/ops/elementwise.h"
 #include "compiler/ops/generic.h"
 #include "compiler/ops/generic_internal.h"
+#include "compiler/ops/registry.h"
 
 namespace kiln::compiler::ops {
 namespace {
@@ -26,15 +27,16 @@ size_t NumOpInputs(const Workload& w) {
   return n;
 }
 
+// A generic op of an elementwise or injective pattern: its output's last
+// axis runs in vector lanes.
 bool Vectorizable(const Workload& w) {
-  const GenericOp* op = FindGenericOp(w.op);
-  return op && op->pattern == Pattern::kInjective;
+  return IsGeneric(w.op) && PatternOf(w) <= OpPattern::kInjective;
 }
 
 // The length of a float32 reduce's contiguous last input axis when it
 // reduces that axis (0 otherwise): what its rvec knob runs in vector lanes.
 int64_t ReducedLastAxis(const Workload& w) {
-  if (w.op != "reduce" || !w.ints.count("in0") || w.ints.count("dtypes")) return 0;
+  if (w.op != Op::kReduce || !w.ints.count("in0") || w.ints.count("dtypes")) return 0;
   const Shape& xs = w.Ints("in0");
   const Shape& axes = w.Ints("axes");
   const auto last = static_cast<int64_t>(xs.size()) - 1;
@@ -45,7 +47,7 @@ int64_t ReducedLastAxis(const Workload& w) {
 // axis, when that is not the output's last axis (-1 otherwise): the axis
 // tr_tile tiles.
 int MovedLastAxis(const Workload& w) {
-  if (w.op != "transpose" || !w.ints.count("perm")) return -1;
+  if (w.op != Op::kTranspose || !w.ints.count("perm")) return -1;
   const Shape& perm = w.Ints("perm");
   const auto last = static_cast<int64_t>(perm.size()) - 1;
   for (size_t d = 0; d + 1 < perm.size(); ++d) {
@@ -57,8 +59,7 @@ int MovedLastAxis(const Workload& w) {
 // The CPU loops of an elementwise op: over rows of the flattened tensors
 // (FlatElementwise).
 Workload Loops(const Workload& w) {
-  const GenericOp* op = FindGenericOp(w.op);
-  if (!op || !op->elementwise) return w;
+  if (!Registered(w.op).elementwise) return w;
   std::vector<std::string> inputs;
   for (size_t i = 0; i < NumOpInputs(w); ++i) inputs.push_back(StrCat("in", i));
   auto flat = FlatElementwise(w, inputs);
@@ -106,7 +107,7 @@ Config Default(const Workload& wl, const Target& t) {
     c["tr_tile"] = Pick(k.back().choices, 8);
     c["vec"] = 1;
   }
-  if (w.op == "reduce" && k[1].choices.size() > 1) {
+  if (w.op == Op::kReduce && k[1].choices.size() > 1) {
     // In parallel when the work is large, not the output: a row reduction
     // writes one value per row.
     int64_t work = 1;
@@ -131,9 +132,9 @@ absl::StatusOr<te::Tensor> OpTensor(const Workload& w, const std::vector<te::Ten
                                     int64_t reduce_lanes = 1) {
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
-  const bool eltwise = w.op == "eltwise";
-  const GenericOp* op = eltwise ? nullptr : FindGenericOp(w.op);
-  if (!eltwise && !op) return absl::InvalidArgumentError(StrCat("unknown generic op '", w.op, "'"));
+  const bool eltwise = w.op == Op::kEltwise;
+  const OpDef& op = Registered(w.op);
+  if (!eltwise && !op.compute) return Bad(w, "not a generic operator");
   const size_t n_op = eltwise ? 1 : NumOpInputs(w);
   std::vector<te::Tensor> op_in;
   size_t next = 0, pro = 0;
@@ -161,8 +162,8 @@ absl::StatusOr<te::Tensor> OpTensor(const Workload& w, const std::vector<te::Ten
         [&](const std::vector<Var>& o) { return x(BroadcastIndex(x->shape, o)); },
         x.buffer()->dtype);
   } else {
-    auto c = w.op == "reduce" && reduce_lanes > 1 ? ReduceCompute(w, op_in, reduce_lanes)
-                                                  : op->compute(w, op_in);
+    auto c = w.op == Op::kReduce && reduce_lanes > 1 ? ReduceCompute(w, op_in, reduce_lanes)
+                                                     : op.compute(w, op_in);
     if (!c.ok()) return c.status();
     core = *c;
   }
@@ -270,14 +271,14 @@ absl::StatusOr<Built> GpuBuild(const Workload& w, const Target&, const Config& c
 
 }  // namespace
 
-const OpTemplate* GpuGenericTemplate(const std::string& name) {
+const OpTemplate* GpuGenericTemplate() {
   static const OpTemplate t{GpuKnobs, GpuDefault, Check, GpuBuild};
-  return FindGenericOp(name) ? &t : nullptr;
+  return &t;
 }
 
-const OpTemplate* GenericTemplate(const std::string& name) {
+const OpTemplate* GenericTemplate() {
   static const OpTemplate t{Knobs, Default, Check, Build};
-  return FindGenericOp(name) ? &t : nullptr;
+  return &t;
 }
 
 }  // namespace kiln::compiler::ops

@@ -5,67 +5,38 @@
 #include "compiler/lower/lower.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/elementwise.h"
+#include "compiler/ops/registry.h"
 
 namespace kiln::compiler {
 
-namespace {
-
-absl::StatusOr<const ops::OpTemplate*> TemplateOf(const Workload& w, const Target& target) {
-  if (auto sig = w.Signature(); !sig.ok()) return sig.status();
-  if (target.is_gpu()) {
-    if (w.op == "conv2d") return ops::GpuConv2dTemplate();
-    if (w.op == "dense") return ops::GpuDenseTemplate();
-    if (w.op == "pool2d" || w.op == "pool3d") return ops::GpuPoolTemplate();
-    if (w.op == "eltwise") return ops::GpuEltwiseTemplate();
-    if (const ops::OpTemplate* t = ops::GpuGenericTemplate(w.op)) return t;
-    return absl::UnimplementedError(
-        StrCat("no GPU schedule template for op '", w.op, "' yet (", target.Spec(), ")"));
-  }
-  if (ops::Bf16Conv(w)) return ops::Bf16ConvTemplate();
-  if (w.op == "conv2d") return ops::Conv2dTemplate();
-  if (ops::Bf16Dense(w)) return ops::Bf16DenseTemplate();
-  if (w.op == "dense") return ops::DenseTemplate();
-  if (w.op == "pool2d" || w.op == "pool3d") return ops::PoolTemplate();
-  if (w.op == "eltwise") return ops::EltwiseTemplate();
-  if (ops::Int8MatMul(w)) return ops::Int8MatMulTemplate();
-  if (ops::Int8Conv(w)) {
-    return w.IntOr("out_block", 0) > 0 ? ops::Int8BlockedConvTemplate() : ops::Int8ConvTemplate();
-  }
-  if (ops::Int8DepthwiseConv(w)) return ops::Int8DepthwiseConvTemplate();
-  if (const ops::OpTemplate* t = ops::GenericTemplate(w.op)) return t;
-  return absl::InvalidArgumentError(StrCat("no schedule template for op '", w.op, "'"));
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<Knob>> KnobsOf(const Workload& workload, const Target& target) {
-  auto t = TemplateOf(workload, target);
+  auto t = ops::TemplateFor(workload, target);
   if (!t.ok()) return t.status();
   return (*t)->knobs(workload, target);
 }
 
 absl::StatusOr<Config> DefaultConfig(const Workload& workload, const Target& target) {
-  auto t = TemplateOf(workload, target);
+  auto t = ops::TemplateFor(workload, target);
   if (!t.ok()) return t.status();
   return (*t)->default_config(workload, target);
 }
 
 absl::StatusOr<std::vector<Config>> VariantConfigs(const Workload& workload, const Target& target) {
-  auto t = TemplateOf(workload, target);
+  auto t = ops::TemplateFor(workload, target);
   if (!t.ok()) return t.status();
   if ((*t)->variants) return (*t)->variants(workload, target);
   return std::vector<Config>{(*t)->default_config(workload, target)};
 }
 
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config) {
-  auto t = TemplateOf(workload, target);
+  auto t = ops::TemplateFor(workload, target);
   if (!t.ok()) return t.status();
   return ValidateConfig(workload, target, config, (*t)->knobs(workload, target));
 }
 
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config,
                             const std::vector<Knob>& knobs) {
-  auto t = TemplateOf(workload, target);
+  auto t = ops::TemplateFor(workload, target);
   if (!t.ok()) return t.status();
   if (auto s = CheckConfigAgainstKnobs(config, knobs); !s.ok()) {
     return absl::InvalidArgumentError(StrCat(workload.op, ": ", s.message()));
@@ -76,7 +47,7 @@ absl::Status ValidateConfig(const Workload& workload, const Target& target, cons
 namespace ops {
 absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Config& c) {
   if (auto s = ValidateConfig(w, t, c); !s.ok()) return s;
-  auto tmpl = TemplateOf(w, t);
+  auto tmpl = ops::TemplateFor(w, t);
   if (!tmpl.ok()) return tmpl.status();
   return (*tmpl)->build(w, t, c);
 }

@@ -290,7 +290,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
 }  // namespace
 
 bool Int8MatMul(const Workload& w) {
-  if (w.op != "matmul" || w.IntOr("zp", 0) != 2 || !w.prologue.empty()) return false;
+  if (w.op != Op::kMatMul || w.IntOr("zp", 0) != 2 || !w.prologue.empty()) return false;
   auto sig = w.Signature();
   if (!sig.ok() || sig->inputs.size() < 3) return false;
   const auto& a = sig->inputs[0];

@@ -23,7 +23,7 @@ using namespace ir;
 constexpr int kMaxRank = 3;
 
 // Spatial rank of the op: 2 (pool2d) or 3 (pool3d).
-int Rank(const Workload& w) { return w.op == "pool3d" ? 3 : 2; }
+int Rank(const Workload& w) { return w.op == Op::kPool3d ? 3 : 2; }
 
 // The channel block of pool2d's data (in_block) or output (out_block); 0
 // for NCHW.

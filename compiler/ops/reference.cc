@@ -13,6 +13,7 @@
 #include "compiler/kernel.h"
 #include "compiler/ops/common.h"
 #include "compiler/ops/interpret.h"
+#include "compiler/ops/registry.h"
 #include "deploy/parallel.h"
 
 namespace kiln::compiler {
@@ -204,7 +205,7 @@ void Dense(const Workload& w, const KernelSignature& sig, std::span<const float*
 // reference, onnxruntime and PyTorch; ONNX 1.17's test data for
 // averagepool_3d_*_ceil_mode_is_True still divides by the whole window).
 void Pool(const Workload& w, std::span<const float* const> in, float* out) {
-  const bool is3d = w.op == "pool3d";
+  const bool is3d = w.op == Op::kPool3d;
   const size_t rank = is3d ? 3 : 2;
   const size_t skip = 3 - rank;  // leading unit dimensions
   // Spatial attributes as depth, height, width.
@@ -286,7 +287,7 @@ absl::Status InterpretEpilogue(const Workload& w, const KernelSignature& sig, DT
                                const void* anchor, size_t n_op, std::span<const void* const> inputs,
                                void* output) {
   Workload e;
-  e.op = "eltwise";
+  e.op = Op::kEltwise;
   e.ints["shape"] = sig.output.shape;
   e.ints["in_shape"] = sig.output.shape;
   e.epilogue = w.epilogue;
@@ -309,7 +310,7 @@ absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> i
                                void* output) {
   auto sig = w.Signature();
   if (!sig.ok()) return sig.status();
-  if (w.op == "conv2d" || w.op == "dense" || w.op == "pool2d" || w.op == "pool3d") {
+  if (w.op == Op::kConv2d || w.op == Op::kDense || w.op == Op::kPool2d || w.op == Op::kPool3d) {
     // The float32 anchor by the loops below, then its epilogue interpreted as
     // an eltwise workload over the anchor's output.
     Workload anchor = w;
@@ -392,7 +393,8 @@ absl::Status InterpretWorkload(const Workload& w, std::span<const void* const> i
   // The op's computes, interpreted: its definition. A generic op's by the
   // generic template whatever template schedules it (the int8 matmul's and
   // conv's own pack bytes and multiply them in groups of four).
-  if (const ops::OpTemplate* generic = ops::GenericTemplate(w.op)) {
+  if (ops::IsGeneric(w.op)) {
+    const ops::OpTemplate* generic = ops::GenericTemplate();
     auto built = generic->build(w, Target::Host(), generic->default_config(w, Target::Host()));
     if (!built.ok()) return built.status();
     return ops::Interpret(built->args, inputs, output);
@@ -417,8 +419,8 @@ absl::Status RunReference(const Workload& workload, std::span<const void* const>
   }
   // The hand-written loops below cover the float32 anchors with their classic
   // epilogues; everything else is the template's compute, interpreted.
-  bool classic = workload.op == "conv2d" || workload.op == "dense" || workload.op == "pool2d" ||
-                 workload.op == "pool3d";
+  bool classic = workload.op == Op::kConv2d || workload.op == Op::kDense ||
+                 workload.op == Op::kPool2d || workload.op == Op::kPool3d;
   for (const EpilogueOp& e : workload.epilogue) {
     classic = classic && !e.IsTap() &&
               (e.kind == EpilogueKind::kRelu || e.kind == EpilogueKind::kAdd ||
@@ -445,15 +447,15 @@ absl::Status RunReference(const Workload& workload, std::span<const void* const>
       in_ptrs[k] = rounded[k].data();  // `inputs` views in_ptrs
     }
   }
-  if (workload.op == "conv2d") {
+  if (workload.op == Op::kConv2d) {
     WithBlocks(workload, inputs, output, "K",
                [&](std::span<const float* const> in, float* out) { Conv2d(workload, in, out); });
-  } else if (workload.op == "dense") {
+  } else if (workload.op == Op::kDense) {
     Dense(workload, *sig, inputs, output);
-  } else if (workload.op == "pool2d") {
+  } else if (workload.op == Op::kPool2d) {
     WithBlocks(workload, inputs, output, "C",
                [&](std::span<const float* const> in, float* out) { Pool(workload, in, out); });
-  } else if (workload.op == "pool3d") {
+  } else if (workload.op == Op::kPool3d) {
     Pool(workload, inputs, output);
   } else {
     return absl::InvalidArgumentError(StrCat("RunReference: unknown op '", workload.op, "'"));

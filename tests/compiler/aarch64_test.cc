@@ -184,7 +184,7 @@ TEST_P(Aarch64, ConvolutionTemplatesMatchTheReference) {
   ASSERT_TRUE(m.ok()) << m.status();
   std::set<int64_t> layouts;
   for (const Node& n : m->graph().nodes) {
-    if (n.kind == NodeKind::kCompute && n.workload.op == "conv2d") {
+    if (n.kind == NodeKind::kCompute && n.workload.op == Op::kConv2d) {
       layouts.insert(DefaultConfig(n.workload, target_)->at("layout"));
     }
   }
@@ -222,7 +222,7 @@ TEST_P(Aarch64, TransformerKernelsMatchTheReference) {
   ASSERT_TRUE(m.ok()) << m.status();
   int packed = 0;
   for (const Node& n : m->graph().nodes) {
-    if (n.kind == NodeKind::kCompute && n.workload.op == "dense") {
+    if (n.kind == NodeKind::kCompute && n.workload.op == Op::kDense) {
       packed += DefaultConfig(n.workload, target_)->at("pack_b");
     }
   }
@@ -346,7 +346,7 @@ TEST_P(Aarch64, QuantizedCnnMatchesTheReference) {
   ASSERT_TRUE(m.ok()) << m.status();
   int blocked = 0;
   for (const Node& n : m->graph().nodes) {
-    if (n.workload.op == "conv") blocked += n.workload.IntOr("out_block", 0) == 16;
+    if (n.workload.op == Op::kConv) blocked += n.workload.IntOr("out_block", 0) == 16;
   }
   EXPECT_EQ(blocked, 2);  // the 3x3 and the depthwise conv write blocks
   std::vector<std::vector<float>> in = {Wave(16 * 8 * 8, 0.13f)};

@@ -27,7 +27,7 @@ Workload SquareConv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64
                     int64_t stride, int64_t pad_lo, int64_t pad_hi, int64_t dil, int64_t groups) {
   auto out = [&](int64_t in) { return (in + pad_lo + pad_hi - dil * (R - 1) - 1) / stride + 1; };
   Workload w;
-  w.op = "conv2d";
+  w.op = Op::kConv2d;
   w.ints = {{"N", {N}},
             {"C", {C}},
             {"H", {H}},
@@ -523,7 +523,7 @@ TEST(OpsNumeric, BlockedLayoutsMatchReference) {
     Config def = *DefaultConfig(w, host);
     ExpectMatchesReference(w, def, what);
     auto choices = ChoicesOf(w, host);
-    if (w.op == "conv2d") {
+    if (w.op == Op::kConv2d) {
       ++layouts[def.at("layout")];
       for (int64_t nchw_only : {0, 3}) {
         EXPECT_EQ(std::count(choices["layout"].begin(), choices["layout"].end(), nchw_only), 0)

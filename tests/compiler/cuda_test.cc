@@ -41,7 +41,7 @@ TEST(CudaNvrtc, EveryGpuTemplateCompilesForSm80AndSm90) {
   if (auto v = codegen::NvrtcVersion(); !v.ok()) GTEST_SKIP() << v.status();
   const Target cuda = *Target::Parse("cuda -arch=sm_90");
   Workload pool;
-  pool.op = "pool2d";
+  pool.op = Op::kPool2d;
   pool.ints = {{"N", {1}},           {"C", {4}},         {"H", {8}},
                {"W", {8}},           {"OH", {4}},        {"OW", {4}},
                {"kernel", {2, 2}},   {"stride", {2, 2}}, {"pad", {0, 0, 0, 0}},

@@ -49,7 +49,7 @@ void ExpectConfigsMatch(const Workload& w, int n, uint32_t seed) {
 Workload Conv(int64_t C, int64_t H, int64_t K, int64_t R, int64_t stride, int64_t pad,
               int64_t groups) {
   Workload w;
-  w.op = "conv2d";
+  w.op = Op::kConv2d;
   const int64_t O = (H + 2 * pad - R) / stride + 1;
   w.ints = {{"N", {1}},
             {"C", {C}},
@@ -90,7 +90,7 @@ TEST(GpuTemplates, Conv2dRefusesChannelBlockedLayouts) {
 TEST(GpuTemplates, PoolMatchesTheReference) {
   for (int64_t kind : {0, 1}) {
     Workload w;
-    w.op = "pool2d";
+    w.op = Op::kPool2d;
     w.ints = {{"N", {2}},           {"C", {3}},         {"H", {9}},
               {"W", {9}},           {"OH", {5}},        {"OW", {5}},
               {"kernel", {3, 3}},   {"stride", {2, 2}}, {"pad", {1, 1, 1, 1}},

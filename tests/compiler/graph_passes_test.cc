@@ -117,7 +117,7 @@ TEST(Layouts, Int8ConvsPassChannelBlocksOfBytes) {
   const Graph& g = m->graph();
   std::vector<const Node*> convs;
   for (const Node& n : g.nodes) {
-    if (n.workload.op == "conv") convs.push_back(&n);
+    if (n.workload.op == Op::kConv) convs.push_back(&n);
   }
   ASSERT_EQ(convs.size(), 2u);
   EXPECT_EQ(BlocksOf(convs[0]->workload), std::make_pair(int64_t{0}, int64_t{16}));
@@ -151,8 +151,8 @@ TEST(Layouts, AQuantizingPoolPassesBlocksBetweenInt8Convs) {
   const Graph& g = m->graph();
   std::vector<const Node*> convs, pools;
   for (const Node& n : g.nodes) {
-    if (n.workload.op == "conv") convs.push_back(&n);
-    if (n.workload.op == "pool2d") pools.push_back(&n);
+    if (n.workload.op == Op::kConv) convs.push_back(&n);
+    if (n.workload.op == Op::kPool2d) pools.push_back(&n);
   }
   ASSERT_EQ(convs.size(), 2u);
   ASSERT_EQ(pools.size(), 1u);
@@ -188,7 +188,7 @@ TEST(Precision, Bf16MarksProductsByConstantWeights) {
     ASSERT_TRUE(m.ok()) << m.status();
     std::vector<int64_t> marks;
     for (const Node& n : m->graph().nodes) {
-      if (n.workload.op == "dense") marks.push_back(n.workload.IntOr("bf16", 0));
+      if (n.workload.op == Op::kDense) marks.push_back(n.workload.IntOr("bf16", 0));
     }
     EXPECT_EQ(marks, (p == Precision::kBfloat16 ? std::vector<int64_t>{1, 0}
                                                 : std::vector<int64_t>{0, 0}));
@@ -325,7 +325,7 @@ TEST(BatchNorm, FoldsIntoPrecedingConv) {
   ASSERT_TRUE(m.ok()) << m.status();
   const Graph& g = m->graph();
   ASSERT_EQ(g.nodes.size(), 1u);
-  EXPECT_EQ(g.nodes[0].workload.op, "conv2d");
+  EXPECT_EQ(g.nodes[0].workload.op, Op::kConv2d);
   // channel 0: scale 1/sqrt(1+eps); bias' = (0.5 - 0.5) * s + 0 = 0.
   const Value& bias = g.values[g.nodes[0].inputs[2]];
   EXPECT_NEAR(bias.ToFloats()[0], 0.0f, 1e-5);

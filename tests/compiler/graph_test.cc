@@ -134,8 +134,8 @@ void ExpectQdqProductIsAnIntegerMatMul(bool gemm) {
   ASSERT_TRUE(g.ok()) << g.status();
   int matmuls = 0;
   for (const Node& n : (*g)->nodes) {
-    EXPECT_NE(n.workload.op, "dense") << n.workload.Canonical();
-    matmuls += n.workload.op == "matmul";
+    EXPECT_NE(n.workload.op, Op::kDense) << n.workload.Canonical();
+    matmuls += n.workload.op == Op::kMatMul;
   }
   EXPECT_EQ(matmuls, 1);
   const std::vector<float> x = Ramp(M * K, 0.37f, 0.5f);
@@ -176,7 +176,7 @@ TEST(Fusion, RequantizationIsOneMultiply) {
   ASSERT_TRUE(m.ok()) << m.status();
   bool conv = false;
   for (const Node& n : m->graph().nodes) {
-    if (n.workload.op != "conv") continue;
+    if (n.workload.op != Op::kConv) continue;
     conv = true;
     const std::string c = n.workload.Canonical();
     EXPECT_EQ(c.find("div"), std::string::npos) << c;
@@ -207,14 +207,14 @@ TEST(Fusion, QuantizedResidualAddJoinsTheConv) {
   auto raw = ImportOnnx(bytes);
   ASSERT_TRUE(raw.ok()) << raw.status();
   bool qadd = false;
-  for (const Node& n : (*raw)->nodes) qadd = qadd || n.workload.op == "qadd";
+  for (const Node& n : (*raw)->nodes) qadd = qadd || n.workload.op == Op::kQAdd;
   ASSERT_TRUE(qadd);  // imported as an integer add of the two byte tensors
   auto m = Model::FromOnnx(bytes);
   ASSERT_TRUE(m.ok()) << m.status();
   int convs = 0;
   for (const Node& n : m->graph().nodes) {
-    EXPECT_NE(n.workload.op, "qadd") << n.workload.Canonical();
-    convs += n.workload.op == "conv" ? 1 : 0;
+    EXPECT_NE(n.workload.op, Op::kQAdd) << n.workload.Canonical();
+    convs += n.workload.op == Op::kConv ? 1 : 0;
   }
   EXPECT_EQ(convs, 1);
   ExpectWithinOneStep(**raw, m->graph(), Ramp(144, 0.29f, 0.2f), 0.09f, 3);
@@ -348,7 +348,7 @@ TEST(Fusion, GeluJoinsTheMatMulByTappingItsOwnValue) {
     ASSERT_TRUE(m.ok()) << m.status();
     ASSERT_EQ(m->Tasks().size(), 1u);
     const Workload& w = m->Tasks()[0].workload;
-    EXPECT_EQ(w.op, "dense");
+    EXPECT_EQ(w.op, Op::kDense);
     EXPECT_THAT(w.Canonical(), ::testing::HasSubstr("|mul:@1|"));
     ExpectParsesBack(w);
     auto sig = w.Signature();
@@ -376,11 +376,11 @@ TEST(Fusion, InjectiveProducersJoinTheirReductionConsumer) {
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->Tasks().size(), 1u);
   const Workload& w = m->Tasks()[0].workload;
-  EXPECT_EQ(w.op, "reduce");
+  EXPECT_EQ(w.op, Op::kReduce);
   ASSERT_EQ(w.prologue.size(), 1u);
-  EXPECT_EQ(w.prologue[0].op.op, "transpose");
+  EXPECT_EQ(w.prologue[0].op.op, Op::kTranspose);
   ASSERT_EQ(w.prologue[0].op.prologue.size(), 1u);
-  EXPECT_EQ(w.prologue[0].op.prologue[0].op.op, "eltwise");
+  EXPECT_EQ(w.prologue[0].op.prologue[0].op.op, Op::kEltwise);
   EXPECT_THAT(w.Canonical(), ::testing::HasSubstr("|<0:transpose("));
   ExpectParsesBack(w);
   auto sig = w.Signature();

@@ -63,7 +63,7 @@ struct LoadedModule {
 // Workloads the code generator tests share.
 inline Workload EltwiseReluWorkload() {
   Workload w;
-  w.op = "eltwise";
+  w.op = Op::kEltwise;
   w.ints = {{"shape", {2, 3, 5, 7}}, {"in_shape", {2, 3, 5, 7}}};
   w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
   return w;
@@ -71,7 +71,7 @@ inline Workload EltwiseReluWorkload() {
 
 inline Workload DenseReluWorkload() {
   Workload w;
-  w.op = "dense";
+  w.op = Op::kDense;
   w.ints = {{"M", {13}},    {"N", {24}},      {"K", {37}},      {"transA", {0}}, {"transB", {1}},
             {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
   w.epilogue = {EpilogueOp{EpilogueKind::kRelu, {}}};
@@ -80,7 +80,7 @@ inline Workload DenseReluWorkload() {
 
 inline Workload Conv2dBiasAddReluWorkload() {
   Workload w;
-  w.op = "conv2d";
+  w.op = Op::kConv2d;
   w.ints = {{"N", {1}},           {"C", {3}},         {"H", {9}},
             {"W", {10}},          {"K", {8}},         {"R", {3}},
             {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},

@@ -37,7 +37,7 @@ TEST(Model, SmallCnnTasks) {
   const auto& tasks = m->Tasks();
   ASSERT_EQ(tasks.size(), 6u);
   std::vector<std::string> ops;
-  for (const Task& t : tasks) ops.push_back(t.workload.op);
+  for (const Task& t : tasks) ops.push_back(std::string(NameOf(t.workload.op)));
   EXPECT_THAT(ops,
               ::testing::ElementsAre("conv2d", "pool2d", "conv2d", "pool2d", "conv2d", "dense"));
   // The layout plan: the first conv writes 16-channel blocks for the pool
@@ -261,7 +261,7 @@ TEST(CompileModel, PackedWeightsFromConstantsAndFromInputsMatchTheReference) {
   // packed weights) and a pack kernel for each one that reads `w`.
   int packs = 0, convs = 0;
   for (const Node& node : m->graph().nodes) {
-    if (node.kind != NodeKind::kCompute || node.workload.op != "conv2d") continue;
+    if (node.kind != NodeKind::kCompute || node.workload.op != Op::kConv2d) continue;
     ++convs;
     ASSERT_EQ(DefaultConfig(node.workload, host)->at("layout"),
               node.workload.Ints("stride")[0] == 1 ? 4 : 1);

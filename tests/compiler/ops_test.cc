@@ -365,7 +365,7 @@ TEST(OpsNumeric, DensePackedPanelsMatchReference) {
   for (int64_t tb : {0, 1}) {
     for (int64_t N : {4 * lanes, 3 * lanes + 3}) {
       Workload w;
-      w.op = "dense";
+      w.op = Op::kDense;
       w.ints = {{"M", {21}},           {"N", {N}},       {"K", {37}},
                 {"transA", {0}},       {"transB", {tb}}, {"batch", {1}},
                 {"batch_a", {0}},      {"batch_b", {0}}, {"bias", {1}},

@@ -223,7 +223,7 @@ TEST(Pool3dImport, RankFiveMaxPoolBecomesPool3d) {
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_THAT(ShapeOf(**g, "p"), ElementsAre(1, 2, 9, 9, 9));
   const Node& n = (*g)->nodes[0];
-  EXPECT_EQ(n.workload.op, "pool3d");
+  EXPECT_EQ(n.workload.op, Op::kPool3d);
   EXPECT_EQ(n.workload.Int("kind"), 0);
   EXPECT_THAT(n.workload.Ints("kernel"), ElementsAre(5, 5, 5));
   EXPECT_THAT(n.workload.Ints("stride"), ElementsAre(3, 3, 3));
@@ -235,7 +235,7 @@ TEST(Pool3dImport, RankFiveMaxPoolBecomesPool3d) {
   // The Relu fuses into the pool3d task.
   FuseEpilogues(**g);
   ASSERT_EQ((*g)->nodes.size(), 1u);
-  EXPECT_EQ((*g)->nodes[0].workload.op, "pool3d");
+  EXPECT_EQ((*g)->nodes[0].workload.op, Op::kPool3d);
   ASSERT_EQ((*g)->nodes[0].workload.epilogue.size(), 1u);
   EXPECT_EQ((*g)->nodes[0].workload.epilogue[0].kind, EpilogueKind::kRelu);
 }
@@ -261,7 +261,7 @@ TEST(Pool3dImport, AveragePoolPadsAutoPadAndGlobal) {
   // d: (5+2-3)/2+1 = 3; h: (6+1-2)/1+1 = 6; w: (7+3-3)/2+1 = 4.
   EXPECT_THAT(ShapeOf(**g, "a"), ElementsAre(1, 3, 3, 6, 4));
   const Workload& wa = (*g)->nodes[0].workload;
-  EXPECT_EQ(wa.op, "pool3d");
+  EXPECT_EQ(wa.op, Op::kPool3d);
   EXPECT_EQ(wa.Int("kind"), 1);
   EXPECT_EQ(wa.Int("count_include_pad"), 1);
   EXPECT_THAT(wa.Ints("pad"), ElementsAre(1, 0, 1, 1, 1, 2));

@@ -19,7 +19,7 @@ namespace {
 std::vector<uint8_t> RunCast(DType from, DType to, bool saturate, const std::vector<uint8_t>& in,
                              int64_t n, bool reference) {
   Workload w;
-  w.op = "eltwise";
+  w.op = Op::kEltwise;
   w.ints = {{"shape", {n}}, {"in_shape", {n}}};
   EpilogueOp e;
   e.kind = EpilogueKind::kUnary;

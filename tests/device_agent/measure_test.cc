@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 compiler::Workload Relu() {
   compiler::Workload w;
-  w.op = "eltwise";
+  w.op = compiler::Op::kEltwise;
   w.ints["shape"] = {1, 8, 16, 16};
   w.ints["in_shape"] = {1, 8, 16, 16};
   w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
@@ -25,7 +25,7 @@ compiler::Workload Relu() {
 
 compiler::Workload Conv() {
   compiler::Workload w;
-  w.op = "conv2d";
+  w.op = compiler::Op::kConv2d;
   w.ints = {{"N", {1}},           {"C", {4}},         {"H", {10}},
             {"W", {10}},          {"K", {8}},         {"R", {3}},
             {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},

@@ -71,7 +71,7 @@ kiln::v1::MeasureBatch BatchOf(const compiler::Workload& w, const std::vector<st
 kiln::v1::MeasureBatch ReluBatch(const std::vector<std::string>& ids, int timeout_ms = 0,
                                  std::vector<int64_t> shape = {1, 4, 8, 8}) {
   compiler::Workload w;
-  w.op = "eltwise";
+  w.op = compiler::Op::kEltwise;
   w.ints["shape"] = shape;
   w.ints["in_shape"] = shape;
   w.epilogue.push_back({compiler::EpilogueKind::kRelu, {}});
@@ -202,7 +202,7 @@ TEST_F(Sandbox, AnOversizedTensorIsAnErrorRecordUnderTheMemoryLimit) {
 // restarts the worker and its cached reference with it.
 TEST_F(Sandbox, ALargeMatMulIsVerifiedWithinTheFarmsTimeLimit) {
   compiler::Workload w;
-  w.op = "dense";
+  w.op = compiler::Op::kDense;
   const int64_t n = 2048;
   w.ints = {{"M", {n}},    {"N", {n}},     {"K", {n}},       {"transA", {0}}, {"transB", {0}},
             {"bias", {0}}, {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}};

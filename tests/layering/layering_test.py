@@ -51,11 +51,11 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 # The compiler's own floors, bottom up: a file may include the compiler's
 # headers of its floor and of the floors below. core: the vocabulary every
-# floor speaks (workloads, configs, targets); ops: the operator library
+# floor speaks (workloads, their ops, configs, targets); ops: the operator library
 # (templates, their lowering, the reference) and its face, compiler/kernel.h;
 # top: what puts a model together (model, module writer, measurement, JIT).
 COMPILER_FLOORS = ["ir", "core", "te", "lower", "codegen", "ops", "graph", "frontend", "top"]
-CORE_FILES = {"workload", "config", "target"}
+CORE_FILES = {"workload", "op", "config", "target"}
 
 
 def compiler_floor(path):

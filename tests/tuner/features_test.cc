@@ -89,7 +89,7 @@ TEST(FeaturesTest, KnownLoopNest) {
 
 compiler::Workload Conv() {
   compiler::Workload w;
-  w.op = "conv2d";
+  w.op = compiler::Op::kConv2d;
   w.ints = {{"N", {1}},           {"C", {64}},        {"H", {28}},
             {"W", {28}},          {"K", {64}},        {"R", {3}},
             {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},

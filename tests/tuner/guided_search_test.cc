@@ -15,7 +15,7 @@ namespace {
 
 compiler::Workload Dense() {
   compiler::Workload w;
-  w.op = "dense";
+  w.op = compiler::Op::kDense;
   w.ints = {{"M", {64}},    {"N", {64}},      {"K", {128}},     {"transA", {0}}, {"transB", {0}},
             {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
   return w;
@@ -183,7 +183,7 @@ TEST(GuidedSearchTest, APriorThatRanksTheTasksResultsWrongLosesItsWeight) {
 TEST(GuidedSearchTest, FewerThanAskedWhenTheSpaceRunsOut) {
   // A 1x1 dense has a handful of distinct kernels.
   compiler::Workload w;
-  w.op = "dense";
+  w.op = compiler::Op::kDense;
   w.ints = {{"M", {1}},     {"N", {1}},       {"K", {1}},       {"transA", {0}}, {"transB", {0}},
             {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
   ConfigSpace space(*compiler::KnobsOf(w, Avx512()));

@@ -23,7 +23,7 @@ class HistoryTest : public ::testing::Test {
   }
   void Add(const compiler::Workload& w, const std::string& target, const compiler::Config& c,
            double cost, const std::string& version = "v1") {
-    storage::WorkloadRow wr{w.Key(), w.op, w.Canonical(), w.Flops()};
+    storage::WorkloadRow wr{w.Key(), std::string(NameOf(w.op)), w.Canonical(), w.Flops()};
     ASSERT_TRUE(db_->UpsertWorkload(wr).ok());
     storage::RecordRow r;
     r.workload_key = w.Key();
@@ -306,8 +306,9 @@ TEST_F(HistoryTest, PriorGroupsAreOtherWorkloadsOfTheSameOperator) {
   Add(Dense(8), "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic", c, 1e-3);
   Add(Dense(8), "llvm -mtriple=x86_64-pc-linux-gnu -mcpu=generic", d, 0);
   compiler::Workload relu;
-  relu.op = "relu";
-  relu.ints = {{"shape", {64}}};
+  relu.op = compiler::Op::kEltwise;
+  relu.ints = {{"shape", {64}}, {"in_shape", {64}}};
+  relu.epilogue = {{compiler::EpilogueKind::kRelu}};
   Add(relu, t.Spec(), {}, 1e-3);  // another operator
   auto prior = PriorFromLog(*db_, Dense(32), t, "v1");
   ASSERT_TRUE(prior.ok()) << prior.status();

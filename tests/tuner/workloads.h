@@ -9,7 +9,7 @@ namespace kiln::tuner::testing {
 // An M x 64 x 64 dense (MatMul) workload.
 inline compiler::Workload Dense(int64_t m) {
   compiler::Workload w;
-  w.op = "dense";
+  w.op = compiler::Op::kDense;
   w.ints = {{"M", {m}},     {"N", {64}},      {"K", {64}},      {"transA", {0}}, {"transB", {0}},
             {"batch", {1}}, {"batch_a", {0}}, {"batch_b", {0}}, {"bias", {0}}};
   return w;
@@ -20,7 +20,7 @@ inline compiler::Workload Dense(int64_t m) {
 // F(4x4, 3x3) and F(2x2, 3x3)).
 inline compiler::Workload Conv7x7() {
   compiler::Workload w;
-  w.op = "conv2d";
+  w.op = compiler::Op::kConv2d;
   w.ints = {{"N", {1}},           {"C", {16}},        {"H", {7}},
             {"W", {7}},           {"K", {32}},        {"R", {3}},
             {"S", {3}},           {"stride", {1, 1}}, {"pad", {1, 1, 1, 1}},
