@@ -57,8 +57,8 @@ class ValueScan : public ExprVisitor {
   }
   void VisitCall(const CallNode* op) override {
     if (op->dtype.is_float()) ops += op->dtype.lanes;
-    if (op->name == "dot4" || op->name == "dot4_vnni") ops += 8.0 * op->dtype.lanes;
-    if (op->name == "dot2" && !op->dtype.is_float()) ops += 4.0 * op->dtype.lanes;
+    if (op->op == Intrinsic::kDot4 || op->op == Intrinsic::kDot4Vnni) ops += 8.0 * op->dtype.lanes;
+    if (op->op == Intrinsic::kDot2 && !op->dtype.is_float()) ops += 4.0 * op->dtype.lanes;
     ExprVisitor::VisitCall(op);
   }
   void VisitBufferLoad(const BufferLoadNode* op) override {
@@ -166,7 +166,7 @@ class StoreCollector : public StmtVisitor {
   // (64 int8 or 32 bf16 products), reading its C, A and B.
   void VisitEvaluate(const EvaluateNode* op) override {
     const auto* call = op->value.as<CallNode>();
-    if (call == nullptr || !compiler::codegen::IsAmxIntrinsic(call->name) ||
+    if (call == nullptr || !compiler::codegen::IsAmxIntrinsic(call->op) ||
         call->args.size() != 10) {
       return;
     }
@@ -180,7 +180,7 @@ class StoreCollector : public StmtVisitor {
       }
     }
     const IndexEval first({});
-    const double products = call->name == "amx_dpbusd" ? 64 : 32;
+    const double products = call->op == Intrinsic::kAmxDpbusd ? 64 : 32;
     s.ops_per_iter = 2.0 * static_cast<double>(first.Eval(call->args[7])) * 16.0 *
                      static_cast<double>(first.Eval(call->args[8])) *
                      static_cast<double>(first.Eval(call->args[9])) * products;

@@ -362,39 +362,38 @@ class Emitter {
   }
 
   std::string Call(const CallNode& n) {
-    const std::string& name = n.name;
+    using I = Intrinsic;
+    const I f = n.op;
+    const std::string name(kiln::NameOf(f));
     std::vector<std::string> args;
     for (const auto& a : n.args) args.push_back(Expr(a));
-    auto call = [&](const std::string& f) {
-      std::string out = f + "(";
+    auto call = [&](const std::string& fn) {
+      std::string out = fn + "(";
       for (size_t i = 0; i < args.size(); ++i) out += StrCat(i ? ", " : "", args[i]);
       return out + ")";
     };
-    if (name == "likely" && args.size() == 1) return args[0];
+    if (f == I::kLikely && args.size() == 1) return args[0];
     const DataType t = n.dtype;
-    if (name == "sigmoid" && args.size() == 1) {
+    if (f == I::kSigmoid && args.size() == 1) {
       return StrCat("((", Type(t), ")1 / ((", Type(t), ")1 + exp(-(", args[0], "))))");
     }
-    if (name == "abs" && !t.is_float()) return call(opencl() ? "abs" : "llabs");
-    if (name == "isnan" || name == "isinf") return call(name);
-    if (name == "roundeven") return call("rint");
-    if (name == "fmaximum") return call("fmax");
-    if (name == "fminimum") return call("fmin");
-    static const std::set<std::string> kMath = {
-        "exp",   "exp2", "log",  "log2", "log10", "sqrt", "fabs",  "floor", "ceil", "trunc",
-        "round", "sin",  "cos",  "tan",  "asin",  "acos", "atan",  "sinh",  "cosh", "tanh",
-        "pow",   "fmax", "fmin", "fma",  "fmod",  "erf",  "asinh", "acosh", "atanh"};
-    if (t.is_float() && (kMath.count(name) || name == "abs")) {
-      const std::string f = name == "abs" ? "fabs" : name;
+    if (f == I::kIsNan) return call(name);
+    if (f == I::kRoundEven) return call("rint");
+    // The C library's functions of the same names.
+    static const std::set<I> kMath = {
+        I::kExp, I::kLog,  I::kSqrt, I::kFabs,  I::kFloor, I::kCeil, I::kTrunc, I::kSin,
+        I::kCos, I::kTan,  I::kAsin, I::kAcos,  I::kAtan,  I::kSinh, I::kCosh,  I::kTanh,
+        I::kPow, I::kFmod, I::kErf,  I::kAsinh, I::kAcosh, I::kAtanh};
+    if (t.is_float() && kMath.count(f)) {
       // CUDA C: the float versions carry an f (expf); OpenCL's are overloaded.
-      return call(!opencl() && t.bits == 32 ? f + "f" : f);
+      return call(!opencl() && t.bits == 32 ? name + "f" : name);
     }
-    static const std::map<std::string, const char*> kBits = {
-        {"bitand", "&"}, {"bitor", "|"}, {"bitxor", "^"}, {"shl", "<<"}, {"shr", ">>"}};
-    if (auto it = kBits.find(name); it != kBits.end() && args.size() == 2) {
+    static const std::map<I, const char*> kBits = {
+        {I::kBitAnd, "&"}, {I::kBitOr, "|"}, {I::kBitXor, "^"}, {I::kShl, "<<"}, {I::kShr, ">>"}};
+    if (auto it = kBits.find(f); it != kBits.end() && args.size() == 2) {
       return StrCat("(", args[0], " ", it->second, " ", args[1], ")");
     }
-    if (name == "bitnot" && args.size() == 1) return StrCat("(~", args[0], ")");
+    if (f == I::kBitNot && args.size() == 1) return StrCat("(~", args[0], ")");
     Fail(StrCat("intrinsic '", name, "' of ", ToString(t)));
     return "0";
   }

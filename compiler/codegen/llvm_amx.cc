@@ -52,15 +52,15 @@ void RequestTileData(llvm::IRBuilderBase& b, llvm::Module* m) {
 
 }  // namespace
 
-bool IsAmxIntrinsic(const std::string& name) {
-  return name == "amx_dpbusd" || name == "amx_dpbf16ps";
+bool IsAmxIntrinsic(ir::Intrinsic f) {
+  return f == ir::Intrinsic::kAmxDpbusd || f == ir::Intrinsic::kAmxDpbf16ps;
 }
 
-absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::string& name,
+absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, ir::Intrinsic f,
                           const std::vector<llvm::Value*>& args) {
-  if (!IsAmxIntrinsic(name) || (args.size() != 10 && args.size() != 13)) {
+  if (!IsAmxIntrinsic(f) || (args.size() != 10 && args.size() != 13)) {
     return absl::InvalidArgumentError(
-        StrCat(name,
+        StrCat(f,
                " takes 10 arguments (C, ldc, A, lda, B, ldb, b_step, rows, n_tiles, "
                "k_steps) or 13 (and tap_row_bytes, taps_per_row, steps_per_tap), got ",
                args.size()));
@@ -70,11 +70,11 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
   if (nt_c == nullptr || ks_c == nullptr || nt_c->getSExtValue() < 1 ||
       nt_c->getSExtValue() > kMaxTiles || ks_c->getSExtValue() < 1) {
     return absl::InvalidArgumentError(
-        StrCat(name, ": n_tiles (1..", kMaxTiles, ") and k_steps (>= 1) must be constants"));
+        StrCat(f, ": n_tiles (1..", kMaxTiles, ") and k_steps (>= 1) must be constants"));
   }
   for (int i : {0, 2, 4}) {
     if (!args[i]->getType()->isPointerTy()) {
-      return absl::InvalidArgumentError(StrCat(name, ": argument ", i, " is not an address"));
+      return absl::InvalidArgumentError(StrCat(f, ": argument ", i, " is not an address"));
     }
   }
   const int nt = static_cast<int>(nt_c->getSExtValue());
@@ -88,14 +88,14 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
       auto* v = llvm::dyn_cast<llvm::ConstantInt>(args[10 + i]);
       if (v == nullptr || v->getSExtValue() < (i == 0 ? 0 : 1)) {
         return absl::InvalidArgumentError(
-            StrCat(name, ": tap_row_bytes, taps_per_row and steps_per_tap must be constants"));
+            StrCat(f, ": tap_row_bytes, taps_per_row and steps_per_tap must be constants"));
       }
       *fields[i] = v->getSExtValue();
     }
     auto* rows_c = llvm::dyn_cast<llvm::ConstantInt>(args[7]);
     if (rows_c == nullptr || rows_c->getSExtValue() % kTileRows != 0) {
       return absl::InvalidArgumentError(
-          StrCat(name, ": in place, rows must be a constant multiple of ", kTileRows));
+          StrCat(f, ": in place, rows must be a constant multiple of ", kTileRows));
     }
   }
   llvm::LLVMContext& ctx = m->getContext();
@@ -124,8 +124,9 @@ absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* m, const std::st
   llvm::Function* fn = b.GetInsertBlock()->getParent();
   llvm::Value* rows16 = b.getInt16(kTileRows);
   llvm::Value* cols = b.getInt16(kTileBytes);
-  const llvm::Intrinsic::ID dp = name == "amx_dpbusd" ? llvm::Intrinsic::x86_tdpbusd_internal
-                                                      : llvm::Intrinsic::x86_tdpbf16ps_internal;
+  const llvm::Intrinsic::ID dp = f == ir::Intrinsic::kAmxDpbusd
+                                     ? llvm::Intrinsic::x86_tdpbusd_internal
+                                     : llvm::Intrinsic::x86_tdpbf16ps_internal;
   // One block: row groups g < a_rows.size() of 16 rows (A's from a_rows[g],
   // a_ld apart) times B's tiles j0 .. j0 + jn - 1, summed over k into C's
   // rows at c_rows[g]. Live tiles: the accumulators, one A tile a group and

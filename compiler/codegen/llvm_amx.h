@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "compiler/ir/intrinsic.h"
 
 namespace llvm {
 class IRBuilderBase;
@@ -50,13 +51,13 @@ class Value;
 
 namespace kiln::compiler::codegen {
 
-// Whether `name` is one of the AMX intrinsics above.
-bool IsAmxIntrinsic(const std::string& name);
+// Whether `f` is one of the AMX intrinsics above.
+bool IsAmxIntrinsic(ir::Intrinsic f);
 
-// The loops of intrinsic `name` at b's insertion point, which is left after
+// The loops of intrinsic `f` at b's insertion point, which is left after
 // them. `args` as above (integers of any width; n_tiles and k_steps
 // constant). INVALID_ARGUMENT for a malformed call.
-absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+absl::Status EmitAmxTiles(llvm::IRBuilderBase& b, llvm::Module* module, ir::Intrinsic f,
                           const std::vector<llvm::Value*>& args);
 
 }  // namespace kiln::compiler::codegen

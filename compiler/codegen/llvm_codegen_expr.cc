@@ -37,7 +37,7 @@ bool InRange(const Expr& e, DataType to) {
   if (!e.dtype().is_float() || !to.is_integer() || to.bits > 16) return false;
   const auto* sel = e.as<SelectNode>();
   const auto* nan = sel ? sel->cond.as<CallNode>() : nullptr;
-  if (!nan || nan->name != "isnan" || ConstFloat(sel->true_value) != 0.0) return false;
+  if (!nan || nan->op != Intrinsic::kIsNan || ConstFloat(sel->true_value) != 0.0) return false;
   const double tlo = to.is_uint() ? 0.0 : -std::ldexp(1.0, to.bits - 1);
   const double thi = to.is_uint() ? std::ldexp(1.0, to.bits) - 1 : std::ldexp(1.0, to.bits - 1) - 1;
   std::optional<double> lo, hi;
@@ -206,19 +206,21 @@ llvm::Value* CodeGen::EmitBinary(const BinaryNode* n) {
   if (n->kind == ExprKind::kAdd && n->dtype.is_int() && n->dtype.bits == 32) {
     for (const auto& [acc, call] : {std::pair{n->a, n->b}, std::pair{n->b, n->a}}) {
       const auto* c = call.as<CallNode>();
-      if (c == nullptr || (c->name != "dot4" && c->name != "dot4_vnni" && c->name != "dot2") ||
+      if (c == nullptr ||
+          (c->op != Intrinsic::kDot4 && c->op != Intrinsic::kDot4Vnni &&
+           c->op != Intrinsic::kDot2) ||
           c->args.size() != 2 || c->args[0].dtype() != n->dtype || c->args[1].dtype() != n->dtype) {
         continue;
       }
       llvm::Value* x = EmitExpr(acc);
-      return EmitDot4(b_, mod_, c->name, n->dtype, x, EmitExpr(c->args[0]), EmitExpr(c->args[1]));
+      return EmitDot4(b_, mod_, c->op, n->dtype, x, EmitExpr(c->args[0]), EmitExpr(c->args[1]));
     }
   }
   // acc + dot2_bf16(x, y): one instruction that accumulates (vdpbf16ps).
   if (n->kind == ExprKind::kAdd && n->dtype.is_float() && n->dtype.bits == 32) {
     for (const auto& [acc, call] : {std::pair{n->a, n->b}, std::pair{n->b, n->a}}) {
       const auto* c = call.as<CallNode>();
-      if (c == nullptr || c->name != "dot2_bf16" || !Bf16DotArgs(c, n->dtype)) continue;
+      if (c == nullptr || c->op != Intrinsic::kDot2Bf16 || !Bf16DotArgs(c, n->dtype)) continue;
       llvm::Value* x = EmitExpr(acc);
       return EmitDotBf16(b_, mod_, n->dtype, x, EmitExpr(c->args[0]), EmitExpr(c->args[1]));
     }
@@ -460,7 +462,8 @@ bool CodeGen::Bf16DotArgs(const CallNode* c, DataType t) {
 }
 
 llvm::Value* CodeGen::EmitCall(const CallNode* n) {
-  const std::string& name = n->name;
+  const Intrinsic f = n->op;
+  const std::string_view name = NameOf(f);
   DataType t = n->dtype;
   llvm::Type* ty = TypeOf(t);
   llvm::Value* poison = llvm::PoisonValue::get(ty);
@@ -470,7 +473,7 @@ llvm::Value* CodeGen::EmitCall(const CallNode* n) {
       return poison;
     }
   }
-  if (name == "kiln.address_of") {
+  if (f == Intrinsic::kAddressOf) {
     // The footprint's extents after the load are for bound inference.
     const auto* load = n->args.empty() ? nullptr : n->args[0].as<BufferLoadNode>();
     if (load == nullptr || load->dtype.lanes != 1) {
@@ -480,10 +483,10 @@ llvm::Value* CodeGen::EmitCall(const CallNode* n) {
     bool contiguous = false;
     return Address(load->buffer, load->indices, &contiguous);
   }
-  if (name == "prefetch") {
+  if (f == Intrinsic::kPrefetch) {
     // A read prefetch into every cache level (locality 3) of a data line.
     const auto* addr = n->args.size() == 1 ? n->args[0].as<CallNode>() : nullptr;
-    if (addr == nullptr || addr->name != "kiln.address_of") {
+    if (addr == nullptr || addr->op != Intrinsic::kAddressOf) {
       Fail("prefetch takes the address of a load");
       return poison;
     }
@@ -492,10 +495,10 @@ llvm::Value* CodeGen::EmitCall(const CallNode* n) {
                        {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
     return llvm::ConstantInt::get(ty, 0);
   }
-  if (IsAmxIntrinsic(name)) {
+  if (IsAmxIntrinsic(f)) {
     std::vector<llvm::Value*> args;
     for (const Expr& a : n->args) args.push_back(EmitExpr(a));
-    if (absl::Status s = EmitAmxTiles(b_, mod_, name, args); !s.ok()) {
+    if (absl::Status s = EmitAmxTiles(b_, mod_, f, args); !s.ok()) {
       Fail(std::string(s.message()));
     }
     return llvm::ConstantInt::get(ty, 0);
@@ -520,12 +523,12 @@ llvm::Value* CodeGen::EmitCall(const CallNode* n) {
     return true;
   };
 
-  if (name == "likely") {
+  if (f == Intrinsic::kLikely) {
     if (!arity(1)) return poison;
     return args[0];
   }
   // The bits of the argument as the call's type (of the same width).
-  if (name == "reinterpret") {
+  if (f == Intrinsic::kReinterpret) {
     if (!arity(1)) return poison;
     if (n->args[0].dtype().bits != t.bits) {
       Fail(StrCat("reinterpret of a ", ToString(n->args[0].dtype()), " as ", ToString(t)));
@@ -534,7 +537,7 @@ llvm::Value* CodeGen::EmitCall(const CallNode* n) {
     return b_.CreateBitCast(args[0], ty);
   }
   // Two bfloat16 products per lane, summed in float32 (int32 arguments).
-  if (name == "dot2_bf16") {
+  if (f == Intrinsic::kDot2Bf16) {
     if (!arity(2)) return poison;
     if (!Bf16DotArgs(n, t)) {
       Fail(StrCat("dot2_bf16 of ", ToString(n->args[0].dtype()), " returning ", ToString(t)));
@@ -542,8 +545,8 @@ llvm::Value* CodeGen::EmitCall(const CallNode* n) {
     }
     return EmitDotBf16(b_, mod_, t, llvm::Constant::getNullValue(ty), args[0], args[1]);
   }
-  // Float classification: bool results.
-  if (name == "isnan" || name == "isinf") {
+  // Float classification: a bool result.
+  if (f == Intrinsic::kIsNan) {
     if (!arity(1)) return poison;
     DataType at = n->args[0].dtype().WithLanes(t.lanes);
     if (!at.is_float()) {
@@ -551,25 +554,20 @@ llvm::Value* CodeGen::EmitCall(const CallNode* n) {
       return poison;
     }
     llvm::Value* x = args[0];
-    llvm::Value* r = name == "isnan"
-                         ? b_.CreateFCmpUNO(x, x)
-                         : b_.CreateFCmpOEQ(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
-                                            llvm::ConstantFP::getInfinity(x->getType()));
-    return CastValue(r, DataType::Bool().WithLanes(t.lanes), t);
+    return CastValue(b_.CreateFCmpUNO(x, x), DataType::Bool().WithLanes(t.lanes), t);
   }
 
   if (!t.is_integer() && !t.is_bool() && !t.is_float()) {
     Fail(StrCat("intrinsic ", name, " of type ", ToString(t)));
     return poison;
   }
-  std::optional<size_t> k = IntrinsicArity(name, t);
+  std::optional<size_t> k = IntrinsicArity(f, t);
   if (!k.has_value()) {
-    Fail(t.is_float() ? StrCat("unknown intrinsic '", name, "'")
-                      : StrCat("unknown intrinsic '", name, "' for type ", ToString(t)));
+    Fail(StrCat("intrinsic ", name, " of type ", ToString(t)));
     return poison;
   }
   if (!arity(*k) || !same_type_args()) return poison;
-  return EmitIntrinsic(b_, mod_, name, t, args);
+  return EmitIntrinsic(b_, mod_, f, t, args);
 }
 
 }  // namespace kiln::compiler::codegen::detail

@@ -20,10 +20,12 @@ using ir::DataType;
 
 namespace {
 
-const std::unordered_map<std::string, size_t>& IntOps() {
-  static const std::unordered_map<std::string, size_t> ops = {
-      {"abs", 1}, {"bitand", 2}, {"bitor", 2}, {"bitxor", 2},    {"bitnot", 1},
-      {"shl", 2}, {"shr", 2},    {"dot4", 2},  {"dot4_vnni", 2}, {"dot2", 2},
+using I = ir::Intrinsic;
+
+const std::unordered_map<I, size_t>& IntOps() {
+  static const std::unordered_map<I, size_t> ops = {
+      {I::kBitAnd, 2}, {I::kBitOr, 2}, {I::kBitXor, 2},   {I::kBitNot, 1}, {I::kShl, 2},
+      {I::kShr, 2},    {I::kDot4, 2},  {I::kDot4Vnni, 2}, {I::kDot2, 2},
   };
   return ops;
 }
@@ -33,43 +35,33 @@ struct FloatOp {
   size_t arity;
 };
 
-const std::unordered_map<std::string, FloatOp>& FloatOps() {
-  static const std::unordered_map<std::string, FloatOp> ops = {
-      {"exp", {llvm::Intrinsic::exp, 1}},
-      {"exp2", {llvm::Intrinsic::exp2, 1}},
-      {"log", {llvm::Intrinsic::log, 1}},
-      {"log2", {llvm::Intrinsic::log2, 1}},
-      {"log10", {llvm::Intrinsic::log10, 1}},
-      {"sqrt", {llvm::Intrinsic::sqrt, 1}},
-      {"fabs", {llvm::Intrinsic::fabs, 1}},
-      {"abs", {llvm::Intrinsic::fabs, 1}},
-      {"floor", {llvm::Intrinsic::floor, 1}},
-      {"ceil", {llvm::Intrinsic::ceil, 1}},
-      {"trunc", {llvm::Intrinsic::trunc, 1}},
-      {"round", {llvm::Intrinsic::round, 1}},
-      {"roundeven", {llvm::Intrinsic::roundeven, 1}},
-      {"sin", {llvm::Intrinsic::sin, 1}},
-      {"cos", {llvm::Intrinsic::cos, 1}},
-      {"tan", {llvm::Intrinsic::tan, 1}},
-      {"asin", {llvm::Intrinsic::asin, 1}},
-      {"acos", {llvm::Intrinsic::acos, 1}},
-      {"atan", {llvm::Intrinsic::atan, 1}},
-      {"sinh", {llvm::Intrinsic::sinh, 1}},
-      {"cosh", {llvm::Intrinsic::cosh, 1}},
-      {"tanh", {llvm::Intrinsic::tanh, 1}},
-      {"pow", {llvm::Intrinsic::pow, 2}},
-      {"fmax", {llvm::Intrinsic::maxnum, 2}},
-      {"fmin", {llvm::Intrinsic::minnum, 2}},
-      {"fmaximum", {llvm::Intrinsic::maximum, 2}},
-      {"fminimum", {llvm::Intrinsic::minimum, 2}},
-      {"fma", {llvm::Intrinsic::fma, 3}},
+const std::unordered_map<I, FloatOp>& FloatOps() {
+  static const std::unordered_map<I, FloatOp> ops = {
+      {I::kExp, {llvm::Intrinsic::exp, 1}},
+      {I::kLog, {llvm::Intrinsic::log, 1}},
+      {I::kSqrt, {llvm::Intrinsic::sqrt, 1}},
+      {I::kFabs, {llvm::Intrinsic::fabs, 1}},
+      {I::kFloor, {llvm::Intrinsic::floor, 1}},
+      {I::kCeil, {llvm::Intrinsic::ceil, 1}},
+      {I::kTrunc, {llvm::Intrinsic::trunc, 1}},
+      {I::kRoundEven, {llvm::Intrinsic::roundeven, 1}},
+      {I::kSin, {llvm::Intrinsic::sin, 1}},
+      {I::kCos, {llvm::Intrinsic::cos, 1}},
+      {I::kTan, {llvm::Intrinsic::tan, 1}},
+      {I::kAsin, {llvm::Intrinsic::asin, 1}},
+      {I::kAcos, {llvm::Intrinsic::acos, 1}},
+      {I::kAtan, {llvm::Intrinsic::atan, 1}},
+      {I::kSinh, {llvm::Intrinsic::sinh, 1}},
+      {I::kCosh, {llvm::Intrinsic::cosh, 1}},
+      {I::kTanh, {llvm::Intrinsic::tanh, 1}},
+      {I::kPow, {llvm::Intrinsic::pow, 2}},
       // Not LLVM intrinsics: emitted in EmitFloat.
-      {"fmod", {llvm::Intrinsic::not_intrinsic, 2}},
-      {"erf", {llvm::Intrinsic::not_intrinsic, 1}},
-      {"sigmoid", {llvm::Intrinsic::not_intrinsic, 1}},
-      {"asinh", {llvm::Intrinsic::not_intrinsic, 1}},
-      {"acosh", {llvm::Intrinsic::not_intrinsic, 1}},
-      {"atanh", {llvm::Intrinsic::not_intrinsic, 1}},
+      {I::kFmod, {llvm::Intrinsic::not_intrinsic, 2}},
+      {I::kErf, {llvm::Intrinsic::not_intrinsic, 1}},
+      {I::kSigmoid, {llvm::Intrinsic::not_intrinsic, 1}},
+      {I::kAsinh, {llvm::Intrinsic::not_intrinsic, 1}},
+      {I::kAcosh, {llvm::Intrinsic::not_intrinsic, 1}},
+      {I::kAtanh, {llvm::Intrinsic::not_intrinsic, 1}},
   };
   return ops;
 }
@@ -147,10 +139,10 @@ llvm::Value* Dot4Generic(llvm::IRBuilderBase& b, llvm::Value* acc, llvm::Value* 
 
 }  // namespace
 
-llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
-                      DataType t, llvm::Value* acc, llvm::Value* a, llvm::Value* v) {
+llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, ir::Intrinsic name, DataType t,
+                      llvm::Value* acc, llvm::Value* a, llvm::Value* v) {
   const int lanes = t.lanes;
-  if (name == "dot2" && lanes % 4 == 0) {
+  if (name == I::kDot2 && lanes % 4 == 0) {
     // x86's pmaddwd, as wide as the CPU has it (kX86IntVectorBitsFlag).
     auto* bits = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
         module->getModuleFlag(kX86IntVectorBitsFlag));
@@ -175,7 +167,7 @@ llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::s
       return b.CreateAdd(acc, parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts));
     }
   }
-  if (name == "dot2") {
+  if (name == I::kDot2) {
     // Each lane's two signed 16-bit halves multiplied and summed in 32 bits.
     auto* words = llvm::FixedVectorType::get(b.getInt16Ty(), 2 * lanes);
     auto* wide = llvm::FixedVectorType::get(b.getInt32Ty(), lanes);
@@ -195,7 +187,7 @@ llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::s
   auto* arm_dot =
       llvm::mdconst::extract_or_null<llvm::ConstantInt>(module->getModuleFlag(kAarch64DotFlag));
   const int arm = triple.isAArch64() && arm_dot != nullptr ? arm_dot->getZExtValue() : 0;
-  if (name != "dot4_vnni" || lanes == 1 || (!triple.isX86() && arm == 0)) {
+  if (name != I::kDot4Vnni || lanes == 1 || (!triple.isX86() && arm == 0)) {
     return Dot4Generic(b, acc, a, v, lanes);
   }
   // Lanes that no register width divides (a 7-pixel row): widened to the
@@ -304,54 +296,50 @@ llvm::Value* EmitDotBf16(llvm::IRBuilderBase& b, llvm::Module* module, DataType 
 
 namespace {
 
-llvm::Value* EmitInteger(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+llvm::Value* EmitInteger(llvm::IRBuilderBase& b, llvm::Module* module, ir::Intrinsic name,
                          DataType t, const std::vector<llvm::Value*>& args) {
   llvm::Value* a = args[0];
   llvm::Type* ty = a->getType();
-  if (name == "dot4" || name == "dot4_vnni" || name == "dot2") {
+  if (name == I::kDot4 || name == I::kDot4Vnni || name == I::kDot2) {
     return EmitDot4(b, module, name, t, llvm::Constant::getNullValue(ty), a, args[1]);
   }
-  if (name == "abs") {
-    if (!t.is_int()) return a;
-    return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b.getFalse());
-  }
-  if (name == "bitnot") return b.CreateNot(a);
+  if (name == I::kBitNot) return b.CreateNot(a);
   llvm::Value* v = args[1];
-  if (name == "bitand") return b.CreateAnd(a, v);
-  if (name == "bitor") return b.CreateOr(a, v);
-  if (name == "bitxor") return b.CreateXor(a, v);
+  if (name == I::kBitAnd) return b.CreateAnd(a, v);
+  if (name == I::kBitOr) return b.CreateOr(a, v);
+  if (name == I::kBitXor) return b.CreateXor(a, v);
   // Shifts by the second operand, taken as unsigned. Shifting by the width
   // or more gives 0 (shl, logical shr) or the sign (arithmetic shr) rather
   // than poison.
   const int bits = t.is_bool() ? 1 : t.bits;
   llvm::Value* maxsh = llvm::ConstantInt::get(ty, bits - 1);
   llvm::Value* sh = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, v, maxsh);
-  if (name == "shr" && t.is_int()) return b.CreateAShr(a, sh);
-  llvm::Value* r = name == "shl" ? b.CreateShl(a, sh) : b.CreateLShr(a, sh);
+  if (name == I::kShr && t.is_int()) return b.CreateAShr(a, sh);
+  llvm::Value* r = name == I::kShl ? b.CreateShl(a, sh) : b.CreateLShr(a, sh);
   return b.CreateSelect(b.CreateICmpUGT(v, maxsh), llvm::Constant::getNullValue(ty), r);
 }
 
-llvm::Value* EmitFloat(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
-                       DataType t, const std::vector<llvm::Value*>& args) {
+llvm::Value* EmitFloat(llvm::IRBuilderBase& b, llvm::Module* module, ir::Intrinsic name, DataType t,
+                       const std::vector<llvm::Value*>& args) {
   llvm::Value* x = args[0];
   llvm::Type* ty = x->getType();
-  if (name == "exp") return Exp(b, x, t);
-  if (name == "tanh") return ViaFloat32(b, x, t, FastTanh, llvm::Intrinsic::tanh);
-  if (name == "sigmoid") {  // 1 / (1 + exp(-x))
+  if (name == I::kExp) return Exp(b, x, t);
+  if (name == I::kTanh) return ViaFloat32(b, x, t, FastTanh, llvm::Intrinsic::tanh);
+  if (name == I::kSigmoid) {  // 1 / (1 + exp(-x))
     llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
     return b.CreateFDiv(one, b.CreateFAdd(one, Exp(b, b.CreateFNeg(x), t)));
   }
-  if (name == "fmod") return b.CreateFRem(x, args[1]);  // C fmod: sign of x
-  if (name == "erf") return LibmCall(b, module, "erff", "erf", x, t);
-  if (name == "asinh") return LibmCall(b, module, "asinhf", "asinh", x, t);
-  if (name == "acosh") return LibmCall(b, module, "acoshf", "acosh", x, t);
-  if (name == "atanh") return LibmCall(b, module, "atanhf", "atanh", x, t);
+  if (name == I::kFmod) return b.CreateFRem(x, args[1]);  // C fmod: sign of x
+  if (name == I::kErf) return LibmCall(b, module, "erff", "erf", x, t);
+  if (name == I::kAsinh) return LibmCall(b, module, "asinhf", "asinh", x, t);
+  if (name == I::kAcosh) return LibmCall(b, module, "acoshf", "acosh", x, t);
+  if (name == I::kAtanh) return LibmCall(b, module, "atanhf", "atanh", x, t);
   return b.CreateIntrinsic(FloatOps().at(name).id, {ty}, args);
 }
 
 }  // namespace
 
-std::optional<size_t> IntrinsicArity(const std::string& name, DataType t) {
+std::optional<size_t> IntrinsicArity(ir::Intrinsic name, DataType t) {
   if (t.is_integer() || t.is_bool()) {
     auto it = IntOps().find(name);
     if (it != IntOps().end()) return it->second;
@@ -362,7 +350,7 @@ std::optional<size_t> IntrinsicArity(const std::string& name, DataType t) {
   return std::nullopt;
 }
 
-llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, ir::Intrinsic name,
                            DataType t, const std::vector<llvm::Value*>& args) {
   return t.is_float() ? EmitFloat(b, module, name, t, args) : EmitInteger(b, module, name, t, args);
 }

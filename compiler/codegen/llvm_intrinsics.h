@@ -1,7 +1,7 @@
 #pragma once
-// kiln's intrinsic calls (the names of ir::CallNode: "exp", "shl", "erf", ...)
-// as LLVM IR: which names exist for a type and with how many arguments, and
-// the instructions of one call whose arguments the caller has checked.
+// kiln's intrinsic calls (ir::Intrinsic: exp, shl, erf, ...) as LLVM IR:
+// which exist for a type and with how many arguments, and the instructions
+// of one call whose arguments the caller has checked.
 
 #include <cstddef>
 #include <optional>
@@ -20,13 +20,13 @@ namespace kiln::compiler::codegen {
 
 // The number of arguments of intrinsic `name` returning an integer or bool
 // (the integer table) or a float (the float table) of type `t`; nullopt when
-// the table of t's kind has no such name, or t is neither.
-std::optional<size_t> IntrinsicArity(const std::string& name, ir::DataType t);
+// the table of t's kind has no such intrinsic, or t is neither.
+std::optional<size_t> IntrinsicArity(ir::Intrinsic name, ir::DataType t);
 
 // Emits intrinsic `name` of type `t` at b's insertion point in `module`.
 // IntrinsicArity(name, t) must be args.size(), and every argument must be of
 // the call's LLVM type (scalars splatted to t's lanes).
-llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+llvm::Value* EmitIntrinsic(llvm::IRBuilderBase& b, llvm::Module* module, ir::Intrinsic name,
                            ir::DataType t, const std::vector<llvm::Value*>& args);
 
 // dot4(a, b) / dot4_vnni(a, b) on int32 lanes plus `acc`: each lane's four
@@ -47,7 +47,7 @@ inline constexpr const char* kX86IntVectorBitsFlag = "kiln.x86-int-vector-bits";
 // 2 with i8mm (usdot), 1 with dotprod alone (sdot, udot), 0 without.
 inline constexpr const char* kAarch64DotFlag = "kiln.aarch64-dot";
 
-llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, const std::string& name,
+llvm::Value* EmitDot4(llvm::IRBuilderBase& b, llvm::Module* module, ir::Intrinsic name,
                       ir::DataType t, llvm::Value* acc, llvm::Value* a, llvm::Value* v);
 
 // dot2_bf16(a, b) on float32 lanes plus `acc`: a and b int32 lanes, each

@@ -206,7 +206,7 @@ Expr ExprMutator::VisitBufferLoad(const BufferLoadNode* op, const Expr& self) {
 Expr ExprMutator::VisitCall(const CallNode* op, const Expr& self) {
   bool changed = false;
   std::vector<Expr> args = VisitExprs(op->args, &changed);
-  return changed ? Call(op->dtype, op->name, std::move(args)) : self;
+  return changed ? Call(op->dtype, op->op, std::move(args)) : self;
 }
 Expr ExprMutator::VisitReduce(const ReduceNode* op, const Expr& self) {
   bool changed = false;

@@ -197,8 +197,8 @@ Expr Load(Buffer b, std::vector<Expr> indices) {
   return Expr(std::make_shared<const BufferLoadNode>(t, std::move(b), std::move(indices)));
 }
 
-Expr Call(DataType t, std::string name, std::vector<Expr> args) {
-  return Expr(std::make_shared<const CallNode>(t, std::move(name), std::move(args)));
+Expr Call(DataType t, Intrinsic op, std::vector<Expr> args) {
+  return Expr(std::make_shared<const CallNode>(t, op, std::move(args)));
 }
 
 Expr Reduce(ReduceKind kind, Expr source, std::vector<IterRange> axes, Expr init) {
@@ -264,15 +264,15 @@ Expr AddressOf(Expr load, const std::vector<int64_t>& footprint) {
     KILN_CHECK(e >= 1) << "address_of: footprint extent " << e;
     args.push_back(IntImm(e));
   }
-  return Call(DataType::Handle(), "kiln.address_of", std::move(args));
+  return Call(DataType::Handle(), Intrinsic::kAddressOf, std::move(args));
 }
 
-Stmt Barrier() { return Evaluate(Call(DataType::Int32(), "kiln.barrier", {})); }
+Stmt Barrier() { return Evaluate(Call(DataType::Int32(), Intrinsic::kBarrier, {})); }
 
 bool IsBarrier(const Stmt& s) {
   const auto* e = s.as<EvaluateNode>();
   const auto* c = e ? e->value.as<CallNode>() : nullptr;
-  return c != nullptr && c->name == "kiln.barrier";
+  return c != nullptr && c->op == Intrinsic::kBarrier;
 }
 
 std::optional<int64_t> AsConstInt(const Expr& e) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "compiler/ir/intrinsic.h"
 
 namespace kiln::ir {
 
@@ -305,12 +306,13 @@ struct BufferLoadNode : ExprNode {
   const std::vector<Expr> indices;
 };
 
-// A pure intrinsic: "exp", "sqrt", "fabs", "fma" ... (codegen maps names).
+// A call of an intrinsic (compiler/ir/intrinsic.h): exp, sqrt, shl, dot4,
+// likely, ... (the code generators map each).
 struct CallNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kCall;
-  CallNode(DataType t, std::string n, std::vector<Expr> a)
-      : ExprNode(kKind, t), name(std::move(n)), args(std::move(a)) {}
-  const std::string name;
+  CallNode(DataType t, Intrinsic f, std::vector<Expr> a)
+      : ExprNode(kKind, t), op(f), args(std::move(a)) {}
+  const Intrinsic op;
   const std::vector<Expr> args;
 };
 
@@ -486,7 +488,7 @@ Expr Cast(DataType t, Expr v);
 Expr Broadcast(Expr v, int lanes);
 Expr Ramp(Expr base, Expr stride, int lanes);
 Expr Load(Buffer b, std::vector<Expr> indices);  // dtype: buffer's, lanes of a Ramp index
-Expr Call(DataType t, std::string name, std::vector<Expr> args);
+Expr Call(DataType t, Intrinsic op, std::vector<Expr> args);
 Expr Reduce(ReduceKind kind, Expr source, std::vector<IterRange> axes, Expr init);
 Expr Let(Var v, Expr value, Expr body);
 

@@ -164,7 +164,7 @@ class Printer {
       }
       case ExprKind::kCall: {
         const auto* n = e.to<CallNode>();
-        PrintCall(n->name, n->args);
+        PrintCall(std::string(NameOf(n->op)), n->args);
         return;
       }
       case ExprKind::kReduce: {

@@ -59,7 +59,7 @@ class EqualChecker {
       case ExprKind::kCall: {
         const auto* x = a.to<CallNode>();
         const auto* y = b.to<CallNode>();
-        return x->name == y->name && Exprs(x->args, y->args);
+        return x->op == y->op && Exprs(x->args, y->args);
       }
       case ExprKind::kReduce: {
         const auto* x = a.to<ReduceNode>();
@@ -261,7 +261,7 @@ class Hasher {
       }
       case ExprKind::kCall: {
         const auto* n = e.to<CallNode>();
-        MixString(n->name);
+        MixString(std::string(NameOf(n->op)));
         for (const Expr& a : n->args) Expr_(a);
         return;
       }

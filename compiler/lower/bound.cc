@@ -32,7 +32,7 @@ class RegionCollector : public StmtVisitor {
   }
   // An intrinsic's memory operand reads the box of its footprint (AddressOf).
   void VisitCall(const CallNode* op) override {
-    const auto* load = op->name == "kiln.address_of" && op->args.size() > 1
+    const auto* load = op->op == Intrinsic::kAddressOf && op->args.size() > 1
                            ? op->args[0].as<BufferLoadNode>()
                            : nullptr;
     if (load == nullptr) return StmtVisitor::VisitCall(op);

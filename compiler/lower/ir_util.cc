@@ -246,11 +246,11 @@ bool IsNoOp(const Stmt& s) {
 
 Stmt NoOp() { return Seq({}); }
 
-Expr Likely(const Expr& cond) { return Call(DataType::Bool(), "likely", {cond}); }
+Expr Likely(const Expr& cond) { return Call(DataType::Bool(), Intrinsic::kLikely, {cond}); }
 
 bool IsLikely(const Expr& e) {
   const auto* c = e.as<CallNode>();
-  return c && c->name == "likely" && c->args.size() == 1;
+  return c && c->op == Intrinsic::kLikely && c->args.size() == 1;
 }
 
 bool UsesVar(const Expr& e, const VarNode* v) {

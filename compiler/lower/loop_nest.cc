@@ -374,8 +374,8 @@ class NestBuilder {
         for (int64_t b = 0; b < (span + 1) * bytes; b += 64) {
           std::vector<Expr> at = idx;
           at.back() = Simplify(idx.back() + IntImm(b / bytes));
-          lines.push_back(
-              Evaluate(Call(DataType::Int32(), "prefetch", {AddressOf(Load(l->buffer, at))})));
+          lines.push_back(Evaluate(
+              Call(DataType::Int32(), Intrinsic::kPrefetch, {AddressOf(Load(l->buffer, at))})));
         }
       }
       Stmt pf = Seq(std::move(lines));

@@ -228,7 +228,7 @@ class SelectPartitioner : public StmtMutator {
 class LikelyStripper : public StmtMutator {
  protected:
   Expr VisitCall(const CallNode* op, const Expr& self) override {
-    if (op->name == "likely" && op->args.size() == 1) return VisitExpr(op->args[0]);
+    if (op->op == Intrinsic::kLikely && op->args.size() == 1) return VisitExpr(op->args[0]);
     return ExprMutator::VisitCall(op, self);
   }
 };

@@ -243,7 +243,7 @@ class Simplifier : public StmtMutator {
   Expr VisitCall(const CallNode* op, const Expr& self) override {
     Expr r = ExprMutator::VisitCall(op, self);
     const auto* c = r.as<CallNode>();
-    if (c && c->name == "likely" && c->args.size() == 1 && AsConstInt(c->args[0]))
+    if (c && c->op == Intrinsic::kLikely && c->args.size() == 1 && AsConstInt(c->args[0]))
       return c->args[0];
     return r;
   }

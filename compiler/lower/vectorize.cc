@@ -102,9 +102,9 @@ class LoopVectorizer {
           vec = vec || r->dtype().is_vector();
           args.push_back(*r);
         }
-        if (!vec) return Call(c->dtype, c->name, args);
+        if (!vec) return Call(c->dtype, c->op, args);
         for (Expr& a : args) a = ToVector(a);
-        return Call(c->dtype.WithLanes(lanes_), c->name, args);
+        return Call(c->dtype.WithLanes(lanes_), c->op, args);
       }
       default:
         break;

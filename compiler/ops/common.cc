@@ -228,9 +228,9 @@ ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte) {
   const DataType i32 = DataType::Int32();
   Expr v;
   for (int j = 0; j < 4; ++j) {
-    Expr b = Call(i32, "bitand", {Cast(i32, byte(j)), IntImm(255, i32)});
-    if (j > 0) b = Call(i32, "shl", {b, IntImm(8 * j, i32)});
-    v = j == 0 ? b : Call(i32, "bitor", {v, b});
+    Expr b = Call(i32, Intrinsic::kBitAnd, {Cast(i32, byte(j)), IntImm(255, i32)});
+    if (j > 0) b = Call(i32, Intrinsic::kShl, {b, IntImm(8 * j, i32)});
+    v = j == 0 ? b : Call(i32, Intrinsic::kBitOr, {v, b});
   }
   return v;
 }
@@ -238,35 +238,37 @@ ir::Expr PackBytes4(const std::function<ir::Expr(int)>& byte) {
 ir::Expr PackHalves(const ir::Expr& lo, const ir::Expr& hi) {
   using namespace ir;
   const DataType i32 = DataType::Int32();
-  return Call(
-      i32, "bitor",
-      {Call(i32, "bitand", {lo, IntImm(0xffff, i32)}), Call(i32, "shl", {hi, IntImm(16, i32)})});
+  return Call(i32, Intrinsic::kBitOr,
+              {Call(i32, Intrinsic::kBitAnd, {lo, IntImm(0xffff, i32)}),
+               Call(i32, Intrinsic::kShl, {hi, IntImm(16, i32)})});
 }
 
 ir::Expr PairOfBytes(const ir::Expr& word, const ir::Expr& p) {
   using namespace ir;
   const DataType i32 = DataType::Int32();
-  Expr at = Call(i32, "shr", {word, Cast(i32, p) * IntImm(16, i32)});
-  return PackHalves(
-      Call(i32, "bitand", {at, IntImm(255, i32)}),
-      Call(i32, "bitand", {Call(i32, "shr", {at, IntImm(8, i32)}), IntImm(255, i32)}));
+  Expr at = Call(i32, Intrinsic::kShr, {word, Cast(i32, p) * IntImm(16, i32)});
+  return PackHalves(Call(i32, Intrinsic::kBitAnd, {at, IntImm(255, i32)}),
+                    Call(i32, Intrinsic::kBitAnd,
+                         {Call(i32, Intrinsic::kShr, {at, IntImm(8, i32)}), IntImm(255, i32)}));
 }
 
-bool PairsOfHalves(const Target& t) { return std::string_view(Dot4Intrinsic(t)) != "dot4_vnni"; }
+bool PairsOfHalves(const Target& t) { return Dot4Intrinsic(t) != ir::Intrinsic::kDot4Vnni; }
 
 ir::Expr FlipBytes(ir::Expr packed) {
   const ir::DataType i32 = ir::DataType::Int32();
-  return ir::Call(i32, "bitxor", {packed, ir::IntImm(static_cast<int32_t>(0x80808080u), i32)});
+  return ir::Call(i32, Intrinsic::kBitXor,
+                  {packed, ir::IntImm(static_cast<int32_t>(0x80808080u), i32)});
 }
 
 ir::Expr Bf16Bits(const ir::Expr& x) {
   using namespace ir;
   const DataType i32 = DataType::Int32();
-  Expr bits = Call(i32, "reinterpret", {x});
-  Expr odd = Call(i32, "bitand", {Call(i32, "shr", {bits, IntImm(16, i32)}), IntImm(1, i32)});
-  Expr rounded = Call(i32, "shr", {bits + IntImm(0x7fff, i32) + odd, IntImm(16, i32)});
-  return Select(Call(DataType::Bool(), "isnan", {x}), IntImm(0x7fc0, i32),
-                Call(i32, "bitand", {rounded, IntImm(0xffff, i32)}));
+  Expr bits = Call(i32, Intrinsic::kReinterpret, {x});
+  Expr odd = Call(i32, Intrinsic::kBitAnd,
+                  {Call(i32, Intrinsic::kShr, {bits, IntImm(16, i32)}), IntImm(1, i32)});
+  Expr rounded = Call(i32, Intrinsic::kShr, {bits + IntImm(0x7fff, i32) + odd, IntImm(16, i32)});
+  return Select(Call(DataType::Bool(), Intrinsic::kIsNan, {x}), IntImm(0x7fc0, i32),
+                Call(i32, Intrinsic::kBitAnd, {rounded, IntImm(0xffff, i32)}));
 }
 
 ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input) {
@@ -276,11 +278,11 @@ ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input) {
   return signed_input ? z + ir::IntImm(128, i32) : z;
 }
 
-const char* Dot4Intrinsic(const Target& t) {
+ir::Intrinsic Dot4Intrinsic(const Target& t) {
   return t.HasFeature("avx512vnni") || t.HasFeature("avxvnni") || t.HasFeature("dotprod") ||
                  t.HasFeature("i8mm")
-             ? "dot4_vnni"
-             : "dot4";
+             ? ir::Intrinsic::kDot4Vnni
+             : ir::Intrinsic::kDot4;
 }
 
 bool AmxRowsFit(int64_t row_bytes) {
@@ -325,7 +327,7 @@ absl::Status CheckAmxTiles(const Config& c, int64_t vector_rows, const char* wha
   return absl::OkStatus();
 }
 
-te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row_bytes,
+te::TensorizeFn AmxTileProducts(ir::Intrinsic intrinsic, te::Tensor A, int64_t row_bytes,
                                 te::Tensor Bp, int64_t m, int64_t tile_m, int64_t tile_n,
                                 std::optional<AmxInPlaceTaps> in_place) {
   using namespace ir;

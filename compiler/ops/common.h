@@ -107,7 +107,7 @@ ir::Expr FlipBytes(ir::Expr packed);
 // and the dot2_bf16 intrinsic).
 ir::Expr Bf16Bits(const ir::Expr& x);
 ir::Expr UnsignedZeroPoint(const te::Tensor& zero_point, bool signed_input);
-const char* Dot4Intrinsic(const Target& t);
+ir::Intrinsic Dot4Intrinsic(const Target& t);
 
 // AMX (codegen/llvm_amx.h): the byte products of the int8 matmul
 // (AMX-INT8) and the bfloat16 pairs of the bf16 dense (AMX-BF16) as tile
@@ -145,7 +145,7 @@ struct AmxInPlaceTaps {
   int64_t k_steps;        // tile steps of all taps
   int64_t reach_rows;     // A's rows a box reads: tile_m and the taps' shift
 };
-te::TensorizeFn AmxTileProducts(const char* intrinsic, te::Tensor A, int64_t row_bytes,
+te::TensorizeFn AmxTileProducts(ir::Intrinsic intrinsic, te::Tensor A, int64_t row_bytes,
                                 te::Tensor Bp, int64_t m, int64_t tile_m, int64_t tile_n,
                                 std::optional<AmxInPlaceTaps> in_place = std::nullopt);
 // The generic matmul of uint8/int8 A by int8 B with A's zero point only

@@ -105,8 +105,8 @@ absl::StatusOr<Built> BuildAmx(const Workload& w, const Target& t, const Config&
   if (w.Int("bias")) bias = te::Placeholder("bias", {d.K});
   auto eps = EpilogueOperands(w);
   AmxConvSpec spec;
-  spec.intrinsic = "amx_dpbf16ps";
-  spec.dot = "dot2_bf16";
+  spec.intrinsic = ir::Intrinsic::kAmxDpbf16ps;
+  spec.dot = ir::Intrinsic::kDot2Bf16;
   spec.lanes = 2;
   spec.run = d.ib / 2;
   spec.acc_type = DataType::Float32();
@@ -199,7 +199,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
     Expr h = i[2] * IntImm(d.sh) + rr.var * IntImm(d.dh);
     Expr x = i[3] * IntImm(d.sw) + rs.var * IntImm(d.dw);
     Expr row = ((rc.var * IntImm(d.R) + rr.var) * IntImm(d.S) + rs.var) * IntImm(J) + rj.var;
-    return te::Sum(Call(DataType::Float32(), "dot2_bf16",
+    return te::Sum(Call(DataType::Float32(), Intrinsic::kDot2Bf16,
                         {xp({i[0], rc.var, h, x, rj.var}), Wp({i[1], row, i[4]})}),
                    {rc, rr, rs, rj});
   });

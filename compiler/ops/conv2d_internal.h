@@ -184,10 +184,10 @@ absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const
 // [1][K / 16][OH][OW][16]; parallel=2 over pixel boxes, 1 over channel
 // panels). No dilation: `g`'s fields say the layer.
 struct AmxConvSpec {
-  const char* intrinsic;  // amx_dpbusd, amx_dpbf16ps
-  const char* dot;        // one word's products, the compute's spec: dot4_vnni, dot2_bf16
-  int64_t lanes;          // channels per word
-  int64_t run = 0;        // words of a pixel contiguous in the input (its channel block)
+  ir::Intrinsic intrinsic;  // amx_dpbusd, amx_dpbf16ps
+  ir::Intrinsic dot;        // one word's products, the compute's spec: dot4_vnni, dot2_bf16
+  int64_t lanes;            // channels per word
+  int64_t run = 0;          // words of a pixel contiguous in the input (its channel block)
   ir::DataType acc_type;
   // The word of channels c0 .. c0 + lanes - 1 at input pixel (ih, iw), the
   // padding's value outside the image.
@@ -225,6 +225,6 @@ struct AmxConvStages {
 };
 AmxConvStages AmxConvCompute(const GenericConvDims& g, const Config& c, const AmxConvSpec& spec);
 void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,
-                     const Config& c, const char* intrinsic);
+                     const Config& c, ir::Intrinsic intrinsic);
 
 }  // namespace kiln::compiler::ops

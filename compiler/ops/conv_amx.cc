@@ -264,7 +264,7 @@ namespace {
 // tm pixels of an output row (parallel=2 shares the rows, 1 the channel
 // panels) its tiles read xpad's rows, each tap a shift.
 void ScheduleAmxConvInPlace(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,
-                            const Config& c, const char* intrinsic) {
+                            const Config& c, ir::Intrinsic intrinsic) {
   const int64_t tm = c.at("amx_m"), tn = c.at("amx_n"), par = c.at("parallel");
   {
     auto [qo, qi] = s.Split(st.xpad, s.Axis(st.xpad, 1), st.run > 1 ? st.run : kAmxTile);
@@ -281,14 +281,14 @@ void ScheduleAmxConvInPlace(te::Schedule& s, const te::Tensor& out, const AmxCon
   s.Vectorize(out, kv);
   if (par) s.Parallel(out, channels_outer ? ko : oh);
   s.ComputeAt(st.acc, out, channels_outer ? owo : ko);
-  s.Tensorize(st.acc, s.Axis(st.acc, 0), intrinsic,
+  s.Tensorize(st.acc, s.Axis(st.acc, 0), std::string(NameOf(intrinsic)),
               AmxTileProducts(intrinsic, st.xpad, st.a_row_bytes, st.wpack, st.P, tm, tn, st.taps));
 }
 
 }  // namespace
 
 void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages& st,
-                     const Config& c, const char* intrinsic) {
+                     const Config& c, ir::Intrinsic intrinsic) {
   if (st.in_place) return ScheduleAmxConvInPlace(s, out, st, c, intrinsic);
   const int64_t tm = c.at("amx_m"), tn = c.at("amx_n"), par = c.at("parallel");
   {
@@ -318,7 +318,7 @@ void ScheduleAmxConv(te::Schedule& s, const te::Tensor& out, const AmxConvStages
   // channel panels read them, and stay in L1/L2 (at the root, a 56x56
   // layer's 1.8 MB went through memory).
   if (!channels_outer) s.ComputeAt(st.im2col, out, po);
-  s.Tensorize(st.acc, s.Axis(st.acc, 0), intrinsic,
+  s.Tensorize(st.acc, s.Axis(st.acc, 0), std::string(NameOf(intrinsic)),
               AmxTileProducts(intrinsic, st.im2col, st.Q * 4, st.wpack, st.P, tm, tn));
 }
 
@@ -336,8 +336,8 @@ absl::StatusOr<Built> BuildInt8ConvAmx(const Workload& w, const Target& t, const
   auto eps = EpilogueOperands(w);
   const Expr xz = XZ(std::vector<Expr>(XZ->shape.size(), IntImm(0)));
   AmxConvSpec spec;
-  spec.intrinsic = "amx_dpbusd";
-  spec.dot = "dot4_vnni";
+  spec.intrinsic = ir::Intrinsic::kAmxDpbusd;
+  spec.dot = ir::Intrinsic::kDot4Vnni;
   spec.lanes = 4;
   spec.run = w.IntOr("in_block", 0) / 4;
   spec.acc_type = DataType::Int32();

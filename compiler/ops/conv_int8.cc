@@ -173,7 +173,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
                            FloorMod(i[1], IntImm(P)));
       },
       i32);
-  const char* dot = P == 1 ? Dot4Intrinsic(t) : "dot2";
+  const ir::Intrinsic dot = P == 1 ? Dot4Intrinsic(t) : ir::Intrinsic::kDot2;
   IterRange rc = te::ReduceAxis(d.C4, "rc"), rr = te::ReduceAxis(d.R, "rr"),
             rs = te::ReduceAxis(d.S, "rs"), rp = te::ReduceAxis(P, "rp");
   te::Tensor acc = te::Compute(

@@ -149,7 +149,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
   // (J = 1: the RGB stem's one word is not padded to four). Without VNNI
   // each word is two pairs of channels (P = 2), as 16-bit halves of an int32
   // (dot2: x86's pmaddwd, exact), the weights packed in pairs to match.
-  const char* dot = Dot4Intrinsic(t);
+  const ir::Intrinsic dot = Dot4Intrinsic(t);
   const int64_t P = PairsOfHalves(t) ? 2 : 1;
   const int64_t J = ib > 0 ? 4 : 1, G = (d.C4 + J - 1) / J, taps = G * d.R * d.S * J * P;
   te::Tensor wsum = Int8WeightSums(Wt);
@@ -221,7 +221,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
           if (P > 1) a = PairOfBytes(a, rp.var);
         }
         if (P == 1) return te::Sum(Call(i32, dot, {a, Wp({i[1], row, i[4]})}), {rc, rr, rs, rj});
-        return te::Sum(Call(i32, "dot2", {a, Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
+        return te::Sum(Call(i32, Intrinsic::kDot2, {a, Wp({i[1], row * IntImm(P) + rp.var, i[4]})}),
                        {rc, rr, rs, rj, rp});
       },
       i32);

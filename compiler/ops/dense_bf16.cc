@@ -148,7 +148,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
     std::vector<Expr> ai = {m, rk.var};
     if (d.batched) ai.insert(ai.begin(), i[0]);
     Expr bv = Bp({FloorDiv(n, IntImm(tn)), rk.var, FloorMod(n, IntImm(tn))});
-    return te::Sum(Call(DataType::Float32(), "dot2_bf16", {Ap(ai), bv}), {rk});
+    return te::Sum(Call(DataType::Float32(), Intrinsic::kDot2Bf16, {Ap(ai), bv}), {rk});
   });
   te::Tensor C;
   if (w.Int("bias")) C = te::Placeholder("C", w.Ints("bias_shape"));
@@ -184,7 +184,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
     // The box as AMX tile products of A's pairs (rows of S int32) and B's
     // panel (rows of tile_n pairs).
     s.Tensorize(acc, am, "amx_dpbf16ps",
-                AmxTileProducts("amx_dpbf16ps", Ap, S * 4, Bp, d.M, tm, tn));
+                AmxTileProducts(ir::Intrinsic::kAmxDpbf16ps, Ap, S * 4, Bp, d.M, tm, tn));
     b.SetArgs({A, Bp, C}, eps, out);
     b.packs.push_back({1, B, Bp_of});
     return b;

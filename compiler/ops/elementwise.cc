@@ -19,13 +19,13 @@ Expr C(const Expr& x, double v) {
   return IntImm(static_cast<int64_t>(v), t);
 }
 
-Expr F(const std::string& name, const Expr& x) { return Call(x.dtype(), name, {x}); }
+Expr F(Intrinsic f, const Expr& x) { return Call(x.dtype(), f, {x}); }
 
 // erf: for float32 a rational approximation on x clamped to [-4, 4] (the
 // coefficients of Eigen's generic_fast_erf_float; within 5e-7 of erf
 // everywhere), which vectorizes, where a libm call runs lane by lane.
 Expr Erf(const Expr& x) {
-  if (x.dtype().Element() != DataType::Float32()) return F("erf", x);
+  if (x.dtype().Element() != DataType::Float32()) return F(Intrinsic::kErf, x);
   static const double kP[] = {-2.72614225801306e-10, 2.77068142495902e-08,  -2.10102402082508e-06,
                               -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
                               -1.60960333262415e-02};
@@ -37,7 +37,7 @@ Expr Erf(const Expr& x) {
   for (size_t i = 1; i < std::size(kP); ++i) p = p * x2 + C(x, kP[i]);
   for (size_t i = 1; i < std::size(kQ); ++i) q = q * x2 + C(x, kQ[i]);
   // NaN stays NaN (min/max would turn it into a bound).
-  return Select(Call(DataType::Bool(), "isnan", {x}), x, p * xc / q);
+  return Select(Call(DataType::Bool(), Intrinsic::kIsNan, {x}), x, p * xc / q);
 }
 
 absl::Status Arity(const std::string& fn, const std::vector<double>& p, size_t want) {
@@ -106,15 +106,19 @@ DataType ComputeType(DType t) {
 namespace {
 
 Expr U32(int64_t v) { return IntImm(v, DataType::UInt(32)); }
-Expr Shl(const Expr& x, int64_t n) { return Call(x.dtype(), "shl", {x, IntImm(n, x.dtype())}); }
-Expr Shr(const Expr& x, int64_t n) { return Call(x.dtype(), "shr", {x, IntImm(n, x.dtype())}); }
-Expr BitAnd(const Expr& x, int64_t m) {
-  return Call(x.dtype(), "bitand", {x, IntImm(m, x.dtype())});
+Expr Shl(const Expr& x, int64_t n) {
+  return Call(x.dtype(), Intrinsic::kShl, {x, IntImm(n, x.dtype())});
 }
-Expr BitOr(const Expr& x, const Expr& y) { return Call(x.dtype(), "bitor", {x, y}); }
+Expr Shr(const Expr& x, int64_t n) {
+  return Call(x.dtype(), Intrinsic::kShr, {x, IntImm(n, x.dtype())});
+}
+Expr BitAnd(const Expr& x, int64_t m) {
+  return Call(x.dtype(), Intrinsic::kBitAnd, {x, IntImm(m, x.dtype())});
+}
+Expr BitOr(const Expr& x, const Expr& y) { return Call(x.dtype(), Intrinsic::kBitOr, {x, y}); }
 // The bits of a float32 as uint32, and back.
-Expr Bits(const Expr& f) { return Call(DataType::UInt(32), "reinterpret", {f}); }
-Expr FromBits(const Expr& u) { return Call(DataType::Float32(), "reinterpret", {u}); }
+Expr Bits(const Expr& f) { return Call(DataType::UInt(32), Intrinsic::kReinterpret, {f}); }
+Expr FromBits(const Expr& u) { return Call(DataType::Float32(), Intrinsic::kReinterpret, {u}); }
 Expr F32(double v) { return FloatImm(v, DataType::Float32()); }
 
 }  // namespace
@@ -142,7 +146,7 @@ Expr DecodeStorageFloat(DType t, const Expr& bits) {
 // ONNX's Cast).
 Expr EncodeStorageFloat(DType t, const Expr& x, bool saturate) {
   Expr u = Bits(x);
-  Expr isnan = Call(DataType::Bool(), "isnan", {x});
+  Expr isnan = Call(DataType::Bool(), Intrinsic::kIsNan, {x});
   if (t == DType::kBFloat16) {
     Expr r = Shr(u + U32(0x7fff) + BitAnd(Shr(u, 16), 1), 16);
     return Cast(DataType::UInt(16), Select(isnan, U32(0x7fc0), r));
@@ -150,13 +154,13 @@ Expr EncodeStorageFloat(DType t, const Expr& x, bool saturate) {
   const MiniFloat f = Float8Format(t);
   const DataType i32 = DataType::Int32();
   Expr sign = Shr(u, 31) * U32(0x80);
-  Expr a = Call(DataType::Float32(), "fabs", {x});
+  Expr a = Call(DataType::Float32(), Intrinsic::kFabs, {x});
   Expr isinf = Eq(a, F32(INFINITY));
   // Round to the format's grid: the quantum is 2^(max(exp(a), Emin) - mant).
   Expr ea = Cast(i32, BitAnd(Shr(u, 23), 0xff)) - IntImm(127, i32);
   Expr qe = Max(ea, IntImm(f.Emin(), i32)) - IntImm(f.mant_bits, i32);
   Expr q = FromBits(Shl(Cast(DataType::UInt(32), qe + IntImm(127, i32)), 23));
-  Expr r = Call(DataType::Float32(), "roundeven", {a / q}) * q;
+  Expr r = Call(DataType::Float32(), Intrinsic::kRoundEven, {a / q}) * q;
   const float max = Float8ToFloat(t, static_cast<uint8_t>(f.MaxCode()));
   // Normal: exponent and mantissa of r; subnormal: r in units of the quantum.
   Expr ru = Bits(r);
@@ -180,8 +184,8 @@ Expr EncodeInt4(DType t, Expr x) {
   const DataType out = s ? DataType::Int(8) : DataType::UInt(8);
   if (x.dtype().is_float()) {
     Expr c = Max(Min(x, C(x, s ? 7 : 15)), C(x, s ? -8 : 0));
-    c = Select(Call(DataType::Bool(), "isnan", {x}), C(x, 0), c);
-    return Cast(out, Call(x.dtype(), "roundeven", {c}));
+    c = Select(Call(DataType::Bool(), Intrinsic::kIsNan, {x}), C(x, 0), c);
+    return Cast(out, Call(x.dtype(), Intrinsic::kRoundEven, {c}));
   }
   if (x.dtype().is_bool()) return Cast(out, x);
   const DataType w = DataType::Int64();
@@ -251,8 +255,8 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
       // NaN and out-of-range values saturate instead of being undefined.
       double lo = to->is_uint() ? 0.0 : -std::ldexp(1.0, to->bits - 1);
       double hi = to->is_uint() ? std::ldexp(1.0, to->bits) - 1 : std::ldexp(1.0, to->bits - 1) - 1;
-      Expr c =
-          Select(Call(DataType::Bool(), "isnan", {x}), C(x, 0), Max(Min(x, C(x, hi)), C(x, lo)));
+      Expr c = Select(Call(DataType::Bool(), Intrinsic::kIsNan, {x}), C(x, 0),
+                      Max(Min(x, C(x, hi)), C(x, lo)));
       if (t.bits == 32 && to->bits == 64) return Cast(*to, Cast(DataType::Float64(), c));
       return Cast(*to, c);
     }
@@ -264,7 +268,7 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
   }
   if (fn == "bitnot") {
     if (!t.is_integer()) return absl::InvalidArgumentError("bitnot needs an integer input");
-    return Call(t, "bitnot", {x});
+    return Call(t, Intrinsic::kBitNot, {x});
   }
   if (fn == "neg") {
     KILN_TRY(need(0));
@@ -272,7 +276,7 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
   }
   if (fn == "abs") {
     KILN_TRY(need(0));
-    if (fp) return F("fabs", x);
+    if (fp) return F(Intrinsic::kFabs, x);
     if (t.is_uint()) return x;
     return Select(x < C(x, 0), C(x, 0) - x, x);
   }
@@ -286,7 +290,7 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
   }
   if (fn == "isnan") {
     KILN_TRY(NeedFloat(fn, x));
-    return Call(DataType::Bool(), "isnan", {x});
+    return Call(DataType::Bool(), Intrinsic::kIsNan, {x});
   }
   if (fn == "isinf") {
     KILN_TRY(need(2));
@@ -299,42 +303,44 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
   }
   // Everything below computes on floats.
   KILN_TRY(NeedFloat(fn, x));
-  static const char* kDirect[] = {"sqrt", "exp",  "log",   "floor", "ceil",  "sin",
-                                  "cos",  "tan",  "asin",  "acos",  "atan",  "sinh",
-                                  "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid"};
+  using I = Intrinsic;
+  static constexpr Intrinsic kDirect[] = {I::kSqrt,  I::kExp,   I::kLog,    I::kFloor, I::kCeil,
+                                          I::kSin,   I::kCos,   I::kTan,    I::kAsin,  I::kAcos,
+                                          I::kAtan,  I::kSinh,  I::kCosh,   I::kTanh,  I::kAsinh,
+                                          I::kAcosh, I::kAtanh, I::kSigmoid};
   if (fn == "erf") {
     KILN_TRY(need(0));
     return Erf(x);
   }
-  for (const char* name : kDirect) {
-    if (fn == name) {
+  for (Intrinsic f : kDirect) {
+    if (fn == NameOf(f)) {
       KILN_TRY(need(0));
-      return F(fn, x);
+      return F(f, x);
     }
   }
-  if (fn == "round") return F("roundeven", x);
+  if (fn == "round") return F(Intrinsic::kRoundEven, x);
   if (fn == "reciprocal") return C(x, 1) / x;
   if (fn == "softplus") {
     // log(1 + exp(x)), stable for large x.
-    return Select(x > C(x, 20), x, F("log", C(x, 1) + F("exp", x)));
+    return Select(x > C(x, 20), x, F(Intrinsic::kLog, C(x, 1) + F(Intrinsic::kExp, x)));
   }
-  if (fn == "softsign") return x / (C(x, 1) + F("fabs", x));
+  if (fn == "softsign") return x / (C(x, 1) + F(Intrinsic::kFabs, x));
   if (fn == "leakyrelu") {
     KILN_TRY(need(1));
     return Select(x < C(x, 0), x * C(x, p[0]), x);
   }
   if (fn == "elu") {
     KILN_TRY(need(1));
-    return Select(x < C(x, 0), C(x, p[0]) * (F("exp", x) - C(x, 1)), x);
+    return Select(x < C(x, 0), C(x, p[0]) * (F(Intrinsic::kExp, x) - C(x, 1)), x);
   }
   if (fn == "selu") {
     KILN_TRY(need(2));
-    return Select(x <= C(x, 0), C(x, p[1]) * (C(x, p[0]) * F("exp", x) - C(x, p[0])),
+    return Select(x <= C(x, 0), C(x, p[1]) * (C(x, p[0]) * F(Intrinsic::kExp, x) - C(x, p[0])),
                   C(x, p[1]) * x);
   }
   if (fn == "celu") {
     KILN_TRY(need(1));
-    Expr e = C(x, p[0]) * (F("exp", x / C(x, p[0])) - C(x, 1));
+    Expr e = C(x, p[0]) * (F(Intrinsic::kExp, x / C(x, p[0])) - C(x, 1));
     return Max(x, C(x, 0)) + Min(C(x, 0), e);
   }
   if (fn == "hardsigmoid") {
@@ -366,15 +372,15 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
   }
   if (fn == "gelu_tanh") {
     Expr inner = C(x, std::sqrt(2.0 / M_PI)) * (x + C(x, 0.044715) * x * x * x);
-    return C(x, 0.5) * x * (C(x, 1) + F("tanh", inner));
+    return C(x, 0.5) * x * (C(x, 1) + F(Intrinsic::kTanh, inner));
   }
   if (fn == "mish") {
-    Expr sp = Select(x > C(x, 20), x, F("log", C(x, 1) + F("exp", x)));
-    return x * F("tanh", sp);
+    Expr sp = Select(x > C(x, 20), x, F(Intrinsic::kLog, C(x, 1) + F(Intrinsic::kExp, x)));
+    return x * F(Intrinsic::kTanh, sp);
   }
   if (fn == "swish") {
     KILN_TRY(need(1));
-    return x * F("sigmoid", x * C(x, p[0]));
+    return x * F(Intrinsic::kSigmoid, x * C(x, p[0]));
   }
   if (fn == "scale") {
     KILN_TRY(need(2));
@@ -384,8 +390,8 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
     KILN_TRY(need(1));
     if (p[0] == 2) return x * x;
     if (p[0] == 1) return x;
-    if (p[0] == 0.5) return F("sqrt", x);
-    return Call(t, "pow", {x, C(x, p[0])});
+    if (p[0] == 0.5) return F(Intrinsic::kSqrt, x);
+    return Call(t, Intrinsic::kPow, {x, C(x, p[0])});
   }
 #undef KILN_TRY
   return absl::InvalidArgumentError(StrCat("unknown elementwise function '", fn, "'"));
@@ -397,12 +403,12 @@ absl::StatusOr<Expr> BinaryFn(const std::string& fn, Expr a, Expr b) {
   if (fn == "pow") {
     if (!a.dtype().is_float()) {
       // Integer base: compute in double and truncate back, as onnxruntime does.
-      Expr r = Call(DataType::Float64(), "pow",
+      Expr r = Call(DataType::Float64(), Intrinsic::kPow,
                     {Cast(DataType::Float64(), a), Cast(DataType::Float64(), b)});
       return Cast(a.dtype(), r);
     }
     if (b.dtype() != a.dtype()) b = Cast(a.dtype(), b);
-    return Call(a.dtype(), "pow", {a, b});
+    return Call(a.dtype(), Intrinsic::kPow, {a, b});
   }
   if (a.dtype() != b.dtype()) {
     return absl::InvalidArgumentError(
@@ -420,8 +426,8 @@ absl::StatusOr<Expr> BinaryFn(const std::string& fn, Expr a, Expr b) {
   }
   if (fn == "mod" || fn == "fmod") {
     if (fp) {
-      if (fn == "fmod") return Call(t, "fmod", {a, b});
-      Expr r = Call(t, "fmod", {a, b});
+      if (fn == "fmod") return Call(t, Intrinsic::kFmod, {a, b});
+      Expr r = Call(t, Intrinsic::kFmod, {a, b});
       // Python-style: the result takes the divisor's sign.
       return Select(Ne(r, C(r, 0)) && Ne(r < C(r, 0), b < C(b, 0)), r + b, r);
     }
@@ -443,9 +449,11 @@ absl::StatusOr<Expr> BinaryFn(const std::string& fn, Expr a, Expr b) {
     if (fn == "or") return a || b;
     return Ne(a, b);
   }
-  if (fn == "bitand" || fn == "bitor" || fn == "bitxor" || fn == "shl" || fn == "shr") {
+  for (Intrinsic f : {Intrinsic::kBitAnd, Intrinsic::kBitOr, Intrinsic::kBitXor, Intrinsic::kShl,
+                      Intrinsic::kShr}) {
+    if (fn != NameOf(f)) continue;
     if (!t.is_integer()) return absl::InvalidArgumentError(StrCat(fn, " needs integer inputs"));
-    return Call(t, fn, {a, b});
+    return Call(t, f, {a, b});
   }
   return absl::InvalidArgumentError(StrCat("unknown elementwise function '", fn, "'"));
 }

@@ -489,7 +489,7 @@ absl::StatusOr<te::Tensor> OneHotOp(const Workload& w, const std::vector<te::Ten
           if (static_cast<int64_t>(d) != a) iidx.push_back(o[d]);
         }
         Expr v = ind(iidx);
-        v = v.dtype().is_float() ? Cast(DataType::Int64(), Call(v.dtype(), "trunc", {v}))
+        v = v.dtype().is_float() ? Cast(DataType::Int64(), Call(v.dtype(), Intrinsic::kTrunc, {v}))
                                  : Cast(DataType::Int64(), v);
         v = Select(v < IntImm(0), v + IntImm(depth), v);
         return Select(Eq(v, Expr(o[a])), vals({IntImm(1)}), vals({IntImm(0)}));

@@ -57,7 +57,7 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
   }
   const DataType f64 = DataType::Float64();
   auto F = [&](double v) { return FloatImm(v, f64); };
-  auto floor = [&](Expr v) { return Call(f64, "floor", {v}); };
+  auto floor = [&](Expr v) { return Call(f64, Intrinsic::kFloor, {v}); };
   return te::Compute(
       "resize", out,
       [&](const std::vector<Var>& o) {
@@ -107,7 +107,7 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
             Expr i;
             switch (nearest[d]) {
               case 0:  // round_prefer_floor
-                i = Call(f64, "ceil", {src - F(0.5)});
+                i = Call(f64, Intrinsic::kCeil, {src - F(0.5)});
                 break;
               case 1:  // round_prefer_ceil
                 i = floor(src + F(0.5));
@@ -116,7 +116,7 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
                 i = floor(src);
                 break;
               default:
-                i = Call(f64, "ceil", {src});
+                i = Call(f64, Intrinsic::kCeil, {src});
                 break;
             }
             idx[d] = {Cast(DataType::Int64(), i)};
@@ -136,7 +136,7 @@ absl::StatusOr<te::Tensor> ResizeOp(const Workload& w, const std::vector<te::Ten
             Expr sum;
             for (int64_t j = 0; j < n; ++j) {
               Expr i = start + IntImm(j);
-              Expr t = Call(f64, "fabs", {(Cast(f64, i) - src) * F(sc)});
+              Expr t = Call(f64, Intrinsic::kFabs, {(Cast(f64, i) - src) * F(sc)});
               Expr k;
               if (mode == 1) {
                 k = Max(F(1) - t, F(0));
@@ -229,7 +229,7 @@ absl::StatusOr<te::Tensor> GridSampleOp(const Workload& w, const std::vector<te:
   out.insert(out.end(), gs.begin() + 1, gs.end() - 1);
   const DataType f64 = DataType::Float64(), i64 = DataType::Int64();
   auto F = [&](double v) { return FloatImm(v, f64); };
-  auto floor = [&](Expr v) { return Call(f64, "floor", {v}); };
+  auto floor = [&](Expr v) { return Call(f64, Intrinsic::kFloor, {v}); };
   // v reflected into [lo, hi] by its borders, back and forth (a triangle
   // wave of period 2 (hi - lo): ONNX's fold by the nearer border, as an
   // expression that names v twice, not once per case: the C and CUDA
@@ -239,7 +239,7 @@ absl::StatusOr<te::Tensor> GridSampleOp(const Workload& w, const std::vector<te:
     if (range <= 0) return F(lo);
     Expr u = v - F(lo);
     Expr m = u - F(2 * range) * floor(u / F(2 * range));
-    return F(lo + range) - Call(f64, "fabs", {m - F(range)});
+    return F(lo + range) - Call(f64, Intrinsic::kFabs, {m - F(range)});
   };
   return te::Compute(
       "grid_sample", out,
@@ -253,7 +253,7 @@ absl::StatusOr<te::Tensor> GridSampleOp(const Workload& w, const std::vector<te:
           at.push_back(IntImm(static_cast<int64_t>(r - 1 - d)));
           Expr g = Cast(f64, grid(at));
           Expr v = align ? (g + F(1)) / F(2) * F(size - 1) : ((g + F(1)) * F(size) - F(1)) / F(2);
-          if (mode == 1) v = Call(f64, "roundeven", {v});
+          if (mode == 1) v = Call(f64, Intrinsic::kRoundEven, {v});
           const double lo = align ? 0 : -0.5, hi = align ? size - 1 : size - 0.5;
           if (padding == 1) {
             v = Select(v < F(lo) || v > F(hi), Min(Max(v, F(0)), F(size - 1)), v);

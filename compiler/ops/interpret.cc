@@ -284,10 +284,11 @@ class Evaluator {
   Val Call(const CallNode* n) {
     std::vector<Val> a;
     for (const Expr& e : n->args) a.push_back(Eval(e));
-    const std::string& f = n->name;
+    using I = Intrinsic;
+    const I f = n->op;
     DataType t = n->dtype;
     DataType at = n->args.empty() ? t : n->args[0].dtype();
-    if (f == "reinterpret" && a.size() == 1 && at.bits == t.bits &&
+    if (f == I::kReinterpret && a.size() == 1 && at.bits == t.bits &&
         (t.bits == 32 || t.bits == 64)) {
       uint64_t bits = 0;
       if (at.is_float() && at.bits == 32) {
@@ -306,13 +307,13 @@ class Evaluator {
     if (at.is_integer() || at.is_bool()) {
       int64_t x = a.empty() ? 0 : a[0].i, y = a.size() > 1 ? a[1].i : 0;
       uint64_t ux = static_cast<uint64_t>(x);
-      if (f == "abs") return Fix(t, {0, x < 0 ? -x : x});
-      if (f == "bitand") return Fix(t, {0, x & y});
-      if (f == "bitor") return Fix(t, {0, x | y});
-      if (f == "bitxor") return Fix(t, {0, x ^ y});
-      if (f == "bitnot") return Fix(t, {0, ~x});
-      if (f == "shl") return Fix(t, {0, y >= at.bits || y < 0 ? 0 : static_cast<int64_t>(ux << y)});
-      if (f == "shr") {
+      if (f == I::kBitAnd) return Fix(t, {0, x & y});
+      if (f == I::kBitOr) return Fix(t, {0, x | y});
+      if (f == I::kBitXor) return Fix(t, {0, x ^ y});
+      if (f == I::kBitNot) return Fix(t, {0, ~x});
+      if (f == I::kShl)
+        return Fix(t, {0, y >= at.bits || y < 0 ? 0 : static_cast<int64_t>(ux << y)});
+      if (f == I::kShr) {
         if (at.is_uint()) {
           uint64_t mask = at.bits == 64 ? ~uint64_t{0} : (uint64_t{1} << at.bits) - 1;
           return Fix(t, {0, y >= at.bits || y < 0 ? 0 : static_cast<int64_t>((ux & mask) >> y)});
@@ -324,43 +325,34 @@ class Evaluator {
     }
     double x = a.empty() ? 0 : a[0].f, y = a.size() > 1 ? a[1].f : 0;
     auto fl = [&](double r) { return Fix(t, {r, 0}); };
-    if (f == "isnan") return {0, std::isnan(x)};
-    if (f == "isinf") return {0, std::isinf(x)};
-    static const std::map<std::string, double (*)(double)> kUnary = {
-        {"exp", [](double v) { return std::exp(v); }},
-        {"log", [](double v) { return std::log(v); }},
-        {"sqrt", [](double v) { return std::sqrt(v); }},
-        {"fabs", [](double v) { return std::fabs(v); }},
-        {"floor", [](double v) { return std::floor(v); }},
-        {"ceil", [](double v) { return std::ceil(v); }},
-        {"trunc", [](double v) { return std::trunc(v); }},
-        {"round", [](double v) { return std::round(v); }},
-        {"roundeven", Round},
-        {"sin", [](double v) { return std::sin(v); }},
-        {"cos", [](double v) { return std::cos(v); }},
-        {"tan", [](double v) { return std::tan(v); }},
-        {"asin", [](double v) { return std::asin(v); }},
-        {"acos", [](double v) { return std::acos(v); }},
-        {"atan", [](double v) { return std::atan(v); }},
-        {"sinh", [](double v) { return std::sinh(v); }},
-        {"cosh", [](double v) { return std::cosh(v); }},
-        {"tanh", [](double v) { return std::tanh(v); }},
-        {"asinh", [](double v) { return std::asinh(v); }},
-        {"acosh", [](double v) { return std::acosh(v); }},
-        {"atanh", [](double v) { return std::atanh(v); }},
-        {"erf", [](double v) { return std::erf(v); }},
-        {"sigmoid", [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
+    if (f == I::kIsNan) return {0, std::isnan(x)};
+    static const std::map<I, double (*)(double)> kUnary = {
+        {I::kExp, [](double v) { return std::exp(v); }},
+        {I::kLog, [](double v) { return std::log(v); }},
+        {I::kSqrt, [](double v) { return std::sqrt(v); }},
+        {I::kFabs, [](double v) { return std::fabs(v); }},
+        {I::kFloor, [](double v) { return std::floor(v); }},
+        {I::kCeil, [](double v) { return std::ceil(v); }},
+        {I::kTrunc, [](double v) { return std::trunc(v); }},
+        {I::kRoundEven, Round},
+        {I::kSin, [](double v) { return std::sin(v); }},
+        {I::kCos, [](double v) { return std::cos(v); }},
+        {I::kTan, [](double v) { return std::tan(v); }},
+        {I::kAsin, [](double v) { return std::asin(v); }},
+        {I::kAcos, [](double v) { return std::acos(v); }},
+        {I::kAtan, [](double v) { return std::atan(v); }},
+        {I::kSinh, [](double v) { return std::sinh(v); }},
+        {I::kCosh, [](double v) { return std::cosh(v); }},
+        {I::kTanh, [](double v) { return std::tanh(v); }},
+        {I::kAsinh, [](double v) { return std::asinh(v); }},
+        {I::kAcosh, [](double v) { return std::acosh(v); }},
+        {I::kAtanh, [](double v) { return std::atanh(v); }},
+        {I::kErf, [](double v) { return std::erf(v); }},
+        {I::kSigmoid, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
     };
     if (auto it = kUnary.find(f); it != kUnary.end() && a.size() == 1) return fl(it->second(x));
-    if (f == "pow" && a.size() == 2) return fl(std::pow(x, y));
-    if (f == "fmod" && a.size() == 2) return fl(std::fmod(x, y));
-    if (f == "fmax" && a.size() == 2) return fl(std::fmax(x, y));
-    if (f == "fmin" && a.size() == 2) return fl(std::fmin(x, y));
-    if (f == "fmaximum" && a.size() == 2)
-      return fl(std::isnan(x) || std::isnan(y) ? NAN : std::fmax(x, y));
-    if (f == "fminimum" && a.size() == 2)
-      return fl(std::isnan(x) || std::isnan(y) ? NAN : std::fmin(x, y));
-    if (f == "fma" && a.size() == 3) return fl(x * y + a[2].f);
+    if (f == I::kPow && a.size() == 2) return fl(std::pow(x, y));
+    if (f == I::kFmod && a.size() == 2) return fl(std::fmod(x, y));
     Fail(StrCat("unknown intrinsic '", f, "' with ", a.size(), " arguments"));
     return {};
   }

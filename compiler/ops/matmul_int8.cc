@@ -224,7 +224,7 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
         },
         i32);
   }
-  const char* dot = pairs ? "dot2" : Dot4Intrinsic(t);
+  const ir::Intrinsic dot = pairs ? ir::Intrinsic::kDot2 : Dot4Intrinsic(t);
   IterRange rk = te::ReduceAxis(S, "rk");
   te::Tensor acc = te::Compute(
       "acc", {d.M, d.N},
@@ -262,7 +262,8 @@ absl::StatusOr<Built> Build(const Workload& w, const Target& t, const Config& c)
     // The tile x tile box of acc, its whole reduction, as AMX tile products:
     // A's rows as they are (uint8, K a multiple of 64), B's panel (its rows
     // of 16 int32 are tile rows: 4 k of one column each), into acc's scratch.
-    s.Tensorize(acc, am, "amx_dpbusd", AmxTileProducts("amx_dpbusd", A, d.K, Bp, d.M, tm, tn));
+    s.Tensorize(acc, am, "amx_dpbusd",
+                AmxTileProducts(ir::Intrinsic::kAmxDpbusd, A, d.K, Bp, d.M, tm, tn));
     b.SetArgs({A, Bp, AZ}, eps, out);
     b.packs.push_back({1, B, Bp_of});
     return b;

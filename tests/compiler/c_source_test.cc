@@ -63,7 +63,8 @@ TEST(CSource, CudaTextOfAScalarKernelAndItsLimits) {
       "twice",
       {in, out},
       For(i, 0, 64, ForKind::kSerial,
-          Store(out, Call(DataType::Float32(), "exp", {Load(in, {i})}) * FloatImm(2.0), {i}))};
+          Store(out, Call(DataType::Float32(), Intrinsic::kExp, {Load(in, {i})}) * FloatImm(2.0),
+                {i}))};
   auto src = EmitCSource(scalar, SourceDialect::kCuda);
   ASSERT_TRUE(src.ok()) << src.status();
   EXPECT_NE(src->find("extern \"C\" __global__ void twice(float* __restrict__ In"),

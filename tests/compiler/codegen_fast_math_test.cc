@@ -21,7 +21,7 @@ namespace {
 using namespace kiln::ir;  // NOLINT
 
 // Out[i] = f(In[i]) for i < n, `lanes` at a time (n a multiple of lanes).
-std::vector<float> Apply(const std::string& f, const std::vector<float>& in, int lanes) {
+std::vector<float> Apply(Intrinsic f, const std::vector<float>& in, int lanes) {
   const int64_t n = static_cast<int64_t>(in.size());
   Buffer a("In", DataType::Float32(), {IntImm(n)});
   Buffer out("Out", DataType::Float32(), {IntImm(n)});
@@ -59,7 +59,7 @@ TEST(CodegenFastMath, ExpWithinTwoUlpOfTheCLibrary) {
   while (x.size() % 16 != 0) x.push_back(0.25f);
   for (int lanes : {1, 4, 16}) {
     SCOPED_TRACE("lanes " + std::to_string(lanes));
-    std::vector<float> y = Apply("exp", x, lanes);
+    std::vector<float> y = Apply(Intrinsic::kExp, x, lanes);
     ASSERT_EQ(y.size(), x.size());
     for (size_t k = 0; k < x.size(); ++k) {
       const float want = std::exp(x[k]);
@@ -67,7 +67,7 @@ TEST(CodegenFastMath, ExpWithinTwoUlpOfTheCLibrary) {
           << "exp(" << x[k] << ") = " << y[k] << ", want " << want;
     }
     EXPECT_EQ(y[0], 1.0f);
-    std::vector<float> nan = Apply("exp", std::vector<float>(16, std::nanf("")), lanes);
+    std::vector<float> nan = Apply(Intrinsic::kExp, std::vector<float>(16, std::nanf("")), lanes);
     ASSERT_EQ(nan.size(), 16u);
     EXPECT_TRUE(std::isnan(nan[0]));
   }
@@ -76,7 +76,7 @@ TEST(CodegenFastMath, ExpWithinTwoUlpOfTheCLibrary) {
 TEST(CodegenFastMath, TanhAndSigmoidFollowExp) {
   std::vector<float> x;
   for (int k = 0; k < 4096; ++k) x.push_back(-20.0f + 40.0f * static_cast<float>(k) / 4096);
-  std::vector<float> t = Apply("tanh", x, 16), s = Apply("sigmoid", x, 16);
+  std::vector<float> t = Apply(Intrinsic::kTanh, x, 16), s = Apply(Intrinsic::kSigmoid, x, 16);
   ASSERT_EQ(t.size(), x.size());
   ASSERT_EQ(s.size(), x.size());
   for (size_t k = 0; k < x.size(); ++k) {

@@ -326,9 +326,9 @@ TEST(CodegenTypes, CastOfSaturatedValueClampsOnce) {
             const int l = x[0].dtype().lanes;
             auto c = [&](double v) { return Broadcast(FloatImm(v), l); };
             Expr clamped = Max(Min(x[0], c(hi)), c(0.0));
-            return Cast(
-                u8.WithLanes(l),
-                Select(Call(DataType::Bool().WithLanes(l), "isnan", {x[0]}), c(0.0), clamped));
+            return Cast(u8.WithLanes(l),
+                        Select(Call(DataType::Bool().WithLanes(l), Intrinsic::kIsNan, {x[0]}),
+                               c(0.0), clamped));
           }}},
         8, 8);
     std::vector<float> in = {nan, 300.f, -5.f, 254.6f, 0.4f, 17.f, 1e9f, -1e9f};
@@ -375,24 +375,23 @@ void CheckBitOps(std::vector<T> a, std::vector<T> b) {
   DataType t = DTypeOf<T>();
   const int bits = 8 * sizeof(T);
   using U = std::make_unsigned_t<T>;
-  auto call = [](const char* name, int arity) {
+  auto call = [](Intrinsic name, int arity) {
     return [name, arity](const std::vector<Expr>& in) {
       std::vector<Expr> args(in.begin(), in.begin() + arity);
       return Call(in[0].dtype(), name, args);
     };
   };
-  const std::vector<std::pair<const char*, int>> ops = {{"bitand", 2}, {"bitor", 2}, {"bitxor", 2},
-                                                        {"bitnot", 1}, {"shl", 2},   {"shr", 2},
-                                                        {"abs", 1}};
-  auto ref = [&](const std::string& op, T x, T y) -> T {
+  using I = Intrinsic;
+  const std::vector<std::pair<I, int>> ops = {{I::kBitAnd, 2}, {I::kBitOr, 2}, {I::kBitXor, 2},
+                                              {I::kBitNot, 1}, {I::kShl, 2},   {I::kShr, 2}};
+  auto ref = [&](I op, T x, T y) -> T {
     U ux = static_cast<U>(x), uy = static_cast<U>(y);
-    if (op == "bitand") return static_cast<T>(ux & uy);
-    if (op == "bitor") return static_cast<T>(ux | uy);
-    if (op == "bitxor") return static_cast<T>(ux ^ uy);
-    if (op == "bitnot") return static_cast<T>(~ux);
-    if (op == "abs") return std::is_signed_v<T> ? static_cast<T>(x < 0 ? U(0) - ux : ux) : x;
+    if (op == I::kBitAnd) return static_cast<T>(ux & uy);
+    if (op == I::kBitOr) return static_cast<T>(ux | uy);
+    if (op == I::kBitXor) return static_cast<T>(ux ^ uy);
+    if (op == I::kBitNot) return static_cast<T>(~ux);
     bool big = uy >= static_cast<U>(bits);
-    if (op == "shl") return big ? T(0) : static_cast<T>(static_cast<U>(ux << uy));
+    if (op == I::kShl) return big ? T(0) : static_cast<T>(static_cast<U>(ux << uy));
     // shr: arithmetic for signed types, logical for unsigned.
     if constexpr (std::is_signed_v<T>) return big ? T(x < 0 ? -1 : 0) : static_cast<T>(x >> uy);
     return big ? T(0) : static_cast<T>(ux >> uy);

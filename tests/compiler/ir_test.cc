@@ -38,7 +38,8 @@ TEST(IrPrinter, ExpressionForms) {
   EXPECT_EQ(ToText(FloorMod(x, IntImm(3)) + Min(x, y)), "floormod(x, 3) + min(x, y)");
   EXPECT_EQ(ToText(Load(a, {Ramp(x * IntImm(8), IntImm(1), 8)}) + Broadcast(FloatImm(1.5), 8)),
             "A[ramp(x*8, 1, 8)] + broadcast(1.5f, 8)");
-  EXPECT_EQ(ToText(Select(x < y, FloatImm(0.0), Call(DataType::Float32(), "exp", {FloatImm(2.0)}))),
+  EXPECT_EQ(ToText(Select(x < y, FloatImm(0.0),
+                          Call(DataType::Float32(), Intrinsic::kExp, {FloatImm(2.0)}))),
             "select(x < y, 0.0f, exp(2.0f))");
   EXPECT_EQ(ToText(Cast(DataType::Float32(), x)), "float32(x)");
   // Two distinct variables with the same name are told apart.

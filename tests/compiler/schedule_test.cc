@@ -122,7 +122,8 @@ TEST(Schedule, TensorizeHandsTheBoxToTheEmitter) {
   std::vector<TensorizeRegion> boxes;
   auto emit = [&](const TensorizeRegion& r) {
     boxes.push_back(r);
-    return Evaluate(Call(DataType::Int32(), "box", {AddressOf(Load(r.out, r.out_index))}));
+    return Evaluate(
+        Call(DataType::Int32(), Intrinsic::kPrefetch, {AddressOf(Load(r.out, r.out_index))}));
   };
   Schedule s({T});
   auto [to, ti] = s.Split(T, s.Axis(T, 0), 4);
@@ -137,7 +138,7 @@ TEST(Schedule, TensorizeHandsTheBoxToTheEmitter) {
   EXPECT_EQ(ToText(b.start[1]), "0");
   EXPECT_EQ(ToText(b.out_index[0]), "0");  // S's scratch holds the box
   const std::string text = ToText(*f);
-  EXPECT_NE(text.find("box(kiln.address_of(S["), std::string::npos) << text;
+  EXPECT_NE(text.find("prefetch(kiln.address_of(S["), std::string::npos) << text;
   EXPECT_EQ(text.find("for k"), std::string::npos) << text;  // no loops, no init
 
   // The sum's loop outside the tensorized one.
@@ -169,7 +170,8 @@ TEST(Schedule, TensorizedOperandsSizeTheirProducers) {
     auto emit = [&](const TensorizeRegion& r) {
       Expr rows = AddressOf(P({r.start[0], IntImm(0)}),
                             footprint ? std::vector<int64_t>{4, 16} : std::vector<int64_t>{});
-      return Evaluate(Call(DataType::Int32(), "box", {AddressOf(Load(r.out, r.out_index)), rows}));
+      return Evaluate(Call(DataType::Int32(), Intrinsic::kPrefetch,
+                           {AddressOf(Load(r.out, r.out_index)), rows}));
     };
     Schedule s({T});
     auto [to, ti] = s.Split(T, s.Axis(T, 0), 4);
