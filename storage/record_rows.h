@@ -32,9 +32,9 @@ namespace kiln::storage::rows {
 // position, cost_s), read by AttachCosts.
 inline constexpr char kRecordColumns[] =
     "id, workload_key, target, config, error_kind, error_message, mean_cost_s, "
-    "compiler_version, agent_id, job_id, unix_ms, farm, owner";
+    "compiler_version, agent_id, job_id, unix_ms, farm, owner, cut_short";
 // Columns of kRecordColumns (a query's further columns start here).
-inline constexpr int kRecordColumnCount = 13;
+inline constexpr int kRecordColumnCount = 14;
 // The SQL condition of a RecordScope whose `all` and `user` are bound to
 // parameters ?A and ?U (as numbered in the query).
 std::string ScopeSql(int all_param, int user_param);

@@ -131,6 +131,7 @@ absl::StatusOr<RecordRow> ReadRecord(const Statement& st) {
   row.unix_ms = st.ColumnInt64(10);
   row.farm = st.ColumnText(11);
   row.owner = st.ColumnText(12);
+  row.cut_short = st.ColumnInt64(13) != 0;
   return row;
 }
 
@@ -139,7 +140,8 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, db.Prepare("INSERT INTO records(workload_key, target, config, error_kind, "
                      "error_message, mean_cost_s, compiler_version, agent_id, job_id, "
-                     "unix_ms, farm, owner) VALUES(?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"));
+                     "unix_ms, farm, owner, cut_short) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                     "RETURNING id"));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.workload_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.target));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.config));
@@ -152,6 +154,7 @@ absl::StatusOr<int64_t> InsertRecord(Database& db, const RecordRow& row) {
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(10, row.unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.farm));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(12, row.owner));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.cut_short ? 1 : 0));
   KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
   if (!has_row) return absl::InternalError("INSERT ... RETURNING gave no id");
   const int64_t id = st.ColumnInt64(0);

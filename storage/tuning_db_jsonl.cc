@@ -107,6 +107,10 @@ absl::StatusOr<ImportedRecord> ParseRecordLine(std::string_view line) {
     KILN_STORAGE_ASSIGN_OR_RETURN(owner, text(json, "owner"));
     r.owner = owner;
   }
+  if (json.contains("cut_short")) {  // absent in exports before schema 9
+    KILN_STORAGE_ASSIGN_OR_RETURN(cut, Member(json, "cut_short", T::boolean));
+    r.cut_short = cut->get<bool>();
+  }
   KILN_STORAGE_ASSIGN_OR_RETURN(costs, Member(json, "costs_s", T::array));
   for (const nlohmann::json& c : *costs) {
     if (!c.is_number()) return absl::InvalidArgumentError("\"costs_s\" holds a non-number");
@@ -152,7 +156,8 @@ absl::Status TuningDb::ExportJsonl(std::ostream& out, const std::string& farm) {
                                    {"job_id", r.job_id},
                                    {"unix_ms", r.unix_ms},
                                    {"farm", r.farm.empty() ? farm : r.farm},
-                                   {"owner", r.owner}};
+                                   {"owner", r.owner},
+                                   {"cut_short", r.cut_short}};
       // Invalid UTF-8 in a message is replaced rather than failing the export.
       out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
       if (!out) return absl::DataLossError("writing the JSON lines export failed");

@@ -132,6 +132,41 @@ TEST(StoresTest, MigratesCommaJoinedCostsIntoTypedRows) {
   EXPECT_EQ((*records)[3].costs_s, r.costs_s);
 }
 
+// Schema 9 stores whether a record was timed once (cut short); a file of
+// schema 8 said so only in the record's message, which the migration reads.
+TEST(StoresTest, MigratesTimedOnceMessagesIntoTheCutShortColumn) {
+  TempDir dir;
+  std::string path = dir.DbUrl("log.db");
+  {
+    auto raw = Database::Open(path);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)").ok());
+    for (int v = 0; v < 8; ++v) {
+      ASSERT_TRUE((*raw)->Exec((*raw)->SchemaSql(SchemaMigrations()[v])).ok()) << v;
+    }
+    const std::string cols =
+        "INSERT INTO records(workload_key, target, config, error_kind, error_message, "
+        "mean_cost_s, compiler_version, agent_id, job_id, unix_ms) VALUES";
+    ASSERT_TRUE(
+        (*raw)
+            ->Exec("INSERT INTO meta VALUES('schema_version', '8');" + cols +
+                   "('wk1', 'llvm', 't=1', 'none', 'timed once: slower than 4x the best', "
+                   "0.9, '0.1.0', 'a', 'j1', 1);" +
+                   cols + "('wk1', 'llvm', 't=2', 'none', '', 0.1, '0.1.0', 'a', 'j1', 2);" + cols +
+                   "('wk1', 'llvm', 't=3', 'runtime', 'timed once: crashed', 0, '0.1.0', "
+                   "'a', 'j1', 3);")
+            .ok());
+  }
+  auto db = OpenOrDie(path);
+  EXPECT_EQ(*db.tuning->SchemaVersion(), CurrentSchemaVersion());
+  auto records = db.tuning->RecordsOfJob("j1");
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 3u);
+  EXPECT_TRUE((*records)[0].cut_short);
+  EXPECT_FALSE((*records)[1].cut_short);
+  EXPECT_FALSE((*records)[2].cut_short);  // a failure, whatever its message
+}
+
 TEST(StoresTest, StatesAndErrorKindsAreStoredByName) {
   TempDir dir;
   std::string path = dir.DbUrl("log.db");
