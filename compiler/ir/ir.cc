@@ -19,13 +19,6 @@ const char* ThreadTag(ForKind k) {
   return "";
 }
 
-std::optional<ForKind> ThreadBindingOf(std::string_view tag) {
-  for (const auto& [kind, name] : kThreadTags) {
-    if (tag == name) return kind;
-  }
-  return std::nullopt;
-}
-
 std::string ToString(DataType t) {
   std::string base;
   switch (t.code) {

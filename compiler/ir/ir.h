@@ -370,8 +370,6 @@ enum class ForKind : uint8_t {
 inline bool IsThreadBinding(ForKind k) { return k >= ForKind::kBlockX; }
 // "blockIdx.x" ... "threadIdx.z" for a thread binding, "" otherwise.
 const char* ThreadTag(ForKind k);
-// The binding named by a tag; nullopt for any other text.
-std::optional<ForKind> ThreadBindingOf(std::string_view tag);
 
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kFor;

@@ -127,8 +127,8 @@ absl::StatusOr<Built> GpuPerElement(absl::StatusOr<Built> computes, const Config
   te::IterVar all = s.Axis(out, 0);
   for (int d = 1; d < rank; ++d) all = s.Fuse(out, all, s.Axis(out, d));
   auto [block, thread] = s.Split(out, all, c.at("threads"));
-  if (absl::Status st = s.Bind(out, block, "blockIdx.x"); !st.ok()) return st;
-  if (absl::Status st = s.Bind(out, thread, "threadIdx.x"); !st.ok()) return st;
+  if (absl::Status st = s.Bind(out, block, ir::ForKind::kBlockX); !st.ok()) return st;
+  if (absl::Status st = s.Bind(out, thread, ir::ForKind::kThreadX); !st.ok()) return st;
   for (const te::Stage& st : std::vector<te::Stage>(s.stages())) {
     if (st.tensor.same_as(out)) continue;
     if (st.tensor->reduce_axes.empty()) {

@@ -76,8 +76,9 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& cfg)
   te::IterVar image_tile = s.Fuse(out, n, ko);
   te::IterVar items = s.Fuse(out, oh, owo);
   auto [block, thread] = s.Split(out, items, cfg.at("threads"));
-  for (auto st : {s.Bind(out, image_tile, "blockIdx.y"), s.Bind(out, block, "blockIdx.x"),
-                  s.Bind(out, thread, "threadIdx.x")}) {
+  for (auto st :
+       {s.Bind(out, image_tile, ir::ForKind::kBlockY), s.Bind(out, block, ir::ForKind::kBlockX),
+        s.Bind(out, thread, ir::ForKind::kThreadX)}) {
     if (!st.ok()) return st;
   }
   if (tk > 1) s.Unroll(out, ki);

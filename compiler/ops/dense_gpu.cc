@@ -96,13 +96,13 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
   std::vector<te::IterVar> order = {mo, no, mt, nt, mi, ni};
   if (d.batched) order.insert(order.begin(), s.Axis(out, 0));
   s.Reorder(out, order);
-  auto bind = [&](const te::IterVar& iv, const char* thread) { return s.Bind(out, iv, thread); };
-  for (auto st : {bind(mo, "blockIdx.y"), bind(no, "blockIdx.x"), bind(mt, "threadIdx.y"),
-                  bind(nt, "threadIdx.x")}) {
+  auto bind = [&](const te::IterVar& iv, ir::ForKind thread) { return s.Bind(out, iv, thread); };
+  for (auto st : {bind(mo, ir::ForKind::kBlockY), bind(no, ir::ForKind::kBlockX),
+                  bind(mt, ir::ForKind::kThreadY), bind(nt, ir::ForKind::kThreadX)}) {
     if (!st.ok()) return st;
   }
   if (d.batched) {
-    if (absl::Status st = bind(s.Axis(out, 0), "blockIdx.z"); !st.ok()) return st;
+    if (absl::Status st = bind(s.Axis(out, 0), ir::ForKind::kBlockZ); !st.ok()) return st;
   }
   if (tm > 1) s.Unroll(out, mi);
   if (tn > 1) s.Unroll(out, ni);
@@ -121,14 +121,15 @@ absl::StatusOr<Built> Build(const Workload& w, const Target&, const Config& c) {
     for (const te::Tensor& operand : {A, B}) {
       auto shared = s.CacheRead(operand, {acc});
       if (!shared.ok()) return shared.status();
-      if (absl::Status st = s.SetScope(*shared, "shared"); !st.ok()) return st;
+      s.SetScope(*shared, ir::StorageScope::kShared);
       s.ComputeAt(*shared, acc, ko);
       te::IterVar all = s.Axis(*shared, 0);
       for (size_t d = 1; d < (*shared)->shape.size(); ++d)
         all = s.Fuse(*shared, all, s.Axis(*shared, static_cast<int>(d)));
       auto [rows, x] = s.Split(*shared, all, bn);
       auto [steps, y] = s.Split(*shared, rows, bm);
-      for (auto st : {s.Bind(*shared, y, "threadIdx.y"), s.Bind(*shared, x, "threadIdx.x")}) {
+      for (auto st :
+           {s.Bind(*shared, y, ir::ForKind::kThreadY), s.Bind(*shared, x, ir::ForKind::kThreadX)}) {
         if (!st.ok()) return st;
       }
     }

@@ -182,30 +182,20 @@ void Schedule::Prefetch(const Tensor& t, const IterVar& at, const Tensor& tensor
   s.prefetches.push_back({tensor, at, ahead, distance, spread});
 }
 
-absl::Status Schedule::Bind(const Tensor& t, const IterVar& iv, const std::string& thread) {
-  std::optional<ForKind> kind = ThreadBindingOf(thread);
-  if (!kind.has_value()) {
-    return absl::InvalidArgumentError(
-        StrCat("bind: unknown thread index '", thread, "' (blockIdx.x/y/z, threadIdx.x/y/z)"));
+absl::Status Schedule::Bind(const Tensor& t, const IterVar& iv, ForKind thread) {
+  if (!IsThreadBinding(thread)) {
+    return absl::InvalidArgumentError("bind: not a thread index (blockIdx.x/y/z, threadIdx.x/y/z)");
   }
   if (iv->reduce) {
     return absl::InvalidArgumentError(StrCat("bind: ", iv->name, " is a reduce axis"));
   }
   Stage& s = (*this)[t];
   LeafPos(s, iv);
-  iv->kind = *kind;
+  iv->kind = thread;
   return absl::OkStatus();
 }
 
-absl::Status Schedule::SetScope(const Tensor& t, const std::string& scope) {
-  if (scope != "local" && scope != "shared") {
-    return absl::InvalidArgumentError(
-        StrCat("set_scope: unknown storage scope '", scope, "' (local, shared)"));
-  }
-  Stage& s = (*this)[t];
-  s.scope = scope == "shared" ? ir::StorageScope::kShared : ir::StorageScope::kLocal;
-  return absl::OkStatus();
-}
+void Schedule::SetScope(const Tensor& t, ir::StorageScope scope) { (*this)[t].scope = scope; }
 
 void Schedule::ComputeAt(const Tensor& producer, const Tensor& consumer, const IterVar& iv) {
   Stage& c = (*this)[consumer];

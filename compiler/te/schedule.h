@@ -99,7 +99,7 @@ class Schedule {
   const std::vector<Tensor>& outputs() const { return outputs_; }
 
   // Primitives. Misuse (an iv not a leaf of the stage, bad factor, ...) is a
-  // KILN_CHECK failure: templates are code, not user input. Bind, SetScope,
+  // KILN_CHECK failure: templates are code, not user input. Bind,
   // cache_read and transform_layout report errors as Status instead,
   // whose layouts and readers may come from a tuner's config:
   // INVALID_ARGUMENT (a malformed layout, no readers), NOT_FOUND (a reader
@@ -133,19 +133,18 @@ class Schedule {
   void Prefetch(const Tensor& t, const IterVar& at, const Tensor& tensor, const IterVar& ahead,
                 int64_t distance, const IterVar& spread = nullptr);
   // GPU: the loop `iv` is run by a grid of threads, its variable the index
-  // `thread` names ("blockIdx.x", "threadIdx.y", ...: ir::ThreadBindingOf).
-  // Not a reduce axis (threads would race on the sum). INVALID_ARGUMENT for
-  // an unknown name; the extents are checked against the device's limits
-  // where the kernel is emitted (codegen::LaunchDimsOf).
-  absl::Status Bind(const Tensor& t, const IterVar& iv, const std::string& thread);
+  // `thread` binds (ir::ForKind kBlockX .. kThreadZ: blockIdx.x ..
+  // threadIdx.z). Not a reduce axis (threads would race on the sum).
+  // INVALID_ARGUMENT for a reduce axis or a kind that is no thread index; the extents are checked
+  // against the device's limits where the kernel is emitted (codegen::LaunchDimsOf).
+  absl::Status Bind(const Tensor& t, const IterVar& iv, ir::ForKind thread);
   void ComputeAt(const Tensor& producer, const Tensor& consumer, const IterVar& iv);
-  // Where a stage computed at a loop (compute_at) keeps its values: "local"
-  // (each thread's own: the default) or "shared" (one copy per GPU block,
+  // Where a stage computed at a loop (compute_at) keeps its values: kLocal
+  // (each thread's own: the default) or kShared (one copy per GPU block,
   // filled by the block's threads together: bind the stage's loops to
   // threadIdx; lowering puts a barrier before and after the fill and reads
-  // the region every thread of the block needs). INVALID_ARGUMENT for
-  // another name or a stage without a compute op.
-  absl::Status SetScope(const Tensor& t, const std::string& scope);
+  // the region every thread of the block needs).
+  void SetScope(const Tensor& t, ir::StorageScope scope);
   void ComputeInline(const Tensor& producer);
   // Makes `t` a copy of a new stage "<t>.local" (local scope) that computes
   // what `t` computed; returns the new tensor. Must precede other primitives

@@ -257,13 +257,13 @@ TEST(CSourceOpenCl, ThreadBoundMatMulRunsOnAGridOfWorkItems) {
   auto [io, ii] = s.Split(C, s.Axis(C, 0), 8);
   auto [jo, ji] = s.Split(C, s.Axis(C, 1), 16);
   s.Reorder(C, {io, jo, ii, ji, s.ReduceAxisOf(C, 0)});
-  ASSERT_TRUE(s.Bind(C, io, "blockIdx.y").ok());
-  ASSERT_TRUE(s.Bind(C, jo, "blockIdx.x").ok());
-  ASSERT_TRUE(s.Bind(C, ii, "threadIdx.y").ok());
-  ASSERT_TRUE(s.Bind(C, ji, "threadIdx.x").ok());
-  EXPECT_EQ(s.Bind(C, s.ReduceAxisOf(C, 0), "threadIdx.z").code(),
+  ASSERT_TRUE(s.Bind(C, io, ir::ForKind::kBlockY).ok());
+  ASSERT_TRUE(s.Bind(C, jo, ir::ForKind::kBlockX).ok());
+  ASSERT_TRUE(s.Bind(C, ii, ir::ForKind::kThreadY).ok());
+  ASSERT_TRUE(s.Bind(C, ji, ir::ForKind::kThreadX).ok());
+  EXPECT_EQ(s.Bind(C, s.ReduceAxisOf(C, 0), ir::ForKind::kThreadZ).code(),
             absl::StatusCode::kInvalidArgument);  // threads would race on the sum
-  EXPECT_EQ(s.Bind(C, ji, "warpIdx.x").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Bind(C, ji, ir::ForKind::kParallel).code(), absl::StatusCode::kInvalidArgument);
   auto func = lower::Lower(s, {A, B, C}, "kiln_kernel", ForC());
   ASSERT_TRUE(func.ok()) << func.status();
   auto dims = codegen::LaunchDimsOf(*func);

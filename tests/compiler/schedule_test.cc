@@ -261,18 +261,18 @@ TEST(Schedule, SharedScopeHoldsTheBlocksRegionBetweenBarriers) {
     auto [io, ii] = s.Split(C, s.Axis(C, 0), 4);
     auto [jo, ji] = s.Split(C, s.Axis(C, 1), 8);
     s.Reorder(C, {io, jo, ii, ji});
-    for (auto st : {s.Bind(C, io, "blockIdx.y"), s.Bind(C, jo, "blockIdx.x"),
-                    s.Bind(C, ii, "threadIdx.y"), s.Bind(C, ji, "threadIdx.x")}) {
+    for (auto st : {s.Bind(C, io, ir::ForKind::kBlockY), s.Bind(C, jo, ir::ForKind::kBlockX),
+                    s.Bind(C, ii, ir::ForKind::kThreadY), s.Bind(C, ji, ir::ForKind::kThreadX)}) {
       if (!st.ok()) return st;
     }
     auto [ko, ki] = s.Split(C, s.ReduceAxisOf(C, 0), 5);
     auto AA = s.CacheRead(A, {C});
     if (!AA.ok()) return AA.status();
-    if (auto st = s.SetScope(*AA, "shared"); !st.ok()) return st;
+    s.SetScope(*AA, ir::StorageScope::kShared);
     s.ComputeAt(*AA, C, ko);
     auto [y, x] = s.Split(*AA, s.Axis(*AA, 1), 5);
     (void)y;
-    return s.Bind(*AA, s.Axis(*AA, 0), "threadIdx.y");
+    return s.Bind(*AA, s.Axis(*AA, 0), ir::ForKind::kThreadY);
   };
   Tensor A = Placeholder("A", {16, 20});
   Tensor B = Placeholder("B", {20, 24});
@@ -296,9 +296,8 @@ TEST(Schedule, SharedScopeHoldsTheBlocksRegionBetweenBarriers) {
   Schedule bad({C});
   auto AA = bad.CacheRead(A, {C});
   ASSERT_TRUE(AA.ok());
-  EXPECT_EQ(bad.SetScope(*AA, "global").code(), absl::StatusCode::kInvalidArgument);
   // Shared without the threads of a block around it: refused when lowered.
-  ASSERT_TRUE(bad.SetScope(*AA, "shared").ok());
+  bad.SetScope(*AA, ir::StorageScope::kShared);
   bad.ComputeAt(*AA, C, bad.ReduceAxisOf(C, 0));
   auto f3 = lower::Lower(bad, {A, B, C}, "f");
   ASSERT_FALSE(f3.ok());
