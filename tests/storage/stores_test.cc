@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/str.h"
 #include "storage/database.h"
 #include "storage/migrations.h"
 #include "test_util.h"
@@ -85,6 +86,21 @@ TEST(StoresTest, MigratesAVersionOneFileKeepingItsJobs) {
   EXPECT_EQ((*job)->tuning_ms, 0);
 }
 
+// Writes a database file of schema `version` (its migrations applied by
+// hand, as an older kiln left it) holding `rows` (SQL run after them).
+void WriteFileOfSchema(const std::string& path, int version, const std::string& rows) {
+  auto raw = Database::Open(path);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_TRUE((*raw)->Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)").ok());
+  for (int v = 0; v < version; ++v) {
+    ASSERT_TRUE((*raw)->Exec((*raw)->SchemaSql(SchemaMigrations()[v])).ok()) << v;
+  }
+  ASSERT_TRUE(
+      (*raw)
+          ->Exec(kiln::StrCat("INSERT INTO meta VALUES('schema_version', '", version, "');", rows))
+          .ok());
+}
+
 // Schema 8 keeps each cost as a row of record_costs; a file of schema 7
 // held them as comma-joined text, split by the migration into the same
 // doubles, in order.
@@ -92,26 +108,14 @@ TEST(StoresTest, MigratesCommaJoinedCostsIntoTypedRows) {
   TempDir dir;
   std::string path = dir.DbUrl("log.db");
   const std::string costs = "0.0012345678901234567,9.9999999999999995e-07,2.5";
-  {
-    auto raw = Database::Open(path);
-    ASSERT_TRUE(raw.ok());
-    ASSERT_TRUE((*raw)->Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)").ok());
-    for (int v = 0; v < 7; ++v) {
-      ASSERT_TRUE((*raw)->Exec((*raw)->SchemaSql(SchemaMigrations()[v])).ok()) << v;
-    }
-    const std::string cols =
-        "INSERT INTO records(workload_key, target, config, error_kind, error_message, costs_s, "
-        "mean_cost_s, compiler_version, agent_id, job_id, unix_ms) VALUES";
-    ASSERT_TRUE((*raw)
-                    ->Exec("INSERT INTO meta VALUES('schema_version', '7');" + cols +
-                           "('wk1', 'llvm', 't=1', 'none', '', '" + costs +
-                           "', 0.8, '0.1.0', 'a', 'j1', 1);" + cols +
-                           "('wk1', 'llvm', 't=2', 'compile', 'bad', '', 0, '0.1.0', 'a', 'j1', "
-                           "2);" +
-                           cols +
-                           "('wk1', 'llvm', 't=3', 'none', '', '0.5', 0.5, '0.1.0', 'a', 'j1', 3);")
-                    .ok());
-  }
+  const std::string cols =
+      "INSERT INTO records(workload_key, target, config, error_kind, error_message, costs_s, "
+      "mean_cost_s, compiler_version, agent_id, job_id, unix_ms) VALUES";
+  WriteFileOfSchema(
+      path, 7,
+      cols + "('wk1', 'llvm', 't=1', 'none', '', '" + costs + "', 0.8, '0.1.0', 'a', 'j1', 1);" +
+          cols + "('wk1', 'llvm', 't=2', 'compile', 'bad', '', 0, '0.1.0', 'a', 'j1', 2);" + cols +
+          "('wk1', 'llvm', 't=3', 'none', '', '0.5', 0.5, '0.1.0', 'a', 'j1', 3);");
   auto db = OpenOrDie(path);
   EXPECT_EQ(*db.tuning->SchemaVersion(), CurrentSchemaVersion());
   auto records = db.tuning->RecordsOfJob("j1");
@@ -137,26 +141,16 @@ TEST(StoresTest, MigratesCommaJoinedCostsIntoTypedRows) {
 TEST(StoresTest, MigratesTimedOnceMessagesIntoTheCutShortColumn) {
   TempDir dir;
   std::string path = dir.DbUrl("log.db");
-  {
-    auto raw = Database::Open(path);
-    ASSERT_TRUE(raw.ok());
-    ASSERT_TRUE((*raw)->Exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)").ok());
-    for (int v = 0; v < 8; ++v) {
-      ASSERT_TRUE((*raw)->Exec((*raw)->SchemaSql(SchemaMigrations()[v])).ok()) << v;
-    }
-    const std::string cols =
-        "INSERT INTO records(workload_key, target, config, error_kind, error_message, "
-        "mean_cost_s, compiler_version, agent_id, job_id, unix_ms) VALUES";
-    ASSERT_TRUE(
-        (*raw)
-            ->Exec("INSERT INTO meta VALUES('schema_version', '8');" + cols +
-                   "('wk1', 'llvm', 't=1', 'none', 'timed once: slower than 4x the best', "
-                   "0.9, '0.1.0', 'a', 'j1', 1);" +
-                   cols + "('wk1', 'llvm', 't=2', 'none', '', 0.1, '0.1.0', 'a', 'j1', 2);" + cols +
-                   "('wk1', 'llvm', 't=3', 'runtime', 'timed once: crashed', 0, '0.1.0', "
-                   "'a', 'j1', 3);")
-            .ok());
-  }
+  const std::string cols =
+      "INSERT INTO records(workload_key, target, config, error_kind, error_message, "
+      "mean_cost_s, compiler_version, agent_id, job_id, unix_ms) VALUES";
+  WriteFileOfSchema(
+      path, 8,
+      cols +
+          "('wk1', 'llvm', 't=1', 'none', 'timed once: slower than 4x the best', 0.9, "
+          "'0.1.0', 'a', 'j1', 1);" +
+          cols + "('wk1', 'llvm', 't=2', 'none', '', 0.1, '0.1.0', 'a', 'j1', 2);" + cols +
+          "('wk1', 'llvm', 't=3', 'runtime', 'timed once: crashed', 0, '0.1.0', 'a', 'j1', 3);");
   auto db = OpenOrDie(path);
   EXPECT_EQ(*db.tuning->SchemaVersion(), CurrentSchemaVersion());
   auto records = db.tuning->RecordsOfJob("j1");
