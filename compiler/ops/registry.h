@@ -28,7 +28,8 @@ namespace kiln::compiler::ops {
 //   kOutEWiseFusable a heavy anchor whose elementwise consumers fuse into its
 //                    output (conv2d, dense, pools, the matmul and conv of
 //                    any dtype), taking no producer into its inputs
-//   kOpaque          fuses with nothing
+//   kOpaque          fuses with nothing (no kiln op today: every template
+//                    applies an epilogue to its output)
 // TVM's kTuple is not here: a kiln node has one output, so there are no
 // tuples to fuse through.
 enum class OpPattern { kElemWise, kBroadcast, kInjective, kCommReduce, kOutEWiseFusable, kOpaque };
