@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstring>
 #include <functional>
+#include <string_view>
 #include <unordered_map>
 
 namespace kiln::ir {
@@ -197,7 +198,7 @@ class Hasher {
     v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
     h ^= v ^ (v >> 31);
   }
-  void MixString(const std::string& s) {
+  void MixString(std::string_view s) {
     uint64_t f = 0xcbf29ce484222325ull;
     for (unsigned char c : s) f = (f ^ c) * 0x100000001b3ull;
     Mix(f);
@@ -261,7 +262,7 @@ class Hasher {
       }
       case ExprKind::kCall: {
         const auto* n = e.to<CallNode>();
-        MixString(std::string(NameOf(n->op)));
+        MixString(NameOf(n->op));
         for (const Expr& a : n->args) Expr_(a);
         return;
       }
