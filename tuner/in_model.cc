@@ -1,6 +1,7 @@
 #include "tuner/in_model.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -194,30 +195,53 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
   };
   // The fastest of the last round; the defaults' lead or not.
   const std::vector<double>& base = last_timed[0].costs_s;
-  result.untuned = StatsOf(base);
   const size_t best_tuned = fastest_tuned(last, last_timed);
   if (best_tuned == 0) {
     result.chosen = last[0];
-    result.tuned = result.untuned;
+    result.untuned = result.tuned = StatsOf(base);
     result.note = tasks.empty() || k_max == 0
                       ? "no task has a tuned config: the defaults' module is returned"
                       : "no tuned variant ran on the board: the defaults' module is returned";
     count_tasks();
     return result;
   }
-  const std::vector<double>& tuned = last_timed[best_tuned].costs_s;
-  result.tuned = StatsOf(tuned);
+  // The two, paired round by round, run after run while undecided.
+  std::vector<double> base_pooled = base, tuned_pooled = last_timed[best_tuned].costs_s;
   std::vector<double> ratios;
-  for (size_t i = 0; i < std::min(base.size(), tuned.size()); ++i)
-    ratios.push_back(base[i] / tuned[i]);
+  auto pair_up = [&] {
+    ratios.clear();
+    for (size_t i = 0; i < std::min(base_pooled.size(), tuned_pooled.size()); ++i)
+      ratios.push_back(base_pooled[i] / tuned_pooled[i]);
+  };
+  pair_up();
+  const std::vector<ModelVariant> pair = {last[0], last[best_tuned]};
+  while (result.confirm_runs < options.max_confirm_runs && Quantile(ratios, 0.25) <= 1.0 &&
+         Quantile(ratios, 0.75) >= 1.0) {
+    // A run that fails (the board gone, the job's deadline) leaves the
+    // decision to the rounds already timed.
+    auto again = run_round(pair);
+    if (!again.ok() || !Ok((*again)[1])) break;
+    ++result.confirm_runs;
+    const size_t n = std::min((*again)[0].costs_s.size(), (*again)[1].costs_s.size());
+    base_pooled.insert(base_pooled.end(), (*again)[0].costs_s.begin(),
+                       (*again)[0].costs_s.begin() + static_cast<std::ptrdiff_t>(n));
+    tuned_pooled.insert(tuned_pooled.end(), (*again)[1].costs_s.begin(),
+                        (*again)[1].costs_s.begin() + static_cast<std::ptrdiff_t>(n));
+    pair_up();
+  }
+  result.untuned = StatsOf(base_pooled);
+  result.tuned = StatsOf(tuned_pooled);
   const double q25 = Quantile(ratios, 0.25), q50 = Quantile(ratios, 0.5),
                q75 = Quantile(ratios, 0.75);
   result.beyond_noise = q25 > 1.0;
+  const std::string rounds = result.confirm_runs == 0 ? std::string()
+                                                      : StrCat(", ", ratios.size(), " rounds over ",
+                                                               result.confirm_runs + 1, " runs");
   const std::string figures =
       StrCat("tuned ", FormatSeconds(result.tuned.median_s), ", defaults ",
              FormatSeconds(result.untuned.median_s), " (speed-up ", Ratio(q50),
-             ", middle half of the rounds ", Ratio(q25), "-", Ratio(q75), ")");
-  if (result.tuned.median_s < result.untuned.median_s) {
+             ", middle half of the rounds ", Ratio(q25), "-", Ratio(q75), rounds, ")");
+  if (q50 > 1.0) {
     result.chosen = last[best_tuned];
     result.returned_tuned = true;
     result.note =

@@ -23,11 +23,15 @@
 //    a task of the mix whose kernel is not `min_gain` faster than the
 //    default's kernel in round two is reverted, and that mix runs in a
 //    third round beside the defaults and round two's fastest.
-// 4. The job returns the fastest variant of the last round by its median;
-//    whether a tuned variant is faster than the defaults beyond noise is
-//    judged from the rounds' paired ratios (each round times every variant
-//    back to back): beyond noise when three rounds in four or more favour it
-//    (the lower quartile of defaults / tuned above 1).
+// 4. The last round's fastest tuned variant is judged against the defaults
+//    by the rounds' paired ratios (each round times every variant back to
+//    back): while the middle half of defaults / tuned straddles 1 (neither
+//    three rounds in four for it nor three in four against it), the two run
+//    again beside each other, at most `max_confirm_runs` times, and every
+//    run's rounds are pooled: one run of fifteen rounds on a noisy board
+//    cannot tell a 5 % lead from a 5 % loss. The job returns the tuned
+//    variant when the pooled median ratio favours it, and says whether its
+//    lead is beyond noise (the lower quartile above 1).
 
 #include <functional>
 #include <map>
@@ -72,15 +76,17 @@ struct LatencyStats {
 LatencyStats StatsOf(std::vector<double> costs_s);
 
 struct InModelOptions {
-  int max_options = 16;    // tuned options per task tried (K)
-  int max_variants = 9;    // variants in one run of the board (defaults included), >= 2
-  double min_gain = 0.01;  // a tuned option's lead inside the model over the default
+  int max_options = 16;      // tuned options per task tried (K)
+  int max_variants = 9;      // variants in one run of the board (defaults included), >= 2
+  double min_gain = 0.01;    // a tuned option's lead inside the model over the default
+  int max_confirm_runs = 2;  // further runs of the fastest beside the defaults while undecided
 };
 
 struct InModelResult {
   ModelVariant chosen;   // what the job returns
-  LatencyStats untuned;  // the defaults, in the last round
-  LatencyStats tuned;    // the fastest tuned variant of the last round
+  LatencyStats untuned;  // the defaults, in the last round and its confirmation runs
+  LatencyStats tuned;    // the fastest tuned variant of the last round, likewise
+  int confirm_runs = 0;  // further runs of the two while their lead was undecided
   bool returned_tuned = false;
   bool beyond_noise = false;  // the tuned variant's lead over the defaults
   int tasks_tuned = 0;        // tasks whose returned option is tuned
