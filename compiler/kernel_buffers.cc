@@ -87,7 +87,8 @@ int64_t RoundingTies(const Workload& w, int64_t n) {
   auto sig = w.Signature();
   if (!sig.ok() || IsFloat(sig->output.dtype)) return 0;
   for (const EpilogueOp& e : w.epilogue) {
-    if (e.kind == EpilogueKind::kUnary && e.fn == "round") return std::max<int64_t>(1, n / 10000);
+    if (e.kind == EpilogueKind::kUnary && e.fn == ElementFn::kRound)
+      return std::max<int64_t>(1, n / 10000);
   }
   return 0;
 }

@@ -234,7 +234,13 @@ absl::StatusOr<Workload> Workload::Parse(std::string_view canonical) {
             (name != "u" && fields.size() != 3)) {
           return absl::InvalidArgumentError(StrCat("malformed epilogue '", part, "'"));
         }
-        e.fn = std::string(fields[1]);
+        auto fn = ParseName<ElementFn>(fields[1]);
+        if (!fn.has_value() || IsUnary(*fn) != (name == "u")) {
+          return absl::InvalidArgumentError(StrCat("epilogue '", part, "': '", fields[1],
+                                                   "' is not a ", name == "u" ? "unary" : "binary",
+                                                   " elementwise function"));
+        }
+        e.fn = *fn;
         if (name == "u") {
           e.kind = EpilogueKind::kUnary;
           if (fields.size() == 3) {

@@ -64,6 +64,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/dtype.h"
+#include "compiler/element_fn.h"
 #include "compiler/op.h"
 
 namespace kiln::compiler {
@@ -73,7 +74,7 @@ enum class EpilogueKind { kRelu, kAdd, kMul, kUnary, kBinary };
 struct EpilogueOp {
   EpilogueKind kind = EpilogueKind::kRelu;
   std::vector<int64_t> operand_shape;  // add/mul/binary only; same rank as output
-  std::string fn;                      // unary/binary: the function's name
+  ElementFn fn = ElementFn::kRelu;     // unary/binary: the function
   std::vector<double> params;          // unary: its parameters
   bool reversed = false;               // binary: y = fn(operand, y)
   // add/mul/binary: >= 0 when the operand is not a tensor but the chain's own

@@ -180,9 +180,9 @@ class Importer {
                               Shape shape, DType dtype,
                               std::map<std::string, std::vector<int64_t>> attrs, int out = -1,
                               std::map<std::string, double> floats = {});
-  absl::StatusOr<int> Unary(const onnx::NodeProto& node, int x, const std::string& fn,
+  absl::StatusOr<int> Unary(const onnx::NodeProto& node, int x, ElementFn fn,
                             std::vector<double> params = {}, int out = -1);
-  absl::StatusOr<int> BinaryOp(const onnx::NodeProto& node, int a, int b, const std::string& fn,
+  absl::StatusOr<int> BinaryOp(const onnx::NodeProto& node, int a, int b, ElementFn fn,
                                int out = -1);
   // Broadcast copy of x to `shape` (Expand) or a cast.
   absl::StatusOr<int> Expand(const onnx::NodeProto& node, int x, Shape shape, int out = -1);

@@ -20,36 +20,41 @@ DType ResultDType(DType in, ir::DataType result) {
 
 struct UnarySpec {
   const char* op;
-  const char* fn;
+  ElementFn fn;
 };
 constexpr UnarySpec kUnary[] = {
-    {"Abs", "abs"},     {"Neg", "neg"},           {"Sqrt", "sqrt"},
-    {"Exp", "exp"},     {"Log", "log"},           {"Reciprocal", "reciprocal"},
-    {"Floor", "floor"}, {"Ceil", "ceil"},         {"Round", "round"},
-    {"Sign", "sign"},   {"Relu", "relu"},         {"Sigmoid", "sigmoid"},
-    {"Tanh", "tanh"},   {"Sin", "sin"},           {"Cos", "cos"},
-    {"Tan", "tan"},     {"Asin", "asin"},         {"Acos", "acos"},
-    {"Atan", "atan"},   {"Sinh", "sinh"},         {"Cosh", "cosh"},
-    {"Asinh", "asinh"}, {"Acosh", "acosh"},       {"Atanh", "atanh"},
-    {"Erf", "erf"},     {"Softplus", "softplus"}, {"Softsign", "softsign"},
-    {"Not", "not"},     {"IsNaN", "isnan"},       {"HardSwish", "hardswish"},
-    {"Mish", "mish"},   {"BitwiseNot", "bitnot"},
+    {"Abs", ElementFn::kAbs},           {"Neg", ElementFn::kNeg},
+    {"Sqrt", ElementFn::kSqrt},         {"Exp", ElementFn::kExp},
+    {"Log", ElementFn::kLog},           {"Reciprocal", ElementFn::kReciprocal},
+    {"Floor", ElementFn::kFloor},       {"Ceil", ElementFn::kCeil},
+    {"Round", ElementFn::kRound},       {"Sign", ElementFn::kSign},
+    {"Relu", ElementFn::kRelu},         {"Sigmoid", ElementFn::kSigmoid},
+    {"Tanh", ElementFn::kTanh},         {"Sin", ElementFn::kSin},
+    {"Cos", ElementFn::kCos},           {"Tan", ElementFn::kTan},
+    {"Asin", ElementFn::kAsin},         {"Acos", ElementFn::kAcos},
+    {"Atan", ElementFn::kAtan},         {"Sinh", ElementFn::kSinh},
+    {"Cosh", ElementFn::kCosh},         {"Asinh", ElementFn::kAsinh},
+    {"Acosh", ElementFn::kAcosh},       {"Atanh", ElementFn::kAtanh},
+    {"Erf", ElementFn::kErf},           {"Softplus", ElementFn::kSoftplus},
+    {"Softsign", ElementFn::kSoftsign}, {"Not", ElementFn::kNot},
+    {"IsNaN", ElementFn::kIsNan},       {"HardSwish", ElementFn::kHardSwish},
+    {"Mish", ElementFn::kMish},         {"BitwiseNot", ElementFn::kBitNot},
 };
 
 struct BinarySpec {
   const char* op;
-  const char* fn;
+  ElementFn fn;
 };
 constexpr BinarySpec kBinary[] = {
-    {"Add", "add"},         {"Sub", "sub"},
-    {"Mul", "mul"},         {"Div", "div"},
-    {"Pow", "pow"},         {"Equal", "equal"},
-    {"Less", "less"},       {"LessOrEqual", "lessequal"},
-    {"Greater", "greater"}, {"GreaterOrEqual", "greaterequal"},
-    {"And", "and"},         {"Or", "or"},
-    {"Xor", "xor"},         {"BitwiseAnd", "bitand"},
-    {"BitwiseOr", "bitor"}, {"BitwiseXor", "bitxor"},
-    {"PRelu", "prelu"},
+    {"Add", ElementFn::kAdd},         {"Sub", ElementFn::kSub},
+    {"Mul", ElementFn::kMul},         {"Div", ElementFn::kDiv},
+    {"Pow", ElementFn::kPow},         {"Equal", ElementFn::kEqual},
+    {"Less", ElementFn::kLess},       {"LessOrEqual", ElementFn::kLessEqual},
+    {"Greater", ElementFn::kGreater}, {"GreaterOrEqual", ElementFn::kGreaterEqual},
+    {"And", ElementFn::kAnd},         {"Or", ElementFn::kOr},
+    {"Xor", ElementFn::kXor},         {"BitwiseAnd", ElementFn::kBitAnd},
+    {"BitwiseOr", ElementFn::kBitOr}, {"BitwiseXor", ElementFn::kBitXor},
+    {"PRelu", ElementFn::kPRelu},
 };
 
 }  // namespace
@@ -92,13 +97,13 @@ absl::StatusOr<int> Importer::Generic(const onnx::NodeProto& node, Op op, std::v
   return v;
 }
 
-absl::StatusOr<int> Importer::Unary(const onnx::NodeProto& node, int x, const std::string& fn,
+absl::StatusOr<int> Importer::Unary(const onnx::NodeProto& node, int x, ElementFn fn,
                                     std::vector<double> params, int out) {
   const DType in = V(x).dtype;
   auto rt = ops::UnaryResultType(fn, ops::ComputeType(in), params);
   if (!rt.ok()) return rt.status();
-  DType dtype =
-      fn == "cast" ? *DTypeFromOnnx(static_cast<int64_t>(params.at(0))) : ResultDType(in, *rt);
+  DType dtype = fn == ElementFn::kCast ? *DTypeFromOnnx(static_cast<int64_t>(params.at(0)))
+                                       : ResultDType(in, *rt);
   Shape s = V(x).shape;
   Workload w;
   w.op = Op::kEltwise;
@@ -109,7 +114,7 @@ absl::StatusOr<int> Importer::Unary(const onnx::NodeProto& node, int x, const st
   e.fn = fn;
   e.params = std::move(params);
   // float32 relu keeps the classic epilogue (and so its workload keys).
-  if (fn == "relu" && in == DType::kFloat32) e = {EpilogueKind::kRelu, {}};
+  if (fn == ElementFn::kRelu && in == DType::kFloat32) e = {EpilogueKind::kRelu, {}};
   w.epilogue.push_back(e);
   w.SetDtypes({in, dtype});
   // Check the function accepts this input type before anything runs it
@@ -123,13 +128,13 @@ absl::StatusOr<int> Importer::Unary(const onnx::NodeProto& node, int x, const st
   return v;
 }
 
-absl::StatusOr<int> Importer::BinaryOp(const onnx::NodeProto& node, int a, int b,
-                                       const std::string& fn, int out) {
+absl::StatusOr<int> Importer::BinaryOp(const onnx::NodeProto& node, int a, int b, ElementFn fn,
+                                       int out) {
   const Shape as = V(a).shape, bs = V(b).shape;
   auto shape = Broadcast(as, bs, StrCat("node '", Name(node), "'"));
   if (!shape.ok()) return shape.status();
   const DType at = V(a).dtype, bt = V(b).dtype;
-  if (at != bt && fn != "pow") {
+  if (at != bt && fn != ElementFn::kPow) {
     return absl::InvalidArgumentError(
         StrCat("node '", Name(node), "': inputs of ", DTypeName(at), " and ", DTypeName(bt)));
   }
@@ -161,8 +166,9 @@ absl::StatusOr<int> Importer::BinaryOp(const onnx::NodeProto& node, int a, int b
   e.reversed = reversed;
   e.operand_shape = PadTo(Wl(bs2), wo.size());
   // float32 add/mul keep the classic epilogues (and so their workload keys).
-  if ((fn == "add" || fn == "mul") && at == DType::kFloat32 && bt == DType::kFloat32) {
-    e = {fn == "add" ? EpilogueKind::kAdd : EpilogueKind::kMul, e.operand_shape};
+  if ((fn == ElementFn::kAdd || fn == ElementFn::kMul) && at == DType::kFloat32 &&
+      bt == DType::kFloat32) {
+    e = {fn == ElementFn::kAdd ? EpilogueKind::kAdd : EpilogueKind::kMul, e.operand_shape};
   }
   w.epilogue.push_back(e);
   w.SetDtypes({at, bt, dtype});
@@ -255,9 +261,9 @@ absl::StatusOr<Importer::ExpSum> Importer::StableExpSum(const onnx::NodeProto& n
                                                         std::vector<int64_t> axes) {
   auto m = ReduceOver(node, x, axes, true, 1);
   if (!m.ok()) return m.status();
-  auto d = BinaryOp(node, x, *m, "sub");
+  auto d = BinaryOp(node, x, *m, ElementFn::kSub);
   if (!d.ok()) return d.status();
-  auto e = Unary(node, *d, "exp");
+  auto e = Unary(node, *d, ElementFn::kExp);
   if (!e.ok()) return e.status();
   auto s = ReduceOver(node, *e, std::move(axes), true, 0);
   if (!s.ok()) return s.status();
@@ -279,33 +285,35 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
     const char* name;
     float fallback;
   };
-  auto with_params = [&](const char* fn, std::vector<Param> ps) -> absl::Status {
+  auto with_params = [&](ElementFn fn, std::vector<Param> ps) -> absl::Status {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
     std::vector<double> params;
     for (const Param& p : ps) params.push_back(AttrFloat(node, p.name, p.fallback));
     return StatusOf(Unary(node, *x, fn, params, 0));
   };
-  if (op == "LeakyRelu") return with_params("leakyrelu", {{"alpha", 0.01f}});
-  if (op == "Elu") return with_params("elu", {{"alpha", 1.0f}});
+  if (op == "LeakyRelu") return with_params(ElementFn::kLeakyRelu, {{"alpha", 0.01f}});
+  if (op == "Elu") return with_params(ElementFn::kElu, {{"alpha", 1.0f}});
   if (op == "Selu")
-    return with_params(
-        "selu", {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}});
-  if (op == "Celu") return with_params("celu", {{"alpha", 1.0f}});
-  if (op == "HardSigmoid") return with_params("hardsigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}});
-  if (op == "ThresholdedRelu") return with_params("thresholdedrelu", {{"alpha", 1.0f}});
-  if (op == "Shrink") return with_params("shrink", {{"bias", 0.0f}, {"lambd", 0.5f}});
-  if (op == "Swish") return with_params("swish", {{"alpha", 1.0f}});
+    return with_params(ElementFn::kSelu, {{"alpha", 1.67326319217681884765625f},
+                                          {"gamma", 1.05070102214813232421875f}});
+  if (op == "Celu") return with_params(ElementFn::kCelu, {{"alpha", 1.0f}});
+  if (op == "HardSigmoid")
+    return with_params(ElementFn::kHardSigmoid, {{"alpha", 0.2f}, {"beta", 0.5f}});
+  if (op == "ThresholdedRelu") return with_params(ElementFn::kThresholdedRelu, {{"alpha", 1.0f}});
+  if (op == "Shrink") return with_params(ElementFn::kShrink, {{"bias", 0.0f}, {"lambd", 0.5f}});
+  if (op == "Swish") return with_params(ElementFn::kSwish, {{"alpha", 1.0f}});
   if (op == "Gelu") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
     std::string approx = AttrString(node, "approximate", "none");
-    return StatusOf(Unary(node, *x, approx == "tanh" ? "gelu_tanh" : "gelu", {}, 0));
+    return StatusOf(
+        Unary(node, *x, approx == "tanh" ? ElementFn::kGeluTanh : ElementFn::kGelu, {}, 0));
   }
   if (op == "IsInf") {
     auto x = In(node, 0);
     if (!x.ok()) return x.status();
-    return StatusOf(Unary(node, *x, "isinf",
+    return StatusOf(Unary(node, *x, ElementFn::kIsInf,
                           {static_cast<double>(AttrInt(node, "detect_positive", 1)),
                            static_cast<double>(AttrInt(node, "detect_negative", 1))},
                           0));
@@ -329,7 +337,7 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       params.push_back(static_cast<double>(AttrInt(node, "saturate", 1) != 0));
       params.push_back(OnnxCode(from));
     }
-    return StatusOf(Unary(node, *x, "cast", params, 0));
+    return StatusOf(Unary(node, *x, ElementFn::kCast, params, 0));
   }
   if (op == "Clip") {
     auto x = In(node, 0);
@@ -348,17 +356,17 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
           (i == 1 ? lo : hi) = V(*b).ToDoubles().at(0);
           continue;
         }
-        auto r = BinaryOp(node, cur, *b, i == 1 ? "max" : "min");
+        auto r = BinaryOp(node, cur, *b, i == 1 ? ElementFn::kMax : ElementFn::kMin);
         if (!r.ok()) return r.status();
         cur = *r;
       }
       if (cur != *x) {
         if (std::isinf(lo) && std::isinf(hi)) return StatusOf(Reshaped(node, cur, V(cur).shape, 0));
-        return StatusOf(Unary(node, cur, "clip", {lo, hi}, 0));
+        return StatusOf(Unary(node, cur, ElementFn::kClip, {lo, hi}, 0));
       }
     }
     if (std::isinf(lo) && std::isinf(hi)) return StatusOf(Reshaped(node, *x, V(*x).shape, 0));
-    return StatusOf(Unary(node, *x, "clip", {lo, hi}, 0));
+    return StatusOf(Unary(node, *x, ElementFn::kClip, {lo, hi}, 0));
   }
   // Binary, with NumPy broadcasting (legacy `broadcast`/`axis` before opset 7).
   for (const BinarySpec& b : kBinary) {
@@ -402,21 +410,25 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
     auto x = In(node, 0);
     auto y = In(node, 1);
     if (!x.ok() || !y.ok()) return x.ok() ? y.status() : x.status();
-    return StatusOf(BinaryOp(node, *x, *y, AttrInt(node, "fmod", 0) ? "fmod" : "mod", 0));
+    return StatusOf(
+        BinaryOp(node, *x, *y, AttrInt(node, "fmod", 0) ? ElementFn::kFmod : ElementFn::kMod, 0));
   }
   if (op == "BitShift") {
     auto x = In(node, 0);
     auto y = In(node, 1);
     if (!x.ok() || !y.ok()) return x.ok() ? y.status() : x.status();
-    return StatusOf(
-        BinaryOp(node, *x, *y, AttrString(node, "direction", "") == "LEFT" ? "shl" : "shr", 0));
+    return StatusOf(BinaryOp(
+        node, *x, *y,
+        AttrString(node, "direction", "") == "LEFT" ? ElementFn::kShl : ElementFn::kShr, 0));
   }
   if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") {
     if (node.input_size() == 0) return absl::InvalidArgumentError(StrCat(op, " needs inputs"));
     auto first = In(node, 0);
     if (!first.ok()) return first.status();
     int cur = *first;
-    const char* fn = op == "Max" ? "max" : op == "Min" ? "min" : "add";
+    const ElementFn fn = op == "Max"   ? ElementFn::kMax
+                         : op == "Min" ? ElementFn::kMin
+                                       : ElementFn::kAdd;
     for (int i = 1; i < node.input_size(); ++i) {
       auto y = In(node, i);
       if (!y.ok()) return y.status();
@@ -425,7 +437,8 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       if (!r.ok()) return r.status();
       cur = *r;
     }
-    if (op == "Mean") return StatusOf(Unary(node, cur, "scale", {1.0 / node.input_size(), 0.0}, 0));
+    if (op == "Mean")
+      return StatusOf(Unary(node, cur, ElementFn::kScale, {1.0 / node.input_size(), 0.0}, 0));
     if (node.input_size() == 1) return StatusOf(Reshaped(node, cur, V(cur).shape, 0));
     return absl::OkStatus();
   }
@@ -476,9 +489,9 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       // log(sum(exp(x - max))) + max, stable for large x.
       auto st = StableExpSum(node, *x, axes);
       if (!st.ok()) return st.status();
-      auto l = Unary(node, st->sum, "log");
+      auto l = Unary(node, st->sum, ElementFn::kLog);
       if (!l.ok()) return l.status();
-      auto r = BinaryOp(node, *l, st->max, "add");
+      auto r = BinaryOp(node, *l, st->max, ElementFn::kAdd);
       if (!r.ok()) return r.status();
       Shape out;
       for (size_t dd = 0; dd < rank; ++dd) {
@@ -492,11 +505,11 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
     const bool post = op == "ReduceMean" || op == "ReduceL2" || op == "ReduceLogSum";
     auto r = ReduceOver(node, src, axes, keep, kind, pre, post ? -1 : 0);
     if (!r.ok() || !post) return StatusOf(r);
-    if (op == "ReduceL2") return StatusOf(Unary(node, *r, "sqrt", {}, 0));
-    if (op == "ReduceLogSum") return StatusOf(Unary(node, *r, "log", {}, 0));
+    if (op == "ReduceL2") return StatusOf(Unary(node, *r, ElementFn::kSqrt, {}, 0));
+    if (op == "ReduceLogSum") return StatusOf(Unary(node, *r, ElementFn::kLog, {}, 0));
     double n = static_cast<double>(V(*x).NumElements()) /
                static_cast<double>(std::max<int64_t>(1, V(*r).NumElements()));
-    return StatusOf(Unary(node, *r, "scale", {1.0 / n, 0.0}, 0));
+    return StatusOf(Unary(node, *r, ElementFn::kScale, {1.0 / n, 0.0}, 0));
   }
   if (op == "ArgMax" || op == "ArgMin") {
     auto x = In(node, 0);
@@ -554,9 +567,9 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
       Shape is(ss.size(), 1);
       is[axes[0]] = ss[axes[0]];
       int io = ConstInt64s(Name(node), is, iota);
-      auto eq = BinaryOp(node, io, *am, "equal");
+      auto eq = BinaryOp(node, io, *am, ElementFn::kEqual);
       if (!eq.ok()) return eq.status();
-      auto f = Unary(node, *eq, "cast", {static_cast<double>(OnnxCode(V(src).dtype))});
+      auto f = Unary(node, *eq, ElementFn::kCast, {static_cast<double>(OnnxCode(V(src).dtype))});
       if (!f.ok()) return f.status();
       auto e = Expand(node, *f, ss);
       if (!e.ok()) return e.status();
@@ -566,11 +579,11 @@ absl::Status Importer::ImportGeneric(const onnx::NodeProto& node, bool* handled)
     if (!st.ok()) return st.status();
     absl::StatusOr<int> r;
     if (op == "Softmax") {
-      r = BinaryOp(node, st->exp, st->sum, "div");
+      r = BinaryOp(node, st->exp, st->sum, ElementFn::kDiv);
     } else {
-      auto l = Unary(node, st->sum, "log");
+      auto l = Unary(node, st->sum, ElementFn::kLog);
       if (!l.ok()) return l.status();
-      r = BinaryOp(node, st->shifted, *l, "sub");
+      r = BinaryOp(node, st->shifted, *l, ElementFn::kSub);
     }
     if (!r.ok()) return r.status();
     return StatusOf(Reshaped(node, *r, xs, 0));

@@ -44,16 +44,16 @@ absl::StatusOr<int> Importer::AffineQuantize(const onnx::NodeProto& node, int x,
   auto along = [&](int p) { return AlongAxis(node, p, V(x).shape.size(), axis); };
   auto sa = along(s);
   if (!sa.ok()) return sa;
-  auto q = BinaryOp(node, x, *sa, "div");
-  if (q.ok()) q = Unary(node, *q, "round");
+  auto q = BinaryOp(node, x, *sa, ElementFn::kDiv);
+  if (q.ok()) q = Unary(node, *q, ElementFn::kRound);
   if (q.ok() && zp >= 0) {
-    auto zf = Unary(node, zp, "cast", {double(DType::kFloat32)});
+    auto zf = Unary(node, zp, ElementFn::kCast, {double(DType::kFloat32)});
     if (zf.ok()) zf = along(*zf);
-    q = zf.ok() ? BinaryOp(node, *q, *zf, "add") : zf;
+    q = zf.ok() ? BinaryOp(node, *q, *zf, ElementFn::kAdd) : zf;
   }
   if (!q.ok()) return q;
   // The cast saturates to the integer type's range.
-  q = Unary(node, *q, "cast", {double(to)}, out);
+  q = Unary(node, *q, ElementFn::kCast, {double(to)}, out);
   if (q.ok()) quantized_[*q] = {x, s, zp, to};
   return q;
 }
@@ -71,25 +71,25 @@ absl::StatusOr<int> Importer::FakeQuantize(const onnx::NodeProto& node, int q, i
     z = (*zs)[0];
   }
   const double lo = f.to == DType::kUInt8 ? 0 : -128, hi = f.to == DType::kUInt8 ? 255 : 127;
-  auto r = BinaryOp(node, f.x, s, "div");
-  if (r.ok()) r = Unary(node, *r, "round");
-  if (r.ok()) r = Unary(node, *r, "clip", {lo - z, hi - z});
+  auto r = BinaryOp(node, f.x, s, ElementFn::kDiv);
+  if (r.ok()) r = Unary(node, *r, ElementFn::kRound);
+  if (r.ok()) r = Unary(node, *r, ElementFn::kClip, {lo - z, hi - z});
   if (!r.ok()) return r;
-  return BinaryOp(node, *r, s, "mul", out);
+  return BinaryOp(node, *r, s, ElementFn::kMul, out);
 }
 
 absl::StatusOr<int> Importer::AffineDequantize(const onnx::NodeProto& node, int x, int s, int zp,
                                                int64_t axis, int out) {
   auto along = [&](int p) { return AlongAxis(node, p, V(x).shape.size(), axis); };
-  auto f = Unary(node, x, "cast", {double(DType::kFloat32)});
+  auto f = Unary(node, x, ElementFn::kCast, {double(DType::kFloat32)});
   if (f.ok() && zp >= 0) {
-    auto zf = Unary(node, zp, "cast", {double(DType::kFloat32)});
+    auto zf = Unary(node, zp, ElementFn::kCast, {double(DType::kFloat32)});
     if (zf.ok()) zf = along(*zf);
-    f = zf.ok() ? BinaryOp(node, *f, *zf, "sub") : zf;
+    f = zf.ok() ? BinaryOp(node, *f, *zf, ElementFn::kSub) : zf;
   }
   auto sa = f.ok() ? along(s) : f;
   if (!sa.ok()) return sa;
-  return BinaryOp(node, *f, *sa, "mul", out);
+  return BinaryOp(node, *f, *sa, ElementFn::kMul, out);
 }
 
 int Importer::ShiftedInt8(int b, int bzp, size_t axis) {
@@ -201,16 +201,16 @@ absl::StatusOr<int> Importer::ScaledAccumulator(const onnx::NodeProto& node, int
   fv.shape = shape;
   fv.SetFloats(f);
   const int factor = g_->AddValue(std::move(fv));
-  auto y = Unary(node, acc, "cast", {double(DType::kFloat32)});
-  if (bias < 0) return y.ok() ? BinaryOp(node, *y, factor, "mul", out) : y;
+  auto y = Unary(node, acc, ElementFn::kCast, {double(DType::kFloat32)});
+  if (bias < 0) return y.ok() ? BinaryOp(node, *y, factor, ElementFn::kMul, out) : y;
   auto b = y.ok() ? Reshaped(node, bias, shape) : y;
   if (!b.ok()) return b;
   if (bias_first) {
-    y = BinaryOp(node, *y, *b, "add");
-    return y.ok() ? BinaryOp(node, *y, factor, "mul", out) : y;
+    y = BinaryOp(node, *y, *b, ElementFn::kAdd);
+    return y.ok() ? BinaryOp(node, *y, factor, ElementFn::kMul, out) : y;
   }
-  y = BinaryOp(node, *y, factor, "mul");
-  return y.ok() ? BinaryOp(node, *y, *b, "add", out) : y;
+  y = BinaryOp(node, *y, factor, ElementFn::kMul);
+  return y.ok() ? BinaryOp(node, *y, *b, ElementFn::kAdd, out) : y;
 }
 
 absl::StatusOr<bool> Importer::QuantizedAdd(const onnx::NodeProto& node, int a, int b) {
@@ -285,8 +285,9 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
   };
   // A float32 copy of a (float16/float32) scale.
   auto f32 = [&](int v) -> absl::StatusOr<int> {
-    return V(v).dtype == DType::kFloat32 ? absl::StatusOr<int>(v)
-                                         : Unary(node, v, "cast", {double(DType::kFloat32)});
+    return V(v).dtype == DType::kFloat32
+               ? absl::StatusOr<int>(v)
+               : Unary(node, v, ElementFn::kCast, {double(DType::kFloat32)});
   };
   // The QLinear ops' requantization factor s1 * s2 / y_scale (inputs i1, i2
   // and 6), in float32; a scale with more than one element is reshaped to
@@ -305,16 +306,16 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
       }
       s.push_back(*c);
     }
-    auto prod = BinaryOp(node, s[0], s[1], "mul");
+    auto prod = BinaryOp(node, s[0], s[1], ElementFn::kMul);
     if (!prod.ok()) return prod;
-    return BinaryOp(node, *prod, s[2], "div");
+    return BinaryOp(node, *prod, s[2], ElementFn::kDiv);
   };
   // saturate(round(acc * factor) + zp) of an int32 accumulator into zp's
   // dtype: the requantization of QLinearMatMul and QLinearConv.
   auto requantize = [&](int acc, int factor, int zp) -> absl::StatusOr<int> {
-    auto f = Unary(node, acc, "cast", {double(DType::kFloat32)});
+    auto f = Unary(node, acc, ElementFn::kCast, {double(DType::kFloat32)});
     if (!f.ok()) return f;
-    auto d = BinaryOp(node, *f, factor, "mul");
+    auto d = BinaryOp(node, *f, factor, ElementFn::kMul);
     if (!d.ok()) return d;
     if (!IsQuantType(V(zp).dtype)) return Unimplemented(node, "unsupported output dtype");
     return Generic(node, Op::kQuantize, {*d, Scalar(Name(node), DType::kFloat32, 1), zp},
@@ -374,28 +375,29 @@ absl::Status Importer::ImportLinalg(const onnx::NodeProto& node, bool* handled) 
     auto mn = ReduceOver(node, *x, all, false, 2);
     if (!mx.ok() || !mn.ok()) return !mx.ok() ? mx.status() : mn.status();
     const int zero = Scalar(Name(node), DType::kFloat32, 0);
-    auto mx0 = BinaryOp(node, *mx, zero, "max");
-    auto mn0 = BinaryOp(node, *mn, zero, "min");
+    auto mx0 = BinaryOp(node, *mx, zero, ElementFn::kMax);
+    auto mn0 = BinaryOp(node, *mn, zero, ElementFn::kMin);
     if (!mx0.ok() || !mn0.ok()) return !mx0.ok() ? mx0.status() : mn0.status();
-    auto range = BinaryOp(node, *mx0, *mn0, "sub");
+    auto range = BinaryOp(node, *mx0, *mn0, ElementFn::kSub);
     if (!range.ok()) return range.status();
     // (max == min gives range 0; ONNX then takes 1.)
-    auto is0 = BinaryOp(node, *range, zero, "equal");
+    auto is0 = BinaryOp(node, *range, zero, ElementFn::kEqual);
     if (!is0.ok()) return is0.status();
     auto safe = Generic(node, Op::kWhere, {*is0, Scalar(Name(node), DType::kFloat32, 1), *range},
                         {}, DType::kFloat32, {});
     if (!safe.ok()) return safe.status();
-    auto scale = BinaryOp(node, *safe, Scalar(Name(node), DType::kFloat32, 255), "div", 1);
+    auto scale =
+        BinaryOp(node, *safe, Scalar(Name(node), DType::kFloat32, 255), ElementFn::kDiv, 1);
     if (!scale.ok()) return scale.status();
-    auto q = BinaryOp(node, *mn0, *scale, "div");
+    auto q = BinaryOp(node, *mn0, *scale, ElementFn::kDiv);
     if (!q.ok()) return q.status();
-    auto zf = Unary(node, *q, "clip", {-255, 0});  // -min/scale in [0, 255], negated
+    auto zf = Unary(node, *q, ElementFn::kClip, {-255, 0});  // -min/scale in [0, 255], negated
     if (!zf.ok()) return zf.status();
-    auto zn = Unary(node, *zf, "neg");
+    auto zn = Unary(node, *zf, ElementFn::kNeg);
     if (!zn.ok()) return zn.status();
-    auto zr = Unary(node, *zn, "round");
+    auto zr = Unary(node, *zn, ElementFn::kRound);
     if (!zr.ok()) return zr.status();
-    auto zp = Unary(node, *zr, "cast", {double(DType::kUInt8)}, 2);
+    auto zp = Unary(node, *zr, ElementFn::kCast, {double(DType::kUInt8)}, 2);
     if (!zp.ok()) return zp.status();
     return StatusOf(AffineQuantize(node, *x, *scale, *zp, DType::kUInt8, 0, 0));
   }

@@ -20,21 +20,21 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     if (!mean.ok()) return mean;
     double n = static_cast<double>(V(x).NumElements()) /
                static_cast<double>(std::max<int64_t>(1, V(*mean).NumElements()));
-    auto mu = Unary(node, *mean, "scale", {1.0 / n, 0.0}, mean_out);
+    auto mu = Unary(node, *mean, ElementFn::kScale, {1.0 / n, 0.0}, mean_out);
     if (!mu.ok()) return mu;
-    auto d = BinaryOp(node, x, *mu, "sub");
+    auto d = BinaryOp(node, x, *mu, ElementFn::kSub);
     if (!d.ok()) return d;
     auto sq = ReduceOver(node, *d, axes, true, 0, 2);
     if (!sq.ok()) return sq;
-    auto var = Unary(node, *sq, "scale", {1.0 / n, eps});
+    auto var = Unary(node, *sq, ElementFn::kScale, {1.0 / n, eps});
     if (!var.ok()) return var;
-    auto sd = Unary(node, *var, "sqrt");
+    auto sd = Unary(node, *var, ElementFn::kSqrt);
     if (!sd.ok()) return sd;
     if (inv_out >= 0) {
-      auto inv = Unary(node, *sd, "reciprocal", {}, inv_out);
+      auto inv = Unary(node, *sd, ElementFn::kReciprocal, {}, inv_out);
       if (!inv.ok()) return inv;
     }
-    return BinaryOp(node, *d, *sd, "div", out);
+    return BinaryOp(node, *d, *sd, ElementFn::kDiv, out);
   };
   if (op == "LayerNormalization") {
     auto x = In(node, 0), scale = In(node, 1);
@@ -49,11 +49,11 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
                        has_out(2) ? 2 : -1);
     if (!y.ok()) return y.status();
     bool bias = HasIn(node, 2);
-    auto s = BinaryOp(node, *y, *scale, "mul", bias ? -1 : 0);
+    auto s = BinaryOp(node, *y, *scale, ElementFn::kMul, bias ? -1 : 0);
     if (!s.ok() || !bias) return StatusOf(s);
     auto b = In(node, 2);
     if (!b.ok()) return b.status();
-    return StatusOf(BinaryOp(node, *s, *b, "add", 0));
+    return StatusOf(BinaryOp(node, *s, *b, ElementFn::kAdd, 0));
   }
   if (op == "InstanceNormalization" || op == "MeanVarianceNormalization") {
     auto x = In(node, 0);
@@ -66,19 +66,19 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
       if (!m.ok()) return m.status();
       double n =
           static_cast<double>(V(*x).NumElements()) / static_cast<double>(V(*m).NumElements());
-      auto mu = Unary(node, *m, "scale", {1.0 / n, 0.0});
+      auto mu = Unary(node, *m, ElementFn::kScale, {1.0 / n, 0.0});
       if (!mu.ok()) return mu.status();
-      auto d = BinaryOp(node, *x, *mu, "sub");
+      auto d = BinaryOp(node, *x, *mu, ElementFn::kSub);
       if (!d.ok()) return d.status();
       auto sq = ReduceOver(node, *d, axes, true, 0, 2);
       if (!sq.ok()) return sq.status();
-      auto var = Unary(node, *sq, "scale", {1.0 / n, 0.0});
+      auto var = Unary(node, *sq, ElementFn::kScale, {1.0 / n, 0.0});
       if (!var.ok()) return var.status();
-      auto sd = Unary(node, *var, "sqrt");
+      auto sd = Unary(node, *var, ElementFn::kSqrt);
       if (!sd.ok()) return sd.status();
-      auto sde = Unary(node, *sd, "scale", {1.0, 1e-9});
+      auto sde = Unary(node, *sd, ElementFn::kScale, {1.0, 1e-9});
       if (!sde.ok()) return sde.status();
-      return StatusOf(BinaryOp(node, *d, *sde, "div", 0));
+      return StatusOf(BinaryOp(node, *d, *sde, ElementFn::kDiv, 0));
     }
     for (size_t d = 2; d < r; ++d) axes.push_back(static_cast<int64_t>(d));
     auto y = normalize(*x, axes, AttrFloat(node, "epsilon", 1e-5f), -1);
@@ -89,9 +89,9 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     if (!scale.ok() || !bias.ok()) return !scale.ok() ? scale.status() : bias.status();
     auto sc = Reshaped(node, *scale, cs), bi = Reshaped(node, *bias, cs);
     if (!sc.ok() || !bi.ok()) return !sc.ok() ? sc.status() : bi.status();
-    auto s = BinaryOp(node, *y, *sc, "mul");
+    auto s = BinaryOp(node, *y, *sc, ElementFn::kMul);
     if (!s.ok()) return s.status();
-    return StatusOf(BinaryOp(node, *s, *bi, "add", 0));
+    return StatusOf(BinaryOp(node, *s, *bi, ElementFn::kAdd, 0));
   }
   if (op == "GroupNormalization") {
     // Normalized per (n, group) over [N, G, C/G * spatial]; scale and bias
@@ -121,9 +121,9 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
       if (!back.ok()) return back.status();
       y = *back;
     }
-    auto m = BinaryOp(node, y, *sc, "mul");
+    auto m = BinaryOp(node, y, *sc, ElementFn::kMul);
     if (!m.ok()) return m.status();
-    auto a = BinaryOp(node, *m, *bi, "add", per_group ? -1 : 0);
+    auto a = BinaryOp(node, *m, *bi, ElementFn::kAdd, per_group ? -1 : 0);
     if (!a.ok() || !per_group) return StatusOf(a);
     return StatusOf(Reshaped(node, *a, xs, 0));
   }
@@ -137,9 +137,9 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
       const bool want_log = node.output_size() > 1 && !node.output(1).empty();
       auto st = StableExpSum(node, input, {1});
       if (!st.ok()) return st.status();
-      auto l = Unary(node, st->sum, "log");
+      auto l = Unary(node, st->sum, ElementFn::kLog);
       if (!l.ok()) return l.status();
-      auto lp = BinaryOp(node, st->shifted, *l, "sub", want_log ? 1 : -1);
+      auto lp = BinaryOp(node, st->shifted, *l, ElementFn::kSub, want_log ? 1 : -1);
       if (!lp.ok()) return lp.status();
       input = *lp;
     }
@@ -170,7 +170,7 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     if (!wts.ok()) return wts.status();
     auto wsum = ReduceOver(node, *wts, all, false, 0);
     if (!wsum.ok()) return wsum.status();
-    return StatusOf(BinaryOp(node, *total, *wsum, "div", 0));
+    return StatusOf(BinaryOp(node, *total, *wsum, ElementFn::kDiv, 0));
   }
   if (op == "LpNormalization") {
     auto x = In(node, 0);
@@ -182,11 +182,11 @@ absl::Status Importer::ImportNormalization(const onnx::NodeProto& node, bool* ha
     if (!n.ok()) return n.status();
     int nv = *n;
     if (p == 2) {
-      auto s = Unary(node, nv, "sqrt");
+      auto s = Unary(node, nv, ElementFn::kSqrt);
       if (!s.ok()) return s.status();
       nv = *s;
     }
-    return StatusOf(BinaryOp(node, *x, nv, "div", 0));
+    return StatusOf(BinaryOp(node, *x, nv, ElementFn::kDiv, 0));
   }
   *handled = false;
   return absl::OkStatus();

@@ -512,13 +512,13 @@ absl::Status Importer::BatchNormSteps(const onnx::NodeProto& node, const std::ve
     const double n = static_cast<double>(V(in[0]).NumElements()) / static_cast<double>(xs[1]);
     auto sum = ReduceOver(node, in[0], axes, true, 0);
     if (!sum.ok()) return sum.status();
-    auto m = Unary(node, *sum, "scale", {1.0 / n, 0.0});
+    auto m = Unary(node, *sum, ElementFn::kScale, {1.0 / n, 0.0});
     if (!m.ok()) return m.status();
-    auto d = BinaryOp(node, in[0], *m, "sub");
+    auto d = BinaryOp(node, in[0], *m, ElementFn::kSub);
     if (!d.ok()) return d.status();
     auto sq = ReduceOver(node, *d, axes, true, 0, 2);
     if (!sq.ok()) return sq.status();
-    auto v = Unary(node, *sq, "scale", {1.0 / n, 0.0});
+    auto v = Unary(node, *sq, ElementFn::kScale, {1.0 / n, 0.0});
     if (!v.ok()) return v.status();
     mean = *m;
     var = *v;
@@ -528,23 +528,23 @@ absl::Status Importer::BatchNormSteps(const onnx::NodeProto& node, const std::ve
       if (o >= node.output_size() || node.output(o).empty()) continue;
       auto batch = Reshaped(node, o == 1 ? mean : var, {xs[1]});
       if (!batch.ok()) return batch.status();
-      auto b = Unary(node, *batch, "scale", {1.0 - mom, 0.0});
-      auto r = Unary(node, in[o == 1 ? 3 : 4], "scale", {mom, 0.0});
+      auto b = Unary(node, *batch, ElementFn::kScale, {1.0 - mom, 0.0});
+      auto r = Unary(node, in[o == 1 ? 3 : 4], ElementFn::kScale, {mom, 0.0});
       if (!b.ok() || !r.ok()) return !b.ok() ? b.status() : r.status();
-      if (auto s = BinaryOp(node, *r, *b, "add", o); !s.ok()) return s.status();
+      if (auto s = BinaryOp(node, *r, *b, ElementFn::kAdd, o); !s.ok()) return s.status();
     }
   }
-  auto d = BinaryOp(node, in[0], mean, "sub");
+  auto d = BinaryOp(node, in[0], mean, ElementFn::kSub);
   if (!d.ok()) return d.status();
-  auto sd = Unary(node, var, "scale", {1.0, eps});
+  auto sd = Unary(node, var, ElementFn::kScale, {1.0, eps});
   if (!sd.ok()) return sd.status();
-  sd = Unary(node, *sd, "sqrt");
+  sd = Unary(node, *sd, ElementFn::kSqrt);
   if (!sd.ok()) return sd.status();
-  auto sc = BinaryOp(node, p[1], *d, "mul");
+  auto sc = BinaryOp(node, p[1], *d, ElementFn::kMul);
   if (!sc.ok()) return sc.status();
-  auto q = BinaryOp(node, *sc, *sd, "div");
+  auto q = BinaryOp(node, *sc, *sd, ElementFn::kDiv);
   if (!q.ok()) return q.status();
-  return BinaryOp(node, *q, p[2], "add", 0).status();
+  return BinaryOp(node, *q, p[2], ElementFn::kAdd, 0).status();
 }
 
 absl::Status Importer::ImportConstant(const onnx::NodeProto& node) {

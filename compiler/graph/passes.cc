@@ -616,7 +616,7 @@ void FuseQuantizedAdds(Graph& g) {
       std::vector<EpilogueOp>& ep = p.workload.epilogue;
       const DType byte = g.values[mine].dtype;
       if (p.kind != NodeKind::kCompute || p.workload.op != Op::kConv || ep.empty() ||
-          ep.back().kind != EpilogueKind::kUnary || ep.back().fn != "cast" ||
+          ep.back().kind != EpilogueKind::kUnary || ep.back().fn != ElementFn::kCast ||
           (byte != DType::kUInt8 && byte != DType::kInt8)) {
         continue;
       }
@@ -643,8 +643,8 @@ void FuseQuantizedAdds(Graph& g) {
         dtypes.push_back(g.values[input].dtype);
       };
       const bool u8 = byte == DType::kUInt8;
-      ep.back() =
-          EpilogueOp{EpilogueKind::kUnary, {}, "clip", {u8 ? 0.0 : -128.0, u8 ? 255.0 : 127.0}};
+      ep.back() = EpilogueOp{
+          EpilogueKind::kUnary, {}, ElementFn::kClip, {u8 ? 0.0 : -128.0, u8 ? 255.0 : 127.0}};
       const double zm = side == 0 ? *za : *zb, sm = side == 0 ? *sa : *sb;
       const double zo = side == 0 ? *zb : *za, so = side == 0 ? *sb : *sa;
       op(EpilogueKind::kAdd, constant(-zm), one);
@@ -700,9 +700,9 @@ bool FoldOneRequantScale(Graph& g, Node& n) {
     const bool add = j < ep.size() && ep[j].kind == EpilogueKind::kAdd && constant(j);
     if (add) ++j;
     if (j < ep.size() && ep[j].kind == EpilogueKind::kRelu) ++j;
-    if (j + 1 >= ep.size() || ep[j].kind != EpilogueKind::kBinary || ep[j].fn != "div" ||
+    if (j + 1 >= ep.size() || ep[j].kind != EpilogueKind::kBinary || ep[j].fn != ElementFn::kDiv ||
         ep[j].reversed || !constant(j) || constant(j)->NumElements() != 1 ||
-        ep[j + 1].kind != EpilogueKind::kUnary || ep[j + 1].fn != "round") {
+        ep[j + 1].kind != EpilogueKind::kUnary || ep[j + 1].fn != ElementFn::kRound) {
       continue;
     }
     const float s = constant(j)->ToFloats()[0];

@@ -185,7 +185,8 @@ Expr ApplyEpilogue(const Workload& w, Expr y, const std::vector<Var>& idx,
   for (const EpilogueOp& e : w.epilogue) {
     entering.push_back(y);
     if (e.kind == EpilogueKind::kRelu || e.kind == EpilogueKind::kUnary) {
-      auto r = e.kind == EpilogueKind::kRelu ? UnaryFn("relu", y, {}) : UnaryFn(e.fn, y, e.params);
+      auto r = e.kind == EpilogueKind::kRelu ? UnaryFn(ElementFn::kRelu, y, {})
+                                             : UnaryFn(e.fn, y, e.params);
       if (!r.ok()) {
         status = r.status();
         break;

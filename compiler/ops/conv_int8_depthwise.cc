@@ -109,7 +109,7 @@ Operands OperandsOf(const Workload& w) {
 // float -> int32 conversion saturates, which x86 does one lane at a time).
 bool StartsWithFloat(const Workload& w) {
   return !w.epilogue.empty() && w.epilogue[0].kind == EpilogueKind::kUnary &&
-         w.epilogue[0].fn == "cast" && w.epilogue[0].params.size() == 1 &&
+         w.epilogue[0].fn == ElementFn::kCast && w.epilogue[0].params.size() == 1 &&
          static_cast<DType>(w.epilogue[0].params[0]) == DType::kFloat32;
 }
 

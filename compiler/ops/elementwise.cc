@@ -10,6 +10,7 @@ namespace kiln::compiler::ops {
 namespace {
 
 using namespace ir;
+using Fn = ElementFn;
 
 // A constant of x's (scalar) type.
 Expr C(const Expr& x, double v) {
@@ -40,13 +41,13 @@ Expr Erf(const Expr& x) {
   return Select(Call(DataType::Bool(), Intrinsic::kIsNan, {x}), x, p * xc / q);
 }
 
-absl::Status Arity(const std::string& fn, const std::vector<double>& p, size_t want) {
+absl::Status Arity(ElementFn fn, const std::vector<double>& p, size_t want) {
   if (p.size() == want) return absl::OkStatus();
   return absl::InvalidArgumentError(
       StrCat("elementwise '", fn, "' takes ", want, " parameters, got ", p.size()));
 }
 
-absl::Status NeedFloat(const std::string& fn, const Expr& x) {
+absl::Status NeedFloat(ElementFn fn, const Expr& x) {
   if (x.dtype().is_float()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       StrCat("elementwise '", fn, "' needs a float input, got ", ToString(x.dtype())));
@@ -199,10 +200,10 @@ Expr Promote(Expr x) {
   return x;
 }
 
-absl::StatusOr<DataType> UnaryResultType(const std::string& fn, DataType in,
+absl::StatusOr<DataType> UnaryResultType(ElementFn fn, DataType in,
                                          const std::vector<double>& params) {
-  if (fn == "isnan" || fn == "isinf" || fn == "not") return DataType::Bool();
-  if (fn == "cast") {
+  if (fn == Fn::kIsNan || fn == Fn::kIsInf || fn == Fn::kNot) return DataType::Bool();
+  if (fn == Fn::kCast) {
     if (params.size() != 1 && params.size() != 3) {
       return absl::InvalidArgumentError("cast takes 1 or 3 parameters");
     }
@@ -213,22 +214,22 @@ absl::StatusOr<DataType> UnaryResultType(const std::string& fn, DataType in,
   return in;
 }
 
-absl::StatusOr<DataType> BinaryResultType(const std::string& fn, DataType a) {
-  if (fn == "equal" || fn == "less" || fn == "lessequal" || fn == "greater" ||
-      fn == "greaterequal" || fn == "and" || fn == "or" || fn == "xor") {
+absl::StatusOr<DataType> BinaryResultType(ElementFn fn, DataType a) {
+  if (fn == Fn::kEqual || fn == Fn::kLess || fn == Fn::kLessEqual || fn == Fn::kGreater ||
+      fn == Fn::kGreaterEqual || fn == Fn::kAnd || fn == Fn::kOr || fn == Fn::kXor) {
     return DataType::Bool();
   }
   return a;
 }
 
-absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<double>& p) {
+absl::StatusOr<Expr> UnaryFn(ElementFn fn, Expr x, const std::vector<double>& p) {
   x = Promote(std::move(x));
   const DataType t = x.dtype();
   const bool fp = t.is_float();
   auto need = [&](size_t n) { return Arity(fn, p, n); };
 #define KILN_TRY(expr) \
   if (absl::Status s = (expr); !s.ok()) return s;
-  if (fn == "cast") {
+  if (fn == Fn::kCast) {
     // cast(to) or cast(to, saturate, from) where either side is storage-only:
     // x then holds `from`'s bit pattern, decoded first; a storage-only
     // result is encoded last.
@@ -246,7 +247,7 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
         return EncodeStorageFloat(*to_d, x, p[1] != 0);
       }
       if (IsInt4(*to_d)) return EncodeInt4(*to_d, x);
-      return UnaryFn("cast", x, {p[0]});
+      return UnaryFn(Fn::kCast, x, {p[0]});
     }
     auto to = UnaryResultType(fn, t, p);
     if (!to.ok()) return to.status();
@@ -262,37 +263,37 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
     }
     return Cast(*to, x);
   }
-  if (fn == "not") {
+  if (fn == Fn::kNot) {
     if (!t.is_bool()) return absl::InvalidArgumentError("not needs a bool input");
     return !x;
   }
-  if (fn == "bitnot") {
+  if (fn == Fn::kBitNot) {
     if (!t.is_integer()) return absl::InvalidArgumentError("bitnot needs an integer input");
     return Call(t, Intrinsic::kBitNot, {x});
   }
-  if (fn == "neg") {
+  if (fn == Fn::kNeg) {
     KILN_TRY(need(0));
     return C(x, 0) - x;
   }
-  if (fn == "abs") {
+  if (fn == Fn::kAbs) {
     KILN_TRY(need(0));
     if (fp) return F(Intrinsic::kFabs, x);
     if (t.is_uint()) return x;
     return Select(x < C(x, 0), C(x, 0) - x, x);
   }
-  if (fn == "relu") {
+  if (fn == Fn::kRelu) {
     KILN_TRY(need(0));
     return Max(x, C(x, 0));
   }
-  if (fn == "sign") {
+  if (fn == Fn::kSign) {
     KILN_TRY(need(0));
     return Select(x > C(x, 0), C(x, 1), Select(x < C(x, 0), C(x, -1), C(x, 0)));
   }
-  if (fn == "isnan") {
+  if (fn == Fn::kIsNan) {
     KILN_TRY(NeedFloat(fn, x));
     return Call(DataType::Bool(), Intrinsic::kIsNan, {x});
   }
-  if (fn == "isinf") {
+  if (fn == Fn::kIsInf) {
     KILN_TRY(need(2));
     KILN_TRY(NeedFloat(fn, x));
     Expr pos = Eq(x, C(x, INFINITY)), neg = Eq(x, C(x, -INFINITY));
@@ -303,90 +304,96 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
   }
   // Everything below computes on floats.
   KILN_TRY(NeedFloat(fn, x));
-  using I = Intrinsic;
-  static constexpr Intrinsic kDirect[] = {I::kSqrt,  I::kExp,   I::kLog,    I::kFloor, I::kCeil,
-                                          I::kSin,   I::kCos,   I::kTan,    I::kAsin,  I::kAcos,
-                                          I::kAtan,  I::kSinh,  I::kCosh,   I::kTanh,  I::kAsinh,
-                                          I::kAcosh, I::kAtanh, I::kSigmoid};
-  if (fn == "erf") {
+  // The functions that are one intrinsic of the same name.
+  static constexpr std::pair<ElementFn, Intrinsic> kDirect[] = {
+      {Fn::kSqrt, Intrinsic::kSqrt},   {Fn::kExp, Intrinsic::kExp},
+      {Fn::kLog, Intrinsic::kLog},     {Fn::kFloor, Intrinsic::kFloor},
+      {Fn::kCeil, Intrinsic::kCeil},   {Fn::kSin, Intrinsic::kSin},
+      {Fn::kCos, Intrinsic::kCos},     {Fn::kTan, Intrinsic::kTan},
+      {Fn::kAsin, Intrinsic::kAsin},   {Fn::kAcos, Intrinsic::kAcos},
+      {Fn::kAtan, Intrinsic::kAtan},   {Fn::kSinh, Intrinsic::kSinh},
+      {Fn::kCosh, Intrinsic::kCosh},   {Fn::kTanh, Intrinsic::kTanh},
+      {Fn::kAsinh, Intrinsic::kAsinh}, {Fn::kAcosh, Intrinsic::kAcosh},
+      {Fn::kAtanh, Intrinsic::kAtanh}, {Fn::kSigmoid, Intrinsic::kSigmoid}};
+  if (fn == Fn::kErf) {
     KILN_TRY(need(0));
     return Erf(x);
   }
-  for (Intrinsic f : kDirect) {
-    if (fn == NameOf(f)) {
+  for (const auto& [name, f] : kDirect) {
+    if (fn == name) {
       KILN_TRY(need(0));
       return F(f, x);
     }
   }
-  if (fn == "round") return F(Intrinsic::kRoundEven, x);
-  if (fn == "reciprocal") return C(x, 1) / x;
-  if (fn == "softplus") {
+  if (fn == Fn::kRound) return F(Intrinsic::kRoundEven, x);
+  if (fn == Fn::kReciprocal) return C(x, 1) / x;
+  if (fn == Fn::kSoftplus) {
     // log(1 + exp(x)), stable for large x.
     return Select(x > C(x, 20), x, F(Intrinsic::kLog, C(x, 1) + F(Intrinsic::kExp, x)));
   }
-  if (fn == "softsign") return x / (C(x, 1) + F(Intrinsic::kFabs, x));
-  if (fn == "leakyrelu") {
+  if (fn == Fn::kSoftsign) return x / (C(x, 1) + F(Intrinsic::kFabs, x));
+  if (fn == Fn::kLeakyRelu) {
     KILN_TRY(need(1));
     return Select(x < C(x, 0), x * C(x, p[0]), x);
   }
-  if (fn == "elu") {
+  if (fn == Fn::kElu) {
     KILN_TRY(need(1));
     return Select(x < C(x, 0), C(x, p[0]) * (F(Intrinsic::kExp, x) - C(x, 1)), x);
   }
-  if (fn == "selu") {
+  if (fn == Fn::kSelu) {
     KILN_TRY(need(2));
     return Select(x <= C(x, 0), C(x, p[1]) * (C(x, p[0]) * F(Intrinsic::kExp, x) - C(x, p[0])),
                   C(x, p[1]) * x);
   }
-  if (fn == "celu") {
+  if (fn == Fn::kCelu) {
     KILN_TRY(need(1));
     Expr e = C(x, p[0]) * (F(Intrinsic::kExp, x / C(x, p[0])) - C(x, 1));
     return Max(x, C(x, 0)) + Min(C(x, 0), e);
   }
-  if (fn == "hardsigmoid") {
+  if (fn == Fn::kHardSigmoid) {
     KILN_TRY(need(2));
     return Max(C(x, 0), Min(C(x, 1), C(x, p[0]) * x + C(x, p[1])));
   }
-  if (fn == "hardswish") {
+  if (fn == Fn::kHardSwish) {
     return x * Max(C(x, 0), Min(C(x, 1), x * C(x, 1.0 / 6) + C(x, 0.5)));
   }
-  if (fn == "thresholdedrelu") {
+  if (fn == Fn::kThresholdedRelu) {
     KILN_TRY(need(1));
     return Select(x > C(x, p[0]), x, C(x, 0));
   }
-  if (fn == "shrink") {
+  if (fn == Fn::kShrink) {
     KILN_TRY(need(2));
     const double bias = p[0], lambd = p[1];
     return Select(x < C(x, -lambd), x + C(x, bias),
                   Select(x > C(x, lambd), x - C(x, bias), C(x, 0)));
   }
-  if (fn == "clip") {
+  if (fn == Fn::kClip) {
     KILN_TRY(need(2));
     Expr y = x;
     if (!std::isinf(p[0])) y = Max(y, C(x, p[0]));
     if (!std::isinf(p[1])) y = Min(y, C(x, p[1]));
     return y;
   }
-  if (fn == "gelu") {  // x/2 (1 + erf(x / sqrt 2))
+  if (fn == Fn::kGelu) {  // x/2 (1 + erf(x / sqrt 2))
     return C(x, 0.5) * x * (C(x, 1) + Erf(x * C(x, M_SQRT1_2)));
   }
-  if (fn == "gelu_tanh") {
+  if (fn == Fn::kGeluTanh) {
     Expr inner = C(x, std::sqrt(2.0 / M_PI)) * (x + C(x, 0.044715) * x * x * x);
     return C(x, 0.5) * x * (C(x, 1) + F(Intrinsic::kTanh, inner));
   }
-  if (fn == "mish") {
+  if (fn == Fn::kMish) {
     Expr sp = Select(x > C(x, 20), x, F(Intrinsic::kLog, C(x, 1) + F(Intrinsic::kExp, x)));
     return x * F(Intrinsic::kTanh, sp);
   }
-  if (fn == "swish") {
+  if (fn == Fn::kSwish) {
     KILN_TRY(need(1));
     return x * F(Intrinsic::kSigmoid, x * C(x, p[0]));
   }
-  if (fn == "scale") {
+  if (fn == Fn::kScale) {
     KILN_TRY(need(2));
     return x * C(x, p[0]) + C(x, p[1]);
   }
-  if (fn == "powc") {
+  if (fn == Fn::kPowC) {
     KILN_TRY(need(1));
     if (p[0] == 2) return x * x;
     if (p[0] == 1) return x;
@@ -394,13 +401,13 @@ absl::StatusOr<Expr> UnaryFn(const std::string& fn, Expr x, const std::vector<do
     return Call(t, Intrinsic::kPow, {x, C(x, p[0])});
   }
 #undef KILN_TRY
-  return absl::InvalidArgumentError(StrCat("unknown elementwise function '", fn, "'"));
+  return absl::InvalidArgumentError(StrCat("'", fn, "' is not a unary elementwise function"));
 }
 
-absl::StatusOr<Expr> BinaryFn(const std::string& fn, Expr a, Expr b) {
+absl::StatusOr<Expr> BinaryFn(ElementFn fn, Expr a, Expr b) {
   a = Promote(std::move(a));
   b = Promote(std::move(b));
-  if (fn == "pow") {
+  if (fn == Fn::kPow) {
     if (!a.dtype().is_float()) {
       // Integer base: compute in double and truncate back, as onnxruntime does.
       Expr r = Call(DataType::Float64(), Intrinsic::kPow,
@@ -416,46 +423,50 @@ absl::StatusOr<Expr> BinaryFn(const std::string& fn, Expr a, Expr b) {
   }
   const DataType t = a.dtype();
   const bool fp = t.is_float();
-  if (fn == "add") return a + b;
-  if (fn == "sub") return a - b;
-  if (fn == "mul") return a * b;
-  if (fn == "div") {
+  if (fn == Fn::kAdd) return a + b;
+  if (fn == Fn::kSub) return a - b;
+  if (fn == Fn::kMul) return a * b;
+  if (fn == Fn::kDiv) {
     if (fp) return a / b;
     // Integer division by zero is undefined in ONNX; give 0 instead of a trap.
     return Select(Eq(b, C(b, 0)), C(a, 0), a / Select(Eq(b, C(b, 0)), C(b, 1), b));
   }
-  if (fn == "mod" || fn == "fmod") {
+  if (fn == Fn::kMod || fn == Fn::kFmod) {
     if (fp) {
-      if (fn == "fmod") return Call(t, Intrinsic::kFmod, {a, b});
+      if (fn == Fn::kFmod) return Call(t, Intrinsic::kFmod, {a, b});
       Expr r = Call(t, Intrinsic::kFmod, {a, b});
       // Python-style: the result takes the divisor's sign.
       return Select(Ne(r, C(r, 0)) && Ne(r < C(r, 0), b < C(b, 0)), r + b, r);
     }
     Expr safe = Select(Eq(b, C(b, 0)), C(b, 1), b);
-    Expr r = fn == "fmod" ? a % safe : FloorMod(a, safe);
+    Expr r = fn == Fn::kFmod ? a % safe : FloorMod(a, safe);
     return Select(Eq(b, C(b, 0)), C(a, 0), r);
   }
-  if (fn == "min") return fp ? Select(Ne(a, a) || a < b, a, b) : Min(a, b);
-  if (fn == "max") return fp ? Select(Ne(a, a) || a > b, a, b) : Max(a, b);
-  if (fn == "prelu") return Select(a < C(a, 0), a * b, a);
-  if (fn == "equal") return Eq(a, b);
-  if (fn == "less") return a < b;
-  if (fn == "lessequal") return a <= b;
-  if (fn == "greater") return a > b;
-  if (fn == "greaterequal") return a >= b;
-  if (fn == "and" || fn == "or" || fn == "xor") {
+  if (fn == Fn::kMin) return fp ? Select(Ne(a, a) || a < b, a, b) : Min(a, b);
+  if (fn == Fn::kMax) return fp ? Select(Ne(a, a) || a > b, a, b) : Max(a, b);
+  if (fn == Fn::kPRelu) return Select(a < C(a, 0), a * b, a);
+  if (fn == Fn::kEqual) return Eq(a, b);
+  if (fn == Fn::kLess) return a < b;
+  if (fn == Fn::kLessEqual) return a <= b;
+  if (fn == Fn::kGreater) return a > b;
+  if (fn == Fn::kGreaterEqual) return a >= b;
+  if (fn == Fn::kAnd || fn == Fn::kOr || fn == Fn::kXor) {
     if (!t.is_bool()) return absl::InvalidArgumentError(StrCat(fn, " needs bool inputs"));
-    if (fn == "and") return a && b;
-    if (fn == "or") return a || b;
+    if (fn == Fn::kAnd) return a && b;
+    if (fn == Fn::kOr) return a || b;
     return Ne(a, b);
   }
-  for (Intrinsic f : {Intrinsic::kBitAnd, Intrinsic::kBitOr, Intrinsic::kBitXor, Intrinsic::kShl,
-                      Intrinsic::kShr}) {
-    if (fn != NameOf(f)) continue;
+  static constexpr std::pair<ElementFn, Intrinsic> kBits[] = {{Fn::kBitAnd, Intrinsic::kBitAnd},
+                                                              {Fn::kBitOr, Intrinsic::kBitOr},
+                                                              {Fn::kBitXor, Intrinsic::kBitXor},
+                                                              {Fn::kShl, Intrinsic::kShl},
+                                                              {Fn::kShr, Intrinsic::kShr}};
+  for (const auto& [name, f] : kBits) {
+    if (fn != name) continue;
     if (!t.is_integer()) return absl::InvalidArgumentError(StrCat(fn, " needs integer inputs"));
     return Call(t, f, {a, b});
   }
-  return absl::InvalidArgumentError(StrCat("unknown elementwise function '", fn, "'"));
+  return absl::InvalidArgumentError(StrCat("'", fn, "' is not a binary elementwise function"));
 }
 
 }  // namespace kiln::compiler::ops

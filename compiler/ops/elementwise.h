@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/dtype.h"
+#include "compiler/element_fn.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::compiler::ops {
@@ -31,8 +32,8 @@ ir::Expr DecodeStorageFloat(DType t, const ir::Expr& bits);
 ir::Expr EncodeStorageFloat(DType t, const ir::Expr& x, bool saturate);
 ir::Expr EncodeInt4(DType t, ir::Expr x);
 
-// y = fn(x, params). Unknown names and wrong parameter counts are
-// INVALID_ARGUMENT. Names: neg abs sqrt exp log reciprocal floor ceil round
+// y = fn(x, params). A binary fn and wrong parameter counts are
+// INVALID_ARGUMENT. The unary functions: neg abs sqrt exp log reciprocal floor ceil round
 // sign relu sigmoid tanh sin cos tan asin acos atan sinh cosh asinh acosh
 // atanh erf softplus softsign not isnan isinf(detect_pos, detect_neg)
 // leakyrelu(alpha) elu(alpha) selu(alpha, gamma) celu(alpha)
@@ -40,16 +41,15 @@ ir::Expr EncodeInt4(DType t, ir::Expr x);
 // lambd) clip(min, max) gelu gelu_tanh mish swish(alpha) bitnot
 // cast(onnx dtype code[, saturate, from dtype code: for storage-only types])
 // scale(a, b: a*x+b) powc(p: x^p).
-absl::StatusOr<ir::Expr> UnaryFn(const std::string& fn, ir::Expr x,
-                                 const std::vector<double>& params);
-// y = fn(a, b) on operands of one type. Names: add sub mul div mod fmod pow
+absl::StatusOr<ir::Expr> UnaryFn(ElementFn fn, ir::Expr x, const std::vector<double>& params);
+// y = fn(a, b) on operands of one type. The binary functions: add sub mul div mod fmod pow
 // min max prelu equal less lessequal greater greaterequal and or xor bitand
 // bitor bitxor shl shr.
-absl::StatusOr<ir::Expr> BinaryFn(const std::string& fn, ir::Expr a, ir::Expr b);
+absl::StatusOr<ir::Expr> BinaryFn(ElementFn fn, ir::Expr a, ir::Expr b);
 
 // The result type of fn on an input of type `in` (compute types).
-absl::StatusOr<ir::DataType> UnaryResultType(const std::string& fn, ir::DataType in,
+absl::StatusOr<ir::DataType> UnaryResultType(ElementFn fn, ir::DataType in,
                                              const std::vector<double>& params);
-absl::StatusOr<ir::DataType> BinaryResultType(const std::string& fn, ir::DataType a);
+absl::StatusOr<ir::DataType> BinaryResultType(ElementFn fn, ir::DataType a);
 
 }  // namespace kiln::compiler::ops

@@ -100,7 +100,7 @@ absl::StatusOr<te::Tensor> ReduceCompute(const Workload& w, const std::vector<te
     }
     Expr v = Promote(x(idx));
     if (v.dtype() != ct) v = Cast(ct, v);
-    if (pre == 1) v = *UnaryFn("abs", v, {});
+    if (pre == 1) v = *UnaryFn(ElementFn::kAbs, v, {});
     if (pre == 2) v = v * v;
     return in_range.defined() ? Select(in_range, v, identity) : v;
   };

@@ -239,7 +239,7 @@ absl::StatusOr<te::Tensor> WindowOp(const Workload& w, const std::vector<te::Ten
         Expr inside;
         Expr v = Promote(x(at(o, red, &inside)));
         if (kind == 1) {
-          v = *UnaryFn("powc", *UnaryFn("abs", v, {}), {p});
+          v = *UnaryFn(ElementFn::kPowC, *UnaryFn(ElementFn::kAbs, v, {}), {p});
           return Reduce(ReduceKind::kSum, Select(inside, v, Const(xt, 0)), red, Const(xt, 0));
         }
         return Reduce(ReduceKind::kMax, Select(inside, v, Lowest(xt)), red, Lowest(xt));
@@ -249,7 +249,9 @@ absl::StatusOr<te::Tensor> WindowOp(const Workload& w, const std::vector<te::Ten
   if (kind == 1) {
     return te::Compute(
         "lp", out,
-        [&](const std::vector<Var>& o) { return *UnaryFn("powc", best(AsExprs(o)), {1.0 / p}); },
+        [&](const std::vector<Var>& o) {
+          return *UnaryFn(ElementFn::kPowC, best(AsExprs(o)), {1.0 / p});
+        },
         xt);
   }
   if (order == 1 && sp != 2) return Bad(w, "column-major indices need 2 spatial dims");
@@ -357,7 +359,7 @@ absl::StatusOr<te::Tensor> LrnOp(const Workload& w, const std::vector<te::Tensor
       "lrn", xs,
       [&](const std::vector<Var>& o) {
         Expr d = Const(ct, bias) + Const(ct, alpha / static_cast<double>(size)) * sq(AsExprs(o));
-        return Promote(x(AsExprs(o))) / *UnaryFn("powc", d, {beta});
+        return Promote(x(AsExprs(o))) / *UnaryFn(ElementFn::kPowC, d, {beta});
       },
       ct);
 }
@@ -423,7 +425,7 @@ absl::StatusOr<te::Tensor> QuantizeOp(const Workload& w, const std::vector<te::T
         }
         // float8 takes x / scale as it is; integers round it half to even.
         Expr v = Promote(x(AsExprs(o))) / To(ct, Promote(*s));
-        if (!IsStorageFloat(yd)) v = *UnaryFn("round", v, {});
+        if (!IsStorageFloat(yd)) v = *UnaryFn(ElementFn::kRound, v, {});
         if (in.size() > 2) {
           auto z = QuantParam(w, in[2], xs, o);
           if (!z.ok()) {

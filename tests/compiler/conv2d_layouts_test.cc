@@ -370,7 +370,7 @@ TEST(OpsNumeric, DepthwiseConvEveryTileMatchesReference) {
   for (Case s : {Case{1, 6, 13, 17, 3, 1, 1, 1, 1}, Case{2, 4, 12, 19, 3, 2, 1, 0, 1},
                  Case{1, 3, 11, 9, 5, 2, 2, 2, 1}, Case{1, 5, 10, 14, 3, 1, 2, 2, 2}}) {
     Workload w = SquareConv(s.N, s.C, s.H, s.W, s.C, s.R, s.stride, s.pad_lo, s.pad_hi, s.dil, s.C);
-    w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
+    w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, ElementFn::kClip, {0.0, 6.0}}};
     const std::string what = w.Canonical();
     Config def = *DefaultConfig(w, host);
     EXPECT_EQ(def.at("layout"), 2) << what;
@@ -446,7 +446,7 @@ TEST(OpsNumeric, BlockedDepthwiseSharesOutRowsFrom28) {
         Workload w = SquareConv(1, 2 * b, h, h, 2 * b, 3, stride, 1, 1, 1, 2 * b);
         w.ints["in_block"] = {b};
         w.ints["out_block"] = {ob};
-        w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
+        w.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, ElementFn::kClip, {0.0, 6.0}}};
         const std::string what = w.Canonical();
         Config c = *DefaultConfig(w, host);
         ASSERT_EQ(c.at("layout"), 2) << what;
@@ -509,7 +509,7 @@ TEST(OpsNumeric, BlockedLayoutsMatchReference) {
       Workload dw = SquareConv(1, 2 * b, 11, 11, 2 * b, 3, stride, 1, 1, 1, 2 * b);
       dw.ints["in_block"] = {b};
       dw.ints["out_block"] = {ob};
-      dw.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, "clip", {0.0, 6.0}}};
+      dw.epilogue = {EpilogueOp{EpilogueKind::kUnary, {}, ElementFn::kClip, {0.0, 6.0}}};
       if (ob == 0) {
         const int64_t OH = dw.Int("OH");
         dw.epilogue.push_back(EpilogueOp{EpilogueKind::kAdd, {1, 2 * b, OH, OH}});

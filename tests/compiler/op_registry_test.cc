@@ -86,6 +86,39 @@ TEST(OpRegistry, AnUnknownOpNameIsRefusedNamingTheKnownOnes) {
   EXPECT_THAT(w.status().message(), HasSubstr("conv2d, dense"));
 }
 
+// Epilogue functions are a vocabulary too: every one survives a workload's
+// text (its key) both ways, and text naming none, or a binary one as unary,
+// is refused where it is read.
+TEST(ElementFns, EveryFunctionRoundTripsThroughAWorkloadsText) {
+  for (ElementFn fn : ValuesOf<ElementFn>()) {
+    EXPECT_EQ(ParseName<ElementFn>(NameOf(fn)), fn) << fn;
+    Workload w;
+    w.op = Op::kEltwise;
+    w.ints = {{"in_shape", {2, 3}}, {"shape", {2, 3}}};
+    EpilogueOp e;
+    e.kind = IsUnary(fn) ? EpilogueKind::kUnary : EpilogueKind::kBinary;
+    e.fn = fn;
+    if (!IsUnary(fn)) e.operand_shape = {1, 3};
+    w.epilogue = {e};
+    auto back = Workload::Parse(w.Canonical());
+    ASSERT_TRUE(back.ok()) << fn << ": " << back.status();
+    EXPECT_EQ(*back, w) << w.Canonical();
+  }
+}
+
+TEST(ElementFns, AnUnknownOrMisplacedFunctionIsRefused) {
+  for (const char* text :
+       {"eltwise(in_shape=4;shape=4)|u:frobnicate", "eltwise(in_shape=4;shape=4)|u:add",
+        "eltwise(in_shape=4;shape=4)|b:relu:4"}) {
+    auto w = Workload::Parse(text);
+    ASSERT_FALSE(w.ok()) << text;
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(w.status().message(), HasSubstr("elementwise function")) << text;
+  }
+  auto ok = Workload::Parse("eltwise(in_shape=4;shape=4)|b:add:4");
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
 // FuseOps by the patterns: a transpose (injective) joins a reduction that
 // reads it (Fusion.InjectiveProducersJoinTheirReductionConsumer), but not a
 // 3-D convolution (the generic conv, out-fusable: it takes no producer into

@@ -23,7 +23,7 @@ std::vector<uint8_t> RunCast(DType from, DType to, bool saturate, const std::vec
   w.ints = {{"shape", {n}}, {"in_shape", {n}}};
   EpilogueOp e;
   e.kind = EpilogueKind::kUnary;
-  e.fn = "cast";
+  e.fn = ElementFn::kCast;
   e.params = {static_cast<double>(OnnxCode(to)), saturate ? 1.0 : 0.0,
               static_cast<double>(OnnxCode(from))};
   w.epilogue = {e};

@@ -55,7 +55,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 # (templates, their lowering, the reference) and its face, compiler/kernel.h;
 # top: what puts a model together (model, module writer, measurement, JIT).
 COMPILER_FLOORS = ["ir", "core", "te", "lower", "codegen", "ops", "graph", "frontend", "top"]
-CORE_FILES = {"workload", "op", "config", "target"}
+CORE_FILES = {"workload", "op", "element_fn", "config", "target"}
 
 
 def compiler_floor(path):
