@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <optional>
 
@@ -321,9 +322,239 @@ absl::Status CheckBlocks(const Workload& w, const char* out_channels) {
   return absl::OkStatus();
 }
 
+// Whether `key` is attribute `a` (name, or name<i> for an indexed one).
+bool IsAttribute(std::string_view key, const AttrSpec& a) {
+  if (!a.indexed) return key == a.name;
+  if (key.size() <= a.name.size() || key.substr(0, a.name.size()) != a.name) return false;
+  return std::all_of(key.begin() + static_cast<std::ptrdiff_t>(a.name.size()), key.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Every attribute of w is one its op declares, of that kind.
+absl::Status CheckAttributes(const Workload& w) {
+  const std::vector<AttrSpec>& specs = AttributesOf(w.op);
+  auto check = [&](std::string_view key, AttrKind kind) -> absl::Status {
+    for (const AttrSpec& a : specs) {
+      if (!IsAttribute(key, a)) continue;
+      if (a.kind == kind) return absl::OkStatus();
+      return absl::InvalidArgumentError(
+          StrCat("workload ", w.op, ": attribute '", key, "' is ",
+                 a.kind == AttrKind::kFloat ? "a float" : "a list of integers", ", not ",
+                 kind == AttrKind::kFloat ? "a float" : "integers"));
+    }
+    std::vector<std::string> names;
+    for (const AttrSpec& a : specs) names.push_back(StrCat(a.name, a.indexed ? "<i>" : ""));
+    return absl::InvalidArgumentError(StrCat("workload ", w.op, " has no attribute '", key,
+                                             "' (its attributes: ", StrJoin(names, ", "), ")"));
+  };
+  for (const auto& [key, v] : w.ints) {
+    if (absl::Status s = check(key, AttrKind::kInts); !s.ok()) return s;
+  }
+  for (const auto& [key, v] : w.floats) {
+    if (absl::Status s = check(key, AttrKind::kFloat); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+const std::vector<AttrSpec>& AttributesOf(Op op) {
+  constexpr AttrKind F = AttrKind::kFloat;
+  constexpr AttrKind I = AttrKind::kInts;
+  static const auto* table = [&] {
+    auto* t = new std::map<Op, std::vector<AttrSpec>>{
+        {Op::kConv2d,
+         {{"dtypes", I},
+          {"N", I},
+          {"C", I},
+          {"H", I},
+          {"W", I},
+          {"K", I},
+          {"R", I},
+          {"S", I},
+          {"OH", I},
+          {"OW", I},
+          {"stride", I},
+          {"pad", I},
+          {"dilation", I},
+          {"groups", I},
+          {"bias", I},
+          {"in_block", I},
+          {"out_block", I},
+          {"bf16", I}}},
+        {Op::kDense,
+         {{"dtypes", I},
+          {"M", I},
+          {"N", I},
+          {"K", I},
+          {"batch", I},
+          {"batch_a", I},
+          {"batch_b", I},
+          {"transA", I},
+          {"transB", I},
+          {"bias", I},
+          {"bias_shape", I},
+          {"bf16", I},
+          {"alpha", F},
+          {"beta", F}}},
+        {Op::kPool2d,
+         {{"dtypes", I},
+          {"N", I},
+          {"C", I},
+          {"H", I},
+          {"W", I},
+          {"OH", I},
+          {"OW", I},
+          {"kernel", I},
+          {"stride", I},
+          {"pad", I},
+          {"dilation", I},
+          {"kind", I},
+          {"count_include_pad", I},
+          {"in_block", I},
+          {"out_block", I}}},
+        {Op::kPool3d,
+         {{"dtypes", I},
+          {"N", I},
+          {"C", I},
+          {"D", I},
+          {"H", I},
+          {"W", I},
+          {"OD", I},
+          {"OH", I},
+          {"OW", I},
+          {"kernel", I},
+          {"stride", I},
+          {"pad", I},
+          {"dilation", I},
+          {"kind", I},
+          {"count_include_pad", I},
+          {"in_block", I},
+          {"out_block", I}}},
+        {Op::kEltwise, {{"dtypes", I}, {"shape", I}, {"in_shape", I}}},
+        {Op::kNll,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"has_ignore", I},
+          {"ignore", I},
+          {"part", I}}},
+        {Op::kReduce,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"axes", I},
+          {"keep", I},
+          {"kind", I},
+          {"pre", I}}},
+        {Op::kArgReduce,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"axis", I},
+          {"keep", I},
+          {"kind", I},
+          {"last", I}}},
+        {Op::kCumSum,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"axis", I},
+          {"exclusive", I},
+          {"reverse", I}}},
+        {Op::kTranspose, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"perm", I}}},
+        {Op::kConcat, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"axis", I}}},
+        {Op::kSlice, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"starts", I}, {"steps", I}}},
+        {Op::kGather,
+         {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"axis", I}, {"scalar_indices", I}}},
+        {Op::kGatherElements, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"axis", I}}},
+        {Op::kPad,
+         {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"mode", I}, {"pads", I}, {"value", F}}},
+        {Op::kWhere, {{"dtypes", I}, {"in", I, true}, {"shape", I}}},
+        {Op::kTile, {{"dtypes", I}, {"in", I, true}, {"shape", I}}},
+        {Op::kTrilu, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"k", I}, {"upper", I}}},
+        {Op::kOneHot, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"axis", I}}},
+        {Op::kEyeLike, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"k", I}}},
+        {Op::kResize,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"mode", I},
+          {"coord", I},
+          {"nearest", I},
+          {"exclude", I},
+          {"antialias", I},
+          {"cubic_a", F},
+          {"extrapolation", F},
+          {"scale", F, true},
+          {"roi_lo", F, true},
+          {"roi_hi", F, true}}},
+        {Op::kGridSample,
+         {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"align", I}, {"mode", I}, {"padding", I}}},
+        {Op::kGatherNd, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"batch", I}}},
+        {Op::kScatter,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"axis", I},
+          {"mode", I},
+          {"reduction", I}}},
+        {Op::kTopK,
+         {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"axis", I}, {"largest", I}, {"part", I}}},
+        {Op::kMatMul, {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"zp", I}}},
+        {Op::kConv,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"strides", I},
+          {"pads", I},
+          {"dilations", I},
+          {"group", I},
+          {"has_bias", I},
+          {"transposed", I},
+          {"zp", I},
+          {"in_block", I},
+          {"out_block", I}}},
+        {Op::kWindow,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"kind", I},
+          {"kernel", I},
+          {"strides", I},
+          {"pads", I},
+          {"dilations", I},
+          {"order", I},
+          {"p", F}}},
+        {Op::kEinsum,
+         {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"extent", I}, {"out", I}, {"t", I, true}}},
+        {Op::kLrn,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"size", I},
+          {"alpha", F},
+          {"beta", F},
+          {"bias", F}}},
+        {Op::kQuantize,
+         {{"dtypes", I},
+          {"in", I, true},
+          {"shape", I},
+          {"axis", I},
+          {"block", I},
+          {"saturate", I}}},
+        {Op::kDequantize,
+         {{"dtypes", I}, {"in", I, true}, {"shape", I}, {"axis", I}, {"block", I}}},
+        {Op::kQAdd, {{"dtypes", I}, {"in", I, true}, {"shape", I}}},
+    };
+    for (Op o : ValuesOf<Op>()) KILN_CHECK(t->count(o) == 1) << "no attributes declared for " << o;
+    return t;
+  }();
+  return table->at(op);
+}
+
 absl::StatusOr<KernelSignature> Workload::Signature() const {
+  if (absl::Status s = CheckAttributes(*this); !s.ok()) return s;
   auto need = [&](std::initializer_list<const char*> names) -> absl::Status {
     for (const char* n : names) {
       auto it = ints.find(n);

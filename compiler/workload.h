@@ -117,6 +117,20 @@ std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t b);
 // reads the same in every layout (a quantization's scale or zero point).
 bool OneElement(const std::vector<int64_t>& shape);
 
+// An op's attributes are typed: each is a list of integers (`ints`) or one
+// float (`floats`), declared once per op (AttributesOf); a workload that
+// carries an attribute its op does not declare, or declares of the other
+// kind, is refused where it is checked (Signature), naming the op's own.
+enum class AttrKind : uint8_t { kInts, kFloat };
+struct AttrSpec {
+  std::string_view name;
+  AttrKind kind = AttrKind::kInts;
+  bool indexed = false;  // one per index: name0, name1, ... (in0, scale2)
+};
+// The attributes workloads of `op` may carry (every op: `dtypes`, its
+// buffers' element types).
+const std::vector<AttrSpec>& AttributesOf(Op op);
+
 struct Workload {
   Op op = Op::kEltwise;
   std::map<std::string, std::vector<int64_t>> ints;
@@ -139,7 +153,8 @@ struct Workload {
   std::string Key() const;
   // Floating-point operations of one run (2 per multiply-add).
   double Flops() const;
-  // Buffer shapes; an error when the attributes are inconsistent.
+  // Buffer shapes; INVALID_ARGUMENT when the attributes are not the op's
+  // (AttributesOf) or are inconsistent.
   absl::StatusOr<KernelSignature> Signature() const;
   // Sets `dtypes` from the signature's dtypes (dropped when all float32).
   void SetDtypes(const std::vector<DType>& dtypes);

@@ -119,6 +119,43 @@ TEST(ElementFns, AnUnknownOrMisplacedFunctionIsRefused) {
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
+// Each op declares its attributes once, typed (a list of integers or a
+// float, AttributesOf); Signature refuses a workload with any other.
+TEST(OpAttributes, EveryOpDeclaresItsOwnOnce) {
+  for (Op op : ValuesOf<Op>()) {
+    std::set<std::string_view> names;
+    for (const AttrSpec& a : AttributesOf(op)) {
+      EXPECT_TRUE(names.insert(a.name).second) << op << " declares " << a.name << " twice";
+    }
+    EXPECT_TRUE(names.count("dtypes")) << op;
+  }
+}
+
+TEST(OpAttributes, AWorkloadWithAnAttributeItsOpLacksIsRefused) {
+  // Parse checks the signature of what it reads.
+  auto status = [](const std::string& text) {
+    auto w = Workload::Parse(text);
+    return w.ok() ? w->Signature().status() : w.status();
+  };
+  const std::string conv =
+      "conv2d(C=64;H=14;K=64;N=1;OH=14;OW=14;R=3;S=3;W=14;bias=1;dilation=1,1;groups=1;"
+      "pad=1,1,1,1;stride=1,1";
+  EXPECT_TRUE(status(conv + ")").ok()) << status(conv + ")");
+  const absl::Status undeclared = status(conv + ";axis=1)");
+  EXPECT_EQ(undeclared.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(undeclared.message(),
+              HasSubstr("conv2d has no attribute 'axis' (its attributes: dtypes, N, C"));
+  const absl::Status mistyped = status(conv + ";pad=1,1,1,1;stride=f2)");
+  EXPECT_EQ(mistyped.code(), absl::StatusCode::kInvalidArgument);
+  // Indexed attributes: in0, in1, ... and scale0, ...; nothing else.
+  const std::string pad = "pad(in0=1,1,4,4;mode=0;pads=0,0,0,0,0,0,1,1;shape=1,1,5,5;value=f0";
+  EXPECT_TRUE(status(pad + ")").ok()) << status(pad + ")");
+  EXPECT_THAT(status(pad + ";inx=1)").message(), HasSubstr("no attribute 'inx'"));
+  EXPECT_THAT(status(pad + ";value0=f1)").message(), HasSubstr("no attribute 'value0'"));
+  EXPECT_THAT(status(pad + ";mode=f1)").message(),
+              HasSubstr("'mode' is a list of integers, not a float"));
+}
+
 // FuseOps by the patterns: a transpose (injective) joins a reduction that
 // reads it (Fusion.InjectiveProducersJoinTheirReductionConsumer), but not a
 // 3-D convolution (the generic conv, out-fusable: it takes no producer into
