@@ -206,14 +206,18 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
     return result;
   }
   // The two, paired round by round, run after run while undecided.
-  std::vector<double> base_pooled = base, tuned_pooled = last_timed[best_tuned].costs_s;
-  std::vector<double> ratios;
-  auto pair_up = [&] {
+  // (A run's two variants may count different rounds: each run adds only
+  // its pairs, so that round i of one stays beside round i of the other.)
+  std::vector<double> base_pooled, tuned_pooled, ratios;
+  auto add_pairs = [&](const std::vector<double>& b, const std::vector<double>& t) {
+    const auto n = static_cast<std::ptrdiff_t>(std::min(b.size(), t.size()));
+    base_pooled.insert(base_pooled.end(), b.begin(), b.begin() + n);
+    tuned_pooled.insert(tuned_pooled.end(), t.begin(), t.begin() + n);
     ratios.clear();
-    for (size_t i = 0; i < std::min(base_pooled.size(), tuned_pooled.size()); ++i)
+    for (size_t i = 0; i < base_pooled.size(); ++i)
       ratios.push_back(base_pooled[i] / tuned_pooled[i]);
   };
-  pair_up();
+  add_pairs(base, last_timed[best_tuned].costs_s);
   const std::vector<ModelVariant> pair = {last[0], last[best_tuned]};
   while (result.confirm_runs < options.max_confirm_runs && Quantile(ratios, 0.25) <= 1.0 &&
          Quantile(ratios, 0.75) >= 1.0) {
@@ -222,12 +226,7 @@ absl::StatusOr<InModelResult> ChooseInModel(const std::vector<InModelTask>& task
     auto again = run_round(pair);
     if (!again.ok() || !Ok((*again)[1])) break;
     ++result.confirm_runs;
-    const size_t n = std::min((*again)[0].costs_s.size(), (*again)[1].costs_s.size());
-    base_pooled.insert(base_pooled.end(), (*again)[0].costs_s.begin(),
-                       (*again)[0].costs_s.begin() + static_cast<std::ptrdiff_t>(n));
-    tuned_pooled.insert(tuned_pooled.end(), (*again)[1].costs_s.begin(),
-                        (*again)[1].costs_s.begin() + static_cast<std::ptrdiff_t>(n));
-    pair_up();
+    add_pairs((*again)[0].costs_s, (*again)[1].costs_s);
   }
   result.untuned = StatsOf(base_pooled);
   result.tuned = StatsOf(tuned_pooled);

@@ -159,6 +159,28 @@ TEST(ChooseInModel, ALeadUndecidedInOneRunIsTimedAgain) {
   EXPECT_THAT(result->note, HasSubstr("16 rounds over 2 runs"));
 }
 
+// A run may time its variants for different numbers of rounds (a round cut
+// short): rounds are paired within each run, never across runs.
+TEST(ChooseInModel, RoundsArePairedWithinEachRun) {
+  const std::vector<InModelTask> tasks = Tasks(1);
+  TableBoard board;
+  board.kernel_s = {{4e-3, 3.8e-3}, {2e-3, 1.9e-3}, {5e-3, 4.75e-3}};
+  board.noise = {1, 1, 1, 1, 1, 1, 1, 1};
+  board.tuned_noise = {0.93, 1.08, 0.94, 1.07, 0.95, 1.06, 0.96, 1.05};
+  board.later_tuned_noise = {1, 1, 1, 1, 1, 1, 1, 1};
+  VariantRunner runner = [&](const std::vector<ModelVariant>& v) {
+    auto out = board.Runner(tasks)(v);
+    if (board.calls.size() == 1) (*out)[0].costs_s.resize(6);  // the defaults' last two lost
+    return out;
+  };
+  auto result = ChooseInModel(tasks, runner);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->confirm_runs, 1);
+  EXPECT_EQ(result->untuned.rounds, 14);
+  EXPECT_EQ(result->tuned.rounds, 14) << "6 pairs of the first run, 8 of the second";
+  EXPECT_THAT(result->note, HasSubstr("14 rounds over 2 runs"));
+}
+
 TEST(ChooseInModel, NothingTunedMeansTheDefaults) {
   const std::vector<InModelTask> tasks = Tasks(0);
   TableBoard board;
