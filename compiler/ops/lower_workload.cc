@@ -28,27 +28,38 @@ absl::StatusOr<std::vector<Config>> VariantConfigs(const Workload& workload, con
   return std::vector<Config>{(*t)->default_config(workload, target)};
 }
 
+namespace {
+
+// Config c of template `tmpl` (w's) against its knobs, then the template's
+// own check.
+absl::Status CheckWith(const ops::OpTemplate& tmpl, const Workload& w, const Target& t,
+                       const Config& c, const std::vector<Knob>& knobs) {
+  if (auto s = CheckConfigAgainstKnobs(c, knobs); !s.ok()) {
+    return absl::InvalidArgumentError(StrCat(w.op, ": ", s.message()));
+  }
+  return tmpl.check(w, t, c);
+}
+
+}  // namespace
+
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config) {
   auto t = ops::TemplateFor(workload, target);
   if (!t.ok()) return t.status();
-  return ValidateConfig(workload, target, config, (*t)->knobs(workload, target));
+  return CheckWith(**t, workload, target, config, (*t)->knobs(workload, target));
 }
 
 absl::Status ValidateConfig(const Workload& workload, const Target& target, const Config& config,
                             const std::vector<Knob>& knobs) {
   auto t = ops::TemplateFor(workload, target);
   if (!t.ok()) return t.status();
-  if (auto s = CheckConfigAgainstKnobs(config, knobs); !s.ok()) {
-    return absl::InvalidArgumentError(StrCat(workload.op, ": ", s.message()));
-  }
-  return (*t)->check(workload, target, config);
+  return CheckWith(**t, workload, target, config, knobs);
 }
 
 namespace ops {
 absl::StatusOr<Built> BuildTemplate(const Workload& w, const Target& t, const Config& c) {
-  if (auto s = ValidateConfig(w, t, c); !s.ok()) return s;
   auto tmpl = ops::TemplateFor(w, t);
   if (!tmpl.ok()) return tmpl.status();
+  if (auto s = CheckWith(**tmpl, w, t, c, (*tmpl)->knobs(w, t)); !s.ok()) return s;
   return (*tmpl)->build(w, t, c);
 }
 }  // namespace ops
