@@ -404,9 +404,11 @@ const std::vector<AttrSpec>& AttributesOf(Op op) {
         {Op::kDequantize, "in# shape axis block"},
         {Op::kQAdd, "in# shape"},
     };
-    auto* t = new std::map<Op, std::vector<AttrSpec>>;
+    // Indexed by op, in Op's order (every value declared once).
+    auto* t = new std::vector<std::vector<AttrSpec>>(ValuesOf<Op>().size());
     for (const auto& [o, declared] : kDeclared) {
-      std::vector<AttrSpec>& specs = (*t)[o];
+      std::vector<AttrSpec>& specs = (*t)[static_cast<size_t>(o)];
+      KILN_CHECK(specs.empty()) << "attributes declared twice for " << o;
       specs.push_back({"dtypes"});
       for (std::string_view name : StrSplit(declared, ' ')) {
         AttrSpec a;
@@ -422,10 +424,12 @@ const std::vector<AttrSpec>& AttributesOf(Op op) {
         specs.push_back(a);
       }
     }
-    for (Op o : ValuesOf<Op>()) KILN_CHECK(t->count(o) == 1) << "no attributes declared for " << o;
+    for (Op o : ValuesOf<Op>()) {
+      KILN_CHECK(!(*t)[static_cast<size_t>(o)].empty()) << "no attributes declared for " << o;
+    }
     return t;
   }();
-  return table->at(op);
+  return table->at(static_cast<size_t>(op));
 }
 
 absl::StatusOr<KernelSignature> Workload::Signature() const {

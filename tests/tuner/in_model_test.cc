@@ -137,16 +137,24 @@ TEST(ChooseInModel, ALeadWithinNoiseIsSaidToBeNoise) {
   EXPECT_THAT(result->note, HasSubstr("24 rounds over 3 runs"));
 }
 
-// A 5 % lead that one run on a noisy board cannot tell from noise (half its
-// rounds favour the tuned variant, half the defaults) is timed again, the
-// two alone beside each other, and the runs' rounds pooled decide it.
-TEST(ChooseInModel, ALeadUndecidedInOneRunIsTimedAgain) {
-  const std::vector<InModelTask> tasks = Tasks(1);
+// A 5 % lead of every task's tuned option that the first run cannot tell
+// from noise (half its rounds for the tuned variant, half against) and
+// every later run shows in each round.
+TableBoard UndecidedThenClear() {
   TableBoard board;
   board.kernel_s = {{4e-3, 3.8e-3}, {2e-3, 1.9e-3}, {5e-3, 4.75e-3}};
   board.noise = {1, 1, 1, 1, 1, 1, 1, 1};
   board.tuned_noise = {0.93, 1.08, 0.94, 1.07, 0.95, 1.06, 0.96, 1.05};
   board.later_tuned_noise = {1, 1, 1, 1, 1, 1, 1, 1};
+  return board;
+}
+
+// A 5 % lead that one run on a noisy board cannot tell from noise (half its
+// rounds favour the tuned variant, half the defaults) is timed again, the
+// two alone beside each other, and the runs' rounds pooled decide it.
+TEST(ChooseInModel, ALeadUndecidedInOneRunIsTimedAgain) {
+  const std::vector<InModelTask> tasks = Tasks(1);
+  TableBoard board = UndecidedThenClear();
   auto result = ChooseInModel(tasks, board.Runner(tasks));
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(board.calls.size(), 2u) << "round one timed the mix; one confirmation run decided";
@@ -163,11 +171,7 @@ TEST(ChooseInModel, ALeadUndecidedInOneRunIsTimedAgain) {
 // short): rounds are paired within each run, never across runs.
 TEST(ChooseInModel, RoundsArePairedWithinEachRun) {
   const std::vector<InModelTask> tasks = Tasks(1);
-  TableBoard board;
-  board.kernel_s = {{4e-3, 3.8e-3}, {2e-3, 1.9e-3}, {5e-3, 4.75e-3}};
-  board.noise = {1, 1, 1, 1, 1, 1, 1, 1};
-  board.tuned_noise = {0.93, 1.08, 0.94, 1.07, 0.95, 1.06, 0.96, 1.05};
-  board.later_tuned_noise = {1, 1, 1, 1, 1, 1, 1, 1};
+  TableBoard board = UndecidedThenClear();
   VariantRunner runner = [&](const std::vector<ModelVariant>& v) {
     auto out = board.Runner(tasks)(v);
     if (board.calls.size() == 1) (*out)[0].costs_s.resize(6);  // the defaults' last two lost
