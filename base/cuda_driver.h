@@ -28,11 +28,15 @@ using CUgraphExec = struct CUgraphExec_st*;
 inline constexpr CUresult kSuccess = 0;
 // CUdevice_attribute values (cuda.h).
 inline constexpr int kMaxThreadsPerBlock = 1;
+inline constexpr int kMaxBlockDimX = 2;  // Y and Z follow
 inline constexpr int kMaxSharedMemoryPerBlock = 8;
 inline constexpr int kClockRate = 13;
 inline constexpr int kMultiprocessorCount = 16;
 inline constexpr int kComputeCapabilityMajor = 75;
 inline constexpr int kComputeCapabilityMinor = 76;
+// CUfunction_attribute values.
+inline constexpr int kFuncMaxThreadsPerBlock = 0;
+inline constexpr int kFuncSharedSizeBytes = 1;
 inline constexpr unsigned kStreamNonBlocking = 1;        // CU_STREAM_NON_BLOCKING
 inline constexpr int kStreamCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 
@@ -51,6 +55,7 @@ inline constexpr int kStreamCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MO
   X(cuModuleLoadData, (CUmodule*, const void*))                                              \
   X(cuModuleUnload, (CUmodule))                                                              \
   X(cuModuleGetFunction, (CUfunction*, CUmodule, const char*))                               \
+  X(cuFuncGetAttribute, (int*, int, CUfunction))                                             \
   X(cuMemAlloc_v2, (CUdeviceptr*, size_t))                                                   \
   X(cuMemFree_v2, (CUdeviceptr))                                                             \
   X(cuMemcpyHtoD_v2, (CUdeviceptr, const void*, size_t))                                     \

@@ -14,11 +14,10 @@
 #include "absl/status/statusor.h"
 #include "base/cpus.h"
 #include "base/str.h"
-#include "compiler/codegen/c_source.h"
-#include "compiler/codegen/cuda.h"
-#include "compiler/codegen/opencl.h"
+#include "compiler/codegen/module.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
+#include "deploy/device.h"
 
 namespace kiln::compiler {
 namespace {
@@ -145,42 +144,76 @@ Measurement Error(MeasureError kind, std::string message, double build_s = 0) {
 // transfers excluded). The first run's output is in buffers.output.
 using TimedRuns = std::function<absl::StatusOr<double>(int number)>;
 
-// A GPU candidate: emitted as OpenCL C and built by the device's driver, or
-// as CUDA C and compiled by NVRTC for the device's compute capability; timed
-// by the device's clock (OpenCL profiling, CUDA events).
+// A GPU candidate on the runtime's own device code: built as a one-kernel
+// device module by the artifact's code path (BuildDeviceModule: OpenCL C
+// with its buffers as base and offset, or CUDA C compiled by NVRTC for the
+// target's architecture), whose one call takes the kernel's inputs and its
+// output, loaded by deploy's LoadOpenClProgram / LoadCudaProgram as
+// kiln-run loads an artifact (the device the target names), and timed by
+// the device's clock (DeviceProgram::TimeLaunches: OpenCL profiling, CUDA
+// events). A launch beyond the device's or the kernel's limits fails to
+// load, as a build error.
 absl::StatusOr<TimedRuns> BuildGpu(const Workload& workload, const Config& config,
                                    const Target& target, KernelBuffers& buffers) {
   auto func = LowerWorkload(workload, config, target, "kiln_kernel", {});
   if (!func.ok()) return func.status();
-  auto dims = codegen::LaunchDimsOf(*func);
-  if (!dims.ok()) return dims.status();
-  const bool cuda = target.kind == TargetKind::kCuda;
-  auto source = codegen::EmitCSource(
-      *func, cuda ? codegen::SourceDialect::kCuda : codegen::SourceDialect::kOpenCL);
-  if (!source.ok()) return source.status();
-  const std::vector<void*> args = buffers.args;  // GPU templates pack nothing
-  const std::vector<size_t> sizes = buffers.ArgBytes();
-  std::function<absl::StatusOr<double>()> run_once;
-  if (cuda) {
-    auto kernel = codegen::CudaKernel::Build(target.device, *source, "kiln_kernel");
-    if (!kernel.ok()) return kernel.status();
-    std::shared_ptr<codegen::CudaKernel> k = std::move(*kernel);
-    run_once = [k, args, sizes, dims = *dims] { return k->Run(args, sizes, dims); };
-  } else {
-    auto kernel = codegen::OpenClKernel::Build(target.device, *source, "kiln_kernel");
-    if (!kernel.ok()) return kernel.status();
-    if (absl::Status st = codegen::CheckLaunch(*dims, (*kernel)->device()); !st.ok()) return st;
-    std::shared_ptr<codegen::OpenClKernel> k = std::move(*kernel);
-    run_once = [k, args, sizes, dims = *dims] { return k->Run(args, sizes, dims); };
+  EntryPlan plan;
+  KernelCall call;
+  call.kernel = "kiln_kernel";
+  deploy::Manifest manifest;
+  manifest.target = target.Spec();
+  const std::vector<size_t> bytes = buffers.ArgBytes();
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const bool output = i + 1 == bytes.size();
+    BufferRef ref;
+    ref.kind = output ? BufferRef::Kind::kOutput : BufferRef::Kind::kInput;
+    ref.index = output ? 0 : static_cast<int>(i);
+    call.args.push_back(ref);
+    deploy::TensorInfo t;
+    t.dtype = DType::kUInt8;
+    t.shape = {static_cast<int64_t>(bytes[i])};
+    (output ? manifest.outputs : manifest.inputs).push_back(std::move(t));
   }
-  return TimedRuns([run_once](int number) -> absl::StatusOr<double> {
-    double total = 0;
-    for (int i = 0; i < number; ++i) {
-      auto t = run_once();
-      if (!t.ok()) return t.status();
-      total += *t;
+  plan.calls.push_back(std::move(call));
+  auto module = BuildDeviceModule({*func}, plan, target);
+  if (!module.ok()) return module.status();
+  auto launches = deploy::ParseLaunchPlan(module->launches, manifest, 0);
+  if (!launches.ok()) return launches.status();
+  // The device the target names (an agent's names its own), else the first.
+  const bool cuda = target.kind == TargetKind::kCuda;
+  std::string device;
+  if (!target.device.empty()) {
+    const std::vector<deploy::GpuDevice> devices =
+        cuda ? deploy::ListCudaDevices() : deploy::ListOpenClDevices();
+    std::string names;
+    for (size_t i = 0; i < devices.size() && device.empty(); ++i) {
+      if (DeviceId(devices[i].name) == target.device)
+        device = StrCat(cuda ? "cuda:" : "opencl:", i);
+      names += StrCat(i ? ", " : "", DeviceId(devices[i].name));
     }
-    return total;
+    if (device.empty()) {
+      return absl::NotFoundError(StrCat("no ", cuda ? "CUDA" : "OpenCL", " device '", target.device,
+                                        "' on this machine (",
+                                        names.empty() ? "none" : "there are: " + names, ")"));
+    }
+  }
+  auto program =
+      cuda ? deploy::LoadCudaProgram(module->ptx, module->cubin, *std::move(launches), manifest, "",
+                                     device)
+           : deploy::LoadOpenClProgram(module->source, *std::move(launches), manifest, "", device);
+  if (!program.ok()) return program.status();
+  std::shared_ptr<deploy::DeviceProgram> p = *std::move(program);
+  std::vector<const void*> inputs(buffers.args.begin(), buffers.args.end() - 1);
+  void* output = buffers.args.back();
+  // The first call copies the inputs in and the output back (what
+  // verification reads); every call's runs are then timed on the device.
+  auto copied = std::make_shared<bool>(false);
+  return TimedRuns([p, inputs, output, copied](int number) -> absl::StatusOr<double> {
+    if (!*copied) {
+      if (absl::Status s = p->Run(inputs, {output}); !s.ok()) return s;
+      *copied = true;
+    }
+    return p->TimeLaunches(number);
   });
 }
 

@@ -17,11 +17,13 @@ namespace {
 
 class CudaProgram final : public DeviceProgram {
  public:
-  CudaProgram(const cuda::DriverApi& cu, int ordinal, std::string name)
-      : cu_(cu), ordinal_(ordinal), name_(std::move(name)) {}
+  CudaProgram(const cuda::DriverApi& cu, int ordinal, GpuDevice device)
+      : cu_(cu), ordinal_(ordinal), device_(std::move(device)), name_(device_.name) {}
   ~CudaProgram() override {
     if (ctx_ == nullptr) return;
     cu_.cuCtxSetCurrent(ctx_);
+    if (start_) cu_.cuEventDestroy_v2(start_);
+    if (stop_) cu_.cuEventDestroy_v2(stop_);
     if (exec_) cu_.cuGraphExecDestroy(exec_);
     if (graph_) cu_.cuGraphDestroy(graph_);
     if (stream_) cu_.cuStreamDestroy_v2(stream_);
@@ -54,6 +56,10 @@ class CudaProgram final : public DeviceProgram {
         return absl::InvalidArgumentError(StrCat("the device code has no kernel '", l.kernel, "'"));
       }
       functions_.push_back(f);
+      int threads = 0, shared = 0;
+      cu_.cuFuncGetAttribute(&threads, cuda::kFuncMaxThreadsPerBlock, f);
+      cu_.cuFuncGetAttribute(&shared, cuda::kFuncSharedSizeBytes, f);
+      if (absl::Status s = CheckLaunch(l, device_, threads, shared); !s.ok()) return s;
     }
     auto alloc = [&](size_t bytes, cuda::CUdeviceptr* out) -> absl::Status {
       if (cuda::CUresult e = cu_.cuMemAlloc_v2(out, std::max<size_t>(bytes, 256));
@@ -115,6 +121,33 @@ class CudaProgram final : public DeviceProgram {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<double> TimeLaunches(int runs) override {
+    if (runs < 1) return 0.0;
+    cu_.cuCtxSetCurrent(ctx_);
+    cuda::CUresult r = cuda::kSuccess;
+    if (start_ == nullptr && ((r = cu_.cuEventCreate(&start_, 0)) != cuda::kSuccess ||
+                              (r = cu_.cuEventCreate(&stop_, 0)) != cuda::kSuccess)) {
+      return absl::InternalError(cu_.Error(r, "cuEventCreate"));
+    }
+    cu_.cuEventRecord(start_, stream_);
+    for (int i = 0; i < runs; ++i) {
+      if (exec_ != nullptr) {
+        if ((r = cu_.cuGraphLaunch(exec_, stream_)) != cuda::kSuccess) {
+          return absl::InternalError(cu_.Error(r, "launching the model's graph"));
+        }
+      } else if (absl::Status s = LaunchAll(); !s.ok()) {
+        return s;
+      }
+    }
+    cu_.cuEventRecord(stop_, stream_);
+    if ((r = cu_.cuEventSynchronize(stop_)) != cuda::kSuccess) {
+      return absl::InternalError(cu_.Error(r, "running the launches on " + name_));
+    }
+    float ms = 0;
+    cu_.cuEventElapsedTime(&ms, start_, stop_);
+    return ms / 1000.0;
+  }
+
   std::string Describe() const override { return "CUDA: " + name_; }
 
  private:
@@ -168,11 +201,13 @@ class CudaProgram final : public DeviceProgram {
 
   const cuda::DriverApi& cu_;
   int ordinal_;
+  GpuDevice device_;
   std::string name_;
   cuda::CUdevice dev_ = 0;
   cuda::CUcontext ctx_ = nullptr;
   cuda::CUmodule module_ = nullptr;
   cuda::CUstream stream_ = nullptr;
+  cuda::CUevent start_ = nullptr, stop_ = nullptr;  // TimeLaunches
   bool use_graph_ = false;
   cuda::CUgraph graph_ = nullptr;
   cuda::CUgraphExec exec_ = nullptr;
@@ -184,7 +219,45 @@ class CudaProgram final : public DeviceProgram {
   std::vector<size_t> input_bytes_, output_bytes_;
 };
 
+// The devices with their properties, in the driver's order.
+std::vector<GpuDevice> CudaDevices(const cuda::DriverApi& cu) {
+  std::vector<GpuDevice> out;
+  int count = 0;
+  if (cu.cuDeviceGetCount(&count) != cuda::kSuccess) return out;
+  for (int i = 0; i < count; ++i) {
+    cuda::CUdevice d = 0;
+    if (cu.cuDeviceGet(&d, i) != cuda::kSuccess) continue;
+    auto attribute = [&](int what) {
+      int v = 0;
+      cu.cuDeviceGetAttribute(&v, what, d);
+      return v;
+    };
+    GpuDevice g;
+    char name[256] = {};
+    cu.cuDeviceGetName(name, sizeof(name) - 1, d);
+    g.name = name;
+    g.type = "gpu";
+    g.arch = StrCat("sm_", attribute(cuda::kComputeCapabilityMajor),
+                    attribute(cuda::kComputeCapabilityMinor));
+    g.compute_units = attribute(cuda::kMultiprocessorCount);
+    g.clock_mhz = attribute(cuda::kClockRate) / 1000;
+    g.local_mem_bytes = attribute(cuda::kMaxSharedMemoryPerBlock);
+    g.max_threads_per_block = attribute(cuda::kMaxThreadsPerBlock);
+    for (int k = 0; k < 3; ++k) g.max_block_dims[k] = attribute(cuda::kMaxBlockDimX + k);
+    size_t mem = 0;
+    cu.cuDeviceTotalMem_v2(&mem, d);
+    g.global_mem_bytes = static_cast<long long>(mem);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<GpuDevice> ListCudaDevices() {
+  const cuda::DriverApi* cu = cuda::LoadDriver(nullptr);
+  return cu == nullptr ? std::vector<GpuDevice>{} : CudaDevices(*cu);
+}
 
 absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadCudaProgram(
     std::string_view ptx, std::string_view cubin, std::vector<Launch> launches,
@@ -192,27 +265,16 @@ absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadCudaProgram(
   std::string error;
   const cuda::DriverApi* cu = cuda::LoadDriver(&error);
   if (cu == nullptr) return absl::UnavailableError(error);
-  int count = 0;
-  cu->cuDeviceGetCount(&count);
-  if (count == 0) return absl::UnavailableError("no CUDA device on this machine");
-  std::vector<std::string> names, ids, archs;
-  for (int i = 0; i < count; ++i) {
-    cuda::CUdevice d = 0;
-    cu->cuDeviceGet(&d, i);
-    char name[256] = {};
-    cu->cuDeviceGetName(name, sizeof(name) - 1, d);
-    int major = 0, minor = 0;
-    cu->cuDeviceGetAttribute(&major, cuda::kComputeCapabilityMajor, d);
-    cu->cuDeviceGetAttribute(&minor, cuda::kComputeCapabilityMinor, d);
-    names.push_back(name);
-    ids.push_back(DeviceId(name));
-    archs.push_back(StrCat("sm_", major, minor));
-  }
+  std::vector<GpuDevice> devices = CudaDevices(*cu);
+  if (devices.empty()) return absl::UnavailableError("no CUDA device on this machine");
+  std::vector<std::string> ids;
+  for (const GpuDevice& d : devices) ids.push_back(DeviceId(d.name));
   auto index = ChooseDevice(device, "cuda", ids, manifest);
   if (!index.ok()) return index.status();
   const int chosen = static_cast<int>(*index);
-  const bool native = !cubin.empty() && TargetOption(manifest.target, "arch") == archs[chosen];
-  auto program = std::make_unique<CudaProgram>(*cu, chosen, names[chosen]);
+  const bool native =
+      !cubin.empty() && TargetOption(manifest.target, "arch") == devices[*index].arch;
+  auto program = std::make_unique<CudaProgram>(*cu, chosen, devices[*index]);
   if (absl::Status s = program->Init(native ? cubin : ptx, std::move(launches), manifest, weights);
       !s.ok()) {
     return s;

@@ -48,9 +48,50 @@ class DeviceProgram {
   // outputs back (blocking). Buffers as Module::Run takes them.
   virtual absl::Status Run(const std::vector<const void*>& inputs,
                            const std::vector<void*>& outputs) = 0;
+  // Runs every launch in order `runs` times more on the device's buffers as
+  // the last Run left them (nothing copied) and returns their time in
+  // seconds by the device's clock (OpenCL profiling events, CUDA events):
+  // how the agent times a GPU candidate, built as a one-kernel module by
+  // the artifact's own code path, on the runtime's device code.
+  virtual absl::StatusOr<double> TimeLaunches(int runs) = 0;
   // "OpenCL: <platform>/<device>".
   virtual std::string Describe() const = 0;
 };
+
+// A GPU device as the runtime finds it (`kiln-agent --list-devices`, the
+// agent's hardware description).
+struct GpuDevice {
+  std::string platform;  // OpenCL's platform ("" for CUDA)
+  std::string name;
+  std::string type;       // OpenCL: "cpu", "gpu", "accelerator", "other"; CUDA: "gpu"
+  std::string version;    // OpenCL: "OpenCL 3.0 PoCL ..."; CUDA: ""
+  std::string arch;       // CUDA: "sm_90"; OpenCL: ""
+  int compute_units = 0;  // CUDA: multiprocessors
+  int clock_mhz = 0;
+  long long global_mem_bytes = 0;
+  long long local_mem_bytes = 0;  // per block (CUDA: shared memory)
+  int64_t max_threads_per_block = 0;
+  int64_t max_block_dims[3] = {0, 0, 0};  // OpenCL's per-axis work-item limits (0: none)
+};
+
+// Every OpenCL platform's devices, in order (index: `opencl:N`); empty
+// without a driver or a device.
+std::vector<GpuDevice> ListOpenClDevices();
+// Every CUDA device (index: `cuda:N`); empty without a driver or a GPU.
+std::vector<GpuDevice> ListCudaDevices();
+// "OpenCL: <platform>/<name> (<type>, N CUs)[, ...]", or "" for none.
+std::string DescribeOpenClDevices(const std::vector<GpuDevice>& devices);
+// "CUDA: <name> (sm_90, 132 SMs, 80 GiB)[, ...]", or "" for none.
+std::string DescribeCudaDevices(const std::vector<GpuDevice>& devices);
+
+// Whether `device` can run `launch` of a kernel that allows `kernel_threads`
+// threads per block (its registers' limit on the device; 0: the device's)
+// and declares `shared_bytes` of shared (local) memory: at least one block
+// and thread per axis, threads within the per-axis and per-block limits,
+// shared memory within the device's. INVALID_ARGUMENT naming the limit
+// otherwise: a program with such a launch does not load.
+absl::Status CheckLaunch(const Launch& launch, const GpuDevice& device, int64_t kernel_threads = 0,
+                         int64_t shared_bytes = 0);
 
 // Which of `ids` (device names as DeviceId writes them, in the order
 // `kind`:N numbers them) a GPU artifact runs on: `device` "KIND:N", or ""

@@ -115,6 +115,61 @@ absl::StatusOr<std::vector<Launch>> ParseLaunchPlan(std::string_view text, const
   return out;
 }
 
+absl::Status CheckLaunch(const Launch& launch, const GpuDevice& device, int64_t kernel_threads,
+                         int64_t shared_bytes) {
+  int64_t threads = 1;
+  for (int k = 0; k < 3; ++k) {
+    if (launch.grid[k] < 1 || launch.block[k] < 1) {
+      return absl::InvalidArgumentError(StrCat(
+          "kernel ", launch.kernel, ": a launch needs at least one block and one thread per axis"));
+    }
+    threads *= launch.block[k];
+    if (device.max_block_dims[k] > 0 && launch.block[k] > device.max_block_dims[k]) {
+      return absl::InvalidArgumentError(StrCat(
+          "kernel ", launch.kernel, ": threads per block along ", "xyz"[k], ": ", launch.block[k],
+          " > the device's ", device.max_block_dims[k], " (", device.name, ")"));
+    }
+  }
+  const int64_t limit = kernel_threads > 0 && (device.max_threads_per_block <= 0 ||
+                                               kernel_threads < device.max_threads_per_block)
+                            ? kernel_threads
+                            : device.max_threads_per_block;
+  if (limit > 0 && threads > limit) {
+    return absl::InvalidArgumentError(StrCat(
+        "kernel ", launch.kernel, ": ", threads, " threads per block > the ",
+        limit == kernel_threads ? "kernel's" : "device's", " ", limit, " (", device.name, ")"));
+  }
+  if (device.local_mem_bytes > 0 && shared_bytes > device.local_mem_bytes) {
+    return absl::InvalidArgumentError(StrCat("kernel ", launch.kernel, ": ", shared_bytes,
+                                             " bytes of shared (local) memory per block > the "
+                                             "device's ",
+                                             device.local_mem_bytes, " (", device.name, ")"));
+  }
+  return absl::OkStatus();
+}
+
+std::string DescribeOpenClDevices(const std::vector<GpuDevice>& devices) {
+  if (devices.empty()) return "";
+  std::string out = "OpenCL: ";
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const GpuDevice& d = devices[i];
+    out += StrCat(i ? ", " : "", d.platform, "/", d.name, " (", d.type, ", ", d.compute_units,
+                  " CUs)");
+  }
+  return out;
+}
+
+std::string DescribeCudaDevices(const std::vector<GpuDevice>& devices) {
+  if (devices.empty()) return "";
+  std::string out = "CUDA: ";
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const GpuDevice& d = devices[i];
+    out += StrCat(i ? ", " : "", d.name, " (", d.arch, ", ", d.compute_units, " SMs, ",
+                  d.global_mem_bytes >> 30, " GiB)");
+  }
+  return out;
+}
+
 #ifdef KILN_DEPLOY_OPENCL
 namespace {
 
@@ -150,6 +205,10 @@ struct ClApi {
     (cl_command_queue, cl_kernel, cl_uint, const size_t*, const size_t*, const size_t*, cl_uint, \
      const cl_event*, cl_event*))                                                                \
   X(clFinish, cl_int, (cl_command_queue))                                                        \
+  X(clGetKernelWorkGroupInfo, cl_int,                                                            \
+    (cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void*, size_t*))                \
+  X(clGetEventProfilingInfo, cl_int, (cl_event, cl_profiling_info, size_t, void*, size_t*))      \
+  X(clReleaseEvent, cl_int, (cl_event))                                                          \
   X(clReleaseMemObject, cl_int, (cl_mem))                                                        \
   X(clReleaseKernel, cl_int, (cl_kernel))                                                        \
   X(clReleaseProgram, cl_int, (cl_program))                                                      \
@@ -195,7 +254,7 @@ absl::Status ClError(cl_int code, std::string_view what) {
 
 struct ClDevice {
   cl_device_id id;
-  std::string platform, name;
+  GpuDevice info;
 };
 
 // A string property of a platform or a device (the API's clGetPlatformInfo
@@ -208,6 +267,14 @@ std::string InfoString(Get get, Object object, Info what) {
   get(object, what, size, s.data(), nullptr);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
+}
+
+// A device's property of type T (clGetDeviceInfo); 0 when the driver has none.
+template <typename T>
+T DeviceValue(const ClApi& cl, cl_device_id d, cl_device_info what) {
+  T value{};
+  if (cl.clGetDeviceInfo(d, what, sizeof(value), &value, nullptr) != CL_SUCCESS) return T{};
+  return value;
 }
 
 std::vector<ClDevice> ClDevices(const ClApi& cl) {
@@ -224,8 +291,29 @@ std::vector<ClDevice> ClDevices(const ClApi& cl) {
     }
     std::vector<cl_device_id> ids(nd);
     cl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ids.data(), nullptr);
-    for (cl_device_id d : ids)
-      out.push_back({d, pname, InfoString(cl.clGetDeviceInfo, d, CL_DEVICE_NAME)});
+    for (cl_device_id d : ids) {
+      GpuDevice g;
+      g.platform = pname;
+      g.name = InfoString(cl.clGetDeviceInfo, d, CL_DEVICE_NAME);
+      const auto type = DeviceValue<cl_device_type>(cl, d, CL_DEVICE_TYPE);
+      g.type = (type & CL_DEVICE_TYPE_GPU)           ? "gpu"
+               : (type & CL_DEVICE_TYPE_CPU)         ? "cpu"
+               : (type & CL_DEVICE_TYPE_ACCELERATOR) ? "accelerator"
+                                                     : "other";
+      g.version = InfoString(cl.clGetDeviceInfo, d, CL_DEVICE_VERSION);
+      g.compute_units = static_cast<int>(DeviceValue<cl_uint>(cl, d, CL_DEVICE_MAX_COMPUTE_UNITS));
+      g.clock_mhz = static_cast<int>(DeviceValue<cl_uint>(cl, d, CL_DEVICE_MAX_CLOCK_FREQUENCY));
+      g.global_mem_bytes =
+          static_cast<long long>(DeviceValue<cl_ulong>(cl, d, CL_DEVICE_GLOBAL_MEM_SIZE));
+      g.local_mem_bytes =
+          static_cast<long long>(DeviceValue<cl_ulong>(cl, d, CL_DEVICE_LOCAL_MEM_SIZE));
+      g.max_threads_per_block =
+          static_cast<int64_t>(DeviceValue<size_t>(cl, d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+      size_t items[3] = {0, 0, 0};
+      cl.clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(items), items, nullptr);
+      for (int k = 0; k < 3; ++k) g.max_block_dims[k] = static_cast<int64_t>(items[k]);
+      out.push_back({d, std::move(g)});
+    }
   }
   return out;
 }
@@ -246,7 +334,8 @@ class ClProgram final : public DeviceProgram {
     cl_int err = CL_SUCCESS;
     context_ = cl_.clCreateContext(nullptr, 1, &device_.id, nullptr, nullptr, &err);
     if (err != CL_SUCCESS) return ClError(err, "clCreateContext");
-    queue_ = cl_.clCreateCommandQueue(context_, device_.id, 0, &err);
+    // Profiling on: TimeLaunches reads the device's clock from events.
+    queue_ = cl_.clCreateCommandQueue(context_, device_.id, CL_QUEUE_PROFILING_ENABLE, &err);
     if (err != CL_SUCCESS) return ClError(err, "clCreateCommandQueue");
     const char* text = source.data();
     const size_t length = source.size();
@@ -269,6 +358,19 @@ class ClProgram final : public DeviceProgram {
             StrCat("the device program has no kernel '", l.kernel, "'"));
       }
       kernels_.push_back(k);
+      // The kernel's own limit (its registers and local memory on this
+      // device) within the device's.
+      size_t limit = 0;
+      cl_ulong local = 0;
+      cl_.clGetKernelWorkGroupInfo(k, device_.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof(limit), &limit,
+                                   nullptr);
+      cl_.clGetKernelWorkGroupInfo(k, device_.id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(local), &local,
+                                   nullptr);
+      if (absl::Status s = CheckLaunch(l, device_.info, static_cast<int64_t>(limit),
+                                       static_cast<int64_t>(local));
+          !s.ok()) {
+        return s;
+      }
     }
     // Buffers: weights (uploaded now), workspace, then inputs and outputs.
     auto make = [&](size_t bytes, cl_mem* out) -> absl::Status {
@@ -309,6 +411,51 @@ class ClProgram final : public DeviceProgram {
                                             inputs[i], 0, nullptr, nullptr);
       if (err != CL_SUCCESS) return ClError(err, "copying an input to the device");
     }
+    if (absl::Status s = EnqueueLaunches(nullptr); !s.ok()) return s;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (output_bytes_[i] == 0) continue;
+      cl_int err = cl_.clEnqueueReadBuffer(queue_, outputs_[i], CL_FALSE, 0, output_bytes_[i],
+                                           outputs[i], 0, nullptr, nullptr);
+      if (err != CL_SUCCESS) return ClError(err, "copying an output from the device");
+    }
+    cl_int err = cl_.clFinish(queue_);
+    if (err != CL_SUCCESS) return ClError(err, "running the model on the device");
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<double> TimeLaunches(int runs) override {
+    if (runs < 1 || launches_.empty()) return 0.0;
+    // The first run's launches and the last's carry events: the time from
+    // the first's start to the last's end.
+    std::vector<cl_event> head, tail;
+    absl::Status launched = absl::OkStatus();
+    for (int r = 0; r < runs && launched.ok(); ++r) {
+      launched = EnqueueLaunches(r == 0 ? &head : r == runs - 1 ? &tail : nullptr);
+    }
+    const cl_int err = cl_.clFinish(queue_);
+    const std::vector<cl_event>& end_run = runs == 1 ? head : tail;
+    cl_ulong start = 0, end = 0;
+    if (launched.ok() && err == CL_SUCCESS && !head.empty() && !end_run.empty()) {
+      cl_.clGetEventProfilingInfo(head.front(), CL_PROFILING_COMMAND_START, sizeof(start), &start,
+                                  nullptr);
+      cl_.clGetEventProfilingInfo(end_run.back(), CL_PROFILING_COMMAND_END, sizeof(end), &end,
+                                  nullptr);
+    }
+    for (cl_event e : head) cl_.clReleaseEvent(e);
+    for (cl_event e : tail) cl_.clReleaseEvent(e);
+    if (!launched.ok()) return launched;
+    if (err != CL_SUCCESS) return ClError(err, "running the launches on the device");
+    return end > start ? static_cast<double>(end - start) * 1e-9 : 0.0;
+  }
+
+  std::string Describe() const override {
+    return StrCat("OpenCL: ", device_.info.platform, "/", device_.info.name);
+  }
+
+ private:
+  // Enqueues every launch of the plan, with an event each into `events`
+  // when it is not null.
+  absl::Status EnqueueLaunches(std::vector<cl_event>* events) {
     for (size_t c = 0; c < launches_.size(); ++c) {
       const Launch& l = launches_[c];
       cl_kernel k = kernels_[c];
@@ -331,30 +478,19 @@ class ClProgram final : public DeviceProgram {
         local[d] = static_cast<size_t>(l.block[d]);
         global[d] = static_cast<size_t>(l.grid[d] * l.block[d]);
       }
-      cl_int err =
-          cl_.clEnqueueNDRangeKernel(queue_, k, 3, nullptr, global, local, 0, nullptr, nullptr);
+      cl_event event = nullptr;
+      cl_int err = cl_.clEnqueueNDRangeKernel(queue_, k, 3, nullptr, global, local, 0, nullptr,
+                                              events != nullptr ? &event : nullptr);
       if (err != CL_SUCCESS) {
         return ClError(
             err, StrCat("launching ", l.kernel, " (", l.grid[0], "x", l.grid[1], "x", l.grid[2],
                         " blocks of ", l.block[0], "x", l.block[1], "x", l.block[2], ")"));
       }
+      if (event != nullptr) events->push_back(event);
     }
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (output_bytes_[i] == 0) continue;
-      cl_int err = cl_.clEnqueueReadBuffer(queue_, outputs_[i], CL_FALSE, 0, output_bytes_[i],
-                                           outputs[i], 0, nullptr, nullptr);
-      if (err != CL_SUCCESS) return ClError(err, "copying an output from the device");
-    }
-    cl_int err = cl_.clFinish(queue_);
-    if (err != CL_SUCCESS) return ClError(err, "running the model on the device");
     return absl::OkStatus();
   }
 
-  std::string Describe() const override {
-    return StrCat("OpenCL: ", device_.platform, "/", device_.name);
-  }
-
- private:
   const ClApi& cl_;
   ClDevice device_;
   cl_context context_ = nullptr;
@@ -381,7 +517,7 @@ absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadOpenClProgram(std::string_vie
   std::vector<ClDevice> devices = ClDevices(*cl);
   if (devices.empty()) return absl::UnavailableError("no OpenCL device on this machine");
   std::vector<std::string> ids;
-  for (const ClDevice& d : devices) ids.push_back(DeviceId(d.name));
+  for (const ClDevice& d : devices) ids.push_back(DeviceId(d.info.name));
   auto chosen = ChooseDevice(device, "opencl", ids, manifest);
   if (!chosen.ok()) return chosen.status();
   auto program = std::make_unique<ClProgram>(*cl, devices[*chosen]);
@@ -391,7 +527,18 @@ absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadOpenClProgram(std::string_vie
   return program;
 }
 
+std::vector<GpuDevice> ListOpenClDevices() {
+  std::string error;
+  const ClApi* cl = LoadClApi(&error);
+  std::vector<GpuDevice> out;
+  if (cl == nullptr) return out;
+  for (ClDevice& d : ClDevices(*cl)) out.push_back(std::move(d.info));
+  return out;
+}
+
 #else  // no OpenCL headers at build time
+
+std::vector<GpuDevice> ListOpenClDevices() { return {}; }
 
 absl::StatusOr<std::unique_ptr<DeviceProgram>> LoadOpenClProgram(std::string_view,
                                                                  std::vector<Launch>,

@@ -30,8 +30,8 @@
 #include "base/pem.h"
 #include "base/str.h"
 #include "compiler/codegen/cuda.h"
-#include "compiler/codegen/opencl.h"
 #include "compiler/target.h"
+#include "deploy/device.h"
 #include "deploy/parallel.h"
 #include "device_agent/sandbox.h"
 #include "device_agent/session.h"
@@ -51,10 +51,8 @@ constexpr char kUsage[] =
 
 std::string DescribeHardware() {
   std::string hw = kiln::compiler::DescribeHostHardware();
-  std::string cl =
-      kiln::compiler::codegen::DescribeOpenClDevices(kiln::compiler::codegen::ListOpenClDevices());
-  std::string cuda =
-      kiln::compiler::codegen::DescribeCudaDevices(kiln::compiler::codegen::ListCudaDevices());
+  std::string cl = kiln::deploy::DescribeOpenClDevices(kiln::deploy::ListOpenClDevices());
+  std::string cuda = kiln::deploy::DescribeCudaDevices(kiln::deploy::ListCudaDevices());
   if (!cl.empty()) hw = kiln::StrCat(hw, "; ", cl);
   return cuda.empty() ? hw : kiln::StrCat(hw, "; ", cuda);
 }
@@ -95,16 +93,16 @@ int ListDevices() {
   std::printf("cpu: %s (target %s)\n", kiln::compiler::DescribeHostHardware().c_str(),
               kiln::compiler::Target::Host().Spec().c_str());
   int i = 0;
-  for (const auto& d : kiln::compiler::codegen::ListOpenClDevices()) {
+  for (const auto& d : kiln::deploy::ListOpenClDevices()) {
     std::printf("opencl:%d: %s / %s, %s, %d compute units, %lld MiB (target opencl -device=%s)\n",
                 i++, d.platform.c_str(), d.name.c_str(), d.type.c_str(), d.compute_units,
-                d.global_mem_bytes >> 20, kiln::compiler::codegen::OpenClDeviceId(d).c_str());
+                d.global_mem_bytes >> 20, kiln::DeviceId(d.name).c_str());
   }
   i = 0;
-  for (const auto& d : kiln::compiler::codegen::ListCudaDevices()) {
+  for (const auto& d : kiln::deploy::ListCudaDevices()) {
     std::printf("cuda:%d: %s, %s, %d SMs at %d MHz, %lld MiB (target cuda -arch=%s -device=%s)\n",
-                i++, d.name.c_str(), d.Arch().c_str(), d.multiprocessors, d.clock_khz / 1000,
-                d.global_mem_bytes >> 20, d.Arch().c_str(), kiln::DeviceId(d.name).c_str());
+                i++, d.name.c_str(), d.arch.c_str(), d.compute_units, d.clock_mhz,
+                d.global_mem_bytes >> 20, d.arch.c_str(), kiln::DeviceId(d.name).c_str());
   }
   if (i == 0) {
     auto nvrtc = kiln::compiler::codegen::NvrtcVersion();
@@ -203,21 +201,20 @@ int main(int argc, char** argv) {
     return Usage("--target is for the CPU; --device names the device");
   }
   if (device.rfind("opencl:", 0) == 0) {
-    const auto devices = kiln::compiler::codegen::ListOpenClDevices();
+    const auto devices = kiln::deploy::ListOpenClDevices();
     const std::optional<size_t> index = DeviceIndex(device, "opencl:", devices.size());
     if (!index) {
       return Usage(kiln::StrCat("no OpenCL device '", device, "' (", devices.size(),
                                 " found: kiln-agent --list-devices)"));
     }
     const auto& d = devices[*index];
-    options.target_spec =
-        kiln::StrCat("opencl -device=", kiln::compiler::codegen::OpenClDeviceId(d));
+    options.target_spec = kiln::StrCat("opencl -device=", kiln::DeviceId(d.name));
     options.hardware = kiln::StrCat(
         "OpenCL ", d.platform, "/", d.name, " (", d.type, ", ", d.version, ", ", d.compute_units,
-        " CUs at ", d.max_clock_mhz, " MHz, ", d.global_mem_bytes >> 20, " MiB, work-groups of ",
-        d.max_work_group_size, ", ", d.local_mem_bytes >> 10, " KiB of local memory)");
+        " CUs at ", d.clock_mhz, " MHz, ", d.global_mem_bytes >> 20, " MiB, work-groups of ",
+        d.max_threads_per_block, ", ", d.local_mem_bytes >> 10, " KiB of local memory)");
   } else if (device.rfind("cuda:", 0) == 0) {
-    const auto devices = kiln::compiler::codegen::ListCudaDevices();
+    const auto devices = kiln::deploy::ListCudaDevices();
     const std::optional<size_t> index = DeviceIndex(device, "cuda:", devices.size());
     if (!index) {
       return Usage(kiln::StrCat("no CUDA device '", device, "' (", devices.size(),
@@ -227,12 +224,11 @@ int main(int argc, char** argv) {
       return Usage(kiln::StrCat("--device ", device, ": ", nvrtc.status().message()));
     }
     const auto& d = devices[*index];
-    options.target_spec =
-        kiln::StrCat("cuda -arch=", d.Arch(), " -device=", kiln::DeviceId(d.name));
+    options.target_spec = kiln::StrCat("cuda -arch=", d.arch, " -device=", kiln::DeviceId(d.name));
     options.hardware =
-        kiln::StrCat("CUDA ", d.name, " (", d.Arch(), ", ", d.multiprocessors, " SMs at ",
-                     d.clock_khz / 1000, " MHz, ", d.global_mem_bytes >> 20, " MiB, ",
-                     d.shared_mem_per_block, " bytes of shared memory per block)");
+        kiln::StrCat("CUDA ", d.name, " (", d.arch, ", ", d.compute_units, " SMs at ", d.clock_mhz,
+                     " MHz, ", d.global_mem_bytes >> 20, " MiB, ", d.local_mem_bytes,
+                     " bytes of shared memory per block)");
   } else if (device != "cpu") {
     return Usage(kiln::StrCat("unknown --device '", device, "' (cpu, opencl:N or cuda:N)"));
   } else if (flags.count("--target")) {

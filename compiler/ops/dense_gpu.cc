@@ -18,7 +18,7 @@ namespace {
 using namespace ir;
 
 // Threads per block a template may ask for; a device's own limit is checked
-// where the kernel is launched (codegen::CheckLaunch).
+// where the kernel is loaded (deploy::CheckLaunch).
 constexpr int64_t kMaxThreadsPerBlock = 1024;
 // Shared memory a template may ask for (every CUDA GPU since sm_20 has 48
 // KiB per block without opting in); a device's own is checked at launch.

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/codegen/opencl.h"
+#include "base/str.h"
 #include "compiler/kernel.h"
 #include "compiler/lower/lower.h"
 #include "compiler/measure.h"
@@ -114,7 +114,7 @@ void ExpectOpenClMatchesReference(const Workload& w, std::optional<Config> chose
     sizes.push_back(static_cast<size_t>(n) * static_cast<size_t>(p->dtype.bytes()));
   }
   ASSERT_EQ(sizes.back(), b.output.size());
-  test_util::ExpectOpenClRunMatchesReference(w, *src, b.args, sizes, {}, b);
+  test_util::ExpectOpenClRunMatchesReference(w, *func, b.args, sizes, b);
 }
 
 TEST(CSourceOpenCl, EltwiseReluMatchesReference) { ExpectOpenClMatchesReference(Eltwise()); }
@@ -198,7 +198,7 @@ TEST(CSourceOpenCl, GpuTemplatesMatchTheReference) {
     ASSERT_TRUE(src.ok()) << src.status();
     auto sig = w.Signature();
     KernelBuffers b = MakeKernelBuffers(*sig, 13, 12345.f);
-    const std::string failure = RunOpenCl(*src, b.args, b.ArgBytes(), *dims);
+    const std::string failure = RunOpenCl(*func, b.args, b.ArgBytes());
     SKIP_WITHOUT_OPENCL(failure);
     ASSERT_EQ(failure, "") << *src;
     std::vector<uint8_t> want(b.output.size());
@@ -210,10 +210,11 @@ TEST(CSourceOpenCl, GpuTemplatesMatchTheReference) {
   }
 }
 
-// compiler::Measure on an OpenCL target: built by the device's driver,
-// verified against the reference, timed by the device's clock.
+// compiler::Measure on an OpenCL target: a one-kernel device module built
+// by the device's driver and run by the runtime's device code, verified
+// against the reference, timed by the device's clock.
 TEST(CSourceOpenCl, MeasureOnAnOpenClTarget) {
-  if (codegen::ListOpenClDevices().empty()) GTEST_SKIP() << "no OpenCL device";
+  if (deploy::ListOpenClDevices().empty()) GTEST_SKIP() << "no OpenCL device";
   auto gpu = Target::Parse("opencl");
   ASSERT_TRUE(gpu.ok());
   auto config = DefaultConfig(Dense(), *gpu);
@@ -226,7 +227,7 @@ TEST(CSourceOpenCl, MeasureOnAnOpenClTarget) {
   ASSERT_EQ(m.costs_s.size(), 2u);
   for (double c : m.costs_s) EXPECT_GT(c, 0);
   // The device by its name, as an agent's target names it.
-  const std::string id = codegen::OpenClDeviceId(codegen::ListOpenClDevices()[0]);
+  const std::string id = kiln::DeviceId(deploy::ListOpenClDevices()[0].name);
   auto named = Target::Parse("opencl -device=" + id);
   ASSERT_TRUE(named.ok()) << named.status();
   EXPECT_EQ(Measure(Dense(), *config, policy, *named).error, MeasureError::kNone);
@@ -287,9 +288,9 @@ TEST(CSourceOpenCl, ThreadBoundMatMulRunsOnAGridOfWorkItems) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j)
       for (int64_t r = 0; r < K; ++r) want[i * N + j] += a[i * K + r] * b[r * N + j];
-  const std::string failure = RunOpenCl(
-      *src, {a.data(), b.data(), c.data()},
-      {a.size() * sizeof(float), b.size() * sizeof(float), c.size() * sizeof(float)}, *dims);
+  const std::string failure =
+      RunOpenCl(*func, {a.data(), b.data(), c.data()},
+                {a.size() * sizeof(float), b.size() * sizeof(float), c.size() * sizeof(float)});
   SKIP_WITHOUT_OPENCL(failure);
   ASSERT_EQ(failure, "") << *src;
   for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(c[i], want[i], 1e-4) << i;

@@ -8,9 +8,12 @@
 
 #include <random>
 
+#include "compiler/codegen/c_source.h"
 #include "compiler/kernel.h"
+#include "compiler/measure.h"
 #include "compiler/ops/lower_workload.h"
 #include "compiler/target.h"
+#include "deploy/device.h"
 #include "tests/compiler/kernel_check.h"
 
 namespace kiln::compiler {
@@ -83,15 +86,20 @@ TEST(CudaNvrtc, ACompileErrorCarriesNvrtcsLog) {
   EXPECT_NE(bin.status().message().find("\"y\" is undefined"), std::string::npos) << bin.status();
 }
 
-// Without a GPU the agent's device list is empty and a kernel cannot be
-// built: UNAVAILABLE or NOT_FOUND, never a crash.
+// Without a GPU the device list is empty and a candidate cannot be
+// measured: a build error that says why (no NVRTC, no driver or no
+// device), never a crash or a made-up time.
 TEST(CudaDevices, NoDeviceIsSaidNotFaked) {
-  if (!codegen::ListCudaDevices().empty()) GTEST_SKIP() << "this machine has a CUDA device";
-  auto k = codegen::CudaKernel::Build("", "extern \"C\" __global__ void k() {}", "k");
-  ASSERT_FALSE(k.ok());
-  EXPECT_TRUE(k.status().code() == absl::StatusCode::kUnavailable ||
-              k.status().code() == absl::StatusCode::kNotFound)
-      << k.status();
+  if (!deploy::ListCudaDevices().empty()) GTEST_SKIP() << "this machine has a CUDA device";
+  const Target t = *Target::Parse("cuda -arch=sm_90");
+  const Workload w = test_util::EltwiseReluWorkload();
+  Measurement m = Measure(w, *DefaultConfig(w, t), MeasurePolicy{}, t);
+  EXPECT_EQ(m.error, MeasureError::kCompile);
+  EXPECT_TRUE(m.costs_s.empty());
+  EXPECT_TRUE(m.message.find("CUDA") != std::string::npos ||
+              m.message.find("NVRTC") != std::string::npos ||
+              m.message.find("nvrtc") != std::string::npos)
+      << m.message;
 }
 
 }  // namespace

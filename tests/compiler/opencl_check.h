@@ -1,16 +1,17 @@
 #pragma once
 // Shared by the compiler tests that run kernels on the OpenCL device the ICD
-// loader finds (PoCL on a machine without a GPU): building and running one
-// kernel, and a GPU template's kernel against the reference.
+// loader finds (PoCL on a machine without a GPU), through the runtime's
+// device code: running one kernel, and a GPU template's kernel against the
+// reference.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "compiler/codegen/c_source.h"
-#include "compiler/codegen/opencl.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
+#include "deploy/device.h"
 
 namespace kiln::compiler::test_util {
 
@@ -24,42 +25,66 @@ namespace kiln::compiler::test_util {
   if ((failure) == "no device") GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)"
 #endif
 
-// Builds `source` on the first OpenCL device and runs its kernel once over
-// `dims` on `args` (the last, the output, read back). An empty string when
-// it worked, else what failed; "no device" when there is none (or kiln was
-// built without OpenCL).
-inline std::string RunOpenCl(const std::string& source, const std::vector<void*>& args,
-                             const std::vector<size_t>& sizes,
-                             const codegen::LaunchDims& dims = {}) {
-  auto kernel = codegen::OpenClKernel::Build("", source, "kiln_kernel");
-  if (!kernel.ok()) {
-    const auto code = kernel.status().code();
-    if (code == absl::StatusCode::kNotFound || code == absl::StatusCode::kUnimplemented) {
+// Runs `func` once on the first OpenCL device through the runtime's device
+// code (deploy::LoadOpenClProgram, as kiln-run loads an artifact): emitted
+// as OpenCL C with its buffers as base and offset, one launch over the
+// dimensions its bindings ask for, on `args` (sizes in bytes; the last, the
+// output, read back). An empty string when it worked, else what failed;
+// "no device" when there is none (or the runtime was built without OpenCL).
+inline std::string RunOpenCl(const ir::PrimFunc& func, const std::vector<void*>& args,
+                             const std::vector<size_t>& sizes) {
+  auto dims = codegen::LaunchDimsOf(func);
+  if (!dims.ok()) return std::string(dims.status().message());
+  codegen::CSourceOptions options;
+  options.offset_params = true;
+  auto source = codegen::EmitCSource(func, codegen::SourceDialect::kOpenCL, options);
+  if (!source.ok()) return std::string(source.status().message());
+  deploy::Manifest manifest;
+  manifest.target = "opencl";
+  deploy::Launch launch;
+  launch.kernel = func.name;
+  for (int d = 0; d < 3; ++d) {
+    launch.grid[d] = dims->grid[d];
+    launch.block[d] = dims->block[d];
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const bool output = i + 1 == sizes.size();
+    launch.args.push_back({output ? 'o' : 'i', output ? 0 : static_cast<int>(i), 0});
+    deploy::TensorInfo t;
+    t.dtype = DType::kUInt8;
+    t.shape = {static_cast<int64_t>(sizes[i])};
+    (output ? manifest.outputs : manifest.inputs).push_back(t);
+  }
+  auto program = deploy::LoadOpenClProgram(*source, {launch}, manifest, "", "");
+  if (!program.ok()) {
+    const auto code = program.status().code();
+    if (code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kUnimplemented) {
       return "no device";
     }
-    return std::string(kernel.status().message());
+    return std::string(program.status().message());
   }
-  auto seconds = (*kernel)->Run(args, sizes, dims);
-  if (!seconds.ok()) return std::string(seconds.status().message());
+  std::vector<const void*> inputs(args.begin(), args.end() - 1);
+  if (absl::Status s = (*program)->Run(inputs, {args.back()}); !s.ok()) {
+    return std::string(s.message());
+  }
   return "";
 }
 
-// Runs `source` (the workload's kernel) on `args` (b's buffers, the last
-// b.output) over `dims` and compares b.output with the reference.
-inline void ExpectOpenClRunMatchesReference(const Workload& w, const std::string& source,
+// Runs `func` (the workload's kernel) on `args` (b's buffers, the last
+// b.output) and compares b.output with the reference.
+inline void ExpectOpenClRunMatchesReference(const Workload& w, const ir::PrimFunc& func,
                                             const std::vector<void*>& args,
-                                            const std::vector<size_t>& sizes,
-                                            const codegen::LaunchDims& dims, KernelBuffers& b) {
-  const std::string failure = RunOpenCl(source, args, sizes, dims);
+                                            const std::vector<size_t>& sizes, KernelBuffers& b) {
+  const std::string failure = RunOpenCl(func, args, sizes);
   SKIP_WITHOUT_OPENCL(failure);
-  ASSERT_EQ(failure, "") << source;
+  ASSERT_EQ(failure, "") << *codegen::EmitCSource(func, codegen::SourceDialect::kOpenCL);
   std::vector<uint8_t> want(b.output.size());
   ASSERT_TRUE(RunReference(w, b.input_ptrs, want.data()).ok());
   std::string detail;
   EXPECT_TRUE(OutputsMatch(b.output_dtype, b.output.data(), want.data(), b.OutputSize(), 1e-4, 1e-4,
                            &detail))
       << detail << "\n"
-      << source;
+      << *codegen::EmitCSource(func, codegen::SourceDialect::kOpenCL);
 }
 
 // The workload's kernel for the GPU target `gpu` with config `c`, lowered,
@@ -71,14 +96,10 @@ inline void ExpectGpuKernelMatchesReference(const Workload& w, const Config& c, 
   ASSERT_TRUE(ValidateConfig(w, gpu, c).ok()) << ValidateConfig(w, gpu, c);
   auto func = LowerWorkload(w, c, gpu, "kiln_kernel", {});
   ASSERT_TRUE(func.ok()) << func.status();
-  auto dims = codegen::LaunchDimsOf(*func);
-  ASSERT_TRUE(dims.ok()) << dims.status();
-  auto src = codegen::EmitCSource(*func, codegen::SourceDialect::kOpenCL);
-  ASSERT_TRUE(src.ok()) << src.status();
   auto sig = w.Signature();
   ASSERT_TRUE(sig.ok()) << sig.status();
   KernelBuffers b = MakeKernelBuffers(*sig, seed, 12345.f);
-  ExpectOpenClRunMatchesReference(w, *src, b.args, b.ArgBytes(), *dims, b);
+  ExpectOpenClRunMatchesReference(w, *func, b.args, b.ArgBytes(), b);
 }
 
 }  // namespace kiln::compiler::test_util

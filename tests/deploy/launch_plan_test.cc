@@ -83,5 +83,97 @@ TEST(ChooseDevice, ByNumberByTheTargetsNameOrTheFirst) {
       << missing.status();
 }
 
+TEST(GpuDevices, DescribedInOneLine) {
+  GpuDevice pocl;
+  pocl.platform = "Portable Computing Language";
+  pocl.name = "cpu-x86-64";
+  pocl.type = "cpu";
+  pocl.compute_units = 2;
+  GpuDevice h100;
+  h100.name = "NVIDIA H100";
+  h100.arch = "sm_90";
+  h100.compute_units = 132;
+  h100.global_mem_bytes = 80LL << 30;
+  EXPECT_EQ(DescribeOpenClDevices({pocl}),
+            "OpenCL: Portable Computing Language/cpu-x86-64 (cpu, 2 CUs)");
+  EXPECT_EQ(DescribeCudaDevices({h100}), "CUDA: NVIDIA H100 (sm_90, 132 SMs, 80 GiB)");
+  EXPECT_EQ(DescribeOpenClDevices({}), "");
+  EXPECT_EQ(DescribeCudaDevices({}), "");
+}
+
+// A launch is checked against the device's limits and the kernel's own
+// before a program loads (a candidate beyond them fails as a build).
+TEST(GpuDevices, ALaunchBeyondTheLimitsIsRefusedByName) {
+  GpuDevice d;
+  d.name = "small";
+  d.max_threads_per_block = 256;
+  d.max_block_dims[0] = 256;
+  d.max_block_dims[1] = 64;
+  d.max_block_dims[2] = 1;
+  d.local_mem_bytes = 32 << 10;
+  Launch ok;
+  ok.kernel = "k0";
+  ok.grid[0] = 1000;
+  ok.block[0] = 16;
+  ok.block[1] = 16;
+  EXPECT_TRUE(CheckLaunch(ok, d).ok());
+  Launch too_many = ok;
+  too_many.block[1] = 32;  // 512 threads
+  EXPECT_EQ(CheckLaunch(too_many, d).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(CheckLaunch(too_many, d).message().find("k0: 512 threads per block > the device's 256"),
+            std::string::npos)
+      << CheckLaunch(too_many, d);
+  // The kernel's registers allow fewer than the device: its limit counts.
+  EXPECT_NE(CheckLaunch(ok, d, 128).message().find("256 threads per block > the kernel's 128"),
+            std::string::npos)
+      << CheckLaunch(ok, d, 128);
+  Launch deep = ok;
+  deep.block[0] = 1;
+  deep.block[2] = 2;  // z allows 1
+  EXPECT_EQ(CheckLaunch(deep, d).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckLaunch(ok, d, 0, 64 << 10).code(), absl::StatusCode::kInvalidArgument);
+  Launch empty = ok;
+  empty.grid[1] = 0;
+  EXPECT_EQ(CheckLaunch(empty, d).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The runtime's OpenCL program runs a launch plan and times its launches
+// by the device's clock, the outputs read back once (how the agent times a
+// GPU candidate). Skips without an OpenCL device.
+TEST(GpuDevices, AnOpenClProgramTimesItsLaunchesOnTheDevice) {
+  if (ListOpenClDevices().empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  const std::string source =
+      "__kernel void twice(__global uchar* x_base, ulong x_off, __global uchar* y_base, "
+      "ulong y_off) {\n"
+      "  __global const float* x = (__global const float*)(x_base + x_off);\n"
+      "  __global float* y = (__global float*)(y_base + y_off);\n"
+      "  int i = get_global_id(0);\n"
+      "  if (i < 64) y[i] = 2.0f * x[i];\n"
+      "}\n";
+  Manifest m;
+  m.target = "opencl";
+  m.inputs = {{"x", DType::kFloat32, {64}}};
+  m.outputs = {{"y", DType::kFloat32, {64}}};
+  auto plan = ParseLaunchPlan("kiln-launch 1\ncall twice 2 1 1 32 1 1 i0+0 o0+0\n", m, 0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto program = LoadOpenClProgram(source, *plan, m, "", "");
+  ASSERT_TRUE(program.ok()) << program.status();
+  std::vector<float> x(64), y(64, -1.f);
+  for (int i = 0; i < 64; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
+  ASSERT_TRUE((*program)->Run({x.data()}, {y.data()}).ok());
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(y[static_cast<size_t>(i)], 2.f * static_cast<float>(i));
+  auto one = (*program)->TimeLaunches(1);
+  auto many = (*program)->TimeLaunches(20);
+  ASSERT_TRUE(one.ok() && many.ok()) << one.status() << many.status();
+  EXPECT_GT(*one, 0);
+  EXPECT_GT(*many, 0);
+  // A launch the device cannot run does not load.
+  GpuDevice d = ListOpenClDevices()[0];
+  Launch wide = (*plan)[0];
+  wide.block[0] = d.max_threads_per_block * 2;
+  EXPECT_EQ(LoadOpenClProgram(source, {wide}, m, "", "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace kiln::deploy
