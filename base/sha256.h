@@ -3,7 +3,9 @@
 // shares one: the artifact's section and manifest digests, a model's source
 // hash, a key's fingerprint, the artifact store's content addresses, token
 // digests. base/bytes.h's Hex writes a digest as text.
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <string>
 #include <string_view>
@@ -64,6 +66,24 @@ inline bool IsSha256Hex(std::string_view text) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
+}
+
+// The 32 raw bytes of HMAC-SHA-256 of `bytes` under `key` (RFC 2104).
+inline std::string HmacSha256(std::string_view key, std::string_view bytes) {
+  std::string mac(32, '\0');
+  unsigned int len = 0;
+  KILN_CHECK(HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+                  reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                  reinterpret_cast<unsigned char*>(mac.data()), &len) != nullptr &&
+             len == 32)
+      << "HMAC(SHA-256) failed";
+  return mac;
+}
+
+// Whether two secrets' digests are equal, in time that does not depend on
+// where they differ (CRYPTO_memcmp): never compare a MAC with ==.
+inline bool SameSecret(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 // "SHA256:<first 16 hex digits of the SHA-256 of the raw key>": how kiln

@@ -12,8 +12,10 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "base/cache_lines.h"
 #include "base/cpus.h"
 #include "base/str.h"
+#include "base/timing.h"
 #include "compiler/codegen/module.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
@@ -49,59 +51,16 @@ void SetModelCaches(KernelBuffers& b, CacheState state, const CacheSizes& caches
     }
     for (const auto& pk : b.packed) fn(pk.data(), pk.size());
   };
-#if defined(__x86_64__) || defined(__aarch64__)
-  auto flush = [](const void* p, size_t bytes) {
-    const char* c = static_cast<const char*>(p);
-    for (size_t off = 0; off < bytes; off += 64) {
-#if defined(__x86_64__)
-      __builtin_ia32_clflush(c + off);
-#else
-      asm volatile("dc civac, %0" : : "r"(c + off) : "memory");
-#endif
-    }
-  };
-  for_each_weight(flush);
-  flush(b.output.data(), b.output.size());
-#if defined(__x86_64__)
-  __builtin_ia32_mfence();
-#else
-  asm volatile("dsb ish" : : : "memory");
-#endif
-#else
-  static std::vector<char>* buffer = new std::vector<char>(64 << 20);
-  static char value = 0;
-  ++value;
-  std::memset(buffer->data(), value, buffer->size());
-  asm volatile("" : : "r"(buffer->data()) : "memory");  // keep the writes observable
-#endif
+  for_each_weight(EvictCacheLines);
+  EvictCacheLines(b.output.data(), b.output.size());
+  FenceCacheEvictions();
   if (state == CacheState::kLastLevel) {
-    auto touch = [](const void* p, size_t bytes) {
-      const volatile uint8_t* c = static_cast<const uint8_t*>(p);
-      for (size_t off = 0; off < bytes; off += 64) (void)c[off];
-    };
-    for_each_weight(touch);
+    for_each_weight(TouchCacheLines);
     static std::vector<uint8_t>* sweep =
         new std::vector<uint8_t>(static_cast<size_t>(2 * std::max<int64_t>(caches.core_bytes, 1)));
-    touch(sweep->data(), sweep->size());
+    TouchCacheLines(sweep->data(), sweep->size());
   }
-  if (first_is_activation) {
-    volatile uint8_t* in = b.inputs[0].data();
-    for (size_t off = 0; off < b.inputs[0].size(); off += 64) in[off] = in[off];
-  }
-}
-
-// The size in /sys/devices/system/cpu/cpu0/cache/indexN/size ("1024K").
-int64_t SysfsCacheBytes(const std::string& dir) {
-  std::ifstream size_file(dir + "/size");
-  std::string text;
-  if (!(size_file >> text) || text.empty()) return 0;
-  int64_t scale = 1;
-  const char unit = text.back();
-  if (unit == 'K') scale = int64_t{1} << 10;
-  if (unit == 'M') scale = int64_t{1} << 20;
-  if (unit == 'K' || unit == 'M') text.pop_back();
-  int64_t n = 0;
-  return ParseInt64(text, &n) && n > 0 ? n * scale : 0;
+  if (first_is_activation) RewriteCacheLines(b.inputs[0].data(), b.inputs[0].size());
 }
 
 // The reference output of the last workload verified: the candidates of a
@@ -229,25 +188,6 @@ const char* CacheStateName(CacheState state) {
       return "memory";
   }
   return "memory";
-}
-
-const CacheSizes& HostCaches() {
-  static const CacheSizes caches = [] {
-    CacheSizes c;
-    for (int i = 0; i < 8; ++i) {
-      const std::string dir = StrCat("/sys/devices/system/cpu/cpu0/cache/index", i);
-      std::ifstream level_file(dir + "/level"), type_file(dir + "/type");
-      int level = 0;
-      std::string type;
-      if (!(level_file >> level) || !(type_file >> type)) continue;
-      if (type != "Unified" && type != "Data") continue;
-      const int64_t bytes = SysfsCacheBytes(dir);
-      if (level == 2) c.core_bytes = std::max(c.core_bytes, bytes);
-      if (level >= 3) c.last_level_bytes = std::max(c.last_level_bytes, bytes);
-    }
-    return c;
-  }();
-  return caches;
 }
 
 CacheState CacheStateFor(const MeasurePolicy& policy, const CacheSizes& caches) {
@@ -389,39 +329,18 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
     return fail(MeasureError::kWrongResult, StrCat(detail, " (tolerance ", tol, ")"));
   }
 
+  TimingLoop loop;
+  loop.number = policy.number;
+  loop.repeat = policy.repeat;
+  loop.min_repeat_ms = policy.min_repeat_ms;
+  loop.cooldown_ms = policy.cooldown_ms;
+  loop.stop_above_s = policy.stop_above_s;
+  absl::StatusOr<TimedCosts> timed = RunTimingLoop(loop, time_runs);
+  if (!timed.ok()) return fail(MeasureError::kRuntime, std::string(timed.status().message()));
   Measurement result;
   result.build_s = build_s;
-  // A hopeless candidate (one warm run slower than the policy's bound) is
-  // not timed to the end: that run is its cost.
-  if (policy.stop_above_s > 0) {
-    absl::StatusOr<double> t = time_runs(1);
-    if (!t.ok()) return fail(MeasureError::kRuntime, std::string(t.status().message()));
-    if (*t > policy.stop_above_s) {
-      result.costs_s.push_back(*t);
-      result.cut_short = true;
-      return result;
-    }
-  }
-
-  int number = policy.number > 0 ? policy.number : 1;
-  if (policy.min_repeat_ms > 0) {
-    const double min_s = policy.min_repeat_ms / 1000.0;
-    while (true) {
-      absl::StatusOr<double> t = time_runs(number);
-      if (!t.ok()) return fail(MeasureError::kRuntime, std::string(t.status().message()));
-      if (*t >= min_s || number >= (1 << 30)) break;
-      number *= 2;
-    }
-  }
-
-  for (int r = 0; r < std::max(1, policy.repeat); ++r) {
-    if (r > 0 && policy.cooldown_ms > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(policy.cooldown_ms));
-    }
-    absl::StatusOr<double> t = time_runs(number);
-    if (!t.ok()) return fail(MeasureError::kRuntime, std::string(t.status().message()));
-    result.costs_s.push_back(*t / number);
-  }
+  result.costs_s = std::move(timed->costs_s);
+  result.cut_short = timed->cut_short;
   return result;
 }
 

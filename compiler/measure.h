@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/host_caches.h"
 #include "compiler/config.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
@@ -52,13 +53,9 @@ enum class CacheState {
 };
 const char* CacheStateName(CacheState state);
 
-struct CacheSizes {
-  int64_t core_bytes = 0;        // a core's own largest cache (L2); 0: unknown
-  int64_t last_level_bytes = 0;  // the shared last level (L3); 0: unknown
-};
-// This host's, read once from Linux's /sys/devices/system/cpu/cpu0/cache
-// (glibc's sysconf reports every L3 of a many-die EPYC as one).
-const CacheSizes& HostCaches();
+// A host's caches (base/host_caches.h), here as the measurement speaks them.
+using ::kiln::CacheSizes;
+using ::kiln::HostCaches;
 
 // The rule: no flush_cache: hot; model_bytes 0 or caches unknown: memory;
 // a model within the core's cache: hot; within 3/4 of the last level (the

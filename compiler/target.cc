@@ -150,6 +150,79 @@ int Target::NumVectorRegisters() const {
   return StartsWith(triple, "aarch64") || NativeVectorLanes() == 16 ? 32 : 16;
 }
 
+namespace {
+
+// The words of /proc/cpuinfo's first line `key : ...` (flags, Features).
+std::vector<std::string> CpuInfoWords(std::string_view cpuinfo, std::string_view key) {
+  for (std::string_view line : StrSplit(cpuinfo, '\n')) {
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view k = line.substr(0, colon);
+    while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.remove_suffix(1);
+    if (k != key) continue;
+    std::vector<std::string> words;
+    for (std::string_view w : StrSplit(line.substr(colon + 1), ' ')) {
+      if (!w.empty()) words.emplace_back(w);
+    }
+    return words;
+  }
+  return {};
+}
+
+}  // namespace
+
+absl::StatusOr<Target> Target::FromCpuInfo(std::string_view triple, std::string_view cpuinfo) {
+  Target t;
+  std::vector<std::string> attrs;
+  if (StartsWith(triple, "aarch64")) {
+    t.triple = "aarch64-linux-gnu";
+    t.cpu = llvm::sys::detail::getHostCPUNameForARM(llvm::StringRef(cpuinfo.data(), cpuinfo.size()))
+                .str();
+    if (t.cpu.empty() || t.cpu == "generic") {
+      t.cpu = "generic";
+      const std::vector<std::string> f = CpuInfoWords(cpuinfo, "Features");
+      auto has = [&](const char* w) { return std::find(f.begin(), f.end(), w) != f.end(); };
+      if (has("asimddp")) attrs.push_back("+dotprod");
+      if (has("i8mm")) attrs.push_back("+i8mm");
+      if (has("bf16")) attrs.push_back("+bf16");
+    }
+  } else if (StartsWith(triple, "x86_64")) {
+    t.triple = "x86_64-pc-linux-gnu";
+    const std::vector<std::string> f = CpuInfoWords(cpuinfo, "flags");
+    auto has = [&](std::initializer_list<const char*> all) {
+      return std::all_of(all.begin(), all.end(), [&](const char* w) {
+        return std::find(f.begin(), f.end(), w) != f.end();
+      });
+    };
+    const bool v2 = has({"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"});
+    const bool v3 = v2 && has({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "movbe", "xsave"});
+    const bool v4 = v3 && has({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"});
+    t.cpu = v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : v2 ? "x86-64-v2" : "x86-64";
+    // The level's vector features spelled out: LLVM's table of these
+    // pseudo-CPUs (X86::getFeaturesForCPU) leaves the implied ones out, and
+    // HasFeature reads -mattr first.
+    if (v3) attrs.insert(attrs.end(), {"+avx", "+avx2", "+fma"});
+    if (v4) {
+      attrs.insert(attrs.end(), {"+avx512f", "+avx512bw", "+avx512cd", "+avx512dq", "+avx512vl"});
+    }
+    for (const auto& [flag, attr] :
+         std::vector<std::pair<const char*, const char*>>{{"avx512_vnni", "+avx512vnni"},
+                                                          {"avx512_bf16", "+avx512bf16"},
+                                                          {"avx512_fp16", "+avx512fp16"},
+                                                          {"avx_vnni", "+avxvnni"},
+                                                          {"amx_tile", "+amx-tile"},
+                                                          {"amx_int8", "+amx-int8"},
+                                                          {"amx_bf16", "+amx-bf16"}}) {
+      if (has({flag})) attrs.push_back(attr);
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        StrCat("a board of triple '", triple, "': kiln builds for aarch64 and x86_64"));
+  }
+  t.attrs = StrJoin(attrs, ",");
+  return t;
+}
+
 std::string DescribeHostHardware() {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   std::vector<std::string> simd;

@@ -33,6 +33,17 @@ struct Target {
   static absl::StatusOr<Target> Parse(std::string_view spec);
   // The machine this process runs on, as LLVM detects it.
   static Target Host();
+  // Another machine's CPU, from what its Linux says of it: a board's
+  // (kiln-board's description). `triple` "aarch64-linux-gnu" or
+  // "x86_64-linux-gnu"; `cpuinfo` its first processor's block of
+  // /proc/cpuinfo. AArch64: the CPU LLVM names from the implementer and part
+  // (llvm::sys::detail::getHostCPUNameForARM), and, where LLVM knows it only
+  // as "generic", the extensions its Features line lists (+dotprod, +i8mm,
+  // +bf16). x86-64: the x86-64 level its flags reach (v2, v3, v4), the
+  // level's vector features spelled out, and the extensions kiln's
+  // templates use beyond it (+avx512vnni, +avx512bf16, +avxvnni, +amx-*). INVALID_ARGUMENT for
+  // another architecture.
+  static absl::StatusOr<Target> FromCpuInfo(std::string_view triple, std::string_view cpuinfo);
   // Whether the target's CPU has LLVM feature `f` ("avx512vnni", "dotprod"):
   // -mattr's explicit +f / -f; else, for the host's own CPU (IsHostCpu),
   // whether the host has it (a VM may hide some of its CPU model's features:

@@ -23,6 +23,9 @@ ALLOWED = {
     # with dlopen (deploy/opencl_device.cc) and links no GPU library.
     # OpenSSL's libcrypto: the artifact's digests and signature.
     "deploy": {"deploy", "base", "CL", "openssl"},
+    # kiln-board, the runner for boards that cannot host a compiler: the
+    # deploy runtime and base only, so that it builds small for the board.
+    "board": {"board", "deploy", "base", "openssl"},
     # onnx_proto is protobuf: the frontend streams large models through
     # protobuf's io (CodedInputStream) to parse them as they are read. From
     # deploy/: the thread pool's parallel-for (parallel.h), and the device
@@ -169,11 +172,13 @@ def main():
     bad += compiler_violations(src)
     bad += storage_violations(src)
     bad += compiler_symbol_violations(bindir)
-    lib = os.path.join(bindir, "deploy", "libkiln_runtime.so")
-    ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
-    for forbidden in ("libLLVM", "libgrpc", "libprotobuf", "libsqlite3", "libonnx", "libxgboost"):
-        if forbidden in ldd:
-            bad.append(f"libkiln_runtime.so links {forbidden}")
+    for lib in (os.path.join(bindir, "deploy", "libkiln_runtime.so"),
+                os.path.join(bindir, "board", "kiln-board")):
+        ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
+        for forbidden in ("libLLVM", "libgrpc", "libprotobuf", "libsqlite3", "libonnx",
+                          "libxgboost"):
+            if forbidden in ldd:
+                bad.append(f"{os.path.basename(lib)} links {forbidden}")
     for b in bad:
         print("VIOLATION", b)
     print(f"layering: {len(bad)} violations")

@@ -1,0 +1,289 @@
+#include "board/runner.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "base/cache_lines.h"
+#include "base/cpus.h"
+#include "base/fma_peak.h"
+#include "base/host_caches.h"
+#include "base/str.h"
+#include "base/timing.h"
+
+namespace kiln::board {
+namespace {
+
+using KernelFn = int32_t (*)(void* const* args);
+using Clock = std::chrono::steady_clock;
+
+#if defined(__aarch64__)
+constexpr char kTriple[] = "aarch64-linux-gnu";
+#elif defined(__x86_64__)
+constexpr char kTriple[] = "x86_64-linux-gnu";
+#else
+constexpr char kTriple[] = "unknown-linux-gnu";
+#endif
+
+Measured Fail(MeasureErrorKind kind, std::string message) {
+  Measured m;
+  m.error = kind;
+  m.message = std::move(message);
+  return m;
+}
+
+// A buffer aligned to a cache line, as the compiler's buffers are.
+struct Aligned {
+  explicit Aligned(size_t bytes)
+      : size(bytes),
+        data(
+            static_cast<uint8_t*>(std::aligned_alloc(
+                kCacheLineBytes, (bytes + kCacheLineBytes - 1) / kCacheLineBytes * kCacheLineBytes +
+                                     kCacheLineBytes)),
+            &std::free) {}
+  size_t size;
+  std::unique_ptr<uint8_t, decltype(&std::free)> data;
+};
+
+// The first element where `got` differs from `want` (float32 elements
+// within `tol`, else bytes), or "" when none does.
+std::string FirstMismatch(const MeasureRequest& r, const uint8_t* got) {
+  const auto* want = reinterpret_cast<const uint8_t*>(r.reference.data());
+  if (r.compare == Compare::kFloat32) {
+    for (size_t i = 0; i + 4 <= r.output_bytes; i += 4) {
+      float a = 0, b = 0;
+      std::memcpy(&a, got + i, 4);
+      std::memcpy(&b, want + i, 4);
+      const bool same = std::isnan(b) ? std::isnan(a) : std::fabs(a - b) <= r.tolerance;
+      if (!same) {
+        return StrCat("element ", i / 4, ": ", FormatDouble(a), " where the reference has ",
+                      FormatDouble(b), " (tolerance ", FormatDouble(r.tolerance), ")");
+      }
+    }
+    return "";
+  }
+  for (size_t i = 0; i < r.output_bytes; ++i) {
+    if (got[i] != want[i]) {
+      return StrCat("byte ", i, ": ", int{got[i]}, " where the reference has ", int{want[i]});
+    }
+  }
+  return "";
+}
+
+// The measurement itself, in the child process.
+Measured MeasureHere(const MeasureRequest& r) {
+  const int fd = memfd_create("kiln-kernel", MFD_CLOEXEC);
+  if (fd < 0) return Fail(MeasureErrorKind::kLoad, StrCat("memfd_create: ", std::strerror(errno)));
+  for (size_t off = 0; off < r.object.size();) {
+    const ssize_t w = write(fd, r.object.data() + off, r.object.size() - off);
+    if (w <= 0) return Fail(MeasureErrorKind::kLoad, "cannot hold the shared object in memory");
+    off += static_cast<size_t>(w);
+  }
+  void* handle = dlopen(StrCat("/proc/self/fd/", fd).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* e = dlerror();
+    return Fail(MeasureErrorKind::kLoad, StrCat("the shared object does not load on this board (",
+                                                kTriple, "): ", e ? e : "unknown error"));
+  }
+  auto fn = reinterpret_cast<KernelFn>(dlsym(handle, r.symbol.c_str()));
+  if (fn == nullptr) {
+    return Fail(MeasureErrorKind::kLoad,
+                StrCat("the shared object has no symbol '", Printable(r.symbol), "'"));
+  }
+  std::vector<Aligned> buffers;
+  for (const std::string& in : r.inputs) {
+    buffers.emplace_back(in.size());
+    std::memcpy(buffers.back().data.get(), in.data(), in.size());
+  }
+  buffers.emplace_back(r.output_bytes);
+  Aligned& out = buffers.back();
+  std::memset(out.data.get(), 0xff, out.size);  // NaN: an element never written cannot pass
+  std::vector<void*> args;
+  for (Aligned& b : buffers) args.push_back(b.data.get());
+
+  if (int32_t rc = fn(args.data()); rc != 0) {
+    return Fail(MeasureErrorKind::kRuntime, StrCat("the kernel returned ", rc));
+  }
+  if (std::string m = FirstMismatch(r, out.data.get()); !m.empty()) {
+    return Fail(MeasureErrorKind::kWrongResult, m);
+  }
+  // flush_cache 1: the first input as its producer leaves it, the other
+  // inputs (weights) and the output evicted; 2: every input evicted (the
+  // first is packed weights).
+  auto set_caches = [&] {
+    for (size_t i = r.flush_cache == 1 ? 1 : 0; i + 1 < buffers.size(); ++i) {
+      EvictCacheLines(buffers[i].data.get(), buffers[i].size);
+    }
+    EvictCacheLines(out.data.get(), out.size);
+    FenceCacheEvictions();
+    if (r.flush_cache == 1 && buffers.size() > 1) {
+      RewriteCacheLines(buffers[0].data.get(), buffers[0].size);
+    }
+  };
+  auto time_runs = [&](int number) -> absl::StatusOr<double> {
+    double total = 0;
+    for (int i = 0; i < number;) {
+      if (r.flush_cache) set_caches();
+      const int runs = r.flush_cache ? 1 : number;
+      const Clock::time_point start = Clock::now();
+      for (int j = 0; j < runs; ++j, ++i) {
+        if (int32_t rc = fn(args.data()); rc != 0) {
+          return absl::InternalError(StrCat("the kernel returned ", rc));
+        }
+      }
+      total += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    return total;
+  };
+  TimingLoop loop;
+  loop.number = static_cast<int>(std::min<uint32_t>(r.number, 1u << 30));
+  loop.repeat = static_cast<int>(std::min<uint32_t>(std::max<uint32_t>(r.repeat, 1), kMaxCosts));
+  loop.min_repeat_ms = static_cast<int>(std::min<uint32_t>(r.min_repeat_ms, 60000));
+  loop.cooldown_ms = static_cast<int>(std::min<uint32_t>(r.cooldown_ms, 10000));
+  loop.stop_above_s = r.stop_above_s;
+  absl::StatusOr<TimedCosts> timed = RunTimingLoop(loop, time_runs);
+  if (!timed.ok()) return Fail(MeasureErrorKind::kRuntime, std::string(timed.status().message()));
+  Measured m;
+  m.costs_s = std::move(timed->costs_s);
+  m.cut_short = timed->cut_short ? 1 : 0;
+  return m;
+}
+
+// /proc/cpuinfo's first value of `key` ("model name", "flags", ...).
+std::string CpuInfo(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string k = line.substr(0, colon);
+    while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.pop_back();
+    if (k != key) continue;
+    std::string v = line.substr(colon + 1);
+    while (!v.empty() && v.front() == ' ') v.erase(v.begin());
+    return v;
+  }
+  return "";
+}
+
+// The first processor's block of /proc/cpuinfo, at most 16 KiB.
+std::string FirstCpuInfoBlock() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string out, line;
+  while (std::getline(in, line) && out.size() + line.size() < (16 << 10)) {
+    if (line.empty() && !out.empty()) break;
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Description DescribeThisBoard() {
+  Description d;
+  d.triple = kTriple;
+  d.cpu = CpuInfo("model name");
+  if (d.cpu.empty()) d.cpu = CpuInfo("CPU part");
+  d.features = CpuInfo("flags");
+  if (d.features.empty()) d.features = CpuInfo("Features");
+  d.cpuinfo = FirstCpuInfoBlock();
+  d.cores = static_cast<uint32_t>(UsableCpus());
+  d.l2_bytes = static_cast<uint64_t>(HostCaches().core_bytes);
+  d.l3_bytes = static_cast<uint64_t>(HostCaches().last_level_bytes);
+  d.runner_version = StrCat("kiln-board, protocol ", kProtocolVersion);
+  // The FMA peak over every core: one probe thread each, each timed by its
+  // own CPU time, the best of three (std::threads, joined: the runner
+  // forks each measurement and must hold no thread pool of its own).
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<double> gflops(d.cores, 0.0);
+    std::vector<float> sinks(d.cores, 0.f);
+    std::vector<std::thread> threads;
+    for (uint32_t t = 0; t < d.cores; ++t) {
+      threads.emplace_back(
+          [&, t] { gflops[t] = fma_peak::GflopsOnThisThread(int64_t{1} << 22, &sinks[t]); });
+    }
+    for (std::thread& t : threads) t.join();
+    double sum = 0;
+    for (double g : gflops) sum += g;
+    d.fma_gflops = std::max(d.fma_gflops, sum);
+  }
+  return d;
+}
+
+Measured RunMeasurement(const MeasureRequest& request) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return Fail(MeasureErrorKind::kRuntime, StrCat("pipe: ", std::strerror(errno)));
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return Fail(MeasureErrorKind::kRuntime, StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string answer = Encode(MeasureHere(request));
+    for (size_t off = 0; off < answer.size();) {
+      const ssize_t w = write(fds[1], answer.data() + off, answer.size() - off);
+      if (w <= 0) _exit(2);
+      off += static_cast<size_t>(w);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  const auto deadline =
+      Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(request.timeout_ms, 1));
+  std::string answer;
+  bool timed_out = false;
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
+    if (answer.size() > kMaxControlPayload) break;
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return Fail(MeasureErrorKind::kTimeout,
+                StrCat("no answer within ", request.timeout_ms, " ms: the kernel was stopped"));
+  }
+  if (WIFSIGNALED(status)) {
+    return Fail(MeasureErrorKind::kRuntime, StrCat("the kernel crashed (signal ", WTERMSIG(status),
+                                                   ", ", strsignal(WTERMSIG(status)), ")"));
+  }
+  absl::StatusOr<Measured> m = DecodeMeasured(answer);
+  if (!m.ok()) {
+    return Fail(MeasureErrorKind::kRuntime, "the measurement ended without an answer");
+  }
+  return *std::move(m);
+}
+
+}  // namespace kiln::board

@@ -1,0 +1,21 @@
+#pragma once
+// What a board runner does with a request: say what the board is, and load,
+// verify and time one built kernel with the farm's timing policy
+// (base/timing.h). A kernel runs in a child process of its own, so that one
+// that crashes, hangs past its time limit or scribbles over memory costs
+// that measurement only (an error in the answer), never the runner.
+#include "board/wire.h"
+
+namespace kiln::board {
+
+// This board: the runner's own triple, /proc/cpuinfo's CPU and features,
+// the CPUs it may use, sysfs's caches, the FMA peak over every core
+// (measured once, in a child process).
+Description DescribeThisBoard();
+
+// Loads `request.object` (a shared object for this board's triple), runs
+// `request.symbol` on the inputs, compares the output with the reference,
+// and times it. Never fails as a call: errors are typed in the answer.
+Measured RunMeasurement(const MeasureRequest& request);
+
+}  // namespace kiln::board
