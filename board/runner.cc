@@ -206,7 +206,9 @@ Description DescribeThisBoard() {
   // The FMA peak over every core: one probe thread each, each timed by its
   // own CPU time, the best of three (std::threads, joined: the runner
   // forks each measurement and must hold no thread pool of its own).
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  float probe_sink = 0;
+  const bool can_probe = fma_peak::Flops(1, &probe_sink) > 0;  // 0: no probe for this CPU
+  for (int attempt = 0; attempt < 3 && can_probe; ++attempt) {
     std::vector<double> gflops(d.cores, 0.0);
     std::vector<float> sinks(d.cores, 0.f);
     std::vector<std::thread> threads;
