@@ -15,7 +15,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+# Under qemu, the multiarch loader and libraries (as the binaries link them).
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/)
 # Debian's arm64 OpenSSL (FindOpenSSL would take the host's first), and the
 # arch-specific half of multiarch headers (openssl/configuration.h).
 set(OPENSSL_INCLUDE_DIR /usr/include CACHE PATH "")

@@ -38,6 +38,13 @@ using test_util::OnPath;
 
 constexpr char kSysroot[] = "/usr/aarch64-linux-gnu";
 
+// qemu-aarch64's library prefix: where Debian's multiarch arm64 libc is
+// installed (scripts/install-deps installs it for the AArch64 kiln-board),
+// its own loader and libc from the host's root, else the cross sysroot's.
+// Mixing the two (the sysroot's loader finding the multiarch libc first)
+// hangs a process at its first pthread_create.
+std::string QemuPrefix() { return fs::exists("/lib/ld-linux-aarch64.so.1") ? "/" : kSysroot; }
+
 // A fresh directory under the test's temporary directory.
 fs::path TempDir(const std::string& name) {
   fs::path d = fs::path(::testing::TempDir()) / StrCat("kiln-aarch64-", getpid(), "-", name);
@@ -88,7 +95,7 @@ std::vector<std::vector<float>> RunOnAarch64(const Model& model, const Target& t
   if (!art.ok()) return {};
   fs::path dir = TempDir(StrCat(target.cpu, "-", std::hash<std::string>{}(*art)));
   WriteBytes(dir / "model.kiln", art->data(), art->size());
-  std::string cmd = StrCat("qemu-aarch64 -L ", kSysroot, " ", loader.string(), " ",
+  std::string cmd = StrCat("qemu-aarch64 -L ", QemuPrefix(), " ", loader.string(), " ",
                            (dir / "model.kiln").string(), " ", dir.string());
   for (size_t i = 0; i < inputs.size(); ++i) {
     fs::path p = dir / StrCat("input_", i, ".bin");
