@@ -12,11 +12,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <thread>
 
 #include "base/cache_lines.h"
+#include "base/cpuinfo.h"
 #include "base/cpus.h"
 #include "base/fma_peak.h"
 #include "base/host_caches.h"
@@ -132,20 +132,8 @@ Measured MeasureHere(const MeasureRequest& r) {
       RewriteCacheLines(buffers[0].data.get(), buffers[0].size);
     }
   };
-  auto time_runs = [&](int number) -> absl::StatusOr<double> {
-    double total = 0;
-    for (int i = 0; i < number;) {
-      if (r.flush_cache) set_caches();
-      const int runs = r.flush_cache ? 1 : number;
-      const Clock::time_point start = Clock::now();
-      for (int j = 0; j < runs; ++j, ++i) {
-        if (int32_t rc = fn(args.data()); rc != 0) {
-          return absl::InternalError(StrCat("the kernel returned ", rc));
-        }
-      }
-      total += std::chrono::duration<double>(Clock::now() - start).count();
-    }
-    return total;
+  auto time_runs = [&](int number) {
+    return TimeRuns(number, r.flush_cache != 0, set_caches, [&] { return fn(args.data()); });
   };
   TimingLoop loop;
   loop.number = static_cast<int>(std::min<uint32_t>(r.number, 1u << 30));
@@ -161,44 +149,16 @@ Measured MeasureHere(const MeasureRequest& r) {
   return m;
 }
 
-// /proc/cpuinfo's first value of `key` ("model name", "flags", ...).
-std::string CpuInfo(const std::string& key) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string k = line.substr(0, colon);
-    while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.pop_back();
-    if (k != key) continue;
-    std::string v = line.substr(colon + 1);
-    while (!v.empty() && v.front() == ' ') v.erase(v.begin());
-    return v;
-  }
-  return "";
-}
-
-// The first processor's block of /proc/cpuinfo, at most 16 KiB.
-std::string FirstCpuInfoBlock() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string out, line;
-  while (std::getline(in, line) && out.size() + line.size() < (16 << 10)) {
-    if (line.empty() && !out.empty()) break;
-    out += line + "\n";
-  }
-  return out;
-}
-
 }  // namespace
 
 Description DescribeThisBoard() {
   Description d;
   d.triple = kTriple;
-  d.cpu = CpuInfo("model name");
-  if (d.cpu.empty()) d.cpu = CpuInfo("CPU part");
-  d.features = CpuInfo("flags");
-  if (d.features.empty()) d.features = CpuInfo("Features");
   d.cpuinfo = FirstCpuInfoBlock();
+  d.cpu = CpuInfoValue(d.cpuinfo, "model name");
+  if (d.cpu.empty()) d.cpu = CpuInfoValue(d.cpuinfo, "CPU part");
+  d.features = CpuInfoValue(d.cpuinfo, "flags");
+  if (d.features.empty()) d.features = CpuInfoValue(d.cpuinfo, "Features");
   d.cores = static_cast<uint32_t>(UsableCpus());
   d.l2_bytes = static_cast<uint64_t>(HostCaches().core_bytes);
   d.l3_bytes = static_cast<uint64_t>(HostCaches().last_level_bytes);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/timing.h"
 
 namespace kiln::board {
 
@@ -140,11 +141,12 @@ struct MeasureRequest {
   Compare compare = Compare::kExact;
   double tolerance = 0;
   // The farm's timing policy (base/timing.h).
-  uint32_t number = 0, repeat = 3, min_repeat_ms = 5, cooldown_ms = 0;
+  uint32_t number = 0, repeat = kDefaultRepeat, min_repeat_ms = kDefaultMinRepeatMs,
+           cooldown_ms = 0;
   double stop_above_s = 0;
   uint8_t flush_cache =
       0;  // the weights (inputs after the first) and output evicted before each run
-  uint32_t timeout_ms = 20000;
+  uint32_t timeout_ms = kDefaultCandidateTimeoutMs;
 };
 inline constexpr uint32_t kMaxInputs = 64;
 

@@ -282,20 +282,10 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
     // leaves them (SetModelCaches), and only the runs are timed.
     const CacheState state = CacheStateFor(policy, HostCaches());
     const bool set_caches = state != CacheState::kHot;
-    time_runs = [&](int number) -> absl::StatusOr<double> {
-      double total = 0;
-      for (int i = 0; i < number;) {
-        if (set_caches) SetModelCaches(buffers, state, HostCaches());
-        const int runs = set_caches ? 1 : number;
-        Clock::time_point start = Clock::now();
-        for (int j = 0; j < runs; ++j, ++i) {
-          if (int32_t rc = jit->Run(buffers.args.data()); rc != 0) {
-            return absl::InternalError(StrCat("kernel returned ", rc));
-          }
-        }
-        total += Seconds(Clock::now() - start);
-      }
-      return total;
+    time_runs = [&](int number) {
+      return TimeRuns(
+          number, set_caches, [&] { SetModelCaches(buffers, state, HostCaches()); },
+          [&] { return jit->Run(buffers.args.data()); });
     };
   }
   const double build_s = prebuilt_s + Seconds(Clock::now() - build_start);

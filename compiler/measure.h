@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "base/host_caches.h"
+#include "base/timing.h"
 #include "compiler/config.h"
 #include "compiler/target.h"
 #include "compiler/workload.h"
@@ -20,9 +21,10 @@ namespace kiln::compiler {
 
 // The farm's timing defaults, the one place the tracker (a job's timing),
 // the agent (a batch's zero fields) and `kiln tune --local` take them from.
-constexpr int kDefaultRepeat = 3;
-constexpr int kDefaultMinRepeatMs = 5;
-constexpr int kDefaultCandidateTimeoutMs = 20000;
+// (base/timing.h)
+using ::kiln::kDefaultCandidateTimeoutMs;
+using ::kiln::kDefaultMinRepeatMs;
+using ::kiln::kDefaultRepeat;
 
 // How a candidate is timed.
 struct MeasurePolicy {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/cpuinfo.h"
 #include "base/cpus.h"
 #include "base/str.h"
 #include "llvm/ADT/StringMap.h"
@@ -154,19 +155,11 @@ namespace {
 
 // The words of /proc/cpuinfo's first line `key : ...` (flags, Features).
 std::vector<std::string> CpuInfoWords(std::string_view cpuinfo, std::string_view key) {
-  for (std::string_view line : StrSplit(cpuinfo, '\n')) {
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string_view k = line.substr(0, colon);
-    while (!k.empty() && (k.back() == ' ' || k.back() == '\t')) k.remove_suffix(1);
-    if (k != key) continue;
-    std::vector<std::string> words;
-    for (std::string_view w : StrSplit(line.substr(colon + 1), ' ')) {
-      if (!w.empty()) words.emplace_back(w);
-    }
-    return words;
+  std::vector<std::string> words;
+  for (std::string_view w : StrSplit(CpuInfoValue(cpuinfo, key), ' ')) {
+    if (!w.empty()) words.emplace_back(w);
   }
-  return {};
+  return words;
 }
 
 }  // namespace
