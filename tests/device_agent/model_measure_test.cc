@@ -86,7 +86,11 @@ class ModelSandbox : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(access(AgentBinary().c_str(), X_OK), 0)
         << AgentBinary() << " is missing: build it first (scripts/build kiln-agent)";
-    dir_ = ::testing::TempDir() + "/model-files";
+    // One folder per test: ctest runs this fixture's tests side by side, and
+    // one test's SetUp rewriting the file another's worker is reading made
+    // that worker import a half-written model.
+    dir_ = ::testing::TempDir() + "/model-files-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::create_directories(dir_);
     const std::string bytes = ReadFile(kSmallCnn);
     sha_ = Hex(kiln::Sha256(bytes));
