@@ -4,8 +4,6 @@
 // verifies and times the kernels the agent built for it. Exit codes: 0
 // never (it serves until stopped), 1 when it cannot listen, 2 bad usage.
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -57,16 +55,10 @@ int main(int argc, char** argv) {
   if (!flags->positional.empty()) return Usage("unexpected argument " + flags->positional[0]);
   if (!flags->Has("--listen")) return Usage("--listen HOST:PORT is required");
   if (!flags->Has("--key-file")) return Usage("--key-file FILE is required");
-  std::ifstream in(flags->Get("--key-file"), std::ios::binary);
-  std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) return Usage("cannot read " + flags->Get("--key-file"));
-  while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
-  if (key.size() < 16) {
-    return Usage(kiln::StrCat("the key in ", flags->Get("--key-file"), " is ", key.size(),
-                              " bytes; a board key is at least 16"));
-  }
+  absl::StatusOr<std::string> key = kiln::board::ReadBoardKey(flags->Get("--key-file"));
+  if (!key.ok()) return Usage(std::string(key.status().message()));
   kiln::board::ServeOptions options;
-  options.key = key;
+  options.key = *std::move(key);
   options.description = self;
   if (flags->Has("--max-message-bytes")) {
     int64_t n = 0;

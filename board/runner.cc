@@ -22,11 +22,19 @@
 #include "base/host_caches.h"
 #include "base/str.h"
 #include "base/timing.h"
+#include "deploy/parallel.h"
 
 namespace kiln::board {
 namespace {
 
 using KernelFn = int32_t (*)(void* const* args);
+
+// The runtime's entry points generated kernels call (the thread pool, the
+// workspace): referenced here so that kiln-board links libkiln_runtime,
+// from whose global-scope symbols a loaded kernel resolves them.
+__attribute__((used)) void* const kRuntimeEntries[] = {
+    reinterpret_cast<void*>(&kiln_parallel_for), reinterpret_cast<void*>(&kiln_num_threads),
+    reinterpret_cast<void*>(&kiln_workspace_alloc), reinterpret_cast<void*>(&kiln_workspace_free)};
 using Clock = std::chrono::steady_clock;
 
 #if defined(__aarch64__)
@@ -71,6 +79,19 @@ std::string FirstMismatch(const MeasureRequest& r, const uint8_t* got) {
         return StrCat("element ", i / 4, ": ", FormatDouble(a), " where the reference has ",
                       FormatDouble(b), " (tolerance ", FormatDouble(r.tolerance), ")");
       }
+    }
+    return "";
+  }
+  if (r.compare == Compare::kInt8 || r.compare == Compare::kUint8) {
+    const bool is_signed = r.compare == Compare::kInt8;
+    uint64_t ones = 0;
+    for (size_t i = 0; i < r.output_bytes; ++i) {
+      const int a = is_signed ? int{static_cast<int8_t>(got[i])} : int{got[i]};
+      const int b = is_signed ? int{static_cast<int8_t>(want[i])} : int{want[i]};
+      if (a == b || (std::abs(a - b) == 1 && ++ones <= r.off_by_one)) continue;
+      return StrCat("element ", i, ": ", a, " where the reference has ", b,
+                    std::abs(a - b) == 1 ? StrCat(" (more than ", r.off_by_one, " off by one)")
+                                         : std::string());
     }
     return "";
   }
@@ -197,6 +218,8 @@ Measured RunMeasurement(const MeasureRequest& request) {
   }
   if (pid == 0) {
     close(fds[0]);
+    // The kernel's thread pool is sized from this when it first runs.
+    if (request.threads > 0) setenv("KILN_NUM_THREADS", StrCat(request.threads).c_str(), 1);
     const std::string answer = Encode(MeasureHere(request));
     for (size_t off = 0; off < answer.size();) {
       const ssize_t w = write(fds[1], answer.data() + off, answer.size() - off);

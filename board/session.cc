@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "base/sha256.h"
 #include "base/str.h"
@@ -263,6 +265,18 @@ absl::StatusOr<Measured> BoardSession::Measure(const MeasureRequest& request) {
              static_cast<int>(std::min<uint64_t>(uint64_t{request.timeout_ms} + 30000, 1u << 30)));
   if (!f.ok()) return f.status();
   return DecodeMeasured(f->payload);
+}
+
+absl::StatusOr<std::string> ReadBoardKey(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(StrCat("cannot read the board key file ", path));
+  std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+  if (key.size() < kMinKeyBytes) {
+    return absl::InvalidArgumentError(StrCat("the key in ", path, " is ", key.size(),
+                                             " bytes; a board key is at least ", kMinKeyBytes));
+  }
+  return key;
 }
 
 }  // namespace kiln::board

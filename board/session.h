@@ -59,6 +59,11 @@ class BoardSession {
   std::string runner_version_;
 };
 
+// The shared board key from FILE: its bytes, less a trailing newline;
+// INVALID_ARGUMENT when it cannot be read or is shorter than 16 bytes.
+inline constexpr size_t kMinKeyBytes = 16;
+absl::StatusOr<std::string> ReadBoardKey(const std::string& path);
+
 // A TCP socket listening on HOST:PORT (port 0: any free one, `*bound_port`
 // says which), or why not.
 absl::StatusOr<int> ListenOn(const std::string& address, int* bound_port = nullptr);

@@ -235,13 +235,15 @@ std::string Encode(const MeasureRequest& m) {
       .Bytes(m.reference)
       .U8(static_cast<uint8_t>(m.compare))
       .F64(m.tolerance)
+      .U32(m.off_by_one)
       .U32(m.number)
       .U32(m.repeat)
       .U32(m.min_repeat_ms)
       .U32(m.cooldown_ms)
       .F64(m.stop_above_s)
       .U8(m.flush_cache)
-      .U32(m.timeout_ms);
+      .U32(m.timeout_ms)
+      .U32(m.threads);
   return w.Take();
 }
 std::string Encode(const Measured& m) {
@@ -313,10 +315,11 @@ absl::StatusOr<MeasureRequest> DecodeMeasureRequest(std::string_view payload) {
   }
   uint8_t compare = 0;
   if (!r.U64(&m.output_bytes) || !r.Bytes(&reference, payload.size()) ||
-      reference.size() != m.output_bytes || !r.U8(&compare) || compare > 1 ||
-      !r.F64(&m.tolerance) || !r.U32(&m.number) || !r.U32(&m.repeat) || !r.U32(&m.min_repeat_ms) ||
-      !r.U32(&m.cooldown_ms) || !r.F64(&m.stop_above_s) || !r.U8(&m.flush_cache) ||
-      !r.U32(&m.timeout_ms) || !r.Done()) {
+      reference.size() != m.output_bytes || !r.U8(&compare) || compare > 3 ||
+      !r.F64(&m.tolerance) || !r.U32(&m.off_by_one) || !r.U32(&m.number) || !r.U32(&m.repeat) ||
+      !r.U32(&m.min_repeat_ms) || !r.U32(&m.cooldown_ms) || !r.F64(&m.stop_above_s) ||
+      !r.U8(&m.flush_cache) || !r.U32(&m.timeout_ms) || !r.U32(&m.threads) ||
+      m.threads > kMaxThreads || !r.Done()) {
     return Malformed("measure");
   }
   m.symbol = symbol;

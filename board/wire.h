@@ -128,8 +128,12 @@ struct Description {
 
 // How a kernel's output is compared with the reference sent with it.
 enum class Compare : uint8_t {
-  kExact = 0,    // byte for byte (integers)
+  kExact = 0,    // byte for byte
   kFloat32 = 1,  // float32 elements within `tolerance` (absolute)
+  // int8 / uint8 elements, equal but for at most `off_by_one` of them that
+  // may differ by one (a quantizing epilogue's rounding ties).
+  kInt8 = 2,
+  kUint8 = 3,
 };
 
 struct MeasureRequest {
@@ -140,6 +144,7 @@ struct MeasureRequest {
   std::string reference;  // the expected output (output_bytes)
   Compare compare = Compare::kExact;
   double tolerance = 0;
+  uint32_t off_by_one = 0;
   // The farm's timing policy (base/timing.h).
   uint32_t number = 0, repeat = kDefaultRepeat, min_repeat_ms = kDefaultMinRepeatMs,
            cooldown_ms = 0;
@@ -147,8 +152,12 @@ struct MeasureRequest {
   uint8_t flush_cache =
       0;  // the weights (inputs after the first) and output evicted before each run
   uint32_t timeout_ms = kDefaultCandidateTimeoutMs;
+  // The threads the kernel runs on (KILN_NUM_THREADS in the measuring
+  // process); 0: every core the runner may use.
+  uint32_t threads = 0;
 };
 inline constexpr uint32_t kMaxInputs = 64;
+inline constexpr uint32_t kMaxThreads = 1024;
 
 enum class MeasureErrorKind : uint8_t {
   kNone = 0,

@@ -17,6 +17,7 @@
 #include "base/str.h"
 #include "base/timing.h"
 #include "compiler/codegen/module.h"
+#include "compiler/codegen/module_builder.h"
 #include "compiler/kernel.h"
 #include "compiler/ops/lower_workload.h"
 #include "deploy/device.h"
@@ -89,6 +90,36 @@ class ReferenceCache {
   uint64_t seed_ = 0;
   std::vector<uint8_t> output_;
 };
+
+// Floats are verified within an absolute tolerance scaled by the largest
+// reference value.
+double FloatTolerance(DType dtype, const uint8_t* reference, int64_t n) {
+  double max_ref = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = std::fabs(ElementToDouble(dtype, reference, i));
+    if (std::isfinite(v)) max_ref = std::max(max_ref, v);
+  }
+  return 1e-3 * std::max(1.0, max_ref);
+}
+
+// fn(0) .. fn(n - 1) on up to `threads` threads (0: one per core).
+void OnThreads(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  if (threads <= 0) threads = UsableCpus();
+  threads = std::min<int>(threads, static_cast<int>(n));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+ReferenceCache* SharedReferences() {
+  static ReferenceCache* references = new ReferenceCache;
+  return references;
+}
 
 Measurement Error(MeasureError kind, std::string message, double build_s = 0) {
   Measurement m;
@@ -208,26 +239,90 @@ Prebuilt& Prebuilt::operator=(Prebuilt&&) noexcept = default;
 std::vector<Prebuilt> PrebuildJit(const Workload& workload, const std::vector<Config>& configs,
                                   const Target& target, int threads) {
   std::vector<Prebuilt> built(configs.size());
-  if (threads <= 0) threads = UsableCpus();
-  threads = std::min<int>(threads, static_cast<int>(configs.size()));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < configs.size(); i = next.fetch_add(1)) {
-      Prebuilt& b = built[i];
-      Clock::time_point start = Clock::now();
-      absl::StatusOr<std::unique_ptr<JitKernel>> kernel = BuildJit(workload, configs[i], target);
-      b.build_s = Seconds(Clock::now() - start);
-      if (kernel.ok()) {
-        b.kernel = *std::move(kernel);
-      } else {
-        b.status = kernel.status();
-      }
+  OnThreads(configs.size(), threads, [&](size_t i) {
+    Prebuilt& b = built[i];
+    Clock::time_point start = Clock::now();
+    absl::StatusOr<std::unique_ptr<JitKernel>> kernel = BuildJit(workload, configs[i], target);
+    b.build_s = Seconds(Clock::now() - start);
+    if (kernel.ok()) {
+      b.kernel = *std::move(kernel);
+    } else {
+      b.status = kernel.status();
     }
+  });
+  return built;
+}
+
+std::vector<RemoteBuild> BuildRemote(const Workload& workload, const std::vector<Config>& configs,
+                                     const Target& target, uint64_t seed, int threads) {
+  std::vector<RemoteBuild> built(configs.size());
+  auto fail_all = [&](MeasureError kind, std::string message) {
+    for (RemoteBuild& b : built) {
+      b.error = kind;
+      b.message = message;
+    }
+    return built;
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  absl::StatusOr<KernelSignature> sig = workload.Signature();
+  if (!sig.ok()) {
+    return fail_all(MeasureError::kCompile, StrCat("bad workload: ", sig.status().message()));
+  }
+  const KernelBuffers buffers = MakeKernelBuffers(*sig, seed);
+  std::vector<uint8_t> reference(buffers.output.size(), 0);
+  ReferenceCache* references = SharedReferences();
+  if (absl::Status s =
+          references->Get(workload, workload.Canonical(), seed, buffers.input_ptrs, &reference);
+      !s.ok()) {
+    return fail_all(MeasureError::kRuntime,
+                    StrCat("reference implementation failed: ", s.message()));
+  }
+  const int64_t out_n = buffers.OutputSize();
+  const double tolerance = FloatTolerance(buffers.output_dtype, reference.data(), out_n);
+  OnThreads(configs.size(), threads, [&](size_t i) {
+    RemoteBuild& b = built[i];
+    const Clock::time_point start = Clock::now();
+    auto fail = [&](MeasureError kind, const absl::Status& why) {
+      b.error = kind;
+      b.message = std::string(why.message());
+      b.build_s = Seconds(Clock::now() - start);
+    };
+    if (absl::Status s = ValidateConfig(workload, target, configs[i]); !s.ok()) {
+      return fail(MeasureError::kInvalidConfig, s);
+    }
+    RemoteKernel& k = b.kernel;
+    k.symbol = "kiln_candidate";
+    std::vector<PackedInput> packed;
+    absl::StatusOr<std::vector<ir::PrimFunc>> funcs =
+        LowerKernel(workload, configs[i], target, k.symbol, {}, &packed);
+    if (!funcs.ok()) return fail(MeasureError::kCompile, funcs.status());
+    // The kernel alone: its packs run here, for this host.
+    absl::StatusOr<std::string> object =
+        codegen::BuildSharedObjectFromFuncs({funcs->front()}, EntryPlan{}, target);
+    if (!object.ok()) return fail(MeasureError::kCompile, object.status());
+    k.object = *std::move(object);
+    for (size_t in = 0; in < buffers.inputs.size(); ++in) {
+      const std::vector<uint8_t>& data = buffers.inputs[in];
+      const bool is_packed = std::any_of(packed.begin(), packed.end(), [&](const PackedInput& p) {
+        return p.input == static_cast<int>(in);
+      });
+      if (!is_packed) {
+        k.args.emplace_back(data.begin(), data.end());
+        continue;
+      }
+      absl::StatusOr<std::vector<uint8_t>> p =
+          PackConstant(workload, configs[i], target, static_cast<int>(in), data);
+      if (!p.ok()) return fail(MeasureError::kCompile, p.status());
+      k.args.emplace_back(p->begin(), p->end());
+    }
+    k.first_is_activation =
+        !k.args.empty() && std::none_of(packed.begin(), packed.end(),
+                                        [](const PackedInput& p) { return p.input == 0; });
+    k.reference.assign(reference.begin(), reference.end());
+    k.output_dtype = buffers.output_dtype;
+    k.tolerance = tolerance;
+    k.off_by_one = RoundingTies(workload, out_n);
+    b.build_s = Seconds(Clock::now() - start);
+  });
   return built;
 }
 
@@ -298,21 +393,15 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
   if (absl::StatusOr<double> first = time_runs(1); !first.ok()) {
     return fail(MeasureError::kRuntime, std::string(first.status().message()));
   }
-  static ReferenceCache* references = new ReferenceCache;
+  ReferenceCache* references = SharedReferences();
   if (absl::Status s =
           references->Get(workload, workload.Canonical(), seed, buffers.input_ptrs, &reference);
       !s.ok()) {
     return fail(MeasureError::kRuntime, StrCat("reference implementation failed: ", s.message()));
   }
-  // Floats: an absolute tolerance scaled by the largest reference value;
-  // integers and bools: exact, but for the rare rounding ties of a
+  // Integers and bools: exact, but for the rare rounding ties of a
   // quantizing epilogue (RoundingTies).
-  double max_ref = 0;
-  for (int64_t i = 0; i < out_n; ++i) {
-    double v = std::fabs(ElementToDouble(buffers.output_dtype, reference.data(), i));
-    if (std::isfinite(v)) max_ref = std::max(max_ref, v);
-  }
-  const double tol = 1e-3 * std::max(1.0, max_ref);
+  const double tol = FloatTolerance(buffers.output_dtype, reference.data(), out_n);
   std::string detail;
   if (!OutputsMatch(buffers.output_dtype, buffers.output.data(), reference.data(), out_n, 0.0, tol,
                     &detail, RoundingTies(workload, out_n))) {

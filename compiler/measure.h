@@ -107,4 +107,35 @@ std::vector<Prebuilt> PrebuildJit(const Workload& workload, const std::vector<Co
 Measurement Measure(const Workload& workload, const Config& config, const MeasurePolicy& policy,
                     const Target& target, uint64_t seed = 42, Prebuilt* prebuilt = nullptr);
 
+// A candidate built for a board that verifies and times it itself
+// (kiln-board, docs/protocol.md "Boards"): the kernel alone as a shared
+// object for `target` (linked with ld.lld for another triple), the inputs
+// it takes, packed ones packed here (PackConstant), and the output the
+// reference implementation computes on this host from the same inputs.
+struct RemoteKernel {
+  std::string object;  // exports `symbol`, the kernel calling convention
+  std::string symbol;
+  // Every argument but the output, in order, as the kernel takes it.
+  std::vector<std::string> args;
+  // args[0] is the workload's first input as its producer writes it (not a
+  // packed weight): what a cache flush leaves in place.
+  bool first_is_activation = false;
+  std::string reference;  // the expected output's bytes
+  DType output_dtype = DType::kFloat32;
+  double tolerance = 0;    // absolute, for a float output (as Measure verifies)
+  int64_t off_by_one = 0;  // integer elements that may differ by one (RoundingTies)
+};
+struct RemoteBuild {
+  MeasureError error = MeasureError::kNone;  // kInvalidConfig, kCompile or kRuntime
+  std::string message;
+  RemoteKernel kernel;
+  double build_s = 0;
+};
+
+// Builds each config of one workload for a board of `target` on up to
+// `threads` threads (0: one per core); one entry per config, in order.
+// `seed` seeds the inputs (as Measure's). Never fails as a call.
+std::vector<RemoteBuild> BuildRemote(const Workload& workload, const std::vector<Config>& configs,
+                                     const Target& target, uint64_t seed = 42, int threads = 0);
+
 }  // namespace kiln::compiler

@@ -103,6 +103,31 @@ void MakeRuntimeSymbolsGlobal() {
   }();
 }
 
+// The architecture this runtime was built for, as a target triple begins.
+#if defined(__x86_64__)
+constexpr std::string_view kRuntimeArch = "x86_64";
+#elif defined(__aarch64__)
+constexpr std::string_view kRuntimeArch = "aarch64";
+#else
+constexpr std::string_view kRuntimeArch = "";
+#endif
+
+// A CPU artifact's code runs only on the architecture its target's triple
+// names (-mtriple=ARCH-...; none: the compiling host's, taken as ours).
+absl::Status CheckArchitecture(const std::string& target) {
+  const size_t at = target.find("-mtriple=");
+  if (at == std::string::npos || kRuntimeArch.empty()) return absl::OkStatus();
+  const std::string_view triple = std::string_view(target).substr(at + 9);
+  const std::string_view arch = triple.substr(0, triple.find_first_of("- "));
+  if (arch == kRuntimeArch || (arch == "arm64" && kRuntimeArch == "aarch64")) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      StrCat("this artifact is compiled for ", arch, " (target '", target, "'); this runtime runs ",
+             kRuntimeArch, " code: run it with a kiln-run built for ", arch,
+             " (scripts/build makes build/aarch64 for AArch64 boards)"));
+}
+
 // The machine's physical memory: no buffer of an artifact can be larger.
 uint64_t PhysicalMemoryBytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -533,6 +558,7 @@ absl::StatusOr<std::unique_ptr<Module>> Module::LoadBytes(std::string_view bytes
     return absl::InvalidArgumentError(StrCat("this artifact is compiled for '", manifest->target,
                                              "' and runs on the CPU, not on ", options.device));
   }
+  if (absl::Status s = CheckArchitecture(manifest->target); !s.ok()) return s;
   std::string_view so = c->sections.at("module.so");
 
   MakeRuntimeSymbolsGlobal();

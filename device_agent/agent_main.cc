@@ -9,6 +9,10 @@
 // The agent's token comes from --token-file or KILN_TOKEN (with one, the
 // tracker names the agent after the token's user); --token is the legacy
 // secret shared by all agents.
+//   kiln-agent --tracker HOST:PORT --key KEY --board HOST:PORT [--board ...]
+//              --board-key-file FILE   (boards running kiln-board: candidates
+//              built here for each board's CPU, verified and timed there; one
+//              session with the tracker per board, named ID/HOST:PORT)
 //   kiln-agent --list-devices   (the CPU and the OpenCL devices this board has)
 // `--workers-timeout-ms` is the per-candidate time limit used when a batch's
 // timing policy leaves timeout_ms unset. Whole-model batches (a job's
@@ -24,15 +28,19 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "base/flags.h"
 #include "base/fma_peak.h"
 #include "base/pem.h"
 #include "base/str.h"
+#include "board/session.h"
 #include "compiler/codegen/cuda.h"
 #include "compiler/target.h"
 #include "deploy/device.h"
 #include "deploy/parallel.h"
+#include "device_agent/board_measure.h"
 #include "device_agent/sandbox.h"
 #include "device_agent/session.h"
 
@@ -47,6 +55,8 @@ constexpr char kUsage[] =
     "                  [--max-model-bytes N[K|M|G]]   (the largest model file a whole-model\n"
     "                  batch may send; default 4G)\n"
     "                  [--tls-ca PEM [--tls-cert PEM --tls-key PEM]]\n"
+    "                  [--board HOST:PORT ... --board-key-file FILE]   (measure on boards\n"
+    "                  running kiln-board instead of this machine: docs/operator-guide.md)\n"
     "       kiln-agent --list-devices\n";
 
 std::string DescribeHardware() {
@@ -128,10 +138,111 @@ int Usage(const std::string& message) {
   return 2;
 }
 
+// The batch's timing with the agent's default time limit where it has none.
+kiln::v1::MeasureBatch WithTimeout(const kiln::v1::MeasureBatch& batch, int64_t timeout_ms) {
+  kiln::v1::MeasureBatch copy = batch;
+  if (timeout_ms > 0 && batch.timing().timeout_ms() <= 0) {
+    copy.mutable_timing()->set_timeout_ms(static_cast<int32_t>(timeout_ms));
+  }
+  return copy;
+}
+
+// kiln-agent --board ...: one session with the tracker per board, each with
+// its own measurement worker (building for that board and talking to it),
+// so that the boards measure in parallel while this host builds. A board's
+// session joins the farm only while the board answers.
+int RunBoardAgents(const kiln::agent::AgentOptions& common, const std::vector<std::string>& boards,
+                   const std::string& key_file, int64_t worker_memory, int64_t timeout_ms) {
+  absl::StatusOr<std::string> key = kiln::board::ReadBoardKey(key_file);
+  if (!key.ok()) return Usage(std::string(key.status().message()));
+  struct Board {
+    kiln::agent::BoardLink link;
+    kiln::agent::AgentOptions options;
+    std::unique_ptr<kiln::agent::Sandbox> sandbox;
+    std::unique_ptr<kiln::agent::AgentSession> session;
+  };
+  std::vector<std::unique_ptr<Board>> all;
+  for (const std::string& address : boards) {
+    auto b = std::make_unique<Board>();
+    b->link = {address, *key};
+    // What the board is: its target, asked until it answers (a board that
+    // refuses the key, or is not a kiln-board, ends the agent).
+    absl::StatusOr<kiln::board::Description> d;
+    for (int wait_ms = 250;; wait_ms = std::min(wait_ms * 2, 5000)) {
+      d = kiln::agent::DescribeBoard(b->link);
+      if (d.ok() || !absl::IsUnavailable(d.status())) break;
+      std::fprintf(stderr, "kiln-agent: %s; trying again in %d ms\n",
+                   std::string(d.status().message()).c_str(), wait_ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    }
+    if (!d.ok()) {
+      std::fprintf(stderr, "kiln-agent: board %s: %s\n", address.c_str(),
+                   std::string(d.status().message()).c_str());
+      return 1;
+    }
+    absl::StatusOr<kiln::compiler::Target> target = kiln::agent::TargetOfBoard(*d);
+    if (!target.ok()) {
+      std::fprintf(stderr, "kiln-agent: board %s: %s\n", address.c_str(),
+                   std::string(target.status().message()).c_str());
+      return 1;
+    }
+    b->options = common;
+    b->options.agent_id = kiln::StrCat(common.agent_id, "/", address);
+    b->options.target_spec = target->Spec();
+    b->options.hardware = kiln::agent::BoardHardware(address, *d);
+    b->options.peak_gflops = d->fma_gflops;
+    b->options.files_dir = kiln::StrCat(common.files_dir, "-", all.size());
+    const kiln::agent::BoardLink link = b->link;
+    b->options.before_session = [link] {
+      absl::StatusOr<kiln::board::Description> now = kiln::agent::DescribeBoard(link);
+      return now.ok() ? absl::OkStatus() : now.status();
+    };
+    b->sandbox = std::make_unique<kiln::agent::Sandbox>(
+        "/proc/self/exe", worker_memory, b->options.files_dir,
+        std::vector<std::string>{"--board", address, "--board-key-file", key_file});
+    kiln::agent::Sandbox* sandbox = b->sandbox.get();
+    b->session = std::make_unique<kiln::agent::AgentSession>(
+        b->options, [sandbox, timeout_ms](const kiln::v1::MeasureBatch& batch, int index) {
+          return sandbox->Measure(WithTimeout(batch, timeout_ms), index);
+        });
+    std::fprintf(stderr, "kiln-agent %s: id %s, key %s, %s, target %s, tracker %s\n", KILN_VERSION,
+                 b->options.agent_id.c_str(), b->options.device_key.c_str(),
+                 b->options.hardware.c_str(), b->options.target_spec.c_str(),
+                 b->options.tracker.c_str());
+    all.push_back(std::move(b));
+  }
+  std::vector<absl::Status> ended(all.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < all.size(); ++i) {
+    threads.emplace_back([&, i] { ended[i] = all[i]->session->Run(); });
+  }
+  for (std::thread& t : threads) t.join();
+  int rc = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (ended[i].ok()) continue;
+    std::fprintf(stderr, "kiln-agent: %s: %s\n", all[i]->options.agent_id.c_str(),
+                 std::string(ended[i].message()).c_str());
+    rc = 1;
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--measure-worker") == 0) {
+    // --measure-worker FILES_DIR [--board HOST:PORT --board-key-file FILE]
+    if (argc == 7 && std::strcmp(argv[3], "--board") == 0 &&
+        std::strcmp(argv[5], "--board-key-file") == 0) {
+      absl::StatusOr<std::string> key = kiln::board::ReadBoardKey(argv[6]);
+      if (!key.ok()) {
+        std::fprintf(stderr, "kiln-agent worker: %s\n",
+                     std::string(key.status().message()).c_str());
+        return 1;
+      }
+      const kiln::agent::BoardLink link{argv[4], *std::move(key)};
+      return kiln::agent::RunMeasureWorker(0, 3, argv[2], &link);
+    }
     return kiln::agent::RunMeasureWorker(0, 3, argc >= 3 ? argv[2] : "");
   }
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -142,10 +253,10 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  auto parsed =
-      kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target",
-                              "--device", "--workers-timeout-ms", "--max-batch", "--worker-memory",
-                              "--max-model-bytes", "--tls-ca", "--tls-cert", "--tls-key"});
+  auto parsed = kiln::ParseFlags(
+      args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target", "--device",
+             "--workers-timeout-ms", "--max-batch", "--worker-memory", "--max-model-bytes",
+             "--tls-ca", "--tls-cert", "--tls-key", "--board", "--board-key-file"});
   if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
   if (!parsed->positional.empty()) {
     return Usage(kiln::StrCat("unexpected argument '", parsed->positional[0], "'"));
@@ -196,7 +307,18 @@ int main(int argc, char** argv) {
   const std::string device = flags.count("--device") ? flags["--device"] : "cpu";
   options.hardware = DescribeHardware();
   // The peak `kiln job` compares a task's GFLOP/s with (CPU boards only).
-  if (device == "cpu" && !flags.count("--target")) options.peak_gflops = MeasurePeakGflops();
+  const bool boards = flags.count("--board") > 0;
+  if (boards && (flags.count("--device") || flags.count("--target"))) {
+    return Usage(
+        "--board measures on boards: it takes no --device or --target (each board's "
+        "target comes from its description)");
+  }
+  if (boards != (flags.count("--board-key-file") > 0)) {
+    return Usage("--board and --board-key-file go together");
+  }
+  if (device == "cpu" && !flags.count("--target") && !boards) {
+    options.peak_gflops = MeasurePeakGflops();
+  }
   if (device != "cpu" && flags.count("--target")) {
     return Usage("--target is for the CPU; --device names the device");
   }
@@ -272,13 +394,13 @@ int main(int argc, char** argv) {
   }
   options.files_dir = kiln::StrCat(std::filesystem::temp_directory_path().string(), "/kiln-agent-",
                                    ::getpid(), "-files");
+  if (boards) {
+    return RunBoardAgents(options, parsed->values["--board"], flags["--board-key-file"],
+                          worker_memory, default_timeout_ms);
+  }
   kiln::agent::Sandbox sandbox("/proc/self/exe", worker_memory, options.files_dir);
   auto with_timeout = [&](const kiln::v1::MeasureBatch& batch) {
-    kiln::v1::MeasureBatch copy = batch;
-    if (default_timeout_ms > 0 && batch.timing().timeout_ms() <= 0) {
-      copy.mutable_timing()->set_timeout_ms(static_cast<int32_t>(default_timeout_ms));
-    }
-    return copy;
+    return WithTimeout(batch, default_timeout_ms);
   };
   kiln::agent::AgentSession session(
       options,

@@ -24,7 +24,9 @@ MeasureResult Error(MeasureErrorKind kind, std::string message) {
   return r;
 }
 
-MeasureErrorKind KindOf(compiler::MeasureError error) {
+}  // namespace
+
+MeasureErrorKind ErrorKindOf(compiler::MeasureError error) {
   switch (error) {
     case compiler::MeasureError::kNone:
       return kiln::v1::MEASURE_ERROR_KIND_NONE;
@@ -39,8 +41,6 @@ MeasureErrorKind KindOf(compiler::MeasureError error) {
   }
   return kiln::v1::MEASURE_ERROR_KIND_RUNTIME;
 }
-
-}  // namespace
 
 absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config) {
   if (!config.knobs().empty()) {
@@ -112,7 +112,7 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
   }
   const compiler::MeasurePolicy timing = ResolveTiming(policy);
   compiler::Measurement m = compiler::Measure(*workload, *config, timing, target, seed, prebuilt);
-  MeasureResult result = Error(KindOf(m.error), std::move(m.message));
+  MeasureResult result = Error(ErrorKindOf(m.error), std::move(m.message));
   result.set_build_s(m.build_s);
   result.set_cut_short(m.cut_short);
   for (double c : m.costs_s) result.add_costs_s(c);

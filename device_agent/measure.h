@@ -42,6 +42,9 @@ std::vector<compiler::Prebuilt> PrebuildCandidates(const std::string& workload_c
 // A config from the protocol: its knobs, or else its canonical text.
 absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config);
 
+// The protocol's kind of a measurement's error.
+kiln::v1::MeasureErrorKind ErrorKindOf(compiler::MeasureError error);
+
 // "SIGSEGV (Segmentation fault)".
 std::string SignalName(int sig);
 

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <new>
 #include <thread>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "base/str.h"
 #include "base/subprocess.h"
 #include "compiler/target.h"
+#include "device_agent/board_measure.h"
 #include "device_agent/measure.h"
 #include "device_agent/model_measure.h"
 
@@ -92,11 +94,15 @@ absl::Status ReadFrame(int fd, std::string* bytes) {
   return absl::OkStatus();
 }
 
-int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir) {
+int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const BoardLink* board) {
   const compiler::Target host = compiler::Target::Host();
-  // Kernels built ahead for the batch being measured, by candidate id.
+  // Kernels built ahead for the batch being measured, by candidate id (for
+  // this host, or for the board).
   std::string ahead_batch;
   std::map<std::string, compiler::Prebuilt> ahead;
+  std::map<std::string, compiler::RemoteBuild> ahead_for_board;
+  std::unique_ptr<BoardMeasurer> board_measurer;
+  if (board != nullptr) board_measurer = std::make_unique<BoardMeasurer>(*board);
   std::string bytes;
   while (true) {
     absl::Status s = ReadFrame(in_fd, &bytes);
@@ -107,7 +113,16 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir) {
     }
     kiln::v1::MeasureBatch batch;
     kiln::v1::MeasureResult result;
-    if (batch.ParseFromString(bytes) && batch.has_model()) {
+    if (batch.ParseFromString(bytes) && batch.has_model() && board_measurer != nullptr) {
+      for (const kiln::v1::Candidate& c : batch.candidates()) {
+        kiln::v1::MeasureResult r = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                                                "a board agent does not run whole models");
+        r.set_candidate_id(c.candidate_id());
+        if (absl::Status w = WriteFrame(out_fd, r.SerializeAsString()); !w.ok()) return 1;
+      }
+      continue;
+    }
+    if (batch.has_model()) {
       compiler::Target target = host;
       if (!batch.target().spec().empty()) {
         target = compiler::Target::Parse(batch.target().spec()).value_or(host);
@@ -138,49 +153,68 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir) {
                                StrCat("bad target: ", t.status().message()));
         }
       }
-      if (target_ok) {
-        if (batch.batch_id() != ahead_batch) {
-          ahead.clear();
-          ahead_batch = batch.batch_id();
+      if (target_ok && batch.batch_id() != ahead_batch) {
+        ahead.clear();
+        ahead_for_board.clear();
+        ahead_batch = batch.batch_id();
+      }
+      // Every candidate of the request, built together on every core; each
+      // is then timed alone.
+      auto request_configs = [&] {
+        std::vector<kiln::v1::Config> configs;
+        for (const kiln::v1::Candidate& k : batch.candidates()) {
+          if (FaultMatches("KILN_TEST_CRASH_BUILD", k.candidate_id())) std::abort();
+          configs.push_back(k.config());
         }
-        compiler::Prebuilt mine;
-        if (auto it = ahead.find(c.candidate_id()); it != ahead.end()) {
-          mine = std::move(it->second);
-          ahead.erase(it);
-        } else if (batch.candidates_size() > 1 && !target.is_gpu()) {
-          // This candidate and the ones after it are built together, on
-          // every core; each is then timed alone.
-          std::vector<kiln::v1::Config> configs;
-          for (const kiln::v1::Candidate& k : batch.candidates()) {
-            if (FaultMatches("KILN_TEST_CRASH_BUILD", k.candidate_id())) std::abort();
-            configs.push_back(k.config());
+        return configs;
+      };
+      try {
+        if (target_ok && board_measurer != nullptr) {
+          compiler::RemoteBuild mine;
+          if (auto it = ahead_for_board.find(c.candidate_id()); it != ahead_for_board.end()) {
+            mine = std::move(it->second);
+            ahead_for_board.erase(it);
+          } else {
+            std::vector<compiler::RemoteBuild> built =
+                BuildForBoard(batch.workload().canonical(), request_configs(), target);
+            mine = std::move(built[0]);
+            for (size_t i = 1; i < built.size(); ++i) {
+              ahead_for_board[batch.candidates(static_cast<int>(i)).candidate_id()] =
+                  std::move(built[i]);
+            }
           }
-          std::vector<compiler::Prebuilt> built =
-              PrebuildCandidates(batch.workload().canonical(), configs, target);
-          mine = std::move(built[0]);
-          for (size_t i = 1; i < built.size(); ++i) {
-            ahead[batch.candidates(static_cast<int>(i)).candidate_id()] = std::move(built[i]);
+          result = board_measurer->Measure(mine, batch.timing());
+        } else if (target_ok) {
+          compiler::Prebuilt mine;
+          if (auto it = ahead.find(c.candidate_id()); it != ahead.end()) {
+            mine = std::move(it->second);
+            ahead.erase(it);
+          } else if (batch.candidates_size() > 1 && !target.is_gpu()) {
+            std::vector<compiler::Prebuilt> built =
+                PrebuildCandidates(batch.workload().canonical(), request_configs(), target);
+            mine = std::move(built[0]);
+            for (size_t i = 1; i < built.size(); ++i) {
+              ahead[batch.candidates(static_cast<int>(i)).candidate_id()] = std::move(built[i]);
+            }
+          } else if (FaultMatches("KILN_TEST_CRASH_BUILD", c.candidate_id())) {
+            std::abort();
           }
-        } else if (FaultMatches("KILN_TEST_CRASH_BUILD", c.candidate_id())) {
-          std::abort();
-        }
-        try {
           result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(),
                                     target, 42, &mine);
-        } catch (const std::bad_alloc&) {
-          // Its buffers (or its build) do not fit in the worker's address
-          // space (kiln-agent --worker-memory); what was allocated is freed.
-          struct rlimit lim {};
-          ::getrlimit(RLIMIT_AS, &lim);
-          result =
-              ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-                          lim.rlim_cur == RLIM_INFINITY
-                              ? std::string("out of memory measuring the candidate")
-                              : StrCat("out of memory: the candidate's tensors do not fit in the "
-                                       "measurement worker's address-space limit of ",
-                                       static_cast<int64_t>(lim.rlim_cur >> 20),
-                                       " MiB (kiln-agent --worker-memory)"));
         }
+      } catch (const std::bad_alloc&) {
+        // Its buffers (or its build) do not fit in the worker's address
+        // space (kiln-agent --worker-memory); what was allocated is freed.
+        struct rlimit lim {};
+        ::getrlimit(RLIMIT_AS, &lim);
+        result =
+            ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+                        lim.rlim_cur == RLIM_INFINITY
+                            ? std::string("out of memory measuring the candidate")
+                            : StrCat("out of memory: the candidate's tensors do not fit in the "
+                                     "measurement worker's address-space limit of ",
+                                     static_cast<int64_t>(lim.rlim_cur >> 20),
+                                     " MiB (kiln-agent --worker-memory)"));
       }
       // A faulty board, for fault tests: every output differs from the
       // reference (what the verification reports).
@@ -208,10 +242,12 @@ int64_t DefaultWorkerMemoryBytes() {
          int64_t{UsableCpus()} * (int64_t{256} << 20);
 }
 
-Sandbox::Sandbox(std::string worker_binary, int64_t memory_bytes, std::string files_dir)
+Sandbox::Sandbox(std::string worker_binary, int64_t memory_bytes, std::string files_dir,
+                 std::vector<std::string> worker_args)
     : binary_(std::move(worker_binary)),
       memory_bytes_(memory_bytes),
-      files_dir_(std::move(files_dir)) {
+      files_dir_(std::move(files_dir)),
+      worker_args_(std::move(worker_args)) {
   // A worker that dies makes writes to its pipe fail with EPIPE, not kill us.
   ::signal(SIGPIPE, SIG_IGN);
 }
@@ -241,7 +277,9 @@ absl::Status Sandbox::Start(int threads) {
     child.env.emplace_back(*e);
   }
   if (threads > 0) child.env.push_back(StrCat("KILN_NUM_THREADS=", threads));
-  auto started = StartChild({binary_, "--measure-worker", files_dir_}, child);
+  std::vector<std::string> argv = {binary_, "--measure-worker", files_dir_};
+  argv.insert(argv.end(), worker_args_.begin(), worker_args_.end());
+  auto started = StartChild(argv, child);
   if (!started.ok()) {
     for (int fd : {req[0], req[1], rep[0], rep[1]}) ::close(fd);
     return started.status();

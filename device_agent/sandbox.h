@@ -37,13 +37,17 @@
 
 namespace kiln::agent {
 
+struct BoardLink;  // board_measure.h
+
 class Sandbox {
  public:
   // `worker_binary` must accept `--measure-worker` (see RunMeasureWorker).
   // `memory_bytes` > 0: the worker's address-space limit (RLIMIT_AS).
   // `files_dir`: where the session keeps whole-model batches' files
-  // (FileStore), passed to the worker.
-  explicit Sandbox(std::string worker_binary, int64_t memory_bytes = 0, std::string files_dir = "");
+  // (FileStore), passed to the worker. `worker_args`: more of the worker's
+  // arguments, after FILES_DIR (a board agent's --board and --board-key-file).
+  explicit Sandbox(std::string worker_binary, int64_t memory_bytes = 0, std::string files_dir = "",
+                   std::vector<std::string> worker_args = {});
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -84,6 +88,7 @@ class Sandbox {
   std::string binary_;
   int64_t memory_bytes_ = 0;
   std::string files_dir_;
+  std::vector<std::string> worker_args_;
   pid_t pid_ = -1;
   int threads_ = 0;  // the running worker's KILN_NUM_THREADS (0: inherited)
   int to_worker_ = -1;
@@ -100,9 +105,12 @@ int64_t DefaultWorkerMemoryBytes();
 // MeasureCandidate (for the batch's target, or the host when it is empty),
 // writes replies to `out_fd`; a whole-model request is answered with one
 // reply per candidate (MeasureModelVariants, reading the model's files from
-// `files_dir`: `kiln-agent --measure-worker FILES_DIR`). Returns the process
-// exit code (0 on EOF).
-int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir = "");
+// `files_dir`: `kiln-agent --measure-worker FILES_DIR`). With `board`
+// (a board agent's worker), every candidate is built for the batch's target
+// and measured on that board (board_measure.h), and whole models are
+// refused. Returns the process exit code (0 on EOF).
+int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir = "",
+                     const BoardLink* board = nullptr);
 
 // Length-prefixed message framing over file descriptors (4-byte little-endian
 // length, then the bytes). Exposed for tests.

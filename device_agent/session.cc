@@ -95,6 +95,16 @@ void AgentSession::Stop() {
 absl::Status AgentSession::Run() {
   std::chrono::milliseconds backoff = options_.initial_backoff;
   while (!stopping()) {
+    if (options_.before_session) {
+      if (absl::Status ready = options_.before_session(); !ready.ok()) {
+        Log()->warn("not joining the farm yet: {} (trying again in {} ms)",
+                    std::string(ready.message()), backoff.count());
+        std::unique_lock<std::mutex> lock(mu_);
+        stop_cv_.wait_for(lock, backoff, [&] { return stopping(); });
+        backoff = std::min(options_.max_backoff, backoff * 2);
+        continue;
+      }
+    }
     bool welcomed = false;
     sessions_tried_.fetch_add(1);
     absl::Status s = RunOnce(&welcomed);
@@ -262,6 +272,13 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
           break;
         }
         kiln::v1::MeasureResult r = measurer_(batch, i);
+        if (r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST) {
+          // Not the candidate's doing: the batch goes back to the queue.
+          Log()->warn("{}: leaving the tracker's session, batch {} goes back to its queue",
+                      r.error_message(), batch.batch_id());
+          ctx.TryCancel();
+          return;
+        }
         r.set_candidate_id(batch.candidates(i).candidate_id());
         r.set_agent_id(options_.agent_id);
         *result->add_results() = std::move(r);

@@ -45,6 +45,10 @@ struct AgentOptions {
   // and the largest such file accepted.
   std::string files_dir;
   int64_t max_model_bytes = int64_t{4} << 30;
+  // Called before each session is dialled (a board agent: whether its
+  // board answers); while it fails the agent stays out of the farm, saying
+  // why, and tries again after the back-off.
+  std::function<absl::Status()> before_session;
   std::chrono::milliseconds initial_backoff{250};
   std::chrono::milliseconds max_backoff{5000};
 };
@@ -52,7 +56,10 @@ struct AgentOptions {
 // hostname-pid.
 std::string DefaultAgentId();
 
-// Measures candidate `index` of a batch (the sandbox in production).
+// Measures candidate `index` of a batch (the sandbox in production). A
+// result of kind AGENT_LOST (a board agent's board gone) ends the session
+// with the tracker without answering the batch, which goes back to the
+// tracker's queue.
 using CandidateMeasurer =
     std::function<kiln::v1::MeasureResult(const kiln::v1::MeasureBatch& batch, int index)>;
 

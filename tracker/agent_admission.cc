@@ -47,7 +47,19 @@ absl::StatusOr<Admission> AdmitAgent(const Caller& caller, const AgentHello& hel
     }
     a.info.target = parsed->Spec();
   }
-  a.info.id = caller.role.has_value() ? caller.user : hello.agent_id;
+  // An agent token's holder is its user; one process serving several boards
+  // (kiln-agent --board) names each session ID/BOARD, kept as USER/BOARD:
+  // under the token's own name only.
+  a.info.id = hello.agent_id;
+  if (caller.role.has_value()) {
+    const size_t slash = hello.agent_id.find('/');
+    a.info.id = slash == std::string::npos || slash + 1 == hello.agent_id.size()
+                    ? caller.user
+                    : StrCat(caller.user, hello.agent_id.substr(slash));
+    if (absl::Status st = CheckName("the agent's id", a.info.id, kMaxNameBytes); !st.ok()) {
+      return st;
+    }
+  }
   a.info.device_key = hello.device_key;
   a.info.hardware = hello.hardware;
   a.info.peak_gflops = hello.peak_gflops;

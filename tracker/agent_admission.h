@@ -4,7 +4,9 @@
 // the caller's token is authenticated, as a domain function with no gRPC.
 //
 // With a bearer token the token's user is the agent's id (whatever the
-// Hello says), and only an agent's token opens a session: an admin's names
+// Hello says; a Hello's "ID/BOARD", one of the sessions of an agent process
+// serving several boards, becomes USER/BOARD: under the token's own name), and
+// only an agent's token opens a session: an admin's names
 // a person, and what an agent reports becomes every user's starting point.
 // Without one (a tracker that allows anonymous agents) the Hello's id, after
 // the legacy shared secret when the tracker has one. Every name is bounded

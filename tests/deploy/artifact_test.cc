@@ -201,6 +201,28 @@ TEST_F(LoadedModule, LoadFileAndRun) {
   for (int i = 0; i < kN; ++i) ASSERT_FLOAT_EQ(out[i], in[i] * 2 + 0.5f * i) << i;
 }
 
+// An artifact for another architecture's CPU (a board's) is refused by
+// name before its code is loaded.
+TEST_F(LoadedModule, AnotherArchitecturesArtifactIsRefusedSayingWhich) {
+  std::string manifest = testing::Manifest(kN);
+  const std::string ours = "-mtriple=x86_64-pc-linux-gnu";
+#if defined(__x86_64__)
+  const std::string theirs = "-mtriple=aarch64-linux-gnu -mcpu=cortex-a76";
+  const std::string arch = "aarch64";
+#else
+  const std::string theirs = "-mtriple=x86_64-pc-linux-gnu";
+  const std::string arch = "x86_64";
+#endif
+  manifest.replace(manifest.find(ours), ours.size(), theirs);
+  auto m = Module::LoadBytes(testing::PackArtifact(
+      {{"manifest", manifest}, {"module.so", *so_}, {"weights", std::string(kN * 4, '\0')}}));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(m.status().message()),
+              HasSubstr("this artifact is compiled for " + arch));
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("kiln-run built for " + arch));
+}
+
 TEST_F(LoadedModule, TwoModulesLoadedAtOnceStayDistinct) {
   // A second module with other weights: outputs must follow each one's own.
   std::string weights2(kN * 4, '\0');

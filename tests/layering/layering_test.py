@@ -40,7 +40,9 @@ ALLOWED = {
     # protobuf: its JSON mapping of the relay's messages (proto/kiln/v1/relay.proto).
     "tracker": {"tracker", "tuner", "compiler", "storage", "base", "kiln/v1", "grpcpp", "spdlog",
                 "google/protobuf", "nlohmann", "httplib.h"},
-    "device_agent": {"device_agent", "compiler", "base", "deploy", "kiln/v1", "grpcpp", "spdlog"},
+    # board/: the host's end of the board protocol (kiln-agent --board).
+    "device_agent": {"device_agent", "compiler", "board", "base", "deploy", "kiln/v1", "grpcpp",
+                     "spdlog"},
     # `kiln tune --local` runs the tuner's loop in-process (issue 7);
     # `kiln compile --accuracy-input` runs two builds with the runtime.
     "cli": {"cli", "compiler", "storage", "tuner", "base", "deploy", "kiln/v1", "grpcpp", "spdlog"},

@@ -40,6 +40,22 @@ TEST(AgentAdmission, ATokensUserIsTheAgentsIdWhateverTheHelloSays) {
   EXPECT_EQ(a->info.id, "claims-to-be-rack-9");
 }
 
+// One agent process serving several boards names each board's session
+// ID/BOARD: kept under the token's user, whatever ID says.
+TEST(AgentAdmission, ATokenNamesItsBoardsSessionsUnderItsOwnName) {
+  for (const char* id :
+       {"rack-3/10.0.0.7:9190", "host-123/10.0.0.7:9190", "rack-9/10.0.0.7:9190"}) {
+    auto a = AdmitAgent(AgentToken("rack-3"), Hello(id), {}, kVersion);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->info.id, "rack-3/10.0.0.7:9190") << id;
+  }
+  for (const char* id : {"rack-3", "rack-3/", "host"}) {
+    auto a = AdmitAgent(AgentToken("rack-3"), Hello(id), {}, kVersion);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->info.id, "rack-3") << id;
+  }
+}
+
 TEST(AgentAdmission, OnlyAnAgentsTokenOpensASession) {
   for (storage::Role role : {storage::Role::kUser, storage::Role::kAdmin}) {
     auto a = AdmitAgent(Caller{"ana", role, 3, ""}, Hello(), {}, kVersion);

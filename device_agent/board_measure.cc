@@ -1,0 +1,160 @@
+#include "device_agent/board_measure.h"
+
+#include <algorithm>
+
+#include "base/str.h"
+#include "device_agent/measure.h"
+
+namespace kiln::agent {
+namespace {
+
+using kiln::v1::MeasureResult;
+
+MeasureResult ErrorResult(kiln::v1::MeasureErrorKind kind, std::string message) {
+  MeasureResult r;
+  r.set_error_kind(kind);
+  r.set_error_message(std::move(message));
+  return r;
+}
+
+kiln::v1::MeasureErrorKind KindOfBoardError(board::MeasureErrorKind kind) {
+  switch (kind) {
+    case board::MeasureErrorKind::kNone:
+      return kiln::v1::MEASURE_ERROR_KIND_NONE;
+    case board::MeasureErrorKind::kLoad:  // built here, for the board: the build's fault
+      return kiln::v1::MEASURE_ERROR_KIND_COMPILE;
+    case board::MeasureErrorKind::kRuntime:
+      return kiln::v1::MEASURE_ERROR_KIND_RUNTIME;
+    case board::MeasureErrorKind::kWrongResult:
+      return kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT;
+    case board::MeasureErrorKind::kTimeout:
+      return kiln::v1::MEASURE_ERROR_KIND_TIMEOUT;
+  }
+  return kiln::v1::MEASURE_ERROR_KIND_RUNTIME;
+}
+
+// How long a session may take to open: the board serves one host at a
+// time, and finishes (or stops) the measurement it is in before it answers.
+int OpenTimeoutMs(int candidate_timeout_ms) { return std::max(10000, candidate_timeout_ms + 5000); }
+
+}  // namespace
+
+absl::StatusOr<compiler::Target> TargetOfBoard(const board::Description& d) {
+  return compiler::Target::FromCpuInfo(d.triple, d.cpuinfo);
+}
+
+std::string BoardHardware(const std::string& address, const board::Description& d) {
+  return StrCat(
+      "board ", address, ": ", d.cpu.empty() ? "unnamed CPU" : d.cpu, " (", d.triple, ", ", d.cores,
+      " cores", d.l2_bytes > 0 ? StrCat(", L2 ", d.l2_bytes >> 10, " KiB") : "",
+      d.l3_bytes > 0 ? StrCat(", L3 ", d.l3_bytes >> 20, " MiB") : "", "; ", d.runner_version, ")");
+}
+
+absl::StatusOr<board::Description> DescribeBoard(const BoardLink& link) {
+  absl::StatusOr<std::unique_ptr<board::BoardSession>> session =
+      board::BoardSession::Open(link.address, link.key, OpenTimeoutMs(kDefaultCandidateTimeoutMs));
+  if (!session.ok()) return session.status();
+  return (*session)->Describe();
+}
+
+std::vector<compiler::RemoteBuild> BuildForBoard(const std::string& workload_canonical,
+                                                 const std::vector<kiln::v1::Config>& configs,
+                                                 const compiler::Target& target) {
+  std::vector<compiler::RemoteBuild> built(configs.size());
+  absl::StatusOr<compiler::Workload> workload = compiler::Workload::Parse(workload_canonical);
+  if (!workload.ok()) {
+    for (compiler::RemoteBuild& b : built) {
+      b.error = compiler::MeasureError::kCompile;
+      b.message = StrCat("bad workload: ", workload.status().message());
+    }
+    return built;
+  }
+  std::vector<compiler::Config> parsed;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    absl::StatusOr<compiler::Config> c = ConfigFromProto(configs[i]);
+    if (!c.ok()) {
+      built[i].error = compiler::MeasureError::kInvalidConfig;
+      built[i].message = std::string(c.status().message());
+      continue;
+    }
+    parsed.push_back(*std::move(c));
+    where.push_back(i);
+  }
+  std::vector<compiler::RemoteBuild> some = compiler::BuildRemote(*workload, parsed, target);
+  for (size_t j = 0; j < some.size(); ++j) built[where[j]] = std::move(some[j]);
+  return built;
+}
+
+board::MeasureRequest BoardRequest(const compiler::RemoteKernel& kernel,
+                                   const kiln::v1::TimingPolicy& timing) {
+  const ResolvedTiming t = ResolveTiming(timing);
+  board::MeasureRequest r;
+  r.symbol = kernel.symbol;
+  r.object = kernel.object;
+  r.inputs = kernel.args;
+  r.output_bytes = kernel.reference.size();
+  r.reference = kernel.reference;
+  switch (kernel.output_dtype) {
+    case DType::kFloat32:
+      r.compare = board::Compare::kFloat32;
+      r.tolerance = kernel.tolerance;
+      break;
+    case DType::kInt8:
+      r.compare = board::Compare::kInt8;
+      break;
+    case DType::kUInt8:
+      r.compare = board::Compare::kUint8;
+      break;
+    default:
+      r.compare = board::Compare::kExact;
+  }
+  r.off_by_one = static_cast<uint32_t>(std::max<int64_t>(0, kernel.off_by_one));
+  r.number = static_cast<uint32_t>(t.number);
+  r.repeat = static_cast<uint32_t>(t.repeat);
+  r.min_repeat_ms = static_cast<uint32_t>(t.min_repeat_ms);
+  r.cooldown_ms = static_cast<uint32_t>(t.cooldown_ms);
+  r.stop_above_s = t.stop_above_s;
+  // The board evicts what the model's run leaves out of its caches: the
+  // weights and the output; a first input that is an activation is
+  // rewritten in place, as its producer leaves it (compiler::MeasurePolicy).
+  if (t.flush_cache) r.flush_cache = kernel.first_is_activation ? 1 : 2;
+  r.timeout_ms = static_cast<uint32_t>(t.timeout_ms);
+  r.threads = static_cast<uint32_t>(std::clamp(timing.threads(), 0, int{board::kMaxThreads}));
+  return r;
+}
+
+MeasureResult BoardMeasurer::Measure(const compiler::RemoteBuild& built,
+                                     const kiln::v1::TimingPolicy& timing) {
+  if (built.error != compiler::MeasureError::kNone) {
+    MeasureResult r = ErrorResult(ErrorKindOf(built.error), built.message);
+    r.set_build_s(built.build_s);
+    return r;
+  }
+  const board::MeasureRequest request = BoardRequest(built.kernel, timing);
+  if (session_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<board::BoardSession>> s =
+        board::BoardSession::Open(link_.address, link_.key, OpenTimeoutMs(request.timeout_ms));
+    if (!s.ok()) {
+      return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST,
+                         StrCat("the board does not answer: ", s.status().message()));
+    }
+    session_ = *std::move(s);
+  }
+  absl::StatusOr<board::Measured> m = session_->Measure(request);
+  if (!m.ok()) {
+    // Broken, silent or refusing: the next measurement opens a new session.
+    session_.reset();
+    return ErrorResult(
+        kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST,
+        StrCat("the board ", link_.address, " was lost mid-measurement (",
+               absl::StatusCodeToString(m.status().code()), ": ", m.status().message(), ")"));
+  }
+  MeasureResult r = ErrorResult(KindOfBoardError(m->error), m->message);
+  r.set_build_s(built.build_s);
+  r.set_cut_short(m->cut_short != 0);
+  for (double c : m->costs_s) r.add_costs_s(c);
+  return r;
+}
+
+}  // namespace kiln::agent

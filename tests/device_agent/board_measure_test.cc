@@ -1,0 +1,281 @@
+// A board agent's measurements (device_agent/board_measure.h): candidates
+// built here by compiler::BuildRemote, sent to a real kiln-board process
+// (this host's build) on loopback, verified and timed there; the board
+// killed and started again; and the sandbox's worker doing the same.
+#include "device_agent/board_measure.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "base/subprocess.h"
+#include "compiler/kernel.h"
+#include "compiler/target.h"
+#include "device_agent/sandbox.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/compiler/graph_test_util.h"
+#include "tests/compiler/kernel_check.h"
+
+namespace kiln::agent {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kKey[] = "the board key of this test, 32 b";
+
+std::string BoardBinary() { return KILN_BINARY_DIR "/board/kiln-board"; }
+std::string AgentBinary() { return KILN_BINARY_DIR "/device_agent/kiln-agent"; }
+
+kiln::v1::Config ConfigOf(const compiler::Config& c) {
+  kiln::v1::Config p;
+  p.set_canonical(compiler::CanonicalConfig(c));
+  return p;
+}
+
+kiln::v1::TimingPolicy Timing() {
+  kiln::v1::TimingPolicy t;
+  t.set_repeat(3);
+  t.set_min_repeat_ms(1);
+  t.set_timeout_ms(20000);
+  t.set_flush_cache(true);
+  t.set_threads(1);
+  return t;
+}
+
+// A kiln-board process on a free loopback port.
+class BoardMeasureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(access(BoardBinary().c_str(), X_OK), 0) << BoardBinary() << " is missing";
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kiln-board-agent-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    key_file_ = (dir_ / "board.key").string();
+    std::ofstream(key_file_) << kKey << "\n";
+    StartBoard(0);
+  }
+  void TearDown() override {
+    StopBoard();
+    std::filesystem::remove_all(dir_);
+  }
+  // Starts kiln-board on `port` (0: any free one, read from what it says).
+  void StartBoard(int port) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ChildOptions o;
+    o.descriptors = {{fds[1], 2}};
+    auto pid = StartChild(
+        {BoardBinary(), "--listen", "127.0.0.1:" + std::to_string(port), "--key-file", key_file_},
+        o);
+    close(fds[1]);
+    ASSERT_TRUE(pid.ok()) << pid.status();
+    board_pid_ = *pid;
+    std::string said;
+    char c;
+    while (said.find("listening on port ") == std::string::npos || said.back() != '\n') {
+      ASSERT_EQ(read(fds[0], &c, 1), 1) << "kiln-board ended: " << said;
+      said += c;
+    }
+    close(fds[0]);
+    port_ = std::stoi(said.substr(said.find("listening on port ") + 18));
+  }
+  void StopBoard() {
+    if (board_pid_ > 0) WaitChild(board_pid_, /*kill=*/true);
+    board_pid_ = -1;
+  }
+  BoardLink Link() const { return {"127.0.0.1:" + std::to_string(port_), kKey}; }
+
+  std::filesystem::path dir_;
+  std::string key_file_;
+  pid_t board_pid_ = -1;
+  int port_ = 0;
+};
+
+TEST_F(BoardMeasureTest, TheBoardsDescriptionNamesItsTarget) {
+  auto d = DescribeBoard(Link());
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto t = TargetOfBoard(*d);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->triple, compiler::Target::Host().triple);
+  EXPECT_THAT(BoardHardware(Link().address, *d), HasSubstr("board 127.0.0.1:"));
+  EXPECT_EQ(DescribeBoard({Link().address, "a key that is not the board's"}).status().code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+// A conv whose default takes its weights packed (NCHWc blocks): packed
+// here, run there, verified and timed; a config no template takes fails
+// as INVALID_CONFIG without reaching the board.
+TEST_F(BoardMeasureTest, BuiltHereVerifiedAndTimedOnTheBoard) {
+  auto d = DescribeBoard(Link());
+  ASSERT_TRUE(d.ok()) << d.status();
+  const compiler::Target target = *TargetOfBoard(*d);
+  compiler::Workload w = compiler::test_util::Conv2dBiasAddReluWorkload();
+  w.ints["C"] = {16};
+  w.ints["K"] = {32};
+  w.epilogue[0].operand_shape = {1, 32, 1, 1};
+  auto variants = compiler::VariantConfigs(w, target);
+  ASSERT_TRUE(variants.ok()) << variants.status();
+  std::vector<kiln::v1::Config> configs;
+  for (const compiler::Config& c : *variants) configs.push_back(ConfigOf(c));
+  kiln::v1::Config bad;
+  bad.set_canonical("no_such_knob=3");
+  configs.push_back(bad);
+  std::vector<compiler::RemoteBuild> built = BuildForBoard(w.Canonical(), configs, target);
+  ASSERT_EQ(built.size(), configs.size());
+  bool some_packed = false;
+  BoardMeasurer measurer(Link());
+  for (size_t i = 0; i + 1 < built.size(); ++i) {
+    ASSERT_EQ(built[i].error, compiler::MeasureError::kNone) << built[i].message;
+    // (the board verifies it: a packing wrong here fails there)
+    some_packed |= !(*compiler::BuildJit(w, (*variants)[i], target))->packed_inputs().empty();
+    kiln::v1::MeasureResult r = measurer.Measure(built[i], Timing());
+    ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE)
+        << configs[i].canonical() << ": " << r.error_message();
+    EXPECT_EQ(r.costs_s_size(), 3);
+    for (double c : r.costs_s()) EXPECT_GT(c, 0);
+  }
+  EXPECT_TRUE(some_packed) << "no variant takes its weights packed: the test tests less";
+  EXPECT_EQ(built.back().error, compiler::MeasureError::kInvalidConfig);
+  EXPECT_EQ(measurer.Measure(built.back(), Timing()).error_kind(),
+            kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG);
+
+  // A reference the kernel does not match is the board's finding.
+  compiler::RemoteBuild wrong = built[0];
+  wrong.kernel.reference[3] ^= 0x40;  // element 0 off by a power of two (or 0 made 2)
+  kiln::v1::MeasureResult r = measurer.Measure(wrong, Timing());
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT) << r.error_message();
+}
+
+// A quantized conv's uint8 output: compared as integers, the rounding ties
+// of its epilogue allowed (RoundingTies), as Measure verifies on the host.
+TEST_F(BoardMeasureTest, AQuantizedKernelsOutputIsComparedAsIntegers) {
+  compiler::testing::OnnxBuilder b;
+  compiler::AddQdqConv(b, {0.02f, 0.03f, 0.01f, 0.05f}, 7);
+  b.Init("sy", {}, {0.1f});
+  b.InitInts("zy", {}, onnx::TensorProto::UINT8, {128});
+  b.Node("QuantizeLinear", {"c", "sy", "zy"}, {"y"});
+  b.Output("y");
+  auto model = compiler::Model::FromOnnx(b.Bytes());
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto d = DescribeBoard(Link());
+  ASSERT_TRUE(d.ok()) << d.status();
+  const compiler::Target target = *TargetOfBoard(*d);
+  int quantized = 0;
+  for (const compiler::Task& t : model->Tasks()) {
+    auto sig = t.workload.Signature();
+    ASSERT_TRUE(sig.ok());
+    if (sig->output.dtype != DType::kUInt8 && sig->output.dtype != DType::kInt8) continue;
+    ++quantized;
+    auto c = compiler::DefaultConfig(t.workload, target);
+    ASSERT_TRUE(c.ok()) << c.status();
+    std::vector<compiler::RemoteBuild> built =
+        BuildForBoard(t.workload.Canonical(), {ConfigOf(*c)}, target);
+    ASSERT_EQ(built[0].error, compiler::MeasureError::kNone) << built[0].message;
+    EXPECT_EQ(BoardRequest(built[0].kernel, Timing()).compare,
+              sig->output.dtype == DType::kUInt8 ? board::Compare::kUint8 : board::Compare::kInt8);
+    BoardMeasurer measurer(Link());
+    kiln::v1::MeasureResult r = measurer.Measure(built[0], Timing());
+    EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+    // Two elements off by two are not ties.
+    compiler::RemoteBuild off = built[0];
+    off.kernel.reference[0] = static_cast<char>(off.kernel.reference[0] + 2);
+    EXPECT_EQ(measurer.Measure(off, Timing()).error_kind(),
+              kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT);
+  }
+  EXPECT_GE(quantized, 1) << "no task with an 8-bit output";
+}
+
+// The timing a batch asks for reaches the board as its policy says.
+TEST(BoardRequest, CarriesTheBatchsTiming) {
+  compiler::RemoteKernel k;
+  k.symbol = "kiln_candidate";
+  k.args = {"in", "w"};
+  k.first_is_activation = true;
+  k.reference = std::string(8, '\0');
+  k.tolerance = 0.5;
+  kiln::v1::TimingPolicy t = Timing();
+  t.set_threads(3);
+  t.set_stop_above_s(0.25);
+  board::MeasureRequest r = BoardRequest(k, t);
+  EXPECT_EQ(r.compare, board::Compare::kFloat32);
+  EXPECT_DOUBLE_EQ(r.tolerance, 0.5);
+  EXPECT_EQ(r.output_bytes, 8u);
+  EXPECT_EQ(r.repeat, 3u);
+  EXPECT_EQ(r.min_repeat_ms, 1u);
+  EXPECT_EQ(r.threads, 3u);
+  EXPECT_EQ(r.timeout_ms, 20000u);
+  EXPECT_DOUBLE_EQ(r.stop_above_s, 0.25);
+  EXPECT_EQ(r.flush_cache, 1);  // the activation stays, as its producer wrote it
+  k.first_is_activation = false;
+  EXPECT_EQ(BoardRequest(k, t).flush_cache, 2);  // every input is a weight
+  t.set_flush_cache(false);
+  EXPECT_EQ(BoardRequest(k, t).flush_cache, 0);
+}
+
+// The board gone: AGENT_LOST (never the candidate's error), and once it is
+// back on its port the same measurer measures again.
+TEST_F(BoardMeasureTest, ABoardThatVanishesIsLostNotTheCandidate) {
+  auto d = DescribeBoard(Link());
+  ASSERT_TRUE(d.ok()) << d.status();
+  const compiler::Target target = *TargetOfBoard(*d);
+  const compiler::Workload w = compiler::test_util::EltwiseReluWorkload();
+  std::vector<compiler::RemoteBuild> built =
+      BuildForBoard(w.Canonical(), {ConfigOf(*compiler::DefaultConfig(w, target))}, target);
+  ASSERT_EQ(built[0].error, compiler::MeasureError::kNone) << built[0].message;
+  BoardMeasurer measurer(Link());
+  ASSERT_EQ(measurer.Measure(built[0], Timing()).error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE);
+  const int port = port_;
+  StopBoard();
+  kiln::v1::MeasureResult r = measurer.Measure(built[0], Timing());
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST) << r.error_message();
+  r = measurer.Measure(built[0], Timing());
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST) << r.error_message();
+  EXPECT_THAT(r.error_message(), HasSubstr("does not answer"));
+  StartBoard(port);
+  r = measurer.Measure(built[0], Timing());
+  EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+}
+
+// The agent's own worker process (kiln-agent --measure-worker ... --board):
+// a batch's window built together, each candidate timed on the board.
+TEST_F(BoardMeasureTest, TheSandboxsWorkerMeasuresOnTheBoard) {
+  ASSERT_EQ(access(AgentBinary().c_str(), X_OK), 0) << AgentBinary() << " is missing";
+  auto d = DescribeBoard(Link());
+  ASSERT_TRUE(d.ok()) << d.status();
+  const compiler::Target target = *TargetOfBoard(*d);
+  const compiler::Workload w = compiler::test_util::DenseReluWorkload();
+  kiln::v1::MeasureBatch batch;
+  batch.set_batch_id("b1");
+  batch.mutable_workload()->set_canonical(w.Canonical());
+  batch.mutable_workload()->set_key(w.Key());
+  batch.mutable_target()->set_spec(target.Spec());
+  *batch.mutable_timing() = Timing();
+  auto variants = compiler::VariantConfigs(w, target);
+  ASSERT_TRUE(variants.ok());
+  for (int i = 0; i < 3; ++i) {
+    kiln::v1::Candidate* c = batch.add_candidates();
+    c->set_candidate_id("c" + std::to_string(i));
+    *c->mutable_config() = ConfigOf((*variants)[static_cast<size_t>(i) % variants->size()]);
+  }
+  Sandbox sandbox(AgentBinary(), 0, (dir_ / "files").string(),
+                  {"--board", Link().address, "--board-key-file", key_file_});
+  for (int i = 0; i < batch.candidates_size(); ++i) {
+    kiln::v1::MeasureResult r = sandbox.Measure(batch, i);
+    EXPECT_EQ(r.candidate_id(), batch.candidates(i).candidate_id());
+    ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+    EXPECT_EQ(r.costs_s_size(), 3);
+  }
+  StopBoard();
+  EXPECT_EQ(sandbox.Measure(batch, 0).error_kind(), kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST);
+}
+
+}  // namespace
+}  // namespace kiln::agent
