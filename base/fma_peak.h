@@ -13,6 +13,9 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#include <sys/auxv.h>
 #endif
 
 namespace kiln::fma_peak {
@@ -74,10 +77,45 @@ __attribute__((target("avx2,avxvnni"))) inline float DotChains256(int64_t iters)
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), s);
   return static_cast<float>(std::accumulate(out, out + 8, 0));
 }
+#elif defined(__aarch64__)
+// NEON: 128-bit fused multiply-adds, which every AArch64 core has.
+inline float ChainsNeon(int64_t iters) {
+  float32x4_t acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = vdupq_n_f32(static_cast<float>(j));
+  const float32x4_t m = vdupq_n_f32(0.999999f), a = vdupq_n_f32(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kChains; ++j) acc[j] = vfmaq_f32(a, acc[j], m);
+  }
+  float32x4_t s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = vaddq_f32(s, acc[j]);
+  return vaddvq_f32(s);
+}
+// The dot-product extension (sdot: 4 s8 x s8 products added to each int32
+// lane), where the CPU has it (HWCAP_ASIMDDP).
+__attribute__((target("+dotprod"))) inline float DotChainsNeon(int64_t iters) {
+  int32x4_t acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = vdupq_n_s32(j);
+  const int8x16_t a = vdupq_n_s8(3), b = vdupq_n_s8(1);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kChains; ++j) acc[j] = vdotq_s32(acc[j], a, b);
+  }
+  int32x4_t s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = vaddq_s32(s, acc[j]);
+  return static_cast<float>(vaddvq_s32(s));
+}
+inline bool HasDotProd() {
+#ifdef HWCAP_ASIMDDP
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+  return false;
+#endif
+}
 #endif
 
 // 8-bit multiply-adds of one run of `iters` iterations of the host's widest
-// integer dot product (AVX512-VNNI, AVX-VNNI; 0 when the host has none this
+// integer dot product (AVX512-VNNI, AVX-VNNI, AArch64's sdot; 0 when the host has none this
 // probe knows: the int8 kernels then compute with widening multiplies, at
 // the FMA peak's rate or below).
 inline double Int8Macs(int64_t iters, float* sink) {
@@ -89,6 +127,11 @@ inline double Int8Macs(int64_t iters, float* sink) {
   if (__builtin_cpu_supports("avxvnni")) {
     *sink += DotChains256(iters);
     return 32.0 * kChains * static_cast<double>(iters);
+  }
+#elif defined(__aarch64__)
+  if (HasDotProd()) {
+    *sink += DotChainsNeon(iters);
+    return 16.0 * kChains * static_cast<double>(iters);
   }
 #endif
   (void)iters;
@@ -109,6 +152,9 @@ inline double Flops(int64_t iters, float* sink) {
     *sink += Chains256(iters);
     return 2.0 * 8 * kChains * static_cast<double>(iters);
   }
+#elif defined(__aarch64__)
+  *sink += ChainsNeon(iters);
+  return 2.0 * 4 * kChains * static_cast<double>(iters);
 #endif
   (void)iters;
   (void)sink;

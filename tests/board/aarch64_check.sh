@@ -31,6 +31,8 @@ prefix=/usr/aarch64-linux-gnu
 out=$(timeout 120 qemu-aarch64 -L "$prefix" "$board" --describe)
 echo "$out" | head -3
 echo "$out" | grep -q "^triple: aarch64-linux-gnu$" || { echo "FAIL: no aarch64 triple"; exit 1; }
+# The NEON FMA probe ran (its figure under qemu means nothing; 0.0: no probe).
+echo "$out" | grep -q "^fma peak: 0.0 GFLOP/s$" && { echo "FAIL: no FMA peak measured"; exit 1; }
 timeout 120 qemu-aarch64 -L "$prefix" "$run" --help | grep -q "usage: kiln-run" ||
   { echo "FAIL: the AArch64 kiln-run does not start"; exit 1; }
 echo "ok"
