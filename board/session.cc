@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "base/sha256.h"
 #include "base/str.h"
@@ -73,7 +74,7 @@ absl::Status SplitAddress(const std::string& address, std::string* host, std::st
 absl::Status ServeConnection(int fd, const ServeOptions& o) {
   const std::string board_nonce = Nonce();
   if (absl::Status s = WriteFrame(fd, MessageType::kHello,
-                                  Encode(Hello{board_nonce, o.description.runner_version}));
+                                  Encode(Hello{board_nonce, o.description.runner_version, o.name}));
       !s.ok()) {
     return s;
   }
@@ -178,9 +179,7 @@ absl::StatusOr<int> ListenOn(const std::string& address, int* bound_port) {
   return absl::UnavailableError(StrCat("cannot listen on ", address, ": ", why));
 }
 
-absl::StatusOr<std::unique_ptr<BoardSession>> BoardSession::Open(const std::string& address,
-                                                                 const std::string& key,
-                                                                 int timeout_ms) {
+absl::StatusOr<int> Dial(const std::string& address) {
   std::string host, port;
   if (absl::Status s = SplitAddress(address, &host, &port); !s.ok()) return s;
   addrinfo hints{};
@@ -188,7 +187,7 @@ absl::StatusOr<std::unique_ptr<BoardSession>> BoardSession::Open(const std::stri
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (int e = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); e != 0) {
-    return absl::UnavailableError(StrCat("board ", address, ": ", gai_strerror(e)));
+    return absl::UnavailableError(StrCat(address, ": ", gai_strerror(e)));
   }
   int fd = -1;
   std::string why = "no address";
@@ -202,18 +201,59 @@ absl::StatusOr<std::unique_ptr<BoardSession>> BoardSession::Open(const std::stri
     }
   }
   freeaddrinfo(found);
-  if (fd < 0) return absl::UnavailableError(StrCat("board ", address, ": ", why));
+  if (fd < 0) return absl::UnavailableError(StrCat(address, ": ", why));
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  std::unique_ptr<BoardSession> session(new BoardSession(fd));
+  return fd;
+}
+
+void ServeDialingOut(const std::string& address, const ServeOptions& options) {
+  int backoff_ms = 250;
+  bool said_down = false;
+  while (true) {
+    absl::StatusOr<int> fd = Dial(address);
+    if (!fd.ok()) {
+      if (!said_down) {
+        std::fprintf(stderr, "kiln-board: the agent does not answer (%s): dialling again\n",
+                     std::string(fd.status().message()).c_str());
+        said_down = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      backoff_ms = std::min(backoff_ms * 2, 5000);
+      continue;
+    }
+    if (said_down)
+      std::fprintf(stderr, "kiln-board: connected to the agent at %s\n", address.c_str());
+    said_down = false;
+    backoff_ms = 250;
+    const absl::Status s = ServeConnection(*fd, options);
+    close(*fd);
+    // An agent that holds connections it does not use closes them; a
+    // session the host ended is the usual end. Anything else is said.
+    if (!s.ok() && !absl::IsDeadlineExceeded(s) && !absl::IsUnavailable(s)) {
+      std::fprintf(stderr, "kiln-board: session ended: %s\n", std::string(s.message()).c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<BoardSession>> BoardSession::Open(const std::string& address,
+                                                                 const std::string& key,
+                                                                 int timeout_ms) {
+  absl::StatusOr<int> fd = Dial(address);
+  if (!fd.ok()) {
+    return absl::UnavailableError(StrCat("board ", fd.status().message()));
+  }
+  std::unique_ptr<BoardSession> session(new BoardSession(*fd));
   absl::StatusOr<Frame> f = session->Expect(MessageType::kHello, timeout_ms);
   if (!f.ok()) return f.status();
   absl::StatusOr<Hello> hello = DecodeHello(f->payload);
   if (!hello.ok()) return hello.status();
   session->runner_version_ = hello->runner_version;
+  session->name_ = hello->name;
   const std::string host_nonce = Nonce();
   if (absl::Status s =
-          WriteFrame(fd, MessageType::kAuth,
+          WriteFrame(*fd, MessageType::kAuth,
                      Encode(Auth{host_nonce, HostProof(key, hello->nonce, host_nonce)}));
       !s.ok()) {
     return s;

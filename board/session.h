@@ -13,7 +13,8 @@
 namespace kiln::board {
 
 struct ServeOptions {
-  std::string key;  // the shared board key (its bytes)
+  std::string key;   // the shared board key (its bytes)
+  std::string name;  // what the hello names the board (Hello::name)
   uint32_t max_measure_payload = kDefaultMaxMeasurePayload;
   int handshake_timeout_ms = 10000;   // for the host's auth
   int idle_timeout_ms = 3600 * 1000;  // between requests
@@ -31,6 +32,16 @@ absl::Status ServeConnection(int fd, const ServeOptions& options);
 // board times one kernel at a time), logging each's end on stderr. Returns
 // only when accept fails.
 absl::Status Serve(int listen_fd, const ServeOptions& options);
+
+// A board behind NAT or a firewall (kiln-board --connect HOST:PORT): dials
+// the agent at `address` (kiln-agent --board-listen) and serves each
+// connection as ServeConnection does, dialling again when it ends (at once)
+// or when the agent does not answer (backing off from 0.25 to 5 s, saying
+// so on stderr once per outage). Never returns.
+[[noreturn]] void ServeDialingOut(const std::string& address, const ServeOptions& options);
+
+// A TCP connection to HOST:PORT (TCP_NODELAY), or UNAVAILABLE saying why.
+absl::StatusOr<int> Dial(const std::string& address);
 
 // The host's end.
 class BoardSession {
@@ -51,12 +62,14 @@ class BoardSession {
   // request's time limit and a margin.
   absl::StatusOr<Measured> Measure(const MeasureRequest& request);
   const std::string& runner_version() const { return runner_version_; }
+  const std::string& name() const { return name_; }
 
  private:
   explicit BoardSession(int fd) : fd_(fd) {}
   absl::StatusOr<Frame> Expect(MessageType type, int timeout_ms);
   int fd_;
   std::string runner_version_;
+  std::string name_;
 };
 
 // The shared board key from FILE: its bytes, less a trailing newline;

@@ -210,7 +210,7 @@ std::string BoardProof(std::string_view key, std::string_view board_nonce,
 }
 
 std::string Encode(const Hello& m) {
-  return Writer().Bytes(m.nonce).Bytes(m.runner_version).Take();
+  return Writer().Bytes(m.nonce).Bytes(m.runner_version).Bytes(m.name).Take();
 }
 std::string Encode(const Auth& m) { return Writer().Bytes(m.nonce).Bytes(m.mac).Take(); }
 std::string Encode(const AuthOk& m) { return Writer().Bytes(m.mac).Take(); }
@@ -256,12 +256,12 @@ std::string Encode(const Measured& m) {
 
 absl::StatusOr<Hello> DecodeHello(std::string_view payload) {
   Reader r(payload);
-  std::string_view nonce, version;
+  std::string_view nonce, version, name;
   if (!r.Bytes(&nonce, kNonceBytes) || nonce.size() != kNonceBytes || !r.Bytes(&version, 256) ||
-      !r.Done()) {
+      !r.Bytes(&name, 256) || !r.Done()) {
     return Malformed("hello");
   }
-  return Hello{std::string(nonce), std::string(version)};
+  return Hello{std::string(nonce), std::string(version), std::string(name)};
 }
 
 absl::StatusOr<Auth> DecodeAuth(std::string_view payload) {

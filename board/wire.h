@@ -96,6 +96,11 @@ class Reader {
 struct Hello {
   std::string nonce;  // kNonceBytes
   std::string runner_version;
+  // The board's name (kiln-board --name, else its host name; printable, at
+  // most 256 bytes): what an agent that boards dial in to (kiln-agent
+  // --board-listen) tells their connections apart by. Not a credential: the
+  // key's proofs are.
+  std::string name;
 };
 struct Auth {
   std::string nonce;  // the host's challenge, kNonceBytes

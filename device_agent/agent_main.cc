@@ -9,10 +9,12 @@
 // The agent's token comes from --token-file or KILN_TOKEN (with one, the
 // tracker names the agent after the token's user); --token is the legacy
 // secret shared by all agents.
-//   kiln-agent --tracker HOST:PORT --key KEY --board HOST:PORT [--board ...]
-//              --board-key-file FILE   (boards running kiln-board: candidates
-//              built here for each board's CPU, verified and timed there; one
-//              session with the tracker per board, named ID/HOST:PORT)
+//   kiln-agent --tracker HOST:PORT --key KEY [--board HOST:PORT ...]
+//              [--board-listen HOST:PORT] --board-key-file FILE   (boards
+//              running kiln-board, dialled or dialling in (--connect):
+//              candidates built here for each board's CPU, verified and timed
+//              there; one session with the tracker per board, named
+//              ID/HOST:PORT or ID/NAME)
 //   kiln-agent --list-devices   (the CPU and the OpenCL devices this board has)
 // `--workers-timeout-ms` is the per-candidate time limit used when a batch's
 // timing policy leaves timeout_ms unset. Whole-model batches (a job's
@@ -26,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -40,6 +43,7 @@
 #include "compiler/target.h"
 #include "deploy/device.h"
 #include "deploy/parallel.h"
+#include "device_agent/board_listener.h"
 #include "device_agent/board_measure.h"
 #include "device_agent/sandbox.h"
 #include "device_agent/session.h"
@@ -55,8 +59,10 @@ constexpr char kUsage[] =
     "                  [--max-model-bytes N[K|M|G]]   (the largest model file a whole-model\n"
     "                  batch may send; default 4G)\n"
     "                  [--tls-ca PEM [--tls-cert PEM --tls-key PEM]]\n"
-    "                  [--board HOST:PORT ... --board-key-file FILE]   (measure on boards\n"
-    "                  running kiln-board instead of this machine: docs/operator-guide.md)\n"
+    "                  [--board HOST:PORT ...] [--board-listen HOST:PORT] --board-key-file FILE\n"
+    "                  (measure on boards running kiln-board instead of this machine: the\n"
+    "                  agent dials each --board; boards behind NAT dial --board-listen with\n"
+    "                  kiln-board --connect; docs/operator-guide.md)\n"
     "       kiln-agent --list-devices\n";
 
 std::string DescribeHardware() {
@@ -147,60 +153,54 @@ kiln::v1::MeasureBatch WithTimeout(const kiln::v1::MeasureBatch& batch, int64_t 
   return copy;
 }
 
-// kiln-agent --board ...: one session with the tracker per board, each with
-// its own measurement worker (building for that board and talking to it),
-// so that the boards measure in parallel while this host builds. A board's
-// session joins the farm only while the board answers.
-int RunBoardAgents(const kiln::agent::AgentOptions& common, const std::vector<std::string>& boards,
-                   const std::string& key_file, int64_t worker_memory, int64_t timeout_ms) {
-  absl::StatusOr<std::string> key = kiln::board::ReadBoardKey(key_file);
-  if (!key.ok()) return Usage(std::string(key.status().message()));
-  struct Board {
-    kiln::agent::BoardLink link;
-    kiln::agent::AgentOptions options;
-    std::unique_ptr<kiln::agent::Sandbox> sandbox;
-    std::unique_ptr<kiln::agent::AgentSession> session;
-  };
-  std::vector<std::unique_ptr<Board>> all;
-  for (const std::string& address : boards) {
+// kiln-agent --board ... / --board-listen ...: one session with the tracker
+// per board, each with its own measurement worker (building for that board
+// and talking to it), so that the boards measure in parallel while this host
+// builds. A board's session joins the farm only while the board answers.
+class BoardAgents {
+ public:
+  BoardAgents(kiln::agent::AgentOptions common, std::string key, std::string key_file,
+              int64_t worker_memory, int64_t timeout_ms)
+      : common_(std::move(common)),
+        key_(std::move(key)),
+        key_file_(std::move(key_file)),
+        worker_memory_(worker_memory),
+        timeout_ms_(timeout_ms) {}
+
+  // The board at `address` (its kiln-board, or the listener's loopback port
+  // standing for a board that dialled in), its session named ID/`name`:
+  // described (asked again while it does not answer, when `wait`), its key
+  // registered with the target it names, its session started.
+  absl::Status Add(const std::string& name, const std::string& address, bool wait) {
     auto b = std::make_unique<Board>();
-    b->link = {address, *key};
-    // What the board is: its target, asked until it answers (a board that
-    // refuses the key, or is not a kiln-board, ends the agent).
+    b->link = {address, key_};
     absl::StatusOr<kiln::board::Description> d;
     for (int wait_ms = 250;; wait_ms = std::min(wait_ms * 2, 5000)) {
       d = kiln::agent::DescribeBoard(b->link);
-      if (d.ok() || !absl::IsUnavailable(d.status())) break;
+      if (d.ok() || !wait || !absl::IsUnavailable(d.status())) break;
       std::fprintf(stderr, "kiln-agent: %s; trying again in %d ms\n",
                    std::string(d.status().message()).c_str(), wait_ms);
       std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
     }
-    if (!d.ok()) {
-      std::fprintf(stderr, "kiln-agent: board %s: %s\n", address.c_str(),
-                   std::string(d.status().message()).c_str());
-      return 1;
-    }
+    if (!d.ok()) return d.status();
     absl::StatusOr<kiln::compiler::Target> target = kiln::agent::TargetOfBoard(*d);
-    if (!target.ok()) {
-      std::fprintf(stderr, "kiln-agent: board %s: %s\n", address.c_str(),
-                   std::string(target.status().message()).c_str());
-      return 1;
-    }
-    b->options = common;
-    b->options.agent_id = kiln::StrCat(common.agent_id, "/", address);
+    if (!target.ok()) return target.status();
+    std::lock_guard<std::mutex> lock(mu_);
+    b->options = common_;
+    b->options.agent_id = kiln::StrCat(common_.agent_id, "/", name);
     b->options.target_spec = target->Spec();
-    b->options.hardware = kiln::agent::BoardHardware(address, *d);
+    b->options.hardware = kiln::agent::BoardHardware(name, *d);
     b->options.peak_gflops = d->fma_gflops;
-    b->options.files_dir = kiln::StrCat(common.files_dir, "-", all.size());
-    const kiln::agent::BoardLink link = b->link;
-    b->options.before_session = [link] {
+    b->options.files_dir = kiln::StrCat(common_.files_dir, "-", boards_.size());
+    b->options.before_session = [link = b->link] {
       absl::StatusOr<kiln::board::Description> now = kiln::agent::DescribeBoard(link);
       return now.ok() ? absl::OkStatus() : now.status();
     };
     b->sandbox = std::make_unique<kiln::agent::Sandbox>(
-        "/proc/self/exe", worker_memory, b->options.files_dir,
-        std::vector<std::string>{"--board", address, "--board-key-file", key_file});
+        "/proc/self/exe", worker_memory_, b->options.files_dir,
+        std::vector<std::string>{"--board", address, "--board-key-file", key_file_});
     kiln::agent::Sandbox* sandbox = b->sandbox.get();
+    const int64_t timeout_ms = timeout_ms_;
     b->session = std::make_unique<kiln::agent::AgentSession>(
         b->options, [sandbox, timeout_ms](const kiln::v1::MeasureBatch& batch, int index) {
           return sandbox->Measure(WithTimeout(batch, timeout_ms), index);
@@ -209,22 +209,85 @@ int RunBoardAgents(const kiln::agent::AgentOptions& common, const std::vector<st
                  b->options.agent_id.c_str(), b->options.device_key.c_str(),
                  b->options.hardware.c_str(), b->options.target_spec.c_str(),
                  b->options.tracker.c_str());
-    all.push_back(std::move(b));
+    Board* board = b.get();
+    board->thread = std::thread([board] { board->ended = board->session->Run(); });
+    boards_.push_back(std::move(b));
+    return absl::OkStatus();
   }
-  std::vector<absl::Status> ended(all.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < all.size(); ++i) {
-    threads.emplace_back([&, i] { ended[i] = all[i]->session->Run(); });
+
+  // Waits for every board's session to end (a tracker that refuses the
+  // agent); 1 when one ended with an error.
+  int Wait() {
+    int rc = 0;
+    for (size_t i = 0;; ++i) {
+      Board* b = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (i >= boards_.size()) break;
+        b = boards_[i].get();
+      }
+      b->thread.join();
+      if (b->ended.ok()) continue;
+      std::fprintf(stderr, "kiln-agent: %s: %s\n", b->options.agent_id.c_str(),
+                   std::string(b->ended.message()).c_str());
+      rc = 1;
+    }
+    return rc;
   }
-  for (std::thread& t : threads) t.join();
-  int rc = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (ended[i].ok()) continue;
-    std::fprintf(stderr, "kiln-agent: %s: %s\n", all[i]->options.agent_id.c_str(),
-                 std::string(ended[i].message()).c_str());
-    rc = 1;
+
+ private:
+  struct Board {
+    kiln::agent::BoardLink link;
+    kiln::agent::AgentOptions options;
+    std::unique_ptr<kiln::agent::Sandbox> sandbox;
+    std::unique_ptr<kiln::agent::AgentSession> session;
+    std::thread thread;
+    absl::Status ended;
+  };
+  const kiln::agent::AgentOptions common_;
+  const std::string key_, key_file_;
+  const int64_t worker_memory_, timeout_ms_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Board>> boards_;
+};
+
+int RunBoardAgents(const kiln::agent::AgentOptions& common, const std::vector<std::string>& boards,
+                   const std::string& listen, const std::string& key_file, int64_t worker_memory,
+                   int64_t timeout_ms) {
+  absl::StatusOr<std::string> key = kiln::board::ReadBoardKey(key_file);
+  if (!key.ok()) return Usage(std::string(key.status().message()));
+  BoardAgents agents(common, *key, key_file, worker_memory, timeout_ms);
+  // A board that refuses the key, or is not a kiln-board, ends the agent.
+  for (const std::string& address : boards) {
+    if (absl::Status s = agents.Add(address, address, /*wait=*/true); !s.ok()) {
+      std::fprintf(stderr, "kiln-agent: board %s: %s\n", address.c_str(),
+                   std::string(s.message()).c_str());
+      return 1;
+    }
   }
-  return rc;
+  if (listen.empty()) return agents.Wait();
+  int port = 0;
+  auto listener = kiln::agent::BoardListener::Listen(
+      listen,
+      [&agents](const std::string& name, const std::string& local) {
+        absl::Status s = agents.Add(name, local, /*wait=*/false);
+        if (!s.ok()) {
+          std::fprintf(stderr, "kiln-agent: board '%s' is not taken: %s\n", name.c_str(),
+                       std::string(s.message()).c_str());
+        }
+        return s.ok();
+      },
+      &port);
+  if (!listener.ok()) {
+    std::fprintf(stderr, "kiln-agent: %s\n", std::string(listener.status().message()).c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "kiln-agent %s: key %s, boards dial in on port %d (kiln-board --connect)\n",
+               KILN_VERSION, common.device_key.c_str(), port);
+  const absl::Status s = (*listener)->Run();
+  std::fprintf(stderr, "kiln-agent: the board listener ended: %s\n",
+               std::string(s.message()).c_str());
+  return 1;
 }
 
 }  // namespace
@@ -253,10 +316,11 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  auto parsed = kiln::ParseFlags(
-      args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target", "--device",
-             "--workers-timeout-ms", "--max-batch", "--worker-memory", "--max-model-bytes",
-             "--tls-ca", "--tls-cert", "--tls-key", "--board", "--board-key-file"});
+  auto parsed =
+      kiln::ParseFlags(args, {"--tracker", "--key", "--id", "--token", "--token-file", "--target",
+                              "--device", "--workers-timeout-ms", "--max-batch", "--worker-memory",
+                              "--max-model-bytes", "--tls-ca", "--tls-cert", "--tls-key", "--board",
+                              "--board-listen", "--board-key-file"});
   if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
   if (!parsed->positional.empty()) {
     return Usage(kiln::StrCat("unexpected argument '", parsed->positional[0], "'"));
@@ -307,14 +371,14 @@ int main(int argc, char** argv) {
   const std::string device = flags.count("--device") ? flags["--device"] : "cpu";
   options.hardware = DescribeHardware();
   // The peak `kiln job` compares a task's GFLOP/s with (CPU boards only).
-  const bool boards = flags.count("--board") > 0;
+  const bool boards = flags.count("--board") > 0 || flags.count("--board-listen") > 0;
   if (boards && (flags.count("--device") || flags.count("--target"))) {
     return Usage(
         "--board measures on boards: it takes no --device or --target (each board's "
         "target comes from its description)");
   }
   if (boards != (flags.count("--board-key-file") > 0)) {
-    return Usage("--board and --board-key-file go together");
+    return Usage("--board (or --board-listen) and --board-key-file go together");
   }
   if (device == "cpu" && !flags.count("--target") && !boards) {
     options.peak_gflops = MeasurePeakGflops();
@@ -395,8 +459,8 @@ int main(int argc, char** argv) {
   options.files_dir = kiln::StrCat(std::filesystem::temp_directory_path().string(), "/kiln-agent-",
                                    ::getpid(), "-files");
   if (boards) {
-    return RunBoardAgents(options, parsed->values["--board"], flags["--board-key-file"],
-                          worker_memory, default_timeout_ms);
+    return RunBoardAgents(options, parsed->values["--board"], flags["--board-listen"],
+                          flags["--board-key-file"], worker_memory, default_timeout_ms);
   }
   kiln::agent::Sandbox sandbox("/proc/self/exe", worker_memory, options.files_dir);
   auto with_timeout = [&](const kiln::v1::MeasureBatch& batch) {

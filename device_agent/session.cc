@@ -10,23 +10,13 @@
 #include "base/net.h"
 #include "base/str.h"
 #include "device_agent/file_store.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
-#include "spdlog/spdlog.h"
+#include "device_agent/log.h"
 
 namespace kiln::agent {
 namespace {
 
 using kiln::v1::AgentMessage;
 using kiln::v1::TrackerMessage;
-
-std::shared_ptr<spdlog::logger> Log() {
-  static std::shared_ptr<spdlog::logger> logger = [] {
-    std::shared_ptr<spdlog::logger> l = spdlog::get("agent");
-    if (!l) l = spdlog::stderr_color_mt("agent");
-    return l;
-  }();
-  return logger;
-}
 
 int64_t UnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

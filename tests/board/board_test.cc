@@ -101,6 +101,13 @@ TEST(BoardWire, MessagesRoundTrip) {
   EXPECT_EQ(mb->error, MeasureErrorKind::kWrongResult);
   EXPECT_EQ(mb->costs_s, m.costs_s);
 
+  const Hello hello{std::string(kNonceBytes, 'n'), "kiln-board, protocol 1", "rpi4-rack-2"};
+  auto hb = DecodeHello(Encode(hello));
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  EXPECT_EQ(hb->name, "rpi4-rack-2");
+  EXPECT_EQ(hb->runner_version, hello.runner_version);
+  EXPECT_FALSE(DecodeHello(Encode(Hello{hello.nonce, "v", std::string(257, 'x')})).ok());
+
   Description d;
   d.triple = "aarch64-linux-gnu";
   d.cpu = "Cortex-A76";

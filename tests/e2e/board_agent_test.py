@@ -12,7 +12,9 @@ x86-64 kiln-run refuses it, saying why.
 test_2: the board killed mid-job and started again on its port: the agent
 leaves the farm while its board is gone (the batch it held goes back to the
 tracker's queue), joins again when the board answers, and the job completes
-with every trial recorded once.
+with every trial recorded once. test_3: a board behind NAT (`kiln-board
+--connect`) dials an agent's `--board-listen` port and is tuned on the same
+way; one that does not hold the key is not taken.
 
 Timings under qemu mean nothing; no assertion reads them. Skips (saying
 why) when the AArch64 build or qemu-aarch64 is missing.
@@ -95,13 +97,24 @@ class BoardAgent(unittest.TestCase):
         with open(path) as f:
             raise RuntimeError("kiln-board did not start under qemu:\n" + f.read())
 
+    def wait_for(self, log, pattern, timeout=120):
+        path = os.path.join(self.tmp, log)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with open(path) as f:
+                m = re.search(pattern, f.read())
+            if m:
+                return m
+            time.sleep(0.1)
+        raise RuntimeError(f"{log} never said /{pattern}/:\n" + self.farm.log(log))
+
     def records(self, job):
         with sqlite3.connect(self.farm.db) as c:
             return c.execute("SELECT COUNT(*) FROM records WHERE job_id = ?", (job,)).fetchone()[0]
 
-    def tune(self, trials):
+    def tune(self, trials, key=KEY):
         r = self.farm.kiln("tune", os.path.join(ARGS.source_dir, "models", "small_cnn.onnx"),
-                           "--tracker", self.farm.addr, "--key", KEY, "--trials", str(trials))
+                           "--tracker", self.farm.addr, "--key", key, "--trials", str(trials))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout.splitlines()[0].strip()
 
@@ -167,6 +180,41 @@ class BoardAgent(unittest.TestCase):
                             "WHERE job_id = ? GROUP BY workload_key, config HAVING COUNT(*) > 1)",
                             (job,)).fetchone()[0]
         self.assertEqual(dup, 0)
+
+    def test_3_a_board_behind_nat_dials_the_agent(self):
+        """kiln-board --connect: the board dials the agent's --board-listen
+        port and names itself; the agent relays its candidates through it."""
+        self.farm.start([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker", self.farm.addr,
+                         "--key", "arm-nat", "--id", "gateway", "--board-listen", "127.0.0.1:0",
+                         "--board-key-file", self.key_file], "agent1.log")
+        port = int(self.wait_for("agent1.log", r"boards dial in on port (\d+)").group(1))
+        with open(os.path.join(self.tmp, "board-nat.log"), "w") as f:
+            nat = subprocess.Popen(
+                ["qemu-aarch64", "-L", qemu_prefix(), self.board_bin, "--connect",
+                 f"127.0.0.1:{port}", "--name", "pi-behind-nat", "--key-file", self.key_file],
+                stdout=f, stderr=subprocess.STDOUT)
+        # A stranger naming the same board, without the key, is not taken.
+        with open(os.path.join(self.tmp, "stranger.key"), "w") as f:
+            f.write("not the board key, but long enough\n")
+        stranger = subprocess.Popen(
+            [f"{ARGS.bin_dir}/board/kiln-board", "--connect", f"127.0.0.1:{port}", "--name",
+             "impostor", "--key-file", os.path.join(self.tmp, "stranger.key")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            devices = self.farm.wait_devices("arm-nat")
+            self.assertIn("gateway/pi-behind-nat", devices)
+            job = self.tune(12, key="arm-nat")
+            out, state = self.farm.wait_job(job, timeout=900)
+            self.assertEqual(state, "completed", out + self.farm.log("agent1.log"))
+            self.assertGreater(self.records(job), 0)
+            self.assertIn("aarch64", out)
+            self.assertRegex(self.farm.log("agent1.log"), r"board .impostor. is not taken")
+            self.assertNotIn("impostor", self.farm.kiln("devices", "--tracker",
+                                                        self.farm.addr).stdout)
+        finally:
+            for p in (nat, stranger):
+                p.kill()
+                p.wait()
 
 
 if __name__ == "__main__":
