@@ -298,11 +298,14 @@ absl::StatusOr<Description> BoardSession::Describe() {
 }
 
 absl::StatusOr<Measured> BoardSession::Measure(const MeasureRequest& request) {
-  if (absl::Status s = WriteFrame(fd_, MessageType::kMeasure, Encode(request)); !s.ok()) return s;
-  // The board's own limit, then a margin for the answer to arrive.
-  absl::StatusOr<Frame> f =
-      Expect(MessageType::kMeasured,
-             static_cast<int>(std::min<uint64_t>(uint64_t{request.timeout_ms} + 30000, 1u << 30)));
+  const std::string payload = Encode(request);
+  if (absl::Status s = WriteFrame(fd_, MessageType::kMeasure, payload); !s.ok()) return s;
+  // The board's own limit, then a margin for the request still in flight
+  // (a second per MiB: a slow board's link) and the answer to arrive.
+  const uint64_t margin_ms = 10000 + 1000 * (payload.size() >> 20);
+  absl::StatusOr<Frame> f = Expect(
+      MessageType::kMeasured,
+      static_cast<int>(std::min<uint64_t>(uint64_t{request.timeout_ms} + margin_ms, 1u << 30)));
   if (!f.ok()) return f.status();
   return DecodeMeasured(f->payload);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/cpus.h"
 #include "base/str.h"
 #include "device_agent/measure.h"
 
@@ -59,7 +60,7 @@ absl::StatusOr<board::Description> DescribeBoard(const BoardLink& link) {
 
 std::vector<compiler::RemoteBuild> BuildForBoard(const std::string& workload_canonical,
                                                  const std::vector<kiln::v1::Config>& configs,
-                                                 const compiler::Target& target) {
+                                                 const compiler::Target& target, int threads) {
   std::vector<compiler::RemoteBuild> built(configs.size());
   absl::StatusOr<compiler::Workload> workload = compiler::Workload::Parse(workload_canonical);
   if (!workload.ok()) {
@@ -81,9 +82,62 @@ std::vector<compiler::RemoteBuild> BuildForBoard(const std::string& workload_can
     parsed.push_back(*std::move(c));
     where.push_back(i);
   }
-  std::vector<compiler::RemoteBuild> some = compiler::BuildRemote(*workload, parsed, target);
+  std::vector<compiler::RemoteBuild> some =
+      compiler::BuildRemote(*workload, parsed, target, 42, threads);
   for (size_t j = 0; j < some.size(); ++j) built[where[j]] = std::move(some[j]);
   return built;
+}
+
+BoardBuildQueue::BoardBuildQueue(int threads) {
+  if (threads <= 0) threads = UsableCpus();
+  for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { Work(); });
+}
+
+BoardBuildQueue::~BoardBuildQueue() {
+  DropPending();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+std::shared_future<compiler::RemoteBuild> BoardBuildQueue::Start(std::string workload_canonical,
+                                                                 kiln::v1::Config config,
+                                                                 compiler::Target target) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.push_back(Job{std::move(workload_canonical), std::move(config), std::move(target), {}});
+  std::shared_future<compiler::RemoteBuild> f = jobs_.back().done.get_future().share();
+  cv_.notify_one();
+  return f;
+}
+
+void BoardBuildQueue::DropPending() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Job& j : jobs_) {
+    compiler::RemoteBuild dropped;
+    dropped.error = compiler::MeasureError::kRuntime;
+    dropped.message = "its build was dropped: the batch moved on";
+    j.done.set_value(std::move(dropped));
+  }
+  jobs_.clear();
+}
+
+void BoardBuildQueue::Work() {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    std::vector<compiler::RemoteBuild> built =
+        BuildForBoard(job.workload, {job.config}, job.target, /*threads=*/1);
+    job.done.set_value(std::move(built[0]));
+  }
 }
 
 board::MeasureRequest BoardRequest(const compiler::RemoteKernel& kernel,

@@ -13,8 +13,13 @@
 // batch goes back to the queue for another agent, or for this one when its
 // board answers again; AgentOptions::before_session).
 
+#include <condition_variable>
+#include <deque>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,12 +46,44 @@ std::string BoardHardware(const std::string& address, const board::Description& 
 // at start and before each session with the tracker.
 absl::StatusOr<board::Description> DescribeBoard(const BoardLink& link);
 
-// compiler::BuildRemote for candidates in the protocol's terms: one entry
-// per config (an unparsable workload or config: its error, as
-// MeasureCandidate reports it).
+// compiler::BuildRemote for candidates in the protocol's terms, on up to
+// `threads` threads (0: one per core): one entry per config (an unparsable
+// workload or config: its error, as MeasureCandidate reports it).
 std::vector<compiler::RemoteBuild> BuildForBoard(const std::string& workload_canonical,
                                                  const std::vector<kiln::v1::Config>& configs,
-                                                 const compiler::Target& target);
+                                                 const compiler::Target& target, int threads = 0);
+
+// Builds for a board in the background on the host's cores (one
+// BuildForBoard each), so that the board times one candidate while the host
+// builds the next ones. Thread-safe; the destructor drops the builds not
+// started and waits for those under way.
+class BoardBuildQueue {
+ public:
+  explicit BoardBuildQueue(int threads = 0);  // 0: one per core
+  ~BoardBuildQueue();
+  BoardBuildQueue(const BoardBuildQueue&) = delete;
+  BoardBuildQueue& operator=(const BoardBuildQueue&) = delete;
+
+  std::shared_future<compiler::RemoteBuild> Start(std::string workload_canonical,
+                                                  kiln::v1::Config config, compiler::Target target);
+  // Builds not started yet are abandoned (their futures say so): the batch
+  // they were for is over.
+  void DropPending();
+
+ private:
+  struct Job {
+    std::string workload;
+    kiln::v1::Config config;
+    compiler::Target target;
+    std::promise<compiler::RemoteBuild> done;
+  };
+  void Work();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
 
 // The board protocol's request for a built candidate under a batch's timing.
 board::MeasureRequest BoardRequest(const compiler::RemoteKernel& kernel,

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <map>
 #include <memory>
 #include <new>
@@ -100,9 +101,13 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
   // this host, or for the board).
   std::string ahead_batch;
   std::map<std::string, compiler::Prebuilt> ahead;
-  std::map<std::string, compiler::RemoteBuild> ahead_for_board;
+  std::map<std::string, std::shared_future<compiler::RemoteBuild>> ahead_for_board;
   std::unique_ptr<BoardMeasurer> board_measurer;
-  if (board != nullptr) board_measurer = std::make_unique<BoardMeasurer>(*board);
+  std::unique_ptr<BoardBuildQueue> board_builds;
+  if (board != nullptr) {
+    board_measurer = std::make_unique<BoardMeasurer>(*board);
+    board_builds = std::make_unique<BoardBuildQueue>();
+  }
   std::string bytes;
   while (true) {
     absl::Status s = ReadFrame(in_fd, &bytes);
@@ -156,6 +161,7 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
       if (target_ok && batch.batch_id() != ahead_batch) {
         ahead.clear();
         ahead_for_board.clear();
+        if (board_builds != nullptr) board_builds->DropPending();
         ahead_batch = batch.batch_id();
       }
       // Every candidate of the request, built together on every core; each
@@ -170,19 +176,19 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
       };
       try {
         if (target_ok && board_measurer != nullptr) {
-          compiler::RemoteBuild mine;
-          if (auto it = ahead_for_board.find(c.candidate_id()); it != ahead_for_board.end()) {
-            mine = std::move(it->second);
-            ahead_for_board.erase(it);
-          } else {
-            std::vector<compiler::RemoteBuild> built =
-                BuildForBoard(batch.workload().canonical(), request_configs(), target);
-            mine = std::move(built[0]);
-            for (size_t i = 1; i < built.size(); ++i) {
-              ahead_for_board[batch.candidates(static_cast<int>(i)).candidate_id()] =
-                  std::move(built[i]);
+          // Every candidate of the request not yet building starts now, in
+          // the background: the window slides, and the host builds the next
+          // candidates while the board times this one.
+          request_configs();  // the fault hooks
+          for (const kiln::v1::Candidate& k : batch.candidates()) {
+            if (ahead_for_board.count(k.candidate_id()) == 0) {
+              ahead_for_board[k.candidate_id()] =
+                  board_builds->Start(batch.workload().canonical(), k.config(), target);
             }
           }
+          auto it = ahead_for_board.find(c.candidate_id());
+          const compiler::RemoteBuild mine = it->second.get();
+          ahead_for_board.erase(it);
           result = board_measurer->Measure(mine, batch.timing());
         } else if (target_ok) {
           compiler::Prebuilt mine;

@@ -5,9 +5,11 @@
 #include "device_agent/board_measure.h"
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "base/subprocess.h"
+#include "board/runner.h"
 #include "compiler/kernel.h"
 #include "compiler/target.h"
 #include "device_agent/sandbox.h"
@@ -242,6 +245,113 @@ TEST_F(BoardMeasureTest, ABoardThatVanishesIsLostNotTheCandidate) {
   StartBoard(port);
   r = measurer.Measure(built[0], Timing());
   EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+}
+
+// A board that misbehaves once it is trusted: it holds the key, answers
+// describe, and then answers a measurement with `answer` (raw bytes after
+// the frame's header ... or nothing at all). Serves connections on a
+// thread until `stop`.
+class FakeBoard {
+ public:
+  enum class Answer { kGarbage, kOversized, kSilent, kHangUp };
+  explicit FakeBoard(Answer answer) : answer_(answer) {
+    auto fd = board::ListenOn("127.0.0.1:0", &port_);
+    EXPECT_TRUE(fd.ok()) << fd.status();
+    fd_ = *fd;
+    thread_ = std::thread([this] {
+      while (true) {
+        const int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        Serve(c);
+        close(c);
+      }
+    });
+  }
+  ~FakeBoard() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  BoardLink Link() const { return {"127.0.0.1:" + std::to_string(port_), kKey}; }
+  int measurements() const { return measurements_; }
+
+ private:
+  void Serve(int c) {
+    const std::string nonce(board::kNonceBytes, 'b');
+    if (!board::WriteFrame(c, board::MessageType::kHello,
+                           board::Encode(board::Hello{nonce, "fake", "fake"}))
+             .ok()) {
+      return;
+    }
+    auto f = board::ReadFrame(c, 0, 5000);
+    if (!f.ok()) return;
+    auto auth = board::DecodeAuth(f->payload);
+    if (!auth.ok()) return;
+    (void)board::WriteFrame(
+        c, board::MessageType::kAuthOk,
+        board::Encode(board::AuthOk{board::BoardProof(kKey, nonce, auth->nonce)}));
+    while (true) {
+      f = board::ReadFrame(c, 64 << 20, 30000);
+      if (!f.ok()) return;
+      if (f->type == board::MessageType::kDescribe) {
+        (void)board::WriteFrame(c, board::MessageType::kDescription,
+                                board::Encode(board::DescribeThisBoard()));
+        continue;
+      }
+      ++measurements_;
+      std::string header = board::EncodeFrame(board::MessageType::kMeasured, "");
+      switch (answer_) {
+        case Answer::kGarbage:
+          (void)send(c, "HTTP/1.1 200 OK\r\n\r\n", 19, MSG_NOSIGNAL);
+          break;
+        case Answer::kOversized:  // a header that promises 1 GiB
+          header[8] = 0;
+          header[9] = 0;
+          header[10] = 0;
+          header[11] = 0x40;
+          (void)send(c, header.data(), header.size(), MSG_NOSIGNAL);
+          break;
+        case Answer::kSilent:
+          std::this_thread::sleep_for(std::chrono::seconds(12));
+          break;
+        case Answer::kHangUp:
+          return;
+      }
+    }
+  }
+  Answer answer_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> measurements_{0};
+  std::thread thread_;
+};
+
+// Garbage, a frame over the protocol's bound, silence past the request's
+// limit, a hang-up: each costs the board's session (AGENT_LOST: the batch
+// goes back to the queue), never a record against the candidate, and the
+// next measurement opens a new session.
+TEST(BoardMisbehaving, EveryFaultOfTheBoardIsAgentLostNotTheCandidates) {
+  const compiler::Workload w = compiler::test_util::EltwiseReluWorkload();
+  const compiler::Target host = compiler::Target::Host();
+  std::vector<compiler::RemoteBuild> built =
+      BuildForBoard(w.Canonical(), {ConfigOf(*compiler::DefaultConfig(w, host))}, host);
+  ASSERT_EQ(built[0].error, compiler::MeasureError::kNone) << built[0].message;
+  kiln::v1::TimingPolicy timing = Timing();
+  timing.set_timeout_ms(500);  // silent past 500 ms and the answer's margin (10 s)
+  for (auto [answer, says] : {std::pair{FakeBoard::Answer::kGarbage, "no KBRD magic"},
+                              std::pair{FakeBoard::Answer::kOversized, "RESOURCE_EXHAUSTED"},
+                              std::pair{FakeBoard::Answer::kSilent, "DEADLINE_EXCEEDED"},
+                              std::pair{FakeBoard::Answer::kHangUp, "UNAVAILABLE"}}) {
+    FakeBoard fake(answer);
+    BoardMeasurer measurer(fake.Link());
+    for (int attempt = 1; attempt <= 2; ++attempt) {
+      kiln::v1::MeasureResult r = measurer.Measure(built[0], timing);
+      EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST) << says;
+      EXPECT_THAT(r.error_message(), HasSubstr(says)) << r.error_message();
+      EXPECT_EQ(fake.measurements(), attempt) << says << ": a new session each time";
+      if (answer == FakeBoard::Answer::kSilent) break;  // 10 s each
+    }
+  }
 }
 
 // The agent's own worker process (kiln-agent --measure-worker ... --board):
