@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
     }
     options.max_measure_payload = static_cast<uint32_t>(n);
   }
+  options.description.max_request_bytes = options.max_measure_payload;
   char host[256] = "";
   gethostname(host, sizeof(host) - 1);
   options.name = flags->Has("--name") ? flags->Get("--name") : std::string(host);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -22,7 +23,9 @@
 #include "base/host_caches.h"
 #include "base/str.h"
 #include "base/timing.h"
+#include "board/variants.h"
 #include "deploy/parallel.h"
+#include "deploy/runtime.h"
 
 namespace kiln::board {
 namespace {
@@ -205,22 +208,42 @@ Description DescribeThisBoard() {
   return d;
 }
 
-Measured RunMeasurement(const MeasureRequest& request) {
+namespace {
+
+// What a child process measuring for the board ended with: its answer's
+// bytes, or why there is none (kTimeout: killed at its limit; kRuntime: it
+// crashed, or ended without answering).
+struct ChildOutcome {
+  MeasureErrorKind error = MeasureErrorKind::kNone;
+  std::string message;
+  std::string answer;
+};
+
+// Runs `work` in a forked child with the kernels' thread count `threads`
+// (0: the runner's), reading its answer (at most `max_answer` bytes) within
+// `timeout_ms`.
+ChildOutcome InChild(uint32_t timeout_ms, uint32_t threads, size_t max_answer,
+                     const std::function<std::string()>& work) {
+  ChildOutcome out;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
-    return Fail(MeasureErrorKind::kRuntime, StrCat("pipe: ", std::strerror(errno)));
+    out.error = MeasureErrorKind::kRuntime;
+    out.message = StrCat("pipe: ", std::strerror(errno));
+    return out;
   }
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return Fail(MeasureErrorKind::kRuntime, StrCat("fork: ", std::strerror(errno)));
+    out.error = MeasureErrorKind::kRuntime;
+    out.message = StrCat("fork: ", std::strerror(errno));
+    return out;
   }
   if (pid == 0) {
     close(fds[0]);
-    // The kernel's thread pool is sized from this when it first runs.
-    if (request.threads > 0) setenv("KILN_NUM_THREADS", StrCat(request.threads).c_str(), 1);
-    const std::string answer = Encode(MeasureHere(request));
+    // The kernels' thread pool is sized from this when it first runs.
+    if (threads > 0) setenv("KILN_NUM_THREADS", StrCat(threads).c_str(), 1);
+    const std::string answer = work();
     for (size_t off = 0; off < answer.size();) {
       const ssize_t w = write(fds[1], answer.data() + off, answer.size() - off);
       if (w <= 0) _exit(2);
@@ -229,9 +252,7 @@ Measured RunMeasurement(const MeasureRequest& request) {
     _exit(0);
   }
   close(fds[1]);
-  const auto deadline =
-      Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(request.timeout_ms, 1));
-  std::string answer;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(timeout_ms, 1));
   bool timed_out = false;
   while (true) {
     const auto left =
@@ -248,8 +269,8 @@ Measured RunMeasurement(const MeasureRequest& request) {
     const ssize_t n = read(fds[0], buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    answer.append(buf, static_cast<size_t>(n));
-    if (answer.size() > kMaxControlPayload) break;
+    out.answer.append(buf, static_cast<size_t>(n));
+    if (out.answer.size() > max_answer) break;
   }
   close(fds[0]);
   if (timed_out) kill(pid, SIGKILL);
@@ -257,18 +278,66 @@ Measured RunMeasurement(const MeasureRequest& request) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    return Fail(MeasureErrorKind::kTimeout,
-                StrCat("no answer within ", request.timeout_ms, " ms: the kernel was stopped"));
+    out.error = MeasureErrorKind::kTimeout;
+    out.message = StrCat("no answer within ", timeout_ms, " ms: the kernel was stopped");
+  } else if (WIFSIGNALED(status)) {
+    out.error = MeasureErrorKind::kRuntime;
+    out.message = StrCat("the kernel crashed (signal ", WTERMSIG(status), ", ",
+                         strsignal(WTERMSIG(status)), ")");
   }
-  if (WIFSIGNALED(status)) {
-    return Fail(MeasureErrorKind::kRuntime, StrCat("the kernel crashed (signal ", WTERMSIG(status),
-                                                   ", ", strsignal(WTERMSIG(status)), ")"));
+  return out;
+}
+
+// The variants, loaded and timed, in the child.
+MeasuredModel MeasureModelHere(const MeasureModelRequest& r) {
+  MeasuredModel m;
+  std::vector<std::unique_ptr<deploy::Module>> modules;
+  std::vector<deploy::Module*> loaded;
+  std::vector<std::string> load_errors;
+  for (const std::string& a : r.artifacts) {
+    absl::StatusOr<std::unique_ptr<deploy::Module>> mod = deploy::Module::LoadBytes(a);
+    load_errors.push_back(mod.ok() ? "" : std::string(mod.status().message()));
+    modules.push_back(mod.ok() ? *std::move(mod) : nullptr);
+    loaded.push_back(modules.back().get());
   }
-  absl::StatusOr<Measured> m = DecodeMeasured(answer);
-  if (!m.ok()) {
-    return Fail(MeasureErrorKind::kRuntime, "the measurement ended without an answer");
+  VariantPolicy policy;
+  policy.number = static_cast<int>(std::min<uint32_t>(r.number, 1u << 20));
+  policy.repeat = static_cast<int>(std::clamp<uint32_t>(r.repeat, 1, kMaxCosts));
+  policy.min_repeat_ms = static_cast<int>(std::min<uint32_t>(r.min_repeat_ms, 60000));
+  m.variants = TimeVariants(loaded, policy);
+  for (size_t v = 0; v < m.variants.size(); ++v) {
+    if (loaded[v] == nullptr) m.variants[v].message = load_errors[v];
   }
+  return m;
+}
+
+}  // namespace
+
+Measured RunMeasurement(const MeasureRequest& request) {
+  ChildOutcome child = InChild(request.timeout_ms, request.threads, kMaxControlPayload,
+                               [&] { return Encode(MeasureHere(request)); });
+  if (child.error != MeasureErrorKind::kNone) return Fail(child.error, child.message);
+  absl::StatusOr<Measured> m = DecodeMeasured(child.answer);
+  if (!m.ok()) return Fail(MeasureErrorKind::kRuntime, "the measurement ended without an answer");
   return *std::move(m);
+}
+
+MeasuredModel RunModelMeasurement(const MeasureModelRequest& request) {
+  ChildOutcome child = InChild(request.timeout_ms, request.threads, kMaxModelAnswerPayload,
+                               [&] { return Encode(MeasureModelHere(request)); });
+  MeasuredModel m;
+  if (child.error != MeasureErrorKind::kNone) {
+    m.error = child.error;
+    m.message = child.message;
+    return m;
+  }
+  absl::StatusOr<MeasuredModel> decoded = DecodeMeasuredModel(child.answer);
+  if (!decoded.ok()) {
+    m.error = MeasureErrorKind::kRuntime;
+    m.message = "the model's measurement ended without an answer";
+    return m;
+  }
+  return *std::move(decoded);
 }
 
 }  // namespace kiln::board

@@ -113,6 +113,14 @@ absl::Status ServeConnection(int fd, const ServeOptions& o) {
           !s.ok()) {
         return s;
       }
+    } else if (f->type == MessageType::kMeasureModel) {
+      absl::StatusOr<MeasureModelRequest> request = DecodeMeasureModelRequest(f->payload);
+      if (!request.ok()) return Refuse(fd, request.status());
+      if (absl::Status s =
+              WriteFrame(fd, MessageType::kMeasuredModel, Encode(RunModelMeasurement(*request)));
+          !s.ok()) {
+        return s;
+      }
     } else {
       return Refuse(fd, absl::InvalidArgumentError(
                             StrCat("unexpected ", MessageTypeName(f->type), " message")));
@@ -297,17 +305,28 @@ absl::StatusOr<Description> BoardSession::Describe() {
   return DecodeDescription(f->payload);
 }
 
-absl::StatusOr<Measured> BoardSession::Measure(const MeasureRequest& request) {
-  const std::string payload = Encode(request);
-  if (absl::Status s = WriteFrame(fd_, MessageType::kMeasure, payload); !s.ok()) return s;
+absl::StatusOr<Frame> BoardSession::Ask(MessageType type, const std::string& payload,
+                                        MessageType answer, uint32_t timeout_ms) {
+  if (absl::Status s = WriteFrame(fd_, type, payload); !s.ok()) return s;
   // The board's own limit, then a margin for the request still in flight
   // (a second per MiB: a slow board's link) and the answer to arrive.
   const uint64_t margin_ms = 10000 + 1000 * (payload.size() >> 20);
-  absl::StatusOr<Frame> f = Expect(
-      MessageType::kMeasured,
-      static_cast<int>(std::min<uint64_t>(uint64_t{request.timeout_ms} + margin_ms, 1u << 30)));
+  return Expect(answer,
+                static_cast<int>(std::min<uint64_t>(uint64_t{timeout_ms} + margin_ms, 1u << 30)));
+}
+
+absl::StatusOr<Measured> BoardSession::Measure(const MeasureRequest& request) {
+  absl::StatusOr<Frame> f =
+      Ask(MessageType::kMeasure, Encode(request), MessageType::kMeasured, request.timeout_ms);
   if (!f.ok()) return f.status();
   return DecodeMeasured(f->payload);
+}
+
+absl::StatusOr<MeasuredModel> BoardSession::MeasureModel(const MeasureModelRequest& request) {
+  absl::StatusOr<Frame> f = Ask(MessageType::kMeasureModel, Encode(request),
+                                MessageType::kMeasuredModel, request.timeout_ms);
+  if (!f.ok()) return f.status();
+  return DecodeMeasuredModel(f->payload);
 }
 
 absl::StatusOr<std::string> ReadBoardKey(const std::string& path) {

@@ -61,12 +61,17 @@ class BoardSession {
   // connection breaks before it answers, DEADLINE_EXCEEDED past the
   // request's time limit and a margin.
   absl::StatusOr<Measured> Measure(const MeasureRequest& request);
+  // A model's variants end to end (board/variants.h); errors as Measure's.
+  absl::StatusOr<MeasuredModel> MeasureModel(const MeasureModelRequest& request);
   const std::string& runner_version() const { return runner_version_; }
   const std::string& name() const { return name_; }
 
  private:
   explicit BoardSession(int fd) : fd_(fd) {}
   absl::StatusOr<Frame> Expect(MessageType type, int timeout_ms);
+  // Sends a request and waits for its answer: the board's limit and a margin.
+  absl::StatusOr<Frame> Ask(MessageType type, const std::string& payload, MessageType answer,
+                            uint32_t timeout_ms);
   int fd_;
   std::string runner_version_;
   std::string name_;

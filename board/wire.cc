@@ -26,7 +26,7 @@ uint64_t GetLe(std::string_view in, int bytes) {
 
 bool KnownType(uint16_t t) {
   return t >= static_cast<uint16_t>(MessageType::kHello) &&
-         t <= static_cast<uint16_t>(MessageType::kError);
+         t <= static_cast<uint16_t>(MessageType::kMeasuredModel);
 }
 
 // Reads exactly `n` bytes before `deadline`.
@@ -78,6 +78,10 @@ const char* MessageTypeName(MessageType type) {
       return "measured";
     case MessageType::kError:
       return "error";
+    case MessageType::kMeasureModel:
+      return "measure-model";
+    case MessageType::kMeasuredModel:
+      return "measured-model";
   }
   return "unknown";
 }
@@ -97,7 +101,10 @@ absl::StatusOr<Header> ParseHeader(std::string_view bytes, uint32_t max_payload)
   Header h;
   h.type = static_cast<MessageType>(type);
   h.length = static_cast<uint32_t>(GetLe(bytes.substr(8), 4));
-  const uint32_t limit = h.type == MessageType::kMeasure ? max_payload : kMaxControlPayload;
+  const uint32_t limit = h.type == MessageType::kMeasure || h.type == MessageType::kMeasureModel
+                             ? max_payload
+                         : h.type == MessageType::kMeasuredModel ? kMaxModelAnswerPayload
+                                                                 : kMaxControlPayload;
   if (h.length > limit) {
     return absl::ResourceExhaustedError(StrCat("a ", MessageTypeName(h.type), " message of ",
                                                h.length, " bytes (at most ", limit, ")"));
@@ -225,6 +232,7 @@ std::string Encode(const Description& m) {
       .U64(m.l3_bytes)
       .F64(m.fma_gflops)
       .Bytes(m.runner_version)
+      .U64(m.max_request_bytes)
       .Take();
 }
 std::string Encode(const MeasureRequest& m) {
@@ -252,6 +260,87 @@ std::string Encode(const Measured& m) {
   for (double c : m.costs_s) w.F64(c);
   w.U8(m.cut_short);
   return w.Take();
+}
+
+std::string Encode(const MeasureModelRequest& m) {
+  Writer w;
+  w.U32(static_cast<uint32_t>(m.artifacts.size()));
+  for (const std::string& a : m.artifacts) w.Bytes(a);
+  w.U32(m.number).U32(m.repeat).U32(m.min_repeat_ms).U32(m.threads).U32(m.timeout_ms);
+  return w.Take();
+}
+std::string Encode(const MeasuredModel& m) {
+  Writer w;
+  w.U8(static_cast<uint8_t>(m.error))
+      .Bytes(m.message)
+      .U32(static_cast<uint32_t>(m.variants.size()));
+  for (const VariantTimes& v : m.variants) {
+    w.U8(static_cast<uint8_t>(v.error))
+        .Bytes(v.message)
+        .U32(static_cast<uint32_t>(v.costs_s.size()));
+    for (double c : v.costs_s) w.F64(c);
+    w.U32(static_cast<uint32_t>(v.kernel_s.size()));
+    for (const auto& [key, seconds] : v.kernel_s) w.Bytes(key).F64(seconds);
+  }
+  return w.Take();
+}
+
+absl::StatusOr<MeasureModelRequest> DecodeMeasureModelRequest(std::string_view payload) {
+  Reader r(payload);
+  MeasureModelRequest m;
+  uint32_t n = 0;
+  if (!r.U32(&n) || n == 0 || n > kMaxVariants) return Malformed("measure-model");
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string_view a;
+    if (!r.Bytes(&a, payload.size())) return Malformed("measure-model");
+    m.artifacts.emplace_back(a);
+  }
+  if (!r.U32(&m.number) || !r.U32(&m.repeat) || !r.U32(&m.min_repeat_ms) || !r.U32(&m.threads) ||
+      m.threads > kMaxThreads || !r.U32(&m.timeout_ms) || !r.Done()) {
+    return Malformed("measure-model");
+  }
+  return m;
+}
+
+absl::StatusOr<MeasuredModel> DecodeMeasuredModel(std::string_view payload) {
+  Reader r(payload);
+  MeasuredModel m;
+  uint8_t error = 0;
+  std::string_view message;
+  uint32_t n = 0;
+  if (!r.U8(&error) || error > static_cast<uint8_t>(MeasureErrorKind::kTimeout) ||
+      !r.Bytes(&message, 16 << 10) || !r.U32(&n) || n > kMaxVariants) {
+    return Malformed("measured-model");
+  }
+  m.error = static_cast<MeasureErrorKind>(error);
+  m.message = message;
+  for (uint32_t i = 0; i < n; ++i) {
+    VariantTimes v;
+    uint8_t e = 0;
+    uint32_t costs = 0, kernels = 0;
+    std::string_view msg;
+    if (!r.U8(&e) || e > static_cast<uint8_t>(VariantError::kWrongResult) ||
+        !r.Bytes(&msg, 16 << 10) || !r.U32(&costs) || costs > kMaxCosts) {
+      return Malformed("measured-model");
+    }
+    v.error = static_cast<VariantError>(e);
+    v.message = msg;
+    for (uint32_t c = 0; c < costs; ++c) {
+      double x = 0;
+      if (!r.F64(&x)) return Malformed("measured-model");
+      v.costs_s.push_back(x);
+    }
+    if (!r.U32(&kernels) || kernels > kMaxKernelTimes) return Malformed("measured-model");
+    for (uint32_t k = 0; k < kernels; ++k) {
+      std::string_view key;
+      double x = 0;
+      if (!r.Bytes(&key, 256) || !r.F64(&x)) return Malformed("measured-model");
+      v.kernel_s[std::string(key)] = x;
+    }
+    m.variants.push_back(std::move(v));
+  }
+  if (!r.Done()) return Malformed("measured-model");
+  return m;
 }
 
 absl::StatusOr<Hello> DecodeHello(std::string_view payload) {
@@ -288,7 +377,8 @@ absl::StatusOr<Description> DecodeDescription(std::string_view payload) {
   std::string_view triple, cpu, features, cpuinfo, version;
   if (!r.Bytes(&triple, 256) || !r.Bytes(&cpu, 1024) || !r.Bytes(&features, 16 << 10) ||
       !r.Bytes(&cpuinfo, 16 << 10) || !r.U32(&d.cores) || !r.U64(&d.l2_bytes) ||
-      !r.U64(&d.l3_bytes) || !r.F64(&d.fma_gflops) || !r.Bytes(&version, 256) || !r.Done()) {
+      !r.U64(&d.l3_bytes) || !r.F64(&d.fma_gflops) || !r.Bytes(&version, 256) ||
+      !r.U64(&d.max_request_bytes) || !r.Done()) {
     return Malformed("description");
   }
   d.triple = triple;

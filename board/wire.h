@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/timing.h"
+#include "board/variants.h"
 
 namespace kiln::board {
 
@@ -28,18 +29,22 @@ inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
 // Every message but a measurement request is at most this long.
 inline constexpr uint32_t kMaxControlPayload = 64 << 10;
+// A whole-model answer (every variant's costs and kernel times) is at most this.
+inline constexpr uint32_t kMaxModelAnswerPayload = 4 << 20;
 // A measurement request's default bound (kiln-board --max-message-bytes).
 inline constexpr uint32_t kDefaultMaxMeasurePayload = 256u << 20;
 
 enum class MessageType : uint16_t {
-  kHello = 1,        // board -> host: its version and a challenge
-  kAuth = 2,         // host -> board: its challenge and its proof of the key
-  kAuthOk = 3,       // board -> host: its proof of the key
-  kDescribe = 4,     // host -> board: what are you?
-  kDescription = 5,  // board -> host
-  kMeasure = 6,      // host -> board: a built kernel to verify and time
-  kMeasured = 7,     // board -> host
-  kError = 8,        // either way: why the stream ends
+  kHello = 1,           // board -> host: its version and a challenge
+  kAuth = 2,            // host -> board: its challenge and its proof of the key
+  kAuthOk = 3,          // board -> host: its proof of the key
+  kDescribe = 4,        // host -> board: what are you?
+  kDescription = 5,     // board -> host
+  kMeasure = 6,         // host -> board: a built kernel to verify and time
+  kMeasured = 7,        // board -> host
+  kError = 8,           // either way: why the stream ends
+  kMeasureModel = 9,    // host -> board: a model's variants to verify and time end to end
+  kMeasuredModel = 10,  // board -> host
 };
 const char* MessageTypeName(MessageType type);
 
@@ -49,8 +54,9 @@ struct Header {
 };
 // INVALID_ARGUMENT (saying what) for a header that is not kiln-board's, of
 // another protocol version or an unknown type; RESOURCE_EXHAUSTED for a
-// length above `max_payload` (kMaxControlPayload for every type but
-// kMeasure).
+// length above `max_payload` (for kMeasure and kMeasureModel;
+// kMaxModelAnswerPayload for kMeasuredModel, kMaxControlPayload for every
+// other type).
 absl::StatusOr<Header> ParseHeader(std::string_view bytes, uint32_t max_payload);
 std::string EncodeFrame(MessageType type, std::string_view payload);
 
@@ -129,6 +135,9 @@ struct Description {
   uint64_t l2_bytes = 0, l3_bytes = 0;  // 0: unknown
   double fma_gflops = 0;                // measured at start-up over every core
   std::string runner_version;
+  // The largest measurement request the board reads (--max-message-bytes):
+  // a host does not send a longer one.
+  uint64_t max_request_bytes = kDefaultMaxMeasurePayload;
 };
 
 // How a kernel's output is compared with the reference sent with it.
@@ -179,12 +188,33 @@ struct Measured {
 };
 inline constexpr uint32_t kMaxCosts = 4096;
 
+// A job's whole-model check on the board (board/variants.h): the model's
+// variants as kiln artifacts built for the board, verified against the
+// first, timed interleaved, profiled.
+struct MeasureModelRequest {
+  std::vector<std::string> artifacts;  // at most kMaxVariants
+  uint32_t number = 0, repeat = kDefaultRepeat, min_repeat_ms = kDefaultMinRepeatMs;
+  uint32_t threads = 0;                              // as MeasureRequest's
+  uint32_t timeout_ms = kDefaultCandidateTimeoutMs;  // for them all
+};
+inline constexpr uint32_t kMaxVariants = 64;
+inline constexpr uint32_t kMaxKernelTimes = 100000;
+struct MeasuredModel {
+  // kNone: every variant's own outcome is in `variants` (one per artifact);
+  // kTimeout or kRuntime (the measuring process crashed): none is.
+  MeasureErrorKind error = MeasureErrorKind::kNone;
+  std::string message;
+  std::vector<VariantTimes> variants;
+};
+
 std::string Encode(const Hello& m);
 std::string Encode(const Auth& m);
 std::string Encode(const AuthOk& m);
 std::string Encode(const Description& m);
 std::string Encode(const MeasureRequest& m);
 std::string Encode(const Measured& m);
+std::string Encode(const MeasureModelRequest& m);
+std::string Encode(const MeasuredModel& m);
 // Each INVALID_ARGUMENT naming the message for a payload that is not one.
 absl::StatusOr<Hello> DecodeHello(std::string_view payload);
 absl::StatusOr<Auth> DecodeAuth(std::string_view payload);
@@ -192,5 +222,7 @@ absl::StatusOr<AuthOk> DecodeAuthOk(std::string_view payload);
 absl::StatusOr<Description> DecodeDescription(std::string_view payload);
 absl::StatusOr<MeasureRequest> DecodeMeasureRequest(std::string_view payload);
 absl::StatusOr<Measured> DecodeMeasured(std::string_view payload);
+absl::StatusOr<MeasureModelRequest> DecodeMeasureModelRequest(std::string_view payload);
+absl::StatusOr<MeasuredModel> DecodeMeasuredModel(std::string_view payload);
 
 }  // namespace kiln::board

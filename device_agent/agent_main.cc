@@ -202,8 +202,12 @@ class BoardAgents {
     kiln::agent::Sandbox* sandbox = b->sandbox.get();
     const int64_t timeout_ms = timeout_ms_;
     b->session = std::make_unique<kiln::agent::AgentSession>(
-        b->options, [sandbox, timeout_ms](const kiln::v1::MeasureBatch& batch, int index) {
+        b->options,
+        [sandbox, timeout_ms](const kiln::v1::MeasureBatch& batch, int index) {
           return sandbox->Measure(WithTimeout(batch, timeout_ms), index);
+        },
+        [sandbox, timeout_ms](const kiln::v1::MeasureBatch& batch) {
+          return sandbox->MeasureModel(WithTimeout(batch, timeout_ms));
         });
     std::fprintf(stderr, "kiln-agent %s: id %s, key %s, %s, target %s, tracker %s\n", KILN_VERSION,
                  b->options.agent_id.c_str(), b->options.device_key.c_str(),

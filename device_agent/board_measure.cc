@@ -178,6 +178,73 @@ board::MeasureRequest BoardRequest(const compiler::RemoteKernel& kernel,
   return r;
 }
 
+absl::Status BoardMeasurer::Connect(uint32_t timeout_ms) {
+  if (session_ != nullptr) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<board::BoardSession>> s = board::BoardSession::Open(
+      link_.address, link_.key, OpenTimeoutMs(static_cast<int>(timeout_ms)));
+  absl::StatusOr<board::Description> d =
+      s.ok() ? (*s)->Describe() : absl::StatusOr<board::Description>(s.status());
+  if (!d.ok()) {
+    return absl::UnavailableError(StrCat("the board does not answer: ", d.status().message()));
+  }
+  session_ = *std::move(s);
+  max_request_bytes_ = d->max_request_bytes;
+  return absl::OkStatus();
+}
+
+void BoardMeasurer::MeasureModel(BuiltVariants* built, const kiln::v1::TimingPolicy& timing) {
+  const ResolvedTiming t = ResolveTiming(timing);
+  board::MeasureModelRequest request;
+  std::vector<size_t> sent;  // the variants that built, in the request's order
+  uint64_t bytes = 0;
+  for (size_t v = 0; v < built->artifacts.size(); ++v) {
+    if (built->artifacts[v].empty()) continue;
+    bytes += built->artifacts[v].size() + 4;
+    request.artifacts.push_back(std::move(built->artifacts[v]));
+    sent.push_back(v);
+  }
+  if (sent.empty()) return;
+  request.number = static_cast<uint32_t>(t.number);
+  request.repeat = static_cast<uint32_t>(t.repeat);
+  request.min_repeat_ms = static_cast<uint32_t>(t.min_repeat_ms);
+  request.threads = static_cast<uint32_t>(std::clamp(timing.threads(), 0, int{board::kMaxThreads}));
+  request.timeout_ms = static_cast<uint32_t>(t.timeout_ms);
+  auto fail_sent = [&](kiln::v1::MeasureErrorKind kind, const std::string& message) {
+    for (size_t v : sent) {
+      built->results[v].set_error_kind(kind);
+      built->results[v].set_error_message(message);
+    }
+  };
+  if (absl::Status s = Connect(request.timeout_ms); !s.ok()) {
+    return fail_sent(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST, std::string(s.message()));
+  }
+  if (request.artifacts.size() > board::kMaxVariants || bytes + 64 > max_request_bytes_) {
+    // Never sent: the board would refuse it and end the session.
+    return fail_sent(
+        kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
+        StrCat("the model's ", request.artifacts.size(), " variants (", bytes >> 20,
+               " MiB) are more than the board takes in one request (", board::kMaxVariants,
+               " variants, ", max_request_bytes_ >> 20, " MiB: kiln-board --max-message-bytes)"));
+  }
+  absl::StatusOr<board::MeasuredModel> m = session_->MeasureModel(request);
+  if (!m.ok()) {
+    session_.reset();
+    return fail_sent(
+        kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST,
+        StrCat("the board ", link_.address, " was lost mid-measurement (",
+               absl::StatusCodeToString(m.status().code()), ": ", m.status().message(), ")"));
+  }
+  if (m->error != board::MeasureErrorKind::kNone || m->variants.size() != sent.size()) {
+    return fail_sent(KindOfBoardError(m->error == board::MeasureErrorKind::kNone
+                                          ? board::MeasureErrorKind::kRuntime
+                                          : m->error),
+                     m->message.empty() ? "the board answered for other variants" : m->message);
+  }
+  std::vector<board::VariantTimes> times(built->results.size());
+  for (size_t i = 0; i < sent.size(); ++i) times[sent[i]] = std::move(m->variants[i]);
+  MergeVariantTimes(times, built);
+}
+
 MeasureResult BoardMeasurer::Measure(const compiler::RemoteBuild& built,
                                      const kiln::v1::TimingPolicy& timing) {
   if (built.error != compiler::MeasureError::kNone) {
@@ -186,14 +253,8 @@ MeasureResult BoardMeasurer::Measure(const compiler::RemoteBuild& built,
     return r;
   }
   const board::MeasureRequest request = BoardRequest(built.kernel, timing);
-  if (session_ == nullptr) {
-    absl::StatusOr<std::unique_ptr<board::BoardSession>> s =
-        board::BoardSession::Open(link_.address, link_.key, OpenTimeoutMs(request.timeout_ms));
-    if (!s.ok()) {
-      return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST,
-                         StrCat("the board does not answer: ", s.status().message()));
-    }
-    session_ = *std::move(s);
+  if (absl::Status s = Connect(request.timeout_ms); !s.ok()) {
+    return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST, std::string(s.message()));
   }
   absl::StatusOr<board::Measured> m = session_->Measure(request);
   if (!m.ok()) {

@@ -27,6 +27,7 @@
 #include "board/wire.h"
 #include "compiler/measure.h"
 #include "compiler/target.h"
+#include "device_agent/model_measure.h"
 #include "kiln/v1/common.pb.h"
 
 namespace kiln::agent {
@@ -97,10 +98,17 @@ class BoardMeasurer {
   // the build's, the board's, AGENT_LOST for the board's connection).
   kiln::v1::MeasureResult Measure(const compiler::RemoteBuild& built,
                                   const kiln::v1::TimingPolicy& timing);
+  // A whole-model batch's variants, built here for the board: run end to
+  // end on the board (board::RunModelMeasurement), their times merged into
+  // `built`'s results; the board's connection lost: every result AGENT_LOST.
+  void MeasureModel(BuiltVariants* built, const kiln::v1::TimingPolicy& timing);
 
  private:
+  // The open session, or AGENT_LOST's reason.
+  absl::Status Connect(uint32_t timeout_ms);
   BoardLink link_;
   std::unique_ptr<board::BoardSession> session_;
+  uint64_t max_request_bytes_ = 0;  // the board's, from its description
 };
 
 }  // namespace kiln::agent

@@ -118,21 +118,20 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
     }
     kiln::v1::MeasureBatch batch;
     kiln::v1::MeasureResult result;
-    if (batch.ParseFromString(bytes) && batch.has_model() && board_measurer != nullptr) {
-      for (const kiln::v1::Candidate& c : batch.candidates()) {
-        kiln::v1::MeasureResult r = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME,
-                                                "a board agent does not run whole models");
-        r.set_candidate_id(c.candidate_id());
-        if (absl::Status w = WriteFrame(out_fd, r.SerializeAsString()); !w.ok()) return 1;
-      }
-      continue;
-    }
-    if (batch.has_model()) {
+    if (batch.ParseFromString(bytes) && batch.has_model()) {
       compiler::Target target = host;
       if (!batch.target().spec().empty()) {
         target = compiler::Target::Parse(batch.target().spec()).value_or(host);
       }
-      for (const kiln::v1::MeasureResult& r : MeasureModelVariants(batch, files_dir, target)) {
+      std::vector<kiln::v1::MeasureResult> results;
+      if (board_measurer != nullptr) {  // built here, run on the board
+        BuiltVariants built = BuildModelVariants(batch, files_dir, target);
+        board_measurer->MeasureModel(&built, batch.timing());
+        results = std::move(built.results);
+      } else {
+        results = MeasureModelVariants(batch, files_dir, target);
+      }
+      for (const kiln::v1::MeasureResult& r : results) {
         if (absl::Status w = WriteFrame(out_fd, r.SerializeAsString()); !w.ok()) return 1;
       }
       continue;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
 #include <filesystem>
 #include <set>
@@ -249,7 +250,17 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
       result->set_batch_id(batch.batch_id());
       bool dropped = false;
       if (batch.has_model()) {  // every variant at once, interleaved
-        for (kiln::v1::MeasureResult& r : measure_model(batch)) {
+        std::vector<kiln::v1::MeasureResult> results = measure_model(batch);
+        auto lost = std::find_if(results.begin(), results.end(), [](const auto& r) {
+          return r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST;
+        });
+        if (lost != results.end()) {
+          Log()->warn("{}: leaving the tracker's session, batch {} goes back to its queue",
+                      lost->error_message(), batch.batch_id());
+          ctx.TryCancel();
+          return;
+        }
+        for (kiln::v1::MeasureResult& r : results) {
           r.set_agent_id(options_.agent_id);
           *result->add_results() = std::move(r);
         }

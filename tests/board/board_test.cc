@@ -108,6 +108,30 @@ TEST(BoardWire, MessagesRoundTrip) {
   EXPECT_EQ(hb->runner_version, hello.runner_version);
   EXPECT_FALSE(DecodeHello(Encode(Hello{hello.nonce, "v", std::string(257, 'x')})).ok());
 
+  MeasureModelRequest mm;
+  mm.artifacts = {"kiln-artifact 2\n", std::string(100, 'a')};
+  mm.repeat = 7;
+  mm.threads = 2;
+  auto mmb = DecodeMeasureModelRequest(Encode(mm));
+  ASSERT_TRUE(mmb.ok()) << mmb.status();
+  EXPECT_EQ(mmb->artifacts, mm.artifacts);
+  EXPECT_EQ(mmb->repeat, 7u);
+  EXPECT_EQ(mmb->threads, 2u);
+  EXPECT_FALSE(DecodeMeasureModelRequest(Encode(MeasureModelRequest{})).ok()) << "no variant";
+  MeasuredModel md;
+  md.variants.resize(2);
+  md.variants[0].costs_s = {1e-3, 2e-3};
+  md.variants[0].kernel_s = {{"conv2d-abc", 5e-4}, {"dense-def", 1e-5}};
+  md.variants[1].error = VariantError::kWrongResult;
+  md.variants[1].message = "output 'y' differs";
+  auto mdb = DecodeMeasuredModel(Encode(md));
+  ASSERT_TRUE(mdb.ok()) << mdb.status();
+  ASSERT_EQ(mdb->variants.size(), 2u);
+  EXPECT_EQ(mdb->variants[0].costs_s, md.variants[0].costs_s);
+  EXPECT_EQ(mdb->variants[0].kernel_s, md.variants[0].kernel_s);
+  EXPECT_EQ(mdb->variants[1].error, VariantError::kWrongResult);
+  EXPECT_EQ(mdb->variants[1].message, md.variants[1].message);
+
   Description d;
   d.triple = "aarch64-linux-gnu";
   d.cpu = "Cortex-A76";

@@ -16,9 +16,12 @@
 #include <fstream>
 #include <thread>
 
+#include "base/bytes.h"
+#include "base/sha256.h"
 #include "base/subprocess.h"
 #include "board/runner.h"
 #include "compiler/kernel.h"
+#include "compiler/model.h"
 #include "compiler/target.h"
 #include "device_agent/sandbox.h"
 #include "gmock/gmock.h"
@@ -245,6 +248,67 @@ TEST_F(BoardMeasureTest, ABoardThatVanishesIsLostNotTheCandidate) {
   StartBoard(port);
   r = measurer.Measure(built[0], Timing());
   EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+}
+
+// A job's whole-model check on a board: the variants built here (through
+// the agent's own worker), run end to end on the board, interleaved and
+// profiled there; a variant no template takes fails alone.
+TEST_F(BoardMeasureTest, AModelsVariantsAreTimedEndToEndOnTheBoard) {
+  ASSERT_EQ(access(AgentBinary().c_str(), X_OK), 0) << AgentBinary() << " is missing";
+  const std::string model_path = std::string(KILN_SOURCE_DIR) + "/models/small_cnn.onnx";
+  std::ifstream in(model_path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string sha = Hex(Sha256(bytes));
+  const std::string files = (dir_ / "files").string();
+  std::filesystem::create_directories(files);
+  std::ofstream(files + "/" + sha, std::ios::binary) << bytes;
+  auto model = compiler::Model::FromOnnxFile(model_path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto d = DescribeBoard(Link());
+  ASSERT_TRUE(d.ok()) << d.status();
+  const compiler::Target target = *TargetOfBoard(*d);
+
+  kiln::v1::MeasureBatch batch;
+  batch.set_batch_id("m1");
+  batch.mutable_model()->set_model_sha256(sha);
+  batch.mutable_target()->set_spec(target.Spec());
+  *batch.mutable_timing() = Timing();
+  batch.mutable_timing()->set_timeout_ms(120000);
+  batch.add_candidates()->set_candidate_id("defaults");
+  kiln::v1::Candidate* named = batch.add_candidates();
+  named->set_candidate_id("named");
+  for (const compiler::Task& t : model->Tasks()) {
+    kiln::v1::TaskConfig* tc = named->add_task_configs();
+    tc->set_workload_key(t.workload.Key());
+    *tc->mutable_config() = ConfigOf(*compiler::DefaultConfig(t.workload, target));
+  }
+  kiln::v1::Candidate* bad = batch.add_candidates();
+  bad->set_candidate_id("bad");
+  kiln::v1::TaskConfig* tc = bad->add_task_configs();
+  tc->set_workload_key(model->Tasks()[0].workload.Key());
+  tc->mutable_config()->set_canonical("no_such_knob=3");
+
+  Sandbox sandbox(AgentBinary(), 0, files,
+                  {"--board", Link().address, "--board-key-file", key_file_});
+  std::vector<kiln::v1::MeasureResult> results = sandbox.MeasureModel(batch);
+  ASSERT_EQ(results.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    const kiln::v1::MeasureResult& r = results[static_cast<size_t>(i)];
+    EXPECT_EQ(r.candidate_id(), batch.candidates(i).candidate_id());
+    ASSERT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
+    EXPECT_EQ(r.costs_s_size(), 3);
+    EXPECT_EQ(r.kernel_costs_size(), static_cast<int>(model->Tasks().size()));
+    for (const kiln::v1::KernelCost& k : r.kernel_costs()) EXPECT_GT(k.cost_s(), 0);
+  }
+  EXPECT_NE(results[2].error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE);
+  EXPECT_EQ(results[2].costs_s_size(), 0);
+
+  // The board gone: every variant AGENT_LOST (the batch goes back).
+  StopBoard();
+  results = sandbox.MeasureModel(batch);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].error_kind(), kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST)
+      << results[0].error_message();
 }
 
 // A board that misbehaves once it is trusted: it holds the key, answers

@@ -4,7 +4,8 @@ the AArch64 build of kiln-board (build/aarch64, scripts/build) runs under
 qemu-aarch64 on loopback; a host agent with `--board` asks it what it is,
 registers the key `arm` with the board's target (aarch64, its CPU as LLVM
 names it), builds every candidate here for that target, and sends it to the
-board, which verifies and times it. The bundled CNN is tuned through a real
+board, which verifies and times it; the job's whole-model check runs there
+too (its variants built here, run end to end on the board). The bundled CNN is tuned through a real
 tracker, the tracker compiles it for the board, and the fetched artifact
 runs with the AArch64 kiln-run under qemu and matches onnxruntime; the
 x86-64 kiln-run refuses it, saying why.
@@ -131,6 +132,10 @@ class BoardAgent(unittest.TestCase):
             ok = c.execute("SELECT COUNT(*) FROM records WHERE job_id = ? AND error_kind = 'none'",
                            (job,)).fetchone()[0]
         self.assertGreater(ok, 0, "no candidate measured without error on the board")
+        # The job's whole-model check ran on the board: untuned against
+        # tuned, end to end, and what it returned.
+        self.assertNotIn("did not run", out)
+        self.assertRegex(out, r"returned\s+the (tuned module|defaults' module)", out)
         art = os.path.join(self.tmp, "cnn.kiln")
         r = self.farm.kiln("fetch", job, "--tracker", self.farm.addr, "-o", art)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Expect(ParseHeader(bytes, kDefaultMaxMeasurePayload).status());
   if (bytes.empty()) return 0;
   const std::string_view payload = bytes.substr(1);
-  switch (static_cast<uint8_t>(bytes[0]) % 6) {
+  switch (static_cast<uint8_t>(bytes[0]) % 8) {
     case 0:
       Expect(DecodeHello(payload).status());
       break;
@@ -52,8 +52,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (m.ok() && m->reference.size() + m->object.size() > payload.size()) std::abort();
       break;
     }
-    default:
+    case 5:
       Expect(DecodeMeasured(payload).status());
+      break;
+    case 6:
+      Expect(DecodeMeasureModelRequest(payload).status());
+      break;
+    default:
+      Expect(DecodeMeasuredModel(payload).status());
       break;
   }
   return 0;
