@@ -424,6 +424,16 @@ int main(int argc, char** argv) {
   } else if (flags.count("--target")) {
     absl::StatusOr<kiln::compiler::Target> t = kiln::compiler::Target::Parse(flags["--target"]);
     if (!t.ok()) return Usage(std::string(t.status().message()));
+    // This machine times what it builds: code of another architecture
+    // cannot run here (it would be timed as x86 under an ARM key).
+    auto arch = [](const std::string& triple) { return triple.substr(0, triple.find('-')); };
+    if (arch(t->triple) != arch(kiln::compiler::Target::Host().triple)) {
+      return Usage(kiln::StrCat("--target ", flags["--target"], " is for ", arch(t->triple),
+                                ", and this machine runs ",
+                                arch(kiln::compiler::Target::Host().triple),
+                                " code: put a board of another architecture in the farm with "
+                                "kiln-board on it and --board here (docs/operator-guide.md)"));
+    }
     options.target_spec = t->Spec();
   } else {
     options.target_spec = kiln::compiler::Target::Host().Spec();

@@ -15,7 +15,9 @@ leaves the farm while its board is gone (the batch it held goes back to the
 tracker's queue), joins again when the board answers, and the job completes
 with every trial recorded once. test_3: a board behind NAT (`kiln-board
 --connect`) dials an agent's `--board-listen` port and is tuned on the same
-way; one that does not hold the key is not taken.
+way; one that does not hold the key is not taken. test_4: two boards behind
+one agent (--board twice) both measure one job. test_5: an agent asked to
+time another architecture's code on this machine refuses.
 
 Timings under qemu mean nothing; no assertion reads them. Skips (saying
 why) when the AArch64 build or qemu-aarch64 is missing.
@@ -220,6 +222,44 @@ class BoardAgent(unittest.TestCase):
             for p in (nat, stranger):
                 p.kill()
                 p.wait()
+
+    def test_4_two_boards_behind_one_agent_share_the_work(self):
+        """--board twice: one session per board, both measuring one job."""
+        second = self.board
+        first_port = self.port
+        self.board = None
+        port2 = self.start_board(0, "board-b.log")
+        boards = [second, self.board]
+        self.board = None
+        try:
+            self.farm.start([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker",
+                             self.farm.addr, "--key", "arm-pair", "--id", "pair", "--board",
+                             f"127.0.0.1:{first_port}", "--board", f"127.0.0.1:{port2}",
+                             "--board-key-file", self.key_file], "agent2.log")
+            devices = self.farm.wait_devices("arm-pair", n=2)
+            self.assertIn(f"pair/127.0.0.1:{first_port}", devices)
+            self.assertIn(f"pair/127.0.0.1:{port2}", devices)
+            job = self.tune(24, key="arm-pair")
+            out, state = self.farm.wait_job(job, timeout=900)
+            self.assertEqual(state, "completed", out + self.farm.log("agent2.log"))
+            with sqlite3.connect(self.farm.db) as c:
+                agents = {a for (a,) in c.execute(
+                    "SELECT DISTINCT agent_id FROM records WHERE job_id = ?", (job,))}
+            self.assertEqual(agents, {f"pair/127.0.0.1:{first_port}", f"pair/127.0.0.1:{port2}"},
+                             "both boards measured")
+        finally:
+            for p in boards:
+                p.kill()
+                p.wait()
+
+    def test_5_a_target_of_another_architecture_is_refused(self):
+        """The host's own agent cannot time another architecture's code."""
+        r = subprocess.run([f"{ARGS.bin_dir}/device_agent/kiln-agent", "--tracker",
+                            self.farm.addr, "--key", "x", "--target",
+                            "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("put a board of another architecture in the farm with kiln-board", r.stderr)
 
 
 if __name__ == "__main__":
