@@ -54,6 +54,18 @@ absl::Status ReadExactly(int fd, char* out, size_t n,
   return absl::OkStatus();
 }
 
+// A count (at most kMaxCosts), then that many costs.
+bool ReadCosts(Reader& r, std::vector<double>* costs) {
+  uint32_t n = 0;
+  if (!r.U32(&n) || n > kMaxCosts) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    double c = 0;
+    if (!r.F64(&c)) return false;
+    costs->push_back(c);
+  }
+  return true;
+}
+
 absl::Status Malformed(const char* what) {
   return absl::InvalidArgumentError(StrCat("malformed ", what, " message"));
 }
@@ -317,20 +329,15 @@ absl::StatusOr<MeasuredModel> DecodeMeasuredModel(std::string_view payload) {
   for (uint32_t i = 0; i < n; ++i) {
     VariantTimes v;
     uint8_t e = 0;
-    uint32_t costs = 0, kernels = 0;
+    uint32_t kernels = 0;
     std::string_view msg;
     if (!r.U8(&e) || e > static_cast<uint8_t>(VariantError::kWrongResult) ||
-        !r.Bytes(&msg, 16 << 10) || !r.U32(&costs) || costs > kMaxCosts) {
+        !r.Bytes(&msg, 16 << 10) || !ReadCosts(r, &v.costs_s) || !r.U32(&kernels) ||
+        kernels > kMaxKernelTimes) {
       return Malformed("measured-model");
     }
     v.error = static_cast<VariantError>(e);
     v.message = msg;
-    for (uint32_t c = 0; c < costs; ++c) {
-      double x = 0;
-      if (!r.F64(&x)) return Malformed("measured-model");
-      v.costs_s.push_back(x);
-    }
-    if (!r.U32(&kernels) || kernels > kMaxKernelTimes) return Malformed("measured-model");
     for (uint32_t k = 0; k < kernels; ++k) {
       std::string_view key;
       double x = 0;
@@ -424,16 +431,10 @@ absl::StatusOr<Measured> DecodeMeasured(std::string_view payload) {
   Measured m;
   uint8_t error = 0;
   std::string_view message;
-  uint32_t n = 0;
-  if (!r.U8(&error) || error > 4 || !r.Bytes(&message, 16 << 10) || !r.U32(&n) || n > kMaxCosts) {
+  if (!r.U8(&error) || error > 4 || !r.Bytes(&message, 16 << 10) || !ReadCosts(r, &m.costs_s) ||
+      !r.U8(&m.cut_short) || !r.Done()) {
     return Malformed("measured");
   }
-  for (uint32_t i = 0; i < n; ++i) {
-    double c = 0;
-    if (!r.F64(&c)) return Malformed("measured");
-    m.costs_s.push_back(c);
-  }
-  if (!r.U8(&m.cut_short) || !r.Done()) return Malformed("measured");
   m.error = static_cast<MeasureErrorKind>(error);
   m.message = message;
   return m;

@@ -11,13 +11,6 @@ namespace {
 
 using kiln::v1::MeasureResult;
 
-MeasureResult ErrorResult(kiln::v1::MeasureErrorKind kind, std::string message) {
-  MeasureResult r;
-  r.set_error_kind(kind);
-  r.set_error_message(std::move(message));
-  return r;
-}
-
 kiln::v1::MeasureErrorKind KindOfBoardError(board::MeasureErrorKind kind) {
   switch (kind) {
     case board::MeasureErrorKind::kNone:
@@ -178,6 +171,13 @@ board::MeasureRequest BoardRequest(const compiler::RemoteKernel& kernel,
   return r;
 }
 
+std::string BoardMeasurer::Lost(const absl::Status& why) {
+  // Broken, silent or refusing: the next measurement opens a new session.
+  session_.reset();
+  return StrCat("the board ", link_.address, " was lost mid-measurement (",
+                absl::StatusCodeToString(why.code()), ": ", why.message(), ")");
+}
+
 absl::Status BoardMeasurer::Connect(uint32_t timeout_ms) {
   if (session_ != nullptr) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<board::BoardSession>> s = board::BoardSession::Open(
@@ -227,13 +227,7 @@ void BoardMeasurer::MeasureModel(BuiltVariants* built, const kiln::v1::TimingPol
                " variants, ", max_request_bytes_ >> 20, " MiB: kiln-board --max-message-bytes)"));
   }
   absl::StatusOr<board::MeasuredModel> m = session_->MeasureModel(request);
-  if (!m.ok()) {
-    session_.reset();
-    return fail_sent(
-        kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST,
-        StrCat("the board ", link_.address, " was lost mid-measurement (",
-               absl::StatusCodeToString(m.status().code()), ": ", m.status().message(), ")"));
-  }
+  if (!m.ok()) return fail_sent(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST, Lost(m.status()));
   if (m->error != board::MeasureErrorKind::kNone || m->variants.size() != sent.size()) {
     return fail_sent(KindOfBoardError(m->error == board::MeasureErrorKind::kNone
                                           ? board::MeasureErrorKind::kRuntime
@@ -257,14 +251,7 @@ MeasureResult BoardMeasurer::Measure(const compiler::RemoteBuild& built,
     return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST, std::string(s.message()));
   }
   absl::StatusOr<board::Measured> m = session_->Measure(request);
-  if (!m.ok()) {
-    // Broken, silent or refusing: the next measurement opens a new session.
-    session_.reset();
-    return ErrorResult(
-        kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST,
-        StrCat("the board ", link_.address, " was lost mid-measurement (",
-               absl::StatusCodeToString(m.status().code()), ": ", m.status().message(), ")"));
-  }
+  if (!m.ok()) return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST, Lost(m.status()));
   MeasureResult r = ErrorResult(KindOfBoardError(m->error), m->message);
   r.set_build_s(built.build_s);
   r.set_cut_short(m->cut_short != 0);

@@ -106,6 +106,8 @@ class BoardMeasurer {
  private:
   // The open session, or AGENT_LOST's reason.
   absl::Status Connect(uint32_t timeout_ms);
+  // Closes the session the board broke; AGENT_LOST's message.
+  std::string Lost(const absl::Status& why);
   BoardLink link_;
   std::unique_ptr<board::BoardSession> session_;
   uint64_t max_request_bytes_ = 0;  // the board's, from its description

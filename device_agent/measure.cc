@@ -17,13 +17,6 @@ namespace {
 using kiln::v1::MeasureErrorKind;
 using kiln::v1::MeasureResult;
 
-MeasureResult Error(MeasureErrorKind kind, std::string message) {
-  MeasureResult r;
-  r.set_error_kind(kind);
-  r.set_error_message(std::move(message));
-  return r;
-}
-
 }  // namespace
 
 MeasureErrorKind ErrorKindOf(compiler::MeasureError error) {
@@ -40,6 +33,13 @@ MeasureErrorKind ErrorKindOf(compiler::MeasureError error) {
       return kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT;
   }
   return kiln::v1::MEASURE_ERROR_KIND_RUNTIME;
+}
+
+MeasureResult ErrorResult(MeasureErrorKind kind, std::string message) {
+  MeasureResult r;
+  r.set_error_kind(kind);
+  r.set_error_message(std::move(message));
+  return r;
 }
 
 absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config) {
@@ -102,17 +102,17 @@ MeasureResult MeasureCandidate(const std::string& workload_canonical,
                                uint64_t seed, compiler::Prebuilt* prebuilt) {
   absl::StatusOr<compiler::Workload> workload = compiler::Workload::Parse(workload_canonical);
   if (!workload.ok()) {
-    return Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
-                 StrCat("bad workload: ", workload.status().message()));
+    return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_COMPILE,
+                       StrCat("bad workload: ", workload.status().message()));
   }
   absl::StatusOr<compiler::Config> config = ConfigFromProto(config_proto);
   if (!config.ok()) {
-    return Error(kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG,
-                 std::string(config.status().message()));
+    return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG,
+                       std::string(config.status().message()));
   }
   const compiler::MeasurePolicy timing = ResolveTiming(policy);
   compiler::Measurement m = compiler::Measure(*workload, *config, timing, target, seed, prebuilt);
-  MeasureResult result = Error(ErrorKindOf(m.error), std::move(m.message));
+  MeasureResult result = ErrorResult(ErrorKindOf(m.error), std::move(m.message));
   result.set_build_s(m.build_s);
   result.set_cut_short(m.cut_short);
   for (double c : m.costs_s) result.add_costs_s(c);

@@ -42,6 +42,9 @@ std::vector<compiler::Prebuilt> PrebuildCandidates(const std::string& workload_c
 // A config from the protocol: its knobs, or else its canonical text.
 absl::StatusOr<compiler::Config> ConfigFromProto(const kiln::v1::Config& config);
 
+// A result of error `kind` saying `message`.
+kiln::v1::MeasureResult ErrorResult(kiln::v1::MeasureErrorKind kind, std::string message);
+
 // The protocol's kind of a measurement's error.
 kiln::v1::MeasureErrorKind ErrorKindOf(compiler::MeasureError error);
 

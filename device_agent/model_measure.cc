@@ -22,13 +22,6 @@ using kiln::v1::MeasureErrorKind;
 using kiln::v1::MeasureResult;
 using Clock = std::chrono::steady_clock;
 
-MeasureResult Error(MeasureErrorKind kind, std::string message) {
-  MeasureResult r;
-  r.set_error_kind(kind);
-  r.set_error_message(std::move(message));
-  return r;
-}
-
 }  // namespace
 
 BuiltVariants BuildModelVariants(const kiln::v1::MeasureBatch& batch, const std::string& files_dir,
@@ -88,8 +81,8 @@ BuiltVariants BuildModelVariants(const kiln::v1::MeasureBatch& batch, const std:
     for (const kiln::v1::TaskConfig& tc : batch.candidates(v).task_configs()) {
       absl::StatusOr<compiler::Config> c = ConfigFromProto(tc.config());
       if (!c.ok()) {
-        result = Error(kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG,
-                       StrCat("task ", tc.workload_key(), ": ", c.status().message()));
+        result = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG,
+                             StrCat("task ", tc.workload_key(), ": ", c.status().message()));
         configs_ok = false;
         break;
       }
@@ -104,7 +97,8 @@ BuiltVariants BuildModelVariants(const kiln::v1::MeasureBatch& batch, const std:
     };
     absl::StatusOr<std::string> bytes = compiler::CompileModel(*model, target, lookup);
     if (!bytes.ok()) {
-      result = Error(kiln::v1::MEASURE_ERROR_KIND_COMPILE, std::string(bytes.status().message()));
+      result =
+          ErrorResult(kiln::v1::MEASURE_ERROR_KIND_COMPILE, std::string(bytes.status().message()));
       continue;
     }
     built.artifacts[static_cast<size_t>(v)] = *std::move(bytes);

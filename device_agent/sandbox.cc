@@ -35,13 +35,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-kiln::v1::MeasureResult ErrorResult(kiln::v1::MeasureErrorKind kind, std::string message) {
-  kiln::v1::MeasureResult r;
-  r.set_error_kind(kind);
-  r.set_error_message(std::move(message));
-  return r;
-}
-
 absl::Status WriteAll(int fd, const char* data, size_t n) {
   while (n > 0) {
     ssize_t w = ::write(fd, data, n);
