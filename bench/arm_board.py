@@ -147,7 +147,7 @@ def main():
              "--board", board_addr, "--board-key-file", key_file], stdout=alog, stderr=alog))
         target = None
         for _ in range(600):
-            m = re.search(r"target (llvm [^,]+), tracker", open(alog.name).read())
+            m = re.search(r"target (llvm .*), tracker \S+\n", open(alog.name).read())
             if m:
                 target = m.group(1)
                 break
