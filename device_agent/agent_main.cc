@@ -21,6 +21,7 @@
 // end-to-end check) send the model's files first: --max-model-bytes bounds
 // each, and they live in a temporary folder for the session.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -192,9 +193,19 @@ class BoardAgents {
     b->options.hardware = kiln::agent::BoardHardware(name, *d);
     b->options.peak_gflops = d->fma_gflops;
     b->options.files_dir = kiln::StrCat(common_.files_dir, "-", boards_.size());
-    b->options.before_session = [link = b->link] {
+    // After the board was lost, the session rejoins the farm only once the
+    // board answers again; otherwise (the tracker restarted, the network to
+    // it dropped) at once: the worker may hold the board's one connection.
+    auto lost = std::make_shared<std::atomic<bool>>(false);
+    b->options.before_session = [link = b->link, lost] {
+      if (!lost->load()) return absl::OkStatus();
       absl::StatusOr<kiln::board::Description> now = kiln::agent::DescribeBoard(link);
-      return now.ok() ? absl::OkStatus() : now.status();
+      if (!now.ok()) return now.status();
+      lost->store(false);
+      return absl::OkStatus();
+    };
+    auto note_lost = [lost](const kiln::v1::MeasureResult& r) {
+      if (r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST) lost->store(true);
     };
     b->sandbox = std::make_unique<kiln::agent::Sandbox>(
         "/proc/self/exe", worker_memory_, b->options.files_dir,
@@ -203,11 +214,16 @@ class BoardAgents {
     const int64_t timeout_ms = timeout_ms_;
     b->session = std::make_unique<kiln::agent::AgentSession>(
         b->options,
-        [sandbox, timeout_ms](const kiln::v1::MeasureBatch& batch, int index) {
-          return sandbox->Measure(WithTimeout(batch, timeout_ms), index);
+        [sandbox, timeout_ms, note_lost](const kiln::v1::MeasureBatch& batch, int index) {
+          kiln::v1::MeasureResult r = sandbox->Measure(WithTimeout(batch, timeout_ms), index);
+          note_lost(r);
+          return r;
         },
-        [sandbox, timeout_ms](const kiln::v1::MeasureBatch& batch) {
-          return sandbox->MeasureModel(WithTimeout(batch, timeout_ms));
+        [sandbox, timeout_ms, note_lost](const kiln::v1::MeasureBatch& batch) {
+          std::vector<kiln::v1::MeasureResult> results =
+              sandbox->MeasureModel(WithTimeout(batch, timeout_ms));
+          for (const kiln::v1::MeasureResult& r : results) note_lost(r);
+          return results;
         });
     std::fprintf(stderr, "kiln-agent %s: id %s, key %s, %s, target %s, tracker %s\n", KILN_VERSION,
                  b->options.agent_id.c_str(), b->options.device_key.c_str(),

@@ -13,7 +13,8 @@ x86-64 kiln-run refuses it, saying why.
 test_2: the board killed mid-job and started again on its port: the agent
 leaves the farm while its board is gone (the batch it held goes back to the
 tracker's queue), joins again when the board answers, and the job completes
-with every trial recorded once. test_3: a board behind NAT (`kiln-board
+with every trial recorded once; test_2b: the tracker restarted mid-job, the
+agent rejoins and the job completes. test_3: a board behind NAT (`kiln-board
 --connect`) dials an agent's `--board-listen` port and is tuned on the same
 way; one that does not hold the key is not taken. test_4: two boards behind
 one agent (--board twice) both measure one job. test_5: an agent asked to
@@ -187,6 +188,24 @@ class BoardAgent(unittest.TestCase):
                             "WHERE job_id = ? GROUP BY workload_key, config HAVING COUNT(*) > 1)",
                             (job,)).fetchone()[0]
         self.assertEqual(dup, 0)
+
+    def test_2b_the_tracker_restarted_mid_job_finds_the_board_again(self):
+        """The board stays; the tracker goes and comes back on its port: the
+        agent rejoins without waiting on its board, and the resumed job
+        completes."""
+        self.farm.wait_devices(KEY)
+        job = self.tune(40)
+        deadline = time.time() + 600
+        while self.records(job) < 4 and time.time() < deadline:
+            time.sleep(0.2)
+        port = self.farm.addr.rsplit(":", 1)[1]
+        tracker = self.farm.procs[0]
+        tracker.kill()
+        tracker.wait()
+        self.farm.start_tracker(listen=f"127.0.0.1:{port}", log="tracker2.log")
+        out, state = self.farm.wait_job(job, timeout=600)
+        self.assertEqual(state, "completed", out + self.farm.log("agent0.log"))
+        self.assertNotIn("not joining the farm yet", self.farm.log("agent0.log"))
 
     def test_3_a_board_behind_nat_dials_the_agent(self):
         """kiln-board --connect: the board dials the agent's --board-listen
