@@ -167,6 +167,12 @@ class BoardAgents {
         key_file_(std::move(key_file)),
         worker_memory_(worker_memory),
         timeout_ms_(timeout_ms) {}
+  ~BoardAgents() {
+    for (auto& b : boards_) b->session->Stop();
+    for (auto& b : boards_) {
+      if (b->thread.joinable()) b->thread.join();
+    }
+  }
 
   // The board at `address` (its kiln-board, or the listener's loopback port
   // standing for a board that dialled in), its session named ID/`name`:
@@ -307,7 +313,10 @@ int RunBoardAgents(const kiln::agent::AgentOptions& common, const std::vector<st
   const absl::Status s = (*listener)->Run();
   std::fprintf(stderr, "kiln-agent: the board listener ended: %s\n",
                std::string(s.message()).c_str());
-  return 1;
+  // The listener's threads may still be admitting boards: end here, the
+  // measurement workers with us (they die with their parent).
+  std::fflush(stderr);
+  std::_Exit(1);
 }
 
 }  // namespace
