@@ -143,16 +143,26 @@ Measured MeasureHere(const MeasureRequest& r) {
   if (std::string m = FirstMismatch(r, out.data.get()); !m.empty()) {
     return Fail(MeasureErrorKind::kWrongResult, m);
   }
-  // flush_cache 1: the first input as its producer leaves it, the other
-  // inputs (weights) and the output evicted; 2: every input evicted (the
-  // first is packed weights).
+  // The caches as the model leaves them (MeasureRequest::flush_cache).
+  const bool keep_first = (r.flush_cache & kFlushKeepFirst) != 0;
+  const size_t first_weight = keep_first ? 1 : 0;
+  std::vector<uint8_t> sweep;
+  if ((r.flush_cache & kFlushToLastLevel) != 0) {
+    sweep.resize(static_cast<size_t>(2 * std::max<int64_t>(HostCaches().core_bytes, 1)));
+  }
   auto set_caches = [&] {
-    for (size_t i = r.flush_cache == 1 ? 1 : 0; i + 1 < buffers.size(); ++i) {
+    for (size_t i = first_weight; i + 1 < buffers.size(); ++i) {
       EvictCacheLines(buffers[i].data.get(), buffers[i].size);
     }
     EvictCacheLines(out.data.get(), out.size);
     FenceCacheEvictions();
-    if (r.flush_cache == 1 && buffers.size() > 1) {
+    if (!sweep.empty()) {
+      for (size_t i = first_weight; i + 1 < buffers.size(); ++i) {
+        TouchCacheLines(buffers[i].data.get(), buffers[i].size);
+      }
+      TouchCacheLines(sweep.data(), sweep.size());
+    }
+    if (keep_first && buffers.size() > 1) {
       RewriteCacheLines(buffers[0].data.get(), buffers[0].size);
     }
   };

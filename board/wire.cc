@@ -415,7 +415,8 @@ absl::StatusOr<MeasureRequest> DecodeMeasureRequest(std::string_view payload) {
       reference.size() != m.output_bytes || !r.U8(&compare) || compare > 3 ||
       !r.F64(&m.tolerance) || !r.U32(&m.off_by_one) || !r.U32(&m.number) || !r.U32(&m.repeat) ||
       !r.U32(&m.min_repeat_ms) || !r.U32(&m.cooldown_ms) || !r.F64(&m.stop_above_s) ||
-      !r.U8(&m.flush_cache) || !r.U32(&m.timeout_ms) || !r.U32(&m.threads) ||
+      !r.U8(&m.flush_cache) || (m.flush_cache & 3) == 3 || m.flush_cache > 6 ||
+      m.flush_cache == kFlushToLastLevel || !r.U32(&m.timeout_ms) || !r.U32(&m.threads) ||
       m.threads > kMaxThreads || !r.Done()) {
     return Malformed("measure");
   }

@@ -163,13 +163,23 @@ struct MeasureRequest {
   uint32_t number = 0, repeat = kDefaultRepeat, min_repeat_ms = kDefaultMinRepeatMs,
            cooldown_ms = 0;
   double stop_above_s = 0;
-  uint8_t flush_cache =
-      0;  // the weights (inputs after the first) and output evicted before each run
+  // Before each run, the caches as the model leaves them (kFlush* below):
+  // 0 hot (as the last run left them).
+  uint8_t flush_cache = 0;
   uint32_t timeout_ms = kDefaultCandidateTimeoutMs;
   // The threads the kernel runs on (KILN_NUM_THREADS in the measuring
   // process); 0: every core the runner may use.
   uint32_t threads = 0;
 };
+// flush_cache: the weights and the output evicted, and the first input
+// either rewritten in place as its producer leaves it (kFlushKeepFirst) or
+// evicted too (kFlushAll: the first is packed weights); with
+// kFlushToLastLevel added, the weights are then read back and pushed out of
+// the core's own cache by a sweep of twice its size (compiler::CacheState's
+// kLastLevel: a model that fits the board's last-level cache).
+inline constexpr uint8_t kFlushKeepFirst = 1;
+inline constexpr uint8_t kFlushAll = 2;
+inline constexpr uint8_t kFlushToLastLevel = 4;
 inline constexpr uint32_t kMaxInputs = 64;
 inline constexpr uint32_t kMaxThreads = 1024;
 

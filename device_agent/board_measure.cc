@@ -134,7 +134,8 @@ void BoardBuildQueue::Work() {
 }
 
 board::MeasureRequest BoardRequest(const compiler::RemoteKernel& kernel,
-                                   const kiln::v1::TimingPolicy& timing) {
+                                   const kiln::v1::TimingPolicy& timing,
+                                   const CacheSizes& board_caches) {
   const ResolvedTiming t = ResolveTiming(timing);
   board::MeasureRequest r;
   r.symbol = kernel.symbol;
@@ -162,10 +163,15 @@ board::MeasureRequest BoardRequest(const compiler::RemoteKernel& kernel,
   r.min_repeat_ms = static_cast<uint32_t>(t.min_repeat_ms);
   r.cooldown_ms = static_cast<uint32_t>(t.cooldown_ms);
   r.stop_above_s = t.stop_above_s;
-  // The board evicts what the model's run leaves out of its caches: the
-  // weights and the output; a first input that is an activation is
-  // rewritten in place, as its producer leaves it (compiler::MeasurePolicy).
-  if (t.flush_cache) r.flush_cache = kernel.first_is_activation ? 1 : 2;
+  // The caches as the model leaves them on the board (compiler::
+  // CacheStateFor with the board's caches): the weights and the output
+  // evicted (read back into its last level for a model that fits there), a
+  // first input that is an activation rewritten as its producer leaves it.
+  const compiler::CacheState state = compiler::CacheStateFor(t, board_caches);
+  if (state != compiler::CacheState::kHot) {
+    r.flush_cache = kernel.first_is_activation ? board::kFlushKeepFirst : board::kFlushAll;
+    if (state == compiler::CacheState::kLastLevel) r.flush_cache |= board::kFlushToLastLevel;
+  }
   r.timeout_ms = static_cast<uint32_t>(t.timeout_ms);
   r.threads = static_cast<uint32_t>(std::clamp(timing.threads(), 0, int{board::kMaxThreads}));
   return r;
@@ -189,6 +195,8 @@ absl::Status BoardMeasurer::Connect(uint32_t timeout_ms) {
   }
   session_ = *std::move(s);
   max_request_bytes_ = d->max_request_bytes;
+  caches_.core_bytes = static_cast<int64_t>(d->l2_bytes);
+  caches_.last_level_bytes = static_cast<int64_t>(d->l3_bytes);
   return absl::OkStatus();
 }
 
@@ -246,10 +254,11 @@ MeasureResult BoardMeasurer::Measure(const compiler::RemoteBuild& built,
     r.set_build_s(built.build_s);
     return r;
   }
-  const board::MeasureRequest request = BoardRequest(built.kernel, timing);
-  if (absl::Status s = Connect(request.timeout_ms); !s.ok()) {
+  // The session first: the board's caches come with its description.
+  if (absl::Status s = Connect(static_cast<uint32_t>(ResolveTiming(timing).timeout_ms)); !s.ok()) {
     return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST, std::string(s.message()));
   }
+  const board::MeasureRequest request = BoardRequest(built.kernel, timing, caches_);
   absl::StatusOr<board::Measured> m = session_->Measure(request);
   if (!m.ok()) return ErrorResult(kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST, Lost(m.status()));
   MeasureResult r = ErrorResult(KindOfBoardError(m->error), m->message);

@@ -86,9 +86,11 @@ class BoardBuildQueue {
   std::vector<std::thread> threads_;
 };
 
-// The board protocol's request for a built candidate under a batch's timing.
+// The board protocol's request for a built candidate under a batch's
+// timing, on a board with `board_caches` (its description's L2 and L3).
 board::MeasureRequest BoardRequest(const compiler::RemoteKernel& kernel,
-                                   const kiln::v1::TimingPolicy& timing);
+                                   const kiln::v1::TimingPolicy& timing,
+                                   const CacheSizes& board_caches);
 
 class BoardMeasurer {
  public:
@@ -111,6 +113,7 @@ class BoardMeasurer {
   BoardLink link_;
   std::unique_ptr<board::BoardSession> session_;
   uint64_t max_request_bytes_ = 0;  // the board's, from its description
+  CacheSizes caches_;               // the board's, from its description
 };
 
 }  // namespace kiln::agent

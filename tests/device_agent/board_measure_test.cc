@@ -153,6 +153,12 @@ TEST_F(BoardMeasureTest, BuiltHereVerifiedAndTimedOnTheBoard) {
   EXPECT_EQ(measurer.Measure(built.back(), Timing()).error_kind(),
             kiln::v1::MEASURE_ERROR_KIND_INVALID_CONFIG);
 
+  // A model that fits the board's last level: its weights read back there
+  // before each run (kFlushToLastLevel), still verified and timed.
+  kiln::v1::TimingPolicy in_l3 = Timing();
+  in_l3.set_model_bytes(4 << 20);
+  EXPECT_EQ(measurer.Measure(built[0], in_l3).error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE);
+
   // A reference the kernel does not match is the board's finding.
   compiler::RemoteBuild wrong = built[0];
   wrong.kernel.reference[3] ^= 0x40;  // element 0 off by a power of two (or 0 made 2)
@@ -185,7 +191,7 @@ TEST_F(BoardMeasureTest, AQuantizedKernelsOutputIsComparedAsIntegers) {
     std::vector<compiler::RemoteBuild> built =
         BuildForBoard(t.workload.Canonical(), {ConfigOf(*c)}, target);
     ASSERT_EQ(built[0].error, compiler::MeasureError::kNone) << built[0].message;
-    EXPECT_EQ(BoardRequest(built[0].kernel, Timing()).compare,
+    EXPECT_EQ(BoardRequest(built[0].kernel, Timing(), {}).compare,
               sig->output.dtype == DType::kUInt8 ? board::Compare::kUint8 : board::Compare::kInt8);
     BoardMeasurer measurer(Link());
     kiln::v1::MeasureResult r = measurer.Measure(built[0], Timing());
@@ -210,7 +216,8 @@ TEST(BoardRequest, CarriesTheBatchsTiming) {
   kiln::v1::TimingPolicy t = Timing();
   t.set_threads(3);
   t.set_stop_above_s(0.25);
-  board::MeasureRequest r = BoardRequest(k, t);
+  const CacheSizes caches{1 << 20, 32 << 20};  // the board's L2 and L3
+  board::MeasureRequest r = BoardRequest(k, t, caches);
   EXPECT_EQ(r.compare, board::Compare::kFloat32);
   EXPECT_DOUBLE_EQ(r.tolerance, 0.5);
   EXPECT_EQ(r.output_bytes, 8u);
@@ -219,11 +226,21 @@ TEST(BoardRequest, CarriesTheBatchsTiming) {
   EXPECT_EQ(r.threads, 3u);
   EXPECT_EQ(r.timeout_ms, 20000u);
   EXPECT_DOUBLE_EQ(r.stop_above_s, 0.25);
-  EXPECT_EQ(r.flush_cache, 1);  // the activation stays, as its producer wrote it
+  // No model size: the weights from memory, the activation as its
+  // producer wrote it; with every input a weight, all evicted.
+  EXPECT_EQ(r.flush_cache, board::kFlushKeepFirst);
   k.first_is_activation = false;
-  EXPECT_EQ(BoardRequest(k, t).flush_cache, 2);  // every input is a weight
+  EXPECT_EQ(BoardRequest(k, t, caches).flush_cache, board::kFlushAll);
+  // The board's caches decide where the weights start (CacheStateFor): a
+  // model within its L2 hot, within 3/4 of its L3 from the last level.
+  t.set_model_bytes(512 << 10);
+  EXPECT_EQ(BoardRequest(k, t, caches).flush_cache, 0);
+  t.set_model_bytes(20 << 20);
+  EXPECT_EQ(BoardRequest(k, t, caches).flush_cache, board::kFlushAll | board::kFlushToLastLevel);
+  t.set_model_bytes(30 << 20);
+  EXPECT_EQ(BoardRequest(k, t, caches).flush_cache, board::kFlushAll);
   t.set_flush_cache(false);
-  EXPECT_EQ(BoardRequest(k, t).flush_cache, 0);
+  EXPECT_EQ(BoardRequest(k, t, caches).flush_cache, 0);
 }
 
 // The board gone: AGENT_LOST (never the candidate's error), and once it is
