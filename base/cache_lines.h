@@ -1,6 +1,6 @@
 #pragma once
 // Cache lines moved by hand, for timing kernels with the caches as a model
-// leaves them (compiler::Measure's SetModelCaches, kiln-board's flush): a
+// leaves them (LeaveCachesAsTheModel: compiler::Measure, kiln-board): a
 // buffer evicted from every level (clflush on x86-64, `dc civac` on
 // AArch64), read back a line at a time, or rewritten in place as its
 // producer would leave it. Elsewhere a 64 MiB buffer is written instead of
@@ -59,6 +59,29 @@ inline void TouchCacheLines(const void* p, size_t bytes) {
 inline void RewriteCacheLines(void* p, size_t bytes) {
   volatile uint8_t* c = static_cast<uint8_t*>(p);
   for (size_t off = 0; off < bytes; off += kCacheLineBytes) c[off] = c[off];
+}
+
+// A kernel's buffers as the model's run leaves them for it (what the farm
+// times a candidate in: compiler::Measure, kiln-board): its `weights` and
+// `output` evicted from every cache level; with a `sweep` (twice the core's
+// own cache), the weights then read back and pushed out of the core's cache
+// by reading the sweep, into the last level (a victim L3 takes them as they
+// leave the L2); its first input, when it is an `activation` the producer
+// has just written, rewritten in place (in the caches, modified).
+struct CacheBuffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+inline void LeaveCachesAsTheModel(const std::vector<CacheBuffer>& weights, CacheBuffer output,
+                                  CacheBuffer activation, CacheBuffer sweep) {
+  for (const CacheBuffer& w : weights) EvictCacheLines(w.data, w.bytes);
+  EvictCacheLines(output.data, output.bytes);
+  FenceCacheEvictions();
+  if (sweep.bytes > 0) {
+    for (const CacheBuffer& w : weights) TouchCacheLines(w.data, w.bytes);
+    TouchCacheLines(sweep.data, sweep.bytes);
+  }
+  if (activation.bytes > 0) RewriteCacheLines(activation.data, activation.bytes);
 }
 
 }  // namespace kiln

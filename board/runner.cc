@@ -144,27 +144,20 @@ Measured MeasureHere(const MeasureRequest& r) {
     return Fail(MeasureErrorKind::kWrongResult, m);
   }
   // The caches as the model leaves them (MeasureRequest::flush_cache).
-  const bool keep_first = (r.flush_cache & kFlushKeepFirst) != 0;
-  const size_t first_weight = keep_first ? 1 : 0;
+  const bool keep_first = (r.flush_cache & kFlushKeepFirst) != 0 && buffers.size() > 1;
+  std::vector<CacheBuffer> weights;
+  for (size_t i = keep_first ? 1 : 0; i + 1 < buffers.size(); ++i) {
+    weights.push_back({buffers[i].data.get(), buffers[i].size});
+  }
   std::vector<uint8_t> sweep;
   if ((r.flush_cache & kFlushToLastLevel) != 0) {
     sweep.resize(static_cast<size_t>(2 * std::max<int64_t>(HostCaches().core_bytes, 1)));
   }
   auto set_caches = [&] {
-    for (size_t i = first_weight; i + 1 < buffers.size(); ++i) {
-      EvictCacheLines(buffers[i].data.get(), buffers[i].size);
-    }
-    EvictCacheLines(out.data.get(), out.size);
-    FenceCacheEvictions();
-    if (!sweep.empty()) {
-      for (size_t i = first_weight; i + 1 < buffers.size(); ++i) {
-        TouchCacheLines(buffers[i].data.get(), buffers[i].size);
-      }
-      TouchCacheLines(sweep.data(), sweep.size());
-    }
-    if (keep_first && buffers.size() > 1) {
-      RewriteCacheLines(buffers[0].data.get(), buffers[0].size);
-    }
+    LeaveCachesAsTheModel(
+        weights, {out.data.get(), out.size},
+        keep_first ? CacheBuffer{buffers[0].data.get(), buffers[0].size} : CacheBuffer{},
+        {sweep.data(), sweep.size()});
   };
   auto time_runs = [&](int number) {
     return TimeRuns(number, r.flush_cache != 0, set_caches, [&] { return fn(args.data()); });

@@ -46,22 +46,17 @@ void SetModelCaches(KernelBuffers& b, CacheState state, const CacheSizes& caches
   const bool first_is_activation =
       !b.inputs.empty() && !b.args.empty() && b.args[0] == b.inputs[0].data();
   // The kernel's weights: every input but an activation first, and the packed.
-  auto for_each_weight = [&](auto&& fn) {
-    for (size_t i = first_is_activation ? 1 : 0; i < b.inputs.size(); ++i) {
-      fn(b.inputs[i].data(), b.inputs[i].size());
-    }
-    for (const auto& pk : b.packed) fn(pk.data(), pk.size());
-  };
-  for_each_weight(EvictCacheLines);
-  EvictCacheLines(b.output.data(), b.output.size());
-  FenceCacheEvictions();
-  if (state == CacheState::kLastLevel) {
-    for_each_weight(TouchCacheLines);
-    static std::vector<uint8_t>* sweep =
-        new std::vector<uint8_t>(static_cast<size_t>(2 * std::max<int64_t>(caches.core_bytes, 1)));
-    TouchCacheLines(sweep->data(), sweep->size());
+  std::vector<CacheBuffer> weights;
+  for (size_t i = first_is_activation ? 1 : 0; i < b.inputs.size(); ++i) {
+    weights.push_back({b.inputs[i].data(), b.inputs[i].size()});
   }
-  if (first_is_activation) RewriteCacheLines(b.inputs[0].data(), b.inputs[0].size());
+  for (auto& pk : b.packed) weights.push_back({pk.data(), pk.size()});
+  static std::vector<uint8_t>* sweep =
+      new std::vector<uint8_t>(static_cast<size_t>(2 * std::max<int64_t>(caches.core_bytes, 1)));
+  LeaveCachesAsTheModel(
+      weights, {b.output.data(), b.output.size()},
+      first_is_activation ? CacheBuffer{b.inputs[0].data(), b.inputs[0].size()} : CacheBuffer{},
+      state == CacheState::kLastLevel ? CacheBuffer{sweep->data(), sweep->size()} : CacheBuffer{});
 }
 
 // The reference output of the last workload verified: the candidates of a
