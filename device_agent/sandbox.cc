@@ -156,14 +156,19 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
         if (board_builds != nullptr) board_builds->DropPending();
         ahead_batch = batch.batch_id();
       }
+      // The fault tests' crashing build: any candidate of the request that
+      // this worker builds (also ahead, for another's request).
+      auto crash_build_hook = [&] {
+        for (const kiln::v1::Candidate& k : batch.candidates()) {
+          if (FaultMatches("KILN_TEST_CRASH_BUILD", k.candidate_id())) std::abort();
+        }
+      };
       // Every candidate of the request, built together on every core; each
       // is then timed alone.
       auto request_configs = [&] {
+        crash_build_hook();
         std::vector<kiln::v1::Config> configs;
-        for (const kiln::v1::Candidate& k : batch.candidates()) {
-          if (FaultMatches("KILN_TEST_CRASH_BUILD", k.candidate_id())) std::abort();
-          configs.push_back(k.config());
-        }
+        for (const kiln::v1::Candidate& k : batch.candidates()) configs.push_back(k.config());
         return configs;
       };
       try {
@@ -171,7 +176,7 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
           // Every candidate of the request not yet building starts now, in
           // the background: the window slides, and the host builds the next
           // candidates while the board times this one.
-          request_configs();  // the fault hooks
+          crash_build_hook();
           for (const kiln::v1::Candidate& k : batch.candidates()) {
             if (ahead_for_board.count(k.candidate_id()) == 0) {
               ahead_for_board[k.candidate_id()] =
