@@ -54,7 +54,23 @@ absl::Status ReadExactly(int fd, char* out, size_t n,
   return absl::OkStatus();
 }
 
+// An answer's outcome: its error kind (at most kTimeout) and message.
+bool ReadOutcome(Reader& r, MeasureErrorKind* error, std::string* message) {
+  uint8_t e = 0;
+  std::string_view m;
+  if (!r.U8(&e) || e > static_cast<uint8_t>(MeasureErrorKind::kTimeout) || !r.Bytes(&m, 16 << 10)) {
+    return false;
+  }
+  *error = static_cast<MeasureErrorKind>(e);
+  *message = m;
+  return true;
+}
+
 // A count (at most kMaxCosts), then that many costs.
+void WriteCosts(Writer& w, const std::vector<double>& costs) {
+  w.U32(static_cast<uint32_t>(costs.size()));
+  for (double c : costs) w.F64(c);
+}
 bool ReadCosts(Reader& r, std::vector<double>* costs) {
   uint32_t n = 0;
   if (!r.U32(&n) || n > kMaxCosts) return false;
@@ -268,8 +284,8 @@ std::string Encode(const MeasureRequest& m) {
 }
 std::string Encode(const Measured& m) {
   Writer w;
-  w.U8(static_cast<uint8_t>(m.error)).Bytes(m.message).U32(static_cast<uint32_t>(m.costs_s.size()));
-  for (double c : m.costs_s) w.F64(c);
+  w.U8(static_cast<uint8_t>(m.error)).Bytes(m.message);
+  WriteCosts(w, m.costs_s);
   w.U8(m.cut_short);
   return w.Take();
 }
@@ -287,10 +303,8 @@ std::string Encode(const MeasuredModel& m) {
       .Bytes(m.message)
       .U32(static_cast<uint32_t>(m.variants.size()));
   for (const VariantTimes& v : m.variants) {
-    w.U8(static_cast<uint8_t>(v.error))
-        .Bytes(v.message)
-        .U32(static_cast<uint32_t>(v.costs_s.size()));
-    for (double c : v.costs_s) w.F64(c);
+    w.U8(static_cast<uint8_t>(v.error)).Bytes(v.message);
+    WriteCosts(w, v.costs_s);
     w.U32(static_cast<uint32_t>(v.kernel_s.size()));
     for (const auto& [key, seconds] : v.kernel_s) w.Bytes(key).F64(seconds);
   }
@@ -317,15 +331,10 @@ absl::StatusOr<MeasureModelRequest> DecodeMeasureModelRequest(std::string_view p
 absl::StatusOr<MeasuredModel> DecodeMeasuredModel(std::string_view payload) {
   Reader r(payload);
   MeasuredModel m;
-  uint8_t error = 0;
-  std::string_view message;
   uint32_t n = 0;
-  if (!r.U8(&error) || error > static_cast<uint8_t>(MeasureErrorKind::kTimeout) ||
-      !r.Bytes(&message, 16 << 10) || !r.U32(&n) || n > kMaxVariants) {
+  if (!ReadOutcome(r, &m.error, &m.message) || !r.U32(&n) || n > kMaxVariants) {
     return Malformed("measured-model");
   }
-  m.error = static_cast<MeasureErrorKind>(error);
-  m.message = message;
   for (uint32_t i = 0; i < n; ++i) {
     VariantTimes v;
     uint8_t e = 0;
@@ -430,14 +439,10 @@ absl::StatusOr<MeasureRequest> DecodeMeasureRequest(std::string_view payload) {
 absl::StatusOr<Measured> DecodeMeasured(std::string_view payload) {
   Reader r(payload);
   Measured m;
-  uint8_t error = 0;
-  std::string_view message;
-  if (!r.U8(&error) || error > 4 || !r.Bytes(&message, 16 << 10) || !ReadCosts(r, &m.costs_s) ||
-      !r.U8(&m.cut_short) || !r.Done()) {
+  if (!ReadOutcome(r, &m.error, &m.message) || !ReadCosts(r, &m.costs_s) || !r.U8(&m.cut_short) ||
+      !r.Done()) {
     return Malformed("measured");
   }
-  m.error = static_cast<MeasureErrorKind>(error);
-  m.message = message;
   return m;
 }
 

@@ -111,11 +111,6 @@ void OnThreads(size_t n, int threads, const std::function<void(size_t)>& fn) {
   for (std::thread& t : pool) t.join();
 }
 
-ReferenceCache* SharedReferences() {
-  static ReferenceCache* references = new ReferenceCache;
-  return references;
-}
-
 Measurement Error(MeasureError kind, std::string message, double build_s = 0) {
   Measurement m;
   m.error = kind;
@@ -248,6 +243,44 @@ std::vector<Prebuilt> PrebuildJit(const Workload& workload, const std::vector<Co
   return built;
 }
 
+namespace {
+
+// The seeded inputs and the reference output of the last workload built for
+// a board: a batch's candidates share them, and a board agent builds its
+// candidates one at a time. INVALID_ARGUMENT for a bad workload.
+struct RemoteInputs {
+  KernelBuffers buffers;
+  std::vector<uint8_t> reference;
+  double tolerance = 0;
+};
+absl::StatusOr<std::shared_ptr<const RemoteInputs>> RemoteInputsOf(const Workload& workload,
+                                                                   uint64_t seed) {
+  static std::mutex mu;
+  static std::string* key = new std::string;
+  static std::shared_ptr<const RemoteInputs>* last = new std::shared_ptr<const RemoteInputs>;
+  const std::string want = StrCat(workload.Canonical(), "#", seed);
+  std::lock_guard<std::mutex> lock(mu);
+  if (*key == want && *last != nullptr) return *last;
+  absl::StatusOr<KernelSignature> sig = workload.Signature();
+  if (!sig.ok()) {
+    return absl::InvalidArgumentError(StrCat("bad workload: ", sig.status().message()));
+  }
+  auto in = std::make_shared<RemoteInputs>();
+  in->buffers = MakeKernelBuffers(*sig, seed);
+  in->reference.assign(in->buffers.output.size(), 0);
+  if (absl::Status s = RunReference(workload, in->buffers.input_ptrs, in->reference.data());
+      !s.ok()) {
+    return absl::InternalError(StrCat("reference implementation failed: ", s.message()));
+  }
+  in->tolerance =
+      FloatTolerance(in->buffers.output_dtype, in->reference.data(), in->buffers.OutputSize());
+  *key = want;
+  *last = std::move(in);
+  return *last;
+}
+
+}  // namespace
+
 std::vector<RemoteBuild> BuildRemote(const Workload& workload, const std::vector<Config>& configs,
                                      const Target& target, uint64_t seed, int threads) {
   std::vector<RemoteBuild> built(configs.size());
@@ -258,21 +291,16 @@ std::vector<RemoteBuild> BuildRemote(const Workload& workload, const std::vector
     }
     return built;
   };
-  absl::StatusOr<KernelSignature> sig = workload.Signature();
-  if (!sig.ok()) {
-    return fail_all(MeasureError::kCompile, StrCat("bad workload: ", sig.status().message()));
+  absl::StatusOr<std::shared_ptr<const RemoteInputs>> shared = RemoteInputsOf(workload, seed);
+  if (!shared.ok()) {
+    return fail_all(
+        absl::IsInvalidArgument(shared.status()) ? MeasureError::kCompile : MeasureError::kRuntime,
+        std::string(shared.status().message()));
   }
-  const KernelBuffers buffers = MakeKernelBuffers(*sig, seed);
-  std::vector<uint8_t> reference(buffers.output.size(), 0);
-  ReferenceCache* references = SharedReferences();
-  if (absl::Status s =
-          references->Get(workload, workload.Canonical(), seed, buffers.input_ptrs, &reference);
-      !s.ok()) {
-    return fail_all(MeasureError::kRuntime,
-                    StrCat("reference implementation failed: ", s.message()));
-  }
+  const KernelBuffers& buffers = (*shared)->buffers;
+  const std::vector<uint8_t>& reference = (*shared)->reference;
+  const double tolerance = (*shared)->tolerance;
   const int64_t out_n = buffers.OutputSize();
-  const double tolerance = FloatTolerance(buffers.output_dtype, reference.data(), out_n);
   OnThreads(configs.size(), threads, [&](size_t i) {
     RemoteBuild& b = built[i];
     const Clock::time_point start = Clock::now();
@@ -388,7 +416,7 @@ Measurement Measure(const Workload& workload, const Config& config, const Measur
   if (absl::StatusOr<double> first = time_runs(1); !first.ok()) {
     return fail(MeasureError::kRuntime, std::string(first.status().message()));
   }
-  ReferenceCache* references = SharedReferences();
+  static ReferenceCache* references = new ReferenceCache;
   if (absl::Status s =
           references->Get(workload, workload.Canonical(), seed, buffers.input_ptrs, &reference);
       !s.ok()) {

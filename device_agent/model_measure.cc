@@ -146,7 +146,6 @@ std::vector<MeasureResult> MeasureModelVariants(const kiln::v1::MeasureBatch& ba
   BuiltVariants built = BuildModelVariants(batch, files_dir, target);
   std::vector<std::unique_ptr<deploy::Module>> modules(built.artifacts.size());
   std::vector<deploy::Module*> loaded(built.artifacts.size(), nullptr);
-  std::vector<board::VariantTimes> load_errors(built.artifacts.size());
   for (size_t v = 0; v < built.artifacts.size(); ++v) {
     if (built.artifacts[v].empty()) continue;
     absl::StatusOr<std::unique_ptr<deploy::Module>> m =

@@ -245,6 +245,14 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
         std::lock_guard<std::mutex> lock(state_mu);
         return session_over || cancelled.count(batch.batch_id()) > 0;
       };
+      // AGENT_LOST (a board agent's board gone) is not the candidates'
+      // doing: the session ends unanswered, and the batch goes back to the
+      // tracker's queue.
+      auto leave = [&](const kiln::v1::MeasureResult& lost) {
+        Log()->warn("{}: leaving the tracker's session, batch {} goes back to its queue",
+                    lost.error_message(), batch.batch_id());
+        ctx.TryCancel();
+      };
       AgentMessage reply;
       kiln::v1::BatchResult* result = reply.mutable_batch_result();
       result->set_batch_id(batch.batch_id());
@@ -254,12 +262,7 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
         auto lost = std::find_if(results.begin(), results.end(), [](const auto& r) {
           return r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST;
         });
-        if (lost != results.end()) {
-          Log()->warn("{}: leaving the tracker's session, batch {} goes back to its queue",
-                      lost->error_message(), batch.batch_id());
-          ctx.TryCancel();
-          return;
-        }
+        if (lost != results.end()) return leave(*lost);
         for (kiln::v1::MeasureResult& r : results) {
           r.set_agent_id(options_.agent_id);
           *result->add_results() = std::move(r);
@@ -273,13 +276,7 @@ absl::Status AgentSession::RunOnce(bool* welcomed) {
           break;
         }
         kiln::v1::MeasureResult r = measurer_(batch, i);
-        if (r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST) {
-          // Not the candidate's doing: the batch goes back to the queue.
-          Log()->warn("{}: leaving the tracker's session, batch {} goes back to its queue",
-                      r.error_message(), batch.batch_id());
-          ctx.TryCancel();
-          return;
-        }
+        if (r.error_kind() == kiln::v1::MEASURE_ERROR_KIND_AGENT_LOST) return leave(r);
         r.set_candidate_id(batch.candidates(i).candidate_id());
         r.set_agent_id(options_.agent_id);
         *result->add_results() = std::move(r);
