@@ -10,23 +10,21 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <map>
 #include <memory>
 #include <new>
-#include <thread>
 #include <vector>
 
 #include "base/cpus.h"
-#include "base/faults.h"
 #include "base/str.h"
 #include "base/subprocess.h"
 #include "compiler/target.h"
 #include "device_agent/board_measure.h"
 #include "device_agent/measure.h"
 #include "device_agent/model_measure.h"
+#include "device_agent/worker_faults.h"
 
 extern char** environ;
 
@@ -88,7 +86,8 @@ absl::Status ReadFrame(int fd, std::string* bytes) {
   return absl::OkStatus();
 }
 
-int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const BoardLink* board) {
+int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const BoardLink* board,
+                     const WorkerFaults* faults) {
   const compiler::Target host = compiler::Target::Host();
   // Kernels built ahead for the batch being measured, by candidate id (for
   // this host, or for the board).
@@ -134,10 +133,7 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
           ErrorResult(kiln::v1::MEASURE_ERROR_KIND_RUNTIME, "worker received a malformed request");
     } else {
       const kiln::v1::Candidate& c = batch.candidates(0);
-      if (FaultMatches("KILN_TEST_CRASH_WORKER", c.candidate_id())) std::abort();
-      if (FaultMatches("KILN_TEST_HANG_WORKER", c.candidate_id())) {
-        while (true) std::this_thread::sleep_for(std::chrono::hours(1));
-      }
+      if (faults != nullptr) faults->BeforeMeasure(c.candidate_id());
       compiler::Target target = host;
       bool target_ok = true;
       if (!batch.target().spec().empty()) {
@@ -156,17 +152,17 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
         if (board_builds != nullptr) board_builds->DropPending();
         ahead_batch = batch.batch_id();
       }
-      // The fault tests' crashing build: any candidate of the request that
-      // this worker builds (also ahead, for another's request).
-      auto crash_build_hook = [&] {
-        for (const kiln::v1::Candidate& k : batch.candidates()) {
-          if (FaultMatches("KILN_TEST_CRASH_BUILD", k.candidate_id())) std::abort();
-        }
+      // Every candidate of the request is about to be built (also ahead,
+      // for another's request).
+      auto before_builds = [&] {
+        if (faults == nullptr) return;
+        for (const kiln::v1::Candidate& k : batch.candidates())
+          faults->BeforeBuild(k.candidate_id());
       };
       // Every candidate of the request, built together on every core; each
       // is then timed alone.
       auto request_configs = [&] {
-        crash_build_hook();
+        before_builds();
         std::vector<kiln::v1::Config> configs;
         for (const kiln::v1::Candidate& k : batch.candidates()) configs.push_back(k.config());
         return configs;
@@ -176,7 +172,7 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
           // Every candidate of the request not yet building starts now, in
           // the background: the window slides, and the host builds the next
           // candidates while the board times this one.
-          crash_build_hook();
+          before_builds();
           for (const kiln::v1::Candidate& k : batch.candidates()) {
             if (ahead_for_board.count(k.candidate_id()) == 0) {
               ahead_for_board[k.candidate_id()] =
@@ -199,8 +195,8 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
             for (size_t i = 1; i < built.size(); ++i) {
               ahead[batch.candidates(static_cast<int>(i)).candidate_id()] = std::move(built[i]);
             }
-          } else if (FaultMatches("KILN_TEST_CRASH_BUILD", c.candidate_id())) {
-            std::abort();
+          } else if (faults != nullptr) {
+            faults->BeforeBuild(c.candidate_id());
           }
           result = MeasureCandidate(batch.workload().canonical(), c.config(), batch.timing(),
                                     target, 42, &mine);
@@ -219,18 +215,7 @@ int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir, const 
                                      static_cast<int64_t>(lim.rlim_cur >> 20),
                                      " MiB (kiln-agent --worker-memory)"));
       }
-      // A faulty board, for fault tests: every output differs from the
-      // reference (what the verification reports).
-      if (FaultSetting("KILN_TEST_WRONG_RESULTS") != nullptr &&
-          result.error_kind() == kiln::v1::MEASURE_ERROR_KIND_NONE) {
-        result = ErrorResult(kiln::v1::MEASURE_ERROR_KIND_WRONG_RESULT,
-                             "output differs from the reference (KILN_TEST_WRONG_RESULTS)");
-      }
-      // A lying agent, for fault tests: every cost it measured becomes this.
-      if (const char* lie = FaultSetting("KILN_TEST_LIE_COSTS"); lie && *lie) {
-        for (int i = 0; i < result.costs_s_size(); ++i)
-          result.set_costs_s(i, std::strtod(lie, nullptr));
-      }
+      if (faults != nullptr) faults->AfterMeasure(result);
       result.set_candidate_id(c.candidate_id());
     }
     if (absl::Status w = WriteFrame(out_fd, result.SerializeAsString()); !w.ok()) return 1;

@@ -12,13 +12,8 @@
 // all together, on every core, and keeps the kernels for the requests that
 // follow; each candidate is still verified and timed alone.
 //
-// Fault hooks (base/faults.h: read by the worker of kiln-agent-faults only,
-// never kiln-agent's): KILN_TEST_CRASH_WORKER=<candidate id>
-// makes the worker abort on that candidate, KILN_TEST_CRASH_BUILD=<candidate
-// id> abort when it builds that candidate (also ahead, for another's
-// request), KILN_TEST_HANG_WORKER=<candidate
-// id> makes it sleep forever; KILN_TEST_LIE_COSTS=<number> (e.g. nan, -1)
-// replaces every cost it measured with that number.
+// The fault tests inject a crashing, hanging or lying worker through
+// RunMeasureWorker's `faults` (worker_faults.h; kiln-agent-faults only).
 //
 // The worker's address space is limited (setrlimit RLIMIT_AS, kiln-agent
 // --worker-memory): a candidate whose tensors do not fit fails to allocate
@@ -37,7 +32,8 @@
 
 namespace kiln::agent {
 
-struct BoardLink;  // board_measure.h
+struct BoardLink;    // board_measure.h
+class WorkerFaults;  // worker_faults.h
 
 class Sandbox {
  public:
@@ -108,9 +104,10 @@ int64_t DefaultWorkerMemoryBytes();
 // `files_dir`: `kiln-agent --measure-worker FILES_DIR`). With `board`
 // (a board agent's worker), every candidate is built for the batch's target
 // and measured on that board (board_measure.h), and whole models are
-// refused. Returns the process exit code (0 on EOF).
+// refused. `faults`: the fault tests' (nullptr: none). Returns the process
+// exit code (0 on EOF).
 int RunMeasureWorker(int in_fd, int out_fd, const std::string& files_dir = "",
-                     const BoardLink* board = nullptr);
+                     const BoardLink* board = nullptr, const WorkerFaults* faults = nullptr);
 
 // Length-prefixed message framing over file descriptors (4-byte little-endian
 // length, then the bytes). Exposed for tests.

@@ -14,7 +14,6 @@
 #include <sstream>
 #include <vector>
 
-#include "base/faults.h"
 #include "base/str.h"
 #include "base/subprocess.h"
 #include "storage/stores.h"
@@ -76,7 +75,8 @@ namespace {
 
 absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
                                           const std::string& artifacts_dir,
-                                          const std::string& job_id, int64_t max_elements) {
+                                          const std::string& job_id, int64_t max_elements,
+                                          const CompileFaults* faults) {
   auto db = storage::OpenStores(db_path);
   if (!db.ok()) return db.status();
   auto store = storage::ArtifactStore::Open(artifacts_dir);
@@ -92,9 +92,7 @@ absl::StatusOr<CompiledModule> CompileJob(const std::string& db_path,
       **store, (*row)->model_sha256,
       ImportOptionsOf(*stored, **store, (*row)->model_sha256, max_elements, *target));
   if (!model.ok()) return model.status();
-  if (const char* crash = FaultSetting("KILN_TEST_CRASH_COMPILE"); crash && *crash == '1') {
-    std::abort();
-  }
+  if (faults != nullptr) faults->BeforeCompile();
   CompiledModule out;
   auto choices = ChoicesOfJob(**row);
   if (!choices.ok()) return choices.status();
@@ -222,8 +220,8 @@ absl::StatusOr<CompiledModule> CompileInSandbox(const std::string& binary,
 }
 
 int RunCompileWorker(const std::string& db_path, const std::string& artifacts_dir,
-                     const std::string& job_id, int64_t max_elements) {
-  auto m = CompileJob(db_path, artifacts_dir, job_id, max_elements);
+                     const std::string& job_id, int64_t max_elements, const CompileFaults* faults) {
+  auto m = CompileJob(db_path, artifacts_dir, job_id, max_elements, faults);
   if (!m.ok()) {
     std::string message(m.status().message());
     for (char& c : message) c = c == '\n' ? ' ' : c;

@@ -9,9 +9,8 @@
 // limit (setrlimit) and is killed at the time limit; it runs at niceness
 // kCompileWorkerNice, below the agents' sessions.
 //
-// Fault hook (base/faults.h: read by the worker of kiln-tracker-faults only):
-// KILN_TEST_CRASH_COMPILE=1 makes it abort
-// before compiling (no model at hand crashes today's compiler).
+// The fault tests inject a crashing compiler through RunCompileWorker's
+// `faults` (kiln-tracker-faults only: no model at hand crashes today's).
 
 #include <cstdint>
 #include <string>
@@ -70,10 +69,20 @@ absl::StatusOr<CompiledModule> CompileInSandbox(const std::string& binary,
                                                 const std::string& job_id,
                                                 const CompileLimits& limits);
 
-// `kiln-tracker compile-worker ...`: the child's side. Returns its exit code;
-// prints "module SHA256 SIZE KERNELS TUNED" on stdout, or "error CODE
-// MESSAGE" (CODE an absl::StatusCode number).
+// A fault the fault tests inject into the compile worker
+// (tests/faults/tracker_faults_main.cc); the released tracker injects none.
+class CompileFaults {
+ public:
+  virtual ~CompileFaults() = default;
+  // After the job's model is loaded, before it is compiled.
+  virtual void BeforeCompile() const = 0;
+};
+
+// `kiln-tracker compile-worker ...`: the child's side, with `faults` (nullptr:
+// none). Returns its exit code; prints "module SHA256 SIZE KERNELS TUNED" on
+// stdout, or "error CODE MESSAGE" (CODE an absl::StatusCode number).
 int RunCompileWorker(const std::string& db_path, const std::string& artifacts_dir,
-                     const std::string& job_id, int64_t max_elements);
+                     const std::string& job_id, int64_t max_elements,
+                     const CompileFaults* faults = nullptr);
 
 }  // namespace kiln::tracker

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "compiler/kernel.h"
 #include "compiler/target.h"
@@ -17,7 +20,8 @@ namespace {
 using ::testing::HasSubstr;
 
 // The worker binary: the build tree's kiln-agent-faults, whose worker obeys
-// the fault hooks (base/faults.h), or KILN_AGENT_BINARY.
+// the fault tests' variables (tests/faults/agent_faults_main.cc), or
+// KILN_AGENT_BINARY.
 std::string AgentBinary() {
   const char* env = std::getenv("KILN_AGENT_BINARY");
   return env != nullptr ? env : KILN_BINARY_DIR "/device_agent/kiln-agent-faults";
@@ -116,6 +120,24 @@ TEST_F(Sandbox, TheReleasedAgentIgnoresTheFaultHooks) {
   EXPECT_EQ(r.error_kind(), kiln::v1::MEASURE_ERROR_KIND_NONE) << r.error_message();
   ASSERT_EQ(r.costs_s_size(), 2);
   EXPECT_GT(r.costs_s(0), 0);  // not NaN
+}
+
+// No fault of the fault tests is in the released programs, not even as a
+// name they could read (before, their sources read every KILN_TEST_*
+// variable and linked a stand-in answering none); the twins carry them.
+TEST(ReleasedPrograms, CarryNoFaultHooks) {
+  auto mentions_faults = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(in.good()) << path << " is missing";
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return bytes.find("KILN_TEST_") != std::string::npos;
+  };
+  for (const char* released : {"/device_agent/kiln-agent", "/tracker/kiln-tracker"}) {
+    EXPECT_FALSE(mentions_faults(KILN_BINARY_DIR + std::string(released))) << released;
+  }
+  for (const char* twin : {"/device_agent/kiln-agent-faults", "/tracker/kiln-tracker-faults"}) {
+    EXPECT_TRUE(mentions_faults(KILN_BINARY_DIR + std::string(twin))) << twin;
+  }
 }
 
 // A batch's candidates are built a window at a time by one worker, and each

@@ -17,7 +17,7 @@ class Farm:
         """Starts a process logging to `log`; `env`: variables added to ours.
         A kiln-tracker or kiln-agent asked for a fault (a KILN_TEST_*
         variable in `env`) is its -faults twin: the released programs have
-        no fault hooks (base/faults.h)."""
+        no fault hooks (tests/faults/)."""
         if any(k.startswith("KILN_TEST_") for k in (env or {})) and \
                 os.path.basename(cmd[0]) in ("kiln-tracker", "kiln-agent"):
             cmd = [cmd[0] + "-faults", *cmd[1:]]

@@ -4,7 +4,7 @@ its own kiln-tracker (fresh SQLite file) and kiln-agent processes, injects a
 fault, and checks that the job ends as it must, every trial is recorded
 exactly once, and the tracker lives. The faults are asked for by KILN_TEST_*
 variables, which only the -faults twins of the programs read
-(base/faults.h; tests/e2e/farm.py starts those when a test sets one).
+(tests/faults/; tests/e2e/farm.py starts those when a test sets one).
 
 - A model whose final compile crashes the compiler: the job fails with the
   reason, the tracker keeps serving, and a restart on the same database comes
