@@ -163,19 +163,9 @@ absl::StatusOr<TimedRuns> BuildGpu(const Workload& workload, const Config& confi
   const bool cuda = target.kind == TargetKind::kCuda;
   std::string device;
   if (!target.device.empty()) {
-    const std::vector<deploy::GpuDevice> devices =
-        cuda ? deploy::ListCudaDevices() : deploy::ListOpenClDevices();
-    std::string names;
-    for (size_t i = 0; i < devices.size() && device.empty(); ++i) {
-      if (DeviceId(devices[i].name) == target.device)
-        device = StrCat(cuda ? "cuda:" : "opencl:", i);
-      names += StrCat(i ? ", " : "", DeviceId(devices[i].name));
-    }
-    if (device.empty()) {
-      return absl::NotFoundError(StrCat("no ", cuda ? "CUDA" : "OpenCL", " device '", target.device,
-                                        "' on this machine (",
-                                        names.empty() ? "none" : "there are: " + names, ")"));
-    }
+    auto found = deploy::FindGpuDevice(cuda, target.device);
+    if (!found.ok()) return found.status();
+    device = *std::move(found);
   }
   auto program =
       cuda ? deploy::LoadCudaProgram(module->ptx, module->cubin, *std::move(launches), manifest, "",

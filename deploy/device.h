@@ -83,6 +83,10 @@ std::vector<GpuDevice> ListCudaDevices();
 std::string DescribeOpenClDevices(const std::vector<GpuDevice>& devices);
 // "CUDA: <name> (sm_90, 132 SMs, 80 GiB)[, ...]", or "" for none.
 std::string DescribeCudaDevices(const std::vector<GpuDevice>& devices);
+// The CUDA (`cuda`) or OpenCL device whose DeviceId is `id`, as the
+// `cuda:N` or `opencl:N` that loading a program takes; NOT_FOUND naming the
+// devices there are.
+absl::StatusOr<std::string> FindGpuDevice(bool cuda, const std::string& id);
 
 // Whether `device` can run `launch` of a kernel that allows `kernel_threads`
 // threads per block (its registers' limit on the device; 0: the device's)

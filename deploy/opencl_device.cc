@@ -170,6 +170,18 @@ std::string DescribeCudaDevices(const std::vector<GpuDevice>& devices) {
   return out;
 }
 
+absl::StatusOr<std::string> FindGpuDevice(bool cuda, const std::string& id) {
+  const std::vector<GpuDevice> devices = cuda ? ListCudaDevices() : ListOpenClDevices();
+  std::string names;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (DeviceId(devices[i].name) == id) return StrCat(cuda ? "cuda:" : "opencl:", i);
+    names += StrCat(i ? ", " : "", DeviceId(devices[i].name));
+  }
+  return absl::NotFoundError(StrCat("no ", cuda ? "CUDA" : "OpenCL", " device '", id,
+                                    "' on this machine (",
+                                    names.empty() ? "none" : "there are: " + names, ")"));
+}
+
 #ifdef KILN_DEPLOY_OPENCL
 namespace {
 

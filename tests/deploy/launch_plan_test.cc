@@ -2,6 +2,10 @@
 // and the line it names when it refuses.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "base/str.h"
 #include "deploy/device.h"
 
 namespace kiln::deploy {
@@ -173,6 +177,24 @@ TEST(GpuDevices, AnOpenClProgramTimesItsLaunchesOnTheDevice) {
   wide.block[0] = d.max_threads_per_block * 2;
   EXPECT_EQ(LoadOpenClProgram(source, {wide}, m, "", "").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A device is found by the name target specs carry (DeviceId), as the
+// agent's candidates name it; a name not there is NOT_FOUND naming those
+// that are.
+TEST(GpuDevices, FoundByTheirTargetName) {
+  auto none = FindGpuDevice(/*cuda=*/false, "no-such-device");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("no OpenCL device 'no-such-device'"), std::string::npos)
+      << none.status();
+  const std::vector<GpuDevice> devices = ListOpenClDevices();
+  if (devices.empty()) GTEST_SKIP() << "no OpenCL device (install pocl-opencl-icd)";
+  auto last = FindGpuDevice(false, DeviceId(devices.back().name));
+  ASSERT_TRUE(last.ok()) << last.status();
+  // The first of several devices of one name.
+  size_t first = devices.size() - 1;
+  while (first > 0 && devices[first - 1].name == devices.back().name) --first;
+  EXPECT_EQ(*last, "opencl:" + std::to_string(first));
 }
 
 }  // namespace
