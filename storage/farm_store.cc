@@ -9,6 +9,7 @@
 #include "storage/database.h"
 #include "storage/job_rows.h"
 #include "storage/migrations.h"
+#include "storage/row_reads.h"
 
 namespace kiln::storage {
 
@@ -56,21 +57,10 @@ const std::string& UnfinishedStatesSql() {
   return *text;
 }
 
-absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st) {
-  std::vector<JobRow> out;
-  while (true) {
-    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-    if (!has_row) return out;
-    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadJob(st));
-    out.push_back(std::move(row));
-  }
-}
-
 }  // namespace rows
 
 namespace {
 
-using rows::CollectJobs;
 using rows::kJobColumns;
 using rows::ReadJob;
 using rows::UnfinishedStatesSql;
@@ -113,6 +103,23 @@ AgentRow ReadAgent(const Statement& st) {
   return row;
 }
 
+// Binds parameters 1-11 of an insert or update of the jobs table, in
+// kJobColumns' order: id to artifact_sha256.
+absl::Status BindJobFields(Statement& st, const JobRow& row) {
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.device_key));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.target));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, JobStateName(row.state)));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(7, row.trials));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(8, row.trials_done));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.options_json));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.error));
+  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.artifact_sha256));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 FarmStore::FarmStore(std::shared_ptr<Connection> connection) : c_(std::move(connection)) {}
@@ -140,17 +147,7 @@ absl::Status FarmStore::CreateJob(const JobRow& row) {
       st, c_->db->Prepare(StrCat("INSERT INTO jobs(", kJobColumns, ", tracker_id, lease_until_ms",
                                  ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                                  "ON CONFLICT DO NOTHING")));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.device_key));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.target));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, JobStateName(row.state)));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(7, row.trials));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(8, row.trials_done));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.options_json));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.error));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.artifact_sha256));
+  KILN_STORAGE_RETURN_IF_ERROR(BindJobFields(st, row));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(12, row.created_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.updated_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(14, row.tuning_ms));
@@ -177,17 +174,7 @@ absl::Status FarmStore::UpdateJob(const JobRow& row) {
                       "target = ?5, state = ?6, trials = ?7, trials_done = ?8, "
                       "options_json = ?9, error = ?10, artifact_sha256 = ?11, "
                       "updated_unix_ms = ?12, tuning_ms = ?13, end_to_end = ?14 WHERE id = ?1"));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, row.id));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, row.model_name));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(3, row.model_sha256));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(4, row.device_key));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(5, row.target));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(6, JobStateName(row.state)));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(7, row.trials));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(8, row.trials_done));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(9, row.options_json));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(10, row.error));
-  KILN_STORAGE_RETURN_IF_ERROR(st.BindText(11, row.artifact_sha256));
+  KILN_STORAGE_RETURN_IF_ERROR(BindJobFields(st, row));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(12, row.updated_unix_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(13, row.tuning_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(14, row.end_to_end_json));
@@ -201,10 +188,7 @@ absl::StatusOr<std::optional<JobRow>> FarmStore::GetJob(const std::string& id) {
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, c_->db->Prepare(StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = ?")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, id));
-  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-  if (!has_row) return std::optional<JobRow>();
-  KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadJob(st));
-  return std::optional<JobRow>(std::move(row));
+  return rows::FirstRow(st, ReadJob);
 }
 
 absl::StatusOr<std::vector<JobRow>> FarmStore::ListJobs() {
@@ -212,7 +196,7 @@ absl::StatusOr<std::vector<JobRow>> FarmStore::ListJobs() {
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, c_->db->Prepare(
               StrCat("SELECT ", kJobColumns, " FROM jobs ORDER BY created_unix_ms DESC, id DESC")));
-  return CollectJobs(st);
+  return rows::AllRows(st, ReadJob);
 }
 
 absl::StatusOr<std::vector<JobRow>> FarmStore::UnfinishedJobs() {
@@ -223,7 +207,7 @@ absl::StatusOr<std::vector<JobRow>> FarmStore::UnfinishedJobs() {
                                  UnfinishedStatesSql(),
                                  ") "
                                  "ORDER BY created_unix_ms ASC, id ASC")));
-  return CollectJobs(st);
+  return rows::AllRows(st, ReadJob);
 }
 
 // ------------------------------------------------------------------- tokens
@@ -256,14 +240,7 @@ absl::StatusOr<std::vector<TokenRow>> FarmStore::ListTokens() {
   std::lock_guard<std::mutex> lock(c_->mu);
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, c_->db->Prepare(StrCat("SELECT ", kTokenColumns, " FROM tokens ORDER BY id")));
-  std::vector<TokenRow> out;
-  while (true) {
-    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-    if (!has_row) break;
-    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadToken(st));
-    out.push_back(std::move(row));
-  }
-  return out;
+  return rows::AllRows(st, ReadToken);
 }
 
 absl::Status FarmStore::RevokeToken(int64_t id, int64_t unix_ms) {
@@ -285,10 +262,7 @@ absl::StatusOr<std::optional<TokenRow>> FarmStore::TokenByHash(const std::string
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, c_->db->Prepare(StrCat("SELECT ", kTokenColumns, " FROM tokens WHERE hash = ?")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, hash));
-  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-  if (!has_row) return std::optional<TokenRow>();
-  KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadToken(st));
-  return std::optional<TokenRow>(std::move(row));
+  return rows::FirstRow(st, ReadToken);
 }
 
 // ------------------------------------------------------------------- agents
@@ -381,13 +355,7 @@ absl::StatusOr<std::vector<ArtifactRow>> FarmStore::ListArtifacts(ArtifactKind k
                                  " FROM artifacts WHERE kind = ? "
                                  "ORDER BY created_unix_ms ASC, sha256 ASC")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, NameOf(kind)));
-  std::vector<ArtifactRow> out;
-  while (true) {
-    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-    if (!has_row) return out;
-    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadArtifact(st));
-    out.push_back(std::move(row));
-  }
+  return rows::AllRows(st, ReadArtifact);
 }
 
 absl::Status FarmStore::DeleteArtifact(const std::string& sha256) {
@@ -402,10 +370,7 @@ absl::StatusOr<std::optional<ArtifactRow>> FarmStore::GetArtifact(const std::str
   KILN_STORAGE_ASSIGN_OR_RETURN(
       st, c_->db->Prepare(StrCat("SELECT ", kArtifactColumns, " FROM artifacts WHERE sha256 = ?")));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, sha256));
-  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-  if (!has_row) return std::optional<ArtifactRow>();
-  KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadArtifact(st));
-  return std::optional<ArtifactRow>(std::move(row));
+  return rows::FirstRow(st, ReadArtifact);
 }
 
 }  // namespace kiln::storage

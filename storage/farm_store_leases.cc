@@ -8,6 +8,7 @@
 #include "storage/database.h"
 #include "storage/farm_store.h"
 #include "storage/job_rows.h"
+#include "storage/row_reads.h"
 
 namespace kiln::storage {
 
@@ -64,7 +65,7 @@ absl::StatusOr<std::vector<JobRow>> FarmStore::ClaimJobs(const std::string& trac
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, tracker));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(2, until_ms));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, now_ms));
-  return rows::CollectJobs(st);
+  return rows::AllRows(st, rows::ReadJob);
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, bool>>> FarmStore::RenewJobLeases(
@@ -145,10 +146,7 @@ absl::StatusOr<std::optional<BatchRow>> FarmStore::ClaimBatch(const std::string&
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, device_key));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(2, holder));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindInt64(3, until_ms));
-  KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-  if (!has_row) return std::optional<BatchRow>();
-  KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadBatch(st));
-  return std::optional<BatchRow>(std::move(row));
+  return rows::FirstRow(st, ReadBatch);
 }
 
 absl::StatusOr<bool> FarmStore::SetBatchLease(const std::string& id, const std::string& holder,
@@ -185,13 +183,7 @@ absl::StatusOr<std::vector<BatchRow>> FarmStore::TakeFinishedBatches(const std::
       st, c_->db->Prepare(StrCat("DELETE FROM batches WHERE owner = ? AND state = ",
                                  Sql(BatchState::kDone), " RETURNING ", kBatchColumns)));
   KILN_STORAGE_RETURN_IF_ERROR(st.BindText(1, owner));
-  std::vector<BatchRow> out;
-  while (true) {
-    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-    if (!has_row) return out;
-    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadBatch(st));
-    out.push_back(std::move(row));
-  }
+  return rows::AllRows(st, ReadBatch);
 }
 
 absl::StatusOr<bool> FarmStore::WithdrawBatch(const std::string& id) {

@@ -23,7 +23,5 @@ inline constexpr char kJobColumns[] =
 const std::string& UnfinishedStatesSql();
 // A row selected with kJobColumns; DATA_LOSS for text no kiln wrote.
 absl::StatusOr<JobRow> ReadJob(const Statement& st);
-// Every row of a statement that selected kJobColumns.
-absl::StatusOr<std::vector<JobRow>> CollectJobs(Statement& st);
 
 }  // namespace kiln::storage::rows

@@ -11,6 +11,7 @@
 #include "storage/database.h"
 #include "storage/migrations.h"
 #include "storage/record_rows.h"
+#include "storage/row_reads.h"
 
 namespace kiln::storage {
 
@@ -185,13 +186,7 @@ absl::Status BindScope(Statement& st, int all_param, int user_param, const Recor
 }
 
 absl::StatusOr<std::vector<RecordRow>> CollectRecords(Database& db, Statement& st) {
-  std::vector<RecordRow> out;
-  while (true) {
-    KILN_STORAGE_ASSIGN_OR_RETURN(has_row, st.Step());
-    if (!has_row) break;
-    KILN_STORAGE_ASSIGN_OR_RETURN(row, ReadRecord(st));
-    out.push_back(std::move(row));
-  }
+  KILN_STORAGE_ASSIGN_OR_RETURN(out, rows::AllRows(st, ReadRecord));
   KILN_STORAGE_RETURN_IF_ERROR(rows::AttachCosts(db, out));
   return out;
 }
