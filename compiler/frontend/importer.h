@@ -323,9 +323,13 @@ class Importer {
   absl::Status ImportSignal(const onnx::NodeProto& node, bool* handled);
   absl::Status ImportDft(const onnx::NodeProto& node);
   absl::Status ImportStft(const onnx::NodeProto& node);
-  // AffineGrid, ReverseSequence and MaxUnpool as the nodes of their
-  // definition (onnx_expanded_ops.cc); *handled false for other operators.
+  // AffineGrid, ReverseSequence, MaxUnpool, Col2Im, Det and TfIdfVectorizer
+  // as the nodes of their definition (onnx_expanded_ops.cc); *handled false
+  // for other operators.
   absl::Status ImportExpanded(const onnx::NodeProto& node, bool* handled);
+  // TfIdfVectorizer over integer n-grams, as Gathers, Equals and sums
+  // (onnx_expanded_ops.cc).
+  absl::Status ImportTfIdf(const onnx::NodeProto& node);
   // onnxruntime's quantized operators (domain com.microsoft) as the QDQ
   // nodes of their definition (onnx_contrib_ops.cc); others refused by name.
   absl::Status ImportMicrosoft(const onnx::NodeProto& node);

@@ -15,6 +15,13 @@
 //   block_shape known at compile time).
 // - Det: Leibniz's sum over the permutations of the matrix's entries (each
 //   a Gather of the flattened matrix), for matrices up to 4x4.
+// - TfIdfVectorizer (integer n-grams): per n-gram length n of the pool, the
+//   input's items at every n-gram's k-th place (a Gather by constant
+//   positions: each start, for each skip distance d from 1 to
+//   max_skip_count + 1; unigrams once), compared with the pool's k-th items
+//   ([P_n, 1] against [..., 1, L]), And over k, summed over the positions:
+//   each pool n-gram's count; a MatMul by a constant 0/1 matrix moves the
+//   mode's scores (weights by pool n-gram) to their ngram_indexes.
 #include <algorithm>
 
 #include "base/str.h"
@@ -279,6 +286,7 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
     if (!shape.ok()) return shape.status();
     return StatusOf(Emit(base, "Reshape", {*sum, *shape}, nullptr, node.output(0)));
   }
+  if (op == "TfIdfVectorizer") return ImportTfIdf(node);
   if (op == "Det") {
     auto x = InF(node, 0);
     if (!x.ok()) return x.status();
@@ -337,6 +345,173 @@ absl::Status Importer::ImportExpanded(const onnx::NodeProto& node, bool* handled
   }
   *handled = false;
   return absl::OkStatus();
+}
+
+absl::Status Importer::ImportTfIdf(const onnx::NodeProto& node) {
+  const std::string base = Name(node);
+  auto x = In(node, 0);
+  if (!x.ok()) return x.status();
+  const Shape xs = V(*x).shape;
+  const DType xt = V(*x).dtype;
+  if (Attr(node, "pool_strings") != nullptr) {
+    return Unimplemented(node, "string n-grams (kiln has no string tensors)");
+  }
+  if (xt != DType::kInt32 && xt != DType::kInt64) {
+    return absl::InvalidArgumentError(
+        StrCat("TfIdfVectorizer: X must be int32 or int64, not ", DTypeName(xt)));
+  }
+  if (xs.size() != 1 && xs.size() != 2) {
+    return absl::InvalidArgumentError(
+        StrCat("TfIdfVectorizer: X must be [C] or [N, C], not [", StrJoin(xs, ","), "]"));
+  }
+  const int64_t min_n = AttrInt(node, "min_gram_length", 0),
+                max_n = AttrInt(node, "max_gram_length", 0),
+                max_skip = AttrInt(node, "max_skip_count", 0);
+  const std::string mode = AttrString(node, "mode", "");
+  const std::vector<int64_t> counts = AttrInts(node, "ngram_counts", {}),
+                             indexes = AttrInts(node, "ngram_indexes", {}),
+                             pool = AttrInts(node, "pool_int64s", {});
+  const auto* w_attr = AttrTyped(node, "weights", onnx::AttributeProto::FLOATS);
+  const std::vector<float> weights =
+      w_attr ? std::vector<float>(w_attr->floats().begin(), w_attr->floats().end())
+             : std::vector<float>{};
+  if (min_n < 1 || max_n < min_n || max_skip < 0 || max_skip > 1024) {
+    return absl::InvalidArgumentError(
+        StrCat("TfIdfVectorizer: needs 1 <= min_gram_length <= max_gram_length and 0 <= "
+               "max_skip_count <= 1024 (has ",
+               min_n, ", ", max_n, ", ", max_skip, ")"));
+  }
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") {
+    return absl::InvalidArgumentError(
+        StrCat("TfIdfVectorizer: mode must be TF, IDF or TFIDF, not '", mode, "'"));
+  }
+  // The pool's n-grams by length: those of length n + 1 start at counts[n].
+  struct Gram {
+    int64_t n, ordinal;  // its length, its place among all the pool's n-grams
+    std::vector<int64_t> items;
+  };
+  std::vector<Gram> grams;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const int64_t from = counts[i];
+    const int64_t to = i + 1 < counts.size() ? counts[i + 1] : static_cast<int64_t>(pool.size());
+    const int64_t n = static_cast<int64_t>(i) + 1;
+    if (from < 0 || to < from || to > static_cast<int64_t>(pool.size()) || (to - from) % n != 0) {
+      return absl::InvalidArgumentError(StrCat("TfIdfVectorizer: ngram_counts [",
+                                               StrJoin(counts, ","), "] does not cut pool_int64s (",
+                                               pool.size(), " items) into n-grams"));
+    }
+    for (int64_t at = from; at < to; at += n) {
+      grams.push_back({n, static_cast<int64_t>(grams.size()),
+                       std::vector<int64_t>(pool.begin() + at, pool.begin() + at + n)});
+    }
+  }
+  if (indexes.size() != grams.size() || indexes.empty()) {
+    return absl::InvalidArgumentError(StrCat("TfIdfVectorizer: ngram_indexes has ", indexes.size(),
+                                             " entries for the pool's ", grams.size(), " n-grams"));
+  }
+  int64_t out_size = 0;
+  for (int64_t i : indexes) {
+    if (i < 0 || i >= kMaxIndexEntries) {
+      return absl::InvalidArgumentError(StrCat("TfIdfVectorizer: ngram_indexes entry ", i));
+    }
+    out_size = std::max(out_size, i + 1);
+  }
+  if (!weights.empty() && static_cast<int64_t>(weights.size()) < out_size) {
+    return absl::InvalidArgumentError(
+        StrCat("TfIdfVectorizer: ", weights.size(), " weights for ", out_size, " outputs"));
+  }
+  const int64_t C = xs.back(), rows = xs.size() == 2 ? xs[0] : 1;
+  const int axis = static_cast<int>(xs.size()) - 1;
+  Shape out_shape = xs;
+  out_shape.back() = out_size;
+  auto x64 = xt == DType::kInt64 ? absl::StatusOr<std::string>(node.input(0))
+                                 : Emit(base, "Cast", {node.input(0)}, IntAttr("to", 7));
+  if (!x64.ok()) return x64.status();
+  // Each counted length's counts ([..., P_n]) and the ordinals of its n-grams.
+  std::vector<std::string> parts;
+  std::vector<int64_t> ordinals;
+  for (int64_t n = min_n; n <= max_n; ++n) {
+    std::vector<const Gram*> of_n;
+    for (const Gram& g : grams) {
+      if (g.n == n) of_n.push_back(&g);
+    }
+    // Every n-gram's first position and skip distance.
+    std::vector<int64_t> starts, steps;
+    for (int64_t d = 1; d <= (n == 1 ? 1 : max_skip + 1); ++d) {
+      for (int64_t i = 0; i + (n - 1) * d < C; ++i) {
+        starts.push_back(i);
+        steps.push_back(d);
+      }
+    }
+    const int64_t L = static_cast<int64_t>(starts.size()), P = static_cast<int64_t>(of_n.size());
+    if (P == 0 || L == 0) continue;
+    if (rows * P * L > max_elements_ || L * n > kMaxIndexEntries) {
+      return TooManyElements(StrCat("TfIdfVectorizer's comparisons of its ", n, "-grams"));
+    }
+    if (absl::Status st = CountExpandedNode(4 * n + 3); !st.ok()) return st;
+    std::string all;
+    for (int64_t k = 0; k < n; ++k) {
+      std::vector<int64_t> at(static_cast<size_t>(L)), item(static_cast<size_t>(P));
+      for (int64_t j = 0; j < L; ++j) at[j] = starts[j] + k * steps[j];
+      for (int64_t p = 0; p < P; ++p) item[p] = of_n[p]->items[k];
+      Value iv, gv;
+      iv.SetInt64s(at);
+      iv.shape = {L};
+      gv.SetInt64s(item);
+      gv.shape = {P, 1};
+      const std::string iname = NamedConstant(base, std::move(iv)),
+                        gname = NamedConstant(base, std::move(gv));
+      auto picked = Emit(base, "Gather", {*x64, iname}, IntAttr("axis", axis));
+      auto where = picked.ok() ? EmitInt64s(base, {axis}) : picked;
+      auto lifted = where.ok() ? Emit(base, "Unsqueeze", {*picked, *where}) : where;
+      auto eq = lifted.ok() ? Emit(base, "Equal", {*lifted, gname}) : lifted;
+      auto both = eq.ok() && !all.empty() ? Emit(base, "And", {all, *eq}) : eq;
+      if (!both.ok()) return both.status();
+      all = *both;
+    }
+    auto hits = Emit(base, "Cast", {all}, IntAttr("to", 1));
+    auto last = hits.ok() ? EmitInt64s(base, {axis + 1}) : hits;
+    auto sum = last.ok() ? Emit(base, "ReduceSum", {*hits, *last}, IntAttr("keepdims", 0)) : last;
+    if (!sum.ok()) return sum.status();
+    parts.push_back(*sum);
+    for (const Gram* g : of_n) ordinals.push_back(g->ordinal);
+  }
+  if (parts.empty()) {  // no n-gram fits: zeros
+    Value z;
+    z.SetFloats(std::vector<float>(static_cast<size_t>(rows * out_size), 0.0f));
+    z.shape = out_shape;
+    return StatusOf(
+        Emit(base, "Identity", {NamedConstant(base, std::move(z))}, nullptr, node.output(0)));
+  }
+  auto counted = parts.size() == 1 ? absl::StatusOr<std::string>(parts[0])
+                                   : Emit(base, "Concat", parts, IntAttr("axis", axis));
+  if (!counted.ok()) return counted.status();
+  // The mode's scores (weights by pool n-gram, as the specification and
+  // onnxruntime read them; ONNX's Python reference reads them by output
+  // index), then moved to their outputs by a [P counted, out_size] of 0 and 1.
+  auto scored = counted;
+  if (mode == "IDF") {
+    auto seen = Emit(base, "Greater", {*counted, NamedScalar(base, 0.0f)});
+    scored = seen.ok() ? Emit(base, "Cast", {*seen}, IntAttr("to", 1)) : seen;
+  }
+  if (scored.ok() && mode != "TF" && !weights.empty()) {
+    std::vector<float> w;
+    for (int64_t o : ordinals) w.push_back(weights[static_cast<size_t>(o)]);
+    Value wv;
+    wv.SetFloats(w);
+    wv.shape = {static_cast<int64_t>(w.size())};
+    scored = Emit(base, "Mul", {*scored, NamedConstant(base, std::move(wv))});
+  }
+  if (!scored.ok()) return scored.status();
+  std::vector<float> to_out(ordinals.size() * static_cast<size_t>(out_size), 0.0f);
+  for (size_t p = 0; p < ordinals.size(); ++p) {
+    to_out[p * out_size + indexes[static_cast<size_t>(ordinals[p])]] = 1.0f;
+  }
+  Value mv;
+  mv.SetFloats(to_out);
+  mv.shape = {static_cast<int64_t>(ordinals.size()), out_size};
+  return StatusOf(
+      Emit(base, "MatMul", {*scored, NamedConstant(base, std::move(mv))}, nullptr, node.output(0)));
 }
 
 }  // namespace kiln::compiler::onnx_internal

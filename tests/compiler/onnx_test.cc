@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 
 #include "compiler/frontend/onnx_import.h"
@@ -546,6 +547,71 @@ TEST(OnnxImport, Col2ImSumsOverlappingBlocks) {
   auto huge = ImportOnnx(model(2, int64_t{1} << 40));
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(huge.status().message(), HasSubstr("more than 16777216 entries"));
+}
+
+// TfIdfVectorizer (onnx_expanded_ops.cc) against onnxruntime on cases the
+// node tests lack: n-grams moved to permuted output indices, weights (by
+// pool n-gram, as the specification says) in TFIDF and IDF, a skip
+// distance of 2 finding bigrams, unigrams counted once; a string pool and a
+// pool that ngram_indexes does not cover are refused, saying why.
+TEST(OnnxImport, TfIdfVectorizerCountsIntegerNgrams) {
+  auto model = [](const std::vector<int64_t>& shape, const std::string& mode,
+                  const std::vector<float>& weights, const std::vector<int64_t>& indexes) {
+    OnnxBuilder b(9);
+    b.Input("x", shape, onnx::TensorProto::INT32);
+    auto* n = b.Node("TfIdfVectorizer", {"x"}, {"y"}, "tfidf");
+    OnnxBuilder::String(n, "mode", mode);
+    OnnxBuilder::Int(n, "min_gram_length", 1);
+    OnnxBuilder::Int(n, "max_gram_length", 2);
+    OnnxBuilder::Int(n, "max_skip_count", 1);
+    OnnxBuilder::Ints(n, "ngram_counts", {0, 2});
+    OnnxBuilder::Ints(n, "ngram_indexes", indexes);
+    OnnxBuilder::Ints(n, "pool_int64s", {5, 7, 5, 6, 6, 7});  // 5, 7, (5, 6), (6, 7)
+    if (!weights.empty()) {
+      auto* a = n->add_attribute();
+      a->set_name("weights");
+      a->set_type(onnx::AttributeProto::FLOATS);
+      for (float w : weights) a->add_floats(w);
+    }
+    b.Output("y");
+    return b.Bytes();
+  };
+  auto ints = [](const std::vector<int32_t>& v) {
+    std::vector<float> f;
+    for (int32_t i : v) f.push_back(std::bit_cast<float>(i));
+    return f;
+  };
+  auto run = [&](const std::string& bytes, const std::vector<int32_t>& x) {
+    auto g = ImportOnnx(bytes);
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (!g.ok()) return std::vector<float>{};
+    auto vals = testing::EvaluateGraph(**g, {ints(x)});
+    EXPECT_FALSE(vals.empty());
+    return vals.empty() ? std::vector<float>{} : vals.at((*g)->FindValue("y"));
+  };
+  const std::vector<int32_t> x = {5, 6, 7, 7, 5, 8, 6, 5, 5};
+  const std::vector<int64_t> permuted = {3, 0, 1, 2};
+  EXPECT_THAT(run(model({9}, "TF", {}, permuted), x), ElementsAre(2, 2, 2, 4));
+  EXPECT_THAT(run(model({9}, "TFIDF", {0.5f, 1, 2, 4}, permuted), x), ElementsAre(2, 4, 8, 2));
+  EXPECT_THAT(run(model({9}, "IDF", {0.5f, 1, 2, 4}, permuted), x), ElementsAre(1, 2, 4, 0.5));
+  EXPECT_THAT(run(model({2, 4}, "TF", {}, permuted), {5, 6, 7, 5, 8, 6, 8, 7}),
+              ElementsAre(1, 1, 1, 2, 1, 0, 1, 0));
+
+  OnnxBuilder s(9);
+  s.Input("x", {4}, onnx::TensorProto::INT32);
+  auto* n = s.Node("TfIdfVectorizer", {"x"}, {"y"}, "tfidf");
+  auto* pool = n->add_attribute();
+  pool->set_name("pool_strings");
+  pool->set_type(onnx::AttributeProto::STRINGS);
+  pool->add_strings("a");
+  s.Output("y");
+  auto strings = ImportOnnx(s.Bytes());
+  EXPECT_EQ(strings.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(strings.status().message(), HasSubstr("string n-grams"));
+  auto uncovered = ImportOnnx(model({9}, "TF", {}, {0, 1, 2}));
+  EXPECT_EQ(uncovered.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(uncovered.status().message(),
+              HasSubstr("ngram_indexes has 3 entries for the pool's 4"));
 }
 
 // Det (onnx_expanded_ops.cc, Leibniz's sum): 3x3 in a batch and 4x4 (the

@@ -530,6 +530,7 @@ int main(int argc, char** argv) {
       "Swish",
       "Tan",
       "Tanh",
+      "TfIdfVectorizer",
       "ThresholdedRelu",
       "Tile",
       "TopK",

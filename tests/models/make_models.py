@@ -29,7 +29,8 @@ from exporter_models import (dropout_opset6, dynamo_functions, dynamo_style, hea
                              opset11, opset13)
 from graph_builder import Case
 from quantized_models import output_step, qdq_int8, qoperator_ops, quantize
-from sequence_models import gru_sequence, log_mel_style, lstm_sequence, scripted_control_flow
+from sequence_models import (gru_sequence, log_mel_style, lstm_sequence, ngram_classifier,
+                             scripted_control_flow)
 from transformer_models import bert_layer, gpt2_block, llama_style, matmul_broadcast, vit_style
 
 
@@ -109,7 +110,8 @@ MODELS = {f.__name__: f for f in [
     yolo_style, unet_style, vit_style, mobilenet_v3_style, resnext_groups, pool_edges, norms_1d,
     odd_outputs, legacy_upsample_bilinear, llama_style, matmul_broadcast, int_numerics,
     unet_decoder, qdq_int8, qoperator_ops, resnet18_int8, resnet18_int8_qop, mobilenet_v2_int8, mobilenet_v2_int8_qop, bert_layer_int8, bert_layer_qdq, bert_layer_qop,
-    lstm_sequence, gru_sequence, scripted_control_flow, stn_style, log_mel_style]}
+    lstm_sequence, gru_sequence, scripted_control_flow, stn_style, log_mel_style,
+    ngram_classifier]}
 
 
 def main():

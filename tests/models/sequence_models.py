@@ -1,6 +1,6 @@
 """Sequence models of the model tests: an LSTM and a GRU over time steps, a
-scripted model with Loop and If, and a log-mel spectrogram front end
-(make_models.py lists them all).
+scripted model with Loop and If, a log-mel spectrogram front end and a
+bag-of-n-grams text classifier (make_models.py lists them all).
 """
 import numpy as np
 from onnx import TensorProto, helper
@@ -134,3 +134,31 @@ def log_mel_style():
     g.nodes.append(helper.make_node("Identity", [out], ["logmel"]))
     m = g.model([fin("x", [2, 8, n])], [fout("logmel")], 20)
     return Case(m, {"x": image(101, 2, 8, n)})
+
+
+def ngram_classifier():
+    """A bag-of-n-grams text classifier as sklearn-onnx writes a
+    TfidfVectorizer and a linear model over token ids (opset 13):
+    unigrams and bigrams with up to 2 skipped tokens, TF-IDF
+    weights, a MatMul to 5 classes and a Softmax, over a batch of 3
+    sequences of 24 ids from a vocabulary of 30."""
+    g = G(131)
+    rng = np.random.default_rng(132)
+    uni = rng.choice(30, 12, replace=False)
+    bi = rng.integers(0, 30, (20, 2))
+    pool = np.concatenate([uni, bi.reshape(-1)]).astype(np.int64)
+    grams = len(uni) + len(bi)
+    order = rng.permutation(grams)
+    weights = rng.uniform(0.5, 2.0, grams).astype(np.float32)
+    counts = f"counts_{g.name('tfidf')}"
+    g.nodes.append(helper.make_node(
+        "TfIdfVectorizer", ["ids"], [counts], mode="TFIDF", min_gram_length=1,
+        max_gram_length=2, max_skip_count=2, ngram_counts=[0, len(uni)],
+        ngram_indexes=order.tolist(), pool_int64s=pool.tolist(), weights=weights.tolist()))
+    logits = g.op("Add", [g.op("MatMul", [counts, g.weight(grams, 5)]), g.vec(5)])
+    g.nodes.append(helper.make_node("Softmax", [logits], ["probs"], axis=-1))
+    m = g.model([fin("ids", [3, 24], TensorProto.INT64)], [fout("probs")], 13)
+    # Texts that hold pool n-grams: each a run of pool items and noise.
+    ids = rng.integers(0, 30, (3, 24)).astype(np.int64)
+    ids[0, :6] = [bi[0][0], bi[0][1], uni[0], bi[1][0], 99, bi[1][1]]
+    return Case(m, {"ids": ids})
