@@ -1,5 +1,7 @@
 #pragma once
 // Builds small ONNX models in tests, with onnx_proto only (no Python).
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
@@ -114,6 +116,13 @@ inline absl::StatusOr<std::unique_ptr<deploy::Module>> CompileAndLoad(const Mode
   auto art = CompileModel(m, Target::Host(), nullptr, {}, &report);
   if (!art.ok()) return art.status();
   return deploy::Module::LoadBytes(*art);
+}
+
+// The shape of value `name` of `g` (empty, and a test failure, if absent).
+inline std::vector<int64_t> ShapeOf(const Graph& g, const std::string& name) {
+  int v = g.FindValue(name);
+  EXPECT_GE(v, 0) << name;
+  return v < 0 ? std::vector<int64_t>{} : g.values[v].shape;
 }
 
 }  // namespace kiln::compiler::testing

@@ -22,6 +22,7 @@ using test_util::ParseWorkload;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::OnnxBuilder;
+using testing::ShapeOf;
 
 std::vector<float> Iota(int64_t n, float start) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -202,12 +203,6 @@ TEST(Pool3dKnobs, ParallelLoopAndValidation) {
 }
 
 // ---- the importer
-
-std::vector<int64_t> ShapeOf(const Graph& g, const std::string& name) {
-  int v = g.FindValue(name);
-  EXPECT_GE(v, 0) << name;
-  return v < 0 ? std::vector<int64_t>{} : g.values[v].shape;
-}
 
 TEST(Pool3dImport, RankFiveMaxPoolBecomesPool3d) {
   OnnxBuilder b;
